@@ -88,7 +88,21 @@ context of 128K is not used by 5,500 tokens) on two h100-sxm as tp 2, FP8 weight
 (the projections W8A8 at the FP8 peak), vLLM's default budgets, 10 requests per client at the
 table's fixed lengths; the means of TTFT and TPOT and the run's output tokens per second.
 
-    python benchmarks/serve_published.py [nim | vllm [SHAREGPT.json] | mlperf [LENGTHS.json]]
+TensorRT-LLM's performance overview (NVIDIA/TensorRT-LLM docs/source/performance/perf-overview.md at commit
+00f37686, the v1.0 page: trtllm-bench throughput on the PyTorch backend, every request at once, "Total Output
+Throughput (tokens/sec)"): the FP8 columns of Llama 3.1 8B (H100 TP1, H200 TP1), Llama 3.3 70B (H100 TP2, H200
+TP1) and Llama 3.1 405B (H200 TP8, H100 TP8), ten fixed lengths each, the page's $num_requests. Ours: `--scheduler trtllm` (Orca's schedule as
+GUARANTEED_NO_EVICT with chunked context off; decode-only steps from CUDA graphs at the page's capture sizes) with
+trtllm-bench's own engine settings (tensorrt_llm/bench/build/tuning.py, reimplemented in trtllm_bench_settings),
+FP8 weights and KV cache, 0.95 of memory (the page's --kv_cache_free_gpu_mem_fraction).
+
+vLLM v0.6.0 under SGLang's benchmark (sgl-project/sglang benchmark/benchmark_vllm_060/README.md at commit 120affb):
+Llama 3.1 8B on one A100 80G and 70B on four H100 80G, ShareGPT through sglang.bench_serving: offline (5,000 at
+once) throughputs and online (4 and 8 req/s) medians. Ours: vllm_options with max_model_len 4,096's budget, the
+first 5,000 pairs of vLLM's ShareGPT sample (sharegpt_vllm_lengths_5000.json beside this script), Poisson arrivals.
+
+    python benchmarks/serve_published.py [nim | trtllm-bench | sglang-vllm [SHAREGPT.json] | vllm [SHAREGPT.json]
+                                          | mlperf [LENGTHS.json]]
 """
 
 from __future__ import annotations
@@ -455,6 +469,200 @@ def print_nim() -> None:
                   f"| {ours['tokens_per_s'] / tokens:.2f} |")
 
 
+TRTLLM_BENCH_SOURCE = ("NVIDIA/TensorRT-LLM docs/source/performance/perf-overview.md (commit 00f37686), 'Throughput "
+                       "Measurements': trtllm-bench throughput, PyTorch backend, 'Total Output Throughput (tokens/sec)'")
+# The page's $num_requests per (input, output) length (every request at those lengths: --input-stdev=0 --output-stdev=0).
+TRTLLM_BENCH_REQUESTS = {(128, 128): 30000, (128, 2048): 3000, (128, 4096): 1500, (500, 2000): 3000, (1000, 1000): 3000,
+                         (1000, 2000): 1500, (2048, 128): 3000, (2048, 2048): 1500, (5000, 500): 1500,
+                         (20000, 2000): 1000}
+# The page's "In many cases, we also use a higher KV cache percentage by setting --kv_cache_free_gpu_mem_fraction 0.95"
+# (the command's default is 0.90): ours takes 0.95 for the heuristic's fraction and for the replica's memory.
+TRTLLM_BENCH_KV_FRACTION = 0.95
+# One table per (model, GPU column) of the page: the FP8 columns of the three dense Llama models with a preset.
+# ModelOpt's FP8 checkpoints (nvidia/Llama-3.1-8B-Instruct-FP8, -3.3-70B-, -3.1-405B-Instruct-FP8): FP8 weights and
+# activations in the projections and an FP8 KV cache. Rows: (input, output, published total output tokens/s).
+TRTLLM_BENCH = [
+    {"model": "llama3.1-8b", "published_model": "Llama 3.1 8B", "hardware": "h100-sxm", "gpu": "H100 TP1 (FP8)", "tp": 1,
+     "rows": [(128, 128, 28312), (128, 2048, 22714), (128, 4096, 14325), (500, 2000, 17660), (1000, 1000, 15220),
+              (1000, 2000, 13899), (2048, 128, 3450), (2048, 2048, 9305), (5000, 500, 3459), (20000, 2000, 1351)]},
+    {"model": "llama3.1-8b", "published_model": "Llama 3.1 8B", "hardware": "h200", "gpu": "H200 TP1 (FP8)", "tp": 1,
+     "rows": [(128, 128, 27911), (128, 2048, 26221), (128, 4096, 18027), (500, 2000, 20770), (1000, 1000, 17744),
+              (1000, 2000, 16828), (2048, 128, 3538), (2048, 2048, 12194), (5000, 500, 3902), (20000, 2000, 1804)]},
+    {"model": "llama3.1-70b", "published_model": "Llama 3.3 70B", "hardware": "h100-sxm", "gpu": "H100 TP2 (FP8)",
+     "tp": 2,
+     "rows": [(128, 128, 6378), (128, 2048, 6651), (128, 4096, 4199), (500, 2000, 5222), (1000, 1000, 4205),
+              (1000, 2000, 4146), (2048, 128, 762), (2048, 2048, 3082), (5000, 500, 898), (20000, 2000, 437)]},
+    {"model": "llama3.1-70b", "published_model": "Llama 3.3 70B", "hardware": "h200", "gpu": "H200 TP1 (FP8)", "tp": 1,
+     "rows": [(128, 128, 3803), (128, 2048, 4336), (128, 4096, 2872), (500, 2000, 3666), (1000, 1000, 2909),
+              (1000, 2000, 2994), (2048, 128, 442), (2048, 2048, 2003), (5000, 500, 566), (20000, 2000, 283)]},
+    {"model": "llama3.1-405b", "published_model": "Llama 3.1 405B", "hardware": "h200", "gpu": "H200 TP8 (FP8)",
+     "tp": 8,
+     "rows": [(128, 128, 3814), (128, 2048, 5348), (128, 4096, 4741), (500, 2000, 4724), (1000, 1000, 3330),
+              (1000, 2000, 3722), (2048, 128, 456), (2048, 2048, 2948), (5000, 500, 650), (20000, 2000, 505)]},
+    {"model": "llama3.1-405b", "published_model": "Llama 3.1 405B", "hardware": "h100-sxm", "gpu": "H100 TP8 (FP8)",
+     "tp": 8,
+     "rows": [(128, 128, 3627), (128, 2048, 4340), (128, 4096, 3116), (500, 2000, 3994), (1000, 1000, 2919),
+              (1000, 2000, 2895), (2048, 128, 453), (2048, 2048, 2296), (5000, 500, 610), (20000, 2000, 345)]},
+]
+
+
+def trtllm_bench_settings(cfg, hardware, tp: int, prompt: int, output: int,
+                          fraction: float = TRTLLM_BENCH_KV_FRACTION) -> tuple[int, int]:
+    """trtllm-bench's engine settings when none are given: (max_batch_size, max_num_tokens).
+    tensorrt_llm/bench/build/tuning.py calc_engine_setting and finetune_setting (FP8 weights and KV
+    cache: one byte each; the GPU's whole memory, pynvml's total, here the hardware file's;
+    parameters: the checkpoint's count, here our tree's), then
+    tensorrt_llm/bench/benchmark/utils/general.py get_settings: chunked prefill is off by default,
+    so max_num_tokens is raised to the longest prompt plus max_batch_size."""
+    import math
+
+    from costmodel.api import estimate
+
+    gib = 2**30
+    kv_bytes_per_token = 2 * cfg.n_decoder_layers * max(tp, cfg.n_kv_heads) * cfg.d_head * 1 / gib
+    available = hardware.memory_bytes / gib * tp - estimate(cfg).params()["total"] * 1 / gib
+    requests = available * fraction / (kv_bytes_per_token * (prompt + output))
+    raw_bs = min(requests, 4096)
+    raw_tokens = min(raw_bs * (1 + prompt / output), 32768)
+    if raw_bs < 256:
+        batch = max(64, 32 * math.ceil(raw_bs / 32))
+    elif raw_bs < 1024:
+        batch = 128 * math.ceil(raw_bs / 128)
+    else:
+        batch = 256 * math.ceil(raw_bs / 256)
+    if raw_tokens < 4096:
+        tokens = max(2048, 256 * math.ceil(raw_tokens / 256))
+    elif raw_tokens < 8192:
+        tokens = 512 * math.ceil(raw_tokens / 512)
+    else:
+        tokens = 1024 * math.ceil(raw_tokens / 1024)
+    return batch, max(tokens, prompt + batch)
+
+
+def trtllm_bench_options(table: dict, prompt: int, output: int) -> dict:
+    """Our replica for a trtllm-bench row: the trtllm scheduler (in-flight batching, whole prompts
+    within max_num_tokens, a request's full length reserved when it joins: TensorRT-LLM's default
+    GUARANTEED_NO_EVICT capacity scheduler, chunked context off; generation-only steps from CUDA
+    graphs padded to the captured batch sizes), trtllm-bench's settings, FP8
+    weights (W8A8) and KV cache, bf16 activations, 0.95 of memory."""
+    import costmodel
+    from costmodel.hardware import load_hardware
+
+    batch, tokens = trtllm_bench_settings(costmodel.load_model(table["model"]), load_hardware(table["hardware"]),
+                                          table["tp"], prompt, output)
+    return {"scheduler": "trtllm", "tp": table["tp"], "max_num_seqs": batch, "max_batched_tokens": tokens,
+            "dtype": "bf16", "weight_dtype": "fp8", "kv_dtype": "fp8",
+            "gpu_memory_utilization": TRTLLM_BENCH_KV_FRACTION}
+
+
+def trtllm_bench_throughput(table: dict, prompt: int, output: int, requests: int | None = None) -> float:
+    """Our total output tokens per second: the row's requests all at 0, output tokens over the span."""
+    requests = requests or TRTLLM_BENCH_REQUESTS[(prompt, output)]
+    span = span_at_once(table["model"], table["hardware"], [Request(i, 0.0, prompt, output) for i in range(requests)],
+                        **trtllm_bench_options(table, prompt, output))
+    return requests * output / span
+
+
+def print_trtllm_bench() -> None:
+    print(f"\nTensorRT-LLM trtllm-bench, all requests at once. Source: {TRTLLM_BENCH_SOURCE}\n")
+    print("| model (ours) | GPU | in / out | requests | max_batch_size / max_num_tokens | published out tok/s "
+          "| ours | ours / published |")
+    print("|---|---|---|---|---|---|---|---|")
+    for table in TRTLLM_BENCH:
+        for prompt, output, published in table["rows"]:
+            options = trtllm_bench_options(table, prompt, output)
+            ours = trtllm_bench_throughput(table, prompt, output)
+            print(f"| {table['published_model']} ({table['model']}) | {table['gpu']} | {prompt} / {output} "
+                  f"| {TRTLLM_BENCH_REQUESTS[(prompt, output)]:,} | {options['max_num_seqs']:,} / "
+                  f"{options['max_batched_tokens']:,} | {published:,} | {ours:,.0f} | {ours / published:.2f} |")
+
+
+SGLANG_VLLM_SOURCE = ("sgl-project/sglang benchmark/benchmark_vllm_060/README.md (commit 120affb), the vLLM v0.6.0 rows: "
+                      "sglang.bench_serving --backend vllm --dataset-name sharegpt")
+SGLANG_VLLM_LENGTHS = Path(__file__).resolve().parent / "sharegpt_vllm_lengths_5000.json"
+SGLANG_VLLM_SEED = 0  # our Poisson arrivals' seed (bench_serving's own is 1; its draw is not reproduced)
+SGLANG_VLLM_MAX_MODEL_LEN = 4096  # the README's vLLM servers: --max_model_len 4096
+# One entry per model: the README's server (vLLM v0.6.0, --num-scheduler-steps 10, --max_model_len 4096, otherwise
+# defaults; "The gpu_memory_utilization of vLLM is by default 0.9 at both TP 1 and TP 4"), its offline row (5,000
+# prompts at an infinite rate: request and output token throughput) and its online rows (rate, prompts, and the
+# medians in ms of E2E latency, TTFT, TPOT and ITL).
+SGLANG_VLLM = [
+    {"model": "llama3.1-8b", "published_model": "Llama 3.1 8B Instruct", "gpus": "1 x A100 80G", "hardware": "a100-80gb",
+     "tp": 1, "offline": {"requests": 5000, "requests_per_s": 21.27, "output_tokens_per_s": 4132.37},
+     "online": [(4, 1200, 1691.97, 100.48, 14.14, 129.32), (8, 2400, 2137.16, 120.39, 17.09, 158.63)]},
+    {"model": "llama3.1-70b", "published_model": "Llama 3.1 70B Instruct", "gpus": "4 x H100 80G", "hardware": "h100-sxm",
+     "tp": 4, "offline": {"requests": 5000, "requests_per_s": 19.04, "output_tokens_per_s": 3700.64},
+     "online": [(4, 1200, 2915.60, 179.15, 23.58, 231.23), (8, 2400, 3752.38, 207.12, 29.15, 275.32)]},
+]
+
+
+def sglang_vllm_options(table: dict) -> dict:
+    """vLLM v0.6.0 as the README starts it: vllm_options (v0's prefill-first scheduler, 256 sequences,
+    0.90 of memory, bf16, --num-scheduler-steps 10) with the token budget max(max_model_len, 2048) =
+    4,096 that --max_model_len 4096 gives (vllm/config.py SchedulerConfig, no chunked prefill)."""
+    return {**vllm_options(table["tp"]), "max_batched_tokens": max(SGLANG_VLLM_MAX_MODEL_LEN, 2048)}
+
+
+def sglang_vllm_run(table: dict, rate: float, requests: int, pairs: list[tuple[int, int]]) -> list[dict]:
+    """Our requests of one row: the first `requests` ShareGPT pairs, Poisson arrivals at `rate`
+    (math.inf: all at 0), on the table's replica; the finished requests' rows."""
+    import math
+
+    import numpy as np
+
+    import costmodel
+    from costmodel.hardware import load_hardware
+    from costmodel.serving.api import run_replicas
+
+    if len(pairs) < requests:
+        raise ConfigError(f"the length file holds {len(pairs)} requests, fewer than the {requests} asked for.")
+    gaps = np.zeros(requests) if math.isinf(rate) else \
+        np.random.default_rng(SGLANG_VLLM_SEED).exponential(1.0 / rate, size=requests)
+    arrivals = np.cumsum(gaps)
+    chosen = [Request(i, float(arrivals[i]), prompt, output) for i, (prompt, output) in enumerate(pairs[:requests])]
+    cfg = costmodel.load_model(table["model"])
+    replica, step, _ = build_replica(cfg, load_hardware(table["hardware"]), **sglang_vllm_options(table))
+    rows, _, _ = run_replicas(chosen, replica, step, 1, SGLANG_VLLM_MAX_MODEL_LEN, record=False)
+    return rows
+
+
+def sglang_vllm_offline(table: dict, pairs: list[tuple[int, int]]) -> dict:
+    """Our offline figures: requests and output tokens over the span from 0 to the last token."""
+    rows = sglang_vllm_run(table, float("inf"), table["offline"]["requests"], pairs)
+    span = max(row["finish_s"] for row in rows)
+    return {"requests_per_s": len(rows) / span, "output_tokens_per_s": sum(row["output_tokens"] for row in rows) / span}
+
+
+def sglang_vllm_online(table: dict, rate: float, requests: int, pairs: list[tuple[int, int]]) -> dict:
+    """Our online medians (ms) of E2E latency, TTFT and TPOT (requests of one output token have none)."""
+    import numpy as np
+
+    rows = sglang_vllm_run(table, rate, requests, pairs)
+    tpots = [row["tpot_s"] for row in rows if row["output_tokens"] > 1]
+    return {"e2e_ms": 1e3 * float(np.median([row["e2e_s"] for row in rows])),
+            "ttft_ms": 1e3 * float(np.median([row["ttft_s"] for row in rows])), "tpot_ms": 1e3 * float(np.median(tpots))}
+
+
+def print_sglang_vllm(path: str | Path = SGLANG_VLLM_LENGTHS) -> None:
+    pairs = sharegpt_lengths(Path(path), at_least=max(table["offline"]["requests"] for table in SGLANG_VLLM))
+    print(f"\nvLLM v0.6.0 under SGLang's ShareGPT benchmark. Source: {SGLANG_VLLM_SOURCE}\n")
+    print("| model (ours) | GPUs | load | metric | published | ours | ours / published |")
+    print("|---|---|---|---|---|---|---|")
+    for table in SGLANG_VLLM:
+        head = f"| {table['published_model']} ({table['model']}) | {table['gpus']} (tp {table['tp']})"
+        ours, offline = sglang_vllm_offline(table, pairs), table["offline"]
+        for metric, name in (("requests_per_s", "request throughput (req/s)"),
+                             ("output_tokens_per_s", "output token throughput (tok/s)")):
+            print(f"{head} | {offline['requests']:,} prompts at once | {name} | {offline[metric]:,.2f} "
+                  f"| {ours[metric]:,.2f} | {ours[metric] / offline[metric]:.2f} |")
+        for rate, requests, e2e, ttft, tpot, _itl in table["online"]:
+            ours = sglang_vllm_online(table, rate, requests, pairs)
+            for published, metric, name in ((e2e, "e2e_ms", "median E2E latency (ms)"),
+                                            (ttft, "ttft_ms", "median TTFT (ms)"), (tpot, "tpot_ms", "median TPOT (ms)")):
+                print(f"{head} | {rate} req/s, {requests:,} prompts | {name} | {published:,.2f} | {ours[metric]:,.2f} "
+                      f"| {ours[metric] / published:.2f} |")
+
+
 def static_run(model: str, tp: int, batch: int, prompt: int, output: int, hardware: str = "a100-80gb",
                **options):
     import costmodel
@@ -497,6 +705,8 @@ def main() -> None:
     print_sarathi()
     print_vllm()
     print_nim()
+    print_trtllm_bench()
+    print_sglang_vllm()
     print_mlperf()
 
 
@@ -523,8 +733,9 @@ def print_mlperf(path: str | Path = MLPERF_LENGTHS) -> None:
 
 # The selectors: each table alone (vllm and mlperf from another length file if one is named), with the
 # most arguments each takes after its name; no selector runs every table.
-SELECTORS = {"nim": (print_nim, 0), "vllm": (print_vllm, 1), "mlperf": (print_mlperf, 1)}
-USAGE = "nim, vllm [SHAREGPT.json] or mlperf [LENGTHS.json] (none: every table)"
+SELECTORS = {"nim": (print_nim, 0), "trtllm-bench": (print_trtllm_bench, 0), "sglang-vllm": (print_sglang_vllm, 1),
+             "vllm": (print_vllm, 1), "mlperf": (print_mlperf, 1)}
+USAGE = "nim, trtllm-bench, sglang-vllm [SHAREGPT.json], vllm [SHAREGPT.json] or mlperf [LENGTHS.json] (none: every table)"
 
 
 def command(argv: list[str]):

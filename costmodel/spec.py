@@ -275,6 +275,7 @@ FINETUNE_OPTIMIZERS = Choices({"adamw": "", "adamw8bit": "bitsandbytes", "paged_
 SCHEDULERS = Choices({"vllm": "vLLM v1's, chunked prefill within a token budget",
                       "sarathi": "Sarathi-Serve's stall-free batching",
                       "orca": "Orca's iteration-level batching, no chunking",
+                      "trtllm": "TensorRT-LLM's in-flight batching as Orca's, decode steps from CUDA graphs",
                       "static": "Hugging Face generate's batch, to the longest output",
                       "hf-fifo": "transformers' continuous batching, FIFO",
                       "hf-prefill-first": "transformers' continuous batching, split prefills first",

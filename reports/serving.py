@@ -211,7 +211,7 @@ def latency_figure(rows: list[dict[str, Any]], title: str) -> Any:
               help="Step times from the kernel-level model (default where the hardware file has sm_count) or the roofline.")
 @click.option("--cuda-graphs", type=click.Choice(CUDA_GRAPHS), default="auto", show_default=True,
               help="Steps replayed from CUDA graphs (graph_kernel_s per kernel, no launch overhead): auto, the "
-                   "engine's default (vllm-v0: decode-only steps; vllm: piecewise, attention eager; the others "
+                   "engine's default (vllm-v0, trtllm: decode-only steps; vllm: piecewise, attention eager; the others "
                    "eager); on (an error where the engine has none); off (eager everywhere).")
 @click.option("--slo-ttft", type=float, default=None, help="Seconds, for goodput.")
 @click.option("--slo-tpot", type=float, default=None, help="Seconds per output token, for goodput.")

@@ -490,6 +490,135 @@ def test_nim_rows_pass_the_tables_setup(script, served):
                     "tokens_per_s": direct["throughput"]["output_tokens_per_s"]}
 
 
+def test_trtllm_bench_tables_are_the_pages(script):
+    """NVIDIA/TensorRT-LLM docs/source/performance/perf-overview.md at commit 00f37686, "Throughput
+    Measurements", typed here from the page: the "Llama 3.1 8B" table's H100 TP1 (FP8) and H200 TP1
+    (FP8) columns, the "Llama 3.3 70B" table's H100 TP2 (FP8) and H200 TP1 (FP8) columns and the
+    "Llama 3.1 405B" table's H200 TP8 (FP8) and H100 TP8 (FP8) columns, in the page's row order, and
+    its $num_requests table."""
+    lengths = [(128, 128), (128, 2048), (128, 4096), (500, 2000), (1000, 1000), (1000, 2000), (2048, 128),
+               (2048, 2048), (5000, 500), (20000, 2000)]
+    page = {("llama3.1-8b", "h100-sxm", 1): [28312, 22714, 14325, 17660, 15220, 13899, 3450, 9305, 3459, 1351],
+            ("llama3.1-8b", "h200", 1): [27911, 26221, 18027, 20770, 17744, 16828, 3538, 12194, 3902, 1804],
+            ("llama3.1-70b", "h100-sxm", 2): [6378, 6651, 4199, 5222, 4205, 4146, 762, 3082, 898, 437],
+            ("llama3.1-70b", "h200", 1): [3803, 4336, 2872, 3666, 2909, 2994, 442, 2003, 566, 283],
+            ("llama3.1-405b", "h200", 8): [3814, 5348, 4741, 4724, 3330, 3722, 456, 2948, 650, 505],
+            ("llama3.1-405b", "h100-sxm", 8): [3627, 4340, 3116, 3994, 2919, 2895, 453, 2296, 610, 345]}
+    assert {(t["model"], t["hardware"], t["tp"]): [r[2] for r in t["rows"]] for t in script.TRTLLM_BENCH} == page
+    assert all([r[:2] for r in t["rows"]] == lengths for t in script.TRTLLM_BENCH)
+    assert script.TRTLLM_BENCH_REQUESTS == {
+        (128, 128): 30000, (128, 2048): 3000, (128, 4096): 1500, (1000, 2000): 1500, (2048, 128): 3000,
+        (2048, 2048): 1500, (5000, 500): 1500, (1000, 1000): 3000, (500, 2000): 3000, (20000, 2000): 1000}
+    assert script.TRTLLM_BENCH_KV_FRACTION == 0.95  # the page: "--kv_cache_free_gpu_mem_fraction 0.95"
+
+
+@pytest.mark.parametrize("model, hardware, tp, prompt, output, settings", [
+    # 8B: a token's FP8 KV is 2 x 32 x 8 x 128 = 65,536 bytes; (80 - 8,030,261,248 / 2^30) x 0.95 = 68.895 GiB
+    # holds 4,409 requests of 256 tokens -> min(., 4096) -> 256 x 16 = 4,096; tokens 4,096 x 2 = 8,192
+    ("llama3.1-8b", "h100-sxm", 1, 128, 128, (4096, 8192)),
+    # 518.7 requests of 2,176 -> 128 x ceil(4.05) = 640; tokens 551 -> the floor of 2,048 (128 + 640 below it)
+    ("llama3.1-8b", "h100-sxm", 1, 128, 2048, (640, 2048)),
+    # 51.3 requests of 22,000 -> the floor of 64; chunked prefill off: 20,000 + 64 tokens
+    ("llama3.1-8b", "h100-sxm", 1, 20000, 2000, (64, 20064)),
+    # 70B tp 2: 163,840 bytes a token (8 KV heads >= tp); (160 - 65.708) x 0.95 = 89.577 GiB -> 2,293.2 requests
+    # of 256 -> 256 x 9 = 2,304; tokens 4,586 -> 512 x 9 = 4,608
+    ("llama3.1-70b", "h100-sxm", 2, 128, 128, (2304, 4608)),
+    # 70B on one H200: (141 - 65.708) x 0.95 = 71.527 GiB -> 1,831.1 -> 2,048; tokens 3,662 -> 256 x 15 = 3,840
+    ("llama3.1-70b", "h200", 1, 128, 128, (2048, 3840)),
+    # 405B tp 8: 2 x 126 x 8 x 128 = 258,048 bytes a token; (640 - 377.98) x 0.95 = 248.92 GiB -> 476.0 requests of
+    # 2,176 -> 128 x 4 = 512; tokens 505.7 -> 2,048
+    ("llama3.1-405b", "h100-sxm", 8, 128, 2048, (512, 2048)),
+])
+def test_trtllm_bench_settings_are_its_heuristic(script, model, hardware, tp, prompt, output, settings):
+    """tensorrt_llm/bench/build/tuning.py calc_engine_setting + finetune_setting, then get_settings'
+    max(max_num_tokens, max ISL + max_batch_size) with chunked prefill off, worked by hand above."""
+    import costmodel
+    from costmodel.hardware import load_hardware
+
+    assert script.trtllm_bench_settings(costmodel.load_model(model), load_hardware(hardware), tp, prompt,
+                                        output) == settings
+
+
+def test_trtllm_bench_rows_pass_the_pages_setup(script, monkeypatch):
+    """Each row: the row's requests of fixed lengths all at 0, the trtllm scheduler (whole prompts,
+    the full length reserved: GUARANTEED_NO_EVICT without chunked context) with trtllm-bench's
+    settings, the table's tp, FP8 weights and KV cache, 0.95 of memory; output tokens over the span."""
+    seen = {}
+
+    def span(model, hardware, requests, replicas=1, **options):
+        seen.update(model=model, hardware=hardware, requests=requests, replicas=replicas, **options)
+        return 100.0
+
+    monkeypatch.setattr(script, "span_at_once", span)
+    table = script.TRTLLM_BENCH[2]
+    assert script.trtllm_bench_throughput(table, 128, 128) == 30000 * 128 / 100.0
+    requests = seen.pop("requests")
+    assert len(requests) == 30000 and {(r.arrival_s, r.prompt_tokens, r.output_tokens) for r in requests} == {
+        (0.0, 128, 128)}
+    assert seen == {"model": "llama3.1-70b", "hardware": "h100-sxm", "replicas": 1, "scheduler": "trtllm", "tp": 2,
+                    "max_num_seqs": 2304, "max_batched_tokens": 4608, "dtype": "bf16", "weight_dtype": "fp8",
+                    "kv_dtype": "fp8", "gpu_memory_utilization": 0.95}
+
+
+def test_sglang_vllm_tables_are_the_readmes(script):
+    """sgl-project/sglang benchmark/benchmark_vllm_060/README.md (commit 120affb), the vLLM rows, typed
+    here from the page: offline (5,000 prompts, "inf") request and output token throughput; online
+    (RPS, prompts) median E2E latency, TTFT, TPOT and ITL in ms."""
+    small, large = script.SGLANG_VLLM
+    assert (small["model"], small["hardware"], small["tp"], small["gpus"]) == ("llama3.1-8b", "a100-80gb", 1,
+                                                                               "1 x A100 80G")
+    assert (large["model"], large["hardware"], large["tp"], large["gpus"]) == ("llama3.1-70b", "h100-sxm", 4,
+                                                                               "4 x H100 80G")
+    assert small["offline"] == {"requests": 5000, "requests_per_s": 21.27, "output_tokens_per_s": 4132.37}
+    assert large["offline"] == {"requests": 5000, "requests_per_s": 19.04, "output_tokens_per_s": 3700.64}
+    assert small["online"] == [(4, 1200, 1691.97, 100.48, 14.14, 129.32), (8, 2400, 2137.16, 120.39, 17.09, 158.63)]
+    assert large["online"] == [(4, 1200, 2915.60, 179.15, 23.58, 231.23), (8, 2400, 3752.38, 207.12, 29.15, 275.32)]
+    # the output throughput over the request throughput: 194.3 generated tokens a request, both models
+    assert round(4132.37 / 21.27, 1) == 194.3 and round(3700.64 / 19.04, 1) == 194.4
+
+
+def test_sglang_vllm_lengths_extend_the_vllm_sample(script):
+    """The 5,000 pairs are the vidur CSV's first 5,000 rows (vLLM's sampler, seed 0): its first 500 are
+    sharegpt_vllm_lengths.json's; the stated statistics are reproduced by the loader."""
+    pairs = script.sharegpt_lengths(script.SGLANG_VLLM_LENGTHS, at_least=5000)
+    assert len(pairs) == 5000 and pairs[:500] == script.sharegpt_lengths()
+    prompts, outputs = zip(*pairs)
+    assert (round(sum(prompts) / 5000, 2), round(sum(outputs) / 5000, 2)) == (220.82, 200.92)
+    assert (max(prompts), max(outputs)) == (1021, 1853)
+
+
+def test_sglang_vllm_rows_pass_the_readmes_setup(script, monkeypatch):
+    """vLLM v0.6.0 as started there: vllm-v0, 256 sequences, 0.90 of memory, bf16, 10 scheduler steps,
+    max_model_len 4,096 and so a 4,096-token budget; Poisson arrivals at the row's rate (seed 0), the
+    first N pairs in order; offline all at 0."""
+    import numpy as np
+
+    import costmodel.serving.api as api
+
+    seen = []
+
+    def run_replicas(requests, replica, step, replicas, max_model_len, record=True, **_):
+        seen.append((requests, replica, max_model_len))
+        return [{"finish_s": 2.0, "output_tokens": r.output_tokens, "e2e_s": 1.0, "ttft_s": 0.1, "tpot_s": 0.01}
+                for r in requests], None, None
+
+    monkeypatch.setattr(api, "run_replicas", run_replicas)
+    assert script.sglang_vllm_options(script.SGLANG_VLLM[1]) == {
+        "scheduler": "vllm-v0", "tp": 4, "max_num_seqs": 256, "max_batched_tokens": 4096, "dtype": "bf16",
+        "gpu_memory_utilization": 0.90, "num_scheduler_steps": 10}
+    pairs = [(10 + i, 5 + i % 3) for i in range(30)]
+    ours = script.sglang_vllm_online(script.SGLANG_VLLM[0], 4, 20, pairs)
+    requests, (cls, blocks, block_size, seqs, tokens), max_model_len = seen[-1]
+    assert (seqs, tokens, max_model_len) == (256, 4096, 4096)
+    gaps = np.random.default_rng(0).exponential(0.25, size=20)
+    assert [r.arrival_s for r in requests] == pytest.approx(list(np.cumsum(gaps)), rel=1e-12)
+    assert [(r.prompt_tokens, r.output_tokens) for r in requests] == pairs[:20]
+    assert ours == {"e2e_ms": 1000.0, "ttft_ms": 100.0, "tpot_ms": 10.0}
+    offline = script.sglang_vllm_offline({**script.SGLANG_VLLM[0], "offline": {"requests": 30}}, pairs)
+    assert {r.arrival_s for r in seen[-1][0]} == {0.0}
+    assert offline == {"requests_per_s": 15.0, "output_tokens_per_s": sum(o for _, o in pairs) / 2.0}
+
+
 def _restated(data: dict, column: list[int]) -> dict:
     """A length file's stated statistics recomputed for a changed column (samples, min, max, median, mean)."""
     import numpy as np
@@ -562,4 +691,4 @@ def test_an_unknown_selector_or_extra_argument_is_one_line(argv, words):
     run = subprocess.run([sys.executable, str(SCRIPT), *argv], capture_output=True, text=True, timeout=120)
     assert run.returncode == 2 and run.stdout == ""
     assert run.stderr.count("\n") == 1 and run.stderr.startswith("error: ") and words in run.stderr
-    assert all(name in run.stderr for name in ("nim", "vllm", "mlperf"))
+    assert all(name in run.stderr for name in ("nim", "trtllm-bench", "sglang-vllm", "vllm", "mlperf"))

@@ -15,8 +15,8 @@ from costmodel.config import ConfigError
 from costmodel.hardware import load_hardware
 from costmodel.kernel_time import KernelTimer, inference_subs, leaves_time
 from costmodel.serving.api import DEFAULT_BUDGETS, build_replica
-from costmodel.serving.graphs import (EAGER, ENGINE_GRAPHS, CudaGraphs, Graphed, engine_graphs, vllm_v0_graphs,
-                                      vllm_v1_graphs)
+from costmodel.serving.graphs import (EAGER, ENGINE_GRAPHS, CudaGraphs, Graphed, engine_graphs, trtllm_graphs,
+                                      vllm_v0_graphs, vllm_v1_graphs)
 from costmodel.serving.schedulers import SCHEDULERS
 from costmodel.serving.steptime import StepTime, serving_profile
 from costmodel.tree import CostModel
@@ -107,6 +107,40 @@ def test_graphs_pad_to_the_captured_sizes():
     assert EAGER.plan(ones(4), ones(4)) is None
 
 
+def test_trtllm_graphs_are_the_listed_sizes_up_to_the_executors_limit():
+    """TensorRT-LLM (_filter_cuda_graph_batch_sizes): perf-overview.md's sizes up to min(max_batch_size,
+    max_num_tokens), then that limit itself since a larger size was listed (padding on); the whole
+    forward, attention included, of a generation-only batch, padded to the next size; no context limit."""
+    assert trtllm_graphs(640, 2048).sizes == (1, 2, 4, 8, 16, 32, 64, 128, 256, 384, 512, 640)
+    assert trtllm_graphs(4096, 8192).sizes[-3:] == (1024, 2048, 4096)
+    assert trtllm_graphs(2304, 2000).sizes[-2:] == (1024, 2000)  # the token budget is the lower limit
+    assert trtllm_graphs(10000, 20000).sizes[-1] == 8192  # nothing larger was listed: no extra size
+    graphs, ones = trtllm_graphs(640, 2048), (lambda n: np.ones(n, dtype=np.int64))  # noqa: E731
+    assert graphs.mode == "decode" and graphs.max_context is None
+    assert [graphs.plan(ones(n), ones(n) * 100_000) for n in (3, 300, 600)] == [
+        Graphed(4, True), Graphed(384, True), Graphed(640, True)]
+    assert graphs.plan(np.array([128, 1]), np.array([128, 60])) is None  # a context step: eager
+
+
+def test_trtllm_schedules_as_orca(llama, h100):
+    """The trtllm scheduler's steps are Orca's (whole prompts, full reservation, generation first); its
+    defaults are TensorRT-LLM's 2,048 sequences and 8,192 tokens; only the step times (graphs) differ."""
+    from costmodel.serving.engine import simulate
+    from costmodel.serving.kvcache import BlockPool
+    from costmodel.serving.workload import Request
+
+    assert DEFAULT_BUDGETS["trtllm"][:2] == (2048, 8192)
+    requests = [Request(i, 0.01 * i, 100 + 37 * i, 5 + 3 * i) for i in range(9)]
+    runs = {}
+    for name in ("orca", "trtllm"):
+        (cls, blocks, block_size, seqs, tokens), step, setup = build_replica(
+            llama, h100, scheduler=name, max_num_seqs=4, max_batched_tokens=300, num_blocks=60)
+        runs[name] = simulate(requests, cls(BlockPool(blocks, block_size), seqs, tokens), step.seconds, 8192)
+        assert setup["cuda_graphs"] == ("decode" if name == "trtllm" else "none")
+    assert [s.entries for s in runs["orca"].steps] == [s.entries for s in runs["trtllm"].steps]
+    assert sum(s.seconds for s in runs["trtllm"].steps) < sum(s.seconds for s in runs["orca"].steps)
+
+
 def test_padded_rows_cost_the_padded_gemms(step):
     """Under vLLM v0 a decode batch of 5 runs its per-token leaves at 8 rows: the step of 5 less
     the step of 8 is only their context (attention) and LM head parts, the eager difference less
@@ -150,13 +184,13 @@ def test_roofline_graph_steps_drop_the_overhead_of_the_graphs_blocks(llama, h100
 
 
 def test_each_scheduler_states_its_engines_graphs(h100):
-    """Every scheduler has its engine's default with a source; the transformers engines, Orca,
+    """Every scheduler has its engine's default with a source (TensorRT-LLM's: decode graphs); the transformers engines, Orca,
     Sarathi-Serve and static batching run eagerly, and nothing is graphed on a CPU's file."""
     assert set(ENGINE_GRAPHS) == set(SCHEDULERS)
     for name in SCHEDULERS:
         graphs = engine_graphs("auto", name, 256, 2048, h100)
         assert isinstance(graphs, CudaGraphs) and graphs.source
-        assert (graphs.mode != "none") == (name in ("vllm", "vllm-v0"))
+        assert (graphs.mode != "none") == (name in ("vllm", "vllm-v0", "trtllm"))
         assert engine_graphs("off", name, 256, 2048, h100) is EAGER
     assert engine_graphs("auto", "vllm-v0", 256, 2048, h100).mode == "decode"
     assert engine_graphs("auto", "vllm", 256, 2048, h100).mode == "piecewise"
@@ -206,6 +240,8 @@ def test_cli_cuda_graphs(capsys):
     assert main(base + ["--cuda-graphs", "off"]) == 0
     assert '"cuda_graphs": "none"' in capsys.readouterr().out
     assert main(base + ["--scheduler", "vllm-v0"]) == 0
+    assert '"cuda_graphs": "decode"' in capsys.readouterr().out
+    assert main(base + ["--scheduler", "trtllm"]) == 0
     assert '"cuda_graphs": "decode"' in capsys.readouterr().out
     assert main(base + ["--scheduler", "sarathi", "--cuda-graphs", "on"]) == 2
     err = capsys.readouterr().err

@@ -30,6 +30,8 @@ DEFAULT_BUDGETS = {
                         "EngineArgs.get_batch_defaults)"),
     "sarathi": (256, 512, "Sarathi-Serve's chunk size of 512 tokens (its paper's Mistral-7B/Yi-34B setting)"),
     "orca": (256, 8192, "the same budgets as vLLM's"),
+    "trtllm": (2048, 8192, "TensorRT-LLM's defaults: max_batch_size 2048, max_num_tokens 8192 (NVIDIA/TensorRT-LLM's "
+                           "tuning guide, tuning-max-batch-size-and-max-num-tokens.md)"),
     "static": (8, NO_TOKEN_BUDGET, "a batch of 8, as one would call generate()"),
     "hf-fifo": (32, 2048, "transformers ContinuousBatchingConfig-like budgets"),
     "hf-prefill-first": (32, 2048, "transformers ContinuousBatchingConfig-like budgets"),

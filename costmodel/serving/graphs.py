@@ -41,6 +41,15 @@ The engines (sources read for this module):
   CUDAGraph or enforce_eager in the tree); sarathi/model_executor/model_runner.py run() calls
   the model eagerly every step.
 - Orca ("orca"): the paper (OSDI 2022) describes no CUDA graphs: eager.
+- TensorRT-LLM's PyTorch backend ("trtllm"): a generation-only batch replays one CUDA graph of the
+  whole forward, attention included (tensorrt_llm/_torch/pyexecutor/cuda_graph_runner.py,
+  DecodingCUDAGraphRunner), captured at cuda_graph_config's batch_sizes up to min(max_batch_size,
+  max_num_tokens), plus that limit itself when padding is on and a larger size was listed
+  (model_engine.py _filter_cuda_graph_batch_sizes, at NVIDIA/TensorRT-LLM 000a01d); a batch is padded
+  to the next captured size. The sizes are those of perf-overview.md's llm_options.yml (commit
+  00f37686: enable_padding true, batch_sizes 1, 2, 4, ..., 256, 384, 512, 1024, ..., 8192). Context
+  and mixed batches run eagerly. The LM head is inside TensorRT-LLM's graph; here, as for vLLM v0,
+  it is left eager.
 - static (transformers generate()) and transformers' continuous batching ("hf-fifo",
   "hf-prefill-first"): eager, as their CPU-proven tests run them.
 """
@@ -131,12 +140,30 @@ def vllm_v1_graphs(max_num_seqs: int, max_batched_tokens: int) -> CudaGraphs:
     return CudaGraphs("piecewise", sizes, None, VLLM_V1_SOURCE)
 
 
+TRTLLM_SOURCE = ("TensorRT-LLM PyTorch backend: generation-only batches replay DecodingCUDAGraphRunner at "
+                 "cuda_graph_config batch_sizes <= min(max_batch_size, max_num_tokens) (+ that limit, padding on), "
+                 "padded to the next; context and mixed batches eager")
+#: perf-overview.md's llm_options.yml (NVIDIA/TensorRT-LLM commit 00f37686), cuda_graph_config.batch_sizes.
+TRTLLM_CAPTURE_SIZES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 384, 512, 1024, 2048, 4096, 8192)
+
+
+def trtllm_graphs(max_num_seqs: int, max_batched_tokens: int) -> CudaGraphs:
+    """TensorRT-LLM's decode graphs: the listed sizes up to min(max_batch_size, max_num_tokens),
+    and that limit itself where a larger size was listed (padding on)."""
+    top = min(max_num_seqs, max_batched_tokens)
+    sizes = [size for size in TRTLLM_CAPTURE_SIZES if size <= top]
+    if top not in sizes and top < TRTLLM_CAPTURE_SIZES[-1]:
+        sizes.append(top)
+    return CudaGraphs("decode", tuple(sizes), None, TRTLLM_SOURCE)
+
+
 #: Per scheduler: its engine's default graphs, from (max_num_seqs, max_batched_tokens).
 ENGINE_GRAPHS = {
     "vllm": lambda seqs, tokens: vllm_v1_graphs(seqs, tokens),
     "vllm-v0": lambda seqs, tokens: vllm_v0_graphs(seqs),
     "sarathi": lambda seqs, tokens: EAGER,  # microsoft/sarathi-serve: no CUDA graphs in the tree
     "orca": lambda seqs, tokens: EAGER,  # Orca, OSDI 2022: none described
+    "trtllm": trtllm_graphs,
     "static": lambda seqs, tokens: EAGER,  # transformers generate(): eager
     "hf-fifo": lambda seqs, tokens: EAGER,  # transformers continuous batching: eager (CPU-proven)
     "hf-prefill-first": lambda seqs, tokens: EAGER,

@@ -170,6 +170,21 @@ class OrcaScheduler(Scheduler):
         return batch
 
 
+class TRTLLMScheduler(OrcaScheduler):
+    """TensorRT-LLM's in-flight batching as its PyTorch backend runs it by default: the capacity
+    scheduler GUARANTEED_NO_EVICT (a request joins only if the cache can hold its prompt and its
+    whole output, so nothing is evicted) and, with chunked context off (trtllm-bench's default,
+    tensorrt_llm/bench/benchmark/utils/general.py get_settings: enable_chunked_prefill False),
+    generation requests first, then whole prompts while max_num_tokens allows (the tuning guide,
+    docs/source/performance/performance-tuning-guide/tuning-max-batch-size-and-max-num-tokens.md:
+    "TRT-LLM prioritizes scheduling requests in generation phase first"). The schedule is Orca's;
+    the engine differs in its CUDA graphs (graphs.py, trtllm_graphs)."""
+
+    name = "trtllm"
+    source = ("TensorRT-LLM PyTorch backend: GUARANTEED_NO_EVICT, generation first, whole contexts within "
+              "max_num_tokens (chunked context off)")
+
+
 class StaticScheduler(Scheduler):
     """Static batching, as Hugging Face `generate` runs a batch (transformers GenerationMixin):
     up to max_num_seqs waiting requests start together; the prompts are padded to the longest and
@@ -405,5 +420,6 @@ class PrefillFirstScheduler(TransformersScheduler):
     default_margin = 0.0
 
 
-SCHEDULERS = {cls.name: cls for cls in (VLLMScheduler, SarathiScheduler, OrcaScheduler, StaticScheduler,
+SCHEDULERS = {cls.name: cls for cls in (VLLMScheduler, SarathiScheduler, OrcaScheduler, TRTLLMScheduler,
+                                        StaticScheduler,
                                         TransformersScheduler, PrefillFirstScheduler, VLLMV0Scheduler)}
