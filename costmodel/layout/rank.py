@@ -326,12 +326,14 @@ class ParallelEstimate(RankCommunication):
 
     def _expert_parallel_state(self, stage: Stage, params: int, gradient_params: int) -> dict[str, int]:
         """State under expert parallelism (costmodel/layout/experts.py): the rank's E / ep experts
-        sharded over the expert-data-parallel group (dp / ep), the rest over dp."""
+        sharded over the expert-data-parallel group (Layout.expert_data_parallel), the rest over
+        dp x cp (Layout.shard_ranks)."""
         layout = self.layout
         w, g, o = self._per_param()
         experts = self.on_stage(stage, "expert_params")
         local = experts // layout.ep
-        groups = ((params - experts, gradient_params - experts, layout.dp), (local, local, layout.expert_data_parallel))
+        groups = ((params - experts, gradient_params - experts, layout.shard_ranks),
+                  (local, local, layout.expert_data_parallel))
         out = {"weights": 0, "gradients": 0, "optimizer": 0}
         for held, gradient_held, ranks in groups:
             shard = math.ceil(held / ranks)
