@@ -25,9 +25,10 @@ from ..spec import DEFAULT_SERVE_ATTENTION, RECOMPUTES
 #: The recomputations plan tries unless --recompute names one: "deepseek" (spec.RECOMPUTED_PARTS) is
 #: DeepSeek-V3's stated choice for latent attention around a fused kernel, "torchtitan-op" torchtitan's
 #: op policy (costmodel/op_checkpoint.py, dense layers only), "layernorm-moe-act" Megatron-Core's module
-#: list as GPT-OSS's recipes name it, "mla-up-proj" DeepSeek-V3's, each asked for by name.
+#: list as GPT-OSS's recipes name it, "layernorm-moe" the model zoo's long-context Qwen3 command's,
+#: "mla-up-proj" DeepSeek-V3's, each asked for by name.
 PLANNED_RECOMPUTES = tuple(r for r in RECOMPUTES
-                           if r not in ("deepseek", "torchtitan-op", "layernorm-moe-act", "mla-up-proj"))
+                           if r not in ("deepseek", "torchtitan-op", "layernorm-moe-act", "layernorm-moe", "mla-up-proj"))
 from ..hardware import Efficiency, Hardware, time_model_for
 from .frameworks import FRAMEWORKS
 from .rank import ParallelEstimate
