@@ -742,9 +742,9 @@ def test_each_model_zoo_long_context_row_is_its_tables_layout(run_id):
     """The JSON holds the row as printed: dp = GPUs / (TP x PP x CP), EP drawn from tp x cp x dp (ep
     divides the 32 ranks of a stage; at CP 4 on GB200 it needs the CP ranks: tp x dp = 8), the 96
     layers (94 + embedding + loss) in PP x VPP chunks; the H100 rows' recompute modules 'layernorm
-    moe' refused in one line (the whole MoE layer rerun is not modelled), the GB200 row built."""
-    from costmodel.config import ConfigError
-    from reports.published_runs import train_run, train_setup
+    moe' as layernorm-moe (Megatron-Core's whole-MoE-layer checkpoint), the GB200 row's 'moe_act
+    layernorm' as layernorm-moe-act; each built with the layout it prints."""
+    from reports.published_runs import train_setup
 
     runs, sources = _runs()
     run, source = runs[run_id], sources["modelzoo-qwen3-long"]
@@ -756,13 +756,15 @@ def test_each_model_zoo_long_context_row_is_its_tables_layout(run_id):
     assert run["dp"] == gpus // (tp * pp * cp) and (tp * cp * run["dp"]) % ep == 0
     chunk = 96 // (pp * vpp)  # --num-layers-per-virtual-pipeline-stage NUM_LAYERS / PP / VPP
     assert run["stage_layers"] == [chunk - 1, *[chunk] * (pp * vpp - 2), chunk - 1] and sum(run["stage_layers"]) == 94
-    if gpu == "h100-sxm":
-        assert run["recompute"] == "layernorm-moe"
-        with pytest.raises(ConfigError, match="got 'layernorm-moe'"):
-            train_run(run, source, "kernels")
-        return
     estimate, hardware, options = train_setup(run, source)
     layout = estimate.layout
+    assert layout.folded and layout.cp_rotate == "ring" and layout.expert_data_parallel == tp * cp * run["dp"] // ep
+    if gpu == "h100-sxm":  # DeepEP, BF16 with --tp-comm-overlap (PR=bf16), 'layernorm moe'
+        assert (estimate.workload.recompute, layout.ep_dispatcher, layout.fp8, hardware.name) == \
+            ("layernorm-moe", "deepep", None, "h100-sxm")
+        assert layout.dp == 8 // cp and layout.microbatches == global_batch // layout.dp
+        assert options["overlap"].tp == 1.0 and options["overlap"].pp == 1.0 and options["overlap"].params == 1.0
+        return
     assert (layout.tp, layout.cp, layout.pp, layout.virtual_stages, layout.ep, layout.dp) == (tp, cp, pp, vpp, ep, 2)
     assert layout.folded and layout.expert_data_parallel == 1 and (layout.tp * layout.dp) % ep != 0
     assert (layout.cp_rotate, layout.fp8, layout.precision_aware_optimizer, layout.ep_dispatcher) == \
