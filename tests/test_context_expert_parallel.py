@@ -120,3 +120,33 @@ def test_a_cp_folded_layout_trains_from_the_command_line(capsys):
     out = json.loads(capsys.readouterr().out)
     assert out["parallel"]["experts"] == {**out["parallel"]["experts"], "experts_per_rank": 4, "expert_data_parallel": 1}
     assert out["parallel"]["layout"]["cp"] == 4 and out["parallel"]["layout"]["etp"] == 1
+
+
+@pytest.mark.slow
+def test_a_cp_folded_moe_layer_on_gloo_moves_what_the_model_says():
+    """Four gloo ranks as tp 2 x cp 2 x dp 1, one EP group of 4 over all of them (ep divides
+    tp x cp x dp = 4, not tp x dp = 2): each rank holds chunks c and 3 - c of its sequence of 20
+    tokens (5 each), 10 tokens, and routes its SP shard of 5 (validate/distributed/experts.py,
+    ExpertCase.cp). The model's layout at seq_len 20 gives each rank's expert bytes (E / ep = 1
+    expert whole) and the most loaded rank's all-to-all with the measured tokens per expert as the
+    load, as tests/test_parallel_folding.py checks without CP (about 35 s)."""
+    from costmodel.hf import from_hf_config
+    from validate.distributed.experts import ExpertCase, measure_experts
+    from validate.distributed.launch import run_gloo
+
+    case = ExpertCase(seq_len=20, tp=2, cp=2)
+    results = run_gloo(measure_experts, 4, case, timeout_s=240)
+    counts = tuple(results[0]["counts"])
+    assert sum(counts) == 4 * case.batch * (case.seq_len // 4) * case.k  # each rank its 5 tokens a sequence
+    tiny = dict(model_type="mixtral", hidden_size=16, intermediate_size=24, num_local_experts=4,
+                num_experts_per_tok=2, num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=2,
+                vocab_size=32, max_position_embeddings=64, tie_word_embeddings=False, sliding_window=None)
+    cfg = from_hf_config(tiny, "tiny-moe")
+    workload = Workload(seq_len=case.seq_len, batch=case.batch, dtype="fp32", precision="pure", expert_load=counts,
+                        attention="sdpa")
+    rank = ParallelEstimate(cfg, workload, Layout(tp=2, sp=True, cp=2, dp=1, ep=4, etp=1, framework="megatron"))
+    key = next(k for k in rank.structure["layers"])
+    assert {r["expert_bytes"] for r in results} == {4 * rank.part(key, "expert_params") // 4} == {4 * 3 * 16 * 24}
+    measured = [sum(c["payload"] for c in r["records"] if c["kind"] == "all_to_all") for r in results]
+    assert rank.to_dict()["communication"]["ep"]["all_to_all"] == max(measured)
+    assert measured.index(max(measured)) == rank.load.rank
