@@ -49,6 +49,19 @@ def test_a_cp_folded_rank_routes_its_own_tokens():
     assert estimate.experts()["experts_per_rank"] == 1
 
 
+def test_a_cp_folded_ranks_activations_are_its_n_over_cp_tokens():
+    """Bytes saved for backward on a rank: those of its 12 tokens (n / cp), as FOLDED's rank at n = 12
+    keeps them: each layer 12,096 (the experts' 5,160 of its 12 slots among them), the embedding
+    96, the head 3,170, the final norm's 1,536 and 768 outside the layers: 96 + 2 x 12,096 + 768 +
+    1,536 + 3,170 = 29,762 (the attention keeps its own queries, keys and values and output, the
+    gathered keys and values not: context.py)."""
+    cp_rank, plain = _cp_estimate(CP_FOLDED), _estimate(FOLDED)
+    assert cp_rank.part("layer.decoder", "saved") == plain.part("layer.decoder", "saved") == 12_096
+    assert cp_rank.part("layer.decoder", "expert_saved") == 5_160
+    assert cp_rank.activations(cp_rank.stages[0]) == plain.activations(plain.stages[0]) \
+        == 96 + 2 * 12_096 + 768 + 1_536 + 3_170 == 29_762
+
+
 def test_a_cp_folded_ranks_state_in_bytes():
     """The 29,824 parameters outside the experts (tests/test_parallel_folding.py) sharded over
     dp x cp = 3 (ZeRO-1: ceil 9,942); the experts 1 of 6 a rank, 2 x 4,608 = 9,216, over the one
