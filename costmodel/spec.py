@@ -101,6 +101,8 @@ RECOMPUTES = Choices({"none": "", "selective": "the attention core", "full": "ea
                       "torchtitan-op": "torchtitan's op policy: the attention kernel and every second (odd-numbered) matmul kept, the rest rerun",
                       "layernorm-moe-act": "Megatron-Core's recompute_modules layernorm and moe_act: the norm before "
                                            "the routed experts and their activation",
+                      "layernorm-moe": "Megatron-Core's recompute_modules layernorm and moe: the norm before the "
+                                       "routed experts and the whole MoE layer (router, dispatch, experts, combine)",
                       "mla-up-proj": "Megatron-Core's recompute_modules mla_up_proj: latent attention's "
                                      "up-projections with their norms"})
 #: What each recomputation reruns in backward, by what the blocks ask for (costmodel/blocks):
@@ -128,12 +130,20 @@ RECOMPUTES = Choices({"none": "", "selective": "the attention core", "full": "ea
 #: that are not IdentityOp; moe/experts.py 707-718 TEGroupedMLP runs the activation under
 #: CheckpointWithoutOutput and discards its output once linear_fc2 has it): "moe_norms" the norm
 #: before the routed experts, "moe_act" the experts' gated activation (Experts.recomputed_part).
+#: "layernorm-moe" is recompute_modules ['layernorm', 'moe'] (the model zoo's long-context Qwen3 235B
+#: command): MoELayer.forward runs its whole custom_forward (route, dispatch, experts, combine) under
+#: tensor_parallel.checkpoint when "moe" is in recompute_modules (moe_layer_recompute,
+#: megatron/core/transformer/moe/moe_layer.py lines 247-249 and 701-716 at d98e8a64dd), which keeps
+#: only its input, the norm's output that layernorm's CheckpointWithoutOutput frees: "moe_layer"
+#: the router and the routed experts, their forward again in backward and nothing of theirs kept,
+#: their dispatch and combine run again (layout/communication.py _expert_exchanges).
 #: The layer-kind label of the layers recomputed under full recomputation of N layers
 #: (Workload.recompute_layers; layer_kinds.py, layout/rank.py).
 RECOMPUTED_LAYERS = "recomputed"
 RECOMPUTED_PARTS = {"none": frozenset(), "selective": frozenset(), "full": frozenset(),
                     "deepseek": frozenset({"norms", "up_projections"}), "torchtitan-op": frozenset(),
                     "layernorm-moe-act": frozenset({"moe_norms", "moe_act"}),
+                    "layernorm-moe": frozenset({"moe_norms", "moe_layer"}),
                     "mla-up-proj": frozenset({"up_projections"})}
 OPTIMIZERS = Choices({"adamw": "two moments", "sgd": "none"})
 PRECISIONS = Choices({  # costmodel/precision.py

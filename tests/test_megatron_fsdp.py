@@ -130,3 +130,22 @@ def test_the_cli_runs_megatron_fsdp(capsys):
     assert cli.main(["estimate", "--model", "llama2-7b", "--framework", "megatron", "--zero", "2", "--dp", "8"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "megatron supports --zero 0, 1, 3" in err
+
+
+def test_hfsdp_with_experts_updates_the_dense_optimizer_shard_over_all_of_dp():
+    """The optimizer pass under Megatron-FSDP's HFSDP beside expert parallelism: the dense
+    parameters' master shard is over all of dp (Layout.optimizer_ranks, 8), not the shard group
+    (4), and the rank's experts over their expert-data-parallel group; so the pass updates the
+    same elements as plain Megatron-FSDP over the same dp (a merge of session 24 once divided by
+    the shard group)."""
+    from costmodel.hardware import load_hardware
+    from costmodel.layout.time import StepTime
+    from costmodel.presets import load_preset
+
+    cfg = load_preset("qwen3-8b").replace(name="odd-moe", n_experts=8, top_k=2, d_expert=96, n_decoder_layers=2)
+    plain, hfsdp = (ParallelEstimate(cfg, BF16, Layout(framework="megatron", zero=3, tp=2, sp=True, dp=8, ep=8, etp=1,
+                                                        dp_shard=shard)) for shard in (None, 4))
+    assert (plain.layout.optimizer_ranks, hfsdp.layout.optimizer_ranks, hfsdp.layout.shard_ranks) == (8, 8, 4)
+    hw = load_hardware("h100-sxm")
+    stage = plain.stages[0]
+    assert StepTime(hfsdp, hw).optimizer(stage) == StepTime(plain, hw).optimizer(stage) > 0

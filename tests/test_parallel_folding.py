@@ -82,8 +82,8 @@ def test_a_folded_ranks_collectives_in_bytes():
      "must divide tp x dp = 2 x 4"),
     (["--tp", "2", "--sp", "--dp", "4", "--ep", "8", "--etp", "1", "--framework", "fsdp2", "--zero", "3"],
      "is Megatron-Core's"),
-    (["--tp", "2", "--sp", "--dp", "4", "--ep", "8", "--etp", "1", "--framework", "megatron", "--cp", "2",
-      "--seq-len", "4096"], "with context parallelism is not modelled"),
+    (["--tp", "2", "--sp", "--dp", "4", "--ep", "32", "--etp", "1", "--framework", "megatron", "--cp", "2",
+      "--seq-len", "4096"], "must divide tp x cp x dp = 2 x 2 x 4"),
 ])
 def test_folding_refusals_are_one_line(args, words, capsys):
     assert cli.main(["estimate", "--model", "qwen3-30b-a3b", *args]) == 2

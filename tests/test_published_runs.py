@@ -715,3 +715,57 @@ def test_the_model_zoos_tflops_are_megatrons_causal_count():
     causal, dense = train_run(gb, sources["modelzoo-qwen3-gb"], "kernels"), \
         train_run(gb, dict(sources["modelzoo-qwen3-gb"], flops_convention="dense"), "kernels")
     assert dense / causal == pytest.approx(per_token["dense"] / per_token["causal"], rel=1e-9)
+
+
+# The same page's long-context rows (best_practice/qwen3/readme.md at 798dfb5; source
+# modelzoo-qwen3-long): (forced-balance TFLOPS, dropless TFLOPS, GPU, NNODES, GPUs a node, SEQ_LEN,
+# TP, CP, PP, VPP, EP, MBS, GBS); the H100 command's PP 8 VPP 4 EP 8, the GB200 row's own columns.
+MODELZOO_LONG = {
+    "modelzoo-qwen3-long 235b bf16 deepep tp4 cp1 ep8 pp8 vpp4 16k 256xh100":
+        (295, 237, "h100-sxm", 32, 8, 16384, 4, 1, 8, 4, 8, 1, 256),
+    "modelzoo-qwen3-long 235b bf16 deepep tp4 cp2 ep8 pp8 vpp4 32k 256xh100":
+        (335, 277, "h100-sxm", 32, 8, 32768, 4, 2, 8, 4, 8, 1, 256),
+    "modelzoo-qwen3-long 235b bf16 deepep tp4 cp4 ep8 pp8 vpp4 64k 256xh100":
+        (368, 320, "h100-sxm", 32, 8, 65536, 4, 4, 8, 4, 8, 1, 256),
+    "modelzoo-qwen3-long 235b bf16 deepep tp4 cp8 ep8 pp8 vpp4 128k 256xh100":
+        (389, 357, "h100-sxm", 32, 8, 131072, 4, 8, 8, 4, 8, 1, 256),
+    "modelzoo-qwen3-long 235b mxfp8 hybridep tp4 cp4 ep32 pp4 vpp12 128k 128xgb200":
+        (1150, None, "gb200", 32, 4, 131072, 4, 4, 4, 12, 32, 1, 1024),
+}
+
+
+@pytest.mark.parametrize("run_id", sorted(MODELZOO_LONG))
+def test_each_model_zoo_long_context_row_is_its_tables_layout(run_id):
+    """The JSON holds the row as printed: dp = GPUs / (TP x PP x CP), EP drawn from tp x cp x dp (ep
+    divides the 32 ranks of a stage; at CP 4 on GB200 it needs the CP ranks: tp x dp = 8), the 96
+    layers (94 + embedding + loss) in PP x VPP chunks; the H100 rows' recompute modules 'layernorm
+    moe' as layernorm-moe (Megatron-Core's whole-MoE-layer checkpoint), the GB200 row's 'moe_act
+    layernorm' as layernorm-moe-act; each built with the layout it prints."""
+    from reports.published_runs import train_setup
+
+    runs, sources = _runs()
+    run, source = runs[run_id], sources["modelzoo-qwen3-long"]
+    forced, dropless, gpu, nodes, per_node, seq, tp, cp, pp, vpp, ep, micro, global_batch = MODELZOO_LONG[run_id]
+    gpus = nodes * per_node
+    assert run["published_tflops_per_gpu"] == forced and run.get("published_dropless_tflops_per_gpu") == dropless
+    assert (run["gpus"], run["seq_len"], run["tp"], run.get("cp", 1), run["pp"], run["ep"], run["etp"]) == \
+        (gpus, seq, tp, cp, pp, ep, 1)
+    assert run["dp"] == gpus // (tp * pp * cp) and (tp * cp * run["dp"]) % ep == 0
+    chunk = 96 // (pp * vpp)  # --num-layers-per-virtual-pipeline-stage NUM_LAYERS / PP / VPP
+    assert run["stage_layers"] == [chunk - 1, *[chunk] * (pp * vpp - 2), chunk - 1] and sum(run["stage_layers"]) == 94
+    estimate, hardware, options = train_setup(run, source)
+    layout = estimate.layout
+    assert layout.folded and layout.cp_rotate == "ring" and layout.expert_data_parallel == tp * cp * run["dp"] // ep
+    if gpu == "h100-sxm":  # DeepEP, BF16 with --tp-comm-overlap (PR=bf16), 'layernorm moe'
+        assert (estimate.workload.recompute, layout.ep_dispatcher, layout.fp8, hardware.name) == \
+            ("layernorm-moe", "deepep", None, "h100-sxm")
+        assert layout.dp == 8 // cp and layout.microbatches == global_batch // layout.dp
+        assert options["overlap"].tp == 1.0 and options["overlap"].pp == 1.0 and options["overlap"].params == 1.0
+        return
+    assert (layout.tp, layout.cp, layout.pp, layout.virtual_stages, layout.ep, layout.dp) == (tp, cp, pp, vpp, ep, 2)
+    assert layout.folded and layout.expert_data_parallel == 1 and (layout.tp * layout.dp) % ep != 0
+    assert (layout.cp_rotate, layout.fp8, layout.precision_aware_optimizer, layout.ep_dispatcher) == \
+        ("ring", "mxfp8", "bf16-moments", "hybridep")
+    assert estimate.workload.recompute == "layernorm-moe-act" and hardware.name == "gb200"
+    assert micro * layout.microbatches * layout.dp == global_batch and layout.microbatches == 512
+    assert options["overlap"].tp == 0.0 and options["overlap"].pp == 1.0 and options["overlap"].params == 1.0

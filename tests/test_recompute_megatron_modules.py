@@ -86,7 +86,7 @@ def test_named_only_and_typed_on_the_command_line(capsys):
             "--batch", "1", "--impl", "megatron", "--attention", "flash", "--recompute"]
     assert cli.main(args + ["layernorm-moe-act"]) == 0
     capsys.readouterr()
-    assert cli.main(args + ["layernorm-moe"]) == 2
+    assert cli.main(args + ["layernorm-moe-ac"]) == 2
     assert len(capsys.readouterr().err.strip().splitlines()) == 1
 
 

@@ -41,7 +41,10 @@ def test_each_value_has_its_meaning_and_the_phrases_read_as_sentences():
                                         "(torchtitan's op policy: the attention kernel and every second "
                                         "(odd-numbered) matmul kept, the rest rerun), layernorm-moe-act "
                                         "(Megatron-Core's recompute_modules layernorm and moe_act: the norm "
-                                        "before the routed experts and their activation) or mla-up-proj "
+                                        "before the routed experts and their activation), layernorm-moe "
+                                        "(Megatron-Core's recompute_modules layernorm and moe: the norm before the "
+                                        "routed experts and the whole MoE layer (router, dispatch, experts, combine)) "
+                                        "or mla-up-proj "
                                         "(Megatron-Core's recompute_modules mla_up_proj: latent attention's "
                                         "up-projections with their norms)")
     assert spec.OPTIMIZERS.listed() == "adamw or sgd"

@@ -230,6 +230,8 @@ class Router(Block):
             elements = [("sigmoid" if self.kind == "sigmoid_topk" else self.kind, tokens * S.E)]
         if self.profile.facts.router_dtype == "fp32":
             saved += unless_fp32(FP32 * tokens * S.d) if self.input_kept else FP32 * tokens * S.d
+        if self.profile.recomputes("moe_layer"):  # the MoE layer checkpointed whole: nothing kept
+            saved = ZERO
         return make_cost(
             tensors=[Tensor(S.E, S.d), *([Tensor(S.E)] if self.bias else []),
                      *([Tensor(S.E)] if self.frozen_score_bias else [])],
@@ -422,6 +424,8 @@ class Experts(Block):
             elements.append(("add", slots * (2 * S.d_x + self.width)))
         biases_moved = self.bias_bytes(slots) if self.bias else ZERO
         dispatch, dispatch_back = self.dispatch_bytes()
+        if self.profile.recomputes("moe_layer"):  # the MoE layer checkpointed whole: nothing kept
+            saved = ZERO
         return make_cost(
             tensors=tensors,
             # each expert's own matrices

@@ -281,20 +281,22 @@ class RankCommunication:
     def _expert_exchanges(self, stage: Stage) -> list[tuple[int, int, int, int]]:
         """Per kind of mixture-of-experts layer on this stage (and a multi-token prediction
         module's experts on the last): (layers, forwards, passes, routed slots of a micro-batch).
-        forwards: the forward and, under full recomputation, its re-run in backward (each sends
-        the counts); passes: those and the backward, each a dispatch and a combine."""
+        forwards: the forward and, under full recomputation or Megatron-Core's "moe" module
+        (spec.RECOMPUTED_PARTS "moe_layer": every MoE layer, the MTP depths' too), its re-run in
+        backward (each sends the counts); passes: those and the backward, each a dispatch and a combine."""
         rerun = self.phase == "train" and self.workload.recompute == "full"
+        moe_rerun = int(self.phase == "train" and "moe_layer" in RECOMPUTED_PARTS[self.workload.recompute])
         backward = int(self.phase == "train")  # inference (decode, prefill) runs the forward only
         out = []
         for key, count in self.layer_runs(stage).items():
             slots = self.part(key, "routed_slots")
             if not slots:  # a dense layer
                 continue
-            forwards = 1 + int(rerun and self.recomputed_kind(key))
+            forwards = 1 + max(int(rerun and self.recomputed_kind(key)), moe_rerun)
             out.append((count, forwards, forwards + backward, slots))
         if stage.last and self.part("head", "routed_slots"):  # the MTP depths' (the head part holds every run)
             depths = max(self.cfg.mtp_layers, 1)
-            out.append((depths, 1, 1 + backward, self.part("head", "routed_slots") // depths))
+            out.append((depths, 1 + moe_rerun, 1 + moe_rerun + backward, self.part("head", "routed_slots") // depths))
         return out
 
     def _all_to_all(self, stage: Stage) -> int:

@@ -58,8 +58,6 @@ def check_context_parallel(cfg: ModelConfig, layout: Any) -> None:
         raise ConfigError("layout: context parallelism with latent attention is not modelled.")
     if cfg.mamba_heads:  # Megatron-Core's mamba_context_parallel.py: all-to-alls around each mixer
         raise ConfigError("layout: context parallelism with Mamba-2 mixers is not modelled.")
-    if layout.ep > 1:
-        raise ConfigError("layout: context parallelism with expert parallelism is not modelled.")
 
 
 def check_inference(cp: int) -> None:

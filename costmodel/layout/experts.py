@@ -70,6 +70,24 @@ C(tE/G - |A and chosen|, k) / C(tE/G, k). Megatron-Bridge's benchmarks force-bal
 (moe_router_force_load_balancing: random logits), so the expectation is over such routings; a
 skewed --expert-load or a capacity factor that drops tokens is refused.
 
+Parallel folding (--etp 1 with --tp > 1, Megatron-Core's expert_tensor_parallel_size 1) and
+context parallelism. Megatron-Core builds two rank grids over the same world
+(megatron/core/parallel_state.py initialize_model_parallel, NVIDIA/Megatron-LM at d98e8a64dd,
+lines 859-893): the attention's RankGenerator(tp, cp, dp, pp) and the experts' RankGenerator(
+tp=expert_tensor_parallel_size, ep, dp=expert_data_parallel_size, cp=1), both in the order
+"tp-cp-ep-dp-pp" (line 617), with expert_data_parallel_size = world // (etp x ep x pp). So the
+experts' grid covers the tp x cp x dp ranks of a pipeline stage: with ETP 1 the EP group is ep
+consecutive ranks of them, ep must divide tp x cp x dp, and the expert-data-parallel group is the
+tp x cp x dp / ep ranks holding the same experts (at tp 1 it is the same rule, cp x dp / ep). A
+rank's tokens are its attention's: n / cp of every sequence (its two chunks, context.py), of which
+sequence parallelism leaves n / (cp tp) at the MoE layer; the dispatcher (token_dispatcher.py,
+`all_to_all(self.ep_group, ...)`, or the flex dispatcher over the same group) routes those, S =
+b (n / cp / tp) k slots, so the all-to-all above is the rank's at n / cp. The weights: E / ep
+experts whole on each rank, their gradients reduced over the expert-data-parallel group; the rest
+over dp x cp (Megatron-Core's data-parallel group with context parallelism, as without experts).
+The attention's key/value exchange is context parallelism's own (context.py), over the cp ranks
+of the attention's grid, independent of the experts'. Other frameworks with both are refused.
+
 A latent mixture of experts (ModelConfig.d_latent, Nemotron 3 Super's moe_latent_size) sends its
 tokens in the latent width: d above is d_l (expert_width). Megatron-Core projects before the
 dispatch and back after the combine: MoELayer.preprocess runs fc1_latent_proj and then
@@ -179,9 +197,10 @@ def check_flex_load(load: ExpertLoad, dispatcher: str) -> None:
 
 def check_expert_parallel(cfg: ModelConfig, ep: int, tp: int, dp: int, zero: int, framework: str,
                           capacity_factor: float | None, etp: int | None = None, sp: bool = False,
-                          inference: bool = False) -> None:
+                          inference: bool = False, cp: int = 1) -> None:
     """Raise ConfigError (one sentence) where expert parallelism cannot run or is not modelled
-    (inference: a serving layout, which has no --etp, --sp or --framework to fold with)."""
+    (inference: a serving layout, which has no --etp, --sp or --framework to fold with; cp: the
+    context-parallel ranks, which Megatron-Core's expert grid draws EP from too)."""
     if capacity_factor is not None and not (isinstance(capacity_factor, (int, float)) and capacity_factor > 0):
         raise ConfigError(f"layout: the capacity factor must be a positive number, got {capacity_factor!r}.")
     if capacity_factor is not None and not cfg.moe:
@@ -196,8 +215,12 @@ def check_expert_parallel(cfg: ModelConfig, ep: int, tp: int, dp: int, zero: int
                           f"model {cfg.name!r} has none.")
     if cfg.n_experts % ep:
         raise ConfigError(f"layout: ep = {ep} does not divide the {cfg.n_experts} experts of model {cfg.name!r}.")
-    if tp > 1 and etp == 1:  # parallel folding: the EP group drawn from tp x dp
-        check_folding(cfg, ep, tp, dp, framework, sp)
+    if cp > 1 and framework != "megatron":
+        raise ConfigError(f"layout: expert parallelism with context parallelism is modelled as Megatron-Core's "
+                          f"expert grid (the EP group drawn from tp x cp x dp); use --framework megatron, not "
+                          f"{framework}.")
+    if tp > 1 and etp == 1:  # parallel folding: the EP group drawn from tp x cp x dp
+        check_folding(cfg, ep, tp, dp, framework, sp, cp)
         return
     if tp > 1 and inference:
         raise ConfigError("layout: expert parallelism with tensor parallelism is not modelled for inference (the "
@@ -208,7 +231,10 @@ def check_expert_parallel(cfg: ModelConfig, ep: int, tp: int, dp: int, zero: int
                           "folding (--etp 1 with --sp and --framework megatron: the routed experts whole, the "
                           "expert-parallel group drawn from tp x dp), else use --tp 1; the experts' own tensor "
                           "parallelism (expert_tensor_parallel_size = tp) is not modelled.")
-    if dp % ep:
+    if cp > 1 and (cp * dp) % ep:
+        raise ConfigError(f"layout: ep = {ep} must divide cp x dp = {cp} x {dp} (Megatron-Core draws the "
+                          "expert-parallel ranks from the context- and data-parallel ones).")
+    if cp == 1 and dp % ep:
         raise ConfigError(f"layout: ep = {ep} must divide dp = {dp} (the expert-parallel ranks are "
                           "data-parallel ranks).")
     if framework == "fsdp2" and cfg.expert_bias:
@@ -224,16 +250,18 @@ def check_expert_parallel(cfg: ModelConfig, ep: int, tp: int, dp: int, zero: int
                           "or --framework fsdp2, or megatron's --zero 3, Megatron-FSDP).")
 
 
-def check_folding(cfg: ModelConfig, ep: int, tp: int, dp: int, framework: str, sp: bool) -> None:
+def check_folding(cfg: ModelConfig, ep: int, tp: int, dp: int, framework: str, sp: bool, cp: int = 1) -> None:
     """Parallel folding's refusals (module docstring, "Parallel folding")."""
     if framework != "megatron":
         raise ConfigError("layout: parallel folding (--etp 1) is Megatron-Core's; use --framework megatron.")
     if not sp:
         raise ConfigError("layout: parallel folding (--etp 1 with --tp > 1) needs sequence parallelism (--sp): "
                           "Megatron-Core runs experts beside tensor parallelism only with it.")
-    if (tp * dp) % ep:
-        raise ConfigError(f"layout: ep = {ep} must divide tp x dp = {tp} x {dp} under parallel folding (the "
-                          "expert-parallel ranks are drawn from the tensor- and data-parallel ones).")
+    if (tp * cp * dp) % ep:
+        grid, sizes = ("tp x cp x dp", f"{tp} x {cp} x {dp}") if cp > 1 else ("tp x dp", f"{tp} x {dp}")
+        raise ConfigError(f"layout: ep = {ep} must divide {grid} = {sizes} under parallel folding (the "
+                          f"expert-parallel ranks are drawn from the tensor-{', context-' if cp > 1 else ''} "
+                          "and data-parallel ones).")
 
 
 def fsdp_expert_elements(cfg: ModelConfig, ep: int, dp: int) -> tuple[int, int]:

@@ -25,9 +25,10 @@ from ..spec import DEFAULT_SERVE_ATTENTION, RECOMPUTES
 #: The recomputations plan tries unless --recompute names one: "deepseek" (spec.RECOMPUTED_PARTS) is
 #: DeepSeek-V3's stated choice for latent attention around a fused kernel, "torchtitan-op" torchtitan's
 #: op policy (costmodel/op_checkpoint.py, dense layers only), "layernorm-moe-act" Megatron-Core's module
-#: list as GPT-OSS's recipes name it, "mla-up-proj" DeepSeek-V3's, each asked for by name.
+#: list as GPT-OSS's recipes name it, "layernorm-moe" the model zoo's long-context Qwen3 command's,
+#: "mla-up-proj" DeepSeek-V3's, each asked for by name.
 PLANNED_RECOMPUTES = tuple(r for r in RECOMPUTES
-                           if r not in ("deepseek", "torchtitan-op", "layernorm-moe-act", "mla-up-proj"))
+                           if r not in ("deepseek", "torchtitan-op", "layernorm-moe-act", "layernorm-moe", "mla-up-proj"))
 from ..hardware import Efficiency, Hardware, time_model_for
 from .frameworks import FRAMEWORKS
 from .rank import ParallelEstimate
@@ -78,16 +79,19 @@ def expert_sizes(cfg: ModelConfig, framework: str, tp: int, dp: int, zero: int,
     """The expert-parallel sizes to try: the one fixed, else 1 and every divisor of dp that
     divides the experts where expert parallelism is modelled (costmodel/layout/experts.py); with
     tp > 1, Megatron-Core's parallel folding (expert_layout: --etp 1), its EP group drawn from
-    tp x dp, where folding is modelled (megatron with SP, no CP)."""
+    tp x cp x dp, where folding is modelled (megatron with SP); with context parallelism,
+    Megatron-Core's alone, the EP group drawn from cp x dp (tp x cp x dp folded)."""
     if fixed.get("ep"):
         return [fixed["ep"]]
     if not cfg.moe or (zero >= 3 and framework == "deepspeed") or (framework == "fsdp2" and cfg.expert_bias):
         return [1]
+    if cp > 1 and framework != "megatron":
+        return [1]
     if tp > 1:
-        if framework != "megatron" or not sp or cp > 1:
+        if framework != "megatron" or not sp:
             return [1]
-        return [e for e in _divisors(tp * dp) if cfg.n_experts % e == 0]
-    return [e for e in _divisors(dp) if cfg.n_experts % e == 0]
+        return [e for e in _divisors(tp * cp * dp) if cfg.n_experts % e == 0]
+    return [e for e in _divisors(cp * dp) if cfg.n_experts % e == 0]
 
 
 def expert_layout(tp: int, ep: int) -> int | None:

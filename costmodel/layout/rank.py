@@ -328,10 +328,10 @@ class ParallelEstimate(RankCommunication):
 
     def _expert_parallel_state(self, stage: Stage, params: int, gradient_params: int) -> dict[str, int]:
         """State under expert parallelism (costmodel/layout/experts.py): the rank's E / ep experts
-        sharded over the expert-data-parallel group (dp / ep), the rest over dp; under Megatron-FSDP
-        the weights and gradients too, over the shard groups (Layout.shard_ranks and
-        expert_shard_ranks), the optimizer state over all of dp and of the expert-data-parallel
-        group (HFSDP: costmodel/layout/megatron_fsdp.py)."""
+        sharded over the expert-data-parallel group (Layout.expert_data_parallel), the rest over
+        dp x cp (Layout.shard_ranks); under Megatron-FSDP the weights and gradients too, over the
+        shard groups (Layout.shard_ranks and expert_shard_ranks), the optimizer state over all of
+        dp x cp and of the expert-data-parallel group (HFSDP: costmodel/layout/megatron_fsdp.py)."""
         layout = self.layout
         w, g, o = self._per_param()
         experts = self.on_stage(stage, "expert_params")
@@ -339,8 +339,8 @@ class ParallelEstimate(RankCommunication):
         if layout.megatron_fsdp:
             groups = ((params - experts, gradient_params - experts, layout.shard_ranks, layout.optimizer_ranks),
                       (local, local, layout.expert_shard_ranks, layout.expert_data_parallel))
-        else:  # Megatron-Core's distributed optimizer, DeepSpeed: over dp and the expert-data-parallel group
-            groups = ((params - experts, gradient_params - experts, layout.dp, layout.dp),
+        else:  # Megatron-Core's distributed optimizer, DeepSpeed: over dp x cp and the expert-data-parallel group
+            groups = ((params - experts, gradient_params - experts, layout.shard_ranks, layout.shard_ranks),
                       (local, local, layout.expert_data_parallel, layout.expert_data_parallel))
         out = {"weights": 0, "gradients": 0, "optimizer": 0}
         for held, gradient_held, ranks, optimizer_ranks in groups:

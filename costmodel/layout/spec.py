@@ -12,7 +12,8 @@
                    DualPipeV; zbv and dualpipev hold two stages a rank in a V: r and 2p - 1 - r)
   stage_layers     layers per pipeline stage (uneven splits allowed); default as even as can be
   framework        whose conventions: megatron, deepspeed or fsdp2 (costmodel/layout/frameworks.py)
-  ep               expert-parallel ranks, drawn from dp (costmodel/layout/experts.py)
+  ep               expert-parallel ranks, drawn from dp, cp x dp with context parallelism, tp x cp x dp
+                   under parallel folding (etp 1; costmodel/layout/experts.py)
   dp_shard         the ranks each parameter's state is sharded over (None: all dp); 1 < dp_shard < dp
                    is hybrid sharding, FSDP2's HSDP (fully_shard over a 2-D (replicate, shard)
                    mesh, torchtitan's data_parallel_shard_degree): dp / dp_shard replicas of the
@@ -359,10 +360,17 @@ class Layout:
         return self.ep if self.folded else self.tp * self.ep
 
     @property
+    def expert_ranks(self) -> int:
+        """The ranks of a pipeline stage the expert-parallel group is drawn from: dp, or cp x dp
+        (Megatron-Core's expert grid covers the context-parallel ranks too), or under parallel
+        folding tp x cp x dp (costmodel/layout/experts.py)."""
+        return (self.tp if self.folded else 1) * self.cp * self.dp
+
+    @property
     def expert_data_parallel(self) -> int:
-        """The ranks holding the same experts, which reduce their gradients: dp / ep, or under
-        parallel folding tp x dp / ep."""
-        return (self.tp * self.dp if self.folded else self.dp) // self.ep
+        """The ranks holding the same experts, which reduce their gradients: expert_ranks / ep
+        (dp / ep; under parallel folding tp x cp x dp / ep)."""
+        return self.expert_ranks // self.ep
 
     @property
     def shard_ranks(self) -> int:
@@ -397,9 +405,7 @@ class Layout:
         if inference:
             check_inference_model(cfg)
         check_expert_parallel(cfg, self.ep, self.tp, self.dp, self.zero, self.framework, self.capacity_factor,
-                              etp=self.etp, sp=self.sp, inference=inference)
-        if self.folded and self.cp > 1:  # Megatron-Core's expert grid would draw EP from tp x cp x dp
-            raise ConfigError("layout: parallel folding (--etp 1) with context parallelism is not modelled.")
+                              etp=self.etp, sp=self.sp, inference=inference, cp=self.cp)
         if self.cp > 1:
             from .context import check_context_parallel
 

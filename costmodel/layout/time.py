@@ -207,8 +207,9 @@ class StepTime:
         self.w8a8 = estimate.phase != "train" and runs_w8a8(estimate.workload.weight_format, hardware)
         self.w8a8_per_s = w8a8_peak(hardware, eff) if self.w8a8 else None
         layout = estimate.layout
-        # Expert parallelism (layout/experts.py): the ep group is ep neighbouring data-parallel
-        # ranks; the expert-data-parallel group strides over the rest of dp.
+        # Expert parallelism (layout/experts.py): the ep group is ep neighbouring ranks of those it
+        # is drawn from (Layout.expert_ranks); the expert-data-parallel group strides over the rest,
+        # tp x cp x dp neighbouring GPUs in all (Megatron-Core's expert grid, order tp-cp-ep-dp-pp).
         # Context parallelism's ranks sit between tp and dp (Megatron's order tp-cp-dp-pp); the
         # gradients are reduced over dp x cp.
         # Hybrid sharding's mesh is (replicate, shard), the shard group innermost (neighbours,
@@ -216,7 +217,7 @@ class StepTime:
         shard = layout.shard_ranks
         self.spans = {"tp": layout.tp, "dp": layout.tp * shard, "pp": layout.gpus,
                       "dp_replicate": layout.tp * layout.dp * layout.cp,
-                      "ep": layout.ep_span, "edp": layout.tp * layout.dp,
+                      "ep": layout.ep_span, "edp": layout.tp * layout.cp * layout.dp,
                       "cp": layout.tp * layout.cp}
         self.worlds = {"tp": layout.tp, "dp": shard, "dp_replicate": layout.replicas, "pp": 2, "ep": layout.ep,
                        "edp": layout.expert_shard_ranks,
@@ -487,7 +488,7 @@ class StepTime:
         if layout.ep > 1:  # the rank's own experts, sharded over the expert-data-parallel group
             experts = estimate.on_stage(stage, "expert_params")
             local = experts // layout.ep
-            updated = (math.ceil((params - experts) / layout.dp) + math.ceil(local / layout.expert_data_parallel)
+            updated = (math.ceil((params - experts) / layout.optimizer_ranks) + math.ceil(local / layout.expert_data_parallel)
                        if sharded else params - experts + local)
         seconds = updated * self.step_traffic() / self.bytes_per_s
         if estimate.runs_bf16_optimizer and not self.autocast:  # its passes over the whole fp32 gradient

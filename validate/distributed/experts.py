@@ -47,6 +47,11 @@ class ExpertCase:
     # tp consecutive ranks sharing each sequence, each routing its seq_len / tp sequence-parallel
     # shard to experts held whole, the EP group all of tp x dp (1: every rank its own sequences)
     tp: int = 1
+    # Context parallelism beside it (Megatron-Core's expert grid, order tp-cp-ep-dp-pp): tp x cp
+    # consecutive ranks share a sequence, rank r's context-parallel index (r // tp) % cp holds its
+    # chunks c and 2 cp - 1 - c of 2 cp (the load-balanced split, costmodel/layout/context.py) and
+    # routes its tp shard of those n / cp tokens; the EP group all of tp x cp x dp
+    cp: int = 1
 
 
 class GroupedExperts(nn.Module):
@@ -116,12 +121,15 @@ def measure_experts(rank: int, world_size: int, case: ExpertCase) -> dict:
     torch.manual_seed(case.seed + 1 + rank)  # each rank its own experts and tokens
     layer.experts = GroupedExperts(layer.local, case.d, case.d_x)
     x = torch.randn(case.batch, case.seq_len, case.d, requires_grad=True)  # from the layers below
-    if case.tp > 1:  # folded: the tensor-parallel group's shared sequence, this rank's SP shard of it
-        torch.manual_seed(case.seed + 1000 + rank // case.tp)
-        shard = case.seq_len // case.tp
+    if case.tp > 1 or case.cp > 1:  # folded: the group's shared sequence, this rank's CP chunks and SP shard
+        torch.manual_seed(case.seed + 1000 + rank // (case.tp * case.cp))
         whole = torch.randn(case.batch, case.seq_len, case.d)  # (b, n, d)
+        chunk, c = case.seq_len // (2 * case.cp), (rank // case.tp) % case.cp
+        local = torch.cat([whole[:, c * chunk:(c + 1) * chunk],
+                           whole[:, (2 * case.cp - 1 - c) * chunk:(2 * case.cp - c) * chunk]], dim=1)  # (b, n / cp, d)
+        shard = local.shape[1] // case.tp
         start = (rank % case.tp) * shard
-        x = whole[:, start:start + shard].clone().requires_grad_(True)  # (b, n / tp, d)
+        x = local[:, start:start + shard].clone().requires_grad_(True)  # (b, n / cp / tp, d)
     recorder = CommRecorder({"ep": group})
     with recorder:
         with recorder.in_phase("forward"):
