@@ -132,8 +132,9 @@ class TreeBuilder:
                 q_tokens, kv_tokens, S.b * k_len, cached, cfg.q_lora_rank is not None,
                 cfg.qkv_bias, profile, absorbed=absorbed))]
         else:
+            held = cached if profile.facts.kv_cache_held else ZERO  # OpenAI GPT's class holds none
             projections = [at.leaf("qkv", B.QKVProjection(
-                q_tokens, kv_tokens, cfg.qkv_bias, cached,
+                q_tokens, kv_tokens, cfg.qkv_bias, held,
                 copies_cache=self.decode and not cross and profile.kv_cache == "dynamic",
                 fused=profile.facts.fused_qkv and not cross, profile=profile,
                 cache_heads=core["kv_heads"], transposed=profile.facts.linear_weights_transposed, head_dim=head,
