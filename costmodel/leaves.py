@@ -237,6 +237,9 @@ class TreeBuilder:
                     tokens, cfg.activation, cfg.ffn_bias, self.profile, width=S.d_s)))
             if cfg.shared_expert_gate:
                 body.append(at.leaf("shared_expert_gate", B.SharedExpertGate(tokens)))
+            if cfg.moe_output_norm:  # A.X K1: the sum normed; only the residual add reads its output
+                body.append(at.leaf("output_norm", B.Norm(tokens, cfg.norm, self.profile, output_kept=False,
+                                                          affine=cfg.norm_affine, bias=cfg.norm_bias)))
         return [*pre, *body, *self.residual(at, tokens, post, "ffn_output")]
 
     def embedding(self, group: str, stack: str, seq: sp.Expr, owns_table: bool) -> Leaves:

@@ -93,5 +93,15 @@ def _mellum(cfg: ModelConfig, llama: dict[str, Any]) -> dict[str, Any]:
                 eos_token_id=None)
 
 
+def _axk1(cfg: ModelConfig, llama: dict[str, Any]) -> dict[str, Any]:
+    """A.X K1's config.json: GLM-4.7-Flash's (DeepSeek-V3's fields, the dense layers first as
+    mlp_layer_types) under its own model_type; its post_mlp_layernorm is the class's own."""
+    from .hf_models import _glm4_moe_lite_dict
+
+    if not cfg.moe_output_norm or cfg.q_lora_rank is None:
+        raise ValueError(f"model {cfg.name!r}: Hugging Face axk1 builds a norm after its experts and a query rank.")
+    return dict(_glm4_moe_lite_dict(cfg), model_type="axk1")
+
+
 #: family -> its config.json writer (validate/hf_models.py's config_dict).
-MORE_TYPES_DICTS = {"solar_open": _solar_open, "youtu": _youtu, "mellum": _mellum}
+MORE_TYPES_DICTS = {"solar_open": _solar_open, "youtu": _youtu, "mellum": _mellum, "axk1": _axk1}
