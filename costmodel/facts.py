@@ -126,6 +126,9 @@ class Facts:
     # dtype of a mixture-of-experts router's matmul: "fp32" (an fp32 weight; a narrower input is
     # copied to fp32) or "activation"
     router_dtype: str = "activation"
+    # an fp32 router's weight is held in the model dtype and cast to fp32 each forward (Kolibri-1:
+    # only e_score_correction_bias is kept in fp32): the linear keeps that E x d copy where narrower
+    router_weight_cast_fp32: bool = False
     # dtype of a sigmoid router's e_score_correction_bias buffer (E values): "fp32" (DeepSeek-V3)
     # or "activation" (MiniMax-M2's, created in the dtype the model is built in)
     score_bias_dtype: str = "fp32"

@@ -14,7 +14,7 @@ from typing import Any, Callable
 from .config import ConfigError, ModelConfig, show
 from .errors import check_int
 from .hf_fields import LLAMA_NAMES, Fields
-from .hf_llama_variants import LlamaReader
+from .hf_llama_variants import LlamaReader, exaone4_windows
 from .hf_moe_more import MOE_MORE_BUILDERS, dense_layers_first
 
 #: SolarOpenConfig's defaults (transformers 5.24, models/solar_open/configuration_solar_open.py).
@@ -214,16 +214,56 @@ def _axk1(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
     return base.replace(family="axk1", moe_output_norm=True)
 
 
+#: Kolibri1Config's defaults (transformers 5.24, models/kolibri1/modular_kolibri1.py; Qwen3MoeConfig's
+#: where it keeps them).
+_KOLIBRI1_DEFAULTS: dict[str, Any] = dict(
+    vocab_size=128000, hidden_size=2560, num_hidden_layers=50, num_attention_heads=48, num_key_value_heads=4,
+    head_dim=128, max_position_embeddings=262144, sliding_window=513, hidden_act="silu",
+    tie_word_embeddings=False)
+
+
+def _kolibri1(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
+    """Aleph Alpha's Kolibri-1 (Kolibri1ForCausalLM): EXAONE 4.0's attention (no biases, an RMSNorm
+    on each query and key head before RoPE; a window on the layers layer_types marks sliding, by
+    default all but every fifth, and the full layers NoPE: hf_llama_variants.exaone4_windows) in
+    GLM-4's sandwich layer (a norm before and after each sublayer), with experts in every layer:
+    the top num_experts_per_tok of num_experts SwiGLU experts of moe_intermediate_size chosen by
+    Kolibri1TopKRouter (the top k of the fp32 logits plus e_score_correction_bias, then a sigmoid
+    over those k, renormalised where norm_topk_prob; router "topk_then_sigmoid"), no scaling, beside
+    one shared SwiGLU of shared_expert_intermediate_size."""
+    if f.get("hidden_act", "silu", str) != "silu":
+        raise ConfigError(f"{f.source}: hidden_act {show(f.get('hidden_act', 'silu', str))} is not "
+                          "modelled for kolibri1 (its experts are SwiGLU: silu).")
+    layers = f.get("num_hidden_layers", _KOLIBRI1_DEFAULTS["num_hidden_layers"])
+    check_int(f.source, "num_hidden_layers", layers, minimum=1)
+    data = {**_KOLIBRI1_DEFAULTS, **f.data}
+    data["intermediate_size"] = data.get("moe_intermediate_size", 512)  # no dense MLP: its class has no such field
+    if data.get("layer_types") is None:  # Kolibri1Config.__post_init__: every fifth layer full
+        data["layer_types"] = ["full_attention" if (i + 1) % 5 == 0 else "sliding_attention" for i in range(layers)]
+    g = Fields(data, f.source)
+    base = llama.read(g, name, "llama", _KOLIBRI1_DEFAULTS)
+    windows = exaone4_windows(g, layers, llama, "Kolibri1Model")
+    experts = g.get("num_experts", g.get("num_local_experts", 384))
+    check_int(f.source, "num_experts", experts, minimum=1)
+    experts_fields = dict(
+        n_experts=experts, top_k=g.get("num_experts_per_tok", 6), d_expert=g.get("moe_intermediate_size", 512),
+        d_shared=g.get("shared_expert_intermediate_size", 512, minimum=1), router="topk_then_sigmoid",
+        renormalize_top_k=g.get("norm_topk_prob", False, bool),
+        layer_pattern=windows.get("layer_pattern") or llama.pattern(layers, [], list(range(layers))))
+    return base.replace(family="kolibri1", qkv_bias=False, out_bias=False, ffn_bias=False, qk_norm=True,
+                        post_sublayer_norm=True, **{**windows, **experts_fields})
+
+
 #: model_type -> its reader (hf.py passes its LlamaReader).
 MORE_TYPES_BUILDERS: dict[str, Callable[[Fields, str, LlamaReader], ModelConfig]] = {
     "solar_open": _solar_open, "youtu": _youtu, "mellum": _mellum,
-    "sarvam_mla": _sarvam_mla, "axk1": _axk1,
+    "sarvam_mla": _sarvam_mla, "axk1": _axk1, "kolibri1": _kolibri1,
 }
 
 #: The transformers class of each, for a config.json that names `architectures` only.
 MORE_TYPES_ARCHITECTURES: dict[str, str] = {
     "SolarOpenForCausalLM": "solar_open", "YoutuForCausalLM": "youtu", "MellumForCausalLM": "mellum",
-    "AXK1ForCausalLM": "axk1",
+    "AXK1ForCausalLM": "axk1", "Kolibri1ForCausalLM": "kolibri1",
 }
 
 #: The config.json names of ModelConfig's fields (the ones its errors may name).
@@ -237,4 +277,6 @@ MORE_TYPES_NAMES: dict[str, dict[str, str]] = {
                    "d_expert": "moe_intermediate_size", "n_dense_layers": "first_k_dense_replace"},
     "axk1": {**LLAMA_NAMES, "n_experts": "n_routed_experts", "top_k": "num_experts_per_tok",
              "d_expert": "moe_intermediate_size", "n_dense_layers": "mlp_layer_types"},
+    "kolibri1": {**LLAMA_NAMES, "n_experts": "num_experts", "top_k": "num_experts_per_tok",
+                 "d_expert": "moe_intermediate_size", "d_shared": "shared_expert_intermediate_size"},
 }

@@ -103,5 +103,18 @@ def _axk1(cfg: ModelConfig, llama: dict[str, Any]) -> dict[str, Any]:
     return dict(_glm4_moe_lite_dict(cfg), model_type="axk1")
 
 
+def _kolibri1(cfg: ModelConfig, llama: dict[str, Any]) -> dict[str, Any]:
+    """Kolibri-1's config.json: EXAONE 4.0's windows (layer_types), its experts' fields (no dense
+    MLP, so no intermediate_size)."""
+    from .hf_llama_variants import _exaone4
+
+    if not cfg.n_experts or cfg.n_dense_layers or not cfg.d_shared:
+        raise ValueError(f"model {cfg.name!r}: Hugging Face kolibri1 builds experts and a shared MLP in every layer.")
+    data = {k: v for k, v in _exaone4(cfg, llama).items() if k != "intermediate_size"}
+    return dict(data, num_experts=cfg.n_experts, num_experts_per_tok=cfg.top_k, moe_intermediate_size=cfg.d_expert,
+                shared_expert_intermediate_size=cfg.d_shared, norm_topk_prob=cfg.renormalize_top_k)
+
+
 #: family -> its config.json writer (validate/hf_models.py's config_dict).
-MORE_TYPES_DICTS = {"solar_open": _solar_open, "youtu": _youtu, "mellum": _mellum, "axk1": _axk1}
+MORE_TYPES_DICTS = {"solar_open": _solar_open, "youtu": _youtu, "mellum": _mellum, "axk1": _axk1,
+                    "kolibri1": _kolibri1}
