@@ -177,6 +177,16 @@ def test_decode_steps_against_a_cache_refused(tmp_path, capsys, args):
     assert errors[0].startswith("error: openai_gpt's Hugging Face class holds no KV cache")
 
 
+@pytest.mark.parametrize("command", [["estimate", "--seq-len", "12"],
+                                     ["simulate", "--hardware", "h100-sxm", "--prompt", "12", "--gen", "4"]])
+def test_a_quantized_cache_refused(tmp_path, capsys, command):
+    """--kv-dtype quantizes a cache the class does not hold: one line, exit 2."""
+    path = _config_file(tmp_path, CONFIGS["openai-gpt"])
+    code, _, err = run_main([command[0], "--config", path, *command[1:], "--kv-dtype", "fp8"], capsys)
+    assert code == 2 and err.count("\n") == 1
+    assert err.startswith("error: kv_dtype fp8: openai_gpt's Hugging Face class holds no KV cache to quantize")
+
+
 def test_sdpa_refused(tmp_path, capsys):
     path = _config_file(tmp_path, CONFIGS["openai-gpt"])
     code, _, err = run_main(["estimate", "--config", path, "--attention", "sdpa"], capsys)
