@@ -181,8 +181,9 @@ def render_inference(r: dict[str, Any]) -> str:
                "a GPU is often host-bound (docs/time.md); --cuda-graphs times a step without it"]
               if d.get("host") and not d["host"].get("op_time_stated", True) else []),
             f"  {_crossover(d['crossover_batch_weights_only'])} "
-            f"(weights only: 2 FLOPs and {_weight_bytes(i)} per parameter per token); with this "
-            f"context's KV cache {_crossover(d['crossover_batch_at_context'], again=True)}",
+            f"(weights only: 2 FLOPs and {_weight_bytes(i)} per parameter per token); "
+            + ("with this context's KV cache " if i.get("kv_cache_held", True) else "rerunning this context ")
+            + _crossover(d['crossover_batch_at_context'], again=True),
         ]
     m = r["memory"]
     out += ["", f"Memory: {binary_bytes(m['bytes'])} at batch {i['batch']} ("
