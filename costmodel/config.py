@@ -113,6 +113,9 @@ class ModelConfig:
     d_expert: int | None = None
     d_shared: int = 0
     shared_expert_gate: bool = False
+    # an RMSNorm on the routed and shared experts' sum before the residual add, in the expert layers
+    # only (A.X K1's post_mlp_layernorm)
+    moe_output_norm: bool = False
     n_dense_layers: int = 0
     router: str = "softmax"
     renormalize_top_k: bool = True  # the top-k routing weights are divided by their sum
@@ -294,7 +297,7 @@ class ModelConfig:
             object.__setattr__(self, "d_expert", self.d_ff)
             object.__setattr__(self, "_derived", self._derived | {"d_expert"})
         check_int(owner, "d_expert", self.d_expert)
-        for name in ("router_bias", "expert_bias"):
+        for name in ("router_bias", "expert_bias", "moe_output_norm"):
             check_bool(owner, name, getattr(self, name))
         if (self.swiglu_limit is None) != (self.swiglu_alpha is None):
             raise ConfigError(f"{owner}: swiglu_limit and swiglu_alpha (the clamped SwiGLU) go together.")
@@ -302,7 +305,8 @@ class ModelConfig:
             check_number(owner, name, getattr(self, name))
         if not self.n_experts:
             extras = [name for name, default in (("top_k", 0), ("d_shared", 0), ("n_dense_layers", 0),
-                                                 ("shared_expert_gate", False), ("router", "softmax"),
+                                                 ("shared_expert_gate", False), ("moe_output_norm", False),
+                                                 ("router", "softmax"),
                                                  ("router_bias", False), ("expert_bias", False),
                                                  ("swiglu_limit", None), ("expert_groups", 1),
                                                  ("expert_groups_per_token", 1), ("d_latent", None))

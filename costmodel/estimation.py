@@ -16,6 +16,7 @@ from typing import Any
 
 from . import compiled, spec
 from .config import ConfigError, ModelConfig, Workload
+from .facts import facts_for
 from .workload import logits_kept
 
 #: What each row of the per-block table holds, and the cost quantity it sums.
@@ -350,7 +351,11 @@ class Estimate:
             out["quantized_weights"] = self.quantized_weights()
         if self.workload.kv_dtype and self.cfg.n_decoder_layers:  # an encoder keeps no cache (a warning says so)
             out["kv_cache_dtype"] = f"{self.workload.kv_dtype}: one byte per element and two fp32 scales per layer"
-        if self.cfg.n_window_layers:
+        if self.cfg.n_decoder_layers and not facts_for(self.workload.impl, self.cfg.family).kv_cache_held:
+            out["kv_cache_note"] = (
+                "the class holds none: generation reruns the decoder over the prompt and the tokens so far "
+                "at every step, and the generation line is its last step's, a prefill of n + T - 1 tokens")
+        elif self.cfg.n_window_layers:
             out["kv_cache_note"] = (
                 "sliding-window layers hold what Hugging Face's cache holds: the whole prompt after "
                 "the prefill (T <= 1, no decode step: the w - 1 tokens it keeps are a view whose storage is the prefill's "

@@ -126,6 +126,9 @@ class Facts:
     # dtype of a mixture-of-experts router's matmul: "fp32" (an fp32 weight; a narrower input is
     # copied to fp32) or "activation"
     router_dtype: str = "activation"
+    # an fp32 router's weight is held in the model dtype and cast to fp32 each forward (Kolibri-1:
+    # only e_score_correction_bias is kept in fp32): the linear keeps that E x d copy where narrower
+    router_weight_cast_fp32: bool = False
     # dtype of a sigmoid router's e_score_correction_bias buffer (E values): "fp32" (DeepSeek-V3)
     # or "activation" (MiniMax-M2's, created in the dtype the model is built in)
     score_bias_dtype: str = "fp32"
@@ -242,10 +245,18 @@ class Facts:
     rotary_global_set_unused: bool = False
     # int64 buffers of P ids held by the embeddings (BERT: position_ids, token_type_ids)
     id_buffers: tuple[str, ...] = ()
-    # a (P, P) bool causal mask held as a buffer, one byte per pair of positions: "model" (one,
-    # beside the learned position table: GPT-BigCode's `bias`), "layer" (one in every layer's
-    # attention: GPT-Neo's) or "" (none)
+    # a (P, P) causal mask held as a buffer: "model" (one bool mask, one byte per pair of positions,
+    # beside the learned position table: GPT-BigCode's `bias`), "layer" (a bool one in every layer's
+    # attention: GPT-Neo's), "layer_model_dtype" (a lower-triangular matrix of ones in the model
+    # dtype in every layer's attention: OpenAI GPT's) or "" (none)
     causal_mask_buffer: str = ""
+    # the eager scores are masked arithmetically with the buffer's (n, n) slice b, `w * b + -1e4 *
+    # (1 - b)` (OpenAI GPT): a product and an add over the scores, a subtraction and a product over
+    # the slice; the product keeps the slice only, a view of the buffer
+    scores_masked_by_product: bool = False
+    # the class holds a KV cache when it generates (False: OpenAI GPT's class takes no past key values,
+    # so generate() reruns the whole prefix for every token; the tree refuses a decode step)
+    kv_cache_held: bool = True
     # the eager attention masks its scores with masked_fill of one (b, 1, n, n) bool causal mask
     # made once a forward, which every layer's masked_fill keeps (MPT): b n^2 bytes once a stack
     masked_fill_causal_mask: bool = False

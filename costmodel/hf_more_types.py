@@ -2,7 +2,8 @@
 18): Solar Open (solar_open: GLM-4.5's model with Llama's attention and experts in every layer),
 Youtu-LLM (youtu: DeepSeek-V3's latent attention in dense Llama layers), Mellum (mellum:
 Qwen3-MoE's layers with experts where mlp_layer_types says sparse), Sarvam's MLA models (sarvam_mla:
-DeepSeek-V3's class with SarvamMLAConfig's defaults).
+DeepSeek-V3's class with SarvamMLAConfig's defaults), A.X K1 (axk1: DeepSeek-V3's with a norm after its
+experts).
 costmodel/hf.py dispatches on model_type. Defaults are those of transformers 5.24's configuration
 classes (models/<model_type>/configuration_<model_type>.py)."""
 
@@ -13,8 +14,8 @@ from typing import Any, Callable
 from .config import ConfigError, ModelConfig, show
 from .errors import check_int
 from .hf_fields import LLAMA_NAMES, Fields
-from .hf_llama_variants import LlamaReader
-from .hf_moe_more import MOE_MORE_BUILDERS
+from .hf_llama_variants import LlamaReader, exaone4_windows
+from .hf_moe_more import MOE_MORE_BUILDERS, dense_layers_first
 
 #: SolarOpenConfig's defaults (transformers 5.24, models/solar_open/configuration_solar_open.py).
 _SOLAR_OPEN_DEFAULTS: dict[str, Any] = dict(
@@ -178,15 +179,91 @@ def _sarvam_mla(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
     return llama.read(Fields(data, f.source), name, "deepseek_v3", _SARVAM_MLA_DEFAULTS)
 
 
+#: AXK1Config's defaults (transformers 5.24, models/axk1/modular_axk1.py, skt/A.X-K1's shapes) where
+#: hf.py's deepseek_v3 reader's differ or are not read there.
+_AXK1_DEFAULTS: dict[str, Any] = dict(
+    vocab_size=163840, hidden_size=7168, intermediate_size=18432, moe_intermediate_size=2048,
+    num_hidden_layers=61, num_attention_heads=64, num_key_value_heads=64, n_shared_experts=1,
+    n_routed_experts=192, routed_scaling_factor=2.5, kv_lora_rank=512, q_lora_rank=1536,
+    qk_rope_head_dim=64, v_head_dim=128, qk_nope_head_dim=128, n_group=8, topk_group=4,
+    num_experts_per_tok=8, max_position_embeddings=32768, hidden_act="silu", tie_word_embeddings=False)
+
+
+def _axk1(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
+    """SK Telecom's A.X K1 (AXK1ForCausalLM, skt/A.X-K1): DeepSeek-V3's model (latent attention,
+    always through a query rank; the grouped sigmoid router, its experts and shared expert) whose
+    MoE block ends with post_mlp_layernorm, an RMSNorm on the experts' sum before the residual add
+    (moe_output_norm; the dense layers have none). Its layers' kinds are mlp_layer_types, or else
+    first_k_dense_replace (1) and moe_layer_freq (1) as AXK1Config derives them: dense layers first,
+    then sparse ones, as hf_moe_more.dense_layers_first requires. A null q_lora_rank is refused: the
+    class builds q_a_proj of that rank whatever it is. Read by hf.py's deepseek_v3 reader under
+    AXK1Config's defaults; the family is axk1 (its facts are DeepSeek-V3's)."""
+    if f.data.get("q_lora_rank", 1) is None:
+        raise ConfigError(f"{f.source}: q_lora_rank null is not what axk1's class builds (AXK1Attention "
+                          "always projects queries through q_a_proj of q_lora_rank).")
+    layers = f.get("num_hidden_layers", _AXK1_DEFAULTS["num_hidden_layers"])
+    check_int(f.source, "num_hidden_layers", layers, minimum=1)
+    first, every = f.get("first_k_dense_replace", 1), f.get("moe_layer_freq", 1, minimum=1)
+    check_int(f.source, "first_k_dense_replace", first)
+    kinds = ["sparse" if i >= first and i % every == 0 else "dense" for i in range(layers)]
+    data = {"mlp_layer_types": kinds, **{k: v for k, v in f.data.items() if v is not None}}
+    dense = dense_layers_first(Fields(data, f.source), layers, "axk1", 0)
+    data.update(first_k_dense_replace=dense)
+    data.pop("head_dim", None)  # AXK1Config sets it to qk_rope_head_dim
+    base = llama.read(Fields({**_AXK1_DEFAULTS, **data}, f.source), name, "deepseek_v3", _AXK1_DEFAULTS)
+    return base.replace(family="axk1", moe_output_norm=True)
+
+
+#: Kolibri1Config's defaults (transformers 5.24, models/kolibri1/modular_kolibri1.py; Qwen3MoeConfig's
+#: where it keeps them).
+_KOLIBRI1_DEFAULTS: dict[str, Any] = dict(
+    vocab_size=128000, hidden_size=2560, num_hidden_layers=50, num_attention_heads=48, num_key_value_heads=4,
+    head_dim=128, max_position_embeddings=262144, sliding_window=513, hidden_act="silu",
+    tie_word_embeddings=False)
+
+
+def _kolibri1(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
+    """Aleph Alpha's Kolibri-1 (Kolibri1ForCausalLM): EXAONE 4.0's attention (no biases, an RMSNorm
+    on each query and key head before RoPE; a window on the layers layer_types marks sliding, by
+    default all but every fifth, and the full layers NoPE: hf_llama_variants.exaone4_windows) in
+    GLM-4's sandwich layer (a norm before and after each sublayer), with experts in every layer:
+    the top num_experts_per_tok of num_experts SwiGLU experts of moe_intermediate_size chosen by
+    Kolibri1TopKRouter (the top k of the fp32 logits plus e_score_correction_bias, then a sigmoid
+    over those k, renormalised where norm_topk_prob; router "topk_then_sigmoid"), no scaling, beside
+    one shared SwiGLU of shared_expert_intermediate_size."""
+    if f.get("hidden_act", "silu", str) != "silu":
+        raise ConfigError(f"{f.source}: hidden_act {show(f.get('hidden_act', 'silu', str))} is not "
+                          "modelled for kolibri1 (its experts are SwiGLU: silu).")
+    layers = f.get("num_hidden_layers", _KOLIBRI1_DEFAULTS["num_hidden_layers"])
+    check_int(f.source, "num_hidden_layers", layers, minimum=1)
+    data = {**_KOLIBRI1_DEFAULTS, **f.data}
+    data["intermediate_size"] = data.get("moe_intermediate_size", 512)  # no dense MLP: its class has no such field
+    if data.get("layer_types") is None:  # Kolibri1Config.__post_init__: every fifth layer full
+        data["layer_types"] = ["full_attention" if (i + 1) % 5 == 0 else "sliding_attention" for i in range(layers)]
+    g = Fields(data, f.source)
+    base = llama.read(g, name, "llama", _KOLIBRI1_DEFAULTS)
+    windows = exaone4_windows(g, layers, llama, "Kolibri1Model")
+    experts = g.get("num_experts", g.get("num_local_experts", 384))
+    check_int(f.source, "num_experts", experts, minimum=1)
+    experts_fields = dict(
+        n_experts=experts, top_k=g.get("num_experts_per_tok", 6), d_expert=g.get("moe_intermediate_size", 512),
+        d_shared=g.get("shared_expert_intermediate_size", 512, minimum=1), router="topk_then_sigmoid",
+        renormalize_top_k=g.get("norm_topk_prob", False, bool),
+        layer_pattern=windows.get("layer_pattern") or llama.pattern(layers, [], list(range(layers))))
+    return base.replace(family="kolibri1", qkv_bias=False, out_bias=False, ffn_bias=False, qk_norm=True,
+                        post_sublayer_norm=True, **{**windows, **experts_fields})
+
+
 #: model_type -> its reader (hf.py passes its LlamaReader).
 MORE_TYPES_BUILDERS: dict[str, Callable[[Fields, str, LlamaReader], ModelConfig]] = {
     "solar_open": _solar_open, "youtu": _youtu, "mellum": _mellum,
-    "sarvam_mla": _sarvam_mla,
+    "sarvam_mla": _sarvam_mla, "axk1": _axk1, "kolibri1": _kolibri1,
 }
 
 #: The transformers class of each, for a config.json that names `architectures` only.
 MORE_TYPES_ARCHITECTURES: dict[str, str] = {
     "SolarOpenForCausalLM": "solar_open", "YoutuForCausalLM": "youtu", "MellumForCausalLM": "mellum",
+    "AXK1ForCausalLM": "axk1", "Kolibri1ForCausalLM": "kolibri1",
 }
 
 #: The config.json names of ModelConfig's fields (the ones its errors may name).
@@ -198,4 +275,8 @@ MORE_TYPES_NAMES: dict[str, dict[str, str]] = {
                "d_expert": "moe_intermediate_size"},
     "sarvam_mla": {**LLAMA_NAMES, "n_experts": "n_routed_experts", "top_k": "num_experts_per_tok",
                    "d_expert": "moe_intermediate_size", "n_dense_layers": "first_k_dense_replace"},
+    "axk1": {**LLAMA_NAMES, "n_experts": "n_routed_experts", "top_k": "num_experts_per_tok",
+             "d_expert": "moe_intermediate_size", "n_dense_layers": "mlp_layer_types"},
+    "kolibri1": {**LLAMA_NAMES, "n_experts": "num_experts", "top_k": "num_experts_per_tok",
+                 "d_expert": "moe_intermediate_size", "d_shared": "shared_expert_intermediate_size"},
 }

@@ -132,8 +132,9 @@ class TreeBuilder:
                 q_tokens, kv_tokens, S.b * k_len, cached, cfg.q_lora_rank is not None,
                 cfg.qkv_bias, profile, absorbed=absorbed))]
         else:
+            held = cached if profile.facts.kv_cache_held else ZERO  # OpenAI GPT's class holds none
             projections = [at.leaf("qkv", B.QKVProjection(
-                q_tokens, kv_tokens, cfg.qkv_bias, cached,
+                q_tokens, kv_tokens, cfg.qkv_bias, held,
                 copies_cache=self.decode and not cross and profile.kv_cache == "dynamic",
                 fused=profile.facts.fused_qkv and not cross, profile=profile,
                 cache_heads=core["kv_heads"], transposed=profile.facts.linear_weights_transposed, head_dim=head,
@@ -236,6 +237,9 @@ class TreeBuilder:
                     tokens, cfg.activation, cfg.ffn_bias, self.profile, width=S.d_s)))
             if cfg.shared_expert_gate:
                 body.append(at.leaf("shared_expert_gate", B.SharedExpertGate(tokens)))
+            if cfg.moe_output_norm:  # A.X K1: the sum normed; only the residual add reads its output
+                body.append(at.leaf("output_norm", B.Norm(tokens, cfg.norm, self.profile, output_kept=False,
+                                                          affine=cfg.norm_affine, bias=cfg.norm_bias)))
         return [*pre, *body, *self.residual(at, tokens, post, "ffn_output")]
 
     def embedding(self, group: str, stack: str, seq: sp.Expr, owns_table: bool) -> Leaves:

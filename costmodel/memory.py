@@ -60,7 +60,10 @@ def phase_bytes(model: CostModel) -> sp.Expr:
 
 
 def decode_phase_bytes(cfg: ModelConfig, profile: Any) -> sp.Expr:
-    """Memory of one decode step at context c (its cache holds c tokens)."""
+    """Memory of one decode step at context c (its cache holds c tokens). A class that holds no
+    cache (facts.kv_cache_held false: OpenAI GPT's) reruns the prefix instead: a prefill of c tokens."""
+    if not profile.facts.kv_cache_held:
+        return phase_bytes(CostModel(cfg, profile, phase="prefill")).xreplace({S.n: S.c})
     return phase_bytes(CostModel(cfg, profile, phase="decode"))
 
 

@@ -16,5 +16,6 @@ HEADS = ("lm", "pooler", "none")
 #: softmax: an fp32 softmax over the E logits, then the top k (Mixtral, Qwen2-MoE); sigmoid: DeepSeek-V3's;
 #: topk_softmax: the top k of the logits, then a softmax over those k in the activation dtype (gpt-oss's
 #: GptOssTopKRouter); sigmoid_topk: Llama 4's, the top k of the logits then a sigmoid (the others 0);
-#: sparsemixer: PhiMoE's two rounds of a masked softmax over the logits, one expert each (top 2).
-ROUTERS = ("softmax", "sigmoid", "topk_softmax", "sigmoid_topk", "sparsemixer")
+#: sparsemixer: PhiMoE's two rounds of a masked softmax over the logits, one expert each (top 2);
+#: topk_then_sigmoid: Kolibri-1's, the top k of the logits plus a bias, then a sigmoid over those k.
+ROUTERS = ("softmax", "sigmoid", "topk_softmax", "sigmoid_topk", "sparsemixer", "topk_then_sigmoid")

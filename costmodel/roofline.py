@@ -153,9 +153,10 @@ class KernelSteps:
         from .kernel_time import host_bound_seconds, inference_subs, leaves_time
 
         sampled = sorted({int(c) for c in contexts})
-        leaves = self.roof.decoder_tree().leaves
-        times = [host_bound_seconds(leaves_time(leaves, inference_subs(self.roof.cfg, self.roof.dtype, batch, 1,
-                                                                       context=c, source_len=source),
+        leaves, rerun = self.roof.step_leaves()  # a class without a cache: the prefix rerun, n = c
+        times = [host_bound_seconds(leaves_time(leaves, inference_subs(self.roof.cfg, self.roof.dtype, batch,
+                                                                       c if rerun else 1, context=c,
+                                                                       source_len=source),
                                                 self.decode_timer), self.step_ops, self.decode_timer)
                  for c in sampled]
         return sampled, times
@@ -208,6 +209,14 @@ def generation_seconds(roof: "Roofline", batch: int, lo: int, hi: int, source_le
     if roof.quantized:
         return stepwise_generation_seconds(roof, batch, lo, hi, source_len)
     rates = (roof.flops_per_s, roof.vector_flops_per_s, roof.bytes_per_s)
+    if roof.cacheless:  # no cache to decode with: every step is the rerun (OpenAI GPT's class)
+        workload = {"batch": batch, "source_len": source_len, "bytes_per_element": DTYPE_BYTES[roof.dtype]}
+        try:
+            rerun = StepSums(roof.cfg, "rerun", roof.attention, roof.kv_cache, roof.workload.mla)
+            seconds = rerun.seconds(lo, hi, Rates(*rates, roof.overhead_s), **workload)
+            return seconds, seconds
+        except NoClosedForm:
+            return stepwise_generation_seconds(roof, batch, lo, hi, source_len)
     workload = {"batch": batch, "source_len": source_len, "bytes_per_element": DTYPE_BYTES[roof.dtype]}
     mla = roof.workload.mla
     try:
@@ -363,6 +372,7 @@ def simulate_inference(cfg: ModelConfig, hardware: Hardware, *, prompt: int, gen
                    "gen": gen, "batch": batch, "attention": attention,
                    "kv_cache": kv_cache, "cuda_graphs": cuda_graphs, "time_model": time_model,
                    "compiled": compiled, "implementation": implementation, "mla": mla if cfg.mla else None,
+                   **({"kv_cache_held": False} if roof.cacheless else {}),
                    **{k: v for k, v in (quantization or {}).items() if v is not None},
                    "compute_efficiency": roof.efficiency.compute,
                    "memory_efficiency": roof.efficiency.memory},

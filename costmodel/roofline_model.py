@@ -122,7 +122,10 @@ class Roofline:
         self.w8a8 = runs_w8a8(profile.weight_format, hardware)
         self.fp8_flops_per_s = w8a8_peak(hardware, eff) if self.w8a8 else None
         self.prefill_model = CostModel(cfg, profile, phase="prefill")
-        self.decode_model = CostModel(cfg, profile, phase="decode") if cfg.n_decoder_layers else None
+        # A class without a KV cache (OpenAI GPT's) reruns the decoder over the prefix at every step.
+        self.cacheless = bool(cfg.n_decoder_layers) and not profile.facts.kv_cache_held
+        self.decode_model = (CostModel(cfg, profile, phase="decode")
+                             if cfg.n_decoder_layers and not self.cacheless else None)
         self.encoder_decoder = cfg.architecture == "encoder-decoder"
 
     def _values(self, batch: int, seq_len: int, source_len: int | None = None,
@@ -166,6 +169,14 @@ class Roofline:
         require_decoder(self.cfg)
         return self.decode_model
 
+    def step_leaves(self) -> tuple[tuple[Leaf, ...], bool]:
+        """The leaves of one generation step and whether they run over the whole prefix: the cached
+        decode tree's (one new token, n = 1), or for a class without a cache the decoder side of the
+        prefill tree (the rerun's: n is the context)."""
+        if self.cacheless:
+            return tuple(self.prefill_model.select(stack="decoder")), True
+        return self.decoder_tree().leaves, False
+
     def _times(self, sweep: tuple[dict[str, tuple[int, bool]], Sweep], decode: bool = False,
                **workload) -> tuple[list[BlockTiming], Any]:
         """Per-block timings at the first point and the roofline seconds at every point."""
@@ -201,7 +212,10 @@ class Roofline:
         return self._sum(blocks), seconds, blocks
 
     def decode(self, batch: int, context: Any, source_len: int = 1) -> tuple[Timing, Any, list[BlockTiming]]:
-        """Cached decode steps of `batch` sequences attending to `context` keys (int or array)."""
+        """Cached decode steps of `batch` sequences attending to `context` keys (int or array); a
+        class without a cache reruns its decoder over the `context` tokens (rerun)."""
+        if self.cacheless:
+            return self.rerun(batch, context, source_len)
         blocks, seconds = self._times(self._decode_sweep, decode=True, n=1, b=batch, s=source_len, c=context)
         return self._sum(blocks), seconds, blocks
 
@@ -227,10 +241,11 @@ class Roofline:
         traffic (B1 = 0): the classic weights-only figure, peak/bandwidth x (bytes per parameter) /
         (2 FLOPs per parameter).
         """
-        model = self.decoder_tree()
-        flops = model.total("flops_matmul")
-        moved = sp.Add(*(matmul_traffic(leaf) for leaf in model.leaves))  # quantized weights as stored
-        subs = self._values(1, 1, source_len, context if context is not None else 1)
+        leaves, rerun = self.step_leaves()
+        flops = sp.Add(*(leaf.total("flops_matmul") for leaf in leaves))
+        moved = sp.Add(*(matmul_traffic(leaf) for leaf in leaves))  # quantized weights as stored
+        at = context if context is not None else 1
+        subs = self._values(1, at if rerun else 1, source_len, at)
         subs.pop(S.b)
         f = float(sp.expand(flops.xreplace(subs)).coeff(S.b, 1))
         moved_b = moved.xreplace(subs)
@@ -277,7 +292,7 @@ class Roofline:
             if needed["prefill"] > capacity:
                 max_context = 0
         total = max(needed.values())
-        kv = sp.expand(self.decode_model.total("kv_cache_bytes").xreplace(
+        kv = sp.expand((self.decode_model or self.prefill_model).total("kv_cache_bytes").xreplace(
             {k: v for k, v in at_context.items() if k not in (S.b, S.c)}))
         below_windows = kv.replace(sp.Min, lambda *args: S.c if S.c in args else sp.Min(*args))
         return {

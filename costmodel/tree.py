@@ -119,6 +119,15 @@ class CostModel:
             raise ConfigError(f"attention 'sdpa': {cfg.family}'s Hugging Face class has no "
                               "scaled_dot_product_attention path in transformers 5.24 (its _supports_sdpa is "
                               f"False: transformers refuses it); use --attention eager{flash}.")
+        if self.profile.kv_dtype is not None and not self.profile.facts.kv_cache_held:
+            raise ConfigError(f"kv_dtype {self.profile.kv_dtype}: {cfg.family}'s Hugging Face class holds no KV "
+                              "cache to quantize (generate() reruns the whole prefix for every new token).")
+        if phase in ("decode", "chunk") and not self.profile.facts.kv_cache_held:
+            raise ConfigError(f"{cfg.family}'s Hugging Face class holds no KV cache (its forward takes no past "
+                              "key values): generate() reruns the whole prefix for every new token, a "
+                              "prefill of n + t tokens at step t, not a decode step against a cache "
+                              "(estimate, and simulate on one GPU, size and time those reruns; a layout's or a serving engine's "
+                              "decode steps are not modelled for it).")
         if self.profile.mla not in MLA_FORMS:
             raise ValueError(f"mla must be one of {', '.join(MLA_FORMS)}, got {self.profile.mla!r}.")
         if phase == "train" and self.profile.mla != "naive":  # the absorbed form has no backward here

@@ -145,7 +145,9 @@ def render_inference(r: dict[str, Any]) -> str:
         f"memory {i['memory_efficiency']:g}; ridge {hw['ridge_flops_per_byte']:.3g} FLOP/B)"
         + (f"\n{i['dtype_note']}" if i.get("dtype_note") else ""),
         f"prompt {i['prompt']}, generate {i['gen']}, batch {i['batch']}, attention {i['attention']}{latent_form(i)}, "
-        f"{i['kv_cache']} KV cache"
+        + (f"{i['kv_cache']} KV cache" if i.get("kv_cache_held", True) else
+           "no KV cache (the class holds none: every decode step reruns the decoder over the prompt and the "
+           "tokens so far)")
         + (f" in {i['kv_dtype']}" if i.get("kv_dtype") else "")
         + (f", weights {i['weight_dtype']}" if i.get("weight_dtype") else "")
         + weight_group(i)
@@ -179,8 +181,9 @@ def render_inference(r: dict[str, Any]) -> str:
                "a GPU is often host-bound (docs/time.md); --cuda-graphs times a step without it"]
               if d.get("host") and not d["host"].get("op_time_stated", True) else []),
             f"  {_crossover(d['crossover_batch_weights_only'])} "
-            f"(weights only: 2 FLOPs and {_weight_bytes(i)} per parameter per token); with this "
-            f"context's KV cache {_crossover(d['crossover_batch_at_context'], again=True)}",
+            f"(weights only: 2 FLOPs and {_weight_bytes(i)} per parameter per token); "
+            + ("with this context's KV cache " if i.get("kv_cache_held", True) else "rerunning this context ")
+            + _crossover(d['crossover_batch_at_context'], again=True),
         ]
     m = r["memory"]
     out += ["", f"Memory: {binary_bytes(m['bytes'])} at batch {i['batch']} ("
@@ -194,7 +197,9 @@ def render_inference(r: dict[str, Any]) -> str:
             *(["", "Generation step by step (step k feeds token k, attending to prompt + k keys; seconds per "
                "step, and cumulative including the prefill)",
                table(
-                   ["step", "context", "with KV cache", "cumulative", "without cache", "cumulative"],
+                   ["step", "context", "with KV cache", "cumulative", "without cache", "cumulative"]
+                   if i.get("kv_cache_held", True) else  # the class's own steps are the reruns
+                   ["step", "context", "rerun", "cumulative", "rerun (roofline)", "cumulative"],
                    ([row["step"], row["context"], seconds(row["with_cache_seconds"]),
                      seconds(row["with_cache_cumulative"]), seconds(row["without_cache_seconds"]),
                      seconds(row["without_cache_cumulative"])] for row in r["generation_table"]),

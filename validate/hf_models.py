@@ -361,7 +361,7 @@ def _deepseek_v3_dict(cfg: ModelConfig, model_type: str = "deepseek_v3") -> dict
     _require(cfg, rest == 0, "a shared width that is not a whole number of experts")
     data = _llama_dict(cfg, model_type)
     del data["head_dim"]  # DeepseekV3Config sets it to qk_rope_head_dim (the rotary width)
-    grouped = model_type in ("deepseek_v3", "glm4_moe_lite")
+    grouped = model_type in ("deepseek_v3", "glm4_moe_lite", "axk1")
     _require(cfg, grouped or cfg.expert_groups == 1, "group-limited routing (expert_groups)")
     groups = dict(n_group=cfg.expert_groups, topk_group=cfg.expert_groups_per_token) if grouped else {}
     return dict(data, q_lora_rank=cfg.q_lora_rank,
@@ -441,7 +441,7 @@ def _phi_dict(cfg: ModelConfig) -> dict[str, Any]:
 
 def _glm4_moe_lite_dict(cfg: ModelConfig) -> dict[str, Any]:
     """GLM-4.7-Flash's config.json: DeepSeek-V3's, first_k_dense_replace as mlp_layer_types."""
-    data = _deepseek_v3_dict(cfg, "glm4_moe_lite")
+    data = _deepseek_v3_dict(cfg, "glm4_moe_lite" if cfg.family != "axk1" else "axk1")
     dense = min(data.pop("first_k_dense_replace") or 0, cfg.n_decoder_layers)
     return dict(data, mlp_layer_types=["dense"] * dense + ["sparse"] * (cfg.n_decoder_layers - dense))
 

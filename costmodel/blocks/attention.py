@@ -311,6 +311,9 @@ class AttentionScores(AttentionCore):
         forward = 2 * pairs * self.qk_dim
         elements = [("mul", pairs * (int(self.scaled) + 2 * int(self.softcap)))]
         elements.append(("add", pairs * (int(self.causal_or_padding_mask) + int(self.position_bias))))
+        if self.masked_by_product:  # w * b + -1e4 * (1 - b), b the buffer's n_q x n_k slice: the
+            # product over the scores, 1 - b and its product over the slice (the add is the mask's)
+            elements += [("mul", pairs + self.q_len * self.k_len), ("add", self.q_len * self.k_len)]
         elements.append(("tanh", pairs if self.softcap else 0))
         # Reads the queries and the keys (h_kv heads: the cache in a decode step); a dense kernel
         # writes the scores, and its scaling, mask and position bias each read and write them (the
@@ -322,8 +325,10 @@ class AttentionScores(AttentionCore):
             pointwise = sp.Add(*(elementwise_bytes(x) for _, x in elements))
         # Soft-capping keeps tanh's result (its backward reads it), in the activation dtype.
         capped = S.e * pairs if self.softcap and kernel.dense else ZERO
-        # GPT-Neo's attention holds its own P x P bool causal (or local) mask as a buffer.
-        mask = S.P**2 if self.profile.facts.causal_mask_buffer == "layer" and not self.cross else 0
+        # GPT-Neo's attention holds its own P x P bool causal (or local) mask as a buffer, OpenAI
+        # GPT's a P x P matrix of ones and zeros in the model dtype.
+        mask_bytes = {"layer": 1, "layer_model_dtype": S.e}.get(self.profile.facts.causal_mask_buffer, 0)
+        mask = mask_bytes * S.P**2 if not self.cross else 0
         # XGLM clamps the masked scores below (torch.max with a 0-d fp32 tensor): both are kept.
         clamped = S.e * pairs + FP32 if self.profile.facts.scores_clamped_min and kernel.dense else ZERO
         return make_cost(
@@ -337,6 +342,11 @@ class AttentionScores(AttentionCore):
             bytes_other=pointwise,
             buffer_bytes=mask,
         )
+
+    @property
+    def masked_by_product(self) -> bool:
+        """The dense scores masked as `w * b + -1e4 * (1 - b)` (facts.scores_masked_by_product)."""
+        return self.profile.facts.scores_masked_by_product and self.kernel.dense and not self.cross
 
     def second_call_saved(self) -> Expr:
         """What DiffLlama's second call on the same queries and keys keeps anew (measured,

@@ -179,6 +179,8 @@ class Router(Block):
     copy of its input in a narrower model. Its input is the norm's output, kept there. The group
     choice keeps tensors too, but no path from the loss reaches them: they are freed (11.5).
     "sparsemixer" (PhiMoE's, k = 2; tests/test_hf_moe_extra.py's validate rows).
+    "topk_then_sigmoid" (Kolibri-1's Kolibri1TopKRouter): the top k of the fp32 logits plus the bias
+    buffer, then an fp32 sigmoid over the k chosen logits only (tests/test_hf_kolibri1.py).
     "topk_softmax" (gpt-oss's GptOssTopKRouter): logits with a bias (a parameter of E, `bias`),
     their top k, a softmax over those k in the router's dtype; it keeps the int64 top-k indices and
     the k weights (measured: tests/test_hf_gpt_oss.py's validate rows), in fp32 where
@@ -214,6 +216,14 @@ class Router(Block):
             softmax = "fp32" if self.profile.facts.topk_softmax_fp32 else self.profile.facts.router_dtype
             saved = INDEX * tokens * S.k + dtype_bytes(softmax) * tokens * S.k
             elements = [("softmax", tokens * S.k)]
+        elif self.kind == "topk_then_sigmoid":
+            # Kolibri-1's router: the top k of the fp32 logits plus e_score_correction_bias (an add
+            # over E kept nowhere), the chosen logits gathered (the gather keeps the logits it reads
+            # and the int64 indices) and their fp32 sigmoid (kept: its output), renormalised (the
+            # division keeps the sum).
+            saved = (FP32 * tokens * S.E + INDEX * tokens * S.k + FP32 * tokens * S.k
+                     + (FP32 * tokens if self.renormalize else 0))
+            elements = [("add", tokens * S.E), ("sigmoid", tokens * S.k)]
         elif self.kind == "sparsemixer":
             # PhiMoE's sparsemixer, twice (one expert each, k = 2): a masked_fill keeps its bool
             # mask of the logits, the softmax (in the logits' dtype) its output, the choice its
@@ -230,6 +240,8 @@ class Router(Block):
             elements = [("sigmoid" if self.kind == "sigmoid_topk" else self.kind, tokens * S.E)]
         if self.profile.facts.router_dtype == "fp32":
             saved += unless_fp32(FP32 * tokens * S.d) if self.input_kept else FP32 * tokens * S.d
+            if self.profile.facts.router_weight_cast_fp32:  # the weight's fp32 copy, kept by the linear
+                saved += unless_fp32(FP32 * S.E * S.d)
         if self.profile.recomputes("moe_layer"):  # the MoE layer checkpointed whole: nothing kept
             saved = ZERO
         return make_cost(
@@ -242,7 +254,7 @@ class Router(Block):
             bytes_matmul=linear_bytes(tokens, S.d, S.E),
             bytes_other=elementwise_bytes(tokens * S.E),
             buffer_bytes=(dtype_bytes(self.profile.facts.score_bias_dtype) * S.E
-                          if self.kind == "sigmoid" and not self.frozen_score_bias else 0),
+                          if self.kind in ("sigmoid", "topk_then_sigmoid") and not self.frozen_score_bias else 0),
         )
 
 

@@ -66,9 +66,14 @@ def _cache_tensors(cache: Any) -> list[torch.Tensor]:
 
 
 def output_cache(output: Any) -> Any:
-    for key in ("cache", "past_key_values"):
+    """The cache a forward returned; None where the output class has no cache field at all (OpenAI
+    GPT's CausalLMOutput: the class holds no cache, so generation reruns the prefix)."""
+    keys = ("cache", "past_key_values")
+    for key in keys:
         if getattr(output, key, None) is not None:
             return getattr(output, key)
+    if not any(key in getattr(output, "__dataclass_fields__", {}) for key in keys):
+        return None
     raise ValueError("the model output holds no cache (expected .cache or .past_key_values).")
 
 
@@ -83,6 +88,8 @@ def run_with_cache(model: nn.Module, inputs: Inputs, gen_tokens: int = 0) -> Any
     with torch.no_grad():
         output = model(**inputs, use_cache=True)
         cache = output_cache(output)
+        if cache is None:  # a class without a cache: nothing held, no step fed through one
+            return None
         batch = inputs[decoder_key].shape[0]
         step = {}
         if decoder_key == "decoder_input_ids":
