@@ -319,12 +319,17 @@ class TreeBuilder:
         k_len = (sp.Min(S.c, S.w) if self.decode else seq) + entries
         core = dict(profile=profile, cross=False, causal=True, kv_heads=S.h_kv, sinks=True)
         pre, _ = self.norms(at, tokens)
-        compressor = [at.leaf("compressor", B.Compressor(tokens, tokens, entries, kind.label == V4_CSA, profile))
-                      ] if rate is not None else []
+        # the cache's compressor states after the prompt (prefill), after it and T - 1 fed back (train
+        # tree, as generate leaves it) or after c tokens (decode); prompt_view: no decode step has run
+        seen, view = ((S.c, False) if self.decode else (S.n, True) if self.phase == "prefill"
+                      else (S.LAST_CONTEXT, sp.Le(S.T, 1)))
+        compressor = [at.leaf("compressor", B.Compressor(tokens, tokens, entries, kind.label == V4_CSA, seen, view,
+                                                         profile))] if rate is not None else []
         attention = [
             at.leaf("hyper", B.HyperConnection(tokens, profile)),
             *pre,
-            at.leaf("projections", B.V4Projections(tokens, tokens, self.cached_tokens(True), profile)),
+            at.leaf("projections", B.V4Projections(tokens, tokens, self.cached_tokens(True), profile,
+                                                                    copies=1 if rate is not None else 2)),
             *compressor,
             at.leaf("scores", B.AttentionScores(seq, k_len, **core)),
             at.leaf("softmax", B.Softmax(seq, k_len, **core)),

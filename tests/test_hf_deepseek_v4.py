@@ -113,3 +113,57 @@ def test_refused_in_one_line(change, words, tmp_path, capsys):
     code, out, err = run_main(["estimate", "--config", str(path)], capsys)
     assert code == 2 and err.startswith("error:") and err.count("\n") == 1, err
     assert words in err, err
+
+
+@pytest.mark.parametrize("name", sorted(CONFIGS))
+def test_kv_cache_equals_what_the_class_holds(name):
+    """The cache after a prefill of n and t decode steps (the estimate's generation of t + 1, n + t
+    positions), bf16 and fp32, n below, at and past the rates: the window's keys (twice on a sliding
+    layer, whose DynamicSlidingWindowLayer copies key and value; once on a compressed layer, K = V),
+    every compressed entry, the unclosed window's kv and gate (after the prefill, slices of the whole
+    prompt's projections), CSA's overlap kv and fp32 gate, the indexer's own. Measured by
+    validate.measure.kv_cache_bytes (each storage once)."""
+    pytest.importorskip("transformers")
+    import torch
+
+    from tests.golden.hf_families import estimate
+    from validate.hf_families import build_hf_from_dict, family_inputs
+    from validate.measure.memory import kv_cache_bytes
+
+    fields = CONFIGS[name]
+    for dtype, torch_dtype in (("bf16", torch.bfloat16), ("fp32", torch.float32)):
+        model = build_hf_from_dict(dict(fields), dtype=torch_dtype).eval()
+        for n in (3, 9, 16):
+            for steps in (0, 1, 5):
+                measured = kv_cache_bytes(model, family_inputs(fields, 2, n), steps)
+                assert measured == estimate(fields, 2, n, dtype, steps + 1).memory_numbers()["kv_cache"], \
+                    (dtype, n, steps)
+    if name == "deepseek_v4":  # layer by layer: 2 x 1,248 + 2 x (1,248 + 9,648) + 1,248 + 2,592 (bf16)
+        assert estimate(fields, 2, 13, "bf16", 1).memory_numbers()["kv_cache"] == 28_128
+
+
+@pytest.mark.parametrize("name", sorted(CONFIGS))
+def test_decode_flops_equal_flop_counter(name):
+    """One cached decode step (fp32, FlopCounterMode) after prompts of 2 to 15 and 0 to 4 steps: the
+    new token against min(c, w) window keys plus floor(c / rate) compressed entries, CSA's scorer
+    against floor(c / m_c) indexer keys."""
+    pytest.importorskip("transformers")
+    import torch
+
+    from costmodel.config import Workload
+    from costmodel.evaluate import exact, values
+    from costmodel.hf import from_hf_config
+    from costmodel.tree import CostModel, profile_for
+    from validate.hf_families import build_hf_from_dict, family_inputs
+    from validate.measure import matmul_flops, run_with_cache
+
+    config = CONFIGS[name]
+    cfg = from_hf_config(config, name=name)
+    decode = CostModel(cfg, profile_for(cfg), phase="decode")
+    model = build_hf_from_dict(dict(config), dtype=torch.float32).eval()
+    for b, n, steps in ((2, 10, 2), (1, 2, 0), (1, 3, 4), (2, 15, 1)):
+        cache = run_with_cache(model, family_inputs(config, b, n), steps)
+        step = {"input_ids": torch.ones(b, 1, dtype=torch.long), "cache": cache, "use_cache": True}
+        subs = values(cfg, Workload(seq_len=n, batch=b, dtype="fp32"))
+        subs[next(s for s in subs if s.name == "c")] = n + steps + 1  # the keys it attends to
+        assert matmul_flops(model, step).forward == exact(decode.total("flops_matmul"), subs), (b, n, steps)

@@ -14,11 +14,12 @@ so: costmodel/estimation.py).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import sympy as sp
 
 from .. import symbols as S
-from ..terms import ZERO, Expr
+from ..terms import FP32, ZERO, Expr
 from .attention import kv_cache_bytes
 from .base import Block, Cost, Profile, Tensor, linear_bytes, linear_flops, make_cost, weight_matrix
 
@@ -27,6 +28,24 @@ def compressed_entries(keys: Expr, rate: Expr) -> Expr:
     """Entries a compressor has emitted after `keys` tokens: one per whole window of `rate`
     (DeepseekV4HCACache.store_compression_weights keeps the remainder for the next call)."""
     return sp.floor(keys / rate)
+
+
+def compressor_state_bytes(seen: Expr, rate: Expr, width: Expr, prompt_view: Any, sparse: bool) -> Expr:
+    """Bytes a compressor's cache (DeepseekV4HCACache, DeepseekV4CSACache: one per compressor, CSA's
+    indexer its own) holds after `seen` tokens, for a projection `width` wide per token (d_h, CSA's
+    two series 2 d_h, its indexer's 2 d_i) in the activation dtype:
+      compressed_kv  one entry of width / series per whole window (fresh tensors, concatenated);
+      buffer_kv and buffer_gate  the seen mod rate tokens of the unclosed window, each a slice
+        kv[:, usable:] of the call's projection: after the prefill (prompt_view true) its storage is
+        the whole prompt's (b n width), after a decode step the remainder's; none when it is empty;
+      overlap_kv and overlap_gate (CSA only: width is two series)  the last closed window's first
+        series, b rate (width / 2) cloned, the gate in fp32 (plus the fp32 position_bias), held once a
+        window has closed."""
+    series = width / 2 if sparse else width  # one entry's width
+    left = sp.Mod(seen, rate)
+    buffer = sp.Piecewise((ZERO, sp.Eq(left, 0)), (S.b * S.n * width, prompt_view), (S.b * left * width, True))
+    overlap = sp.Piecewise((ZERO, sp.Lt(seen, rate)), (S.b * rate * series * (S.e + FP32), True)) if sparse else ZERO
+    return S.e * (S.b * compressed_entries(seen, rate) * series + 2 * buffer) + overlap
 
 
 @dataclass(frozen=True)
@@ -81,13 +100,16 @@ class V4Projections(Block):
     """DeepseekV4Attention's projections in registration order: q_a_proj (d -> r_q), q_a_norm (an
     fp32 RMSNorm of r_q), q_b_proj (r_q -> h d_h) and an unweighted RMSNorm per head, kv_proj
     (d -> d_h: one head, read as key and as value) and kv_norm (fp32); RoPE on the last d_r of each
-    query and the key, and with -sin on the attention output. The cache (DeepseekV4HCACache.update)
-    holds the key once: values are the same tensor."""
+    query and the key, and with -sin on the attention output. A compressed layer's cache
+    (DeepseekV4HCACache.update) holds the key once, values being the same tensor; a sliding layer's
+    (transformers' DynamicSlidingWindowLayer, handed the key as key and as value) concatenates each
+    apart: two copies."""
 
     q_tokens: Expr
     kv_tokens: Expr
     cached_tokens: Expr
     profile: Profile = Profile()
+    copies: int = 1  # copies of the key the cache holds (2 in a sliding layer)
     title = "query rank, shared key-value head"
 
     def projections(self) -> tuple[tuple[Expr, Expr, Expr], ...]:
@@ -104,7 +126,7 @@ class V4Projections(Block):
             flops_matmul=forward, flops_matmul_backward=2 * forward,
             elements=[("rmsnorm", self.q_tokens * (S.r_q + S.h * S.d_h) + self.kv_tokens * S.d_h),
                       ("rope", S.d_r * (2 * self.q_tokens * S.h + self.kv_tokens))],
-            kv_cache_bytes=kv_cache_bytes(S.b * self.cached_tokens * S.d_h, self.profile),
+            kv_cache_bytes=kv_cache_bytes(self.copies * S.b * self.cached_tokens * S.d_h, self.profile),
             bytes_matmul=sum((linear_bytes(*p) for p in projections), ZERO),
         )
 
@@ -124,8 +146,20 @@ class Compressor(Block):
     kv_tokens: Expr
     entries: Expr  # compressed entries the attention (and CSA's scorer) reads
     sparse: bool
+    seen: Expr = ZERO  # tokens the cache has seen (0: no cache)
+    prompt_view: Any = False  # the cache's unclosed windows are slices of the prompt's projections
     profile: Profile = Profile()
     title = "KV compressor"
+
+    def cache_bytes(self) -> Expr:
+        """The compressor's cache (compressor_state_bytes), and CSA's indexer's."""
+        if self.seen == 0:
+            return ZERO
+        rate = S.m_c if self.sparse else S.m_h
+        held = compressor_state_bytes(self.seen, rate, 2 * S.d_h if self.sparse else S.d_h, self.prompt_view, self.sparse)
+        if self.sparse:
+            held += compressor_state_bytes(self.seen, rate, 2 * S.d_i, self.prompt_view, True)
+        return held
 
     def compressor_projections(self) -> tuple[tuple[Expr, Expr, Expr], ...]:
         width = 2 * S.d_h if self.sparse else S.d_h
@@ -155,6 +189,7 @@ class Compressor(Block):
             flops_matmul_backward=2 * own,
             elements=[("softmax", self.kv_tokens * width * (2 if self.sparse else 1)),
                       ("relu", self.q_tokens * S.h_i * self.entries if self.sparse else ZERO)],
+            kv_cache_bytes=self.cache_bytes(),
             bytes_matmul=sum((linear_bytes(*p) for p in projections), ZERO),
         )
 
