@@ -25,7 +25,8 @@ from .model_choices import (ACTIVATIONS, GATED_ACTIVATIONS, HEADS, NORM_POSITION
                             POSITIONS, ROUTERS)
 
 #: The ModelConfig fields a layer_pattern must agree with.
-_PATTERN_COUNTS = ("n_decoder_layers", "sliding_window", "window_layers", "n_experts", "n_dense_layers", "nope_layers")
+_PATTERN_COUNTS = ("n_decoder_layers", "sliding_window", "window_layers", "n_experts", "n_dense_layers", "nope_layers",
+                   "csa_layers", "hca_layers")
 
 
 @dataclass(frozen=True)

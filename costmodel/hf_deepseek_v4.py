@@ -91,6 +91,7 @@ def _deepseek_v4(f: Fields, name: str) -> ModelConfig:
         hyper_streams=f.get("hc_mult", 4, minimum=1), output_groups=groups,
         output_rank=f.get("o_lora_rank", 1024, minimum=1),
         csa_layers=types.count(_CSA), hca_layers=types.count(_HCA), csa_rate=csa_rate, hca_rate=hca_rate,
+        layer_pattern=tuple({_SLIDING: "sliding", _CSA: "csa", _HCA: "hca"}[t] for t in types),
         attention_dropout=float(f.get("attention_dropout", 0.0, (int, float))),
     )
 

@@ -50,7 +50,7 @@ def test_every_preset_loads_and_has_a_count():
     # consistent smaller sizes
     # then Nemotron 3 Super and Ultra (latent experts: tests/test_nemotron_3_super.py)
     # then GLM-5 (glm_moe_dsa: tests/test_hf_glm_moe_dsa.py)
-    assert len(preset_names()) == 103
+    assert len(preset_names()) == 104
     for name in preset_names():
         assert estimate(name, seq_len=8).total("params") > 0
 
