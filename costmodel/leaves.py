@@ -323,8 +323,10 @@ class TreeBuilder:
         # tree, as generate leaves it) or after c tokens (decode); prompt_view: no decode step has run
         seen, view = ((S.c, False) if self.decode else (S.n, True) if self.phase == "prefill"
                       else (S.LAST_CONTEXT, sp.Le(S.T, 1)))
-        compressor = [at.leaf("compressor", B.Compressor(tokens, tokens, entries, kind.label == V4_CSA, seen, view,
-                                                         profile))] if rate is not None else []
+        # the windows this call closes: every one of the prompt, or the one the new token may close
+        windows = entries - B.compressed_entries(S.c - 1, rate) if self.decode and rate is not None else entries
+        compressor = [at.leaf("compressor", B.Compressor(tokens, tokens, entries, kind.label == V4_CSA, windows,
+                                                         seen, view, profile))] if rate is not None else []
         attention = [
             at.leaf("hyper", B.HyperConnection(tokens, profile)),
             *pre,

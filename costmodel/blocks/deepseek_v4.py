@@ -140,12 +140,14 @@ class Compressor(Block):
     position_bias (m_c x 2 d_i), kv_norm (d_i), q_b_proj (r_q -> h_i d_i, from the attention's query
     latent) and the scorer's weights_proj (d -> h_i); each query scored against every compressed
     key (an fp32 matmul of 2 h_i d_i per pair), the top index_topk kept as a mask. No gradient
-    reaches the indexer (its output is top-k indices)."""
+    reaches the indexer (its output is top-k indices), nor the compressor's projections where no
+    window closes (a prompt shorter than the rate)."""
 
     q_tokens: Expr
     kv_tokens: Expr
     entries: Expr  # compressed entries the attention (and CSA's scorer) reads
     sparse: bool
+    windows: Expr = ZERO  # windows this call closes and compresses (a softmax over each)
     seen: Expr = ZERO  # tokens the cache has seen (0: no cache)
     prompt_view: Any = False  # the cache's unclosed windows are slices of the prompt's projections
     profile: Profile = Profile()
@@ -186,8 +188,10 @@ class Compressor(Block):
             matrices=[weight_matrix(d_in, d_out) for _, d_in, d_out in projections],
             matrix_tokens=[tokens for tokens, _, _ in projections],
             flops_matmul=own + indexer,
-            flops_matmul_backward=2 * own,
-            elements=[("softmax", self.kv_tokens * width * (2 if self.sparse else 1)),
+            # no window closed: the projections feed nothing that needs a gradient (kv[:, :0])
+            flops_matmul_backward=sp.Piecewise((ZERO, sp.Eq(self.windows, 0)), (2 * own, True)),
+            # one softmax per window over its rate (HCA) or twice its rate (CSA's overlap) slots, per width
+            elements=[("softmax", S.b * self.windows * (2 * rate * (S.d_h + S.d_i) if self.sparse else rate * S.d_h)),
                       ("relu", self.q_tokens * S.h_i * self.entries if self.sparse else ZERO)],
             kv_cache_bytes=self.cache_bytes(),
             bytes_matmul=sum((linear_bytes(*p) for p in projections), ZERO),
