@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .checkpoint import check_stored
-from .config_checks import check_newer_fields
+from .config_checks import check_latent_attention, check_newer_fields
 from .layer_pattern import MIXERS, check_kv_shared, check_layer_pattern, kv_shared_counts, layer_kind
 from .errors import MAX_SIZE, ConfigError, show  # noqa: F401 (re-exported: costmodel.config.ConfigError, show)
 from .errors import check_bool, check_choice, check_int, check_number, require_decoder  # noqa: F401 (re-exported)
@@ -25,7 +25,8 @@ from .model_choices import (ACTIVATIONS, GATED_ACTIVATIONS, HEADS, NORM_POSITION
                             POSITIONS, ROUTERS)
 
 #: The ModelConfig fields a layer_pattern must agree with.
-_PATTERN_COUNTS = ("n_decoder_layers", "sliding_window", "window_layers", "n_experts", "n_dense_layers", "nope_layers")
+_PATTERN_COUNTS = ("n_decoder_layers", "sliding_window", "window_layers", "n_experts", "n_dense_layers", "nope_layers",
+                   "csa_layers", "hca_layers")
 
 
 @dataclass(frozen=True)
@@ -219,6 +220,19 @@ class ModelConfig:
     mamba1_inner: int | None = None  # Mamba-1 mixers (blocks/mamba1.py): inner width, dt's rank, dt/B/C norms
     dt_rank: int | None = None
     mamba1_norms: str = "none"
+    # DeepSeek-V4 (transformers' deepseek_v4; blocks/deepseek_v4.py), all set or none: hyper_streams
+    # residual streams (hc_mult) mixed by a hyper-connection before each sublayer and one before the
+    # final norm; the attention's output through output_groups groups of output_rank (o_groups,
+    # o_lora_rank) then d; csa_layers of the decoder layers compress every csa_rate tokens into one
+    # overlapping entry scored by an indexer (index_n_heads x index_head_dim), hca_layers every
+    # hca_rate tokens; every layer's keys (one head, the values too) slide in sliding_window.
+    hyper_streams: int | None = None
+    output_groups: int | None = None
+    output_rank: int | None = None
+    csa_layers: int = 0
+    hca_layers: int = 0
+    csa_rate: int | None = None
+    hca_rate: int | None = None
     family: str = "custom"  # whose code runs it (the facts table's key): llama, gpt2, bert, t5...
     # The kind of each decoder layer, in order, where the layers differ: "sliding" or "full"
     # (windows on some layers), "dense" or "moe" (experts in some layers), "rope" or "nope" (RoPE
@@ -274,7 +288,7 @@ class ModelConfig:
         check_number(owner, "attention_scale", self.attention_scale)
         check_newer_fields(self, owner)
         self._check_experts(owner)
-        self._check_latent_attention(owner)
+        check_latent_attention(self, owner)
         self._check_nope_layers(owner)
         check_layer_pattern(self, owner)
         object.__setattr__(self, "checkpoint_weights", check_stored(owner, self.checkpoint_weights))
@@ -375,29 +389,6 @@ class ModelConfig:
         if self.n_dense_layers and self.nope_layers > self.n_moe_layers:
             raise ConfigError(f"{owner}: {self.nope_layers} layers without RoPE beside {self.n_moe_layers} "
                               "expert layers: NoPE layers without experts are not modelled.")
-
-    def _check_latent_attention(self, owner: str) -> None:
-        # DeepSeek-V3.2's indexer (blocks/indexer.py): both sizes, with q_lora_rank (its queries read
-        # the query latent) and RoPE on rotary_dim <= index_head_dim (its rope slice)
-        if (self.index_n_heads is None) != (self.index_head_dim is None) or self.index_n_heads is not None and (
-                self.q_lora_rank is None or not self.rope or self.index_head_dim < (self.rotary_dim or 0)):
-            raise ConfigError(f"{owner}: index_n_heads and index_head_dim (DeepSeek-V3.2's indexer) go "
-                              "together, with MLA's q_lora_rank and RoPE on rotary_dim <= index_head_dim.")
-        if self.kv_lora_rank is None:
-            if self.q_lora_rank is not None:
-                raise ConfigError(f"{owner}: q_lora_rank applies only with kv_lora_rank (MLA).")
-            if self.v_head_dim is not None and (self.global_head_dim or self.keys_as_values or self.n_encoder_layers
-                                                or self.differential_attention):
-                raise ConfigError(f"{owner}: a value width of its own (v_head_dim) without MLA is modelled in "
-                                  "decoder-only models whose heads are all d_head wide with values of their own.")
-            return
-        if not self.rope or self.rotary_dim is None or self.rotary_dim >= self.d_head:
-            raise ConfigError(f"{owner}: MLA needs RoPE on rotary_dim < d_head dimensions (the decoupled key).")
-        if self.v_head_dim is None:
-            raise ConfigError(f"{owner}: MLA needs v_head_dim.")
-        if self.n_kv_heads != self.n_heads or self.n_encoder_layers:
-            raise ConfigError(f"{owner}: MLA is modelled for decoder-only models whose keys and "
-                              "values have every query head.")
 
     # Derived facts, computed from the fields so they can never disagree with them.
     @property
@@ -518,6 +509,9 @@ class ModelConfig:
             "d_v": self.v_head_dim or self.d_head, "h_i": self.index_n_heads or 1, "d_i": self.index_head_dim or 1,
             "p_l": self.per_layer_input or 1, "V_pl": self.per_layer_vocab or 1, "d_hg": self.global_head_dim or 1,
             "A_u": self.altup_inputs or 1, "r_la": self.laurel_rank or 1,
+            "H_c": self.hyper_streams or 1, "g_o": self.output_groups or 1, "r_o": self.output_rank or 1,
+            "m_c": self.csa_rate or 1, "m_h": self.hca_rate or 1,
+            "L_cs": max(self.csa_layers, 1), "L_hc": max(self.hca_layers, 1),
             **dict(zip(("L_ws", "L_fs"), (max(count, 1) for count in kv_shared_counts(self)))),
             **{symbol: max(self.n_mixer_layers(mixer), 1) for symbol, mixer in
                (("L_m", "mamba"), ("L_a", "attention"), ("L_f", "mlp"), ("L_g", "deltanet"), ("L_m1", "mamba1"),
@@ -539,7 +533,8 @@ class ModelConfig:
                         "mamba_head_dim", "ssm_state", "mamba_groups", "conv_kernel", "chunk_size", "mamba1_inner",
                         "deltanet_k_heads", "deltanet_v_heads", "deltanet_k_dim", "deltanet_v_dim", "dt_rank",
                         "per_layer_input", "per_layer_vocab", "global_head_dim", "global_kv_heads",
-                        "altup_inputs", "laurel_rank")
+                        "altup_inputs", "laurel_rank", "output_groups", "output_rank", "csa_layers",
+                        "hca_layers", "csa_rate", "hca_rate")
 
     def structure(self) -> dict[str, Any]:
         """What the cost tree's expressions depend on besides the dimensions' values: every
@@ -558,6 +553,8 @@ class ModelConfig:
             "moe": self.moe, "dense_layers": self.n_dense_layers > 0, "shared_expert": self.d_shared > 0,
             "latent_experts": self.d_latent is not None, "indexer": self.index_n_heads is not None,
             "per_layer_inputs": self.per_layer_input is not None, "altup": self.altup_inputs is not None,
+            "compressed": (self.csa_layers > 0, self.hca_layers > 0,
+                           self.n_decoder_layers > self.csa_layers + self.hca_layers),
             "global_heads": self.global_head_dim is not None, "windows_on_experts": self.windows_on_experts and (
                 "all" if self.n_window_layers == self.n_moe_layers else "some"),
             "kv_shared": tuple(n > 0 for n in kv_shared_counts(self)), "global_kv": self.global_kv_heads is not None,

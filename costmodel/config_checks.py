@@ -18,10 +18,12 @@ def check_newer_fields(cfg: Any, owner: str) -> None:
     optional_sizes = ("sliding_window", "window_layers", "rotary_dim", "rotary_sets", "embedding_dim",
                       "kv_lora_rank", "q_lora_rank", "v_head_dim", "d_latent", "index_n_heads", "index_head_dim",
                       "per_layer_input", "per_layer_vocab", "global_head_dim", "global_kv_heads",
-                      "altup_inputs", "laurel_rank")
+                      "altup_inputs", "laurel_rank", "hyper_streams", "output_groups", "output_rank",
+                      "csa_rate", "hca_rate")
     for name in optional_sizes:
         if getattr(cfg, name) is not None:
             check_int(owner, name, getattr(cfg, name))
+    check_hyper_connected(cfg, owner)
     if (cfg.per_layer_input is None) != (cfg.per_layer_vocab is None) or (
             cfg.per_layer_input and cfg.n_encoder_layers):
         raise ConfigError(f"{owner}: per_layer_input and per_layer_vocab go together, in a decoder-only model.")
@@ -99,3 +101,57 @@ def check_newer_fields(cfg: Any, owner: str) -> None:
                           "decoder-only language models.")
     if cfg.mtp_layers and (cfg.architecture != "decoder" or cfg.head != "lm"):
         raise ConfigError(f"{owner}: multi-token prediction (mtp_layers) needs a decoder-only language model.")
+
+
+def check_hyper_connected(cfg: Any, owner: str) -> None:
+    """DeepSeek-V4's fields (hyper_streams ... hca_rate) go together, in a decoder-only model of
+    routed experts on every layer, one key/value head and a sliding window, with an indexer where
+    some layers are csa_layers; each compressed kind has its rate."""
+    for name in ("csa_layers", "hca_layers"):
+        check_int(owner, name, getattr(cfg, name), minimum=0)
+    group = (cfg.hyper_streams, cfg.output_groups, cfg.output_rank, cfg.csa_rate, cfg.hca_rate)
+    if all(value is None for value in group) and not cfg.csa_layers and not cfg.hca_layers:
+        return
+    if any(value is None for value in group):
+        raise ConfigError(f"{owner}: hyper_streams, output_groups, output_rank, csa_rate and hca_rate "
+                          "(DeepSeek-V4's) go together.")
+    if (cfg.architecture != "decoder" or cfg.n_kv_heads != 1 or cfg.sliding_window is None
+            or cfg.window_layers is not None or not cfg.n_experts or cfg.n_dense_layers
+            or cfg.q_lora_rank is None or cfg.kv_lora_rank is not None or cfg.mixer_layers):
+        raise ConfigError(f"{owner}: hyper_streams (DeepSeek-V4's layers) are modelled in a decoder-only "
+                          "model with one key/value head, a sliding_window on every layer, a q_lora_rank "
+                          "and routed experts on every layer only.")
+    if cfg.csa_layers + cfg.hca_layers > cfg.n_decoder_layers:
+        raise ConfigError(f"{owner}: csa_layers + hca_layers ({cfg.csa_layers + cfg.hca_layers}) exceeds "
+                          f"the {cfg.n_decoder_layers} decoder layers.")
+    if (cfg.n_heads * cfg.d_head) % cfg.output_groups:
+        raise ConfigError(f"{owner}: n_heads x d_head ({cfg.n_heads * cfg.d_head}) is not divisible by "
+                          f"output_groups ({cfg.output_groups}).")
+    if cfg.csa_layers and (cfg.index_n_heads is None or cfg.index_head_dim is None):
+        raise ConfigError(f"{owner}: csa_layers need the indexer's index_n_heads and index_head_dim.")
+
+
+def check_latent_attention(cfg: Any, owner: str) -> None:
+    """Latent attention (MLA), the DeepSeek-V3.2 indexer, a query rank and a value width of its own."""
+    # DeepSeek-V3.2's indexer (blocks/indexer.py): both sizes, with q_lora_rank (its queries read
+    # the query latent) and RoPE on rotary_dim <= index_head_dim (its rope slice)
+    if (cfg.index_n_heads is None) != (cfg.index_head_dim is None) or cfg.index_n_heads is not None and (
+            cfg.q_lora_rank is None or not cfg.rope or cfg.index_head_dim < (cfg.rotary_dim or 0)):
+        raise ConfigError(f"{owner}: index_n_heads and index_head_dim (DeepSeek-V3.2's indexer) go "
+                          "together, with MLA's q_lora_rank and RoPE on rotary_dim <= index_head_dim.")
+    if cfg.kv_lora_rank is None:
+        if cfg.q_lora_rank is not None and cfg.hyper_streams is None:  # DeepSeek-V4's query rank
+            raise ConfigError(f"{owner}: q_lora_rank applies only with kv_lora_rank (MLA) or "
+                              "hyper_streams (DeepSeek-V4).")
+        if cfg.v_head_dim is not None and (cfg.global_head_dim or cfg.keys_as_values or cfg.n_encoder_layers
+                                            or cfg.differential_attention):
+            raise ConfigError(f"{owner}: a value width of its own (v_head_dim) without MLA is modelled in "
+                              "decoder-only models whose heads are all d_head wide with values of their own.")
+        return
+    if not cfg.rope or cfg.rotary_dim is None or cfg.rotary_dim >= cfg.d_head:
+        raise ConfigError(f"{owner}: MLA needs RoPE on rotary_dim < d_head dimensions (the decoupled key).")
+    if cfg.v_head_dim is None:
+        raise ConfigError(f"{owner}: MLA needs v_head_dim.")
+    if cfg.n_kv_heads != cfg.n_heads or cfg.n_encoder_layers:
+        raise ConfigError(f"{owner}: MLA is modelled for decoder-only models whose keys and "
+                          "values have every query head.")

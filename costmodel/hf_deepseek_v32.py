@@ -123,10 +123,6 @@ DEEPSEEK_V32_NAMES: dict[str, dict[str, str]] = {
                  "d_expert": "moe_intermediate_size", "n_dense_layers": "first_k_dense_replace"}
     for model_type in _DEFAULTS}
 
-#: Model types of this lineage that transformers 5.24 runs and no block here expresses: the reason,
-#: naming the fields (validate/FINDINGS.md "DeepSeek-V4 and GLM-5" lists what a model would need).
-UNMODELLED_TYPES: dict[str, str] = {
-    "deepseek_v4": "DeepseekV4ForCausalLM's hyper-connections (hc_mult residual streams, always on), "
-                   "compressed attention (the CSA and HCA layer_types' compressors and indexer beside "
-                   "a sliding_window key with sinks), grouped output projection (o_groups, o_lora_rank) "
-                   "and hash-routed experts (mlp_layer_types hash_moe) have no block here."}
+#: Model types of this lineage that transformers 5.24 runs and no block here expresses (deepseek_v4
+#: is read by costmodel/hf_deepseek_v4.py since session 24).
+UNMODELLED_TYPES: dict[str, str] = {}

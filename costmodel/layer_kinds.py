@@ -16,6 +16,11 @@ from .layer_pattern import LayerKind, kv_shared_kinds
 from .spec import RECOMPUTED_LAYERS
 
 
+#: DeepSeek-V4's layer kinds (layer_types sliding_attention, compressed_sparse_attention,
+#: heavily_compressed_attention).
+V4_SLIDING, V4_CSA, V4_HCA = "sliding", "csa", "hca"
+
+
 def layer_kinds(cfg: ModelConfig, stack: str, layers: sp.Expr, phase: str,
                 recompute_layers: int | None) -> list[LayerKind]:
     """The kinds of layer of a stack, each with its count: one kind when every layer is
@@ -47,6 +52,11 @@ def config_kinds(cfg: ModelConfig, stack: str, layers: sp.Expr) -> list[LayerKin
                            post_norms=mixer in cfg.post_norm_mixers)
                  for mixer, count in counts.items() if cfg.n_mixer_layers(mixer)]
         return post_normed_mlps(cfg, kinds, counts)
+    if cfg.hyper_streams:  # DeepSeek-V4: sliding-only, CSA and HCA layers, every one windowed with experts
+        kinds = [LayerKind(V4_SLIDING, S.L_dec - S.L_cs - S.L_hc, True, True), LayerKind(V4_CSA, S.L_cs, True, True),
+                 LayerKind(V4_HCA, S.L_hc, True, True)]
+        counts = (cfg.n_decoder_layers - cfg.csa_layers - cfg.hca_layers, cfg.csa_layers, cfg.hca_layers)
+        return [kind for kind, count in zip(kinds, counts) if count]
     windows = cfg.n_window_layers
     all_window = windows == cfg.n_decoder_layers
     experts = cfg.moe

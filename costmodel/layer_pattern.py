@@ -177,6 +177,9 @@ def _check_pattern(cfg, owner: str) -> None:
     check_mtp_pattern(cfg, owner)
     if cfg.mixer_layers:
         return
+    if cfg.hyper_streams:
+        _check_compressed_pattern(cfg, owner)
+        return
     if cfg.layer_pattern is None:
         object.__setattr__(cfg, "layer_pattern", rule_pattern(cfg))
         object.__setattr__(cfg, "_derived", cfg._derived | {"layer_pattern"})
@@ -207,6 +210,21 @@ def _check_pattern(cfg, owner: str) -> None:
     if kinds[0] in ("moe_nope", "moe_full") and pattern.count("dense") != cfg.n_dense_layers:
         raise ConfigError(f"{owner}: layer_pattern has {pattern.count('dense')} dense layers, the config "
                           f"{cfg.n_dense_layers}.")
+
+
+def _check_compressed_pattern(cfg, owner: str) -> None:
+    """DeepSeek-V4's layers (layer_types): "sliding", "csa" or "hca" each, as many as its counts say;
+    left out, the sliding ones first, then CSA, then HCA (its pipeline stages follow the order)."""
+    counts = {"sliding": cfg.n_decoder_layers - cfg.csa_layers - cfg.hca_layers, "csa": cfg.csa_layers,
+              "hca": cfg.hca_layers}
+    pattern = cfg.layer_pattern
+    if pattern is None:
+        pattern = tuple(kind for kind, count in counts.items() for _ in range(max(count, 0)))
+        object.__setattr__(cfg, "layer_pattern", pattern)
+        object.__setattr__(cfg, "_derived", cfg._derived | {"layer_pattern"})
+    if len(pattern) != cfg.n_decoder_layers or any(pattern.count(kind) != count for kind, count in counts.items()):
+        raise ConfigError(f"{owner}: layer_pattern must give sliding, csa or hca for each of the "
+                          f"{cfg.n_decoder_layers} decoder layers, as many of each as the config has.")
 
 
 def kv_shared_counts(cfg) -> tuple[int, int]:

@@ -15,7 +15,7 @@ from . import blocks as B
 from . import op_checkpoint
 from . import symbols as S
 from .config import ConfigError, ModelConfig
-from .layer_kinds import layer_kinds
+from .layer_kinds import V4_CSA, V4_HCA, layer_kinds
 from .layer_pattern import LayerKind
 from .leaf import ONE, Leaves, Place
 from .spec import RECOMPUTED_LAYERS
@@ -275,6 +275,8 @@ class TreeBuilder:
     def sublayers(self, layer: Place, stack: str, seq: sp.Expr, kind: LayerKind,
                   cross_len: sp.Expr | None) -> Leaves:
         """A layer's self-attention, cross-attention (encoder-decoder) and FFN sublayers."""
+        if self.cfg.hyper_streams:
+            return self.hyper_connected_layer(layer, seq, kind)
         decoder = stack == "decoder"
         if not self.profile.facts.applies_sliding_window:  # the code attends and caches all
             kind = dataclasses.replace(kind, window=False)
@@ -304,6 +306,45 @@ class TreeBuilder:
         altup = [extra.leaf("altup", B.AltUpLayer(S.b * q_len, profile=self.profile)),
                  extra.leaf("laurel", B.Laurel(S.b * q_len, profile=self.profile))]
         return [*self_attention, *cross, *ffn, *gate, *(altup if self.cfg.altup_inputs else [])]
+
+    def hyper_connected_layer(self, layer: Place, seq: sp.Expr, kind: LayerKind) -> Leaves:
+        """A DeepSeek-V4 layer (blocks/deepseek_v4.py): a hyper-connection, the norm, the projections,
+        a CSA or HCA layer's compressor, the core over the window's keys (every prompt key, eagerly)
+        plus the compressed entries, with sinks, and the grouped output; then a hyper-connection, the
+        norm and the experts with their shared expert (the hyper-connections replace the residual adds)."""
+        if self.phase == "chunk":
+            raise ConfigError(f"model {self.cfg.name!r}: a prefill chunk against a cache (serving) is not "
+                              "modelled for DeepSeek-V4's compressed attention.")
+        profile, tokens = self.profile, S.b * seq
+        at = dataclasses.replace(layer, sublayer="self_attention")
+        keys = S.c if self.decode else seq  # tokens the compressors have seen
+        rate = {V4_CSA: S.m_c, V4_HCA: S.m_h}.get(kind.label)
+        entries = B.compressed_entries(keys, rate) if rate is not None else ZERO
+        k_len = (sp.Min(S.c, S.w) if self.decode else seq) + entries
+        core = dict(profile=profile, cross=False, causal=True, kv_heads=S.h_kv, sinks=True)
+        pre, _ = self.norms(at, tokens)
+        # the cache's compressor states after the prompt (prefill), after it and T - 1 fed back (train
+        # tree, as generate leaves it) or after c tokens (decode); prompt_view: no decode step has run
+        seen, view = ((S.c, False) if self.decode else (S.n, True) if self.phase == "prefill"
+                      else (S.LAST_CONTEXT, sp.Le(S.T, 1)))
+        # the windows this call closes: every one of the prompt, or the one the new token may close
+        windows = entries - B.compressed_entries(S.c - 1, rate) if self.decode and rate is not None else entries
+        compressor = [at.leaf("compressor", B.Compressor(tokens, tokens, entries, kind.label == V4_CSA, windows,
+                                                         seen, view, profile))] if rate is not None else []
+        attention = [
+            at.leaf("hyper", B.HyperConnection(tokens, profile)),
+            *pre,
+            at.leaf("projections", B.V4Projections(tokens, tokens, self.cached_tokens(True), profile,
+                                                                    copies=1 if rate is not None else 2)),
+            *compressor,
+            at.leaf("scores", B.AttentionScores(seq, k_len, **core)),
+            at.leaf("softmax", B.Softmax(seq, k_len, **core)),
+            at.leaf("weighted_sum", B.WeightedSum(seq, k_len, **core)),
+            at.leaf("out", B.GroupedOutput(tokens)),
+        ]
+        ffn_at = dataclasses.replace(layer, sublayer="ffn")
+        ffn = [leaf for leaf in self.ffn(ffn_at, tokens, experts=True) if not isinstance(leaf.block, B.Residual)]
+        return [*attention, ffn_at.leaf("hyper", B.HyperConnection(tokens, profile)), *ffn]
 
     def layer(self, stack: str, seq: sp.Expr, kind: LayerKind, cross_len: sp.Expr | None) -> Leaves:
         """The leaves of one kind of layer, run kind.count times."""
@@ -368,6 +409,7 @@ class TreeBuilder:
               if self.profile.facts.masked_fill_causal_mask and stack == "decoder" else []),
             *body,
             *([own.leaf("altup_unembed", B.AltUpUnembedding(S.b * seq))] if cfg.altup_inputs else []),
+            *([own.leaf("hyper_head", B.HyperHead(S.b * seq))] if cfg.hyper_streams else []),
             *([own.leaf("final_norm", final_norm)] if final_norm else []),
             *self.dropout(own, S.b * seq, "final", "final_dropout"),
             *([own.leaf("project_out", project_out)] if cfg.projected_embeddings else []),

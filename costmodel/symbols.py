@@ -80,6 +80,16 @@ L_sc = _dim("L_sc")  # layers whose one mixer is a short convolution (mixer_laye
 L_la = _dim("L_la")  # layers whose one mixer is a lightning attention (mixer_layers)
 # Kimi Delta Attention (transformers' kimi_linear, blocks/kda.py; H_gv heads of P_gv, K_m taps).
 L_kd = _dim("L_kd")  # layers whose one mixer is a Kimi Delta Attention (mixer_layers)
+# DeepSeek-V4 (transformers' deepseek_v4, blocks/deepseek_v4.py): the hyper-connections' residual
+# streams, the grouped output projection's groups and rank, the two compression rates and the
+# layers of each compressed kind (the others slide only).
+H_c = _dim("H_c")  # residual streams (hc_mult)
+g_o = _dim("g_o")  # output projection groups (o_groups)
+r_o = _dim("r_o")  # each group's rank (o_lora_rank)
+m_c = _dim("m_c")  # compressed sparse attention's rate: one entry every m_c tokens (compress_rates)
+m_h = _dim("m_h")  # heavily compressed attention's rate
+L_cs = _dim("L_cs")  # layers of compressed sparse attention (layer_types)
+L_hc = _dim("L_hc")  # layers of heavily compressed attention
 
 # Workload dimensions.
 b = _dim("b")  # batch size (sequences)
@@ -95,7 +105,8 @@ dp = _dim("dp")  # data-parallel ranks (ZeRO/FSDP shard over them)
 
 MODEL_SYMBOLS = (d, h, h_kv, d_h, d_ff, V, P, N_tt, N_rb, L_enc, L_dec, d_r, d_e, w, L_w, E, k,
                  d_x, d_s, d_l, L_moe, r_q, r_kv, d_v, L_np, H_m, P_m, N_m, G_m, K_m, Q_m, L_m, L_a, L_f,
-                 H_gk, H_gv, P_gk, P_gv, L_g, D_m1, R_m1, L_m1, L_sc, L_la, L_kd, p_l, V_pl, d_hg, L_ws, L_fs, h_kvg)
+                 H_gk, H_gv, P_gk, P_gv, L_g, D_m1, R_m1, L_m1, L_sc, L_la, L_kd, p_l, V_pl, d_hg, L_ws, L_fs, h_kvg,
+                 H_c, g_o, r_o, m_c, m_h, L_cs, L_hc)
 WORKLOAD_SYMBOLS = (b, n, s, T, c, e)
 #: The tokens a generation of T feeds back, each taking a position and a place in the KV cache: the
 #: last one is returned, never fed back (transformers' generate with max_new_tokens=T runs the prompt
@@ -159,6 +170,13 @@ LATEX_NAMES = {
     L_sc: r"L_{conv}",
     L_la: r"L_{lightning}",
     L_kd: r"L_{kda}",
+    H_c: r"H_{c}",
+    g_o: r"g_{o}",
+    r_o: r"r_{o}",
+    m_c: r"m_{c}",
+    m_h: r"m_{h}",
+    L_cs: r"L_{csa}",
+    L_hc: r"L_{hca}",
     b: r"b",
     n: r"n",
     s: r"s",
@@ -215,6 +233,13 @@ DESCRIPTIONS = {
     L_sc: "short convolution layers",
     L_la: "lightning attention layers",
     L_kd: "Kimi Delta Attention layers",
+    H_c: "hyper-connection residual streams",
+    g_o: "grouped output projection's groups",
+    r_o: "grouped output projection's rank per group",
+    m_c: "compressed sparse attention's rate",
+    m_h: "heavily compressed attention's rate",
+    L_cs: "compressed sparse attention layers",
+    L_hc: "heavily compressed attention layers",
     p_l: "per-layer input width",
     V_pl: "per-layer input vocabulary",
     d_hg: "full-attention head width",

@@ -37,7 +37,7 @@ PHASES = ("train", "prefill", "decode", "chunk")
 # The names of the blocks in each regime, for the crossover n*.
 ATTENTION_CORE = ("scores", "weighted_sum", "scores_2", "weighted_sum_2")  # _2: DiffLlama's second call
 PROJECTIONS_AND_FFN = ("qkv", "mla", "out", "mlp", "router", "latent_in", "experts", "latent_out",
-                       "shared_expert", "shared_expert_gate")
+                       "shared_expert", "shared_expert_gate", "projections", "hyper")  # DeepSeek-V4's last two
 
 
 def profile_for(cfg: ModelConfig, workload: Workload | None = None, **changes) -> B.Profile:
@@ -270,10 +270,11 @@ class CostModel:
         """n* where the layers' attention matmuls (~n^2 d) equal their projections + FFN (~n d^2).
 
         Solved symbolically: attention = a n^2 and projections + FFN = c n (source length taken
-        equal to the target length), so n* = c / a.
+        equal to the target length), so n* = c / a. DeepSeek-V4's compressed entries, floor(n / m)
+        keys beside the n, are taken as n / m here (the remainder's keys left out).
         """
         difference = self.attention_flops() - self.projection_ffn_flops()
-        difference = sp.expand(difference.xreplace({S.s: S.n}))
+        difference = sp.expand(difference.xreplace({S.s: S.n}).replace(sp.floor, lambda x: x))
         quadratic, linear_coeff = difference.coeff(S.n, 2), difference.coeff(S.n, 1)
         if quadratic == 0:  # no attention layer (a pure Mamba-2 stack): attention never dominates
             return sp.oo

@@ -320,6 +320,7 @@ REQUESTED = {
     "gpt3-2.7b": 2_651_553_280,
     "gpt3-6.7b": 6_658_404_352,
     "glm-5": 743_911_199_232,  # GlmMoeDsaForCausalLM (tests/test_hf_glm_moe_dsa.py)
+    "deepseek-v4-flash": 284_325_869_015,  # DeepseekV4ForCausalLM at its defaults (tests/test_hf_deepseek_v4.py)
 }
 REQUESTED_ACTIVE = {
     "qwen3-30b-a3b": 3_353_032_704,
@@ -330,6 +331,7 @@ REQUESTED_ACTIVE = {
     # 6 of 160 routed experts of 3 x 5,120 x 1,536 a token in each of the 59 expert layers
     "deepseek-v2": 21_375_800_320,
     "glm-5": 41_784_709_632,  # 8 of 256 experts of 3 x 6,144 x 2,048 a token in each of the 75 MoE layers
+    "deepseek-v4-flash": 13_793_261_015,  # 6 of 256 experts of 3 x 4,096 x 2,048 a token in each of the 43 layers
 }
 REQUESTED_CARDS = {
     "llama3.1-8b": (8e9, None, 1e9, "Llama 3.1 model card (meta-llama/Llama-3.1-8B): 8B"),

@@ -51,7 +51,8 @@ def test_every_preset_loads_and_has_a_count():
     # then Nemotron 3 Super and Ultra (latent experts: tests/test_nemotron_3_super.py)
     # then GLM-5 (glm_moe_dsa: tests/test_hf_glm_moe_dsa.py)
     # then Nemotron 3.5 Lightning (Nano's sizes with its MTP module: tests/test_nemotron_3_super.py)
-    assert len(preset_names()) == 104
+    # and DeepSeek-V4 Flash (deepseek-v4-flash: tests/test_hf_deepseek_v4.py)
+    assert len(preset_names()) == 105
     for name in preset_names():
         assert estimate(name, seq_len=8).total("params") > 0
 

@@ -12,7 +12,6 @@ import pytest
 WORDS = {
     "longcat_flash": "shortcut MoE",
     "jetmoe": "JetMoeParallelExperts",
-    "deepseek_v4": "hyper-connections",
 }
 
 

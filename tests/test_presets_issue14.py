@@ -26,6 +26,10 @@ from validate.hf_models import fake_mode  # noqa: E402
 from validate.measure import count_parameters, kv_cache_bytes, matmul_flops  # noqa: E402
 
 NAMES = sorted(FLAGSHIPS)
+#: Classes that cannot be built under FakeTensorMode, counted on the meta device instead (the same
+#: parameters): DeepseekV4ForCausalLM's modules call .to(dtype=torch.float32) in __init__, which
+#: fails there ("Couldn't swap DeepseekV4RMSNorm.weight").
+META_ONLY = {"deepseek-v4-flash"}
 
 
 def preset_dict(name: str) -> dict:
@@ -39,9 +43,13 @@ def preset_dict(name: str) -> dict:
 @pytest.mark.slow
 @pytest.mark.parametrize("name", NAMES)
 def test_flagship_parameters_equal_the_class(name):
-    with fake_mode():
-        model = build_hf_from_dict(preset_dict(name), dtype=torch.bfloat16)
-        measured = count_parameters(model)
+    if name in META_ONLY:
+        with torch.device("meta"):
+            measured = count_parameters(build_hf_from_dict(preset_dict(name)))
+    else:
+        with fake_mode():
+            model = build_hf_from_dict(preset_dict(name), dtype=torch.bfloat16)
+            measured = count_parameters(model)
     assert measured == FLAGSHIPS[name]
     estimate = Estimate(load_preset(name), Workload(seq_len=8)).to_dict()["params"]
     assert estimate["total"] == measured

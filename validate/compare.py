@@ -213,6 +213,9 @@ def validate(cfg: ModelConfig, workload: Workload, *, target: str = "hf", device
     if cfg.moe and target == "hf" and device == "fake" and workload.dtype != "bf16":
         raise ValueError(f"model {cfg.name!r}: under FakeTensorMode the experts' grouped_mm runs "
                          "only in bf16 (torch's fake kernel); use --dtype bf16 or --device cpu.")
+    if cfg.hyper_streams and target == "hf" and device == "fake":
+        raise ValueError(f"model {cfg.name!r}: DeepseekV4ForCausalLM casts modules to fp32 in __init__ "
+                         "(.to(dtype=torch.float32)), which FakeTensorMode cannot run; use --device cpu.")
     if (cfg.moe and target == "hf" and device == "fake"
             and facts_for("hf", cfg.family).expert_dispatch == "loop"):
         raise ValueError(f"model {cfg.name!r}: {cfg.family}'s experts loop over nonzero(), which "

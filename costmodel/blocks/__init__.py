@@ -57,6 +57,7 @@ from .shortconv import ShortConvMixer, shortconv_state_bytes
 from .lightning import LightningAttentionMixer, lightning_state_bytes
 from .kda import KimiDeltaAttentionMixer, kda_state_bytes
 from .indexer import LightningIndexer
+from .deepseek_v4 import Compressor, GroupedOutput, HyperConnection, HyperHead, V4Projections, compressed_entries
 from .mla import LatentAttention
 from .norms import ClipQKV, Dropout, HeadL2Norms, HeadNorms, KeptOutputs, LayerCheckpoint, Norm, Residual, SublayerInput
 from .optimizer import OptimizerStep, TensorRun
@@ -81,4 +82,5 @@ __all__ = [
     "linear_mixer", "ShortConvMixer", "shortconv_state_bytes", "LightningAttentionMixer",
     "lightning_state_bytes", "KimiDeltaAttentionMixer", "kda_state_bytes", "PerLayerEmbeddings", "PerLayerInput",
     "AltUpEmbedding", "AltUpLayer", "AltUpUnembedding", "Laurel",
+    "Compressor", "GroupedOutput", "HyperConnection", "HyperHead", "V4Projections", "compressed_entries",
 ]

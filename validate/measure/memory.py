@@ -16,7 +16,8 @@ from .common import Inputs, LossFn, default_loss, storage_key
 def cache_bytes(cache: Any) -> dict[str, int]:
     """Bytes of the keys and values a cache holds: {"self_attention": .., "cross_attention": ..}.
 
-    Reads Hugging Face DynamicCache (layers[i].keys / .values, DeepSeek-V3.2's indexer_keys, and a
+    Reads Hugging Face DynamicCache (layers[i].keys / .values, DeepSeek-V3.2's indexer_keys, DeepSeek-V4's
+    compressor states (_COMPRESSOR_STATES), and a
     LinearAttentionLayer's conv_states and recurrent_states: LFM2's conv layers, Mamba's; MiniMaxCache's
     linear_cache: its lightning layers' states) and EncoderDecoderCache
     (self_attention_cache, cross_attention_cache); any other nested list/tuple/dict of tensors
@@ -53,13 +54,20 @@ def cache_after_each_step(model: Any, inputs: dict[str, torch.Tensor], steps: in
     return held
 
 
+#: DeepSeek-V4's cache layers (DeepseekV4HCACache, DeepseekV4CSACache): per compressor ("compressor",
+#: CSA's "indexer") the entries emitted, the tokens of an unclosed window (their kv and gate) and
+#: CSA's last window's first series (overlap kv and gate), beside the sliding window's keys.
+_COMPRESSOR_STATES = ("compressed_kv", "buffer_kv", "buffer_gate", "overlap_kv", "overlap_gate")
+
+
 def _cache_tensors(cache: Any) -> list[torch.Tensor]:
     if cache is None:
         return []
     if hasattr(cache, "layers"):
         return [t for layer in cache.layers for t in (getattr(layer, "keys", None),
                 getattr(layer, "values", None), getattr(layer, "indexer_keys", None),
-                *getattr(layer, "conv_states", {}).values(), *getattr(layer, "recurrent_states", {}).values())
+                *getattr(layer, "conv_states", {}).values(), *getattr(layer, "recurrent_states", {}).values(),
+                *(t for name in _COMPRESSOR_STATES for t in getattr(layer, name, {}).values()))
                 if isinstance(t, torch.Tensor) and t.numel()] + [  # indexer_keys: DynamicIndexedLayer (DSA)
                 t for t in getattr(cache, "linear_cache", ()) if isinstance(t, torch.Tensor)]  # MiniMaxCache's states
     return [t for t in tree_flatten(cache)[0] if isinstance(t, torch.Tensor)]
