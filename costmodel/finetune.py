@@ -463,10 +463,12 @@ def finetune_memory(cfg: ModelConfig, workload: Workload, tune: FineTune) -> Fin
                           activations, host, pcie, nvme, nvme_traffic, tuple(notes))
 
 
-def finetune_verdict(cfg: ModelConfig, workload: Workload, tune: FineTune, capacity: int) -> dict[str, Any]:
+def finetune_verdict(cfg: ModelConfig, workload: Workload, tune: FineTune, capacity: int,
+                     flash: bool = True) -> dict[str, Any]:
     """Whether a fine-tuning step fits in `capacity` bytes, and what would make it fit: fused
     attention, recomputation, then (cheapest first) an 8-bit optimizer, the optimizer on the host,
-    QLoRA's nf4 base, a smaller batch or a shorter sequence (costmodel/verdict.py)."""
+    QLoRA's nf4 base, a smaller batch or a shorter sequence (costmodel/verdict.py); flash False: the
+    GPU runs no FlashAttention-2, which is then not offered."""
     import dataclasses
 
     from .verdict import verdict
@@ -488,7 +490,7 @@ def finetune_verdict(cfg: ModelConfig, workload: Workload, tune: FineTune, capac
         extra.append(("--method qlora", memory_with({"method": "qlora"}),
                       "nf4 base weights: dequantized each matmul, slower, slightly less exact"))
     result = verdict(cfg, workload, None, capacity, 1, "finetune",
-                     lambda c, w, _layout: finetune_memory(c, w, tune).total, tuple(extra))
+                     lambda c, w, _layout: finetune_memory(c, w, tune).total, tuple(extra), flash=flash)
     if not result["fits"] and not result["options"]:
         result["options"] = _combined_options(cfg, workload, tune, capacity)
     return result

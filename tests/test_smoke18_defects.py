@@ -1,0 +1,93 @@
+"""A new user's eighteenth round (session 24; validate/FINDINGS.md "A new user's eighteenth round").
+Each test failed before its fix; the numbers are exact integers with their arithmetic, or the figure
+another command prints for the same case."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.cli_run import run_json, run_main
+
+
+def one_error_line(args: list[str], capsys) -> str:
+    """The one `error:` line of a refused command (exit status 2, nothing on stdout, no traceback)."""
+    code, out, err = run_main(args, capsys)
+    lines = err.strip().splitlines()
+    assert (code, out, len(lines)) == (2, "", 1), (code, out, err)
+    assert lines[0].startswith("error: ") and "Traceback" not in err
+    return lines[0]
+
+
+# 1. FlashAttention-2 runs on Ampere (sm80) and later only (kernel_facts.json "flash_attention_missing")
+
+QWEN_T4 = ["--model", "qwen2.5-7b", "--hardware", "t4"]
+
+
+def test_plan_serve_on_a_t4_runs_sdpa_not_flash(capsys):
+    """plan --serve on a T4 said "flash attention": FlashAttention-2 needs sm80 (torch's sdpa and
+    vLLM fall back to the memory-efficient / XFormers kernel there). Its default is now sdpa, said in a
+    note, and every row is the one --attention sdpa gives; the KV cache a tp-2 rank holds is 32
+    sequences x 639 tokens (512 + 128 - 1) x 28 layers x 2 x 2 KV heads (4 / 2) x 128 x 2 bytes."""
+    args = ["plan", "--serve", *QWEN_T4, "--gpus", "2", "--prompt", "512", "--gen", "128"]
+    code, out, err = run_main([*args, "--json"], capsys)
+    assert code == 0 and "note: attention sdpa: FlashAttention-2 runs on Ampere (sm80) and later, and t4 is Turing" in err
+    plan = json.loads(out)
+    assert plan["inputs"]["attention"] == "sdpa"
+    assert plan["feasible"] == run_json([*args, "--attention", "sdpa"], capsys)["feasible"]
+    assert plan["feasible"][0]["per_rank"]["kv_cache"] == 32 * 639 * 28 * 2 * 2 * 128 * 2 == 586_285_056
+    assert "--attention flash: FlashAttention-2 runs on Ampere (sm80)" in one_error_line([*args, "--attention", "flash"],
+                                                                                          capsys)
+
+
+def test_plan_serve_on_an_h100_keeps_flash(capsys):
+    plan = run_json(["plan", "--serve", "--model", "qwen2.5-7b", "--hardware", "h100", "--gpus", "1"], capsys)
+    assert plan["inputs"]["attention"] == "flash"
+
+
+def test_serve_on_a_t4_runs_sdpa_and_says_so(capsys):
+    """serve's default kernel on a T4 is sdpa, with the note in the setup (and its text); on an H100
+    flash, no note; a typed flash on a T4 is one error line."""
+    args = ["serve", *QWEN_T4, "--tp", "2", "--rate", "1", "--requests", "5"]
+    setup = run_json(args, capsys)["setup"]
+    assert setup["attention"] == "sdpa" and setup["attention_note"].startswith("attention sdpa: FlashAttention-2")
+    h100 = run_json(["serve", "--model", "qwen2.5-7b", "--hardware", "h100", "--rate", "1", "--requests", "5"],
+                    capsys)["setup"]
+    assert h100["attention"] == "flash" and "attention_note" not in h100
+    code, out, _ = run_main(args, capsys)
+    assert code == 0 and "\nattention sdpa: FlashAttention-2 runs on Ampere (sm80)" in out
+    one_error_line([*args, "--attention", "flash"], capsys)
+
+
+@pytest.mark.parametrize("command", [
+    ["simulate", *QWEN_T4, "--prompt", "512", "--gen", "2"],
+    ["simulate", "--model", "qwen2.5-7b", "--hardware", "v100-sxm2-32gb", "--prompt", "512", "--gen", "2"],
+    ["estimate", *QWEN_T4],
+    ["finetune", *QWEN_T4],
+], ids=["simulate-t4", "simulate-v100", "estimate", "finetune"])
+def test_a_typed_flash_on_volta_or_turing_is_one_error_line(command, capsys):
+    line = one_error_line([*command, "--attention", "flash"], capsys)
+    assert "FlashAttention-2 runs on Ampere (sm80) and later GPUs" in line and "use --attention sdpa" in line
+
+
+def test_the_fit_verdict_on_volta_or_turing_offers_no_flash():
+    """Gemma 2's class has no sdpa path, so an eager step's verdict offered --attention flash, which no
+    T4 runs: with flash=False (Hardware.runs_flash, what estimate and finetune pass) it is left out.
+    gemma2-2b, 4,096 tokens, bf16: eager 94,569,306,126 bytes, flash 66,219,218,958; a GPU between."""
+    import dataclasses
+
+    from costmodel.api import load_model, make_workload
+    from costmodel.hardware import load_hardware
+    from costmodel.verdict import training_memory, verdict
+
+    cfg = load_model("gemma2-2b")
+    workload = make_workload(cfg, 4096, batch=1, dtype="bf16")[0]
+    eager = training_memory(cfg, workload, None)
+    flash = training_memory(cfg, dataclasses.replace(workload, attention="flash"), None)
+    assert (workload.attention, eager, flash) == ("eager", 94_569_306_126, 66_219_218_958)
+    offered = {runs: [o["change"] for o in verdict(cfg, workload, None, (eager + flash) // 2, 1, "training",
+                                                  flash=runs)["options"]] for runs in (True, False)}
+    assert offered[True][0] == "--attention flash" and offered[False] == offered[True][1:]
+    assert [load_hardware(name).runs_flash for name in ("t4", "v100-sxm2-32gb", "a100-80gb", "l4", "mi300x")] == \
+        [False, False, True, True, True]
