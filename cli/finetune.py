@@ -74,6 +74,11 @@ def finetune(model, config, method, rank, alpha, targets, adapter_dtype, optimiz
                     option["change"] += " --attention eager"
     except ConfigError as error:
         raise InputError(str(error)) from None
+    from costmodel.finetune import rank_warning
+
+    too_wide = rank_warning(cfg, tune)
+    if too_wide:
+        click.echo(f"warning: {too_wide}", err=True)
     if fallback:  # said once the step is sized (bad input stays one error line)
         click.echo(f"note: {fallback}.", err=True)
     if as_json:

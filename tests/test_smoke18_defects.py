@@ -91,3 +91,18 @@ def test_the_fit_verdict_on_volta_or_turing_offers_no_flash():
     assert offered[True][0] == "--attention flash" and offered[False] == offered[True][1:]
     assert [load_hardware(name).runs_flash for name in ("t4", "v100-sxm2-32gb", "a100-80gb", "l4", "mi300x")] == \
         [False, False, True, True, True]
+
+
+# 2. A LoRA rank above min(in, out) of a target: warned, counted as peft builds it
+
+def test_a_lora_rank_above_a_targets_narrow_side_warns(capsys):
+    """qwen2.5-7b's v_proj is 3,584 -> 512 (4 KV heads x 128): at r 513 its B A has rank at most 512.
+    peft 0.21 builds it (LoraLayer.update_layer refuses only r <= 0), so finetune warns once and
+    counts what peft builds: 28 layers x 513 x ((3,584 + 3,584) + (3,584 + 512)) trainable; r 512: no warning."""
+    code, out, err = run_main(["finetune", "--model", "qwen2.5-7b", "--lora-rank", "513", "--json"], capsys)
+    assert code == 0 and err.count("warning: ") == 1
+    assert "warning: --lora-rank 513 is above the smaller side min(in, out) of v_proj (512)" in err
+    assert "q_proj" not in err  # 3,584 x 3,584: wide enough
+    assert json.loads(out)["memory"]["trainable_params"] == 28 * 513 * (2 * 3584 + 3584 + 512) == 161_796_096
+    code, _, err = run_main(["finetune", "--model", "qwen2.5-7b", "--lora-rank", "512"], capsys)
+    assert code == 0 and "warning" not in err
