@@ -106,3 +106,28 @@ def test_a_lora_rank_above_a_targets_narrow_side_warns(capsys):
     assert json.loads(out)["memory"]["trainable_params"] == 28 * 513 * (2 * 3584 + 3584 + 512) == 161_796_096
     code, _, err = run_main(["finetune", "--model", "qwen2.5-7b", "--lora-rank", "512"], capsys)
     assert code == 0 and "warning" not in err
+
+
+# 3. `hardware NAME` and `models TEXT` (a new user's first tries were "unexpected extra argument")
+
+def test_hardware_name_shows_that_gpu(capsys):
+    """`hardware h100` is the h100-sxm preset's row (its figures: 989.4 TFLOP/s bf16, 80 GiB), in any
+    spelling --hardware takes; a bad name is one line; NAME beside --show is refused in one line."""
+    row = run_json(["hardware", "h100"], capsys)
+    assert (row["name"], row["flops_per_s"]["bf16"], row["memory_bytes"]) == ("h100-sxm", 989.4e12, 80 * 2**30)
+    assert run_json(["hardware", "NVIDIA A100-SXM4-80GB"], capsys)["name"] == "a100-80gb"
+    code, out, _ = run_main(["hardware", "Tesla T4"], capsys)
+    assert code == 0 and out.splitlines()[2].startswith("t4 ") and len(out.splitlines()) == 4
+    assert "unknown hardware 'nope'" in one_error_line(["hardware", "nope"], capsys)
+    one_error_line(["hardware", "h100", "--show", "h100"], capsys)
+    assert run_main(["hardware", "--show", "h100"], capsys)[0] == 0  # the options kept
+
+
+def test_models_text_filters_the_presets(capsys):
+    """`models qwen`: the presets whose name, family or an alias contains it, in any case (the 22
+    Qwen presets, DeepSeek's Qwen distill among them); nothing matching is one line."""
+    rows = run_json(["models", "QWEN"], capsys)
+    assert len(rows) == 22 and "deepseek-r1-distill-qwen-1.5b" in {r["name"] for r in rows}
+    assert {r["name"] for r in run_json(["models", "mistralai/"], capsys)} >= {"mistral-7b", "mixtral-8x7b"}
+    assert all(r["family"] == "mixtral" or "mistral" in r["name"] for r in run_json(["models", "mistralai/"], capsys))
+    assert "no preset's name, family or alias contains 'zzz'" in one_error_line(["models", "zzz"], capsys)
