@@ -131,3 +131,17 @@ def test_models_text_filters_the_presets(capsys):
     assert {r["name"] for r in run_json(["models", "mistralai/"], capsys)} >= {"mistral-7b", "mixtral-8x7b"}
     assert all(r["family"] == "mixtral" or "mistral" in r["name"] for r in run_json(["models", "mistralai/"], capsys))
     assert "no preset's name, family or alias contains 'zzz'" in one_error_line(["models", "zzz"], capsys)
+
+
+# 4. plan --serve --rate: a bad number is named before the missing SLOs
+
+@pytest.mark.parametrize("args, named", [
+    (["--serve", "--rate", "nan"], "--rate must be a positive, finite number, got nan."),
+    (["--rate", "nan"], "--rate must be a positive, finite number, got nan."),  # before "add --serve"
+    (["--serve", "--rate", "inf"], "--rate must be a positive, finite number, got inf."),
+    (["--serve", "--rate", "1", "--slo-ttft", "-1"], "--slo-ttft must be a positive, finite number, got -1.0."),
+    (["--serve", "--rate", "2", "--slo-tpot", "nan", "--slo-ttft", "1"], "--slo-tpot must be a positive, finite number"),
+])
+def test_plan_serve_rate_names_a_bad_number_first(args, named, capsys):
+    assert named in one_error_line(["plan", "--model", "llama3-8b", *args], capsys)
+    assert "needs --slo-ttft" in one_error_line(["plan", "--serve", "--model", "llama3-8b", "--rate", "1"], capsys)
