@@ -145,3 +145,53 @@ def test_models_text_filters_the_presets(capsys):
 def test_plan_serve_rate_names_a_bad_number_first(args, named, capsys):
     assert named in one_error_line(["plan", "--model", "llama3-8b", *args], capsys)
     assert "needs --slo-ttft" in one_error_line(["plan", "--serve", "--model", "llama3-8b", "--rate", "1"], capsys)
+
+
+# 5. The full layers' own KV heads (h_kvg: Gemma 4, MiMo-V2-Flash) split under tensor parallelism
+
+#: Gemma4TextConfig's defaults (d 2,304, 8 heads, 4 KV heads of 256, window 512, 30 layers: every sixth
+#: full) with keys as values on the full layers: 2 KV heads of 512 there (num_global_key_value_heads).
+GEMMA4_GLOBAL_KV = dict(model_type="gemma4_text", vocab_size=262144, hidden_size=2304, intermediate_size=9216,
+                        num_hidden_layers=30, num_attention_heads=8, num_key_value_heads=4, head_dim=256,
+                        global_head_dim=512, attention_k_eq_v=True, num_global_key_value_heads=2,
+                        sliding_window=512, hidden_size_per_layer_input=0, max_position_embeddings=131072)
+
+
+def _rank(config: dict, tmp_path, capsys, *options: str) -> dict:
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    return run_json(["simulate", "--config", str(path), "--hardware", "h100", "--prompt", "2048", "--gen", "128",
+                     "--batch", "8", *options], capsys)
+
+
+def test_the_full_layers_kv_heads_split_under_tp(tmp_path, capsys):
+    """The cache a rank holds at its peak (the prefill: 8 x 2,048 tokens, the windowed layers still
+    holding the whole prompt), K and V in bf16: 25 sliding layers x h_kv / tp heads x 256 and 5 full
+    layers x h_kvg / tp heads x 512, the full layers' 2 heads one per rank at tp 2 and one replicated
+    over 2 ranks at tp 4 (vLLM's QKVParallelLinear). tp 2 held both full-layer heads on each rank
+    before (1,174,405,120 bytes)."""
+    def kv(sliding_heads: int, full_heads: int) -> int:
+        return 8 * 2048 * 2 * 2 * (25 * sliding_heads * 256 + 5 * full_heads * 512)
+    caches = [_rank(GEMMA4_GLOBAL_KV, tmp_path, capsys, "--tp", str(tp))["per_rank"]["kv_cache"] for tp in (2, 4)]
+    assert caches == [kv(2, 1), kv(1, 1)] == [1_006_632_960, 587_202_560]
+
+
+def test_the_full_layers_key_projection_splits_under_tp(tmp_path, capsys):
+    """At tp 2 a rank holds half of the full layers' k_proj (keys are the values: no v_proj): 4 full-layer
+    KV heads against 2 differ by 5 layers x 2,304 x (2 - 1) heads a rank x 512 x 2 bytes (0 before: the
+    2 heads stayed whole on each rank, as many as 4 split)."""
+    four = _rank(dict(GEMMA4_GLOBAL_KV, num_global_key_value_heads=4), tmp_path, capsys, "--tp", "2")["per_rank"]
+    two = _rank(GEMMA4_GLOBAL_KV, tmp_path, capsys, "--tp", "2")["per_rank"]
+    assert four["weights"] - two["weights"] == 5 * 2304 * 1 * 512 * 2 == 11_796_480
+
+
+def test_training_refuses_a_tp_that_does_not_divide_the_full_layers_kv_heads(tmp_path, capsys):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(GEMMA4_GLOBAL_KV))
+    line = one_error_line(["simulate", "--config", str(path), "--hardware", "h100", "--train", "--seq-len", "2048",
+                           "--tp", "4"], capsys)
+    assert "tp = 4 does not divide the full-attention layers' key/value heads (2)" in line
+    path.write_text(json.dumps(dict(GEMMA4_GLOBAL_KV, num_attention_heads=12, num_global_key_value_heads=3)))
+    line = one_error_line(["simulate", "--config", str(path), "--hardware", "h100", "--prompt", "64", "--tp", "2",
+                           "--gen", "2"], capsys)  # 12 query and 4 KV heads split; the full layers' 3 do not
+    assert "tp = 2 is neither a divisor nor a multiple of the full-attention layers' key/value heads (3)" in line
