@@ -195,3 +195,13 @@ def test_training_refuses_a_tp_that_does_not_divide_the_full_layers_kv_heads(tmp
     line = one_error_line(["simulate", "--config", str(path), "--hardware", "h100", "--prompt", "64", "--tp", "2",
                            "--gen", "2"], capsys)  # 12 query and 4 KV heads split; the full layers' 3 do not
     assert "tp = 2 is neither a divisor nor a multiple of the full-attention layers' key/value heads (3)" in line
+
+
+# Part B: defects found typing the commands
+
+def test_a_comma_list_in_model_points_to_report_models(capsys):
+    """`report --model llama2-7b,mistral-7b` (report takes several models) said "unknown model
+    'llama2-7b,mistral-7b'. Did you mean mistral-7b, ...?": it names --models now."""
+    line = one_error_line(["estimate", "--model", "llama2-7b,mistral-7b"], capsys)
+    assert "one model a run; to set several side by side, `report --models llama2-7b,mistral-7b --out DIR`" in line
+    assert "unknown model 'llama2-7b,nope'" in one_error_line(["estimate", "--model", "llama2-7b,nope"], capsys)
