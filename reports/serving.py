@@ -247,6 +247,9 @@ def serve(model, config, hardware_name, rate, concurrency, count, trace, prompt,
             chosen = [float(x) for x in rates.split(",")]
         except ValueError:
             raise ReportInputError(f"--rates must be comma-separated numbers, got {rates!r}.") from None
+        bad = next((x for x in chosen if not x > 0), None)  # nan, 0, negative (inf: every request at 0)
+        if bad is not None:  # named as --rates, not the --rate the first run would name
+            raise ReportInputError(f"--rates must be positive numbers of requests per second, got {bad}.")
         if len(set(chosen)) < len(chosen):  # else the same run twice, two equal rows
             raise ReportInputError(f"--rates {rates!r}: a rate is given twice.")
         tables = [name for name, path in (("--csv", csv_path), ("--steps-csv", steps_csv)) if path]

@@ -205,3 +205,10 @@ def test_a_comma_list_in_model_points_to_report_models(capsys):
     line = one_error_line(["estimate", "--model", "llama2-7b,mistral-7b"], capsys)
     assert "one model a run; to set several side by side, `report --models llama2-7b,mistral-7b --out DIR`" in line
     assert "unknown model 'llama2-7b,nope'" in one_error_line(["estimate", "--model", "llama2-7b,nope"], capsys)
+
+
+@pytest.mark.parametrize("rates", ["1,nan", "0,2", "2,-1"])
+def test_serve_rates_names_rates(rates, capsys):
+    """serve --rates 1,nan said "--rate must be a positive number ..., got nan", an option not typed."""
+    assert one_error_line(["serve", "--model", "llama3-8b", "--rates", rates], capsys).startswith(
+        "error: --rates must be positive numbers of requests per second, got ")
