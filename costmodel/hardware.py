@@ -338,13 +338,8 @@ class Hardware:
 
         return self.architecture not in kernel_facts()["flash_attention_missing"]["architectures"]
 
-    def fused_attention(self) -> str:
-        """The fused kernel that runs here when flash is the default (plan --serve, serve): flash,
-        else torch's sdpa (its memory-efficient kernel, as vLLM's XFormers backend there)."""
-        return "flash" if self.runs_flash else "sdpa"
-
     def flash_note(self) -> str:
-        """The sentence a command prints where its default flash gave way to sdpa (fused_attention)."""
+        """The sentence a command prints where its default flash gave way to sdpa (defaults.serving_attention)."""
         return (f"attention sdpa: FlashAttention-2 runs on Ampere (sm80) and later, and {self.name} is "
                 f"{GENERATIONS.get(self.architecture, self.architecture)}; torch's sdpa runs its memory-efficient "
                 "kernel there (vLLM its XFormers backend, the same CUTLASS kernel), which keeps no n x n matrix "

@@ -80,7 +80,7 @@ def plan(model: Any, gpus: int | Sequence[int], hardware: str = DEFAULT_HARDWARE
     (dp_shard: hybrid sharding, FSDP2's only, in every layout); impl and
     attention, when given, replace what each layout's framework implies (costmodel/defaults.py);
     serving runs attention's kernel, flash (as `serve`) unless given, sdpa where FlashAttention-2
-    does not run (Hardware.fused_attention: Volta, Turing; a typed flash there is refused).
+    does not run (defaults.serving_attention: Volta, Turing; eager for a class without sdpa; a typed flash there is refused).
     tokens: time to train, GPU-hours, FLOPs; price (dollars per GPU-hour; default the hardware
     file's) adds dollars. time_model: roofline or kernels (docs/time.md; None: kernels where the
     hardware file has what the kernel model needs). mla: latent attention
@@ -95,7 +95,7 @@ def plan(model: Any, gpus: int | Sequence[int], hardware: str = DEFAULT_HARDWARE
     from .api import load_model, make_workload
     from .checkpoint import inference_options
     from .cost import check_price_has_tokens, gpus_of, price_plan
-    from .defaults import FRAMEWORK_CODE, fallback_note, has_attention, implied
+    from .defaults import FRAMEWORK_CODE, fallback_note, has_attention, implied, serving_attention
     from .hardware import load_hardware
     from .layout import plan as planner
 
@@ -145,11 +145,12 @@ def plan(model: Any, gpus: int | Sequence[int], hardware: str = DEFAULT_HARDWARE
         quantization = inference_options(cfg, quantization)
         source = quantization.pop("weight_dtype_source")
         quantization = {k: v for k, v in quantization.items() if v is not None}
-        workload, warnings = make_workload(cfg, prompt, dtype=dtype, gen_tokens=gen, kv_cache=kv_cache,
-                                           **quantization)
         # the default fused kernel where FlashAttention-2 does not run (Volta, Turing): sdpa, said so
-        notes = [chosen.flash_note()] if attention is None and not chosen.runs_flash else []
-        attention = attention or chosen.fused_attention()
+        attention, note = serving_attention(attention, chosen, cfg.family)
+        notes = [note] if note else []
+        # under the kernel the layouts run, so that its warnings (a window's scores) name it, not eager
+        workload, warnings = make_workload(cfg, prompt, dtype=dtype, gen_tokens=gen, kv_cache=kv_cache,
+                                           attention=attention, **quantization)
     else:
         workload, warnings = make_workload(cfg, seq_len, dtype=dtype,
                                            **implied(fixed.get("framework"), impl, attention, cfg.family))

@@ -212,3 +212,27 @@ def test_serve_rates_names_rates(rates, capsys):
     """serve --rates 1,nan said "--rate must be a positive number ..., got nan", an option not typed."""
     assert one_error_line(["serve", "--model", "llama3-8b", "--rates", rates], capsys).startswith(
         "error: --rates must be positive numbers of requests per second, got ")
+
+
+def test_on_a_t4_a_class_without_sdpa_serves_eager(capsys):
+    """Gemma 2's class has no sdpa path (facts sdpa_supported False): on a T4 the default that gave
+    way to sdpa was refused in every layout ("attention 'sdpa': gemma2's ... class has no
+    scaled_dot_product_attention path"); it is eager there, said so, in plan --serve and serve."""
+    code, out, err = run_main(["plan", "--serve", "--model", "gemma2-9b", "--hardware", "t4", "--gpus", "2", "--json"],
+                              capsys)
+    plan = json.loads(out)
+    assert plan["inputs"]["attention"] == "eager" and "note: attention eager: FlashAttention-2 runs on Ampere" in err
+    assert not [row for row in plan["infeasible"] if "sdpa" in json.dumps(row)]
+    setup = run_json(["serve", "--model", "gemma2-9b", "--hardware", "t4", "--tp", "2", "--rate", "1",
+                      "--requests", "3"], capsys)["setup"]
+    assert setup["attention"] == "eager" and setup["attention_note"].startswith("attention eager: ")
+
+
+def test_plan_serve_warns_of_the_kernel_it_runs(tmp_path, capsys):
+    """plan --serve runs flash, but a window shorter than the prompt warned "eager attention still
+    computes every score" (its workload was built under the default eager)."""
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(GEMMA4_GLOBAL_KV))
+    code, _, err = run_main(["plan", "--serve", "--config", str(path), "--hardware", "h100", "--gpus", "1"], capsys)
+    assert code == 0 and "sliding window of 512 tokens: flash attention skips the scores outside the window" in err
+    assert "eager" not in err

@@ -157,12 +157,12 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
     passes the StepTime it built for this hardware and tp, and a dict that keeps the cache
     sizings by token budget). cuda_graphs: "auto" (the scheduler's engine's default: graphs.py
     ENGINE_GRAPHS), "on" (the same; an error where that engine has none) or "off" (eager). attention:
-    the kernel; None: flash, or sdpa where FlashAttention-2 does not run (Hardware.fused_attention,
+    the kernel; None: flash, or sdpa where FlashAttention-2 does not run (defaults.serving_attention,
     said in the setup's attention_note); a typed flash there is refused."""
     require_decoder_only(cfg)
-    hardware.require_attention(attention)
-    attention_note = hardware.flash_note() if attention is None and not hardware.runs_flash else None
-    attention = attention or hardware.fused_attention()
+    from ..defaults import serving_attention
+
+    attention, attention_note = serving_attention(attention, hardware, cfg.family)
     if scheduler not in SCHEDULERS:
         raise ConfigError(f"--scheduler must be one of {', '.join(SCHEDULERS)}, got {show(scheduler)}.")
     if block_size < 1:
