@@ -52,16 +52,18 @@ def estimate(model, config, seq_len, hardware_name, mtp, as_json, **options) -> 
             from costmodel.verdict import verdict
 
             hardware.require_fp8(layout.fp8 if layout else None)  # a fit verdict for a layout it runs
+            hardware.require_attention(typed_code["attention"])  # a typed flash on a T4: one line
             if layout is not None and layout.ep_dispatcher != "alltoall":
                 from costmodel.layout.experts import check_dispatcher_peers
 
                 check_dispatcher_peers(layout, hardware)
 
             data["fit"] = {"hardware": hardware.name, "training": verdict(
-                cfg, workload, layout, hardware.training_memory_bytes, gpus, "training", typed_code=typed_code)}
+                cfg, workload, layout, hardware.training_memory_bytes, gpus, "training", typed_code=typed_code,
+                flash=hardware.runs_flash)}
             try:
                 data["fit"]["inference"] = verdict(cfg, workload, layout, hardware.serving_memory_bytes, gpus,
-                                                   "inference", typed_code=typed_code)
+                                                   "inference", typed_code=typed_code, flash=hardware.runs_flash)
             except ConfigError as error:  # --cp: the layout trains; serving it is refused as simulate refuses it
                 data["fit"]["inference"] = {"phase": "inference", "gpus": layout.gpus, "refused": str(error)}
     except ConfigError as error:

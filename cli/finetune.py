@@ -66,12 +66,19 @@ def finetune(model, config, method, rank, alpha, targets, adapter_dtype, optimiz
                            "dtype": workload.dtype, "attention": attention, "recompute": recompute},
                 "memory": memory.to_dict()}
         if hardware is not None:
-            data["fit"] = {"hardware": hardware.name, **finetune_verdict(cfg, workload, tune, hardware.training_memory_bytes)}
+            hardware.require_attention(attention)  # a typed flash on a T4: one line
+            data["fit"] = {"hardware": hardware.name, **finetune_verdict(cfg, workload, tune, hardware.training_memory_bytes,
+                                                                         flash=hardware.runs_flash)}
             if pinned:  # sized under the modelled eager, which a shorter --seq-len alone would not pick
                 for option in data["fit"].get("options", []):
                     option["change"] += " --attention eager"
     except ConfigError as error:
         raise InputError(str(error)) from None
+    from costmodel.finetune import rank_warning
+
+    too_wide = rank_warning(cfg, tune)
+    if too_wide:
+        click.echo(f"warning: {too_wide}", err=True)
     if fallback:  # said once the step is sized (bad input stays one error line)
         click.echo(f"note: {fallback}.", err=True)
     if as_json:

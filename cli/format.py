@@ -21,9 +21,10 @@ def render_models(rows: list[dict[str, Any]]) -> str:
     )
 
 
-def render_hardware(rows: list[dict[str, Any]]) -> str:
+def render_hardware(rows: list[dict[str, Any]], note_local: bool = True) -> str:
     """One line per hardware: peaks, bandwidth, memory, efficiencies and other names. The 16-bit
-    column is bf16's peak, or fp16's marked so where the GPU has no bf16 tensor cores (V100, T4)."""
+    column is bf16's peak, or fp16's marked so where the GPU has no bf16 tensor cores (V100, T4).
+    note_local: say how to measure `local` when the list lacks it (the whole list's)."""
 
     def peak(r: dict[str, Any], dtype: str) -> str:
         flops = r["flops_per_s"]
@@ -42,7 +43,7 @@ def render_hardware(rows: list[dict[str, Any]]) -> str:
          for r in rows),
         align="lrrrrrrlll",
     )
-    if "local" not in {r["name"] for r in rows}:
+    if note_local and "local" not in {r["name"] for r in rows}:
         text += "\n(local: not measured yet; `python cli.py hardware --measure`)"
     return text
 

@@ -49,16 +49,22 @@ def hardware_rows() -> list[dict]:
             hw = load_hardware(name)
         except ConfigError:
             continue  # `local` before it is measured
-        rows.append({"name": name, "description": hw.description, "flops_per_s": hw.flops_per_s,
-                     "vector_flops_per_s": hw.vector_flops_per_s,
-                     "bandwidth_bytes_per_s": hw.bandwidth_bytes_per_s,
-                     "memory_bytes": hw.memory_bytes, "serving_memory_bytes": hw.serving_memory_bytes,
-                     "sm_count": hw.sm_count, "efficiency": hw.efficiency, "source": hw.source,
-                     "aliases": list(hardware_aliases().get(name, ()))})
+        rows.append(hardware_row(hw, hardware_aliases().get(name, ())))
     return rows
 
 
+def hardware_row(hw, aliases=()) -> dict:
+    """One hardware as the table and --json show it."""
+    return {"name": hw.name, "description": hw.description, "flops_per_s": hw.flops_per_s,
+            "vector_flops_per_s": hw.vector_flops_per_s,
+            "bandwidth_bytes_per_s": hw.bandwidth_bytes_per_s,
+            "memory_bytes": hw.memory_bytes, "serving_memory_bytes": hw.serving_memory_bytes,
+            "sm_count": hw.sm_count, "efficiency": hw.efficiency, "source": hw.source,
+            "aliases": list(aliases)}
+
+
 @click.command()
+@click.argument("name", required=False, default=None)
 @click.option("--measure", is_flag=True, help="Benchmark this machine (matmul and vector FLOP/s, bandwidth, overhead) and cache it as `local`.")
 @click.option("--dtype", "dtypes", type=DtypeChoice(spec.DTYPES), multiple=True,
               help="With --measure: the matmul dtypes to measure (repeatable; default fp32, the first is "
@@ -76,10 +82,31 @@ def hardware_rows() -> list[dict]:
               "keep; the measurements become its efficiencies.")
 @click.option("--quick", is_flag=True, help="With --out: a small grid (seconds; for a test).")
 @json_option("As JSON on stdout.")
-def hardware(measure, dtypes, shown, out, device, like, quick, as_json) -> None:
-    """The hardware presets; --measure benchmarks this machine as `local` (or, with --out, writes
-    a hardware file of a device); --show prints one."""
-    from costmodel.hardware import load_hardware
+def hardware(name, measure, dtypes, shown, out, device, like, quick, as_json) -> None:
+    """The hardware presets; NAME (a preset, in any spelling --hardware takes, or a hardware file):
+    that one's row and source; --measure benchmarks this machine as `local` (or, with --out, writes
+    a hardware file of a device); --show prints one as a hardware file."""
+    from costmodel.hardware import hardware_aliases, load_hardware
+
+    if name is not None:
+        given = [option for option, value in (("--measure", measure), ("--show", shown), ("--out", out),
+                                              ("--like", like), ("--quick", quick), ("--dtype", dtypes)) if value]
+        if given:
+            raise InputError(f"hardware {name}: a NAME shows that hardware, which {given[0]} does not take; "
+                             f"leave out one of them.")
+        try:
+            hw = load_hardware(name)
+        except ConfigError as error:
+            raise InputError(str(error)) from None
+        row = hardware_row(hw, hardware_aliases().get(hw.name, ()))
+        if as_json:
+            click.echo(json.dumps(row, indent=2))
+            return
+        from .format import render_hardware
+
+        click.echo(render_hardware([row], note_local=False))
+        click.echo(f"source: {hw.source}")
+        return
 
     if out is not None:
         measure_hardware_file(out, device, like, dtypes, quick)

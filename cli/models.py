@@ -13,17 +13,34 @@ from .options import json_option
 
 
 @click.command()
+@click.argument("text", required=False, default=None)
 @json_option("As JSON on stdout.")
-def models(as_json) -> None:
+def models(text, as_json) -> None:
     """The presets, one line each, with their aliases: a name or an alias, in any case, works as
-    --model (LLAMA2-7B, meta-llama/Llama-2-7b-hf)."""
+    --model (LLAMA2-7B, meta-llama/Llama-2-7b-hf). TEXT: only the presets whose name, family or an
+    alias contains it (any case; `models qwen`, `models mistralai/`)."""
+    from costmodel.config import ConfigError
     from costmodel.estimation import Estimate
     from costmodel.presets import load_preset, preset_aliases
 
     from .format import render_models
+    from .inputs import InputError
 
+    chosen = preset_aliases()
+    if text is not None:
+        wanted = text.strip().lower()
+        if not wanted:
+            raise InputError("models TEXT: give some text to look for (or leave TEXT out for every preset).")
+        try:
+            chosen = {name: aliases for name, aliases in chosen.items()
+                      if any(wanted in each.lower() for each in (name, load_preset(name).family, *aliases))}
+        except ConfigError as error:
+            raise InputError(str(error)) from None
+        if not chosen:
+            raise InputError(f"models {text}: no preset's name, family or alias contains {text!r}; "
+                             "`models` lists them all, and --config takes any Hugging Face config.json.")
     rows = []
-    for name, aliases in preset_aliases().items():
+    for name, aliases in chosen.items():
         cfg = load_preset(name)
         params = Estimate(cfg, Workload(seq_len=min(DEFAULT_SEQ_LEN, cfg.max_positions))).total("params")
         rows.append({

@@ -129,6 +129,13 @@ def plan(model, config, hardware_name, gpus, seq_len, global_batch, serve, batch
     # --top typed beside --json keeps that many feasible rows (it was read by the table only: --top 1
     # --json printed all 1,342 of Llama 2 7B's on 8 GPUs); untyped, --json keeps every one
     json_top = top if click.get_current_context().get_parameter_source("top") == ParameterSource.COMMANDLINE else None
+    if rate is not None:  # a bad number is named first, before what is missing (the SLOs, --serve)
+        from costmodel.serving.capacity import check_target_numbers
+
+        try:
+            check_target_numbers(rate, slo_ttft, slo_tpot)
+        except ConfigError as error:
+            raise InputError(str(error)) from None
     if rate is None or serve:  # (--rate without --serve: its own line below)
         refuse_other_modes(click.get_current_context(), serve, rate)
     cfg = with_mtp(load_model(model, config), None if serve else mtp)

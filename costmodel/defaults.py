@@ -35,7 +35,7 @@ from typing import Any
 
 from .facts import facts_for
 from .spec import (DEFAULT_ATTENTION, DEFAULT_DTYPE, DEFAULT_HARDWARE, DEFAULT_IMPL,  # noqa: F401 (re-exported)
-                   DEFAULT_RECOMPUTE)
+                   DEFAULT_RECOMPUTE, DEFAULT_SERVE_ATTENTION)
 
 #: framework -> (activation profile, attention kernel) it implies, each with its source above.
 FRAMEWORK_CODE = {
@@ -84,6 +84,23 @@ def class_attention(impl: str, family: str, attention: str) -> str:
     if runs_attention(impl, family, attention):
         return attention
     return "sdpa" if runs_attention(impl, family, "sdpa") else "eager"
+
+
+def serving_attention(attention: str | None, hardware: Any, family: str) -> tuple[str, str | None]:
+    """The kernel plan --serve and serve run (their default: flash) and a note where the default gave
+    way: on Volta and Turing, where FlashAttention-2 does not run (Hardware.runs_flash), sdpa (its
+    memory-efficient kernel), or eager where the family's class has no sdpa path (class_attention:
+    Gemma 2's soft-capped scores). A typed flash there is refused (Hardware.require_attention)."""
+    hardware.require_attention(attention)
+    if attention is not None or hardware.runs_flash:
+        return attention or DEFAULT_SERVE_ATTENTION, None
+    chosen = class_attention("hf", family, "sdpa")
+    note = hardware.flash_note()
+    if chosen != "sdpa":
+        note = (f"attention {chosen}: FlashAttention-2 runs on Ampere (sm80) and later, and {hardware.name} is not "
+                f"one; the fused kernel there is torch's sdpa, which {family}'s Hugging Face class has no path for "
+                f"in transformers 5.24, so {chosen}.")
+    return chosen, note
 
 
 def fallback_note(framework: str | None | tuple[str, ...], impl: str | None, attention: str | None,

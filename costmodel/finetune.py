@@ -228,6 +228,25 @@ def adapter_tensors(cfg: ModelConfig, tune: FineTune, moe_layer: bool = False) -
     return out
 
 
+def rank_warning(cfg: ModelConfig, tune: FineTune) -> str | None:
+    """A sentence where the rank is above min(d_in, d_out) of a target: B A (d_out x r times r x d_in)
+    then has rank at most min(d_in, d_out), so the extra rank adds parameters, memory and FLOPs but
+    no capacity. peft 0.21 builds it anyway (LoraLayer.update_layer refuses only r <= 0), so it is a
+    warning and the memory counts what peft builds; None where every target is at least r wide."""
+    narrow: dict[str, int] = {}
+    for _, moe in layer_kinds(cfg):
+        shapes = linear_shapes(cfg, moe)
+        for target in targets_of(cfg, tune):
+            if target in shapes and tune.rank > min(shapes[target][1:]):
+                narrow[target] = min(narrow.get(target, tune.rank), *shapes[target][1:])
+    if not narrow:
+        return None
+    where = ", ".join(f"{target} ({width:,})" for target, width in narrow.items())
+    return (f"--lora-rank {tune.rank:,} is above the smaller side min(in, out) of {where}: an adapter's B A has "
+            "rank at most that, so the extra rank adds parameters and memory but nothing it can learn (peft builds "
+            "it anyway: its LoraLayer refuses only r <= 0); counted as peft builds it.")
+
+
 def model_adapter_tensors(cfg: ModelConfig, tune: FineTune) -> list[tuple[int, int]]:
     """Every adapter tensor's shape in the model, layer kind by layer kind (layer_kinds)."""
     return [shape for count, moe in layer_kinds(cfg) for shape in adapter_tensors(cfg, tune, moe) * count]
@@ -463,10 +482,12 @@ def finetune_memory(cfg: ModelConfig, workload: Workload, tune: FineTune) -> Fin
                           activations, host, pcie, nvme, nvme_traffic, tuple(notes))
 
 
-def finetune_verdict(cfg: ModelConfig, workload: Workload, tune: FineTune, capacity: int) -> dict[str, Any]:
+def finetune_verdict(cfg: ModelConfig, workload: Workload, tune: FineTune, capacity: int,
+                     flash: bool = True) -> dict[str, Any]:
     """Whether a fine-tuning step fits in `capacity` bytes, and what would make it fit: fused
     attention, recomputation, then (cheapest first) an 8-bit optimizer, the optimizer on the host,
-    QLoRA's nf4 base, a smaller batch or a shorter sequence (costmodel/verdict.py)."""
+    QLoRA's nf4 base, a smaller batch or a shorter sequence (costmodel/verdict.py); flash False: the
+    GPU runs no FlashAttention-2, which is then not offered."""
     import dataclasses
 
     from .verdict import verdict
@@ -488,7 +509,7 @@ def finetune_verdict(cfg: ModelConfig, workload: Workload, tune: FineTune, capac
         extra.append(("--method qlora", memory_with({"method": "qlora"}),
                       "nf4 base weights: dequantized each matmul, slower, slightly less exact"))
     result = verdict(cfg, workload, None, capacity, 1, "finetune",
-                     lambda c, w, _layout: finetune_memory(c, w, tune).total, tuple(extra))
+                     lambda c, w, _layout: finetune_memory(c, w, tune).total, tuple(extra), flash=flash)
     if not result["fits"] and not result["options"]:
         result["options"] = _combined_options(cfg, workload, tune, capacity)
     return result

@@ -15,7 +15,7 @@ from typing import Any, Sequence
 from . import spec
 from .config import ConfigError, require_decoder
 from .defaults import DEFAULT_HARDWARE
-from .spec import CANONICAL_DTYPE, CUDA_GRAPHS_NEED_SERVE, DEFAULT_GEN_TOKENS, DEFAULT_SERVE_ATTENTION, RANK_BY
+from .spec import CANONICAL_DTYPE, CUDA_GRAPHS_NEED_SERVE, DEFAULT_GEN_TOKENS, RANK_BY
 
 DEFAULT_SERVING_BATCH = 32
 
@@ -79,7 +79,8 @@ def plan(model: Any, gpus: int | Sequence[int], hardware: str = DEFAULT_HARDWARE
     framework, recompute, ep, cp, schedule, fp8 keep only the layouts with that value
     (dp_shard: hybrid sharding, FSDP2's only, in every layout); impl and
     attention, when given, replace what each layout's framework implies (costmodel/defaults.py);
-    serving runs attention's kernel, flash (as `serve`) unless given.
+    serving runs attention's kernel, flash (as `serve`) unless given, sdpa where FlashAttention-2
+    does not run (defaults.serving_attention: Volta, Turing; eager for a class without sdpa; a typed flash there is refused).
     tokens: time to train, GPU-hours, FLOPs; price (dollars per GPU-hour; default the hardware
     file's) adds dollars. time_model: roofline or kernels (docs/time.md; None: kernels where the
     hardware file has what the kernel model needs). mla: latent attention
@@ -94,7 +95,7 @@ def plan(model: Any, gpus: int | Sequence[int], hardware: str = DEFAULT_HARDWARE
     from .api import load_model, make_workload
     from .checkpoint import inference_options
     from .cost import check_price_has_tokens, gpus_of, price_plan
-    from .defaults import FRAMEWORK_CODE, fallback_note, has_attention, implied
+    from .defaults import FRAMEWORK_CODE, fallback_note, has_attention, implied, serving_attention
     from .hardware import load_hardware
     from .layout import plan as planner
 
@@ -119,6 +120,7 @@ def plan(model: Any, gpus: int | Sequence[int], hardware: str = DEFAULT_HARDWARE
     dtype = dtype or chosen.default_dtype  # fp16 on a V100 or T4, as simulate and serve take it
     chosen.require_peak(CANONICAL_DTYPE.get(dtype, dtype))
     chosen.require_fp8(fixed.get("fp8"))
+    chosen.require_attention(attention)  # a typed flash on a T4: one line
     quantization = {k: v for k, v in (("weight_dtype", weight_dtype), ("weight_group", weight_group),
                                       ("kv_dtype", kv_dtype), ("fp8_gemm", fp8_gemm),
                                       ("quantize_head", quantize_head or None),
@@ -143,9 +145,12 @@ def plan(model: Any, gpus: int | Sequence[int], hardware: str = DEFAULT_HARDWARE
         quantization = inference_options(cfg, quantization)
         source = quantization.pop("weight_dtype_source")
         quantization = {k: v for k, v in quantization.items() if v is not None}
+        # the default fused kernel where FlashAttention-2 does not run (Volta, Turing): sdpa, said so
+        attention, note = serving_attention(attention, chosen, cfg.family)
+        notes = [note] if note else []
+        # under the kernel the layouts run, so that its warnings (a window's scores) name it, not eager
         workload, warnings = make_workload(cfg, prompt, dtype=dtype, gen_tokens=gen, kv_cache=kv_cache,
-                                           **quantization)
-        notes = []
+                                           attention=attention, **quantization)
     else:
         workload, warnings = make_workload(cfg, seq_len, dtype=dtype,
                                            **implied(fixed.get("framework"), impl, attention, cfg.family))
@@ -158,8 +163,7 @@ def plan(model: Any, gpus: int | Sequence[int], hardware: str = DEFAULT_HARDWARE
             result = planner.plan_serving(cfg, chosen, count, batch, workload.seq_len, gen, workload.dtype,
                                           fixed, kv_cache=kv_cache, quantization=quantization,
                                           time_model=time_model, mla=mla,
-                                          attention=attention or DEFAULT_SERVE_ATTENTION,
-                                          cuda_graphs=cuda_graphs, compiled=compiled)
+                                          attention=attention, cuda_graphs=cuda_graphs, compiled=compiled)
         else:
             batches[count] = 8 * count if global_batch is None else global_batch
             result = planner.plan_training(cfg, chosen, count, workload.seq_len, batches[count], workload,
@@ -187,7 +191,7 @@ def plan(model: Any, gpus: int | Sequence[int], hardware: str = DEFAULT_HARDWARE
                       "serve": serve, "time_model": ran, "compiled": compiled, "seq_len": workload.seq_len,
                       "dtype": workload.dtype, **quantization,
                       **({"weight_dtype_source": source} if serve and source else {}),
-                      **({"gen": gen, "batch": batch, "attention": attention or DEFAULT_SERVE_ATTENTION,
+                      **({"gen": gen, "batch": batch, "attention": attention,
                           "kv_cache": kv_cache, "cuda_graphs": cuda_graphs, "mla": mla if cfg.mla else None} if serve else
                          {"global_batch": batches[counts[0]] if one else batches, "batch": batch,
                           "fp8": fixed.get("fp8"), "flops_convention": flops_convention, "mtp": cfg.mtp_layers,

@@ -118,8 +118,9 @@ def _deepest_zero(memory: Callable[..., int], cfg: ModelConfig, workload: Worklo
 
 def options(cfg: ModelConfig, workload: Workload, layout: Any, capacity: int, gpus: int,
             phase: str, memory: Callable[[ModelConfig, Workload, Any], int],
-            extra: tuple[tuple[str, int | None, str], ...] = ()) -> list[Option]:
-    """The changes that bring memory per GPU under capacity, cheapest first (see the module)."""
+            extra: tuple[tuple[str, int | None, str], ...] = (), flash: bool = True) -> list[Option]:
+    """The changes that bring memory per GPU under capacity, cheapest first (see the module); flash
+    False: the GPU runs no FlashAttention-2 (Hardware.runs_flash), so it is not offered."""
     out: list[Option] = []
 
     def add(change: str, needed: int | None, cost: str) -> None:
@@ -130,7 +131,7 @@ def options(cfg: ModelConfig, workload: Workload, layout: Any, capacity: int, gp
     # torch's CPU sdpa is no fused kernel where the value heads' width differs (kernels._sdpa: math)
     math_sdpa = sdpa_runs_math(cfg, workload, getattr(layout, "device", None))
     fused = [kernel for kernel in ("sdpa", "flash") if runs_attention(workload.impl, cfg.family, kernel)
-             and not (kernel == "sdpa" and math_sdpa)]
+             and not (kernel == "sdpa" and math_sdpa) and (flash or kernel != "flash")]
     if workload.attention == "eager" and fused:  # the first fused kernel the model's class runs
         add(f"--attention {fused[0]}", _try(memory, cfg, dataclasses.replace(workload, attention=fused[0]), layout),
             "none: a fused kernel keeps no n x n matrix (the code must use it)")
@@ -243,13 +244,14 @@ def framework_code(memory: Callable[..., int], cfg: ModelConfig, typed: dict[str
 def verdict(cfg: ModelConfig, workload: Workload, layout: Any, capacity: int, gpus: int | None = None,
             phase: str = "training", memory: Callable[..., int] | None = None,
             extra: tuple[tuple[str, int | None, str], ...] = (),
-            typed_code: dict[str, str | None] | None = None) -> dict[str, Any]:
+            typed_code: dict[str, str | None] | None = None, flash: bool = True) -> dict[str, Any]:
     """Whether `phase` ("training", "inference" or "finetune", with its memory function) fits in
     `capacity` bytes a GPU, with what it needs and, when it does not fit, the options that would
     (cheapest first; `extra`: (change, memory, cost) the caller evaluated itself). typed_code: the
     impl and attention the user gave ({"impl": None, "attention": None} where neither): each layout
     the verdict tries (--gpus alone, a suggested --dp) runs its framework's code where none was
-    given (framework_code), so typing the suggestion prints its figure; None: the workload's as is."""
+    given (framework_code), so typing the suggestion prints its figure; None: the workload's as is.
+    flash: whether the GPU runs FlashAttention-2 (Hardware.runs_flash; False: not suggested)."""
     if phase == "inference" and layout is not None:
         from .layout.context import check_inference
 
@@ -279,5 +281,5 @@ def verdict(cfg: ModelConfig, workload: Workload, layout: Any, capacity: int, gp
         result["split"] = split
     if not result["fits"]:
         result["options"] = [o.to_dict() for o in options(cfg, workload, layout, capacity, gpus, phase, memory,
-                                                           extra)]
+                                                           extra, flash)]
     return result

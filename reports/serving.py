@@ -66,6 +66,7 @@ def render_setup(summary: dict[str, Any], requests: str | None = None) -> list[s
           if kv.get("state_bytes_per_request") else []),
         *([note] if (note := weights_note(setup.get("weight_dtype"), setup.get("weight_dtype_source"))) else []),
         *([fp8_gemm_line(setup)] if setup.get("fp8_gemm_runs") else []),
+        *([f"{setup['attention_note']}"] if setup.get("attention_note") else []),
         *([f"prefix caching: off ({setup['prefix_caching_note']})"] if setup.get("prefix_caching_note")
           else ["prefix caching: on (blocks of a shared prefix computed once, reused while cached)"]
           if setup.get("prefix_caching") else []),
@@ -204,7 +205,9 @@ def latency_figure(rows: list[dict[str, Any]], title: str) -> Any:
                    "layer): the blocks a replica holds (default: the model's dtype).")
 @click.option("--fp8-gemm", type=click.Choice(FP8_GEMMS), default=DEFAULT_FP8_GEMM, show_default=True,
               help=f"With --weight-dtype fp8, how its GEMMs multiply: {FP8_GEMMS.described()}.")
-@click.option("--attention", type=click.Choice(SERVE_ATTENTIONS), default=DEFAULT_SERVE_ATTENTION, show_default=True)
+@click.option("--attention", type=click.Choice(SERVE_ATTENTIONS), default=None,
+              help=f"The attention kernel (default: {DEFAULT_SERVE_ATTENTION}; sdpa on Volta and Turing GPUs, where "
+                   "FlashAttention-2 does not run).")
 @click.option("--mla", type=click.Choice(MLA_FORMS), default=DEFAULT_SERVE_MLA, show_default=True,
               help="Latent attention (DeepSeek): absorbed, as vLLM's MLA backend runs it, or naive (transformers').")
 @click.option("--time-model", type=click.Choice(("roofline", "kernels")), default=None,
@@ -244,6 +247,9 @@ def serve(model, config, hardware_name, rate, concurrency, count, trace, prompt,
             chosen = [float(x) for x in rates.split(",")]
         except ValueError:
             raise ReportInputError(f"--rates must be comma-separated numbers, got {rates!r}.") from None
+        bad = next((x for x in chosen if not x > 0), None)  # nan, 0, negative (inf: every request at 0)
+        if bad is not None:  # named as --rates, not the --rate the first run would name
+            raise ReportInputError(f"--rates must be positive numbers of requests per second, got {bad}.")
         if len(set(chosen)) < len(chosen):  # else the same run twice, two equal rows
             raise ReportInputError(f"--rates {rates!r}: a rate is given twice.")
         tables = [name for name, path in (("--csv", csv_path), ("--steps-csv", steps_csv)) if path]

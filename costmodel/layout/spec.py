@@ -115,17 +115,23 @@ def tensor_split_error(cfg: ModelConfig, tp: int, inference: bool) -> str | None
     for what, size in tensor_split_sizes(cfg):
         if size % tp:
             return f"does not divide the {what} ({size}) of model {name}"
-    if kv % tp == 0:
-        return None
-    if not inference:
-        where = (f"; for inference, where vLLM replicates each key/value head over tp / {kv} ranks, use "
-                 "simulate without --train, serve or plan --serve" if tp % kv == 0 else "")
-        return (f"does not divide the key/value heads ({kv}) of model {name}: training splits whole query "
-                "groups over the tensor-parallel ranks (Megatron-LM: num_query_groups must be a multiple of "
-                f"tensor_model_parallel_size){where}")
-    if tp % kv:
-        return (f"is neither a divisor nor a multiple of the key/value heads ({kv}) of model {name}: inference "
-                f"replicates each head over tp / {kv} ranks, which must be whole (vLLM's QKVParallelLinear)")
+    # each layer kind's own key/value heads (split.heads_split): the main ones, and the full layers'
+    # where they differ (global_kv_heads: Gemma 4, MiMo-V2-Flash), each split as its layers run
+    kinds = [("key/value heads", kv)]
+    if cfg.global_kv_heads is not None:
+        kinds.append(("full-attention layers' key/value heads", cfg.global_kv_heads))
+    for what, heads in kinds:
+        if heads % tp == 0:
+            continue
+        if not inference:
+            where = (f"; for inference, where vLLM replicates each key/value head over tp / {heads} ranks, use "
+                     "simulate without --train, serve or plan --serve" if tp % heads == 0 else "")
+            return (f"does not divide the {what} ({heads}) of model {name}: training splits whole query "
+                    "groups over the tensor-parallel ranks (Megatron-LM: num_query_groups must be a multiple of "
+                    f"tensor_model_parallel_size){where}")
+        if tp % heads:
+            return (f"is neither a divisor nor a multiple of the {what} ({heads}) of model {name}: inference "
+                    f"replicates each head over tp / {heads} ranks, which must be whole (vLLM's QKVParallelLinear)")
     return None
 
 

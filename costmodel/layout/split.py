@@ -99,8 +99,10 @@ def mamba_split(tp: Any) -> dict[sp.Symbol, Any]:
 
 def heads_split(tp: Any) -> dict[sp.Symbol, Any]:
     """A rank's attention heads at tp ranks (a symbol or an int): h / tp query heads, and
-    kv_heads_per_rank key/value heads."""
-    return {S.h: S.h / tp, S.h_kv: kv_heads_per_rank(S.h_kv, tp)}
+    kv_heads_per_rank key/value heads, of every layer kind: h_kv, and h_kvg where the full layers
+    have their own (Gemma 4's num_global_key_value_heads, MiMo-V2-Flash's full layers), split as
+    vLLM's QKVParallelLinear splits each layer's own total_num_kv_heads."""
+    return {S.h: S.h / tp, S.h_kv: kv_heads_per_rank(S.h_kv, tp), S.h_kvg: kv_heads_per_rank(S.h_kvg, tp)}
 
 
 def local_vocabulary(vocabulary: str) -> sp.Expr:

@@ -128,6 +128,9 @@ def load_preset(name: str) -> ModelConfig:
     """The ModelConfig of the preset a name or an alias stands for (see resolve_name); an unknown
     name suggests the closest names and aliases."""
     preset = resolve_name(name)
+    if preset is None and "," in str(name) and all(resolve_name(part.strip()) for part in str(name).split(",")):
+        raise ConfigError(f"--model {show(name)}: one model a run; to set several side by side, `report --models "
+                          f"{','.join(part.strip() for part in str(name).split(','))} --out DIR`.")
     if preset is None:
         spellings = {s.casefold(): s for n, a in preset_aliases().items() for s in (n, *a)}
         close = difflib.get_close_matches(str(name).casefold(), spellings, n=3, cutoff=0.5)

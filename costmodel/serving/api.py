@@ -149,7 +149,7 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
                   max_batched_tokens: int | None = None, block_size: int = 16,
                   gpu_memory_utilization: float | None = None, num_blocks: int | None = None, tp: int = 1, pp: int = 1,
                   dtype: str | None = None, weight_dtype: str | None = None, kv_dtype: str | None = None,
-                  attention: str = "flash", mla: str = "absorbed", fp8_gemm: str = spec.DEFAULT_FP8_GEMM,
+                  attention: str | None = None, mla: str = "absorbed", fp8_gemm: str = spec.DEFAULT_FP8_GEMM,
                   weight_group: int | None = None, quant_layout: str = spec.DEFAULT_QUANT_LAYOUT,
                   prefix_caching: bool | None = None, num_scheduler_steps: int = 1,
                   efficiency: Any = None, time_model: str | None = None, cuda_graphs: str = "auto",
@@ -158,8 +158,13 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
     """The scheduler class's arguments, a StepTime and the setup dict of one replica (a search
     passes the StepTime it built for this hardware and tp, and a dict that keeps the cache
     sizings by token budget). cuda_graphs: "auto" (the scheduler's engine's default: graphs.py
-    ENGINE_GRAPHS), "on" (the same; an error where that engine has none) or "off" (eager)."""
+    ENGINE_GRAPHS), "on" (the same; an error where that engine has none) or "off" (eager). attention:
+    the kernel; None: flash, or sdpa where FlashAttention-2 does not run (defaults.serving_attention,
+    said in the setup's attention_note); a typed flash there is refused."""
     require_decoder_only(cfg)
+    from ..defaults import serving_attention
+
+    attention, attention_note = serving_attention(attention, hardware, cfg.family)
     if scheduler not in SCHEDULERS:
         raise ConfigError(f"--scheduler must be one of {', '.join(SCHEDULERS)}, got {show(scheduler)}.")
     if block_size < 1:
@@ -247,7 +252,7 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
              "weight_dtype": weight_dtype, "weight_group": profile.weight_format.group if weight_dtype else None,
              "weight_dtype_source": weight_source,
              "quant_layout": profile.weight_format.quant_layout if weight_dtype else None,
-             "kv_dtype": kv_dtype, "attention": attention,
+             "kv_dtype": kv_dtype, "attention": attention, **({"attention_note": attention_note} if attention_note else {}),
              "fp8_gemm": fp8_gemm if weight_dtype == "fp8" else None,
              "fp8_gemm_runs": (("w8a8" if runs_w8a8(profile.weight_format, hardware) else "w8a16")
                                if weight_dtype == "fp8" else None),  # what auto chose on this hardware

@@ -180,6 +180,14 @@ def require_w8a8_somewhere(fmt: Any, hardwares: list[Any]) -> None:
         raise errors[0]
 
 
+def check_target_numbers(rate: float | None, slo_ttft: float | None, slo_tpot: float | None) -> None:
+    """Refuse a rate or SLO that is not a positive, finite number (None: not given), in one line: a
+    bad number is named before anything missing (`plan --serve --rate nan` named the SLOs first)."""
+    for name, value in (("--rate", rate), ("--slo-ttft", slo_ttft), ("--slo-tpot", slo_tpot)):
+        if value is not None and not (value > 0 and math.isfinite(value)):
+            raise ConfigError(f"{name} must be a positive, finite number, got {show(value)}.")
+
+
 def plan_capacity(cfg: Any, hardwares: list[Any], target: Target, *, scheduler: str = "vllm",
                   tps: list[int] | None = None, pps: list[int] | None = None, max_num_seqs: list[int] | None = None,
                   max_batched_tokens: list[int] | None = None, processes: int | None = None,
@@ -192,9 +200,7 @@ def plan_capacity(cfg: Any, hardwares: list[Any], target: Target, *, scheduler: 
     import multiprocessing
     import os
 
-    for name, value in (("--rate", target.rate), ("--slo-ttft", target.slo_ttft), ("--slo-tpot", target.slo_tpot)):
-        if not (value > 0 and math.isfinite(value)):
-            raise ConfigError(f"{name} must be a positive number, got {show(value)}.")
+    check_target_numbers(target.rate, target.slo_ttft, target.slo_tpot)
     require_decoder_only(cfg)  # else every configuration read "not feasible" and the search exited 0
     check_ssm_cache_dtype(cfg, replica_options.get("mamba_ssm_cache_dtype", "auto"))  # else every one set aside
     check_requests(target.requests)
