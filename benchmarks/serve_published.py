@@ -1,21 +1,7 @@
 """Published engine measurements beside the serving simulator's figures for the same setup.
 
-Rows: TensorRT-LLM's documented performance (docs/source/performance.md at commit 138f96d,
-"data updated for v0.6.1"; gptSessionBenchmark, i.e. static batches: B requests of the given
-input and output lengths started together), A100 GPUs in FP16. Throughput is output tokens per
-second of the batch; first-token latency is at batch 1. Ours: the `static` scheduler (Hugging
-Face generate-style lockstep batches) on the a100-80gb preset in fp16, same model, batch, lengths
-and tensor parallelism. The A100 table's header reads "out tok/s" where the H100 table's reads
-"out tok/s/GPU"; its tp > 1 rows agree with ours only per GPU, so both columns are printed.
-Printed as a Markdown table (docs/serving.md holds a copy).
-
-Second table: TensorRT-LLM's H200 launch note (docs/source/blogs/H200launch.md at commits 1555478
-and 2c39687: "H200 FP8 Max throughput", output tokens/s per GPU, TensorRT-LLM v0.5.0, TensorRT
-9.1.0.4, preliminary), also static batches (the largest power-of-2 batch that fits); ours per GPU
-too (a tp 2 run's tokens/s over 2). Ours: the static
-scheduler on the h200 preset with FP8 weights and an FP8 KV cache (--weight-dtype fp8
---kv-dtype fp8), bf16 activations: the projections' GEMMs run W8A8 at the FP8 peak (--fp8-gemm
-auto; costmodel/quantization.py runs_w8a8), the attention core in bf16.
+TensorRT-LLM's static-batch tables (benchmarks/published_trtllm_static.py): its A100 FP16 figures of v0.6.1
+and its H200 launch note's FP8 ones. Printed as Markdown tables (docs/serving.md holds a copy).
 
 Last tables: MLPerf Inference Llama-2-70B (closed division), Offline and Server scenarios, from
 the LoadGen summaries: v4.0 Azure NC80adis_H100_v5 (2 x H100 NVL 94 GB over an NVLink bridge,
@@ -56,37 +42,8 @@ outputs 214, the completions' lengths the benchmark passes as max_tokens, agains
 windows of 10 steps per scheduling decision (costmodel/serving/vllm_v0.py, VLLMV0Scheduler);
 the CPU time it spreads over the 10 steps is not modelled, nor is any CPU time.
 
-Sarathi-Serve's Table 2 (Agrawal et al., OSDI 2024; microsoft/sarathi-serve, branch
-osdi-sarathi-serve, commit 02d2567, osdi-experiments/table-2/): Yi-34B-200K in fp16, tp 2 on two
-A100 80GB PCIe joined by an NVLink bridge (Azure NC96ads A100 v4). runs.sh starts 8 requests at
-once (1,024 prompt tokens, 16 output tokens, max_model_len 1,040, 4 sequences at most) under two
-schedulers: its vLLM baseline (vLLM v0's, a token budget of 1,040) and Sarathi's (chunks of 1,024,
-rolling prefills), each run twice (once with per-operation timers). The notebook keeps three
-kinds of batch (a 1,024-token prefill alone; 4 decodes; 1,021 prefill tokens with 3 decodes) and
-takes, over every run, the median of each kind's batch_execution_time: one engine iteration,
-scheduling, the workers' Ray calls, the forward and sampling (sarathi/engine/base_llm_engine.py
-step). Its op-level run also times the four projections ("linear": mlp_up_proj, mlp_down_proj,
-attn_pre_proj, attn_post_proj) and the attention kernel. Ours: the same 8 requests through the
-simulator with the vllm-v0 and sarathi schedulers, the same budgets, tp 2, fp16, on yi-34b-200k
-and a100-pcie; each kind's median step over both runs, and the GEMM seconds of the projection
-leaves at that batch's token count (KernelStepTime.gemm_seconds_by_leaf).
-
-NVIDIA NIM's LLM benchmarking guide, "Performance" (https://docs.nvidia.com/nim/benchmarking/llm/
-1.0.0/performance, and its Markdown at .../performance.md; the guide's 2.0.0 has no performance
-page): tables of concurrency against TTFT (ms), ITL (ms) and throughput (tokens/s), measured with
-AIPerf at a fixed concurrency (a closed loop: each client sends its next request when its
-previous one ends). Kept: the Llama-3.3-70B-Instruct table of NIM 1.8.0 whose setup the stored
-page states ("2 x H100 80G", "fp8 TP2", "5000 Input Tokens / 500 Output Tokens"; every row) and
-the first row of the next one (500 input / 2,000 output tokens; the stored copy ends after it).
-The throughput is output tokens per second (at concurrency 1: 500 / (0.40677 + 499 x 0.01858 s)
-= 51.7, the table's 51.67), ITL the time per output token after the first. The page does not say,
-in what is stored, which engine the container ran (NIM runs TensorRT-LLM or vLLM profiles) nor
-whether its figures are means or medians (AIPerf reports both); the tables of Llama-3.1-8B and of
-NIM 1.3.0/1.5.0 appear only without their setups (GPU, precision, lengths) and are left out.
-Ours: `serve --concurrency N --scheduler vllm` on llama3-70b (Llama 3.3's architecture; its
-context of 128K is not used by 5,500 tokens) on two h100-sxm as tp 2, FP8 weights and KV cache
-(the projections W8A8 at the FP8 peak), vLLM's default budgets, 10 requests per client at the
-table's fixed lengths; the means of TTFT and TPOT and the run's output tokens per second.
+Sarathi-Serve's Table 2 (benchmarks/published_sarathi.py) and NVIDIA NIM's benchmarking guide
+(benchmarks/published_nim.py): each source's rows, setup and runner in a module of its own, printed here.
 
 TensorRT-LLM's performance overview (NVIDIA/TensorRT-LLM docs/source/performance/perf-overview.md at commit
 00f37686, the v1.0 page: trtllm-bench throughput on the PyTorch backend, every request at once, "Total Output
@@ -114,41 +71,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from costmodel.config import ConfigError  # noqa: E402
 from costmodel.serving.api import build_replica  # noqa: E402
-from costmodel.serving.engine import simulate  # noqa: E402
-from costmodel.serving.kvcache import BlockPool  # noqa: E402
 from costmodel.serving.workload import Lengths, Request  # noqa: E402
 from benchmarks.published_lengths import (  # noqa: E402
     MLPERF_LENGTHS, VLLM_SHAREGPT, mlperf_input_lengths, sharegpt_lengths)
-
-SOURCE = "TensorRT-LLM docs/source/performance.md (commit 138f96d, v0.6.1 data), A100 FP16"
-# (model, tp, batch, input, output, published output tokens/s) -- "Peak Throughput" table
-THROUGHPUT = [
-    ("llama2-7b", 1, 384, 128, 128, 5586),
-    ("llama2-7b", 1, 60, 128, 2048, 1928),
-    ("llama2-7b", 1, 52, 2048, 128, 591),
-    ("llama2-7b", 2, 64, 2048, 2048, 782),
-    ("llama2-70b", 4, 1280, 128, 128, 670),
-    ("llama2-70b", 4, 240, 128, 2048, 525),
-    ("llama2-70b", 4, 120, 2048, 128, 79),
-]
-# (model, tp, batch, input, output, published output tokens/s per GPU) -- "H200 FP8 Max throughput"
-H200_SOURCE = ("NVIDIA/TensorRT-LLM docs/source/blogs/H200launch.md (commits 1555478 and 2c39687), "
-               "'H200 FP8 Max throughput', out tok/s/GPU, TensorRT-LLM v0.5.0 preliminary")
-H200_FP8 = [
-    ("llama2-13b", 1, 1024, 128, 128, 11819),
-    ("llama2-13b", 1, 128, 128, 2048, 4750),
-    ("llama2-13b", 1, 64, 2048, 128, 1349),
-    ("llama2-70b", 1, 512, 128, 128, 3014),
-    ("llama2-70b", 2, 512, 128, 2048, 1654),
-    ("llama2-70b", 1, 64, 2048, 128, 341),
-    ("llama2-70b", 1, 32, 2048, 128, 303),
-]
-# (model, tp, input, published first-token latency in ms at batch 1) -- "Low Latency" table (v0.5)
-FIRST_TOKEN = [
-    ("llama2-7b", 1, 128, 16), ("llama2-7b", 1, 2048, 133),
-    ("llama2-70b", 4, 128, 47), ("llama2-70b", 4, 2048, 377),
-]
-
+from benchmarks.published_nim import print_nim  # noqa: E402
+from benchmarks.published_sarathi import print_sarathi  # noqa: E402
+from benchmarks.published_trtllm_static import print_static  # noqa: E402
 
 # MLPerf Inference, Llama-2-70B (closed), from the LoadGen summaries. Shared by every system: the model and the
 # output tokens per sample (language/llama2-70b/README.md of mlcommons/inference: "Tokens per sample: 294.45").
@@ -330,143 +258,6 @@ def print_vllm(path: str | Path = VLLM_SHAREGPT) -> None:
             ours = vllm_throughput(model, dataset, pairs=pairs)
             print(f"| {model} | {VLLM_TP[model]} | {dataset} | each request's own (means {mean_in:.0f} / "
                   f"{mean_out:.0f}) | {published:.1f} | {ours:.1f} | {ours / published:.2f} |")
-
-
-SARATHI_SOURCE = ("microsoft/sarathi-serve, branch osdi-sarathi-serve (commit 02d2567), osdi-experiments/table-2/"
-                  "results.csv (the medians), runs.sh (the setup), decode_maximal_vs_naive_batching.ipynb (_filter_df)")
-# runs.sh: 01-ai/Yi-34B-200K, tp 2, 8 requests at once of 1,024 + 16 tokens, max_model_len 1,040, max_batch_size 4;
-# benchmark_runner.py: dtype float16; default.yml: gpu_memory_utilization 0.85. Runs: (scheduler, token budget).
-SARATHI = {"model": "yi-34b-200k", "hardware": "a100-pcie", "tp": 2, "dtype": "fp16", "requests": 8, "prompt": 1024,
-           "output": 16, "max_model_len": 1040, "max_num_seqs": 4, "gpu_memory_utilization": 0.85,
-           "runs": (("vllm-v0", 1040), ("sarathi", 1024))}
-# results.csv, per kind of batch (prefill tokens, decode tokens, sequences): milliseconds of the median
-# batch_execution_time, of the four projections ("linear") and of the attention kernel.
-SARATHI_BATCHES = {
-    (1024, 0, 1): (217.2359591349959, 160.9267194569111, 13.67039993405342),
-    (0, 4, 4): (68.12209542840715, 25.50041586626321, 2.9952000081539154),
-    (1021, 3, 4): (217.6498775370419, 158.9964799284935, 3.9936000108718868),
-}
-PROJECTIONS = ("decoder.layer.self_attention.qkv", "decoder.layer.self_attention.out", "decoder.layer.ffn.mlp")
-
-
-def batch_kinds(timeline, prompt: int) -> list[tuple[tuple[int, int, int], float]]:
-    """Each step of a run as Sarathi-Serve's batch metrics count it: (prefill tokens, decode
-    tokens, sequences) and its seconds. A token is a prefill token while its sequence has not
-    computed its prompt (no step may preempt: a recomputed prompt would count as decode here)."""
-    computed: dict[int, int] = {}
-    kinds = []
-    for step in timeline.steps:
-        if step.preempted:
-            raise RuntimeError("a step preempted a sequence; its batch cannot be classified as Sarathi-Serve's")
-        prefill = decode = 0
-        for request, tokens in step.entries:
-            done = computed.get(request, 0)
-            prefill += min(tokens, max(0, prompt - done))
-            decode += tokens - min(tokens, max(0, prompt - done))
-            computed[request] = done + tokens
-        kinds.append(((prefill, decode, len(step.entries)), step.seconds))
-    return kinds
-
-
-def sarathi_run(scheduler: str, budget: int):
-    """Our run of Table 2's setup under one of its schedulers: its steps' kinds and the step model.
-    Both run on Sarathi-Serve's engine (its vLLM baseline is its own vllm_scheduler.py), which has
-    no CUDA graphs (costmodel/serving/graphs.py): eager, whatever vLLM v0 itself does."""
-    import costmodel
-    from costmodel.hardware import load_hardware
-
-    cfg = costmodel.load_model(SARATHI["model"])
-    replica, step, _ = build_replica(cfg, load_hardware(SARATHI["hardware"]), scheduler=scheduler,
-                                     max_num_seqs=SARATHI["max_num_seqs"], max_batched_tokens=budget, tp=SARATHI["tp"],
-                                     dtype=SARATHI["dtype"], gpu_memory_utilization=SARATHI["gpu_memory_utilization"],
-                                     cuda_graphs="off")
-    cls, blocks, block_size, seqs, tokens = replica
-    requests = [Request(i, 0.0, SARATHI["prompt"], SARATHI["output"]) for i in range(SARATHI["requests"])]
-    timeline = simulate(requests, cls(BlockPool(blocks, block_size), seqs, tokens), step.seconds,
-                        SARATHI["max_model_len"])
-    return batch_kinds(timeline, SARATHI["prompt"]), step
-
-
-def sarathi_rows() -> list[dict]:
-    """Per published kind of batch: how many of our steps are of that kind (both runs), our median
-    step in ms, and our projections' GEMMs at its token count in ms, beside the published figures."""
-    import statistics
-
-    kinds, step = [], None
-    for scheduler, budget in SARATHI["runs"]:
-        run, step = sarathi_run(scheduler, budget)
-        kinds += run
-    rows = []
-    for kind, (published, linear, attention) in SARATHI_BATCHES.items():
-        ours = [seconds for k, seconds in kinds if k == kind]
-        gemms = step.gemm_seconds_by_leaf(kind[0] + kind[1])
-        rows.append({"kind": kind, "steps": len(ours), "published_ms": published,
-                     "ours_ms": 1e3 * statistics.median(ours) if ours else float("nan"),
-                     "published_linear_ms": linear, "ours_linear_ms": 1e3 * sum(gemms[p] for p in PROJECTIONS),
-                     "published_attention_ms": attention})
-    return rows
-
-
-def print_sarathi() -> None:
-    print(f"\nSarathi-Serve Table 2, Yi-34B-200K fp16, tp 2 on 2 x A100 80GB PCIe. Source: {SARATHI_SOURCE}\n")
-    print("| batch: prefill + decode tokens (sequences) | our steps of that kind | published (ms) | ours (ms) "
-          "| ours / published | published linear (ms) | ours linear (ms) | ours / published | published attention (ms) |")
-    print("|---|---|---|---|---|---|---|---|---|")
-    for row in sarathi_rows():
-        prefill, decode, sequences = row["kind"]
-        print(f"| {prefill} + {decode} ({sequences}) | {row['steps']} | {row['published_ms']:.1f} | {row['ours_ms']:.1f} "
-              f"| {row['ours_ms'] / row['published_ms']:.2f} | {row['published_linear_ms']:.1f} "
-              f"| {row['ours_linear_ms']:.1f} | {row['ours_linear_ms'] / row['published_linear_ms']:.2f} "
-              f"| {row['published_attention_ms']:.1f} |")
-
-
-NIM_SOURCE = ("NVIDIA NIM LLM benchmarking guide 1.0.0, Performance, https://docs.nvidia.com/nim/benchmarking/llm/"
-              "1.0.0/performance.md, Llama-3.3-70b-instruct Results, Version 1.8.0")
-NIM_REQUESTS_PER_CLIENT = 10  # ours: requests in all = 10 x concurrency (the page does not give AIPerf's count)
-# The tables as the page types them: (concurrency, TTFT ms, ITL ms, throughput tokens/s).
-NIM = [
-    {"model": "llama3-70b", "published_model": "Llama-3.3-70B-Instruct", "version": "1.8.0",
-     "gpus": "2 x H100 80G", "hardware": "h100-sxm", "tp": 2, "precision": "fp8", "prompt": 5000, "output": 500,
-     "rows": [(1, 406.77, 18.58, 51.67), (5, 546.7, 21.83, 218.48), (25, 688.69, 38.75, 623.4),
-              (50, 834.51, 59.73, 814.37), (100, 7996.25, 92.91, 917.26), (150, 34794.22, 92.86, 920.9),
-              (200, 61680.22, 93.06, 920.54), (250, 88605.32, 93.2, 920.12)]},
-    {"model": "llama3-70b", "published_model": "Llama-3.3-70B-Instruct", "version": "1.8.0",
-     "gpus": "2 x H100 80G", "hardware": "h100-sxm", "tp": 2, "precision": "fp8", "prompt": 500, "output": 2000,
-     "rows": [(1, 47.77, 18.91, 52.85)]},
-]
-
-
-def nim_options(table: dict) -> dict:
-    """Our replica for a NIM table: vLLM's scheduler and default budgets, the table's tp, FP8
-    weights and KV cache with bf16 activations (the projections W8A8 at the FP8 peak)."""
-    return {"scheduler": "vllm", "tp": table["tp"], "dtype": "bf16", "weight_dtype": "fp8", "kv_dtype": "fp8"}
-
-
-def nim_row(table: dict, concurrency: int, requests: int | None = None) -> dict:
-    """Ours at one concurrency: mean TTFT and TPOT (ms) and output tokens per second."""
-    from costmodel.serving.api import serve
-
-    run = serve(table["model"], table["hardware"], concurrency=concurrency,
-                requests=requests or NIM_REQUESTS_PER_CLIENT * concurrency, prompt=str(table["prompt"]),
-                output=str(table["output"]), seed=0, **nim_options(table))
-    summary = run.summary()
-    return {"ttft_ms": 1e3 * summary["ttft"]["mean"], "itl_ms": 1e3 * summary["tpot"]["mean"],
-            "tokens_per_s": summary["throughput"]["output_tokens_per_s"]}
-
-
-def print_nim() -> None:
-    print(f"\nNVIDIA NIM at a fixed concurrency. Source: {NIM_SOURCE}\n")
-    print("| model (ours) | GPUs | in / out | concurrency | TTFT ms: published | ours | ratio | ITL ms: published "
-          "| ours | ratio | tokens/s: published | ours | ratio |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
-    for table in NIM:
-        for concurrency, ttft, itl, tokens in table["rows"]:
-            ours = nim_row(table, concurrency)
-            print(f"| {table['published_model']} ({table['model']}) | {table['gpus']} {table['precision']} tp "
-                  f"{table['tp']} | {table['prompt']} / {table['output']} | {concurrency} | {ttft:,.1f} "
-                  f"| {ours['ttft_ms']:,.1f} | {ours['ttft_ms'] / ttft:.2f} | {itl:.2f} | {ours['itl_ms']:.2f} "
-                  f"| {ours['itl_ms'] / itl:.2f} | {tokens:,.1f} | {ours['tokens_per_s']:,.1f} "
-                  f"| {ours['tokens_per_s'] / tokens:.2f} |")
 
 
 TRTLLM_BENCH_SOURCE = ("NVIDIA/TensorRT-LLM docs/source/performance/perf-overview.md (commit 00f37686), 'Throughput "
@@ -663,45 +454,8 @@ def print_sglang_vllm(path: str | Path = SGLANG_VLLM_LENGTHS) -> None:
                       f"| {ours[metric] / published:.2f} |")
 
 
-def static_run(model: str, tp: int, batch: int, prompt: int, output: int, hardware: str = "a100-80gb",
-               **options):
-    import costmodel
-    from costmodel.hardware import load_hardware
-
-    cfg = costmodel.load_model(model)
-    options = options or {"dtype": "fp16"}
-    replica, step, _ = build_replica(cfg, load_hardware(hardware), scheduler="static", max_num_seqs=batch,
-                                     tp=tp, num_blocks=10**9, **options)
-    cls, blocks, block_size, seqs, tokens = replica
-    requests = [Request(i, 0.0, prompt, output) for i in range(batch)]
-    return simulate(requests, cls(BlockPool(blocks, block_size), seqs, tokens), step.seconds, cfg.max_positions)
-
-
 def main() -> None:
-    print(f"Source: {SOURCE}\n")
-    print("| model | tp | batch | in | out | published out tok/s | ours | ours per GPU | ours / published | per GPU / published |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
-    for model, tp, batch, prompt, output, published in THROUGHPUT:
-        timeline = static_run(model, tp, batch, prompt, output)
-        end = max(s.token_times[-1] for s in timeline.sequences)
-        ours = batch * output / end
-        print(f"| {model} | {tp} | {batch} | {prompt} | {output} | {published:,} | {ours:,.0f} | {ours / tp:,.0f} "
-              f"| {ours / published:.2f} | {ours / tp / published:.2f} |")
-    print("\n| model | tp | in | published first token (ms), batch 1 | ours (ms) | ours / published |")
-    print("|---|---|---|---|---|---|")
-    for model, tp, prompt, published in FIRST_TOKEN:
-        timeline = static_run(model, tp, 1, prompt, 1)
-        ours = 1e3 * timeline.sequences[0].token_times[0]
-        print(f"| {model} | {tp} | {prompt} | {published} | {ours:.0f} | {ours / published:.2f} |")
-    print(f"\nSource: {H200_SOURCE}\n")
-    print("| model | tp | batch | in | out | published out tok/s per GPU | ours | ours / published |")
-    print("|---|---|---|---|---|---|---|---|")
-    for model, tp, batch, prompt, output, published in H200_FP8:
-        timeline = static_run(model, tp, batch, prompt, output, "h200", dtype="bf16", weight_dtype="fp8",
-                              kv_dtype="fp8")
-        end = max(s.token_times[-1] for s in timeline.sequences)
-        ours = batch * output / end / tp  # per GPU, as the table states every row
-        print(f"| {model} | {tp} | {batch} | {prompt} | {output} | {published:,} | {ours:,.0f} | {ours / published:.2f} |")
+    print_static()
     print_sarathi()
     print_vllm()
     print_nim()

@@ -100,3 +100,20 @@ def gloo() -> dict[str, list[dict]]:
     names = list(GLOO_CASES)
     by_rank = run_gloo(run_jobs, 2, [GLOO_CASES[name] for name in names], timeout_s=300)
     return {name: [by_rank[r][i] for r in range(2)] for i, name in enumerate(names)}
+
+
+@pytest.fixture
+def served(monkeypatch):
+    """costmodel.serving.api.serve spied on: the options of its last call (the dict it yields),
+    the real serve run with them (tests/test_serve_published*.py)."""
+    import costmodel.serving.api as api
+
+    seen, real_serve = {}, api.serve
+
+    def serve(model, hardware, **options):
+        seen.update(model=model, hardware=hardware, **options)
+        return real_serve(model, hardware, **options)
+
+    monkeypatch.setattr(api, "serve", serve)
+    seen["_real"] = real_serve
+    return seen

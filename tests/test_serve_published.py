@@ -23,23 +23,6 @@ def script():
     return module
 
 
-@pytest.fixture
-def served(monkeypatch):
-    """costmodel.serving.api.serve spied on: the options of its last call (the dict it yields),
-    the real serve run with them."""
-    import costmodel.serving.api as api
-
-    seen, real_serve = {}, api.serve
-
-    def serve(model, hardware, **options):
-        seen.update(model=model, hardware=hardware, **options)
-        return real_serve(model, hardware, **options)
-
-    monkeypatch.setattr(api, "serve", serve)
-    seen["_real"] = real_serve
-    return seen
-
-
 def test_mlperf_figures_are_the_loadgen_summaries(script):
     # the mlperf_log_summary.txt files and NVIDIA's config classes the script's docstring names
     azure, dgx = script.MLPERF
@@ -188,112 +171,6 @@ def test_mlperf_server_draws_prompts_from_the_histogram(script, served):
     lengths = script.mlperf_input_lengths()
     script.mlperf_server(script.MLPERF[0], lengths, requests=30)
     assert served["prompt"] is lengths and served["output"] == "294" and served["max_batched_tokens"] == 16384
-
-
-def test_static_rows_use_the_table_lengths(script, monkeypatch):
-    seen = []
-    real_simulate = script.simulate
-
-    def simulate(requests, *args, **kwargs):
-        seen.append({(r.prompt_tokens, r.output_tokens) for r in requests} | {("count", len(requests))})
-        return real_simulate(requests, *args, **kwargs)
-
-    monkeypatch.setattr(script, "simulate", simulate)
-    timeline = script.static_run("llama2-7b", 1, 4, 128, 8)
-    assert seen == [{(128, 8), ("count", 4)}]
-    assert len(timeline.sequences) == 4 and all(len(s.token_times) == 8 for s in timeline.sequences)
-
-
-def test_tensorrt_llm_figures_are_the_sources(script):
-    # NVIDIA/TensorRT-LLM docs/source/performance.md at commit 138f96d ("updated for v0.6.1"), "A100
-    # GPUs (FP16)" Peak Throughput (LLaMA 7B, LLaMA 70B rows) and Low Latency (v0.5 data) tables.
-    assert script.THROUGHPUT == [
-        ("llama2-7b", 1, 384, 128, 128, 5586), ("llama2-7b", 1, 60, 128, 2048, 1928),
-        ("llama2-7b", 1, 52, 2048, 128, 591), ("llama2-7b", 2, 64, 2048, 2048, 782),
-        ("llama2-70b", 4, 1280, 128, 128, 670), ("llama2-70b", 4, 240, 128, 2048, 525),
-        ("llama2-70b", 4, 120, 2048, 128, 79)]
-    assert script.FIRST_TOKEN == [("llama2-7b", 1, 128, 16), ("llama2-7b", 1, 2048, 133),
-                                  ("llama2-70b", 4, 128, 47), ("llama2-70b", 4, 2048, 377)]
-    # docs/source/blogs/H200launch.md, "H200 FP8 Max throughput" (v0.5.0, preliminary), as stored at
-    # commits 2c39687 and 1555478, every row as printed (out tok/s/GPU): the 70B rows of 128/2048
-    # at tp 2 (1,654) and 2048/128 at batch 64 on one GPU (341). (The script read them as tp 4 at
-    # 6,616 and tp 2 at 682 from a release/0.5.0 copy no store holds: those per-GPU figures x tp.)
-    assert script.H200_FP8 == [
-        ("llama2-13b", 1, 1024, 128, 128, 11819), ("llama2-13b", 1, 128, 128, 2048, 4750),
-        ("llama2-13b", 1, 64, 2048, 128, 1349), ("llama2-70b", 1, 512, 128, 128, 3014),
-        ("llama2-70b", 2, 512, 128, 2048, 1654), ("llama2-70b", 1, 64, 2048, 128, 341),
-        ("llama2-70b", 1, 32, 2048, 128, 303)]
-    assert "1555478" in script.H200_SOURCE and "out tok/s/GPU" in script.H200_SOURCE
-
-
-def test_sarathi_figures_are_table_2s_results_csv(script):
-    # osdi-experiments/table-2/results.csv (batch_execution_time, linear, attention in ms) and runs.sh
-    assert script.SARATHI_BATCHES == {
-        (1024, 0, 1): (217.2359591349959, 160.9267194569111, 13.67039993405342),
-        (0, 4, 4): (68.12209542840715, 25.50041586626321, 2.9952000081539154),
-        (1021, 3, 4): (217.6498775370419, 158.9964799284935, 3.9936000108718868)}
-    assert {k: v for k, v in script.SARATHI.items() if k != "runs"} == {
-        "model": "yi-34b-200k", "hardware": "a100-pcie", "tp": 2, "dtype": "fp16", "requests": 8, "prompt": 1024,
-        "output": 16, "max_model_len": 1040, "max_num_seqs": 4, "gpu_memory_utilization": 0.85}
-    assert script.SARATHI["runs"] == (("vllm-v0", 1040), ("sarathi", 1024))
-
-
-def test_batch_kinds_count_prefill_and_decode_tokens_as_sarathi_does(script):
-    """Sarathi's scheduler, budget 5, two requests of 4 + 3 tokens at 0: r0's prompt and 1 of
-    r1's (5 prefill tokens); r0's first decode beside r1's last 3 prompt tokens; both decode; r1's
-    last decode alone."""
-    from costmodel.serving.schedulers import SarathiScheduler
-
-    requests = [script.Request(i, 0.0, 4, 3) for i in range(2)]
-    timeline = script.simulate(requests, SarathiScheduler(script.BlockPool(100, 4), 8, 5), lambda q, k, e: 1.0, 512)
-    assert [kind for kind, _ in script.batch_kinds(timeline, 4)] == [(5, 0, 2), (3, 1, 2), (0, 2, 2), (0, 1, 1)]
-
-
-def test_sarathi_rows_are_computed_from_the_setup(script, monkeypatch):
-    """Both runs are simulated with Table 2's model, hardware, tp, dtype, budgets and requests; each
-    row is the median of our steps of the published kind (every kind occurs) and the projections'
-    GEMMs of the step model at that batch's token count."""
-    seen, steps = [], []
-    real_build, real_simulate = script.build_replica, script.simulate
-
-    def build(cfg, hardware, **options):
-        seen.append(dict(model=cfg.name, hardware=hardware.name, **options))
-        replica, step, setup = real_build(cfg, hardware, **options)
-        steps.append(step)
-        return replica, step, setup
-
-    def simulate(requests, scheduler, step_seconds, max_model_len, *args):
-        seen[-1].update(requests={(r.arrival_s, r.prompt_tokens, r.output_tokens) for r in requests},
-                        count=len(requests), max_model_len=max_model_len)
-        return real_simulate(requests, scheduler, step_seconds, max_model_len, *args)
-
-    monkeypatch.setattr(script, "build_replica", build)
-    monkeypatch.setattr(script, "simulate", simulate)
-    rows = script.sarathi_rows()
-    common = {"model": "yi-34b-200k", "hardware": "a100-pcie", "tp": 2, "dtype": "fp16", "max_num_seqs": 4,
-              "gpu_memory_utilization": 0.85, "cuda_graphs": "off", "requests": {(0.0, 1024, 16)}, "count": 8, "max_model_len": 1040}
-    assert seen == [dict(common, scheduler="vllm-v0", max_batched_tokens=1040),
-                    dict(common, scheduler="sarathi", max_batched_tokens=1024)]
-    step = steps[-1]
-    by_kind = {row["kind"]: row for row in rows}
-    # results.csv's three kinds of batch and their median batch_execution_time and linear (ms)
-    published = {(1024, 0, 1): (217.2359591349959, 160.9267194569111), (0, 4, 4): (68.12209542840715, 25.50041586626321),
-                 (1021, 3, 4): (217.6498775370419, 158.9964799284935)}
-    assert set(by_kind) == set(published) and all(row["steps"] > 0 for row in rows)
-    # a prefill alone is one sequence of 1,024 tokens attending to its own 1,024 keys
-    assert by_kind[(1024, 0, 1)]["ours_ms"] == 1e3 * step.seconds([1024], [1024])
-    # four decodes: vllm-v0's 4 + 4 x 15 steps and sarathi's all run at contexts 1,025-1,039
-    decodes = [1e3 * step.seconds([1] * 4, [c] * 4) for c in (1025, 1039)]
-    assert decodes[0] <= by_kind[(0, 4, 4)]["ours_ms"] <= decodes[1]
-    for kind, row in by_kind.items():
-        gemms = step.gemm_seconds_by_leaf(kind[0] + kind[1])
-        # Sarathi's "linear": the four projections (attn_pre_proj, attn_post_proj, mlp_up_proj,
-        # mlp_down_proj), i.e. every GEMM of the step but the LM head's
-        assert set(gemms) == {"decoder.layer.self_attention.qkv", "decoder.layer.self_attention.out",
-                              "decoder.layer.ffn.mlp", "head.lm_head"}
-        linear = sum(seconds for path, seconds in gemms.items() if path != "head.lm_head")
-        assert row["ours_linear_ms"] == pytest.approx(1e3 * linear, rel=1e-12)
-        assert (row["published_ms"], row["published_linear_ms"]) == published[kind]
 
 
 def test_vllm_post_figures_are_the_charts_bars(script):
@@ -447,47 +324,6 @@ def test_vllm_sharegpt_rows_run_each_requests_own_lengths(script, monkeypatch):
     from costmodel.config import ConfigError
     with pytest.raises(ConfigError, match="fewer than the 501"):
         script.vllm_throughput("llama3-8b", "ShareGPT", requests=501, pairs=pairs)
-
-
-def test_nim_tables_are_the_pages(script):
-    """NVIDIA NIM's benchmarking guide 1.0.0, Performance (docs.nvidia.com/nim/benchmarking/llm/1.0.0/
-    performance.md), Llama-3.3-70b-instruct, Version 1.8.0: "2 x H100 80G", "fp8 TP2", then
-    "5000 Input Tokens / 500 Output Tokens" (all eight rows) and "500 Input Tokens / 2000 Output
-    Tokens" (its first row), typed here from the page, not from script.NIM."""
-    first, second = script.NIM
-    for table in (first, second):
-        assert (table["model"], table["hardware"], table["tp"], table["precision"], table["version"]) == \
-            ("llama3-70b", "h100-sxm", 2, "fp8", "1.8.0")
-        assert table["gpus"] == "2 x H100 80G" and table["published_model"] == "Llama-3.3-70B-Instruct"
-    assert (first["prompt"], first["output"], second["prompt"], second["output"]) == (5000, 500, 500, 2000)
-    assert [row[0] for row in first["rows"]] == [1, 5, 25, 50, 100, 150, 200, 250]
-    assert first["rows"] == [(1, 406.77, 18.58, 51.67), (5, 546.7, 21.83, 218.48), (25, 688.69, 38.75, 623.4),
-                             (50, 834.51, 59.73, 814.37), (100, 7996.25, 92.91, 917.26),
-                             (150, 34794.22, 92.86, 920.9), (200, 61680.22, 93.06, 920.54),
-                             (250, 88605.32, 93.2, 920.12)]
-    assert second["rows"] == [(1, 47.77, 18.91, 52.85)]
-    # the throughput column is output tokens/s: at one client, 500 tokens over TTFT + 499 ITLs
-    concurrency, ttft, itl, tokens = first["rows"][0]
-    assert 500 / (ttft / 1e3 + 499 * itl / 1e3) == pytest.approx(tokens, rel=2e-3)
-
-
-def test_nim_rows_pass_the_tables_setup(script, served):
-    """Each row runs `serve` with the table's concurrency and fixed lengths, vLLM's scheduler,
-    tp 2 on h100-sxm, FP8 weights and KV cache; the figures are the run's mean TTFT and TPOT and
-    its output tokens per second."""
-    seen, real_serve = served, served["_real"]
-    table = script.NIM[0]
-    ours = script.nim_row(table, 3, requests=6)
-    assert {k: seen[k] for k in ("model", "hardware", "concurrency", "requests", "prompt", "output", "scheduler",
-                                 "tp", "dtype", "weight_dtype", "kv_dtype")} == {
-        "model": "llama3-70b", "hardware": "h100-sxm", "concurrency": 3, "requests": 6, "prompt": "5000",
-        "output": "500", "scheduler": "vllm", "tp": 2, "dtype": "bf16", "weight_dtype": "fp8", "kv_dtype": "fp8"}
-    assert "rate" not in seen and script.NIM_REQUESTS_PER_CLIENT == 10
-    direct = real_serve("llama3-70b", "h100-sxm", concurrency=3, requests=6, prompt="5000", output="500", seed=0,
-                        scheduler="vllm", tp=2, dtype="bf16", weight_dtype="fp8", kv_dtype="fp8").summary()
-    assert direct["setup"]["load"] == "concurrency"
-    assert ours == {"ttft_ms": 1e3 * direct["ttft"]["mean"], "itl_ms": 1e3 * direct["tpot"]["mean"],
-                    "tokens_per_s": direct["throughput"]["output_tokens_per_s"]}
 
 
 def test_trtllm_bench_tables_are_the_pages(script):

@@ -1,0 +1,96 @@
+"""TensorRT-LLM's static-batch figures beside the serving simulator's for the same setup (the first
+tables of `python benchmarks/serve_published.py`, printed as Markdown; docs/serving.md holds a copy).
+
+The A100 tables: TensorRT-LLM's documented performance (docs/source/performance.md at commit 138f96d,
+"data updated for v0.6.1"; gptSessionBenchmark, i.e. static batches: B requests of the given
+input and output lengths started together), A100 GPUs in FP16. Throughput is output tokens per
+second of the batch; first-token latency is at batch 1. Ours: the `static` scheduler (Hugging
+Face generate-style lockstep batches) on the a100-80gb preset in fp16, same model, batch, lengths
+and tensor parallelism. The A100 table's header reads "out tok/s" where the H100 table's reads
+"out tok/s/GPU"; its tp > 1 rows agree with ours only per GPU, so both columns are printed.
+
+Second table: TensorRT-LLM's H200 launch note (docs/source/blogs/H200launch.md at commits 1555478
+and 2c39687: "H200 FP8 Max throughput", output tokens/s per GPU, TensorRT-LLM v0.5.0, TensorRT
+9.1.0.4, preliminary), also static batches (the largest power-of-2 batch that fits); ours per GPU
+too (a tp 2 run's tokens/s over 2). Ours: the static
+scheduler on the h200 preset with FP8 weights and an FP8 KV cache (--weight-dtype fp8
+--kv-dtype fp8), bf16 activations: the projections' GEMMs run W8A8 at the FP8 peak (--fp8-gemm
+auto; costmodel/quantization.py runs_w8a8), the attention core in bf16.
+"""
+
+from __future__ import annotations
+
+from costmodel.serving.api import build_replica
+from costmodel.serving.engine import simulate
+from costmodel.serving.kvcache import BlockPool
+from costmodel.serving.workload import Request
+
+SOURCE = "TensorRT-LLM docs/source/performance.md (commit 138f96d, v0.6.1 data), A100 FP16"
+# (model, tp, batch, input, output, published output tokens/s) -- "Peak Throughput" table
+THROUGHPUT = [
+    ("llama2-7b", 1, 384, 128, 128, 5586),
+    ("llama2-7b", 1, 60, 128, 2048, 1928),
+    ("llama2-7b", 1, 52, 2048, 128, 591),
+    ("llama2-7b", 2, 64, 2048, 2048, 782),
+    ("llama2-70b", 4, 1280, 128, 128, 670),
+    ("llama2-70b", 4, 240, 128, 2048, 525),
+    ("llama2-70b", 4, 120, 2048, 128, 79),
+]
+# (model, tp, batch, input, output, published output tokens/s per GPU) -- "H200 FP8 Max throughput"
+H200_SOURCE = ("NVIDIA/TensorRT-LLM docs/source/blogs/H200launch.md (commits 1555478 and 2c39687), "
+               "'H200 FP8 Max throughput', out tok/s/GPU, TensorRT-LLM v0.5.0 preliminary")
+H200_FP8 = [
+    ("llama2-13b", 1, 1024, 128, 128, 11819),
+    ("llama2-13b", 1, 128, 128, 2048, 4750),
+    ("llama2-13b", 1, 64, 2048, 128, 1349),
+    ("llama2-70b", 1, 512, 128, 128, 3014),
+    ("llama2-70b", 2, 512, 128, 2048, 1654),
+    ("llama2-70b", 1, 64, 2048, 128, 341),
+    ("llama2-70b", 1, 32, 2048, 128, 303),
+]
+# (model, tp, input, published first-token latency in ms at batch 1) -- "Low Latency" table (v0.5)
+FIRST_TOKEN = [
+    ("llama2-7b", 1, 128, 16), ("llama2-7b", 1, 2048, 133),
+    ("llama2-70b", 4, 128, 47), ("llama2-70b", 4, 2048, 377),
+]
+
+
+def static_run(model: str, tp: int, batch: int, prompt: int, output: int, hardware: str = "a100-80gb",
+               **options):
+    import costmodel
+    from costmodel.hardware import load_hardware
+
+    cfg = costmodel.load_model(model)
+    options = options or {"dtype": "fp16"}
+    replica, step, _ = build_replica(cfg, load_hardware(hardware), scheduler="static", max_num_seqs=batch,
+                                     tp=tp, num_blocks=10**9, **options)
+    cls, blocks, block_size, seqs, tokens = replica
+    requests = [Request(i, 0.0, prompt, output) for i in range(batch)]
+    return simulate(requests, cls(BlockPool(blocks, block_size), seqs, tokens), step.seconds, cfg.max_positions)
+
+
+def print_static() -> None:
+    print(f"Source: {SOURCE}\n")
+    print("| model | tp | batch | in | out | published out tok/s | ours | ours per GPU | ours / published | per GPU / published |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for model, tp, batch, prompt, output, published in THROUGHPUT:
+        timeline = static_run(model, tp, batch, prompt, output)
+        end = max(s.token_times[-1] for s in timeline.sequences)
+        ours = batch * output / end
+        print(f"| {model} | {tp} | {batch} | {prompt} | {output} | {published:,} | {ours:,.0f} | {ours / tp:,.0f} "
+              f"| {ours / published:.2f} | {ours / tp / published:.2f} |")
+    print("\n| model | tp | in | published first token (ms), batch 1 | ours (ms) | ours / published |")
+    print("|---|---|---|---|---|---|")
+    for model, tp, prompt, published in FIRST_TOKEN:
+        timeline = static_run(model, tp, 1, prompt, 1)
+        ours = 1e3 * timeline.sequences[0].token_times[0]
+        print(f"| {model} | {tp} | {prompt} | {published} | {ours:.0f} | {ours / published:.2f} |")
+    print(f"\nSource: {H200_SOURCE}\n")
+    print("| model | tp | batch | in | out | published out tok/s per GPU | ours | ours / published |")
+    print("|---|---|---|---|---|---|---|---|")
+    for model, tp, batch, prompt, output, published in H200_FP8:
+        timeline = static_run(model, tp, batch, prompt, output, "h200", dtype="bf16", weight_dtype="fp8",
+                              kv_dtype="fp8")
+        end = max(s.token_times[-1] for s in timeline.sequences)
+        ours = batch * output / end / tp  # per GPU, as the table states every row
+        print(f"| {model} | {tp} | {batch} | {prompt} | {output} | {published:,} | {ours:,.0f} | {ours / published:.2f} |")

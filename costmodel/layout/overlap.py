@@ -1,0 +1,91 @@
+"""The overlap conventions of a training step's communication (Overlap: which share of each kind of
+collective runs hidden behind compute, and what the compute loses beside it), and the refusal of
+Overlap.ep where Megatron-Core's --overlap-moe-expert-parallel-comm cannot run (check_ep_overlap).
+
+Stated conventions, not measurements, each settable; costmodel/layout/time.py (StepTime) applies
+them and states the model in its docstring. Overlap is importable from there too.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..config import ConfigError
+from .rank import ParallelEstimate
+
+
+@dataclass(frozen=True)
+class Overlap:
+    """The overlap conventions, each settable (stated, not measured):
+    tp: the fraction of tensor-parallel communication hidden behind compute (0: exposed, as
+        Megatron without its TP-communication overlap);
+    dp: the fraction of the last micro-batch's compute a gradient reduction (DDP, ZeRO-1/2) runs
+        under (2/3: its backward; 0: reduced after backward, Megatron-LM before
+        --overlap-grad-reduce);
+    prefetch: FSDP/ZeRO-3 gather and scatter each micro-batch while it computes (False: exposed);
+    pp: the fraction of each micro-batch's pipeline exchange hidden behind compute (0: exposed, as
+        Megatron-LM's blocking sends; 1: Megatron-Core's overlap_p2p_comm, which Megatron-Bridge
+        turns on for every interleaved schedule, training/comm_overlap.py);
+    params: the fraction of the first micro-batch's forward (a third of its compute, the 2/3
+        convention of dp) the ZeRO-1/2 parameter all-gather runs under (0: exposed, gathered after
+        the optimizer step; 1: Megatron-Core's --overlap-param-gather, which all-gathers the updated
+        parameters bucket by bucket and waits for each in a forward pre-hook of the next step's
+        first micro-batch: megatron/core/optimizer/distrib_optimizer.py at core_r0.8.0, lines
+        1330-1337, 1413-1438, 1454-1475);
+    ep: the fraction of each micro-batch's expert all-to-all (dispatch and combine) hidden behind
+        compute (0: exposed; 1: Megatron-Core's --overlap-moe-expert-parallel-comm, Megatron-Bridge's
+        moe_a2a_overlap, whose combined 1F1B schedule runs one micro-batch's forward beside
+        another's backward, layer by layer, so that 'EP A2A in forward step is hidden by the
+        attention/mlp computation in the backward step, and vice versa': Megatron-LM at d98e8a64d,
+        megatron/core/pipeline_parallel/combined_1f1b.py; the fraction is of the paired steps'
+        all-to-all, never more than their compute: the forwards and backwards that run alone, the
+        first forward and the last backward without a pipeline, a pipeline rank's warm-up forwards
+        and cool-down backwards, run their all-to-all exposed, layout/combined_1f1b.py);
+    slowdown: how much slower compute runs while a hidden collective runs beside it (its kernels
+        hold SMs and memory bandwidth): the step pays hidden x slowdown / (1 + slowdown) more
+        (None: nccl_facts.json "overlap_compute_slowdown", a published average; 0: free overlap)."""
+
+    tp: float = 0.0
+    dp: float = 2 / 3
+    prefetch: bool = True
+    slowdown: float | None = None
+    pp: float = 0.0
+    params: float = 0.0
+    ep: float = 0.0
+
+    def contention(self, hidden: float) -> float:
+        """The seconds compute loses while `hidden` seconds of communication run beside it."""
+        return hidden * self.slowdown / (1 + self.slowdown)
+
+    def __post_init__(self) -> None:
+        if self.slowdown is None:
+            from ..collectives import nccl_facts
+
+            object.__setattr__(self, "slowdown", float(nccl_facts()["overlap_compute_slowdown"]["value"]))
+        rate = self.slowdown
+        if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not 0 <= rate <= 1:
+            raise ConfigError(f"overlap slowdown must be a rate in [0, 1] (0.4 the largest published), got {rate!r}.")
+        for name in ("tp", "dp", "pp", "params", "ep"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
+                raise ConfigError(f"overlap {name} must be a fraction in [0, 1], got {value!r}.")
+
+
+def check_ep_overlap(estimate: ParallelEstimate) -> None:
+    """Refuse Overlap.ep where Megatron-Core's --overlap-moe-expert-parallel-comm cannot run: its
+    TransformerConfig.__post_init__ asserts expert parallelism, virtual pipeline stages when
+    pp > 1, no full recomputation, and bf16 or fp16 (Megatron-LM at d98e8a64d,
+    megatron/core/transformer/transformer_config.py lines 3005-3037)."""
+    layout, workload = estimate.layout, estimate.workload
+    refusals = (
+        (layout.framework != "megatron", f"it overlaps Megatron-Core's code (--framework megatron), not {layout.framework}"),
+        (layout.ep == 1, "it hides the expert all-to-all and this layout has none (--ep 1)"),
+        (layout.pp > 1 and layout.schedule != "interleaved",
+         "it needs the interleaved schedule where --pp > 1 ('virtual_pipeline_model_parallel_size must be "
+         f"specified when pipeline_model_parallel_size > 1'), not {layout.schedule}"),
+        (workload.recompute == "full",
+         "it refuses full recomputation ('disable full recomputation when enabling overlap_moe_expert_parallel_comm')"),
+        (workload.dtype not in ("bf16", "fp16"), f"it runs bf16 or fp16 models only, not {workload.dtype}"))
+    for refused, why in refusals:
+        if refused:
+            raise ConfigError(f"--ep-overlap is Megatron-Core's --overlap-moe-expert-parallel-comm: {why}.")
