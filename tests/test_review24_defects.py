@@ -23,3 +23,31 @@ def test_deepseek_v4_w8a8_is_refused_in_one_line(capsys):
     line = one_error_line(["simulate", "-m", "deepseek-v4-flash", "--hardware", "b200", "--prompt", "4096",
                            "--gen", "128", "--weight-dtype", "fp8"], capsys)
     assert "W8A8" in line and "decoder.csa_layer.self_attention.compressor" in line and "--fp8-gemm w8a16" in line
+
+
+# 2. Serving a model whose full layers have their own KV heads (h_kvg, split under tp since wt24_user)
+#    at a tp where the windowed and the full layers split differently: the KV bytes a GPU holds per
+#    token are the split tree's, not the whole's over one "ways" ratio (refused "24/7 ways" before).
+
+#: Gemma4TextConfig's defaults with keys as values on the full layers (tests/test_smoke18_defects.py):
+#: 25 sliding layers of 4 KV heads of 256, 5 full layers of 2 KV heads of 512.
+GEMMA4_GLOBAL_KV = dict(model_type="gemma4_text", vocab_size=262144, hidden_size=2304, intermediate_size=9216,
+                        num_hidden_layers=30, num_attention_heads=8, num_key_value_heads=4, head_dim=256,
+                        global_head_dim=512, attention_k_eq_v=True, num_global_key_value_heads=2,
+                        sliding_window=512, hidden_size_per_layer_input=0, max_position_embeddings=131072)
+
+
+def test_serve_splits_the_full_layers_kv_heads_as_the_tree_does(tmp_path, capsys):
+    """At tp 4 a GPU holds one of the 4 sliding heads and one of the 2 full-layer heads (replicated
+    over two GPUs, vLLM's QKVParallelLinear): K and V in bf16, 25 x 1 x 256 x 2 x 2 + 5 x 1 x 512 x 2 x 2
+    bytes a token, not the whole 122,880 over 4 (30,720); at tp 2 the two split alike, 61,440."""
+    import json
+
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(GEMMA4_GLOBAL_KV))
+    def per_token(tp: int) -> int:
+        return run_json(["serve", "--config", str(path), "--hardware", "h100", "--rate", "4", "--requests", "4",
+                         "--prompt", "64", "--output", "4", "--scheduler", "orca", "--tp", str(tp)],
+                        capsys)["setup"]["kv_cache"]["kv_bytes_per_token"]
+    assert [per_token(tp) for tp in (2, 4)] == [25 * 2 * 256 * 4 + 5 * 1 * 512 * 4,
+                                                25 * 1 * 256 * 4 + 5 * 1 * 512 * 4] == [61_440, 35_840]
