@@ -51,3 +51,27 @@ def test_serve_splits_the_full_layers_kv_heads_as_the_tree_does(tmp_path, capsys
                         capsys)["setup"]["kv_cache"]["kv_bytes_per_token"]
     assert [per_token(tp) for tp in (2, 4)] == [25 * 2 * 256 * 4 + 5 * 1 * 512 * 4,
                                                 25 * 1 * 256 * 4 + 5 * 1 * 512 * 4] == [61_440, 35_840]
+
+
+# 3. plan --serve --rate (the capacity search) with a model no engine serves: one line, exit 2, as serve
+#    and plan --serve say it; before, every configuration was set aside for that one reason ("not
+#    feasible: 27", exit 1 for OpenAI GPT; exit 0 and a reason cut to "model 'deepseek-v4-flash'").
+
+RATE = ["--rate", "1", "--slo-ttft", "2", "--slo-tpot", "0.1", "--requests", "20"]
+
+
+def test_capacity_search_refuses_a_model_without_a_cache(tmp_path, capsys):
+    import json
+
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(dict(model_type="openai-gpt", vocab_size=40478, n_embd=768, n_head=12, n_layer=12,
+                                    n_positions=512)))
+    line = one_error_line(["plan", "--config", str(path), "--hardware", "a100-80gb", "--serve", "--prompt", "256",
+                           "--gen", "64", *RATE], capsys)
+    assert "openai_gpt's Hugging Face class holds no KV cache" in line
+
+
+def test_capacity_search_refuses_deepseek_v4_chunks(capsys):
+    line = one_error_line(["plan", "-m", "deepseek-v4-flash", "--hardware", "b200", "--serve", "--prompt", "1024",
+                           "--gen", "64", *RATE], capsys)
+    assert "a prefill chunk against a cache (serving) is not modelled for DeepSeek-V4" in line
