@@ -75,3 +75,17 @@ def test_capacity_search_refuses_deepseek_v4_chunks(capsys):
     line = one_error_line(["plan", "-m", "deepseek-v4-flash", "--hardware", "b200", "--serve", "--prompt", "1024",
                            "--gen", "64", *RATE], capsys)
     assert "a prefill chunk against a cache (serving) is not modelled for DeepSeek-V4" in line
+
+
+# 4. The layout line under context parallelism beside expert parallelism names the ranks Megatron-Core's
+#    expert grid draws EP from (Layout.expert_ranks): "of dp" before, though ep 4 > dp 2.
+
+def test_the_layout_line_names_the_expert_grid(capsys):
+    from tests.cli_run import run_main
+
+    common = ["simulate", "-m", "qwen3-30b-a3b", "--train", "--hardware", "h100", "--framework", "megatron",
+              "--zero", "1", "--ep", "4", "--seq-len", "8192"]
+    _, out, _ = run_main([*common, "--dp", "2", "--cp", "2"], capsys)
+    assert "dp 2 x cp 2 (ep 4 of cp x dp)" in out
+    _, out, _ = run_main([*common, "--dp", "1", "--cp", "2", "--tp", "2", "--sp", "--etp", "1"], capsys)
+    assert "(ep 4 of tp x cp x dp, experts whole: etp 1)" in out
