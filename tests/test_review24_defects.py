@@ -89,3 +89,21 @@ def test_the_layout_line_names_the_expert_grid(capsys):
     assert "dp 2 x cp 2 (ep 4 of cp x dp)" in out
     _, out, _ = run_main([*common, "--dp", "1", "--cp", "2", "--tp", "2", "--sp", "--etp", "1"], capsys)
     assert "(ep 4 of tp x cp x dp, experts whole: etp 1)" in out
+
+
+# 5. Parallel folding at dp 1 (tp 4 x dp 1, ep 2, etp 1): Megatron-Core's expert_data_parallel_size is
+#    world / (etp x ep x pp) = 2, so two ranks hold the same experts and reduce their gradients; the
+#    memory sharded them over the 2, but no collective ran (the data-parallel ones ran only where
+#    dp x cp > 1).
+
+def test_folding_at_dp_1_reduces_the_experts_gradients(capsys):
+    """Qwen3-30B-A3B's 48 layers x 128 experts x 3 x 2,048 x 768 = 28,991,029,248 expert parameters, a
+    rank's E / 2 of them, 14,495,514,624: their fp32 gradients reduce-scattered (4 bytes each) and their
+    bf16 weights all-gathered (2 bytes) over the 2 ranks, the distributed optimizer's pair."""
+    result = run_json(["simulate", "-m", "qwen3-30b-a3b", "--train", "--hardware", "h100", "--framework", "megatron",
+                       "--zero", "1", "--dp", "1", "--tp", "4", "--sp", "--etp", "1", "--ep", "2",
+                       "--seq-len", "4096"], capsys)
+    local = 48 * 128 * 3 * 2048 * 768 // 2
+    assert local == 14_495_514_624
+    assert result["parallel"]["communication"]["edp"] == {"reduce_scatter": 4 * local, "all_gather": 2 * local}
+    assert "dp" not in result["parallel"]["communication"]
