@@ -65,8 +65,9 @@ def refuse_other_modes(ctx: click.Context, serve: bool, rate: float | None) -> N
 @click.option("--pp", type=int, default=None, help="Only this pipeline size.")
 @click.option("--dp", type=int, default=None, help="Only this data-parallel size.")
 @click.option("--zero", type=click.IntRange(0, 3), default=None, help="Only this ZeRO stage.")
-@click.option("--dp-shard", type=int, default=None, help="Hybrid sharding (FSDP2's HSDP): shard groups of this "
-              "many data-parallel ranks in every layout (fsdp2 only; default: all of dp).")
+@click.option("--dp-shard", type=int, default=None, help="Hybrid sharding (FSDP2's HSDP, or Megatron-FSDP's HFSDP "
+              "with --framework megatron --zero 3): shard groups of this many data-parallel ranks in every layout "
+              "(default: all of dp).")
 @click.option("--sp/--no-sp", default=None, help="Only with (or without) sequence parallelism.")
 @choice_option("--framework", spec.FRAMEWORK_NAMES, "Only this framework.")
 @click.option("--ep", type=int, default=None, help="Only this expert-parallel size (a mixture of experts).")

@@ -77,7 +77,7 @@ def plan(model: Any, gpus: int | Sequence[int], hardware: str = DEFAULT_HARDWARE
     those that fit ranked by time (step time; time per output token when serving) or by cost
     (GPU-seconds per token), those that do not with their reason. fixed: tp, pp, dp, zero, sp,
     framework, recompute, ep, cp, schedule, fp8 keep only the layouts with that value
-    (dp_shard: hybrid sharding, FSDP2's only, in every layout); impl and
+    (dp_shard: hybrid sharding, FSDP2's HSDP or megatron --zero 3's HFSDP, in every layout); impl and
     attention, when given, replace what each layout's framework implies (costmodel/defaults.py);
     serving runs attention's kernel, flash (as `serve`) unless given, sdpa where FlashAttention-2
     does not run (defaults.serving_attention: Volta, Turing; eager for a class without sdpa; a typed flash there is refused).

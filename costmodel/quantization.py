@@ -397,18 +397,22 @@ def w8a8_leaf_adjustment(leaf: Any, w8a8: bool, element_bytes: Any) -> tuple[Any
     return leaf.count * w8a8_flops(leaf), read, quantize
 
 
-def blended_peak(flops: Any, fp8_flops: Any, peak: float, fp8_peak: float, values: dict) -> float:
+def blended_peak(flops: Any, fp8_flops: Any, peak: float, fp8_peak: float, values: dict, path: str = "") -> float:
     """The one matmul rate of a leaf whose fp8_flops of flops run at fp8_peak and the rest at
     peak (the roofline's one kernel per leaf): flops / (fp8_flops / fp8_peak + rest / peak). The
-    share must not depend on the workload (it does not: a leaf's products scale together); values:
-    the model's sizes."""
+    share must not depend on the workload: a leaf's weight products scale together, but a leaf that
+    also multiplies two activations (DeepSeek-V4's compressor: its indexer's scores against the n / m
+    compressed entries beside its projections) has a share that moves with n, refused in one line (path: the
+    leaf's, named there); values: the model's sizes."""
     import sympy as sp
 
     if fp8_flops == 0:
         return peak
     share = sp.cancel(sp.sympify(fp8_flops) / flops).xreplace(values)
     if share.free_symbols:
-        raise ValueError(f"a leaf's FP8 share of its FLOPs depends on the workload ({share}); not modelled.")
+        raise ConfigError(f"workload: FP8 weights on FP8 tensor cores (W8A8) are not modelled for {path or 'a leaf'}, "
+                          f"whose FP8 share of its matmul FLOPs depends on the workload ({share}: weight products "
+                          "beside a product of two activations); use --fp8-gemm w8a16.")
     share = float(share)
     return 1.0 / (share / fp8_peak + (1 - share) / peak)
 

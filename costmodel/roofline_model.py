@@ -143,7 +143,8 @@ class Roofline:
         fixed = {k: sp.Integer(v) for k, v in model_values(model.cfg).items()}
         for leaf in model.leaves if leaves is None else leaves:
             fp8_flops, read, quantize = w8a8_leaf_adjustment(leaf, self.w8a8, S.e)
-            peak = blended_peak(leaf.total("flops_matmul"), fp8_flops, self.flops_per_s, self.fp8_flops_per_s, fixed)
+            peak = blended_peak(leaf.total("flops_matmul"), fp8_flops, self.flops_per_s, self.fp8_flops_per_s, fixed,
+                                leaf.path)
             runs[leaf.path] = (int(leaf.count.xreplace(fixed)), leaf.cost.is_active(), peak)
             for quantity in KERNEL_QUANTITIES:
                 expressions[f"{leaf.path}|{quantity}"] = (matmul_traffic(leaf) + read if quantity == "bytes_matmul"

@@ -205,12 +205,19 @@ def render_estimate(result: dict[str, Any], rows: Sequence[Any]) -> str:
     return "\n".join(out)
 
 
+def expert_grid(lay: dict[str, Any]) -> str:
+    """The ranks the expert-parallel group is drawn from (Layout.expert_ranks): dp, cp x dp with
+    context parallelism, tp x ... under parallel folding (etp 1)."""
+    return " x ".join(name for name, used in (("tp", lay.get("etp")), ("cp", lay.get("cp", 1) > 1), ("dp", True))
+                      if used)
+
+
 def render_parallel(p: dict[str, Any]) -> str:
     """The per-rank memory and communication of a layout (estimate with --dp/--tp/--pp...)."""
     lay = p["layout"]
     head = (f"Parallel layout: {plural(lay['gpus'], 'GPU')} = tp {lay['tp']} x pp {lay['pp']} x dp {lay['dp']}"
             + (f" x cp {lay['cp']}" if lay.get("cp", 1) > 1 else "")
-            + (f" (ep {lay['ep']} of {'tp x dp, experts whole: etp 1' if lay.get('etp') else 'dp'})"
+            + (f" (ep {lay['ep']} of {expert_grid(lay)}{', experts whole: etp 1' if lay.get('etp') else ''})"
                if lay.get("ep", 1) > 1 else "") + (f", FP8 {lay['fp8']}" if lay.get("fp8") else "")
             + (f" ({'Megatron-FSDP HFSDP' if lay['framework'] == 'megatron' else 'HSDP'}: {lay['dp_replicate']} replicas "
                f"of shard groups of {lay['dp_shard']})" if lay.get("dp_shard") else "")

@@ -67,7 +67,7 @@ class RankCommunication:
                              layout.cp_kv_heads, recomputed)
             for kind, value in moved.items():
                 add("cp", kind, m * value)
-        if layout.shard_ranks > 1:
+        if layout.reduces_gradients:
             for group, kinds in self._data_parallel_groups(stage).items():
                 for kind, value in kinds.items():
                     add(group, kind, value)
@@ -339,7 +339,7 @@ class RankCommunication:
         local = experts // self.layout.ep
         if self.layout.megatron_fsdp:  # the experts' inner group under HFSDP (Layout.expert_shard_ranks)
             edp = self.layout.expert_shard_ranks
-        out = {"dp": self._data_parallel(stage, exclude=experts)}
+        out = {"dp": self._data_parallel(stage, exclude=experts)} if self.layout.shard_ranks > 1 else {}
         if edp > 1:
             out["edp"] = self._data_parallel(stage, params=local, ranks=edp)
         return {**out, **self._replicas(stage, experts=experts)}

@@ -379,6 +379,13 @@ class Layout:
         return self.expert_ranks // self.ep
 
     @property
+    def reduces_gradients(self) -> bool:
+        """Whether a rank runs data-parallel collectives: a shard group of more than one rank, or
+        under expert parallelism an expert-data-parallel group of more than one (parallel folding at
+        dp 1: tp x cp / ep ranks hold the same experts, Megatron-Core's expert_data_parallel_size)."""
+        return self.shard_ranks > 1 or (self.ep > 1 and self.expert_data_parallel > 1)
+
+    @property
     def shard_ranks(self) -> int:
         """The ranks a parameter's state is sharded over, which gather it and reduce-scatter its
         gradient: dp x cp (context-parallel ranks see different tokens of the same sequences:

@@ -367,7 +367,7 @@ class StepTime:
     def data_parallel_split(self, stage: Stage, compute: float) -> tuple[float, float]:
         """Seconds of the step's data-parallel collectives, (exposed, hidden under compute)."""
         layout, m = self.estimate.layout, self.estimate.layout.microbatches
-        if layout.shard_ranks == 1:
+        if not layout.reduces_gradients:
             return 0.0, 0.0
         communication = self.estimate.communication(stage)
         # Megatron-FSDP's HFSDP collectives over the replicas run once a step (megatron_fsdp.py)

@@ -145,6 +145,17 @@ def replica_profile(cfg: Any, scheduler: str = "vllm", *, weight_dtype: str | No
     return profile
 
 
+def require_engine_steps(cfg: Any, profile: Any) -> None:
+    """The steps every engine runs, a prefill chunk against a cache and a decode step, built once as
+    the replicas build them (tree.CostModel): a model none can run is one line before a search's
+    configurations, not each of them set aside for the same reason (OpenAI GPT's class holds no
+    cache; DeepSeek-V4's compressed attention has no chunk against one)."""
+    from ..tree import CostModel
+
+    for phase in ("decode", "chunk"):
+        CostModel(cfg, profile, phase=phase).leaves  # noqa: B018 (built for its refusals)
+
+
 def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_seqs: int | None = None,
                   max_batched_tokens: int | None = None, block_size: int = 16,
                   gpu_memory_utilization: float | None = None, num_blocks: int | None = None, tp: int = 1, pp: int = 1,

@@ -24,7 +24,7 @@ from ..config import ConfigError, show
 from ..cost import check_price
 from ..quantization import runs_w8a8
 from ..spec import DEFAULT_GEN_TOKENS
-from .api import build_replica, replica_profile, require_decoder_only, run_replicas
+from .api import build_replica, replica_profile, require_decoder_only, require_engine_steps, run_replicas
 from .workload import Lengths, check_requests, poisson
 from .state_slots import check_ssm_cache_dtype
 
@@ -216,6 +216,7 @@ def plan_capacity(cfg: Any, hardwares: list[Any], target: Target, *, scheduler: 
     profile = replica_profile(cfg, scheduler, **{name: replica_options[name] for name in formats
                                                  if name in replica_options})
     require_w8a8_somewhere(getattr(profile, "weight_format", None), hardwares)
+    require_engine_steps(cfg, profile)  # else every configuration set aside for the model's one reason
     seqs_list = max_num_seqs or [64, 128, 256]
     tokens_list = max_batched_tokens or ([None] if scheduler == "static" else [512, 2048, 8192])  # static: no budget
     keys, infeasible = [], []

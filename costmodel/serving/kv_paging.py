@@ -113,9 +113,9 @@ class Paging:
         return None
 
     def block_bytes(self, cfg: Any, per_token: int, window_per_token: int, shards: int) -> int:
-        """Bytes per GPU of one pool block, from the tree's bytes per token of all layers and of
-        the windowed ones (each layer's share must be equal: a uniform page size, as both engines
-        need)."""
+        """Bytes per GPU of one pool block, from a tensor-parallel GPU's bytes per token of all layers
+        and of the windowed ones (kvcache.rank_kv_per_token; each layer's share must be equal: a
+        uniform page size, as both engines need), over the `shards` pipeline stages."""
         full_layers, window_layers = self.layer_counts
         parts = [(share, layers) for share, layers in ((per_token - window_per_token, full_layers),
                                                         (window_per_token, window_layers)) if layers]

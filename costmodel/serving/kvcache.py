@@ -210,19 +210,17 @@ def cache_sizing(cfg: Any, profile: Any, dtype_bytes: int, memory_bytes: int, ut
     kv_symbolic = decode.total("kv_cache_bytes")
     kv = sp.expand(kv_symbolic.xreplace({k: v for k, v in subs.items() if k != S.c}))
     as_full = lambda expr: sp.expand(expr.replace(sp.Min, lambda *args: S.c if S.c in args else sp.Min(*args)))  # noqa: E731
-    window_terms = sp.Add(*(term for term in sp.Add.make_args(sp.expand(kv)) if term.has(sp.Min)))
-    per_token = int(as_full(kv).coeff(S.c, 1))
-    window_per_token = int(as_full(window_terms).coeff(S.c, 1))
-    kv_tp = kv_tensor_shards(kv_symbolic, subs, tp, as_full, cfg.name)
+    # a GPU's share: the decode tree's KV bytes with the heads split as layout/split.py splits them
+    per_token, window_per_token = rank_kv_per_token(kv_symbolic, subs, tp, as_full)
     prefill = CostModel(cfg, profile, phase="prefill")
     total = int(inference_phases(cfg, prefill.profile)["prefill"].xreplace(subs))
     cache = int(prefill.total("kv_cache_bytes").xreplace(subs))
     weights = int(prefill.total("weight_bytes").xreplace(subs))
     activations = max(0, total - weights - cache)
-    block_bytes = None if paging is None else paging.block_bytes(cfg, per_token, window_per_token, kv_tp * pp)
+    block_bytes = None if paging is None else paging.block_bytes(cfg, per_token, window_per_token, pp)
     return CacheSizing(memory_bytes, utilization, reserve_bytes, -(-rank_weight_bytes(prefill, subs, tp) // pp),
-                       -(-activations // tp), -(-per_token // (kv_tp * pp)), block_size, block_bytes,
-                       -(-window_per_token // (kv_tp * pp)), state_bytes(decode, subs, tp, pp, layer_states))
+                       -(-activations // tp), -(-per_token // pp), block_size, block_bytes,
+                       -(-window_per_token // pp), state_bytes(decode, subs, tp, pp, layer_states))
 
 
 def rank_weight_bytes(tree: Any, subs: dict, tp: int) -> int:
@@ -244,22 +242,19 @@ def rank_weight_bytes(tree: Any, subs: dict, tp: int) -> int:
     return int(sp.ceiling(rank.xreplace({**subs, S.tp: sp.Integer(tp)})))
 
 
-def kv_tensor_shards(kv: Any, subs: dict, tp: int, as_full: Any, name: str) -> int:
-    """How many ways tensor parallelism divides the KV cache: the decode tree's KV bytes per key
-    with the attention's heads split as layout/split.py splits them (h / tp; h_kv / tp, or one
-    head replicated where tp is a multiple of h_kv: split.kv_heads_per_rank), against the whole.
-    GQA's cache is per KV head: tp ways, or h_kv ways where each head is replicated. Latent
-    attention's (DeepSeek) is one latent per token whatever the heads: every rank keeps all of it
-    (vLLM's ModelConfig.get_num_kv_heads returns 1 under MLA, 'When using MLA during decode it
-    becomes MQA'; the layout model's per-rank KV, what `simulate --tp` prints, is the same split
-    tree)."""
+def rank_kv_per_token(kv: Any, subs: dict, tp: int, as_full: Any) -> tuple[int, int]:
+    """One of tp GPUs' KV bytes per token of context, of all layers and of the windowed ones: the
+    decode tree's KV bytes with the attention's heads split as layout/split.py splits them (h / tp;
+    h_kv / tp, or one head replicated where tp is a multiple of h_kv: split.kv_heads_per_rank; the
+    full layers' own h_kvg likewise, Gemma 4's, so that the windowed and the full layers may split
+    differently: at tp 4, 4 sliding heads one a GPU and 2 full-layer heads each on two). GQA's cache
+    is per KV head; latent attention's (DeepSeek) is one latent per token whatever the heads: every
+    rank keeps all of it (vLLM's ModelConfig.get_num_kv_heads returns 1 under MLA, 'When using MLA
+    during decode it becomes MQA'; the layout model's per-rank KV, what `simulate --tp` prints, is
+    the same split tree)."""
     from ..layout.split import heads_split
 
-    if tp == 1:
-        return 1
-    rank = kv.xreplace(heads_split(tp)).xreplace({k: v for k, v in subs.items() if k != S.c})
-    whole = as_full(sp.expand(kv.xreplace({k: v for k, v in subs.items() if k != S.c}))).coeff(S.c, 1)
-    shards = whole / as_full(sp.expand(rank)).coeff(S.c, 1)
-    if not shards.is_integer:
-        raise ConfigError(f"{name}: tp {tp} splits its KV cache {shards} ways, not a whole number; not modelled.")
-    return int(shards)
+    rank = kv.xreplace(heads_split(tp)) if tp > 1 else kv
+    rank = sp.expand(rank.xreplace({k: v for k, v in subs.items() if k != S.c}))
+    window_terms = sp.Add(*(term for term in sp.Add.make_args(rank) if term.has(sp.Min)))
+    return int(as_full(rank).coeff(S.c, 1)), int(as_full(window_terms).coeff(S.c, 1))

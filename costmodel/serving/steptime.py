@@ -193,7 +193,7 @@ class RooflineStepTime(StepTime):
                 groups["tokens"].append([sp.Integer(0), weights, sp.Integer(0), sp.Integer(0)])
                 peaks["tokens"].append(self.peak)
             groups[group].append(totals)
-            peaks[group].append(blended_peak(totals[0], fp8_flops, self.peak, fp8_peak, fixed))
+            peaks[group].append(blended_peak(totals[0], fp8_flops, self.peak, fp8_peak, fixed, leaf.path))
         # Each group's leaves' matmul peaks, in the order of its rows (a W8A8 leaf's products at
         # the FP8 peak, those it runs in the data dtype at that one: quantization.runs_quantized).
         self._peaks = {name: np.array(values) for name, values in peaks.items()}
