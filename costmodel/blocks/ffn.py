@@ -133,6 +133,8 @@ class FeedForward(Block):
         internal = 4 if python_gelu else 1
         dropout = self.inner_dropout and "ffn" in self.profile.dropout_sites()
         kept = internal + (2 if self.gated else 0) + (0 if self.sub_norm else 1)
+        if self.gated and self.profile.facts.swiglu_clamped_copies:
+            kept += 2  # the clamped gate and up beside the projections' outputs
         if self.gated and self.profile.facts.fused_swiglu:
             kept = 3  # the fused kernel's input (gate and up) and the output matrix's input
         if self.activation == "relu" and not dropout:
@@ -233,6 +235,8 @@ class Router(Block):
         else:
             scores = dtype_bytes(self.profile.facts.router_scores_dtype)
             saved = scores * tokens * S.E + INDEX * tokens * S.k
+            if self.profile.facts.router_softplus_scores:  # softplus's input beside sqrt's output
+                saved += scores * tokens * S.E
             if self.renormalize:
                 saved += scores * tokens + scores * tokens * S.k
                 if self.profile.facts.topk_sum_clamped:  # the clamp's input, beside its output
@@ -369,7 +373,8 @@ class Experts(Block):
         if self.profile.facts.fused_swiglu:
             return elements, ZERO, elementwise_bytes(hidden, reads=2)
         if not self.clamped:
-            return elements, S.e * hidden, elementwise_bytes(hidden, reads=2)
+            copies = 2 if self.profile.facts.swiglu_clamped_copies else 0  # the clamped gate and up
+            return elements, (1 + copies) * S.e * hidden, elementwise_bytes(hidden, reads=2)
         return (elements, 4 * S.e * hidden,
                 2 * elementwise_bytes(hidden) + 2 * elementwise_bytes(hidden)
                 + elementwise_bytes(hidden) + 2 * elementwise_bytes(hidden, reads=2))
