@@ -11,7 +11,7 @@ from typing import Any, Callable
 from .config import ConfigError, ModelConfig, show
 from .errors import MAX_LAYERS, check_int
 from .hf_fields import Fields
-from .blocks.deepseek_v4 import SINKHORN_ITERS
+from .model_choices import SINKHORN_ITERS
 
 #: DeepseekV4Config's attention kinds and their legacy compress_ratios (0, 4, 128).
 _SLIDING, _CSA, _HCA = "sliding_attention", "compressed_sparse_attention", "heavily_compressed_attention"

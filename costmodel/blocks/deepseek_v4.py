@@ -19,6 +19,7 @@ from typing import Any
 import sympy as sp
 
 from .. import symbols as S
+from ..model_choices import SINKHORN_ITERS
 from ..terms import FP32, ZERO, Expr, unless_fp32
 from .attention import kv_cache_bytes
 from .base import Block, Cost, Profile, Tensor, linear_bytes, linear_flops, make_cost, weight_matrix
@@ -46,11 +47,6 @@ def compressor_state_bytes(seen: Expr, rate: Expr, width: Expr, prompt_view: Any
     buffer = sp.Piecewise((ZERO, sp.Eq(left, 0)), (S.b * S.n * width, prompt_view), (S.b * left * width, True))
     overlap = sp.Piecewise((ZERO, sp.Lt(seen, rate)), (S.b * rate * series * (S.e + FP32), True)) if sparse else ZERO
     return S.e * (S.b * compressed_entries(seen, rate) * series + 2 * buffer) + overlap
-
-
-#: DeepseekV4Config.hc_sinkhorn_iters: the Sinkhorn loop's iterations (one column normalisation,
-#: then a row and a column one per further iteration); hf_deepseek_v4 refuses any other.
-SINKHORN_ITERS = 20
 
 
 def streams_norm_saved(tokens: Expr) -> Expr:
