@@ -227,3 +227,25 @@ def test_saved_bytes_equal_the_class(name, dtype):
     for n, expected in SAVED[(name, dtype)].items():
         measured = saved_activation_bytes(model, family_inputs(fields, 2, n, labels=True)).total_bytes
         assert measured == estimate(fields, 2, n, dtype).total("saved_bytes") == expected, n
+
+
+def test_router_hyper_connection_and_clamp_elements_equal_the_class():
+    """Output elements of aten ops at b = 2, n = 13, fp32 (validate.measure.other_op_elements) beside
+    the tree's element kinds: sigmoid 1,326 (the hyper-connections' pre and post, 2 x 26 x 3 each of
+    8, and the head's 26 x 3; the router has none), softplus and sqrt 520 each (the router's
+    sqrt(softplus) over 26 tokens x 5 experts in 4 layers), clamp 24,960 (the gate's clamp_max and
+    up's clamp, 52 slots and 26 shared-expert rows of 40 in 4 layers)."""
+    pytest.importorskip("transformers")
+    import torch
+
+    from tests.golden.hf_families import estimate
+    from validate import measure
+    from validate.hf_families import build_hf_from_dict, family_inputs
+
+    fields = CONFIGS["deepseek_v4"]
+    model = build_hf_from_dict(dict(fields), dtype=torch.float32)
+    measured = measure.other_op_elements(model, family_inputs(fields, 2, 13, labels=True))
+    tree = estimate(fields, 2, 13, "fp32").flops()["other_elements"]
+    assert measured["aten.sigmoid"] == tree["sigmoid"] == 1_326
+    assert measured["aten.softplus"] == tree["softplus"] == measured["aten.sqrt"] == tree["sqrt"] == 520
+    assert measured["aten.clamp"] == tree["clamp"] + tree["clamp_max"] == 24_960
