@@ -138,6 +138,13 @@ class Facts:
     # the top-k weights' sum is clamped below before the division (ERNIE 4.5 MoE's moe_norm_min):
     # the clamp keeps its input, one more fp32 value per token
     topk_sum_clamped: bool = False
+    # DeepSeek-V4's sqrt(softplus(logits)) scores: softplus keeps its input (the logits), sqrt its
+    # output, where a sigmoid keeps its output alone (blocks/ffn.py Router)
+    router_softplus_scores: bool = False
+    # DeepSeek-V4's SwiGLU clamped before the SiLU (gate.clamp(max=limit), up.clamp(-limit, limit)):
+    # each clamp keeps its input, SiLU the clamped gate and the product the clamped up, two hidden
+    # tensors more than SwiGLU keeps (blocks/ffn.py Experts.glu and FeedForward.saved)
+    swiglu_clamped_copies: bool = False
     # a softmax or sigmoid router's score-correction bias (E values added for the choice only) is
     # a frozen nn.Parameter (ERNIE 4.5 MoE's e_score_correction_bias, AFMoE's expert_bias,
     # requires_grad False), which parameters() counts

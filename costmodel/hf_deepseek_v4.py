@@ -11,6 +11,7 @@ from typing import Any, Callable
 from .config import ConfigError, ModelConfig, show
 from .errors import MAX_LAYERS, check_int
 from .hf_fields import Fields
+from .model_choices import SINKHORN_ITERS
 
 #: DeepseekV4Config's attention kinds and their legacy compress_ratios (0, 4, 128).
 _SLIDING, _CSA, _HCA = "sliding_attention", "compressed_sparse_attention", "heavily_compressed_attention"
@@ -50,7 +51,8 @@ def _deepseek_v4(f: Fields, name: str) -> ModelConfig:
     """DeepSeek-V4 (see the module docstring; blocks/deepseek_v4.py). Refused in one line: a
     hidden_act other than silu, mlp_bias (the shared expert's biases), n_shared_experts other than 1
     (DeepseekV4MLP builds one shared expert of moe_intermediate_size whatever it says), o_groups not
-    dividing num_attention_heads x head_dim, a rotary width that is odd. num_key_value_heads is not
+    dividing num_attention_heads x head_dim, a rotary width that is odd, hc_sinkhorn_iters other than
+    20 (blocks/deepseek_v4.py SINKHORN_ITERS: each iteration's divisions keep their inputs). num_key_value_heads is not
     read (one key = value head always), nor attention_bias (no attention bias is built); the MTP layer
     (num_nextn_predict_layers) is not built by the class and not counted."""
     layers = f.get("num_hidden_layers", 43)
@@ -59,6 +61,9 @@ def _deepseek_v4(f: Fields, name: str) -> ModelConfig:
         raise ConfigError(f"{f.source}: unsupported hidden_act {show(f.data['hidden_act'])} for deepseek_v4.")
     if f.get("mlp_bias", False, bool):
         raise ConfigError(f"{f.source}: mlp_bias is not modelled for deepseek_v4 (its shared expert's biases).")
+    if f.get("hc_sinkhorn_iters", SINKHORN_ITERS) != SINKHORN_ITERS:
+        raise ConfigError(f"{f.source}: hc_sinkhorn_iters {show(f.data['hc_sinkhorn_iters'])} is not modelled for "
+                          f"deepseek_v4 (its bytes saved for backward assume DeepseekV4Config's {SINKHORN_ITERS}).")
     if f.get("n_shared_experts", 1) != 1:
         raise ConfigError(f"{f.source}: n_shared_experts {show(f.data['n_shared_experts'])} is not modelled for "
                           "deepseek_v4: DeepseekV4MLP builds one shared expert of moe_intermediate_size whatever "

@@ -19,3 +19,8 @@ HEADS = ("lm", "pooler", "none")
 #: sparsemixer: PhiMoE's two rounds of a masked softmax over the logits, one expert each (top 2);
 #: topk_then_sigmoid: Kolibri-1's, the top k of the logits plus a bias, then a sigmoid over those k.
 ROUTERS = ("softmax", "sigmoid", "topk_softmax", "sigmoid_topk", "sparsemixer", "topk_then_sigmoid")
+
+#: DeepseekV4Config.hc_sinkhorn_iters: the Sinkhorn loop's iterations in DeepSeek-V4's
+#: hyper-connections (one column normalisation, then a row and a column one per further iteration;
+#: blocks/deepseek_v4.py HyperConnection.saved); hf_deepseek_v4 refuses any other.
+SINKHORN_ITERS = 20

@@ -295,11 +295,9 @@ class Workload:
                             "not measured (counted as 0), nor the other FLOPs besides their matmuls "
                             "(blocks/deltanet.py).")
         if cfg.hyper_streams:
-            warnings.append(f"model {show(cfg.name)} is DeepSeek-V4: parameters, matmul FLOPs (forward, backward, decode) "
-                            "and the KV cache are proven against transformers' class; the bytes saved for backward "
-                            "are not modelled (the activations line leaves out the hyper-connections' "
-                            f"{cfg.hyper_streams} streams, the compressors and the grouped output: an undercount); "
-                            "of the other FLOPs, validate's softmax, silu and relu elements are exact, the norms' and "
+            warnings.append(f"model {show(cfg.name)} is DeepSeek-V4: parameters, matmul FLOPs (forward, backward, decode), "
+                            "the KV cache and the bytes saved for backward (eager, fp32 and bf16) are proven against "
+                            "transformers' class; of the other FLOPs, validate's softmax, silu and relu elements are exact, the norms' and "
                             "Sinkhorn's stated, not measured (blocks/deepseek_v4.py); its MTP layer is not built.")
         if cfg.altup_inputs:
             warnings.append(f"model {show(cfg.name)} is Gemma 3n: parameters, matmul FLOPs, the KV cache and the bytes "

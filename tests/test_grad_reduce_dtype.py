@@ -122,26 +122,22 @@ def test_cli_option_and_its_refusal(capsys):
     assert "grad_reduce_in_fp32; add --framework megatron" in err and "Traceback" not in err
 
 
-NOT_EXPRESSIBLE = ("deepseek-v4-flash",)
-
-
 def test_every_megatron_bridge_megatron_row_states_the_recipes_bf16_reduce():
     """Every release's perf recipe sets grad_reduce_in_fp32 False (the sources' 'assumed' text names
     the file and commit of each): each Megatron DDP row of both pages states it, and Nemotron 3
-    Ultra's Megatron-FSDP row its recipe's megatron_fsdp_main_grads_dtype and grad_comm_dtype bf16;
-    the Llama 3 8B Megatron-FSDP rows of 25.09 and 25.11 (whose Megatron-FSDP of that time was not
-    read) and the rows no preset expresses do not."""
+    Ultra's Megatron-FSDP row its recipe's megatron_fsdp_main_grads_dtype and grad_comm_dtype bf16,
+    DeepSeek-V4 Flash's row its perf recipe's (4ab94dfad perf_recipes/deepseek/gb200/deepseek_v4.py:
+    _benchmark_common, then ddp.grad_reduce_in_fp32 False again); the Llama 3 8B Megatron-FSDP rows
+    of 25.09 and 25.11 (whose Megatron-FSDP of that time was not read) do not."""
     from reports.published_runs import other_runs_data
 
     data = other_runs_data()
     bridge = [run for run in data["runs"] if run["id"].startswith("megatron-bridge")]
     stated = [run for run in bridge if run.get("grad_reduce_dtype") == "bf16"]
     left = {run["id"] for run in bridge} - {run["id"] for run in stated}
-    assert len(stated) == 172 and len(bridge) == 175
-    assert sorted(left) == ["megatron-bridge 25.09 llama3-8b fp8 fsdp 8xh100", "megatron-bridge 25.11 llama3-8b fp8-cs fsdp 8xh100",
-                            "megatron-bridge-moe 26.08 deepseek-v4-flash mxfp8 128xgb200"]
-    assert all(run.get("zero") == 3 or any(name in run["id"] for name in NOT_EXPRESSIBLE)
-               for run in bridge if run["id"] in left)
+    assert len(stated) == 173 and len(bridge) == 175
+    assert sorted(left) == ["megatron-bridge 25.09 llama3-8b fp8 fsdp 8xh100", "megatron-bridge 25.11 llama3-8b fp8-cs fsdp 8xh100"]
+    assert all(run.get("zero") == 3 for run in bridge if run["id"] in left)
     assert not any(run.get("grad_reduce_dtype") for run in data["runs"] if not run["id"].startswith("megatron-bridge"))
 
 

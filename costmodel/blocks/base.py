@@ -41,6 +41,7 @@ OTHER_FLOPS_PER_ELEMENT = {
     "sigmoid": 4,
     "softplus": 3,  # exp, log1p and the threshold's compare (Laguna's output gate)
     "exp": 1,  # Doge's dynamic mask, exp(A * softplus(dt))
+    "sqrt": 1,  # DeepSeek-V4's router scores, sqrt(softplus(logits))
     "rope": 3,
     "clamp": 2,  # a compare with each bound (OLMo's clip_qkv, gpt-oss's clamp of up)
     "clamp_max": 1,  # one bound only (gpt-oss's clamp of the gate: min None)

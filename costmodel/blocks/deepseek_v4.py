@@ -5,10 +5,10 @@ sparse attention with its indexer, heavily compressed attention) and the grouped
 The attention core (scores, softmax with sinks, weighted sum) is attention.py's, over the prompt's
 keys plus the compressed entries; the experts are ffn.py's.
 
-Measured exactly against the class (tests/test_hf_deepseek_v4.py): parameters and forward matmul
-FLOPs (FlopCounterMode, eager attention and eager experts). The other ops' elements are this
-module's stated counts, not measured; bytes saved for backward are not modelled (the estimate says
-so: costmodel/estimation.py).
+Measured exactly against the class (tests/test_hf_deepseek_v4.py): parameters, forward matmul
+FLOPs (FlopCounterMode, eager attention and eager experts) and the bytes saved for backward (fp32
+and bf16, prompts that close no window and some that close several). The other ops' elements are
+this module's stated counts, not measured (the estimate says so: costmodel/workload.py).
 """
 
 from __future__ import annotations
@@ -19,7 +19,8 @@ from typing import Any
 import sympy as sp
 
 from .. import symbols as S
-from ..terms import FP32, ZERO, Expr
+from ..model_choices import SINKHORN_ITERS
+from ..terms import FP32, ZERO, Expr, unless_fp32
 from .attention import kv_cache_bytes
 from .base import Block, Cost, Profile, Tensor, linear_bytes, linear_flops, make_cost, weight_matrix
 
@@ -48,6 +49,15 @@ def compressor_state_bytes(seen: Expr, rate: Expr, width: Expr, prompt_view: Any
     return S.e * (S.b * compressed_entries(seen, rate) * series + 2 * buffer) + overlap
 
 
+def streams_norm_saved(tokens: Expr) -> Expr:
+    """Bytes an fp32 unweighted RMSNorm of the flattened streams keeps, then the fp32 linear after it
+    (DeepseekV4HyperConnection, DeepseekV4HyperHead): the streams in the activation dtype (their
+    fp32 view where activations are fp32), an fp32 copy where they are narrower, the rsqrt per
+    token, the normed streams the linear reads."""
+    streams = tokens * S.H_c * S.d
+    return S.e * streams + unless_fp32(FP32 * streams) + FP32 * tokens + FP32 * streams
+
+
 @dataclass(frozen=True)
 class HyperConnection(Block):
     """DeepseekV4HyperConnection (attn_hc, ffn_hc), kept in fp32: an unweighted RMSNorm of the H_c
@@ -67,6 +77,7 @@ class HyperConnection(Block):
         comb = 2 * self.tokens * S.H_c * S.H_c * S.d
         streams = self.tokens * S.H_c * S.d
         return make_cost(
+            saved_bytes=self.saved(),
             tensors=[Tensor(mixes, S.H_c * S.d), Tensor(mixes), Tensor(3)],
             flops_matmul=fn_forward + comb,
             flops_matmul_backward=fn_backward + 2 * comb,
@@ -74,6 +85,17 @@ class HyperConnection(Block):
                       ("softmax", self.tokens * S.H_c * S.H_c), ("mul", 2 * streams), ("add", 2 * streams)],
             bytes_matmul=linear_bytes(self.tokens, S.H_c * S.d, mixes) + S.e * (self.tokens * S.H_c * (S.H_c + 2 * S.d)),
         )
+
+    def saved(self) -> Expr:
+        """Bytes kept for backward (measured exactly: tests/test_hf_deepseek_v4.py): the streams'
+        norm and the fp32 linear (streams_norm_saved); in fp32, the linear's (2 + H_c) H_c outputs
+        (the scales' products read the one storage), the two sigmoids' results (H_c each), the
+        softmax's (H_c^2), each of the Sinkhorn loop's 2 x 20 - 1 divisions its numerator (H_c^2)
+        and its sums (H_c), pre + eps (H_c) for the collapse; in the activation dtype the
+        sublayer's output (d), post and comb cast for the expand and the comb^T @ streams product."""
+        tokens, hc = self.tokens, S.H_c
+        weights = FP32 * tokens * ((2 + hc) * hc + 2 * hc + hc * hc + (2 * SINKHORN_ITERS - 1) * (hc * hc + hc) + hc)
+        return streams_norm_saved(tokens) + weights + S.e * tokens * (S.d + hc + hc * hc)
 
 
 @dataclass(frozen=True)
@@ -91,6 +113,8 @@ class HyperHead(Block):
             tensors=[Tensor(S.H_c, S.H_c * S.d), Tensor(S.H_c), Tensor(1)],
             flops_matmul=forward, flops_matmul_backward=backward,
             elements=[("rmsnorm", streams), ("sigmoid", self.tokens * S.H_c), ("mul", streams), ("add", streams)],
+            # the norm and linear, then in fp32 the mixes (the scale's product), the sigmoid, pre + eps
+            saved_bytes=streams_norm_saved(self.tokens) + FP32 * self.tokens * 3 * S.H_c,
             bytes_matmul=linear_bytes(self.tokens, S.H_c * S.d, S.H_c),
         )
 
@@ -128,7 +152,21 @@ class V4Projections(Block):
                       ("rope", S.d_r * (2 * self.q_tokens * S.h + self.kv_tokens))],
             kv_cache_bytes=kv_cache_bytes(self.copies * S.b * self.cached_tokens * S.d_h, self.profile),
             bytes_matmul=sum((linear_bytes(*p) for p in projections), ZERO),
+            saved_bytes=self.saved(),
         )
+
+    def saved(self) -> Expr:
+        """Bytes kept for backward (measured exactly: tests/test_hf_deepseek_v4.py). q_a_norm and
+        kv_norm (DeepseekV4RMSNorm, fp32): the input in fp32, the rsqrt per token, the normed fp32
+        values the weight multiplies; q_a_norm's output, cast, for q_b_proj. q_b_norm (unweighted,
+        per head): the query and its rsqrt in fp32, and where activations are narrower both again in
+        the activation dtype (the product's operands). RoPE: cos and sin repeated per call (the
+        query, the key, the output's rotation back), one row of positions each."""
+        q, kv, positions = self.q_tokens, self.kv_tokens, self.q_tokens / S.b
+        q_a_norm = FP32 * (2 * q * S.r_q + q) + S.e * q * S.r_q
+        q_b_norm = FP32 * q * S.h * (S.d_h + 1) + unless_fp32(S.e * q * S.h * (S.d_h + 1))
+        kv_norm = FP32 * (2 * kv * S.d_h + kv)
+        return q_a_norm + q_b_norm + kv_norm + 3 * 2 * S.e * positions * S.d_r
 
 
 @dataclass(frozen=True)
@@ -195,7 +233,23 @@ class Compressor(Block):
                       ("relu", self.q_tokens * S.h_i * self.entries if self.sparse else ZERO)],
             kv_cache_bytes=self.cache_bytes(),
             bytes_matmul=sum((linear_bytes(*p) for p in projections), ZERO),
+            saved_bytes=self.saved(),
         )
+
+    def saved(self) -> Expr:
+        """Bytes kept for backward (measured exactly: tests/test_hf_deepseek_v4.py), nothing where no
+        window closes, nothing of CSA's indexer (the loss cannot reach it: freed with the forward).
+        Per closed window of `slots` (m_h; CSA's two overlapping series, 2 m_c) d_h-wide tokens: the
+        fp32 softmax over the gates, cast where activations are narrower, and the values it weighs
+        (HCA: a view of the whole prompt's kv projection, b n d_h; CSA: the windows put together,
+        b W 2 m_c d_h); kv_norm (fp32) on each entry; RoPE's cos and sin, one per entry."""
+        rate, slots = (S.m_c, 2 * S.m_c) if self.sparse else (S.m_h, S.m_h)
+        entries = S.b * self.windows
+        weights = entries * slots * S.d_h
+        values = S.e * weights if self.sparse else S.e * self.kv_tokens * S.d_h
+        kept = (FP32 * weights + unless_fp32(S.e * weights) + values
+                + FP32 * (2 * entries * S.d_h + entries) + 2 * S.e * entries * S.d_r)
+        return sp.Piecewise((ZERO, sp.Eq(self.windows, 0)), (kept, True))
 
 
 @dataclass(frozen=True)
@@ -214,6 +268,8 @@ class GroupedOutput(Block):
             matrices=[weight_matrix(S.h * S.d_h / S.g_o, S.g_o * S.r_o), weight_matrix(S.g_o * S.r_o, S.d)],
             matrix_tokens=[self.tokens, self.tokens],
             flops_matmul=grouped + mixed, flops_matmul_backward=grouped_backward + mixed_backward,
+            # each product's input: the heads' output regrouped (h d_h) and the groups' (g_o r_o)
+            saved_bytes=S.e * self.tokens * (S.h * S.d_h + S.g_o * S.r_o),
             bytes_matmul=S.e * (S.h * S.d_h * S.r_o + self.tokens * (S.h * S.d_h + S.g_o * S.r_o))
             + linear_bytes(self.tokens, S.g_o * S.r_o, S.d),
         )

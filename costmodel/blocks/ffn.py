@@ -76,6 +76,8 @@ class FeedForward(Block):
         squared = self.activation in SQUARED
         # The gate's product with the up projection, and a squared activation's square: a multiply each
         elements = [(act, inner), ("mul", inner * (int(self.gated) + int(squared)))]
+        if self.gated and self.profile.facts.swiglu_clamped_copies:  # the gate clamped above, up both ways
+            elements += [("clamp_max", inner), ("clamp", inner)]
         xielu = self.activation == "xielu"
         return make_cost(
             # xIELU: its alpha_p and alpha_n (one element each), and beta and eps as buffers
@@ -133,6 +135,8 @@ class FeedForward(Block):
         internal = 4 if python_gelu else 1
         dropout = self.inner_dropout and "ffn" in self.profile.dropout_sites()
         kept = internal + (2 if self.gated else 0) + (0 if self.sub_norm else 1)
+        if self.gated and self.profile.facts.swiglu_clamped_copies:
+            kept += 2  # the clamped gate and up beside the projections' outputs
         if self.gated and self.profile.facts.fused_swiglu:
             kept = 3  # the fused kernel's input (gate and up) and the output matrix's input
         if self.activation == "relu" and not dropout:
@@ -233,11 +237,15 @@ class Router(Block):
         else:
             scores = dtype_bytes(self.profile.facts.router_scores_dtype)
             saved = scores * tokens * S.E + INDEX * tokens * S.k
+            if self.profile.facts.router_softplus_scores:  # softplus's input beside sqrt's output
+                saved += scores * tokens * S.E
             if self.renormalize:
                 saved += scores * tokens + scores * tokens * S.k
                 if self.profile.facts.topk_sum_clamped:  # the clamp's input, beside its output
                     saved += FP32 * tokens
             elements = [("sigmoid" if self.kind == "sigmoid_topk" else self.kind, tokens * S.E)]
+            if self.profile.facts.router_softplus_scores:  # sqrt(softplus(logits)) in place of the sigmoid
+                elements = [("softplus", tokens * S.E), ("sqrt", tokens * S.E)]
         if self.profile.facts.router_dtype == "fp32":
             saved += unless_fp32(FP32 * tokens * S.d) if self.input_kept else FP32 * tokens * S.d
             if self.profile.facts.router_weight_cast_fp32:  # the weight's fp32 copy, kept by the linear
@@ -369,6 +377,9 @@ class Experts(Block):
         if self.profile.facts.fused_swiglu:
             return elements, ZERO, elementwise_bytes(hidden, reads=2)
         if not self.clamped:
+            if self.profile.facts.swiglu_clamped_copies:  # the clamped gate and up, kept
+                return ([*elements, ("clamp_max", hidden), ("clamp", hidden)], 3 * S.e * hidden,
+                        elementwise_bytes(hidden, reads=2))
             return elements, S.e * hidden, elementwise_bytes(hidden, reads=2)
         return (elements, 4 * S.e * hidden,
                 2 * elementwise_bytes(hidden) + 2 * elementwise_bytes(hidden)
