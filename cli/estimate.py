@@ -49,10 +49,11 @@ def estimate(model, config, seq_len, hardware_name, mtp, as_json, **options) -> 
         result = Estimate(cfg, workload, layout)
         data = result.to_dict()
         if hardware is not None:
+            from costmodel.flash_support import require_attention, runs_flash
             from costmodel.verdict import verdict
 
             hardware.require_fp8(layout.fp8 if layout else None)  # a fit verdict for a layout it runs
-            hardware.require_attention(typed_code["attention"])  # a typed flash on a T4: one line
+            require_attention(hardware, typed_code["attention"])  # a typed flash on a T4: one line
             if layout is not None and layout.ep_dispatcher != "alltoall":
                 from costmodel.layout.experts import check_dispatcher_peers
 
@@ -60,10 +61,10 @@ def estimate(model, config, seq_len, hardware_name, mtp, as_json, **options) -> 
 
             data["fit"] = {"hardware": hardware.name, "training": verdict(
                 cfg, workload, layout, hardware.training_memory_bytes, gpus, "training", typed_code=typed_code,
-                flash=hardware.runs_flash)}
+                flash=runs_flash(hardware))}
             try:
                 data["fit"]["inference"] = verdict(cfg, workload, layout, hardware.serving_memory_bytes, gpus,
-                                                   "inference", typed_code=typed_code, flash=hardware.runs_flash)
+                                                   "inference", typed_code=typed_code, flash=runs_flash(hardware))
             except ConfigError as error:  # --cp: the layout trains; serving it is refused as simulate refuses it
                 data["fit"]["inference"] = {"phase": "inference", "gpus": layout.gpus, "refused": str(error)}
     except ConfigError as error:

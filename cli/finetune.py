@@ -66,9 +66,11 @@ def finetune(model, config, method, rank, alpha, targets, adapter_dtype, optimiz
                            "dtype": workload.dtype, "attention": attention, "recompute": recompute},
                 "memory": memory.to_dict()}
         if hardware is not None:
-            hardware.require_attention(attention)  # a typed flash on a T4: one line
+            from costmodel.flash_support import require_attention, runs_flash
+
+            require_attention(hardware, attention)  # a typed flash on a T4: one line
             data["fit"] = {"hardware": hardware.name, **finetune_verdict(cfg, workload, tune, hardware.training_memory_bytes,
-                                                                         flash=hardware.runs_flash)}
+                                                                         flash=runs_flash(hardware))}
             if pinned:  # sized under the modelled eager, which a shorter --seq-len alone would not pick
                 for option in data["fit"].get("options", []):
                     option["change"] += " --attention eager"

@@ -179,7 +179,9 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
                               "--cuda-graphs and the kernel model (the roofline counts no kernels).")
         hardware = with_launches(load_hardware(hardware_name), launch_overhead, graph_kernel_gap)
         hardware.require_fp8(layout_given.get("fp8"))
-        hardware.require_attention(attention)  # a typed flash on a T4: one line
+        from costmodel.flash_support import require_attention
+
+        require_attention(hardware, attention)  # a typed flash on a T4: one line
         efficiency = efficiency_of(hardware, compute_efficiency, memory_efficiency)
         from costmodel.cost import check_run_inputs
 

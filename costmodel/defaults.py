@@ -88,14 +88,16 @@ def class_attention(impl: str, family: str, attention: str) -> str:
 
 def serving_attention(attention: str | None, hardware: Any, family: str) -> tuple[str, str | None]:
     """The kernel plan --serve and serve run (their default: flash) and a note where the default gave
-    way: on Volta and Turing, where FlashAttention-2 does not run (Hardware.runs_flash), sdpa (its
+    way: on Volta and Turing, where FlashAttention-2 does not run (flash_support.runs_flash), sdpa (its
     memory-efficient kernel), or eager where the family's class has no sdpa path (class_attention:
-    Gemma 2's soft-capped scores). A typed flash there is refused (Hardware.require_attention)."""
-    hardware.require_attention(attention)
-    if attention is not None or hardware.runs_flash:
+    Gemma 2's soft-capped scores). A typed flash there is refused (flash_support.require_attention)."""
+    from .flash_support import flash_note, require_attention, runs_flash
+
+    require_attention(hardware, attention)
+    if attention is not None or runs_flash(hardware):
         return attention or DEFAULT_SERVE_ATTENTION, None
     chosen = class_attention("hf", family, "sdpa")
-    note = hardware.flash_note()
+    note = flash_note(hardware)
     if chosen != "sdpa":
         note = (f"attention {chosen}: FlashAttention-2 runs on Ampere (sm80) and later, and {hardware.name} is not "
                 f"one; the fused kernel there is torch's sdpa, which {family}'s Hugging Face class has no path for "

@@ -330,28 +330,6 @@ class Hardware:
             return dtype
         return EFFICIENCY_STAND_IN.get(dtype, dtype)
 
-    @property
-    def runs_flash(self) -> bool:
-        """Whether FlashAttention-2 runs here: not on Volta or Turing (kernel_facts.json
-        "flash_attention_missing": sm80 and later only); a file with no architecture is not refused."""
-        from .kernel_rates import kernel_facts
-
-        return self.architecture not in kernel_facts()["flash_attention_missing"]["architectures"]
-
-    def flash_note(self) -> str:
-        """The sentence a command prints where its default flash gave way to sdpa (defaults.serving_attention)."""
-        return (f"attention sdpa: FlashAttention-2 runs on Ampere (sm80) and later, and {self.name} is "
-                f"{GENERATIONS.get(self.architecture, self.architecture)}; torch's sdpa runs its memory-efficient "
-                "kernel there (vLLM its XFormers backend, the same CUTLASS kernel), which keeps no n x n matrix "
-                "either; no published rate of it is known here, so its calls run at the large-GEMM efficiency.")
-
-    def require_attention(self, attention: str | None) -> None:
-        """Refuse --attention flash where FlashAttention-2 does not run (runs_flash), in one line."""
-        if attention == "flash" and not self.runs_flash:
-            raise ConfigError(f"--attention flash: FlashAttention-2 runs on Ampere (sm80) and later GPUs, and "
-                              f"{self.name} is {GENERATIONS.get(self.architecture, self.architecture)}; use --attention "
-                              "sdpa (torch's memory-efficient kernel, which keeps no n x n matrix either) or eager.")
-
     def require_peak(self, dtype: str) -> None:
         """Refuse a dtype this hardware has no peak for, in one line (missing_peak), before a command
         builds anything on it."""

@@ -96,6 +96,7 @@ def plan(model: Any, gpus: int | Sequence[int], hardware: str = DEFAULT_HARDWARE
     from .checkpoint import inference_options
     from .cost import check_price_has_tokens, gpus_of, price_plan
     from .defaults import FRAMEWORK_CODE, fallback_note, has_attention, implied, serving_attention
+    from .flash_support import require_attention
     from .hardware import load_hardware
     from .layout import plan as planner
 
@@ -120,7 +121,7 @@ def plan(model: Any, gpus: int | Sequence[int], hardware: str = DEFAULT_HARDWARE
     dtype = dtype or chosen.default_dtype  # fp16 on a V100 or T4, as simulate and serve take it
     chosen.require_peak(CANONICAL_DTYPE.get(dtype, dtype))
     chosen.require_fp8(fixed.get("fp8"))
-    chosen.require_attention(attention)  # a typed flash on a T4: one line
+    require_attention(chosen, attention)  # a typed flash on a T4: one line
     quantization = {k: v for k, v in (("weight_dtype", weight_dtype), ("weight_group", weight_group),
                                       ("kv_dtype", kv_dtype), ("fp8_gemm", fp8_gemm),
                                       ("quantize_head", quantize_head or None),

@@ -120,7 +120,7 @@ def options(cfg: ModelConfig, workload: Workload, layout: Any, capacity: int, gp
             phase: str, memory: Callable[[ModelConfig, Workload, Any], int],
             extra: tuple[tuple[str, int | None, str], ...] = (), flash: bool = True) -> list[Option]:
     """The changes that bring memory per GPU under capacity, cheapest first (see the module); flash
-    False: the GPU runs no FlashAttention-2 (Hardware.runs_flash), so it is not offered."""
+    False: the GPU runs no FlashAttention-2 (flash_support.runs_flash), so it is not offered."""
     out: list[Option] = []
 
     def add(change: str, needed: int | None, cost: str) -> None:
@@ -251,7 +251,7 @@ def verdict(cfg: ModelConfig, workload: Workload, layout: Any, capacity: int, gp
     impl and attention the user gave ({"impl": None, "attention": None} where neither): each layout
     the verdict tries (--gpus alone, a suggested --dp) runs its framework's code where none was
     given (framework_code), so typing the suggestion prints its figure; None: the workload's as is.
-    flash: whether the GPU runs FlashAttention-2 (Hardware.runs_flash; False: not suggested)."""
+    flash: whether the GPU runs FlashAttention-2 (flash_support.runs_flash; False: not suggested)."""
     if phase == "inference" and layout is not None:
         from .layout.context import check_inference
 

@@ -73,11 +73,12 @@ def test_a_typed_flash_on_volta_or_turing_is_one_error_line(command, capsys):
 
 def test_the_fit_verdict_on_volta_or_turing_offers_no_flash():
     """Gemma 2's class has no sdpa path, so an eager step's verdict offered --attention flash, which no
-    T4 runs: with flash=False (Hardware.runs_flash, what estimate and finetune pass) it is left out.
+    T4 runs: with flash=False (flash_support.runs_flash, what estimate and finetune pass) it is left out.
     gemma2-2b, 4,096 tokens, bf16: eager 94,569,306,126 bytes, flash 66,219,218,958; a GPU between."""
     import dataclasses
 
     from costmodel.api import load_model, make_workload
+    from costmodel.flash_support import runs_flash
     from costmodel.hardware import load_hardware
     from costmodel.verdict import training_memory, verdict
 
@@ -89,7 +90,7 @@ def test_the_fit_verdict_on_volta_or_turing_offers_no_flash():
     offered = {runs: [o["change"] for o in verdict(cfg, workload, None, (eager + flash) // 2, 1, "training",
                                                   flash=runs)["options"]] for runs in (True, False)}
     assert offered[True][0] == "--attention flash" and offered[False] == offered[True][1:]
-    assert [load_hardware(name).runs_flash for name in ("t4", "v100-sxm2-32gb", "a100-80gb", "l4", "mi300x")] == \
+    assert [runs_flash(load_hardware(name)) for name in ("t4", "v100-sxm2-32gb", "a100-80gb", "l4", "mi300x")] == \
         [False, False, True, True, True]
 
 

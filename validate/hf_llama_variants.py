@@ -87,7 +87,7 @@ def _ernie4_5(cfg: ModelConfig, llama: dict[str, Any]) -> dict[str, Any]:
                 bos_token_id=None, eos_token_id=None)
 
 
-def _exaone4(cfg: ModelConfig, llama: dict[str, Any]) -> dict[str, Any]:
+def exaone4(cfg: ModelConfig, llama: dict[str, Any]) -> dict[str, Any]:
     window = (dict(sliding_window=cfg.sliding_window, layer_types=_layer_types(cfg))
               if cfg.sliding_window is not None
               else dict(sliding_window=None, layer_types=["full_attention"] * cfg.n_decoder_layers))
@@ -147,7 +147,7 @@ def _dots1(cfg: ModelConfig, llama: dict[str, Any]) -> dict[str, Any]:
 def _exaone_moe(cfg: ModelConfig, llama: dict[str, Any]) -> dict[str, Any]:
     """EXAONE-MoE's config.json: EXAONE 4.0's windows, GLM-4.5's experts (one group) under
     ExaoneMoeConfig's names; a model without experts has every layer dense."""
-    data = _exaone4(cfg, llama)
+    data = exaone4(cfg, llama)
     if not cfg.n_experts:
         return dict(data, first_k_dense_replace=cfg.n_decoder_layers)
     experts = _glm4_moe(cfg, llama)
@@ -184,7 +184,7 @@ def granite_swa_fields(cfg: ModelConfig) -> dict[str, Any]:
 
 #: family -> its config.json, from the ModelConfig and its Llama fields.
 LLAMA_VARIANT_DICTS: dict[str, Callable[[ModelConfig, dict[str, Any]], dict[str, Any]]] = {
-    "olmo": _olmo, "olmo3": _olmo3, "olmoe": _olmoe, "exaone4": _exaone4, "seed_oss": _seed_oss,
+    "olmo": _olmo, "olmo3": _olmo3, "olmoe": _olmoe, "exaone4": exaone4, "seed_oss": _seed_oss,
     "helium": _helium, "arcee": _arcee, "apertus": _apertus, "glm4": _glm4, "ernie4_5": _ernie4_5,
     "glm4_moe": _glm4_moe, "minimax_m2": _minimax_m2, "dots1": _dots1,
     "hunyuan_v1_dense": _hunyuan_v1_dense, "hunyuan_v1_moe": _hunyuan_v1_moe, "glm": _glm4,

@@ -31,7 +31,7 @@ LLAMA_VARIANT_FAMILIES, MOE_EXTRA_FAMILIES = tuple(LLAMA_VARIANT_DICTS), tuple(M
 DICT_FAMILIES = ("qwen3", "gemma", "gemma2", "phi3", "gpt_neox", "falcon", "falcon_new",
                  "falcon_rw", "opt", "bloom", "mixtral", "qwen2_moe", "deepseek_v3", "ministral",
                  "gemma3_text", "qwen3_moe", "deepseek_v2", "cwm", "starcoder2", "phi", "granite", "smollm3",
-                 "olmo2", "gpt_oss", "llama4_text", "glm4_moe_lite", "deepseek_v32", *LLAMA_VARIANT_FAMILIES,
+                 "olmo2", "gpt_oss", "llama4_text", "glm4_moe_lite", "axk1", "deepseek_v32", *LLAMA_VARIANT_FAMILIES,
                  *CLASSIC_MORE_DICTS, *MOE_EXTRA_FAMILIES, *DENSE_EXTRA_DICTS, "glm_moe_dsa",
                  *NEWER_DICTS)
 HF_FAMILIES = ("llama", "mistral", "qwen2", "gpt2", "bert", "t5", *DICT_FAMILIES)
@@ -465,6 +465,7 @@ _DICTS = {
     "opt": _opt_dict, "bloom": _bloom_dict, "ministral": _ministral_dict,
     "gemma3_text": lambda cfg: _gemma2_dict(cfg, "gemma3_text"), "qwen3_moe": _qwen3_moe_dict,
     "deepseek_v2": lambda cfg: _deepseek_v3_dict(cfg, "deepseek_v2"), "glm4_moe_lite": _glm4_moe_lite_dict,
+    "axk1": _glm4_moe_lite_dict,  # A.X K1: GLM-4.7-Flash's fields under its model_type (its reader refuses the rest)
     "deepseek_v32": lambda cfg: dict(_glm4_moe_lite_dict(cfg), model_type="deepseek_v32",  # top-k: its default
                                      index_n_heads=cfg.index_n_heads, index_head_dim=cfg.index_head_dim),
     "glm_moe_dsa": lambda cfg: dict(_glm4_moe_lite_dict(cfg), model_type="glm_moe_dsa",  # top-k: its default

@@ -17,7 +17,7 @@ from torch import nn
 
 from costmodel.config import ModelConfig
 
-from .hf_llama_variants import LLAMA_VARIANT_DICTS
+from .hf_llama_variants import LLAMA_VARIANT_DICTS, exaone4
 from .measure.common import Inputs, LossFn, forward_loss, held, storage_key
 
 
@@ -93,28 +93,15 @@ def _mellum(cfg: ModelConfig, llama: dict[str, Any]) -> dict[str, Any]:
                 eos_token_id=None)
 
 
-def _axk1(cfg: ModelConfig, llama: dict[str, Any]) -> dict[str, Any]:
-    """A.X K1's config.json: GLM-4.7-Flash's (DeepSeek-V3's fields, the dense layers first as
-    mlp_layer_types) under its own model_type; its post_mlp_layernorm is the class's own."""
-    from .hf_models import _glm4_moe_lite_dict
-
-    if not cfg.moe_output_norm or cfg.q_lora_rank is None:
-        raise ValueError(f"model {cfg.name!r}: Hugging Face axk1 builds a norm after its experts and a query rank.")
-    return dict(_glm4_moe_lite_dict(cfg), model_type="axk1")
-
-
 def _kolibri1(cfg: ModelConfig, llama: dict[str, Any]) -> dict[str, Any]:
     """Kolibri-1's config.json: EXAONE 4.0's windows (layer_types), its experts' fields (no dense
     MLP, so no intermediate_size)."""
-    from .hf_llama_variants import _exaone4
-
     if not cfg.n_experts or cfg.n_dense_layers or not cfg.d_shared:
         raise ValueError(f"model {cfg.name!r}: Hugging Face kolibri1 builds experts and a shared MLP in every layer.")
-    data = {k: v for k, v in _exaone4(cfg, llama).items() if k != "intermediate_size"}
+    data = {k: v for k, v in exaone4(cfg, llama).items() if k != "intermediate_size"}
     return dict(data, num_experts=cfg.n_experts, num_experts_per_tok=cfg.top_k, moe_intermediate_size=cfg.d_expert,
                 shared_expert_intermediate_size=cfg.d_shared, norm_topk_prob=cfg.renormalize_top_k)
 
 
 #: family -> its config.json writer (validate/hf_models.py's config_dict).
-MORE_TYPES_DICTS = {"solar_open": _solar_open, "youtu": _youtu, "mellum": _mellum, "axk1": _axk1,
-                    "kolibri1": _kolibri1}
+MORE_TYPES_DICTS = {"solar_open": _solar_open, "youtu": _youtu, "mellum": _mellum, "kolibri1": _kolibri1}
