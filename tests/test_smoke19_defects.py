@@ -41,3 +41,27 @@ def test_plan_serve_without_rate_warns_as_simulate_does(capsys):
     for args in (["plan", "--serve", *LLAMA31, "--gpus", "8"], ["simulate", *LLAMA31, "--tp", "8"]):
         code, _, err = run_main([*args, "--prompt", "131073", "--gen", "1"], capsys)
         assert code == 0 and warning in err
+
+
+# 3. Context parallelism's exchange moves the full layers' KV heads (h_kvg) of their width (d_hg)
+
+GEMMA4_ALL_FULL = dict(model_type="gemma4_text", vocab_size=262144, hidden_size=2304, intermediate_size=9216,
+                       num_hidden_layers=30, num_attention_heads=8, num_key_value_heads=4, head_dim=256,
+                       global_head_dim=512, attention_k_eq_v=True, num_global_key_value_heads=1,
+                       sliding_window=512, hidden_size_per_layer_input=0, max_position_embeddings=131072,
+                       layer_types=["full_attention"] * 30)
+
+
+def test_context_parallel_exchange_moves_the_full_layers_kv_heads(tmp_path, capsys):
+    """Gemma4TextConfig with every layer full (context parallelism refuses a window): each layer's
+    attention gets 1 KV head (num_global_key_value_heads) of 512 (global_head_dim), sdpa's key and
+    value both (k_eq_v passes the same tensor twice). Per rank at cp 2, batch 1, 2,048 tokens: the
+    all-gather forward and backward, cp x 2 x 1,024 tokens x 1 x 512 x 2 bytes a layer each, and the
+    backward's cp sends of the fp32 gradients, cp x 2 x 1,024 x 512 x 4. Before: 4 heads x 256
+    (n_kv_heads, head_dim), 503,316,480 bytes each."""
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(GEMMA4_ALL_FULL))
+    moved = run_json(["simulate", "--config", str(path), "--hardware", "h100", "--train", "--seq-len", "2048",
+                      "--cp", "2"], capsys)["parallel"]["communication"]["cp"]
+    assert moved == {"all_gather": 30 * 2 * (2 * 2 * 1024 * 1 * 512 * 2), "send": 30 * 2 * 2 * 1024 * 512 * 4}
+    assert moved == {"all_gather": 251_658_240, "send": 251_658_240}
