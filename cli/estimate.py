@@ -24,11 +24,18 @@ from .options import (LAYOUT_OPTIONS, OFFLOAD_OPTIONS, hardware_option, json_opt
 @hardware_option(None, "A GPU (see `hardware`): say whether training and inference fit in its memory, and what to "
                  "change if not.")
 @mtp_option
+@click.option("--price", type=float, default=None, hidden=True,
+              help="Refused: estimate has no time; it names the commands that price a run.")
 @json_option("Exact integers as JSON on stdout.")
-def estimate(model, config, seq_len, hardware_name, mtp, as_json, **options) -> None:
+def estimate(model, config, seq_len, hardware_name, mtp, as_json, price, **options) -> None:
     """Parameters, FLOPs, memory and the regime of a model for a workload; with a layout, the
     memory and communication of each rank; with --hardware (and --gpus), whether it fits."""
     from costmodel.estimation import Estimate
+
+    if price is not None:  # click's "No such option" named no place that prices
+        raise InputError("--price: estimate has no time to price; a training run's dollars are `simulate --train "
+                         "--tokens N --price P` or `plan --tokens N --price P`, serving's `serve --price P` or "
+                         "`plan --serve --rate R --price P`.")
 
     layout_given = {k: options.pop(k) for k in list(options)
                     if k in LAYOUT_OPTIONS or k in OFFLOAD_OPTIONS or k == "layout_device"}

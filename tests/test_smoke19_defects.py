@@ -65,3 +65,45 @@ def test_context_parallel_exchange_moves_the_full_layers_kv_heads(tmp_path, caps
                       "--cp", "2"], capsys)["parallel"]["communication"]["cp"]
     assert moved == {"all_gather": 30 * 2 * (2 * 2 * 1024 * 1 * 512 * 2), "send": 30 * 2 * 2 * 1024 * 512 * 4}
     assert moved == {"all_gather": 251_658_240, "send": 251_658_240}
+
+
+# 4. --price: serve prices its deployment at the simulated throughput; estimate has no time
+
+SERVE_8B = ["serve", "--model", "llama3-8b", "--hardware", "h100", "--rate", "4", "--requests", "50"]
+
+
+def test_serve_price_gives_dollars_per_million_output_tokens(capsys):
+    """costmodel/cost.py serving_cost: GPUs x $/GPU-hour over the output tokens an hour at the
+    simulated throughput; 50 requests x 128 output tokens over the run's duration, tp 2 (2 GPUs) at $2."""
+    run = run_json([*SERVE_8B, "--tp", "2", "--price", "2", "--json"], capsys)
+    seconds = run["duration_s"]
+    assert run["setup"]["price_per_gpu_hour"] == 2.0
+    assert run["cost"]["dollars_per_hour"] == 4.0 and run["cost"]["gpus"] == 2
+    assert run["cost"]["dollars_per_million_output_tokens"] == pytest.approx(4.0 / (50 * 128 / seconds * 3600) * 1e6,
+                                                                            rel=1e-12)
+    code, out, _ = run_main([*SERVE_8B, "--tp", "2", "--price", "2"], capsys)
+    per_million = run["cost"]["dollars_per_million_output_tokens"]
+    assert code == 0 and f"cost: 2 GPU(s) x $2 an hour = $4.00/h; ${per_million:,.4g} per million output tokens" in out
+    assert "cost" not in run_json(SERVE_8B, capsys)  # no price: no cost (the h100 preset has none)
+
+
+def test_serve_price_defaults_to_the_hardware_files(tmp_path, capsys):
+    code, out, _ = run_main(["hardware", "--show", "h100", "--json"], capsys)
+    path = tmp_path / "h100.json"
+    path.write_text(json.dumps({**json.loads(out), "price_per_gpu_hour": 3}))
+    run = run_json([*SERVE_8B[:3], "--hardware", str(path), *SERVE_8B[5:]], capsys)
+    assert run["cost"]["price_per_gpu_hour"] == 3 and run["cost"]["dollars_per_hour"] == 3
+
+
+def test_serve_rates_price_each_rate_and_bad_prices_are_one_line(capsys):
+    sweep = run_json([*SERVE_8B[:5], "--rates", "1,4", "--requests", "50", "--price", "2"], capsys)
+    for row in sweep["rates"]:
+        assert row["cost"]["dollars_per_million_output_tokens"] == pytest.approx(
+            2 / (row["throughput"]["output_tokens_per_s"] * 3600) * 1e6, rel=1e-12)
+    assert one_error_line([*SERVE_8B, "--price", "nan"], capsys) == \
+        "error: --price must be a positive number of dollars per GPU-hour, got nan."
+
+
+def test_estimate_price_names_where_to_price(capsys):
+    line = one_error_line(["estimate", "--model", "llama3-8b", "--hardware", "h100", "--price", "2"], capsys)
+    assert line.startswith("error: --price: estimate has no time to price") and "serve --price P" in line
