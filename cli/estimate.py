@@ -8,7 +8,7 @@ import json
 import click
 
 from costmodel.config import ConfigError
-from costmodel.defaults import fallback_note, has_attention, implied
+from costmodel.defaults import fallback_note, has_attention, implied, unfused_note
 from reports.output import finite
 
 from .inputs import InputError, hardware_and_dtype, load_model, make_layout, make_workload, with_mtp
@@ -46,11 +46,13 @@ def estimate(model, config, seq_len, hardware_name, mtp, as_json, price, **optio
     layout = make_layout(cfg, layout_given)
     framework = layout.framework if layout else None
     typed_code = {"impl": options["impl"], "attention": options["attention"]}  # None: the layout's framework's
-    note = fallback_note(framework, options["impl"], options["attention"], cfg.family, has_attention(cfg))
-    if note:
-        click.echo(f"note: {note}", err=True)
-    options.update(implied(framework, options["impl"], options["attention"], cfg.family))
     hardware, options["dtype"] = hardware_and_dtype(hardware_name, options["dtype"])
+    flash = hardware is None or hardware.runs_flash  # without a GPU: the framework's kernel as it is
+    for note in (fallback_note(framework, options["impl"], options["attention"], cfg.family, has_attention(cfg)),
+                 unfused_note(framework, options["attention"], flash, has_attention(cfg))):
+        if note:
+            click.echo(f"note: {note}", err=True)
+    options.update(implied(framework, options["impl"], options["attention"], cfg.family, flash))
     workload = make_workload(cfg, seq_len, inference=True, **options)
     try:
         result = Estimate(cfg, workload, layout)

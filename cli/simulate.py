@@ -13,7 +13,7 @@ from costmodel import spec
 from costmodel.api import generation_start
 from costmodel.checkpoint import inference_options
 from costmodel.config import ConfigError, require_decoder
-from costmodel.defaults import fallback_note, has_attention, implied
+from costmodel.defaults import fallback_note, unfused_note, has_attention, implied
 
 from costmodel.simulate_api import decode_inputs
 
@@ -212,10 +212,11 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
             raise ConfigError(f"{', '.join(overlap_given)}: the overlap options time training with a layout "
                               "(--train with --tp/--pp/--dp/...); nothing here would read them.")
         framework = layout.framework if layout else None
-        attention_note = fallback_note(framework, impl, attention, cfg.family, has_attention(cfg))
-        if attention_note:
-            click.echo(f"note: {attention_note}", err=True)
-        code = implied(framework, impl, attention, cfg.family)
+        for attention_note in (fallback_note(framework, impl, attention, cfg.family, has_attention(cfg)),
+                               unfused_note(framework, attention, hardware.runs_flash, has_attention(cfg))):
+            if attention_note:
+                click.echo(f"note: {attention_note}", err=True)
+        code = implied(framework, impl, attention, cfg.family, hardware.runs_flash)
         impl, attention = code["impl"], code["attention"]
         if train and weight_dtype == spec.UNQUANTIZED and weight_group is None:
             weight_dtype = None  # unquantized weights: what training holds anyway

@@ -106,7 +106,8 @@ def simulate(model: Any, hardware: str = spec.DEFAULT_HARDWARE, *, train: bool =
         quantization = inference_options(cfg, quantization)
         source = quantization.pop("weight_dtype_source")
     chosen_layout = make_layout(layout)
-    code = implied(chosen_layout.framework if chosen_layout is not None else None, impl, attention, cfg.family)
+    code = implied(chosen_layout.framework if chosen_layout is not None else None, impl, attention, cfg.family,
+                   chosen.runs_flash)
     impl, attention = code["impl"], code["attention"]
     if chosen_layout is not None:
         from .layout import timing as parallel_time

@@ -107,3 +107,42 @@ def test_serve_rates_price_each_rate_and_bad_prices_are_one_line(capsys):
 def test_estimate_price_names_where_to_price(capsys):
     line = one_error_line(["estimate", "--model", "llama3-8b", "--hardware", "h100", "--price", "2"], capsys)
     assert line.startswith("error: --price: estimate has no time to price") and "serve --price P" in line
+
+
+# 1. Megatron on Volta and Turing: Transformer Engine's unfused attention (kernel_facts.json
+#    "flash_attention_missing", transformer_engine), counted as --attention eager
+
+T4_MEGATRON = ["simulate", "--train", "--model", "llama3-8b", "--hardware", "t4", "--framework", "megatron", "--tp", "4",
+               "--pp", "2", "--recompute", "full", "--seq-len", "2048", "--global-batch", "64", "--batch", "1"]
+
+
+def test_megatron_on_a_t4_runs_unfused_attention(capsys):
+    """TE's get_attention_backend disables FlashAttention and FusedAttention below sm80, so the
+    default is the typed --attention eager's figures, said in a note; before, flash: activations
+    660,701,184 B a rank and a 42.84 s step, now 734,035,968 B and 50.96 s."""
+    code, out, err = run_main([*T4_MEGATRON, "--json"], capsys)
+    assert code == 0 and "note: attention eager under megatron: Transformer Engine runs neither" in err
+    run = json.loads(out)
+    assert run["inputs"]["attention"] == "eager"
+    eager = run_json([*T4_MEGATRON, "--attention", "eager"], capsys)
+    assert run["parallel"]["per_rank"] == eager["parallel"]["per_rank"] and run["step"] == eager["step"]
+    assert run["parallel"]["per_rank"]["activations"] == 734_035_968
+
+
+def test_plan_megatron_layouts_on_a_t4_are_eager_and_on_an_h100_flash(capsys):
+    t4 = run_json(["plan", "--model", "meta-llama/Llama-3.1-8B", "--hardware", "t4", "--gpus", "8", "--framework",
+                   "megatron"], capsys)
+    assert t4["feasible"] and {entry["layout"]["attention"] for entry in t4["feasible"]} == {"eager"}
+    h100 = run_json(["plan", "--model", "llama3-8b", "--hardware", "h100", "--gpus", "8", "--framework", "megatron",
+                     "--top", "3"], capsys)
+    assert {entry["layout"]["attention"] for entry in h100["feasible"]} == {"flash"}
+
+
+def test_estimate_fit_on_a_v100_counts_megatron_unfused(capsys):
+    """estimate --hardware v100 with a Megatron layout: the fit verdict's memory is the eager one."""
+    args = ["estimate", "--model", "llama3-8b", "--hardware", "v100-sxm2-32gb", "--framework", "megatron", "--tp", "8",
+            "--seq-len", "4096"]
+    default, eager = (run_json([*args, *extra], capsys) for extra in ([], ["--attention", "eager"]))
+    assert default["fit"]["training"]["memory"] == eager["fit"]["training"]["memory"]
+    sdpa = run_json([*args, "--attention", "sdpa"], capsys)
+    assert default["fit"]["training"]["memory"] > sdpa["fit"]["training"]["memory"]

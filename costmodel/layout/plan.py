@@ -209,7 +209,7 @@ def plan_training(cfg: ModelConfig, hardware: Hardware, gpus: int, seq_len: int,
         if layout is None:
             problems.append(problem)
             continue
-        code = implied(layout.framework, fixed.get("impl"), fixed.get("attention"), cfg.family)
+        code = implied(layout.framework, fixed.get("impl"), fixed.get("attention"), cfg.family, hardware.runs_flash)
         entry = _entry(layout, batch, recompute)
         entry["layout"].update(code)
         chosen = _chosen_workload(workload, seq_len, batch, recompute, tuple(code.items()))
