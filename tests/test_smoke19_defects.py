@@ -146,3 +146,17 @@ def test_estimate_fit_on_a_v100_counts_megatron_unfused(capsys):
     assert default["fit"]["training"]["memory"] == eager["fit"]["training"]["memory"]
     sdpa = run_json([*args, "--attention", "sdpa"], capsys)
     assert default["fit"]["training"]["memory"] > sdpa["fit"]["training"]["memory"]
+
+
+# Part B: defects found typing the commands
+
+def test_plan_serve_rate_refuses_deepseek_v4_as_serve_does(capsys):
+    """The capacity search built 36 configurations, each "not feasible" (DeepSeek-V4's prefill chunk
+    is not modelled), and exited 1; it now refuses in serve's line (leaves.require_chunks)."""
+    line = ("error: model 'deepseek-v4-flash': a prefill chunk against a cache (serving) is not modelled for "
+            "DeepSeek-V4's compressed attention.")
+    assert one_error_line(["plan", "--serve", "--model", "deepseek-v4-flash", "--hardware", "h200", "--rate", "1",
+                           "--slo-ttft", "5", "--slo-tpot", "0.2"], capsys) == line
+    code, _, err = run_main(["serve", "--model", "deepseek-v4-flash", "--hardware", "h200", "--tp", "8", "--rate", "1"],
+                            capsys)
+    assert code == 2 and err.strip().splitlines()[-1] == line

@@ -22,6 +22,7 @@ from typing import Any
 from ..checkpoint import inference_weights
 from ..config import ConfigError, show
 from ..cost import check_price
+from ..leaves import require_chunks
 from ..quantization import runs_w8a8
 from ..spec import DEFAULT_GEN_TOKENS
 from .api import build_replica, check_drawn_lengths, replica_profile, require_decoder_only, run_replicas
@@ -202,6 +203,7 @@ def plan_capacity(cfg: Any, hardwares: list[Any], target: Target, *, scheduler: 
 
     check_target_numbers(target.rate, target.slo_ttft, target.slo_tpot)
     require_decoder_only(cfg)  # else every configuration read "not feasible" and the search exited 0
+    require_chunks(cfg)  # DeepSeek-V4: as serve's one line, not 36 configurations each "not feasible"
     check_ssm_cache_dtype(cfg, replica_options.get("mamba_ssm_cache_dtype", "auto"))  # else every one set aside
     check_requests(target.requests)
     # serve's rule: a request past the context is refused (vLLM's max_model_len), not a table of
