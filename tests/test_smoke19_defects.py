@@ -138,6 +138,16 @@ def test_plan_megatron_layouts_on_a_t4_are_eager_and_on_an_h100_flash(capsys):
     assert {entry["layout"]["attention"] for entry in h100["feasible"]} == {"flash"}
 
 
+def test_the_python_api_picks_the_same_kernel():
+    """costmodel.simulate with a Megatron layout: eager on a T4, flash on an H100 (defaults.implied)."""
+    import costmodel
+
+    kernels = [costmodel.simulate("llama3-8b", hardware=gpu, train=True, seq_len=2048, batch=1,
+                                  layout=dict(framework="megatron", tp=8)).to_dict()["inputs"]["attention"]
+               for gpu in ("t4", "h100")]
+    assert kernels == ["eager", "flash"]
+
+
 def test_estimate_fit_on_a_v100_counts_megatron_unfused(capsys):
     """estimate --hardware v100 with a Megatron layout: the fit verdict's memory is the eager one."""
     args = ["estimate", "--model", "llama3-8b", "--hardware", "v100-sxm2-32gb", "--framework", "megatron", "--tp", "8",
