@@ -170,3 +170,13 @@ def test_plan_serve_rate_refuses_deepseek_v4_as_serve_does(capsys):
     code, _, err = run_main(["serve", "--model", "deepseek-v4-flash", "--hardware", "h200", "--tp", "8", "--rate", "1"],
                             capsys)
     assert code == 2 and err.strip().splitlines()[-1] == line
+
+
+def test_megatron_context_parallelism_on_a_t4_is_refused(capsys):
+    """Below sm80 TE has only its unfused attention, which get_attention_backend also disables under
+    context parallelism: no backend is left, so --cp is one line."""
+    code, out, err = run_main(["simulate", "--train", "--model", "llama3-8b", "--hardware", "t4", "--framework",
+                               "megatron", "--cp", "2", "--tp", "4", "--seq-len", "4096"], capsys)
+    assert (code, out) == (2, "") and err.startswith("note: attention eager under megatron")  # the note says why
+    assert err.strip().splitlines()[-1] == ("error: layout: context parallelism runs fused attention (sdpa or flash), not eager (Transformer "
+                    "Engine's unfused attention, Megatron's below sm80, refuses it too).")

@@ -74,7 +74,8 @@ def check_workload(workload: Workload, cp: int, sp_ranks: int = 1) -> None:
     """Raise ConfigError where the sequence does not cut into the rank's pieces: 2 cp chunks, and
     under sequence parallelism the rank's n / cp tokens into sp_ranks (tp) pieces."""
     if workload.attention == "eager":
-        raise ConfigError("layout: context parallelism runs fused attention (sdpa or flash), not eager.")
+        raise ConfigError("layout: context parallelism runs fused attention (sdpa or flash), not eager "
+                          "(Transformer Engine's unfused attention, Megatron's below sm80, refuses it too).")
     if workload.seq_len % (2 * cp):
         raise ConfigError(f"layout: --cp {cp} cuts each sequence into 2 cp = {2 * cp} chunks; "
                           f"{workload.seq_len} tokens do not divide.")
