@@ -8,7 +8,8 @@ import json
 import click
 
 from costmodel.config import ConfigError
-from costmodel.defaults import fallback_note, has_attention, implied
+from costmodel.defaults import fallback_note, has_attention, implied, unfused_note
+from costmodel.flash_support import require_attention, runs_flash
 from reports.output import finite
 
 from .inputs import InputError, hardware_and_dtype, load_model, make_layout, make_workload, with_mtp
@@ -24,11 +25,18 @@ from .options import (LAYOUT_OPTIONS, OFFLOAD_OPTIONS, hardware_option, json_opt
 @hardware_option(None, "A GPU (see `hardware`): say whether training and inference fit in its memory, and what to "
                  "change if not.")
 @mtp_option
+@click.option("--price", type=float, default=None, hidden=True,
+              help="Refused: estimate has no time; it names the commands that price a run.")
 @json_option("Exact integers as JSON on stdout.")
-def estimate(model, config, seq_len, hardware_name, mtp, as_json, **options) -> None:
+def estimate(model, config, seq_len, hardware_name, mtp, as_json, price, **options) -> None:
     """Parameters, FLOPs, memory and the regime of a model for a workload; with a layout, the
     memory and communication of each rank; with --hardware (and --gpus), whether it fits."""
     from costmodel.estimation import Estimate
+
+    if price is not None:  # click's "No such option" named no place that prices
+        raise InputError("--price: estimate has no time to price; a training run's dollars are `simulate --train "
+                         "--tokens N --price P` or `plan --tokens N --price P`, serving's `serve --price P` or "
+                         "`plan --serve --rate R --price P`.")
 
     layout_given = {k: options.pop(k) for k in list(options)
                     if k in LAYOUT_OPTIONS or k in OFFLOAD_OPTIONS or k == "layout_device"}
@@ -39,17 +47,18 @@ def estimate(model, config, seq_len, hardware_name, mtp, as_json, **options) -> 
     layout = make_layout(cfg, layout_given)
     framework = layout.framework if layout else None
     typed_code = {"impl": options["impl"], "attention": options["attention"]}  # None: the layout's framework's
-    note = fallback_note(framework, options["impl"], options["attention"], cfg.family, has_attention(cfg))
-    if note:
-        click.echo(f"note: {note}", err=True)
-    options.update(implied(framework, options["impl"], options["attention"], cfg.family))
     hardware, options["dtype"] = hardware_and_dtype(hardware_name, options["dtype"])
+    flash = hardware is None or runs_flash(hardware)  # without a GPU: the framework's kernel as it is
+    for note in (fallback_note(framework, options["impl"], options["attention"], cfg.family, has_attention(cfg)),
+                 unfused_note(framework, options["attention"], flash, has_attention(cfg))):
+        if note:
+            click.echo(f"note: {note}", err=True)
+    options.update(implied(framework, options["impl"], options["attention"], cfg.family, flash))
     workload = make_workload(cfg, seq_len, inference=True, **options)
     try:
         result = Estimate(cfg, workload, layout)
         data = result.to_dict()
         if hardware is not None:
-            from costmodel.flash_support import require_attention, runs_flash
             from costmodel.verdict import verdict
 
             hardware.require_fp8(layout.fp8 if layout else None)  # a fit verdict for a layout it runs

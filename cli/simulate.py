@@ -13,7 +13,8 @@ from costmodel import spec
 from costmodel.api import generation_start
 from costmodel.checkpoint import inference_options
 from costmodel.config import ConfigError, require_decoder
-from costmodel.defaults import fallback_note, has_attention, implied
+from costmodel.defaults import fallback_note, unfused_note, has_attention, implied
+from costmodel.flash_support import require_attention, runs_flash
 
 from costmodel.simulate_api import decode_inputs
 
@@ -179,8 +180,6 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
                               "--cuda-graphs and the kernel model (the roofline counts no kernels).")
         hardware = with_launches(load_hardware(hardware_name), launch_overhead, graph_kernel_gap)
         hardware.require_fp8(layout_given.get("fp8"))
-        from costmodel.flash_support import require_attention
-
         require_attention(hardware, attention)  # a typed flash on a T4: one line
         efficiency = efficiency_of(hardware, compute_efficiency, memory_efficiency)
         from costmodel.cost import check_run_inputs
@@ -214,10 +213,11 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
             raise ConfigError(f"{', '.join(overlap_given)}: the overlap options time training with a layout "
                               "(--train with --tp/--pp/--dp/...); nothing here would read them.")
         framework = layout.framework if layout else None
-        attention_note = fallback_note(framework, impl, attention, cfg.family, has_attention(cfg))
-        if attention_note:
-            click.echo(f"note: {attention_note}", err=True)
-        code = implied(framework, impl, attention, cfg.family)
+        for attention_note in (fallback_note(framework, impl, attention, cfg.family, has_attention(cfg)),
+                               unfused_note(framework, attention, runs_flash(hardware), has_attention(cfg))):
+            if attention_note:
+                click.echo(f"note: {attention_note}", err=True)
+        code = implied(framework, impl, attention, cfg.family, runs_flash(hardware))
         impl, attention = code["impl"], code["attention"]
         if train and weight_dtype == spec.UNQUANTIZED and weight_group is None:
             weight_dtype = None  # unquantized weights: what training holds anyway

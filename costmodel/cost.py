@@ -7,6 +7,12 @@ costmodel/layout/time.py), no formulas of its own.
   total FLOPs    model FLOPs per token (a step's model FLOPs / its tokens) x tokens: the
                  forward and backward matmuls, recomputation aside (what MFU counts)
   dollars        GPU-hours x price per GPU-hour
+
+What serving costs (serve --price), at a simulated throughput: the deployment's GPUs billed by the
+hour whether busy or not, over the output tokens it produced in that hour at the offered load
+(a lower rate leaves the GPUs idler and each token dearer):
+  dollars an hour                  GPUs x price per GPU-hour
+  dollars per million output tokens  dollars an hour / (output tokens per second x 3600) x 1e6
 """
 
 from __future__ import annotations
@@ -63,6 +69,15 @@ def training_cost(tokens: float, tokens_per_second: float, gpus: int, step_model
         "price_per_gpu_hour": price_per_gpu_hour,
         "dollars": None if price_per_gpu_hour is None else gpu_hours * price_per_gpu_hour,
     }
+
+
+def serving_cost(output_tokens_per_s: float, gpus: int, price_per_gpu_hour: float) -> dict[str, Any]:
+    """A serving run's dollars an hour and dollars per million output tokens (the module's formula)."""
+    check_price(price_per_gpu_hour)
+    per_hour = gpus * price_per_gpu_hour
+    per_million = per_hour / (output_tokens_per_s * 3600) * 1e6 if output_tokens_per_s > 0 else None
+    return {"price_per_gpu_hour": price_per_gpu_hour, "gpus": gpus, "dollars_per_hour": per_hour,
+            "dollars_per_million_output_tokens": per_million}
 
 
 def gpus_of(entry: dict[str, Any]) -> int:

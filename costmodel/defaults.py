@@ -46,10 +46,15 @@ FRAMEWORK_CODE = {
 
 
 def implied(framework: str | None, impl: str | None = None, attention: str | None = None,
-            family: str | None = None) -> dict[str, str]:
+            family: str | None = None, flash: bool = True) -> dict[str, str]:
     """impl and attention: the ones given, else the framework's, else the defaults above; a default
-    attention the family's code cannot run is the one that code falls back to (class_attention)."""
+    attention the family's code cannot run is the one that code falls back to (class_attention).
+    flash False (the GPU runs no FlashAttention: Hardware.runs_flash, Volta and Turing): Megatron's
+    default flash is eager, Transformer Engine's unfused attention there (kernel_facts.json
+    "flash_attention_missing", transformer_engine)."""
     framework_impl, framework_attention = FRAMEWORK_CODE.get(framework or "", (DEFAULT_IMPL, DEFAULT_ATTENTION))
+    if not flash and framework_attention == "flash":
+        framework_attention = "eager"
     chosen = {"impl": impl or framework_impl, "attention": attention or framework_attention}
     if attention is None and family is not None:
         chosen["attention"] = class_attention(chosen["impl"], family, chosen["attention"])
@@ -103,6 +108,18 @@ def serving_attention(attention: str | None, hardware: Any, family: str) -> tupl
                 f"one; the fused kernel there is torch's sdpa, which {family}'s Hugging Face class has no path for "
                 f"in transformers 5.24, so {chosen}.")
     return chosen, note
+
+
+def unfused_note(framework: str | None | tuple[str, ...], attention: str | None, flash: bool,
+                 attends: bool = True) -> str | None:
+    """One sentence where Megatron's default flash is eager on a GPU without FlashAttention
+    (implied's flash False), else None."""
+    frameworks = framework if isinstance(framework, tuple) else (framework,)
+    if attention is not None or not attends or flash or "megatron" not in frameworks:
+        return None
+    return ("attention eager under megatron: Transformer Engine runs neither FlashAttention nor its cuDNN fused "
+            "attention below sm80 (get_attention_backend) and falls back to its unfused attention, the n x n "
+            "scores --attention eager counts (memory and time).")
 
 
 def fallback_note(framework: str | None | tuple[str, ...], impl: str | None, attention: str | None,

@@ -22,6 +22,15 @@ from .spec import RECOMPUTED_LAYERS
 from .terms import FP32, ZERO
 
 
+
+def require_chunks(cfg: ModelConfig) -> None:
+    """Refuse a model whose prefill chunk against a cache (the serving engines' step) is not
+    modelled: DeepSeek-V4's compressed attention. serve refuses it building its replica, and the
+    capacity search before its configurations (else each read "not feasible" and it exited 1)."""
+    if cfg.hyper_streams:
+        raise ConfigError(f"model {cfg.name!r}: a prefill chunk against a cache (serving) is not "
+                          "modelled for DeepSeek-V4's compressed attention.")
+
 class TreeBuilder:
     """Builds the leaves of one config; each method returns the leaves of one part of the model."""
 
@@ -313,8 +322,7 @@ class TreeBuilder:
         plus the compressed entries, with sinks, and the grouped output; then a hyper-connection, the
         norm and the experts with their shared expert (the hyper-connections replace the residual adds)."""
         if self.phase == "chunk":
-            raise ConfigError(f"model {self.cfg.name!r}: a prefill chunk against a cache (serving) is not "
-                              "modelled for DeepSeek-V4's compressed attention.")
+            require_chunks(self.cfg)
         profile, tokens = self.profile, S.b * seq
         at = dataclasses.replace(layer, sublayer="self_attention")
         keys = S.c if self.decode else seq  # tokens the compressors have seen

@@ -95,8 +95,8 @@ def plan(model: Any, gpus: int | Sequence[int], hardware: str = DEFAULT_HARDWARE
     from .api import load_model, make_workload
     from .checkpoint import inference_options
     from .cost import check_price_has_tokens, gpus_of, price_plan
-    from .defaults import FRAMEWORK_CODE, fallback_note, has_attention, implied, serving_attention
-    from .flash_support import require_attention
+    from .defaults import FRAMEWORK_CODE, fallback_note, has_attention, implied, serving_attention, unfused_note
+    from .flash_support import require_attention, runs_flash
     from .hardware import load_hardware
     from .layout import plan as planner
 
@@ -154,10 +154,11 @@ def plan(model: Any, gpus: int | Sequence[int], hardware: str = DEFAULT_HARDWARE
                                            attention=attention, **quantization)
     else:
         workload, warnings = make_workload(cfg, seq_len, dtype=dtype,
-                                           **implied(fixed.get("framework"), impl, attention, cfg.family))
-        frameworks = [fixed["framework"]] if fixed.get("framework") else list(FRAMEWORK_CODE)
-        note = fallback_note(tuple(frameworks), impl, attention, cfg.family, has_attention(cfg))
-        notes = [note] if note else []
+                                           **implied(fixed.get("framework"), impl, attention, cfg.family,
+                                                     runs_flash(chosen)))
+        frameworks = tuple([fixed["framework"]] if fixed.get("framework") else list(FRAMEWORK_CODE))
+        notes = [note for note in (fallback_note(frameworks, impl, attention, cfg.family, has_attention(cfg)),
+                                   unfused_note(frameworks, attention, runs_flash(chosen), has_attention(cfg))) if note]
     feasible, infeasible, nearest, batches, ran = [], [], None, {}, None
     for count in counts:
         if serve:

@@ -69,6 +69,7 @@ def simulate(model: Any, hardware: str = spec.DEFAULT_HARDWARE, *, train: bool =
     from .checkpoint import inference_options
     from .config import require_decoder
     from .defaults import implied
+    from .flash_support import runs_flash
     from .hardware import load_hardware
 
     cfg = load_model(model)
@@ -106,7 +107,8 @@ def simulate(model: Any, hardware: str = spec.DEFAULT_HARDWARE, *, train: bool =
         quantization = inference_options(cfg, quantization)
         source = quantization.pop("weight_dtype_source")
     chosen_layout = make_layout(layout)
-    code = implied(chosen_layout.framework if chosen_layout is not None else None, impl, attention, cfg.family)
+    code = implied(chosen_layout.framework if chosen_layout is not None else None, impl, attention, cfg.family,
+                   runs_flash(chosen))
     impl, attention = code["impl"], code["attention"]
     if chosen_layout is not None:
         from .layout import timing as parallel_time

@@ -334,7 +334,10 @@ JSON_UNITS = {
     "serve": {"queueing, ttft, tpot, e2e, itl": "seconds", "*_s": "seconds", "*_per_s": "a second",
               "kv_use": "a fraction of the KV blocks", "setup.kv_cache": "bytes (*_bytes)",
               "setup.rate, rates.rate": 'requests a second; "inf": every request arrives at time 0 (--rate inf); '
-                                        "null: no rate (--concurrency or --trace)"},
+                                        "null: no rate (--concurrency or --trace)",
+              "cost, setup.price_per_gpu_hour": "dollars: price_per_gpu_hour a GPU-hour, dollars_per_hour the "
+                                                "deployment's, dollars_per_million_output_tokens at the "
+                                                "simulated throughput"},
     "published": {"narayanan_2021_table_1": "params, params_eq2: parameters; tflops_*: TFLOP/s a GPU; seconds_ours: "
                                             "seconds a step; bubble: a fraction of the step",
                   "korthikanti_2022_table_5": "full_*, present_*: seconds an iteration; mfu_*, hfu_*: percent",

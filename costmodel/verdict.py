@@ -222,7 +222,7 @@ def _more_serving_gpus(cfg: ModelConfig, workload: Workload, layout: Any, capaci
 
 
 def framework_code(memory: Callable[..., int], cfg: ModelConfig, typed: dict[str, str | None],
-                   framework: str | None) -> Callable[..., int]:
+                   framework: str | None, flash: bool = True) -> Callable[..., int]:
     """`memory` evaluated with the code a layout's framework implies where the user chose none,
     as the command typed with that layout would run it (defaults.implied: eager without a layout,
     sdpa under DeepSpeed and FSDP2, flash under Megatron). typed: the impl and attention the user
@@ -230,12 +230,12 @@ def framework_code(memory: Callable[..., int], cfg: ModelConfig, typed: dict[str
     code a suggestion changed (--attention sdpa) keeps it."""
     from .defaults import implied
 
-    start = implied(framework, typed.get("impl"), typed.get("attention"), cfg.family)
+    start = implied(framework, typed.get("impl"), typed.get("attention"), cfg.family, flash)
 
     def coded(model: ModelConfig, workload: Workload, layout: Any = None) -> int:
         if layout is not None and (workload.impl, workload.attention) == (start["impl"], start["attention"]):
             workload = dataclasses.replace(workload, **implied(layout.framework, typed.get("impl"),
-                                                                typed.get("attention"), cfg.family))
+                                                                typed.get("attention"), cfg.family, flash))
         return memory(model, workload, layout)
 
     return coded
@@ -258,7 +258,7 @@ def verdict(cfg: ModelConfig, workload: Workload, layout: Any, capacity: int, gp
         check_inference(layout.cp)  # as simulate: the training layout's cp would put the whole KV cache on each rank
     memory = memory or (training_memory if phase == "training" else inference_memory)
     if typed_code is not None:
-        memory = framework_code(memory, cfg, typed_code, layout.framework if layout is not None else None)
+        memory = framework_code(memory, cfg, typed_code, layout.framework if layout is not None else None, flash)
     gpus = gpus or (layout.gpus if layout is not None else 1)
     split = None  # how --gpus alone splits the work, said beside the verdict
     if layout is None and gpus > 1:

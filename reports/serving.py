@@ -104,6 +104,8 @@ def render_serve(summary: dict[str, Any]) -> str:
         f"throughput: {tp['requests_per_s']:.2f} req/s, {tp['output_tokens_per_s']:,.0f} output tokens/s, "
         f"{tp['total_tokens_per_s']:,.0f} tokens/s over {summary['duration_s']:.1f} s",
     ]
+    if "cost" in summary:
+        lines.append(cost_line(summary["cost"]))
     if good["slo_ttft_s"] is not None or good["slo_tpot_s"] is not None:
         bounds = ", ".join(f"{name} <= {good[key]:g} s" for name, key in (("TTFT", "slo_ttft_s"), ("TPOT", "slo_tpot_s"))
                            if good[key] is not None)  # only the SLOs given
@@ -114,6 +116,18 @@ def render_serve(summary: dict[str, Any]) -> str:
                  f"sequences per step: mean {summary['batch']['mean_sequences_over_time']:.1f}, max "
                  f"{summary['batch']['max_sequences']}; {summary['steps']:,} steps; preemptions {summary['preemptions']}")
     return "\n".join(lines)
+
+
+def cost_line(cost: dict[str, Any]) -> str:
+    """serve's cost (costmodel/cost.py serving_cost) in one line."""
+    per_million = cost["dollars_per_million_output_tokens"]
+    return (f"cost: {cost['gpus']} GPU(s) x ${cost['price_per_gpu_hour']:g} an hour = ${cost['dollars_per_hour']:,.2f}/h; "
+            + (f"${per_million:,.4g} per million output tokens at this throughput (the GPUs billed idle or busy)"
+               if per_million is not None else "no output tokens, so no price per token"))
+
+
+def _dollars(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3g}"
 
 
 def timeline_figure(steps: Any, title: str) -> Any:
@@ -223,12 +237,15 @@ def latency_figure(rows: list[dict[str, Any]], title: str) -> Any:
 @click.option("--plot", "plot_path", type=str, default=None,
               help="Save a figure here (.png, .svg or .pdf): the KV and batch timeline, or latency vs rate with --rates.")
 @click.option("--rates", type=str, default=None, help="Comma-separated rates: p50/p99 TTFT and TPOT at each.")
+@click.option("--price", type=float, default=None,
+              help="Dollars per GPU-hour (default: the hardware file's price_per_gpu_hour, if it has one): the "
+                   "deployment's $/h and $ per million output tokens at the simulated throughput.")
 @click.option("--json", "as_json", is_flag=True, help="The summary as JSON on stdout.")
 def serve(model, config, hardware_name, rate, concurrency, count, trace, prompt, output_tokens, seed, scheduler, max_num_seqs,
           max_batched_tokens, block_size, gpu_memory_utilization, num_blocks, tp, replicas, dtype, weight_dtype,
           kv_dtype, attention, slo_ttft, slo_tpot, csv_path, steps_csv, plot_path, rates, as_json, router,
           disaggregate, mla, pp, prefix_caching, time_model, fp8_gemm, weight_group, num_scheduler_steps,
-          cuda_graphs, quant_layout, mamba_ssm_cache_dtype) -> None:
+          cuda_graphs, quant_layout, mamba_ssm_cache_dtype, price) -> None:
     """Serve a stream of requests on an engine replica, simulated step by step (continuous
     batching, paged KV cache): latency percentiles, throughput and goodput."""
     from costmodel.serving import serve as run_serve
@@ -272,7 +289,7 @@ def serve(model, config, hardware_name, rate, concurrency, count, trace, prompt,
             raise ReportInputError(f"--disaggregate must be PREFILL:DECODE replica counts, got {disaggregate!r}.") from None
     if click.get_current_context().get_parameter_source("mla") == click.core.ParameterSource.COMMANDLINE:
         _refuse_mla_without_latent(model, config)
-    options = dict(disaggregate=pools, requests=count, prompt=prompt, output=output_tokens, seed=seed, replicas=replicas, router=router,
+    options = dict(price=price, disaggregate=pools, requests=count, prompt=prompt, output=output_tokens, seed=seed, replicas=replicas, router=router,
                    slo_ttft=slo_ttft, slo_tpot=slo_tpot, scheduler=scheduler, max_num_seqs=max_num_seqs,
                    max_batched_tokens=max_batched_tokens, block_size=block_size,
                    gpu_memory_utilization=gpu_memory_utilization, num_blocks=num_blocks, tp=tp, pp=pp,
@@ -339,7 +356,8 @@ def _latency_vs_rate(model: str, hardware_name: str, rates: list[float], options
         for rate in rates:
             summary = run_serve(model, hardware_name, rate=rate, **options).summary()
             first = first or summary
-            rows.append({"rate": rate, **{k: summary[k] for k in ("ttft", "tpot", "e2e", "throughput", "goodput")}})
+            rows.append({"rate": rate, **{k: summary[k] for k in ("ttft", "tpot", "e2e", "throughput", "goodput", "cost")
+                                          if k in summary}})
     except ConfigError as error:
         raise ReportInputError(str(error)) from None
     if plot_path:
@@ -355,11 +373,12 @@ def _latency_vs_rate(model: str, hardware_name: str, rates: list[float], options
     slo = first["goodput"]["slo_ttft_s"] is not None or first["goodput"]["slo_tpot_s"] is not None
     click.echo("\n".join(render_setup(first, load)) + "\n")
     click.echo(f"{'req/s':>7}{'TTFT p50':>10}{'TTFT p99':>10}{'TPOT p50':>10}{'TPOT p99':>10}{'out tok/s':>11}"
-               + (f"{'goodput':>9}" if slo else "") + "  (ms)")
+               + (f"{'goodput':>9}" if slo else "") + (f"{'$/M out':>9}" if "cost" in first else "") + "  (ms)")
     for r in rows:
         click.echo(f"{r['rate']:>7g}" + "".join(_ms(r[n][p]) + " " for n in ("ttft", "tpot") for p in ("p50", "p99"))
                    + f"{r['throughput']['output_tokens_per_s']:>10,.0f}"
-                   + (f"{r['goodput']['fraction_meeting_slo']:>9.0%}" if slo else ""))
+                   + (f"{r['goodput']['fraction_meeting_slo']:>9.0%}" if slo else "")
+                   + (f"{_dollars(r['cost']['dollars_per_million_output_tokens']):>9}" if "cost" in r else ""))
 
 
 def render_capacity(result: dict[str, Any], top: int = 10) -> str:

@@ -10,7 +10,8 @@ balance: torch's default cuts the sequence into 2 cp chunks and gives rank r chu
 2cp - 1 - r, so every rank does the same causal work (n must be a multiple of 2 cp).
 
 The exchange, per attention layer and micro-batch, with kv = 2 b (h_kv / tp) (n / cp) d_h e, the
-rank's keys and values: under tensor parallelism a rank's attention holds h_kv / tp of the KV
+rank's keys and values (h_kv and d_h are Gemma 4's full layers' h_kvg and d_hg where its config
+gives them: attention_widths): under tensor parallelism a rank's attention holds h_kv / tp of the KV
 heads, and the ring moves only those (Transformer Engine at d0067d0,
 transformer_engine/pytorch/attention/dot_product_attention/context_parallel.py,
 AttnFuncWithCPAndKVP2P.forward: `p2p_comm_buffers[0] = torch.cat((k.view(-1), v.view(-1)))`, the
@@ -73,7 +74,8 @@ def check_workload(workload: Workload, cp: int, sp_ranks: int = 1) -> None:
     """Raise ConfigError where the sequence does not cut into the rank's pieces: 2 cp chunks, and
     under sequence parallelism the rank's n / cp tokens into sp_ranks (tp) pieces."""
     if workload.attention == "eager":
-        raise ConfigError("layout: context parallelism runs fused attention (sdpa or flash), not eager.")
+        raise ConfigError("layout: context parallelism runs fused attention (sdpa or flash), not eager "
+                          "(Transformer Engine's unfused attention, Megatron's below sm80, refuses it too).")
     if workload.seq_len % (2 * cp):
         raise ConfigError(f"layout: --cp {cp} cuts each sequence into 2 cp = {2 * cp} chunks; "
                           f"{workload.seq_len} tokens do not divide.")
@@ -82,17 +84,28 @@ def check_workload(workload: Workload, cp: int, sp_ranks: int = 1) -> None:
                           f"(--cp {cp}) over --tp {sp_ranks}; they do not divide.")
 
 
+def attention_widths(cfg: ModelConfig, tp: int, kv_heads: str = "kv") -> tuple[int, int]:
+    """(query, key) elements a token holds in one rank's attention call: its h / tp query heads, and
+    the KV heads it holds (split.kv_heads_per_rank) or under kv_heads "repeated" h / tp, each head
+    one head width. Every layer context parallelism runs is a full-attention layer (a window is
+    refused above), so Gemma 4's full layers' KV heads h_kvg (num_global_key_value_heads) and width
+    d_hg (global_head_dim) where the config gives them, as leaves.py's unwindowed layer reads them."""
+    from .split import kv_heads_per_rank
+
+    width = cfg.global_head_dim or cfg.d_head
+    queries = cfg.n_heads // tp
+    keys = queries if kv_heads == "repeated" else kv_heads_per_rank(cfg.global_kv_heads or cfg.n_kv_heads, tp)
+    return queries * width, keys * width
+
+
 def exchange(cfg: ModelConfig, workload: Workload, cp: int, rotate: str, attention_layers: int,
              tp: int = 1, kv_heads: str = "kv", recomputed_layers: int = 0) -> dict[str, int]:
     """Payload bytes one rank moves for one micro-batch over `attention_layers` layers: its own
     keys and values, the n / cp tokens of the heads its attention kernel receives: the KV heads it
     holds (split.kv_heads_per_rank), or under kv_heads "repeated" its h / tp query heads; and the
     forward's exchange again for the `recomputed_layers` whose forward full recomputation re-runs."""
-    from .split import kv_heads_per_rank
-
     e = workload.bytes_per_element
-    heads = cfg.n_heads // tp if kv_heads == "repeated" else kv_heads_per_rank(cfg.n_kv_heads, tp)
-    elements = 2 * workload.batch * heads * (workload.seq_len // cp) * cfg.d_head
+    elements = 2 * workload.batch * (workload.seq_len // cp) * attention_widths(cfg, tp, kv_heads)[1]
     kv, gradients = e * elements, 4 * elements
     if rotate == "allgather":
         forward, backward = {"all_gather": cp * kv}, {"all_gather": cp * kv, "send": cp * gradients}
@@ -122,11 +135,8 @@ def ring_merge_bytes(cfg: ModelConfig, workload: Workload, cp: int, tp: int = 1,
                 and dv += (20 K), their cat into the fp32 send buffer (16 K) and, but at the last
                 block, the key and value's cat for the next send (8 K); at the end dq to bf16 (6 O)
                 and the received dk, dv to bf16 (12 K)."""
-    from .split import kv_heads_per_rank
-
-    tokens = workload.batch * (workload.seq_len // cp) * cfg.d_head
-    out = tokens * (cfg.n_heads // tp)
-    key = tokens * (cfg.n_heads // tp if kv_heads == "repeated" else kv_heads_per_rank(cfg.n_kv_heads, tp))
+    tokens = workload.batch * (workload.seq_len // cp)
+    out, key = (tokens * width for width in attention_widths(cfg, tp, kv_heads))
     forward = 12 * out + 10 * (cp - 1) * out
     backward = 4 * out + 8 * key + cp * (10 * out + 36 * key) + 8 * (cp - 1) * key + 6 * out + 12 * key
     return int(forward), int(backward)

@@ -20,6 +20,7 @@ from typing import Any, Iterator
 
 from ..config import ConfigError, ModelConfig, Workload, require_decoder
 from ..defaults import implied
+from ..flash_support import runs_flash
 from ..spec import DEFAULT_SERVE_ATTENTION, RECOMPUTES
 
 #: The recomputations plan tries unless --recompute names one: "deepseek" (spec.RECOMPUTED_PARTS) is
@@ -209,7 +210,7 @@ def plan_training(cfg: ModelConfig, hardware: Hardware, gpus: int, seq_len: int,
         if layout is None:
             problems.append(problem)
             continue
-        code = implied(layout.framework, fixed.get("impl"), fixed.get("attention"), cfg.family)
+        code = implied(layout.framework, fixed.get("impl"), fixed.get("attention"), cfg.family, runs_flash(hardware))
         entry = _entry(layout, batch, recompute)
         entry["layout"].update(code)
         chosen = _chosen_workload(workload, seq_len, batch, recompute, tuple(code.items()))

@@ -10,6 +10,7 @@ from typing import Any
 
 from ..checkpoint import inference_weights
 from ..config import ConfigError, show
+from ..cost import check_price, serving_cost
 from ..quantization import runs_w8a8
 from .. import spec
 from ..spec import MLA_FORMS
@@ -57,7 +58,11 @@ class ServeRun:
     def summary(self, slo_ttft: float | None = None, slo_tpot: float | None = None) -> dict[str, Any]:
         slo_ttft = self.setup.get("slo_ttft_s") if slo_ttft is None else slo_ttft
         slo_tpot = self.setup.get("slo_tpot_s") if slo_tpot is None else slo_tpot
-        return {"setup": self.setup, **metrics.summarize(self.requests, self.steps, self.itl, slo_ttft, slo_tpot)}
+        summary = {"setup": self.setup, **metrics.summarize(self.requests, self.steps, self.itl, slo_ttft, slo_tpot)}
+        price = self.setup.get("price_per_gpu_hour")
+        if price is not None:  # serve --price, or the hardware file's price_per_gpu_hour
+            summary["cost"] = serving_cost(summary["throughput"]["output_tokens_per_s"], self.setup["gpus"], price)
+        return summary
 
 
 PAGED_PREFIX_NOTE = ("the simulator shares no prefix over layer-group block tables (kv_paging.py); vLLM's hybrid "
@@ -337,7 +342,7 @@ def serve(model: Any, hardware: Any = "h100-sxm", *, rate: float | None = None, 
           trace: str | None = None, prompt: str | Lengths = "512", output: str | Lengths = str(spec.DEFAULT_GEN_TOKENS),
           seed: int = 0, replicas: int = 1, router: str | None = None, slo_ttft: float | None = None,
           slo_tpot: float | None = None, disaggregate: tuple[int, int] | None = None,
-          concurrency: int | None = None, **replica_options: Any) -> ServeRun:
+          concurrency: int | None = None, price: float | None = None, **replica_options: Any) -> ServeRun:
     """Simulate serving `model` on `replicas` replicas of `hardware` (a preset name or Hardware),
     or, with disaggregate=(P, D), on P prefill-only and D decode-only replicas
     (costmodel/serving/disaggregated.py). The load: Poisson arrivals at `rate`, a `trace`, or
@@ -347,7 +352,9 @@ def serve(model: Any, hardware: Any = "h100-sxm", *, rate: float | None = None, 
     weight_group, quant_layout, kv_dtype, attention, mla, fp8_gemm, prefix_caching (default: on for vllm, as vLLM v1),
     num_scheduler_steps (vllm-v0's multi-step scheduling; default 1), efficiency,
     time_model (default: hardware.time_model_for's), cuda_graphs (auto: the engine's, graphs.py; on; off),
-    mamba_ssm_cache_dtype (vllm and vllm-v0: a hybrid's SSM states in the model dtype, auto, or float32)."""
+    mamba_ssm_cache_dtype (vllm and vllm-v0: a hybrid's SSM states in the model dtype, auto, or float32).
+    price: dollars per GPU-hour (default: the hardware file's price_per_gpu_hour, if it has one), which
+    adds the summary's cost (costmodel/cost.py serving_cost)."""
     import pandas as pd
 
     from ..api import load_model
@@ -358,6 +365,7 @@ def serve(model: Any, hardware: Any = "h100-sxm", *, rate: float | None = None, 
     hw = hardware if isinstance(hardware, Hardware) else load_hardware(str(hardware))
     if replicas < 1:
         raise ConfigError(f"--replicas must be at least 1, got {replicas}.")
+    check_price(price)
     for name, value in (("--slo-ttft", slo_ttft), ("--slo-tpot", slo_tpot)):
         if value is not None and not (value > 0 and math.isfinite(value)):
             raise ConfigError(f"{name} must be a positive number of seconds, got {show(value)}.")
@@ -397,7 +405,8 @@ def serve(model: Any, hardware: Any = "h100-sxm", *, rate: float | None = None, 
                   "prompt": _lengths([r.prompt_tokens for r in chosen]) if trace else str(prompt),
                   "output": _lengths([r.output_tokens for r in chosen]) if trace else str(output),
                   "seed": seed, "disaggregate": disaggregate,
-                  "slo_ttft_s": slo_ttft, "slo_tpot_s": slo_tpot, "gpus": replicas * setup["tp"] * setup["pp"]})
+                  "slo_ttft_s": slo_ttft, "slo_tpot_s": slo_tpot, "gpus": replicas * setup["tp"] * setup["pp"],
+                  "price_per_gpu_hour": price if price is not None else hw.price_per_gpu_hour})
     frame = pd.DataFrame(rows).sort_values("id").reset_index(drop=True)
     frame["load"] = load
     return ServeRun(frame, pd.DataFrame(steps), itl[0], setup)

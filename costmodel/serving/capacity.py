@@ -22,9 +22,11 @@ from typing import Any
 from ..checkpoint import inference_weights
 from ..config import ConfigError, show
 from ..cost import check_price
+from ..leaves import require_chunks
 from ..quantization import runs_w8a8
 from ..spec import DEFAULT_GEN_TOKENS
-from .api import build_replica, replica_profile, require_decoder_only, require_engine_steps, run_replicas
+from .api import (build_replica, check_drawn_lengths, replica_profile, require_decoder_only, require_engine_steps,
+                  run_replicas)
 from .workload import Lengths, check_requests, poisson
 from .state_slots import check_ssm_cache_dtype
 
@@ -202,8 +204,14 @@ def plan_capacity(cfg: Any, hardwares: list[Any], target: Target, *, scheduler: 
 
     check_target_numbers(target.rate, target.slo_ttft, target.slo_tpot)
     require_decoder_only(cfg)  # else every configuration read "not feasible" and the search exited 0
+    require_chunks(cfg)  # DeepSeek-V4: as serve's one line, not 36 configurations each "not feasible"
     check_ssm_cache_dtype(cfg, replica_options.get("mamba_ssm_cache_dtype", "auto"))  # else every one set aside
     check_requests(target.requests)
+    # serve's rule: a request past the context is refused (vLLM's max_model_len), not a table of
+    # configurations each "not feasible" (request 0) and exit 1
+    check_drawn_lengths(poisson(target.rate, target.requests, Lengths.parse(target.prompt),
+                                Lengths.parse(target.output), target.seed),
+                        target.prompt, target.output, cfg.max_positions)
     check_price(price)
     names = [hardware.name for hardware in hardwares]
     twice = next((name for name in names if names.count(name) > 1), None)
