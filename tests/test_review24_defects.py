@@ -107,3 +107,29 @@ def test_folding_at_dp_1_reduces_the_experts_gradients(capsys):
     assert local == 14_495_514_624
     assert result["parallel"]["communication"]["edp"] == {"reduce_scatter": 4 * local, "all_gather": 2 * local}
     assert "dp" not in result["parallel"]["communication"]
+
+
+def test_the_capacity_search_forks_no_pool_from_a_process_with_torch(monkeypatch):
+    """plan --serve --rate's searches ran in a forked pool whatever the process held; forked from a
+    test worker that had loaded torch (its thread pools' locks), a child waited forever and the
+    fast tier hung at 98% (session 24). With torch loaded the searches run one by one, and give the
+    pool's answer."""
+    import multiprocessing
+
+    import torch  # noqa: F401  (what the test workers hold)
+
+    from costmodel.hardware import load_hardware
+    from costmodel.presets import load_preset
+    from costmodel.serving.capacity import Target, fork_is_safe, plan_capacity
+
+    assert not fork_is_safe()
+    target = Target(rate=2.0, slo_ttft=2.0, slo_tpot=0.1, requests=20, prompt="128", output="16", seed=0)
+    options = dict(tps=[1], max_num_seqs=[64], max_batched_tokens=[512, 2048])
+    serial = plan_capacity(load_preset("gpt2"), [load_hardware("h100-sxm")], target, processes=1, **options)
+
+    def no_fork(method):
+        raise AssertionError(f"a {method} pool was started")
+
+    monkeypatch.setattr(multiprocessing, "get_context", no_fork)
+    pooled = plan_capacity(load_preset("gpt2"), [load_hardware("h100-sxm")], target, processes=2, **options)
+    assert pooled == serial and len(pooled["feasible"]) + len(pooled["infeasible"]) == 2

@@ -190,6 +190,17 @@ def check_target_numbers(rate: float | None, slo_ttft: float | None, slo_tpot: f
             raise ConfigError(f"{name} must be a positive, finite number, got {show(value)}.")
 
 
+def fork_is_safe() -> bool:
+    """Whether a forked pool can run the searches: only from a process of one thread that has not
+    loaded torch. A child forked while another thread holds a lock (torch's intra-op pool, a test
+    runner's threads) can wait on it forever; the CLI's core never imports torch, so it keeps its
+    pool, and a process that did runs the searches one by one."""
+    import sys
+    import threading
+
+    return threading.active_count() == 1 and "torch" not in sys.modules
+
+
 def plan_capacity(cfg: Any, hardwares: list[Any], target: Target, *, scheduler: str = "vllm",
                   tps: list[int] | None = None, pps: list[int] | None = None, max_num_seqs: list[int] | None = None,
                   max_batched_tokens: list[int] | None = None, processes: int | None = None,
@@ -249,7 +260,7 @@ def plan_capacity(cfg: Any, hardwares: list[Any], target: Target, *, scheduler: 
     processes = processes or os.cpu_count() or 1
     if ray_address is not None:
         results = _ray_results(ray_address, cfg, hardwares, scheduler, keys, target, replica_options)
-    elif processes > 1 and len(tasks) > 1:
+    elif processes > 1 and len(tasks) > 1 and fork_is_safe():
         with multiprocessing.get_context("fork").Pool(processes) as pool:
             results = pool.map(_task, tasks, chunksize=1)
     else:
