@@ -217,7 +217,8 @@ def test_the_recipes_dispatcher_on_published_rows():
     # + 5 of the Megatron MoE model zoo's Qwen3 235B table (session 24: DeepEP on 4, all-to-all on 1)
     # + 1 in session 24: Nemotron 3.5 Lightning's (067f987df _build_nemotron_3_nano_gb200_mxfp8: "hybridep")
     # + 1, the model zoo's long-context GB200 row (HybridEP; the four H100 long-context rows take their source's DeepEP)
-    assert sum(1 for run in data["runs"] if run.get("ep_dispatcher")) == 14 + 11 + 3 + 15 + 16 + 5 + 1 + 1
+    # + 1, DeepSeek-V4 Flash's 26.08 GB200 row (its recipe's hybridep, read in session 24: wt24_dsv4b)
+    assert sum(1 for run in data["runs"] if run.get("ep_dispatcher")) == 14 + 11 + 3 + 15 + 16 + 5 + 1 + 1 + 1
     assert all(run["ep_dispatcher"] == "hybridep" for run in data["runs"] if "nemotron-3" in run["id"]
                and run.get("ep_dispatcher"))
 

@@ -144,7 +144,8 @@ def test_python_api_takes_it_as_a_layout_field():
 
 
 def test_the_megatron_bridge_rows_state_their_recipes_setting():
-    """DeepSeek-V3's 17 rows keep bf16 moments (its recipe at every release); the 16 other BF16 rows
+    """DeepSeek-V3's 17 rows keep bf16 moments (its recipe at every release), and DeepSeek-V4 Flash's
+    26.08 row (its recipe, read in session 24: wt24_dsv4b); the 16 other BF16 rows
     state the performance scripts' fp32 override, which moves no byte: a GPT-OSS 120B row's rank and
     step traffic equal the same row without it."""
     import dataclasses
@@ -154,11 +155,14 @@ def test_the_megatron_bridge_rows_state_their_recipes_setting():
 
     runs, source = runs_and_source("megatron-bridge-moe")
     stated = {i: r["precision_aware_optimizer"] for i, r in runs.items() if "precision_aware_optimizer" in r}
+    # and the Megatron MoE model zoo's two MXFP8 Blackwell rows, as their rows state it (session 24)
+    zoo = ["modelzoo-qwen3-gb 235b mxfp8 hybridep tp1 pp1 ep64 64xgb300",
+           "modelzoo-qwen3-long 235b mxfp8 hybridep tp4 cp4 ep32 pp4 vpp12 128k 128xgb200"]
     assert sorted(i for i, v in stated.items() if v == "bf16-moments") == sorted(
-        i for i in runs if i.split()[2] == "deepseek-v3")
+        [i for i in runs if i.split()[2] in ("deepseek-v3", "deepseek-v4-flash")] + zoo)
     fp32 = sorted(i for i, v in stated.items() if v == "fp32")
     assert len(fp32) == 16 and all(i.split()[3] == "bf16" and i.split()[2] != "deepseek-v3" for i in fp32)
-    assert len(stated) == 33
+    assert len(stated) == 36
     on, hardware, _ = train_setup(runs["megatron-bridge-moe 26.04.01 gpt-oss-120b bf16 64xb200"], source)
     off = ParallelEstimate(on.cfg, on.workload, dataclasses.replace(on.layout, precision_aware_optimizer=None))
     assert on.layout.precision_aware_optimizer == "fp32"
