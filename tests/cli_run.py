@@ -19,3 +19,13 @@ def run_json(args: list[str], capsys) -> dict:
     code, out, err = run_main([*args, "--json"], capsys)
     assert code == 0, err
     return json.loads(out)
+
+
+def one_error_line(args: list[str], capsys, warnings: bool = False) -> str:
+    """The one `error:` line of a refused command: exit status 2, nothing on stdout, no traceback,
+    and no other line on stderr (but `warning:` lines where warnings is True)."""
+    code, out, err = run_main(args, capsys)
+    lines = [line for line in err.strip().splitlines() if not (warnings and line.startswith("warning:"))]
+    assert (code, out, len(lines)) == (2, "", 1), (code, out, err)
+    assert lines[0].startswith("error: ") and "Traceback" not in err
+    return lines[0]

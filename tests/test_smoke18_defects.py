@@ -8,16 +8,7 @@ import json
 
 import pytest
 
-from tests.cli_run import run_json, run_main
-
-
-def one_error_line(args: list[str], capsys) -> str:
-    """The one `error:` line of a refused command (exit status 2, nothing on stdout, no traceback)."""
-    code, out, err = run_main(args, capsys)
-    lines = err.strip().splitlines()
-    assert (code, out, len(lines)) == (2, "", 1), (code, out, err)
-    assert lines[0].startswith("error: ") and "Traceback" not in err
-    return lines[0]
+from tests.cli_run import one_error_line, run_json, run_main
 
 
 # 1. FlashAttention-2 runs on Ampere (sm80) and later only (kernel_facts.json "flash_attention_missing")
