@@ -6,6 +6,7 @@ expert choice a frozen buffer). The layers are costmodel/blocks/deepseek_v4.py's
 
 from __future__ import annotations
 
+import math
 from typing import Any, Callable
 
 from .config import ConfigError, ModelConfig, show
@@ -24,7 +25,7 @@ def _layer_types(f: Fields, layers: int) -> list[str]:
     types = f.data.get("layer_types")
     ratios = f.data.get("compress_ratios")
     if types is None and ratios is not None:
-        if not isinstance(ratios, list) or any(r not in _RATIO_TYPES for r in ratios):
+        if not isinstance(ratios, list) or any(not isinstance(r, int) or r not in _RATIO_TYPES for r in ratios):
             raise ConfigError(f"{f.source}: compress_ratios must be a list of 0, 4 and 128, got {show(ratios)}.")
         types = [_RATIO_TYPES[r] for r in ratios]
     if types is None:
@@ -73,8 +74,10 @@ def _deepseek_v4(f: Fields, name: str) -> ModelConfig:
     if heads * head_dim % groups:
         raise ConfigError(f"{f.source}: o_groups ({groups}) does not divide num_attention_heads x head_dim "
                           f"({heads * head_dim}).")
-    factor = f.data.get("partial_rotary_factor")
-    rope = f.data.get("qk_rope_head_dim")
+    factor = f.get("partial_rotary_factor", None, float)
+    if factor is not None and not math.isfinite(factor):
+        raise ConfigError(f"{f.source}: partial_rotary_factor must be a finite number, got {show(factor)}.")
+    rope = f.get("qk_rope_head_dim", None)
     rotary = int(head_dim * factor) if factor is not None else rope if rope is not None else head_dim * 64 // 512
     if rotary % 2 or not 0 < rotary <= head_dim:
         raise ConfigError(f"{f.source}: the rotary width ({rotary}, head_dim x partial_rotary_factor) must be "
@@ -97,7 +100,7 @@ def _deepseek_v4(f: Fields, name: str) -> ModelConfig:
         output_rank=f.get("o_lora_rank", 1024, minimum=1),
         csa_layers=types.count(_CSA), hca_layers=types.count(_HCA), csa_rate=csa_rate, hca_rate=hca_rate,
         layer_pattern=tuple({_SLIDING: "sliding", _CSA: "csa", _HCA: "hca"}[t] for t in types),
-        attention_dropout=float(f.get("attention_dropout", 0.0, (int, float))),
+        attention_dropout=float(f.get("attention_dropout", 0.0, float)),
     )
 
 

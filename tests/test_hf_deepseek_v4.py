@@ -9,6 +9,7 @@ compression rates; the fields the class ignores or the tree cannot run refused i
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -249,3 +250,24 @@ def test_router_hyper_connection_and_clamp_elements_equal_the_class():
     assert measured["aten.sigmoid"] == tree["sigmoid"] == 1_326
     assert measured["aten.softplus"] == tree["softplus"] == measured["aten.sqrt"] == tree["sqrt"] == 520
     assert measured["aten.clamp"] == tree["clamp"] + tree["clamp_max"] == 24_960
+
+
+@pytest.mark.parametrize("field, value, words", [
+    ("partial_rotary_factor", [], "field 'partial_rotary_factor' must be a number, got []"),
+    ("partial_rotary_factor", float("inf"), "partial_rotary_factor must be a finite number, got inf"),
+    ("qk_rope_head_dim", [], "field 'qk_rope_head_dim' must be an integer, got []"),
+    ("attention_dropout", [], "field 'attention_dropout' must be a number, got []"),
+    ("compress_ratios", [[1], 0, 4, 128], "compress_ratios must be a list of 0, 4 and 128"),
+])
+def test_a_malformed_field_is_one_config_error(field, value, words):
+    """The full run's random configs (tests/test_robustness.py) found partial_rotary_factor [] a
+    TypeError traceback (int() of a list); each malformed field is now one sentence naming it."""
+    from costmodel.config import ConfigError
+    from costmodel.presets import config_from_dict
+
+    data = {"model_type": "deepseek_v4", "num_hidden_layers": 4, "hidden_size": 64, "num_attention_heads": 4,
+            "head_dim": 32, "q_lora_rank": 16, "o_lora_rank": 16, "o_groups": 2, "n_routed_experts": 4,
+            "num_experts_per_tok": 2, "moe_intermediate_size": 32, "index_n_heads": 2, "index_head_dim": 16,
+            "vocab_size": 100, field: value}
+    with pytest.raises(ConfigError, match=re.escape(words)):
+        config_from_dict(data, name="odd", source="config.json")

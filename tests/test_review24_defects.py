@@ -130,3 +130,10 @@ def test_the_capacity_search_forks_no_pool_from_a_process_with_torch(monkeypatch
     monkeypatch.setattr(multiprocessing, "get_context", no_fork)
     pooled = plan_capacity(load_preset("gpt2"), [load_hardware("h100-sxm")], target, processes=2, **options)
     assert pooled == serial and len(pooled["feasible"]) + len(pooled["infeasible"]) == 2
+
+
+def test_a_config_path_with_a_null_byte_is_one_error_line(capsys):
+    """The full run's random command lines (tests/test_robustness.py) found `estimate --config
+    '\\x00'` a ValueError traceback from open(); it is one line naming the path."""
+    assert one_error_line(["estimate", "--config", "\x00"], capsys) == \
+        "error: '\\x00': not a file name (it holds a null byte)."

@@ -159,5 +159,7 @@ def load_config_file(path: str | Path) -> ModelConfig:
         raise ConfigError(f"{path}: not a UTF-8 text file.") from None
     except OSError as error:
         raise ConfigError(f"{path}: cannot be read ({error.strerror}).") from None
+    except ValueError:  # a null byte in the name (open() refuses it)
+        raise ConfigError(f"{str(path)!r}: not a file name (it holds a null byte).") from None
     name = path.parent.name if path.name == "config.json" and path.parent.name else path.stem
     return parse_config(text, source=str(path), name=name or "config")
