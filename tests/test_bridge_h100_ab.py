@@ -1,0 +1,28 @@
+"""validate/bridge_h100_ab.py: Megatron-Bridge's Qwen3 30B-A3B 16 x H100 A/B runs beside the kernel
+model (session 25; validate/FINDINGS.md "The MoE rows' host time: the sources searched again")."""
+
+from __future__ import annotations
+
+import pytest
+
+from validate.bridge_h100_ab import model_step_s, runs
+
+
+def test_the_runs_are_the_cards_five():
+    got = {run["id"]: run["published_step_s"] for run in runs()}
+    assert list(got.values()) == [41.36, 42.00, 24.7138, 20.992, 20.14729]
+    for run in runs():  # the layout every card states: 16 H100, EP 16, MBS 1, GBS 1,024, 4,096 tokens
+        assert (run["gpus"], run["ep"], run["tp"], run["pp"], run["micro_batch"], run["global_batch"],
+                run["seq_len"]) == (16, 16, 1, 1, 1, 1024, 4096)
+
+
+def test_the_models_steps():
+    steps = [round(model_step_s(run), 3) for run in runs()]
+    # the graphed run has the eager run's GPU work: the model (no host term) gives both one step
+    assert steps == [39.513, 39.513, 23.518, 16.812, 16.812]
+    alltoall, _, hybridep, overlap, _ = (model_step_s(run) for run in runs())
+    # the dispatcher's change: published 41.36 / 24.7138 = 1.674, the model 1.680
+    assert alltoall / hybridep == pytest.approx(1.680, abs=5e-4)
+    assert 41.36 / 24.7138 == pytest.approx(1.674, abs=5e-4)
+    # the overlap's saving: published 24.7138 - 20.992 = 3.72 s, the model 6.71 s
+    assert hybridep - overlap == pytest.approx(6.707, abs=5e-4)

@@ -1,0 +1,47 @@
+"""validate/ep_dispatch_table.py: the model's EP dispatch beside arXiv:2603.07685 Table 7 (session 25;
+validate/FINDINGS.md "The MoE rows' host time: the sources searched again")."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from validate.ep_dispatch_table import model_us, rows, table
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_the_table_is_the_reports_sixteen_rows():
+    data = table()
+    assert (data["hidden"], data["tokens"], data["experts"], data["top_k"]) == (7168, 4096, 256, 8)
+    assert data["us"]["gb200"]["hybridep"]["dispatch"] == [391, 578, 612, 675]
+    assert data["us"]["h100-sxm"]["alltoall"]["combine"] == [1277, 5628, 7815, 8727]
+    assert len(rows()) == 16
+
+
+def test_the_models_exchange_times():
+    # tokens x top-k x hidden x 2 bytes = 4,096 x 8 x 7,168 x 2 = 469,762,048 bytes an all-to-all
+    assert 4096 * 8 * 7168 * 2 == 469_762_048
+    got = {(gpu, dispatcher, ep): round(model) for gpu, dispatcher, ep, _, _, model in rows()}
+    assert got == {
+        ("gb200", "hybridep", 8): 269, ("gb200", "hybridep", 16): 418,
+        ("gb200", "hybridep", 32): 531, ("gb200", "hybridep", 64): 601,
+        ("gb200", "alltoall", 8): 581, ("gb200", "alltoall", 16): 622,
+        ("gb200", "alltoall", 32): 642, ("gb200", "alltoall", 64): 652,
+        ("h100-sxm", "hybridep", 8): 439, ("h100-sxm", "hybridep", 16): 2184,
+        ("h100-sxm", "hybridep", 32): 4307, ("h100-sxm", "hybridep", 64): 5967,
+        ("h100-sxm", "alltoall", 8): 918, ("h100-sxm", "alltoall", 16): 6924,
+        ("h100-sxm", "alltoall", 32): 9925, ("h100-sxm", "alltoall", 64): 11426,
+    }
+    # inside one NVLink domain HybridEP sends each token once per reached rank, fewer bytes than the
+    # all-to-all's top-k copies, so it is faster in the model at every EP on GB200 (72 GPUs a domain)
+    for ep in (8, 16, 32, 64):
+        assert model_us("gb200", "hybridep", ep) < model_us("gb200", "alltoall", ep)
+
+
+def test_the_script_prints_every_row():
+    out = subprocess.run([sys.executable, "validate/ep_dispatch_table.py"], cwd=ROOT, capture_output=True,
+                         text=True, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}, check=True).stdout
+    assert out.count("\n| gb200 |") == 8 and out.count("\n| h100-sxm |") == 8
+    assert "| h100-sxm | alltoall | 16 | 5,774 | 5,628 | 6,924 | 0.83 | 0.81 |" in out
