@@ -109,7 +109,46 @@ MLPERF = [
      "offline": {"samples": 24576, "max_num_seqs": 896, "tokens_per_s": 24524.9},
      "server": {"rate": 75.10, "requests": 9000, "max_num_seqs": 1024, "tokens_per_s": 21605.79,
                 "p99_ttft_s": 0.461278089, "p99_tpot_s": 0.175354317}},
+    # Added in session 25 as runs the model had not seen; each "assumed" was written before either was computed.
+    {"system": "NVIDIA GH200 NVL2 platform, 1 x GH200 144 GB (one engine of tp 1), v4.1",
+     "source": "mlcommons/inference_results_v4.1 (commit a2f5d66), closed/NVIDIA/results/GH200-GraceHopper-Superchip_"
+               "GH200-144GB_aarch64x1_TRT/llama2-70b-99.9/{Offline,Server}/performance/run_1/mlperf_log_summary.txt; "
+               "system closed/NVIDIA/systems/GH200-GraceHopper-Superchip_GH200-144GB_aarch64x1_TRT.json (TensorRT "
+               "10.2.0, CUDA 12.4); settings: class GH200_144GB_aarch64x1 (tensor_parallelism 1, use_fp8, "
+               "gpu_batch_size 806 in both scenarios, kvcache_free_gpu_mem_frac 0.90 from the base classes)",
+     "hardware": "gh200-144gb", "tp": 1, "replicas": 1,
+     "max_batched_tokens": None,  # v4.1's builder is not stored: vLLM's default budget, as the DGX H100 v4.1 row
+     "offline": {"samples": 24576, "max_num_seqs": 806, "tokens_per_s": 4067.52},
+     "server": {"rate": 13.43, "requests": 7200, "max_num_seqs": 806, "tokens_per_s": 3883.67,
+                "p99_ttft_s": 0.579347528, "p99_tpot_s": 0.192598630},
+     "assumed": "the gh200-144gb preset (its H100 GPU's datasheet peaks, 144 GB of HBM3e at 4.9 TB/s; the Grace "
+                "CPU and the NVLink-C2C host link not modelled); one engine of tp 1; FP8 weights and KV cache and "
+                "the W8A8 projections as the other MLPerf rows; vLLM's scheduler and token budget (the round's "
+                "engine builder not stored); Offline: every one of the dataset's 24,576 samples once (the run's "
+                "query held 38,280, the same samples repeated), the throughput over the span; Server: 7,200 "
+                "Poisson arrivals at the scheduled 13.43/s (as the single-engine Azure row), not the run's 40 "
+                "minutes; the 99.9% accuracy class inherits the 99% class's settings"},
+    {"system": "NVIDIA H200, 8 x H200 SXM 141 GB, 700 W (8 engines of tp 1), v4.1",
+     "source": "mlcommons/inference_results_v4.1 (commit a2f5d66), closed/NVIDIA/results/H200-SXM-141GBx8_TRT/"
+               "llama2-70b-99/{Offline,Server}/performance/run_1/mlperf_log_summary.txt; system "
+               "closed/NVIDIA/systems/H200-SXM-141GBx8_TRT.json ('H200 TGP 700W', TensorRT 10.2.0, CUDA 12.4); "
+               "settings: class H200_SXM_141GBx8 (inherits H200_SXM_141GBx1: tensor_parallelism 1, use_fp8, "
+               "gpu_batch_size 806 Offline and 896 Server, kvcache_free_gpu_mem_frac 0.90)",
+     "hardware": "h200", "tp": 1, "replicas": 8,
+     "max_batched_tokens": None,  # v4.1's builder is not stored: vLLM's default budget, as the DGX H100 v4.1 row
+     "offline": {"samples": 24576, "max_num_seqs": 806, "tokens_per_s": 31302.7},
+     "server": {"rate": 101.25, "requests": 9000, "max_num_seqs": 896, "tokens_per_s": 29228.22,
+                "p99_ttft_s": 0.452744202, "p99_tpot_s": 0.146040006},
+     "assumed": "the h200 preset (700 W, 4.8 TB/s, 141 GB: the system file's 'H200 TGP 700W'); 8 engines of tp 1 "
+                "(the x8 class inherits the x1 class's tensor_parallelism 1), requests round-robin over them; FP8 "
+                "weights and KV cache and the W8A8 projections as the other MLPerf rows; vLLM's scheduler and token "
+                "budget (the round's engine builder not stored); the 99% accuracy results (the repository holds no "
+                "99.9% ones for this system; the config classes set the same engine for both); Offline: every one "
+                "of the 24,576 samples once (the run's query held 274,560), the throughput over the span; Server: "
+                "9,000 Poisson arrivals at the scheduled 101.25/s (as the DGX H100 row), not the run's 40 minutes"},
 ]
+
+
 def mlperf_prompts(lengths: Lengths, samples: int | None = None) -> list[int]:
     """Offline's prompts: every sample of the histogram once, in a seeded shuffled order (the first
     `samples` of it for a shorter run)."""
