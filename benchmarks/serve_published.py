@@ -146,6 +146,25 @@ MLPERF = [
                 "99.9% ones for this system; the config classes set the same engine for both); Offline: every one "
                 "of the 24,576 samples once (the run's query held 274,560), the throughput over the span; Server: "
                 "9,000 Poisson arrivals at the scheduled 101.25/s (as the DGX H100 row), not the run's 40 minutes"},
+    {"system": "NVIDIA H200, 8 x H200 SXM 141 GB, 700 W (8 engines of tp 1), v4.0",
+     "source": "mlcommons/inference_results_v4.0 (commit 3c4a1cf), closed/NVIDIA/results/H200-SXM-141GBx8_TRT/"
+               "llama2-70b-99.9/{Offline,Server}/performance/run_1/mlperf_log_summary.txt; system "
+               "closed/NVIDIA/systems/H200-SXM-141GBx8_TRT.json ('H200 TGP 700W', TensorRT 9.3.0, CUDA 12.2, "
+               "status 'preview'); settings: class H200_SXM_141GBx8 (configs at commit 8121a81; inherits "
+               "H200_SXM_141GBx1: tensor_parallelism 1, use_fp8, gpu_batch_size 806 Offline and 896 Server, "
+               "kvcache_free_gpu_mem_frac 0.90)",
+     "hardware": "h200", "tp": 1, "replicas": 8,
+     # LLAMA2EngineBuilderOp(max_num_tokens=16384), the same round's builder as the Azure v4.0 row's
+     "max_batched_tokens": 16384,
+     "offline": {"samples": 24576, "max_num_seqs": 806, "tokens_per_s": 27738.3},
+     "server": {"rate": 91.24, "requests": 9000, "max_num_seqs": 896, "tokens_per_s": 26485.43,
+                "p99_ttft_s": 0.753113481, "p99_tpot_s": 0.194987874},
+     "assumed": "as the v4.1 H200 row (the h200 preset, 8 engines of tp 1, FP8 weights, KV cache and W8A8 "
+                "projections, vLLM's scheduler) with the v4.0 builder's token budget of 16,384 (the Azure v4.0 "
+                "row's); the 99.9% accuracy results; Offline: the 24,576 samples once (the run's query held "
+                "253,440); Server: 9,000 Poisson arrivals at the scheduled 91.24/s. The same GPUs and engine "
+                "shapes as the v4.1 row a round earlier: what differs is TensorRT-LLM's version, which ours "
+                "does not see"},
 ]
 
 

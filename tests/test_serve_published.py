@@ -25,7 +25,7 @@ def script():
 
 def test_mlperf_figures_are_the_loadgen_summaries(script):
     # the mlperf_log_summary.txt files and NVIDIA's config classes the script's docstring names
-    azure, dgx, gh200, h200 = script.MLPERF
+    azure, dgx, gh200, h200, h200_v40 = script.MLPERF
     # prompts: the dataset's histogram and its mean rounded to a token (mlperf_llama2_70b_lengths.json, below)
     assert (script.MLPERF_MODEL, script.MLPERF_OUTPUT) == ("llama2-70b", 294)
     assert script.mlperf_mean_prompt(script.mlperf_input_lengths()) == 222
@@ -50,6 +50,12 @@ def test_mlperf_figures_are_the_loadgen_summaries(script):
     assert h200["offline"] == {"samples": 24576, "max_num_seqs": 806, "tokens_per_s": 31302.7}
     assert h200["server"] == {"rate": 101.25, "requests": 9000, "max_num_seqs": 896, "tokens_per_s": 29228.22,
                               "p99_ttft_s": 0.452744202, "p99_tpot_s": 0.146040006}
+    # v4.0's H200_SXM_141GBx8 (configs at 8121a81: the same batch sizes), the v4.0 builder's 16,384 tokens
+    assert (h200_v40["hardware"], h200_v40["tp"], h200_v40["replicas"], h200_v40["max_batched_tokens"]) == (
+        "h200", 1, 8, 16384)
+    assert h200_v40["offline"] == {"samples": 24576, "max_num_seqs": 806, "tokens_per_s": 27738.3}
+    assert h200_v40["server"] == {"rate": 91.24, "requests": 9000, "max_num_seqs": 896, "tokens_per_s": 26485.43,
+                                  "p99_ttft_s": 0.753113481, "p99_tpot_s": 0.194987874}
 
 
 # Each system's hardware, engines and Offline sequence cap, typed from the sources (not read from
