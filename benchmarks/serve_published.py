@@ -42,8 +42,9 @@ outputs 214, the completions' lengths the benchmark passes as max_tokens, agains
 windows of 10 steps per scheduling decision (costmodel/serving/vllm_v0.py, VLLMV0Scheduler);
 the CPU time it spreads over the 10 steps is not modelled, nor is any CPU time.
 
-Sarathi-Serve's Table 2 (benchmarks/published_sarathi.py) and NVIDIA NIM's benchmarking guide
-(benchmarks/published_nim.py): each source's rows, setup and runner in a module of its own, printed here.
+Sarathi-Serve's Table 2 (benchmarks/published_sarathi.py), NVIDIA NIM's benchmarking guide
+(benchmarks/published_nim.py) and torchao's vLLM 0.13 throughput runs of Llama 3.1 8B on an H100 and a B200
+(benchmarks/published_torchao_vllm.py): each source's rows, setup and runner in a module of its own, printed here.
 
 TensorRT-LLM's performance overview (NVIDIA/TensorRT-LLM docs/source/performance/perf-overview.md at commit
 00f37686, the v1.0 page: trtllm-bench throughput on the PyTorch backend, every request at once, "Total Output
@@ -59,7 +60,7 @@ once) throughputs and online (4 and 8 req/s) medians. Ours: vllm_options with ma
 first 5,000 pairs of vLLM's ShareGPT sample (sharegpt_vllm_lengths_5000.json beside this script), Poisson arrivals.
 
     python benchmarks/serve_published.py [nim | trtllm-bench | sglang-vllm [SHAREGPT.json] | vllm [SHAREGPT.json]
-                                          | mlperf [LENGTHS.json]]
+                                          | mlperf [LENGTHS.json] | torchao-vllm]
 """
 
 from __future__ import annotations
@@ -76,6 +77,7 @@ from benchmarks.published_lengths import (  # noqa: E402
     MLPERF_LENGTHS, VLLM_SHAREGPT, mlperf_input_lengths, sharegpt_lengths)
 from benchmarks.published_nim import print_nim  # noqa: E402
 from benchmarks.published_sarathi import print_sarathi  # noqa: E402
+from benchmarks.published_torchao_vllm import print_torchao_vllm  # noqa: E402
 from benchmarks.published_trtllm_static import print_static  # noqa: E402
 
 # MLPerf Inference, Llama-2-70B (closed), from the LoadGen summaries. Shared by every system: the model and the
@@ -519,6 +521,7 @@ def main() -> None:
     print_nim()
     print_trtllm_bench()
     print_sglang_vllm()
+    print_torchao_vllm()
     print_mlperf()
 
 
@@ -546,8 +549,9 @@ def print_mlperf(path: str | Path = MLPERF_LENGTHS) -> None:
 # The selectors: each table alone (vllm and mlperf from another length file if one is named), with the
 # most arguments each takes after its name; no selector runs every table.
 SELECTORS = {"nim": (print_nim, 0), "trtllm-bench": (print_trtllm_bench, 0), "sglang-vllm": (print_sglang_vllm, 1),
-             "vllm": (print_vllm, 1), "mlperf": (print_mlperf, 1)}
-USAGE = "nim, trtllm-bench, sglang-vllm [SHAREGPT.json], vllm [SHAREGPT.json] or mlperf [LENGTHS.json] (none: every table)"
+             "vllm": (print_vllm, 1), "mlperf": (print_mlperf, 1), "torchao-vllm": (print_torchao_vllm, 0)}
+USAGE = ("nim, trtllm-bench, sglang-vllm [SHAREGPT.json], vllm [SHAREGPT.json], mlperf [LENGTHS.json] or torchao-vllm "
+         "(none: every table)")
 
 
 def command(argv: list[str]):
