@@ -167,6 +167,23 @@ MLPERF = [
                 "253,440); Server: 9,000 Poisson arrivals at the scheduled 91.24/s. The same GPUs and engine "
                 "shapes as the v4.1 row a round earlier: what differs is TensorRT-LLM's version, which ours "
                 "does not see"},
+    {"system": "NVIDIA H200, 8 x H200 SXM 141 GB CTS, 1000 W (8 engines of tp 1), v4.1",
+     "source": "mlcommons/inference_results_v4.1 (commit a2f5d66), closed/NVIDIA/results/H200-SXM-141GB-CTSx8_TRT/"
+               "llama2-70b-99.9/{Offline,Server}/performance/run_1/mlperf_log_summary.txt; system "
+               "closed/NVIDIA/systems/H200-SXM-141GB-CTSx8_TRT.json ('H200 TGP 1000W', 'Air/liquid cooling', "
+               "TensorRT 10.2.0); settings: class H200_SXM_141GB_CTSx8 (inherits H200_SXM_141GB_CTSx1: "
+               "tensor_parallelism 1, use_fp8; gpu_batch_size 784 Offline and 1,024 Server)",
+     "hardware": "h200", "tp": 1, "replicas": 8,
+     "max_batched_tokens": None,  # v4.1's builder is not stored: vLLM's default budget, as the DGX H100 v4.1 row
+     "offline": {"samples": 24576, "max_num_seqs": 784, "tokens_per_s": 34864.2},
+     "server": {"rate": 113.70, "requests": 9000, "max_num_seqs": 1024, "tokens_per_s": 32789.74,
+                "p99_ttft_s": 0.510351435, "p99_tpot_s": 0.181533810},
+     "assumed": "the h200 preset at its 700 W: the board's 1,000 W TGP (the 'custom thermal solution' part) is "
+                "not expressible, the preset's power only caps (power_limit_watts scales the peaks down, never "
+                "up), so its sustained matmul rate stays the 700 W one; otherwise as the v4.1 H200 row (8 "
+                "engines of tp 1, FP8 weights, KV cache and W8A8 projections, vLLM's scheduler and budget); the "
+                "99.9% results; Offline: the 24,576 samples once (the run's query held 316,800); Server: 9,000 "
+                "Poisson arrivals at the scheduled 113.70/s"},
 ]
 
 
