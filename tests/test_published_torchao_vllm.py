@@ -54,3 +54,17 @@ def test_figure_is_total_tokens_over_the_span(monkeypatch):
     ours = tv.torchao_vllm_tokens_per_s(tv.TORCHAO_VLLM[1], "bfloat16", "decode", prompts=4)
     assert seen["shapes"] == {(0.0, 32, 2048)} and seen["count"] == 4
     assert ours == pytest.approx(4 * 2080 / seen["span"])
+
+
+# docs/serving.md's and docs/checked.md's table (`python benchmarks/serve_published.py torchao-vllm`), ours in
+# total tokens/s rounded to a token: a change to the serving step that moves any of them must say so there.
+OURS = {("NVIDIA H100", "bfloat16"): (31307, 6704), ("NVIDIA H100", "float8_rowwise"): (40362, 8136),
+        ("NVIDIA H100", "int8_rowwise_weight_only"): (32187, 8220), ("NVIDIA B200", "bfloat16"): (87752, 20688),
+        ("NVIDIA B200", "float8_rowwise"): (126523, 24888)}
+
+
+@pytest.mark.parametrize("gpu, recipe", sorted(OURS))
+def test_ours_are_the_documented_figures(gpu, recipe):
+    table = next(t for t in tv.TORCHAO_VLLM if t["gpu"] == gpu)
+    assert tuple(round(tv.torchao_vllm_tokens_per_s(table, recipe, run)) for run in ("prefill", "decode")) == (
+        OURS[gpu, recipe])
