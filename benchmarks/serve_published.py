@@ -7,10 +7,10 @@ Last tables: MLPerf Inference Llama-2-70B (closed division), Offline and Server 
 the LoadGen summaries: v4.0 Azure NC80adis_H100_v5 (2 x H100 NVL 94 GB over an NVLink bridge,
 TensorRT 9.3.0) and v4.1 NVIDIA DGX H100 (8 x H100 SXM, four engines of tp 2); since session 25 also NVIDIA's
 v4.1 GH200 x 1, v4.1 and v4.0 H200 x 8 and v4.1 H200 CTS x 8 (eight engines of tp 1), each with its 'assumed'. The harness
-settings (tensor parallelism 2, FP8, in-flight batching up to the config's gpu_batch_size, 90%
+settings (tensor parallelism 2, or 1 on the H200 and GH200 systems, FP8, in-flight batching up to the config's gpu_batch_size, 90%
 of free memory for the KV cache) are NVIDIA's config classes of each round (Azure's README says
-it ran NVIDIA's). Ours: `serve` with vLLM's continuous-batching scheduler on the h100-nvl or
-h100-sxm preset, tp 2, as many replicas as engines, FP8 weights and KV cache, the projections'
+it ran NVIDIA's). Ours: `serve` with vLLM's continuous-batching scheduler on the h100-nvl,
+h100-sxm, h200 or gh200-144gb preset, the config's tp, as many replicas as engines, FP8 weights and KV cache, the projections'
 GEMMs W8A8 at the FP8 peak (the attention core in bf16), the same sequence cap and memory fraction, and
 (v4.0) the engine's token budget: max_num_tokens 16,384, the default of NVIDIA's v4.0 LLAMA2EngineBuilderOp
 (closed/NVIDIA/code/llama2-70b/tensorrt/builder.py, commit 9201484; the config classes set none); v4.1's
