@@ -19,6 +19,7 @@ def test_each_run_has_the_kind_its_model_says():
     assert kind("gpt-fast-mixtral mixtral-8x7b tp2") == "decoding"  # MoE, but decoding
     assert kind("megatron-core-r0.8.0 gpt-1.7b 48xh100") == "dense training"  # GPT sizes
     assert kind("megatron-bridge 25.11 llama3-8b fp8-cs 8xgb300") == "dense training"
+    assert kind("megatron-bridge-cards qwen3-8b pretrain bf16 16xh100") == "dense training"  # the cards' source says no "moe"
     qwen = "megatron-bridge-moe 26.04.01 qwen3-30b-a3b fp8 16xh100"
     assert kind(qwen) == kind(qwen, source={}) == "MoE training"  # the source says so; the preset too
     nemotron = next(r for r in runs if r.startswith("megatron-bridge-moe") and "nemotron-3.5-lightning" in r)
@@ -26,7 +27,8 @@ def test_each_run_has_the_kind_its_model_says():
     unknown = {"kind": "train", "model": "no-such-model"}
     assert run_kind(unknown, {}) == "dense training" and run_kind(unknown, {"moe": True}) == "MoE training"
     kinds = [run_kind(r, data["sources"][r["id"].split()[0]]) for r in data["runs"]]
-    assert set(kinds) == set(KINDS) and kinds.count("MoE training") == 115  # Megatron-Bridge's 103 MoE rows, the model zoo's 12
+    assert set(kinds) == set(KINDS) and kinds.count("MoE training") == 155  # Megatron-Bridge's 103 MoE rows, the model zoo's 12,
+    # the model verification cards' 27 (their 28th, Qwen3 8B, is dense) and the DeepSeek-V3 GB200 guide's 13
 
 
 def _tables():
