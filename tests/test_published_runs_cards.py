@@ -225,3 +225,22 @@ def test_deepseek_v3s_causal_count_is_megatrons():
                  / (4096 * 4096) for c in ("causal", "dense")}
     assert per_token["causal"] == pytest.approx(2.6064e11, rel=1e-4)
     assert per_token["dense"] == pytest.approx(2.9185e11, rel=1e-4)
+
+
+def test_the_rows_state_their_recipes_reduce_and_moments():
+    """The gradient reduce and Adam moments each row's recipe sets (the sources' 'assumed'): bf16
+    moments on DeepSeek-V3's three card rows, V4 Flash's two, Nemotron 3 Super's four and Lightning's
+    H100 performance row, and on the guide's 13 (--exp-avg-dtype bf16); the gradients reduced in fp32
+    on GPT-OSS 120B's and 20B's H100 pretrain rows (grad_reduce_in_fp32 True) and the guide's 13 (no
+    --grad-reduce-in-bf16), in bf16 on the other 30 card rows."""
+    runs, _ = _runs()
+    cards = {r.split(" ", 1)[1]: runs[r] for r in runs if r.startswith(CARDS + " ")}
+    moments = sorted(n for n, r in cards.items() if r.get("precision_aware_optimizer") == "bf16-moments")
+    assert moments == sorted([n for n in cards if n.split()[0] in ("deepseek-v3", "deepseek-v4-flash", "nemotron-3-super")]
+                             + ["nemotron-3.5-lightning perf bf16 16xh100"]) and len(moments) == 10
+    assert not any(r.get("precision_aware_optimizer") not in (None, "bf16-moments") for r in cards.values())
+    fp32 = sorted(n for n, r in cards.items() if r["grad_reduce_dtype"] == "fp32")
+    assert fp32 == ["gpt-oss-120b pretrain bf16 64xh100", "gpt-oss-20b pretrain bf16 16xh100"]
+    assert sum(r["grad_reduce_dtype"] == "bf16" for r in cards.values()) == 30
+    guide = [runs[r] for r in runs if r.startswith(GUIDE + " ")]
+    assert all((r["grad_reduce_dtype"], r["precision_aware_optimizer"]) == ("fp32", "bf16-moments") for r in guide)
