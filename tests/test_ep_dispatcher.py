@@ -218,7 +218,10 @@ def test_the_recipes_dispatcher_on_published_rows():
     # + 1 in session 24: Nemotron 3.5 Lightning's (067f987df _build_nemotron_3_nano_gb200_mxfp8: "hybridep")
     # + 1, the model zoo's long-context GB200 row (HybridEP; the four H100 long-context rows take their source's DeepEP)
     # + 1, DeepSeek-V4 Flash's 26.08 GB200 row (its recipe's hybridep, read in session 24: wt24_dsv4b)
-    assert sum(1 for run in data["runs"] if run.get("ep_dispatcher")) == 14 + 11 + 3 + 15 + 16 + 5 + 1 + 1 + 1
+    # + 28 of Megatron-Bridge's model verification cards (session 25, wt25_cards: every card row but GPT-OSS
+    # 120B's two and 20B's all-to-all rows and the dense Qwen3 8B) and the DeepSeek-V3 GB200 guide's 13
+    # (its Dispatcher column: AlltoAll, DeepEP, HybridEP)
+    assert sum(1 for run in data["runs"] if run.get("ep_dispatcher")) == 14 + 11 + 3 + 15 + 16 + 5 + 1 + 1 + 1 + 28 + 13
     assert all(run["ep_dispatcher"] == "hybridep" for run in data["runs"] if "nemotron-3" in run["id"]
                and run.get("ep_dispatcher"))
 

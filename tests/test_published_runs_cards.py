@@ -1,0 +1,246 @@
+"""Megatron-Bridge's model verification cards (examples/model_verification_cards/*/card.yaml at
+067f987df) and Megatron-LM's DeepSeek-V3 GB200 optimization guide (eb0783b6d3) among the published
+runs: each row's JSON as its source prints it, the layout train_setup builds from it, and the model's
+figure for it (kernel model and roofline), to the tenth."""
+
+from __future__ import annotations
+
+import pytest
+
+from reports.published_runs import other_runs_data
+
+CARDS, GUIDE = "megatron-bridge-cards", "megatron-lm-dsv3-gb200"
+
+
+def _runs() -> tuple[dict, dict]:
+    data = other_runs_data()
+    return {r["id"]: r for r in data["runs"]}, data["sources"]
+
+
+# Each card item as the card prints it: (--nodes, --gpus-per-node, last_10_steps_step_time_ms_avg,
+# last_10_steps_model_tflops_per_gpu_avg, last_10_steps_tokens_per_second_per_gpu_avg,
+# TP, PP, EP, GBS, MBS, sequence length) from its command and expected_result (VP, where printed or
+# read in the recipe, in VIRTUAL below).
+CARD_ITEMS = {
+    "qwen3-30b-a3b pretrain bf16 16xh100": (2, 8, 30289.55, 199.12, 8654.602, 1, 1, 16, 1024, 1, 4096),
+    "qwen3-30b-a3b perf bf16 16xh100": (2, 8, 20147.29, 299.352, 13011.378, 1, 1, 16, 1024, 1, 4096),
+    "qwen3-30b-a3b pretrain mxfp8 8xgb200": (2, 4, 12362.34, 487.88, 21205.047, 1, 1, 8, 512, 4, 4096),
+    "qwen3-30b-a3b perf mxfp8 8xgb200": (2, 4, 6501.12, 927.68, 40322.898, 1, 1, 8, 512, 4, 4096),
+    "qwen3-30b-a3b perf mxfp8 8xgb300": (2, 4, 5854.91, 1030.07, 44773.361, 1, 1, 8, 512, 8, 4096),
+    "qwen3-30b-a3b weak mxfp8 8xgb300": (2, 4, 5889.42, 1024.02, 44511.004, 1, 1, 8, 512, 8, 4096),
+    "qwen3-30b-a3b weak mxfp8 32xgb300": (8, 4, 5814.29, 1037.27, 45086.158, 1, 1, 8, 2048, 8, 4096),
+    "qwen3-30b-a3b weak mxfp8 128xgb300": (32, 4, 5831.72, 1034.18, 44951.404, 1, 1, 8, 8192, 8, 4096),
+    "qwen3-30b-a3b weak mxfp8 256xgb300": (64, 4, 5818.62, 1036.49, 45052.607, 1, 1, 8, 16384, 8, 4096),
+    "qwen3-235b-a22b perf mxfp8 256xgb200": (64, 4, 17905.34, 1083.66, 7320.274, 1, 8, 32, 8192, 1, 4096),
+    "qwen3-235b-a22b perf mxfp8 256xgb300": (64, 4, 14920.84, 1300.44, 8784.492, 1, 4, 32, 8192, 2, 4096),
+    "deepseek-v3 perf mxfp8 256xgb200": (64, 4, 13841.18, 1231.04, 4734.856, 1, 4, 64, 4096, 1, 4096),
+    "deepseek-v3 perf mxfp8 256xgb300": (64, 4, 10667.30, 1597.31, 6143.635, 1, 2, 32, 4096, 1, 4096),
+    "deepseek-v3 perf bf16 1024xh100": (128, 8, 61756.13, 276.03, 1061.206, 2, 8, 64, 16384, 1, 4096),
+    "deepseek-v4-flash perf mxfp8 128xgb200": (32, 4, 8134.6, 731.4, 8056.45, 1, 1, 64, 2048, 1, 4096),
+    "deepseek-v4-flash perf mxfp8 128xgb300": (32, 4, 7840.32, 759.28, 8358.842, 1, 1, 64, 2048, 1, 4096),
+    "gpt-oss-120b pretrain bf16 64xh100": (8, 8, 16664.93, 58.42, 1966.285, 2, 4, 16, 512, 1, 4096),
+    "gpt-oss-120b perf bf16 64xgb200": (16, 4, 4995.63, 535.23, 16398.332, 1, 1, 64, 1280, 4, 4096),
+    "gpt-oss-120b perf mxfp8 64xgb300": (16, 4, 2481.14, 1077.35, 33017.081, 1, 1, 16, 1280, 4, 4096),
+    "gpt-oss-20b pretrain bf16 16xh100": (2, 8, 22400.88, 117.01, 5851.199, 2, 4, 4, 512, 1, 4096),
+    "nemotron-3-nano perf mxfp8 8xgb300": (2, 4, 12455.14, 937.77, 42094.107, 1, 1, 8, 512, 4, 8192),
+    "nemotron-3-super pretrain bf16 64xh100": (8, 8, 29368.69, 236.33, 2789.365, 1, 2, 32, 1280, 1, 4096),
+    "nemotron-3-super perf bf16 64xh100": (8, 8, 27588.58, 248.61, 2969.345, 1, 2, 32, 1280, 1, 4096),
+    "nemotron-3-super perf bf16 64xgb200": (16, 4, 9926.35, 559.39, 3301.113, 2, 1, 64, 512, 1, 4096),
+    "nemotron-3-super perf nvfp4 64xgb300": (16, 4, 6357.94, 873.33, 10307.741, 1, 1, 64, 512, 1, 8192),
+    "nemotron-3.5-lightning perf bf16 16xh100": (2, 8, 18467.28, 399.58, 14195.052, 1, 1, 8, 512, 1, 8192),
+    "nemotron-3.5-lightning perf bf16 8xgb200": (2, 4, 18236.06, 809.22, 28750.07, 1, 1, 8, 512, 2, 8192),
+    "qwen3-8b pretrain bf16 16xh100": (2, 8, 25070.32, 512.7, 10456.348, 1, 1, 1, 1024, 1, 4096),
+    # added after the 28 above were computed (the pretrain and pretrain_fsdp items; CP 2 on the H100 one)
+    "nemotron-3.5-lightning pretrain bf16 16xh100": (2, 8, 36869.27, 200.18, 7110.095, 1, 1, 8, 512, 1, 8192),
+    "nemotron-3.5-lightning pretrain bf16 8xgb200": (2, 4, 21483.63, 686.92, 24404.07, 1, 1, 8, 512, 2, 8192),
+    "nemotron-3.5-lightning fsdp bf16 8xgb200": (2, 4, 26665.83, 553.43, 19661.417, 1, 1, 8, 512, 2, 8192),
+    "nemotron-3.5-lightning fsdp mxfp8 8xgb200": (2, 4, 13917.0, 795.39, 28254.365, 1, 1, 8, 384, 3, 8192),
+}
+VIRTUAL = {"qwen3-235b-a22b perf mxfp8 256xgb200": 3, "qwen3-235b-a22b perf mxfp8 256xgb300": 12,
+           "deepseek-v3 perf mxfp8 256xgb200": 4, "deepseek-v3 perf mxfp8 256xgb300": 8,
+           "deepseek-v3 perf bf16 1024xh100": 4}
+
+# The model's tokens/s per GPU for each card row, (roofline, kernel model), None where it refuses
+# (costmodel/published_runs.json "megatron-bridge-cards" 'assumed' says every choice behind them).
+CARD_MODEL = {
+    "qwen3-30b-a3b pretrain bf16 16xh100": (10544.9, 11146.5),
+    "qwen3-30b-a3b perf bf16 16xh100": (14440.6, 15593.1),
+    "qwen3-30b-a3b pretrain mxfp8 8xgb200": (44108.2, 39329.5),
+    "qwen3-30b-a3b perf mxfp8 8xgb200": (44108.2, 39329.5),
+    "qwen3-30b-a3b perf mxfp8 8xgb300": (44714.1, 44188.9),
+    "qwen3-30b-a3b weak mxfp8 8xgb300": (44714.1, 44188.9),
+    "qwen3-30b-a3b weak mxfp8 32xgb300": (44773.4, 44246.9),
+    "qwen3-30b-a3b weak mxfp8 128xgb300": (44792.8, 44265.9),
+    "qwen3-30b-a3b weak mxfp8 256xgb300": (44724.4, 44199.0),
+    "qwen3-235b-a22b perf mxfp8 256xgb200": (8285.2, 7371.5),
+    "qwen3-235b-a22b perf mxfp8 256xgb300": (8896.0, 8843.2),
+    "deepseek-v3 perf mxfp8 256xgb200": (5521.5, 4846.6),
+    "deepseek-v3 perf mxfp8 256xgb300": (5800.9, 5827.3),
+    "deepseek-v3 perf bf16 1024xh100": (1036.9, 1076.1),
+    "deepseek-v4-flash perf mxfp8 128xgb200": (8130.6, 6718.3),
+    "deepseek-v4-flash perf mxfp8 128xgb300": (8202.2, 7794.8),
+    "gpt-oss-120b pretrain bf16 64xh100": (5954.8, 6312.1),
+    "gpt-oss-120b perf bf16 64xgb200": (25891.8, 26780.5),
+    "gpt-oss-120b perf mxfp8 64xgb300": (32877.7, 37245.5),
+    "gpt-oss-20b pretrain bf16 16xh100": (11650.3, 12626.4),
+    "nemotron-3-nano perf mxfp8 8xgb300": (58224.8, 53766.9),
+    "nemotron-3-super pretrain bf16 64xh100": (None, None),
+    "nemotron-3-super perf bf16 64xh100": (None, None),
+    "nemotron-3-super perf bf16 64xgb200": (11261.9, 10020.1),
+    "nemotron-3-super perf nvfp4 64xgb300": (16699.5, 14277.3),
+    "nemotron-3.5-lightning perf bf16 16xh100": (16664.2, 16750.9),
+    "nemotron-3.5-lightning perf bf16 8xgb200": (39442.7, 35510.0),
+    "qwen3-8b pretrain bf16 16xh100": (10707.1, 11292.5),
+    "nemotron-3.5-lightning pretrain bf16 16xh100": (None, None),
+    "nemotron-3.5-lightning pretrain bf16 8xgb200": (39442.7, 35510.0),
+    "nemotron-3.5-lightning fsdp bf16 8xgb200": (39228.9, 35336.6),
+    "nemotron-3.5-lightning fsdp mxfp8 8xgb200": (46389.7, 40114.4),
+}
+#: Why the model refuses a row (a ConfigError matching this).
+REFUSED = {"nemotron-3-super pretrain bf16 64xh100": "layernorm-moe", "nemotron-3-super perf bf16 64xh100": "layernorm-moe",
+           "nemotron-3.5-lightning pretrain bf16 16xh100": "context parallelism with Mamba-2"}
+
+
+@pytest.mark.parametrize("name", sorted(CARD_ITEMS))
+def test_each_card_row_is_its_cards_item(name):
+    """The JSON holds the card's three figures as printed, the tokens/s is the step's GBS x sequence
+    over its time and GPUs (the cards derive it so: within 2e-4), and train_setup builds the stated
+    layout (GPUs = nodes x GPUs a node = TP x PP x DP)."""
+    from reports.published_runs import train_setup
+
+    runs, sources = _runs()
+    run = runs[f"{CARDS} {name}"]
+    nodes, per_node, ms, tflops, tokens, tp, pp, ep, gbs, mbs, seq = CARD_ITEMS[name]
+    assert run["published_seconds_per_step"] == pytest.approx(ms / 1000, rel=1e-12)  # the card's ms, in s
+    assert (run["published_model_tflops_per_gpu"], run["published_tokens_per_s_per_gpu"]) == (tflops, tokens)
+    gpus = nodes * per_node
+    assert gbs * seq / (ms / 1000) / gpus == pytest.approx(tokens, rel=2e-4)
+    cp = run.get("cp", 1)
+    assert (run["gpus"], run["tp"], run["pp"], run.get("ep", 1), run["dp"]) == (gpus, tp, pp, ep, gpus // (tp * pp * cp))
+    if CARD_MODEL[name] == (None, None):  # refused as it is built (test_each_card_rows_model_figure)
+        from costmodel.config import ConfigError
+
+        try:  # refused as it is built, or as it is timed
+            train_setup(run, sources[CARDS])
+        except ConfigError as error:
+            assert REFUSED[name] in str(error)
+        return
+    estimate, _, _ = train_setup(run, sources[CARDS])
+    layout, workload = estimate.layout, estimate.workload
+    assert (layout.gpus, layout.tp, layout.pp, layout.ep, layout.dp) == (gpus, tp, pp, ep, gpus // (tp * pp * cp))
+    assert layout.zero == (3 if " fsdp " in name else 1)  # Megatron-FSDP (optim_grads_params) as --zero 3
+    assert (layout.virtual_stages, workload.batch, workload.seq_len) == (VIRTUAL.get(name, 1), mbs, seq)
+    assert layout.microbatches == gbs // (layout.dp * mbs)
+
+
+def test_the_card_rows_ids_are_the_tables_and_the_weak_scaling_keeps_tokens_a_gpu():
+    """Every card row is in CARD_ITEMS and CARD_MODEL; the GB300 weak-scaling points hold 64 sequences
+    a GPU a step (GBS 512 on 8 to 16,384 on 256) and publish 44,511-45,087 tokens/s a GPU, which the
+    model holds at 44,188.9-44,265.9 (0.98-0.99x)."""
+    runs, _ = _runs()
+    ids = {r.split(" ", 1)[1] for r in runs if r.startswith(CARDS + " ")}
+    assert ids == set(CARD_ITEMS) == set(CARD_MODEL) and len(ids) == 32
+    weak = [n for n in CARD_ITEMS if " weak " in n]
+    assert [CARD_ITEMS[n][8] / (CARD_ITEMS[n][0] * CARD_ITEMS[n][1]) for n in weak] == [64, 64, 64, 64]
+    ratios = [CARD_MODEL[n][1] / CARD_ITEMS[n][4] for n in weak]
+    assert min(ratios) == pytest.approx(0.981, abs=5e-4) and max(ratios) == pytest.approx(0.993, abs=5e-4)
+
+
+@pytest.mark.parametrize("name", sorted(CARD_MODEL))
+def test_each_card_rows_model_figure(name):
+    """The model's tokens/s per GPU on each card row under both time models, to the tenth; the two
+    Nemotron 3 Super H100 rows are refused (recompute layernorm-moe is modelled for a layer of a
+    router and routed experts only, and Super's MoE layer has shared experts and latent projections),
+    and Lightning's H100 pretrain row (context parallelism beside Mamba-2 mixers). Lightning's GB200
+    pretrain row and its performance twin share one model step (35,510.0); its Megatron-FSDP BF16
+    row is 0.5% slower in the model (35,336.6) where the card's is 24% slower."""
+    from costmodel.config import ConfigError
+    from reports.published_runs import train_tokens
+
+    runs, sources = _runs()
+    run, source = runs[f"{CARDS} {name}"], sources[CARDS]
+    for model, expected in zip(("roofline", "kernels"), CARD_MODEL[name]):
+        if expected is None:
+            with pytest.raises(ConfigError, match=REFUSED[name]):
+                train_tokens(run, source, model)
+        else:
+            assert round(train_tokens(run, source, model), 1) == expected
+
+
+# The guide's table (section 3) as printed: (row, Dispatcher, TFLOPS/GPU), and the recomputation
+# its text gives each row; the model's kernel and roofline TFLOP/s (causal) where it expresses one.
+GUIDE_TABLE = [("baseline", "alltoall", 494.46), ("fused-zeros-permute", "alltoall", 529.55),
+               ("router-fusion", "alltoall", 540.00), ("deepep", "deepep", 566.07),
+               ("no-up-proj-recompute", "deepep", 610.71), ("cuda-graphs", "deepep", 663.27),
+               ("tuned-deepep", "deepep", 691.49), ("cpu-side", "deepep", 762.12),
+               ("pdl-swizzle", "deepep", 797.67), ("graphed-shared-expert", "deepep", 829.93),
+               ("hybridep", "hybridep", 943.56), ("hybridep-cpu-side", "hybridep", 956.21),
+               ("norm-quant-fusion", "hybridep", 970.01)]
+
+
+def test_the_guides_rows_are_its_table_at_its_one_layout():
+    """13 rows at TP 1 PP 8 VP 4 EP 32, GBS 2,048 MBS 1, 4,096 tokens, 'Et|(tt|)*30L' (no MTP), MXFP8,
+    bf16 moments; up_proj recomputed on rows 1-4 only; the model's figure is one per (dispatcher,
+    recomputation): 1,132.0 on the three all-to-all rows (2.29-2.10x), 1,188.3 on the three HybridEP rows
+    (1.26-1.23x), and DeepEP at EP 32 on GB200 refused (its internode kernels reach 8 NVLink peers)."""
+    from costmodel.config import ConfigError
+    from reports.published_runs import train_run, train_setup
+
+    runs, sources = _runs()
+    source = sources[GUIDE]
+    rows = [runs[r] for r in runs if r.startswith(GUIDE + " ")]
+    assert [(r["id"].split()[2], r["ep_dispatcher"], r["published_tflops_per_gpu"]) for r in rows] == GUIDE_TABLE
+    assert [r["recompute"] for r in rows] == ["mla-up-proj"] * 4 + ["none"] * 9
+    assert source["flops_convention"] == "causal"
+    for row in rows:
+        estimate, _, options = train_setup(row, source)
+        layout = estimate.layout
+        assert (layout.tp, layout.pp, layout.virtual_stages, layout.ep, layout.dp, layout.microbatches) == \
+            (1, 8, 4, 32, 32, 64)
+        assert layout.stage_layers == (1, *[2] * 30, 0) and estimate.cfg.mtp_layers == 0
+        assert options["overlap"].params == 1.0 and layout.grad_reduce_dtype == "fp32"
+        if row["ep_dispatcher"] == "deepep":
+            with pytest.raises(ConfigError, match="NVLink peers"):
+                train_run(row, source, "kernels")
+    first, last = rows[0], rows[-1]
+    assert round(train_run(first, source, "kernels"), 1) == 1132.0
+    assert round(train_run(first, source, "roofline"), 1) == 1262.3
+    assert round(train_run(last, source, "kernels"), 1) == 1188.3
+    assert round(train_run(last, source, "roofline"), 1) == 1327.6
+
+
+def test_deepseek_v3s_causal_count_is_megatrons():
+    """The guide's TFLOP/s are compared in Megatron's causal count: the DeepSeek-V3 GB200 card prints
+    1,231.04 TFLOP/s a GPU at 4,734.856 tokens/s a GPU, 2.6000e11 FLOPs a token (MTP 1), and the
+    model's causal count of that row is 2.6064e11 (0.25% above), its dense one 2.9185e11."""
+    from costmodel.layout.timing import step_time
+    from reports.published_runs import train_setup
+
+    runs, sources = _runs()
+    run = runs[f"{CARDS} deepseek-v3 perf mxfp8 256xgb200"]
+    published = run["published_model_tflops_per_gpu"] * 1e12 / run["published_tokens_per_s_per_gpu"]
+    assert published == pytest.approx(2.6000e11, rel=1e-4)
+    estimate, hardware, options = train_setup(run, sources[CARDS])
+    per_token = {c: step_time(estimate, hardware, time_model="kernels", flops_convention=c, **options).step()["model_flops"]
+                 / (4096 * 4096) for c in ("causal", "dense")}
+    assert per_token["causal"] == pytest.approx(2.6064e11, rel=1e-4)
+    assert per_token["dense"] == pytest.approx(2.9185e11, rel=1e-4)
+
+
+def test_the_rows_state_their_recipes_reduce_and_moments():
+    """The gradient reduce and Adam moments each row's recipe sets (the sources' 'assumed'): bf16
+    moments on DeepSeek-V3's three card rows, V4 Flash's two, Nemotron 3 Super's four and Lightning's
+    H100 performance row, and on the guide's 13 (--exp-avg-dtype bf16); the gradients reduced in fp32
+    on GPT-OSS 120B's and 20B's H100 pretrain rows (grad_reduce_in_fp32 True) and the guide's 13 (no
+    --grad-reduce-in-bf16), in bf16 on the other 30 card rows."""
+    runs, _ = _runs()
+    cards = {r.split(" ", 1)[1]: runs[r] for r in runs if r.startswith(CARDS + " ")}
+    moments = sorted(n for n, r in cards.items() if r.get("precision_aware_optimizer") == "bf16-moments")
+    assert moments == sorted([n for n in cards if n.split()[0] in ("deepseek-v3", "deepseek-v4-flash", "nemotron-3-super")]
+                             + ["nemotron-3.5-lightning perf bf16 16xh100"]) and len(moments) == 10
+    assert not any(r.get("precision_aware_optimizer") not in (None, "bf16-moments") for r in cards.values())
+    fp32 = sorted(n for n, r in cards.items() if r["grad_reduce_dtype"] == "fp32")
+    assert fp32 == ["gpt-oss-120b pretrain bf16 64xh100", "gpt-oss-20b pretrain bf16 16xh100"]
+    assert sum(r["grad_reduce_dtype"] == "bf16" for r in cards.values()) == 30
+    guide = [runs[r] for r in runs if r.startswith(GUIDE + " ")]
+    assert all((r["grad_reduce_dtype"], r["precision_aware_optimizer"]) == ("fp32", "bf16-moments") for r in guide)
