@@ -5,11 +5,12 @@ and its H200 launch note's FP8 ones. Printed as Markdown tables (docs/serving.md
 
 Last tables: MLPerf Inference Llama-2-70B (closed division), Offline and Server scenarios, from
 the LoadGen summaries: v4.0 Azure NC80adis_H100_v5 (2 x H100 NVL 94 GB over an NVLink bridge,
-TensorRT 9.3.0) and v4.1 NVIDIA DGX H100 (8 x H100 SXM, four engines of tp 2). The harness
-settings (tensor parallelism 2, FP8, in-flight batching up to the config's gpu_batch_size, 90%
+TensorRT 9.3.0) and v4.1 NVIDIA DGX H100 (8 x H100 SXM, four engines of tp 2); since session 25 also NVIDIA's
+v4.1 GH200 x 1, v4.1 and v4.0 H200 x 8 and v4.1 H200 CTS x 8 (eight engines of tp 1), each with its 'assumed'. The harness
+settings (tensor parallelism 2, or 1 on the H200 and GH200 systems, FP8, in-flight batching up to the config's gpu_batch_size, 90%
 of free memory for the KV cache) are NVIDIA's config classes of each round (Azure's README says
-it ran NVIDIA's). Ours: `serve` with vLLM's continuous-batching scheduler on the h100-nvl or
-h100-sxm preset, tp 2, as many replicas as engines, FP8 weights and KV cache, the projections'
+it ran NVIDIA's). Ours: `serve` with vLLM's continuous-batching scheduler on the h100-nvl,
+h100-sxm, h200 or gh200-144gb preset, the config's tp, as many replicas as engines, FP8 weights and KV cache, the projections'
 GEMMs W8A8 at the FP8 peak (the attention core in bf16), the same sequence cap and memory fraction, and
 (v4.0) the engine's token budget: max_num_tokens 16,384, the default of NVIDIA's v4.0 LLAMA2EngineBuilderOp
 (closed/NVIDIA/code/llama2-70b/tensorrt/builder.py, commit 9201484; the config classes set none); v4.1's
@@ -42,8 +43,9 @@ outputs 214, the completions' lengths the benchmark passes as max_tokens, agains
 windows of 10 steps per scheduling decision (costmodel/serving/vllm_v0.py, VLLMV0Scheduler);
 the CPU time it spreads over the 10 steps is not modelled, nor is any CPU time.
 
-Sarathi-Serve's Table 2 (benchmarks/published_sarathi.py) and NVIDIA NIM's benchmarking guide
-(benchmarks/published_nim.py): each source's rows, setup and runner in a module of its own, printed here.
+Sarathi-Serve's Table 2 (benchmarks/published_sarathi.py), NVIDIA NIM's benchmarking guide
+(benchmarks/published_nim.py) and torchao's vLLM 0.13 throughput runs of Llama 3.1 8B on an H100 and a B200
+(benchmarks/published_torchao_vllm.py): each source's rows, setup and runner in a module of its own, printed here.
 
 TensorRT-LLM's performance overview (NVIDIA/TensorRT-LLM docs/source/performance/perf-overview.md at commit
 00f37686, the v1.0 page: trtllm-bench throughput on the PyTorch backend, every request at once, "Total Output
@@ -59,7 +61,7 @@ once) throughputs and online (4 and 8 req/s) medians. Ours: vllm_options with ma
 first 5,000 pairs of vLLM's ShareGPT sample (sharegpt_vllm_lengths_5000.json beside this script), Poisson arrivals.
 
     python benchmarks/serve_published.py [nim | trtllm-bench | sglang-vllm [SHAREGPT.json] | vllm [SHAREGPT.json]
-                                          | mlperf [LENGTHS.json]]
+                                          | mlperf [LENGTHS.json] | torchao-vllm]
 """
 
 from __future__ import annotations
@@ -76,6 +78,7 @@ from benchmarks.published_lengths import (  # noqa: E402
     MLPERF_LENGTHS, VLLM_SHAREGPT, mlperf_input_lengths, sharegpt_lengths)
 from benchmarks.published_nim import print_nim  # noqa: E402
 from benchmarks.published_sarathi import print_sarathi  # noqa: E402
+from benchmarks.published_torchao_vllm import print_torchao_vllm  # noqa: E402
 from benchmarks.published_trtllm_static import print_static  # noqa: E402
 
 # MLPerf Inference, Llama-2-70B (closed), from the LoadGen summaries. Shared by every system: the model and the
@@ -109,7 +112,82 @@ MLPERF = [
      "offline": {"samples": 24576, "max_num_seqs": 896, "tokens_per_s": 24524.9},
      "server": {"rate": 75.10, "requests": 9000, "max_num_seqs": 1024, "tokens_per_s": 21605.79,
                 "p99_ttft_s": 0.461278089, "p99_tpot_s": 0.175354317}},
+    # Added in session 25 as runs the model had not seen; each "assumed" was written before either was computed.
+    {"system": "NVIDIA GH200 NVL2 platform, 1 x GH200 144 GB (one engine of tp 1), v4.1",
+     "source": "mlcommons/inference_results_v4.1 (commit a2f5d66), closed/NVIDIA/results/GH200-GraceHopper-Superchip_"
+               "GH200-144GB_aarch64x1_TRT/llama2-70b-99.9/{Offline,Server}/performance/run_1/mlperf_log_summary.txt; "
+               "system closed/NVIDIA/systems/GH200-GraceHopper-Superchip_GH200-144GB_aarch64x1_TRT.json (TensorRT "
+               "10.2.0, CUDA 12.4); settings: class GH200_144GB_aarch64x1 (tensor_parallelism 1, use_fp8, "
+               "gpu_batch_size 806 in both scenarios, kvcache_free_gpu_mem_frac 0.90 from the base classes)",
+     "hardware": "gh200-144gb", "tp": 1, "replicas": 1,
+     "max_batched_tokens": None,  # v4.1's builder is not stored: vLLM's default budget, as the DGX H100 v4.1 row
+     "offline": {"samples": 24576, "max_num_seqs": 806, "tokens_per_s": 4067.52},
+     "server": {"rate": 13.43, "requests": 7200, "max_num_seqs": 806, "tokens_per_s": 3883.67,
+                "p99_ttft_s": 0.579347528, "p99_tpot_s": 0.192598630},
+     "assumed": "the gh200-144gb preset (its H100 GPU's datasheet peaks, 144 GB of HBM3e at 4.9 TB/s; the Grace "
+                "CPU and the NVLink-C2C host link not modelled); one engine of tp 1; FP8 weights and KV cache and "
+                "the W8A8 projections as the other MLPerf rows; vLLM's scheduler and token budget (the round's "
+                "engine builder not stored); Offline: every one of the dataset's 24,576 samples once (the run's "
+                "query held 38,280, the same samples repeated), the throughput over the span; Server: 7,200 "
+                "Poisson arrivals at the scheduled 13.43/s (as the single-engine Azure row), not the run's 40 "
+                "minutes; the 99.9% accuracy class inherits the 99% class's settings"},
+    {"system": "NVIDIA H200, 8 x H200 SXM 141 GB, 700 W (8 engines of tp 1), v4.1",
+     "source": "mlcommons/inference_results_v4.1 (commit a2f5d66), closed/NVIDIA/results/H200-SXM-141GBx8_TRT/"
+               "llama2-70b-99/{Offline,Server}/performance/run_1/mlperf_log_summary.txt; system "
+               "closed/NVIDIA/systems/H200-SXM-141GBx8_TRT.json ('H200 TGP 700W', TensorRT 10.2.0, CUDA 12.4); "
+               "settings: class H200_SXM_141GBx8 (inherits H200_SXM_141GBx1: tensor_parallelism 1, use_fp8, "
+               "gpu_batch_size 806 Offline and 896 Server, kvcache_free_gpu_mem_frac 0.90)",
+     "hardware": "h200", "tp": 1, "replicas": 8,
+     "max_batched_tokens": None,  # v4.1's builder is not stored: vLLM's default budget, as the DGX H100 v4.1 row
+     "offline": {"samples": 24576, "max_num_seqs": 806, "tokens_per_s": 31302.7},
+     "server": {"rate": 101.25, "requests": 9000, "max_num_seqs": 896, "tokens_per_s": 29228.22,
+                "p99_ttft_s": 0.452744202, "p99_tpot_s": 0.146040006},
+     "assumed": "the h200 preset (700 W, 4.8 TB/s, 141 GB: the system file's 'H200 TGP 700W'); 8 engines of tp 1 "
+                "(the x8 class inherits the x1 class's tensor_parallelism 1), requests round-robin over them; FP8 "
+                "weights and KV cache and the W8A8 projections as the other MLPerf rows; vLLM's scheduler and token "
+                "budget (the round's engine builder not stored); the 99% accuracy results (the repository holds no "
+                "99.9% ones for this system; the config classes set the same engine for both); Offline: every one "
+                "of the 24,576 samples once (the run's query held 274,560), the throughput over the span; Server: "
+                "9,000 Poisson arrivals at the scheduled 101.25/s (as the DGX H100 row), not the run's 40 minutes"},
+    {"system": "NVIDIA H200, 8 x H200 SXM 141 GB, 700 W (8 engines of tp 1), v4.0",
+     "source": "mlcommons/inference_results_v4.0 (commit 3c4a1cf), closed/NVIDIA/results/H200-SXM-141GBx8_TRT/"
+               "llama2-70b-99.9/{Offline,Server}/performance/run_1/mlperf_log_summary.txt; system "
+               "closed/NVIDIA/systems/H200-SXM-141GBx8_TRT.json ('H200 TGP 700W', TensorRT 9.3.0, CUDA 12.2, "
+               "status 'preview'); settings: class H200_SXM_141GBx8 (configs at commit 8121a81; inherits "
+               "H200_SXM_141GBx1: tensor_parallelism 1, use_fp8, gpu_batch_size 806 Offline and 896 Server, "
+               "kvcache_free_gpu_mem_frac 0.90)",
+     "hardware": "h200", "tp": 1, "replicas": 8,
+     # LLAMA2EngineBuilderOp(max_num_tokens=16384), the same round's builder as the Azure v4.0 row's
+     "max_batched_tokens": 16384,
+     "offline": {"samples": 24576, "max_num_seqs": 806, "tokens_per_s": 27738.3},
+     "server": {"rate": 91.24, "requests": 9000, "max_num_seqs": 896, "tokens_per_s": 26485.43,
+                "p99_ttft_s": 0.753113481, "p99_tpot_s": 0.194987874},
+     "assumed": "as the v4.1 H200 row (the h200 preset, 8 engines of tp 1, FP8 weights, KV cache and W8A8 "
+                "projections, vLLM's scheduler) with the v4.0 builder's token budget of 16,384 (the Azure v4.0 "
+                "row's); the 99.9% accuracy results; Offline: the 24,576 samples once (the run's query held "
+                "253,440); Server: 9,000 Poisson arrivals at the scheduled 91.24/s. The same GPUs and engine "
+                "shapes as the v4.1 row a round earlier: what differs is TensorRT-LLM's version, which ours "
+                "does not see"},
+    {"system": "NVIDIA H200, 8 x H200 SXM 141 GB CTS, 1000 W (8 engines of tp 1), v4.1",
+     "source": "mlcommons/inference_results_v4.1 (commit a2f5d66), closed/NVIDIA/results/H200-SXM-141GB-CTSx8_TRT/"
+               "llama2-70b-99.9/{Offline,Server}/performance/run_1/mlperf_log_summary.txt; system "
+               "closed/NVIDIA/systems/H200-SXM-141GB-CTSx8_TRT.json ('H200 TGP 1000W', 'Air/liquid cooling', "
+               "TensorRT 10.2.0); settings: class H200_SXM_141GB_CTSx8 (inherits H200_SXM_141GB_CTSx1: "
+               "tensor_parallelism 1, use_fp8; gpu_batch_size 784 Offline and 1,024 Server)",
+     "hardware": "h200", "tp": 1, "replicas": 8,
+     "max_batched_tokens": None,  # v4.1's builder is not stored: vLLM's default budget, as the DGX H100 v4.1 row
+     "offline": {"samples": 24576, "max_num_seqs": 784, "tokens_per_s": 34864.2},
+     "server": {"rate": 113.70, "requests": 9000, "max_num_seqs": 1024, "tokens_per_s": 32789.74,
+                "p99_ttft_s": 0.510351435, "p99_tpot_s": 0.181533810},
+     "assumed": "the h200 preset at its 700 W: the board's 1,000 W TGP (the 'custom thermal solution' part) is "
+                "not expressible, the preset's power only caps (power_limit_watts scales the peaks down, never "
+                "up), so its sustained matmul rate stays the 700 W one; otherwise as the v4.1 H200 row (8 "
+                "engines of tp 1, FP8 weights, KV cache and W8A8 projections, vLLM's scheduler and budget); the "
+                "99.9% results; Offline: the 24,576 samples once (the run's query held 316,800); Server: 9,000 "
+                "Poisson arrivals at the scheduled 113.70/s"},
 ]
+
+
 def mlperf_prompts(lengths: Lengths, samples: int | None = None) -> list[int]:
     """Offline's prompts: every sample of the histogram once, in a seeded shuffled order (the first
     `samples` of it for a shorter run)."""
@@ -461,6 +539,7 @@ def main() -> None:
     print_nim()
     print_trtllm_bench()
     print_sglang_vllm()
+    print_torchao_vllm()
     print_mlperf()
 
 
@@ -488,8 +567,9 @@ def print_mlperf(path: str | Path = MLPERF_LENGTHS) -> None:
 # The selectors: each table alone (vllm and mlperf from another length file if one is named), with the
 # most arguments each takes after its name; no selector runs every table.
 SELECTORS = {"nim": (print_nim, 0), "trtllm-bench": (print_trtllm_bench, 0), "sglang-vllm": (print_sglang_vllm, 1),
-             "vllm": (print_vllm, 1), "mlperf": (print_mlperf, 1)}
-USAGE = "nim, trtllm-bench, sglang-vllm [SHAREGPT.json], vllm [SHAREGPT.json] or mlperf [LENGTHS.json] (none: every table)"
+             "vllm": (print_vllm, 1), "mlperf": (print_mlperf, 1), "torchao-vllm": (print_torchao_vllm, 0)}
+USAGE = ("nim, trtllm-bench, sglang-vllm [SHAREGPT.json], vllm [SHAREGPT.json], mlperf [LENGTHS.json] or torchao-vllm "
+         "(none: every table)")
 
 
 def command(argv: list[str]):

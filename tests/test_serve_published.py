@@ -25,7 +25,7 @@ def script():
 
 def test_mlperf_figures_are_the_loadgen_summaries(script):
     # the mlperf_log_summary.txt files and NVIDIA's config classes the script's docstring names
-    azure, dgx = script.MLPERF
+    azure, dgx, gh200, h200, h200_v40, h200_cts = script.MLPERF
     # prompts: the dataset's histogram and its mean rounded to a token (mlperf_llama2_70b_lengths.json, below)
     assert (script.MLPERF_MODEL, script.MLPERF_OUTPUT) == ("llama2-70b", 294)
     assert script.mlperf_mean_prompt(script.mlperf_input_lengths()) == 222
@@ -40,6 +40,28 @@ def test_mlperf_figures_are_the_loadgen_summaries(script):
     assert dgx["offline"] == {"samples": 24576, "max_num_seqs": 896, "tokens_per_s": 24524.9}
     assert dgx["server"] == {"rate": 75.10, "requests": 9000, "max_num_seqs": 1024, "tokens_per_s": 21605.79,
                              "p99_ttft_s": 0.461278089, "p99_tpot_s": 0.175354317}
+    # session 25's two v4.1 systems: GH200_144GB_aarch64x1 (gpu_batch_size 806 in both scenarios, tp 1) and
+    # H200_SXM_141GBx8 (806 Offline, 896 Server, tp 1 from H200_SXM_141GBx1), their summaries' figures
+    assert (gh200["hardware"], gh200["tp"], gh200["replicas"], gh200["max_batched_tokens"]) == (
+        "gh200-144gb", 1, 1, None)
+    assert gh200["offline"] == {"samples": 24576, "max_num_seqs": 806, "tokens_per_s": 4067.52}
+    assert gh200["server"] == {"rate": 13.43, "requests": 7200, "max_num_seqs": 806, "tokens_per_s": 3883.67,
+                               "p99_ttft_s": 0.579347528, "p99_tpot_s": 0.192598630}
+    assert (h200["hardware"], h200["tp"], h200["replicas"], h200["max_batched_tokens"]) == ("h200", 1, 8, None)
+    assert h200["offline"] == {"samples": 24576, "max_num_seqs": 806, "tokens_per_s": 31302.7}
+    assert h200["server"] == {"rate": 101.25, "requests": 9000, "max_num_seqs": 896, "tokens_per_s": 29228.22,
+                              "p99_ttft_s": 0.452744202, "p99_tpot_s": 0.146040006}
+    # v4.0's H200_SXM_141GBx8 (configs at 8121a81: the same batch sizes), the v4.0 builder's 16,384 tokens
+    assert (h200_v40["hardware"], h200_v40["tp"], h200_v40["replicas"], h200_v40["max_batched_tokens"]) == (
+        "h200", 1, 8, 16384)
+    assert h200_v40["offline"] == {"samples": 24576, "max_num_seqs": 806, "tokens_per_s": 27738.3}
+    assert h200_v40["server"] == {"rate": 91.24, "requests": 9000, "max_num_seqs": 896, "tokens_per_s": 26485.43,
+                                  "p99_ttft_s": 0.753113481, "p99_tpot_s": 0.194987874}
+    # v4.1's H200_SXM_141GB_CTSx8 (1,000 W boards): 784 Offline (the x8 class's own), 1,024 Server
+    assert (h200_cts["hardware"], h200_cts["tp"], h200_cts["replicas"]) == ("h200", 1, 8)
+    assert h200_cts["offline"] == {"samples": 24576, "max_num_seqs": 784, "tokens_per_s": 34864.2}
+    assert h200_cts["server"] == {"rate": 113.70, "requests": 9000, "max_num_seqs": 1024, "tokens_per_s": 32789.74,
+                                  "p99_ttft_s": 0.510351435, "p99_tpot_s": 0.181533810}
 
 
 # Each system's hardware, engines and Offline sequence cap, typed from the sources (not read from
