@@ -66,7 +66,7 @@ class Recipe:
     caches_activations: bool = False
     # the hardware file's peak (flops_per_s key) the linear layers' GEMMs run at
     peak: str = "fp8"
-    # casts whose amax each keeps in a history of this many steps (delayed scaling; 0: none kept)
+    # the amaxes each quantizer keeps, one per scale update (delayed scaling; 0: no history)
     amax_history_len: int = 0
 
 
@@ -85,15 +85,15 @@ RECIPES = {
         "Float8CurrentScalingQuantizer::quantize_impl, TE v2.9); the FP8 weight and its transpose cached "
         "across a step's micro-batches (not counted here as memory: weight_copy_bytes 0)"),
     "delayed": Recipe(
-        "delayed", "one fp32 scale per tensor, from the largest amax of the tensor's last 1,024 casts "
-        "(delayed scaling)", 0, None,
+        "delayed", "one fp32 scale per tensor, from the largest amax in its history of the last 1,024 "
+        "scale updates (delayed scaling)", 0, None,
         "Transformer Engine's DelayedScaling (transformer_engine/common/recipe/__init__.py lines 121-206, TE "
         "v2.9: 'Use scale factor from previous iteration and record amax history of amax_history_len "
         "steps', amax_history_len 1024, amax_compute_algo 'max', HYBRID format); NeMo's bf16_with_fp8_mixed "
         "(fp8 'hybrid', fp8_amax_history_len 1024, fp8_amax_compute_algo 'max') and Megatron-LM's default "
         "fp8_recipe 'delayed'; each cast uses the scale of the previous update and records its amax inside "
         "the cast kernel; the FP8 weight and its transpose cached across micro-batches as current's (not "
-        "counted as memory); the amax histories and scales (SCALING_STATE) not counted as memory either",
+        "counted as memory); the amax histories and scales (scaling_state_bytes) not counted as memory either",
         amax_history_len=1024),
     "blockwise": Recipe(
         "blockwise", "activations per 1 x 128 tile, weights per 128 x 128 block (fp32 scales)",
@@ -265,8 +265,8 @@ _TE_CURRENT = (
 #: norm kernel writes FP8 itself (csrc/extensions/normalization.cpp lines 108-109 and 332-333,
 #: FULLY_FUSED for Float8Quantizer, layernorm and rmsnorm: no cast kernel; the norm writes one byte
 #: an element where its leaf is charged the activation dtype's: that byte is not credited, an
-#: overstatement), then, where a column-major copy is needed and the tokens
-#: are not gathered, nvte_transpose of it (common/normalization/layernorm/ln_api.cpp lines 111-117,
+#: overstatement), then, where a column-major copy is needed and the tokens are not gathered,
+#: nvte_transpose of it (common/normalization/layernorm/ln_api.cpp lines 111-117,
 #: rmsnorm/rmsnorm_api.cpp lines 96-103: read 1, write 1); under sequence parallelism row-major only
 #: (Float8Quantizer supports only a row-wise all-gather, tensor/float8_tensor.py lines 195-199), the
 #: transpose made in backward after the gather as current's. The weight: cast + transpose once a step
@@ -275,9 +275,9 @@ _TE_CURRENT = (
 #: 487-538: a torch.cat of the amaxes, an all-reduce (MAX) over the amax reduction group where it
 #: has more than one rank, and tex.fused_amax_and_scale_update_after_reduction, which rolls each
 #: history and writes the new scales; SCALING_UPDATE), not charged. TE v1.8 (3ec998e9, of
-#: NeMo 24.07's time; neither NeMo page prints its container's TE) casts the same tensors in the same kernels but makes a norm output's
-#: transpose in backward whatever the parallelism (module/layernorm_linear.py line 584): the same
-#: bytes, one pass later.
+#: NeMo 24.07's time; neither NeMo page prints its container's TE) casts the same tensors in the
+#: same kernels but makes a norm output's transpose in backward whatever the parallelism
+#: (module/layernorm_linear.py line 584): the same bytes, one pass later.
 _TE_DELAYED = (
     CastPass("input", "forward", "cast", 3), CastPass("input", "forward", "transpose", 1, kernel=False),
     CastPass("normed_input", "forward", "transpose", 2, when="no_sp"),
