@@ -152,7 +152,7 @@ LAYOUT_OPTIONS = ("dp", "tp", "pp", "sp", "zero", "microbatches", "schedule", "v
                   "cp_rotate", "cp_kv_heads", "all_reduce", "vocab_parallel", "dp_shard", "grad_reduce_dtype",
                   "precision_aware_optimizer")
 FP8_HELP = ("FP8 training: the layers' linear products at the FP8 peak, as torchao's tensorwise or rowwise recipe, "
-            "Transformer Engine's current scaling or DeepSeek-V3's blockwise one; mxfp8 (1 x 32 blocks) at the "
+            "Transformer Engine's current or delayed scaling or DeepSeek-V3's blockwise one; mxfp8 (1 x 32 blocks) at the "
             "MXFP8 peak and nvfp4 (FP4) at the fp4 peak, which only Blackwell hardware files carry (docs/layouts.md).")
 
 #: The parallel layout: group sizes, schedule, ZeRO stage, framework (costmodel/layout).

@@ -485,7 +485,7 @@ NEMO = {
 def test_each_nemo_row_is_expressed_as_its_page_states_it(run_id):
     """The JSON holds the page's row and the built setup is that layout: Megatron with the
     distributed optimizer (ZeRO-1), sequence parallelism where TP > 1, the interleaved schedule
-    where VP > 1, FP8 as current scaling, the ring CP, cuDNN's attention, the recipe's overlap."""
+    where VP > 1, FP8 as delayed scaling, the ring CP, cuDNN's attention, the recipe's overlap."""
     from reports.published_runs import train_setup
 
     runs, sources = _runs()
@@ -498,7 +498,8 @@ def test_each_nemo_row_is_expressed_as_its_page_states_it(run_id):
     assert workload.batch == micro and workload.batch * layout.microbatches * layout.dp == global_batch
     assert (workload.seq_len, workload.recompute, workload.attention) == (seq_len, recompute, "flash")
     assert layout.schedule == ("interleaved" if vp > 1 else "1f1b") and layout.sp == (tp > 1)
-    assert (layout.framework, layout.zero, layout.fp8, layout.cp_rotate) == ("megatron", 1, "current", "ring")
+    # both releases' FP8 is Transformer Engine's delayed scaling (fp8_hybrid, amax history 1024, 'max')
+    assert (layout.framework, layout.zero, layout.fp8, layout.cp_rotate) == ("megatron", 1, "delayed", "ring")
     assert hardware.name == ("b200" if run_id.startswith("nemo-25.02") else "h100-sxm")
     # 24.07: Apex's DistributedFusedAdam reduces in fp32 (the default); v2.2.0: grad_reduce_in_fp32 False
     assert layout.grad_reduce_dtype == ("bf16" if run_id.startswith("nemo-25.02") else None)

@@ -48,6 +48,7 @@ all-gathers' bytes.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 
@@ -65,6 +66,8 @@ class Recipe:
     caches_activations: bool = False
     # the hardware file's peak (flops_per_s key) the linear layers' GEMMs run at
     peak: str = "fp8"
+    # the amaxes each quantizer keeps, one per scale update (delayed scaling; 0: no history)
+    amax_history_len: int = 0
 
 
 RECIPES = {
@@ -81,6 +84,17 @@ RECIPES = {
         "tensor's own amax at each cast (transformer_engine/pytorch/csrc/quantizer.cpp, "
         "Float8CurrentScalingQuantizer::quantize_impl, TE v2.9); the FP8 weight and its transpose cached "
         "across a step's micro-batches (not counted here as memory: weight_copy_bytes 0)"),
+    "delayed": Recipe(
+        "delayed", "one fp32 scale per tensor, from the largest amax in its history of the last 1,024 "
+        "scale updates (delayed scaling)", 0, None,
+        "Transformer Engine's DelayedScaling (transformer_engine/common/recipe/__init__.py lines 121-206, TE "
+        "v2.9: 'Use scale factor from previous iteration and record amax history of amax_history_len "
+        "steps', amax_history_len 1024, amax_compute_algo 'max', HYBRID format); NeMo's bf16_with_fp8_mixed "
+        "(fp8 'hybrid', fp8_amax_history_len 1024, fp8_amax_compute_algo 'max') and Megatron-LM's default "
+        "fp8_recipe 'delayed'; each cast uses the scale of the previous update and records its amax inside "
+        "the cast kernel; the FP8 weight and its transpose cached across micro-batches as current's (not "
+        "counted as memory); the amax histories and scales (scaling_state_bytes) not counted as memory either",
+        amax_history_len=1024),
     "blockwise": Recipe(
         "blockwise", "activations per 1 x 128 tile, weights per 128 x 128 block (fp32 scales)",
         1 + 4 / (128 * 128), 2,
@@ -150,13 +164,16 @@ class CastPass:
     tensor: str  # "input", "normed_input" (an input a norm writes: Q/K/V's, the FFN's first), "weight", "grad",
     # "grad_input" (dgrad's output, M x K, one per GEMM), "grad_weight" (wgrad's output, K x N)
     phase: str  # "forward" (also rerun by recomputation) or "backward"
-    what: str  # "amax", "cast", "transpose" (the column-major copy; skipped where TN is not needed),
+    what: str  # "amax", "scale" (the scale from the amax: no bytes an element), "cast", "transpose" (the
+    # column-major copy; skipped where TN is not needed),
     # "scales" (a block-scaled cast's scale bytes, written by the cast's own kernel), "rescale" (a
     # GEMM's output multiplied by its operands' scales after the GEMM, in a kernel of its own)
     bytes_per_element: float
     # "always"; "sp" / "no_sp": only with / without sequence parallelism over tp > 1 (TE all-gathers a
     # norm's output in FP8: quantized on the rank's 1 / tp of the tokens, transposed after the gather)
     when: str = "always"
+    # a kernel launch of its own (False: written by another pass's kernel, e.g. TE's cast + transpose)
+    kernel: bool = True
 
 
 #: torchao float8 at eab345c (2024-12-26; the torchtitan rows), tensorwise: Float8Linear.forward
@@ -224,17 +241,73 @@ _TORCHAO_ROWWISE = _TORCHAO_TENSORWISE + (
 #: cache_name "weight", updated when is_first_microbatch; Megatron-Core passes it,
 #: megatron/core/extensions/transformer_engine.py lines 1338-1344, set by
 #: pipeline_parallel/schedules.py line 497). The output gradient: amax, cast + transpose.
+#: Between the amax and the cast, nvte_compute_scale_from_amax: a kernel of its own that reads the
+#: amax and writes the scale ("scale", no bytes an element).
 _TE_CURRENT = (
-    CastPass("input", "forward", "amax", 2), CastPass("input", "forward", "cast", 3),
-    CastPass("input", "forward", "transpose", 1),
-    CastPass("normed_input", "forward", "cast", 3),
-    CastPass("normed_input", "forward", "transpose", 1, when="no_sp"),
+    CastPass("input", "forward", "amax", 2), CastPass("input", "forward", "scale", 0),
+    CastPass("input", "forward", "cast", 3), CastPass("input", "forward", "transpose", 1, kernel=False),
+    CastPass("normed_input", "forward", "scale", 0), CastPass("normed_input", "forward", "cast", 3),
+    CastPass("normed_input", "forward", "transpose", 1, when="no_sp", kernel=False),
     CastPass("normed_input", "backward", "transpose", 2, when="sp"),
-    CastPass("weight", "forward", "amax", 2), CastPass("weight", "forward", "cast", 3),
-    CastPass("weight", "forward", "transpose", 1),
-    CastPass("grad", "backward", "amax", 2), CastPass("grad", "backward", "cast", 3),
-    CastPass("grad", "backward", "transpose", 1),
+    CastPass("weight", "forward", "amax", 2), CastPass("weight", "forward", "scale", 0),
+    CastPass("weight", "forward", "cast", 3), CastPass("weight", "forward", "transpose", 1, kernel=False),
+    CastPass("grad", "backward", "amax", 2), CastPass("grad", "backward", "scale", 0),
+    CastPass("grad", "backward", "cast", 3), CastPass("grad", "backward", "transpose", 1, kernel=False),
 )
+
+#: Transformer Engine v2.9 DelayedScaling (NeMo 24.07 and 25.02's FP8; Megatron-LM's default
+#: fp8_recipe). Float8Quantizer::quantize (csrc/quantizer.cpp lines 276-288) is one nvte_quantize_v2
+#: kernel with the scale the last update left: with a column-wise usage cast_transpose
+#: (common/util/cast_kernels.cuh lines 2073-2081), whose blocks take the amax as they cast and
+#: atomicMaxFloat it into the history's current row (common/transpose/cast_transpose.cu lines
+#: 144-208): no amax pass and no scale kernel, where current scaling runs nvte_compute_amax,
+#: nvte_compute_scale_from_amax, then the cast (quantize_impl, lines 497-536). A norm's output: the
+#: norm kernel writes FP8 itself (csrc/extensions/normalization.cpp lines 108-109 and 332-333,
+#: FULLY_FUSED for Float8Quantizer, layernorm and rmsnorm: no cast kernel; the norm writes one byte
+#: an element where its leaf is charged the activation dtype's: that byte is not credited, an
+#: overstatement), then, where a column-major copy is needed and the tokens are not gathered,
+#: nvte_transpose of it (common/normalization/layernorm/ln_api.cpp lines 111-117,
+#: rmsnorm/rmsnorm_api.cpp lines 96-103: read 1, write 1); under sequence parallelism row-major only
+#: (Float8Quantizer supports only a row-wise all-gather, tensor/float8_tensor.py lines 195-199), the
+#: transpose made in backward after the gather as current's. The weight: cast + transpose once a step
+#: (is_first_microbatch, as current's). The output gradient: cast + transpose. Beside the casts, once
+#: per forward autocast and once per backward (quantization.py reduce_and_update_fp8_tensors, lines
+#: 487-538: a torch.cat of the amaxes, an all-reduce (MAX) over the amax reduction group where it
+#: has more than one rank, and tex.fused_amax_and_scale_update_after_reduction, which rolls each
+#: history and writes the new scales; SCALING_UPDATE), not charged. TE v1.8 (3ec998e9, of
+#: NeMo 24.07's time; neither NeMo page prints its container's TE) casts the same tensors in the
+#: same kernels but makes a norm output's transpose in backward whatever the parallelism
+#: (module/layernorm_linear.py line 584): the same bytes, one pass later.
+_TE_DELAYED = (
+    CastPass("input", "forward", "cast", 3), CastPass("input", "forward", "transpose", 1, kernel=False),
+    CastPass("normed_input", "forward", "transpose", 2, when="no_sp"),
+    CastPass("normed_input", "backward", "transpose", 2, when="sp"),
+    CastPass("weight", "forward", "cast", 3), CastPass("weight", "forward", "transpose", 1, kernel=False),
+    CastPass("grad", "backward", "cast", 3), CastPass("grad", "backward", "transpose", 1, kernel=False),
+)
+
+
+#: What delayed scaling keeps per FP8 GEMM (TE v2.9 module/base.py lines 765-767: "Max. number of
+#: fp8 tensors per GEMM = 3 (input, weight, output) for fwd and 2 (grad_output and grad_input) for
+#: bwd"; quantization.py DelayedScalingRecipeState lines 1039-1077: per mode an fp32 scale a
+#: quantizer and an fp32 amax history of amax_history_len x quantizers).
+QUANTIZERS_PER_GEMM = {"forward": 3, "backward": 2}
+FP32_BYTES = 4
+
+#: What runs once per forward autocast (at its exit, quantization.py autocast_exit lines 590-601) and
+#: once per backward (the first FP8 module's, layernorm_linear.py lines 1000-1003, linear.py 960-964):
+#: reduce_and_update_fp8_tensors (lines 487-538), kernels in order. The all-reduce only where the amax
+#: reduction group has more than one rank (reduce_amax True, the default).
+SCALING_UPDATE = ("torch.cat of the amaxes", "all_reduce MAX over the amax reduction group",
+                  "fused_amax_and_scale_update_after_reduction (multi-tensor: every history rolled, every scale)")
+
+
+def scaling_state_bytes(recipe: Recipe, gemms: int) -> int:
+    """Bytes of the amax histories and scales a recipe keeps for `gemms` FP8 GEMMs (0 but delayed
+    scaling's): per quantizer a history of amax_history_len fp32 amaxes and one fp32 scale."""
+    if not recipe.amax_history_len:
+        return 0
+    return gemms * sum(QUANTIZERS_PER_GEMM.values()) * FP32_BYTES * (recipe.amax_history_len + 1)
 
 
 def _block_scaled(tensors: tuple[tuple[str, str], ...], fmt: BlockFormat, *, amax: bool,
@@ -247,7 +320,7 @@ def _block_scaled(tensors: tuple[tuple[str, str], ...], fmt: BlockFormat, *, ama
         if amax:
             passes.append(CastPass(tensor, phase, "amax", 2))
         passes.append(CastPass(tensor, phase, "cast", 2 + copies * fmt.element_bits / 8))
-        passes.append(CastPass(tensor, phase, "scales", copies * fmt.scale_bytes / fmt.block))
+        passes.append(CastPass(tensor, phase, "scales", copies * fmt.scale_bytes / fmt.block, kernel=False))
     return tuple(passes)
 
 
@@ -304,42 +377,69 @@ CAST_PASSES: dict[str, Casts | None] = {
     "tensorwise": Casts(_TORCHAO_TENSORWISE, "always", False),
     "rowwise": Casts(_TORCHAO_ROWWISE, "always", False),
     "current": Casts(_TE_CURRENT, "tn_only", True),
+    "delayed": Casts(_TE_DELAYED, "tn_only", True),
     "blockwise": None,
     "mxfp8": Casts(_TE_MXFP8, "tn_only", True),
     "nvfp4": Casts(_TE_NVFP4, "tn_only", True),
 }
 
 
-def cast_bytes(gemms: list, casts: Casts, *, needs_tn: bool, microbatches: int = 1, tp: int = 1,
-               sequence_parallel: bool = False, rerun: bool = False) -> tuple[float, float]:
-    """(forward, backward) bytes of the recipe's casts beside one run of a leaf's FP8 GEMMs
-    (kernel_shapes.Gemm, forward shapes: the input M x K, the weight K x N, the output M x N).
-    Each distinct input (rows, inner width) is cast once (two inputs of one shape in a leaf, an FFN
-    with d_ff = d, count once: an understatement); a weight cast once a step is spread over the
-    step's micro-batches; rerun: a recomputed forward (no backward, no cached weight's cast)."""
-    elements = {"input": 0, "normed_input": 0, "weight": 0, "grad": 0, "grad_input": 0, "grad_weight": 0}
+def _charged(gemms: list, casts: Casts, *, needs_tn: bool, microbatches: int, tp: int, sequence_parallel: bool,
+             rerun: bool) -> Iterator[tuple[CastPass, float, float]]:
+    """Each pass the recipe runs beside one run of a leaf's FP8 GEMMs (kernel_shapes.Gemm, forward
+    shapes: the input M x K, the weight K x N, the output M x N), with the elements it covers and how
+    many tensors it runs on. Each distinct input (rows, inner width) is cast once (two inputs of one
+    shape in a leaf, an FFN with d_ff = d, count once: an understatement); a weight cast once a step is
+    spread over the step's micro-batches; rerun: a recomputed forward (no backward, no cached weight's
+    cast)."""
+    elements = dict.fromkeys(("input", "normed_input", "weight", "grad", "grad_input", "grad_weight"), 0)
+    tensors = dict(elements)
     seen: set = set()
     for gemm in gemms:
         if (gemm.m, gemm.k) not in seen:
             seen.add((gemm.m, gemm.k))
-            elements["normed_input" if gemm.normed_input else "input"] += gemm.m * gemm.k * gemm.count
-        elements["weight"] += gemm.k * gemm.n * gemm.count
-        elements["grad"] += gemm.m * gemm.n * gemm.count
-        elements["grad_input"] += gemm.m * gemm.k * gemm.count
-        elements["grad_weight"] += gemm.k * gemm.n * gemm.count
+            name = "normed_input" if gemm.normed_input else "input"
+            elements[name] += gemm.m * gemm.k * gemm.count
+            tensors[name] += gemm.count
+        for name, size in (("weight", gemm.k * gemm.n), ("grad", gemm.m * gemm.n), ("grad_input", gemm.m * gemm.k),
+                           ("grad_weight", gemm.k * gemm.n)):
+            elements[name] += size * gemm.count
+            tensors[name] += gemm.count
     sp = sequence_parallel and tp > 1
-    totals = {"forward": 0.0, "backward": 0.0}
     for one in casts.passes:
         if one.what == "transpose" and casts.transposes == "tn_only" and not needs_tn:
             continue
         if one.when == ("no_sp" if sp else "sp") or (rerun and one.phase == "backward"):
             continue
         count: float = elements[one.tensor]
+        runs: float = tensors[one.tensor]
         if one.tensor == "weight" and casts.weight_once_per_step:
             if rerun:
                 continue
             count /= microbatches
+            runs /= microbatches
         if sp and one.tensor == "normed_input" and one.what != "transpose":
             count /= tp  # quantized on the rank's tokens before the FP8 all-gather
+        yield one, count, runs
+
+
+def cast_bytes(gemms: list, casts: Casts, *, needs_tn: bool, microbatches: int = 1, tp: int = 1,
+               sequence_parallel: bool = False, rerun: bool = False) -> tuple[float, float]:
+    """(forward, backward) bytes of the recipe's casts beside one run of a leaf's FP8 GEMMs (_charged)."""
+    totals = {"forward": 0.0, "backward": 0.0}
+    for one, count, _ in _charged(gemms, casts, needs_tn=needs_tn, microbatches=microbatches, tp=tp,
+                                  sequence_parallel=sequence_parallel, rerun=rerun):
         totals[one.phase] += one.bytes_per_element * count
+    return totals["forward"], totals["backward"]
+
+
+def cast_kernels(gemms: list, casts: Casts, *, needs_tn: bool, microbatches: int = 1, tp: int = 1,
+                 sequence_parallel: bool = False, rerun: bool = False) -> tuple[float, float]:
+    """(forward, backward) kernel launches of the recipe's casts beside one run of a leaf's FP8
+    GEMMs (_charged; a weight cast once a step counts 1 / micro-batches). Not charged as time: the
+    kernel model times the casts as one memory-bound kernel a leaf (layout/kernel_step.py)."""
+    totals = {"forward": 0.0, "backward": 0.0}
+    for one, _, runs in _charged(gemms, casts, needs_tn=needs_tn, microbatches=microbatches, tp=tp,
+                                 sequence_parallel=sequence_parallel, rerun=rerun):
+        totals[one.phase] += runs if one.kernel else 0
     return totals["forward"], totals["backward"]

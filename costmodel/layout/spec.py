@@ -26,7 +26,7 @@
   ep_dispatcher    how expert parallelism moves tokens: "alltoall" (a copy per routed slot) or the
                    flex dispatcher's "deepep"/"hybridep" (a token once per target node, then once
                    per target rank over NVLink; costmodel/layout/experts.py flex_copies)
-  fp8              an FP8 (or FP4) training recipe: tensorwise, rowwise, current, blockwise, mxfp8 or nvfp4
+  fp8              an FP8 (or FP4) training recipe: tensorwise, rowwise, current, delayed, blockwise, mxfp8 or nvfp4
                    (costmodel/layout/fp8.py)
   cp, cp_rotate    context-parallel ranks, each holding n / cp of every sequence; how keys and
                    values travel: "allgather" (torch 2.13's default) or "ring" (costmodel/layout/context.py)
@@ -287,7 +287,7 @@ class Layout:
     def _check_precision_aware(self, framework: Any) -> None:
         """Megatron-Core's precision-aware optimizer: one of the modelled dtype sets, on its
         distributed optimizer, and Transformer Engine's master weights only without an FP8
-        recipe (frameworks.py PRECISION_AWARE_OPTIMIZERS: none of --fp8's is 'delayed')."""
+        recipe or with delayed scaling, and only those then (frameworks.py PRECISION_AWARE_OPTIMIZERS)."""
         name = self.precision_aware_optimizer
         if name not in PRECISION_AWARE_OPTIMIZERS:
             raise ConfigError(f"layout: precision_aware_optimizer must be {PRECISION_AWARE_OPTIMIZERS_CHOICES.listed()}, "
@@ -298,9 +298,13 @@ class Layout:
         if self.zero != 1:
             raise ConfigError("layout: Megatron-Core runs the precision-aware optimizer only under its distributed "
                               "optimizer; add --zero 1 (under Megatron-FSDP, --zero 3, it is not modelled).")
-        if self.fp8 is not None and PRECISION_AWARE_OPTIMIZERS[name].reads_buffer_gradient:
+        if self.fp8 not in (None, "delayed") and PRECISION_AWARE_OPTIMIZERS[name].reads_buffer_gradient:
             raise ConfigError(f"layout: with an FP8 recipe ({self.fp8}) Megatron-Core keeps the fp32 master weights "
                               f"itself, not Transformer Engine; use --precision-aware-optimizer fp32 or bf16-moments.")
+        if self.fp8 == "delayed" and not PRECISION_AWARE_OPTIMIZERS[name].reads_buffer_gradient:
+            raise ConfigError(f"layout: with delayed scaling (--fp8 delayed) Megatron-Core hands Transformer Engine "
+                              f"the master weights (fp8_recipe 'delayed'), which {name} does not model; use "
+                              f"--precision-aware-optimizer te-master.")
 
     def _check_hybrid(self) -> None:
         """dp_shard: a divisor of dp, more than one rank, where the framework has hybrid sharding
