@@ -82,7 +82,7 @@ def test_ours_equals_every_measurement_but_the_published_time():
                 continue
             assert CASES[name]["ours"][quantity] == value, (name, quantity, source)
             checked += 1
-    assert checked == 21
+    assert checked == 27
     line = ot.verdict("params", 1, {"ours": 1, "x": 2}, (1, "src"))
     assert line == "= ours" and ot.verdict("params", 1, {"ours": 3}, (1, "src")) == "none equal"
 
@@ -408,3 +408,58 @@ def test_full_size_llama3_8b_of_the_class():
     assert prefill == m["kv llama3-8b 64x4096"] == CASES[DECODE]["ours"]["kv_cache"]
     assert after == tool(DECODE, "llm-analysis")["kv_cache"]
     assert step == 2 * 64 * matmuls + 4 * layers * d * 4097 * 64 == 1_098_068_787_200
+
+
+@pytest.mark.slow
+def test_full_size_llama3_8b_under_fsdp2():
+    """HF's Llama-3-8B under fully_shard (bf16 compute, fp32 reduction) on the fake process group of 8,
+    under FakeTensorMode (about 25 s): rank 0 holds fp32 shards of the parameters and gradients, 4 / 8
+    bytes a parameter each, and AdamW's m and v, 8 / 8 (with its 291 step counters, 4 bytes each, on the
+    CPU; torch keeps them on the host on CUDA: Layout.device)."""
+    pytest.importorskip("transformers")
+    from costmodel.config import Workload
+    from costmodel.layout import Layout, ParallelEstimate
+    from validate.distributed.fsdp import FsdpCase, measure_fsdp
+    from validate.distributed.launch import run_fake
+
+    cfg = load_preset("llama3-8b")
+    state = run_fake(measure_fsdp, 8, [0], FsdpCase(cfg, batch=1, seq_len=64, implementation="hf",
+                                                    mixed_precision=True, fake=True, memory_tracker=False))[0]["state"]
+    shard = ot.MEASURED["fsdp2 llama3-8b shard"][0]
+    assert state["parameters"]["storage"] == state["gradients"]["storage"] == shard == 8_030_261_248 * 4 // 8
+    assert state["optimizer"]["storage"] == 8_030_261_248 + 291 * 4
+    workload = Workload(seq_len=8192, batch=1, dtype="bf16", attention="sdpa", impl="hf")
+    cpu = ParallelEstimate(cfg, workload, Layout(dp=8, zero=3, framework="fsdp2", device="cpu")).per_stage[0]
+    assert (cpu["weights"], cpu["gradients"], cpu["optimizer"]) == (
+        shard, shard, state["optimizer"]["storage"])
+    ours = CASES["llama3-8b train FSDP2 dp8 8192"]["ours"]
+    assert (ours["weights"], ours["gradients"], ours["optimizer"]) == (shard, shard, 8_030_261_248)
+    # llm-analysis's ZeRO-3 (the same run for FSDP, its docstring says): 2 + 4 + 12 bytes / 8 of its count,
+    # a bf16 weight shard beside fp32 master weights FSDP2 does not keep (its fp32 shard is both)
+    theirs = tool("llama3-8b train FSDP2 dp8 8192", "llm-analysis")
+    assert theirs == {**tool(Z3, "llm-analysis"), "raw": theirs["raw"]}
+
+
+QWEN3 = "qwen3-30b-a3b train ep8 dp8"
+
+
+def test_qwen3_moe_head_width_experts_and_q_k_norms():
+    """Qwen3-30B-A3B: 32 heads of 128 on d 2,048 (llm-analysis assumes d / h = 64), 128 experts of 768
+    (top 8), q/k RMSNorms of 128 (Megatron's weight formula has no qk_layernorm term)."""
+    d, layers, v = 2048, 48, 151936
+    la = tool(QWEN3, "llm-analysis")
+    assert la["params"] == llm_analysis_params(d, layers, 32, 4, 768, v, experts=128)
+    attention_short = (2 * d * 4096 + 2 * d * 512) - (2 * d * d + 2 * d * d // 8)
+    assert attention_short == 9_437_184
+    assert CASES[QWEN3]["ours"]["params"] - la["params"] == \
+        layers * attention_short + layers * 128 * d * 768 + v * d + layers * 2 * 128 == 10_427_838_464
+    megatron = tool(QWEN3, "Megatron-LM")
+    assert CASES[QWEN3]["ours"]["model_states"] - megatron["model_states"] == layers * 2 * 128 * (6 + 12 / 8) == 92_160
+    # FLOPs: Megatron's causal core (3 x 2 n^2 (h d_h) L, half of ours) and no router (3 x 2 n d E L)
+    n = 4096
+    assert CASES[QWEN3]["ours"]["flops_sequence"] - megatron["flops_sequence"] == \
+        3 * 2 * n * n * 4096 * layers + 3 * 2 * n * d * 128 * layers
+    # activations: Megatron's s h (10 + 24) a layer on h = 2,048; llm-analysis's MLP x (128 / 8) x 8
+    assert megatron["activations"] == pytest.approx(megatron_without_sp(n, d, 1, layers, v), rel=1e-15)
+    mlp = (2 * n * d + (2 + 2) * (768 / d) * n * d) * (128 / 8) * 8  # get_activation_memory_per_layer_mlp
+    assert mlp * layers > 0.9 * la["activations"] > CASES[QWEN3]["ours"]["activations"]

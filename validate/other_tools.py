@@ -55,7 +55,12 @@ MEASURED = {
                              "FakeTensorMode, tests/test_other_tools.py::test_full_size_llama3_8b_of_the_class"),
     "forward llama3.1-8b 32768": (1_054_775_248_420_864, "FlopCounterMode (sdpa counted as eager), "
                                   "tests/test_other_tools.py::test_full_size_llama3_8b_of_the_class"),
+    "fsdp2 llama3-8b shard": (4_015_130_624, "rank 0's sharded fp32 parameters (and gradients) of HF's class under "
+                              "fully_shard on the fake process group of 8, "
+                              "tests/test_other_tools.py::test_full_size_llama3_8b_under_fsdp2"),
     "params mixtral-8x7b": (46_702_792_704, "tests/published.py FLAGSHIPS (Hugging Face's class count)"),
+    "params qwen3-30b-a3b": (30_532_122_624, "tests/published.py REQUESTED (Hugging Face's Qwen3MoeForCausalLM "
+                             "count)"),
 }
 
 LA_GPU, LA_DTYPE = "a100-sxm-80gb", "w16a16e16"
@@ -99,9 +104,10 @@ def llm_analysis_model(preset: str) -> dict[str, Any]:
 
     cfg = load_preset(preset)
     experts = {"moe_num_experts": cfg.n_experts, "moe_top_k": cfg.top_k} if cfg.n_experts else {}
+    ffn = cfg.d_expert if cfg.n_experts else cfg.d_ff  # it has one FFN width: the experts' in a MoE
     return {"name": preset, "num_layers": cfg.n_decoder_layers, "n_head": cfg.n_heads, "hidden_dim": cfg.d_model,
             "vocab_size": cfg.vocab_size, "max_seq_len": cfg.max_positions, "num_key_value_heads": cfg.n_kv_heads,
-            "ffn_embed_dim": cfg.d_ff, "expansion_ratio": cfg.d_ff / cfg.d_model, "model_type": "llama", **experts}
+            "ffn_embed_dim": ffn, "expansion_ratio": ffn / cfg.d_model, "model_type": "llama", **experts}
 
 
 def _llama3_megatron_args(seq_length: int, tp: int, cp: int, dp: int) -> dict[str, Any]:
@@ -112,6 +118,17 @@ def _llama3_megatron_args(seq_length: int, tp: int, cp: int, dp: int) -> dict[st
                 padded_vocab_size=-(-128256 // (128 * tp)) * 128 * tp, seq_length=seq_length,
                 tensor_model_parallel_size=tp, context_parallel_size=cp, data_parallel_size=dp,
                 sequence_parallel=tp > 1, world_size=tp * cp * dp)
+    return args
+
+
+def _qwen3_moe_megatron_args() -> dict[str, Any]:
+    """Qwen3-30B-A3B as Megatron's arguments: 48 MoE layers of 128 experts (768 wide, top 8), 32 query
+    heads of 128 on a hidden size of 2,048 (kv_channels 128: a 4,096-wide query), 4 KV groups; the
+    Mixtral row's layout (ep 8, dp 8, 16 micro-batches of 4,096 tokens)."""
+    args = dict(MEGATRON_ROWS["mixtral-8x7b tp1 ep8 dp8"]["args"])
+    args.update(hidden_size=2048, num_attention_heads=32, kv_channels=128, num_query_groups=4, num_layers=48,
+                ffn_hidden_size=6144, num_experts=128, moe_ffn_hidden_size=768, moe_router_topk=8,
+                padded_vocab_size=151936)
     return args
 
 
@@ -203,6 +220,19 @@ CASES: dict[str, dict[str, Any]] = {
                          "batch_size_per_gpu": 1, "seq_len": 8192, "global_batch_size": 8, "total_num_gpus": 8,
                          "dp_size": 8, "ds_zero": 3, "flash_attn": True, "mlp_gated_linear_units": True},
     },
+    "llama3-8b train FSDP2 dp8 8192": {
+        "says": "Llama-3-8B, torch FSDP2 (fully_shard per decoder layer and the root) over 8 GPUs with bf16 "
+                "compute and fp32 reduction (MixedPrecisionPolicy), one 8,192-token sequence a rank, sdpa, AdamW; "
+                "one rank's memory",
+        "preset": "llama3-8b", "kind": "layout", "seq_len": 8192, "attention": "sdpa", "impl": "hf",
+        "layout": {"dp": 8, "zero": 3, "framework": "fsdp2"},
+        "measured": {"params": "params llama3-8b", "flops_sequence": ("forward llama3-8b 8192", 3),
+                     "weights": "fsdp2 llama3-8b shard", "gradients": "fsdp2 llama3-8b shard",
+                     "activations": "saved llama3-8b 8192 sdpa"},
+        "llm_analysis": {"mode": "train", "model_config": "llama3-8b", "gpu_name": LA_GPU, "dtype_name": LA_DTYPE,
+                         "batch_size_per_gpu": 1, "seq_len": 8192, "global_batch_size": 8, "total_num_gpus": 8,
+                         "dp_size": 8, "ds_zero": 3, "flash_attn": True, "mlp_gated_linear_units": True},
+    },
     "llama3-8b decode batch 64 at 4096": {
         "says": "Llama-3-8B bf16, batch 64: a 4,096-token prefill of each sequence and one decode step at that "
                 "context, the KV cache of 64 x 4,096 tokens",
@@ -230,6 +260,18 @@ CASES: dict[str, dict[str, Any]] = {
         "preset": "llama3.1-8b", "kind": "megatron",
         "megatron": {"args": _llama3_megatron_args(32768, tp=4, cp=2, dp=1), "num_microbatches": 1},
         "measured": {"params": "params llama3-8b"},
+    },
+    "qwen3-30b-a3b train ep8 dp8": {
+        "says": "Qwen3-30B-A3B (128 experts of 768, top 8; 32 query heads of 128 on d 2,048; q/k norms), "
+                "Megatron-LM, experts over ep 8, dp 8, 16 micro-batches of one 4,096-token sequence a rank, "
+                "distributed optimizer, flash attention, no recomputation",
+        "preset": "qwen3-30b-a3b", "kind": "megatron",
+        "megatron": {"args": _qwen3_moe_megatron_args(), "num_microbatches": 16},
+        "measured": {"params": "params qwen3-30b-a3b"},
+        "llm_analysis": {"mode": "train", "model_config": "qwen3-30b-a3b", "gpu_name": LA_GPU,
+                         "dtype_name": LA_DTYPE, "batch_size_per_gpu": 1, "seq_len": 4096, "global_batch_size": 128,
+                         "total_num_gpus": 8, "dp_size": 8, "ep_size": 8, "ds_zero": 1, "flash_attn": True,
+                         "mlp_gated_linear_units": True},
     },
     "mixtral-8x7b train ep8 dp8": {
         "says": "Mixtral-8x7B (8 experts, top 2), Megatron-LM, experts over ep 8, dp 8, 16 micro-batches of one "
@@ -334,6 +376,14 @@ NOTES: dict[str, list[str]] = {
         "activations and FLOPs: a rank runs the whole model on its sequence, so they are the 1-GPU case's: "
         "ours equals the measurement, llm-analysis is short as above. No rank's memory is measured here.",
     ],
+    "llama3-8b train FSDP2 dp8 8192": [
+        "model states: measured on HF's class under fully_shard on the fake process group of 8: rank 0 holds "
+        "fp32 shards of the parameters and of the gradients, 4 / 8 bytes a parameter each, and AdamW's m and v, "
+        "8 / 8 (and its step counters, host-side on CUDA): ours equals each. llm-analysis has one sharded run "
+        "for ZeRO-3 and FSDP alike, 2 + 4 + 12 bytes / 8: a bf16 weight shard beside fp32 master weights, "
+        "where FSDP2's fp32 shard is both (and of its short count).",
+        "activations and FLOPs: as the 1-GPU case (the same sequence on each rank).",
+    ],
     "llama3-8b decode batch 64 at 4096": [
         "KV cache: measured on the full-size class after a 64 x 4,096 prefill, 2 L h_kv d_h n b e = "
         "34,359,738,368 bytes: ours and LLM-Viewer; llm-analysis holds 4,097 tokens (34,368,126,976, measured "
@@ -369,6 +419,19 @@ NOTES: dict[str, list[str]] = {
         "FLOPs: a sequence's FLOPs do not depend on the layout: Megatron's differ from the tp 8 case's only by "
         "the vocabulary padding (128 x tp 4: 128,256 -> 128,512).",
         "llm-analysis has no context parallelism (no cp argument), so it is not run here.",
+    ],
+    "qwen3-30b-a3b train ep8 dp8": [
+        "params: llm-analysis takes the head width as d / h = 64 (Qwen3's is 128: a 4,096-wide query on d 2,048), "
+        "two matrices an expert, a tied head and no q/k norms: 48 x 9,437,184 + 48 x 128 x 2,048 x 768 + "
+        "151,936 x 2,048 + 48 x 256 = 10,427,838,464 short of the class's 30,532,122,624, which ours equals.",
+        "model states: Megatron's formula leaves out the q/k norms (qk_layernorm, 2 x 128 a layer): ours is "
+        "48 x 256 x (6 + 12 / 8) = 92,160 bytes more; the rest agrees to the byte (kv_channels 128 counted).",
+        "FLOPs: Megatron's differ from ours by its causal attention core and the router it leaves out (3 x 2 n "
+        "d E L = 0.31 T); llm-analysis's 16 n d^2 MLP and d-wide attention give 78.15 T.",
+        "activations (no measurement): Megatron's formula has no expert or query-width term (s h (10 + 24) a "
+        "layer on h = 2,048); llm-analysis multiplies its MLP term by the experts a rank holds (128 / 8) and by "
+        "top-k (8), as if each local expert saw top-k x every token: 179 GiB. A rank's experts see top-k x its "
+        "tokens in all (spread over the 128), which ours keeps.",
     ],
     "mixtral-8x7b train ep8 dp8": [
         "params: llm-analysis (given 8 experts, top 2 and d_ff 14,336) counts each expert as two matrices and a "
