@@ -82,7 +82,7 @@ def test_ours_equals_every_measurement_but_the_published_time():
                 continue
             assert CASES[name]["ours"][quantity] == value, (name, quantity, source)
             checked += 1
-    assert checked == 27
+    assert checked == 35
     line = ot.verdict("params", 1, {"ours": 1, "x": 2}, (1, "src"))
     assert line == "= ours" and ot.verdict("params", 1, {"ours": 3}, (1, "src")) == "none equal"
 
@@ -463,3 +463,39 @@ def test_qwen3_moe_head_width_experts_and_q_k_norms():
     assert megatron["activations"] == pytest.approx(megatron_without_sp(n, d, 1, layers, v), rel=1e-15)
     mlp = (2 * n * d + (2 + 2) * (768 / d) * n * d) * (128 / 8) * 8  # get_activation_memory_per_layer_mlp
     assert mlp * layers > 0.9 * la["activations"] > CASES[QWEN3]["ours"]["activations"]
+
+
+def test_long_context_activations_with_and_without_flash():
+    """At 32,768: llm-analysis's flash_attn switch swaps (2 s h + 4 a s) 2 bytes a layer for 2 a s^2 x 2
+    bytes (get_activation_memory_per_layer_attn); HF's eager keeps 6 bytes a score (fp32 softmax + bf16
+    probabilities), which ours equals (measured); llm-analysis's time does not change."""
+    s, h, a, layers = 32768, 4096, 32, 32
+    sdpa, eager = (tool(f"llama3.1-8b train 1 GPU 32k {k}", "llm-analysis") for k in ("sdpa", "eager"))
+    assert eager["activations"] - sdpa["activations"] == layers * (2 * a * s * s * 2 - (2 * s * h + 4 * a * s) * 2)
+    assert eager["seconds"] == sdpa["seconds"]
+    ours = {k: CASES[f"llama3.1-8b train 1 GPU 32k {k}"]["ours"] for k in ("sdpa", "eager")}
+    assert ours["eager"]["activations"] == ot.MEASURED["saved llama3.1-8b 32768 eager"][0]
+    scores = layers * a * s * s
+    assert 1 - 6 * scores / ours["eager"]["activations"] == pytest.approx(0.0353, abs=0.0005)
+    assert ours["eager"]["activations"] - eager["activations"] > 2 * scores  # the fp32 copy it leaves out
+    assert 1 - sdpa["activations"] / ours["sdpa"]["activations"] == pytest.approx(0.188, abs=0.001)
+    # the attention core is over half of the step's FLOPs here, counted dense by all but Megatron
+    assert 3 * 4 * layers * s * s * h / ours["sdpa"]["flops_sequence"] == pytest.approx(0.534, abs=0.001)
+
+
+@pytest.mark.slow
+def test_full_size_llama3_1_8b_saved_bytes_at_32k():
+    """Llama-3.1-8B in bf16 under FakeTensorMode, one 32,768-token sequence with its loss: the bytes
+    saved for backward with sdpa and with eager attention (about 15 s)."""
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    from validate.hf_models import build_hf_model, make_inputs
+    from validate.measure import saved_activation_bytes
+    from validate.torch_modes import fake_mode
+
+    cfg = load_preset("llama3.1-8b")
+    for attention in ("sdpa", "eager"):
+        with fake_mode():
+            model = build_hf_model(cfg, attention, dtype=torch.bfloat16)
+            saved = saved_activation_bytes(model, make_inputs(cfg, 1, 32768, labels=True)).total_bytes
+        assert saved == ot.MEASURED[f"saved llama3.1-8b 32768 {attention}"][0], attention
