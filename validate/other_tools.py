@@ -386,7 +386,7 @@ NOTES: dict[str, list[str]] = {
     "llama3-8b train 1 GPU 8192": [
         "params: llm-analysis (given the true d_ff 14,336 and 8 KV heads) counts a two-matrix FFN and a tied head: "
         "L d d_ff + V d = 2,404,384,768 short of the class's measured 8,030,261,248, which ours equals; the "
-        "128,256-token head alone is 525,336,576. Its weights, gradients and optimizer are short by the same 30%.",
+        "128,256-token head alone is 525,336,576. Its weights and optimizer are short by the same 30%.",
         "FLOPs: llm-analysis's MLP is 16 n d^2 whatever d_ff: 3 L n d (6 d_ff - 16 d) = 65.97 T (14%) short of 3 x "
         "the measured forward, which ours equals (its GQA projections and 2 n d V head are right).",
         "activations: the measured saved bytes (HF, sdpa) equal ours; llm-analysis is 10.71 GB short net. Its "

@@ -4,7 +4,7 @@ of validate/other_tools.py and returns their figures under our names; never a de
 Each tool lives outside the project and outside its venv, by default under .other_tools/ at the
 repository's root (ignored by git; validate/FINDINGS.md gives the commits):
 - llm-analysis (PyPI) in its own venv, `python3 -m venv .other_tools/venv &&
-  .other_tools/venv/bin/pip install llm-analysis==0.2.2 pandas` (pandas for Calculon);
+  .other_tools/venv/bin/pip install llm-analysis==0.2.2 pandas psutil` (pandas and psutil for Calculon);
 - LLM-Viewer (github hahnyuan/LLM-Viewer) and Calculon (github calculon-ai/calculon): checkouts in
   .other_tools/LLM-Viewer and .other_tools/calculon, run with that venv's python from their own
   folder (LLM-Viewer needs transformers' AutoConfig, which llm-analysis installs; it reads a
