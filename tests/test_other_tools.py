@@ -82,7 +82,7 @@ def test_ours_equals_every_measurement_but_the_published_time():
                 continue
             assert CASES[name]["ours"][quantity] == value, (name, quantity, source)
             checked += 1
-    assert checked == 35
+    assert checked == 37
     line = ot.verdict("params", 1, {"ours": 1, "x": 2}, (1, "src"))
     assert line == "= ours" and ot.verdict("params", 1, {"ours": 3}, (1, "src")) == "none equal"
 
@@ -499,3 +499,26 @@ def test_full_size_llama3_1_8b_saved_bytes_at_32k():
             model = build_hf_model(cfg, attention, dtype=torch.bfloat16)
             saved = saved_activation_bytes(model, make_inputs(cfg, 1, 32768, labels=True)).total_bytes
         assert saved == ot.MEASURED[f"saved llama3.1-8b 32768 {attention}"][0], attention
+
+
+@pytest.mark.slow
+def test_full_size_moe_forward_flops_of_the_classes():
+    """HF's Mixtral-8x7B and Qwen3-30B-A3B in bf16 under FakeTensorMode, one 4,096-token sequence
+    (about 20 s): FlopCounterMode counts top-k experts a token (2 of 8 of 14,336; 8 of 128 of 768),
+    the router's d x E, and Qwen3's 4,096-wide queries on d 2,048."""
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    from validate.hf_models import build_hf_model, make_inputs
+    from validate.measure import matmul_flops
+    from validate.torch_modes import fake_mode
+
+    n = 4096
+    shapes = {"mixtral-8x7b": (4096, 32, 4096, 1024, 14336, 8, 2, 32000),
+              "qwen3-30b-a3b": (2048, 48, 4096, 512, 768, 128, 8, 151936)}
+    for preset, (d, layers, q, kv, f, experts, top_k, v) in shapes.items():
+        cfg = load_preset(preset)
+        with fake_mode():
+            model = build_hf_model(cfg, "sdpa", dtype=torch.bfloat16)
+            forward = matmul_flops(model, make_inputs(cfg, 1, n)).forward
+        token = layers * (2 * d * q + 2 * d * kv + top_k * 3 * d * f + d * experts) + d * v
+        assert forward == 2 * n * token + 4 * layers * n * n * q == ot.MEASURED[f"forward {preset} {n}"][0]

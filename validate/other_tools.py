@@ -63,6 +63,11 @@ MEASURED = {
     "saved llama3.1-8b 32768 eager": (6_838_318_399_500, "saved_tensors_hooks, "
                                       "tests/test_other_tools.py::test_full_size_llama3_1_8b_saved_bytes_at_32k"),
     "params mixtral-8x7b": (46_702_792_704, "tests/published.py FLAGSHIPS (Hugging Face's class count)"),
+    "forward mixtral-8x7b 4096": (113_232_517_791_744, "FlopCounterMode on HF's MixtralForCausalLM under FakeTensorMode, "
+                                  "tests/test_other_tools.py::test_full_size_moe_forward_flops_of_the_classes"),
+    "forward qwen3-30b-a3b 4096": (38_111_392_301_056, "FlopCounterMode on HF's Qwen3MoeForCausalLM under "
+                                   "FakeTensorMode, tests/test_other_tools.py::"
+                                   "test_full_size_moe_forward_flops_of_the_classes"),
     "params qwen3-30b-a3b": (30_532_122_624, "tests/published.py REQUESTED (Hugging Face's Qwen3MoeForCausalLM "
                              "count)"),
 }
@@ -293,7 +298,7 @@ CASES: dict[str, dict[str, Any]] = {
                 "distributed optimizer, flash attention, no recomputation",
         "preset": "qwen3-30b-a3b", "kind": "megatron",
         "megatron": {"args": _qwen3_moe_megatron_args(), "num_microbatches": 16},
-        "measured": {"params": "params qwen3-30b-a3b"},
+        "measured": {"params": "params qwen3-30b-a3b", "flops_sequence": ("forward qwen3-30b-a3b 4096", 3)},
         "llm_analysis": {"mode": "train", "model_config": "qwen3-30b-a3b", "gpu_name": LA_GPU,
                          "dtype_name": LA_DTYPE, "batch_size_per_gpu": 1, "seq_len": 4096, "global_batch_size": 128,
                          "total_num_gpus": 8, "dp_size": 8, "ep_size": 8, "ds_zero": 1, "flash_attn": True,
@@ -304,7 +309,7 @@ CASES: dict[str, dict[str, Any]] = {
                 "4,096-token sequence a rank, distributed optimizer, flash attention, no recomputation",
         "preset": "mixtral-8x7b", "kind": "megatron",
         "megatron": _megatron_case("mixtral-8x7b tp1 ep8 dp8"),
-        "measured": {"params": "params mixtral-8x7b"},
+        "measured": {"params": "params mixtral-8x7b", "flops_sequence": ("forward mixtral-8x7b 4096", 3)},
         "llm_analysis": {"mode": "train", "model_config": "mixtral-8x7b", "gpu_name": LA_GPU,
                          "dtype_name": LA_DTYPE, "batch_size_per_gpu": 1, "seq_len": 4096, "global_batch_size": 128,
                          "total_num_gpus": 8, "dp_size": 8, "ep_size": 8, "ds_zero": 1, "flash_attn": True,
@@ -465,8 +470,9 @@ NOTES: dict[str, list[str]] = {
         "151,936 x 2,048 + 48 x 256 = 10,427,838,464 short of the class's 30,532,122,624, which ours equals.",
         "model states: Megatron's formula leaves out the q/k norms (qk_layernorm, 2 x 128 a layer): ours is "
         "48 x 256 x (6 + 12 / 8) = 92,160 bytes more; the rest agrees to the byte (kv_channels 128 counted).",
-        "FLOPs: Megatron's differ from ours by its causal attention core and the router it leaves out (3 x 2 n "
-        "d E L = 0.31 T); llm-analysis's 16 n d^2 MLP and d-wide attention give 78.15 T.",
+        "FLOPs: FlopCounterMode on HF's class counts top-8 experts a token: 3 x its forward = ours. Megatron's "
+        "differ from ours by its causal attention core and the router it leaves out (3 x 2 n d E L = 0.31 T); "
+        "llm-analysis's 16 n d^2 MLP and d-wide attention give 78.15 T (68%).",
         "activations (no measurement): Megatron's formula has no expert or query-width term (s h (10 + 24) a "
         "layer on h = 2,048); llm-analysis multiplies its MLP term by the experts a rank holds (128 / 8) and by "
         "top-k (8), as if each local expert saw top-k x every token: 179 GiB. A rank's experts see top-k x its "
@@ -475,7 +481,8 @@ NOTES: dict[str, list[str]] = {
     "mixtral-8x7b train ep8 dp8": [
         "params: llm-analysis (given 8 experts, top 2 and d_ff 14,336) counts each expert as two matrices and a "
         "tied head: L E d d_ff + V d = 15,163,457,536 short of the class's 46,702,792,704, which ours equals.",
-        "FLOPs: llm-analysis's MLP FLOPs are 16 n d^2 a layer with no experts or top-k (168.15 T, half of ours); "
+        "FLOPs: 3 x HF's measured forward (top-2 experts a token) = ours. llm-analysis's MLP FLOPs are 16 n d^2 "
+        "a layer with no experts or top-k (168.15 T, half of ours); "
         "Megatron's differ from ours by its causal attention core (13.19 T) and the router's 3 x 2 n d E L it "
         "leaves out (25.77 G).",
         "model states: Megatron's formula and ours agree to the byte (experts over ep, their optimizer over "
