@@ -82,7 +82,7 @@ def test_ours_equals_every_measurement_but_the_published_time():
                 continue
             assert CASES[name]["ours"][quantity] == value, (name, quantity, source)
             checked += 1
-    assert checked == 37
+    assert checked == 40
     line = ot.verdict("params", 1, {"ours": 1, "x": 2}, (1, "src"))
     assert line == "= ours" and ot.verdict("params", 1, {"ours": 3}, (1, "src")) == "none equal"
 
@@ -522,3 +522,35 @@ def test_full_size_moe_forward_flops_of_the_classes():
             forward = matmul_flops(model, make_inputs(cfg, 1, n)).forward
         token = layers * (2 * d * q + 2 * d * kv + top_k * 3 * d * f + d * experts) + d * v
         assert forward == 2 * n * token + 4 * layers * n * n * q == ot.MEASURED[f"forward {preset} {n}"][0]
+
+
+DTENSOR = "llama3.1-8b train DTensor tp8 sp 32k"
+
+
+def test_sequence_parallelism_under_dtensor_keeps_what_megatrons_formula_leaves_out():
+    measured = ot.MEASURED["saved llama3.1-8b 32768 dtensor tp8 sp"][0]
+    assert CASES[DTENSOR]["ours"]["activations"] == measured
+    assert measured / tool(DTENSOR, "llm-analysis")["activations"] == pytest.approx(2.52, abs=0.01)
+    assert tool(DTENSOR, "llm-analysis")["activations"] == tool(TP8, "llm-analysis")["activations"]
+    assert CASES[TP8]["ours"]["activations"] == 19_411_763_202  # ours for Megatron's code, same sizes
+    assert 32768 * 128256 * 4 == 16_810_770_432  # the loss's fp32 logits, whole on each rank
+
+
+@pytest.mark.slow
+def test_full_size_llama3_1_8b_under_dtensor_tp_and_sp_at_32k():
+    """HF's Llama-3.1-8B (sdpa, bf16) under DTensor tp 8 with SP on the fake process group, under
+    FakeTensorMode, one 32,768-token sequence (about 15 s): rank 0's saved bytes, its loss's fp32
+    logits whole, each layer's gathered attention and MLP inputs."""
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    from validate.distributed.launch import run_fake
+    from validate.distributed.tensor_parallel import TpCase, measure_tp
+
+    case = TpCase(load_preset("llama3.1-8b"), batch=1, seq_len=32768, implementation="hf", sequence_parallel=True,
+                  fake=True, dtype=torch.bfloat16, attention="sdpa")
+    measured = run_fake(measure_tp, 8, [0], case)[0]
+    assert measured["saved_bytes"] == ot.MEASURED["saved llama3.1-8b 32768 dtensor tp8 sp"][0]
+    by_module = measured["saved_by_module"]
+    # the logits upcast for the loss, whole; the int64 labels; the loss's scalars
+    assert by_module["(root)"] == 32768 * 128256 * 4 + 32768 * 8 + 12
+    assert by_module["model.layers.1"] == 1_292_402_688

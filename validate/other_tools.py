@@ -62,6 +62,9 @@ MEASURED = {
                                      "tests/test_other_tools.py::test_full_size_llama3_1_8b_saved_bytes_at_32k"),
     "saved llama3.1-8b 32768 eager": (6_838_318_399_500, "saved_tensors_hooks, "
                                       "tests/test_other_tools.py::test_full_size_llama3_1_8b_saved_bytes_at_32k"),
+    "saved llama3.1-8b 32768 dtensor tp8 sp": (58_554_073_100, "saved_tensors_hooks on rank 0 of HF's class under "
+                                                "DTensor tp 8 + SP on the fake process group, tests/test_other_tools.py::"
+                                                "test_full_size_llama3_1_8b_under_dtensor_tp_and_sp_at_32k"),
     "params mixtral-8x7b": (46_702_792_704, "tests/published.py FLAGSHIPS (Hugging Face's class count)"),
     "forward mixtral-8x7b 4096": (113_232_517_791_744, "FlopCounterMode on HF's MixtralForCausalLM under FakeTensorMode, "
                                   "tests/test_other_tools.py::test_full_size_moe_forward_flops_of_the_classes"),
@@ -285,6 +288,19 @@ CASES: dict[str, dict[str, Any]] = {
                          "total_num_gpus": 8, "dp_size": 1, "tp_size": 8, "sp_size": 8, "ds_zero": 1,
                          "flash_attn": True, "mlp_gated_linear_units": True},
     },
+    "llama3.1-8b train DTensor tp8 sp 32k": {
+        "says": "Llama-3.1-8B, HF LlamaForCausalLM (sdpa) under torch's DTensor tensor parallelism over 8 with "
+                "sequence parallelism (validate/distributed/tensor_parallel.py's plan for HF's Llama: norms "
+                "SequenceParallel, the logits gathered), one 32,768-token sequence, bf16, no recomputation",
+        "preset": "llama3.1-8b", "kind": "layout", "seq_len": 32768, "attention": "sdpa", "impl": "hf",
+        "layout": {"tp": 8, "sp": True, "framework": "fsdp2", "loss_parallel": False},
+        "measured": {"params": "params llama3-8b", "flops_sequence": ("forward llama3.1-8b 32768", 3),
+                     "activations": "saved llama3.1-8b 32768 dtensor tp8 sp"},
+        "llm_analysis": {"mode": "train", "model_config": "llama3.1-8b", "gpu_name": LA_GPU,
+                         "dtype_name": LA_DTYPE, "batch_size_per_gpu": 1, "seq_len": 32768, "global_batch_size": 1,
+                         "total_num_gpus": 8, "dp_size": 1, "tp_size": 8, "sp_size": 8, "flash_attn": True,
+                         "mlp_gated_linear_units": True},
+    },
     "llama3.1-8b train tp4 cp2 sp 32k": {
         "says": "Llama-3.1-8B, one 32,768-token sequence over tp 4 (sequence parallel) and context parallelism "
                 "2 (Megatron-LM), flash attention, no recomputation, distributed optimizer over dp x cp = 2",
@@ -453,6 +469,17 @@ NOTES: dict[str, list[str]] = {
         "dropout masks, residuals) is not divided by SP, which splits them over tp in Megatron's code; ours "
         "follows that code (sequence-parallel norms, flash attention, fused SwiGLU). llm-analysis divides "
         "them by sp.",
+    ],
+    "llama3.1-8b train DTensor tp8 sp 32k": [
+        "activations: measured on rank 0 of HF's class under DTensor tp 8 + SP on the fake process group: "
+        "58,554,073,100 bytes, which ours equals (the same code: impl hf, framework fsdp2). The logits are "
+        "gathered (loss_parallel off), so every rank keeps the loss's whole fp32 logits, 32,768 x 128,256 x 4 = "
+        "16,810,770,432 bytes. Each layer keeps its attention's and MLP's all-gathered inputs whole: DTensor "
+        "gathers before the colwise linear, which saves what it reads (2 x 2 s h = 536,870,912 of the layer's "
+        "1,292,402,688).",
+        "llm-analysis's SP formula is Megatron's, which saves the sharded input and gathers it again in "
+        "backward, with no logits: 2.5x short of the measured bytes of this (PyTorch) code. Ours for "
+        "Megatron's code at the same sizes is the tp 8 case's 19.41 GB.",
     ],
     "llama3.1-8b train tp4 cp2 sp 32k": [
         "model states: Megatron's formula shards the distributed optimizer over dp only (12 / 1 bytes a "
