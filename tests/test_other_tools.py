@@ -82,7 +82,7 @@ def test_ours_equals_every_measurement_but_the_published_time():
                 continue
             assert CASES[name]["ours"][quantity] == value, (name, quantity, source)
             checked += 1
-    assert checked == 40
+    assert checked == 42
     line = ot.verdict("params", 1, {"ours": 1, "x": 2}, (1, "src"))
     assert line == "= ours" and ot.verdict("params", 1, {"ours": 3}, (1, "src")) == "none equal"
 
@@ -554,3 +554,39 @@ def test_full_size_llama3_1_8b_under_dtensor_tp_and_sp_at_32k():
     # the logits upcast for the loss, whole; the int64 labels; the loss's scalars
     assert by_module["(root)"] == 32768 * 128256 * 4 + 32768 * 8 + 12
     assert by_module["model.layers.1"] == 1_292_402_688
+
+
+L70 = "llama3-70b train tp8 pp4 dp2 sp selective 8192"
+
+
+def test_llama3_70b_in_megatrons_layout():
+    d, layers, f, v, n = 8192, 80, 28672, 128256, 8192
+    assert tool(L70, "llm-analysis")["params"] == llm_analysis_params(d, layers, 64, 8, f, v)
+    assert CASES[L70]["ours"]["params"] - tool(L70, "llm-analysis")["params"] == \
+        layers * d * f + v * d == 19_841_155_072
+    # selective recomputation adds its attention core's forward, 4 n^2 d a layer
+    la = tool(L70, "llm-analysis")["flops_sequence"]
+    assert la == 3 * llm_analysis_fwd(d, layers, 64, 8, v, n) + 4 * n * n * d * layers
+    assert 1 - la / CASES[L70]["ours"]["flops_sequence"] == pytest.approx(0.123, abs=0.001)
+    megatron = tool(L70, "Megatron-LM")
+    assert CASES[L70]["ours"]["flops_sequence"] - megatron["flops_sequence"] == \
+        3 * 2 * layers * n * n * d - 3 * 2 * n * d * (129024 - v)
+    assert CASES[L70]["ours"]["model_states"] - megatron["model_states"] == -(6 + 12 // 2) * d // 4
+    assert CASES[L70]["ours"]["activations"] / megatron["activations"] == pytest.approx(1.046, abs=0.001)
+
+
+@pytest.mark.slow
+def test_full_size_llama3_70b_forward_flops():
+    """HF's Llama-3-70B in bf16 under FakeTensorMode, one 8,192-token sequence (about 12 s)."""
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    from validate.hf_models import build_hf_model, make_inputs
+    from validate.measure import matmul_flops
+    from validate.torch_modes import fake_mode
+
+    cfg, n = load_preset("llama3-70b"), 8192
+    with fake_mode():
+        forward = matmul_flops(build_hf_model(cfg, "sdpa", dtype=torch.bfloat16), make_inputs(cfg, 1, n)).forward
+    d, layers, f, v = 8192, 80, 28672, 128256
+    assert forward == 2 * n * (layers * (2 * d * d + 2 * d * 1024 + 3 * d * f) + d * v) + 4 * layers * n * n * d
+    assert forward == ot.MEASURED["forward llama3-70b 8192"][0]

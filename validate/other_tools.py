@@ -65,6 +65,9 @@ MEASURED = {
     "saved llama3.1-8b 32768 dtensor tp8 sp": (58_554_073_100, "saved_tensors_hooks on rank 0 of HF's class under "
                                                 "DTensor tp 8 + SP on the fake process group, tests/test_other_tools.py::"
                                                 "test_full_size_llama3_1_8b_under_dtensor_tp_and_sp_at_32k"),
+    "params llama3-70b": (70_553_706_496, "tests/published.py FLAGSHIPS (Hugging Face's class count)"),
+    "forward llama3-70b 8192": (1_314_637_949_698_048, "FlopCounterMode (sdpa counted as eager), "
+                                "tests/test_other_tools.py::test_full_size_llama3_70b_forward_flops"),
     "params mixtral-8x7b": (46_702_792_704, "tests/published.py FLAGSHIPS (Hugging Face's class count)"),
     "forward mixtral-8x7b 4096": (113_232_517_791_744, "FlopCounterMode on HF's MixtralForCausalLM under FakeTensorMode, "
                                   "tests/test_other_tools.py::test_full_size_moe_forward_flops_of_the_classes"),
@@ -277,6 +280,19 @@ CASES: dict[str, dict[str, Any]] = {
                          "dtype_name": LA_DTYPE, "batch_size_per_gpu": 1, "seq_len": 32768, "global_batch_size": 1,
                          "total_num_gpus": 1, "dp_size": 1, "flash_attn": False, "mlp_gated_linear_units": True},
     },
+    "llama3-70b train tp8 pp4 dp2 sp selective 8192": {
+        "says": "Llama-3-70B (GQA 8 KV heads, vocabulary 128,256 padded to 129,024), Megatron-LM, tp 8 with SP, pp 4, "
+                "dp 2, selective recomputation, 16 micro-batches of one 8,192-token sequence, distributed "
+                "optimizer; stage 0's memory",
+        "preset": "llama3-70b", "kind": "megatron",
+        "megatron": {"args": {**MEGATRON_ROWS["llama2-70b tp8 pp4 dp2 sp selective"]["args"],
+                              "padded_vocab_size": 129024, "seq_length": 8192}, "num_microbatches": 16},
+        "measured": {"params": "params llama3-70b", "flops_sequence": ("forward llama3-70b 8192", 3)},
+        "llm_analysis": {"mode": "train", "model_config": "llama3-70b", "gpu_name": LA_GPU, "dtype_name": LA_DTYPE,
+                         "batch_size_per_gpu": 1, "seq_len": 8192, "global_batch_size": 32, "total_num_gpus": 64,
+                         "dp_size": 2, "tp_size": 8, "pp_size": 4, "sp_size": 8, "ds_zero": 1,
+                         "activation_recomputation": 1, "flash_attn": True, "mlp_gated_linear_units": True},
+    },
     "llama3.1-8b train tp8 sp 32k": {
         "says": "Llama-3.1-8B, one 32,768-token sequence over tp 8 with sequence parallelism (Megatron-LM), "
                 "flash attention, no recomputation, distributed optimizer over dp 1",
@@ -457,6 +473,16 @@ NOTES: dict[str, list[str]] = {
         "llm-analysis's non-flash term is 2 x 2 bytes a score (2 a s^2 b bytes_per_activation): 2.20 TB less.",
         "time: llm-analysis's time has no attention-kernel term: flash_attn off gives the same 9.30 s (ours "
         "charges the eager softmax's passes over the scores: 39.8 s against sdpa's 18.1 s; no measurement).",
+    ],
+    "llama3-70b train tp8 pp4 dp2 sp selective 8192": [
+        "params: llm-analysis (given d_ff 28,672 and 8 KV heads) is L d d_ff + V d = 19,841,155,072 (28%) short of "
+        "the class's 70,553,706,496, which ours equals; its weights and optimizer a GPU by the same share.",
+        "FLOPs: 3 x the measured forward at 8,192 = ours. Megatron counts the core causal (263.88 T less) and "
+        "its logits over 129,024; llm-analysis's 16 n d^2 MLP (SwiGLU's is 21 n d^2 here) is 12% short even "
+        "with its recomputed attention core added.",
+        "model states: Megatron's and ours 24,576 bytes apart (it spreads the final norm over the stages), as "
+        "at Llama-2-70B. Activations (no measurement): ours 1.046x Megatron's SP + selective formula, whose "
+        "MLP term is a non-gated FFN's and whose K and V are d wide, not d / 8.",
     ],
     "llama3.1-8b train tp8 sp 32k": [
         "FLOPs: 3 x the measured forward at 32,768 = ours (dense attention core, 3 x 4 L n^2 d = 53% of the "
