@@ -45,6 +45,37 @@ MEASURED = {
                    "tests/test_other_tools.py::test_full_size_kv_cache_and_decode_step_of_the_class"),
     "gpt3 present s": (13.75, "Korthikanti et al. 2022, Table 5 (SP + selective)"),
     "gpt-fast tok/s": (104.9, "gpt-fast README's Benchmarks table, costmodel/published_runs.json"),
+    "params llama3-8b": (8_030_261_248, "tests/published.py FLAGSHIPS (Hugging Face's class count); "
+                         "tests/test_other_tools.py::test_full_size_llama3_8b_of_the_class"),
+    "forward llama3-8b 8192": (158_140_695_838_720, "FlopCounterMode (sdpa counted as eager), "
+                               "tests/test_other_tools.py::test_full_size_llama3_8b_of_the_class"),
+    "saved llama3-8b 8192 sdpa": (57_124_487_180, "saved_tensors_hooks, "
+                                  "tests/test_other_tools.py::test_full_size_llama3_8b_of_the_class"),
+    "kv llama3-8b 64x4096": (34_359_738_368, "the cache after a 64 x 4,096-token prefill of HF's class under "
+                             "FakeTensorMode, tests/test_other_tools.py::test_full_size_llama3_8b_of_the_class"),
+    "forward llama3.1-8b 32768": (1_054_775_248_420_864, "FlopCounterMode (sdpa counted as eager), "
+                                  "tests/test_other_tools.py::test_full_size_llama3_8b_of_the_class"),
+    "fsdp2 llama3-8b shard": (4_015_130_624, "rank 0's sharded fp32 parameters (and gradients) of HF's class under "
+                              "fully_shard on the fake process group of 8, "
+                              "tests/test_other_tools.py::test_full_size_llama3_8b_under_fsdp2"),
+    "saved llama3.1-8b 32768 sdpa": (228_497_948_684, "saved_tensors_hooks, "
+                                     "tests/test_other_tools.py::test_full_size_llama3_1_8b_saved_bytes_at_32k"),
+    "saved llama3.1-8b 32768 eager": (6_838_318_399_500, "saved_tensors_hooks, "
+                                      "tests/test_other_tools.py::test_full_size_llama3_1_8b_saved_bytes_at_32k"),
+    "saved llama3.1-8b 32768 dtensor tp8 sp": (58_554_073_100, "saved_tensors_hooks on rank 0 of HF's class under "
+                                                "DTensor tp 8 + SP on the fake process group, tests/test_other_tools.py::"
+                                                "test_full_size_llama3_1_8b_under_dtensor_tp_and_sp_at_32k"),
+    "params llama3-70b": (70_553_706_496, "tests/published.py FLAGSHIPS (Hugging Face's class count)"),
+    "forward llama3-70b 8192": (1_314_637_949_698_048, "FlopCounterMode (sdpa counted as eager), "
+                                "tests/test_other_tools.py::test_full_size_llama3_70b_forward_flops"),
+    "params mixtral-8x7b": (46_702_792_704, "tests/published.py FLAGSHIPS (Hugging Face's class count)"),
+    "forward mixtral-8x7b 4096": (113_232_517_791_744, "FlopCounterMode on HF's MixtralForCausalLM under FakeTensorMode, "
+                                  "tests/test_other_tools.py::test_full_size_moe_forward_flops_of_the_classes"),
+    "forward qwen3-30b-a3b 4096": (38_111_392_301_056, "FlopCounterMode on HF's Qwen3MoeForCausalLM under "
+                                   "FakeTensorMode, tests/test_other_tools.py::"
+                                   "test_full_size_moe_forward_flops_of_the_classes"),
+    "params qwen3-30b-a3b": (30_532_122_624, "tests/published.py REQUESTED (Hugging Face's Qwen3MoeForCausalLM "
+                             "count)"),
 }
 
 LA_GPU, LA_DTYPE = "a100-sxm-80gb", "w16a16e16"
@@ -75,6 +106,44 @@ def _gpt3_megatron_args() -> dict[str, Any]:
                 hidden_size=12288, num_attention_heads=96, kv_channels=128, ffn_hidden_size=49152, num_layers=96,
                 padded_vocab_size=51200, seq_length=2048, tensor_model_parallel_size=8,
                 pipeline_model_parallel_size=8, data_parallel_size=1, world_size=64)
+    return args
+
+
+def llm_analysis_model(preset: str) -> dict[str, Any]:
+    """llm-analysis's ModelConfig with our preset's true sizes (written to a JSON file it reads).
+    It bundles no Llama 3 or Mixtral, and its Hugging Face route (get_model_config_from_hf) passes
+    only the layers, heads, hidden size, vocabulary and KV heads: intermediate_size and the experts
+    are dropped there (a 4d FFN, one expert). expansion_ratio is given because its __post_init__
+    asserts d_ff % d == 0 otherwise (14,336 / 4,096 = 3.5)."""
+    from costmodel.presets import load_preset
+
+    cfg = load_preset(preset)
+    experts = {"moe_num_experts": cfg.n_experts, "moe_top_k": cfg.top_k} if cfg.n_experts else {}
+    ffn = cfg.d_expert if cfg.n_experts else cfg.d_ff  # it has one FFN width: the experts' in a MoE
+    return {"name": preset, "num_layers": cfg.n_decoder_layers, "n_head": cfg.n_heads, "hidden_dim": cfg.d_model,
+            "vocab_size": cfg.vocab_size, "max_seq_len": cfg.max_positions, "num_key_value_heads": cfg.n_kv_heads,
+            "ffn_embed_dim": ffn, "expansion_ratio": ffn / cfg.d_model, "model_type": "llama", **experts}
+
+
+def _llama3_megatron_args(seq_length: int, tp: int, cp: int, dp: int) -> dict[str, Any]:
+    """Llama 3.1 8B as Megatron's arguments (GQA 8 groups, SwiGLU, RMSNorm, untied, the vocabulary
+    padded to a multiple of 128 x tp), sequence parallel, no recomputation, distributed optimizer."""
+    args = dict(MEGATRON_ROWS["llama2-7b tp1 pp1 dp8"]["args"])
+    args.update(group_query_attention=True, num_query_groups=8, ffn_hidden_size=14336,
+                padded_vocab_size=-(-128256 // (128 * tp)) * 128 * tp, seq_length=seq_length,
+                tensor_model_parallel_size=tp, context_parallel_size=cp, data_parallel_size=dp,
+                sequence_parallel=tp > 1, world_size=tp * cp * dp)
+    return args
+
+
+def _qwen3_moe_megatron_args() -> dict[str, Any]:
+    """Qwen3-30B-A3B as Megatron's arguments: 48 MoE layers of 128 experts (768 wide, top 8), 32 query
+    heads of 128 on a hidden size of 2,048 (kv_channels 128: a 4,096-wide query), 4 KV groups; the
+    Mixtral row's layout (ep 8, dp 8, 16 micro-batches of 4,096 tokens)."""
+    args = dict(MEGATRON_ROWS["mixtral-8x7b tp1 ep8 dp8"]["args"])
+    args.update(hidden_size=2048, num_attention_heads=32, kv_channels=128, num_query_groups=4, num_layers=48,
+                ffn_hidden_size=6144, num_experts=128, moe_ffn_hidden_size=768, moe_router_topk=8,
+                padded_vocab_size=151936)
     return args
 
 
@@ -144,6 +213,139 @@ CASES: dict[str, dict[str, Any]] = {
         "calculon": {"application": {"hidden": 12288, "feedforward": 49152, "seq_size": 2048, "attn_heads": 96,
                                      "attn_size": 128, "num_blocks": 96},
                      "execution": "validation/seqsel/tab5/gpt3-175B_seqsel.json", "system": "systems/a100_80g.json"},
+    },
+    "llama3-8b train 1 GPU 8192": {
+        "says": "Llama-3-8B (GQA 8 KV heads, vocabulary 128,256, untied), one sequence of 8,192 tokens, bf16, HF "
+                "LlamaForCausalLM with sdpa, AdamW (fp32 master, m, v), no parallelism, no recomputation",
+        "preset": "llama3-8b", "kind": "train", "seq_len": 8192, "batch": 1, "attention": "sdpa",
+        "measured": {"params": "params llama3-8b", "flops_sequence": ("forward llama3-8b 8192", 3),
+                     "activations": "saved llama3-8b 8192 sdpa", "weights": ("params llama3-8b", 2)},
+        "llm_analysis": {"mode": "train", "model_config": "llama3-8b", "gpu_name": LA_GPU, "dtype_name": LA_DTYPE,
+                         "batch_size_per_gpu": 1, "seq_len": 8192, "global_batch_size": 1, "total_num_gpus": 1,
+                         "dp_size": 1, "flash_attn": True, "mlp_gated_linear_units": True},
+    },
+    "llama3-8b train ZeRO-3 dp8 8192": {
+        "says": "Llama-3-8B, DeepSpeed ZeRO-3 over 8 GPUs (weights, gradients and optimizer sharded), one 8,192-"
+                "token sequence a rank, bf16, sdpa, no recomputation; one rank's memory",
+        "preset": "llama3-8b", "kind": "layout", "seq_len": 8192, "attention": "sdpa", "impl": "hf",
+        "layout": {"dp": 8, "zero": 3, "framework": "deepspeed"},
+        "measured": {"params": "params llama3-8b", "flops_sequence": ("forward llama3-8b 8192", 3),
+                     "activations": "saved llama3-8b 8192 sdpa"},
+        "llm_analysis": {"mode": "train", "model_config": "llama3-8b", "gpu_name": LA_GPU, "dtype_name": LA_DTYPE,
+                         "batch_size_per_gpu": 1, "seq_len": 8192, "global_batch_size": 8, "total_num_gpus": 8,
+                         "dp_size": 8, "ds_zero": 3, "flash_attn": True, "mlp_gated_linear_units": True},
+    },
+    "llama3-8b train FSDP2 dp8 8192": {
+        "says": "Llama-3-8B, torch FSDP2 (fully_shard per decoder layer and the root) over 8 GPUs with bf16 "
+                "compute and fp32 reduction (MixedPrecisionPolicy), one 8,192-token sequence a rank, sdpa, AdamW; "
+                "one rank's memory",
+        "preset": "llama3-8b", "kind": "layout", "seq_len": 8192, "attention": "sdpa", "impl": "hf",
+        "layout": {"dp": 8, "zero": 3, "framework": "fsdp2"},
+        "measured": {"params": "params llama3-8b", "flops_sequence": ("forward llama3-8b 8192", 3),
+                     "weights": "fsdp2 llama3-8b shard", "gradients": "fsdp2 llama3-8b shard",
+                     "activations": "saved llama3-8b 8192 sdpa"},
+        "llm_analysis": {"mode": "train", "model_config": "llama3-8b", "gpu_name": LA_GPU, "dtype_name": LA_DTYPE,
+                         "batch_size_per_gpu": 1, "seq_len": 8192, "global_batch_size": 8, "total_num_gpus": 8,
+                         "dp_size": 8, "ds_zero": 3, "flash_attn": True, "mlp_gated_linear_units": True},
+    },
+    "llama3-8b decode batch 64 at 4096": {
+        "says": "Llama-3-8B bf16, batch 64: a 4,096-token prefill of each sequence and one decode step at that "
+                "context, the KV cache of 64 x 4,096 tokens",
+        "preset": "llama3-8b", "kind": "infer", "prompt": 4096, "batch": 64,
+        "measured": {"weights": ("params llama3-8b", 2), "kv_cache": "kv llama3-8b 64x4096"},
+        "llm_analysis": {"mode": "infer", "model_config": "llama3-8b", "gpu_name": LA_GPU, "dtype_name": LA_DTYPE,
+                         "batch_size_per_gpu": 64, "seq_len": 4096, "num_tokens_to_generate": 1},
+        "llm_viewer": {"config_name": "Llama-3-8b", "preset": "llama3-8b",
+                       "hardware": "nvidia_A100_80G", "seq_len": 4096, "batch": 64, "flash": True},
+    },
+    "llama3.1-8b train 1 GPU 32k sdpa": {
+        "says": "Llama-3.1-8B, one sequence of 32,768 tokens, bf16, HF LlamaForCausalLM with sdpa attention"
+                " (no n^2 tensor kept), "
+                "AdamW, no parallelism, no recomputation",
+        "preset": "llama3.1-8b", "kind": "train", "seq_len": 32768, "batch": 1, "attention": "sdpa",
+        "measured": {"params": "params llama3-8b", "flops_sequence": ("forward llama3.1-8b 32768", 3),
+                     "activations": "saved llama3.1-8b 32768 sdpa", "weights": ("params llama3-8b", 2)},
+        "llm_analysis": {"mode": "train", "model_config": "llama3.1-8b", "gpu_name": LA_GPU,
+                         "dtype_name": LA_DTYPE, "batch_size_per_gpu": 1, "seq_len": 32768, "global_batch_size": 1,
+                         "total_num_gpus": 1, "dp_size": 1, "flash_attn": True, "mlp_gated_linear_units": True},
+    },
+    "llama3.1-8b train 1 GPU 32k eager": {
+        "says": "Llama-3.1-8B, one sequence of 32,768 tokens, bf16, HF LlamaForCausalLM with eager attention"
+                " (the fp32 softmax of 32 x 32,768^2 scores a layer), "
+                "AdamW, no parallelism, no recomputation",
+        "preset": "llama3.1-8b", "kind": "train", "seq_len": 32768, "batch": 1, "attention": "eager",
+        "measured": {"params": "params llama3-8b", "flops_sequence": ("forward llama3.1-8b 32768", 3),
+                     "activations": "saved llama3.1-8b 32768 eager", "weights": ("params llama3-8b", 2)},
+        "llm_analysis": {"mode": "train", "model_config": "llama3.1-8b", "gpu_name": LA_GPU,
+                         "dtype_name": LA_DTYPE, "batch_size_per_gpu": 1, "seq_len": 32768, "global_batch_size": 1,
+                         "total_num_gpus": 1, "dp_size": 1, "flash_attn": False, "mlp_gated_linear_units": True},
+    },
+    "llama3-70b train tp8 pp4 dp2 sp selective 8192": {
+        "says": "Llama-3-70B (GQA 8 KV heads, vocabulary 128,256 padded to 129,024), Megatron-LM, tp 8 with SP, pp 4, "
+                "dp 2, selective recomputation, 16 micro-batches of one 8,192-token sequence, distributed "
+                "optimizer; stage 0's memory",
+        "preset": "llama3-70b", "kind": "megatron",
+        "megatron": {"args": {**MEGATRON_ROWS["llama2-70b tp8 pp4 dp2 sp selective"]["args"],
+                              "padded_vocab_size": 129024, "seq_length": 8192}, "num_microbatches": 16},
+        "measured": {"params": "params llama3-70b", "flops_sequence": ("forward llama3-70b 8192", 3)},
+        "llm_analysis": {"mode": "train", "model_config": "llama3-70b", "gpu_name": LA_GPU, "dtype_name": LA_DTYPE,
+                         "batch_size_per_gpu": 1, "seq_len": 8192, "global_batch_size": 32, "total_num_gpus": 64,
+                         "dp_size": 2, "tp_size": 8, "pp_size": 4, "sp_size": 8, "ds_zero": 1,
+                         "activation_recomputation": 1, "flash_attn": True, "mlp_gated_linear_units": True},
+    },
+    "llama3.1-8b train tp8 sp 32k": {
+        "says": "Llama-3.1-8B, one 32,768-token sequence over tp 8 with sequence parallelism (Megatron-LM), "
+                "flash attention, no recomputation, distributed optimizer over dp 1",
+        "preset": "llama3.1-8b", "kind": "megatron",
+        "megatron": {"args": _llama3_megatron_args(32768, tp=8, cp=1, dp=1), "num_microbatches": 1},
+        "measured": {"params": "params llama3-8b", "flops_sequence": ("forward llama3.1-8b 32768", 3)},
+        "llm_analysis": {"mode": "train", "model_config": "llama3.1-8b", "gpu_name": LA_GPU,
+                         "dtype_name": LA_DTYPE, "batch_size_per_gpu": 1, "seq_len": 32768, "global_batch_size": 1,
+                         "total_num_gpus": 8, "dp_size": 1, "tp_size": 8, "sp_size": 8, "ds_zero": 1,
+                         "flash_attn": True, "mlp_gated_linear_units": True},
+    },
+    "llama3.1-8b train DTensor tp8 sp 32k": {
+        "says": "Llama-3.1-8B, HF LlamaForCausalLM (sdpa) under torch's DTensor tensor parallelism over 8 with "
+                "sequence parallelism (validate/distributed/tensor_parallel.py's plan for HF's Llama: norms "
+                "SequenceParallel, the logits gathered), one 32,768-token sequence, bf16, no recomputation",
+        "preset": "llama3.1-8b", "kind": "layout", "seq_len": 32768, "attention": "sdpa", "impl": "hf",
+        "layout": {"tp": 8, "sp": True, "framework": "fsdp2", "loss_parallel": False},
+        "measured": {"params": "params llama3-8b", "flops_sequence": ("forward llama3.1-8b 32768", 3),
+                     "activations": "saved llama3.1-8b 32768 dtensor tp8 sp"},
+        "llm_analysis": {"mode": "train", "model_config": "llama3.1-8b", "gpu_name": LA_GPU,
+                         "dtype_name": LA_DTYPE, "batch_size_per_gpu": 1, "seq_len": 32768, "global_batch_size": 1,
+                         "total_num_gpus": 8, "dp_size": 1, "tp_size": 8, "sp_size": 8, "flash_attn": True,
+                         "mlp_gated_linear_units": True},
+    },
+    "llama3.1-8b train tp4 cp2 sp 32k": {
+        "says": "Llama-3.1-8B, one 32,768-token sequence over tp 4 (sequence parallel) and context parallelism "
+                "2 (Megatron-LM), flash attention, no recomputation, distributed optimizer over dp x cp = 2",
+        "preset": "llama3.1-8b", "kind": "megatron",
+        "megatron": {"args": _llama3_megatron_args(32768, tp=4, cp=2, dp=1), "num_microbatches": 1},
+        "measured": {"params": "params llama3-8b"},
+    },
+    "qwen3-30b-a3b train ep8 dp8": {
+        "says": "Qwen3-30B-A3B (128 experts of 768, top 8; 32 query heads of 128 on d 2,048; q/k norms), "
+                "Megatron-LM, experts over ep 8, dp 8, 16 micro-batches of one 4,096-token sequence a rank, "
+                "distributed optimizer, flash attention, no recomputation",
+        "preset": "qwen3-30b-a3b", "kind": "megatron",
+        "megatron": {"args": _qwen3_moe_megatron_args(), "num_microbatches": 16},
+        "measured": {"params": "params qwen3-30b-a3b", "flops_sequence": ("forward qwen3-30b-a3b 4096", 3)},
+        "llm_analysis": {"mode": "train", "model_config": "qwen3-30b-a3b", "gpu_name": LA_GPU,
+                         "dtype_name": LA_DTYPE, "batch_size_per_gpu": 1, "seq_len": 4096, "global_batch_size": 128,
+                         "total_num_gpus": 8, "dp_size": 8, "ep_size": 8, "ds_zero": 1, "flash_attn": True,
+                         "mlp_gated_linear_units": True},
+    },
+    "mixtral-8x7b train ep8 dp8": {
+        "says": "Mixtral-8x7B (8 experts, top 2), Megatron-LM, experts over ep 8, dp 8, 16 micro-batches of one "
+                "4,096-token sequence a rank, distributed optimizer, flash attention, no recomputation",
+        "preset": "mixtral-8x7b", "kind": "megatron",
+        "megatron": _megatron_case("mixtral-8x7b tp1 ep8 dp8"),
+        "measured": {"params": "params mixtral-8x7b", "flops_sequence": ("forward mixtral-8x7b 4096", 3)},
+        "llm_analysis": {"mode": "train", "model_config": "mixtral-8x7b", "gpu_name": LA_GPU,
+                         "dtype_name": LA_DTYPE, "batch_size_per_gpu": 1, "seq_len": 4096, "global_batch_size": 128,
+                         "total_num_gpus": 8, "dp_size": 8, "ep_size": 8, "ds_zero": 1, "flash_attn": True,
+                         "mlp_gated_linear_units": True},
     },
 }
 
@@ -218,6 +420,130 @@ NOTES: dict[str, list[str]] = {
         "position table (ours 18 x 25,586,688 bytes more), Calculon no biases, positions or embedding table. "
         "Calculon's activations add one block's working space (471,859,200 bytes).",
     ],
+    "llama3-8b train 1 GPU 8192": [
+        "params: llm-analysis (given the true d_ff 14,336 and 8 KV heads) counts a two-matrix FFN and a tied head: "
+        "L d d_ff + V d = 2,404,384,768 short of the class's measured 8,030,261,248, which ours equals; the "
+        "128,256-token head alone is 525,336,576. Its weights and optimizer are short by the same 30%.",
+        "FLOPs: llm-analysis's MLP is 16 n d^2 whatever d_ff: 3 L n d (6 d_ff - 16 d) = 65.97 T (14%) short of 3 x "
+        "the measured forward, which ours equals (its GQA projections and 2 n d V head are right).",
+        "activations: the measured saved bytes (HF, sdpa) equal ours; llm-analysis is 10.71 GB short net. Its "
+        "MLP term is a two-matrix FFN's, (2 + 4 x 3.5) n d bytes a layer, whatever mlp_gated_linear_units says "
+        "(the flag acts only with recompute_gelu).",
+        "gradients: llm-analysis keeps them in fp32 (4 bytes), ours in bf16 beside fp32 master weights; no "
+        "measurement of a whole step here.",
+    ],
+    "llama3-8b train ZeRO-3 dp8 8192": [
+        "model states: both shard weights, gradients and optimizer over dp 8; llm-analysis's are short by its "
+        "parameter count (above). Gradients: ours 6 bytes / dp (the bf16 gradient shard and the fp32 partition "
+        "DeepSpeed's ZeRO-2/3 step() allocates: costmodel/layout/frameworks.py), llm-analysis 4 bytes / dp.",
+        "activations and FLOPs: a rank runs the whole model on its sequence, so they are the 1-GPU case's: "
+        "ours equals the measurement, llm-analysis is short as above. No rank's memory is measured here.",
+    ],
+    "llama3-8b train FSDP2 dp8 8192": [
+        "model states: measured on HF's class under fully_shard on the fake process group of 8: rank 0 holds "
+        "fp32 shards of the parameters and of the gradients, 4 / 8 bytes a parameter each, and AdamW's m and v, "
+        "8 / 8 (and its step counters, host-side on CUDA): ours equals each. llm-analysis has one sharded run "
+        "for ZeRO-3 and FSDP alike, 2 + 4 + 12 bytes / 8: a bf16 weight shard beside fp32 master weights, "
+        "where FSDP2's fp32 shard is both (and of its short count).",
+        "activations and FLOPs: as the 1-GPU case (the same sequence on each rank).",
+    ],
+    "llama3-8b decode batch 64 at 4096": [
+        "KV cache: measured on the full-size class after a 64 x 4,096 prefill, 2 L h_kv d_h n b e = "
+        "34,359,738,368 bytes: ours and LLM-Viewer; llm-analysis holds 4,097 tokens (34,368,126,976, measured "
+        "after the decode step too).",
+        "FLOPs: FlopCounterMode counts 1,098,068,787,200 matmul FLOPs in the decode step (same test); ours is "
+        "those and 2,142,699,520 of elementwise ops. llm-analysis's step has the 16 n d^2 MLP and no attention "
+        "over the cache (4 L h d_h n b = 137.44 G); LLM-Viewer counts the head as d V (half its 2 d V).",
+        "weights: measured 2 x 8,030,261,248 bytes = ours; LLM-Viewer leaves out the embedding and the head "
+        "(2 x 2 x 525,336,576 bytes), llm-analysis its short count (above).",
+        "time (no measurement): the step reads the weights and the cache. LLM-Viewer's fused_attention loads "
+        "the cache with num_attention_heads, not num_key_value_heads: 4 x 34.36 GB for Llama 3's 32 / 8 heads; "
+        "llm-analysis charges 2 x the cache (load and store); ours charges Hugging Face's DynamicCache, "
+        "whose torch.cat copies the whole cache every step (read and write) before sdpa reads it.",
+    ],
+    "llama3.1-8b train 1 GPU 32k sdpa": [
+        "FLOPs: 3 x the measured forward = ours; the dense attention core, 3 x 4 L n^2 d, is 53% of it at 32,768 "
+        "and llm-analysis counts it the same; its 16 n d^2 MLP is 263.88 T short.",
+        "activations: the measured saved bytes (sdpa keeps no n^2 tensor) equal ours; llm-analysis is 18.8% "
+        "short (its two-matrix MLP term, as at 8,192).",
+    ],
+    "llama3.1-8b train 1 GPU 32k eager": [
+        "activations: HF's eager attention keeps 6 bytes a score a head, the fp32 softmax (its backward) and the "
+        "bf16 probabilities (P V's input): 32 L n^2 x 6 = 6.60 TB of the measured 6.84 TB, which ours equals. "
+        "llm-analysis's non-flash term is 2 x 2 bytes a score (2 a s^2 b bytes_per_activation): 2.20 TB less.",
+        "time: llm-analysis's time has no attention-kernel term: flash_attn off gives the same 9.30 s (ours "
+        "charges the eager softmax's passes over the scores: 39.8 s against sdpa's 18.1 s; no measurement).",
+    ],
+    "llama3-70b train tp8 pp4 dp2 sp selective 8192": [
+        "params: llm-analysis (given d_ff 28,672 and 8 KV heads) is L d d_ff + V d = 19,841,155,072 (28%) short of "
+        "the class's 70,553,706,496, which ours equals; its weights and optimizer a GPU by the same share.",
+        "FLOPs: 3 x the measured forward at 8,192 = ours. Megatron counts the core causal (263.88 T less) and "
+        "its logits over 129,024; llm-analysis's 16 n d^2 MLP (SwiGLU's is 21 n d^2 here) is 12% short even "
+        "with its recomputed attention core added.",
+        "model states: Megatron's and ours 24,576 bytes apart (it spreads the final norm over the stages), as "
+        "at Llama-2-70B. Activations (no measurement): ours 1.046x Megatron's SP + selective formula, whose "
+        "MLP term is a non-gated FFN's and whose K and V are d wide, not d / 8.",
+    ],
+    "llama3.1-8b train tp8 sp 32k": [
+        "FLOPs: 3 x the measured forward at 32,768 = ours (dense attention core, 3 x 4 L n^2 d = 53% of the "
+        "step here). Megatron counts the core causal, 3 x 2 L n^2 d = 844.42 T less, and its logits over the vocabulary "
+        "padded to 129,024; llm-analysis's 16 n d^2 MLP is 263.9 T short.",
+        "model states: Megatron's formula and ours agree to the byte (18,086,436,864: 6 + 12 bytes a parameter "
+        "of the tp 8 shard, the padded vocabulary).",
+        "activations (no measurement): with SP but no selective recomputation Megatron's report takes "
+        "compute_activation_memory_without_sp, s h (10 + 24 / tp) a layer x 1.05: its 10 s h (norm inputs, "
+        "dropout masks, residuals) is not divided by SP, which splits them over tp in Megatron's code; ours "
+        "follows that code (sequence-parallel norms, flash attention, fused SwiGLU). llm-analysis divides "
+        "them by sp.",
+    ],
+    "llama3.1-8b train DTensor tp8 sp 32k": [
+        "activations: measured on rank 0 of HF's class under DTensor tp 8 + SP on the fake process group: "
+        "58,554,073,100 bytes, which ours equals (the same code: impl hf, framework fsdp2). The logits are "
+        "gathered (loss_parallel off), so every rank keeps the loss's whole fp32 logits, 32,768 x 128,256 x 4 = "
+        "16,810,770,432 bytes. Each layer keeps its attention's and MLP's all-gathered inputs whole: DTensor "
+        "gathers before the colwise linear, which saves what it reads (2 x 2 s h = 536,870,912 of the layer's "
+        "1,292,402,688).",
+        "llm-analysis's SP formula is Megatron's, which saves the sharded input and gathers it again in "
+        "backward, with no logits: 2.5x short of the measured bytes of this (PyTorch) code. Ours for "
+        "Megatron's code at the same sizes is the tp 8 case's 19.41 GB.",
+    ],
+    "llama3.1-8b train tp4 cp2 sp 32k": [
+        "model states: Megatron's formula shards the distributed optimizer over dp only (12 / 1 bytes a "
+        "parameter); Megatron's optimizer (and ours) shards it over dp x cp = 2: ours is 6 x 2,008,289,280 "
+        "bytes less (the tp 4 shard's parameters; as test_megatron_reference.py states for Llama 3.1 405B).",
+        "activations (no measurement): Megatron's formula has no context parallelism, s is the whole 32,768 "
+        "on each rank; ours divides the sequence by cp as the ring attention does (layout/context.py).",
+        "FLOPs: a sequence's FLOPs do not depend on the layout: Megatron's differ from the tp 8 case's only by "
+        "the vocabulary padding (128 x tp 4: 128,256 -> 128,512).",
+        "llm-analysis has no context parallelism (no cp argument), so it is not run here.",
+    ],
+    "qwen3-30b-a3b train ep8 dp8": [
+        "params: llm-analysis takes the head width as d / h = 64 (Qwen3's is 128: a 4,096-wide query on d 2,048), "
+        "two matrices an expert, a tied head and no q/k norms: 48 x 9,437,184 + 48 x 128 x 2,048 x 768 + "
+        "151,936 x 2,048 + 48 x 256 = 10,427,838,464 short of the class's 30,532,122,624, which ours equals.",
+        "model states: Megatron's formula leaves out the q/k norms (qk_layernorm, 2 x 128 a layer): ours is "
+        "48 x 256 x (6 + 12 / 8) = 92,160 bytes more; the rest agrees to the byte (kv_channels 128 counted).",
+        "FLOPs: FlopCounterMode on HF's class counts top-8 experts a token: 3 x its forward = ours. Megatron's "
+        "differ from ours by its causal attention core and the router it leaves out (3 x 2 n d E L = 0.31 T); "
+        "llm-analysis's 16 n d^2 MLP and d-wide attention give 78.15 T (68%).",
+        "activations (no measurement): Megatron's formula has no expert or query-width term (s h (10 + 24) a "
+        "layer on h = 2,048); llm-analysis multiplies its MLP term by the experts a rank holds (128 / 8) and by "
+        "top-k (8), as if each local expert saw top-k x every token: 179 GiB. A rank's experts see top-k x its "
+        "tokens in all (spread over the 128), which ours keeps.",
+    ],
+    "mixtral-8x7b train ep8 dp8": [
+        "params: llm-analysis (given 8 experts, top 2 and d_ff 14,336) counts each expert as two matrices and a "
+        "tied head: L E d d_ff + V d = 15,163,457,536 short of the class's 46,702,792,704, which ours equals.",
+        "FLOPs: 3 x HF's measured forward (top-2 experts a token) = ours. llm-analysis's MLP FLOPs are 16 n d^2 "
+        "a layer with no experts or top-k (168.15 T, half of ours); "
+        "Megatron's differ from ours by its causal attention core (13.19 T) and the router's 3 x 2 n d E L it "
+        "leaves out (25.77 G).",
+        "model states: Megatron's formula and ours agree to the byte (experts over ep, their optimizer over "
+        "dp / ep).",
+        "activations (no measurement): Megatron's formula has no expert term: 19,494,425,395 bytes, the same as "
+        "Llama-2-7B's dense case (its ffn_hidden_size, top-k ignored). Ours keeps top-k = 2 experts' SwiGLU "
+        "inputs and outputs a token and the router's; llm-analysis keeps top-k times its two-matrix MLP.",
+    ],
 }
 
 
@@ -279,13 +605,19 @@ def ours(name: str) -> dict[str, Any]:
         run = next(r for r in data["runs"] if r["id"] == case["run"])
         return {"tokens_per_second": decode_run(run, data["sources"]["gpt-fast"], "kernels")}
     if case["kind"] == "megatron":
-        a = MEGATRON_ROWS[case["megatron_row"]]["args"]
+        a = case["megatron"]["args"]
         cfg = load_preset(case["preset"])
         workload = Workload(seq_len=a["seq_length"], batch=1, dtype="bf16", impl="megatron", attention="flash",
                             recompute=a["recompute_granularity"] or "none")
         layout = Layout(tp=a["tensor_model_parallel_size"], pp=a["pipeline_model_parallel_size"],
-                        dp=a["data_parallel_size"], sp=a["sequence_parallel"], zero=1, framework="megatron",
-                        microbatches=MEGATRON_ROWS[case["megatron_row"]]["num_microbatches"])
+                        dp=a["data_parallel_size"], cp=a["context_parallel_size"], ep=a["expert_model_parallel_size"],
+                        sp=a["sequence_parallel"], zero=1, framework="megatron",
+                        microbatches=case["megatron"]["num_microbatches"])
+    elif case["kind"] == "layout":
+        cfg = load_preset(case["preset"])
+        workload = Workload(seq_len=case["seq_len"], batch=1, dtype="bf16", impl=case["impl"],
+                            attention=case["attention"])
+        layout = Layout(**case["layout"])
     else:
         cfg, workload, layout = _korthikanti()
     parallel = ParallelEstimate(cfg, workload, layout)
@@ -305,6 +637,9 @@ def run_tools(name: str, where: argparse.Namespace, skipped: set[str]) -> dict[s
     from validate import other_tools_peers as peers
 
     case = dict(CASES[name])
+    if "model_config" in case.get("llm_analysis", {}):
+        spec = dict(case["llm_analysis"])
+        case["llm_analysis"] = {**spec, "model_config": llm_analysis_model(spec["model_config"])}
     if "llm_viewer" in case:
         case["llm_viewer"] = {**case["llm_viewer"], "hf_config": llama_hf_config(case["llm_viewer"]["preset"])}
     if "calculon" in case:

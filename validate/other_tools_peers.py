@@ -4,7 +4,7 @@ of validate/other_tools.py and returns their figures under our names; never a de
 Each tool lives outside the project and outside its venv, by default under .other_tools/ at the
 repository's root (ignored by git; validate/FINDINGS.md gives the commits):
 - llm-analysis (PyPI) in its own venv, `python3 -m venv .other_tools/venv &&
-  .other_tools/venv/bin/pip install llm-analysis==0.2.2 pandas` (pandas for Calculon);
+  .other_tools/venv/bin/pip install llm-analysis==0.2.2 pandas psutil` (pandas and psutil for Calculon);
 - LLM-Viewer (github hahnyuan/LLM-Viewer) and Calculon (github calculon-ai/calculon): checkouts in
   .other_tools/LLM-Viewer and .other_tools/calculon, run with that venv's python from their own
   folder (LLM-Viewer needs transformers' AutoConfig, which llm-analysis installs; it reads a
@@ -74,6 +74,12 @@ import json, sys, logging
 spec = json.load(sys.stdin)
 from llm_analysis.analysis import train, infer
 fn = train if spec.pop("mode") == "train" else infer
+if "model_config" in spec:  # a ModelConfig of our sizes, read from a JSON file as get_model_config_by_name does
+    import os, tempfile
+    path = os.path.join(tempfile.mkdtemp(), "model.json")
+    with open(path, "w") as f:
+        json.dump(spec.pop("model_config"), f)
+    spec["model_name"] = path
 out = fn(log_level="ERROR", **spec)
 print(json.dumps({k: (v if isinstance(v, (int, float, str, type(None))) else str(v)) for k, v in out.items()}))
 """
@@ -233,7 +239,9 @@ def megatron(case: dict[str, Any], checkout: Path) -> dict[str, Any]:
     functions = megatron_functions(checkout)
     args = spec["args"]
     state = functions["compute_weight_and_optimizer_memory"](argparse.Namespace(**args))
-    which = "compute_activation_memory" if args["sequence_parallel"] else "compute_activation_memory_without_sp"
+    # report_theoretical_memory's own choice: Table 2's SP formula only with SP and selective recomputation
+    sp_selective = args["sequence_parallel"] and args["recompute_granularity"] == "selective"
+    which = "compute_activation_memory" if sp_selective else "compute_activation_memory_without_sp"
     activations = functions[which](argparse.Namespace(**args), spec["num_microbatches"])
     flops = functions["num_floating_point_operations"](argparse.Namespace(**args), 1)
     raw = {"weight_and_optimizer_bytes": state, "activation_bytes": activations, "activation_function": which,

@@ -53,8 +53,9 @@ def check_decoder_only(cfg: ModelConfig) -> None:
 
 
 def build_trainee(cfg: ModelConfig, implementation: str, batch: int, seq_len: int,
-                  dtype: torch.dtype | None = None, seed: int = 0) -> Trainee:
-    """The model of cfg ("reference" or "hf"), its decoder layers, inputs and loss."""
+                  dtype: torch.dtype | None = None, seed: int = 0, attention: str = "eager") -> Trainee:
+    """The model of cfg ("reference" or "hf"), its decoder layers, inputs and loss (attention: HF's
+    attn_implementation)."""
     check_decoder_only(cfg)
     if implementation not in IMPLEMENTATIONS:
         raise ValueError(
@@ -68,7 +69,7 @@ def build_trainee(cfg: ModelConfig, implementation: str, batch: int, seq_len: in
             model = build_reference(cfg).train()
             layers = model.decoder.layers
         else:
-            model = build_hf_model(cfg)
+            model = build_hf_model(cfg, attention)
             layers = model.model.layers
         ids = tokens(batch, seq_len, cfg.vocab_size)
         inputs = {"input_ids": ids, "labels": tokens(batch, seq_len, cfg.vocab_size, offset=5)}

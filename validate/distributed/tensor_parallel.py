@@ -61,6 +61,8 @@ class TpCase:
     loss_parallel: bool = False  # logits stay Shard(-1); cross-entropy under loss_parallel()
     fake: bool = False
     measure_saved: bool = True
+    dtype: torch.dtype | None = None  # the default dtype while building (None: fp32)
+    attention: str = "eager"  # HF's attn_implementation
 
 
 class ColwiseLMHead(ColwiseParallel):
@@ -209,7 +211,8 @@ def measure_tp(rank: int, world_size: int, case: TpCase) -> dict:
     check_divisible(case.cfg, world_size, case)
     mesh = init_device_mesh("cpu", (world_size,), mesh_dim_names=("tp",))
     with run_context(case.fake):
-        trainee = build_trainee(case.cfg, case.implementation, case.batch, case.seq_len)
+        trainee = build_trainee(case.cfg, case.implementation, case.batch, case.seq_len, case.dtype,
+                                attention=case.attention)
         apply_tp(trainee, mesh, case)
         optimizer = torch.optim.AdamW(trainee.model.parameters(), lr=1e-3)
         recorder = CommRecorder({"tp": mesh.get_group("tp")})
