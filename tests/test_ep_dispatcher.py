@@ -61,7 +61,7 @@ def test_a_hand_count():
     two, so 5/6 remote. It always touches 2 distinct ranks, and a rank is its node's forwarder
     half the time: 2 x 1/2 = 1 NVLink copy."""
     assert flex_copies(4, 2, 1, 1, 4, 2) == FlexCopies(remote_nodes=Fraction(5, 6), nvlink=Fraction(1),
-                                                       nodes=Fraction(5, 3))
+                                                       nodes=Fraction(5, 3), ranks=Fraction(2))
 
 
 def test_deepseek_v3_on_four_nodes_in_closed_form():
@@ -239,16 +239,45 @@ def test_estimate_prints_the_flex_payload_without_a_ring_factor():
     assert 48 * 2 * 2 * 4096 * 2048 * 2 == 3 * 2**30
 
 
-def test_deepep_refuses_an_nvlink_domain_beyond_its_eight_peers():
+def test_deepep_refuses_an_nvlink_domain_beyond_its_eight_peers_without_a_measured_rate():
     """DeepEP's internode kernels forward to at most 8 NVLink peers (LEGACY_NUM_MAX_NVL_PEERS at
-    dd758caf); on a GB200 NVL72 rack 16 ranks share the NVLink domain: hybridep, not deepep."""
+    dd758caf); over a wider NVLink domain its intranode kernels run (pull request #218), with a
+    measured rate only at EP 32 on GB200 (kernel_facts.json "deepep_nvlink_domain"): EP 16 on a
+    GB200 NVL72 rack is refused (hybridep runs), and so is a group wider than one domain."""
     args = ["simulate", "--train", "--model", "qwen3-30b-a3b", "--hardware", "gb200", "--seq-len", "4096", "--dp", "16",
             "--ep", "16", "--framework", "megatron", "--zero", "1", "--ep-dispatcher"]
     refused = CliRunner().invoke(cli.cli, [*args, "deepep"])
-    assert refused.exit_code == 2 and "at most 8 NVLink peers" in refused.output
+    assert refused.exit_code == 2 and "a measured rate only at ep 32 on gb200, not ep 16 on gb200" in refused.output
     assert CliRunner().invoke(cli.cli, [*args, "hybridep"]).exit_code == 0
     # estimate's fit verdict on that GPU refuses it too (it said "fits"; review)
     fit = ["estimate", *args[2:], "deepep"]
     refused = CliRunner().invoke(cli.cli, fit)
-    assert refused.exit_code == 2 and "at most 8 NVLink peers" in refused.output
+    assert refused.exit_code == 2 and "a measured rate only at ep 32 on gb200" in refused.output
     assert CliRunner().invoke(cli.cli, [*fit[:-1], "hybridep"]).exit_code == 0
+    # EP 128 over 128 GB200s: 72 ranks a domain, the group across two: the internode kernels' 8 peers
+    wide = [*args[:9], "128", "--ep", "128", *args[12:], "deepep"]
+    refused = CliRunner().invoke(cli.cli, wide)
+    assert refused.exit_code == 2 and "at most 8 NVLink peers" in refused.output
+
+
+def test_deepep_over_the_nvl72_domain_at_its_measured_rates():
+    """DeepSeek-V3 at EP 32 in one GB200 NVL72 domain: a token reaches 16 (1 - C(120, 8) / C(128, 8))
+    distinct ranks, its own included (a rank's 8 experts lie in a group of 4 ranks, chosen half the
+    time; 6.5965), the bytes DeepEP's test_intranode.py divides by a kernel's time. A micro-batch's
+    flex payload P (dispatch and combine, forward and backward) runs half at the dispatch's 400 GB/s
+    and half at the combine's 190 GB/s: P x 6.5965 / 2 x (1/400 + 1/190) / 1e9 seconds."""
+    from costmodel.hardware import load_hardware
+    from costmodel.layout.time import StepTime
+    from costmodel.presets import load_preset as preset
+
+    copies = flex_copies(256, 8, 8, 4, 32, 32)
+    assert copies.ranks == 16 * (1 - Fraction(comb(120, 8), comb(128, 8)))
+    assert (copies.remote_nodes, copies.nodes) == (0, 1) and copies.nvlink == copies.ranks * 31 / 32
+    layout = Layout(dp=32, ep=32, framework="megatron", zero=1, ep_dispatcher="deepep")
+    estimate = ParallelEstimate(preset("deepseek-v3"), Workload(seq_len=4096, batch=1, dtype="bf16", impl="megatron",
+                                                                 attention="flash"), layout)
+    step = StepTime(estimate, load_hardware("gb200"))
+    payload = 2 * 2 * 4096 * 7168 * 2  # one MoE layer: forward and backward, a dispatch and a combine each
+    seconds = payload * float(copies.ranks) / 2 * (1 / 400e9 + 1 / 190e9)
+    assert step.flex_dispatch(payload) == pytest.approx(seconds, rel=1e-12)
+    assert round(step.flex_dispatch(payload) * 1e3, 3) == 6.014  # ms: 774.7 MB at 400 GB/s (1.937) and at 190 GB/s (4.077)

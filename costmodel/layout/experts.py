@@ -151,6 +151,7 @@ class FlexCopies:
     remote_nodes: Fraction  # over the inter-node link: the distinct nodes but its own
     nvlink: Fraction  # over NVLink: the distinct target ranks but each node's forwarder
     nodes: Fraction  # the distinct nodes its experts are on (its own included)
+    ranks: Fraction  # the distinct ranks its experts are on (its own included)
 
 
 def _missed(overlaps: list[int], groups: int, chosen: int, pool: int, top_k: int) -> Fraction:
@@ -185,7 +186,8 @@ def flex_copies(n_experts: int, top_k: int, groups: int, chosen: int, ep: int, l
     ranks = sum(_touched(r * per_rank, per_rank, per_group, groups, chosen, top_k) for r in range(ep))
     reached = sum(_touched(j * local * per_rank, local * per_rank, per_group, groups, chosen, top_k)
                   for j in range(nodes))
-    return FlexCopies(remote_nodes=reached * (nodes - 1) / nodes, nvlink=ranks * (local - 1) / local, nodes=reached)
+    return FlexCopies(remote_nodes=reached * (nodes - 1) / nodes, nvlink=ranks * (local - 1) / local, nodes=reached,
+                      ranks=ranks)
 
 
 def check_flex_load(load: ExpertLoad, dispatcher: str) -> None:
@@ -312,13 +314,29 @@ def fsdp_gathered(estimate: Any, stage: Any, scope: str) -> int:
 DEEPEP_NVL_PEERS = 8
 
 
-def check_dispatcher_peers(layout: Any, hardware: Any) -> None:
-    """Refuse DeepEP where more of the expert-parallel group shares a node (NVLink domain) than its
-    internode kernels reach: wherever a hardware file is known (the time model, estimate's fit)."""
+def check_dispatcher_peers(layout: Any, hardware: Any) -> dict[str, float] | None:
+    """Where more of the expert-parallel group shares a node (NVLink domain) than DeepEP's
+    internode kernels reach: its intranode kernels over the whole domain where the group fits one
+    (DeepEP pull request #218, as the DeepSeek-V3 GB200 guide ran EP 32), returned as their
+    measured rates (kernel_facts.json "deepep_nvlink_domain"); refused where the group spans more
+    than one domain or no rate is measured for this GPU and group. None: DeepEP as its own kernels
+    (the module docstring's flex dispatcher). Wherever a hardware file is known (the time model,
+    estimate's fit)."""
     from ..collectives import ranks_per_node
+    from ..kernel_rates import kernel_facts
 
     local = ranks_per_node(hardware, layout.ep, layout.ep_span)
-    if layout.ep_dispatcher == "deepep" and local > DEEPEP_NVL_PEERS:
+    if layout.ep_dispatcher != "deepep" or local <= DEEPEP_NVL_PEERS:
+        return None
+    if layout.ep_span > hardware.gpus_per_node:
         raise ConfigError(f"layout: DeepEP's internode kernels reach at most {DEEPEP_NVL_PEERS} NVLink peers "
                           f"(LEGACY_NUM_MAX_NVL_PEERS), not the {local} ranks a node of {hardware.name} "
                           "holds here; use --ep-dispatcher hybridep (the NVLink domain as the node).")
+    rates = kernel_facts()["deepep_nvlink_domain"].get(hardware.name)
+    if rates is None or rates["ranks"] != layout.ep:
+        measured = ", ".join(f"ep {v['ranks']} on {k}" for k, v in kernel_facts()["deepep_nvlink_domain"].items()
+                             if k != "source")
+        raise ConfigError(f"layout: DeepEP over an NVLink domain of more than {DEEPEP_NVL_PEERS} peers (its "
+                          f"intranode kernels, DeepEP pull request #218) has a measured rate only at {measured}, "
+                          f"not ep {layout.ep} on {hardware.name}; use --ep-dispatcher hybridep.")
+    return rates

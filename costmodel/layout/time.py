@@ -164,8 +164,14 @@ class StepTime:
 
         cfg, ranks, span = self.estimate.cfg, self.worlds["ep"], self.spans["ep"]
         local = ranks_per_node(self.hardware, ranks, span)
-        check_dispatcher_peers(self.estimate.layout, self.hardware)
+        rates = check_dispatcher_peers(self.estimate.layout, self.hardware)
         copies = flex_copies(cfg.n_experts, cfg.top_k, cfg.expert_groups, cfg.expert_groups_per_token, ranks, local)
+        if rates is not None:  # DeepEP's intranode kernels over the NVLink domain at their measured rates:
+            # each pass one dispatch and one combine kernel (a dispatch's backward is a combine, a
+            # combine's a dispatch), so half the payload each; a kernel's bytes are what its rank
+            # receives, a token once per distinct target rank, its own included (copies.ranks).
+            received = float(payload * copies.ranks) / 2
+            return received / rates["dispatch_bytes_per_s"] + received / rates["combine_bytes_per_s"]
         return node_once_seconds(self.hardware, float(payload * copies.remote_nodes), float(payload * copies.nvlink),
                                  ranks, span)
 
