@@ -230,20 +230,23 @@ class TreeBuilder:
                 raise ConfigError(f"model {cfg.name!r}: latent experts (d_latent) are not modelled with "
                                   "Llama 4's every-token experts.")
             noise = cfg.moe_input_noise is not None and self.phase == "train"  # training only (InputNoise)
+            whole = self.profile.recomputes("moe_layer")  # Megatron-Core's "moe": the layer rerun whole
             body = [
                 *([at.leaf("input_noise", B.InputNoise(tokens, self.profile))] if noise else []),
                 at.leaf("router", B.Router(tokens, cfg.router, cfg.renormalize_top_k, self.profile,
                                            bias=cfg.router_bias, input_kept=not router_alone)),
-                *([at.leaf("latent_in", B.LatentProjection(tokens, S.d, S.d_l, cfg.ffn_bias))] if latent else []),
+                *([at.leaf("latent_in", B.LatentProjection(tokens, S.d, S.d_l, cfg.ffn_bias, recomputed=whole))]
+                  if latent else []),
                 at.leaf("experts", B.EveryTokenExperts(tokens, self.profile) if every_token
                         else B.Experts(tokens, self.profile, bias=cfg.expert_bias, clamped=cfg.swiglu_limit is not None,
                                        gated=cfg.gated, width=S.d_l if latent else S.d)),
-                *([at.leaf("latent_out", B.LatentProjection(tokens, S.d_l, S.d, cfg.ffn_bias, input_kept=True))]
+                *([at.leaf("latent_out", B.LatentProjection(tokens, S.d_l, S.d, cfg.ffn_bias, input_kept=True,
+                                                            recomputed=whole))]
                   if latent else []),
             ]
             if cfg.d_shared:
                 body.append(at.leaf("shared_expert", B.FeedForward(
-                    tokens, cfg.activation, cfg.ffn_bias, self.profile, width=S.d_s)))
+                    tokens, cfg.activation, cfg.ffn_bias, self.profile, width=S.d_s, shared_expert=True)))
             if cfg.shared_expert_gate:
                 body.append(at.leaf("shared_expert_gate", B.SharedExpertGate(tokens)))
             if cfg.moe_output_norm:  # A.X K1: the sum normed; only the residual add reads its output

@@ -9,6 +9,7 @@ from .errors import ConfigError
 #: Megatron-Core's recompute_modules choices and the part of the model each needs (spec.RECOMPUTES).
 MODULE_NEEDS = {"layernorm-moe-act": ("routed experts", lambda cfg: bool(cfg.n_experts)),
                 "layernorm-moe": ("routed experts", lambda cfg: bool(cfg.n_experts)),
+                "layernorm-moe-core-attn": ("routed experts", lambda cfg: bool(cfg.n_experts)),
                 "mla-up-proj": ("latent attention", lambda cfg: bool(cfg.mla))}
 
 
@@ -18,6 +19,3 @@ def check_recomputed_modules(cfg, recompute: str) -> None:
         part = MODULE_NEEDS[recompute][0]
         raise ConfigError(f"recompute {recompute!r} reruns Megatron-Core's modules of the {part}, and "
                           f"{cfg.name} has no {part}; use none, selective or full.")
-    if recompute == "layernorm-moe" and (cfg.d_shared or cfg.d_latent):  # spec.RECOMPUTED_PARTS "moe_layer"
-        raise ConfigError(f"recompute 'layernorm-moe' is modelled for a MoE layer of a router and routed experts; "
-                          f"{cfg.name}'s shared experts or latent projections inside it are not.")

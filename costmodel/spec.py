@@ -103,6 +103,8 @@ RECOMPUTES = Choices({"none": "", "selective": "the attention core", "full": "ea
                                            "the routed experts and their activation",
                       "layernorm-moe": "Megatron-Core's recompute_modules layernorm and moe: the norm before the "
                                        "routed experts and the whole MoE layer (router, dispatch, experts, combine)",
+                      "layernorm-moe-core-attn": "Megatron-Core's recompute_modules layernorm, moe and core_attn: "
+                                                 "layernorm-moe and the attention core (as selective)",
                       "mla-up-proj": "Megatron-Core's recompute_modules mla_up_proj: latent attention's "
                                      "up-projections with their norms"})
 #: What each recomputation reruns in backward, by what the blocks ask for (costmodel/blocks):
@@ -136,7 +138,16 @@ RECOMPUTES = Choices({"none": "", "selective": "the attention core", "full": "ea
 #: megatron/core/transformer/moe/moe_layer.py lines 247-249 and 701-716 at d98e8a64dd), which keeps
 #: only its input, the norm's output that layernorm's CheckpointWithoutOutput frees: "moe_layer"
 #: the router and the routed experts, their forward again in backward and nothing of theirs kept,
-#: their dispatch and combine run again (layout/communication.py _expert_exchanges).
+#: their dispatch and combine run again (layout/communication.py _expert_exchanges). The
+#: custom_forward it checkpoints also runs the shared experts (shared_experts_compute) and a latent
+#: MoE's fc1_latent_proj and fc2_latent_proj (preprocess, postprocess): those rerun too and keep
+#: nothing (FeedForward.recomputed, LatentProjection.recomputed).
+#: "layernorm-moe-core-attn" is recompute_modules ['layernorm', 'moe_act', 'moe', 'core_attn'] (Megatron-
+#: Bridge's Nemotron 3 Super H100 recipe; moe_act's checkpoint runs inside moe's, so it adds nothing)
+#: or ['moe', 'layernorm', 'core_attn'] (its Nemotron 3.5 Lightning H100 recipe): "moe_layer" as above and
+#: "core_attn", the attention core under its own checkpoint (megatron/core/transformer/attention.py
+#: checkpoint_core_attention: recompute_granularity 'selective' with "core_attn" in recompute_modules),
+#: the kernel selective recomputation chooses (Profile.kernel).
 #: The layer-kind label of the layers recomputed under full recomputation of N layers
 #: (Workload.recompute_layers; layer_kinds.py, layout/rank.py).
 RECOMPUTED_LAYERS = "recomputed"
@@ -144,6 +155,7 @@ RECOMPUTED_PARTS = {"none": frozenset(), "selective": frozenset(), "full": froze
                     "deepseek": frozenset({"norms", "up_projections"}), "torchtitan-op": frozenset(),
                     "layernorm-moe-act": frozenset({"moe_norms", "moe_act"}),
                     "layernorm-moe": frozenset({"moe_norms", "moe_layer"}),
+                    "layernorm-moe-core-attn": frozenset({"moe_norms", "moe_layer", "core_attn"}),
                     "mla-up-proj": frozenset({"up_projections"})}
 OPTIMIZERS = Choices({"adamw": "two moments", "sgd": "none"})
 PRECISIONS = Choices({  # costmodel/precision.py

@@ -188,7 +188,8 @@ class CostModel:
             return leaf.cost
         if isinstance(block, B.RotaryEmbedding) and self.cfg.mla and profile.recomputes("up_projections"):
             return leaf.cost  # the RoPE applied to the up-projections' output, inside their checkpoint
-        if isinstance(block, (B.Router, B.Experts)) and profile.recomputes("moe_layer"):
+        if (isinstance(block, (B.Router, B.Experts)) and profile.recomputes("moe_layer")) or \
+                (isinstance(block, (B.LatentProjection, B.FeedForward)) and block.recomputed):
             return leaf.cost  # Megatron-Core's "moe" module: the MoE layer's forward again
         if isinstance(block, (B.LatentAttention, B.Experts)):
             return block.recomputed_part()

@@ -11,7 +11,7 @@ import pytest
 
 import cli
 from costmodel.config import ConfigError, Workload
-from costmodel.layout import ParallelEstimate
+from costmodel.layout import Layout, ParallelEstimate
 from costmodel.presets import load_preset
 from tests.test_parallel_folding import FOLDED, _odd_moe
 
@@ -49,9 +49,61 @@ def test_the_moe_layer_reruns_its_forward_and_its_all_to_alls():
     assert plain.communication(plain.stages[0])["ep"] == {"all_to_all": 12_384}
 
 
-def test_shared_experts_and_latent_moe_are_refused_in_one_line():
-    with pytest.raises(ConfigError, match="shared experts or latent projections inside it are not"):
-        _estimate("layernorm-moe", _odd_moe().replace(name="odd-shared", d_shared=40))
+def _unfolded(recompute: str, cfg) -> ParallelEstimate:
+    """tp 1, dp 3, EP 3: a rank's 12 tokens, 24 routed slots."""
+    workload = Workload(seq_len=12, batch=1, dtype="bf16", impl="megatron", attention="flash", recompute=recompute)
+    return ParallelEstimate(cfg, workload, Layout(dp=3, ep=3, framework="megatron", zero=1))
+
+
+def test_shared_experts_and_latent_projections_rerun_with_their_moe_layer():
+    """MoELayer's custom_forward (d98e8a64dd lines 651-700) runs shared_experts_compute and a latent
+    MoE's fc1_latent_proj / fc2_latent_proj (preprocess, postprocess) inside the "moe" checkpoint:
+    they keep nothing and rerun. On tp 1 (12 tokens a rank) with a shared SwiGLU of 40: it keeps
+    Megatron's fused SwiGLU's 3 x 12 x 40 x 2 = 2,880 bytes a layer without recomputation, and its
+    forward 2 x 12 x 3 x 64 x 40 = 184,320 FLOPs a layer reruns under layernorm-moe. Latent width 32
+    beside it: fc2's input 12 x 32 x 2 = 768 bytes kept without, and the rerun a layer is the router
+    9,216, the experts 2 x 24 x 3 x 32 x 24 = 110,592, the two projections 2 x (2 x 12 x 64 x 32) =
+    98,304 and the shared expert 184,320."""
+    plain, shared = _odd_moe(), _odd_moe().replace(name="odd-shared", d_shared=40)
+    latent = shared.replace(name="odd-latent", d_latent=32)
+    saved = {(name, r): _unfolded(r, cfg).part("layer.decoder", "saved")
+             for name, cfg in (("plain", plain), ("shared", shared), ("latent", latent))
+             for r in ("none", "layernorm-moe")}
+    assert saved[("shared", "none")] - saved[("plain", "none")] == 3 * 12 * 40 * 2 == 2_880
+    assert saved[("shared", "layernorm-moe")] == saved[("plain", "layernorm-moe")] == 11_712
+    assert saved[("latent", "layernorm-moe")] == 11_712
+    rerun = {name: _unfolded("layernorm-moe", cfg).numbers["recomputed_flops"]
+             for name, cfg in (("plain", plain), ("shared", shared), ("latent", latent))}
+    assert rerun["plain"] == 460_800  # as on the folded layout: the router's and experts' FLOPs alike
+    assert rerun["shared"] - rerun["plain"] == 2 * 184_320
+    assert rerun["latent"] == 2 * (9_216 + 110_592 + 98_304 + 184_320) == 804_864
+
+
+def test_core_attn_beside_the_moe_layer():
+    """layernorm-moe-core-attn (recompute_modules layernorm, moe_act, moe, core_attn: Megatron-
+    Bridge's Nemotron 3 Super H100 recipe) adds the attention core's checkpoint
+    (checkpoint_core_attention): the kernel and rerun selective recomputation has, 73,728 FLOPs and
+    192 bytes a layer fewer kept, on top of layernorm-moe."""
+    cfg = _odd_moe().replace(name="odd-shared", d_shared=40)
+    moe, both = _unfolded("layernorm-moe", cfg), _unfolded("layernorm-moe-core-attn", cfg)
+    selective, none = _unfolded("selective", cfg), _unfolded("none", cfg)
+    assert selective.numbers["recomputed_flops"] == 73_728
+    assert both.numbers["recomputed_flops"] - moe.numbers["recomputed_flops"] == 73_728
+    assert none.part("layer.decoder", "saved") - selective.part("layer.decoder", "saved") == 192
+    assert moe.part("layer.decoder", "saved") - both.part("layer.decoder", "saved") == 192
+    with pytest.raises(ConfigError, match="has no routed experts"):
+        ParallelEstimate(load_preset("llama3-8b"), Workload(seq_len=16, recompute="layernorm-moe-core-attn",
+                                                            impl="megatron", attention="flash"), Layout())
+
+
+def test_shared_experts_under_tensor_parallelism_are_refused_in_one_line():
+    """Their tensor-parallel gathers and reduce-scatters would rerun with them: not modelled."""
+    from costmodel.hardware import load_hardware
+    from costmodel.layout.timing import step_time
+
+    estimate = _estimate("layernorm-moe", _odd_moe().replace(name="odd-shared", d_shared=40))
+    with pytest.raises(ConfigError, match="tensor-parallel collectives rerun with them are not modelled"):
+        step_time(estimate, load_hardware("h100-sxm")).step()
     with pytest.raises(ConfigError, match="has no routed experts"):
         ParallelEstimate(load_preset("llama3-8b"), Workload(seq_len=16, recompute="layernorm-moe", impl="megatron",
                                                             attention="flash"), FOLDED.__class__())

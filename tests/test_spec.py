@@ -43,7 +43,9 @@ def test_each_value_has_its_meaning_and_the_phrases_read_as_sentences():
                                         "(Megatron-Core's recompute_modules layernorm and moe_act: the norm "
                                         "before the routed experts and their activation), layernorm-moe "
                                         "(Megatron-Core's recompute_modules layernorm and moe: the norm before the "
-                                        "routed experts and the whole MoE layer (router, dispatch, experts, combine)) "
+                                        "routed experts and the whole MoE layer (router, dispatch, experts, combine)), "
+                                        "layernorm-moe-core-attn (Megatron-Core's recompute_modules layernorm, moe "
+                                        "and core_attn: layernorm-moe and the attention core (as selective)) "
                                         "or mla-up-proj "
                                         "(Megatron-Core's recompute_modules mla_up_proj: latent attention's "
                                         "up-projections with their norms)")

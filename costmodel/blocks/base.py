@@ -136,7 +136,7 @@ class Profile:
         Dropout sends sdpa to its math path on the CPU only: on CUDA its fused kernels (flash,
         memory-efficient) draw the mask inside the kernel from a Philox seed and keep none."""
         return choose(self.attention, self.probs_dropout and self.kernel_device != "cuda", bias_needs_grad,
-                      self.recompute == "selective", self.value_width_differs)
+                      self.recompute == "selective" or self.recomputes("core_attn"), self.value_width_differs)
 
     def recomputes(self, part: str) -> bool:
         """Whether the recomputation reruns this part in backward ("norms", "up_projections":

@@ -43,7 +43,15 @@ class FeedForward(Block):
     # BitNet's ffn_sub_norm between the gate's product and the down projection, a leaf of its own
     # (costmodel/leaves.py): that norm keeps the product (its input) and down's input (its output)
     sub_norm: bool = False
+    # a MoE layer's shared expert: Megatron-Core's "moe" recomputation reruns it with the layer
+    # (spec.RECOMPUTED_PARTS "moe_layer"), so it keeps nothing then
+    shared_expert: bool = False
     title = "feed-forward network"
+
+    @property
+    def recomputed(self) -> bool:
+        """Rerun whole in backward with its MoE layer (Megatron-Core's "moe" module)."""
+        return self.shared_expert and self.profile.recomputes("moe_layer")
 
     @property
     def gated(self) -> bool:
@@ -88,7 +96,7 @@ class FeedForward(Block):
             flops_matmul=forward_in + forward_out,
             flops_matmul_backward=backward_in + backward_out,
             elements=elements,
-            saved_bytes=self.saved(act),
+            saved_bytes=ZERO if self.recomputed else self.saved(act),
             bytes_matmul=(linear_bytes(self.tokens, S.d, n_in * self.width)
                           + linear_bytes(self.tokens, self.width, S.d)),
             # The activation over d_ff (and, gated, the product with the second projection; squared,
@@ -509,13 +517,16 @@ class LatentProjection(Block):
     before the experts, fc2_latent_proj d_l -> d on their combined output after; nn.Linear with
     mlp_bias. The router and the shared expert read the d-wide input. Kept for backward: fc2 its
     d_l-wide input; fc1's input is the layer's normed input, which the norm counts (not measured:
-    blocks/mamba.py's layers are compared for parameters, FLOPs and caches only)."""
+    blocks/mamba.py's layers are compared for parameters, FLOPs and caches only). recomputed:
+    Megatron-Core's "moe" recomputation reruns both with their MoE layer (MoELayer.preprocess and
+    postprocess run inside its custom_forward), so fc2 keeps nothing then."""
 
     tokens: Expr
     d_in: Expr
     d_out: Expr
     bias: bool = False
     input_kept: bool = False  # fc2: its input is the experts' output, kept here
+    recomputed: bool = False  # rerun with its MoE layer (spec.RECOMPUTED_PARTS "moe_layer")
     title = "latent projection"
 
     def linear_ops(self) -> tuple[LinearOp, ...]:
@@ -528,7 +539,7 @@ class LatentProjection(Block):
             matrices=[weight_matrix(self.d_in, self.d_out)],
             flops_matmul=forward,
             flops_matmul_backward=backward,
-            saved_bytes=S.e * self.tokens * self.d_in if self.input_kept else ZERO,
+            saved_bytes=S.e * self.tokens * self.d_in if self.input_kept and not self.recomputed else ZERO,
             bytes_matmul=linear_bytes(self.tokens, self.d_in, self.d_out),
         )
 

@@ -177,6 +177,12 @@ class RankCommunication:
         gathers, a recomputation of its up-projections their own (latent_collectives)."""
         if self.phase != "train":
             return []
+        if self.layout.tp > 1 and self.cfg.d_shared and "moe_layer" in RECOMPUTED_PARTS[self.workload.recompute]:
+            from ..config import ConfigError
+
+            raise ConfigError(f"recompute {self.workload.recompute!r} reruns {self.cfg.name}'s shared experts with "
+                              "their MoE layer, and their tensor-parallel collectives rerun with them are not "
+                              "modelled; use --tp 1 or another recomputation.")
         if self.layout.sp and "up_projections" in RECOMPUTED_PARTS[self.workload.recompute]:
             return self.latent_collectives(stage, passes=("up_projections",))  # their checkpoint's gathers
         if self.workload.recompute not in ("full", "torchtitan-op"):
