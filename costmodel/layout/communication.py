@@ -57,14 +57,18 @@ class RankCommunication:
                 else:
                     add("tp", "all_reduce" if kind == "loss_all_reduce" else kind, m * calls * payload)
         if layout.cp > 1 and self.phase == "train":
-            from .context import exchange
+            from .context import exchange, mamba_exchange
 
-            attention = sum(self.layer_runs(stage).values())  # every layer attends
+            attention = self.layer_count(stage, "attentions")  # the layers that attend
             # full recomputation re-runs a recomputed layer's forward, its exchange with it
-            recomputed = 0 if self.workload.recompute != "full" else \
-                sum(count for key, count in self.layer_runs(stage).items() if self.recomputed_kind(key))
+            full = self.workload.recompute == "full"
+            recomputed = self.layer_count(stage, "attentions", recomputed_only=True) if full else 0
             moved = exchange(self.cfg, self.workload, layout.cp, layout.cp_rotate, attention, layout.tp,
-                             layout.cp_kv_heads, recomputed)
+                             layout.cp_kv_heads, recomputed) if attention else {}
+            mixers = self.layer_count(stage, "mamba_mixers")
+            if mixers:  # Megatron-Core's all-to-alls around each Mamba-2 mixer
+                moved.update(mamba_exchange(self.cfg, self.workload, layout.cp, mixers, layout.tp,
+                                            self.layer_count(stage, "mamba_mixers", recomputed_only=True) if full else 0))
             for kind, value in moved.items():
                 add("cp", kind, m * value)
         if layout.reduces_gradients:

@@ -39,6 +39,23 @@ A ring step's send overlaps the attention computing on the previous block; the a
 before it and is exposed (costmodel/layout/time.py). Parameters are replicated over cp and their
 gradients reduced over dp x cp (Layout.shard_ranks). Beside the attention calls torch's ring
 merges each block in fp32, memory-bound passes the kernel model times (ring_merge_bytes).
+Only the layers that attend exchange keys and values (a hybrid's Mamba-2 and MoE layers do not).
+
+Mamba-2 mixers (Megatron-Core's "all-to-all" context parallelism, megatron/core/ssm/
+mamba_context_parallel.py MambaContextParallel at d98e8a64dd, used by mamba_mixer.py): in_proj
+runs on the rank's n / cp tokens; pre_conv_ssm sends z, x, B, C and dt through five all-to-alls
+(_all_to_all_cp2hp: [n / cp, b, width] -> [n, b, width / cp], each CP rank then holding H / cp of
+the heads over the whole sequence, and the attention's load-balancing chunk order undone); the
+conv and the scan run there; post_conv_ssm's one all-to-all (_all_to_all_hp2cp) returns y to
+[n / cp, b, d_inner] for the gated norm and out_proj (the memory-efficient training path,
+_ssm_training). The backward runs the same six the other way (all_to_all's gradient is the
+reverse all-to-all), full recomputation the forward's again. Payload (a call's input) per mixer
+and pass, with H, G of the rank's tp share: b (n / cp) e (3 H P + 2 r G N + H), r = cp / G where G
+< cp (B and C repeated, each CP rank one group), else 1 (mamba_exchange). The mixer's own work:
+n H / cp token-heads either way, so the tree's at n / cp with all heads is the same work (the
+kernel model's mamba_ssm passes are linear in tokens x heads and chunks x heads; only the last
+state of each sequence, b H P N, is cp times the rank's). Megatron asserts H / tp divisible by
+cp and G / tp by cp or cp by G / tp (check_context_parallel); repeated groups (r > 1) are refused.
 """
 
 from __future__ import annotations
@@ -57,8 +74,25 @@ def check_context_parallel(cfg: ModelConfig, layout: Any) -> None:
                           "is not modelled.")
     if cfg.mla:
         raise ConfigError("layout: context parallelism with latent attention is not modelled.")
+    if cfg.mamba1_inner:
+        raise ConfigError("layout: context parallelism with Mamba-1 mixers is not modelled.")
     if cfg.mamba_heads:  # Megatron-Core's mamba_context_parallel.py: all-to-alls around each mixer
-        raise ConfigError("layout: context parallelism with Mamba-2 mixers is not modelled.")
+        check_mamba_context_parallel(cfg, layout)
+
+
+def check_mamba_context_parallel(cfg: ModelConfig, layout: Any) -> None:
+    """Megatron-Core's MambaContextParallel's conditions (module docstring), one sentence each."""
+    if layout.framework != "megatron":
+        raise ConfigError("layout: context parallelism with Mamba-2 mixers is Megatron-Core's "
+                          f"(MambaContextParallel); use --framework megatron, not {layout.framework}.")
+    heads, groups = cfg.mamba_heads // layout.tp, (cfg.mamba_groups or 1) // layout.tp
+    if heads % layout.cp:
+        raise ConfigError(f"layout: --cp {layout.cp} must divide the {heads} Mamba-2 heads a tensor-parallel "
+                          "rank holds (Megatron-Core: 'nheads must be evenly divisible by tp_size * cp_size').")
+    if groups % layout.cp:
+        raise ConfigError(f"layout: --cp {layout.cp} must divide the {groups} Mamba-2 groups a tensor-parallel "
+                          "rank holds; Megatron-Core's repetition of a group's B and C over CP ranks is not "
+                          "modelled.")
 
 
 def check_inference(cp: int) -> None:
@@ -115,6 +149,18 @@ def exchange(cfg: ModelConfig, workload: Workload, cp: int, rotate: str, attenti
     for kind, value in backward.items():
         moved[kind] = moved.get(kind, 0) + attention_layers * value
     return moved
+
+
+def mamba_exchange(cfg: ModelConfig, workload: Workload, cp: int, mixers: int, tp: int = 1,
+                   recomputed_mixers: int = 0) -> dict[str, int]:
+    """Payload bytes of the all-to-alls one rank runs for one micro-batch of `mixers` Mamba-2
+    mixers (module docstring): forward and backward each b (n / cp) e (3 H P + 2 G N + H) a mixer,
+    H and G the rank's tp share; the forward's again for the `recomputed_mixers` full
+    recomputation reruns."""
+    heads, groups = cfg.mamba_heads // tp, (cfg.mamba_groups or 1) // tp
+    width = 3 * heads * cfg.mamba_head_dim + 2 * groups * cfg.ssm_state + heads
+    one = workload.bytes_per_element * workload.batch * (workload.seq_len // cp) * width
+    return {"all_to_all": (2 * mixers + recomputed_mixers) * one}
 
 
 def ring_merge_bytes(cfg: ModelConfig, workload: Workload, cp: int, tp: int = 1,

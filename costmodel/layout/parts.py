@@ -194,13 +194,17 @@ def part_expressions(cfg: ModelConfig, workload: Workload, layout: Layout, phase
         if whole.rerun is not None:
             add("recomputed_flops", whole.count * whole.rerun.flops_matmul)
         counts = structure["counts"].setdefault(key, {"column_inputs": 0, "row_outputs": 0, "sublayers": 0,
-                                                      "latents": 0})
+                                                      "latents": 0, "attentions": 0, "mamba_mixers": 0})
         counts["column_inputs"] += runs * column_inputs(leaf.block, framework.column_layers, cfg.gated, layout.folded)
         counts["row_outputs"] += runs * row_outputs(leaf.block, layout.folded)
         # the column-parallel regions whose input sequence parallelism all-gathers (a Mamba-2
         # mixer's in_proj: MambaMixer assumes its input "already partitioned along the sequence")
         counts["sublayers"] += runs * int(isinstance(leaf.block, (B.QKVProjection, B.FeedForward, B.Mamba2Mixer)))
         counts["latents"] += runs * int(isinstance(leaf.block, B.LatentAttention))
+        # a layer that attends (one however many leaves its attention core has: context
+        # parallelism's key/value exchange), and its Mamba-2 mixers (their all-to-alls)
+        counts["attentions"] = max(counts["attentions"], runs * int(isinstance(leaf.block, B.AttentionCore)))
+        counts["mamba_mixers"] += runs * int(isinstance(leaf.block, B.Mamba2Mixer))
     for key in list(structure["counts"]):
         for quantity in PART_QUANTITIES:
             exprs.setdefault(f"{key}.{quantity}", sp.Integer(0))

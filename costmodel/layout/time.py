@@ -271,9 +271,11 @@ class StepTime:
                             for key, count in self.part_runs(stage).items())
             gathered = self.collective("cp", "all_gather", cp.get("all_gather", 0) / m)
             sent = self.collective("cp", "send", cp.get("send", 0) / m)
+            # the Mamba-2 mixers' all-to-alls (layout/context.py): on the mixer's path, exposed
+            mixers = self.collective("cp", "all_to_all", cp.get("all_to_all", 0) / m)
             hidden_sends = min(sent, attention, left)
             left -= hidden_sends
-            context = gathered + sent - hidden_sends
+            context = gathered + sent - hidden_sends + mixers
         hidden_tp = min(self.overlap.tp * tp_microbatch, left)
         left -= hidden_tp
         hidden_pp = min(self.overlap.pp * exchange, left)
