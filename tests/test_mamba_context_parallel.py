@@ -90,3 +90,15 @@ def test_nemotron_3_nano_runs_at_cp_2(capsys):
     code, out, err = run_main(["simulate", "-m", "nemotron-3-nano", "--train", "--cp", "2", "--gpus", "2",
                                "--framework", "megatron", "--seq-len", "4096"], capsys)
     assert code == 0 and "error" not in err
+
+
+def test_other_mixers_under_context_parallelism_are_refused_in_one_sentence():
+    """Gated DeltaNet (Qwen3-Next) and LFM2's short convolutions exchange nothing in the model: their
+    layers would run on n / cp tokens with no exchange, a step too fast; refused."""
+    from test_hf_lfm2 import LFM2
+    from test_hf_qwen_next import QWEN3_NEXT
+
+    for config, mixer in ((QWEN3_NEXT, "deltanet"), (LFM2, "shortconv")):
+        cfg = from_hf_config(config, f"odd-{mixer}")
+        with pytest.raises(ConfigError, match=f"context parallelism with {mixer} mixers is not modelled"):
+            _estimate(cfg, seq=8)
