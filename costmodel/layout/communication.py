@@ -67,8 +67,8 @@ class RankCommunication:
                              layout.cp_kv_heads, recomputed) if attention else {}
             mixers = self.layer_count(stage, "mamba_mixers")
             if mixers:  # Megatron-Core's all-to-alls around each Mamba-2 mixer
-                moved.update(mamba_exchange(self.cfg, self.workload, layout.cp, mixers, layout.tp,
-                                            self.layer_count(stage, "mamba_mixers", recomputed_only=True) if full else 0))
+                rerun = self.layer_count(stage, "mamba_mixers", recomputed_only=True) if full else 0
+                moved.update(mamba_exchange(self.cfg, self.workload, layout.cp, mixers, layout.tp, rerun))
             for kind, value in moved.items():
                 add("cp", kind, m * value)
         if layout.reduces_gradients:
