@@ -106,3 +106,24 @@ def test_the_step_prices_each_chunk_as_the_schedule_runs_it():
 def test_align_grad_must_be_a_bool():
     with pytest.raises(ConfigError, match="align_grad must be true or false"):
         Overlap(align_grad=1)
+
+
+def test_the_cli_moves_the_reduce_only_where_there_are_chunks(capsys):
+    """--no-align-grad-reduce on an interleaved Megatron layout starts each chunk's reduce in its
+    last backward (sooner than aligned: less exposed); elsewhere one error line, exit 2."""
+    import json
+
+    import cli
+
+    base = ["simulate", "--model", "llama2-7b", "--hardware", "h100-sxm", "--train", "--tp", "2", "--pp", "4",
+            "--dp", "2", "--framework", "megatron", "--zero", "1", "--global-batch", "16",
+            "--param-gather-overlap", "1", "--json"]
+    interleaved = base + ["--schedule", "interleaved", "--virtual-stages", "2"]
+    seconds = []
+    for extra in ([], ["--no-align-grad-reduce"]):
+        assert cli.main(interleaved + extra) == 0
+        seconds.append(json.loads(capsys.readouterr().out)["step"]["exposed_communication_seconds"]["dp"])
+    assert seconds[1] < seconds[0]
+    assert cli.main(base + ["--no-align-grad-reduce"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: --no-align-grad-reduce") and "(megatron, 1f1b)" in err[0]

@@ -97,11 +97,13 @@ class StepTime:
         self.overlap = overlap or Overlap()
         layout = estimate.layout
         if self.overlap.params and not (layout.framework == "megatron" and layout.zero in (1, 2)):
-            from ..config import ConfigError
-
             raise ConfigError("--param-gather-overlap is Megatron-Core's --overlap-param-gather, the parameter "
                               "all-gather of its distributed optimizer (--framework megatron --zero 1 or 2); "
                               f"this layout ({layout.framework}, ZeRO {layout.zero}) has none to overlap.")
+        if not self.overlap.align_grad and not (layout.framework == "megatron" and layout.schedule == "interleaved"):
+            raise ConfigError("--no-align-grad-reduce moves each model chunk's gradient reduce in Megatron-Core's "
+                              "interleaved schedule (--framework megatron --schedule interleaved); this layout "
+                              f"({layout.framework}, {layout.schedule}) has no chunks to align.")
         if self.overlap.ep:
             check_ep_overlap(estimate)
         self.flops_convention = check_convention(flops_convention)
