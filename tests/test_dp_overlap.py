@@ -23,11 +23,16 @@ def test_aligned_gradient_reduces_start_after_each_chunks_last_backward():
     assert gradient_exposure(reduce_s, 1.0, 2, 3, aligned=True) == (1.0, 3.0, 2.0)
 
 
-def test_unaligned_gradient_reduces_start_in_each_chunks_last_backward():
-    """NeMo 2.2 (no grad_sync_func): a chunk's buckets start during its own last backward, one
-    chunk-backward earlier, whatever the rank: chunk 2 -5..-2, chunk 1 -2..1 (1 s), chunk 0 1..2 (1 s)."""
+def test_unaligned_gradient_reduces_start_as_each_chunks_last_backward_ends():
+    """NeMo 2.2 (no grad_sync_func): a chunk's one bucket starts as its last backward ends, on
+    every rank (no r delay): 1, 3, 3 s give chunk 2 -4..-1, chunk 1 -1..2 (2 s), chunk 0 2..3 (1 s).
+    Rank 0's chunk 0, bucketed, starts under its own last backward: 2, 1, 1 s give chunk 0 -1..1
+    (1 s) on rank 0, 0..2 (2 s) on rank 1 (chunks 2 and 1 done by -3 and -1)."""
     for rank in (0, 1, 3):
-        assert gradient_exposure([1.0, 3.0, 3.0], 1.0, 2, rank, aligned=False) == (1.0, 1.0, 0.0)
+        assert gradient_exposure([1.0, 3.0, 3.0], 1.0, 2, rank, aligned=False) == (1.0, 2.0, 0.0)
+    assert gradient_exposure([2.0, 1.0, 1.0], 1.0, 2, 0, aligned=False) == (1.0, 0.0, 0.0)
+    assert gradient_exposure([2.0, 1.0, 1.0], 1.0, 2, 1, aligned=False) == (2.0, 0.0, 0.0)
+    assert gradient_exposure([2.0, 1.0, 1.0], 1.0, 2, 0, aligned=True) == (2.0, 0.0, 0.0)
 
 
 def test_a_reduce_with_nothing_to_hide_under_is_exposed_whole():

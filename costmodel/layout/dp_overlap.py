@@ -18,8 +18,11 @@ distributed_data_parallel.py; megatron/training/training.py lines 4340-4362):
   virtual_microbatch_id - pipeline_parallel_rank), and whatever is left after the cool-down
   ('Launch any remaining grad reductions'). Without it (NeMo 2.2's extract_ddp_funcs leaves it
   None: its DistributedDataParallelConfig has no align_grad_reduce) the chunk's last backward
-  runs with grad sync enabled (backward_step_helper_preprocess), so its buckets start as their
-  gradients are ready, under that backward itself.
+  runs with grad sync enabled (backward_step_helper_preprocess), so a bucket starts as its
+  gradients are ready. Only chunk 0 on pipeline rank 0 has more than one bucket (training.py
+  disables bucketing for chunks after the first and on ranks > 0; NeMo 2.2's megatron_parallel.py
+  for chunks after the first; DDP itself on ranks > 0): it starts under its own last backward,
+  every other chunk's one bucket at the end of it.
 - Parameters (overlap_param_gather with align_param_gather, Megatron-LM's default and NeMo 2's
   on interleaved layouts): the schedule dispatches chunks 0 and 1's all-gathers before the first
   forward, all of a chunk's buckets at once, and chunk j >= 2's before forward step
@@ -43,13 +46,14 @@ def gradient_exposure(reduce_s: Sequence[float], backward_s: float, group: int, 
     backward ends. reduce_s: each chunk's collective seconds; backward_s: the seconds of one
     chunk-backward a collective can hide under; group: the micro-batches a chunk runs in a row
     (the last group's, g = p); rank: the pipeline rank; aligned: Megatron-LM's
-    align_grad_reduce (launched r backwards after the chunk's last) or not (launched at the
-    start of the chunk's last backward, bucket by bucket)."""
+    align_grad_reduce (launched r backwards after the chunk's last) or not (launched at the end
+    of the chunk's last backward; rank 0's chunk 0, bucketed, at its start)."""
     chunks = len(reduce_s)
     end = float("-inf")
     exposed = [0.0] * chunks
     for chunk in reversed(range(chunks)):  # backward finishes chunk v - 1 first, chunk 0 last
-        behind = max(0, chunk * group - rank) if aligned else chunk * group + 1  # chunk-backwards left
+        # chunk-backwards left when it starts
+        behind = max(0, chunk * group - rank) if aligned else chunk * group + int(chunk == 0 and rank == 0)
         start = max(-behind * backward_s, end)
         end = start + reduce_s[chunk]
         exposed[chunk] = max(0.0, end - max(0.0, start))
