@@ -119,8 +119,8 @@ def refuse_other_mode(ctx: click.Context, train: bool) -> None:
               "all-gather runs under (1: Megatron-Core's --overlap-param-gather; 0: exposed).")
 @click.option("--no-align-grad-reduce", is_flag=True,
               help="Training with an interleaved --framework megatron layout: each model chunk's gradient reduce "
-              "starts bucket by bucket in the chunk's last backward (NeMo 2.2, which sets no grad_sync_func), not "
-              "after it, r backwards later on pipeline rank r (Megatron-LM's align_grad_reduce, the default).")
+              "starts as the chunk's last backward ends (NeMo 2.2, which sets no grad_sync_func), not r backwards "
+              "later on pipeline rank r (Megatron-LM's align_grad_reduce, the default).")
 @click.option("--ep-overlap", type=float, default=0.0, show_default=True,
               help="Training with a layout, --ep > 1: the fraction of each micro-batch's expert all-to-all hidden "
               "behind compute in the combined 1F1B's paired steps (the warm-up forwards and cool-down backwards "

@@ -42,9 +42,9 @@ class Overlap:
         first forward and the last backward without a pipeline, a pipeline rank's warm-up forwards
         and cool-down backwards, run their all-to-all exposed, layout/combined_1f1b.py);
     align_grad: under Megatron-Core's interleaved schedule, whether each chunk's gradient
-        collective starts after the chunk's last backward, r backwards later on pipeline rank r
-        (True: Megatron-LM's align_grad_reduce, its default) or bucket by bucket during that
-        backward (False: NeMo 2.2's MegatronStrategy, which sets no grad_sync_func);
+        collective starts r backwards after the chunk's last on pipeline rank r (True:
+        Megatron-LM's align_grad_reduce, its default) or as that backward ends, rank 0's bucketed
+        chunk 0 during it (False: NeMo 2.2's MegatronStrategy, which sets no grad_sync_func);
         layout/dp_overlap.py;
     slowdown: how much slower compute runs while a hidden collective runs beside it (its kernels
         hold SMs and memory bandwidth): the step pays hidden x slowdown / (1 + slowdown) more

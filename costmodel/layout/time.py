@@ -403,8 +403,8 @@ class StepTime:
     def interleaved_data_parallel(self, stage: Stage, compute: float, groups: list[tuple[str, str, int]],
                                   gradients: float, parameters: float) -> tuple[float, float]:
         """data_parallel_split under Megatron-Core's interleaved schedule, (exposed, hidden): each
-        model chunk's gradient collective from the end of its last backward (or the start, without
-        Overlap.align_grad) under the chunk-backwards left on the rank, and each chunk's parameter
+        model chunk's gradient collective from the end of its last backward (r backwards later on
+        pipeline rank r under Overlap.align_grad) under the chunk-backwards left on the rank, and each chunk's parameter
         all-gather under the forwards before its first (layout/dp_overlap.py). A chunk-backward is
         Overlap.dp of a micro-batch's compute over v, a chunk-forward Overlap.params of a third of
         it over v (the conventions of the other schedules, chunk by chunk). Without the overlap
