@@ -117,6 +117,10 @@ def refuse_other_mode(ctx: click.Context, train: bool) -> None:
 @click.option("--param-gather-overlap", type=float, default=0.0, show_default=True,
               help="Training with a layout, ZeRO-1/2: the fraction of the next step's first forward the parameter "
               "all-gather runs under (1: Megatron-Core's --overlap-param-gather; 0: exposed).")
+@click.option("--no-align-grad-reduce", is_flag=True,
+              help="Training with an interleaved --framework megatron layout: each model chunk's gradient reduce "
+              "starts as the chunk's last backward ends (NeMo 2.2, which sets no grad_sync_func), not r backwards "
+              "later on pipeline rank r (Megatron-LM's align_grad_reduce, the default).")
 @click.option("--ep-overlap", type=float, default=0.0, show_default=True,
               help="Training with a layout, --ep > 1: the fraction of each micro-batch's expert all-to-all hidden "
               "behind compute in the combined 1F1B's paired steps (the warm-up forwards and cool-down backwards "
@@ -160,7 +164,7 @@ def refuse_other_mode(ctx: click.Context, train: bool) -> None:
 def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention, kv_cache, mla, train, seq_len,
              recompute, recompute_layers, tokens, price, step_time, compute_efficiency, memory_efficiency, global_batch, impl,
              flops_convention, tp_overlap, dp_overlap, no_prefetch, pp_overlap, param_gather_overlap, ep_overlap, overlap_slowdown,
-             compiled, cuda_graphs,
+             no_align_grad_reduce, compiled, cuda_graphs,
              launch_overhead, graph_kernel_gap, time_model, weight_dtype, weight_group, quantize_head, quant_layout, kv_dtype, fp8_gemm,
              decode_code, mtp,
              as_json, **layout_given) -> None:
@@ -208,7 +212,8 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
         overlap_given = [name for name, given in (
             ("--tp-overlap", tp_overlap != 0.0), ("--dp-overlap", dp_overlap != 2 / 3), ("--pp-overlap", pp_overlap != 0.0),
             ("--param-gather-overlap", param_gather_overlap != 0.0), ("--ep-overlap", ep_overlap != 0.0),
-            ("--no-prefetch", no_prefetch), ("--overlap-slowdown", overlap_slowdown is not None)) if given]
+            ("--no-prefetch", no_prefetch), ("--overlap-slowdown", overlap_slowdown is not None),
+            ("--no-align-grad-reduce", no_align_grad_reduce)) if given]
         if overlap_given and not (train and layout is not None):
             raise ConfigError(f"{', '.join(overlap_given)}: the overlap options time training with a layout "
                               "(--train with --tp/--pp/--dp/...); nothing here would read them.")
@@ -247,7 +252,7 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
                                          recompute_layers=recompute_layers, attention=attention, impl=impl)
                 overlap = parallel_time.Overlap(tp=tp_overlap, dp=dp_overlap, prefetch=not no_prefetch,
                                                 slowdown=overlap_slowdown, pp=pp_overlap, params=param_gather_overlap,
-                                                ep=ep_overlap)
+                                                ep=ep_overlap, align_grad=not no_align_grad_reduce)
                 result = parallel_time.simulate_training(cfg, workload, layout, hardware, efficiency,
                                                          tokens, step_time, flops_convention, time_model, overlap,
                                                          compiled, price)

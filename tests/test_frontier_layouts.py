@@ -516,9 +516,11 @@ def test_published_frontier_runs_with_their_error_stated():
     # ring's causal calls at up to 335 TFLOP/s forward and 325 backward: 1.09. At the training
     # step's sustained clock (x 0.716 / 0.803, docs/time.md) those calls run at up to 299 and 290: 1.03.
     # Full recomputation re-runs each layer's forward and its KV all-gather (layout/context.py): 1.015.
+    # The interleaved schedule's data-parallel reduce and gather chunk by chunk (layout/dp_overlap.py:
+    # chunk 0's wait whole, as Megatron-Core's aligned launches make them): 1.010.
     assert 1.03 <= llama["ratio"] <= 1.10 and llama["memory_gib"] < 80
     assert 1.00 <= llama["kernels_ratio"] <= 1.20
-    assert llama["kernels_ratio"] == pytest.approx(1.015, abs=0.005)
+    assert llama["kernels_ratio"] == pytest.approx(1.010, abs=0.003)
 
 
 def test_shared_experts_and_dense_layers_stay_on_the_data_parallel_path():

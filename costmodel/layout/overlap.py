@@ -41,6 +41,11 @@ class Overlap:
         all-to-all, never more than their compute: the forwards and backwards that run alone, the
         first forward and the last backward without a pipeline, a pipeline rank's warm-up forwards
         and cool-down backwards, run their all-to-all exposed, layout/combined_1f1b.py);
+    align_grad: under Megatron-Core's interleaved schedule, whether each chunk's gradient
+        collective starts r backwards after the chunk's last on pipeline rank r (True:
+        Megatron-LM's align_grad_reduce, its default) or as that backward ends, rank 0's bucketed
+        chunk 0 during it (False: NeMo 2.2's MegatronStrategy, which sets no grad_sync_func);
+        layout/dp_overlap.py;
     slowdown: how much slower compute runs while a hidden collective runs beside it (its kernels
         hold SMs and memory bandwidth): the step pays hidden x slowdown / (1 + slowdown) more
         (None: nccl_facts.json "overlap_compute_slowdown", a published average; 0: free overlap)."""
@@ -52,6 +57,7 @@ class Overlap:
     pp: float = 0.0
     params: float = 0.0
     ep: float = 0.0
+    align_grad: bool = True
 
     def contention(self, hidden: float) -> float:
         """The seconds compute loses while `hidden` seconds of communication run beside it."""
@@ -65,6 +71,8 @@ class Overlap:
         rate = self.slowdown
         if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not 0 <= rate <= 1:
             raise ConfigError(f"overlap slowdown must be a rate in [0, 1] (0.4 the largest published), got {rate!r}.")
+        if not isinstance(self.align_grad, bool):
+            raise ConfigError(f"overlap align_grad must be true or false, got {self.align_grad!r}.")
         for name in ("tp", "dp", "pp", "params", "ep"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:

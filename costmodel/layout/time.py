@@ -97,11 +97,13 @@ class StepTime:
         self.overlap = overlap or Overlap()
         layout = estimate.layout
         if self.overlap.params and not (layout.framework == "megatron" and layout.zero in (1, 2)):
-            from ..config import ConfigError
-
             raise ConfigError("--param-gather-overlap is Megatron-Core's --overlap-param-gather, the parameter "
                               "all-gather of its distributed optimizer (--framework megatron --zero 1 or 2); "
                               f"this layout ({layout.framework}, ZeRO {layout.zero}) has none to overlap.")
+        if not self.overlap.align_grad and not (layout.framework == "megatron" and layout.schedule == "interleaved"):
+            raise ConfigError("--no-align-grad-reduce moves each model chunk's gradient reduce in Megatron-Core's "
+                              "interleaved schedule (--framework megatron --schedule interleaved); this layout "
+                              f"({layout.framework}, {layout.schedule}) has no chunks to align.")
         if self.overlap.ep:
             check_ep_overlap(estimate)
         self.flops_convention = check_convention(flops_convention)
@@ -392,9 +394,57 @@ class StepTime:
                          if kind == "all_gather")
         # DeepSpeed's pipeline engine reduces after the schedule's last backward: nothing overlaps
         after_backward = self.estimate.framework.pp_reduce_after_backward and layout.pp > 1
+        if layout.schedule == "interleaved" and layout.framework == "megatron" and not after_backward:
+            return self.interleaved_data_parallel(stage, compute, groups, gradients, parameters)
         exposed = max(0.0, gradients - (0.0 if after_backward else self.overlap.dp) * compute)
         gathered = max(0.0, parameters - self.overlap.params * compute / 3)  # under the first forward
         return exposed + gathered, gradients - exposed + parameters - gathered
+
+    def interleaved_data_parallel(self, stage: Stage, compute: float, groups: list[tuple[str, str, int]],
+                                  gradients: float, parameters: float) -> tuple[float, float]:
+        """data_parallel_split under Megatron-Core's interleaved schedule, (exposed, hidden): each
+        model chunk's gradient collective from the end of its last backward (r backwards later on
+        pipeline rank r under Overlap.align_grad) under the chunk-backwards left on the rank, and each chunk's parameter
+        all-gather under the forwards before its first (layout/dp_overlap.py). A chunk-backward is
+        Overlap.dp of a micro-batch's compute over v, a chunk-forward Overlap.params of a third of
+        it over v (the conventions of the other schedules, chunk by chunk). Without the overlap
+        (Overlap.dp or Overlap.params 0) the whole buffer's collective is exposed, as elsewhere.
+        Each chunk's payload is the group's payload times the chunk's share of the rank's
+        parameters (the experts' for the experts' group; the tied embedding's copy with the last
+        chunk)."""
+        from .dp_overlap import gather_exposure, gradient_exposure
+
+        estimate, layout = self.estimate, self.estimate.layout
+        chunks, group = layout.virtual_stages, layout.pp  # Megatron's microbatch_group_size_per_vp_stage
+        experts = estimate.on_chunks(stage, "expert_params")
+        rest = [params - expert for params, expert in zip(estimate.on_chunks(stage, "params"), experts)]
+        rest[-1] += estimate.tied_copy(stage)
+
+        def per_chunk(gather: bool) -> list[float]:
+            out = [0.0] * chunks
+            for name, kind, value in groups:
+                if (kind == "all_gather") != gather:
+                    continue
+                weights = experts if name == "edp" else rest
+                for chunk in range(chunks) if sum(weights) else ():
+                    out[chunk] += self.collective(name, kind, value * weights[chunk] / sum(weights))
+            return out
+
+        exposed = hidden = 0.0
+        if self.overlap.dp:
+            reduced = per_chunk(gather=False)
+            late = sum(gradient_exposure(reduced, self.overlap.dp * compute / chunks, group, stage.rank,
+                                         self.overlap.align_grad))
+            exposed, hidden = late, sum(reduced) - late
+        else:
+            exposed = gradients
+        if self.overlap.params:
+            gathered = per_chunk(gather=True)
+            waited = sum(gather_exposure(gathered, self.overlap.params * compute / (3 * chunks), group, stage.rank))
+            exposed, hidden = exposed + waited, hidden + sum(gathered) - waited
+        else:
+            exposed += parameters
+        return exposed, hidden
 
     def optimizer(self, stage: Stage) -> float:
         """The optimizer's pass over the parameters this rank updates."""
