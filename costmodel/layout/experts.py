@@ -188,6 +188,17 @@ def flex_copies(n_experts: int, top_k: int, groups: int, chosen: int, ep: int, l
     return FlexCopies(remote_nodes=reached * (nodes - 1) / nodes, nvlink=ranks * (local - 1) / local, nodes=reached)
 
 
+def flex_seconds(hardware, payload: float, n_experts: int, top_k: int, groups: int, chosen: int, ep: int,
+                 span: int) -> float:
+    """Seconds of flex-dispatcher exchanges whose inputs are `payload` bytes (each token once): the
+    expected copies (flex_copies) for the EP group's ranks a node, over the inter-node link and NVLink
+    (collectives.node_once_seconds). ep ranks spanning `span` GPUs; groups and chosen as flex_copies'."""
+    from ..collectives import node_once_seconds, ranks_per_node
+
+    copies = flex_copies(n_experts, top_k, groups, chosen, ep, ranks_per_node(hardware, ep, span))
+    return node_once_seconds(hardware, float(payload * copies.remote_nodes), float(payload * copies.nvlink), ep, span)
+
+
 def check_flex_load(load: ExpertLoad, dispatcher: str) -> None:
     """The flex dispatcher's copies are expected over balanced, dropless routing (flex_copies)."""
     if dispatcher != "alltoall" and (load.factor != 1 or load.kept != 1):

@@ -56,7 +56,7 @@ import math
 from functools import cached_property
 from typing import Any
 
-from ..collectives import collective_seconds, node_once_seconds, ranks_per_node, ring_factor
+from ..collectives import collective_seconds, ring_factor
 from ..config import ConfigError
 from ..hardware import Efficiency, Hardware, kernel_times
 from ..model_flops import check_convention
@@ -162,14 +162,12 @@ class StepTime:
         group's ranks a node (costmodel/layout/experts.py flex_copies) times the payload."""
         if not payload:
             return 0.0
-        from .experts import check_dispatcher_peers, flex_copies
+        from .experts import check_dispatcher_peers, flex_seconds
 
-        cfg, ranks, span = self.estimate.cfg, self.worlds["ep"], self.spans["ep"]
-        local = ranks_per_node(self.hardware, ranks, span)
+        cfg = self.estimate.cfg
         check_dispatcher_peers(self.estimate.layout, self.hardware)
-        copies = flex_copies(cfg.n_experts, cfg.top_k, cfg.expert_groups, cfg.expert_groups_per_token, ranks, local)
-        return node_once_seconds(self.hardware, float(payload * copies.remote_nodes), float(payload * copies.nvlink),
-                                 ranks, span)
+        return flex_seconds(self.hardware, payload, cfg.n_experts, cfg.top_k, cfg.expert_groups,
+                            cfg.expert_groups_per_token, self.worlds["ep"], self.spans["ep"])
 
     @cached_property
     def part_seconds(self) -> dict[str, tuple[float, int]]:
