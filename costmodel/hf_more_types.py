@@ -276,7 +276,8 @@ def _emu3(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
     g = Fields({**_EMU3_DEFAULTS, **text}, f"{f.source} text_config")
     p = float(g.get("attention_dropout", 0.1, (int, float)))
     base = llama.read(g, name, "llama", _EMU3_DEFAULTS)
-    return base.replace(family="emu3", dropout=p, attention_dropout=p)
+    named = f"{name} (language model)" if "vq_config" in f.data else name  # the Hub's file: a VQ-VAE too
+    return base.replace(family="emu3", dropout=p, attention_dropout=p, name=named)
 
 
 #: model_type -> its reader (hf.py passes its LlamaReader).

@@ -97,3 +97,13 @@ def test_refused_in_one_line(tmp_path, capsys, change, words):
     path.write_text(json.dumps(dict(CONFIGS["emu3"], **change)))
     code, _, err = run_main(["estimate", "--config", str(path)], capsys)
     assert code == 2 and err.count("\n") == 1 and words in err
+
+
+def test_the_hubs_file_names_the_language_model():
+    """BAAI/Emu3-Chat-hf's config.json holds a vq_config too (the image tokenizer of
+    Emu3ForConditionalGeneration): the estimate is the language model's, and its name says so."""
+    from costmodel.hf import from_hf_config
+
+    cfg = from_hf_config(dict(CONFIGS["emu3"], vq_config={}), name="m")
+    assert cfg.name == "m (language model)" and cfg.family == "emu3"
+    assert from_hf_config(CONFIGS["emu3"], name="m").name == "m"

@@ -110,3 +110,36 @@ def test_refused_in_one_line(tmp_path, capsys, change, words):
 def test_architectures_alone():
     fields = {k: v for k, v in CONFIGS["gemma4u"].items() if k != "model_type"}
     assert estimated_total(dict(fields, architectures=["Gemma4UnifiedForCausalLM"]), "x") == COUNTS[0]
+
+
+def _wrapper(wrapper_tie, text_tie) -> dict:
+    text = {k: v for k, v in CONFIGS["gemma4u"].items() if k != "model_type"}
+    if text_tie is not None:
+        text["tie_word_embeddings"] = text_tie
+    return {"model_type": "gemma4_unified", "text_config": text, "vision_config": None, "audio_config": None,
+            **({} if wrapper_tie is None else {"tie_word_embeddings": wrapper_tie})}
+
+
+#: (wrapper's tie_word_embeddings, text_config's) -> the language model's parameters: the wrapper's value
+#: decides (Gemma4UnifiedForConditionalGeneration holds lm_head, as Gemma 4's), True by default; an untied
+#: head adds 99 x 48 = 4,752.
+_WRAPPED = {(None, None): 62_300, (None, False): 62_300, (False, None): 67_052, (True, False): 62_300}
+
+
+@pytest.mark.parametrize("wrapper_tie, text_tie", sorted(_WRAPPED, key=str))
+def test_the_wrapper_is_read_as_its_language_model(wrapper_tie, text_tie):
+    """costmodel/hf_multimodal.py reads a gemma4_unified config.json as its text_config, and the count
+    is the class's own (Gemma4UnifiedForConditionalGeneration on the meta device, no vision or audio tower)."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    from costmodel import estimate
+    from costmodel.hf import from_hf_config
+
+    data = _wrapper(wrapper_tie, text_tie)
+    cfg = from_hf_config(data, name="m")
+    assert cfg.name == "m (language model)" and cfg.family == "gemma4_unified_text"
+    assert estimate(cfg).to_dict()["params"]["total"] == _WRAPPED[(wrapper_tie, text_tie)]
+    config = transformers.Gemma4UnifiedConfig(**{k: v for k, v in data.items() if k != "model_type"})
+    with torch.device("meta"):
+        model = transformers.Gemma4UnifiedForConditionalGeneration(config)
+    assert sum(p.numel() for p in model.parameters()) == _WRAPPED[(wrapper_tie, text_tie)]
