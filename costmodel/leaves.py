@@ -257,7 +257,8 @@ class TreeBuilder:
         tokens = S.b * seq
         positions = {
             "learned": lambda: B.LearnedPositions(tokens, seq, self.profile, cfg.position_offset),
-            "sinusoidal": lambda: B.SinusoidalPositions(tokens, cfg.position_offset),
+            "sinusoidal": lambda: B.SinusoidalPositions(tokens, cfg.position_offset,
+                                                        self.profile.facts.sinusoid_buffer_fp32),
         }.get(cfg.position)
         # Post-LN without an embedding norm: nothing else keeps the embeddings layer 0's projections
         # read (pre-LN: the first norm keeps them as its input; an embedding norm's output is it).

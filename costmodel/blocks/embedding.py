@@ -127,13 +127,14 @@ class SinusoidalPositions(Block):
 
     tokens: Expr
     offset: int = 0  # extra rows: XGLM looks position p up at row p + 2
+    fp32_buffer: bool = False  # facts.sinusoid_buffer_fp32: CTRL builds its table in fp32
     title = "sinusoidal positions"
 
     def cost(self) -> Cost:
         return make_cost(
             elements=[("add", self.tokens * S.d)],
             bytes_other=elementwise_bytes(self.tokens * S.d, reads=2),
-            buffer_bytes=S.e * (S.P + self.offset) * S.d,
+            buffer_bytes=(FP32 if self.fp32_buffer else S.e) * (S.P + self.offset) * S.d,
         )
 
 
