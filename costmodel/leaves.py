@@ -417,6 +417,7 @@ class TreeBuilder:
             *([own.leaf("causal_mask", B.KeptCausalMask(seq, self.profile))]
               if self.profile.facts.masked_fill_causal_mask and stack == "decoder" else []),
             *body,
+            *([own.leaf("last_out_bias", B.OutputBias(S.b * seq))] if cfg.last_out_bias and stack == "decoder" else []),
             *([own.leaf("altup_unembed", B.AltUpUnembedding(S.b * seq))] if cfg.altup_inputs else []),
             *([own.leaf("hyper_head", B.HyperHead(S.b * seq))] if cfg.hyper_streams else []),
             *([own.leaf("final_norm", final_norm)] if final_norm else []),
