@@ -58,6 +58,8 @@ class ModelConfig:
     ffn_bias: bool = True
     lm_head_bias: bool = False
     last_out_bias: bool = False  # a d-wide bias added to the last layer's attention output (GPT-NeoX-Japanese)
+    idle_cross_layers: int = 0  # Mllama's cross-attention layers: held, skipped on text alone (blocks/idle.py)
+    embedding_extra_rows: int = 0  # token-table rows past vocab_size (Mllama's 8 image tokens; the head has V)
     head: str = "lm"  # lm: logits over the vocabulary; pooler: BERT's CLS pooler; none
     tie_embeddings: bool = True  # the output projection reuses the (decoder) input embedding
     share_embeddings: bool = True  # encoder-decoder: one table for source and target tokens
