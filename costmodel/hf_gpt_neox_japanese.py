@@ -44,8 +44,8 @@ def _gpt_neox_japanese(f: Fields, name: str) -> ModelConfig:
         rotary_dim=None if rotary == d_head else rotary, norm="layernorm", norm_position="pre",
         activation=_ACTIVATIONS[act], qkv_bias=False, out_bias=False, ffn_bias=False, head="lm",
         tie_embeddings=f.get("tie_word_embeddings", True, bool), last_out_bias=True,
-        dropout=float(f.get("hidden_dropout", 0.0, (int, float))),
-        attention_dropout=float(f.get("attention_dropout", 0.1, (int, float))),
+        dropout=float(f.get("hidden_dropout", 0.0, float)),
+        attention_dropout=float(f.get("attention_dropout", 0.1, float)),
     )
 
 

@@ -274,7 +274,7 @@ def _emu3(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
         raise ConfigError(f"{f.source}: an emu3 config is read as its language model, text_config, which must "
                           f"be an object, got {show(text)}.")
     g = Fields({**_EMU3_DEFAULTS, **text}, f"{f.source} text_config")
-    p = float(g.get("attention_dropout", 0.1, (int, float)))
+    p = float(g.get("attention_dropout", 0.1, float))
     base = llama.read(g, name, "llama", _EMU3_DEFAULTS)
     named = f"{name} (language model)" if "vq_config" in f.data else name  # the Hub's file: a VQ-VAE too
     return base.replace(family="emu3", dropout=p, attention_dropout=p, name=named)
@@ -319,7 +319,7 @@ def _mllama(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
         raise ConfigError(f"{g.source}: head_dim {show(g.data['head_dim'])} is not hidden_size / num_attention_heads "
                           f"({width // heads}), which transformers 5.24's Mllama attention uses while its RoPE "
                           "table takes head_dim: the class cannot run it.")
-    if float(g.get("dropout", 0.0, (int, float))):
+    if float(g.get("dropout", 0.0, float)):
         raise ConfigError(f"{g.source}: a nonzero dropout is not modelled for mllama.")
     base = llama.read(Fields(dict(g.data, num_hidden_layers=layers - len(cross)), g.source), name, "llama",
                       _MLLAMA_DEFAULTS)

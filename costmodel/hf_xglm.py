@@ -19,7 +19,7 @@ from typing import Callable
 
 from .config import ConfigError, ModelConfig, show
 from .errors import MAX_LAYERS, check_int
-from .hf_fields import Fields
+from .hf_fields import Fields, same_dropout
 
 #: XGLMConfig's activation_function as ACT2FN runs it -> the tree's activation.
 _ACTIVATIONS = {"gelu": "gelu", "relu": "relu", "gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh"}
@@ -40,7 +40,7 @@ def _xglm(f: Fields, name: str) -> ModelConfig:
         if f.get(key, False, bool):
             raise ConfigError(f"{f.source}: {key} is not modelled for xglm (a cross-attention block per layer).")
     for key in ("layerdrop", "activation_dropout"):
-        if float(f.get(key, 0.0, (int, float))) != 0.0:
+        if float(f.get(key, 0.0, float)) != 0.0:
             raise ConfigError(f"{f.source}: a nonzero {key} is not modelled for xglm.")
     return ModelConfig(
         name=name, family="xglm", vocab_size=f.get("vocab_size", 256008), d_model=d_model,
@@ -50,8 +50,8 @@ def _xglm(f: Fields, name: str) -> ModelConfig:
         qkv_bias=True, out_bias=True, ffn_bias=True, head="lm",
         scale_embeddings=f.get("scale_embedding", True, bool),
         tie_embeddings=f.get("tie_word_embeddings", True, bool),
-        dropout=float(f.get("dropout", 0.1, (int, float))),
-        attention_dropout=float(f.get("attention_dropout", 0.1, (int, float))),
+        dropout=float(f.get("dropout", 0.1, float)),
+        attention_dropout=float(f.get("attention_dropout", 0.1, float)),
     )
 
 
@@ -63,18 +63,15 @@ def _ctrl(f: Fields, name: str) -> ModelConfig:
     n_embd -> dff -> n_embd ReLU MLP with biases), a final LayerNorm, and a head tied to the
     embeddings with a bias of its own. resid_pdrop drops each sublayer's output, embd_pdrop the
     embeddings' sum; the attention probabilities are never dropped (dropout=0.0 in
-    MultiHeadAttention). Defaults are CTRLConfig's; embd_pdrop unlike resid_pdrop is refused (the
-    tree has one dropout probability outside the attention)."""
+    MultiHeadAttention). Defaults are CTRLConfig's; embd_pdrop unlike resid_pdrop is refused
+    (hf_fields.same_dropout: the tree has one dropout probability outside the attention)."""
     n_layers = f.get("n_layer", 48)
     check_int(f.source, "n_layer", n_layers, maximum=MAX_LAYERS)
     d_model = f.get("n_embd", 1280)
     n_heads = f.get("n_head", 16, minimum=1)
     if d_model % n_heads:
         raise ConfigError(f"{f.source}: n_embd ({d_model}) is not divisible by n_head ({n_heads}).")
-    dropout = float(f.get("resid_pdrop", 0.1, (int, float)))
-    if float(f.get("embd_pdrop", 0.1, (int, float))) != dropout:
-        raise ConfigError(f"{f.source}: embd_pdrop unlike resid_pdrop is not modelled for ctrl (one dropout "
-                          "probability on the embeddings and the sublayers' outputs).")
+    dropout = same_dropout(f, ("resid_pdrop", "embd_pdrop"), "ctrl", 0.1)
     return ModelConfig(
         name=name, family="ctrl", vocab_size=f.get("vocab_size", 246534), d_model=d_model,
         n_heads=n_heads, d_ff=f.get("dff", 8192), n_decoder_layers=n_layers,

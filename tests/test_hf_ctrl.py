@@ -81,7 +81,8 @@ def test_decode_and_prefill_flops(name):
 
 
 @pytest.mark.parametrize("change, words", [
-    ({"embd_pdrop": 0.2}, "embd_pdrop unlike resid_pdrop is not modelled for ctrl"),
+    ({"embd_pdrop": 0.2}, "resid_pdrop 0.1 and embd_pdrop 0.2 differ; ctrl is modelled with one dropout"),
+    ({"resid_pdrop": "x"}, "field 'resid_pdrop' must be a number, got 'x'"),
     ({"n_head": 5}, "n_embd (48) is not divisible by n_head (5)"),
 ])
 def test_refused_in_one_line(tmp_path, capsys, change, words):

@@ -99,6 +99,8 @@ def test_decode_and_prefill_flops(name):
     ({"hidden_activation": "relu"}, "unsupported hidden_activation 'relu' for gemma4_unified_text"),
     ({"sliding_window": None}, "sliding_window null is not modelled for gemma4_unified_text"),
     ({"use_bidirectional_attention": "all"}, "use_bidirectional_attention \"all\""),
+    # found by a fuzz of these readers: the kinds were counted over more shared layers than layers (IndexError)
+    ({"num_kv_shared_layers": 96}, "num_kv_shared_layers (96) must leave decoder layers of their own (of 4)"),
 ])
 def test_refused_in_one_line(tmp_path, capsys, change, words):
     path = tmp_path / "config.json"
