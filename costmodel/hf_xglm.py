@@ -92,4 +92,4 @@ XGLM_ARCHITECTURES = {"XGLMForCausalLM": "xglm", "CTRLLMHeadModel": "ctrl"}
 XGLM_NAMES = {"xglm": {"n_heads": "attention_heads", "d_model": "d_model", "d_ff": "ffn_dim",
                        "n_decoder_layers": "num_layers", "max_positions": "max_position_embeddings"},
               "ctrl": {"n_heads": "n_head", "d_model": "n_embd", "d_ff": "dff", "n_decoder_layers": "n_layer",
-                       "max_positions": "n_positions", "dropout": "resid_pdrop"}}
+                       "max_positions": "n_positions"}}
