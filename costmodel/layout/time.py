@@ -176,6 +176,7 @@ class StepTime:
         estimate, numbers = self.estimate, self.estimate.numbers
         out: dict[str, tuple[float, int]] = {}
         self.attention_seconds: dict[str, float] = {}
+        self.expert_seconds: dict[str, float] = {}  # the routed experts' (the combined 1F1B's mlp phases)
         for index, leaf in enumerate(estimate.structure["work"]):
             work = [float(numbers[f"work.{index}.{q}"]) for q in ("f_mm", "b_mm", "f_o", "b_o")]
             rate = self.fp8_per_s if runs_fp8(leaf, estimate) else self.flops_per_s
@@ -186,6 +187,8 @@ class StepTime:
             busy = kernel_times(*work, rate, self.vector_per_s, self.bytes_per_s)[2] * leaf_factor(leaf, estimate)
             if leaf.get("attention_core"):  # what a ring's sends overlap (stage())
                 self.attention_seconds[leaf["key"]] = self.attention_seconds.get(leaf["key"], 0.0) + busy
+            if leaf.get("experts"):
+                self.expert_seconds[leaf["key"]] = self.expert_seconds.get(leaf["key"], 0.0) + busy
             seconds, active = out.get(leaf["key"], (0.0, 0))
             out[leaf["key"]] = (seconds + busy, active + int(leaf["active"]))
         return out
@@ -254,10 +257,11 @@ class StepTime:
         left = compute
         if layout.schedule == "dualpipev":
             hidden_ep = min(all_to_all, left)
-        else:  # the combined 1F1B's paired steps only (ep_paired_shares), under their own compute
+        else:  # the combined 1F1B's paired steps only (ep_paired_shares), what their paired layers hide
             all_to_all_share, compute_share = self.ep_paired_shares(stage) if self.overlap.ep else (0.0, 0.0)
-            hidden_ep = min(self.overlap.ep * all_to_all_share * all_to_all, compute_share * left)
-        left -= hidden_ep
+            paired, beside = self.ep_paired_hidden(stage, all_to_all) if self.overlap.ep else (0.0, 0.0)
+            hidden_ep = min(self.overlap.ep * all_to_all_share * paired, compute_share * left)
+        left -= hidden_ep if layout.schedule == "dualpipev" else min(left, self.overlap.ep * all_to_all_share * beside)
         context = hidden_sends = 0.0
         cp = communication.get("cp", {})
         if cp:
@@ -271,7 +275,7 @@ class StepTime:
         hidden_tp = min(self.overlap.tp * tp_microbatch, left)
         left -= hidden_tp
         hidden_pp = min(self.overlap.pp * exchange, left)
-        hidden = compute - left + hidden_pp
+        hidden = hidden_ep + hidden_sends + hidden_tp + hidden_pp
         return {"compute": compute, "tp": tp_microbatch - hidden_tp, "ep": all_to_all - hidden_ep, "cp": context,
                 "pp": exchange - hidden_pp, "tp_step": (1 - self.overlap.tp) * tp_step, "hidden_ep": hidden_ep,
                 "pp_step": self.tied_embedding(stage), "accumulation": self.gradient_accumulation(stage),
@@ -279,7 +283,44 @@ class StepTime:
                 # what runs hidden under this micro-batch's compute, and under the step's; the compute
                 # beside it runs slower (Overlap.slowdown: the collectives' kernels hold SMs)
                 "hidden": hidden, "hidden_step": self.overlap.tp * tp_step,
-                "contention": self.overlap.contention(hidden)}
+                # (the combined 1F1B's hidden all-to-all is net of its own SMs' cost: ep_paired_hidden)
+                "contention": self.overlap.contention(hidden if layout.schedule == "dualpipev" else hidden - hidden_ep)}
+
+    def ep_paired_hidden(self, stage: Stage, all_to_all: float) -> tuple[float, float]:
+        """The seconds of this rank's micro-batch all-to-all that one paired step of the combined
+        1F1B hides: its MoE layers run as paired layers (layout/combined_1f1b.py
+        paired_layers_seconds), each layer's compute split into the routed experts' (the mlp
+        phases) and the rest (pre_dispatch: attention, router, norms), a third forward and two
+        thirds backward (a backward's dgrad and wgrad, each a forward's work; the experts' wgrad is
+        mlp_bwd_dw), and the all-to-all into four equal exchanges a layer (dispatch and combine, each
+        way); and the compute that ran beside an exchange (what other collectives cannot hide
+        under again). Beside an exchange a compute phase runs on the SMs the dispatcher leaves
+        (nccl_facts.json ep_dispatcher_sms; the all-to-all dispatcher's NCCL kernels at
+        overlap_compute_slowdown's 1 / (1 + slowdown)). Hidden: the layers' compute and exchanges
+        one after another, less the paired layers' time (net of the slowed compute)."""
+        from ..collectives import nccl_facts
+        from .combined_1f1b import paired_layers_seconds
+
+        estimate = self.estimate
+        moe = {key: count for key, count in self.part_runs(stage).items() if estimate.part(key, "routed_slots")}
+        layers = sum(moe.values())
+        if not layers or not all_to_all:
+            return 0.0, 0.0
+        compute = sum(count * self.part_seconds.get(key, (0.0, 0))[0] for key, count in moe.items()) / layers
+        experts = sum(count * self.expert_seconds.get(key, 0.0) for key, count in moe.items()) / layers
+        rest = compute - experts
+        dispatcher = estimate.layout.ep_dispatcher
+        if dispatcher == "alltoall":
+            rate = 1 / (1 + self.overlap.slowdown)
+        else:
+            sms = nccl_facts()["ep_dispatcher_sms"][dispatcher]
+            rate = (self.hardware.sm_count - sms) / self.hardware.sm_count if self.hardware.sm_count > sms else 1.0
+        exchange = all_to_all / (4 * layers)
+        phases = {"pre_dispatch_fwd": rest / 3, "pre_dispatch_bwd": 2 * rest / 3, "mlp_fwd": experts / 3,
+                  "mlp_bwd": experts / 3, "mlp_bwd_dw": experts / 3, "combine_bwd": exchange,
+                  "dispatch_fwd": exchange, "dispatch_bwd": exchange, "combine_fwd": exchange}
+        seconds, beside = paired_layers_seconds(layers, phases, rate)
+        return layers * compute + all_to_all - seconds, beside
 
     def ep_paired_shares(self, stage: Stage) -> tuple[float, float]:
         """Under Overlap.ep, the shares of this rank's expert all-to-all and of its compute that run
@@ -481,8 +522,7 @@ class StepTime:
         per_microbatch = sum(slowest[k] for k in parts)
         # The bubble's passes are the pipeline's fill and drain: under the combined 1F1B (Overlap.ep)
         # warm-up forwards and cool-down backwards, which run alone, their all-to-all exposed.
-        alone = 0.0 if layout.schedule == "dualpipev" else \
-            slowest["hidden_ep"] - self.overlap.contention(slowest["hidden_ep"])
+        alone = 0.0 if layout.schedule == "dualpipev" else slowest["hidden_ep"]
         bubble = layout.bubble() * (per_microbatch + alone)
         splits = [(self.data_parallel_split(stage, times["compute"]), times) for stage, times in stages]
         dp = max(exposed for (exposed, _), _ in splits)
