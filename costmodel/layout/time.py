@@ -23,9 +23,10 @@ The overlap model (stated conventions, not measurements; each settable with Over
   all-to-all exposed;
 - expert parallelism's all-to-alls are exposed, except under DualPipeV, which hides them behind
   the other chunk's compute (DeepSeek-V3 report, section 3.2.1), and the stated share Overlap.ep
-  of the all-to-all of Megatron-Core's combined 1F1B's paired steps, under their compute
-  (--overlap-moe-expert-parallel-comm; its warm-up forwards and cool-down backwards run alone,
-  exposed: layout/combined_1f1b.py);
+  of what Megatron-Core's combined 1F1B's paired steps hide (--overlap-moe-expert-parallel-comm;
+  its warm-up forwards and cool-down backwards run alone, exposed; in a paired step the MoE layers'
+  comm and compute streams are walked phase by phase, the compute beside an exchange on the SMs
+  the dispatcher leaves: layout/combined_1f1b.py, StepTime.ep_paired_hidden);
 - the optimizer step is a memory-bound pass over the rank's shard, as a fused optimizer makes it
   (Megatron-LM's fp16 optimizer: its five passes, Framework.fp16_optimizer_passes);
 - under torch.autocast (`autocast=True`: fp32 parameters, as PyTorch Lightning's precision "bf16"
