@@ -64,24 +64,24 @@ VIRTUAL = {"qwen3-235b-a22b perf mxfp8 256xgb200": 3, "qwen3-235b-a22b perf mxfp
 # (costmodel/published_runs.json "megatron-bridge-cards" 'assumed' says every choice behind them).
 CARD_MODEL = {
     "qwen3-30b-a3b pretrain bf16 16xh100": (10544.9, 11146.5),
-    "qwen3-30b-a3b perf bf16 16xh100": (14440.6, 15593.1),
-    "qwen3-30b-a3b pretrain mxfp8 8xgb200": (44108.2, 39329.5),
-    "qwen3-30b-a3b perf mxfp8 8xgb200": (44108.2, 39329.5),
-    "qwen3-30b-a3b perf mxfp8 8xgb300": (44714.1, 44188.9),
-    "qwen3-30b-a3b weak mxfp8 8xgb300": (44714.1, 44188.9),
-    "qwen3-30b-a3b weak mxfp8 32xgb300": (44773.4, 44246.9),
-    "qwen3-30b-a3b weak mxfp8 128xgb300": (44792.8, 44265.9),
-    "qwen3-30b-a3b weak mxfp8 256xgb300": (44724.4, 44199.0),
-    "qwen3-235b-a22b perf mxfp8 256xgb200": (8284.0, 7370.6),
-    "qwen3-235b-a22b perf mxfp8 256xgb300": (8894.7, 8841.9),
-    "deepseek-v3 perf mxfp8 256xgb200": (5518.3, 4844.1),
-    "deepseek-v3 perf mxfp8 256xgb300": (5795.0, 5821.3),
+    "qwen3-30b-a3b perf bf16 16xh100": (13929.9, 14999.3),
+    "qwen3-30b-a3b pretrain mxfp8 8xgb200": (43581.5, 38910.2),
+    "qwen3-30b-a3b perf mxfp8 8xgb200": (43581.5, 38910.2),
+    "qwen3-30b-a3b perf mxfp8 8xgb300": (44208.6, 43695.2),
+    "qwen3-30b-a3b weak mxfp8 8xgb300": (44208.6, 43695.2),
+    "qwen3-30b-a3b weak mxfp8 32xgb300": (44266.6, 43751.9),
+    "qwen3-30b-a3b weak mxfp8 128xgb300": (44285.6, 43770.4),
+    "qwen3-30b-a3b weak mxfp8 256xgb300": (44218.7, 43705.1),
+    "qwen3-235b-a22b perf mxfp8 256xgb200": (8175.8, 7284.8),
+    "qwen3-235b-a22b perf mxfp8 256xgb300": (8769.4, 8718.1),
+    "deepseek-v3 perf mxfp8 256xgb200": (5465.5, 4803.4),
+    "deepseek-v3 perf mxfp8 256xgb300": (5740.3, 5766.1),
     "deepseek-v3 perf bf16 1024xh100": (1036.7, 1075.9),
     "deepseek-v4-flash perf mxfp8 128xgb200": (8130.6, 6718.3),
     "deepseek-v4-flash perf mxfp8 128xgb300": (8202.2, 7794.8),
     "gpt-oss-120b pretrain bf16 64xh100": (5954.8, 6312.1),
     "gpt-oss-120b perf bf16 64xgb200": (25891.8, 26780.5),
-    "gpt-oss-120b perf mxfp8 64xgb300": (32877.7, 37245.5),
+    "gpt-oss-120b perf mxfp8 64xgb300": (32682.0, 36994.6),
     "gpt-oss-20b pretrain bf16 16xh100": (11650.3, 12626.4),
     "nemotron-3-nano perf mxfp8 8xgb300": (58224.8, 53766.9),
     "nemotron-3-super pretrain bf16 64xh100": (None, None),
@@ -136,14 +136,14 @@ def test_each_card_row_is_its_cards_item(name):
 def test_the_card_rows_ids_are_the_tables_and_the_weak_scaling_keeps_tokens_a_gpu():
     """Every card row is in CARD_ITEMS and CARD_MODEL; the GB300 weak-scaling points hold 64 sequences
     a GPU a step (GBS 512 on 8 to 16,384 on 256) and publish 44,511-45,087 tokens/s a GPU, which the
-    model holds at 44,188.9-44,265.9 (0.98-0.99x)."""
+    model holds at 43,695.2-43,770.4 (0.97-0.98x)."""
     runs, _ = _runs()
     ids = {r.split(" ", 1)[1] for r in runs if r.startswith(CARDS + " ")}
     assert ids == set(CARD_ITEMS) == set(CARD_MODEL) and len(ids) == 32
     weak = [n for n in CARD_ITEMS if " weak " in n]
     assert [CARD_ITEMS[n][8] / (CARD_ITEMS[n][0] * CARD_ITEMS[n][1]) for n in weak] == [64, 64, 64, 64]
     ratios = [CARD_MODEL[n][1] / CARD_ITEMS[n][4] for n in weak]
-    assert min(ratios) == pytest.approx(0.981, abs=5e-4) and max(ratios) == pytest.approx(0.993, abs=5e-4)
+    assert min(ratios) == pytest.approx(0.970, abs=5e-4) and max(ratios) == pytest.approx(0.982, abs=5e-4)
 
 
 @pytest.mark.parametrize("name", sorted(CARD_MODEL))

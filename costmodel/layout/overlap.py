@@ -37,8 +37,10 @@ class Overlap:
         moe_a2a_overlap, whose combined 1F1B schedule runs one micro-batch's forward beside
         another's backward, layer by layer, so that 'EP A2A in forward step is hidden by the
         attention/mlp computation in the backward step, and vice versa': Megatron-LM at d98e8a64d,
-        megatron/core/pipeline_parallel/combined_1f1b.py; the fraction is of the paired steps'
-        all-to-all, never more than their compute: the forwards and backwards that run alone, the
+        megatron/core/pipeline_parallel/combined_1f1b.py; the fraction is of what the paired steps
+        hide, their MoE layers' two streams walked phase by phase (layout/combined_1f1b.py
+        paired_layers_seconds; the compute beside HybridEP's or DeepEP's kernels on the SMs they
+        leave, nccl_facts.json ep_dispatcher_sms, beside NCCL's at 1 / (1 + slowdown)): the forwards and backwards that run alone, the
         first forward and the last backward without a pipeline, a pipeline rank's warm-up forwards
         and cool-down backwards, run their all-to-all exposed, layout/combined_1f1b.py);
     align_grad: under Megatron-Core's interleaved schedule, whether each chunk's gradient
