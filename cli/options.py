@@ -134,7 +134,9 @@ workload_options = stack(
                  help="Tokens generated after the prefill (KV cache)."),
     choice_option("--optimizer", spec.OPTIMIZERS,
                   f"The optimizer whose state is counted: {spec.OPTIMIZERS.phrase()}.", spec.DEFAULT_OPTIMIZER),
-    choice_option("--precision", spec.PRECISIONS, f"{spec.PRECISIONS.described()}.", spec.DEFAULT_PRECISION),
+    choice_option("--precision", spec.PRECISIONS, f"{spec.PRECISIONS.described()}. Default: "
+                  f"{spec.DEFAULT_PRECISION}; with a layout its framework's (megatron: megatron, deepspeed: mixed, "
+                  "fsdp2: fsdp2), which its ranks keep."),
     weight_dtype_option,
     weight_group_option,
     quant_layout_option,

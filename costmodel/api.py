@@ -92,14 +92,18 @@ def estimate(model: Any, seq_len: int | None = None, layout: Any = None, **workl
     costmodel.layout.Layout or a dict of its fields (dp, tp, pp, sp, zero, microbatches, schedule,
     virtual_stages, framework, ...) for per-rank memory and communication; with a layout, impl
     and attention default to the framework's (costmodel/defaults.py)."""
-    from .defaults import implied
+    from .defaults import implied, layout_precision
     from .estimation import Estimate
+    from .spec import CANONICAL_DTYPE, DEFAULT_DTYPE
 
     cfg = load_model(model)
     chosen_layout = make_layout(layout)
-    if chosen_layout is not None:  # the framework's code unless impl or attention is given
+    if chosen_layout is not None:  # the framework's code and precision unless impl or attention is given
         workload = {**workload, **implied(chosen_layout.framework, workload.get("impl"), workload.get("attention"),
                                           cfg.family)}
+        dtype = workload.get("dtype") or DEFAULT_DTYPE  # Workload refuses a bad one below
+        workload["precision"] = layout_precision(chosen_layout, CANONICAL_DTYPE.get(dtype, dtype) if isinstance(
+            dtype, str) else dtype, workload.get("precision"))
     chosen, notes = make_workload(cfg, seq_len, **inference_options(cfg, workload, beside_training=True))
     for note in notes:
         warnings.warn(note, stacklevel=2)

@@ -1,0 +1,49 @@
+"""A new user's twentieth round (session 25; validate/FINDINGS.md "A new user's twentieth round").
+Each test failed before its fix; the numbers are exact integers with their arithmetic, or the figure
+another command prints for the same case."""
+
+from __future__ import annotations
+
+import costmodel
+from tests.cli_run import one_error_line, run_json
+
+# 1. estimate with a layout: the whole model's memory in the precision the layout's ranks keep
+
+LLAMA3_8B_PARAMS = 8_030_261_248  # estimate --model llama3-8b: params.total
+LAYOUT_4K = ["estimate", "--model", "llama3-8b", "--seq-len", "4096", "--dp", "8"]
+
+
+def test_estimate_counts_the_whole_model_in_the_layouts_precision(capsys):
+    """`estimate --dp 8 --framework megatron` printed gradients 2 B/param for the model and 4 B/param
+    (fp32 main gradients: 29.92 GiB) for each rank, one output; inputs.precision said mixed while the
+    layout said megatron. Both are megatron's now: 2 + 4 + 12 bytes a parameter."""
+    data = run_json([*LAYOUT_4K, "--framework", "megatron", "--zero", "1"], capsys)
+    assert data["inputs"]["precision"] == "megatron" == data["parallel"]["precision"]
+    assert data["memory"]["gradients"] == 4 * LLAMA3_8B_PARAMS == 32_121_044_992
+    assert data["parallel"]["per_rank"]["gradients"] == data["memory"]["gradients"]  # zero 1 keeps them whole
+    assert data["memory"]["bytes_per_param"]["gradients"] == 4
+
+
+def test_fsdp2_layout_keeps_fp32_weights_but_serves_in_the_dtype(capsys):
+    """FSDP2's policy keeps fp32 sharded weights (4 + 4 + 8); the whole model now counts them, and its
+    inference total still reads the bf16 copy: the same 17,648,099,840 B as without a layout."""
+    plain = run_json(["estimate", "--model", "llama3-8b", "--seq-len", "4096"], capsys)["memory"]
+    data = run_json([*LAYOUT_4K, "--framework", "fsdp2", "--zero", "3"], capsys)["memory"]
+    assert data["weights"] == data["gradients"] == 4 * LLAMA3_8B_PARAMS
+    assert data["optimizer"] == 8 * LLAMA3_8B_PARAMS
+    assert data["inference_total"] == plain["inference_total"] == 17_648_099_840
+    assert data["generate_total"] == plain["generate_total"]
+    typed = run_json(["estimate", "--model", "llama3-8b", "--seq-len", "4096", "--precision", "fsdp2"], capsys)
+    assert typed["memory"]["inference_total"] == 17_648_099_840  # was 33,708,622,336: fp32 weights served
+
+
+def test_a_precision_the_layouts_framework_does_not_keep_is_one_error_line(capsys):
+    """`--precision pure --framework fsdp2` was ignored by every rank (they keep fsdp2's) and used by
+    the model's lines above them."""
+    assert one_error_line([*LAYOUT_4K, "--framework", "fsdp2", "--zero", "3", "--precision", "pure"], capsys) == (
+        "error: --precision pure: a fsdp2 layout keeps fsdp2 precision in bf16 (costmodel/layout/frameworks.py); "
+        "drop --precision, or drop the layout for the whole model in pure.")
+    data = run_json([*LAYOUT_4K, "--framework", "megatron", "--precision", "megatron"], capsys)
+    assert data["memory"]["gradients"] == 32_121_044_992
+    api = costmodel.estimate("llama3-8b", seq_len=4096, layout={"dp": 8, "framework": "megatron"}).to_dict()
+    assert api["memory"]["gradients"] == 32_121_044_992 and api["inputs"]["precision"] == "megatron"
