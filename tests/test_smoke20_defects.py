@@ -47,3 +47,20 @@ def test_a_precision_the_layouts_framework_does_not_keep_is_one_error_line(capsy
     assert data["memory"]["gradients"] == 32_121_044_992
     api = costmodel.estimate("llama3-8b", seq_len=4096, layout={"dp": 8, "framework": "megatron"}).to_dict()
     assert api["memory"]["gradients"] == 32_121_044_992 and api["inputs"]["precision"] == "megatron"
+
+
+# 2. A Hub id one letter off a preset's, which the Hub cannot give: the error names the preset
+
+def test_a_hub_id_a_letter_off_a_preset_names_it(tmp_path, monkeypatch, capsys):
+    """`--model meta-lama/Llama-3.1-8B` (one l) offline said only "not in the cache"; a preset's alias
+    is one letter away (difflib ratio 0.98, at least hub.TYPO_RATIO 0.95). gemma-7b (no preset) names
+    none: gemma-2-27b, another model, is 0.9 away."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.delenv("HF_HOME", raising=False)
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty"))
+    line = one_error_line(["estimate", "--model", "meta-lama/Llama-3.1-8B"], capsys)
+    assert line.startswith("error: model 'meta-lama/Llama-3.1-8B': its config.json is not in ")
+    assert line.endswith(" A preset spelled nearly so: meta-llama/Llama-3.1-8B.")
+    assert "nearly so" not in one_error_line(["estimate", "--model", "google/gemma-7b"], capsys)
+    assert one_error_line(["finetune", "--model", "mistrali/Mistral-7B-v0.3"], capsys).endswith(
+        "A preset spelled nearly so: mistralai/Mistral-7B-v0.3.")
