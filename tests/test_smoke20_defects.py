@@ -64,3 +64,15 @@ def test_a_hub_id_a_letter_off_a_preset_names_it(tmp_path, monkeypatch, capsys):
     assert "nearly so" not in one_error_line(["estimate", "--model", "google/gemma-7b"], capsys)
     assert one_error_line(["finetune", "--model", "mistrali/Mistral-7B-v0.3"], capsys).endswith(
         "A preset spelled nearly so: mistralai/Mistral-7B-v0.3.")
+
+
+# 3. Command names a user types for questions other commands answer
+
+def test_an_unknown_command_a_user_types_names_the_one_that_answers(capsys):
+    """`compare` said only "No such command"; `train` suggested train-demo (a toy on string reversal)."""
+    assert one_error_line(["compare", "--models", "llama3-8b,mistral-7b"], capsys) == (
+        "error: No such command 'compare': `report --models A,B --out DIR` sets models side by side (figures and "
+        "tables).")
+    assert "`simulate --train`" in one_error_line(["train", "--model", "llama3-8b"], capsys)
+    assert "`serve --price P`" in one_error_line(["Cost"], capsys)
+    assert "Did you mean" in one_error_line(["simulte"], capsys)  # click's own suggestion stays
