@@ -46,14 +46,19 @@ def finetune(model, config, method, rank, alpha, targets, adapter_dtype, optimiz
              offload_device, seq_len, batch, dtype, attention, recompute, hardware_name, as_json) -> None:
     """Memory of a LoRA or QLoRA fine-tuning step: the frozen base, the adapters, their gradients
     and optimizer state, and the activations; with --hardware, whether it fits and what would."""
-    from costmodel.finetune import FineTune, finetune_memory, finetune_verdict, targets_of
+    from costmodel.finetune import FineTune, family_of, finetune_memory, finetune_verdict, targets_of
 
     cfg = load_model(model, config)
+    try:
+        family_of(cfg)  # a family not modelled: one line, before any warning of the workload's
+    except ConfigError as error:
+        raise InputError(str(error)) from None
     hardware, dtype = hardware_and_dtype(hardware_name, dtype)
     fallback, pinned = None, False
     if attention is None:  # transformers' own choice (defaults.class_attention): sdpa refused Gemma 2 untyped
         attention, fallback, pinned = _default_attention(cfg, seq_len, batch=batch, dtype=dtype, recompute=recompute)
-    workload = make_workload(cfg, seq_len, batch=batch, dtype=dtype, attention=attention, recompute=recompute)
+    workload = make_workload(cfg, seq_len, holds_cache=False, batch=batch, dtype=dtype, attention=attention,
+                             recompute=recompute)
     try:
         tune = FineTune(method=method, rank=rank, alpha=alpha,
                         targets=None if targets is None else tuple(t.strip() for t in targets.split(",")),

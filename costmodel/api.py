@@ -46,7 +46,8 @@ def load_model(model: Any) -> ModelConfig:
                       f"{type(model).__name__}.")
 
 
-def make_workload(cfg: ModelConfig, seq_len: int | None = None, **options: Any) -> tuple[Workload, list[str]]:
+def make_workload(cfg: ModelConfig, seq_len: int | None = None, holds_cache: bool = True,
+                  **options: Any) -> tuple[Workload, list[str]]:
     """The workload for a model with the defaults filled in, and the warnings it raises (a
     sequence past a context that is not a learned table). Invalid input raises ConfigError.
     The default length is 2048 tokens, or what the model's context leaves once the generated
@@ -58,7 +59,7 @@ def make_workload(cfg: ModelConfig, seq_len: int | None = None, **options: Any) 
             room -= fed
         seq_len = min(DEFAULT_SEQ_LEN, room)
     workload = Workload(seq_len=seq_len, **options)
-    return workload, workload.check_fits(cfg)
+    return workload, workload.check_fits(cfg, holds_cache)  # holds_cache False: a training step only
 
 
 def generation_start(cfg: ModelConfig) -> dict[str, int]:

@@ -5,7 +5,7 @@ another command prints for the same case."""
 from __future__ import annotations
 
 import costmodel
-from tests.cli_run import one_error_line, run_json
+from tests.cli_run import one_error_line, run_json, run_main
 
 # 1. estimate with a layout: the whole model's memory in the precision the layout's ranks keep
 
@@ -76,3 +76,23 @@ def test_an_unknown_command_a_user_types_names_the_one_that_answers(capsys):
     assert "`simulate --train`" in one_error_line(["train", "--model", "llama3-8b"], capsys)
     assert "`serve --price P`" in one_error_line(["Cost"], capsys)
     assert "Did you mean" in one_error_line(["simulte"], capsys)  # click's own suggestion stays
+
+
+# 4. finetune: no KV-cache warning for a training step, and a family it does not model refused first
+
+def test_finetune_warns_of_a_window_without_a_kv_cache_line(capsys):
+    """`finetune --model google/gemma-3-27b-it` warned "... Hugging Face's cache holds the whole prompt
+    after the prefill and 1,024 tokens once decoding begins (see the KV cache line)": finetune prints
+    no KV cache and decodes nothing. estimate keeps the clause (it prints the line)."""
+    code, out, err = run_main(["finetune", "--model", "google/gemma-3-27b-it", "--method", "qlora"], capsys)
+    assert code == 0 and "attention eager" in out
+    assert ("warning: model 'gemma3-27b' attends within a sliding window of 1,024 tokens: eager attention still "
+            "computes every score (a masked full matrix).\n") in err and "KV cache" not in err
+    code, _, err = run_main(["estimate", "--model", "google/gemma-3-27b-it"], capsys)
+    assert code == 0 and "once decoding begins (see the KV cache line)." in err
+
+
+def test_finetune_refuses_a_family_before_warning_of_its_window(capsys):
+    """`finetune --model openai/gpt-oss-20b` printed the sliding-window warning, then the refusal."""
+    assert one_error_line(["finetune", "--model", "openai/gpt-oss-20b"], capsys).endswith(
+        "model 'gpt-oss-20b' is gpt_oss.")
