@@ -4,7 +4,12 @@ another command prints for the same case."""
 
 from __future__ import annotations
 
+import pytest
+
 import costmodel
+from costmodel.config import Workload
+from costmodel.estimation import Estimate
+from costmodel.presets import load_preset
 from tests.cli_run import one_error_line, run_json, run_main
 
 # 1. estimate with a layout: the whole model's memory in the precision the layout's ranks keep
@@ -96,3 +101,38 @@ def test_finetune_refuses_a_family_before_warning_of_its_window(capsys):
     """`finetune --model openai/gpt-oss-20b` printed the sliding-window warning, then the refusal."""
     assert one_error_line(["finetune", "--model", "openai/gpt-oss-20b"], capsys).endswith(
         "model 'gpt-oss-20b' is gpt_oss.")
+
+
+# 5. report and plot on a model whose class has no sdpa path, and on DeepSeek-V4
+
+def test_report_summary_runs_the_kernel_the_class_has():
+    """`report --model gemma2-9b --no-measure` ended in a ConfigError traceback: the summary asked
+    every model for sdpa, which Gemma 2's class refuses. It now runs flash there (fused: no n x n
+    matrix, as the summary states), eager where the class has neither (DeepSeek-V4), and says
+    which in an attention column."""
+    from reports.report import summary_rows
+
+    headers, rows = summary_rows([load_preset("gemma2-9b"), load_preset("llama3-8b")], 1, "bf16")
+    assert headers[-1] == "attention" and [row[-1] for row in rows] == ["flash", "sdpa"]
+    gemma = dict(zip(headers, rows[0]))
+    flash = Estimate(load_preset("gemma2-9b"), Workload(seq_len=8192, attention="flash")).memory_numbers()
+    assert gemma["training_total_bytes"] == flash["training_total"] == 253_090_552_846
+
+
+@pytest.mark.slow  # the sympy sums of V4's 43 layers and the figure: about 30 s
+def test_deepseek_v4_has_a_generation_figure(tmp_path, capsys):
+    """`plot generation --model deepseek-v4-flash` (and report) raised twice: the tiny member gave
+    its one KV head 2 heads and kept 43 compressed layers in 2 (refused by the config), and the
+    leading term's sum met floor(t / rate). The tiny member keeps one KV head and a layer of each
+    kind; floor(t / rate) is taken as t / rate, as a Mamba-2 scan's ceil(t / Q) is."""
+    from reports.generation import leading_terms
+    from reports.measured import tiny
+
+    small = tiny(load_preset("deepseek-v4-flash"))
+    assert (small.n_kv_heads, small.n_decoder_layers, small.layer_pattern, small.csa_layers, small.hca_layers) == (
+        1, 2, ("hca", "csa"), 1, 1)
+    lead = leading_terms(load_preset("deepseek-v4-flash"))
+    assert (lead["without_cache"]["degree"], lead["with_cache"]["degree"]) == (3, 2)
+    code, out, err = run_main(["plot", "generation", "--model", "deepseek-v4-flash", "--out",
+                               str(tmp_path / "g.png")], capsys)
+    assert code == 0 and (tmp_path / "g.png").is_file() and "Traceback" not in err
