@@ -19,6 +19,15 @@ TARGETS_HELP = ("Linear layers that get adapters, comma-separated, by their modu
                 f"or all-linear (default: peft's, {','.join(spec.DEFAULT_LORA_TARGETS)} query_key_value or qkv_proj).")
 
 
+#: What finetune does not answer, and what does: its step's time (no measured rate of a LoRA step,
+#: whose frozen weights skip their weight gradients, nor of QLoRA's dequantization) and more GPUs.
+NOT_TIMED = ("finetune sizes a LoRA/QLoRA step's memory; its time is not modelled (a frozen weight's skipped "
+             "weight gradient and QLoRA's nf4 dequantization have no measured rate here). `simulate --train "
+             "--tokens N --price P` times and prices full fine-tuning, every weight trained.")
+ONE_GPU = ("finetune sizes one GPU's LoRA/QLoRA step (with --offload-optimizer, the host's share); sharding it is "
+           "not modelled. `estimate --hardware GPU --gpus N` and `plan` size full training over N GPUs.")
+
+
 @click.command()
 @model_options
 @choice_option("--method", spec.FINETUNE_METHODS, f"{spec.FINETUNE_METHODS.described()}.", "lora")
@@ -41,13 +50,20 @@ TARGETS_HELP = ("Linear layers that get adapters, comma-separated, by their modu
 @choice_option("--recompute", spec.RECOMPUTES, "full: gradient checkpointing (what QLoRA recipes turn on).",
                spec.DEFAULT_RECOMPUTE)
 @hardware_option(None, "A GPU (see `hardware`): whether the step fits, and what would make it fit.")
+@click.option("--tokens", type=float, default=None, hidden=True, help="Refused: the error names what times a run.")
+@click.option("--price", type=float, default=None, hidden=True, help="Refused: the error names what prices a run.")
+@click.option("--gpus", type=int, default=None, hidden=True, help="Refused: the error names what sizes more GPUs.")
 @json_option("As JSON on stdout.")
 def finetune(model, config, method, rank, alpha, targets, adapter_dtype, optimizer, offload_optimizer,
-             offload_device, seq_len, batch, dtype, attention, recompute, hardware_name, as_json) -> None:
+             offload_device, seq_len, batch, dtype, attention, recompute, hardware_name, tokens, price, gpus,
+             as_json) -> None:
     """Memory of a LoRA or QLoRA fine-tuning step: the frozen base, the adapters, their gradients
     and optimizer state, and the activations; with --hardware, whether it fits and what would."""
     from costmodel.finetune import FineTune, family_of, finetune_memory, finetune_verdict, targets_of
 
+    for name, value, why in (("--tokens", tokens, NOT_TIMED), ("--price", price, NOT_TIMED), ("--gpus", gpus, ONE_GPU)):
+        if value is not None:  # click's "No such option" named nothing that answers it
+            raise InputError(f"{name}: {why}")
     cfg = load_model(model, config)
     try:
         family_of(cfg)  # a family not modelled: one line, before any warning of the workload's

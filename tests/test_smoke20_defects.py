@@ -136,3 +136,16 @@ def test_deepseek_v4_has_a_generation_figure(tmp_path, capsys):
     code, out, err = run_main(["plot", "generation", "--model", "deepseek-v4-flash", "--out",
                                str(tmp_path / "g.png")], capsys)
     assert code == 0 and (tmp_path / "g.png").is_file() and "Traceback" not in err
+
+
+# 6. finetune --tokens / --price / --gpus: what it does not answer, and what does
+
+def test_finetune_names_what_it_does_not_answer(capsys):
+    """`finetune --tokens 1e8` (or --price, --gpus) said click's "No such option": a user asking for
+    a fine-tune's hours, dollars or GPUs learnt nothing of where they are, or are not, modelled."""
+    line = one_error_line(["finetune", "--model", "llama3-8b", "--method", "qlora", "--tokens", "1e8"], capsys)
+    assert line.startswith("error: --tokens: finetune sizes a LoRA/QLoRA step's memory; its time is not modelled")
+    assert "`simulate --train --tokens N --price P`" in line
+    assert one_error_line(["finetune", "--model", "llama3-8b", "--price", "2"], capsys).startswith("error: --price: ")
+    assert "`estimate --hardware GPU --gpus N`" in one_error_line(["finetune", "--model", "llama3-8b", "--gpus", "4"],
+                                                                    capsys)
