@@ -149,3 +149,23 @@ def test_finetune_names_what_it_does_not_answer(capsys):
     assert one_error_line(["finetune", "--model", "llama3-8b", "--price", "2"], capsys).startswith("error: --price: ")
     assert "`estimate --hardware GPU --gpus N`" in one_error_line(["finetune", "--model", "llama3-8b", "--gpus", "4"],
                                                                     capsys)
+
+
+# 7. simulate's inference reports say that a run does not fit before its times, as --train does
+
+def test_simulate_inference_says_it_does_not_fit_before_its_times(capsys):
+    """`simulate --model llama3-70b --hardware h100` printed a prefill and a decode rate for 141.8 GB of
+    weights on an 80 GB GPU, and "does NOT fit" only in the memory line at the end (simulate --train
+    says it under its title since the seventeenth round). 132.08 GiB: the weights, 70,553,706,496 x 2 B,
+    and the cache and logits of a 2,175-token generation."""
+    code, out, _ = run_main(["simulate", "--model", "llama3-70b", "--hardware", "h100"], capsys)
+    assert code == 0 and out.splitlines()[2] == (
+        "DOES NOT FIT: batch 1 needs 132.08 GiB, more than the 71.50 GiB a GPU serves with; the times below are "
+        "for a run that cannot start (memory at the end).")
+    data = run_json(["simulate", "--model", "llama3-70b", "--hardware", "h100"], capsys)["memory"]
+    assert not data["fits"] and data["weights"] == 2 * 70_553_706_496
+    code, out, _ = run_main(["simulate", "--model", "llama3-70b", "--hardware", "h100", "--tp", "2", "--batch", "64",
+                             "--prompt", "8000"], capsys)
+    assert out.splitlines()[2].startswith("DOES NOT FIT: the most loaded rank needs 145.09 GiB, more than the 71.50")
+    code, out, _ = run_main(["simulate", "--model", "llama3-8b", "--hardware", "h100"], capsys)
+    assert "DOES NOT FIT" not in out
