@@ -243,7 +243,7 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
             from costmodel.layout import timing as parallel_time
 
             if train:
-                workload = make_workload(cfg, seq_len, batch=batch, dtype=dtype, recompute=recompute,
+                workload = make_workload(cfg, seq_len, holds_cache=False, batch=batch, dtype=dtype, recompute=recompute,
                                          recompute_layers=recompute_layers, attention=attention, impl=impl)
                 overlap = parallel_time.Overlap(tp=tp_overlap, dp=dp_overlap, prefetch=not no_prefetch,
                                                 slowdown=overlap_slowdown, pp=pp_overlap, params=param_gather_overlap,
@@ -268,7 +268,7 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
             if time_model == "kernels" or compiled:
                 raise ConfigError("training on one GPU is timed by the roofline; give a layout (e.g. --dp 1) "
                                   "for --time-model kernels or --compile.")
-            workload = make_workload(cfg, seq_len, batch=batch, dtype=dtype, recompute=recompute,
+            workload = make_workload(cfg, seq_len, holds_cache=False, batch=batch, dtype=dtype, recompute=recompute,
                                      recompute_layers=recompute_layers, **implied(None, impl, attention, cfg.family))
             result = sim.simulate_training(cfg, workload, hardware, tokens=tokens,
                                            step_seconds=step_time, efficiency=efficiency,

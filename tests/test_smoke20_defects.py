@@ -97,6 +97,15 @@ def test_finetune_warns_of_a_window_without_a_kv_cache_line(capsys):
     assert code == 0 and "once decoding begins (see the KV cache line)." in err
 
 
+def test_training_commands_warn_of_a_window_without_a_kv_cache_line(capsys):
+    """simulate --train (one GPU and a layout) and plan for training print no KV cache either."""
+    window = ("warning: model 'gemma2-9b' attends within a sliding window of 4,096 tokens: eager attention still "
+              "computes every score (a masked full matrix).\n")
+    for args in (["simulate", "--train"], ["simulate", "--train", "--gpus", "8"], ["plan", "--gpus", "8"]):
+        code, _, err = run_main([*args, "--model", "gemma2-9b", "--hardware", "h100", "--seq-len", "8192"], capsys)
+        assert code == 0 and window in err and "KV cache" not in err, args
+
+
 def test_finetune_refuses_a_family_before_warning_of_its_window(capsys):
     """`finetune --model openai/gpt-oss-20b` printed the sliding-window warning, then the refusal."""
     assert one_error_line(["finetune", "--model", "openai/gpt-oss-20b"], capsys).endswith(
