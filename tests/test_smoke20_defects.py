@@ -178,3 +178,18 @@ def test_simulate_inference_says_it_does_not_fit_before_its_times(capsys):
     assert out.splitlines()[2].startswith("DOES NOT FIT: the most loaded rank needs 145.09 GiB, more than the 71.50")
     code, out, _ = run_main(["simulate", "--model", "llama3-8b", "--hardware", "h100"], capsys)
     assert "DOES NOT FIT" not in out
+
+
+# 8. estimate --gpus N --hardware: the data-parallel verdict names the code its ranks run
+
+def test_the_data_parallel_verdict_names_its_framework_and_kernel(capsys):
+    """`estimate --model llama3-8b --hardware h100 --gpus 8 --seq-len 4096` printed "training total 243.75 GiB"
+    (one GPU, eager) above "Training on 8 h100-sxm GPUs (data parallel): 146.26 GiB per GPU": each rank of a
+    data-parallel copy holds the whole model, and only docs/fit-and-cost.md said the ranks run DeepSpeed's sdpa."""
+    args = ["estimate", "--model", "llama3-8b", "--hardware", "h100", "--gpus", "8", "--seq-len", "4096"]
+    code, out, _ = run_main(args, capsys)
+    assert code == 0 and ("Training on 8 h100-sxm GPUs (data parallel, deepspeed: attention sdpa): 146.26 GiB per "
+                          "GPU does NOT fit in 79.50 GiB.") in out
+    code, out, _ = run_main([*args, "--attention", "eager"], capsys)  # typed: the model's eager, 243.75 GiB both
+    assert "(data parallel, deepspeed: attention eager): 243.75 GiB per GPU" in out
+    assert "training total       243.75 GiB" in out
