@@ -92,7 +92,8 @@ def estimate(model: Any, seq_len: int | None = None, layout: Any = None, **workl
     .to_dict() is `estimate --json`, .blocks() a DataFrame of the per-block table. layout: a
     costmodel.layout.Layout or a dict of its fields (dp, tp, pp, sp, zero, microbatches, schedule,
     virtual_stages, framework, ...) for per-rank memory and communication; with a layout, impl
-    and attention default to the framework's (costmodel/defaults.py)."""
+    and attention default to the framework's, and precision is the framework's (a different one is
+    refused: defaults.layout_precision)."""
     from .defaults import implied, layout_precision
     from .estimation import Estimate
     from .spec import CANONICAL_DTYPE, DEFAULT_DTYPE
