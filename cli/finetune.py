@@ -11,7 +11,7 @@ from costmodel import spec
 from costmodel.config import ConfigError
 
 from .inputs import InputError, hardware_and_dtype, load_model, make_workload
-from .options import SEQ_LEN_HELP, choice_option, dtype_option, hardware_option, json_option, model_options
+from .options import SEQ_LEN_HELP, TOKENS, choice_option, dtype_option, hardware_option, json_option, model_options
 
 TARGETS_HELP = ("Linear layers that get adapters, comma-separated, by their module names: "
                 f"{', '.join(spec.LORA_TARGETS)} (Llama layout), {', '.join(spec.NEOX_LORA_TARGETS)} (GPT-NeoX), "
@@ -50,7 +50,7 @@ ONE_GPU = ("finetune sizes one GPU's LoRA/QLoRA step (with --offload-optimizer, 
 @choice_option("--recompute", spec.RECOMPUTES, "full: gradient checkpointing (what QLoRA recipes turn on).",
                spec.DEFAULT_RECOMPUTE)
 @hardware_option(None, "A GPU (see `hardware`): whether the step fits, and what would make it fit.")
-@click.option("--tokens", type=float, default=None, hidden=True, help="Refused: the error names what times a run.")
+@click.option("--tokens", type=TOKENS, default=None, hidden=True, help="Refused: the error names what times a run.")
 @click.option("--price", type=float, default=None, hidden=True, help="Refused: the error names what prices a run.")
 @click.option("--gpus", type=int, default=None, hidden=True, help="Refused: the error names what sizes more GPUs.")
 @json_option("As JSON on stdout.")

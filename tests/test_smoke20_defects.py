@@ -193,3 +193,21 @@ def test_the_data_parallel_verdict_names_its_framework_and_kernel(capsys):
     code, out, _ = run_main([*args, "--attention", "eager"], capsys)  # typed: the model's eager, 243.75 GiB both
     assert "(data parallel, deepspeed: attention eager): 243.75 GiB per GPU" in out
     assert "training total       243.75 GiB" in out
+
+
+# 9. --tokens as people write token counts
+
+def test_tokens_take_the_suffixes_token_counts_are_written_with(capsys):
+    """`simulate --train --tokens 15T` was click's "'15T' is not a valid float"; 15T, 300B, 2G, 50M and 10k
+    are now the counts they name, in simulate, plan and (refused as before) finetune."""
+    base = ["simulate", "--model", "llama3-8b", "--hardware", "h100", "--train", "--gpus", "8", "--tokens"]
+    assert run_json([*base, "15T"], capsys)["cost"] == run_json([*base, "1.5e13"], capsys)["cost"]
+    assert run_json([*base, "300B"], capsys)["cost"]["tokens"] == 300_000_000_000
+    assert run_json([*base, "2G"], capsys)["cost"]["tokens"] == 2_000_000_000
+    assert one_error_line([*base, "15X"], capsys) == ("error: Invalid value for '--tokens': '15X' is not a token count: "
+                                                     "a number (2e12) or one with k, M, B (G) or T (15T).")
+    assert one_error_line([*base, "nanT"], capsys) == "error: --tokens must be positive and finite, got nan."
+    plan = run_json(["plan", "--model", "llama3-8b", "--hardware", "h100", "--gpus", "8", "--tokens", "1T", "--top",
+                     "1"], capsys)
+    assert plan["feasible"][0]["cost"]["tokens"] == 1e12
+    assert one_error_line(["finetune", "--model", "llama3-8b", "--tokens", "1B"], capsys).startswith("error: --tokens: ")
