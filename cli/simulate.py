@@ -21,7 +21,7 @@ from costmodel.simulate_api import decode_inputs
 from .inputs import InputError, finite, load_model, make_layout, make_workload, microbatches_for, with_mtp
 from .options import (ATTENTION_HELP, IMPL_HELP, batch_option, choice_option, dtype_option, hardware_option,
                       json_option, layout_options, model_options, mtp_option, refuse_mla_without_latent,
-                      refuse_typed)
+                      refuse_typed, TOKENS)
 
 TIME_MODEL_HELP = (f"kernels (the default: {spec.TIME_MODELS.meanings['kernels']}) or roofline "
                    f"({spec.TIME_MODELS.meanings['roofline']}); a hardware without sm_count, and training on one "
@@ -96,7 +96,7 @@ def refuse_other_mode(ctx: click.Context, train: bool) -> None:
 @click.option("--recompute-layers", type=int, default=None,
               help="Training, --recompute full: only the first N layers of each pipeline stage recompute (Megatron's "
               "recompute_method block, recompute_num_layers); the others keep everything.")
-@click.option("--tokens", type=float, default=None, help="Training: tokens to train on (e.g. 2e12) for the time to train.")
+@click.option("--tokens", type=TOKENS, default=None, help="Training: tokens to train on (e.g. 2e12 or 2T) for the time to train.")
 @click.option("--price", type=float, default=None, help="Training with --tokens: dollars per GPU-hour (default: the hardware file's price_per_gpu_hour, if it has one).")
 @click.option("--step-time", type=float, default=None, help="Training: a measured step time in seconds, for its MFU.")
 @click.option("--compute-efficiency", type=float, default=None, help="Fraction of peak FLOP/s reached (default: the preset's).")
@@ -248,7 +248,7 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
             from costmodel.layout import timing as parallel_time
 
             if train:
-                workload = make_workload(cfg, seq_len, batch=batch, dtype=dtype, recompute=recompute,
+                workload = make_workload(cfg, seq_len, holds_cache=False, batch=batch, dtype=dtype, recompute=recompute,
                                          recompute_layers=recompute_layers, attention=attention, impl=impl)
                 overlap = parallel_time.Overlap(tp=tp_overlap, dp=dp_overlap, prefetch=not no_prefetch,
                                                 slowdown=overlap_slowdown, pp=pp_overlap, params=param_gather_overlap,
@@ -273,7 +273,7 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
             if time_model == "kernels" or compiled:
                 raise ConfigError("training on one GPU is timed by the roofline; give a layout (e.g. --dp 1) "
                                   "for --time-model kernels or --compile.")
-            workload = make_workload(cfg, seq_len, batch=batch, dtype=dtype, recompute=recompute,
+            workload = make_workload(cfg, seq_len, holds_cache=False, batch=batch, dtype=dtype, recompute=recompute,
                                      recompute_layers=recompute_layers, **implied(None, impl, attention, cfg.family))
             result = sim.simulate_training(cfg, workload, hardware, tokens=tokens,
                                            step_seconds=step_time, efficiency=efficiency,
