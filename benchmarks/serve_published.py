@@ -66,6 +66,7 @@ first 5,000 pairs of vLLM's ShareGPT sample (sharegpt_vllm_lengths_5000.json bes
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -85,107 +86,9 @@ from benchmarks.published_trtllm_static import print_static  # noqa: E402
 # output tokens per sample (language/llama2-70b/README.md of mlcommons/inference: "Tokens per sample: 294.45").
 MLPERF_MODEL, MLPERF_OUTPUT = "llama2-70b", 294
 MLPERF_SHUFFLE_SEED = 0  # the order in which Offline's samples are issued (LoadGen shuffles them with its own seed)
-# One entry per system. Harness settings (tp, FP8, gpu_batch_size, kvcache_free_gpu_mem_frac 0.90) from NVIDIA's
-# config classes (closed/NVIDIA/configs/llama2-70b/{Offline,Server}/__init__.py of the same round); the token
-# budget (max_num_tokens) where the round's engine builder is stored. Offline: all samples at once, "Tokens per
-# second". Server: Poisson arrivals at the run's "Scheduled samples per second", "Completed tokens per second",
-# p99 first-token latency and p99 time to output token (constraints 2 s, 200 ms); we simulate `requests` of them
-# (LoadGen's minimum duration would be 10 minutes or more).
-MLPERF = [
-    {"system": "Azure NC80adis_H100_v5, 2 x H100 NVL 94 GB, v4.0",
-     "source": "mlcommons/inference_results_v4.0 (commit 3c4a1cf), closed/Azure/results/NC_H100_v5_TRT/"
-               "llama2-70b-99.9/{Offline,Server}/performance/run_1/mlperf_log_summary.txt; system "
-               "closed/Azure/systems/NC_H100_v5_TRT.json; settings: class H100_NVL_94GB_TP2x1 (configs at commit 8121a81)",
-     "hardware": "h100-nvl", "tp": 2, "replicas": 1,
-     # LLAMA2EngineBuilderOp(max_num_tokens=16384), closed/NVIDIA/code/llama2-70b/tensorrt/builder.py at commit
-     # 9201484 of inference_results_v4.0, passed to TensorRT-LLM's build as --max_num_tokens
-     "max_batched_tokens": 16384,
-     "offline": {"samples": 24576, "max_num_seqs": 1300, "tokens_per_s": 3900.33},
-     "server": {"rate": 11.97, "requests": 7200, "max_num_seqs": 640, "tokens_per_s": 3458.96,
-                "p99_ttft_s": 0.662330280, "p99_tpot_s": 0.171915314}},
-    {"system": "NVIDIA DGX H100, 8 x H100 SXM 80 GB (4 engines of tp 2), v4.1",
-     "source": "mlcommons/inference_results_v4.1 (commit a2f5d66), closed/NVIDIA/results/DGX-H100_H100-SXM-80GBx8_TRT/"
-               "llama2-70b-99.9/{Offline,Server}/performance/run_1/mlperf_log_summary.txt; settings: class "
-               "H100_SXM_80GB_TP2x4",
-     "hardware": "h100-sxm", "tp": 2, "replicas": 4,
-     "max_batched_tokens": None,  # v4.1's builder and parent config are not stored: vLLM's default budget
-     "offline": {"samples": 24576, "max_num_seqs": 896, "tokens_per_s": 24524.9},
-     "server": {"rate": 75.10, "requests": 9000, "max_num_seqs": 1024, "tokens_per_s": 21605.79,
-                "p99_ttft_s": 0.461278089, "p99_tpot_s": 0.175354317}},
-    # Added in session 25 as runs the model had not seen; each "assumed" was written before either was computed.
-    {"system": "NVIDIA GH200 NVL2 platform, 1 x GH200 144 GB (one engine of tp 1), v4.1",
-     "source": "mlcommons/inference_results_v4.1 (commit a2f5d66), closed/NVIDIA/results/GH200-GraceHopper-Superchip_"
-               "GH200-144GB_aarch64x1_TRT/llama2-70b-99.9/{Offline,Server}/performance/run_1/mlperf_log_summary.txt; "
-               "system closed/NVIDIA/systems/GH200-GraceHopper-Superchip_GH200-144GB_aarch64x1_TRT.json (TensorRT "
-               "10.2.0, CUDA 12.4); settings: class GH200_144GB_aarch64x1 (tensor_parallelism 1, use_fp8, "
-               "gpu_batch_size 806 in both scenarios, kvcache_free_gpu_mem_frac 0.90 from the base classes)",
-     "hardware": "gh200-144gb", "tp": 1, "replicas": 1,
-     "max_batched_tokens": None,  # v4.1's builder is not stored: vLLM's default budget, as the DGX H100 v4.1 row
-     "offline": {"samples": 24576, "max_num_seqs": 806, "tokens_per_s": 4067.52},
-     "server": {"rate": 13.43, "requests": 7200, "max_num_seqs": 806, "tokens_per_s": 3883.67,
-                "p99_ttft_s": 0.579347528, "p99_tpot_s": 0.192598630},
-     "assumed": "the gh200-144gb preset (its H100 GPU's datasheet peaks, 144 GB of HBM3e at 4.9 TB/s; the Grace "
-                "CPU and the NVLink-C2C host link not modelled); one engine of tp 1; FP8 weights and KV cache and "
-                "the W8A8 projections as the other MLPerf rows; vLLM's scheduler and token budget (the round's "
-                "engine builder not stored); Offline: every one of the dataset's 24,576 samples once (the run's "
-                "query held 38,280, the same samples repeated), the throughput over the span; Server: 7,200 "
-                "Poisson arrivals at the scheduled 13.43/s (as the single-engine Azure row), not the run's 40 "
-                "minutes; the 99.9% accuracy class inherits the 99% class's settings"},
-    {"system": "NVIDIA H200, 8 x H200 SXM 141 GB, 700 W (8 engines of tp 1), v4.1",
-     "source": "mlcommons/inference_results_v4.1 (commit a2f5d66), closed/NVIDIA/results/H200-SXM-141GBx8_TRT/"
-               "llama2-70b-99/{Offline,Server}/performance/run_1/mlperf_log_summary.txt; system "
-               "closed/NVIDIA/systems/H200-SXM-141GBx8_TRT.json ('H200 TGP 700W', TensorRT 10.2.0, CUDA 12.4); "
-               "settings: class H200_SXM_141GBx8 (inherits H200_SXM_141GBx1: tensor_parallelism 1, use_fp8, "
-               "gpu_batch_size 806 Offline and 896 Server, kvcache_free_gpu_mem_frac 0.90)",
-     "hardware": "h200", "tp": 1, "replicas": 8,
-     "max_batched_tokens": None,  # v4.1's builder is not stored: vLLM's default budget, as the DGX H100 v4.1 row
-     "offline": {"samples": 24576, "max_num_seqs": 806, "tokens_per_s": 31302.7},
-     "server": {"rate": 101.25, "requests": 9000, "max_num_seqs": 896, "tokens_per_s": 29228.22,
-                "p99_ttft_s": 0.452744202, "p99_tpot_s": 0.146040006},
-     "assumed": "the h200 preset (700 W, 4.8 TB/s, 141 GB: the system file's 'H200 TGP 700W'); 8 engines of tp 1 "
-                "(the x8 class inherits the x1 class's tensor_parallelism 1), requests round-robin over them; FP8 "
-                "weights and KV cache and the W8A8 projections as the other MLPerf rows; vLLM's scheduler and token "
-                "budget (the round's engine builder not stored); the 99% accuracy results (the repository holds no "
-                "99.9% ones for this system; the config classes set the same engine for both); Offline: every one "
-                "of the 24,576 samples once (the run's query held 274,560), the throughput over the span; Server: "
-                "9,000 Poisson arrivals at the scheduled 101.25/s (as the DGX H100 row), not the run's 40 minutes"},
-    {"system": "NVIDIA H200, 8 x H200 SXM 141 GB, 700 W (8 engines of tp 1), v4.0",
-     "source": "mlcommons/inference_results_v4.0 (commit 3c4a1cf), closed/NVIDIA/results/H200-SXM-141GBx8_TRT/"
-               "llama2-70b-99.9/{Offline,Server}/performance/run_1/mlperf_log_summary.txt; system "
-               "closed/NVIDIA/systems/H200-SXM-141GBx8_TRT.json ('H200 TGP 700W', TensorRT 9.3.0, CUDA 12.2, "
-               "status 'preview'); settings: class H200_SXM_141GBx8 (configs at commit 8121a81; inherits "
-               "H200_SXM_141GBx1: tensor_parallelism 1, use_fp8, gpu_batch_size 806 Offline and 896 Server, "
-               "kvcache_free_gpu_mem_frac 0.90)",
-     "hardware": "h200", "tp": 1, "replicas": 8,
-     # LLAMA2EngineBuilderOp(max_num_tokens=16384), the same round's builder as the Azure v4.0 row's
-     "max_batched_tokens": 16384,
-     "offline": {"samples": 24576, "max_num_seqs": 806, "tokens_per_s": 27738.3},
-     "server": {"rate": 91.24, "requests": 9000, "max_num_seqs": 896, "tokens_per_s": 26485.43,
-                "p99_ttft_s": 0.753113481, "p99_tpot_s": 0.194987874},
-     "assumed": "as the v4.1 H200 row (the h200 preset, 8 engines of tp 1, FP8 weights, KV cache and W8A8 "
-                "projections, vLLM's scheduler) with the v4.0 builder's token budget of 16,384 (the Azure v4.0 "
-                "row's); the 99.9% accuracy results; Offline: the 24,576 samples once (the run's query held "
-                "253,440); Server: 9,000 Poisson arrivals at the scheduled 91.24/s. The same GPUs and engine "
-                "shapes as the v4.1 row a round earlier: what differs is TensorRT-LLM's version, which ours "
-                "does not see"},
-    {"system": "NVIDIA H200, 8 x H200 SXM 141 GB CTS, 1000 W (8 engines of tp 1), v4.1",
-     "source": "mlcommons/inference_results_v4.1 (commit a2f5d66), closed/NVIDIA/results/H200-SXM-141GB-CTSx8_TRT/"
-               "llama2-70b-99.9/{Offline,Server}/performance/run_1/mlperf_log_summary.txt; system "
-               "closed/NVIDIA/systems/H200-SXM-141GB-CTSx8_TRT.json ('H200 TGP 1000W', 'Air/liquid cooling', "
-               "TensorRT 10.2.0); settings: class H200_SXM_141GB_CTSx8 (inherits H200_SXM_141GB_CTSx1: "
-               "tensor_parallelism 1, use_fp8; gpu_batch_size 784 Offline and 1,024 Server)",
-     "hardware": "h200", "tp": 1, "replicas": 8,
-     "max_batched_tokens": None,  # v4.1's builder is not stored: vLLM's default budget, as the DGX H100 v4.1 row
-     "offline": {"samples": 24576, "max_num_seqs": 784, "tokens_per_s": 34864.2},
-     "server": {"rate": 113.70, "requests": 9000, "max_num_seqs": 1024, "tokens_per_s": 32789.74,
-                "p99_ttft_s": 0.510351435, "p99_tpot_s": 0.181533810},
-     "assumed": "the h200 preset at its 700 W: the board's 1,000 W TGP (the 'custom thermal solution' part) is "
-                "not expressible, the preset's power only caps (power_limit_watts scales the peaks down, never "
-                "up), so its sustained matmul rate stays the 700 W one; otherwise as the v4.1 H200 row (8 "
-                "engines of tp 1, FP8 weights, KV cache and W8A8 projections, vLLM's scheduler and budget); the "
-                "99.9% results; Offline: the 24,576 samples once (the run's query held 316,800); Server: 9,000 "
-                "Poisson arrivals at the scheduled 113.70/s"},
-]
+# One entry per system (benchmarks/published_mlperf.json: each summary's figures, the config class's settings,
+# the engine's token budget where its builder is stored, and what each later row assumed).
+MLPERF = json.loads(Path(__file__).with_name("published_mlperf.json").read_text())["systems"]
 
 
 def mlperf_prompts(lengths: Lengths, samples: int | None = None) -> list[int]:

@@ -7,6 +7,8 @@ in the input end with one line on stderr and exit status 2; no formula lives her
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from reports.commands import COMMANDS  # report, plot, claims (lazy imports inside)
@@ -15,7 +17,36 @@ from reports.serving import serve  # the serving simulator (lazy imports inside)
 from . import estimate, finetune, formulas, hardware, models, plan, published, simulate, sweep, train_demo, validate
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+#: Command names a user types that are no command here, and the command that answers each (click's
+#: own "Did you mean" sent `train` to train-demo, a toy, and knew nothing of `compare`).
+ANSWERED_BY = {
+    "compare": "`report --models A,B --out DIR` sets models side by side (figures and tables)",
+    "train": "`simulate --train` times one training step (and with --tokens a run); `plan` searches the layouts",
+    "training": "`simulate --train` times one training step (and with --tokens a run); `plan` searches the layouts",
+    "fit": "`estimate --hardware GPU` (and --gpus N) says whether training and inference fit",
+    "cost": "`simulate --train --tokens N --price P` or `plan --tokens N --price P` price a training run, "
+            "`serve --price P` serving",
+    "price": "`simulate --train --tokens N --price P` or `plan --tokens N --price P` price a training run, "
+             "`serve --price P` serving",
+    "lora": "`finetune --method lora` (or qlora) gives a fine-tuning step's memory",
+    "qlora": "`finetune --method qlora` gives a fine-tuning step's memory",
+    "inference": "`simulate` times a generation; `serve` a stream of requests",
+    "gpus": "`hardware` lists the GPU presets",
+    "gpu": "`hardware` lists the GPU presets",
+}
+
+
+class Commands(click.Group):
+    """The command group; an unknown command a user is likely to type names the one that answers it."""
+
+    def resolve_command(self, ctx: click.Context, args: list[str]) -> Any:
+        name = args[0] if args else ""
+        if isinstance(name, str) and self.get_command(ctx, name) is None and name.casefold() in ANSWERED_BY:
+            raise click.UsageError(f"No such command {name!r}: {ANSWERED_BY[name.casefold()]}.")
+        return super().resolve_command(ctx, args)
+
+
+@click.group(cls=Commands, context_settings={"help_option_names": ["-h", "--help"]})
 def cli() -> None:
     """An analytic cost model for Transformers, proven against real PyTorch code."""
 

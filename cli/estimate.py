@@ -8,7 +8,7 @@ import json
 import click
 
 from costmodel.config import ConfigError
-from costmodel.defaults import fallback_note, has_attention, implied, unfused_note
+from costmodel.defaults import fallback_note, has_attention, implied, layout_precision, unfused_note
 from costmodel.flash_support import require_attention, runs_flash
 from reports.output import finite
 
@@ -54,6 +54,10 @@ def estimate(model, config, seq_len, hardware_name, mtp, as_json, price, **optio
         if note:
             click.echo(f"note: {note}", err=True)
     options.update(implied(framework, options["impl"], options["attention"], cfg.family, flash))
+    try:
+        options["precision"] = layout_precision(layout, options["dtype"], options["precision"])
+    except ConfigError as error:
+        raise InputError(str(error)) from None
     workload = make_workload(cfg, seq_len, inference=True, **options)
     try:
         result = Estimate(cfg, workload, layout)

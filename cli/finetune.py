@@ -11,12 +11,21 @@ from costmodel import spec
 from costmodel.config import ConfigError
 
 from .inputs import InputError, hardware_and_dtype, load_model, make_workload
-from .options import SEQ_LEN_HELP, choice_option, dtype_option, hardware_option, json_option, model_options
+from .options import SEQ_LEN_HELP, TOKENS, choice_option, dtype_option, hardware_option, json_option, model_options
 
 TARGETS_HELP = ("Linear layers that get adapters, comma-separated, by their module names: "
                 f"{', '.join(spec.LORA_TARGETS)} (Llama layout), {', '.join(spec.NEOX_LORA_TARGETS)} (GPT-NeoX), "
                 f"{', '.join(spec.PHI3_LORA_TARGETS)} (Phi-3), "
                 f"or all-linear (default: peft's, {','.join(spec.DEFAULT_LORA_TARGETS)} query_key_value or qkv_proj).")
+
+
+#: What finetune does not answer, and what does: its step's time (no measured rate of a LoRA step,
+#: whose frozen weights skip their weight gradients, nor of QLoRA's dequantization) and more GPUs.
+NOT_TIMED = ("finetune sizes a LoRA/QLoRA step's memory; its time is not modelled (a frozen weight's skipped "
+             "weight gradient and QLoRA's nf4 dequantization have no measured rate here). `simulate --train "
+             "--tokens N --price P` times and prices full fine-tuning, every weight trained.")
+ONE_GPU = ("finetune sizes one GPU's LoRA/QLoRA step (with --offload-optimizer, the host's share); sharding it is "
+           "not modelled. `estimate --hardware GPU --gpus N` and `plan` size full training over N GPUs.")
 
 
 @click.command()
@@ -41,19 +50,31 @@ TARGETS_HELP = ("Linear layers that get adapters, comma-separated, by their modu
 @choice_option("--recompute", spec.RECOMPUTES, "full: gradient checkpointing (what QLoRA recipes turn on).",
                spec.DEFAULT_RECOMPUTE)
 @hardware_option(None, "A GPU (see `hardware`): whether the step fits, and what would make it fit.")
+@click.option("--tokens", type=TOKENS, default=None, hidden=True, help="Refused: the error names what times a run.")
+@click.option("--price", type=float, default=None, hidden=True, help="Refused: the error names what prices a run.")
+@click.option("--gpus", type=int, default=None, hidden=True, help="Refused: the error names what sizes more GPUs.")
 @json_option("As JSON on stdout.")
 def finetune(model, config, method, rank, alpha, targets, adapter_dtype, optimizer, offload_optimizer,
-             offload_device, seq_len, batch, dtype, attention, recompute, hardware_name, as_json) -> None:
+             offload_device, seq_len, batch, dtype, attention, recompute, hardware_name, tokens, price, gpus,
+             as_json) -> None:
     """Memory of a LoRA or QLoRA fine-tuning step: the frozen base, the adapters, their gradients
     and optimizer state, and the activations; with --hardware, whether it fits and what would."""
-    from costmodel.finetune import FineTune, finetune_memory, finetune_verdict, targets_of
+    from costmodel.finetune import FineTune, family_of, finetune_memory, finetune_verdict, targets_of
 
+    for name, value, why in (("--tokens", tokens, NOT_TIMED), ("--price", price, NOT_TIMED), ("--gpus", gpus, ONE_GPU)):
+        if value is not None:  # click's "No such option" named nothing that answers it
+            raise InputError(f"{name}: {why}")
     cfg = load_model(model, config)
+    try:
+        family_of(cfg)  # a family not modelled: one line, before any warning of the workload's
+    except ConfigError as error:
+        raise InputError(str(error)) from None
     hardware, dtype = hardware_and_dtype(hardware_name, dtype)
     fallback, pinned = None, False
     if attention is None:  # transformers' own choice (defaults.class_attention): sdpa refused Gemma 2 untyped
         attention, fallback, pinned = _default_attention(cfg, seq_len, batch=batch, dtype=dtype, recompute=recompute)
-    workload = make_workload(cfg, seq_len, batch=batch, dtype=dtype, attention=attention, recompute=recompute)
+    workload = make_workload(cfg, seq_len, holds_cache=False, batch=batch, dtype=dtype, attention=attention,
+                             recompute=recompute)
     try:
         tune = FineTune(method=method, rank=rank, alpha=alpha,
                         targets=None if targets is None else tuple(t.strip() for t in targets.split(",")),

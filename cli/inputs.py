@@ -54,11 +54,13 @@ def load_model(model: str | None, config: str | None) -> ModelConfig:
         raise InputError(str(error)) from None
 
 
-def make_workload(cfg: ModelConfig, seq_len: int | None, inference: bool = False, **options: Any) -> Workload:
+def make_workload(cfg: ModelConfig, seq_len: int | None, inference: bool = False, holds_cache: bool = True,
+                  **options: Any) -> Workload:
     """A Workload with the defaults (costmodel.api.make_workload: seq_len 2048, or the model's
     context if that is shorter); its warnings go to stderr. inference (estimate's, beside its
     training figures): the weights' format defaults to the checkpoint's
-    (costmodel.checkpoint.inference_options)."""
+    (costmodel.checkpoint.inference_options). holds_cache False (finetune's training step): no
+    warning speaks of a KV cache."""
     import warnings as python_warnings
 
     from costmodel.api import make_workload as workload_for
@@ -68,7 +70,7 @@ def make_workload(cfg: ModelConfig, seq_len: int | None, inference: bool = False
         with python_warnings.catch_warnings(record=True) as caught:
             python_warnings.simplefilter("always")
             chosen = inference_options(cfg, options, beside_training=True) if inference else options
-        workload, warnings = workload_for(cfg, seq_len, **chosen)
+        workload, warnings = workload_for(cfg, seq_len, holds_cache, **chosen)
     except ConfigError as error:
         raise InputError(str(error)) from None
     for warning in [*(str(w.message) for w in caught), *warnings]:

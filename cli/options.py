@@ -80,6 +80,28 @@ def dtype_option(default: str | None = spec.DEFAULT_DTYPE, help: str = "Weights 
                         show_default=default is not None, help=help)
 
 
+class TokenCount(click.ParamType):
+    """--tokens: a number (2e12) or one with the suffix people write token counts with: 15T, 300B (G too),
+    50M, 10k (thousand, million, billion, trillion)."""
+
+    name = "float"
+    SCALES = {"k": 1e3, "m": 1e6, "b": 1e9, "g": 1e9, "t": 1e12}
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> float:
+        if isinstance(value, (int, float)):
+            return float(value)
+        text = str(value).strip()
+        scale = self.SCALES.get(text[-1:].casefold(), 1.0)
+        try:
+            return float(text[:-1] if scale != 1.0 else text) * scale
+        except ValueError:
+            self.fail(f"{value!r} is not a token count: a number (2e12) or one with k, M, B (G) or T (15T).", param,
+                      ctx)
+
+
+TOKENS = TokenCount()
+
+
 def choice_option(name: str, choices: spec.Choices, help: str, default: Any = None, **kwargs: Any) -> Callable:
     """An option that takes one of a spec list (show_default when it has a default)."""
     return click.option(name, type=click.Choice(choices), default=default, show_default=default is not None,
@@ -134,7 +156,9 @@ workload_options = stack(
                  help="Tokens generated after the prefill (KV cache)."),
     choice_option("--optimizer", spec.OPTIMIZERS,
                   f"The optimizer whose state is counted: {spec.OPTIMIZERS.phrase()}.", spec.DEFAULT_OPTIMIZER),
-    choice_option("--precision", spec.PRECISIONS, f"{spec.PRECISIONS.described()}.", spec.DEFAULT_PRECISION),
+    choice_option("--precision", spec.PRECISIONS, f"{spec.PRECISIONS.described()}. Default: "
+                  f"{spec.DEFAULT_PRECISION}; with a layout its framework's (megatron: megatron, deepspeed: mixed, "
+                  "fsdp2: fsdp2), which its ranks keep."),
     weight_dtype_option,
     weight_group_option,
     quant_layout_option,

@@ -21,7 +21,7 @@ from costmodel.simulate_api import decode_inputs
 from .inputs import InputError, finite, load_model, make_layout, make_workload, microbatches_for, with_mtp
 from .options import (ATTENTION_HELP, IMPL_HELP, batch_option, choice_option, dtype_option, hardware_option,
                       json_option, layout_options, model_options, mtp_option, refuse_mla_without_latent,
-                      refuse_typed)
+                      refuse_typed, TOKENS)
 
 TIME_MODEL_HELP = (f"kernels (the default: {spec.TIME_MODELS.meanings['kernels']}) or roofline "
                    f"({spec.TIME_MODELS.meanings['roofline']}); a hardware without sm_count, and training on one "
@@ -96,7 +96,7 @@ def refuse_other_mode(ctx: click.Context, train: bool) -> None:
 @click.option("--recompute-layers", type=int, default=None,
               help="Training, --recompute full: only the first N layers of each pipeline stage recompute (Megatron's "
               "recompute_method block, recompute_num_layers); the others keep everything.")
-@click.option("--tokens", type=float, default=None, help="Training: tokens to train on (e.g. 2e12) for the time to train.")
+@click.option("--tokens", type=TOKENS, default=None, help="Training: tokens to train on (e.g. 2e12 or 2T) for the time to train.")
 @click.option("--price", type=float, default=None, help="Training with --tokens: dollars per GPU-hour (default: the hardware file's price_per_gpu_hour, if it has one).")
 @click.option("--step-time", type=float, default=None, help="Training: a measured step time in seconds, for its MFU.")
 @click.option("--compute-efficiency", type=float, default=None, help="Fraction of peak FLOP/s reached (default: the preset's).")
@@ -117,6 +117,10 @@ def refuse_other_mode(ctx: click.Context, train: bool) -> None:
 @click.option("--param-gather-overlap", type=float, default=0.0, show_default=True,
               help="Training with a layout, ZeRO-1/2: the fraction of the next step's first forward the parameter "
               "all-gather runs under (1: Megatron-Core's --overlap-param-gather; 0: exposed).")
+@click.option("--no-align-grad-reduce", is_flag=True,
+              help="Training with an interleaved --framework megatron layout: each model chunk's gradient reduce "
+              "starts as the chunk's last backward ends (NeMo 2.2, which sets no grad_sync_func), not r backwards "
+              "later on pipeline rank r (Megatron-LM's align_grad_reduce, the default).")
 @click.option("--ep-overlap", type=float, default=0.0, show_default=True,
               help="Training with a layout, --ep > 1: the fraction of each micro-batch's expert all-to-all hidden "
               "behind compute in the combined 1F1B's paired steps (the warm-up forwards and cool-down backwards "
@@ -160,7 +164,7 @@ def refuse_other_mode(ctx: click.Context, train: bool) -> None:
 def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention, kv_cache, mla, train, seq_len,
              recompute, recompute_layers, tokens, price, step_time, compute_efficiency, memory_efficiency, global_batch, impl,
              flops_convention, tp_overlap, dp_overlap, no_prefetch, pp_overlap, param_gather_overlap, ep_overlap, overlap_slowdown,
-             compiled, cuda_graphs,
+             no_align_grad_reduce, compiled, cuda_graphs,
              launch_overhead, graph_kernel_gap, time_model, weight_dtype, weight_group, quantize_head, quant_layout, kv_dtype, fp8_gemm,
              decode_code, mtp,
              as_json, **layout_given) -> None:
@@ -208,7 +212,8 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
         overlap_given = [name for name, given in (
             ("--tp-overlap", tp_overlap != 0.0), ("--dp-overlap", dp_overlap != 2 / 3), ("--pp-overlap", pp_overlap != 0.0),
             ("--param-gather-overlap", param_gather_overlap != 0.0), ("--ep-overlap", ep_overlap != 0.0),
-            ("--no-prefetch", no_prefetch), ("--overlap-slowdown", overlap_slowdown is not None)) if given]
+            ("--no-prefetch", no_prefetch), ("--overlap-slowdown", overlap_slowdown is not None),
+            ("--no-align-grad-reduce", no_align_grad_reduce)) if given]
         if overlap_given and not (train and layout is not None):
             raise ConfigError(f"{', '.join(overlap_given)}: the overlap options time training with a layout "
                               "(--train with --tp/--pp/--dp/...); nothing here would read them.")
@@ -243,11 +248,11 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
             from costmodel.layout import timing as parallel_time
 
             if train:
-                workload = make_workload(cfg, seq_len, batch=batch, dtype=dtype, recompute=recompute,
+                workload = make_workload(cfg, seq_len, holds_cache=False, batch=batch, dtype=dtype, recompute=recompute,
                                          recompute_layers=recompute_layers, attention=attention, impl=impl)
                 overlap = parallel_time.Overlap(tp=tp_overlap, dp=dp_overlap, prefetch=not no_prefetch,
                                                 slowdown=overlap_slowdown, pp=pp_overlap, params=param_gather_overlap,
-                                                ep=ep_overlap)
+                                                ep=ep_overlap, align_grad=not no_align_grad_reduce)
                 result = parallel_time.simulate_training(cfg, workload, layout, hardware, efficiency,
                                                          tokens, step_time, flops_convention, time_model, overlap,
                                                          compiled, price)
@@ -268,7 +273,7 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
             if time_model == "kernels" or compiled:
                 raise ConfigError("training on one GPU is timed by the roofline; give a layout (e.g. --dp 1) "
                                   "for --time-model kernels or --compile.")
-            workload = make_workload(cfg, seq_len, batch=batch, dtype=dtype, recompute=recompute,
+            workload = make_workload(cfg, seq_len, holds_cache=False, batch=batch, dtype=dtype, recompute=recompute,
                                      recompute_layers=recompute_layers, **implied(None, impl, attention, cfg.family))
             result = sim.simulate_training(cfg, workload, hardware, tokens=tokens,
                                            step_seconds=step_time, efficiency=efficiency,

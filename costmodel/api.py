@@ -46,7 +46,8 @@ def load_model(model: Any) -> ModelConfig:
                       f"{type(model).__name__}.")
 
 
-def make_workload(cfg: ModelConfig, seq_len: int | None = None, **options: Any) -> tuple[Workload, list[str]]:
+def make_workload(cfg: ModelConfig, seq_len: int | None = None, holds_cache: bool = True,
+                  **options: Any) -> tuple[Workload, list[str]]:
     """The workload for a model with the defaults filled in, and the warnings it raises (a
     sequence past a context that is not a learned table). Invalid input raises ConfigError.
     The default length is 2048 tokens, or what the model's context leaves once the generated
@@ -58,7 +59,7 @@ def make_workload(cfg: ModelConfig, seq_len: int | None = None, **options: Any) 
             room -= fed
         seq_len = min(DEFAULT_SEQ_LEN, room)
     workload = Workload(seq_len=seq_len, **options)
-    return workload, workload.check_fits(cfg)
+    return workload, workload.check_fits(cfg, holds_cache)  # holds_cache False: a training step only
 
 
 def generation_start(cfg: ModelConfig) -> dict[str, int]:
@@ -91,15 +92,20 @@ def estimate(model: Any, seq_len: int | None = None, layout: Any = None, **workl
     .to_dict() is `estimate --json`, .blocks() a DataFrame of the per-block table. layout: a
     costmodel.layout.Layout or a dict of its fields (dp, tp, pp, sp, zero, microbatches, schedule,
     virtual_stages, framework, ...) for per-rank memory and communication; with a layout, impl
-    and attention default to the framework's (costmodel/defaults.py)."""
-    from .defaults import implied
+    and attention default to the framework's, and precision is the framework's (a different one is
+    refused: defaults.layout_precision)."""
+    from .defaults import implied, layout_precision
     from .estimation import Estimate
+    from .spec import CANONICAL_DTYPE, DEFAULT_DTYPE
 
     cfg = load_model(model)
     chosen_layout = make_layout(layout)
-    if chosen_layout is not None:  # the framework's code unless impl or attention is given
+    if chosen_layout is not None:  # the framework's code and precision unless impl or attention is given
         workload = {**workload, **implied(chosen_layout.framework, workload.get("impl"), workload.get("attention"),
                                           cfg.family)}
+        dtype = workload.get("dtype") or DEFAULT_DTYPE  # Workload refuses a bad one below
+        workload["precision"] = layout_precision(chosen_layout, CANONICAL_DTYPE.get(dtype, dtype) if isinstance(
+            dtype, str) else dtype, workload.get("precision"))
     chosen, notes = make_workload(cfg, seq_len, **inference_options(cfg, workload, beside_training=True))
     for note in notes:
         warnings.warn(note, stacklevel=2)

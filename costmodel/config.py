@@ -57,6 +57,9 @@ class ModelConfig:
     out_bias: bool = True  # the attention output projection's bias
     ffn_bias: bool = True
     lm_head_bias: bool = False
+    last_out_bias: bool = False  # a d-wide bias added to the last layer's attention output (GPT-NeoX-Japanese)
+    idle_cross_layers: int = 0  # Mllama's cross-attention layers: held, skipped on text alone (blocks/idle.py)
+    embedding_extra_rows: int = 0  # token-table rows past vocab_size (Mllama's 8 image tokens; the head has V)
     head: str = "lm"  # lm: logits over the vocabulary; pooler: BERT's CLS pooler; none
     tie_embeddings: bool = True  # the output projection reuses the (decoder) input embedding
     share_embeddings: bool = True  # encoder-decoder: one table for source and target tokens
@@ -281,7 +284,7 @@ class ModelConfig:
         check_choice(owner, "norm_position", self.norm_position, NORM_POSITIONS)
         check_choice(owner, "activation", self.activation, ACTIVATIONS)
         check_choice(owner, "head", self.head, HEADS)
-        for name in ("embedding_norm", "norm_bias", "qkv_bias", "out_bias", "ffn_bias", "lm_head_bias",
+        for name in ("embedding_norm", "norm_bias", "qkv_bias", "out_bias", "ffn_bias", "lm_head_bias", "last_out_bias",
                      "tie_embeddings", "share_embeddings", "scale_embeddings", "scale_lm_head_input",
                      "attention_output_gate", "keys_as_values", "double_wide_shared"):
             check_bool(owner, name, getattr(self, name))

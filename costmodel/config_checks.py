@@ -30,7 +30,7 @@ def check_newer_fields(cfg: Any, owner: str) -> None:
     if (cfg.altup_inputs is None) != (cfg.laurel_rank is None) or (cfg.altup_inputs and not cfg.per_layer_input):
         raise ConfigError(f"{owner}: altup_inputs and laurel_rank go together, with per_layer_input (Gemma 3n).")
     for name in ("n_experts", "top_k", "d_shared", "n_dense_layers", "position_offset", "mtp_layers",
-                 "nope_layers"):
+                 "nope_layers", "idle_cross_layers", "embedding_extra_rows"):
         check_int(owner, name, getattr(cfg, name), minimum=0)
     for name in ("expert_groups", "expert_groups_per_token"):
         check_int(owner, name, getattr(cfg, name), minimum=1)

@@ -35,7 +35,7 @@ from typing import Any
 
 from .facts import facts_for
 from .spec import (DEFAULT_ATTENTION, DEFAULT_DTYPE, DEFAULT_HARDWARE, DEFAULT_IMPL,  # noqa: F401 (re-exported)
-                   DEFAULT_RECOMPUTE, DEFAULT_SERVE_ATTENTION)
+                   DEFAULT_PRECISION, DEFAULT_RECOMPUTE, DEFAULT_SERVE_ATTENTION)
 
 #: framework -> (activation profile, attention kernel) it implies, each with its source above.
 FRAMEWORK_CODE = {
@@ -59,6 +59,25 @@ def implied(framework: str | None, impl: str | None = None, attention: str | Non
     if attention is None and family is not None:
         chosen["attention"] = class_attention(chosen["impl"], family, chosen["attention"])
     return chosen
+
+
+def layout_precision(layout: Any, dtype: str, typed: str | None = None) -> str:
+    """The precision policy (costmodel/precision.py) of estimate's whole-model memory: without a
+    layout the typed one, else spec.DEFAULT_PRECISION; with one, the policy its ranks keep, its
+    framework's (Framework.precision_for: megatron 2 + 4 + 12 bytes a parameter, deepspeed mixed,
+    fsdp2 4 + 4 + 8), so the model's memory and each rank's count the same bytes. A typed policy
+    the framework does not keep is refused: the ranks would keep the framework's whatever was typed."""
+    if layout is None:
+        return typed or DEFAULT_PRECISION
+    from .config import ConfigError
+    from .layout.frameworks import FRAMEWORKS
+
+    kept = FRAMEWORKS[layout.framework].precision_for(dtype, layout.grad_reduce_dtype)
+    if typed is not None and typed != kept:
+        raise ConfigError(f"--precision {typed}: a {layout.framework} layout keeps {kept} precision in {dtype} "
+                          f"(costmodel/layout/frameworks.py); drop --precision, or drop the layout for the whole "
+                          f"model in {typed}.")
+    return kept
 
 
 def has_attention(cfg: Any) -> bool:

@@ -61,6 +61,9 @@ class Facts:
     # ("sublayer": both; "attention_output" or "ffn_output": one), inside the FFN, after each
     # stack's final norm
     dropout_sites: tuple[str, ...] = ("probs", "embedding", "sublayer")
+    # the fixed sinusoidal position table is built in fp32 whatever the model dtype (CTRL's
+    # positional_encoding(..., torch.float) buffer), not in the model dtype (XGLM's)
+    sinusoid_buffer_fp32: bool = False
     # gelu with the tanh approximation written in Python (x, tanh, 0.5x, 1+tanh kept), not aten's
     gelu_tanh_python: bool = False
     # a learned position table is looked up by int64 position ids the lookup keeps

@@ -38,6 +38,12 @@ _DEFAULTS: dict[str, Any] = dict(max_position_embeddings=131072, hidden_act="gel
 _ACTIVATIONS = ("gelu_pytorch_tanh", "gelu")
 #: Gemma4TextConfig's other defaults this reader checks.
 _SLIDING_WINDOW, _GLOBAL_HEAD_DIM, _PER_LAYER_INPUT, _PER_LAYER_VOCAB, _PATTERN = 512, 512, 256, 262_144, 6
+#: Gemma4UnifiedTextConfig's own defaults (modular_gemma4_unified.py): its window and positions.
+_UNIFIED_DEFAULTS: dict[str, Any] = dict(_DEFAULTS, max_position_embeddings=262_144)
+#: Gemma4UnifiedTextConfig's sizes (Gemma4TextConfig's), read where the config.json leaves them out.
+_UNIFIED_SIZES: dict[str, Any] = dict(vocab_size=262_144, hidden_size=2304, intermediate_size=9216,
+                                      num_hidden_layers=30, num_attention_heads=8)
+_UNIFIED_WINDOW = 1024
 #: RoPE types whose tables span the whole head (proportional: zeros past partial_rotary_factor,
 #: transformers 5.24 modeling_rope_utils._compute_proportional_rope_parameters), as the
 #: elementwise rotation does (apply_rotary_pos_emb over all of head_dim).
@@ -45,12 +51,15 @@ _ROPE_TYPES = ("default", "proportional")
 _KINDS = ("sliding_attention", "full_attention")
 
 
-def _refuse_unmodelled(f: Fields) -> None:
-    """One sentence for each Gemma 4 feature the blocks here do not express."""
-    if f.get("num_kv_shared_layers", 0, minimum=0) and not f.get("hidden_size_per_layer_input", _PER_LAYER_INPUT):
+def _refuse_unmodelled(f: Fields, unified: bool) -> None:
+    """One sentence for each Gemma 4 feature the blocks here do not express (Gemma4UnifiedTextModel
+    builds neither per-layer inputs nor the MoE block, whatever the config says, and runs K/V sharing
+    without them)."""
+    shared = f.get("num_kv_shared_layers", 0, minimum=0)
+    if shared and not unified and not f.get("hidden_size_per_layer_input", _PER_LAYER_INPUT):
         raise ConfigError(f"{f.source}: num_kv_shared_layers without per-layer inputs (hidden_size_per_layer_input "
                           "0) is not modelled: transformers 5.24's Gemma4TextModel cannot run it.")
-    if f.get("enable_moe_block", False, bool):
+    if not unified and f.get("enable_moe_block", False, bool):
         raise ConfigError(f"{f.source}: enable_moe_block (Gemma 4's experts beside the MLP, with "
                           "their own router and norms) is not modelled.")
     bidirectional = f.data.get("use_bidirectional_attention")
@@ -128,10 +137,30 @@ def _rope_kinds(f: Fields, kinds: set[str]) -> int:
 def _gemma4_text(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
     """Gemma 4's language model: Llama's fields (hidden_activation its activation), Gemma 3's
     layer, its own norms, scale 1.0, windows on the sliding_attention layers (the last layer full)."""
+    return _read(f, name, llama, "gemma4_text")
+
+
+def _gemma4_unified_text(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
+    """Gemma 4 unified's language model (Gemma4UnifiedForCausalLM, transformers 5.24
+    models/gemma4_unified/modular_gemma4_unified.py): Gemma4TextAttention and Gemma4TextMLP in
+    Gemma 4's decoder layer without per-layer inputs or the MoE block (Gemma4UnifiedTextDecoderLayer
+    builds neither; hidden_size_per_layer_input and enable_moe_block are not read), K/V sharing
+    without per-layer inputs (which Gemma4TextModel cannot run), and Gemma4UnifiedTextConfig's
+    defaults: a window of 1,024 and 262,144 positions."""
+    return _read(f, name, llama, "gemma4_unified_text")
+
+
+def _read(f: Fields, name: str, llama: LlamaReader, family: str) -> ModelConfig:
+    """gemma4_text's reader; family gemma4_unified_text reads Gemma4UnifiedTextConfig's defaults
+    and no per-layer inputs."""
+    unified = family == "gemma4_unified_text"
+    defaults = _UNIFIED_DEFAULTS if unified else _DEFAULTS
+    if unified:
+        f = Fields({**f.data, **{k: v for k, v in _UNIFIED_SIZES.items() if f.data.get(k) is None}}, f.source)
     data = {k: v for k, v in f.data.items() if k not in ("mlp_bias", "hidden_act", "sliding_window")}
     act = f.get("hidden_activation", _DEFAULTS["hidden_act"], str)
     if act not in _ACTIVATIONS:
-        raise ConfigError(f"{f.source}: unsupported hidden_activation {show(act)} for gemma4_text; "
+        raise ConfigError(f"{f.source}: unsupported hidden_activation {show(act)} for {family}; "
                           f"supported: {', '.join(_ACTIVATIONS)}.")
     data["hidden_act"] = act
     heads = f.get("num_attention_heads", minimum=1)
@@ -139,27 +168,27 @@ def _gemma4_text(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
         raise ConfigError(f"{f.source}: num_attention_heads ({heads}) is not divisible by "
                           f"num_key_value_heads ({_DEFAULTS['num_key_value_heads']}, "
                           "Gemma4TextConfig's default when the field is missing); give num_key_value_heads.")
-    base = llama.read(Fields(data, f.source), name, "llama", _DEFAULTS)
-    _refuse_unmodelled(f)
+    base = llama.read(Fields(data, f.source), name, "llama", defaults)
+    _refuse_unmodelled(f, unified)
     layers = base.n_decoder_layers
     types = list(llama.layer_types(f, layers) or [
         "sliding_attention" if (i + 1) % _PATTERN else "full_attention" for i in range(layers)])
     types[-1] = "full_attention"  # Gemma4TextConfig.__post_init__ forces it
     if "sliding_window" in f.data and f.data["sliding_window"] is None:
-        raise ConfigError(f"{f.source}: sliding_window null is not modelled for gemma4_text: "
-                          "Gemma4TextConfig takes an integer (512 by default).")
-    window = f.get("sliding_window", _SLIDING_WINDOW, minimum=1)
+        raise ConfigError(f"{f.source}: sliding_window null is not modelled for {family}: its "
+                          f"config takes an integer ({_UNIFIED_WINDOW if unified else _SLIDING_WINDOW:,} by default).")
+    window = f.get("sliding_window", _UNIFIED_WINDOW if unified else _SLIDING_WINDOW, minimum=1)
     sliding = [i for i, kind in enumerate(types) if kind == "sliding_attention"]
     cap = f.nullable("final_logit_softcapping", None, float)
     width, groups = _full_layers(f, types, base.d_head, base.n_kv_heads, heads)
-    per_layer = f.get("hidden_size_per_layer_input", _PER_LAYER_INPUT, minimum=0)  # 0: none
+    per_layer = 0 if unified else f.get("hidden_size_per_layer_input", _PER_LAYER_INPUT, minimum=0)  # 0: none
     return base.replace(
         per_layer_input=per_layer or None, global_head_dim=width, global_kv_heads=groups,
         keys_as_values=f.get("attention_k_eq_v", False, bool),  # the full layers' values: their keys' projection
         kv_shared_layers=f.get("num_kv_shared_layers", 0),
         double_wide_shared=f.get("use_double_wide_mlp", False, bool) and f.get("num_kv_shared_layers", 0) > 0,
         per_layer_vocab=f.get("vocab_size_per_layer_input", _PER_LAYER_VOCAB, minimum=1) if per_layer else None,
-        family="gemma4_text", qk_norm=True, scale_embeddings=True, post_sublayer_norm=True,
+        family=family, qk_norm=True, scale_embeddings=True, post_sublayer_norm=True,
         attention_scale=1.0, rotary_sets=_rope_kinds(f, set(types)),
         logit_softcap=None if cap is None else float(cap),
         sliding_window=window if sliding else None, window_layers=len(sliding) or None,
@@ -168,10 +197,11 @@ def _gemma4_text(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
 
 #: model_type -> its reader (hf.py passes its LlamaReader).
 GEMMA4_BUILDERS: dict[str, Callable[[Fields, str, LlamaReader], ModelConfig]] = {
-    "gemma4_text": _gemma4_text}
+    "gemma4_text": _gemma4_text, "gemma4_unified_text": _gemma4_unified_text}
 #: The transformers class, for a config.json that names `architectures` only.
-GEMMA4_ARCHITECTURES: dict[str, str] = {"Gemma4ForCausalLM": "gemma4_text"}
+GEMMA4_ARCHITECTURES: dict[str, str] = {"Gemma4ForCausalLM": "gemma4_text",
+                                        "Gemma4UnifiedForCausalLM": "gemma4_unified_text"}
+_NAMES = {**LLAMA_NAMES, "kv_shared_layers": "num_kv_shared_layers", "per_layer_input": "hidden_size_per_layer_input",
+          "per_layer_vocab": "vocab_size_per_layer_input", "keys_as_values": "attention_k_eq_v"}
 #: The config.json names of ModelConfig's fields (the ones its errors may name).
-GEMMA4_NAMES: dict[str, dict[str, str]] = {"gemma4_text": {
-    **LLAMA_NAMES, "kv_shared_layers": "num_kv_shared_layers", "per_layer_input": "hidden_size_per_layer_input",
-    "per_layer_vocab": "vocab_size_per_layer_input", "keys_as_values": "attention_k_eq_v"}}
+GEMMA4_NAMES: dict[str, dict[str, str]] = {"gemma4_text": _NAMES, "gemma4_unified_text": _NAMES}

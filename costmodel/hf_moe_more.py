@@ -198,10 +198,11 @@ def _exaone_moe(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
     norms after the sublayers), with DeepSeek-V3's MoE (_deepseek_experts) under its own names:
     num_experts (64), num_experts_per_tok (8), moe_intermediate_size (1024), num_shared_experts
     (1), norm_topk_prob (True); the dense layers are mlp_layer_types' "dense" ones, else the
-    first first_k_dense_replace (1). Dense layers beside sliding windows on only some layers (the
-    class's defaults and K-EXAONE's) are not modelled: the per-layer pattern gives one kind of
-    difference between layers, so they are refused in one line, as is a null sliding_window
-    (ExaoneMoeConfig's strict int refuses it)."""
+    first first_k_dense_replace (1). Dense layers beside windows on only some layers (the class's
+    defaults and K-EXAONE's: layer 0 dense and sliding) take Llama 4 Maverick's kinds (dense, moe
+    with a window and RoPE, moe_nope without either); a dense full-attention (NoPE) layer beside
+    expert layers is refused in one line, as is a null sliding_window (ExaoneMoeConfig's strict int
+    refuses it)."""
     _silu(f, "exaone_moe")
     if "sliding_window" in f.data and f.data["sliding_window"] is None:
         raise ConfigError(f"{f.source}: sliding_window null is refused by transformers 5.24's "
@@ -221,11 +222,16 @@ def _exaone_moe(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
     changes = _deepseek_experts(renamed, layers, experts, llama, first_dense=dense, width=1024,
                                 top_k=8, shared=shared, renormalize=True)
     if changes.get("n_dense_layers") and windows.get("window_layers"):
-        raise ConfigError(f"{f.source}: dense MLP layers (first_k_dense_replace or mlp_layer_types: "
-                          f"{dense}) beside sliding windows on some layers are not modelled for "
-                          "exaone_moe (the per-layer pattern gives one kind of difference); give "
-                          "every layer experts (first_k_dense_replace 0) or one kind of attention.")
-    if windows.get("layer_pattern") is not None:
+        # Llama 4 Maverick's and AFMoE's kinds: dense layers (sliding, RoPE), expert layers with a window
+        # and RoPE, expert layers without either (NoPE)
+        pattern = windows["layer_pattern"]
+        if any(pattern[i] == "full" for i in range(dense)):
+            raise ConfigError(f"{f.source}: a full-attention (NoPE) layer among exaone_moe's {dense} dense "
+                              "layers (first_k_dense_replace or mlp_layer_types) is not modelled: its NoPE "
+                              "layers must have experts.")
+        changes["layer_pattern"] = tuple("dense" if i < dense else "moe" if kind == "sliding" else "moe_nope"
+                                         for i, kind in enumerate(pattern))
+    elif windows.get("layer_pattern") is not None:
         changes["layer_pattern"] = windows["layer_pattern"]
     return base.replace(family="exaone_moe", qkv_bias=False, out_bias=False, ffn_bias=False,
                         qk_norm=True, **{**windows, **changes})

@@ -3,7 +3,7 @@
 Youtu-LLM (youtu: DeepSeek-V3's latent attention in dense Llama layers), Mellum (mellum:
 Qwen3-MoE's layers with experts where mlp_layer_types says sparse), Sarvam's MLA models (sarvam_mla:
 DeepSeek-V3's class with SarvamMLAConfig's defaults), A.X K1 (axk1: DeepSeek-V3's with a norm after its
-experts).
+experts), Emu3 (emu3: Llama's layers with dropout on each sublayer's output, read from text_config).
 costmodel/hf.py dispatches on model_type. Defaults are those of transformers 5.24's configuration
 classes (models/<model_type>/configuration_<model_type>.py)."""
 
@@ -254,16 +254,92 @@ def _kolibri1(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
                         post_sublayer_norm=True, **{**windows, **experts_fields})
 
 
+#: Emu3TextConfig's defaults (transformers 5.24, models/emu3/configuration_emu3.py).
+_EMU3_DEFAULTS: dict[str, Any] = dict(
+    vocab_size=184622, hidden_size=4096, intermediate_size=14336, num_hidden_layers=32, num_attention_heads=32,
+    num_key_value_heads=8, hidden_act="silu", max_position_embeddings=9216, tie_word_embeddings=False)
+
+
+def _emu3(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
+    """Emu3 (BAAI's Emu3-Chat and Emu3-Gen, model_type emu3): AutoModelForCausalLM builds
+    Emu3ForCausalLM from the text_config alone (Emu3TextConfig's defaults where it leaves a field out;
+    the VQ-VAE image tokenizer is Emu3ForConditionalGeneration's and is not counted): Llama's layers
+    (attention_bias on q, k, v and o, mlp_bias) with attention_dropout (0.1 by default) both on the
+    attention probabilities and on each sublayer's output before its residual add (Emu3DecoderLayer's
+    own nn.Dropout)."""
+    text = f.data.get("text_config")
+    if text is None:
+        text = {}
+    if not isinstance(text, dict):
+        raise ConfigError(f"{f.source}: an emu3 config is read as its language model, text_config, which must "
+                          f"be an object, got {show(text)}.")
+    g = Fields({**_EMU3_DEFAULTS, **text}, f"{f.source} text_config")
+    p = float(g.get("attention_dropout", 0.1, float))
+    base = llama.read(g, name, "llama", _EMU3_DEFAULTS)
+    named = f"{name} (language model)" if "vq_config" in f.data else name  # the Hub's file: a VQ-VAE too
+    return base.replace(family="emu3", dropout=p, attention_dropout=p, name=named)
+
+
+#: MllamaTextConfig's defaults (transformers 5.24, models/mllama/configuration_mllama.py).
+_MLLAMA_DEFAULTS: dict[str, Any] = dict(
+    vocab_size=128256, hidden_size=4096, intermediate_size=14336, num_hidden_layers=40, num_attention_heads=32,
+    num_key_value_heads=8, hidden_act="silu", max_position_embeddings=131072, tie_word_embeddings=False)
+_MLLAMA_CROSS = [3, 8, 13, 18, 23, 28, 33, 38]  # MllamaTextConfig.__post_init__'s cross_attention_layers
+_MLLAMA_IMAGE_ROWS = 8  # MllamaTextModel.embed_tokens: nn.Embedding(vocab_size + 8, ...)
+
+
+def _mllama(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
+    """Llama 3.2 Vision (model_type mllama) on text: AutoModelForCausalLM builds MllamaForCausalLM from
+    the text_config (MllamaTextConfig's defaults where it leaves a field out; the vision tower is
+    MllamaForConditionalGeneration's and is not counted). Its layers listed in cross_attention_layers
+    are cross-attention layers, which MllamaTextModel skips without image states: held (their
+    parameters count: blocks/idle.py), not run; the others are Llama's layers. The token table has 8
+    rows past vocab_size (image tokens), the head vocab_size; a tied head (which those shapes cannot
+    share) is refused in one line. The estimate is of text prompts; a file with a vision_config (the Hub's)
+    names it "(language model, text prompts)"."""
+    text = f.data.get("text_config")
+    if text is None:
+        text = {}
+    if not isinstance(text, dict):
+        raise ConfigError(f"{f.source}: an mllama config is read as its language model, text_config, which must "
+                          f"be an object, got {show(text)}.")
+    g = Fields({**_MLLAMA_DEFAULTS, **text}, f"{f.source} text_config")
+    layers = g.get("num_hidden_layers", minimum=1)
+    cross = g.data.get("cross_attention_layers")
+    cross = _MLLAMA_CROSS if cross is None else cross
+    if not isinstance(cross, list) or any(isinstance(i, bool) or not isinstance(i, int) for i in cross) \
+            or len(set(cross)) != len(cross) or any(not 0 <= i < layers for i in cross) or len(cross) >= layers:
+        raise ConfigError(f"{g.source}: cross_attention_layers must list distinct layer indices below "
+                          f"num_hidden_layers ({layers}), leaving a self-attention layer; got {show(cross)}.")
+    if g.get("tie_word_embeddings", False, bool):
+        raise ConfigError(f"{g.source}: tie_word_embeddings is not modelled for mllama: its token table has "
+                          f"{_MLLAMA_IMAGE_ROWS} rows past vocab_size that the head has not.")
+    heads, width = g.get("num_attention_heads", minimum=1), g.get("hidden_size", minimum=1)
+    if g.data.get("head_dim") not in (None, width // heads):
+        raise ConfigError(f"{g.source}: head_dim {show(g.data['head_dim'])} is not hidden_size / num_attention_heads "
+                          f"({width // heads}), which transformers 5.24's Mllama attention uses while its RoPE "
+                          "table takes head_dim: the class cannot run it.")
+    if float(g.get("dropout", 0.0, float)):
+        raise ConfigError(f"{g.source}: a nonzero dropout is not modelled for mllama.")
+    base = llama.read(Fields(dict(g.data, num_hidden_layers=layers - len(cross)), g.source), name, "llama",
+                      _MLLAMA_DEFAULTS)
+    named = f"{name} (language model, text prompts)" if "vision_config" in f.data else name  # the Hub's file
+    return base.replace(family="mllama", idle_cross_layers=len(cross), embedding_extra_rows=_MLLAMA_IMAGE_ROWS,
+                        name=named)
+
+
 #: model_type -> its reader (hf.py passes its LlamaReader).
 MORE_TYPES_BUILDERS: dict[str, Callable[[Fields, str, LlamaReader], ModelConfig]] = {
     "solar_open": _solar_open, "youtu": _youtu, "mellum": _mellum,
-    "sarvam_mla": _sarvam_mla, "axk1": _axk1, "kolibri1": _kolibri1,
+    "sarvam_mla": _sarvam_mla, "axk1": _axk1, "kolibri1": _kolibri1, "emu3": _emu3,
+    "mllama": _mllama,
 }
 
 #: The transformers class of each, for a config.json that names `architectures` only.
 MORE_TYPES_ARCHITECTURES: dict[str, str] = {
     "SolarOpenForCausalLM": "solar_open", "YoutuForCausalLM": "youtu", "MellumForCausalLM": "mellum",
-    "AXK1ForCausalLM": "axk1", "Kolibri1ForCausalLM": "kolibri1",
+    "AXK1ForCausalLM": "axk1", "Kolibri1ForCausalLM": "kolibri1", "Emu3ForCausalLM": "emu3",
+    "Emu3ForConditionalGeneration": "emu3", "MllamaForCausalLM": "mllama", "MllamaForConditionalGeneration": "mllama",
 }
 
 #: The config.json names of ModelConfig's fields (the ones its errors may name).
@@ -277,6 +353,7 @@ MORE_TYPES_NAMES: dict[str, dict[str, str]] = {
                    "d_expert": "moe_intermediate_size", "n_dense_layers": "first_k_dense_replace"},
     "axk1": {**LLAMA_NAMES, "n_experts": "n_routed_experts", "top_k": "num_experts_per_tok",
              "d_expert": "moe_intermediate_size", "n_dense_layers": "mlp_layer_types"},
+    "emu3": LLAMA_NAMES, "mllama": LLAMA_NAMES,
     "kolibri1": {**LLAMA_NAMES, "n_experts": "num_experts", "top_k": "num_experts_per_tok",
                  "d_expert": "moe_intermediate_size", "d_shared": "shared_expert_intermediate_size"},
 }

@@ -34,6 +34,8 @@ WRAPPERS: dict[str, tuple[str, bool | None]] = {
     "qwen3_5_moe": ("qwen3_5_moe_text", False),
     "gemma4": ("gemma4_text", True),  # configuration_gemma4.py: Gemma4Config(tie_word_embeddings=True)
     "gemma3n": ("gemma3n_text", True),  # configuration_gemma3n.py: Gemma3nConfig(tie_word_embeddings=True)
+    # modular_gemma4_unified.py: Gemma4UnifiedConfig(Gemma4Config), its ForConditionalGeneration Gemma 4's
+    "gemma4_unified": ("gemma4_unified_text", True),
 }
 
 

@@ -23,6 +23,10 @@ from .config import ConfigError, ModelConfig, show
 #: What a Hub model id looks like: org/name, letters, digits, '-', '_', '.'.
 HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
 TRUE = {"1", "true", "yes", "on"}
+#: How close (difflib's ratio) an id the Hub cannot give must be to a preset's spelling for the error
+#: to name it: a letter off in an org/name id (meta-lama/Llama-3.1-8B: 0.98; gemma-7b against gemma-2-27b,
+#: another model, 0.9).
+TYPO_RATIO = 0.95
 
 
 def is_hub_id(name: str) -> bool:
@@ -138,8 +142,15 @@ def load_hub_config(repo_id: str) -> ModelConfig:
 
 def load_named(name: str) -> ModelConfig:
     """A preset or alias (any case) by name; else, for an org/name id, the Hub's config.json."""
-    from .presets import load_preset, resolve_name
+    from .presets import close_spellings, load_preset, resolve_name
 
     if resolve_name(name) is None and is_hub_id(name):
+        try:
+            hub_config_path(name)  # the cache's copy or a download: a miss names a preset spelled nearly so
+        except ConfigError as error:
+            close = close_spellings(name, cutoff=TYPO_RATIO)
+            if not close:
+                raise
+            raise ConfigError(f"{error} A preset spelled nearly so: {', '.join(close)}.") from None
         return load_hub_config(name)
     return load_preset(name)

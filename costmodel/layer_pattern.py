@@ -243,6 +243,9 @@ def check_kv_shared(cfg, owner: str) -> None:
                           "kv_shared_layers.")
     if not cfg.kv_shared_layers:
         return
+    if cfg.kv_shared_layers >= cfg.n_decoder_layers:  # before counting kinds over the last kv_shared_layers
+        raise ConfigError(f"{owner}: kv_shared_layers ({cfg.kv_shared_layers}) must leave decoder layers of their "
+                          f"own (of {cfg.n_decoder_layers}).")
     sliding, full = kv_shared_counts(cfg)
     if not 0 < cfg.n_window_layers < cfg.n_decoder_layers or sliding >= cfg.n_window_layers \
             or full >= cfg.n_decoder_layers - cfg.n_window_layers:

@@ -260,7 +260,8 @@ class TreeBuilder:
         tokens = S.b * seq
         positions = {
             "learned": lambda: B.LearnedPositions(tokens, seq, self.profile, cfg.position_offset),
-            "sinusoidal": lambda: B.SinusoidalPositions(tokens, cfg.position_offset),
+            "sinusoidal": lambda: B.SinusoidalPositions(tokens, cfg.position_offset,
+                                                        self.profile.facts.sinusoid_buffer_fp32),
         }.get(cfg.position)
         # Post-LN without an embedding norm: nothing else keeps the embeddings layer 0's projections
         # read (pre-LN: the first norm keeps them as its input; an embedding norm's output is it).
@@ -268,7 +269,8 @@ class TreeBuilder:
         output_kept = post and not cfg.embedding_norm
         width = S.d_e if cfg.projected_embeddings else S.d
         scaled = cfg.scale_embeddings or cfg.embedding_multiplier is not None
-        token_embedding = B.TokenEmbedding(tokens, owns_table, scaled, output_kept, width, self.profile)
+        token_embedding = B.TokenEmbedding(tokens, owns_table, scaled, output_kept, width, self.profile,
+                                           cfg.embedding_extra_rows)
         # OPT-350m: d_e-wide embeddings projected in to d (the projection keeps its input).
         project_in = B.EmbeddingProjection(tokens, S.d_e, S.d, input_kept=True)
         return [
@@ -419,6 +421,9 @@ class TreeBuilder:
             *([own.leaf("causal_mask", B.KeptCausalMask(seq, self.profile))]
               if self.profile.facts.masked_fill_causal_mask and stack == "decoder" else []),
             *body,
+            *([own.leaf("last_out_bias", B.OutputBias(S.b * seq))] if cfg.last_out_bias and stack == "decoder" else []),
+            *([own.leaf("idle_cross_layers", B.IdleCrossLayers(cfg.idle_cross_layers))]
+              if cfg.idle_cross_layers and stack == "decoder" else []),
             *([own.leaf("altup_unembed", B.AltUpUnembedding(S.b * seq))] if cfg.altup_inputs else []),
             *([own.leaf("hyper_head", B.HyperHead(S.b * seq))] if cfg.hyper_streams else []),
             *([own.leaf("final_norm", final_norm)] if final_norm else []),

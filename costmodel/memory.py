@@ -28,7 +28,7 @@ import sympy as sp
 
 from . import symbols as S
 from .config import ModelConfig, Workload
-from .precision import ParamBytes
+from .precision import ParamBytes, inference_precision
 from .tree import CostModel, generate_logits_to_keep, profile_for
 
 
@@ -109,10 +109,11 @@ class Memory:
 def memory(cfg: ModelConfig, workload: Workload, model: CostModel | None = None) -> Memory:
     """Training and inference memory of a workload as expressions."""
     model = model or CostModel(cfg, profile_for(cfg, workload))
-    inference = inference_bytes(cfg, model.profile)
+    serving = dataclasses.replace(model.profile, precision=inference_precision(model.profile.precision))
+    inference = inference_bytes(cfg, serving)
     keep = generate_logits_to_keep(cfg, workload.impl)
-    generate = (inference if keep == model.profile.logits_to_keep
-                else inference_bytes(cfg, dataclasses.replace(model.profile, logits_to_keep=keep)))
+    generate = (inference if keep == serving.logits_to_keep
+                else inference_bytes(cfg, dataclasses.replace(serving, logits_to_keep=keep)))
     return Memory(
         weights=model.total("weight_bytes"),
         gradients=model.total("gradient_bytes"),

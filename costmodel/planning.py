@@ -153,7 +153,7 @@ def plan(model: Any, gpus: int | Sequence[int], hardware: str = DEFAULT_HARDWARE
         workload, warnings = make_workload(cfg, prompt, dtype=dtype, gen_tokens=gen, kv_cache=kv_cache,
                                            attention=attention, **quantization)
     else:
-        workload, warnings = make_workload(cfg, seq_len, dtype=dtype,
+        workload, warnings = make_workload(cfg, seq_len, holds_cache=False, dtype=dtype,
                                            **implied(fixed.get("framework"), impl, attention, cfg.family,
                                                      runs_flash(chosen)))
         frameworks = tuple([fixed["framework"]] if fixed.get("framework") else list(FRAMEWORK_CODE))

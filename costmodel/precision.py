@@ -100,6 +100,14 @@ def param_bytes(precision: str, optimizer: str) -> ParamBytes:
     )
 
 
+def inference_precision(precision: str) -> str:
+    """The policy an inference of the model holds its weights under: the copy the forward reads, in
+    the activation dtype. Every policy but fsdp2 keeps that copy as its weights; fsdp2's fp32
+    sharded parameters are training state (its forward reads bf16 copies gathered from them), so an
+    inference beside it reads pure's."""
+    return "pure" if PRECISIONS[precision].weights != S.e else precision
+
+
 def param_bytes_note(precision: str, optimizer: str, dtype: str) -> str:
     """What ParamBytes counts, in words, for a dtype ("fp32", "bf16", "fp16")."""
     opt = OPTIMIZERS[optimizer]

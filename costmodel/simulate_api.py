@@ -117,8 +117,8 @@ def simulate(model: Any, hardware: str = spec.DEFAULT_HARDWARE, *, train: bool =
         if train:
             chosen_layout.check_schedule()
         if train:
-            workload, warnings = make_workload(cfg, seq_len, batch=batch, dtype=dtype, recompute=recompute,
-                                               attention=attention, impl=impl)
+            workload, warnings = make_workload(cfg, seq_len, holds_cache=False, batch=batch, dtype=dtype,
+                                               recompute=recompute, attention=attention, impl=impl)
             data = parallel_time.simulate_training(cfg, workload, chosen_layout, chosen, tokens=tokens,
                                                    step_seconds=step_time, price=price)
         else:
@@ -135,8 +135,8 @@ def simulate(model: Any, hardware: str = spec.DEFAULT_HARDWARE, *, train: bool =
             data["inputs"].update({**{k: v for k, v in quantization.items() if v is not None},
                                    **decode_inputs(workload, False, latent=bool(cfg.mla))})
     elif train:
-        workload, warnings = make_workload(cfg, seq_len, batch=batch, dtype=dtype, recompute=recompute,
-                                           attention=attention, impl=impl)
+        workload, warnings = make_workload(cfg, seq_len, holds_cache=False, batch=batch, dtype=dtype,
+                                           recompute=recompute, attention=attention, impl=impl)
         data = sim.simulate_training(cfg, workload, chosen, tokens=tokens, step_seconds=step_time, price=price)
     else:
         workload, warnings = make_workload(cfg, prompt, batch=batch, dtype=dtype, attention=attention,

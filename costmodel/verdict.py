@@ -267,6 +267,11 @@ def verdict(cfg: ModelConfig, workload: Workload, layout: Any, capacity: int, gp
         layout = Layout(dp=gpus) if phase == "training" else Layout(tp=gpus)
         split = ("data parallel" if phase == "training" else "tensor parallel" if cfg.architecture == "decoder"
                  else "a whole copy on each")
+        if phase == "training" and typed_code is not None:  # the code the ranks run, not the model's eager above
+            from .defaults import implied
+
+            code = implied(layout.framework, typed_code.get("impl"), typed_code.get("attention"), cfg.family, flash)
+            split += f", {layout.framework}: attention {code['attention']}"
         if split == "tensor parallel":
             try:
                 layout.check(cfg, gpus, inference=True)

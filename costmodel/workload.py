@@ -233,8 +233,9 @@ class Workload:
         return {"b": self.batch, "n": n, "s": s, "T": self.gen_tokens, "c": n + self.fed_back_tokens(),
                 "e": self.bytes_per_element}
 
-    def check_fits(self, cfg: Any) -> list[str]:
+    def check_fits(self, cfg: Any, holds_cache: bool = True) -> list[str]:
         """Raise ConfigError if the workload cannot run on the model; return warnings otherwise.
+        holds_cache False: a training step only (finetune), which keeps no KV cache to warn of.
 
         Generated tokens extend the decoder (an encoder does not generate: they are ignored, with a
         warning). Longer than a learned
@@ -283,10 +284,10 @@ class Workload:
                           "the window's blocks; the FLOP counts keep every score, as the model FLOPs do)"
                           if self.attention == "flash" else
                           f"{self.attention} attention still computes every score (a masked full matrix)")
-                warnings.append(f"{window}: {scores}, and Hugging "
-                                f"Face's cache holds the whole prompt after the prefill and "
-                                f"{cfg.sliding_window:,} tokens once decoding begins (see the KV cache "
-                                f"line).")
+                cache = (f", and Hugging Face's cache holds the whole prompt after the prefill and "
+                         f"{cfg.sliding_window:,} tokens once decoding begins (see the KV cache line)"
+                         if holds_cache else "")
+                warnings.append(f"{window}: {scores}{cache}.")
         if cfg.n_mixer_layers("deltanet"):
             gate = " and of the attention's output gate" if cfg.attention_output_gate else ""
             warnings.append(f"model {show(cfg.name)} has {cfg.n_mixer_layers('deltanet')} Gated DeltaNet layers: "

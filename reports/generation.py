@@ -65,12 +65,14 @@ def step_costs(cfg: ModelConfig, quantity: str = "flops_matmul") -> StepCosts:
 def cumulative(costs: StepCosts) -> dict[str, sp.Expr]:
     """Total cost of generating T tokens, as polynomials in T (s and the model dimensions free).
     A sliding-window layer's step attends min(t, w) keys: taken as w, the generation past the
-    window that the leading term describes (and a Mamba-2 scan's ceil(t / Q) chunks as t / Q)."""
+    window that the leading term describes (and a Mamba-2 scan's ceil(t / Q) chunks as t / Q, DeepSeek-V4's
+    floor(t / rate) compressed entries as t / rate)."""
     def past_window(step: sp.Expr) -> sp.Expr:
         step = step.replace(lambda e: isinstance(e, sp.Min) and S.w in e.args, lambda e: S.w)
         # A Mamba-2 scan's chunks, ceil(t / Q), taken as t / Q, and a prompt padded to the conv's
         # K taps, max(t, K), as t: the long generation the leading term describes.
-        step = step.replace(lambda e: isinstance(e, sp.ceiling), lambda e: e.args[0])
+        # DeepSeek-V4's compressed entries, floor(t / rate), taken as t / rate likewise.
+        step = step.replace(lambda e: isinstance(e, (sp.ceiling, sp.floor)), lambda e: e.args[0])
         return step.replace(lambda e: isinstance(e, sp.Max) and S.K_m in e.args,
                             lambda e: sp.Max(*(a for a in e.args if a != S.K_m)))
 

@@ -18,6 +18,15 @@ FORMATS = ("png", "svg")
 SUMMARY_ATTENTION = "sdpa"  # the summary table's attention kernel (reports/report.py summary_rows)
 
 
+def summary_attention(family: str) -> str:
+    """The summary's kernel for a family: SUMMARY_ATTENTION where its Hugging Face class runs it,
+    else flash where it runs that (fused too: Gemma 2), else eager (DeepSeek-V4, gpt-oss' sinks:
+    the n x n scores kept), the facts' sdpa_supported and flash_supported (costmodel/defaults.py)."""
+    from costmodel.defaults import runs_attention
+
+    return next((kernel for kernel in (SUMMARY_ATTENTION, "flash") if runs_attention("hf", family, kernel)), "eager")
+
+
 @dataclass
 class Made:
     """One figure with its caption and the table of the numbers it draws."""

@@ -53,7 +53,7 @@ def tiny(cfg: ModelConfig) -> ModelConfig:
     """A small member of the config's family: d 64, 4 heads (2 KV heads under GQA), the same
     d_ff/d ratio, 2 layers per stack (a layer of each mixer in a model of one-mixer layers),
     vocabulary 101, every other choice kept."""
-    kv_heads = TINY_HEADS if cfg.n_kv_heads == cfg.n_heads else TINY_HEADS // 2
+    kv_heads = TINY_HEADS if cfg.n_kv_heads == cfg.n_heads else 1 if cfg.hyper_streams else TINY_HEADS // 2
     d_ff = max(8, round(TINY_WIDTH * cfg.d_ff / cfg.d_model))
     d_head = TINY_WIDTH // TINY_HEADS
     return cfg.replace(
@@ -101,6 +101,14 @@ def _tiny_newer_fields(cfg: ModelConfig, d_head: int) -> dict[str, Any]:
                       mamba_heads=TINY_HEADS if mamba else None, mamba_head_dim=d_head if mamba else None,
                       ssm_state=16 if mamba else None, mamba_groups=2 if mamba else None,
                       conv_kernel=cfg.conv_kernel, chunk_size=16 if mamba else None)
+    if cfg.hyper_streams:  # DeepSeek-V4 (one KV head, set in tiny): a layer of each kind, its ranks at scale
+        kinds = tuple(dict.fromkeys(cfg.layer_pattern))
+        fields.update(n_decoder_layers=len(kinds), layer_pattern=kinds, csa_layers=kinds.count("csa"),
+                      hca_layers=kinds.count("hca"), output_rank=_scaled(cfg.output_rank, cfg.d_model, TINY_WIDTH),
+                      q_lora_rank=_scaled(cfg.q_lora_rank, cfg.d_model, TINY_WIDTH))
+        if cfg.index_n_heads:
+            fields.update(index_n_heads=_scaled(cfg.index_n_heads, cfg.n_heads, TINY_HEADS),
+                          index_head_dim=_scaled(cfg.index_head_dim, cfg.d_head, d_head, even=True))
     if cfg.mla:
         rotary = max(2, d_head // 4)
         fields.update(rotary_dim=rotary, v_head_dim=d_head,

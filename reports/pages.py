@@ -18,10 +18,10 @@ def summary_display(rows: list[list]) -> tuple[list[str], list[list[str]]]:
     """The summary table as the pages show it: counts, FLOPs and bytes in readable units."""
     headers = ["model", "architecture", "parameters", "n", "forward FLOPs / token",
                "training FLOPs (batch)", "weights", "training memory", "KV cache", "n*",
-               "attention share", "dominant"]
+               "attention share", "dominant", "attention"]
     shown = [[r[0], r[1], count(r[2]), f"{r[3]:,}", si(r[6], "FLOP"), si(r[7], "FLOP"),
               binary_bytes(r[8]), binary_bytes(r[9]), binary_bytes(r[10]) if r[10] else "none",
-              f"{r[11]:,.0f}", f"{100 * r[12]:.1f}%", r[13]] for r in rows]
+              f"{r[11]:,.0f}", f"{100 * r[12]:.1f}%", r[13], r[14]] for r in rows]
     return headers, shown
 
 
@@ -34,7 +34,9 @@ def _intro(report: Report) -> str:
             f"one block each, evaluated exactly or over arrays. Workload of the summary and the "
             f"memory figures: batch {report.batch}, {report.dtype}, each model at its usual "
             f"context length; the summary's training memory with a fused attention kernel "
-            f"({SUMMARY_ATTENTION}, no n x n matrix kept). Measured points come from validate/'s reference model.")
+            f"({SUMMARY_ATTENTION}, or flash where the model's Hugging Face class has no {SUMMARY_ATTENTION} path; no "
+            f"n x n matrix kept; eager, which keeps it, where the class has neither: the attention column). "
+            f"Measured points come from validate/'s reference model.")
 
 
 def _claims_rows(report: Report) -> list[list[str]]:

@@ -17,7 +17,7 @@ from costmodel.config import ConfigError, ModelConfig, Workload
 from costmodel.presets import load_preset, preset_names
 
 from . import output, series
-from .made import SUMMARY_ATTENTION, Made, Progress, Report
+from .made import SUMMARY_ATTENTION, Made, Progress, Report, summary_attention
 from .pages import html_page, markdown
 
 #: What other modules import from here besides the make_* functions, build and write.
@@ -299,19 +299,19 @@ def summary_rows(cfgs: Sequence[ModelConfig], batch: int, dtype: str) -> tuple[l
     headers = ["model", "architecture", "params", "seq_len", "batch", "dtype",
                "forward_flops_per_token", "training_flops", "weights_bytes",
                "training_total_bytes", "kv_cache_bytes", "crossover_seq_len", "attention_share",
-               "dominant"]
+               "dominant", "attention"]
     rows = []
     for cfg in cfgs:
         # A fused attention kernel (sdpa): at a usual context of 128k tokens, eager attention's
         # n x n probabilities alone would be tens of TiB, a setting nobody trains in.
         workload = Workload(seq_len=min(series.usual_context(cfg), cfg.max_positions), batch=batch,
-                            dtype=dtype, attention=SUMMARY_ATTENTION)
+                            dtype=dtype, attention=summary_attention(cfg.family))
         estimate = Estimate(cfg, workload)
         flops, memory, regime = estimate.flops(), estimate.memory_numbers(), estimate.regime()
         rows.append([cfg.name, cfg.architecture, estimate.total("params"), workload.seq_len, batch,
                      dtype, flops["forward_per_token"], flops["training"], memory["weights"],
                      memory["training_total"], memory["kv_cache"], regime["crossover_seq_len"],
-                     regime["attention_share"], regime["dominant"]])
+                     regime["attention_share"], regime["dominant"], workload.attention])
     return headers, rows
 
 

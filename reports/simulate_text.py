@@ -57,10 +57,16 @@ def _verdict_first(r: dict[str, Any], needed: int, what: str) -> list[str]:
     """simulate --train's verdict before its times, where the memory does not fit: the step, the time
     to train and the dollars that follow are those of a run that cannot start (said again, with the
     memory by part, at the end)."""
-    if r["fits"]:
+    return _does_not_fit(r["fits"], needed, r["memory_capacity"], what, "of the GPU", "times and cost")
+
+
+def _does_not_fit(fits: bool, needed: int, capacity: int, what: str, usable: str, shown: str) -> list[str]:
+    """The line under a simulate report's title where its memory does not fit (none where it does):
+    the `shown` figures below are those of a run that cannot start."""
+    if fits:
         return []
-    return [f"DOES NOT FIT: {what} needs {binary_bytes(needed)}, more than the {binary_bytes(r['memory_capacity'])} "
-            "of the GPU; the times and cost below are for a run that cannot start (memory at the end)."]
+    return [f"DOES NOT FIT: {what} needs {binary_bytes(needed)}, more than the {binary_bytes(capacity)} {usable}; "
+            f"the {shown} below are for a run that cannot start (memory at the end)."]
 
 
 def latent_form(inputs: dict[str, Any]) -> str:
@@ -96,6 +102,8 @@ def render_parallel_decode(r: dict[str, Any]) -> str:
            + (", CUDA graphs" if i.get("cuda_graphs") else "")
            + (", compiled" if i.get("compiled") else "")] if "kv_cache" in i else []),
         *([note] if (note := weights_note(i.get("weight_dtype"), i.get("weight_dtype_source"))) else []),
+        *_does_not_fit(r["fits"], rank["total"], r["memory_capacity"], "the most loaded rank",
+                       "a GPU serves with", "times"),
         *([f"  {'prefill (first token)':<24}{seconds(r['prefill']['seconds']):>10}   "
            f"of which tp all-reduces {seconds(r['prefill']['tp_all_reduce_seconds'])}"
            + (f", ep all-to-alls {seconds(r['prefill']['ep_all_to_all_seconds'])}" if ep else "")
@@ -154,6 +162,8 @@ def render_inference(r: dict[str, Any]) -> str:
         + (", CUDA graphs" if i.get("cuda_graphs") else "")
         + (", compiled" if i.get("compiled") else ""),
         *([note] if (note := weights_note(i.get("weight_dtype"), i.get("weight_dtype_source"))) else []),
+        *_does_not_fit(r["memory"]["fits"], r["memory"]["bytes"], hw["serving_memory_bytes"],
+                       f"batch {i['batch']}", "a GPU serves with", "times"),
         ("times: the kernel-level model (docs/time.md); the bounds, intensities and busy shares, and "
          "the uncached steps, are the roofline's" if i.get("time_model") == "kernels" else
          "times: the roofline (docs/time.md): --time-model roofline, or a hardware file without sm_count, "

@@ -10,7 +10,8 @@ import pytest
 from costmodel.config import Workload
 from costmodel.hardware import load_hardware
 from costmodel.layout import Layout, ParallelEstimate
-from costmodel.layout.combined_1f1b import alone_passes, paired_share, schedule_table, warmup_forwards
+from costmodel.layout.combined_1f1b import (alone_passes, paired_layers_seconds, paired_share, schedule_table,
+                                              warmup_forwards)
 from costmodel.layout.time import Overlap, StepTime
 from costmodel.presets import load_preset
 
@@ -89,3 +90,48 @@ def test_the_bubble_runs_alone_its_all_to_all_exposed():
     # the same rank (1, the last) is the slowest either way, and its bubble is the exposed schedule's
     assert step["slowest_stage"] == exposed["slowest_stage"] == 1
     assert step["bubble_seconds"] == pytest.approx(exposed["bubble_seconds"], rel=1e-12)
+
+
+PHASES = {"pre_dispatch_fwd": 1.0, "mlp_bwd": 1.0, "mlp_bwd_dw": 1.0, "mlp_fwd": 1.0, "pre_dispatch_bwd": 2.0}
+
+
+def exchanges(seconds: float) -> dict[str, float]:
+    return {name: seconds for name in ("combine_bwd", "dispatch_fwd", "dispatch_bwd", "combine_fwd")}
+
+
+def test_paired_layers_walked_by_hand_when_the_compute_is_longer():
+    """TransformerLayerSchedulePlan.run's two streams, walked by hand: compute 1, 1, 1, 1, 2 (6),
+    four exchanges of 1. comm CB 0-1 | DF 1-2 (after PF) | DB 2-3 (after MB) | CF 4-5 (after MF);
+    comp PF 0-1 | MB 1-2 (after CB) | MW 2-3 | MF 3-4 (after DF) | PB 4-6 (after DB): 6 s, every
+    exchange beside compute (4 s); the next layer's CB waits on PB (6), its PF on CF (5): 12 s."""
+    phases = {**PHASES, **exchanges(1.0)}
+    assert paired_layers_seconds(1, phases, 1.0) == (6.0, 4.0)
+    assert paired_layers_seconds(2, phases, 1.0) == (12.0, 8.0)
+    # at half speed beside an exchange: PF 0-1.5 (0.5 done by 1), MB 1.5-3, DF 1.5-2.5, MW 3-4.5,
+    # DB 3-4, MF 4.5-5.5 (CF waits on it), CF 5.5-6.5 beside PB 5.5-8 (1 s at half speed, 1.5 alone)
+    assert paired_layers_seconds(1, phases, 0.5) == (8.0, 4.0)
+    assert paired_layers_seconds(0, phases, 0.5) == (0.0, 0.0)
+
+
+def test_paired_layers_walked_by_hand_when_the_exchanges_are_longer():
+    """Exchanges of 3 (12 a layer) beside 6 of compute: comm CB 0-3 | DF 3-6 | DB 6-9 | CF 9-12 runs
+    without a gap, comp PF 0-1 | MB 3-4 | MW 4-5 | MF 6-7 | PB 9-11: 12 s a layer, all 6 of compute
+    beside it. At half speed: PF 0-2, MB 3-5, MW 5-7, MF 7-9, PB 9-12.5 (3 s beside CF, 0.5 alone):
+    12.5 s, 11 of them with both streams busy."""
+    phases = {**PHASES, **exchanges(3.0)}
+    assert paired_layers_seconds(1, phases, 1.0) == (12.0, 6.0)
+    assert paired_layers_seconds(2, phases, 1.0) == (24.0, 12.0)
+    assert paired_layers_seconds(1, phases, 0.5) == (12.5, 11.0)
+    with pytest.raises(ValueError, match="rate"):
+        paired_layers_seconds(1, phases, 0.0)
+
+
+def test_the_dispatchers_sms_are_the_recipes():
+    """nccl_facts.json ep_dispatcher_sms: Megatron-Bridge's perf recipes set moe_hybridep_num_sms 32;
+    Megatron-Core's DeepEP default 20. On an H100 (132 SMs) the compute beside HybridEP runs at
+    100/132, beside DeepEP at 112/132."""
+    from costmodel.collectives import nccl_facts
+
+    sms = nccl_facts()["ep_dispatcher_sms"]
+    assert (sms["hybridep"], sms["deepep"]) == (32, 20)
+    assert load_hardware("h100-sxm").sm_count == 132

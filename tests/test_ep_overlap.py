@@ -31,22 +31,34 @@ def test_the_exposed_expert_all_to_all_falls_by_the_stated_fraction():
     # Two nodes' all-to-all outlasts the micro-batch's compute here: half of it hides, all of it cannot.
     assert times["compute"] / 2 < all_to_all / 2 < times["compute"] < all_to_all
     # No pipeline: the first forward and the last backward run alone (combined_1f1b.py), so the
-    # stated fraction applies to the (m - 1) / m = 3/4 that runs in paired steps.
-    paired = 3 / 4
+    # stated fraction applies to the (m - 1) / m = 3/4 that runs in paired steps. In a paired step
+    # the 48 MoE layers run as paired layers (combined_1f1b.paired_layers_seconds): the exchanges
+    # outlast each layer's compute, so every compute phase of the layers runs beside one and the
+    # layers' compute is what hides (48 x the layer's seconds), not the head's or the embedding's,
+    # which run outside the paired layers.
+    paired, layers = 3 / 4, 48 * exposed.part_seconds["layer.decoder"][0]
+    assert exposed.part_runs(stage)["layer.decoder"] == 48 and layers < times["compute"]
+    assert exposed.ep_paired_hidden(stage, all_to_all) == pytest.approx((layers, layers), rel=1e-12)
     half = StepTime(estimate, h100, overlap=Overlap(slowdown=0.0, ep=0.5))
-    assert half.stage(stage)["ep"] == all_to_all - 0.5 * paired * all_to_all
-    assert half.stage(stage)["hidden"] == 0.5 * paired * all_to_all
+    assert half.stage(stage)["ep"] == pytest.approx(all_to_all - 0.5 * paired * layers, rel=1e-12)
+    assert half.stage(stage)["hidden"] == pytest.approx(0.5 * paired * layers, rel=1e-12)
     # pp 1, no bubble: the step falls by m micro-batches of what hides, exactly what the ep entry loses
     step, step_half = exposed.step(), half.step()
     assert step["exposed_communication_seconds"]["ep"] - step_half["exposed_communication_seconds"]["ep"] \
-        == pytest.approx(m * 0.5 * paired * all_to_all, rel=1e-12)
-    assert step["seconds"] - step_half["seconds"] == pytest.approx(m * 0.5 * paired * all_to_all, rel=1e-12)
-    # 1: never more than the paired steps' compute it runs under
+        == pytest.approx(m * 0.5 * paired * layers, rel=1e-12)
+    assert step["seconds"] - step_half["seconds"] == pytest.approx(m * 0.5 * paired * layers, rel=1e-12)
     full = StepTime(estimate, h100, overlap=Overlap(slowdown=0.0, ep=1.0)).stage(stage)
-    assert full["ep"] == all_to_all - paired * times["compute"] and full["hidden"] == paired * times["compute"]
-    # what hides slows the compute beside it, as the other overlaps' do
-    slowed = StepTime(estimate, h100, overlap=Overlap(slowdown=0.25, ep=0.5)).stage(stage)
-    assert slowed["contention"] == pytest.approx(0.5 * paired * all_to_all * 0.25 / 1.25, rel=1e-12)
+    assert full["ep"] == pytest.approx(all_to_all - paired * layers, rel=1e-12)
+    # The all-to-all dispatcher's NCCL kernels slow the compute beside them at 1 / (1 + slowdown):
+    # the paired layers take longer and hide less, and that is their whole cost (no contention
+    # charged again on what they hide).
+    slowed = StepTime(estimate, h100, overlap=Overlap(slowdown=0.25, ep=1.0))
+    net, beside = slowed.ep_paired_hidden(stage, all_to_all)
+    assert slowed.stage(stage)["contention"] == 0.0
+    assert slowed.stage(stage)["hidden"] == pytest.approx(paired * net, rel=1e-12)
+    # some compute now outlasts the exchange it pairs with and runs on alone, at full speed
+    assert 0.9 * layers < net < layers and layers < beside < 1.25 * layers
+
 
 def test_the_ep_overlap_is_refused_where_megatron_core_asserts_it_cannot_run():
     h100 = load_hardware("h100-sxm")

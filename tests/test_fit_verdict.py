@@ -92,7 +92,8 @@ def test_gpus_alone_means_data_parallel(capsys):
     # GiB): each line says it.
     assert cli.main(["estimate", "--model", "llama3-8b", "--hardware", "h100-sxm", "--gpus", "8"]) == 0
     out = capsys.readouterr().out
-    assert "Training on 8 h100-sxm GPUs (data parallel): 132.96 GiB per GPU does NOT fit" in out
+    assert ("Training on 8 h100-sxm GPUs (data parallel, deepspeed: attention sdpa): 132.96 GiB per GPU does NOT "
+            "fit") in out
     # 1.90 GiB: a serving rank's 1.87 GiB of weights, its share of the cache, 2048 x 128 KiB / 8 =
     # 32 MiB, and one position's logits gathered on each rank, 128256 x 2 B = 250.5 KiB: a rank
     # serves with generate, whose prefill keeps the last position's logits only (before: all 2048
@@ -107,7 +108,7 @@ def test_gpus_alone_means_data_parallel(capsys):
     # 15.70 GiB with all 2048 positions' logits (2048 x 128256 x 2 B = 0.49 GiB).
     assert cli.main(["estimate", "--model", "llama3-8b", "--hardware", "h100-sxm", "--gpus", "3"]) == 0
     out = capsys.readouterr().out
-    assert "Training on 3 h100-sxm GPUs (data parallel): " in out
+    assert "Training on 3 h100-sxm GPUs (data parallel, deepspeed: attention sdpa): " in out
     assert ("Inference on 3 h100-sxm GPUs (a whole copy on each; tp = 3 does not divide the query heads (32) of "
             "model 'llama3-8b'): 15.21 GiB per GPU fits") in out
 

@@ -3,9 +3,9 @@ ExaoneMoeForCausalLM built from the same config dict: parameters and buffers (wi
 full layers, dense layers first, grouped routing, a tied head, the class default with every
 layer sparse), validate's rows (matmul FLOPs forward and backward, other ops' elements, bytes
 saved for backward under eager and sdpa, the KV cache), a cached decode step's and a prefill's
-FLOPs, the cache after a prefill, and the configs refused in one line (dense layers beside
-windows on some layers, the class's own defaults among them; a null window, which the
-configuration class refuses).
+FLOPs, the cache after a prefill, and the configs refused in one line (a dense full-attention
+layer beside expert layers; a null window, which the configuration class refuses). Dense layers
+beside windows on some layers (the class's defaults, K-EXAONE's) take Llama 4 Maverick's kinds.
 """
 
 from __future__ import annotations
@@ -37,6 +37,17 @@ CONFIGS = {
                               moe_intermediate_size=16, first_k_dense_replace=0, sliding_window=5,
                               layer_types=["sliding_attention", "full_attention", "sliding_attention",
                                            "sliding_attention", "full_attention"]),
+    # K-EXAONE's layout (ExaoneMoeConfig's default): layer 0 dense and sliding, windows on all but every
+    # third layer (the full ones NoPE, with experts): Llama 4 Maverick's kinds dense, moe, moe_nope
+    "exaone_moe-dense-windows": dict(_BASE, num_key_value_heads=2, head_dim=10, num_experts=8, num_experts_per_tok=3,
+                                     moe_intermediate_size=16, first_k_dense_replace=1, sliding_window=6,
+                                     sliding_window_pattern=3),
+    # two dense layers by mlp_layer_types, layer_types given (full on layers 2 and 4), grouped routing
+    "exaone_moe-dense-listed": dict(_BASE, num_key_value_heads=3, num_experts=4, n_group=2, topk_group=1,
+                                    num_experts_per_tok=2, moe_intermediate_size=24, sliding_window=5,
+                                    mlp_layer_types=["dense"] * 2 + ["sparse"] * 3,
+                                    layer_types=["sliding_attention", "sliding_attention", "full_attention",
+                                                 "sliding_attention", "full_attention"]),
 }
 
 
@@ -49,11 +60,15 @@ def test_parameters_exact_integers():
     """The odd configs' counts, the meta models' (transformers 5.24)."""
     counts = [hf_meta_count(CONFIGS[name]) for name in sorted(CONFIGS)]
     assert counts == [estimated_total(CONFIGS[name], name) for name in sorted(CONFIGS)]
-    assert counts == [165_652, 115_136, 102_292]
+    # the dense-windows config: a layer's attention and norms: q 2,880, k and v 960 each, o 2,880,
+    # q/k norms 20, two norms 96 (7,796); the dense MLP 3*48*37; an expert layer's router 8*48, experts
+    # 8*3*48*16 and shared 3*48*16 (21,120); untied: 2*99*48 + 48 + 7,796 + 5,328 + 4*(7,796 + 21,120)
+    assert counts == [165_652, 115_136, 107_744, 138_340, 102_292]
 
 
 @pytest.mark.parametrize("name,expected", [("exaone_moe", 200), ("exaone_moe-dense-first", 96),
-                                           ("exaone_moe-listed", 120)])
+                                           ("exaone_moe-listed", 120), ("exaone_moe-dense-windows", 168),
+                                           ("exaone_moe-dense-listed", 80)])
 def test_buffers_equal_the_class(name, expected):
     """The rotary tables (bf16) and each sparse layer's fp32 e_score_correction_bias."""
     ours, theirs = buffer_bytes_both(CONFIGS[name], name)
@@ -124,9 +139,8 @@ def test_bytes_saved_exact_integer():
 
 
 @pytest.mark.parametrize("fields,words", [
-    (dict(CONFIGS["exaone_moe"], first_k_dense_replace=1),
-     "dense MLP layers (first_k_dense_replace or mlp_layer_types: 1) beside sliding"),
-    (dict(CONFIGS["exaone_moe"], first_k_dense_replace=2), "beside sliding windows on some layers"),
+    (dict(CONFIGS["exaone_moe"], first_k_dense_replace=3),
+     "a full-attention (NoPE) layer among exaone_moe's 3 dense layers"),
     (dict(CONFIGS["exaone_moe"], sliding_window=None), "sliding_window null is refused"),
     (dict(CONFIGS["exaone_moe"], n_group=3), "num_experts (8) is not divisible by n_group (3)"),
     (dict(CONFIGS["exaone_moe"], num_experts=0), "num_experts must be at least 1, got 0"),
@@ -148,15 +162,16 @@ def test_refused_in_one_line(fields, words, tmp_path, capsys):
     assert code == 2 and err.startswith("error:") and err.count("\n") == 1 and words in err, err
 
 
-def test_the_class_default_is_refused():
-    """ExaoneMoeConfig()'s own defaults (and K-EXAONE's layout): layer 0 dense, windows on all but
-    every fourth layer; one line naming why."""
+def test_the_class_default():
+    """ExaoneMoeConfig()'s own defaults (K-EXAONE's layout: layer 0 dense and sliding, windows on all but
+    every fourth layer, the full ones NoPE with experts; d 4,096, 32 layers, 64 experts of 1,024, one
+    shared, vocabulary 102,400): the meta model's count, from to_dict and to_diff_dict alike. Refused
+    (before session 25) as dense layers beside windows on some layers."""
     transformers = pytest.importorskip("transformers")
-    from costmodel.config import ConfigError
-    from costmodel.hf import from_hf_config
-
-    with pytest.raises(ConfigError, match="dense MLP layers .* beside sliding windows on some layers"):
-        from_hf_config(transformers.AutoConfig.for_model("exaone_moe").to_dict(), name="x")
+    default = transformers.AutoConfig.for_model("exaone_moe")
+    for fields in (default.to_dict(), default.to_diff_dict()):
+        assert estimated_total(fields, "x") == 28_550_639_616
+    assert hf_meta_count({"model_type": "exaone_moe"}) == 28_550_639_616
 
 
 def test_architectures_name_the_type():

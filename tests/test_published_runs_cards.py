@@ -64,24 +64,24 @@ VIRTUAL = {"qwen3-235b-a22b perf mxfp8 256xgb200": 3, "qwen3-235b-a22b perf mxfp
 # (costmodel/published_runs.json "megatron-bridge-cards" 'assumed' says every choice behind them).
 CARD_MODEL = {
     "qwen3-30b-a3b pretrain bf16 16xh100": (10544.9, 11146.5),
-    "qwen3-30b-a3b perf bf16 16xh100": (14440.6, 15593.1),
-    "qwen3-30b-a3b pretrain mxfp8 8xgb200": (44108.2, 39329.5),
-    "qwen3-30b-a3b perf mxfp8 8xgb200": (44108.2, 39329.5),
-    "qwen3-30b-a3b perf mxfp8 8xgb300": (44714.1, 44188.9),
-    "qwen3-30b-a3b weak mxfp8 8xgb300": (44714.1, 44188.9),
-    "qwen3-30b-a3b weak mxfp8 32xgb300": (44773.4, 44246.9),
-    "qwen3-30b-a3b weak mxfp8 128xgb300": (44792.8, 44265.9),
-    "qwen3-30b-a3b weak mxfp8 256xgb300": (44724.4, 44199.0),
-    "qwen3-235b-a22b perf mxfp8 256xgb200": (8285.2, 7371.5),
-    "qwen3-235b-a22b perf mxfp8 256xgb300": (8896.0, 8843.2),
-    "deepseek-v3 perf mxfp8 256xgb200": (5521.5, 4846.6),
-    "deepseek-v3 perf mxfp8 256xgb300": (5800.9, 5827.3),
-    "deepseek-v3 perf bf16 1024xh100": (1036.9, 1076.1),
+    "qwen3-30b-a3b perf bf16 16xh100": (13929.9, 14999.3),
+    "qwen3-30b-a3b pretrain mxfp8 8xgb200": (43581.5, 38910.2),
+    "qwen3-30b-a3b perf mxfp8 8xgb200": (43581.5, 38910.2),
+    "qwen3-30b-a3b perf mxfp8 8xgb300": (44208.6, 43695.2),
+    "qwen3-30b-a3b weak mxfp8 8xgb300": (44208.6, 43695.2),
+    "qwen3-30b-a3b weak mxfp8 32xgb300": (44266.6, 43751.9),
+    "qwen3-30b-a3b weak mxfp8 128xgb300": (44285.6, 43770.4),
+    "qwen3-30b-a3b weak mxfp8 256xgb300": (44218.7, 43705.1),
+    "qwen3-235b-a22b perf mxfp8 256xgb200": (8175.8, 7284.8),
+    "qwen3-235b-a22b perf mxfp8 256xgb300": (8769.4, 8718.1),
+    "deepseek-v3 perf mxfp8 256xgb200": (5465.5, 4803.4),
+    "deepseek-v3 perf mxfp8 256xgb300": (5740.3, 5766.1),
+    "deepseek-v3 perf bf16 1024xh100": (1036.7, 1075.9),
     "deepseek-v4-flash perf mxfp8 128xgb200": (8130.6, 6718.3),
     "deepseek-v4-flash perf mxfp8 128xgb300": (8202.2, 7794.8),
     "gpt-oss-120b pretrain bf16 64xh100": (5954.8, 6312.1),
     "gpt-oss-120b perf bf16 64xgb200": (25891.8, 26780.5),
-    "gpt-oss-120b perf mxfp8 64xgb300": (32877.7, 37245.5),
+    "gpt-oss-120b perf mxfp8 64xgb300": (32682.0, 36994.6),
     "gpt-oss-20b pretrain bf16 16xh100": (11650.3, 12626.4),
     "nemotron-3-nano perf mxfp8 8xgb300": (58224.8, 53766.9),
     "nemotron-3-super pretrain bf16 64xh100": (3493.1, 3404.1),
@@ -135,14 +135,14 @@ def test_each_card_row_is_its_cards_item(name):
 def test_the_card_rows_ids_are_the_tables_and_the_weak_scaling_keeps_tokens_a_gpu():
     """Every card row is in CARD_ITEMS and CARD_MODEL; the GB300 weak-scaling points hold 64 sequences
     a GPU a step (GBS 512 on 8 to 16,384 on 256) and publish 44,511-45,087 tokens/s a GPU, which the
-    model holds at 44,188.9-44,265.9 (0.98-0.99x)."""
+    model holds at 43,695.2-43,770.4 (0.97-0.98x)."""
     runs, _ = _runs()
     ids = {r.split(" ", 1)[1] for r in runs if r.startswith(CARDS + " ")}
     assert ids == set(CARD_ITEMS) == set(CARD_MODEL) and len(ids) == 32
     weak = [n for n in CARD_ITEMS if " weak " in n]
     assert [CARD_ITEMS[n][8] / (CARD_ITEMS[n][0] * CARD_ITEMS[n][1]) for n in weak] == [64, 64, 64, 64]
     ratios = [CARD_MODEL[n][1] / CARD_ITEMS[n][4] for n in weak]
-    assert min(ratios) == pytest.approx(0.981, abs=5e-4) and max(ratios) == pytest.approx(0.993, abs=5e-4)
+    assert min(ratios) == pytest.approx(0.970, abs=5e-4) and max(ratios) == pytest.approx(0.982, abs=5e-4)
 
 
 @pytest.mark.parametrize("name", sorted(CARD_MODEL))
@@ -180,9 +180,9 @@ GUIDE_TABLE = [("baseline", "alltoall", 494.46), ("fused-zeros-permute", "alltoa
 def test_the_guides_rows_are_its_table_at_its_one_layout():
     """13 rows at TP 1 PP 8 VP 4 EP 32, GBS 2,048 MBS 1, 4,096 tokens, 'Et|(tt|)*30L' (no MTP), MXFP8,
     bf16 moments; up_proj recomputed on rows 1-4 only; the model's figure is one per (dispatcher,
-    recomputation): 1,132.0 on the three all-to-all rows (2.29-2.10x), 1,188.3 on the three HybridEP rows
+    recomputation): 1,130.3 on the three all-to-all rows (2.29-2.09x), 1,186.4 on the three HybridEP rows
     (1.26-1.23x), and on the seven DeepEP rows (its intranode kernels over the NVL72 domain at the
-    guide's 400 / 190 GB/s) 951.5 with up_proj recomputed (1.68x) and 970.5 without (1.59-1.17x)."""
+    guide's 400 / 190 GB/s) 950.3 with up_proj recomputed (1.68x) and 969.3 without (1.59-1.17x)."""
     from reports.published_runs import train_run, train_setup
 
     runs, sources = _runs()
@@ -201,13 +201,13 @@ def test_the_guides_rows_are_its_table_at_its_one_layout():
     first, last = rows[0], rows[-1]
     deepep = {row["id"].split()[1]: round(train_run(row, source, "kernels"), 1) for row in rows
               if row["ep_dispatcher"] == "deepep"}
-    assert deepep == {"04": 951.5, **{row: 970.5 for row in ("05", "06", "07", "08", "09", "10")}}
-    assert round(train_run(rows[3], source, "roofline"), 1) == 1041.9
-    assert round(train_run(rows[4], source, "roofline"), 1) == 1061.5
-    assert round(train_run(first, source, "kernels"), 1) == 1132.0
-    assert round(train_run(first, source, "roofline"), 1) == 1262.3
-    assert round(train_run(last, source, "kernels"), 1) == 1188.3
-    assert round(train_run(last, source, "roofline"), 1) == 1327.6
+    assert deepep == {"04": 950.3, **{row: 969.3 for row in ("05", "06", "07", "08", "09", "10")}}
+    assert round(train_run(rows[3], source, "roofline"), 1) == 1040.4
+    assert round(train_run(rows[4], source, "roofline"), 1) == 1060.0
+    assert round(train_run(first, source, "kernels"), 1) == 1130.3
+    assert round(train_run(first, source, "roofline"), 1) == 1260.2
+    assert round(train_run(last, source, "kernels"), 1) == 1186.4
+    assert round(train_run(last, source, "roofline"), 1) == 1325.3
 
 
 def test_deepseek_v3s_causal_count_is_megatrons():

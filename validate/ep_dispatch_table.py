@@ -8,8 +8,8 @@ published time, the model's time for the same exchange and their ratio:
 
   all-to-all  collectives.collective_seconds("all_to_all") of tokens x top-k x hidden x bytes, the
               payload layout/communication.py's _all_to_all gives one dispatch (or combine);
-  HybridEP    collectives.node_once_seconds of each token once times layout/experts.flex_copies'
-              expected copies over the inter-node link and NVLink (_flex_dispatch's payload).
+  HybridEP    layout/experts.flex_seconds of each token once (_flex_dispatch's payload), as the
+              kernel model times it: flex_copies' expected copies over the inter-node link and NVLink.
 
     PYTHONPATH=. python validate/ep_dispatch_table.py
 
@@ -21,9 +21,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from costmodel.collectives import collective_seconds, node_once_seconds, ranks_per_node
+from costmodel.collectives import collective_seconds
 from costmodel.hardware import load_hardware
-from costmodel.layout.experts import flex_copies
+from costmodel.layout.experts import flex_seconds
 
 TABLE = Path(__file__).with_name("ep_dispatch_table.json")
 
@@ -39,10 +39,8 @@ def model_us(hardware_name: str, dispatcher: str, ep: int, data: dict | None = N
     token = data["hidden"] * data["bytes_per_element"]
     if dispatcher == "alltoall":
         return collective_seconds(hardware, "all_to_all", data["tokens"] * data["top_k"] * token, ep, ep) * 1e6
-    local = ranks_per_node(hardware, ep, ep)
-    copies = flex_copies(data["experts"], data["top_k"], data["groups"], data["groups_per_token"], ep, local)
-    payload = data["tokens"] * token
-    return node_once_seconds(hardware, payload * copies.remote_nodes, payload * copies.nvlink, ep, ep) * 1e6
+    return flex_seconds(hardware, data["tokens"] * token, data["experts"], data["top_k"], data["groups"],
+                        data["groups_per_token"], ep, ep) * 1e6
 
 
 def rows() -> list[tuple[str, str, int, int, int, float]]:

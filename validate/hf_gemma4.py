@@ -28,6 +28,14 @@ def _gemma4_text(cfg: ModelConfig, llama: dict[str, Any]) -> dict[str, Any]:
                 **({"vocab_size_per_layer_input": cfg.per_layer_vocab} if cfg.per_layer_input else {}))
 
 
+def _gemma4_unified_text(cfg: ModelConfig, llama: dict[str, Any]) -> dict[str, Any]:
+    """Gemma 4 unified's text config.json: Gemma 4's without the per-layer inputs' fields (its class
+    builds none)."""
+    data = _gemma4_text(cfg, llama)
+    data.pop("hidden_size_per_layer_input")
+    return data
+
+
 #: family -> its config.json writer (validate/hf_models.py's config_dict, via LLAMA_VARIANT_DICTS).
 GEMMA4_DICTS: dict[str, Callable[[ModelConfig, dict[str, Any]], dict[str, Any]]] = {
-    "gemma4_text": _gemma4_text}
+    "gemma4_text": _gemma4_text, "gemma4_unified_text": _gemma4_unified_text}

@@ -103,5 +103,32 @@ def _kolibri1(cfg: ModelConfig, llama: dict[str, Any]) -> dict[str, Any]:
                 shared_expert_intermediate_size=cfg.d_shared, norm_topk_prob=cfg.renormalize_top_k)
 
 
+def _emu3(cfg: ModelConfig, llama: dict[str, Any]) -> dict[str, Any]:
+    """Emu3's config.json: the language model as text_config (what AutoModelForCausalLM builds
+    Emu3ForCausalLM from), one dropout probability for the probabilities and the sublayers' outputs, special
+    token ids 0-2 (Emu3TextConfig's lie past a small vocabulary, and it takes no null); vocab_size at the top too, where
+    validate's inputs read it (Emu3Config keeps an unknown field as an attribute)."""
+    if cfg.qkv_bias != cfg.out_bias or (cfg.attention_dropout not in (None, cfg.dropout)):
+        raise ValueError(f"model {cfg.name!r}: Hugging Face emu3 has one attention_bias and one dropout probability.")
+    text = dict(llama, model_type="emu3_text_model", attention_bias=cfg.qkv_bias, mlp_bias=cfg.ffn_bias,
+                attention_dropout=cfg.dropout, pad_token_id=0, bos_token_id=1, eos_token_id=2)
+    return {"model_type": "emu3", "vocab_size": cfg.vocab_size, "text_config": text}
+
+
+def _mllama(cfg: ModelConfig, llama: dict[str, Any]) -> dict[str, Any]:
+    """Mllama's config.json: the language model as text_config with its idle cross-attention layers
+    last (where they sit does not change what a text prompt runs), vocab_size at the top too (validate's
+    inputs read it there)."""
+    if cfg.embedding_extra_rows != 8 or cfg.qkv_bias or cfg.ffn_bias:
+        raise ValueError(f"model {cfg.name!r}: Hugging Face mllama has 8 extra token rows and no biases.")
+    layers = cfg.n_decoder_layers + cfg.idle_cross_layers
+    text = dict(llama, model_type="mllama_text_model", num_hidden_layers=layers, dropout=0.0,
+                cross_attention_layers=list(range(cfg.n_decoder_layers, layers)),
+                pad_token_id=0, bos_token_id=1, eos_token_id=2)
+    text.pop("attention_dropout")
+    return {"model_type": "mllama", "vocab_size": cfg.vocab_size, "text_config": text}
+
+
 #: family -> its config.json writer (validate/hf_models.py's config_dict).
-MORE_TYPES_DICTS = {"solar_open": _solar_open, "youtu": _youtu, "mellum": _mellum, "kolibri1": _kolibri1}
+MORE_TYPES_DICTS = {"solar_open": _solar_open, "youtu": _youtu, "mellum": _mellum, "kolibri1": _kolibri1,
+                    "emu3": _emu3, "mllama": _mllama}

@@ -23,5 +23,12 @@ def _xglm(cfg: ModelConfig, llama: dict[str, Any]) -> dict[str, Any]:
                 attention_dropout=cfg.dropout if cfg.attention_dropout is None else cfg.attention_dropout)
 
 
+def _ctrl(cfg: ModelConfig, llama: dict[str, Any]) -> dict[str, Any]:
+    """CTRLConfig's names: one dropout probability for the embeddings and the sublayers' outputs."""
+    return dict(model_type="ctrl", vocab_size=cfg.vocab_size, n_embd=cfg.d_model, n_head=cfg.n_heads,
+                dff=cfg.d_ff, n_layer=cfg.n_decoder_layers, n_positions=cfg.max_positions,
+                tie_word_embeddings=cfg.tie_embeddings, resid_pdrop=cfg.dropout, embd_pdrop=cfg.dropout)
+
+
 #: family -> its config.json writer (validate/hf_models.py's config_dict).
-XGLM_DICTS = {"xglm": _xglm}
+XGLM_DICTS = {"xglm": _xglm, "ctrl": _ctrl}

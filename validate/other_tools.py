@@ -11,8 +11,8 @@ the tests measure on Hugging Face's class), Llama-2-7B and -70B in Megatron layo
 prefill and decode, Llama-2-7B decoding as gpt-fast measured it, GPT-3 175B in Korthikanti et al.'s
 Table 5 layout. "measured" is a figure a
 test of the project measures (cited beside it) or a published measurement; ours comes from the
-costmodel API, the same functions the CLI calls. tests/test_other_tools.py checks our side and
-explains each of the tools' differences from the recorded figures.
+costmodel API, the same functions the CLI calls. tests/test_other_tools.py (and _gqa_moe.py) check our side and
+explain each of the tools' differences from the recorded figures.
 """
 
 from __future__ import annotations
@@ -47,33 +47,38 @@ MEASURED = {
     "gpt3 present s": (13.75, "Korthikanti et al. 2022, Table 5 (SP + selective)"),
     "gpt-fast tok/s": (104.9, "gpt-fast README's Benchmarks table, costmodel/published_runs.json"),
     "params llama3-8b": (8_030_261_248, "tests/published.py FLAGSHIPS (Hugging Face's class count); "
-                         "tests/test_other_tools.py::test_full_size_llama3_8b_of_the_class"),
+                         "tests/test_other_tools_gqa_moe.py::test_full_size_llama3_8b_of_the_class"),
     "forward llama3-8b 8192": (158_140_695_838_720, "FlopCounterMode (sdpa counted as eager), "
-                               "tests/test_other_tools.py::test_full_size_llama3_8b_of_the_class"),
+                               "tests/test_other_tools_gqa_moe.py::test_full_size_llama3_8b_of_the_class"),
     "saved llama3-8b 8192 sdpa": (57_124_487_180, "saved_tensors_hooks, "
-                                  "tests/test_other_tools.py::test_full_size_llama3_8b_of_the_class"),
+                                  "tests/test_other_tools_gqa_moe.py::test_full_size_llama3_8b_of_the_class"),
     "kv llama3-8b 64x4096": (34_359_738_368, "the cache after a 64 x 4,096-token prefill of HF's class under "
-                             "FakeTensorMode, tests/test_other_tools.py::test_full_size_llama3_8b_of_the_class"),
+                             "FakeTensorMode, "
+                             "tests/test_other_tools_gqa_moe.py::test_full_size_llama3_8b_of_the_class"),
     "forward llama3.1-8b 32768": (1_054_775_248_420_864, "FlopCounterMode (sdpa counted as eager), "
-                                  "tests/test_other_tools.py::test_full_size_llama3_8b_of_the_class"),
+                                  "tests/test_other_tools_gqa_moe.py::test_full_size_llama3_8b_of_the_class"),
     "fsdp2 llama3-8b shard": (4_015_130_624, "rank 0's sharded fp32 parameters (and gradients) of HF's class under "
                               "fully_shard on the fake process group of 8, "
-                              "tests/test_other_tools.py::test_full_size_llama3_8b_under_fsdp2"),
+                              "tests/test_other_tools_gqa_moe.py::test_full_size_llama3_8b_under_fsdp2"),
     "saved llama3.1-8b 32768 sdpa": (228_497_948_684, "saved_tensors_hooks, "
-                                     "tests/test_other_tools.py::test_full_size_llama3_1_8b_saved_bytes_at_32k"),
+                                     "tests/test_other_tools_gqa_moe.py::"
+                                     "test_full_size_llama3_1_8b_saved_bytes_at_32k"),
     "saved llama3.1-8b 32768 eager": (6_838_318_399_500, "saved_tensors_hooks, "
-                                      "tests/test_other_tools.py::test_full_size_llama3_1_8b_saved_bytes_at_32k"),
+                                      "tests/test_other_tools_gqa_moe.py::"
+                                      "test_full_size_llama3_1_8b_saved_bytes_at_32k"),
     "saved llama3.1-8b 32768 dtensor tp8 sp": (58_554_073_100, "saved_tensors_hooks on rank 0 of HF's class under "
-                                                "DTensor tp 8 + SP on the fake process group, tests/test_other_tools.py::"
+                                                "DTensor tp 8 + SP on the fake process group, "
+                                                "tests/test_other_tools_gqa_moe.py::"
                                                 "test_full_size_llama3_1_8b_under_dtensor_tp_and_sp_at_32k"),
     "params llama3-70b": (70_553_706_496, "tests/published.py FLAGSHIPS (Hugging Face's class count)"),
     "forward llama3-70b 8192": (1_314_637_949_698_048, "FlopCounterMode (sdpa counted as eager), "
-                                "tests/test_other_tools.py::test_full_size_llama3_70b_forward_flops"),
+                                "tests/test_other_tools_gqa_moe.py::test_full_size_llama3_70b_forward_flops"),
     "params mixtral-8x7b": (46_702_792_704, "tests/published.py FLAGSHIPS (Hugging Face's class count)"),
     "forward mixtral-8x7b 4096": (113_232_517_791_744, "FlopCounterMode on HF's MixtralForCausalLM under FakeTensorMode, "
-                                  "tests/test_other_tools.py::test_full_size_moe_forward_flops_of_the_classes"),
+                                  "tests/test_other_tools_gqa_moe.py::"
+                                  "test_full_size_moe_forward_flops_of_the_classes"),
     "forward qwen3-30b-a3b 4096": (38_111_392_301_056, "FlopCounterMode on HF's Qwen3MoeForCausalLM under "
-                                   "FakeTensorMode, tests/test_other_tools.py::"
+                                   "FakeTensorMode, tests/test_other_tools_gqa_moe.py::"
                                    "test_full_size_moe_forward_flops_of_the_classes"),
     "params qwen3-30b-a3b": (30_532_122_624, "tests/published.py REQUESTED (Hugging Face's Qwen3MoeForCausalLM "
                              "count)"),

@@ -59,21 +59,24 @@ from .kda import KimiDeltaAttentionMixer, kda_state_bytes
 from .indexer import LightningIndexer
 from .deepseek_v4 import Compressor, GroupedOutput, HyperConnection, HyperHead, V4Projections, compressed_entries
 from .mla import LatentAttention
-from .norms import ClipQKV, Dropout, HeadL2Norms, HeadNorms, KeptOutputs, LayerCheckpoint, Norm, Residual, SublayerInput
+from .norms import (ClipQKV, Dropout, HeadL2Norms, HeadNorms, KeptOutputs, LayerCheckpoint, Norm, OutputBias, Residual,
+                    SublayerInput)
 from .optimizer import OptimizerStep, TensorRun
 from .per_layer import PerLayerEmbeddings, PerLayerInput
 from .differential import DifferentialCombine
 from .dynamic_mask import DynamicMask
+from .idle import IdleCrossLayers
 from .altup import AltUpEmbedding, AltUpLayer, AltUpUnembedding, Laurel
 
 __all__ = [
-    "DifferentialCombine", "DynamicMask",
+    "DifferentialCombine", "DynamicMask", "IdleCrossLayers",
     "ACTIVATION_OPS", "KV_SCALE_BYTES", "OTHER_FLOPS_PER_ELEMENT", "AlibiSlopes", "AttentionCore",
     "AttentionOutput", "AttentionScores", "AttentionTemperature", "Backward", "BackwardStep", "Block", "Cost", "CrossEntropy", "Dropout",
     "ClipQKV", "EmbeddingProjection", "EveryTokenExperts", "Experts", "FeedForward", "HeadL2Norms", "HeadNorms",
     "InputNoise", "KeptOutputs", "LMHead", "router_reads_norm_alone",
     "LatentAttention", "LightningIndexer", "LatentProjection", "LayerCheckpoint", "LinearOp", "Mamba2Mixer", "LearnedPositions", "LogitScale", "LogitSoftcap", "Norm", "OptimizerStep", "Pooler",
-    "Profile", "QKVProjection", "QueryScale", "RelativePositionBias", "Residual", "RotaryEmbedding", "SublayerInput",
+    "OutputBias", "Profile", "QKVProjection", "QueryScale", "RelativePositionBias", "Residual", "RotaryEmbedding",
+    "SublayerInput",
     "ValueScale",
     "RotaryTables", "Router", "KeptCausalMask", "SharedAttentionMask", "SharedExpertGate", "SinusoidalPositions",
     "Softmax", "SumLoss", "Tensor", "TensorRun", "TokenEmbedding", "TokenTypes", "WeightedSum",

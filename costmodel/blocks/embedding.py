@@ -25,6 +25,7 @@ class TokenEmbedding(Block):
     output_kept: bool = False  # post-LN without an embedding norm: layer 0's projections keep it
     width: Expr = S.d
     profile: Profile = Profile()
+    extra_rows: int = 0  # rows past V (Mllama's 8 image tokens)
     title = "token embedding"
 
     def cost(self) -> Cost:
@@ -35,7 +36,7 @@ class TokenEmbedding(Block):
         # Gemma holds its scale as a one-element buffer in the model dtype (facts.embed_scale_buffer).
         buffer = S.e if self.scaled and self.profile.facts.embed_scale_buffer else 0
         return make_cost(
-            tensors=[Tensor(S.V, self.width)] if self.owns_table else [],
+            tensors=[Tensor(S.V + self.extra_rows, self.width)] if self.owns_table else [],
             elements=[("mul", scale)],
             saved_bytes=INDEX * self.tokens + output,
             bytes_other=elementwise_bytes(self.tokens * self.width),  # gather rows, write them
@@ -127,13 +128,14 @@ class SinusoidalPositions(Block):
 
     tokens: Expr
     offset: int = 0  # extra rows: XGLM looks position p up at row p + 2
+    fp32_buffer: bool = False  # facts.sinusoid_buffer_fp32: CTRL builds its table in fp32
     title = "sinusoidal positions"
 
     def cost(self) -> Cost:
         return make_cost(
             elements=[("add", self.tokens * S.d)],
             bytes_other=elementwise_bytes(self.tokens * S.d, reads=2),
-            buffer_bytes=S.e * (S.P + self.offset) * S.d,
+            buffer_bytes=(FP32 if self.fp32_buffer else S.e) * (S.P + self.offset) * S.d,
         )
 
 

@@ -242,6 +242,21 @@ class SublayerInput(Block):
 
 
 @dataclass(frozen=True)
+class OutputBias(Block):
+    """A d-wide bias added to one sublayer's output (GPT-NeoX-Japanese's dense_bias on its last layer's
+    attention, added before the dropout, ModelConfig.last_out_bias): d parameters and one add, which
+    keeps nothing for backward."""
+
+    tokens: Expr
+    title = "output bias"
+
+    def cost(self) -> Cost:
+        values = self.tokens * S.d
+        return make_cost(tensors=[Tensor(S.d)], elements=[("add", values)],
+                         bytes_other=elementwise_bytes(values, reads=2))
+
+
+@dataclass(frozen=True)
 class Residual(Block):
     """x + sublayer(x); scaled: x + sublayer(x) * a Python number first (Granite's
     residual_multiplier: one more pointwise op, which keeps nothing for backward); layer_scalar:

@@ -22,6 +22,7 @@ Rank 0 has the longest warm-up, so the most exposed all-to-all; the pipeline's l
 
 from __future__ import annotations
 
+import math
 from typing import Sequence
 
 
@@ -71,3 +72,54 @@ def paired_share(alone: Sequence[tuple[int, int]], weights: Sequence[float], mic
     if not total:
         return 0.0
     return 1 - sum((forwards + backwards) * weight for (forwards, backwards), weight in zip(alone, weights)) / total
+
+
+# The paired layer of TransformerLayerSchedulePlan.run (models/common/model_chunk_schedule_plan.py
+# at d98e8a64d): each stream runs its phases in this order, each phase after the phase it waits on.
+# Forward f runs pre_dispatch -> dispatch -> mlp -> combine, layer after layer; backward b runs
+# combine -> mlp (dgrad) -> dispatch -> pre_dispatch, layer after layer; mlp_bwd_dw (the experts'
+# weight gradients) follows mlp_bwd on the compute stream and nothing waits on it.
+COMPUTE_PHASES = ("pre_dispatch_fwd", "mlp_bwd", "mlp_bwd_dw", "mlp_fwd", "pre_dispatch_bwd")
+COMM_PHASES = ("combine_bwd", "dispatch_fwd", "dispatch_bwd", "combine_fwd")
+WAITS_ON = {"mlp_bwd": ("combine_bwd", 0), "mlp_fwd": ("dispatch_fwd", 0), "pre_dispatch_bwd": ("dispatch_bwd", 0),
+            "pre_dispatch_fwd": ("combine_fwd", -1), "combine_bwd": ("pre_dispatch_bwd", -1),
+            "dispatch_fwd": ("pre_dispatch_fwd", 0), "dispatch_bwd": ("mlp_bwd", 0), "combine_fwd": ("mlp_fwd", 0)}
+
+
+def paired_layers_seconds(layers: int, phases: dict[str, float], rate: float) -> tuple[float, float]:
+    """Seconds of `layers` paired layers (one micro-batch's forward beside another's backward) on
+    the two streams: each stream runs its phases in order (COMPUTE_PHASES, COMM_PHASES), a phase
+    starts when its stream is free and the phase it waits on (WAITS_ON: the same layer's, or the
+    layer before's) has ended. `phases` gives each phase's seconds alone; a compute phase runs at
+    `rate` of its speed while a communication phase runs beside it (the dispatcher's kernels hold
+    SMs), at full speed otherwise. Returns the layers' seconds and the seconds of them in which
+    both streams run (the compute that ran beside an exchange)."""
+    if layers <= 0:
+        return 0.0, 0.0
+    if not 0 < rate <= 1:
+        raise ValueError(f"rate must be in (0, 1], got {rate!r}")
+    queues = {"comp": [(layer, name) for layer in range(layers) for name in COMPUTE_PHASES],
+              "comm": [(layer, name) for layer in range(layers) for name in COMM_PHASES]}
+    done: dict[tuple[int, str], float] = {}
+    running: dict[str, list] = {}  # stream -> [op, seconds of work left at full speed]
+    now = beside = 0.0
+    while queues["comp"] or queues["comm"] or running:
+        for stream in ("comp", "comm"):
+            if stream in running or not queues[stream]:
+                continue
+            layer, name = queues[stream][0]
+            wait, back = WAITS_ON.get(name, (name, -layers))  # mlp_bwd_dw: its stream's order only
+            if layer + back < 0 or done.get((layer + back, wait), math.inf) <= now:
+                queues[stream].pop(0)
+                running[stream] = [(layer, name), phases[name]]
+        if not running:
+            raise AssertionError("the paired layer's phases wait on each other")
+        speed = {"comp": rate if "comm" in running else 1.0, "comm": 1.0}
+        step = min(left / speed[stream] for stream, (_, left) in running.items())
+        now += step
+        beside += step if len(running) == 2 else 0.0
+        for stream in list(running):
+            running[stream][1] -= step * speed[stream]
+            if running[stream][1] <= 1e-15 * max(1.0, now):
+                done[running.pop(stream)[0]] = now
+    return now, beside

@@ -190,6 +190,24 @@ def flex_copies(n_experts: int, top_k: int, groups: int, chosen: int, ep: int, l
                       ranks=ranks)
 
 
+def flex_seconds(hardware, payload: float, n_experts: int, top_k: int, groups: int, chosen: int, ep: int,
+                 span: int, rates: dict[str, float] | None = None) -> float:
+    """Seconds of flex-dispatcher exchanges whose inputs are `payload` bytes (each token once): the
+    expected copies (flex_copies) for the EP group's ranks a node, over the inter-node link and NVLink
+    (collectives.node_once_seconds). ep ranks spanning `span` GPUs; groups and chosen as flex_copies'.
+    rates: DeepEP's intranode kernels over a wider NVLink domain (check_dispatcher_peers), each pass
+    one dispatch and one combine kernel (a dispatch's backward is a combine, a combine's a
+    dispatch), so half the payload at each measured rate, over what a rank receives: a token once
+    per distinct target rank, its own included (FlexCopies.ranks)."""
+    from ..collectives import node_once_seconds, ranks_per_node
+
+    copies = flex_copies(n_experts, top_k, groups, chosen, ep, ranks_per_node(hardware, ep, span))
+    if rates is not None:
+        received = float(payload * copies.ranks) / 2
+        return received / rates["dispatch_bytes_per_s"] + received / rates["combine_bytes_per_s"]
+    return node_once_seconds(hardware, float(payload * copies.remote_nodes), float(payload * copies.nvlink), ep, span)
+
+
 def check_flex_load(load: ExpertLoad, dispatcher: str) -> None:
     """The flex dispatcher's copies are expected over balanced, dropless routing (flex_copies)."""
     if dispatcher != "alltoall" and (load.factor != 1 or load.kept != 1):

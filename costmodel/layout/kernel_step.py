@@ -264,8 +264,9 @@ class KernelStepTime(StepTime):
         memo = (id(entries), id(timer), id(fp8_timer), rules, self.casts)
         if memo not in _PARTS:
             _PARTS[memo] = _parts(entries, rules, timer, fp8_timer, estimate.phase == "train",
-                                  [w.get("attention_core", False) for w in work], self.casts)
-        out, self.attention_seconds = _PARTS[memo]
+                                  [w.get("attention_core", False) for w in work], self.casts,
+                                  [w.get("experts", False) for w in work])
+        out, self.attention_seconds, self.expert_seconds = _PARTS[memo]
         return self._with_ring_merges(out, entries, work)
 
     def _with_ring_merges(self, out: dict[str, tuple[float, int]], entries: list[Entry],
@@ -320,13 +321,16 @@ def cast_kernel(gemms: list, casts: tuple | None, rerun: bool) -> list[Pointwise
 
 
 def _parts(entries: list[Entry], rules: tuple[tuple[float, bool], ...], timer: KernelTimer,
-           fp8_timer: KernelTimer | None, training: bool, attention: list[bool], casts: tuple | None = None
-           ) -> tuple[dict[str, tuple[float, int]], dict[str, float]]:
-    """Each part's seconds and active leaves, and its attention core's seconds: a leaf's kernels
-    times its layout factor, an FP8 leaf's GEMMs on the FP8 timer and its recipe's casts (fp8_casts)
-    on the dtype's."""
+           fp8_timer: KernelTimer | None, training: bool, attention: list[bool], casts: tuple | None = None,
+           experts: list[bool] | None = None
+           ) -> tuple[dict[str, tuple[float, int]], dict[str, float], dict[str, float]]:
+    """Each part's seconds and active leaves, its attention core's seconds and its routed
+    experts' (what the combined 1F1B's mlp phases run): a leaf's kernels times its layout factor,
+    an FP8 leaf's GEMMs on the FP8 timer and its recipe's casts (fp8_casts) on the dtype's."""
     out: dict[str, tuple[float, int]] = {}
     attention_seconds: dict[str, float] = {}
+    expert_seconds: dict[str, float] = {}
+    experts = experts or [False] * len(entries)
     def run(kernels: list, training: bool, fp8: bool, rerun: bool = False) -> float:
         if not fp8:
             return kernels_seconds(kernels, timer, training)
@@ -335,14 +339,16 @@ def _parts(entries: list[Entry], rules: tuple[tuple[float, bool], ...], timer: K
         others += cast_kernel(gemms, casts, rerun)
         return kernels_seconds(gemms, fp8_timer, training) + kernels_seconds(others, timer, training)
 
-    for (key, rerun, launches, kernels), (factor, fp8), core in zip(entries, rules, attention):
+    for (key, rerun, launches, kernels), (factor, fp8), core, routed in zip(entries, rules, attention, experts):
         seconds = run(kernels, training, fp8) + (run(rerun, False, fp8, rerun=True) if training else 0.0)
         seconds *= factor
         if core:
             attention_seconds[key] = attention_seconds.get(key, 0.0) + seconds
+        if routed:
+            expert_seconds[key] = expert_seconds.get(key, 0.0) + seconds
         total, active = out.get(key, (0.0, 0))
         out[key] = (total + seconds, active + int(launches))
-    return out, attention_seconds
+    return out, attention_seconds, expert_seconds
 
 
 def kernel_step(estimate: ParallelEstimate, hardware: Hardware, **options: Any) -> dict[str, Any]:

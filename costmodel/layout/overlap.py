@@ -37,10 +37,17 @@ class Overlap:
         moe_a2a_overlap, whose combined 1F1B schedule runs one micro-batch's forward beside
         another's backward, layer by layer, so that 'EP A2A in forward step is hidden by the
         attention/mlp computation in the backward step, and vice versa': Megatron-LM at d98e8a64d,
-        megatron/core/pipeline_parallel/combined_1f1b.py; the fraction is of the paired steps'
-        all-to-all, never more than their compute: the forwards and backwards that run alone, the
+        megatron/core/pipeline_parallel/combined_1f1b.py; the fraction is of what the paired steps
+        hide, their MoE layers' two streams walked phase by phase (layout/combined_1f1b.py
+        paired_layers_seconds; the compute beside HybridEP's or DeepEP's kernels on the SMs they
+        leave, nccl_facts.json ep_dispatcher_sms, beside NCCL's at 1 / (1 + slowdown)): the forwards and backwards that run alone, the
         first forward and the last backward without a pipeline, a pipeline rank's warm-up forwards
         and cool-down backwards, run their all-to-all exposed, layout/combined_1f1b.py);
+    align_grad: under Megatron-Core's interleaved schedule, whether each chunk's gradient
+        collective starts r backwards after the chunk's last on pipeline rank r (True:
+        Megatron-LM's align_grad_reduce, its default) or as that backward ends, rank 0's bucketed
+        chunk 0 during it (False: NeMo 2.2's MegatronStrategy, which sets no grad_sync_func);
+        layout/dp_overlap.py;
     slowdown: how much slower compute runs while a hidden collective runs beside it (its kernels
         hold SMs and memory bandwidth): the step pays hidden x slowdown / (1 + slowdown) more
         (None: nccl_facts.json "overlap_compute_slowdown", a published average; 0: free overlap)."""
@@ -52,6 +59,7 @@ class Overlap:
     pp: float = 0.0
     params: float = 0.0
     ep: float = 0.0
+    align_grad: bool = True
 
     def contention(self, hidden: float) -> float:
         """The seconds compute loses while `hidden` seconds of communication run beside it."""
@@ -65,6 +73,8 @@ class Overlap:
         rate = self.slowdown
         if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not 0 <= rate <= 1:
             raise ConfigError(f"overlap slowdown must be a rate in [0, 1] (0.4 the largest published), got {rate!r}.")
+        if not isinstance(self.align_grad, bool):
+            raise ConfigError(f"overlap align_grad must be true or false, got {self.align_grad!r}.")
         for name in ("tp", "dp", "pp", "params", "ep"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:

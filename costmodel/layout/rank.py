@@ -206,6 +206,22 @@ class ParallelEstimate(RankCommunication):
             sums[key] = total
         return total
 
+    def on_chunks(self, stage: Stage, quantity: str) -> tuple[int, ...]:
+        """on_stage's quantity split over the rank's (virtual) stages, in its order (chunk 0 first):
+        each chunk's layers, the shared parts with chunk 0, the embedding with the first stage's
+        chunk, the tail and head with the last's."""
+        chunks = len(stage.kinds)
+        out = []
+        for index, kinds in enumerate(stage.kinds):
+            total = sum(count * self.part(key, quantity) for key, count in kinds)
+            if index == 0:
+                total += self.part("shared", quantity)
+                total += self.part("embedding", quantity) if stage.first else 0
+            if index == chunks - 1 and stage.last:
+                total += self.part("tail", quantity) + self.part("head", quantity)
+            out.append(total)
+        return tuple(out)
+
     def tied_copy(self, stage: Stage) -> int:
         """The last stage's copy of a tied embedding (pp > 1): its table elements."""
         if self.layout.pp > 1 and self.structure["tied"] and stage.last and not stage.first:

@@ -23,9 +23,10 @@ The overlap model (stated conventions, not measurements; each settable with Over
   all-to-all exposed;
 - expert parallelism's all-to-alls are exposed, except under DualPipeV, which hides them behind
   the other chunk's compute (DeepSeek-V3 report, section 3.2.1), and the stated share Overlap.ep
-  of the all-to-all of Megatron-Core's combined 1F1B's paired steps, under their compute
-  (--overlap-moe-expert-parallel-comm; its warm-up forwards and cool-down backwards run alone,
-  exposed: layout/combined_1f1b.py);
+  of what Megatron-Core's combined 1F1B's paired steps hide (--overlap-moe-expert-parallel-comm;
+  its warm-up forwards and cool-down backwards run alone, exposed; in a paired step the MoE layers'
+  comm and compute streams are walked phase by phase, the compute beside an exchange on the SMs
+  the dispatcher leaves: layout/combined_1f1b.py, StepTime.ep_paired_hidden);
 - the optimizer step is a memory-bound pass over the rank's shard, as a fused optimizer makes it
   (Megatron-LM's fp16 optimizer: its five passes, Framework.fp16_optimizer_passes);
 - under torch.autocast (`autocast=True`: fp32 parameters, as PyTorch Lightning's precision "bf16"
@@ -56,7 +57,7 @@ import math
 from functools import cached_property
 from typing import Any
 
-from ..collectives import collective_seconds, node_once_seconds, ranks_per_node, ring_factor
+from ..collectives import collective_seconds, ring_factor
 from ..config import ConfigError
 from ..hardware import Efficiency, Hardware, kernel_times
 from ..model_flops import check_convention
@@ -97,11 +98,13 @@ class StepTime:
         self.overlap = overlap or Overlap()
         layout = estimate.layout
         if self.overlap.params and not (layout.framework == "megatron" and layout.zero in (1, 2)):
-            from ..config import ConfigError
-
             raise ConfigError("--param-gather-overlap is Megatron-Core's --overlap-param-gather, the parameter "
                               "all-gather of its distributed optimizer (--framework megatron --zero 1 or 2); "
                               f"this layout ({layout.framework}, ZeRO {layout.zero}) has none to overlap.")
+        if not self.overlap.align_grad and not (layout.framework == "megatron" and layout.schedule == "interleaved"):
+            raise ConfigError("--no-align-grad-reduce moves each model chunk's gradient reduce in Megatron-Core's "
+                              "interleaved schedule (--framework megatron --schedule interleaved); this layout "
+                              f"({layout.framework}, {layout.schedule}) has no chunks to align.")
         if self.overlap.ep:
             check_ep_overlap(estimate)
         self.flops_convention = check_convention(flops_convention)
@@ -160,20 +163,12 @@ class StepTime:
         group's ranks a node (costmodel/layout/experts.py flex_copies) times the payload."""
         if not payload:
             return 0.0
-        from .experts import check_dispatcher_peers, flex_copies
+        from .experts import check_dispatcher_peers, flex_seconds
 
-        cfg, ranks, span = self.estimate.cfg, self.worlds["ep"], self.spans["ep"]
-        local = ranks_per_node(self.hardware, ranks, span)
+        cfg = self.estimate.cfg
         rates = check_dispatcher_peers(self.estimate.layout, self.hardware)
-        copies = flex_copies(cfg.n_experts, cfg.top_k, cfg.expert_groups, cfg.expert_groups_per_token, ranks, local)
-        if rates is not None:  # DeepEP's intranode kernels over the NVLink domain at their measured rates:
-            # each pass one dispatch and one combine kernel (a dispatch's backward is a combine, a
-            # combine's a dispatch), so half the payload each; a kernel's bytes are what its rank
-            # receives, a token once per distinct target rank, its own included (copies.ranks).
-            received = float(payload * copies.ranks) / 2
-            return received / rates["dispatch_bytes_per_s"] + received / rates["combine_bytes_per_s"]
-        return node_once_seconds(self.hardware, float(payload * copies.remote_nodes), float(payload * copies.nvlink),
-                                 ranks, span)
+        return flex_seconds(self.hardware, payload, cfg.n_experts, cfg.top_k, cfg.expert_groups,
+                            cfg.expert_groups_per_token, self.worlds["ep"], self.spans["ep"], rates)
 
     @cached_property
     def part_seconds(self) -> dict[str, tuple[float, int]]:
@@ -182,6 +177,7 @@ class StepTime:
         estimate, numbers = self.estimate, self.estimate.numbers
         out: dict[str, tuple[float, int]] = {}
         self.attention_seconds: dict[str, float] = {}
+        self.expert_seconds: dict[str, float] = {}  # the routed experts' (the combined 1F1B's mlp phases)
         for index, leaf in enumerate(estimate.structure["work"]):
             work = [float(numbers[f"work.{index}.{q}"]) for q in ("f_mm", "b_mm", "f_o", "b_o")]
             rate = self.fp8_per_s if runs_fp8(leaf, estimate) else self.flops_per_s
@@ -192,6 +188,8 @@ class StepTime:
             busy = kernel_times(*work, rate, self.vector_per_s, self.bytes_per_s)[2] * leaf_factor(leaf, estimate)
             if leaf.get("attention_core"):  # what a ring's sends overlap (stage())
                 self.attention_seconds[leaf["key"]] = self.attention_seconds.get(leaf["key"], 0.0) + busy
+            if leaf.get("experts"):
+                self.expert_seconds[leaf["key"]] = self.expert_seconds.get(leaf["key"], 0.0) + busy
             seconds, active = out.get(leaf["key"], (0.0, 0))
             out[leaf["key"]] = (seconds + busy, active + int(leaf["active"]))
         return out
@@ -260,10 +258,11 @@ class StepTime:
         left = compute
         if layout.schedule == "dualpipev":
             hidden_ep = min(all_to_all, left)
-        else:  # the combined 1F1B's paired steps only (ep_paired_shares), under their own compute
+        else:  # the combined 1F1B's paired steps only (ep_paired_shares), what their paired layers hide
             all_to_all_share, compute_share = self.ep_paired_shares(stage) if self.overlap.ep else (0.0, 0.0)
-            hidden_ep = min(self.overlap.ep * all_to_all_share * all_to_all, compute_share * left)
-        left -= hidden_ep
+            paired, beside = self.ep_paired_hidden(stage, all_to_all) if self.overlap.ep else (0.0, 0.0)
+            hidden_ep = min(self.overlap.ep * all_to_all_share * paired, compute_share * left)
+        left -= hidden_ep if layout.schedule == "dualpipev" else min(left, self.overlap.ep * all_to_all_share * beside)
         context = hidden_sends = 0.0
         cp = communication.get("cp", {})
         if cp:
@@ -279,7 +278,7 @@ class StepTime:
         hidden_tp = min(self.overlap.tp * tp_microbatch, left)
         left -= hidden_tp
         hidden_pp = min(self.overlap.pp * exchange, left)
-        hidden = compute - left + hidden_pp
+        hidden = hidden_ep + hidden_sends + hidden_tp + hidden_pp
         return {"compute": compute, "tp": tp_microbatch - hidden_tp, "ep": all_to_all - hidden_ep, "cp": context,
                 "pp": exchange - hidden_pp, "tp_step": (1 - self.overlap.tp) * tp_step, "hidden_ep": hidden_ep,
                 "pp_step": self.tied_embedding(stage), "accumulation": self.gradient_accumulation(stage),
@@ -287,27 +286,21 @@ class StepTime:
                 # what runs hidden under this micro-batch's compute, and under the step's; the compute
                 # beside it runs slower (Overlap.slowdown: the collectives' kernels hold SMs)
                 "hidden": hidden, "hidden_step": self.overlap.tp * tp_step,
-                "contention": self.overlap.contention(hidden)}
+                # (the combined 1F1B's hidden all-to-all is net of its own SMs' cost: ep_paired_hidden)
+                "contention": self.overlap.contention(hidden if layout.schedule == "dualpipev" else hidden - hidden_ep)}
+
+    def ep_paired_hidden(self, stage: Stage, all_to_all: float) -> tuple[float, float]:
+        """The all-to-all seconds one paired step of the combined 1F1B hides, and the compute beside
+        its exchanges (layout/ep_paired.py paired_hidden)."""
+        from .ep_paired import paired_hidden
+
+        return paired_hidden(self, stage, all_to_all)
 
     def ep_paired_shares(self, stage: Stage) -> tuple[float, float]:
-        """Under Overlap.ep, the shares of this rank's expert all-to-all and of its compute that run
-        in the combined 1F1B's paired steps (layout/combined_1f1b.py): each model chunk's passes
-        weighted by its routed slots (the all-to-all's tokens; a multi-token prediction module's
-        on the last stage's last chunk) and by its parts' seconds (the compute)."""
-        from .combined_1f1b import alone_passes, paired_share
+        """The shares of the expert all-to-all and of the compute in paired steps (layout/ep_paired.py)."""
+        from .ep_paired import paired_shares
 
-        estimate, layout = self.estimate, self.estimate.layout
-        chunks = len(stage.kinds) or 1
-        alone = alone_passes(layout.pp, chunks, layout.microbatches, stage.rank)
-        slots, seconds = [], []
-        for index, kinds in enumerate(stage.kinds or ((),)):
-            ends = (["embedding"] if stage.first and index == 0 else []) \
-                + (["tail", "head"] if stage.last and index == chunks - 1 else [])
-            slots.append(sum(count * estimate.part(key, "routed_slots") for key, count in kinds)
-                         + sum(estimate.part(key, "routed_slots") for key in ends))
-            seconds.append(sum(count * self.part_seconds.get(key, (0.0, 0))[0] for key, count in kinds)
-                           + sum(self.part_seconds.get(key, (0.0, 0))[0] for key in ["shared", *ends]))
-        return paired_share(alone, slots, layout.microbatches), paired_share(alone, seconds, layout.microbatches)
+        return paired_shares(self, stage)
 
     def pipeline(self, stage: Stage) -> float:
         """Seconds of one micro-batch's pipeline exchange on this rank, exposed (Megatron-LM's
@@ -400,9 +393,57 @@ class StepTime:
                          if kind == "all_gather")
         # DeepSpeed's pipeline engine reduces after the schedule's last backward: nothing overlaps
         after_backward = self.estimate.framework.pp_reduce_after_backward and layout.pp > 1
+        if layout.schedule == "interleaved" and layout.framework == "megatron" and not after_backward:
+            return self.interleaved_data_parallel(stage, compute, groups, gradients, parameters)
         exposed = max(0.0, gradients - (0.0 if after_backward else self.overlap.dp) * compute)
         gathered = max(0.0, parameters - self.overlap.params * compute / 3)  # under the first forward
         return exposed + gathered, gradients - exposed + parameters - gathered
+
+    def interleaved_data_parallel(self, stage: Stage, compute: float, groups: list[tuple[str, str, int]],
+                                  gradients: float, parameters: float) -> tuple[float, float]:
+        """data_parallel_split under Megatron-Core's interleaved schedule, (exposed, hidden): each
+        model chunk's gradient collective from the end of its last backward (r backwards later on
+        pipeline rank r under Overlap.align_grad) under the chunk-backwards left on the rank, and each chunk's parameter
+        all-gather under the forwards before its first (layout/dp_overlap.py). A chunk-backward is
+        Overlap.dp of a micro-batch's compute over v, a chunk-forward Overlap.params of a third of
+        it over v (the conventions of the other schedules, chunk by chunk). Without the overlap
+        (Overlap.dp or Overlap.params 0) the whole buffer's collective is exposed, as elsewhere.
+        Each chunk's payload is the group's payload times the chunk's share of the rank's
+        parameters (the experts' for the experts' group; the tied embedding's copy with the last
+        chunk)."""
+        from .dp_overlap import gather_exposure, gradient_exposure
+
+        estimate, layout = self.estimate, self.estimate.layout
+        chunks, group = layout.virtual_stages, layout.pp  # Megatron's microbatch_group_size_per_vp_stage
+        experts = estimate.on_chunks(stage, "expert_params")
+        rest = [params - expert for params, expert in zip(estimate.on_chunks(stage, "params"), experts)]
+        rest[-1] += estimate.tied_copy(stage)
+
+        def per_chunk(gather: bool) -> list[float]:
+            out = [0.0] * chunks
+            for name, kind, value in groups:
+                if (kind == "all_gather") != gather:
+                    continue
+                weights = experts if name == "edp" else rest
+                for chunk in range(chunks) if sum(weights) else ():
+                    out[chunk] += self.collective(name, kind, value * weights[chunk] / sum(weights))
+            return out
+
+        exposed = hidden = 0.0
+        if self.overlap.dp:
+            reduced = per_chunk(gather=False)
+            late = sum(gradient_exposure(reduced, self.overlap.dp * compute / chunks, group, stage.rank,
+                                         self.overlap.align_grad))
+            exposed, hidden = late, sum(reduced) - late
+        else:
+            exposed = gradients
+        if self.overlap.params:
+            gathered = per_chunk(gather=True)
+            waited = sum(gather_exposure(gathered, self.overlap.params * compute / (3 * chunks), group, stage.rank))
+            exposed, hidden = exposed + waited, hidden + sum(gathered) - waited
+        else:
+            exposed += parameters
+        return exposed, hidden
 
     def optimizer(self, stage: Stage) -> float:
         """The optimizer's pass over the parameters this rank updates."""
@@ -489,8 +530,7 @@ class StepTime:
         per_microbatch = sum(slowest[k] for k in parts)
         # The bubble's passes are the pipeline's fill and drain: under the combined 1F1B (Overlap.ep)
         # warm-up forwards and cool-down backwards, which run alone, their all-to-all exposed.
-        alone = 0.0 if layout.schedule == "dualpipev" else \
-            slowest["hidden_ep"] - self.overlap.contention(slowest["hidden_ep"])
+        alone = 0.0 if layout.schedule == "dualpipev" else slowest["hidden_ep"]
         bubble = layout.bubble() * (per_microbatch + alone)
         splits = [(self.data_parallel_split(stage, times["compute"]), times) for stage, times in stages]
         dp = max(exposed for (exposed, _), _ in splits)

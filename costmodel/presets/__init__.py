@@ -124,6 +124,12 @@ def config_from_dict(data: Any, source: str, name: str) -> ModelConfig:
     return ModelConfig.from_dict(data, source=source)
 
 
+def close_spellings(name: str, cutoff: float = 0.5) -> list[str]:
+    """Up to three preset names or aliases spelled like `name` (difflib's ratio at least cutoff, any case)."""
+    spellings = {s.casefold(): s for n, a in preset_aliases().items() for s in (n, *a)}
+    return [spellings[c] for c in difflib.get_close_matches(name.casefold(), spellings, n=3, cutoff=cutoff)]
+
+
 def load_preset(name: str) -> ModelConfig:
     """The ModelConfig of the preset a name or an alias stands for (see resolve_name); an unknown
     name suggests the closest names and aliases."""
@@ -132,9 +138,8 @@ def load_preset(name: str) -> ModelConfig:
         raise ConfigError(f"--model {show(name)}: one model a run; to set several side by side, `report --models "
                           f"{','.join(part.strip() for part in str(name).split(','))} --out DIR`.")
     if preset is None:
-        spellings = {s.casefold(): s for n, a in preset_aliases().items() for s in (n, *a)}
-        close = difflib.get_close_matches(str(name).casefold(), spellings, n=3, cutoff=0.5)
-        hint = (f" Did you mean {', '.join(spellings[c] for c in close)}?" if close
+        close = close_spellings(str(name))
+        hint = (f" Did you mean {', '.join(close)}?" if close
                 else f" Known: {', '.join(preset_names())} (see `models` for their aliases).")
         raise ConfigError(f"unknown model {show(name)}.{hint}")
     path = PRESET_DIR / f"{preset}.json"

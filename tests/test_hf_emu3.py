@@ -1,0 +1,109 @@
+"""BAAI's Emu3 (costmodel/hf_more_types.py: model_type "emu3") against transformers 5.24's
+Emu3ForCausalLM, which AutoModelForCausalLM builds from the same config dict's text_config: parameters
+(Emu3Config()'s defaults and odd configs), buffers, validate's rows under eager attention and sdpa,
+bytes saved for backward (its dropout on each sublayer's output, Emu3DecoderLayer.dropout, beside the
+probabilities'), the cache after a prefill, a decode step's and a prefill's FLOPs, and the configs
+refused in one line."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.cli_run import run_main
+from tests.family_configs import (assert_cache_after_prefill_exact, assert_decode_flops_exact,
+                                  assert_prefill_flops_exact, assert_rows_exact, assert_saved_bytes_exact,
+                                  buffer_bytes_both, estimated_total, hf_meta_count, odd_config_rows)
+
+_TEXT = dict(vocab_size=99, hidden_size=48, num_attention_heads=6, num_key_value_heads=2, head_dim=10,
+             intermediate_size=37, num_hidden_layers=3, max_position_embeddings=64, pad_token_id=0,
+             bos_token_id=1, eos_token_id=2)
+
+#: vocab_size at the top as well, where the measurement helpers read it (Emu3Config keeps it as an
+#: attribute; the reader reads text_config only).
+CONFIGS = {
+    # Emu3TextConfig's layout: dropout 0.1 (its default) on the probabilities and both sublayers' outputs,
+    # an untied head
+    "emu3": dict(model_type="emu3", vocab_size=99, text_config=dict(_TEXT)),
+    # biases on q, k, v and o and on the MLP, no dropout, a tied head, two layers
+    "emu3-bias": dict(model_type="emu3", vocab_size=99,
+                      text_config=dict(_TEXT, attention_bias=True, mlp_bias=True, attention_dropout=0.0,
+                                       tie_word_embeddings=True, num_hidden_layers=2)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CONFIGS))
+def test_parameters_equal_the_class(name):
+    pytest.importorskip("transformers")
+    assert estimated_total(CONFIGS[name], name) == hf_meta_count(CONFIGS[name])
+
+
+def test_parameters_exact_integers():
+    """The odd configs' counts and Emu3Config()'s (32 layers of hidden 4,096, 32 heads and 8 KV heads of
+    128, a SwiGLU of 14,336, vocabulary 184,622, untied: Emu3-Chat's language model), the meta models'
+    (transformers 5.24)."""
+    transformers = pytest.importorskip("transformers")
+    counts = [hf_meta_count(CONFIGS[name]) for name in sorted(CONFIGS)]
+    assert counts == [estimated_total(CONFIGS[name], name) for name in sorted(CONFIGS)]
+    # a layer: q 48*60, k and v 48*20 each, o 60*48, two norms 2*48, SwiGLU 3*48*37: 13,104; the first:
+    # 2*99*48 + 48 + 3*13,104; the second adds biases 60 + 2*20 + 48 and 2*37 + 48 a layer, tied:
+    # 99*48 + 48 + 2*13,374
+    assert counts == [48_864, 31_548]
+    default = transformers.AutoConfig.for_model("emu3")
+    for fields in (default.to_dict(), default.to_diff_dict(), {"model_type": "emu3"}):
+        assert estimated_total(fields, "x") == 8_492_011_520
+    assert hf_meta_count({"model_type": "emu3"}) == 8_492_011_520
+
+
+@pytest.mark.parametrize("name", sorted(CONFIGS))
+def test_buffers_equal_the_class(name):
+    """RoPE's fp32 inv_freq and its copy: 2*4*5."""
+    pytest.importorskip("transformers")
+    ours, theirs = buffer_bytes_both(CONFIGS[name], name)
+    assert ours == theirs == 40
+
+
+@pytest.mark.parametrize("attention", ["eager", "sdpa"])
+@pytest.mark.parametrize("name", sorted(CONFIGS))
+def test_validate_rows_exact(name, attention):
+    """validate's rows (b 2, n 12, bf16, 2 generated tokens; validate/hf_more_types.py writes the emu3
+    config.json back): parameters, matmul FLOPs, other ops, bytes saved, KV cache."""
+    pytest.importorskip("transformers")
+    assert_rows_exact(odd_config_rows(CONFIGS[name], name, attention))
+
+
+@pytest.mark.parametrize("dtype", ["fp32", "bf16"])
+@pytest.mark.parametrize("name", sorted(CONFIGS))
+def test_saved_bytes_and_cache(name, dtype):
+    pytest.importorskip("transformers")
+    assert_saved_bytes_exact(CONFIGS[name], name, dtype)
+    assert_cache_after_prefill_exact(CONFIGS[name], name, dtype)
+
+
+@pytest.mark.parametrize("name", sorted(CONFIGS))
+def test_decode_and_prefill_flops(name):
+    pytest.importorskip("transformers")
+    assert_decode_flops_exact(CONFIGS[name], name)
+    assert_prefill_flops_exact(CONFIGS[name], name)
+
+
+@pytest.mark.parametrize("change, words", [
+    ({"text_config": [1]}, "an emu3 config is read as its language model, text_config, which must be an object"),
+    ({"text_config": dict(_TEXT, hidden_act="tanh")}, "unsupported hidden_act 'tanh'"),
+])
+def test_refused_in_one_line(tmp_path, capsys, change, words):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(dict(CONFIGS["emu3"], **change)))
+    code, _, err = run_main(["estimate", "--config", str(path)], capsys)
+    assert code == 2 and err.count("\n") == 1 and words in err
+
+
+def test_the_hubs_file_names_the_language_model():
+    """BAAI/Emu3-Chat-hf's config.json holds a vq_config too (the image tokenizer of
+    Emu3ForConditionalGeneration): the estimate is the language model's, and its name says so."""
+    from costmodel.hf import from_hf_config
+
+    cfg = from_hf_config(dict(CONFIGS["emu3"], vq_config={}), name="m")
+    assert cfg.name == "m (language model)" and cfg.family == "emu3"
+    assert from_hf_config(CONFIGS["emu3"], name="m").name == "m"

@@ -1,0 +1,115 @@
+"""Llama 3.2 Vision's language model on text (costmodel/hf_more_types.py: model_type "mllama") against
+transformers 5.24's MllamaForCausalLM, which AutoModelForCausalLM builds from the same config dict's
+text_config: parameters (MllamaConfig()'s defaults and odd configs: the cross-attention layers held,
+the token table 8 rows wider than the head), buffers, validate's rows under eager attention and sdpa,
+bytes saved for backward, the cache after a prefill, a decode step's and a prefill's FLOPs (text
+prompts: MllamaTextModel skips a cross-attention layer without image states), and the configs refused
+in one line."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.cli_run import run_main
+from tests.family_configs import (assert_cache_after_prefill_exact, assert_decode_flops_exact,
+                                  assert_prefill_flops_exact, assert_rows_exact, assert_saved_bytes_exact,
+                                  buffer_bytes_both, estimated_total, hf_meta_count, odd_config_rows)
+
+_TEXT = dict(vocab_size=99, hidden_size=48, num_attention_heads=6, num_key_value_heads=2, intermediate_size=37,
+             num_hidden_layers=4, max_position_embeddings=64, pad_token_id=0, bos_token_id=1, eos_token_id=2)
+
+#: vocab_size at the top as well, where the measurement helpers read it (the reader reads text_config).
+CONFIGS = {
+    # one cross-attention layer (index 1) among four, GQA 6/2, head 8
+    "mllama": dict(model_type="mllama", vocab_size=99, text_config=dict(_TEXT, cross_attention_layers=[1])),
+    # two cross-attention layers (0 and 3) among five, one KV head, llama3 RoPE scaling
+    "mllama-two": dict(model_type="mllama", vocab_size=99,
+                       text_config=dict(_TEXT, num_hidden_layers=5, cross_attention_layers=[0, 3], num_key_value_heads=1,
+                                        rope_parameters={"rope_type": "llama3", "rope_theta": 500000.0,
+                                                         "factor": 8.0, "low_freq_factor": 1.0,
+                                                         "high_freq_factor": 4.0,
+                                                         "original_max_position_embeddings": 16})),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CONFIGS))
+def test_parameters_equal_the_class(name):
+    pytest.importorskip("transformers")
+    assert estimated_total(CONFIGS[name], name) == hf_meta_count(CONFIGS[name])
+
+
+def test_parameters_exact_integers():
+    """The odd configs' counts and MllamaConfig()'s (40 layers of hidden 4,096, 8 of them
+    cross-attention, 32 heads and 8 KV heads, a SwiGLU of 14,336, vocabulary 128,256 (+8 token rows),
+    untied: Llama 3.2 11B Vision's language model), the meta models'."""
+    transformers = pytest.importorskip("transformers")
+    counts = [hf_meta_count(CONFIGS[name]) for name in sorted(CONFIGS)]
+    assert counts == [estimated_total(CONFIGS[name], name) for name in sorted(CONFIGS)]
+    # a self-attention layer: q 48*48, k and v 48*16 each, o 48*48, two norms 96, SwiGLU 3*48*37: 11,568;
+    # a cross-attention layer the same plus its q/k norms 2*8 and two gates: 11,586; the table (99+8)*48,
+    # the head 99*48, the final norm 48: 3*11,568 + 11,586 + 107*48 + 99*48 + 48. The second (one KV head:
+    # k and v 48*8): 3*10,800 + 2*10,818 + 107*48 + 99*48 + 48
+    assert counts == [56_226, 63_972]
+    default = transformers.AutoConfig.for_model("mllama")
+    for fields in (default.to_dict(), default.to_diff_dict(), {"model_type": "mllama"}):
+        assert estimated_total(fields, "x") == 9_775_192_080
+    assert hf_meta_count({"model_type": "mllama"}) == 9_775_192_080
+
+
+@pytest.mark.parametrize("name", sorted(CONFIGS))
+def test_buffers_equal_the_class(name):
+    pytest.importorskip("transformers")
+    ours, theirs = buffer_bytes_both(CONFIGS[name], name)
+    assert ours == theirs
+
+
+@pytest.mark.parametrize("attention", ["eager", "sdpa"])
+@pytest.mark.parametrize("name", sorted(CONFIGS))
+def test_validate_rows_exact(name, attention):
+    """validate's rows (b 2, n 12, bf16, 2 generated tokens; validate/hf_more_types.py writes the mllama
+    config.json back, its cross-attention layers last): parameters, matmul FLOPs, other ops, bytes
+    saved, KV cache."""
+    pytest.importorskip("transformers")
+    assert_rows_exact(odd_config_rows(CONFIGS[name], name, attention))
+
+
+@pytest.mark.parametrize("dtype", ["fp32", "bf16"])
+@pytest.mark.parametrize("name", sorted(CONFIGS))
+def test_saved_bytes_and_cache(name, dtype):
+    pytest.importorskip("transformers")
+    assert_saved_bytes_exact(CONFIGS[name], name, dtype)
+    assert_cache_after_prefill_exact(CONFIGS[name], name, dtype)
+
+
+@pytest.mark.parametrize("name", sorted(CONFIGS))
+def test_decode_and_prefill_flops(name):
+    pytest.importorskip("transformers")
+    assert_decode_flops_exact(CONFIGS[name], name)
+    assert_prefill_flops_exact(CONFIGS[name], name)
+
+
+def test_the_hubs_file_names_text_prompts():
+    """meta-llama/Llama-3.2-11B-Vision's config.json holds a vision_config too: the estimate is the language
+    model's on text prompts, and its name says so."""
+    from costmodel.hf import from_hf_config
+
+    cfg = from_hf_config(dict(CONFIGS["mllama"], vision_config={}), name="m")
+    assert cfg.name == "m (language model, text prompts)" and cfg.family == "mllama"
+    assert (cfg.n_decoder_layers, cfg.idle_cross_layers, cfg.embedding_extra_rows) == (3, 1, 8)
+
+
+@pytest.mark.parametrize("change, words", [
+    ({"tie_word_embeddings": True}, "tie_word_embeddings is not modelled for mllama"),
+    ({"cross_attention_layers": [4]}, "cross_attention_layers must list distinct layer indices below"),
+    ({"cross_attention_layers": [0, 1, 2, 3]}, "leaving a self-attention layer"),
+    ({"dropout": 0.1}, "a nonzero dropout is not modelled for mllama"),
+    ({"head_dim": 10}, "head_dim 10 is not hidden_size / num_attention_heads (8)"),
+])
+def test_refused_in_one_line(tmp_path, capsys, change, words):
+    path = tmp_path / "config.json"
+    data = dict(CONFIGS["mllama"], text_config=dict(CONFIGS["mllama"]["text_config"], **change))
+    path.write_text(json.dumps(data))
+    code, _, err = run_main(["estimate", "--config", str(path)], capsys)
+    assert code == 2 and err.count("\n") == 1 and words in err
