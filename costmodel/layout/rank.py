@@ -18,7 +18,7 @@ from .. import offload
 from ..config import ConfigError, ModelConfig, Workload
 from .communication import RankCommunication
 from .experts import check_flex_load, expert_load, fsdp_gathered, fsdp_split
-from .fp8 import RECIPES
+from .fp8 import FP8_PARAM_BYTES, RECIPES
 from .frameworks import FRAMEWORKS, Framework
 from .parts import Stage, evaluate_parts, part_evaluator, part_of, uses_loss_parallel
 from ..spec import RECOMPUTED_LAYERS
@@ -276,6 +276,7 @@ class ParallelEstimate(RankCommunication):
                 out["gradients"] += 4 * (shard if zero >= 1 else params)
             if self.runs_bf16_optimizer:  # DeepSpeed's BF16_Optimizer: the rank's whole gradient in fp32,
                 out["gradients"] += 4 * dp * shard  # fp32_groups_gradients_flat, zeros_like its padded bf16 flat
+            out["weights"] -= self.fp8_parameter_saving(stage)
         if self.structure["step_counters"]:
             out["optimizer"] += 4 * tensors
         return offload.device_state(out, layout)
@@ -331,6 +332,21 @@ class ParallelEstimate(RankCommunication):
     def fp8_recipe(self) -> Any:
         return RECIPES[self.layout.fp8] if self.layout.fp8 else None
 
+    def fp8_parameters(self, stage: Stage) -> tuple[int, int]:
+        """Under --fp8-param-gather (Layout.fp8_param_gather, layout/fp8.py FP8_PARAM_RECIPES), the
+        stage's parameters held in FP8: (the rest's, the routed experts' before expert parallelism
+        divides them); (0, 0) without it or outside training."""
+        if not self.layout.fp8_param_gather or self.phase != "train":
+            return 0, 0
+        experts = self.on_stage(stage, "expert_params")
+        return self.on_stage(stage, "fp8_params") - experts, experts
+
+    def fp8_parameter_saving(self, stage: Stage) -> int:
+        """Bytes of weights the rank does not hold under --fp8-param-gather: its FP8 parameters take
+        FP8_PARAM_BYTES each, not the dtype's (no bf16 copy kept: layout/fp8.py)."""
+        dense, experts = self.fp8_parameters(stage)
+        return (self.numbers["bytes.weights"] - FP8_PARAM_BYTES) * (dense + experts // self.layout.ep)
+
     def fp8_copies(self, stage: Stage) -> int:
         """Bytes of the FP8 weight copies (and scales) the recipe keeps on this rank."""
         recipe = self.fp8_recipe
@@ -368,6 +384,7 @@ class ParallelEstimate(RankCommunication):
                 out["gradients"] += 4 * shard
             if self.gradient_cast_at_step:  # the fp32 copies of the gradients the rank updates
                 out["gradients"] += 4 * (shard if layout.zero >= 1 else held)
+        out["weights"] -= self.fp8_parameter_saving(stage)
         return out
 
     def activations(self, stage: Stage) -> int:

@@ -62,7 +62,7 @@ from ..hardware import Efficiency, Hardware, kernel_times
 from ..model_flops import check_convention
 from ..quantization import runs_w8a8, w8a8_peak
 from ..spec import RECOMPUTED_LAYERS
-from .fp8 import RECIPES
+from .fp8 import FP8_PARAM_BYTES, RECIPES
 from .overlap import Overlap, check_ep_overlap  # noqa: F401 (Overlap: callers import it from here)
 from .rank import ParallelEstimate, Stage
 
@@ -411,7 +411,7 @@ class StepTime:
         (Overlap.dp or Overlap.params 0) the whole buffer's collective is exposed, as elsewhere.
         Each chunk's payload is the group's payload times the chunk's share of the rank's
         parameters (the experts' for the experts' group; the tied embedding's copy with the last
-        chunk)."""
+        chunk), of its parameters' bytes for the all-gather under --fp8-param-gather."""
         from .dp_overlap import gather_exposure, gradient_exposure
 
         estimate, layout = self.estimate, self.estimate.layout
@@ -419,13 +419,18 @@ class StepTime:
         experts = estimate.on_chunks(stage, "expert_params")
         rest = [params - expert for params, expert in zip(estimate.on_chunks(stage, "params"), experts)]
         rest[-1] += estimate.tied_copy(stage)
+        gathered_rest = rest  # under --fp8-param-gather each chunk's gather weighs its bytes (layout/fp8.py)
+        if layout.fp8_param_gather:
+            e = estimate.workload.bytes_per_element
+            fp8 = [f - expert for f, expert in zip(estimate.on_chunks(stage, "fp8_params"), experts)]
+            gathered_rest = [e * r - (e - FP8_PARAM_BYTES) * f for r, f in zip(rest, fp8)]
 
         def per_chunk(gather: bool) -> list[float]:
             out = [0.0] * chunks
             for name, kind, value in groups:
                 if (kind == "all_gather") != gather:
                     continue
-                weights = experts if name == "edp" else rest
+                weights = experts if name == "edp" else gathered_rest if gather else rest
                 for chunk in range(chunks) if sum(weights) else ():
                     out[chunk] += self.collective(name, kind, value * weights[chunk] / sum(weights))
             return out
