@@ -271,7 +271,7 @@ class RankCommunication:
         tied-embedding gradients in the framework's gradient dtype; everything else (the
         tensor-parallel activations and their gradients) in the activations' dtype."""
         activations = self.workload.dtype
-        if kind == "loss_all_reduce":
+        if kind == "loss_all_reduce" or group == "amax":  # and delayed scaling's amaxes
             return "fp32"
         if kind == "optimizer_all_reduce":
             return "fp32" if self.numbers["bytes.gradients"] == 4 else activations

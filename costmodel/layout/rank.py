@@ -18,7 +18,7 @@ from .. import offload
 from ..config import ConfigError, ModelConfig, Workload
 from .communication import RankCommunication
 from .experts import check_flex_load, expert_load, fsdp_gathered, fsdp_split
-from .fp8 import FP8_PARAM_BYTES, RECIPES
+from .fp8 import FP8_PARAM_BYTES, RECIPES, TE_GEMMS_PER_DENSE_LAYER, amax_reduction_bytes
 from .frameworks import FRAMEWORKS, Framework
 from .parts import Stage, evaluate_parts, part_evaluator, part_of, uses_loss_parallel
 from ..spec import RECOMPUTED_LAYERS
@@ -346,6 +346,34 @@ class ParallelEstimate(RankCommunication):
         FP8_PARAM_BYTES each, not the dtype's (no bf16 copy kept: layout/fp8.py)."""
         dense, experts = self.fp8_parameters(stage)
         return (self.numbers["bytes.weights"] - FP8_PARAM_BYTES) * (dense + experts // self.layout.ep)
+
+    def amax_reductions(self, stage: Stage) -> list[int]:
+        """Delayed scaling's amax all-reduces on this rank in one micro-batch, the bytes of each
+        (layout/fp8.py amax_reduction_bytes): Megatron-Core opens one fp8_autocast per model chunk's
+        TransformerBlock forward (transformer_block.py), and Transformer Engine all-reduces the
+        chunk's forward amaxes at its exit and its backward amaxes in the chunk's backward
+        (reduce_and_update_fp8_tensors), so two a chunk; none outside training, without delayed
+        scaling, on other frameworks, or where the chunk has no FP8 GEMM. A layer's GEMMs:
+        TE_GEMMS_PER_DENSE_LAYER, or in a mixture-of-experts layer the attention's two and the
+        experts' fc1 and fc2, one GEMM a local expert each (TEGroupedLinear), and a shared expert's two."""
+        layout, cfg = self.layout, self.cfg
+        if layout.fp8 != "delayed" or layout.framework != "megatron" or self.phase != "train":
+            return []
+        local = cfg.n_experts // layout.ep if cfg.n_experts else 0
+
+        def gemms(key: str) -> int:
+            if not self.part(key, "fp8_params"):
+                return 0
+            if not self.part(key, "expert_params"):
+                return TE_GEMMS_PER_DENSE_LAYER
+            return 2 + 2 * local + (2 if cfg.d_shared else 0)
+
+        out = []
+        for kinds in stage.kinds:
+            count = sum(runs * gemms(key) for key, runs in kinds)
+            if count:
+                out += list(amax_reduction_bytes(count).values())
+        return out
 
     def fp8_copies(self, stage: Stage) -> int:
         """Bytes of the FP8 weight copies (and scales) the recipe keeps on this rank."""
