@@ -114,3 +114,46 @@ def test_bad_input_is_one_line(capsys, flags, message):
     code, out, err = run(["simulate", "--train", "--model", "llama2-7b", "--hardware", "b200", "--gpus", "8",
                           "--dp", "8"] + flags, capsys)
     assert (code, out, err.strip()) == (2, "", f"error: {message}")
+
+
+def test_mixtral_experts_gather_one_byte_over_their_own_group():
+    """NeMo 25.02's Mixtral 8x7B (EP 8 of DP 64): the dense part over DP 64, the rank's 1 of 8
+    experts (5,637,144,576 parameters, all FP8) over the expert-data-parallel 8. Mixtral 8x7B:
+    experts 32 x 8 x 3 x 4096 x 14,336 = 45,097,156,608; attention 32 x (4096 x 6144 + 4096^2) =
+    1,342,177,280 (FP8); embedding and head 2 x 32,000 x 4096, router 32 x 4096 x 8, norms 65 x 4096
+    (bf16): 1,605,636,096 dense in all."""
+    from reports.published_runs import train_setup
+
+    experts, attention, dense = 45_097_156_608, 1_342_177_280, 1_605_636_096
+    assert attention + 2 * 32_000 * 4096 + 32 * 4096 * 8 + 65 * 4096 == dense
+    local = experts // 8
+    data = json.load(open("costmodel/published_runs.json"))
+    row = next(r for r in data["runs"] if r["id"] == "nemo-25.02 mixtral-8x7b 64xb200")
+    estimate, _, _ = train_setup(row, data["sources"]["nemo-25.02"])
+    stage = estimate.stages[0]
+    assert estimate.fp8_parameters(stage) == (attention, experts)
+    communication = estimate.communication(stage)
+    assert communication["dp"]["all_gather"] == 2 * dense - attention == 1_869_094_912
+    assert communication["edp"]["all_gather"] == local == 5_637_144_576
+    assert estimate.per_rank["weights"] == 2 * (dense + local) - (attention + local) == 7_506_239_488
+
+
+def test_the_published_rows_that_state_them():
+    """NeMo 25.02 (bf16_with_fp8_mixed: fp8_params True) gathers FP8 parameters and reduces amaxes over
+    TP x DP x CP; NeMo 24.07 over TP x CP (core_r0.8.0); Megatron-Bridge's FP8-CS rows on the
+    distributed optimizer gather FP8 parameters (fp8_cs -> bf16_with_fp8_current_scaling_mixed), its
+    Megatron-FSDP, MXFP8 and NVFP4 rows not."""
+    from reports.published_runs import train_setup
+
+    data = json.load(open("costmodel/published_runs.json"))
+    typed = {}
+    for row in data["runs"]:
+        family = row["id"].split()[0]
+        if family in ("nemo-24.07", "nemo-25.02", "megatron-bridge"):
+            layout = train_setup(row, data["sources"][family])[0].layout
+            typed.setdefault(family, set()).add((layout.fp8, layout.zero, layout.fp8_param_gather,
+                                                 layout.tp_only_amax_red))
+    assert typed["nemo-25.02"] == {("delayed", 1, True, False)}
+    assert typed["nemo-24.07"] == {("delayed", 1, False, True)}
+    assert typed["megatron-bridge"] == {("current", 1, True, False), ("current", 3, False, False),
+                                        ("mxfp8", 1, False, False), ("nvfp4", 1, False, False)}
