@@ -104,7 +104,9 @@ def test_no_amax_all_reduce_without_delayed_scaling_or_a_group(capsys):
 
 @pytest.mark.parametrize("flags, message", [
     (["--fp8", "mxfp8", "--fp8-param-gather"], "layout: FP8 parameters (--fp8-param-gather) are modelled with --fp8 "
-     "current or delayed (Transformer Engine's per-tensor Float8Tensor), not 'mxfp8'."),
+     "current or delayed (Transformer Engine's per-tensor Float8Tensor); here --fp8 mxfp8."),
+    (["--fp8-param-gather", "--framework", "megatron"], "layout: FP8 parameters (--fp8-param-gather) are modelled "
+     "with --fp8 current or delayed (Transformer Engine's per-tensor Float8Tensor); here no --fp8."),
     (["--fp8", "delayed", "--fp8-param-gather", "--framework", "fsdp2"], "layout: --fp8-param-gather is "
      "Megatron-Core's, on its distributed optimizer (--framework megatron --zero 1); here fsdp2 with --zero 3."),
     (["--fp8", "current", "--tp-only-amax-red", "--framework", "megatron"], "layout: --tp-only-amax-red is "

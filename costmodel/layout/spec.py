@@ -300,8 +300,8 @@ class Layout:
 
             if self.fp8 not in FP8_PARAM_RECIPES:
                 raise ConfigError(f"layout: FP8 parameters (--fp8-param-gather) are modelled with --fp8 "
-                                  f"{' or '.join(FP8_PARAM_RECIPES)} (Transformer Engine's per-tensor Float8Tensor), "
-                                  f"not {show(self.fp8)}.")
+                                  f"{' or '.join(FP8_PARAM_RECIPES)} (Transformer Engine's per-tensor Float8Tensor); "
+                                  f"here {'--fp8 ' + str(self.fp8) if self.fp8 else 'no --fp8'}.")
             if self.framework != "megatron" or self.zero not in (1, 2):
                 raise ConfigError("layout: --fp8-param-gather is Megatron-Core's, on its distributed optimizer "
                                   f"(--framework megatron --zero 1); here {self.framework} with --zero {self.zero}.")
