@@ -51,7 +51,8 @@ def test_fp8_parameters_take_one_byte_held_and_gathered(capsys):
     for key in ("gradients", "optimizer", "activations"):
         assert fp8["parallel"]["per_rank"][key] == bf16["parallel"]["per_rank"][key]
     assert fp8["step"]["exposed_communication_seconds"]["dp"] < bf16["step"]["exposed_communication_seconds"]["dp"]
-    assert fp8["parallel"]["layout"]["fp8_param_gather"] is True and "fp8_param_gather" not in bf16["parallel"]["layout"]
+    assert fp8["parallel"]["layout"]["fp8_param_gather"] is True
+    assert "fp8_param_gather" not in bf16["parallel"]["layout"]
 
 
 def test_fp8_parameters_skip_the_weights_cast_not_its_transpose():
@@ -143,15 +144,15 @@ def test_mixtral_experts_gather_one_byte_over_their_own_group():
 def test_the_published_rows_that_state_them():
     """NeMo 25.02 (bf16_with_fp8_mixed: fp8_params True) gathers FP8 parameters and reduces amaxes over
     TP x DP x CP; NeMo 24.07 over TP x CP (core_r0.8.0); Megatron-Bridge's FP8-CS rows on the
-    distributed optimizer gather FP8 parameters (fp8_cs -> bf16_with_fp8_current_scaling_mixed), its
-    Megatron-FSDP, MXFP8 and NVFP4 rows not."""
+    distributed optimizer gather FP8 parameters (fp8_cs -> bf16_with_fp8_current_scaling_mixed), dense
+    and MoE, their Megatron-FSDP, BF16, MXFP8 and NVFP4 rows not."""
     from reports.published_runs import train_setup
 
     data = json.load(open("costmodel/published_runs.json"))
     typed = {}
     for row in data["runs"]:
         family = row["id"].split()[0]
-        if family in ("nemo-24.07", "nemo-25.02", "megatron-bridge"):
+        if family in ("nemo-24.07", "nemo-25.02", "megatron-bridge", "megatron-bridge-moe"):
             layout = train_setup(row, data["sources"][family])[0].layout
             typed.setdefault(family, set()).add((layout.fp8, layout.zero, layout.fp8_param_gather,
                                                  layout.tp_only_amax_red))
@@ -159,3 +160,6 @@ def test_the_published_rows_that_state_them():
     assert typed["nemo-24.07"] == {("delayed", 1, False, True)}
     assert typed["megatron-bridge"] == {("current", 1, True, False), ("current", 3, False, False),
                                         ("mxfp8", 1, False, False), ("nvfp4", 1, False, False)}
+    assert typed["megatron-bridge-moe"] == {("current", 1, True, False), (None, 1, False, False),
+                                            ("mxfp8", 1, False, False), ("mxfp8", 3, False, False),
+                                            ("nvfp4", 1, False, False)}
