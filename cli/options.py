@@ -174,7 +174,7 @@ workload_options = stack(
 LAYOUT_OPTIONS = ("dp", "tp", "pp", "sp", "zero", "microbatches", "schedule", "virtual_stages",
                   "framework", "stage_layers", "gpus", "device", "ep", "etp", "ep_dispatcher", "capacity_factor", "fp8", "cp",
                   "cp_rotate", "cp_kv_heads", "all_reduce", "vocab_parallel", "dp_shard", "grad_reduce_dtype",
-                  "precision_aware_optimizer")
+                  "precision_aware_optimizer", "fp8_param_gather", "tp_only_amax_red")
 FP8_HELP = ("FP8 training: the layers' linear products at the FP8 peak, as torchao's tensorwise or rowwise recipe, "
             "Transformer Engine's current or delayed scaling or DeepSeek-V3's blockwise one; mxfp8 (1 x 32 blocks) at the "
             "MXFP8 peak and nvfp4 (FP4) at the fp4 peak, which only Blackwell hardware files carry (docs/layouts.md).")
@@ -229,6 +229,12 @@ layout_options = stack(
     choice_option("--precision-aware-optimizer", spec.PRECISION_AWARE_OPTIMIZERS, "Megatron-Core's "
                   "use_precision_aware_optimizer under a recipe's dtypes (--framework megatron --zero 1, --dtype "
                   f"bf16, AdamW; default off): {spec.PRECISION_AWARE_OPTIMIZERS.described()}."),
+    click.option("--fp8-param-gather", is_flag=True, default=None,
+                 help="Megatron-Core's FP8 parameters (--framework megatron --zero 1, --fp8 current or delayed): "
+                 "the linear layers' weights held in FP8, one byte each with no bf16 copy, and all-gathered so."),
+    click.option("--tp-only-amax-red", is_flag=True, default=None,
+                 help="Megatron-Core's --tp-only-amax-red (--framework megatron --fp8 delayed): the amaxes "
+                 "all-reduced over TP x CP, not TP x DP x CP (Megatron-Core r0.8.0's only group)."),
     click.option("--capacity-factor", type=float, default=None,
                  help="Mixture of experts: each expert takes at most this times its balanced share of "
                  "the routed tokens, the rest are dropped (default: dropless)."),

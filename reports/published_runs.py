@@ -259,7 +259,9 @@ def train_setup(run: dict[str, Any], source: dict[str, Any]) -> tuple[ParallelEs
                     ep_dispatcher=_stated(run, source, "ep_dispatcher", "alltoall"),  # the recipe's flex backend
                     dp_shard=_stated(run, source, "dp_shard"),  # hybrid sharding (FSDP2's HSDP)
                     grad_reduce_dtype=_stated(run, source, "grad_reduce_dtype"),  # the recipe's grad_reduce_in_fp32
-                    precision_aware_optimizer=_stated(run, source, "precision_aware_optimizer"))
+                    precision_aware_optimizer=_stated(run, source, "precision_aware_optimizer"),
+                    fp8_param_gather=_stated(run, source, "fp8_param_gather", False),  # FP8 parameters
+                    tp_only_amax_red=_stated(run, source, "tp_only_amax_red", False))  # delayed scaling's amax group
     workload = Workload(seq_len=run["seq_len"], batch=micro, dtype=source["dtype"],
                         impl=source.get("impl", "megatron"), attention=source["attention"],
                         recompute=_stated(run, source, "recompute", "none"),

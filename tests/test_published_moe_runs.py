@@ -214,7 +214,8 @@ def test_an_expressible_moe_row_builds_the_recipes_layout(run_id):
 #: docs/checked.md's command for the 26.04.01 Qwen3 30B-A3B H100 row (its recipe's FP8_CS_V1).
 QWEN3_30B_COMMAND = ("simulate --train --model qwen3-30b-a3b --hardware h100-sxm --seq-len 4096 --batch 1 "
                      "--dtype bf16 --attention flash --impl megatron --framework megatron --zero 1 --dp 16 "
-                     "--ep 16 --global-batch 1024 --fp8 current --ep-dispatcher hybridep --grad-reduce-dtype bf16 --json")
+                     "--ep 16 --global-batch 1024 --fp8 current --ep-dispatcher hybridep --grad-reduce-dtype bf16 "
+                     "--fp8-param-gather --json")
 
 
 def test_the_documented_command_is_the_row_with_flash_attention(capsys):
@@ -259,7 +260,8 @@ def test_the_25_09_h100_deepseek_row_runs_its_release_scripts_settings():
     pretrain_config at a28844195 lines 240-244, exp_avg_dtype and exp_avg_sq_dtype bf16; the row's
     precision_aware_optimizer 'bf16-moments'): 8 bytes a shard parameter in place of 12, 80,863,747,072
     bytes, under the H100's training memory (83,744,816,128 with fp32 moments, 85,682,215,936 with
-    fp32 gradients too, over it)."""
+    fp32 gradients too, over it), with bf16 weights; its FP8 parameters (the recipe's fp8_param_gather)
+    take 2,055,208,960 bytes off: 78,808,538,112."""
     runs, source = _runs()
     estimate, hardware, options = train_setup(runs["megatron-bridge-moe 25.09 deepseek-v3 fp8 1024xh100"], source)
     assert (estimate.layout.ep_dispatcher, estimate.workload.recompute) == ("deepep", "mla-up-proj")
@@ -270,6 +272,8 @@ def test_the_25_09_h100_deepseek_row_runs_its_release_scripts_settings():
                                                                                         [2, 2, 2, 0]]
     assert [s["layers"] for s in stages] == [7, 8, 8, 8, 8, 8, 8, 6]
     assert parallel["per_rank"]["stage"] == 2 and stages[2]["micro_batches_in_flight"][0] == 11
-    assert parallel["per_rank"]["total"] == 80_863_747_072 < hardware.training_memory_bytes
+    # its FP8 parameters (the recipe's fp8_param_gather): 2,055,208,960 of the rank's weights one byte each
+    assert estimate.fp8_parameter_saving(estimate.stages[2]) == 2_055_208_960
+    assert parallel["per_rank"]["total"] == 80_863_747_072 - 2_055_208_960 < hardware.training_memory_bytes
     assert parallel["per_rank"]["optimizer"] == 8 * 720_267_264  # 12 x 720,267,264 with fp32 moments
     assert parallel["per_rank"]["gradients"] == 7_699_537_920  # 9,636,937,728 with fp32 gradients

@@ -14,6 +14,7 @@ import math
 
 from ..spec import RECOMPUTED_LAYERS, RECOMPUTED_PARTS
 from .experts import expert_width
+from .fp8 import FP8_PARAM_BYTES
 from .parts import LATENT_GATHERS, Stage, uses_loss_parallel
 
 COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter")
@@ -280,7 +281,7 @@ class RankCommunication:
         tied-embedding gradients in the framework's gradient dtype; everything else (the
         tensor-parallel activations and their gradients) in the activations' dtype."""
         activations = self.workload.dtype
-        if kind == "loss_all_reduce":
+        if kind == "loss_all_reduce" or group == "amax":  # and delayed scaling's amaxes
             return "fp32"
         if kind == "optimizer_all_reduce":
             return "fp32" if self.numbers["bytes.gradients"] == 4 else activations
@@ -334,8 +335,9 @@ class RankCommunication:
     def _data_parallel_groups(self, stage: Stage) -> dict[str, dict[str, int]]:
         """The data-parallel collectives by group: "dp", and under expert parallelism "edp" (the
         experts' own gradients over the dp / ep ranks that hold the same experts)."""
+        dense_fp8, experts_fp8 = self.fp8_parameters(stage)
         if self.layout.ep == 1:
-            return {"dp": self._data_parallel(stage), **self._replicas(stage)}
+            return {"dp": self._data_parallel(stage, fp8=dense_fp8 + experts_fp8), **self._replicas(stage)}
         edp = self.layout.expert_data_parallel
         if self.framework.sharding == "per_tensor":  # FSDP2: torchtitan's placement (layout/experts.py)
             from .experts import fsdp_split
@@ -349,9 +351,9 @@ class RankCommunication:
         local = experts // self.layout.ep
         if self.layout.megatron_fsdp:  # the experts' inner group under HFSDP (Layout.expert_shard_ranks)
             edp = self.layout.expert_shard_ranks
-        out = {"dp": self._data_parallel(stage, exclude=experts)} if self.layout.shard_ranks > 1 else {}
+        out = {"dp": self._data_parallel(stage, exclude=experts, fp8=dense_fp8)} if self.layout.shard_ranks > 1 else {}
         if edp > 1:
-            out["edp"] = self._data_parallel(stage, params=local, ranks=edp)
+            out["edp"] = self._data_parallel(stage, params=local, ranks=edp, fp8=experts_fp8 // self.layout.ep)
         return {**out, **self._replicas(stage, experts=experts)}
 
     def _replicas(self, stage: Stage, experts: int = 0) -> dict[str, dict[str, int]]:
@@ -380,10 +382,11 @@ class RankCommunication:
         return {"dp_replicate": {"all_reduce": scattered // self.layout.shard_ranks}}
 
     def _data_parallel(self, stage: Stage, exclude: int = 0, params: int | None = None,
-                       ranks: int | None = None, padded: tuple[int, int] | None = None) -> dict[str, int]:
+                       ranks: int | None = None, padded: tuple[int, int] | None = None, fp8: int = 0) -> dict[str, int]:
         """The data-parallel collectives of one step (FSDP2 and ZeRO-3 gather and scatter per
         micro-batch); FSDP2's `padded`: the rank's padded elements of the stage and of its layers,
-        where expert parallelism splits them (layout/experts.py fsdp_split)."""
+        where expert parallelism splits them (layout/experts.py fsdp_split); `fp8`: how many of the
+        parameters are FP8 (--fp8-param-gather: gathered at FP8_PARAM_BYTES, layout/fp8.py)."""
         layout, m, e = self.layout, self.layout.microbatches, self.workload.bytes_per_element
         dp = ranks or layout.shard_ranks
         grad = 4 if self._gradient_dtype == "fp32" else e
@@ -401,7 +404,7 @@ class RankCommunication:
         if self.runs_bf16_optimizer:  # its fp32 gradient all-reduced whole in bf16, then the bf16 shards gathered
             return {"all_reduce": e * padded, "all_gather": e * padded}
         if layout.zero in (1, 2):
-            return {"reduce_scatter": grad * padded, "all_gather": e * padded}
+            return {"reduce_scatter": grad * padded, "all_gather": e * padded - (e - FP8_PARAM_BYTES) * fp8}
         return {"all_gather": m * 2 * e * padded, "reduce_scatter": m * grad * padded}
 
     def wire(self, communication: dict[str, dict[str, int]]) -> dict[str, dict[str, int]]:

@@ -302,6 +302,39 @@ SCALING_UPDATE = ("torch.cat of the amaxes", "all_reduce MAX over the amax reduc
                   "fused_amax_and_scale_update_after_reduction (multi-tensor: every history rolled, every scale)")
 
 
+#: Transformer Engine modules with FP8 GEMMs in one of Megatron-Core's dense transformer layers (its TE
+#: layer spec: linear_qkv and linear_fc1 TELayerNormColumnParallelLinear, linear_proj and linear_fc2
+#: TERowParallelLinear), one GEMM each, so one set of quantizers each (QUANTIZERS_PER_GEMM).
+TE_GEMMS_PER_DENSE_LAYER = 4
+
+
+def amax_reduction_bytes(gemms: int) -> dict[str, int]:
+    """Bytes of the amax buffer delayed scaling all-reduces once per forward autocast ("forward")
+    and once per backward ("backward") over `gemms` FP8 GEMMs: one fp32 amax a quantizer
+    (TE v2.9 quantization.py reduce_and_update_fp8_tensors lines 487-538: torch.cat of the autocast's
+    amax_history[0] rows, then the all-reduce)."""
+    return {phase: gemms * quantizers * FP32_BYTES for phase, quantizers in QUANTIZERS_PER_GEMM.items()}
+
+
+#: Megatron-Core's --fp8-param-gather (fp8_param in TransformerConfig; NeMo's fp8_params,
+#: Megatron-Bridge's fp8_param_gather): the layers' linear weights are created as Transformer
+#: Engine QuantizedTensors (fp8_utils.py get_fp8_context(is_init=True): fp8_model_init), whose data the
+#: distributed optimizer's parameter buffer holds as torch.uint8, one byte a parameter
+#: (distributed/param_and_grad_buffer.py group_params_for_buffers: "param_dtype: storage dtype
+#: (torch.uint8 for FP8/NVFP4 parameters, else param.dtype)", the parameter remapped onto that buffer:
+#: no bf16 copy is kept), so the parameter all-gather moves one byte an FP8 parameter and the
+#: embedding, norms and head (bf16 buffers) two; after the step the rank's fp32 main parameters are
+#: cast into its shard of the buffer (fp8_utils.py quantize_param_shard: TE's
+#: cast_master_weights_to_fp8, which all-reduces the per-tensor amaxes over the data-parallel group:
+#: 4 bytes a tensor, not charged) and the forward's weight casts do not run (the weight is FP8 already;
+#: Hopper's transpose still does, post_all_gather_processing). Megatron-LM d98e8a64 (2026-08),
+#: core_r0.11.0 the same rule (the uint8 param buffer). Modelled for TE's per-tensor Float8Tensor
+#: recipes; MXFP8's (its scales, and Megatron-Bridge's reuse_grad_buf_for_mxfp8_param_ag gathering
+#: through the gradient buffer) and NVFP4's (two values a byte) are not.
+FP8_PARAM_RECIPES = ("current", "delayed")
+FP8_PARAM_BYTES = 1
+
+
 def scaling_state_bytes(recipe: Recipe, gemms: int) -> int:
     """Bytes of the amax histories and scales a recipe keeps for `gemms` FP8 GEMMs (0 but delayed
     scaling's): per quantizer a history of amax_history_len fp32 amaxes and one fp32 scale."""
@@ -385,13 +418,14 @@ CAST_PASSES: dict[str, Casts | None] = {
 
 
 def _charged(gemms: list, casts: Casts, *, needs_tn: bool, microbatches: int, tp: int, sequence_parallel: bool,
-             rerun: bool) -> Iterator[tuple[CastPass, float, float]]:
+             rerun: bool, fp8_params: bool = False) -> Iterator[tuple[CastPass, float, float]]:
     """Each pass the recipe runs beside one run of a leaf's FP8 GEMMs (kernel_shapes.Gemm, forward
     shapes: the input M x K, the weight K x N, the output M x N), with the elements it covers and how
     many tensors it runs on. Each distinct input (rows, inner width) is cast once (two inputs of one
     shape in a leaf, an FFN with d_ff = d, count once: an understatement); a weight cast once a step is
     spread over the step's micro-batches; rerun: a recomputed forward (no backward, no cached weight's
-    cast)."""
+    cast); fp8_params: FP8 parameters (FP8_PARAM_RECIPES), whose weight is not cast (its transpose
+    still made)."""
     elements = dict.fromkeys(("input", "normed_input", "weight", "grad", "grad_input", "grad_weight"), 0)
     tensors = dict(elements)
     seen: set = set()
@@ -414,7 +448,7 @@ def _charged(gemms: list, casts: Casts, *, needs_tn: bool, microbatches: int, tp
         count: float = elements[one.tensor]
         runs: float = tensors[one.tensor]
         if one.tensor == "weight" and casts.weight_once_per_step:
-            if rerun:
+            if rerun or (fp8_params and one.what != "transpose"):  # FP8 parameters: the weight is FP8 already
                 continue
             count /= microbatches
             runs /= microbatches
@@ -424,22 +458,24 @@ def _charged(gemms: list, casts: Casts, *, needs_tn: bool, microbatches: int, tp
 
 
 def cast_bytes(gemms: list, casts: Casts, *, needs_tn: bool, microbatches: int = 1, tp: int = 1,
-               sequence_parallel: bool = False, rerun: bool = False) -> tuple[float, float]:
+               sequence_parallel: bool = False, rerun: bool = False,
+               fp8_params: bool = False) -> tuple[float, float]:
     """(forward, backward) bytes of the recipe's casts beside one run of a leaf's FP8 GEMMs (_charged)."""
     totals = {"forward": 0.0, "backward": 0.0}
     for one, count, _ in _charged(gemms, casts, needs_tn=needs_tn, microbatches=microbatches, tp=tp,
-                                  sequence_parallel=sequence_parallel, rerun=rerun):
+                                  sequence_parallel=sequence_parallel, rerun=rerun, fp8_params=fp8_params):
         totals[one.phase] += one.bytes_per_element * count
     return totals["forward"], totals["backward"]
 
 
 def cast_kernels(gemms: list, casts: Casts, *, needs_tn: bool, microbatches: int = 1, tp: int = 1,
-                 sequence_parallel: bool = False, rerun: bool = False) -> tuple[float, float]:
+                 sequence_parallel: bool = False, rerun: bool = False,
+                 fp8_params: bool = False) -> tuple[float, float]:
     """(forward, backward) kernel launches of the recipe's casts beside one run of a leaf's FP8
     GEMMs (_charged; a weight cast once a step counts 1 / micro-batches). Not charged as time: the
     kernel model times the casts as one memory-bound kernel a leaf (layout/kernel_step.py)."""
     totals = {"forward": 0.0, "backward": 0.0}
     for one, _, runs in _charged(gemms, casts, needs_tn=needs_tn, microbatches=microbatches, tp=tp,
-                                 sequence_parallel=sequence_parallel, rerun=rerun):
+                                 sequence_parallel=sequence_parallel, rerun=rerun, fp8_params=fp8_params):
         totals[one.phase] += runs if one.kernel else 0
     return totals["forward"], totals["backward"]

@@ -295,7 +295,8 @@ class KernelStepTime(StepTime):
 
 def fp8_casts(estimate: ParallelEstimate, hardware: Hardware) -> tuple | None:
     """What a training step's FP8 casts depend on (layout/fp8.py cast_bytes): the recipe's passes,
-    whether the GPU needs column-major copies, the micro-batches, tp and sequence parallelism;
+    whether the GPU needs column-major copies, the micro-batches, tp, sequence parallelism and FP8
+    parameters (Layout.fp8_param_gather);
     None where nothing is cast or no source states the recipe's casts."""
     from .fp8 import CAST_PASSES, NON_TN_FP8_ARCHITECTURES
 
@@ -304,7 +305,7 @@ def fp8_casts(estimate: ParallelEstimate, hardware: Hardware) -> tuple | None:
     if casts is None:
         return None
     return (casts, hardware.architecture not in NON_TN_FP8_ARCHITECTURES, layout.microbatches, layout.tp,
-            bool(layout.sp))
+            bool(layout.sp), layout.fp8_param_gather)
 
 
 def cast_kernel(gemms: list, casts: tuple | None, rerun: bool) -> list[Pointwise]:
@@ -314,9 +315,9 @@ def cast_kernel(gemms: list, casts: tuple | None, rerun: bool) -> list[Pointwise
     shaped = [g for g in gemms if isinstance(g, Gemm)]  # MatmulCompute: no shapes, nothing charged
     if casts is None or not shaped:
         return []
-    recipe, needs_tn, microbatches, tp, sp = casts
+    recipe, needs_tn, microbatches, tp, sp, fp8_params = casts
     forward, backward = cast_bytes(shaped, recipe, needs_tn=needs_tn, microbatches=microbatches, tp=tp,
-                                   sequence_parallel=sp, rerun=rerun)
+                                   sequence_parallel=sp, rerun=rerun, fp8_params=fp8_params)
     return [Pointwise(forward, 0.0, backward)]
 
 

@@ -18,7 +18,7 @@ from .. import offload
 from ..config import ConfigError, ModelConfig, Workload
 from .communication import RankCommunication
 from .experts import check_flex_load, expert_load, fsdp_gathered, fsdp_split
-from .fp8 import RECIPES
+from .fp8 import FP8_PARAM_BYTES, RECIPES, TE_GEMMS_PER_DENSE_LAYER, amax_reduction_bytes
 from .frameworks import FRAMEWORKS, Framework
 from .parts import Stage, evaluate_parts, part_evaluator, part_of, uses_loss_parallel
 from ..spec import RECOMPUTED_LAYERS
@@ -276,6 +276,7 @@ class ParallelEstimate(RankCommunication):
                 out["gradients"] += 4 * (shard if zero >= 1 else params)
             if self.runs_bf16_optimizer:  # DeepSpeed's BF16_Optimizer: the rank's whole gradient in fp32,
                 out["gradients"] += 4 * dp * shard  # fp32_groups_gradients_flat, zeros_like its padded bf16 flat
+            out["weights"] -= self.fp8_parameter_saving(stage)
         if self.structure["step_counters"]:
             out["optimizer"] += 4 * tensors
         return offload.device_state(out, layout)
@@ -331,6 +332,49 @@ class ParallelEstimate(RankCommunication):
     def fp8_recipe(self) -> Any:
         return RECIPES[self.layout.fp8] if self.layout.fp8 else None
 
+    def fp8_parameters(self, stage: Stage) -> tuple[int, int]:
+        """Under --fp8-param-gather (Layout.fp8_param_gather, layout/fp8.py FP8_PARAM_RECIPES), the
+        stage's parameters held in FP8: (the rest's, the routed experts' before expert parallelism
+        divides them); (0, 0) without it or outside training."""
+        if not self.layout.fp8_param_gather or self.phase != "train":
+            return 0, 0
+        experts = self.on_stage(stage, "expert_params")
+        return self.on_stage(stage, "fp8_params") - experts, experts
+
+    def fp8_parameter_saving(self, stage: Stage) -> int:
+        """Bytes of weights the rank does not hold under --fp8-param-gather: its FP8 parameters take
+        FP8_PARAM_BYTES each, not the dtype's (no bf16 copy kept: layout/fp8.py)."""
+        dense, experts = self.fp8_parameters(stage)
+        return (self.numbers["bytes.weights"] - FP8_PARAM_BYTES) * (dense + experts // self.layout.ep)
+
+    def amax_reductions(self, stage: Stage) -> list[int]:
+        """Delayed scaling's amax all-reduces on this rank in one micro-batch, the bytes of each
+        (layout/fp8.py amax_reduction_bytes): Megatron-Core opens one fp8_autocast per model chunk's
+        TransformerBlock forward (transformer_block.py), and Transformer Engine all-reduces the
+        chunk's forward amaxes at its exit and its backward amaxes in the chunk's backward
+        (reduce_and_update_fp8_tensors), so two a chunk; none outside training, without delayed
+        scaling, on other frameworks, or where the chunk has no FP8 GEMM. A layer's GEMMs:
+        TE_GEMMS_PER_DENSE_LAYER, or in a mixture-of-experts layer the attention's two and the
+        experts' fc1 and fc2, one GEMM a local expert each (TEGroupedLinear), and a shared expert's two."""
+        layout, cfg = self.layout, self.cfg
+        if layout.fp8 != "delayed" or layout.framework != "megatron" or self.phase != "train":
+            return []
+        local = cfg.n_experts // layout.ep if cfg.n_experts else 0
+
+        def gemms(key: str) -> int:
+            if not self.part(key, "fp8_params"):
+                return 0
+            if not self.part(key, "expert_params"):
+                return TE_GEMMS_PER_DENSE_LAYER
+            return 2 + 2 * local + (2 if cfg.d_shared else 0)
+
+        out = []
+        for kinds in stage.kinds:
+            count = sum(runs * gemms(key) for key, runs in kinds)
+            if count:
+                out += list(amax_reduction_bytes(count).values())
+        return out
+
     def fp8_copies(self, stage: Stage) -> int:
         """Bytes of the FP8 weight copies (and scales) the recipe keeps on this rank."""
         recipe = self.fp8_recipe
@@ -368,6 +412,7 @@ class ParallelEstimate(RankCommunication):
                 out["gradients"] += 4 * shard
             if self.gradient_cast_at_step:  # the fp32 copies of the gradients the rank updates
                 out["gradients"] += 4 * (shard if layout.zero >= 1 else held)
+        out["weights"] -= self.fp8_parameter_saving(stage)
         return out
 
     def activations(self, stage: Stage) -> int:

@@ -198,6 +198,8 @@ class Layout:
     gpus_per_node: int = 8  # ranks sharing a host (host memory per node)
     grad_reduce_dtype: str | None = None  # Megatron-Core's grad_reduce_in_fp32 (None: the default)
     precision_aware_optimizer: str | None = None  # Megatron-Core's use_precision_aware_optimizer (None: off)
+    fp8_param_gather: bool = False  # Megatron-Core's --fp8-param-gather: FP8 parameters, gathered in FP8
+    tp_only_amax_red: bool = False  # Megatron-Core's --tp-only-amax-red: delayed scaling's amaxes over TP x CP
 
     def __post_init__(self) -> None:
         for name in ("dp", "tp", "pp", "microbatches", "virtual_stages", "ep", "cp"):
@@ -279,10 +281,33 @@ class Layout:
                                   f"grad_reduce_in_fp32; add --framework megatron (here {self.framework}).")
         if self.precision_aware_optimizer is not None:
             self._check_precision_aware(framework)
+        self._check_fp8_options()
         if self.device not in DEVICES:
             raise ConfigError(f"layout: device must be {DEVICES.listed()}, got {show(self.device)}.")
         self._check_hybrid()
         check_offload(self)
+
+    def _check_fp8_options(self) -> None:
+        """Megatron-Core's FP8 parameters (--fp8-param-gather) and delayed scaling's amax group
+        (--tp-only-amax-red): on Megatron-Core, the first under its distributed optimizer with a
+        per-tensor Transformer Engine recipe (layout/fp8.py FP8_PARAM_RECIPES), the second with delayed
+        scaling."""
+        for name in ("fp8_param_gather", "tp_only_amax_red"):
+            if not isinstance(getattr(self, name), bool):
+                raise ConfigError(f"layout: {name} must be true or false, got {show(getattr(self, name))}.")
+        if self.fp8_param_gather:
+            from .fp8 import FP8_PARAM_RECIPES
+
+            if self.fp8 not in FP8_PARAM_RECIPES:
+                raise ConfigError(f"layout: FP8 parameters (--fp8-param-gather) are modelled with --fp8 "
+                                  f"{' or '.join(FP8_PARAM_RECIPES)} (Transformer Engine's per-tensor Float8Tensor); "
+                                  f"here {'--fp8 ' + str(self.fp8) if self.fp8 else 'no --fp8'}.")
+            if self.framework != "megatron" or self.zero not in (1, 2):
+                raise ConfigError("layout: --fp8-param-gather is Megatron-Core's, on its distributed optimizer "
+                                  f"(--framework megatron --zero 1); here {self.framework} with --zero {self.zero}.")
+        if self.tp_only_amax_red and (self.fp8 != "delayed" or self.framework != "megatron"):
+            raise ConfigError("layout: --tp-only-amax-red is Megatron-Core's amax reduction group of delayed "
+                              "scaling (--framework megatron --fp8 delayed).")
 
     def _check_precision_aware(self, framework: Any) -> None:
         """Megatron-Core's precision-aware optimizer: one of the modelled dtype sets, on its
@@ -535,6 +560,8 @@ class Layout:
                 **({"grad_reduce_dtype": self.grad_reduce_dtype} if self.grad_reduce_dtype else {}),
                 **({"precision_aware_optimizer": self.precision_aware_optimizer}
                    if self.precision_aware_optimizer else {}),
+                **({"fp8_param_gather": True} if self.fp8_param_gather else {}),
+                **({"tp_only_amax_red": True} if self.tp_only_amax_red else {}),
                 **({"offload": self.offload, "offload_device": self.offload_device,
                     "gpus_per_node": self.gpus_per_node} if self.offload != "none" else {})}
 

@@ -63,7 +63,7 @@ from ..hardware import Efficiency, Hardware, kernel_times
 from ..model_flops import check_convention
 from ..quantization import runs_w8a8, w8a8_peak
 from ..spec import RECOMPUTED_LAYERS
-from .fp8 import RECIPES
+from .fp8 import FP8_PARAM_BYTES, RECIPES
 from .overlap import Overlap, check_ep_overlap  # noqa: F401 (Overlap: callers import it from here)
 from .rank import ParallelEstimate, Stage
 
@@ -143,6 +143,10 @@ class StepTime:
         self.worlds = {"tp": layout.tp, "dp": shard, "dp_replicate": layout.replicas, "pp": 2, "ep": layout.ep,
                        "edp": layout.expert_shard_ranks,
                        "cp": layout.cp}
+        # Delayed scaling's amax reduction group (Megatron-Core parallel_state.get_amax_reduction_group
+        # with_context_parallel=True: TP x DP x CP, its tensor_and_data_parallel_group_with_cp, since
+        # core_r0.11.0; TP x CP under --tp-only-amax-red, core_r0.8.0's only group), neighbouring ranks.
+        self.worlds["amax"] = self.spans["amax"] = layout.tp * layout.cp * (1 if layout.tp_only_amax_red else layout.dp)
 
     def collective(self, group: str, kind: str, payload: float, calls: int = 1) -> float:
         """Seconds of `calls` collectives moving `payload` bytes in all: the one communication
@@ -251,6 +255,9 @@ class StepTime:
         all_to_all = self.collective("ep", "all_to_all", communication.get("ep", {}).get("all_to_all", 0) / m) \
             + self.flex_dispatch(communication.get("ep", {}).get("flex", 0) / m)
         compute = self.compute(stage)
+        # Delayed scaling's amax all-reduces (ParallelEstimate.amax_reductions): synchronous, on the
+        # critical path, each latency-bound.
+        amax = sum(self.collective("amax", "all_reduce", payload) for payload in self.estimate.amax_reductions(stage))
         # What each collective hides under the micro-batch's compute, in turn, never more than the
         # compute left: DualPipe's all-to-alls (a chunk's beside another's compute) or Overlap.ep's
         # share of them (Megatron-Core's combined 1F1B, the same idea), a ring's sends
@@ -281,6 +288,7 @@ class StepTime:
         hidden = hidden_ep + hidden_sends + hidden_tp + hidden_pp
         return {"compute": compute, "tp": tp_microbatch - hidden_tp, "ep": all_to_all - hidden_ep, "cp": context,
                 "pp": exchange - hidden_pp, "tp_step": (1 - self.overlap.tp) * tp_step, "hidden_ep": hidden_ep,
+                "amax": amax,
                 "pp_step": self.tied_embedding(stage), "accumulation": self.gradient_accumulation(stage),
                 "accumulation_microbatch": self.microbatch_accumulation(stage),
                 # what runs hidden under this micro-batch's compute, and under the step's; the compute
@@ -410,7 +418,7 @@ class StepTime:
         (Overlap.dp or Overlap.params 0) the whole buffer's collective is exposed, as elsewhere.
         Each chunk's payload is the group's payload times the chunk's share of the rank's
         parameters (the experts' for the experts' group; the tied embedding's copy with the last
-        chunk)."""
+        chunk), of its parameters' bytes for the all-gather under --fp8-param-gather."""
         from .dp_overlap import gather_exposure, gradient_exposure
 
         estimate, layout = self.estimate, self.estimate.layout
@@ -418,13 +426,18 @@ class StepTime:
         experts = estimate.on_chunks(stage, "expert_params")
         rest = [params - expert for params, expert in zip(estimate.on_chunks(stage, "params"), experts)]
         rest[-1] += estimate.tied_copy(stage)
+        gathered_rest = rest  # under --fp8-param-gather each chunk's gather weighs its bytes (layout/fp8.py)
+        if layout.fp8_param_gather:
+            e = estimate.workload.bytes_per_element
+            fp8 = [f - expert for f, expert in zip(estimate.on_chunks(stage, "fp8_params"), experts)]
+            gathered_rest = [e * r - (e - FP8_PARAM_BYTES) * f for r, f in zip(rest, fp8)]
 
         def per_chunk(gather: bool) -> list[float]:
             out = [0.0] * chunks
             for name, kind, value in groups:
                 if (kind == "all_gather") != gather:
                     continue
-                weights = experts if name == "edp" else rest
+                weights = experts if name == "edp" else gathered_rest if gather else rest
                 for chunk in range(chunks) if sum(weights) else ():
                     out[chunk] += self.collective(name, kind, value * weights[chunk] / sum(weights))
             return out
@@ -525,7 +538,7 @@ class StepTime:
         # or an inner one (it sends both ways): one of each kind stands for the rest.
         ranks = sorted({0, min(1, p - 1), p - 1})
         stages = [(estimate.stages[r], self.stage(estimate.stages[r])) for r in ranks]
-        parts = ("compute", "tp", "ep", "cp", "pp", "contention", "accumulation_microbatch")
+        parts = ("compute", "tp", "ep", "cp", "pp", "amax", "contention", "accumulation_microbatch")
         slowest_stage, slowest = max(stages, key=lambda item: sum(item[1][k] for k in parts))
         per_microbatch = sum(slowest[k] for k in parts)
         # The bubble's passes are the pipeline's fill and drain: under the combined 1F1B (Overlap.ep)
@@ -563,7 +576,8 @@ class StepTime:
             "exposed_communication_seconds": {"tp": m * slowest["tp"] + tp_step,
                                               **({"ep": m * slowest["ep"]} if layout.ep > 1 else {}),
                                               **({"cp": m * slowest["cp"]} if layout.cp > 1 else {}),
-                                              "pp": m * slowest["pp"] + pp_step, "dp": dp},
+                                              "pp": m * slowest["pp"] + pp_step, "dp": dp,
+                                              **({"amax": m * slowest["amax"]} if slowest["amax"] else {})},
             "bubble_seconds": bubble,
             "optimizer_seconds": optimizer,
             "gradient_accumulation_seconds": accumulation + m * slowest["accumulation_microbatch"],
