@@ -110,7 +110,8 @@ CORE_QUANTITIES = frozenset({"parameters", "forward matmul FLOPs", "backward mat
 def assert_rows_exact(rows: list[Any], also: frozenset[str] = frozenset()) -> None:
     """validate's rows include the core quantities (and `also`), and every formula equals its measurement."""
     assert CORE_QUANTITIES | also <= {row.quantity for row in rows}
-    assert [row for row in rows if row.difference != 0] == []
+    off = [row for row in rows if row.difference != 0]
+    assert off == [], off  # the rows that differ, formula beside measurement
 
 
 def hf_meta_count(fields: dict[str, Any]) -> int:
@@ -236,7 +237,8 @@ def assert_fp32_rows_exact(fields: dict[str, Any], name: str) -> None:
     cfg = config_from_dict(dict(fields), source=name, name=name)
     rows = validate(cfg, Workload(seq_len=12, batch=2, dtype="fp32", gen_tokens=2), target="hf", device="cpu")
     assert "training matmul FLOPs (profiler)" in {row.quantity for row in rows}
-    assert [row for row in rows if row.difference != 0] == []
+    off = [row for row in rows if row.difference != 0]
+    assert off == [], off  # the rows that differ, formula beside measurement
 
 
 def kv_cache_after_decode(fields: dict[str, Any], name: str) -> tuple[int, int]:
