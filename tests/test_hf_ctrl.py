@@ -25,7 +25,7 @@ CONFIGS = {
 }
 
 
-CHECKS = family_checks(CONFIGS, ("eager", "sdpa"))
+CHECKS = family_checks(CONFIGS)
 test_parameters_equal_the_class = CHECKS.parameters_equal_the_class
 
 

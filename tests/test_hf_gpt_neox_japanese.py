@@ -12,9 +12,8 @@ import json
 import pytest
 
 from tests.cli_run import run_main
-from tests.family_configs import (assert_cache_after_prefill_exact, assert_decode_flops_exact,
-                                  assert_prefill_flops_exact, assert_rows_exact, assert_saved_bytes_exact,
-                                  buffer_bytes_both, estimated_total, hf_meta_count, odd_config_rows)
+from tests.family_checks import family_checks
+from tests.family_configs import buffer_bytes_both, estimated_total, hf_meta_count
 
 _BASE = dict(model_type="gpt_neox_japanese", vocab_size=99, hidden_size=48, num_attention_heads=6,
              num_hidden_layers=3, max_position_embeddings=64, intermediate_multiple_size=3,
@@ -31,10 +30,8 @@ CONFIGS = {
 }
 
 
-@pytest.mark.parametrize("name", sorted(CONFIGS))
-def test_parameters_equal_the_class(name):
-    pytest.importorskip("transformers")
-    assert estimated_total(CONFIGS[name], name) == hf_meta_count(CONFIGS[name])
+CHECKS = family_checks(CONFIGS, attentions=None)
+test_parameters_equal_the_class = CHECKS.parameters_equal_the_class
 
 
 def test_parameters_exact_integers():
@@ -61,28 +58,16 @@ def test_buffers_equal_the_class(name, expected):
     assert ours == theirs == expected
 
 
-@pytest.mark.parametrize("name", sorted(CONFIGS))
-def test_validate_rows_exact(name):
-    """validate's rows (b 2, n 12, bf16, 2 generated tokens, eager: the class has no other path;
-    validate/hf_gpt_neox_japanese.py writes the config.json back): parameters, matmul FLOPs, other ops,
-    bytes saved, KV cache."""
-    pytest.importorskip("transformers")
-    assert_rows_exact(odd_config_rows(CONFIGS[name], name, "eager"))
+# validate's rows (b 2, n 12, bf16, 2 generated tokens, eager: the class has no other path;
+# validate/hf_gpt_neox_japanese.py writes the config.json back): parameters, matmul FLOPs, other ops, bytes
+# saved, KV cache.
+test_validate_rows_exact = CHECKS.validate_rows_exact
 
 
-@pytest.mark.parametrize("dtype", ["fp32", "bf16"])
-@pytest.mark.parametrize("name", sorted(CONFIGS))
-def test_saved_bytes_and_cache(name, dtype):
-    pytest.importorskip("transformers")
-    assert_saved_bytes_exact(CONFIGS[name], name, dtype)
-    assert_cache_after_prefill_exact(CONFIGS[name], name, dtype)
+test_saved_bytes_and_cache = CHECKS.saved_bytes_and_cache
 
 
-@pytest.mark.parametrize("name", sorted(CONFIGS))
-def test_decode_and_prefill_flops(name):
-    pytest.importorskip("transformers")
-    assert_decode_flops_exact(CONFIGS[name], name)
-    assert_prefill_flops_exact(CONFIGS[name], name)
+test_decode_and_prefill_flops = CHECKS.decode_and_prefill_flops
 
 
 def test_the_last_layers_bias():

@@ -12,8 +12,9 @@ import json
 import pytest
 
 from tests.cli_run import run_main
-from tests.family_configs import (assert_prefill_flops_exact, assert_rows_exact, assert_saved_bytes_exact,
-                                  buffer_bytes_both, estimated_total, hf_meta_count, odd_config_rows)
+from tests.family_checks import family_checks
+from tests.family_configs import (assert_rows_exact, buffer_bytes_both, estimated_total, hf_meta_count,
+                                  odd_config_rows)
 
 _BASE = dict(model_type="openai-gpt", vocab_size=99, n_embd=48, n_head=6, n_layer=3, n_positions=64)
 
@@ -26,10 +27,8 @@ CONFIGS = {
 }
 
 
-@pytest.mark.parametrize("name", sorted(CONFIGS))
-def test_parameters_equal_the_class(name):
-    pytest.importorskip("transformers")
-    assert estimated_total(CONFIGS[name], name) == hf_meta_count(CONFIGS[name])
+CHECKS = family_checks(CONFIGS)
+test_parameters_equal_the_class = CHECKS.parameters_equal_the_class
 
 
 def test_parameters_exact_integers():
@@ -68,13 +67,9 @@ def test_validate_rows_exact(name):
     assert [(row.formula, row.measured) for row in rows if row.quantity == "KV-cache bytes"] == [(0, 0)]
 
 
-@pytest.mark.parametrize("dtype", ["fp32", "bf16"])
-@pytest.mark.parametrize("name", sorted(CONFIGS))
-def test_saved_bytes(name, dtype):
-    """Bytes saved for backward of the class itself (b 2, n 9): the mask's product keeps only the
-    buffer's slice (excluded as a buffer), the softmax runs in the activation dtype."""
-    pytest.importorskip("transformers")
-    assert_saved_bytes_exact(CONFIGS[name], name, dtype)
+# Bytes saved for backward of the class itself (b 2, n 9): the mask's product keeps only the buffer's slice
+# (excluded as a buffer), the softmax runs in the activation dtype.
+test_saved_bytes = CHECKS.saved_bytes
 
 
 def test_saved_bytes_integers():
@@ -86,10 +81,7 @@ def test_saved_bytes_integers():
     assert figures == [184_324, 54_796]
 
 
-@pytest.mark.parametrize("name", sorted(CONFIGS))
-def test_prefill_flops(name):
-    pytest.importorskip("transformers")
-    assert_prefill_flops_exact(CONFIGS[name], name)
+test_prefill_flops = CHECKS.prefill_flops
 
 
 @pytest.mark.parametrize("name", sorted(CONFIGS))
