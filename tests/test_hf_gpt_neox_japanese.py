@@ -30,7 +30,7 @@ CONFIGS = {
 }
 
 
-CHECKS = family_checks(CONFIGS, attentions=None)
+CHECKS = family_checks(CONFIGS, ids={"validate_rows_exact": ("name",)})
 test_parameters_equal_the_class = CHECKS.parameters_equal_the_class
 
 
