@@ -123,3 +123,21 @@ def family_checks(configs: dict[str, dict[str, Any]], ids: dict[str, tuple[str, 
         bytes_saved_for_backward=over("bytes_saved_for_backward", bytes_saved),
         decode_and_prefill_flops=over("decode_and_prefill_flops", decode_and_prefill_flops),
         prefill_flops=over("prefill_flops", prefill_flops))
+
+
+def assert_counts_exact(configs: dict[str, dict[str, Any]], counts: list[int]) -> None:
+    """The meta models' parameter counts of sorted(configs) == ours == the file's exact integers."""
+    pytest.importorskip("transformers")
+    names = sorted(configs)
+    theirs = [hf_meta_count(configs[name]) for name in names]
+    assert theirs == [estimated_total(configs[name], name) for name in names] == counts
+
+
+def assert_class_default_total(model_type: str, total: int) -> None:
+    """The class's default config (its full dict, its diff dict, the bare model_type) counts `total`,
+    ours and the meta model's."""
+    transformers = pytest.importorskip("transformers")
+    default = transformers.AutoConfig.for_model(model_type)
+    for fields in (default.to_dict(), default.to_diff_dict(), {"model_type": model_type}):
+        assert estimated_total(fields, "x") == total
+    assert hf_meta_count({"model_type": model_type}) == total

@@ -11,7 +11,7 @@ import json
 import pytest
 
 from tests.cli_run import run_main
-from tests.family_checks import family_checks
+from tests.family_checks import assert_class_default_total, assert_counts_exact, family_checks
 from tests.family_configs import buffer_bytes_both, estimated_total, hf_meta_count
 
 _BASE = dict(model_type="axk1", vocab_size=99, hidden_size=48, num_attention_heads=6, num_key_value_heads=6,
@@ -39,16 +39,10 @@ def test_parameters_exact_integers():
     64 heads of latent attention with a query rank of 1,536, 192 experts of 2,048 (top 8 in 4 of 8
     groups) and one shared after one dense layer of 18,432, vocabulary 163,840, untied), the meta
     models' (transformers 5.24)."""
-    transformers = pytest.importorskip("transformers")
-    counts = [hf_meta_count(CONFIGS[name]) for name in sorted(CONFIGS)]
-    assert counts == [estimated_total(CONFIGS[name], name) for name in sorted(CONFIGS)]
     # The first: 2*99*48 + 48 + 3*(attention and its two norms) + 48*37*3 (the dense layer)
     # + 2*(8*48 router + 8*3*48*16 experts + 3*48*16 shared + 48 post_mlp_layernorm)
-    assert counts == [75_240, 57_204]
-    default = transformers.AutoConfig.for_model("axk1")
-    for fields in (default.to_dict(), default.to_diff_dict(), {"model_type": "axk1"}):
-        assert estimated_total(fields, "x") == 518_983_052_288
-    assert hf_meta_count({"model_type": "axk1"}) == 518_983_052_288
+    assert_counts_exact(CONFIGS, [75_240, 57_204])
+    assert_class_default_total("axk1", 518_983_052_288)
 
 
 def test_the_output_norm_is_in_the_expert_layers_only():

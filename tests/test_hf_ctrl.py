@@ -11,8 +11,8 @@ import json
 import pytest
 
 from tests.cli_run import run_main
-from tests.family_checks import family_checks
-from tests.family_configs import buffer_bytes_both, estimated_total, hf_meta_count
+from tests.family_checks import assert_class_default_total, assert_counts_exact, family_checks
+from tests.family_configs import buffer_bytes_both, estimated_total
 
 _BASE = dict(model_type="ctrl", vocab_size=99, n_embd=48, n_head=6, dff=37, n_layer=3, n_positions=64)
 
@@ -32,17 +32,11 @@ test_parameters_equal_the_class = CHECKS.parameters_equal_the_class
 def test_parameters_exact_integers():
     """The odd configs' counts and CTRLConfig()'s (48 layers of n_embd 1,280, 16 heads, dff 8,192,
     vocabulary 246,534, tied, the head's bias: Salesforce/ctrl's 1.6B), the meta models'."""
-    transformers = pytest.importorskip("transformers")
-    counts = [hf_meta_count(CONFIGS[name]) for name in sorted(CONFIGS)]
-    assert counts == [estimated_total(CONFIGS[name], name) for name in sorted(CONFIGS)]
     # a layer: Wq, Wk, Wv, dense 4*(48*48 + 48), two LayerNorms 4*48, the MLP 48*37 + 37 + 37*48 + 48:
     # 13,237; the first: 99*48 + 99 (the head's bias) + 2*48 (the final LayerNorm) + 3*13,237; the second
     # 2*99*48 + 99 + 2*48 + 2*13,237
-    assert counts == [44_658, 36_173]
-    default = transformers.AutoConfig.for_model("ctrl")
-    for fields in (default.to_dict(), default.to_diff_dict(), {"model_type": "ctrl"}):
-        assert estimated_total(fields, "x") == 1_637_964_550
-    assert hf_meta_count({"model_type": "ctrl"}) == 1_637_964_550
+    assert_counts_exact(CONFIGS, [44_658, 36_173])
+    assert_class_default_total("ctrl", 1_637_964_550)
 
 
 @pytest.mark.parametrize("name", sorted(CONFIGS))

@@ -12,8 +12,8 @@ import json
 import pytest
 
 from tests.cli_run import run_main
-from tests.family_checks import family_checks
-from tests.family_configs import buffer_bytes_both, estimated_total, hf_meta_count
+from tests.family_checks import assert_class_default_total, assert_counts_exact, family_checks
+from tests.family_configs import buffer_bytes_both
 
 _TEXT = dict(vocab_size=99, hidden_size=48, num_attention_heads=6, num_key_value_heads=2, head_dim=10,
              intermediate_size=37, num_hidden_layers=3, max_position_embeddings=64, pad_token_id=0,
@@ -40,17 +40,11 @@ def test_parameters_exact_integers():
     """The odd configs' counts and Emu3Config()'s (32 layers of hidden 4,096, 32 heads and 8 KV heads of
     128, a SwiGLU of 14,336, vocabulary 184,622, untied: Emu3-Chat's language model), the meta models'
     (transformers 5.24)."""
-    transformers = pytest.importorskip("transformers")
-    counts = [hf_meta_count(CONFIGS[name]) for name in sorted(CONFIGS)]
-    assert counts == [estimated_total(CONFIGS[name], name) for name in sorted(CONFIGS)]
     # a layer: q 48*60, k and v 48*20 each, o 60*48, two norms 2*48, SwiGLU 3*48*37: 13,104; the first:
     # 2*99*48 + 48 + 3*13,104; the second adds biases 60 + 2*20 + 48 and 2*37 + 48 a layer, tied:
     # 99*48 + 48 + 2*13,374
-    assert counts == [48_864, 31_548]
-    default = transformers.AutoConfig.for_model("emu3")
-    for fields in (default.to_dict(), default.to_diff_dict(), {"model_type": "emu3"}):
-        assert estimated_total(fields, "x") == 8_492_011_520
-    assert hf_meta_count({"model_type": "emu3"}) == 8_492_011_520
+    assert_counts_exact(CONFIGS, [48_864, 31_548])
+    assert_class_default_total("emu3", 8_492_011_520)
 
 
 @pytest.mark.parametrize("name", sorted(CONFIGS))

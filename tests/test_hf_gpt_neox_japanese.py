@@ -12,8 +12,8 @@ import json
 import pytest
 
 from tests.cli_run import run_main
-from tests.family_checks import family_checks
-from tests.family_configs import buffer_bytes_both, estimated_total, hf_meta_count
+from tests.family_checks import assert_class_default_total, assert_counts_exact, family_checks
+from tests.family_configs import buffer_bytes_both, estimated_total
 
 _BASE = dict(model_type="gpt_neox_japanese", vocab_size=99, hidden_size=48, num_attention_heads=6,
              num_hidden_layers=3, max_position_embeddings=64, intermediate_multiple_size=3,
@@ -37,17 +37,11 @@ test_parameters_equal_the_class = CHECKS.parameters_equal_the_class
 def test_parameters_exact_integers():
     """The odd configs' counts and GPTNeoXJapaneseConfig()'s (32 layers of hidden 2,560, 32 heads, an MLP
     of 4 x 2,560, vocabulary 32,000, tied: abeja/gpt-neox-japanese-2.7b's shape), the meta models'."""
-    transformers = pytest.importorskip("transformers")
-    counts = [hf_meta_count(CONFIGS[name]) for name in sorted(CONFIGS)]
-    assert counts == [estimated_total(CONFIGS[name], name) for name in sorted(CONFIGS)]
     # a layer: query_key_value 48*144, dense 48*48, two LayerNorms 4*48, the MLP 2*48*144: 23,232; the
     # first: 99*48 + 3*23,232 + 48 (the last layer's dense_bias) + 2*48 (the final LayerNorm); the second
     # 2*99*48 + 2*23,232 + 48 + 2*48
-    assert counts == [74_592, 56_112]
-    default = transformers.AutoConfig.for_model("gpt_neox_japanese")
-    for fields in (default.to_dict(), default.to_diff_dict(), {"model_type": "gpt_neox_japanese"}):
-        assert estimated_total(fields, "x") == 2_598_837_760
-    assert hf_meta_count({"model_type": "gpt_neox_japanese"}) == 2_598_837_760
+    assert_counts_exact(CONFIGS, [74_592, 56_112])
+    assert_class_default_total("gpt_neox_japanese", 2_598_837_760)
 
 
 @pytest.mark.parametrize("name, expected", [("gptnj", 32), ("gptnj-dropout", 16)])

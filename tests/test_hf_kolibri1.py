@@ -12,8 +12,8 @@ import json
 import pytest
 
 from tests.cli_run import run_main
-from tests.family_checks import family_checks
-from tests.family_configs import buffer_bytes_both, estimated_total, hf_meta_count
+from tests.family_checks import assert_class_default_total, assert_counts_exact, family_checks
+from tests.family_configs import buffer_bytes_both, estimated_total
 
 _BASE = dict(model_type="kolibri1", vocab_size=99, hidden_size=48, num_attention_heads=6, num_key_value_heads=2,
              head_dim=10, num_hidden_layers=5, max_position_embeddings=64, moe_intermediate_size=16,
@@ -37,16 +37,10 @@ def test_parameters_exact_integers():
     """The odd configs' counts and Kolibri1Config()'s (50 layers of hidden 2,560, 48 heads of 128 and 4
     KV heads, 384 experts of 512 (top 6) and a shared SwiGLU of 512 in every layer, vocabulary
     128,000, untied), the meta models' (transformers 5.24)."""
-    transformers = pytest.importorskip("transformers")
-    counts = [hf_meta_count(CONFIGS[name]) for name in sorted(CONFIGS)]
-    assert counts == [estimated_total(CONFIGS[name], name) for name in sorted(CONFIGS)]
     # per layer: attention 48*60 + 2*48*20 + 60*48 + q/k norms 20 + four norms 192; router 8*48;
     # experts 8*3*48*16; shared 3*48*24: 31,036; the first: 2*99*48 + 48 + 5*31,036
-    assert counts == [160_372, 95_292]
-    default = transformers.AutoConfig.for_model("kolibri1")
-    for fields in (default.to_dict(), default.to_diff_dict(), {"model_type": "kolibri1"}):
-        assert estimated_total(fields, "x") == 78_103_055_360
-    assert hf_meta_count({"model_type": "kolibri1"}) == 78_103_055_360
+    assert_counts_exact(CONFIGS, [160_372, 95_292])
+    assert_class_default_total("kolibri1", 78_103_055_360)
 
 
 @pytest.mark.parametrize("name", sorted(CONFIGS))

@@ -12,9 +12,8 @@ import json
 import pytest
 
 from tests.cli_run import run_main
-from tests.family_checks import family_checks
-from tests.family_configs import (assert_rows_exact, buffer_bytes_both, estimated_total, hf_meta_count,
-                                  odd_config_rows)
+from tests.family_checks import assert_class_default_total, assert_counts_exact, family_checks
+from tests.family_configs import assert_rows_exact, buffer_bytes_both, estimated_total, odd_config_rows
 
 _BASE = dict(model_type="openai-gpt", vocab_size=99, n_embd=48, n_head=6, n_layer=3, n_positions=64)
 
@@ -34,16 +33,10 @@ test_parameters_equal_the_class = CHECKS.parameters_equal_the_class
 def test_parameters_exact_integers():
     """The odd configs' counts and OpenAIGPTConfig()'s (openai-community/openai-gpt: d 768, 12 layers,
     12 heads, an MLP of 4 d, vocabulary 40,478, 512 positions, tied), the meta models' (transformers 5.24)."""
-    transformers = pytest.importorskip("transformers")
-    counts = [hf_meta_count(CONFIGS[name]) for name in sorted(CONFIGS)]
-    assert counts == [estimated_total(CONFIGS[name], name) for name in sorted(CONFIGS)]
     # (99 + 64) * 48 + 3 * 28,272 (c_attn 48*144 + 144, c_proj 48*48 + 48, c_fc 48*192 + 192,
     # c_proj 192*48 + 48, two LayerNorms 4*48); untied: (2*99 + 40) * 48 + 2 * 28,272
-    assert counts == [92_640, 67_968]
-    default = transformers.AutoConfig.for_model("openai-gpt")
-    for fields in (default.to_dict(), default.to_diff_dict(), {"model_type": "openai-gpt"}):
-        assert estimated_total(fields, "x") == 116_534_784
-    assert hf_meta_count({"model_type": "openai-gpt"}) == 116_534_784
+    assert_counts_exact(CONFIGS, [92_640, 67_968])
+    assert_class_default_total("openai-gpt", 116_534_784)
 
 
 @pytest.mark.parametrize("name", sorted(CONFIGS))

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.family_checks import family_checks
+from tests.family_checks import assert_class_default_total, assert_counts_exact, family_checks
 from tests.family_configs import buffer_bytes_both, estimated_total, hf_meta_count
 
 _BASE = dict(model_type="sarvam_mla", vocab_size=99, hidden_size=48, num_attention_heads=6,
@@ -39,16 +39,10 @@ def test_parameters_exact_integers():
     of hidden 4,096, 64 heads of latent attention without a query rank, 128 experts of 2,048 (top
     8) and one shared after one dense layer of 16,384, vocabulary 262,144, untied), the meta
     models' (transformers 5.24)."""
-    transformers = pytest.importorskip("transformers")
-    counts = [hf_meta_count(CONFIGS[name]) for name in sorted(CONFIGS)]
-    assert counts == [estimated_total(CONFIGS[name], name) for name in sorted(CONFIGS)]
     # The first: 2*99*48 + 48 + 3*(6,612 attention: 48*6*10 + 48*(12+4) + 12 + 12*6*(6+7) + 6*7*48;
     # 96 norms) + 3*48*37 (the dense layer) + 2*(8*48 router + 8*3*48*16 experts + 3*48*16 shared)
-    assert counts == [77_244, 57_156]
-    default = transformers.AutoConfig.for_model("sarvam_mla")
-    for fields in (default.to_dict(), default.to_diff_dict(), {"model_type": "sarvam_mla"}):
-        assert estimated_total(fields, "x") == 106_031_763_456
-    assert hf_meta_count({"model_type": "sarvam_mla"}) == 106_031_763_456
+    assert_counts_exact(CONFIGS, [77_244, 57_156])
+    assert_class_default_total("sarvam_mla", 106_031_763_456)
 
 
 @pytest.mark.parametrize("name", sorted(CONFIGS))
