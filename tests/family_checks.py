@@ -17,11 +17,13 @@ buffers, refusals) stays in its file.
 
 from __future__ import annotations
 
+import json
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
+from tests.cli_run import run_main
 from tests.family_configs import (assert_cache_after_prefill_exact, assert_decode_flops_exact,
                                   assert_prefill_flops_exact, assert_rows_exact, assert_saved_bytes_exact,
                                   estimated_total, hf_meta_count, odd_config_rows)
@@ -142,3 +144,16 @@ def assert_class_default_total(model_type: str, total: int) -> None:
     for fields in (default.to_dict(), default.to_diff_dict(), {"model_type": model_type}):
         assert estimated_total(fields, "x") == total
     assert hf_meta_count({"model_type": model_type}) == total
+
+
+def refused_in_one_line(fields: dict[str, Any], cases: list[tuple[dict[str, Any], str]]):
+    """A test that writes `fields` with each case's change as a config.json and expects `estimate` to
+    refuse it with exit status 2 and one line holding the case's words; the cases stay in the file."""
+    @pytest.mark.parametrize("change, words", cases)
+    def refused(tmp_path, capsys, change, words):
+        path = tmp_path / "config.json"
+        path.write_text(json.dumps(dict(fields, **change)))
+        code, _, err = run_main(["estimate", "--config", str(path)], capsys)
+        assert code == 2 and err.count("\n") == 1 and words in err
+
+    return refused

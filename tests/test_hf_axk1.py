@@ -6,12 +6,10 @@ cache after a prefill, and the configs refused in one line."""
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
-from tests.cli_run import run_main
-from tests.family_checks import assert_class_default_total, assert_counts_exact, family_checks
+from tests.family_checks import (assert_class_default_total, assert_counts_exact, family_checks,
+                                 refused_in_one_line)
 from tests.family_configs import buffer_bytes_both, estimated_total, hf_meta_count
 
 _BASE = dict(model_type="axk1", vocab_size=99, hidden_size=48, num_attention_heads=6, num_key_value_heads=6,
@@ -77,16 +75,11 @@ test_saved_bytes_and_cache = CHECKS.saved_bytes_and_cache
 test_decode_and_prefill_flops = CHECKS.decode_and_prefill_flops
 
 
-@pytest.mark.parametrize("change, words", [
+test_refused_in_one_line = refused_in_one_line(CONFIGS["axk1"], [
     ({"q_lora_rank": None}, "q_lora_rank null is not what axk1's class builds"),
     ({"moe_layer_freq": 2, "num_hidden_layers": 4},  # dense, dense, sparse, dense
      "mlp_layer_types with a dense layer after a sparse one is not modelled for axk1"),
 ])
-def test_refused_in_one_line(tmp_path, capsys, change, words):
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps(dict(CONFIGS["axk1"], **change)))
-    code, _, err = run_main(["estimate", "--config", str(path)], capsys)
-    assert code == 2 and err.count("\n") == 1 and words in err
 
 
 def test_architectures_alone():

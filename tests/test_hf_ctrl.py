@@ -6,12 +6,10 @@ one line."""
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
-from tests.cli_run import run_main
-from tests.family_checks import assert_class_default_total, assert_counts_exact, family_checks
+from tests.family_checks import (assert_class_default_total, assert_counts_exact, family_checks,
+                                 refused_in_one_line)
 from tests.family_configs import buffer_bytes_both, estimated_total
 
 _BASE = dict(model_type="ctrl", vocab_size=99, n_embd=48, n_head=6, dff=37, n_layer=3, n_positions=64)
@@ -58,16 +56,11 @@ test_saved_bytes_and_cache = CHECKS.saved_bytes_and_cache
 test_decode_and_prefill_flops = CHECKS.decode_and_prefill_flops
 
 
-@pytest.mark.parametrize("change, words", [
+test_refused_in_one_line = refused_in_one_line(CONFIGS["ctrl"], [
     ({"embd_pdrop": 0.2}, "resid_pdrop 0.1 and embd_pdrop 0.2 differ; ctrl is modelled with one dropout"),
     ({"resid_pdrop": "x"}, "field 'resid_pdrop' must be a number, got 'x'"),
     ({"n_head": 5}, "n_embd (48) is not divisible by n_head (5)"),
 ])
-def test_refused_in_one_line(tmp_path, capsys, change, words):
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps(dict(CONFIGS["ctrl"], **change)))
-    code, _, err = run_main(["estimate", "--config", str(path)], capsys)
-    assert code == 2 and err.count("\n") == 1 and words in err
 
 
 def test_architectures_alone():

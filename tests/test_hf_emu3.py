@@ -7,12 +7,10 @@ refused in one line."""
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
-from tests.cli_run import run_main
-from tests.family_checks import assert_class_default_total, assert_counts_exact, family_checks
+from tests.family_checks import (assert_class_default_total, assert_counts_exact, family_checks,
+                                 refused_in_one_line)
 from tests.family_configs import buffer_bytes_both
 
 _TEXT = dict(vocab_size=99, hidden_size=48, num_attention_heads=6, num_key_value_heads=2, head_dim=10,
@@ -66,15 +64,10 @@ test_saved_bytes_and_cache = CHECKS.saved_bytes_and_cache
 test_decode_and_prefill_flops = CHECKS.decode_and_prefill_flops
 
 
-@pytest.mark.parametrize("change, words", [
+test_refused_in_one_line = refused_in_one_line(CONFIGS["emu3"], [
     ({"text_config": [1]}, "an emu3 config is read as its language model, text_config, which must be an object"),
     ({"text_config": dict(_TEXT, hidden_act="tanh")}, "unsupported hidden_act 'tanh'"),
 ])
-def test_refused_in_one_line(tmp_path, capsys, change, words):
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps(dict(CONFIGS["emu3"], **change)))
-    code, _, err = run_main(["estimate", "--config", str(path)], capsys)
-    assert code == 2 and err.count("\n") == 1 and words in err
 
 
 def test_the_hubs_file_names_the_language_model():

@@ -7,12 +7,9 @@ one line."""
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
-from tests.cli_run import run_main
-from tests.family_checks import family_checks
+from tests.family_checks import family_checks, refused_in_one_line
 from tests.family_configs import buffer_bytes_both, estimated_total, hf_meta_count
 
 _BASE = dict(model_type="gemma4_unified_text", vocab_size=99, hidden_size=48, num_attention_heads=6,
@@ -79,18 +76,13 @@ test_saved_bytes_and_cache = CHECKS.saved_bytes_and_cache
 test_decode_and_prefill_flops = CHECKS.decode_and_prefill_flops
 
 
-@pytest.mark.parametrize("change, words", [
+test_refused_in_one_line = refused_in_one_line(CONFIGS["gemma4u"], [
     ({"hidden_activation": "relu"}, "unsupported hidden_activation 'relu' for gemma4_unified_text"),
     ({"sliding_window": None}, "sliding_window null is not modelled for gemma4_unified_text"),
     ({"use_bidirectional_attention": "all"}, "use_bidirectional_attention \"all\""),
     # found by a fuzz of these readers: the kinds were counted over more shared layers than layers (IndexError)
     ({"num_kv_shared_layers": 96}, "num_kv_shared_layers (96) must leave decoder layers of their own (of 4)"),
 ])
-def test_refused_in_one_line(tmp_path, capsys, change, words):
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps(dict(CONFIGS["gemma4u"], **change)))
-    code, _, err = run_main(["estimate", "--config", str(path)], capsys)
-    assert code == 2 and err.count("\n") == 1 and words in err
 
 
 def test_architectures_alone():

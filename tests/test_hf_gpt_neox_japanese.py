@@ -12,7 +12,8 @@ import json
 import pytest
 
 from tests.cli_run import run_main
-from tests.family_checks import assert_class_default_total, assert_counts_exact, family_checks
+from tests.family_checks import (assert_class_default_total, assert_counts_exact, family_checks,
+                                 refused_in_one_line)
 from tests.family_configs import buffer_bytes_both, estimated_total
 
 _BASE = dict(model_type="gpt_neox_japanese", vocab_size=99, hidden_size=48, num_attention_heads=6,
@@ -73,16 +74,11 @@ def test_the_last_layers_bias():
     assert rows["params"]["by_block"]["decoder.last_out_bias"] == 48
 
 
-@pytest.mark.parametrize("change, words", [
+test_refused_in_one_line = refused_in_one_line(CONFIGS["gptnj"], [
     ({"hidden_act": "tanh"}, "unsupported hidden_act 'tanh' for gpt_neox_japanese"),
     ({"num_attention_heads": 5}, "hidden_size (48) is not divisible by num_attention_heads (5)"),
     ({"rotary_pct": 0.01}, "partial_rotary_factor leaves 0 rotary dimensions per head"),
 ])
-def test_refused_in_one_line(tmp_path, capsys, change, words):
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps(dict(CONFIGS["gptnj"], **change)))
-    code, _, err = run_main(["estimate", "--config", str(path)], capsys)
-    assert code == 2 and err.count("\n") == 1 and words in err
 
 
 def test_sdpa_refused_in_one_line(tmp_path, capsys):

@@ -7,12 +7,10 @@ configs refused in one line."""
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
-from tests.cli_run import run_main
-from tests.family_checks import assert_class_default_total, assert_counts_exact, family_checks
+from tests.family_checks import (assert_class_default_total, assert_counts_exact, family_checks,
+                                 refused_in_one_line)
 from tests.family_configs import buffer_bytes_both, estimated_total
 
 _BASE = dict(model_type="kolibri1", vocab_size=99, hidden_size=48, num_attention_heads=6, num_key_value_heads=2,
@@ -82,15 +80,10 @@ def test_the_router_terms():
 test_decode_and_prefill_flops = CHECKS.decode_and_prefill_flops
 
 
-@pytest.mark.parametrize("change, words", [
+test_refused_in_one_line = refused_in_one_line(CONFIGS["kolibri1"], [
     ({"hidden_act": "gelu"}, "hidden_act 'gelu' is not modelled for kolibri1"),
     ({"sliding_window": None}, "sliding_window is null, which transformers 5.24's Kolibri1Model cannot run"),
 ])
-def test_refused_in_one_line(tmp_path, capsys, change, words):
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps(dict(CONFIGS["kolibri1"], **change)))
-    code, _, err = run_main(["estimate", "--config", str(path)], capsys)
-    assert code == 2 and err.count("\n") == 1 and words in err
 
 
 def test_architectures_alone():
