@@ -12,9 +12,8 @@ import json
 
 import pytest
 
-from tests.family_configs import (assert_cache_after_prefill_exact, assert_decode_flops_exact,
-                                  assert_prefill_flops_exact, assert_rows_exact, assert_saved_bytes_exact,
-                                  buffer_bytes_both, estimated_total, hf_meta_count, odd_config_rows)
+from tests.family_checks import family_checks
+from tests.family_configs import buffer_bytes_both, estimated_total, hf_meta_count
 
 _BASE = dict(model_type="apertus1p5_text", vocab_size=99, hidden_size=48, num_attention_heads=6,
              intermediate_size=37, num_hidden_layers=2, max_position_embeddings=64, pad_token_id=None,
@@ -29,9 +28,8 @@ CONFIGS = {
 }
 
 
-@pytest.mark.parametrize("name", sorted(CONFIGS))
-def test_parameters_equal_the_class(name):
-    assert estimated_total(CONFIGS[name], name) == hf_meta_count(CONFIGS[name])
+CHECKS = family_checks(CONFIGS, ids={"validate_rows_exact": ("name",)})
+test_parameters_equal_the_class = CHECKS.parameters_equal_the_class
 
 
 def test_parameters_exact_integers():
@@ -58,31 +56,19 @@ def test_buffers_equal_the_class(name):
     assert ours == theirs > 0
 
 
-@pytest.mark.parametrize("name", sorted(CONFIGS))
-def test_validate_rows_exact(name):
-    """validate's rows (bf16 under FakeTensorMode, b 2, n 12, 2 generated tokens, eager attention)."""
-    assert_rows_exact(odd_config_rows(CONFIGS[name], name, "eager"))
+# validate's rows (bf16 under FakeTensorMode, b 2, n 12, 2 generated tokens, eager attention).
+test_validate_rows_exact = CHECKS.validate_rows_exact
 
 
-@pytest.mark.parametrize("name", sorted(CONFIGS))
-def test_decode_and_prefill_flops(name):
-    """A cached decode step at three cache lengths and a prefill, against the decode tree."""
-    assert_decode_flops_exact(CONFIGS[name], name)
-    assert_prefill_flops_exact(CONFIGS[name], name)
+# A cached decode step at three cache lengths and a prefill, against the decode tree.
+test_decode_and_prefill_flops = CHECKS.decode_and_prefill_flops
 
 
-@pytest.mark.parametrize("name", sorted(CONFIGS))
-@pytest.mark.parametrize("dtype", ["fp32", "bf16"])
-def test_cache_after_prefill(name, dtype):
-    assert_cache_after_prefill_exact(CONFIGS[name], name, dtype)
+test_cache_after_prefill = CHECKS.cache_after_prefill
 
 
-@pytest.mark.parametrize("name", sorted(CONFIGS))
-@pytest.mark.parametrize("dtype", ["fp32", "bf16"])
-@pytest.mark.parametrize("attention", ["eager", "sdpa"])
-def test_bytes_saved_for_backward(name, dtype, attention):
-    """Apertus1p5TextForCausalLM's own training forward with its loss."""
-    assert_saved_bytes_exact(CONFIGS[name], name, dtype, attention=attention)
+# Apertus1p5TextForCausalLM's own training forward with its loss.
+test_bytes_saved_for_backward = CHECKS.bytes_saved_for_backward
 
 
 @pytest.mark.parametrize("pruned", [98, 1])

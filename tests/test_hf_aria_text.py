@@ -11,9 +11,8 @@ import json
 
 import pytest
 
-from tests.family_configs import (assert_cache_after_prefill_exact, assert_decode_flops_exact,
-                                  assert_prefill_flops_exact, assert_rows_exact, assert_saved_bytes_exact,
-                                  buffer_bytes_both, estimated_total, hf_meta_count, odd_config_rows)
+from tests.family_checks import family_checks
+from tests.family_configs import buffer_bytes_both, estimated_total, hf_meta_count
 
 _BASE = dict(model_type="aria_text", vocab_size=99, hidden_size=48, num_attention_heads=6, num_key_value_heads=2,
              intermediate_size=16, num_hidden_layers=2, max_position_embeddings=64, moe_num_experts=4,
@@ -31,9 +30,9 @@ CONFIGS = {
 }
 
 
-@pytest.mark.parametrize("name", sorted(CONFIGS))
-def test_parameters_equal_the_class(name):
-    assert estimated_total(CONFIGS[name], name) == hf_meta_count(CONFIGS[name])
+CHECKS = family_checks(CONFIGS, ids={"validate_rows_exact": ("attention", "name"),
+                                     "bytes_saved_for_backward": ("dtype", "name")})
+test_parameters_equal_the_class = CHECKS.parameters_equal_the_class
 
 
 def test_parameters_exact_integers():
@@ -58,32 +57,20 @@ def test_buffers_equal_the_class(name):
     assert ours == theirs > 0
 
 
-@pytest.mark.parametrize("name", sorted(CONFIGS))
-@pytest.mark.parametrize("attention", ["eager", "sdpa"])
-def test_validate_rows_exact(name, attention):
-    """validate's rows (validate/hf_moe_extra.py writes the config.json back; bf16 under
-    FakeTensorMode, b 2, n 12, 2 generated tokens)."""
-    assert_rows_exact(odd_config_rows(CONFIGS[name], name, attention))
+# validate's rows (validate/hf_moe_extra.py writes the config.json back; bf16 under FakeTensorMode, b 2, n 12,
+# 2 generated tokens).
+test_validate_rows_exact = CHECKS.validate_rows_exact
 
 
-@pytest.mark.parametrize("name", sorted(CONFIGS))
-def test_decode_and_prefill_flops(name):
-    assert_decode_flops_exact(CONFIGS[name], name)
-    assert_prefill_flops_exact(CONFIGS[name], name)
+test_decode_and_prefill_flops = CHECKS.decode_and_prefill_flops
 
 
-@pytest.mark.parametrize("name", sorted(CONFIGS))
-@pytest.mark.parametrize("dtype", ["fp32", "bf16"])
-def test_cache_after_prefill(name, dtype):
-    assert_cache_after_prefill_exact(CONFIGS[name], name, dtype)
+test_cache_after_prefill = CHECKS.cache_after_prefill
 
 
-@pytest.mark.parametrize("name", sorted(CONFIGS))
-@pytest.mark.parametrize("dtype", ["fp32", "bf16"])
-def test_bytes_saved_for_backward(name, dtype):
-    """The class's eager training forward with its loss (the router's top-k softmax in the model's
-    dtype: facts routing_weights_dtype)."""
-    assert_saved_bytes_exact(CONFIGS[name], name, dtype, attention="eager")
+# The class's eager training forward with its loss (the router's top-k softmax in the model's dtype: facts
+# routing_weights_dtype).
+test_bytes_saved_for_backward = CHECKS.bytes_saved_for_backward
 
 
 @pytest.mark.parametrize("fields,words", [

@@ -6,14 +6,11 @@ cache after a prefill, and the configs refused in one line."""
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
-from tests.cli_run import run_main
-from tests.family_configs import (assert_cache_after_prefill_exact, assert_decode_flops_exact,
-                                  assert_prefill_flops_exact, assert_rows_exact, assert_saved_bytes_exact,
-                                  buffer_bytes_both, estimated_total, hf_meta_count, odd_config_rows)
+from tests.family_checks import (assert_class_default_total, assert_counts_exact, family_checks,
+                                 refused_in_one_line)
+from tests.family_configs import buffer_bytes_both, estimated_total, hf_meta_count
 
 _BASE = dict(model_type="axk1", vocab_size=99, hidden_size=48, num_attention_heads=6, num_key_value_heads=6,
              num_hidden_layers=3, max_position_embeddings=64, intermediate_size=37, kv_lora_rank=12,
@@ -31,10 +28,8 @@ CONFIGS = {
 }
 
 
-@pytest.mark.parametrize("name", sorted(CONFIGS))
-def test_parameters_equal_the_class(name):
-    pytest.importorskip("transformers")
-    assert estimated_total(CONFIGS[name], name) == hf_meta_count(CONFIGS[name])
+CHECKS = family_checks(CONFIGS)
+test_parameters_equal_the_class = CHECKS.parameters_equal_the_class
 
 
 def test_parameters_exact_integers():
@@ -42,16 +37,10 @@ def test_parameters_exact_integers():
     64 heads of latent attention with a query rank of 1,536, 192 experts of 2,048 (top 8 in 4 of 8
     groups) and one shared after one dense layer of 18,432, vocabulary 163,840, untied), the meta
     models' (transformers 5.24)."""
-    transformers = pytest.importorskip("transformers")
-    counts = [hf_meta_count(CONFIGS[name]) for name in sorted(CONFIGS)]
-    assert counts == [estimated_total(CONFIGS[name], name) for name in sorted(CONFIGS)]
     # The first: 2*99*48 + 48 + 3*(attention and its two norms) + 48*37*3 (the dense layer)
     # + 2*(8*48 router + 8*3*48*16 experts + 3*48*16 shared + 48 post_mlp_layernorm)
-    assert counts == [75_240, 57_204]
-    default = transformers.AutoConfig.for_model("axk1")
-    for fields in (default.to_dict(), default.to_diff_dict(), {"model_type": "axk1"}):
-        assert estimated_total(fields, "x") == 518_983_052_288
-    assert hf_meta_count({"model_type": "axk1"}) == 518_983_052_288
+    assert_counts_exact(CONFIGS, [75_240, 57_204])
+    assert_class_default_total("axk1", 518_983_052_288)
 
 
 def test_the_output_norm_is_in_the_expert_layers_only():
@@ -74,42 +63,23 @@ def test_buffers_equal_the_class(name):
     assert ours == theirs > 0
 
 
-@pytest.mark.parametrize("attention", ["eager", "sdpa"])
-@pytest.mark.parametrize("name", sorted(CONFIGS))
-def test_validate_rows_exact(name, attention):
-    """validate's rows (b 2, n 12, bf16, 2 generated tokens; validate/hf_more_types.py writes the
-    axk1 config.json back): parameters, matmul FLOPs, other ops, bytes saved, KV cache."""
-    pytest.importorskip("transformers")
-    assert_rows_exact(odd_config_rows(CONFIGS[name], name, attention))
+# validate's rows (b 2, n 12, bf16, 2 generated tokens; validate/hf_more_types.py writes the axk1 config.json
+# back): parameters, matmul FLOPs, other ops, bytes saved, KV cache.
+test_validate_rows_exact = CHECKS.validate_rows_exact
 
 
-@pytest.mark.parametrize("dtype", ["fp32", "bf16"])
-@pytest.mark.parametrize("name", sorted(CONFIGS))
-def test_saved_bytes_and_cache(name, dtype):
-    """The class built from the axk1 dict itself: bytes saved for backward (eager) and the cache after
-    a prefill."""
-    pytest.importorskip("transformers")
-    assert_saved_bytes_exact(CONFIGS[name], name, dtype)
-    assert_cache_after_prefill_exact(CONFIGS[name], name, dtype)
+# The class built from the axk1 dict itself: bytes saved for backward (eager) and the cache after a prefill.
+test_saved_bytes_and_cache = CHECKS.saved_bytes_and_cache
 
 
-@pytest.mark.parametrize("name", sorted(CONFIGS))
-def test_decode_and_prefill_flops(name):
-    pytest.importorskip("transformers")
-    assert_decode_flops_exact(CONFIGS[name], name)
-    assert_prefill_flops_exact(CONFIGS[name], name)
+test_decode_and_prefill_flops = CHECKS.decode_and_prefill_flops
 
 
-@pytest.mark.parametrize("change, words", [
+test_refused_in_one_line = refused_in_one_line(CONFIGS["axk1"], [
     ({"q_lora_rank": None}, "q_lora_rank null is not what axk1's class builds"),
     ({"moe_layer_freq": 2, "num_hidden_layers": 4},  # dense, dense, sparse, dense
      "mlp_layer_types with a dense layer after a sparse one is not modelled for axk1"),
 ])
-def test_refused_in_one_line(tmp_path, capsys, change, words):
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps(dict(CONFIGS["axk1"], **change)))
-    code, _, err = run_main(["estimate", "--config", str(path)], capsys)
-    assert code == 2 and err.count("\n") == 1 and words in err
 
 
 def test_architectures_alone():

@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.family_configs import (assert_cache_after_prefill_exact, assert_decode_flops_exact,
-                                  assert_prefill_flops_exact, assert_rows_exact, assert_saved_bytes_exact,
-                                  estimated_total, hf_meta_count, odd_config_rows)
+from tests.family_checks import family_checks
+from tests.family_configs import assert_rows_exact, estimated_total, hf_meta_count
 
 _BASE = dict(model_type="bitnet", vocab_size=99, hidden_size=48, num_attention_heads=6,
              num_key_value_heads=2, intermediate_size=37, num_hidden_layers=3, max_position_embeddings=64,
@@ -30,9 +29,8 @@ CONFIGS = {
 }
 
 
-@pytest.mark.parametrize("name", sorted(CONFIGS))
-def test_parameters_equal_the_class(name):
-    assert estimated_total(CONFIGS[name], name) == hf_meta_count(CONFIGS[name])
+CHECKS = family_checks(CONFIGS, ids={"bytes_saved_for_backward": ("dtype", "name", "attention")})
+test_parameters_equal_the_class = CHECKS.parameters_equal_the_class
 
 
 def test_parameters_exact_integers():
@@ -47,13 +45,10 @@ def test_parameters_exact_integers():
     assert estimated_total(default, "x") == hf_meta_count({"model_type": "bitnet"}) == 2_741_155_840
 
 
-@pytest.mark.parametrize("attention", ["eager", "sdpa"])
-@pytest.mark.parametrize("name", sorted(CONFIGS))
-def test_validate_rows_exact(name, attention):
-    """validate's rows (validate/hf_llama_variants.py writes the config.json back; bf16 under
-    FakeTensorMode, b 2, n 12, 2 generated tokens): parameters, forward and backward matmul FLOPs,
-    other ops' elements, bytes saved for backward and the KV cache."""
-    assert_rows_exact(odd_config_rows(CONFIGS[name], name, attention))
+# validate's rows (validate/hf_llama_variants.py writes the config.json back; bf16 under FakeTensorMode, b 2,
+# n 12, 2 generated tokens): parameters, forward and backward matmul FLOPs, other ops' elements, bytes saved
+# for backward and the KV cache.
+test_validate_rows_exact = CHECKS.validate_rows_exact
 
 
 @pytest.mark.slow
@@ -65,28 +60,18 @@ def test_validate_rows_exact_on_real_tensors_in_fp32(name):
     assert_fp32_rows_exact(CONFIGS[name], name)
 
 
-@pytest.mark.parametrize("name", sorted(CONFIGS))
-def test_decode_and_prefill_flops(name):
-    """A cached decode step at three cache lengths and a prefill, against the decode tree."""
-    assert_decode_flops_exact(CONFIGS[name], name)
-    assert_prefill_flops_exact(CONFIGS[name], name)
+# A cached decode step at three cache lengths and a prefill, against the decode tree.
+test_decode_and_prefill_flops = CHECKS.decode_and_prefill_flops
 
 
-@pytest.mark.parametrize("name", sorted(CONFIGS))
-@pytest.mark.parametrize("dtype", ["fp32", "bf16"])
-def test_cache_after_prefill(name, dtype):
-    assert_cache_after_prefill_exact(CONFIGS[name], name, dtype)
+test_cache_after_prefill = CHECKS.cache_after_prefill
 
 
-@pytest.mark.parametrize("attention", ["eager", "sdpa"])
-@pytest.mark.parametrize("name", sorted(CONFIGS))
-@pytest.mark.parametrize("dtype", ["fp32", "bf16"])
-def test_bytes_saved_for_backward(name, dtype, attention):
-    """The class's training forward with its loss against the tree's activations: each sub-norm
-    keeps its input (in fp32 the tensor itself, shared with sdpa's kept output where the kernel
-    keeps o_proj's input; narrower, its fp32 copy) and its output, the next projection's input;
-    relu2 keeps relu's output once (relu's and the square's), the product its two factors."""
-    assert_saved_bytes_exact(CONFIGS[name], name, dtype, attention=attention)
+# The class's training forward with its loss against the tree's activations: each sub-norm keeps its input (in
+# fp32 the tensor itself, shared with sdpa's kept output where the kernel keeps o_proj's input; narrower, its
+# fp32 copy) and its output, the next projection's input; relu2 keeps relu's output once (relu's and the
+# square's), the product its two factors.
+test_bytes_saved_for_backward = CHECKS.bytes_saved_for_backward
 
 
 #: estimate's bytes saved for backward, which test_bytes_saved_for_backward proves equal to the class's.

@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.family_configs import (assert_cache_after_prefill_exact, assert_decode_flops_exact,
-                                  assert_prefill_flops_exact, assert_rows_exact, assert_saved_bytes_exact,
-                                  buffer_bytes_both, estimated_total, hf_meta_count, odd_config_rows)
+from tests.family_checks import family_checks
+from tests.family_configs import buffer_bytes_both, estimated_total, hf_meta_count
 
 _BASE = dict(model_type="cohere2_moe", vocab_size=99, hidden_size=48, num_attention_heads=6,
              intermediate_size=24, num_hidden_layers=5, max_position_embeddings=64, pad_token_id=None,
@@ -36,9 +35,8 @@ CONFIGS = {
 }
 
 
-@pytest.mark.parametrize("name", sorted(CONFIGS))
-def test_parameters_equal_the_class(name):
-    assert estimated_total(CONFIGS[name], name) == hf_meta_count(CONFIGS[name])
+CHECKS = family_checks(CONFIGS, ids={"validate_rows_exact": ("attention", "name")})
+test_parameters_equal_the_class = CHECKS.parameters_equal_the_class
 
 
 def test_parameters_exact_integers():
@@ -60,13 +58,10 @@ def test_buffers_equal_the_class(name, expected):
     assert ours == theirs == expected
 
 
-@pytest.mark.parametrize("name", sorted(CONFIGS))
-@pytest.mark.parametrize("attention", ["eager", "sdpa"])
-def test_validate_rows_exact(name, attention):
-    """validate's rows (validate/hf_classic_more.py writes the config.json back; bf16 under
-    FakeTensorMode, b 2, n 12, 2 generated tokens): parameters, forward and backward matmul FLOPs,
-    other ops' elements, bytes saved for backward and the KV cache."""
-    assert_rows_exact(odd_config_rows(CONFIGS[name], name, attention))
+# validate's rows (validate/hf_classic_more.py writes the config.json back; bf16 under FakeTensorMode, b 2, n
+# 12, 2 generated tokens): parameters, forward and backward matmul FLOPs, other ops' elements, bytes saved for
+# backward and the KV cache.
+test_validate_rows_exact = CHECKS.validate_rows_exact
 
 
 @pytest.mark.slow
@@ -78,27 +73,17 @@ def test_validate_rows_exact_on_real_tensors_in_fp32(name):
     assert_fp32_rows_exact(CONFIGS[name], name)
 
 
-@pytest.mark.parametrize("name", sorted(CONFIGS))
-def test_decode_and_prefill_flops(name):
-    """A cached decode step at three cache lengths and a prefill, against the decode tree."""
-    assert_decode_flops_exact(CONFIGS[name], name)
-    assert_prefill_flops_exact(CONFIGS[name], name)
+# A cached decode step at three cache lengths and a prefill, against the decode tree.
+test_decode_and_prefill_flops = CHECKS.decode_and_prefill_flops
 
 
-@pytest.mark.parametrize("name", sorted(CONFIGS))
-@pytest.mark.parametrize("dtype", ["fp32", "bf16"])
-def test_cache_after_prefill(name, dtype):
-    """Every layer's keys and values after a prefill (a sliding layer's storage the whole prompt)."""
-    assert_cache_after_prefill_exact(CONFIGS[name], name, dtype)
+# Every layer's keys and values after a prefill (a sliding layer's storage the whole prompt).
+test_cache_after_prefill = CHECKS.cache_after_prefill
 
 
-@pytest.mark.parametrize("name", sorted(CONFIGS))
-@pytest.mark.parametrize("dtype", ["fp32", "bf16"])
-@pytest.mark.parametrize("attention", ["eager", "sdpa"])
-def test_bytes_saved_for_backward(name, dtype, attention):
-    """The class's training forward with its loss against the tree's activations (Cohere's fp32
-    Python LayerNorm, the router's fp32 softmax over the k: costmodel/facts.json)."""
-    assert_saved_bytes_exact(CONFIGS[name], name, dtype, attention=attention)
+# The class's training forward with its loss against the tree's activations (Cohere's fp32 Python LayerNorm,
+# the router's fp32 softmax over the k: costmodel/facts.json).
+test_bytes_saved_for_backward = CHECKS.bytes_saved_for_backward
 
 
 #: estimate's bytes saved for backward, which test_bytes_saved_for_backward proves equal to the class's.

@@ -6,14 +6,11 @@ one line."""
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
-from tests.cli_run import run_main
-from tests.family_configs import (assert_cache_after_prefill_exact, assert_decode_flops_exact,
-                                  assert_prefill_flops_exact, assert_rows_exact, assert_saved_bytes_exact,
-                                  buffer_bytes_both, estimated_total, hf_meta_count, odd_config_rows)
+from tests.family_checks import (assert_class_default_total, assert_counts_exact, family_checks,
+                                 refused_in_one_line)
+from tests.family_configs import buffer_bytes_both, estimated_total
 
 _BASE = dict(model_type="ctrl", vocab_size=99, n_embd=48, n_head=6, dff=37, n_layer=3, n_positions=64)
 
@@ -26,26 +23,18 @@ CONFIGS = {
 }
 
 
-@pytest.mark.parametrize("name", sorted(CONFIGS))
-def test_parameters_equal_the_class(name):
-    pytest.importorskip("transformers")
-    assert estimated_total(CONFIGS[name], name) == hf_meta_count(CONFIGS[name])
+CHECKS = family_checks(CONFIGS)
+test_parameters_equal_the_class = CHECKS.parameters_equal_the_class
 
 
 def test_parameters_exact_integers():
     """The odd configs' counts and CTRLConfig()'s (48 layers of n_embd 1,280, 16 heads, dff 8,192,
     vocabulary 246,534, tied, the head's bias: Salesforce/ctrl's 1.6B), the meta models'."""
-    transformers = pytest.importorskip("transformers")
-    counts = [hf_meta_count(CONFIGS[name]) for name in sorted(CONFIGS)]
-    assert counts == [estimated_total(CONFIGS[name], name) for name in sorted(CONFIGS)]
     # a layer: Wq, Wk, Wv, dense 4*(48*48 + 48), two LayerNorms 4*48, the MLP 48*37 + 37 + 37*48 + 48:
     # 13,237; the first: 99*48 + 99 (the head's bias) + 2*48 (the final LayerNorm) + 3*13,237; the second
     # 2*99*48 + 99 + 2*48 + 2*13,237
-    assert counts == [44_658, 36_173]
-    default = transformers.AutoConfig.for_model("ctrl")
-    for fields in (default.to_dict(), default.to_diff_dict(), {"model_type": "ctrl"}):
-        assert estimated_total(fields, "x") == 1_637_964_550
-    assert hf_meta_count({"model_type": "ctrl"}) == 1_637_964_550
+    assert_counts_exact(CONFIGS, [44_658, 36_173])
+    assert_class_default_total("ctrl", 1_637_964_550)
 
 
 @pytest.mark.parametrize("name", sorted(CONFIGS))
@@ -56,40 +45,22 @@ def test_buffers_equal_the_class(name):
     assert ours == theirs == 12_288
 
 
-@pytest.mark.parametrize("attention", ["eager", "sdpa"])
-@pytest.mark.parametrize("name", sorted(CONFIGS))
-def test_validate_rows_exact(name, attention):
-    """validate's rows (b 2, n 12, bf16, 2 generated tokens; validate/hf_xglm.py writes the ctrl
-    config.json back): parameters, matmul FLOPs, other ops, bytes saved, KV cache."""
-    pytest.importorskip("transformers")
-    assert_rows_exact(odd_config_rows(CONFIGS[name], name, attention))
+# validate's rows (b 2, n 12, bf16, 2 generated tokens; validate/hf_xglm.py writes the ctrl config.json back):
+# parameters, matmul FLOPs, other ops, bytes saved, KV cache.
+test_validate_rows_exact = CHECKS.validate_rows_exact
 
 
-@pytest.mark.parametrize("dtype", ["fp32", "bf16"])
-@pytest.mark.parametrize("name", sorted(CONFIGS))
-def test_saved_bytes_and_cache(name, dtype):
-    pytest.importorskip("transformers")
-    assert_saved_bytes_exact(CONFIGS[name], name, dtype)
-    assert_cache_after_prefill_exact(CONFIGS[name], name, dtype)
+test_saved_bytes_and_cache = CHECKS.saved_bytes_and_cache
 
 
-@pytest.mark.parametrize("name", sorted(CONFIGS))
-def test_decode_and_prefill_flops(name):
-    pytest.importorskip("transformers")
-    assert_decode_flops_exact(CONFIGS[name], name)
-    assert_prefill_flops_exact(CONFIGS[name], name)
+test_decode_and_prefill_flops = CHECKS.decode_and_prefill_flops
 
 
-@pytest.mark.parametrize("change, words", [
+test_refused_in_one_line = refused_in_one_line(CONFIGS["ctrl"], [
     ({"embd_pdrop": 0.2}, "resid_pdrop 0.1 and embd_pdrop 0.2 differ; ctrl is modelled with one dropout"),
     ({"resid_pdrop": "x"}, "field 'resid_pdrop' must be a number, got 'x'"),
     ({"n_head": 5}, "n_embd (48) is not divisible by n_head (5)"),
 ])
-def test_refused_in_one_line(tmp_path, capsys, change, words):
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps(dict(CONFIGS["ctrl"], **change)))
-    code, _, err = run_main(["estimate", "--config", str(path)], capsys)
-    assert code == 2 and err.count("\n") == 1 and words in err
 
 
 def test_architectures_alone():

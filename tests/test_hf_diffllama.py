@@ -12,9 +12,8 @@ import json
 
 import pytest
 
-from tests.family_configs import (assert_cache_after_prefill_exact, assert_decode_flops_exact,
-                                  assert_prefill_flops_exact, assert_rows_exact, assert_saved_bytes_exact,
-                                  buffer_bytes_both, estimated_total, hf_meta_count, odd_config_rows)
+from tests.family_checks import family_checks
+from tests.family_configs import buffer_bytes_both, estimated_total, hf_meta_count
 
 _BASE = dict(model_type="diffllama", vocab_size=99, hidden_size=48, num_attention_heads=6, num_key_value_heads=2,
              head_dim=10, intermediate_size=37, num_hidden_layers=2, max_position_embeddings=64,
@@ -29,9 +28,8 @@ CONFIGS = {
 }
 
 
-@pytest.mark.parametrize("name", sorted(CONFIGS))
-def test_parameters_equal_the_class(name):
-    assert estimated_total(CONFIGS[name], name) == hf_meta_count(CONFIGS[name])
+CHECKS = family_checks(CONFIGS, ids={"bytes_saved_for_backward": ("b,n", "dtype", "attention", "name")})
+test_parameters_equal_the_class = CHECKS.parameters_equal_the_class
 
 
 def test_parameters_exact_integers():
@@ -54,13 +52,10 @@ def test_buffers_equal_the_class(name):
     assert ours == theirs > 0
 
 
-@pytest.mark.parametrize("attention", ["eager", "sdpa"])
-@pytest.mark.parametrize("name", sorted(CONFIGS))
-def test_validate_rows_exact(name, attention):
-    """validate's rows (validate/hf_llama_variants.py writes the config.json back; bf16 under
-    FakeTensorMode, b 2, n 12, 2 generated tokens): parameters, forward and backward matmul FLOPs
-    (two kernel calls a layer), other ops' elements, bytes saved for backward and the KV cache."""
-    assert_rows_exact(odd_config_rows(CONFIGS[name], name, attention))
+# validate's rows (validate/hf_llama_variants.py writes the config.json back; bf16 under FakeTensorMode, b 2,
+# n 12, 2 generated tokens): parameters, forward and backward matmul FLOPs (two kernel calls a layer), other
+# ops' elements, bytes saved for backward and the KV cache.
+test_validate_rows_exact = CHECKS.validate_rows_exact
 
 
 @pytest.mark.slow
@@ -71,28 +66,17 @@ def test_validate_rows_exact_on_real_tensors_in_fp32():
     assert_fp32_rows_exact(CONFIGS["diffllama"], "diffllama")
 
 
-@pytest.mark.parametrize("name", sorted(CONFIGS))
-def test_decode_and_prefill_flops(name):
-    """A cached decode step at three cache lengths and a prefill, against the decode tree."""
-    assert_decode_flops_exact(CONFIGS[name], name)
-    assert_prefill_flops_exact(CONFIGS[name], name)
+# A cached decode step at three cache lengths and a prefill, against the decode tree.
+test_decode_and_prefill_flops = CHECKS.decode_and_prefill_flops
 
 
-@pytest.mark.parametrize("name", sorted(CONFIGS))
-@pytest.mark.parametrize("dtype", ["fp32", "bf16"])
-def test_cache_after_prefill(name, dtype):
-    """Every layer's keys and values after a prefill (the values are split only as they are read)."""
-    assert_cache_after_prefill_exact(CONFIGS[name], name, dtype)
+# Every layer's keys and values after a prefill (the values are split only as they are read).
+test_cache_after_prefill = CHECKS.cache_after_prefill
 
 
-@pytest.mark.parametrize("name", sorted(CONFIGS))
-@pytest.mark.parametrize("attention", ["eager", "sdpa"])
-@pytest.mark.parametrize("dtype", ["fp32", "bf16"])
-@pytest.mark.parametrize("b,n", [(2, 9), (1, 5)])
-def test_bytes_saved_for_backward(name, attention, dtype, b, n):
-    """The class's training forward with its loss against the tree's activations: eagerly the second
-    call copies the queries and repeated keys again; sdpa keeps them once, for both calls."""
-    assert_saved_bytes_exact(CONFIGS[name], name, dtype, b=b, n=n, attention=attention)
+# The class's training forward with its loss against the tree's activations: eagerly the second call copies
+# the queries and repeated keys again; sdpa keeps them once, for both calls.
+test_bytes_saved_for_backward = CHECKS.bytes_saved_for_backward
 
 
 #: estimate's bytes saved for backward, which test_bytes_saved_for_backward proves equal to the class's.

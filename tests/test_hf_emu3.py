@@ -7,14 +7,11 @@ refused in one line."""
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
-from tests.cli_run import run_main
-from tests.family_configs import (assert_cache_after_prefill_exact, assert_decode_flops_exact,
-                                  assert_prefill_flops_exact, assert_rows_exact, assert_saved_bytes_exact,
-                                  buffer_bytes_both, estimated_total, hf_meta_count, odd_config_rows)
+from tests.family_checks import (assert_class_default_total, assert_counts_exact, family_checks,
+                                 refused_in_one_line)
+from tests.family_configs import buffer_bytes_both
 
 _TEXT = dict(vocab_size=99, hidden_size=48, num_attention_heads=6, num_key_value_heads=2, head_dim=10,
              intermediate_size=37, num_hidden_layers=3, max_position_embeddings=64, pad_token_id=0,
@@ -33,27 +30,19 @@ CONFIGS = {
 }
 
 
-@pytest.mark.parametrize("name", sorted(CONFIGS))
-def test_parameters_equal_the_class(name):
-    pytest.importorskip("transformers")
-    assert estimated_total(CONFIGS[name], name) == hf_meta_count(CONFIGS[name])
+CHECKS = family_checks(CONFIGS)
+test_parameters_equal_the_class = CHECKS.parameters_equal_the_class
 
 
 def test_parameters_exact_integers():
     """The odd configs' counts and Emu3Config()'s (32 layers of hidden 4,096, 32 heads and 8 KV heads of
     128, a SwiGLU of 14,336, vocabulary 184,622, untied: Emu3-Chat's language model), the meta models'
     (transformers 5.24)."""
-    transformers = pytest.importorskip("transformers")
-    counts = [hf_meta_count(CONFIGS[name]) for name in sorted(CONFIGS)]
-    assert counts == [estimated_total(CONFIGS[name], name) for name in sorted(CONFIGS)]
     # a layer: q 48*60, k and v 48*20 each, o 60*48, two norms 2*48, SwiGLU 3*48*37: 13,104; the first:
     # 2*99*48 + 48 + 3*13,104; the second adds biases 60 + 2*20 + 48 and 2*37 + 48 a layer, tied:
     # 99*48 + 48 + 2*13,374
-    assert counts == [48_864, 31_548]
-    default = transformers.AutoConfig.for_model("emu3")
-    for fields in (default.to_dict(), default.to_diff_dict(), {"model_type": "emu3"}):
-        assert estimated_total(fields, "x") == 8_492_011_520
-    assert hf_meta_count({"model_type": "emu3"}) == 8_492_011_520
+    assert_counts_exact(CONFIGS, [48_864, 31_548])
+    assert_class_default_total("emu3", 8_492_011_520)
 
 
 @pytest.mark.parametrize("name", sorted(CONFIGS))
@@ -64,39 +53,21 @@ def test_buffers_equal_the_class(name):
     assert ours == theirs == 40
 
 
-@pytest.mark.parametrize("attention", ["eager", "sdpa"])
-@pytest.mark.parametrize("name", sorted(CONFIGS))
-def test_validate_rows_exact(name, attention):
-    """validate's rows (b 2, n 12, bf16, 2 generated tokens; validate/hf_more_types.py writes the emu3
-    config.json back): parameters, matmul FLOPs, other ops, bytes saved, KV cache."""
-    pytest.importorskip("transformers")
-    assert_rows_exact(odd_config_rows(CONFIGS[name], name, attention))
+# validate's rows (b 2, n 12, bf16, 2 generated tokens; validate/hf_more_types.py writes the emu3 config.json
+# back): parameters, matmul FLOPs, other ops, bytes saved, KV cache.
+test_validate_rows_exact = CHECKS.validate_rows_exact
 
 
-@pytest.mark.parametrize("dtype", ["fp32", "bf16"])
-@pytest.mark.parametrize("name", sorted(CONFIGS))
-def test_saved_bytes_and_cache(name, dtype):
-    pytest.importorskip("transformers")
-    assert_saved_bytes_exact(CONFIGS[name], name, dtype)
-    assert_cache_after_prefill_exact(CONFIGS[name], name, dtype)
+test_saved_bytes_and_cache = CHECKS.saved_bytes_and_cache
 
 
-@pytest.mark.parametrize("name", sorted(CONFIGS))
-def test_decode_and_prefill_flops(name):
-    pytest.importorskip("transformers")
-    assert_decode_flops_exact(CONFIGS[name], name)
-    assert_prefill_flops_exact(CONFIGS[name], name)
+test_decode_and_prefill_flops = CHECKS.decode_and_prefill_flops
 
 
-@pytest.mark.parametrize("change, words", [
+test_refused_in_one_line = refused_in_one_line(CONFIGS["emu3"], [
     ({"text_config": [1]}, "an emu3 config is read as its language model, text_config, which must be an object"),
     ({"text_config": dict(_TEXT, hidden_act="tanh")}, "unsupported hidden_act 'tanh'"),
 ])
-def test_refused_in_one_line(tmp_path, capsys, change, words):
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps(dict(CONFIGS["emu3"], **change)))
-    code, _, err = run_main(["estimate", "--config", str(path)], capsys)
-    assert code == 2 and err.count("\n") == 1 and words in err
 
 
 def test_the_hubs_file_names_the_language_model():

@@ -18,6 +18,7 @@ import pytest
 from costmodel.config import ConfigError
 from costmodel.hf import from_hf_config
 from tests.cli_run import run_main
+from tests.family_checks import family_checks
 from tests.family_configs import buffer_bytes_both, estimated_total, hf_meta_count
 
 pytestmark = [pytest.mark.filterwarnings("ignore:model .* attends within a sliding window"),
@@ -48,9 +49,8 @@ CONFIGS = {
 }
 
 
-@pytest.mark.parametrize("name", sorted(CONFIGS))
-def test_parameters_equal_the_class(name):
-    assert estimated_total(CONFIGS[name], name) == hf_meta_count(CONFIGS[name])
+CHECKS = family_checks(CONFIGS)
+test_parameters_equal_the_class = CHECKS.parameters_equal_the_class
 
 
 def test_parameters_are_the_counted_integer():
@@ -157,13 +157,8 @@ def test_training_flops_exact_integers():
     assert causal_lm_flops(BASE, 2, 9, backward=True) == 10_509_264 == 3 * 3_503_088
 
 
-@pytest.mark.parametrize("name", sorted(CONFIGS))
-def test_decode_and_prefill_flops(name):
-    """A cached decode step (three batch, prompt, generated points) and a prefill that fills the cache."""
-    from tests.family_configs import assert_decode_flops_exact, assert_prefill_flops_exact
-
-    assert_decode_flops_exact(CONFIGS[name], name)
-    assert_prefill_flops_exact(CONFIGS[name], name)
+# A cached decode step (three batch, prompt, generated points) and a prefill that fills the cache.
+test_decode_and_prefill_flops = CHECKS.decode_and_prefill_flops
 
 
 @pytest.mark.parametrize("keep", [1, 0])
@@ -190,14 +185,9 @@ def test_generate_prefill_runs_the_shared_layers_on_every_position(keep):
     assert measured.forward == exact(tree.total("flops_matmul"), values(cfg, workload))
 
 
-@pytest.mark.parametrize("name", sorted(CONFIGS))
-@pytest.mark.parametrize("dtype", ["fp32", "bf16"])
-def test_cache_after_prefill(name, dtype):
-    """Each own layer's keys and values (h_kv x d_h each per token); the K/V-sharing layers cache
-    nothing (DynamicCache skips them: cache.update is not called)."""
-    from tests.family_configs import assert_cache_after_prefill_exact
-
-    assert_cache_after_prefill_exact(CONFIGS[name], name, dtype)
+# Each own layer's keys and values (h_kv x d_h each per token); the K/V-sharing layers cache nothing
+# (DynamicCache skips them: cache.update is not called).
+test_cache_after_prefill = CHECKS.cache_after_prefill
 
 
 def test_cache_exact_integer():

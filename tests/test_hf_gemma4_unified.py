@@ -7,14 +7,10 @@ one line."""
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
-from tests.cli_run import run_main
-from tests.family_configs import (assert_cache_after_prefill_exact, assert_decode_flops_exact,
-                                  assert_prefill_flops_exact, assert_rows_exact, assert_saved_bytes_exact,
-                                  buffer_bytes_both, estimated_total, hf_meta_count, odd_config_rows)
+from tests.family_checks import family_checks, refused_in_one_line
+from tests.family_configs import buffer_bytes_both, estimated_total, hf_meta_count
 
 _BASE = dict(model_type="gemma4_unified_text", vocab_size=99, hidden_size=48, num_attention_heads=6,
              num_key_value_heads=2, head_dim=10, global_head_dim=16, intermediate_size=37,
@@ -32,10 +28,8 @@ CONFIGS = {
 }
 
 
-@pytest.mark.parametrize("name", sorted(CONFIGS))
-def test_parameters_equal_the_class(name):
-    pytest.importorskip("transformers")
-    assert estimated_total(CONFIGS[name], name) == hf_meta_count(CONFIGS[name])
+CHECKS = family_checks(CONFIGS)
+test_parameters_equal_the_class = CHECKS.parameters_equal_the_class
 
 
 def test_parameters_exact_integers():
@@ -70,43 +64,25 @@ def test_buffers_equal_the_class(name):
     assert ours == theirs == 114
 
 
-@pytest.mark.parametrize("attention", ["eager", "sdpa"])
-@pytest.mark.parametrize("name", sorted(CONFIGS))
-def test_validate_rows_exact(name, attention):
-    """validate's rows (b 2, n 12, bf16, 2 generated tokens; validate/hf_gemma4.py writes the
-    gemma4_unified_text config.json back, so Gemma4UnifiedForCausalLM is built): parameters, matmul
-    FLOPs, other ops, bytes saved, KV cache."""
-    pytest.importorskip("transformers")
-    assert_rows_exact(odd_config_rows(CONFIGS[name], name, attention))
+# validate's rows (b 2, n 12, bf16, 2 generated tokens; validate/hf_gemma4.py writes the gemma4_unified_text
+# config.json back, so Gemma4UnifiedForCausalLM is built): parameters, matmul FLOPs, other ops, bytes saved,
+# KV cache.
+test_validate_rows_exact = CHECKS.validate_rows_exact
 
 
-@pytest.mark.parametrize("dtype", ["fp32", "bf16"])
-@pytest.mark.parametrize("name", sorted(CONFIGS))
-def test_saved_bytes_and_cache(name, dtype):
-    pytest.importorskip("transformers")
-    assert_saved_bytes_exact(CONFIGS[name], name, dtype)
-    assert_cache_after_prefill_exact(CONFIGS[name], name, dtype)
+test_saved_bytes_and_cache = CHECKS.saved_bytes_and_cache
 
 
-@pytest.mark.parametrize("name", sorted(CONFIGS))
-def test_decode_and_prefill_flops(name):
-    pytest.importorskip("transformers")
-    assert_decode_flops_exact(CONFIGS[name], name)
-    assert_prefill_flops_exact(CONFIGS[name], name)
+test_decode_and_prefill_flops = CHECKS.decode_and_prefill_flops
 
 
-@pytest.mark.parametrize("change, words", [
+test_refused_in_one_line = refused_in_one_line(CONFIGS["gemma4u"], [
     ({"hidden_activation": "relu"}, "unsupported hidden_activation 'relu' for gemma4_unified_text"),
     ({"sliding_window": None}, "sliding_window null is not modelled for gemma4_unified_text"),
     ({"use_bidirectional_attention": "all"}, "use_bidirectional_attention \"all\""),
     # found by a fuzz of these readers: the kinds were counted over more shared layers than layers (IndexError)
     ({"num_kv_shared_layers": 96}, "num_kv_shared_layers (96) must leave decoder layers of their own (of 4)"),
 ])
-def test_refused_in_one_line(tmp_path, capsys, change, words):
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps(dict(CONFIGS["gemma4u"], **change)))
-    code, _, err = run_main(["estimate", "--config", str(path)], capsys)
-    assert code == 2 and err.count("\n") == 1 and words in err
 
 
 def test_architectures_alone():

@@ -12,9 +12,9 @@ import json
 import pytest
 
 from tests.cli_run import run_main
-from tests.family_configs import (assert_cache_after_prefill_exact, assert_decode_flops_exact,
-                                  assert_prefill_flops_exact, assert_rows_exact, assert_saved_bytes_exact,
-                                  buffer_bytes_both, estimated_total, hf_meta_count, odd_config_rows)
+from tests.family_checks import (assert_class_default_total, assert_counts_exact, family_checks,
+                                 refused_in_one_line)
+from tests.family_configs import buffer_bytes_both, estimated_total
 
 _BASE = dict(model_type="gpt_neox_japanese", vocab_size=99, hidden_size=48, num_attention_heads=6,
              num_hidden_layers=3, max_position_embeddings=64, intermediate_multiple_size=3,
@@ -31,26 +31,18 @@ CONFIGS = {
 }
 
 
-@pytest.mark.parametrize("name", sorted(CONFIGS))
-def test_parameters_equal_the_class(name):
-    pytest.importorskip("transformers")
-    assert estimated_total(CONFIGS[name], name) == hf_meta_count(CONFIGS[name])
+CHECKS = family_checks(CONFIGS, ids={"validate_rows_exact": ("name",)})
+test_parameters_equal_the_class = CHECKS.parameters_equal_the_class
 
 
 def test_parameters_exact_integers():
     """The odd configs' counts and GPTNeoXJapaneseConfig()'s (32 layers of hidden 2,560, 32 heads, an MLP
     of 4 x 2,560, vocabulary 32,000, tied: abeja/gpt-neox-japanese-2.7b's shape), the meta models'."""
-    transformers = pytest.importorskip("transformers")
-    counts = [hf_meta_count(CONFIGS[name]) for name in sorted(CONFIGS)]
-    assert counts == [estimated_total(CONFIGS[name], name) for name in sorted(CONFIGS)]
     # a layer: query_key_value 48*144, dense 48*48, two LayerNorms 4*48, the MLP 2*48*144: 23,232; the
     # first: 99*48 + 3*23,232 + 48 (the last layer's dense_bias) + 2*48 (the final LayerNorm); the second
     # 2*99*48 + 2*23,232 + 48 + 2*48
-    assert counts == [74_592, 56_112]
-    default = transformers.AutoConfig.for_model("gpt_neox_japanese")
-    for fields in (default.to_dict(), default.to_diff_dict(), {"model_type": "gpt_neox_japanese"}):
-        assert estimated_total(fields, "x") == 2_598_837_760
-    assert hf_meta_count({"model_type": "gpt_neox_japanese"}) == 2_598_837_760
+    assert_counts_exact(CONFIGS, [74_592, 56_112])
+    assert_class_default_total("gpt_neox_japanese", 2_598_837_760)
 
 
 @pytest.mark.parametrize("name, expected", [("gptnj", 32), ("gptnj-dropout", 16)])
@@ -61,28 +53,16 @@ def test_buffers_equal_the_class(name, expected):
     assert ours == theirs == expected
 
 
-@pytest.mark.parametrize("name", sorted(CONFIGS))
-def test_validate_rows_exact(name):
-    """validate's rows (b 2, n 12, bf16, 2 generated tokens, eager: the class has no other path;
-    validate/hf_gpt_neox_japanese.py writes the config.json back): parameters, matmul FLOPs, other ops,
-    bytes saved, KV cache."""
-    pytest.importorskip("transformers")
-    assert_rows_exact(odd_config_rows(CONFIGS[name], name, "eager"))
+# validate's rows (b 2, n 12, bf16, 2 generated tokens, eager: the class has no other path;
+# validate/hf_gpt_neox_japanese.py writes the config.json back): parameters, matmul FLOPs, other ops, bytes
+# saved, KV cache.
+test_validate_rows_exact = CHECKS.validate_rows_exact
 
 
-@pytest.mark.parametrize("dtype", ["fp32", "bf16"])
-@pytest.mark.parametrize("name", sorted(CONFIGS))
-def test_saved_bytes_and_cache(name, dtype):
-    pytest.importorskip("transformers")
-    assert_saved_bytes_exact(CONFIGS[name], name, dtype)
-    assert_cache_after_prefill_exact(CONFIGS[name], name, dtype)
+test_saved_bytes_and_cache = CHECKS.saved_bytes_and_cache
 
 
-@pytest.mark.parametrize("name", sorted(CONFIGS))
-def test_decode_and_prefill_flops(name):
-    pytest.importorskip("transformers")
-    assert_decode_flops_exact(CONFIGS[name], name)
-    assert_prefill_flops_exact(CONFIGS[name], name)
+test_decode_and_prefill_flops = CHECKS.decode_and_prefill_flops
 
 
 def test_the_last_layers_bias():
@@ -94,16 +74,11 @@ def test_the_last_layers_bias():
     assert rows["params"]["by_block"]["decoder.last_out_bias"] == 48
 
 
-@pytest.mark.parametrize("change, words", [
+test_refused_in_one_line = refused_in_one_line(CONFIGS["gptnj"], [
     ({"hidden_act": "tanh"}, "unsupported hidden_act 'tanh' for gpt_neox_japanese"),
     ({"num_attention_heads": 5}, "hidden_size (48) is not divisible by num_attention_heads (5)"),
     ({"rotary_pct": 0.01}, "partial_rotary_factor leaves 0 rotary dimensions per head"),
 ])
-def test_refused_in_one_line(tmp_path, capsys, change, words):
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps(dict(CONFIGS["gptnj"], **change)))
-    code, _, err = run_main(["estimate", "--config", str(path)], capsys)
-    assert code == 2 and err.count("\n") == 1 and words in err
 
 
 def test_sdpa_refused_in_one_line(tmp_path, capsys):

@@ -7,14 +7,11 @@ configs refused in one line."""
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
-from tests.cli_run import run_main
-from tests.family_configs import (assert_cache_after_prefill_exact, assert_decode_flops_exact,
-                                  assert_prefill_flops_exact, assert_rows_exact, assert_saved_bytes_exact,
-                                  buffer_bytes_both, estimated_total, hf_meta_count, odd_config_rows)
+from tests.family_checks import (assert_class_default_total, assert_counts_exact, family_checks,
+                                 refused_in_one_line)
+from tests.family_configs import buffer_bytes_both, estimated_total
 
 _BASE = dict(model_type="kolibri1", vocab_size=99, hidden_size=48, num_attention_heads=6, num_key_value_heads=2,
              head_dim=10, num_hidden_layers=5, max_position_embeddings=64, moe_intermediate_size=16,
@@ -30,26 +27,18 @@ CONFIGS = {
 }
 
 
-@pytest.mark.parametrize("name", sorted(CONFIGS))
-def test_parameters_equal_the_class(name):
-    pytest.importorskip("transformers")
-    assert estimated_total(CONFIGS[name], name) == hf_meta_count(CONFIGS[name])
+CHECKS = family_checks(CONFIGS)
+test_parameters_equal_the_class = CHECKS.parameters_equal_the_class
 
 
 def test_parameters_exact_integers():
     """The odd configs' counts and Kolibri1Config()'s (50 layers of hidden 2,560, 48 heads of 128 and 4
     KV heads, 384 experts of 512 (top 6) and a shared SwiGLU of 512 in every layer, vocabulary
     128,000, untied), the meta models' (transformers 5.24)."""
-    transformers = pytest.importorskip("transformers")
-    counts = [hf_meta_count(CONFIGS[name]) for name in sorted(CONFIGS)]
-    assert counts == [estimated_total(CONFIGS[name], name) for name in sorted(CONFIGS)]
     # per layer: attention 48*60 + 2*48*20 + 60*48 + q/k norms 20 + four norms 192; router 8*48;
     # experts 8*3*48*16; shared 3*48*24: 31,036; the first: 2*99*48 + 48 + 5*31,036
-    assert counts == [160_372, 95_292]
-    default = transformers.AutoConfig.for_model("kolibri1")
-    for fields in (default.to_dict(), default.to_diff_dict(), {"model_type": "kolibri1"}):
-        assert estimated_total(fields, "x") == 78_103_055_360
-    assert hf_meta_count({"model_type": "kolibri1"}) == 78_103_055_360
+    assert_counts_exact(CONFIGS, [160_372, 95_292])
+    assert_class_default_total("kolibri1", 78_103_055_360)
 
 
 @pytest.mark.parametrize("name", sorted(CONFIGS))
@@ -61,24 +50,15 @@ def test_buffers_equal_the_class(name):
     assert ours == theirs == {"kolibri1": 200, "kolibri1-tied": 136}[name]
 
 
-@pytest.mark.parametrize("attention", ["eager", "sdpa"])
-@pytest.mark.parametrize("name", sorted(CONFIGS))
-def test_validate_rows_exact(name, attention):
-    """validate's rows (b 2, n 12, bf16, 2 generated tokens; validate/hf_more_types.py writes the
-    kolibri1 config.json back): parameters, matmul FLOPs, other ops, bytes saved, KV cache."""
-    pytest.importorskip("transformers")
-    assert_rows_exact(odd_config_rows(CONFIGS[name], name, attention))
+# validate's rows (b 2, n 12, bf16, 2 generated tokens; validate/hf_more_types.py writes the kolibri1
+# config.json back): parameters, matmul FLOPs, other ops, bytes saved, KV cache.
+test_validate_rows_exact = CHECKS.validate_rows_exact
 
 
-@pytest.mark.parametrize("dtype", ["fp32", "bf16"])
-@pytest.mark.parametrize("name", sorted(CONFIGS))
-def test_saved_bytes_and_cache(name, dtype):
-    """The class built from the kolibri1 dict itself: bytes saved for backward (eager) and the cache
-    after a prefill. Before the router's own accounting the tree was short by the gathered fp32 logits
-    (tokens x E x 4 bytes a layer) and, in bf16, by the weight's fp32 copy (E x d x 4 bytes a layer)."""
-    pytest.importorskip("transformers")
-    assert_saved_bytes_exact(CONFIGS[name], name, dtype)
-    assert_cache_after_prefill_exact(CONFIGS[name], name, dtype)
+# The class built from the kolibri1 dict itself: bytes saved for backward (eager) and the cache after a
+# prefill. Before the router's own accounting the tree was short by the gathered fp32 logits (tokens x E x 4
+# bytes a layer) and, in bf16, by the weight's fp32 copy (E x d x 4 bytes a layer).
+test_saved_bytes_and_cache = CHECKS.saved_bytes_and_cache
 
 
 def test_the_router_terms():
@@ -97,22 +77,13 @@ def test_the_router_terms():
     assert router("kolibri1-tied") == 3 * (layer + 18 * 4)
 
 
-@pytest.mark.parametrize("name", sorted(CONFIGS))
-def test_decode_and_prefill_flops(name):
-    pytest.importorskip("transformers")
-    assert_decode_flops_exact(CONFIGS[name], name)
-    assert_prefill_flops_exact(CONFIGS[name], name)
+test_decode_and_prefill_flops = CHECKS.decode_and_prefill_flops
 
 
-@pytest.mark.parametrize("change, words", [
+test_refused_in_one_line = refused_in_one_line(CONFIGS["kolibri1"], [
     ({"hidden_act": "gelu"}, "hidden_act 'gelu' is not modelled for kolibri1"),
     ({"sliding_window": None}, "sliding_window is null, which transformers 5.24's Kolibri1Model cannot run"),
 ])
-def test_refused_in_one_line(tmp_path, capsys, change, words):
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps(dict(CONFIGS["kolibri1"], **change)))
-    code, _, err = run_main(["estimate", "--config", str(path)], capsys)
-    assert code == 2 and err.count("\n") == 1 and words in err
 
 
 def test_architectures_alone():

@@ -13,9 +13,8 @@ import json
 import pytest
 
 from tests.cli_run import run_main
-from tests.family_configs import (assert_cache_after_prefill_exact, assert_decode_flops_exact,
-                                  assert_prefill_flops_exact, assert_rows_exact, assert_saved_bytes_exact,
-                                  buffer_bytes_both, estimated_total, hf_meta_count, odd_config_rows)
+from tests.family_checks import assert_class_default_total, assert_counts_exact, family_checks
+from tests.family_configs import buffer_bytes_both
 
 _TEXT = dict(vocab_size=99, hidden_size=48, num_attention_heads=6, num_key_value_heads=2, intermediate_size=37,
              num_hidden_layers=4, max_position_embeddings=64, pad_token_id=0, bos_token_id=1, eos_token_id=2)
@@ -34,28 +33,20 @@ CONFIGS = {
 }
 
 
-@pytest.mark.parametrize("name", sorted(CONFIGS))
-def test_parameters_equal_the_class(name):
-    pytest.importorskip("transformers")
-    assert estimated_total(CONFIGS[name], name) == hf_meta_count(CONFIGS[name])
+CHECKS = family_checks(CONFIGS)
+test_parameters_equal_the_class = CHECKS.parameters_equal_the_class
 
 
 def test_parameters_exact_integers():
     """The odd configs' counts and MllamaConfig()'s (40 layers of hidden 4,096, 8 of them
     cross-attention, 32 heads and 8 KV heads, a SwiGLU of 14,336, vocabulary 128,256 (+8 token rows),
     untied: Llama 3.2 11B Vision's language model), the meta models'."""
-    transformers = pytest.importorskip("transformers")
-    counts = [hf_meta_count(CONFIGS[name]) for name in sorted(CONFIGS)]
-    assert counts == [estimated_total(CONFIGS[name], name) for name in sorted(CONFIGS)]
     # a self-attention layer: q 48*48, k and v 48*16 each, o 48*48, two norms 96, SwiGLU 3*48*37: 11,568;
     # a cross-attention layer the same plus its q/k norms 2*8 and two gates: 11,586; the table (99+8)*48,
     # the head 99*48, the final norm 48: 3*11,568 + 11,586 + 107*48 + 99*48 + 48. The second (one KV head:
     # k and v 48*8): 3*10,800 + 2*10,818 + 107*48 + 99*48 + 48
-    assert counts == [56_226, 63_972]
-    default = transformers.AutoConfig.for_model("mllama")
-    for fields in (default.to_dict(), default.to_diff_dict(), {"model_type": "mllama"}):
-        assert estimated_total(fields, "x") == 9_775_192_080
-    assert hf_meta_count({"model_type": "mllama"}) == 9_775_192_080
+    assert_counts_exact(CONFIGS, [56_226, 63_972])
+    assert_class_default_total("mllama", 9_775_192_080)
 
 
 @pytest.mark.parametrize("name", sorted(CONFIGS))
@@ -65,29 +56,16 @@ def test_buffers_equal_the_class(name):
     assert ours == theirs
 
 
-@pytest.mark.parametrize("attention", ["eager", "sdpa"])
-@pytest.mark.parametrize("name", sorted(CONFIGS))
-def test_validate_rows_exact(name, attention):
-    """validate's rows (b 2, n 12, bf16, 2 generated tokens; validate/hf_more_types.py writes the mllama
-    config.json back, its cross-attention layers last): parameters, matmul FLOPs, other ops, bytes
-    saved, KV cache."""
-    pytest.importorskip("transformers")
-    assert_rows_exact(odd_config_rows(CONFIGS[name], name, attention))
+# validate's rows (b 2, n 12, bf16, 2 generated tokens; validate/hf_more_types.py writes the mllama
+# config.json back, its cross-attention layers last): parameters, matmul FLOPs, other ops, bytes saved, KV
+# cache.
+test_validate_rows_exact = CHECKS.validate_rows_exact
 
 
-@pytest.mark.parametrize("dtype", ["fp32", "bf16"])
-@pytest.mark.parametrize("name", sorted(CONFIGS))
-def test_saved_bytes_and_cache(name, dtype):
-    pytest.importorskip("transformers")
-    assert_saved_bytes_exact(CONFIGS[name], name, dtype)
-    assert_cache_after_prefill_exact(CONFIGS[name], name, dtype)
+test_saved_bytes_and_cache = CHECKS.saved_bytes_and_cache
 
 
-@pytest.mark.parametrize("name", sorted(CONFIGS))
-def test_decode_and_prefill_flops(name):
-    pytest.importorskip("transformers")
-    assert_decode_flops_exact(CONFIGS[name], name)
-    assert_prefill_flops_exact(CONFIGS[name], name)
+test_decode_and_prefill_flops = CHECKS.decode_and_prefill_flops
 
 
 def test_the_hubs_file_names_text_prompts():

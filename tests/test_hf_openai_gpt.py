@@ -12,8 +12,8 @@ import json
 import pytest
 
 from tests.cli_run import run_main
-from tests.family_configs import (assert_prefill_flops_exact, assert_rows_exact, assert_saved_bytes_exact,
-                                  buffer_bytes_both, estimated_total, hf_meta_count, odd_config_rows)
+from tests.family_checks import assert_class_default_total, assert_counts_exact, family_checks
+from tests.family_configs import assert_rows_exact, buffer_bytes_both, estimated_total, odd_config_rows
 
 _BASE = dict(model_type="openai-gpt", vocab_size=99, n_embd=48, n_head=6, n_layer=3, n_positions=64)
 
@@ -26,25 +26,17 @@ CONFIGS = {
 }
 
 
-@pytest.mark.parametrize("name", sorted(CONFIGS))
-def test_parameters_equal_the_class(name):
-    pytest.importorskip("transformers")
-    assert estimated_total(CONFIGS[name], name) == hf_meta_count(CONFIGS[name])
+CHECKS = family_checks(CONFIGS)
+test_parameters_equal_the_class = CHECKS.parameters_equal_the_class
 
 
 def test_parameters_exact_integers():
     """The odd configs' counts and OpenAIGPTConfig()'s (openai-community/openai-gpt: d 768, 12 layers,
     12 heads, an MLP of 4 d, vocabulary 40,478, 512 positions, tied), the meta models' (transformers 5.24)."""
-    transformers = pytest.importorskip("transformers")
-    counts = [hf_meta_count(CONFIGS[name]) for name in sorted(CONFIGS)]
-    assert counts == [estimated_total(CONFIGS[name], name) for name in sorted(CONFIGS)]
     # (99 + 64) * 48 + 3 * 28,272 (c_attn 48*144 + 144, c_proj 48*48 + 48, c_fc 48*192 + 192,
     # c_proj 192*48 + 48, two LayerNorms 4*48); untied: (2*99 + 40) * 48 + 2 * 28,272
-    assert counts == [92_640, 67_968]
-    default = transformers.AutoConfig.for_model("openai-gpt")
-    for fields in (default.to_dict(), default.to_diff_dict(), {"model_type": "openai-gpt"}):
-        assert estimated_total(fields, "x") == 116_534_784
-    assert hf_meta_count({"model_type": "openai-gpt"}) == 116_534_784
+    assert_counts_exact(CONFIGS, [92_640, 67_968])
+    assert_class_default_total("openai-gpt", 116_534_784)
 
 
 @pytest.mark.parametrize("name", sorted(CONFIGS))
@@ -68,13 +60,9 @@ def test_validate_rows_exact(name):
     assert [(row.formula, row.measured) for row in rows if row.quantity == "KV-cache bytes"] == [(0, 0)]
 
 
-@pytest.mark.parametrize("dtype", ["fp32", "bf16"])
-@pytest.mark.parametrize("name", sorted(CONFIGS))
-def test_saved_bytes(name, dtype):
-    """Bytes saved for backward of the class itself (b 2, n 9): the mask's product keeps only the
-    buffer's slice (excluded as a buffer), the softmax runs in the activation dtype."""
-    pytest.importorskip("transformers")
-    assert_saved_bytes_exact(CONFIGS[name], name, dtype)
+# Bytes saved for backward of the class itself (b 2, n 9): the mask's product keeps only the buffer's slice
+# (excluded as a buffer), the softmax runs in the activation dtype.
+test_saved_bytes = CHECKS.saved_bytes
 
 
 def test_saved_bytes_integers():
@@ -86,10 +74,7 @@ def test_saved_bytes_integers():
     assert figures == [184_324, 54_796]
 
 
-@pytest.mark.parametrize("name", sorted(CONFIGS))
-def test_prefill_flops(name):
-    pytest.importorskip("transformers")
-    assert_prefill_flops_exact(CONFIGS[name], name)
+test_prefill_flops = CHECKS.prefill_flops
 
 
 @pytest.mark.parametrize("name", sorted(CONFIGS))

@@ -8,9 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.family_configs import (assert_cache_after_prefill_exact, assert_decode_flops_exact,
-                                  assert_prefill_flops_exact, assert_rows_exact, assert_saved_bytes_exact,
-                                  buffer_bytes_both, estimated_total, hf_meta_count, odd_config_rows)
+from tests.family_checks import assert_class_default_total, assert_counts_exact, family_checks
+from tests.family_configs import buffer_bytes_both, estimated_total, hf_meta_count
 
 _BASE = dict(model_type="sarvam_mla", vocab_size=99, hidden_size=48, num_attention_heads=6,
              num_hidden_layers=3, max_position_embeddings=64, intermediate_size=37, kv_lora_rank=12,
@@ -31,10 +30,8 @@ CONFIGS = {
 }
 
 
-@pytest.mark.parametrize("name", sorted(CONFIGS))
-def test_parameters_equal_the_class(name):
-    pytest.importorskip("transformers")
-    assert estimated_total(CONFIGS[name], name) == hf_meta_count(CONFIGS[name])
+CHECKS = family_checks(CONFIGS)
+test_parameters_equal_the_class = CHECKS.parameters_equal_the_class
 
 
 def test_parameters_exact_integers():
@@ -42,16 +39,10 @@ def test_parameters_exact_integers():
     of hidden 4,096, 64 heads of latent attention without a query rank, 128 experts of 2,048 (top
     8) and one shared after one dense layer of 16,384, vocabulary 262,144, untied), the meta
     models' (transformers 5.24)."""
-    transformers = pytest.importorskip("transformers")
-    counts = [hf_meta_count(CONFIGS[name]) for name in sorted(CONFIGS)]
-    assert counts == [estimated_total(CONFIGS[name], name) for name in sorted(CONFIGS)]
     # The first: 2*99*48 + 48 + 3*(6,612 attention: 48*6*10 + 48*(12+4) + 12 + 12*6*(6+7) + 6*7*48;
     # 96 norms) + 3*48*37 (the dense layer) + 2*(8*48 router + 8*3*48*16 experts + 3*48*16 shared)
-    assert counts == [77_244, 57_156]
-    default = transformers.AutoConfig.for_model("sarvam_mla")
-    for fields in (default.to_dict(), default.to_diff_dict(), {"model_type": "sarvam_mla"}):
-        assert estimated_total(fields, "x") == 106_031_763_456
-    assert hf_meta_count({"model_type": "sarvam_mla"}) == 106_031_763_456
+    assert_counts_exact(CONFIGS, [77_244, 57_156])
+    assert_class_default_total("sarvam_mla", 106_031_763_456)
 
 
 @pytest.mark.parametrize("name", sorted(CONFIGS))
@@ -61,30 +52,17 @@ def test_buffers_equal_the_class(name):
     assert ours == theirs > 0
 
 
-@pytest.mark.parametrize("attention", ["eager", "sdpa"])
-@pytest.mark.parametrize("name", sorted(CONFIGS))
-def test_validate_rows_exact(name, attention):
-    """validate's rows (b 2, n 12, bf16, 2 generated tokens; validate writes DeepSeek-V3's
-    config.json back, the same class): parameters, matmul FLOPs, other ops, bytes saved, KV cache."""
-    pytest.importorskip("transformers")
-    assert_rows_exact(odd_config_rows(CONFIGS[name], name, attention))
+# validate's rows (b 2, n 12, bf16, 2 generated tokens; validate writes DeepSeek-V3's config.json back, the
+# same class): parameters, matmul FLOPs, other ops, bytes saved, KV cache.
+test_validate_rows_exact = CHECKS.validate_rows_exact
 
 
-@pytest.mark.parametrize("dtype", ["fp32", "bf16"])
-@pytest.mark.parametrize("name", sorted(CONFIGS))
-def test_saved_bytes_and_cache_from_the_sarvam_config(name, dtype):
-    """The class built from the sarvam_mla dict itself: bytes saved for backward (eager) and the
-    cache after a prefill."""
-    pytest.importorskip("transformers")
-    assert_saved_bytes_exact(CONFIGS[name], name, dtype)
-    assert_cache_after_prefill_exact(CONFIGS[name], name, dtype)
+# The class built from the sarvam_mla dict itself: bytes saved for backward (eager) and the cache after a
+# prefill.
+test_saved_bytes_and_cache_from_the_sarvam_config = CHECKS.saved_bytes_and_cache
 
 
-@pytest.mark.parametrize("name", sorted(CONFIGS))
-def test_decode_and_prefill_flops(name):
-    pytest.importorskip("transformers")
-    assert_decode_flops_exact(CONFIGS[name], name)
-    assert_prefill_flops_exact(CONFIGS[name], name)
+test_decode_and_prefill_flops = CHECKS.decode_and_prefill_flops
 
 
 def test_the_released_files_deepseek_yarn_rope_scaling_reads():

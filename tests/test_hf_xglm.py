@@ -11,9 +11,8 @@ import json
 
 import pytest
 
-from tests.family_configs import (assert_cache_after_prefill_exact, assert_decode_flops_exact,
-                                  assert_prefill_flops_exact, assert_rows_exact, assert_saved_bytes_exact,
-                                  buffer_bytes_both, estimated_total, hf_meta_count, odd_config_rows)
+from tests.family_checks import family_checks
+from tests.family_configs import buffer_bytes_both, estimated_total, hf_meta_count
 
 _BASE = dict(model_type="xglm", vocab_size=99, d_model=48, attention_heads=6, ffn_dim=37, num_layers=3,
              max_position_embeddings=64)
@@ -27,9 +26,9 @@ CONFIGS = {
 }
 
 
-@pytest.mark.parametrize("name", sorted(CONFIGS))
-def test_parameters_equal_the_class(name):
-    assert estimated_total(CONFIGS[name], name) == hf_meta_count(CONFIGS[name])
+CHECKS = family_checks(CONFIGS, ids={"validate_rows_exact": ("name",),
+                                     "bytes_saved_for_backward": ("b,n", "dtype", "name")})
+test_parameters_equal_the_class = CHECKS.parameters_equal_the_class
 
 
 def test_parameters_exact_integers():
@@ -52,12 +51,10 @@ def test_buffers_equal_the_class(name):
     assert ours == theirs == 66 * 48 * 2
 
 
-@pytest.mark.parametrize("name", sorted(CONFIGS))
-def test_validate_rows_exact(name):
-    """validate's rows (validate/hf_xglm.py writes the config.json back; bf16 under FakeTensorMode,
-    b 2, n 12, 2 generated tokens, eager attention): parameters, forward and backward matmul FLOPs,
-    other ops' elements, bytes saved for backward and the KV cache."""
-    assert_rows_exact(odd_config_rows(CONFIGS[name], name, "eager"))
+# validate's rows (validate/hf_xglm.py writes the config.json back; bf16 under FakeTensorMode, b 2, n 12, 2
+# generated tokens, eager attention): parameters, forward and backward matmul FLOPs, other ops' elements,
+# bytes saved for backward and the KV cache.
+test_validate_rows_exact = CHECKS.validate_rows_exact
 
 
 @pytest.mark.slow
@@ -68,29 +65,18 @@ def test_validate_rows_exact_on_real_tensors_in_fp32():
     assert_fp32_rows_exact(CONFIGS["xglm"], "xglm")
 
 
-@pytest.mark.parametrize("name", sorted(CONFIGS))
-def test_decode_and_prefill_flops(name):
-    """A cached decode step at three cache lengths and a prefill, against the decode tree."""
-    assert_decode_flops_exact(CONFIGS[name], name)
-    assert_prefill_flops_exact(CONFIGS[name], name)
+# A cached decode step at three cache lengths and a prefill, against the decode tree.
+test_decode_and_prefill_flops = CHECKS.decode_and_prefill_flops
 
 
-@pytest.mark.parametrize("name", sorted(CONFIGS))
-@pytest.mark.parametrize("dtype", ["fp32", "bf16"])
-def test_cache_after_prefill(name, dtype):
-    """Every layer's keys and values after a prefill."""
-    assert_cache_after_prefill_exact(CONFIGS[name], name, dtype)
+# Every layer's keys and values after a prefill.
+test_cache_after_prefill = CHECKS.cache_after_prefill
 
 
-@pytest.mark.parametrize("name", sorted(CONFIGS))
-@pytest.mark.parametrize("dtype", ["fp32", "bf16"])
-@pytest.mark.parametrize("b,n", [(2, 9), (1, 5)])
-def test_bytes_saved_for_backward(name, dtype, b, n):
-    """The class's eager training forward with its loss against the tree's activations: the clamp
-    torch.max(scores + mask, finfo.min) keeps the masked scores and its 0-d fp32 bound in every
-    layer (facts.scores_clamped_min: b h n^2 e + 4 bytes a layer short without it), the loss its
-    fp32 logits (facts.loss_dtype)."""
-    assert_saved_bytes_exact(CONFIGS[name], name, dtype, b=b, n=n, attention="eager")
+# The class's eager training forward with its loss against the tree's activations: the clamp torch.max(scores
+# + mask, finfo.min) keeps the masked scores and its 0-d fp32 bound in every layer (facts.scores_clamped_min:
+# b h n^2 e + 4 bytes a layer short without it), the loss its fp32 logits (facts.loss_dtype).
+test_bytes_saved_for_backward = CHECKS.bytes_saved_for_backward
 
 
 #: estimate's bytes saved for backward, which test_bytes_saved_for_backward proves equal to the class's.
