@@ -270,3 +270,24 @@ def test_plan_searches_parallel_folding_where_tensor_and_expert_parallelism_meet
                      "--zero", "1", "--ep", "8", "--etp", "1", "--batch", "1", "--json"]) == 0
     step = json.loads(capsys.readouterr().out)["step"]["seconds"]
     assert step == pytest.approx(best["step_time"], rel=1e-9) and round(step, 4) == 0.4264
+
+
+def test_plan_sets_aside_layouts_only_the_step_time_refuses():
+    """The 'moe' recompute reruns a shared expert's tensor-parallel collectives, which the step time
+    does not model (communication.recomputed_collectives refuses them): plan sets those layouts
+    aside as unsupported, one each, and ranks the tp 1 layout (it used to abort the whole plan).
+    Plan tries none, selective and full only; the named module lists are asked for."""
+    from costmodel.layout.plan import PLANNED_RECOMPUTES
+    from costmodel.planning import plan
+
+    assert PLANNED_RECOMPUTES == ("none", "selective", "full")
+    result = plan("deepseek-v2-lite", 8, "h200", recompute="layernorm-moe-core-attn", framework="megatron",
+                  seq_len=1024, global_batch=8, time_model="roofline", pp=1, zero=1, ep=1).to_dict()
+    assert [entry["layout"]["tp"] for entry in result["feasible"]] == [1]
+    unsupported = [entry for entry in result["infeasible"] if entry["reason"] == "unsupported"]
+    # each tp > 1 at every micro-batch of 1, 2, 4, 8 that divides the global 8 / dp: tp 2 (dp 4): 1, 2;
+    # tp 4 (dp 2): 1, 2, 4; tp 8 (dp 1): all four
+    assert sorted(entry["layout"]["tp"] for entry in unsupported) == [2, 2, 4, 4, 4, 8, 8, 8, 8]
+    assert {entry["detail"] for entry in unsupported} == {
+        "recompute 'layernorm-moe-core-attn' reruns deepseek-v2-lite's shared experts with their MoE layer, "
+        "and their tensor-parallel collectives rerun with them are not modelled; use --tp 1 or another recomputation."}

@@ -27,9 +27,9 @@ from ..spec import DEFAULT_SERVE_ATTENTION, RECOMPUTES
 #: DeepSeek-V3's stated choice for latent attention around a fused kernel, "torchtitan-op" torchtitan's
 #: op policy (costmodel/op_checkpoint.py, dense layers only), "layernorm-moe-act" Megatron-Core's module
 #: list as GPT-OSS's recipes name it, "layernorm-moe" the model zoo's long-context Qwen3 command's,
-#: "mla-up-proj" DeepSeek-V3's, each asked for by name.
-PLANNED_RECOMPUTES = tuple(r for r in RECOMPUTES
-                           if r not in ("deepseek", "torchtitan-op", "layernorm-moe-act", "layernorm-moe", "mla-up-proj"))
+#: "layernorm-moe-core-attn" Nemotron 3 Super's card's, "mla-up-proj" DeepSeek-V3's, each asked for by name.
+PLANNED_RECOMPUTES = tuple(r for r in RECOMPUTES if r not in (
+    "deepseek", "torchtitan-op", "layernorm-moe-act", "layernorm-moe", "layernorm-moe-core-attn", "mla-up-proj"))
 from ..hardware import Efficiency, Hardware, time_model_for
 from .frameworks import FRAMEWORKS
 from .rank import ParallelEstimate
@@ -223,8 +223,12 @@ def plan_training(cfg: ModelConfig, hardware: Hardware, gpus: int, seq_len: int,
         if per_rank["total"] > hardware.training_memory_bytes:
             infeasible.append({**entry, "reason": "memory", "per_rank": per_rank})
             continue
-        step = step_time(estimate, hardware, efficiency, time_model, flops_convention=flops_convention,
-                         **({"compiled": True} if compiled else {})).step()
+        try:  # what only the step's time refuses (a collective it does not model) sets this layout aside
+            step = step_time(estimate, hardware, efficiency, time_model, flops_convention=flops_convention,
+                             **({"compiled": True} if compiled else {})).step()
+        except ConfigError as error:
+            infeasible.append({**entry, "reason": "unsupported", "detail": str(error)})
+            continue
         feasible.append({**entry, "per_rank": per_rank, "step_time": step["seconds"], "mfu": step["mfu"],
                          "hfu": step["hfu"], "split": {
                              "compute": step["compute_seconds"],
