@@ -83,3 +83,29 @@ def test_the_ep_overlap_is_refused_where_megatron_core_asserts_it_cannot_run():
     assert cli.main(base + ["--ep-overlap", "1"]) == 2  # no layout
     assert cli.main(base + ["--dp", "16", "--ep", "16", "--dtype", "fp32", "--ep-overlap", "1"]) == 2  # bf16/fp16 only
     assert cli.main(base + ["--dp", "16", "--ep", "16", "--ep-overlap", "1"]) == 0
+
+
+def test_the_flex_dispatchers_sms_slow_the_paired_compute_and_an_unknown_count_takes_the_average():
+    """Beside a DeepEP exchange a compute phase runs on the SMs its 20 kernels leave: on an H100's
+    132, 112 / 132 of its speed, which is the all-to-all dispatcher's 1 / (1 + s) at s = 20 / 112.
+    A hardware file with no sm_count takes the all-to-all dispatcher's measured average
+    (overlap_compute_slowdown); one with no SMs beyond the dispatcher's is refused (it ran at full
+    speed before)."""
+    from dataclasses import replace
+
+    h100 = load_hardware("h100-sxm")
+    assert h100.sm_count == 132
+    deepep, alltoall = qwen3_30b(ep_dispatcher="deepep"), qwen3_30b()
+    stage = alltoall.stages[0]
+    all_to_all = 0.05  # seconds of the micro-batch's exchanges, the same for both
+    held = StepTime(deepep, h100, overlap=Overlap(slowdown=0.25, ep=1.0)).ep_paired_hidden(stage, all_to_all)
+    same = StepTime(alltoall, h100, overlap=Overlap(slowdown=20 / 112, ep=1.0)).ep_paired_hidden(stage, all_to_all)
+    assert held == pytest.approx(same, rel=1e-12)
+    unknown = StepTime(deepep, replace(h100, sm_count=0), overlap=Overlap(slowdown=0.25, ep=1.0))
+    average = StepTime(alltoall, h100, overlap=Overlap(slowdown=0.25, ep=1.0))
+    assert unknown.ep_paired_hidden(stage, all_to_all) == pytest.approx(average.ep_paired_hidden(stage, all_to_all),
+                                                                       rel=1e-12)
+    assert held != pytest.approx(average.ep_paired_hidden(stage, all_to_all), rel=1e-6)
+    few = StepTime(deepep, replace(h100, sm_count=20), overlap=Overlap(ep=1.0))
+    with pytest.raises(ConfigError, match="its kernels hold 20 SMs .* has 20, none left"):
+        few.ep_paired_hidden(stage, all_to_all)

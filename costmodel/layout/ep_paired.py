@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..collectives import nccl_facts
+from ..config import ConfigError
 from .combined_1f1b import alone_passes, paired_layers_seconds, paired_share
 
 if TYPE_CHECKING:
@@ -25,7 +26,8 @@ def paired_hidden(step: Any, stage: Stage, all_to_all: float) -> tuple[float, fl
     way); and the compute that ran beside an exchange (what other collectives cannot hide
     under again). Beside an exchange a compute phase runs on the SMs the dispatcher leaves
     (nccl_facts.json ep_dispatcher_sms; the all-to-all dispatcher's NCCL kernels at
-    overlap_compute_slowdown's 1 / (1 + slowdown)). Hidden: the layers' compute and exchanges
+    overlap_compute_slowdown's 1 / (1 + slowdown), as on a hardware file with no sm_count; refused
+    where the GPU has no SMs beyond the dispatcher's). Hidden: the layers' compute and exchanges
     one after another, less the paired layers' time (net of the slowed compute)."""
     estimate = step.estimate
     moe = {key: count for key, count in step.part_runs(stage).items() if estimate.part(key, "routed_slots")}
@@ -35,12 +37,16 @@ def paired_hidden(step: Any, stage: Stage, all_to_all: float) -> tuple[float, fl
     compute = sum(count * step.part_seconds.get(key, (0.0, 0))[0] for key, count in moe.items()) / layers
     experts = sum(count * step.expert_seconds.get(key, 0.0) for key, count in moe.items()) / layers
     rest = compute - experts
-    dispatcher = estimate.layout.ep_dispatcher
-    if dispatcher == "alltoall":
+    dispatcher, sm_count = estimate.layout.ep_dispatcher, step.hardware.sm_count
+    if dispatcher == "alltoall" or not sm_count:  # NCCL's kernels, or a hardware file with no SM count
         rate = 1 / (1 + step.overlap.slowdown)
     else:
         sms = nccl_facts()["ep_dispatcher_sms"][dispatcher]
-        rate = (step.hardware.sm_count - sms) / step.hardware.sm_count if step.hardware.sm_count > sms else 1.0
+        if sm_count <= sms:
+            raise ConfigError(f"--ep-overlap with the {dispatcher} dispatcher: its kernels hold {sms} SMs "
+                              f"(nccl_facts.json ep_dispatcher_sms) and hardware {step.hardware.name} has "
+                              f"{sm_count}, none left for the compute beside them.")
+        rate = (sm_count - sms) / sm_count
     exchange = all_to_all / (4 * layers)
     phases = {"pre_dispatch_fwd": rest / 3, "pre_dispatch_bwd": 2 * rest / 3, "mlp_fwd": experts / 3,
               "mlp_bwd": experts / 3, "mlp_bwd_dw": experts / 3, "combine_bwd": exchange,
