@@ -163,3 +163,34 @@ def test_the_published_rows_that_state_them():
     assert typed["megatron-bridge-moe"] == {("current", 1, True, False), (None, 1, False, False),
                                             ("mxfp8", 1, False, False), ("mxfp8", 3, False, False),
                                             ("nvfp4", 1, False, False)}
+
+
+def test_interleaved_gathers_weigh_each_chunks_bytes():
+    """Llama 2 7B at PP 2 VP 2 over DP 8 with FP8 parameters: rank 0's chunk 0 holds 1,750,138,880
+    parameters (16 layers' 1,619,001,344 FP8 linear weights, their norms and the bf16 embedding),
+    chunk 1 1,619,066,880: 1,881,276,416 and 1,619,132,416 bytes gathered, the stage's all-gather
+    (3,500,408,832) split so, not by parameters (chunk 0 would then gather 52%, not 54%). With the
+    reduce exposed (Overlap.dp 0) what remains exposed is chunk 0's whole gather: chunk 1's hides under
+    the two forwards before its first."""
+    from costmodel.config import Workload
+    from costmodel.hardware import load_hardware
+    from costmodel.layout import Layout, ParallelEstimate
+    from costmodel.layout.time import Overlap, StepTime
+    from costmodel.presets import load_preset
+
+    estimate = ParallelEstimate(load_preset("llama2-7b"), Workload(seq_len=4096, attention="flash", impl="megatron"),
+                                Layout(pp=2, dp=8, zero=1, microbatches=2, schedule="interleaved", virtual_stages=2,
+                                       framework="megatron", fp8="delayed", fp8_param_gather=True))
+    stage = estimate.stages[0]
+    assert estimate.on_chunks(stage, "params") == (1_750_138_880, 1_619_066_880)
+    assert estimate.on_chunks(stage, "fp8_params") == (1_619_001_344, 1_619_001_344)
+    gathered = (2 * 1_750_138_880 - 1_619_001_344, 2 * 1_619_066_880 - 1_619_001_344)
+    assert gathered == (1_881_276_416, 1_619_132_416)
+    dp = estimate.communication(stage)["dp"]
+    assert dp["all_gather"] == sum(gathered) == 3_500_408_832
+    timer = StepTime(estimate, load_hardware("h100-sxm"), overlap=Overlap(dp=0.0, params=1.0, slowdown=0.0))
+    exposed, _ = timer.data_parallel_split(stage, timer.stage(stage)["compute"])
+    reduce = timer.collective("dp", "reduce_scatter", dp["reduce_scatter"])
+    assert exposed - reduce == pytest.approx(timer.collective("dp", "all_gather", gathered[0]), rel=1e-12)
+    by_params = timer.collective("dp", "all_gather", dp["all_gather"] * 1_750_138_880 / (1_750_138_880 + 1_619_066_880))
+    assert exposed - reduce != pytest.approx(by_params, rel=1e-3)
