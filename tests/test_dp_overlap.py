@@ -81,8 +81,9 @@ def test_each_chunk_holds_its_layers_and_the_rank_its_ends():
 
 def test_the_step_prices_each_chunk_as_the_schedule_runs_it():
     """The row's step: rank 0's exposed data-parallel seconds are the chunks' reduce-scatters
-    (unaligned, NeMo 2.2) and all-gathers, each chunk's payload its share of the rank's parameters,
-    under chunk-backwards of 2/3 and chunk-forwards of 1/3 of a micro-batch's compute over 12."""
+    (unaligned, NeMo 2.2) and all-gathers, each chunk's payload its share of the rank's parameters
+    (the gathers' of its bytes: the row gathers FP8 parameters, tests/test_fp8_params.py), under
+    chunk-backwards of 2/3 and chunk-forwards of 1/3 of a micro-batch's compute over 12."""
     import json
 
     from costmodel.layout.timing import step_time
@@ -96,8 +97,10 @@ def test_the_step_prices_each_chunk_as_the_schedule_runs_it():
     compute = timer.stage(stage)["compute"]
     payload = estimate.communication(stage)["dp"]
     params = estimate.on_chunks(stage, "params")
+    assert estimate.layout.fp8_param_gather  # nemo-25.02: bf16_with_fp8_mixed's fp8_params
+    gathered = [2 * p - f for p, f in zip(params, estimate.on_chunks(stage, "fp8_params"))]
     reduce_s = [timer.collective("dp", "reduce_scatter", payload["reduce_scatter"] * p / sum(params)) for p in params]
-    gather_s = [timer.collective("dp", "all_gather", payload["all_gather"] * p / sum(params)) for p in params]
+    gather_s = [timer.collective("dp", "all_gather", payload["all_gather"] * b / sum(gathered)) for b in gathered]
     late = sum(gradient_exposure(reduce_s, 2 / 3 * compute / 12, 4, 0, aligned=False))
     waited = sum(gather_exposure(gather_s, compute / 3 / 12, 4, 0))
     exposed, hidden = timer.data_parallel_split(stage, compute)
