@@ -250,7 +250,8 @@ class Workload:
                               f"{show(cfg.name)}; use --impl hf.")
         if cfg.architecture != "encoder-decoder" and self.tgt_len is not None:
             raise ConfigError(
-                f"tgt_len applies only to encoder-decoder models; {cfg.name} is a {cfg.architecture}."
+                f"tgt_len applies only to encoder-decoder models; {cfg.name} is "
+                f"{'an' if cfg.architecture[0] in 'aeiou' else 'a'} {cfg.architecture}."
             )
         warnings = []
         if self.gen_tokens and not cfg.n_decoder_layers:

@@ -229,3 +229,12 @@ def test_unwritable_outputs_are_one_line_errors(capsys, tmp_path):
         assert len([line for line in err if line.startswith("error: ")]) == 1, (args, err)
         assert not any("Traceback" in line for line in err)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["file"]  # nothing half-written
+
+
+def test_tgt_len_on_a_model_without_a_decoder_input_names_its_kind(capsys):
+    """--tgt-len on an encoder or a decoder: one error line, with the article its kind takes."""
+
+    for model, kind in (("bert-base-uncased", "an encoder"), ("gpt2", "a decoder")):
+        assert cli.main(["estimate", "--model", model, "--tgt-len", "16"]) == 2
+        assert capsys.readouterr().err.strip() == \
+            f"error: tgt_len applies only to encoder-decoder models; {model} is {kind}."
