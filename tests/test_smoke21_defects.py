@@ -36,3 +36,40 @@ def test_report_step_figure_stacks_every_part():
     assert [name for name, _ in figures.STEP_PARTS] == [
         "compute", "communication", "bubble", "optimizer", "gradient_accumulation", "autocast",
         "overlap_contention"]
+
+
+# 2. plot generation (and report) on a model of Mamba-1, Gated DeltaNet or post-normed mixers
+
+def _default_config(tmp_path, model_type: str) -> str:
+    transformers = pytest.importorskip("transformers")
+    path = tmp_path / f"{model_type}.json"
+    transformers.AutoConfig.for_model(model_type).to_json_file(str(path))
+    return str(path)
+
+
+@pytest.mark.parametrize("model_type", ["jamba", "qwen3_next", "olmo_hybrid"])
+def test_plot_generation_of_a_hybrid_is_drawn_not_a_traceback(model_type, tmp_path, capsys):
+    """`plot generation --config jamba.json` (and `report`'s generation figure) raised a traceback:
+    the tiny member of the family set ssm_state None beside Mamba-1 layers, chunk_size None beside
+    Gated DeltaNet's, and kept OLMo Hybrid's attention without the mlp layer its post-norm needs."""
+    from tests.cli_run import run_main
+    out = tmp_path / "generation.png"
+    code, _, err = run_main(["plot", "generation", "--config", _default_config(tmp_path, model_type),
+                             "-o", str(out)], capsys)
+    assert code == 0 and "Traceback" not in err and out.stat().st_size > 0, err
+
+
+def test_the_tiny_member_keeps_every_mixers_sizes_at_its_scale(tmp_path):
+    from costmodel.api import load_model
+    from reports.measured import tiny
+    jamba = tiny(load_model(_default_config(tmp_path, "jamba")))
+    assert jamba.layer_pattern == ("mamba1", "mlp", "moe", "attention")
+    # JambaConfig: d 4096, mamba_expand 2 (8192 inner), dt_rank ceil(4096 / 16) = 256; at d 64: 128 and 4
+    assert (jamba.ssm_state, jamba.mamba1_inner, jamba.dt_rank, jamba.chunk_size) == (16, 128, 4, None)
+    qwen = tiny(load_model(_default_config(tmp_path, "qwen3_next")))
+    assert qwen.layer_pattern == ("deltanet", "moe", "attention")
+    # Qwen3NextConfig: 16 key heads, 32 value heads of 128 beside attention heads of 256; at d_head 16: 8
+    assert (qwen.deltanet_k_heads, qwen.deltanet_v_heads, qwen.deltanet_k_dim, qwen.deltanet_v_dim,
+            qwen.chunk_size, qwen.ssm_state) == (2, 4, 8, 8, 16, None)
+    olmo = tiny(load_model(_default_config(tmp_path, "olmo_hybrid")))
+    assert olmo.layer_pattern == ("deltanet", "mlp", "attention", "mlp") and olmo.post_norm_mixers == ("attention",)
