@@ -97,7 +97,7 @@ def refuse_other_mode(ctx: click.Context, train: bool) -> None:
 @click.option("--recompute-layers", type=int, default=None,
               help="Training, --recompute full: only the first N layers of each pipeline stage recompute (Megatron's "
               "recompute_method block, recompute_num_layers); the others keep everything.")
-@click.option("--tokens", type=TOKENS, default=None, help="Training: tokens to train on (e.g. 2e12 or 2T) for the time to train.")
+@click.option("--tokens", type=TOKENS, default=None, help="Training: tokens to train on (a number, 2e12, or one with k, M, B (G) or T: 15T) for the time to train.")
 @click.option("--price", type=float, default=None, help="Training with --tokens: dollars per GPU-hour (default: the hardware file's price_per_gpu_hour, if it has one).")
 @click.option("--step-time", type=float, default=None, help="Training: a measured step time in seconds, for its MFU.")
 @click.option("--compute-efficiency", type=float, default=None, help="Fraction of peak FLOP/s reached (default: the preset's).")

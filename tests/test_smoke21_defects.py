@@ -73,3 +73,18 @@ def test_the_tiny_member_keeps_every_mixers_sizes_at_its_scale(tmp_path):
             qwen.chunk_size, qwen.ssm_state) == (2, 4, 8, 8, 16, None)
     olmo = tiny(load_model(_default_config(tmp_path, "olmo_hybrid")))
     assert olmo.layer_pattern == ("deltanet", "mlp", "attention", "mlp") and olmo.post_norm_mixers == ("attention",)
+
+
+# 3. --tokens' help: it takes 15T, so its metavar is not FLOAT
+
+@pytest.mark.parametrize("command", ["simulate", "plan"])
+def test_tokens_help_names_a_token_count_not_a_float(command, capsys):
+    """`simulate --help` showed `--tokens FLOAT ... (e.g. 2e12 or 2T)`; a float is refused 15T's T."""
+    from tests.cli_run import run_main
+    code, out, _ = run_main([command, "--help"], capsys)
+    flat = " ".join(out.split())
+    assert code == 0 and "--tokens TOKENS" in flat and "--tokens FLOAT" not in flat
+    assert "k, M, B (G) or T: 15T" in flat
+    data = run_json(["simulate", "--train", "--model", "llama3-8b", "--hardware", "h100", "--seq-len", "4096",
+                     "--dp", "8", "--tokens", "15T"], capsys)
+    assert data["cost"]["tokens"] == 15_000_000_000_000
