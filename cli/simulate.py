@@ -4,6 +4,8 @@ GPU (costmodel/roofline.py) or with a layout (costmodel/layout/timing.py)."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import json
 from typing import Any
 
@@ -267,7 +269,10 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
                                 "batch": workload.batch, "recompute": workload.recompute,
                                 "tokens": tokens, **{k: v for k, v in quantization.items() if v is not None}}
             if train:  # the code the step was timed as (the framework's unless given), as one GPU's says
-                result["inputs"].update(impl=workload.impl, attention=workload.attention, mtp=cfg.mtp_layers)
+                result["inputs"].update(impl=workload.impl, attention=workload.attention, mtp=cfg.mtp_layers,
+                                        # the overlap conventions the step was timed under (--dp-overlap,
+                                        # --no-align-grad-reduce...), so two outputs tell why their steps differ
+                                        overlap=dataclasses.asdict(overlap))
             else:
                 result["inputs"].update(decode_inputs(workload, cuda_graphs, compiled, latent=bool(cfg.mla)))
         elif train:
