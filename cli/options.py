@@ -84,7 +84,7 @@ class TokenCount(click.ParamType):
     """--tokens: a number (2e12) or one with the suffix people write token counts with: 15T, 300B (G too),
     50M, 10k (thousand, million, billion, trillion)."""
 
-    name = "float"
+    name = "tokens"  # the metavar help shows: TOKENS, not FLOAT, since 15T is not a float
     SCALES = {"k": 1e3, "m": 1e6, "b": 1e9, "g": 1e9, "t": 1e12}
 
     def convert(self, value: Any, param: Any, ctx: Any) -> float:

@@ -76,7 +76,7 @@ def refuse_other_modes(ctx: click.Context, serve: bool, rate: float | None) -> N
 @choice_option("--schedule", spec.SCHEDULES, "Only this pipeline schedule (default: 1f1b and interleaved).")
 @choice_option("--fp8", spec.FP8_RECIPES, "Train every layout with this FP8 recipe (docs/layouts.md).")
 @choice_option("--recompute", spec.RECOMPUTES, "Only this recomputation.")
-@click.option("--tokens", type=TOKENS, default=None, help="Training: tokens to train on (e.g. 1e12 or 1T): each layout's days, GPU-hours and FLOPs.")
+@click.option("--tokens", type=TOKENS, default=None, help="Training: tokens to train on (a number, 1e12, or one with k, M, B (G) or T: 15T): each layout's days, GPU-hours and FLOPs.")
 @click.option("--compile", "compiled", is_flag=True, help="torch.compile's fusions, as simulate --compile (the "
               "kernel-level model; training, or --serve without --rate).")
 @choice_option("--flops-convention", spec.FLOPS_CONVENTIONS, "Training: the model FLOPs MFU (and the run's FLOPs) "

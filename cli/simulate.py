@@ -4,6 +4,8 @@ GPU (costmodel/roofline.py) or with a layout (costmodel/layout/timing.py)."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import json
 from typing import Any
 
@@ -97,7 +99,7 @@ def refuse_other_mode(ctx: click.Context, train: bool) -> None:
 @click.option("--recompute-layers", type=int, default=None,
               help="Training, --recompute full: only the first N layers of each pipeline stage recompute (Megatron's "
               "recompute_method block, recompute_num_layers); the others keep everything.")
-@click.option("--tokens", type=TOKENS, default=None, help="Training: tokens to train on (e.g. 2e12 or 2T) for the time to train.")
+@click.option("--tokens", type=TOKENS, default=None, help="Training: tokens to train on (a number, 2e12, or one with k, M, B (G) or T: 15T) for the time to train.")
 @click.option("--price", type=float, default=None, help="Training with --tokens: dollars per GPU-hour (default: the hardware file's price_per_gpu_hour, if it has one).")
 @click.option("--step-time", type=float, default=None, help="Training: a measured step time in seconds, for its MFU.")
 @click.option("--compute-efficiency", type=float, default=None, help="Fraction of peak FLOP/s reached (default: the preset's).")
@@ -267,7 +269,10 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
                                 "batch": workload.batch, "recompute": workload.recompute,
                                 "tokens": tokens, **{k: v for k, v in quantization.items() if v is not None}}
             if train:  # the code the step was timed as (the framework's unless given), as one GPU's says
-                result["inputs"].update(impl=workload.impl, attention=workload.attention, mtp=cfg.mtp_layers)
+                result["inputs"].update(impl=workload.impl, attention=workload.attention, mtp=cfg.mtp_layers,
+                                        # the overlap conventions the step was timed under (--dp-overlap,
+                                        # --no-align-grad-reduce...), so two outputs tell why their steps differ
+                                        overlap=dataclasses.asdict(overlap))
             else:
                 result["inputs"].update(decode_inputs(workload, cuda_graphs, compiled, latent=bool(cfg.mla)))
         elif train:

@@ -337,6 +337,8 @@ JSON_UNITS = {
                              "virtual_stage_layers, micro_batches_in_flight: counts)",
                  "step": "mfu, hfu, bubble_fraction: fractions of 1; model_flops: FLOP a step; "
                          "tflops_per_gpu: TFLOP/s a GPU; slowest_stage: a stage index",
+                 "inputs.overlap": "tp, dp, pp, params, ep: fractions of 1 (the share hidden); slowdown: "
+                                   "a fraction of compute time; prefetch, align_grad: true or false",
                  "cost": _COST_UNITS},
     "plan": {"per_rank": "bytes", "per_rank.stage": "a stage index", "step_time": "seconds", "time_per_output_token": "seconds",
              "last_step.seconds": "seconds", "*_seconds": "seconds", "memory_capacity": "bytes",

@@ -540,7 +540,8 @@ def validation(points: Sequence[Any]) -> Any:
 LAYOUT_PARTS = (("weights", "#1f77b4"), ("gradients", "#ff7f0e"), ("optimizer", "#2ca02c"),
                 ("activations", "#d62728"), ("buffers", "#9467bd"))
 STEP_PARTS = (("compute", "#1f77b4"), ("communication", "#ff7f0e"), ("bubble", "#7f7f7f"),
-              ("optimizer", "#2ca02c"))
+              ("optimizer", "#2ca02c"), ("gradient_accumulation", "#9467bd"), ("autocast", "#8c564b"),
+              ("overlap_contention", "#d62728"))
 
 
 def _stacked_bars(ax: Any, labels: Sequence[str], parts: Sequence[tuple[str, str]],
@@ -551,7 +552,7 @@ def _stacked_bars(ax: Any, labels: Sequence[str], parts: Sequence[tuple[str, str
     left = np.zeros(len(labels))
     positions = np.arange(len(labels))
     for name, colour in parts:
-        ax.barh(positions, values[name], left=left, color=colour, label=name, height=0.6)
+        ax.barh(positions, values[name], left=left, color=colour, label=name.replace("_", " "), height=0.6)
         left = left + np.asarray(values[name])
     ax.set_yticks(positions, labels)
     ax.invert_yaxis()
@@ -576,7 +577,8 @@ def layout_memory(rows: Sequence[dict], capacity_bytes: float, title: str) -> An
 
 def step_split(rows: Sequence[dict], title: str) -> Any:
     """Step time of a plan's top layouts, split into compute, exposed communication, pipeline
-    bubble and the optimizer step."""
+    bubble, the optimizer step, gradient accumulation, autocast's casts and overlap contention:
+    the parts of layout/time.py's step, which add up to it."""
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(12, 0.6 * len(rows) + 2))
     labels = [row["label"] for row in rows]

@@ -79,6 +79,19 @@ def _scaled(value: int | None, old: int, new: int, even: bool = False) -> int | 
     return scaled + scaled % 2 if even else scaled
 
 
+def _first_of_each_mixer(pattern: tuple[str, ...], post_norm_mixers: tuple[str, ...]) -> tuple[str, ...]:
+    """The layers that run each mixer of the pattern first, in order; a post-normed mixer (OLMo
+    Hybrid's attention) with the "mlp" layer after it, which check_post_norm_mixers requires."""
+    kept: list[str] = []
+    i = 0
+    while i < len(pattern):
+        unit = pattern[i:i + 2] if pattern[i] in post_norm_mixers else pattern[i:i + 1]
+        if any(kind not in kept for kind in unit):
+            kept += unit
+        i += len(unit)
+    return tuple(kept)
+
+
 def _tiny_newer_fields(cfg: ModelConfig, d_head: int) -> dict[str, Any]:
     """The newer families' sizes at the tiny member's scale, every choice kept: the rotary part
     of a head, the embedding width, windows, experts (one dense layer at most: one layer keeps
@@ -95,12 +108,21 @@ def _tiny_newer_fields(cfg: ModelConfig, d_head: int) -> dict[str, Any]:
                       d_expert=_scaled(cfg.d_expert, cfg.d_model, TINY_WIDTH),
                       d_shared=_scaled(cfg.d_shared, cfg.d_model, TINY_WIDTH) if cfg.d_shared else 0)
     if cfg.mixer_layers:  # one layer of each mixer the model has, in the order it first runs them
-        mixers = tuple(dict.fromkeys(cfg.layer_pattern))
+        mixers = _first_of_each_mixer(cfg.layer_pattern, cfg.post_norm_mixers)
         mamba = "mamba" in mixers
         fields.update(n_decoder_layers=len(mixers), layer_pattern=mixers,
                       mamba_heads=TINY_HEADS if mamba else None, mamba_head_dim=d_head if mamba else None,
-                      ssm_state=16 if mamba else None, mamba_groups=2 if mamba else None,
-                      conv_kernel=cfg.conv_kernel, chunk_size=16 if mamba else None)
+                      mamba_groups=2 if mamba else None, conv_kernel=cfg.conv_kernel,
+                      # each size a mixer of the pattern gives (layer_pattern.check_mixer_layers), at this
+                      # scale: Mamba-1's (Jamba) and Gated DeltaNet's or KDA's (Qwen3-Next, Kimi Linear) too
+                      ssm_state=None if cfg.ssm_state is None else 16,
+                      chunk_size=None if cfg.chunk_size is None else 16,
+                      mamba1_inner=_scaled(cfg.mamba1_inner, cfg.d_model, TINY_WIDTH),
+                      dt_rank=_scaled(cfg.dt_rank, cfg.d_model, TINY_WIDTH))
+        if cfg.deltanet_k_heads is not None:  # the value heads a multiple of the key heads, as the model's
+            fields.update(deltanet_k_heads=2, deltanet_v_heads=2 * (cfg.deltanet_v_heads // cfg.deltanet_k_heads),
+                          deltanet_k_dim=_scaled(cfg.deltanet_k_dim, cfg.d_head, d_head, even=True),
+                          deltanet_v_dim=_scaled(cfg.deltanet_v_dim, cfg.d_head, d_head, even=True))
     if cfg.hyper_streams:  # DeepSeek-V4 (one KV head, set in tiny): a layer of each kind, its ranks at scale
         kinds = tuple(dict.fromkeys(cfg.layer_pattern))
         fields.update(n_decoder_layers=len(kinds), layer_pattern=kinds, csa_layers=kinds.count("csa"),

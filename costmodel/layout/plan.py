@@ -234,7 +234,10 @@ def plan_training(cfg: ModelConfig, hardware: Hardware, gpus: int, seq_len: int,
                              "compute": step["compute_seconds"],
                              "communication": sum(step["exposed_communication_seconds"].values()),
                              "bubble": step["bubble_seconds"], "optimizer": step["optimizer_seconds"],
-                             "gradient_accumulation": step["gradient_accumulation_seconds"]},
+                             "gradient_accumulation": step["gradient_accumulation_seconds"],
+                             # the rest of the step, so that the parts add up to step_time
+                             "autocast": step["autocast_seconds"],
+                             "overlap_contention": step["overlap_contention_seconds"]},
                          "tokens_per_second": step["tokens_per_second"], "model_flops": step["model_flops"],
                          # an eager step whose counted host ops the kernel model weighs (layout/kernel_step.py)
                          **({"host": step["host"]} if "host" in step else {})})
