@@ -336,7 +336,7 @@ def make_layouts(cfg: ModelConfig, workload: Workload, layout: Any, hardware_nam
     from costmodel.layout import ParallelEstimate
     from costmodel.layout.plan import plan_training
 
-    from . import figures
+    from . import layout_figures
 
     hardware = load_hardware(hardware_name)
     global_batch = workload.batch * layout.microbatches * layout.dp
@@ -348,7 +348,7 @@ def make_layouts(cfg: ModelConfig, workload: Workload, layout: Any, hardware_nam
                     "schedule": layout.schedule, "virtual_stages": layout.virtual_stages}
     memory_rows = [{"label": "asked: " + _layout_label(asked_layout), **asked}]
     memory_rows += [{"label": _layout_label(e["layout"]), **e["per_rank"]} for e in plan["feasible"][:top - 1]]
-    kinds = [name for name, _ in figures.LAYOUT_PARTS]
+    kinds = [name for name, _ in layout_figures.LAYOUT_PARTS]
     memory = Made(
         f"layout-memory-{cfg.name}", f"Memory per rank by layout: {cfg.name} on {layout.gpus} x {hardware.name}",
         "The most loaded rank's memory (data-parallel rank 0 of the heaviest pipeline stage), stacked: "
@@ -356,14 +356,14 @@ def make_layouts(cfg: ModelConfig, workload: Workload, layout: Any, hardware_nam
         "flight x the stage's saved bytes) and buffers (modules' and communication buffers), for the layout "
         f"asked for and the fastest layouts `plan` finds for the same {layout.gpus} GPUs, n = {workload.seq_len}, "
         f"global batch {global_batch}; the dashed line is the GPU's memory.",
-        figures.layout_memory(memory_rows, hardware.memory_bytes,
+        layout_figures.layout_memory(memory_rows, hardware.memory_bytes,
                               f"{cfg.name}: memory of the most loaded rank ({layout.gpus} x {hardware.name})"),
         ["layout", *(f"{k}_bytes" for k in kinds), "total_bytes"],
         [[row["label"], *(row[k] for k in kinds), row["total"]] for row in memory_rows],
     )
     step_rows = [{"label": _layout_label(e["layout"]), **e["split"], "step": e["step_time"], "mfu": e["mfu"]}
                  for e in plan["feasible"][:top]]
-    parts = [name for name, _ in figures.STEP_PARTS]
+    parts = [name for name, _ in layout_figures.STEP_PARTS]
     if not step_rows:
         return [memory]
     step = Made(
@@ -374,7 +374,7 @@ def make_layouts(cfg: ModelConfig, workload: Workload, layout: Any, hardware_nam
         "step, gradient accumulation, autocast's casts and the slowdown of compute under hidden communication "
         "(overlap contention), which add up to the step (costmodel/layout/time.py states the overlap model), "
         "with MFU.",
-        figures.step_split(step_rows, f"{cfg.name} on {layout.gpus} x {hardware.name}: step time by layout"),
+        layout_figures.step_split(step_rows, f"{cfg.name} on {layout.gpus} x {hardware.name}: step time by layout"),
         ["layout", *(f"{p}_seconds" for p in parts), "step_seconds", "mfu"],
         [[row["label"], *(row[p] for p in parts), row["step"], row["mfu"]] for row in step_rows],
     )

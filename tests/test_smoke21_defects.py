@@ -32,8 +32,8 @@ def test_plan_split_adds_up_to_the_step_simulate_times(capsys):
 
 
 def test_report_step_figure_stacks_every_part():
-    from reports import figures
-    assert [name for name, _ in figures.STEP_PARTS] == [
+    from reports import layout_figures
+    assert [name for name, _ in layout_figures.STEP_PARTS] == [
         "compute", "communication", "bubble", "optimizer", "gradient_accumulation", "autocast",
         "overlap_contention"]
 
