@@ -267,17 +267,23 @@ def _emu3(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
     (attention_bias on q, k, v and o, mlp_bias) with attention_dropout (0.1 by default) both on the
     attention probabilities and on each sublayer's output before its residual add (Emu3DecoderLayer's
     own nn.Dropout)."""
-    text = f.data.get("text_config")
-    if text is None:
-        text = {}
-    if not isinstance(text, dict):
-        raise ConfigError(f"{f.source}: an emu3 config is read as its language model, text_config, which must "
-                          f"be an object, got {show(text)}.")
-    g = Fields({**_EMU3_DEFAULTS, **text}, f"{f.source} text_config")
+    g = _text_config(f, "emu3", _EMU3_DEFAULTS)
     p = float(g.get("attention_dropout", 0.1, float))
     base = llama.read(g, name, "llama", _EMU3_DEFAULTS)
     named = f"{name} (language model)" if "vq_config" in f.data else name  # the Hub's file: a VQ-VAE too
     return base.replace(family="emu3", dropout=p, attention_dropout=p, name=named)
+
+
+def _text_config(f: Fields, kind: str, defaults: dict[str, Any]) -> Fields:
+    """A multimodal file's language model: its text_config (absent: {}) over the text config class's
+    defaults; anything but an object is refused in one line."""
+    text = f.data.get("text_config")
+    if text is None:
+        text = {}
+    if not isinstance(text, dict):
+        raise ConfigError(f"{f.source}: an {kind} config is read as its language model, text_config, which must "
+                          f"be an object, got {show(text)}.")
+    return Fields({**defaults, **text}, f"{f.source} text_config")
 
 
 #: MllamaTextConfig's defaults (transformers 5.24, models/mllama/configuration_mllama.py).
@@ -297,13 +303,7 @@ def _mllama(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
     rows past vocab_size (image tokens), the head vocab_size; a tied head (which those shapes cannot
     share) is refused in one line. The estimate is of text prompts; a file with a vision_config (the Hub's)
     names it "(language model, text prompts)"."""
-    text = f.data.get("text_config")
-    if text is None:
-        text = {}
-    if not isinstance(text, dict):
-        raise ConfigError(f"{f.source}: an mllama config is read as its language model, text_config, which must "
-                          f"be an object, got {show(text)}.")
-    g = Fields({**_MLLAMA_DEFAULTS, **text}, f"{f.source} text_config")
+    g = _text_config(f, "mllama", _MLLAMA_DEFAULTS)
     layers = g.get("num_hidden_layers", minimum=1)
     cross = g.data.get("cross_attention_layers")
     cross = _MLLAMA_CROSS if cross is None else cross
