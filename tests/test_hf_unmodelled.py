@@ -124,3 +124,46 @@ def test_zamba_caches_the_keys_and_values_of_each_use_of_its_block():
     shapes = {i: tuple(layer.keys.shape) for i, layer in enumerate(cache.layers)
               if getattr(layer, "keys", None) is not None}
     assert shapes == {2: (2, 2, 7, 20), 4: (2, 2, 7, 20), 7: (2, 2, 7, 20)}
+
+
+def _forward_backward_flops(mixer, hidden) -> int:
+    from torch.utils.flop_counter import FlopCounterMode
+
+    with FlopCounterMode(display=False) as counter:
+        mixer(hidden).sum().backward()
+    return counter.get_total_flops()
+
+
+def test_zamba_mixers_are_mamba_1_and_mamba_2_mixers_in_parameters_and_flops():
+    """What a model of the two types could reuse (validate/FINDINGS.md, session 26): at hidden 40, a
+    batch of 2 x 7 tokens, ZambaMambaMixer split into n_mamba_heads 2 or 4 heads (x_proj and dt_proj
+    per head, bmm instead of mm) holds MambaMixer's parameters and runs its forward-and-backward FLOPs,
+    1,696,320 (state 5, conv 3, dt rank 6, no projection bias); Zamba2MambaMixer is Mamba2Mixer's
+    (4 heads of 20, 2 groups, state 5, conv 3, chunk 4): 11,052 parameters, 2,147,040 FLOPs."""
+    pytest.importorskip("transformers")
+    import torch
+    import transformers
+    from transformers.models.mamba.modeling_mamba import MambaMixer
+    from transformers.models.mamba2.modeling_mamba2 import Mamba2Mixer
+    from transformers.models.zamba.modeling_zamba import ZambaMambaMixer
+    from transformers.models.zamba2.modeling_zamba2 import Zamba2MambaMixer
+
+    config = transformers.AutoConfig.for_model
+    torch.manual_seed(0)
+    hidden = torch.randn(2, 7, 40, requires_grad=True)
+    mamba1 = MambaMixer(config("mamba", hidden_size=40, state_size=5, conv_kernel=3, expand=2, time_step_rank=6,
+                               use_bias=False, use_conv_bias=True, num_hidden_layers=1), 0)
+    assert _forward_backward_flops(mamba1, hidden) == 1_696_320
+    for heads in (2, 4):
+        zamba = ZambaMambaMixer(config("zamba", hidden_size=40, n_mamba_heads=heads, mamba_d_state=5, mamba_d_conv=3,
+                                       mamba_dt_rank=6, num_attention_heads=4, num_hidden_layers=3), 0)
+        assert sum(p.numel() for p in zamba.parameters()) == sum(p.numel() for p in mamba1.parameters())
+        assert _forward_backward_flops(zamba, hidden) == 1_696_320
+    zamba2 = Zamba2MambaMixer(config("zamba2", hidden_size=40, n_mamba_heads=4, mamba_d_state=5, mamba_d_conv=3,
+                                     mamba_ngroups=2, chunk_size=4, num_attention_heads=4, num_hidden_layers=3,
+                                     layers_block_type=["mamba", "hybrid", "mamba"]), 0)
+    mamba2 = Mamba2Mixer(config("mamba2", hidden_size=40, num_heads=4, head_dim=20, state_size=5, conv_kernel=3,
+                                n_groups=2, chunk_size=4, expand=2, use_bias=False, use_conv_bias=True,
+                                num_hidden_layers=1), 0)
+    assert sum(p.numel() for p in zamba2.parameters()) == sum(p.numel() for p in mamba2.parameters()) == 11_052
+    assert _forward_backward_flops(zamba2, hidden) == _forward_backward_flops(mamba2, hidden) == 2_147_040
