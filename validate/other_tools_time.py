@@ -68,6 +68,58 @@ CASES: dict[str, dict[str, Any]] = {
     },
 }
 
+#: LLM-Viewer's layers (one decoder layer's, times the layer count; lm_head once) grouped as our
+#: prefill blocks are (simulate's prefill_blocks: each path summed over the layers).
+LAYER_GROUPS = {
+    "qkv": (("q_proj", "k_proj", "v_proj"), ("decoder.layer.self_attention.qkv",)),
+    "rope": ((), ("decoder.layer.self_attention.rope", "decoder.rope_tables")),
+    "attention": (("fused_attention", "qk_matmul", "softmax", "sv_matmul"),
+                  ("decoder.layer.self_attention.scores", "decoder.layer.self_attention.softmax",
+                   "decoder.layer.self_attention.weighted_sum")),
+    "out": (("out_proj",), ("decoder.layer.self_attention.out",)),
+    "mlp": (("gate_proj", "up_proj", "down_proj", "mlp_act"), ("decoder.layer.ffn.mlp",)),
+    "norms": (("attn_norm", "mlp_norm"), ("decoder.layer.self_attention.norm", "decoder.layer.ffn.norm",
+                                          "decoder.final_norm")),
+    "residual": (("attn_add", "mlp_add"), ("decoder.layer.self_attention.residual", "decoder.layer.ffn.residual")),
+    "embedding": ((), ("embedding.tokens",)),
+    "lm_head": (("lm_head",), ("head.lm_head",)),
+}
+
+LAYER_CASES: dict[str, dict[str, Any]] = {
+    "llama2-7b prefill 2048 + decode by layer": {
+        "says": "Llama-2-7B bf16, batch 1: a 2,048-token prefill and one decode step at that context on an A100 "
+                "80GB, the time of each layer (LLM-Viewer: roofline at 100% of 312 TFLOP/s and 2,039 GB/s, flash "
+                "attention; ours: the kernel model, sdpa, Hugging Face's generate)",
+        "other_case": "llama2-7b prefill 2048 + decode", "preset": "llama2-7b", "prompt": 2048, "batch": 1,
+    },
+    "llama3-8b batch 64 at 4096 by layer": {
+        "says": "Llama-3-8B bf16, batch 64: a 4,096-token prefill of each sequence and one decode step at that "
+                "context on an A100 80GB, the time of each layer",
+        "other_case": "llama3-8b decode batch 64 at 4096", "preset": "llama3-8b", "prompt": 4096, "batch": 64,
+    },
+}
+
+#: DeepSpeed's model-state estimators beside ours: Llama-3-8B over 8 GPUs of one node, no offload.
+DEEPSPEED_CASES: dict[str, dict[str, Any]] = {
+    "llama3-8b ZeRO-2 dp8": {"preset": "llama3-8b", "zero": 2, "dp": 8},
+    "llama3-8b ZeRO-3 dp8": {"preset": "llama3-8b", "zero": 3, "dp": 8},
+}
+DEEPSPEED_FILES = {2: ("deepspeed/runtime/zero/stage_1_and_2.py", "estimate_zero2_model_states_mem_needs"),
+                   3: ("deepspeed/runtime/zero/stage3.py", "estimate_zero3_model_states_mem_needs")}
+
+#: vLLM's memory profile as its log printed it (GiB = 2^30 bytes, two decimals): PR #10511 ("[core]
+#: overhaul memory profiling and fix backward compatibility", youkaichao's comment of 2024-12-14,
+#: `vllm serve meta-llama/Meta-Llama-3-8B` on one H100-80G, defaults: gpu_memory_utilization 0.90,
+#: max_model_len 8,192, so max_num_batched_tokens 8,192 and block_size 16).
+VLLM_LOG = {
+    "source": "vllm-project/vllm PR #10511, comment of 2024-12-14 (worker.py:243 'Memory profiling results')",
+    "model": "llama3-8b", "hardware": "h100-sxm", "tp": 1, "max_batched_tokens": 8192, "block_size": 16,
+    "gib": {"total_gpu_memory": 79.22, "gpu_memory_utilization": 0.90, "instance_can_use": 71.29,
+            "model_weights": 14.96, "non_torch_memory": 1.79, "activation_peak": 1.26,
+            "available_kv_cache_memory": 53.29},
+}
+
+
 SPLIT_ROWS = ("seconds", "compute", "recompute", "tp_comm", "pp_comm", "dp_comm", "bubble", "optimizer")
 
 
@@ -89,6 +141,49 @@ def ours_split(name: str) -> dict[str, float]:
             "tp_comm": exposed["tp"], "pp_comm": exposed["pp"], "dp_comm": exposed["dp"],
             "bubble": step["bubble_seconds"], "optimizer": step["optimizer_seconds"],
             "mfu": step["mfu"], "hfu": step["hfu"], "model_flops": step["model_flops"]}
+
+
+def ours_layers(name: str) -> dict[str, Any]:
+    """Our prefill seconds by LAYER_GROUPS (simulate's prefill_blocks, the kernel model) and the
+    decode step's seconds, with and without the eager host's time per op."""
+    import costmodel
+
+    case = LAYER_CASES[name]
+    run = costmodel.simulate(case["preset"], ot.HARDWARE, prompt=case["prompt"], gen=2, batch=case["batch"],
+                             attention="sdpa").to_dict()
+    seconds = {block["path"]: block["seconds"] for block in run["prefill_blocks"]}
+    groups = {group: sum(seconds[path] for path in paths) for group, (_, paths) in LAYER_GROUPS.items()}
+    decode = run["decode"]["first_token"]
+    return {"prefill": groups, "prefill_seconds": run["prefill"]["seconds"], "decode_seconds": decode["seconds"],
+            "decode_memory_seconds": decode["memory_seconds"], "decode_bytes": decode["bytes"],
+            "decode_host_bound": run["decode"]["host"]["bound"]}
+
+
+def ours_deepspeed(name: str) -> dict[str, Any]:
+    """A rank's model states under our deepspeed framework at the case's ZeRO stage, and the
+    largest module and parameter count DeepSpeed's estimator is given."""
+    import costmodel
+    from costmodel.config import Workload
+    from costmodel.layout import Layout, ParallelEstimate
+    from costmodel.presets import load_preset
+
+    case = DEEPSPEED_CASES[name]
+    cfg = load_preset(case["preset"])
+    layout = Layout(dp=case["dp"], zero=case["zero"], framework="deepspeed")
+    stage = ParallelEstimate(cfg, Workload(seq_len=8192, batch=1, dtype="bf16", impl="hf"), layout).per_stage[0]
+    estimate = costmodel.estimate(cfg, seq_len=8)
+    return {"weights": stage["weights"], "gradients": stage["gradients"], "optimizer": stage["optimizer"],
+            "model_states": stage["weights"] + stage["gradients"] + stage["optimizer"],
+            "total_params": estimate.total("params"), "largest_layer_params": estimate.largest_module_params()}
+
+
+def ours_vllm() -> dict[str, Any]:
+    """serve's KV sizing (vllm-v0, the log's engine) on the log's model, GPU and budget."""
+    import costmodel
+
+    run = costmodel.serve(VLLM_LOG["model"], VLLM_LOG["hardware"], rate=1.0, requests=2, prompt="16", output="4",
+                          scheduler="vllm-v0", max_batched_tokens=VLLM_LOG["max_batched_tokens"], tp=VLLM_LOG["tp"])
+    return dict(run.setup["kv_cache"])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -127,6 +222,63 @@ def llm_analysis_split(name: str, python: str, efficiency: float | None = None) 
     raw = peers.llm_analysis({"llm_analysis": spec}, python)["raw"]
     return {"seconds": raw["latency_per_iter"], "compute": raw["latency_per_iter"], "recompute": None,
             "tp_comm": None, "pp_comm": None, "dp_comm": None, "bubble": None, "optimizer": None, "raw": raw}
+
+
+LLM_VIEWER_LAYERS = """
+import json, sys
+sys.path.insert(0, ".")
+spec = json.load(sys.stdin)
+from model_analyzer import ModelAnalyzer
+analyzer = ModelAnalyzer(spec["config_dir"], spec["hardware"])
+result = analyzer.analyze(seqlen=spec["seq_len"], batchsize=spec["batch"], w_bit=16, a_bit=16,
+                          use_flashattention=spec["flash"])
+keep = ("OPs", "memory_access", "inference_time", "bound")
+layers = {stage: {name: {k: row[k] for k in keep} for name, row in result[stage].items()}
+          for stage in ("prefill", "decode")}
+totals = {stage: {k: result["total_results"][stage][k] for k in ("OPs", "memory_access", "inference_time")}
+          for stage in ("prefill", "decode")}
+print(json.dumps({"layers": layers, "total": totals, "num_layers": analyzer.config.get_num_hidden_layers(
+    analyzer.model_params)}))
+"""
+
+
+def llm_viewer_layers(name: str, python: str, checkout: Path) -> dict[str, Any]:
+    """LLM-Viewer's per-layer OPs, bytes and roofline seconds for the case, grouped as ours."""
+    import tempfile
+
+    from validate import other_tools_peers as peers
+
+    spec = dict(ot.CASES[LAYER_CASES[name]["other_case"]]["llm_viewer"])
+    if not (checkout / "model_analyzer.py").exists():
+        raise peers.Missing(f"no LLM-Viewer checkout at {checkout}")
+    with tempfile.TemporaryDirectory() as folder:
+        config_dir = Path(folder) / spec["config_name"]
+        config_dir.mkdir()
+        (config_dir / "config.json").write_text(json.dumps(ot.llama_hf_config(spec["preset"])))
+        raw = peers._run(python, LLM_VIEWER_LAYERS, {**spec, "config_dir": str(config_dir)}, cwd=str(checkout))
+    prefill = raw["layers"]["prefill"]
+    groups = {group: sum(prefill[layer]["inference_time"] * (1 if layer == "lm_head" else raw["num_layers"])
+                         for layer in layers if layer in prefill)
+              for group, (layers, _) in LAYER_GROUPS.items()}
+    return {"prefill": groups, "prefill_seconds": raw["total"]["prefill"]["inference_time"],
+            "decode_seconds": raw["total"]["decode"]["inference_time"], "raw": raw}
+
+
+def deepspeed_estimate(checkout: Path, zero: int, total_params: int, largest: int, gpus: int) -> int:
+    """Bytes per GPU of DeepSpeed's estimator for the stage (no offload, one node of `gpus`), its
+    function cut out of the checkout with ast (the file imports torch and the rest of DeepSpeed)."""
+    from validate import other_tools_peers as peers
+
+    relative, function = DEEPSPEED_FILES[zero]
+    path = checkout / relative
+    if not path.exists():
+        raise peers.Missing(f"no DeepSpeed checkout at {checkout} ({relative})")
+    source = path.read_text()
+    node = next(n for n in ast.parse(source).body if isinstance(n, ast.FunctionDef) and n.name == function)
+    namespace: dict[str, Any] = {}
+    exec(compile(ast.Module(body=[node], type_ignores=[]), str(path), "exec"), namespace)  # noqa: S102
+    args = (total_params, largest) if zero == 3 else (total_params,)
+    return namespace[function](*args, num_gpus_per_node=gpus, num_nodes=1, cpu_offload=False)[1]
 
 
 def run_split(name: str, where: argparse.Namespace, skipped: set[str]) -> dict[str, dict[str, Any]]:
@@ -171,6 +323,46 @@ def split_table(name: str, our: dict[str, Any], tools: dict[str, dict[str, Any]]
     return lines
 
 
+def layer_table(name: str, our: dict[str, Any], viewer: dict[str, Any] | None) -> list[str]:
+    lines = [f"### {name}", LAYER_CASES[name]["says"], "", "| prefill part | ours | LLM-Viewer |", "|---|---|---|"]
+    for group in LAYER_GROUPS:
+        lines.append(f"| {group} | {_fmt(our['prefill'][group])} | "
+                     f"{_fmt(viewer['prefill'][group]) if viewer else '-'} |")
+    for key in ("prefill_seconds", "decode_seconds"):
+        lines.append(f"| **{key}** | {_fmt(our[key])} | {_fmt(viewer[key]) if viewer else '-'} |")
+    return lines
+
+
+def deepspeed_table(record: dict[str, Any]) -> list[str]:
+    lines = ["### DeepSpeed's model-state estimators beside ours",
+             "Llama-3-8B over 8 GPUs of one node, no offload; bytes a GPU (GiB = 2^30 bytes)", "",
+             "| case | ours: weights + gradients + optimizer | DeepSpeed's estimator |", "|---|---|---|"]
+    for name, row in record.items():
+        ours, tool = row["ours"], row["tools"].get("DeepSpeed")
+        lines.append(f"| {name} | {ours['weights'] / 2**30:.3f} + {ours['gradients'] / 2**30:.3f} + "
+                     f"{ours['optimizer'] / 2**30:.3f} = {ours['model_states'] / 2**30:.3f} GiB | "
+                     + (f"{tool / 2**30:.3f} GiB |" if tool is not None else "- |"))
+    return lines
+
+
+def vllm_table(ours: dict[str, Any]) -> list[str]:
+    gib = VLLM_LOG["gib"]
+    rows = [("total_gpu_memory", gib["total_gpu_memory"], ours["memory_bytes"] / 2**30),
+            ("x gpu_memory_utilization", gib["instance_can_use"], ours["memory_bytes"] * ours["gpu_memory_utilization"]
+             / 2**30),
+            ("model weights", gib["model_weights"], ours["weight_bytes"] / 2**30),
+            ("non-torch memory (ours: the reserve)", gib["non_torch_memory"], ours["memory_reserve_bytes"] / 2**30),
+            ("activation peak", gib["activation_peak"], ours["activation_bytes"] / 2**30),
+            ("KV cache memory", gib["available_kv_cache_memory"], ours["kv_budget_bytes"] / 2**30)]
+    block_gib = ours["kv_bytes_per_token"] * VLLM_LOG["block_size"] / 2**30
+    lines = ["### vLLM's KV-cache blocks: Llama-3-8B on one H100 at gpu_memory_utilization 0.9",
+             f"measured: {VLLM_LOG['source']}", "", "| term | vLLM's log (GiB) | ours (GiB) |", "|---|---|---|"]
+    lines += [f"| {term} | {logged:.2f} | {mine:.3f} |" for term, logged, mine in rows]
+    lines.append(f"| blocks of 16 tokens | {gib['available_kv_cache_memory'] / block_gib:,.0f} "
+                 f"(its KV memory / {block_gib:.6f} GiB) | {ours['num_blocks']:,} |")
+    return lines
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tools-python", default=str(TOOLS / "venv" / "bin" / "python"),
@@ -187,6 +379,37 @@ def main(argv: list[str] | None = None) -> int:
         tools = run_split(name, where, skipped)
         print("\n".join(split_table(name, our, tools)) + "\n")
         record["cases"][name] = {"ours": our, "tools": tools}
+    from validate import other_tools_peers as peers
+
+    record["layers"] = {}
+    for name in LAYER_CASES:
+        our = ours_layers(name)
+        try:
+            viewer = None if "LLM-Viewer" in skipped else llm_viewer_layers(name, where.tools_python,
+                                                                              Path(where.llm_viewer))
+        except peers.Missing as missing:
+            print(f"skipped LLM-Viewer: not installed ({missing})")
+            skipped.add("LLM-Viewer")
+            viewer = None
+        print("\n".join(layer_table(name, our, viewer)) + "\n")
+        record["layers"][name] = {"ours": our, "tools": {"LLM-Viewer": viewer} if viewer else {}}
+    record["deepspeed"] = {}
+    for name, case in DEEPSPEED_CASES.items():
+        our = ours_deepspeed(name)
+        try:
+            tool = deepspeed_estimate(Path(where.deepspeed), case["zero"], our["total_params"],
+                                      our["largest_layer_params"], case["dp"])
+        except peers.Missing as missing:
+            print(f"skipped DeepSpeed: not installed ({missing})")
+            tool = None
+        record["deepspeed"][name] = {"ours": our, "tools": {} if tool is None else {"DeepSpeed": tool}}
+    print("\n".join(deepspeed_table(record["deepspeed"])) + "\n")
+    record["vllm"] = {"log": VLLM_LOG, "ours": ours_vllm()}
+    print("\n".join(vllm_table(record["vllm"]["ours"])) + "\n")
+    record["versions"] = {**peers.versions(where.tools_python, Path(where.llm_viewer), Path(where.calculon),
+                                           Path(where.calculon)),
+                          "DeepSpeed": peers._commit(Path(where.deepspeed))}
+    record["versions"].pop("Megatron-LM")
     if where.write:
         RECORD.write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
         print(f"wrote {RECORD.relative_to(ot.ROOT)}")
