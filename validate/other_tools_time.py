@@ -120,7 +120,7 @@ VLLM_LOG = {
 }
 
 
-SPLIT_ROWS = ("seconds", "compute", "recompute", "tp_comm", "pp_comm", "dp_comm", "bubble", "optimizer")
+SPLIT_ROWS = ("seconds", "compute", "recompute", "tp_comm", "pp_comm", "dp_comm", "bubble", "optimizer", "other")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -140,6 +140,8 @@ def ours_split(name: str) -> dict[str, float]:
     return {"seconds": step["seconds"], "compute": step["compute_seconds"], "recompute": None,
             "tp_comm": exposed["tp"], "pp_comm": exposed["pp"], "dp_comm": exposed["dp"],
             "bubble": step["bubble_seconds"], "optimizer": step["optimizer_seconds"],
+            "other": step["gradient_accumulation_seconds"] + step["autocast_seconds"]
+            + step["overlap_contention_seconds"], "hidden_communication": step["hidden_communication_seconds"],
             "mfu": step["mfu"], "hfu": step["hfu"], "model_flops": step["model_flops"]}
 
 
@@ -206,7 +208,8 @@ def calculon_split(spec: dict[str, Any], python: str, checkout: Path) -> dict[st
     return {"seconds": raw["total_time"], "compute": raw["fw_time"] + raw["bw_time"],
             "recompute": raw["recompute_time"], "tp_comm": raw["tp_comm_exposed_time"] + raw["recomm_exposed_time"],
             "pp_comm": raw["pp_comm_exposed_time"], "dp_comm": raw["dp_comm_exposed_time"],
-            "bubble": raw["bubble_time"], "optimizer": raw["optim_step_time"], "raw": raw}
+            "bubble": raw["bubble_time"], "optimizer": raw["optim_step_time"],
+            "other": raw["fw_offload_exposed_time"] + raw["bw_offload_exposed_time"], "raw": raw}
 
 
 def llm_analysis_split(name: str, python: str, efficiency: float | None = None) -> dict[str, Any]:
@@ -221,7 +224,8 @@ def llm_analysis_split(name: str, python: str, efficiency: float | None = None) 
         spec["flops_efficiency"] = efficiency
     raw = peers.llm_analysis({"llm_analysis": spec}, python)["raw"]
     return {"seconds": raw["latency_per_iter"], "compute": raw["latency_per_iter"], "recompute": None,
-            "tp_comm": None, "pp_comm": None, "dp_comm": None, "bubble": None, "optimizer": None, "raw": raw}
+            "tp_comm": None, "pp_comm": None, "dp_comm": None, "bubble": None, "optimizer": None, "other": None,
+            "raw": raw}
 
 
 LLM_VIEWER_LAYERS = """
@@ -287,7 +291,7 @@ def run_split(name: str, where: argparse.Namespace, skipped: set[str]) -> dict[s
     case = CASES[name]
     runners = {"Calculon": lambda: calculon_split(case["calculon"], where.tools_python, Path(where.calculon)),
                "llm-analysis": lambda: llm_analysis_split(name, where.tools_python),
-               "llm-analysis at our MFU": lambda: llm_analysis_split(name, where.tools_python,
+               "llm-analysis at our HFU": lambda: llm_analysis_split(name, where.tools_python,
                                                                      round(ours_split(name)["hfu"], 4))}
     out = {}
     for tool, runner in runners.items():
