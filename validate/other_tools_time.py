@@ -259,7 +259,7 @@ def llm_viewer_layers(name: str, python: str, checkout: Path) -> dict[str, Any]:
         config_dir = Path(folder) / spec["config_name"]
         config_dir.mkdir()
         (config_dir / "config.json").write_text(json.dumps(ot.llama_hf_config(spec["preset"])))
-        raw = peers._run(python, LLM_VIEWER_LAYERS, {**spec, "config_dir": str(config_dir)}, cwd=str(checkout))
+        raw = peers.run_script(python, LLM_VIEWER_LAYERS, {**spec, "config_dir": str(config_dir)}, cwd=str(checkout))
     prefill = raw["layers"]["prefill"]
     groups = {group: sum(prefill[layer]["inference_time"] * (1 if layer == "lm_head" else raw["num_layers"])
                          for layer in layers if layer in prefill)
@@ -412,7 +412,7 @@ def main(argv: list[str] | None = None) -> int:
     print("\n".join(vllm_table(record["vllm"]["ours"])) + "\n")
     record["versions"] = {**peers.versions(where.tools_python, Path(where.llm_viewer), Path(where.calculon),
                                            Path(where.calculon)),
-                          "DeepSpeed": peers._commit(Path(where.deepspeed))}
+                          "DeepSpeed": peers.checkout_commit(Path(where.deepspeed))}
     record["versions"].pop("Megatron-LM")
     if where.write:
         RECORD.write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
