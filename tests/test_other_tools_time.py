@@ -233,3 +233,17 @@ def test_vllm_kv_blocks_from_its_logged_budget_and_ours_term_by_term():
     # samples one row a sequence, and its logged peak is the forward's own
     assert ours["activation_bytes"] == 8192 * cfg.vocab_size * 2 + 66_048 and log["activation_peak"] == 1.26
     assert ours["num_blocks"] == 27_947 and round(ours["num_blocks"] / 27_284 - 1, 3) == 0.024
+
+
+def test_vllm_block_counts_it_logged_at_tp_1_and_4_against_ours():
+    """vLLM 0.2.x's logged blocks (PR #2031): ours is 2.2% over at Llama-2-7B tp 1, as at Llama 3
+    8B above; at Llama-2-70B tp 4 ours is 1.54x: that vLLM's profile counted every non-weight,
+    non-KV byte the device held (NCCL's buffers at tp 4 among them), 13.6 GiB a GPU by its blocks
+    (20,865 x 16 x 81,920 B = 25.47 GiB of KV), which ours' 0.5 GiB reserve does not model; the
+    Dec 2024 log's non-torch memory doubles from tp 1 to tp 2 (1.79 -> 3.58 GiB) for the same reason."""
+    rows = {row["model"]: row for row in RECORD["vllm"]["blocks"]}
+    assert [ott.ours_vllm(log)["num_blocks"] for log in ott.VLLM_BLOCK_LOGS] == [rows["llama2-7b"]["ours"],
+                                                                                rows["llama2-70b"]["ours"]]
+    assert (rows["llama2-7b"]["blocks"], rows["llama2-7b"]["ours"]) == (7_351, 7_514)
+    assert (rows["llama2-70b"]["blocks"], rows["llama2-70b"]["ours"]) == (20_865, 32_208)
+    assert round(rows["llama2-70b"]["blocks"] * 16 * 81_920 / GIB, 2) == 25.47

@@ -119,6 +119,15 @@ VLLM_LOG = {
             "available_kv_cache_memory": 53.29},
 }
 
+#: Block counts vLLM logged, with no terms: PR #2031 ("Fix peak memory profiling", WoosukKwon,
+#: 2023-12-12; vLLM 0.2.x: the budget is total x 0.9 less the peak the device reports after the
+#: profile run, weights, context, activations and NCCL's buffers together), "This PR" rows.
+VLLM_BLOCK_LOGS = [
+    {"source": "vllm-project/vllm PR #2031, comment of 2023-12-12 ('Llama2-7B with TP=1 and 1xA100-80GB')",
+     "model": "llama2-7b", "hardware": "a100-80gb", "tp": 1, "max_batched_tokens": 4096, "blocks": 7351},
+    {"source": "vllm-project/vllm PR #2031, comment of 2023-12-12 ('Llama2-70B with TP=4 and 4xA100-80GB')",
+     "model": "llama2-70b", "hardware": "a100-80gb", "tp": 4, "max_batched_tokens": 4096, "blocks": 20865},
+]
 
 SPLIT_ROWS = ("seconds", "compute", "recompute", "tp_comm", "pp_comm", "dp_comm", "bubble", "optimizer", "other")
 
@@ -179,12 +188,12 @@ def ours_deepspeed(name: str) -> dict[str, Any]:
             "total_params": estimate.total("params"), "largest_layer_params": estimate.largest_module_params()}
 
 
-def ours_vllm() -> dict[str, Any]:
-    """serve's KV sizing (vllm-v0, the log's engine) on the log's model, GPU and budget."""
+def ours_vllm(log: dict[str, Any] = VLLM_LOG) -> dict[str, Any]:
+    """serve's KV sizing (vllm-v0, the log's engine) on a log's model, GPU, tp and token budget."""
     import costmodel
 
-    run = costmodel.serve(VLLM_LOG["model"], VLLM_LOG["hardware"], rate=1.0, requests=2, prompt="16", output="4",
-                          scheduler="vllm-v0", max_batched_tokens=VLLM_LOG["max_batched_tokens"], tp=VLLM_LOG["tp"])
+    run = costmodel.serve(log["model"], log["hardware"], rate=1.0, requests=2, prompt="16", output="4",
+                          scheduler="vllm-v0", max_batched_tokens=log["max_batched_tokens"], tp=log["tp"])
     return dict(run.setup["kv_cache"])
 
 
@@ -408,8 +417,13 @@ def main(argv: list[str] | None = None) -> int:
             tool = None
         record["deepspeed"][name] = {"ours": our, "tools": {} if tool is None else {"DeepSpeed": tool}}
     print("\n".join(deepspeed_table(record["deepspeed"])) + "\n")
-    record["vllm"] = {"log": VLLM_LOG, "ours": ours_vllm()}
-    print("\n".join(vllm_table(record["vllm"]["ours"])) + "\n")
+    record["vllm"] = {"log": VLLM_LOG, "ours": ours_vllm(),
+                      "blocks": [{**log, "ours": ours_vllm(log)["num_blocks"]} for log in VLLM_BLOCK_LOGS]}
+    print("\n".join(vllm_table(record["vllm"]["ours"])))
+    for row in record["vllm"]["blocks"]:
+        print(f"- {row['model']} tp {row['tp']} on {row['hardware']}: vLLM {row['blocks']:,} blocks, ours "
+              f"{row['ours']:,} ({row['ours'] / row['blocks']:.3f}x; {row['source']})")
+    print()
     record["versions"] = {**peers.versions(where.tools_python, Path(where.llm_viewer), Path(where.calculon),
                                            Path(where.calculon)),
                           "DeepSpeed": peers.checkout_commit(Path(where.deepspeed))}
