@@ -182,14 +182,20 @@ def test_llm_viewer_flash_attention_bytes_store_an_n_by_n_output_and_every_query
     assert cache_at_query_heads == 4 * (n * d_h * b * cfg.n_kv_heads * 2 * 2)
 
 
-def test_llm_viewer_and_our_gemms_differ_by_the_achievable_rate():
+def test_the_measured_gemm_times_support_ours_not_the_datasheet_roofline():
     """Every projection is compute-bound at 2,048 tokens in both: LLM-Viewer at 100% of 312
-    TFLOP/s, ours at the A100's achievable GEMM rate (the hardware file's measured efficiency by
-    shape): ours / LLM-Viewer is 1.44-1.49 for the QKV, output and MLP GEMMs."""
+    TFLOP/s, ours at the kernel model's rate for the shape. Vidur's measured A100 80GB kernel
+    times of the same layer (validate/vidur_profiles.json: attn_pre_proj 0.97925 ms, attn_post_proj
+    0.301 ms, mlp_up_proj 1.6935 + mlp_down_proj 0.8505 + mlp_act 0.135 ms, x 32 layers) are ours
+    within 8% and 1.37-1.49x LLM-Viewer's."""
     case = "llama2-7b prefill 2048 + decode by layer"
     ours, theirs = RECORD["layers"][case]["ours"]["prefill"], viewer(case)["prefill"]
+    measured = ott.measured_layers(case)
+    assert measured == pytest.approx({"qkv": 0.979_25 * 32e-3, "out": 0.301 * 32e-3,
+                                      "mlp": (1.6935 + 0.8505 + 0.135) * 32e-3}, rel=1e-12)
     assert theirs["qkv"] == pytest.approx(3 * 32 * 2 * 2048 * 4096**2 / A100_PEAK, rel=1e-12)
-    assert [round(ours[g] / theirs[g], 2) for g in ("qkv", "out", "mlp")] == [1.44, 1.47, 1.49]
+    assert [round(ours[g] / measured[g], 2) for g in ("qkv", "out", "mlp")] == [0.97, 1.08, 1.0]
+    assert [round(theirs[g] / measured[g], 2) for g in ("qkv", "out", "mlp")] == [0.67, 0.73, 0.67]
     # the decode step: LLM-Viewer reads the weights and cache at the datasheet's 2,039 GB/s (7.0 ms);
     # ours is the eager host's time per op at batch 1 (17.7 ms; gpt-fast's graph-captured rate is
     # other_tools.py's published comparison)

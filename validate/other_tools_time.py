@@ -91,6 +91,11 @@ LAYER_CASES: dict[str, dict[str, Any]] = {
                 "80GB, the time of each layer (LLM-Viewer: roofline at 100% of 312 TFLOP/s and 2,039 GB/s, flash "
                 "attention; ours: the kernel model, sdpa, Hugging Face's generate)",
         "other_case": "llama2-7b prefill 2048 + decode", "preset": "llama2-7b", "prompt": 2048, "batch": 1,
+        # Vidur's measured A100 80GB kernel times of one Llama-2-7B layer at 2,048 tokens, tp 1
+        # (validate/vidur_profiles.json): QKV, output, MLP (fused gate/up, down, SiluAndMul)
+        "measured": {"model": "meta-llama/Llama-2-7b-hf", "num_tokens": 2048, "tp": 1,
+                     "groups": {"qkv": ("attn_pre_proj",), "out": ("attn_post_proj",),
+                                "mlp": ("mlp_up_proj", "mlp_down_proj", "mlp_act")}},
     },
     "llama3-8b batch 64 at 4096 by layer": {
         "says": "Llama-3-8B bf16, batch 64: a 4,096-token prefill of each sequence and one decode step at that "
@@ -336,13 +341,32 @@ def split_table(name: str, our: dict[str, Any], tools: dict[str, dict[str, Any]]
     return lines
 
 
+def measured_layers(name: str) -> dict[str, float]:
+    """Vidur's measured kernel seconds of the case's groups, one layer's times the layer count."""
+    spec = LAYER_CASES[name].get("measured")
+    if spec is None:
+        return {}
+    from costmodel.presets import load_preset
+
+    profiles = json.loads((ot.ROOT / "validate" / "vidur_profiles.json").read_text())
+    point = next(p for p in profiles["compute"]["a100"][spec["model"]]["points"]
+                 if p["num_tokens"] == spec["num_tokens"] and p["tp"] == spec["tp"])
+    layers = load_preset(LAYER_CASES[name]["preset"]).n_decoder_layers
+    return {group: sum(point[op] for op in ops) * 1e-3 * layers for group, ops in spec["groups"].items()}
+
+
 def layer_table(name: str, our: dict[str, Any], viewer: dict[str, Any] | None) -> list[str]:
-    lines = [f"### {name}", LAYER_CASES[name]["says"], "", "| prefill part | ours | LLM-Viewer |", "|---|---|---|"]
+    measured = measured_layers(name)
+    lines = [f"### {name}", LAYER_CASES[name]["says"], "",
+             "| prefill part | measured (Vidur) | ours | LLM-Viewer |", "|---|---|---|---|"]
     for group in LAYER_GROUPS:
-        lines.append(f"| {group} | {_fmt(our['prefill'][group])} | "
-                     f"{_fmt(viewer['prefill'][group]) if viewer else '-'} |")
+        ratios = (f" (ours {our['prefill'][group] / measured[group]:.2f}x"
+                  + (f", LLM-Viewer {viewer['prefill'][group] / measured[group]:.2f}x)" if viewer else ")")
+                  if group in measured else "")
+        lines.append(f"| {group} | {_fmt(measured.get(group))} | {_fmt(our['prefill'][group])} | "
+                     f"{_fmt(viewer['prefill'][group]) if viewer else '-'}{ratios} |")
     for key in ("prefill_seconds", "decode_seconds"):
-        lines.append(f"| **{key}** | {_fmt(our[key])} | {_fmt(viewer[key]) if viewer else '-'} |")
+        lines.append(f"| **{key}** | - | {_fmt(our[key])} | {_fmt(viewer[key]) if viewer else '-'} |")
     return lines
 
 
