@@ -110,12 +110,12 @@ def test_llm_analysis_step_is_its_flops_over_the_model_parallel_gpus_at_one_effi
             # no bubble, no communication, no optimizer: one part
             assert {k for k, v in split(name, label).items() if v is not None and k != "raw"} == {"seconds", "compute"}
     # at its default flops_efficiency 1 the published GPT-3 step is 0.52x; at our HFU (0.5226) its
-    # time is ours to 0.03%, because its FLOPs (with the recomputed attention core) are our executed ones to
-    # 0.03%: the whole split is in the efficiency a user must already know
+    # time is ours to 0.01%, because its FLOPs (with the recomputed attention core) are our executed ones to
+    # 0.01%: the whole split is in the efficiency a user must already know
     assert round(split(KORTHIKANTI, "llm-analysis")["seconds"] / 13.75, 3) == 0.518
     assert split(KORTHIKANTI, "llm-analysis at our HFU")["raw"]["flops_efficiency"] == 0.5226
     ours = RECORD["cases"][KORTHIKANTI]["ours"]
-    assert split(KORTHIKANTI, "llm-analysis at our HFU")["seconds"] == pytest.approx(ours["seconds"], rel=5e-4)
+    assert split(KORTHIKANTI, "llm-analysis at our HFU")["seconds"] == pytest.approx(ours["seconds"], rel=1e-4)
     # at Llama-2-70B its 16 n d^2 MLP (other_tools.py) leaves it 19% under ours even at our HFU
     ours70 = RECORD["cases"][LLAMA70B]["ours"]
     assert round(split(LLAMA70B, "llm-analysis at our HFU")["seconds"] / ours70["seconds"], 3) == 0.813
