@@ -282,6 +282,25 @@ def llm_viewer_layers(name: str, python: str, checkout: Path) -> dict[str, Any]:
             "decode_seconds": raw["total"]["decode"]["inference_time"], "raw": raw}
 
 
+#: llm-analysis's infer() prefill breakdown (analysis.py get_latency_fwd) under our groups; its
+#: "attn" is the whole attention block: the QKV and output projections and the core.
+LLM_ANALYSIS_PREFILL = {"attention block": "prefill_latency_fwd_attn", "mlp": "prefill_latency_fwd_mlp",
+                        "norms": "prefill_latency_fwd_layernorm", "embedding": "prefill_latency_fwd_input_embedding",
+                        "lm_head": "prefill_latency_fwd_output_embedding_loss"}
+
+
+def llm_analysis_layers(name: str, python: str) -> dict[str, Any]:
+    """llm-analysis's infer() on the case of other_tools.py: its prefill latency by part."""
+    from validate import other_tools_peers as peers
+
+    spec = dict(ot.CASES[LAYER_CASES[name]["other_case"]]["llm_analysis"])
+    if "model_config" in spec:
+        spec["model_config"] = ot.llm_analysis_model(spec["model_config"])
+    raw = peers.llm_analysis({"llm_analysis": spec}, python)["raw"]
+    return {"prefill": {group: raw[key] for group, key in LLM_ANALYSIS_PREFILL.items()},
+            "prefill_seconds": raw["prefill_latency"], "decode_seconds": raw["decode_latency"], "raw": raw}
+
+
 def deepspeed_estimate(checkout: Path, zero: int, total_params: int, largest: int, gpus: int) -> int:
     """Bytes per GPU of DeepSpeed's estimator for the stage (no offload, one node of `gpus`), its
     function cut out of the checkout with ast (the file imports torch and the rest of DeepSpeed)."""
@@ -355,18 +374,27 @@ def measured_layers(name: str) -> dict[str, float]:
     return {group: sum(point[op] for op in ops) * 1e-3 * layers for group, ops in spec["groups"].items()}
 
 
-def layer_table(name: str, our: dict[str, Any], viewer: dict[str, Any] | None) -> list[str]:
+def with_attention_block(prefill: dict[str, float]) -> dict[str, float]:
+    """The groups and their attention block (QKV, core and output), llm-analysis's one part."""
+    return {**prefill, "attention block": sum(prefill[g] for g in ("qkv", "rope", "attention", "out"))}
+
+
+def layer_table(name: str, our: dict[str, Any], tools: dict[str, dict[str, Any]]) -> list[str]:
     measured = measured_layers(name)
+    columns = {"ours": our, **tools}
+    parts = {label: with_attention_block(figures["prefill"]) if label != "llm-analysis" else figures["prefill"]
+             for label, figures in columns.items()}
     lines = [f"### {name}", LAYER_CASES[name]["says"], "",
-             "| prefill part | measured (Vidur) | ours | LLM-Viewer |", "|---|---|---|---|"]
-    for group in LAYER_GROUPS:
-        ratios = (f" (ours {our['prefill'][group] / measured[group]:.2f}x"
-                  + (f", LLM-Viewer {viewer['prefill'][group] / measured[group]:.2f}x)" if viewer else ")")
-                  if group in measured else "")
-        lines.append(f"| {group} | {_fmt(measured.get(group))} | {_fmt(our['prefill'][group])} | "
-                     f"{_fmt(viewer['prefill'][group]) if viewer else '-'}{ratios} |")
+             "| prefill part | measured (Vidur) | " + " | ".join(columns) + " |", "|---" * (len(columns) + 2) + "|"]
+    for group in (*LAYER_GROUPS, "attention block"):
+        cells = []
+        for label in columns:
+            value = parts[label].get(group)
+            ratio = f" ({value / measured[group]:.2f}x)" if value is not None and group in measured else ""
+            cells.append(_fmt(value) + ratio)
+        lines.append(f"| {group} | {_fmt(measured.get(group))} | " + " | ".join(cells) + " |")
     for key in ("prefill_seconds", "decode_seconds"):
-        lines.append(f"| **{key}** | - | {_fmt(our[key])} | {_fmt(viewer[key]) if viewer else '-'} |")
+        lines.append(f"| **{key}** | - | " + " | ".join(_fmt(figures[key]) for figures in columns.values()) + " |")
     return lines
 
 
@@ -420,16 +448,20 @@ def main(argv: list[str] | None = None) -> int:
 
     record["layers"] = {}
     for name in LAYER_CASES:
+        runners = {"LLM-Viewer": lambda: llm_viewer_layers(name, where.tools_python, Path(where.llm_viewer)),
+                   "llm-analysis": lambda: llm_analysis_layers(name, where.tools_python)}
+        tools = {}
+        for tool, runner in runners.items():
+            if tool in skipped:
+                continue
+            try:
+                tools[tool] = runner()
+            except peers.Missing as missing:
+                print(f"skipped {tool}: not installed ({missing})")
+                skipped.add(tool)
         our = ours_layers(name)
-        try:
-            viewer = None if "LLM-Viewer" in skipped else llm_viewer_layers(name, where.tools_python,
-                                                                              Path(where.llm_viewer))
-        except peers.Missing as missing:
-            print(f"skipped LLM-Viewer: not installed ({missing})")
-            skipped.add("LLM-Viewer")
-            viewer = None
-        print("\n".join(layer_table(name, our, viewer)) + "\n")
-        record["layers"][name] = {"ours": our, "tools": {"LLM-Viewer": viewer} if viewer else {}}
+        print("\n".join(layer_table(name, our, tools)) + "\n")
+        record["layers"][name] = {"ours": our, "tools": tools}
     record["deepspeed"] = {}
     for name, case in DEEPSPEED_CASES.items():
         our = ours_deepspeed(name)
