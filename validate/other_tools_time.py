@@ -143,11 +143,15 @@ SPLIT_ROWS = ("seconds", "compute", "recompute", "tp_comm", "pp_comm", "dp_comm"
 
 def ours_split(name: str) -> dict[str, float]:
     """Our kernel model's step split for a case of other_tools.py (the layout it builds there)."""
+    return split_of(*ot.case_layout(CASES[name]["other_case"]))
+
+
+def split_of(cfg: Any, workload: Any, layout: Any) -> dict[str, float]:
+    """Our kernel model's step split (the parts step() adds) on the A100 80GB."""
     from costmodel.hardware import load_hardware
     from costmodel.layout import ParallelEstimate
     from costmodel.layout.timing import step_time
 
-    cfg, workload, layout = ot.case_layout(CASES[name]["other_case"])
     step = step_time(ParallelEstimate(cfg, workload, layout), load_hardware(ot.HARDWARE),
                      time_model="kernels").step()
     exposed = step["exposed_communication_seconds"]
@@ -318,6 +322,51 @@ def deepspeed_estimate(checkout: Path, zero: int, total_params: int, largest: in
     return namespace[function](*args, num_gpus_per_node=gpus, num_nodes=1, cpu_offload=False)[1]
 
 
+#: Calculon's own files for Korthikanti et al.'s Table 5 models (models/, validation/seqsel/tab5/)
+CALCULON_TABLE_5 = {"22B": "megatron-22B", "175B": "gpt3-175B", "530B": "turing-530B", "1T": "megatron-1T"}
+
+
+def korthikanti_rows(where: argparse.Namespace, skipped: set[str]) -> list[dict[str, Any]]:
+    """Every row of Table 5 (full recomputation, and SP + selective): the published step, ours
+    split, Calculon's split on its own model and execution files for the row."""
+    from reports.published_runs import korthikanti_runs
+    from validate import other_tools_peers as peers
+
+    rows = []
+    for row, key, cfg, workload, layout in korthikanti_runs():
+        model = CALCULON_TABLE_5[row[0]]
+        out = {"model": row[0], "recompute": key, "published": row[9] if key == "full" else row[10],
+               "ours": split_of(cfg, workload, layout), "tools": {}}
+        if "Calculon" not in skipped:
+            checkout = Path(where.calculon)
+            spec = {"application": json.loads((checkout / "models" / f"{model}.json").read_text())
+                    if (checkout / "models").exists() else {},
+                    "execution": f"validation/seqsel/tab5/{model}_{'full' if key == 'full' else 'seqsel'}.json",
+                    "system": "systems/a100_80g.json"}
+            try:
+                out["tools"]["Calculon"] = calculon_split(spec, where.tools_python, checkout)
+            except peers.Missing as missing:
+                print(f"skipped Calculon: not installed ({missing})")
+                skipped.add("Calculon")
+        rows.append(out)
+    return rows
+
+
+def korthikanti_table(rows: list[dict[str, Any]]) -> list[str]:
+    lines = ["### Korthikanti et al. 2022, Table 5: every row's step, ours and Calculon's",
+             "64 to 512 A100s, tp 8; full recomputation, or SP + selective (\"present\"); seconds", "",
+             "| model | recompute | published | ours | Calculon | ours: compute / TP / bubble | "
+             "Calculon: compute + recompute / TP + recomm / bubble |", "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        o, c = r["ours"], r["tools"].get("Calculon")
+        theirs = (f"{c['seconds']:.2f} ({c['seconds'] / r['published']:.2f}x)", f"{c['compute'] + c['recompute']:.2f} / "
+                  f"{c['tp_comm']:.2f} / {c['bubble']:.2f}") if c else ("-", "-")
+        lines.append(f"| {r['model']} | {r['recompute']} | {r['published']} | {o['seconds']:.2f} "
+                     f"({o['seconds'] / r['published']:.2f}x) | {theirs[0]} | {o['compute']:.2f} / {o['tp_comm']:.2f} / "
+                     f"{o['bubble']:.2f} | {theirs[1]} |")
+    return lines
+
+
 def run_split(name: str, where: argparse.Namespace, skipped: set[str]) -> dict[str, dict[str, Any]]:
     from validate import other_tools_peers as peers
 
@@ -446,6 +495,8 @@ def main(argv: list[str] | None = None) -> int:
         record["cases"][name] = {"ours": our, "tools": tools}
     from validate import other_tools_peers as peers
 
+    record["korthikanti"] = korthikanti_rows(where, skipped)
+    print("\n".join(korthikanti_table(record["korthikanti"])) + "\n")
     record["layers"] = {}
     for name in LAYER_CASES:
         runners = {"LLM-Viewer": lambda: llm_viewer_layers(name, where.tools_python, Path(where.llm_viewer)),
