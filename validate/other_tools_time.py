@@ -515,13 +515,14 @@ def main(argv: list[str] | None = None) -> int:
         record["layers"][name] = {"ours": our, "tools": tools}
     record["deepspeed"] = {}
     for name, case in DEEPSPEED_CASES.items():
-        our = ours_deepspeed(name)
+        our, tool = ours_deepspeed(name), None
         try:
-            tool = deepspeed_estimate(Path(where.deepspeed), case["zero"], our["total_params"],
-                                      our["largest_layer_params"], case["dp"])
+            if "DeepSpeed" not in skipped:
+                tool = deepspeed_estimate(Path(where.deepspeed), case["zero"], our["total_params"],
+                                          our["largest_layer_params"], case["dp"])
         except peers.Missing as missing:
             print(f"skipped DeepSpeed: not installed ({missing})")
-            tool = None
+            skipped.add("DeepSpeed")
         record["deepspeed"][name] = {"ours": our, "tools": {} if tool is None else {"DeepSpeed": tool}}
     print("\n".join(deepspeed_table(record["deepspeed"])) + "\n")
     record["vllm"] = {"log": VLLM_LOG, "ours": ours_vllm(),
