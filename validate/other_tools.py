@@ -376,6 +376,33 @@ def _korthikanti() -> tuple[Any, Any, Any]:
                 if row[0] == "175B" and key == "present")
 
 
+def case_layout(name: str) -> tuple[Any, Any, Any]:
+    """The config, workload and layout of a Megatron, layout or Korthikanti case (ours() and
+    validate/other_tools_time.py's step splits read it)."""
+    from costmodel.config import Workload
+    from costmodel.layout import Layout
+    from costmodel.presets import load_preset
+
+    case = CASES[name]
+    if case["kind"] == "megatron":
+        a = case["megatron"]["args"]
+        cfg = load_preset(case["preset"])
+        workload = Workload(seq_len=a["seq_length"], batch=1, dtype="bf16", impl="megatron", attention="flash",
+                            recompute=a["recompute_granularity"] or "none")
+        layout = Layout(tp=a["tensor_model_parallel_size"], pp=a["pipeline_model_parallel_size"],
+                        dp=a["data_parallel_size"], cp=a["context_parallel_size"], ep=a["expert_model_parallel_size"],
+                        sp=a["sequence_parallel"], zero=1, framework="megatron",
+                        microbatches=case["megatron"]["num_microbatches"])
+    elif case["kind"] == "layout":
+        cfg = load_preset(case["preset"])
+        workload = Workload(seq_len=case["seq_len"], batch=1, dtype="bf16", impl=case["impl"],
+                            attention=case["attention"])
+        layout = Layout(**case["layout"])
+    else:
+        cfg, workload, layout = _korthikanti()
+    return cfg, workload, layout
+
+
 def ours(name: str) -> dict[str, Any]:
     """Our figures for a case, from the costmodel API (the CLI's functions)."""
     import costmodel
@@ -412,22 +439,7 @@ def ours(name: str) -> dict[str, Any]:
         data = other_runs_data()
         run = next(r for r in data["runs"] if r["id"] == case["run"])
         return {"tokens_per_second": decode_run(run, data["sources"]["gpt-fast"], "kernels")}
-    if case["kind"] == "megatron":
-        a = case["megatron"]["args"]
-        cfg = load_preset(case["preset"])
-        workload = Workload(seq_len=a["seq_length"], batch=1, dtype="bf16", impl="megatron", attention="flash",
-                            recompute=a["recompute_granularity"] or "none")
-        layout = Layout(tp=a["tensor_model_parallel_size"], pp=a["pipeline_model_parallel_size"],
-                        dp=a["data_parallel_size"], cp=a["context_parallel_size"], ep=a["expert_model_parallel_size"],
-                        sp=a["sequence_parallel"], zero=1, framework="megatron",
-                        microbatches=case["megatron"]["num_microbatches"])
-    elif case["kind"] == "layout":
-        cfg = load_preset(case["preset"])
-        workload = Workload(seq_len=case["seq_len"], batch=1, dtype="bf16", impl=case["impl"],
-                            attention=case["attention"])
-        layout = Layout(**case["layout"])
-    else:
-        cfg, workload, layout = _korthikanti()
+    cfg, workload, layout = case_layout(name)
     parallel = ParallelEstimate(cfg, workload, layout)
     stage = parallel.per_stage[0]
     kernels = step_time(parallel, load_hardware(HARDWARE), time_model="kernels").step()

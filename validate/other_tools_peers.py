@@ -36,7 +36,7 @@ class Missing(Exception):
     """A tool is not installed where we look; one line says where."""
 
 
-def _run(python: str, code: str, spec: dict[str, Any], cwd: str | None = None) -> dict[str, Any]:
+def run_script(python: str, code: str, spec: dict[str, Any], cwd: str | None = None) -> dict[str, Any]:
     if not Path(python).exists():
         raise Missing(f"no python at {python}")
     done = subprocess.run([python, "-c", code], input=json.dumps(spec), capture_output=True, text=True,
@@ -57,7 +57,7 @@ def _version(python: str, package: str) -> str:
     return done.stdout.strip() or "unknown"
 
 
-def _commit(checkout: Path) -> str:
+def checkout_commit(checkout: Path) -> str:
     """The commit a checkout was made from: its COMMIT file (git archive has no .git) or git."""
     stamp = checkout / "COMMIT"
     if stamp.exists():
@@ -89,7 +89,7 @@ def llm_analysis(case: dict[str, Any], python: str) -> dict[str, Any]:
     spec = case.get("llm_analysis")
     if spec is None:
         return {}
-    raw = _run(python, LLM_ANALYSIS, dict(spec))
+    raw = run_script(python, LLM_ANALYSIS, dict(spec))
     if spec["mode"] == "train":
         # num_flops_total_per_micro_batch: the whole model's 3 x forward (+ its recomputation) of a micro-batch
         figures = {"params": raw["num_params_total"], "flops_sequence": raw["num_flops_total_per_micro_batch"]
@@ -138,7 +138,7 @@ def llm_viewer(case: dict[str, Any], python: str, checkout: Path) -> dict[str, A
         config_dir = Path(folder) / spec["config_name"]  # its config search wants "Llama" in the id
         config_dir.mkdir()
         (config_dir / "config.json").write_text(json.dumps(spec["hf_config"]))
-        raw = _run(python, LLM_VIEWER, {**spec, "config_dir": str(config_dir)}, cwd=str(checkout))
+        raw = run_script(python, LLM_VIEWER, {**spec, "config_dir": str(config_dir)}, cwd=str(checkout))
     prefill, decode = raw["total"]["prefill"], raw["total"]["decode"]
     if spec.get("gen"):
         return {"tokens_per_second": spec["gen"] / raw["decode_seconds"], "raw": raw}
@@ -173,7 +173,7 @@ def calculon(case: dict[str, Any], python: str, checkout: Path) -> dict[str, Any
         return {}
     if not (checkout / "calculon" / "llm").exists():
         raise Missing(f"no Calculon checkout at {checkout}")
-    raw = _run(python, CALCULON, spec, cwd=str(checkout))
+    raw = run_script(python, CALCULON, spec, cwd=str(checkout))
     blocks, tp = spec["application"]["num_blocks"], spec["execution"]["tensor_par"]
     per_block = raw["block_fw_flops"] + raw["block_agrad_flops"] + raw["block_wgrad_flops"]  # one TP rank's
     return {"flops_sequence": per_block * blocks * tp / spec["execution"]["microbatch_size"],
@@ -250,5 +250,5 @@ def megatron(case: dict[str, Any], checkout: Path) -> dict[str, Any]:
 
 
 def versions(python: str, viewer: Path, calc: Path, mega: Path) -> dict[str, str]:
-    return {"llm-analysis": _version(python, "llm-analysis"), "LLM-Viewer": _commit(viewer),
-            "Calculon": _commit(calc), "Megatron-LM": _commit(mega)}
+    return {"llm-analysis": _version(python, "llm-analysis"), "LLM-Viewer": checkout_commit(viewer),
+            "Calculon": checkout_commit(calc), "Megatron-LM": checkout_commit(mega)}
