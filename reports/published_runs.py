@@ -284,7 +284,8 @@ def _train_step(run: dict[str, Any], source: dict[str, Any], time_model: str,
     from costmodel.layout.timing import step_time
 
     estimate, hardware, options = train_setup(run, source)
-    if host_syncs and time_model == "kernels":  # the MoE layers' host syncs priced, with the run's graph scopes
+    if host_syncs and time_model == "kernels" and not _stated(run, source, "moe_token_drop", False):
+        # the MoE layers' host syncs priced, with the run's graph scopes (drop-and-pad: no sync)
         options["host_syncs"] = tuple(_stated(run, source, "cuda_graph_scope", ()))
     return step_time(estimate, hardware, time_model=time_model, flops_convention=flops_convention,
                      **options).step(), hardware
