@@ -217,6 +217,9 @@ def _stated(run: dict[str, Any], source: dict[str, Any], key: str, default: Any 
     return run.get(key, source.get(key, default))
 
 
+stated = _stated  # the same rule for the scripts that read a row's recipe (validate/moe_host_windows.py)
+
+
 def train_setup(run: dict[str, Any], source: dict[str, Any]) -> tuple[ParallelEstimate, Any, dict[str, Any]]:
     """One training run of published_runs.json as the model sees it: the estimate (model, workload,
     layout), the hardware, and the StepTime options its source states (autocast: fp32 parameters

@@ -19,7 +19,7 @@ from typing import Any
 
 from costmodel.layout.host_syncs import stage_calls, syncs
 from costmodel.layout.timing import step_time
-from reports.published_runs import _stated, other_runs_data, run_kind, train_setup
+from reports.published_runs import other_runs_data, run_kind, stated, train_setup
 
 
 def megatron_moe_rows() -> list[tuple[dict[str, Any], dict[str, Any]]]:
@@ -29,7 +29,7 @@ def megatron_moe_rows() -> list[tuple[dict[str, Any], dict[str, Any]]]:
     for run in data["runs"]:
         source = data["sources"][run["id"].split()[0]]
         if (run["kind"] == "train" and run_kind(run, source) == "MoE training"
-                and _stated(run, source, "framework", "megatron") == "megatron" and "published_tokens_per_s_per_gpu" in run):
+                and stated(run, source, "framework", "megatron") == "megatron" and "published_tokens_per_s_per_gpu" in run):
             rows.append((run, source))
     return rows
 
@@ -43,8 +43,8 @@ def row_windows(run: dict[str, Any], source: dict[str, Any]) -> dict[str, Any]:
         plain = step_time(estimate, hardware, time_model="kernels", **options).step()
     except ConfigError as error:
         return {"run": run["id"], "not_expressible": str(error)}
-    dropped = _stated(run, source, "moe_token_drop", False)
-    scopes = tuple(_stated(run, source, "cuda_graph_scope", ()))
+    dropped = stated(run, source, "moe_token_drop", False)
+    scopes = tuple(stated(run, source, "cuda_graph_scope", ()))
     timed = step_time(estimate, hardware, time_model="kernels", host_syncs=None if dropped else scopes, **options)
     step = timed.step()
     stage = estimate.stages[step["slowest_stage"]]
