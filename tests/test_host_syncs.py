@@ -30,26 +30,30 @@ def test_the_counted_calls_a_block():
     facts = host_facts()
     assert {k: len(v) for k, v in facts["forward"].items()} == {"attention": 9, "dense_mlp": 4, "moe": 26, "mamba": 7}
     assert {k: len(v) for k, v in facts["backward"].items()} == {"attention": 7, "dense_mlp": 3, "moe": 16, "mamba": 4}
-    assert facts["graph_scopes"]["moe_router"] == {"moe": 7} and facts["graph_scopes"]["attn"] == {"attention": 9}
+    assert facts["graph_scopes"]["moe_router"] == {"moe": {"forward": 7, "backward": 5}}
+    assert facts["graph_scopes"]["moe_preprocess"] == {"moe": {"forward": 7, "backward": 1}}
+    assert facts["graph_scopes"]["attn"] == {"attention": {"forward": 9, "backward": 7}}
 
 
 def test_calls_a_layer_for_stated_recipes():
     """Qwen3 (QK norm, 16 local experts at EP 8): eager 9 + 26 forward; with TE graphs of moe_router and
-    moe_preprocess each scope's 7 calls are one replay: 26 - 6 - 6 = 14; with attn too the attention
-    is 1 call and its backward runs in the graph. GPT-OSS (no QK norm, biased experts): 7 + 26 + 2 +
-    2 x the local experts."""
+    moe_preprocess each scope's 7 forward calls are one replay, 26 - 6 - 6 = 14, and the router's 5
+    backward Functions one, 16 - 4 = 12; with attn the attention is one replay each way. GPT-OSS (no
+    QK norm, biased experts): 7 + 26 + 2 + 2 x the local experts."""
     assert block_calls("attention", 16, True, False) == (9, 7)
     assert block_calls("moe", 16, True, False) == (26, 16)
-    assert block_calls("moe", 16, True, False, ("moe_router", "moe_preprocess")) == (14, 16)
-    assert block_calls("attention", 16, True, False, ("attn",)) == (1, 0)
+    assert block_calls("moe", 16, True, False, ("moe_router", "moe_preprocess")) == (14, 12)
+    assert block_calls("attention", 16, True, False, ("attn",)) == (1, 1)
+    assert block_calls("attention", 16, False, False, ("attn",)) == (1, 1)
     assert block_calls("attention", 2, False, True) == (7, 5)
     assert block_calls("moe", 2, False, True) == (26 + 2 + 4, 16)
     assert block_calls("moe", 16, False, True) == (26 + 2 + 32, 16)
-    assert block_calls("mamba", 0, False, False, ("mamba",)) == (1, 0)
+    assert block_calls("mamba", 0, False, False, ("mamba",)) == (1, 1)
 
 
 @pytest.mark.parametrize("run_id, forward, backward", [
-    (QWEN_B200, 48 * (9 + 14), 48 * (7 + 16)),  # graphs of moe_router + moe_preprocess (97ad8cc6f, v0.3.0)
+    (QWEN_B200, 48 * (9 + 14), 48 * (7 + 12)),  # graphs of moe_router + moe_preprocess (97ad8cc6f, v0.3.0)
+    ("megatron-bridge-moe 26.02.01 qwen3-30b-a3b mxfp8 8xb200", 48 * (1 + 14), 48 * (1 + 12)),  # and attn
     ("megatron-bridge-moe 26.04 qwen3-30b-a3b mxfp8 8xb200", 48 * 35, 48 * 23),  # no scope stated: eager
     ("megatron-bridge-moe 26.04.01 gpt-oss-120b bf16 64xgb200", 36 * (7 + 32), 36 * (5 + 16)),  # EP 64: 2 local experts
     ("megatron-bridge-moe 26.04.01 gpt-oss-120b bf16 64xb200", 36 * (7 + 60), 36 * (5 + 16)),  # EP 8: 16 local experts
@@ -63,11 +67,12 @@ def test_stage_calls_of_published_rows(run_id, forward, backward):
 
 
 def test_a_window_by_hand():
-    """1,104 calls at 13.48 us = 14.88192 ms each way; a micro-batch of 30 ms on the GPU: the forward's
-    windows 10 ms of GPU -> 4.88192 ms exposed; the backward's 20 ms hides its 14.88192 ms."""
-    host = 1104 * 13.48e-6
-    assert exposed_seconds(host, host, 30e-3) == pytest.approx(4.88192e-3, abs=1e-12)
-    assert exposed_seconds(host, host, 60e-3) == 0.0
+    """1,104 calls at 13.48 us = 14.88192 ms (the 26.02 row's forward; its backward's 912 calls 12.29376
+    ms); a micro-batch of 30 ms on the GPU: the forward's windows 10 ms of GPU -> 4.88192 ms exposed;
+    the backward's 20 ms hides its 12.29376 ms."""
+    host, back = 1104 * 13.48e-6, 912 * 13.48e-6
+    assert exposed_seconds(host, back, 30e-3) == pytest.approx(4.88192e-3, abs=1e-12)
+    assert exposed_seconds(host, back, 60e-3) == 0.0
     assert exposed_seconds(0.05, 0.05, 30e-3) == pytest.approx(0.04 + 0.03, abs=1e-12)
 
 
@@ -82,7 +87,7 @@ def test_the_step_adds_each_micro_batch_window():
     timed = step_time(estimate, slow, time_model="kernels", host_syncs=("moe_router", "moe_preprocess"), **options)
     times = plain.stage(estimate.stages[0])
     gpu = sum(times[k] for k in ("compute", "tp", "ep", "cp", "amax"))
-    expected = 64 * exposed_seconds(1104 * 300e-6, 1104 * 300e-6, gpu)
+    expected = 64 * exposed_seconds(1104 * 300e-6, 912 * 300e-6, gpu)
     step = timed.step()
     assert expected > 0 and step["host_sync_seconds"] == pytest.approx(expected, rel=1e-12)
     assert step["seconds"] - plain.step()["seconds"] == pytest.approx(expected, rel=1e-9)
@@ -122,7 +127,7 @@ def test_the_window_script(capsys):
 
     assert main(["--row", QWEN_B200]) == 0
     line = capsys.readouterr().out.splitlines()[-1]
-    assert line.startswith(f"| {QWEN_B200} | moe_router+moe_preprocess | 1,104 / 1,104 | 13.48 | 14.88 |")
+    assert line.startswith(f"| {QWEN_B200} | moe_router+moe_preprocess | 1,104 / 912 | 13.48 | 14.88 |")
     assert main(["--row", "no such row"]) == 2
     assert capsys.readouterr().err.startswith("error: 'no such row' is not a Megatron MoE training row")
 

@@ -54,11 +54,12 @@ def block_calls(block: str, local_experts: int, qk_norm: bool, biased_experts: b
     if block == "moe" and biased_experts:  # GPT-OSS: TEGroupedMLP._apply_bias's loop
         bias = facts["biased_experts"]
         forward += bias["forward"] + bias["forward_per_local_expert"] * local_experts
-    for scope in scopes:
-        captured = facts["graph_scopes"].get(scope, {}).get(block)
-        if captured:
-            forward -= captured - 1
-            backward = 0 if scope in ("attn", "mamba") else backward
+    for scope in scopes:  # a captured scope's calls: one forward replay, one backward replay
+        captured = facts["graph_scopes"].get(scope, {}).get(block, {})
+        if captured.get("forward", 0) == len(facts["forward"][block]):  # the whole block (attn, mamba)
+            return 1, 1
+        forward -= max(captured.get("forward", 0) - 1, 0)
+        backward -= max(captured.get("backward", 0) - 1, 0)
     return forward, backward
 
 
