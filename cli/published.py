@@ -11,7 +11,11 @@ from .options import json_option
 
 @click.command()
 @json_option("The rows as JSON on stdout.")
-def published(as_json) -> None:
+@click.option("--host-syncs", is_flag=True, default=False,
+              help="Kernel model: price the host time a Megatron-Core MoE layer's device-to-host sync exposes "
+                   "(each sync window the longer of the host's calls and the GPU's work; "
+                   "costmodel/layout/host_syncs.py). Off by default: the per-call time is one module call's.")
+def published(as_json, host_syncs) -> None:
     """Published training runs beside the layout model: Narayanan et al. 2021 Table 1 (parameters,
     TFLOP/s per GPU), Korthikanti et al. 2022 Table 5 (seconds per iteration, MFU, HFU), more published
     runs (costmodel/published_runs.json), DeepSeek-V3 and Llama 3 405B's 131k-context run."""
@@ -21,7 +25,7 @@ def published(as_json) -> None:
     from .format import render_published
 
     tables = {"narayanan_2021_table_1": narayanan(), "korthikanti_2022_table_5": korthikanti(),
-              "other_runs": other_runs(), "frontier": frontier()}
+              "other_runs": other_runs(host_syncs), "frontier": frontier()}
     tables["summary"] = summary(tables)
     tables["summary_by_kind"] = summary_by_kind(tables)
     if as_json:

@@ -53,7 +53,6 @@ def time_model_for(hardware: "Hardware", time_model: str | None = None, dtype: s
 HARDWARE_DIR = Path(__file__).resolve().parent / "hardware"
 
 
-
 def local_cache_path() -> Path:
     """Where the `local` calibration is cached (XDG cache directory)."""
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
@@ -154,6 +153,7 @@ class Hardware:
     # the step's own). Where given, the serving step's counted engine ops take it in place of
     # eager_op_s (engine_op_s). None: eager_op_s stands.
     engine_s_per_op: float | None = None
+    host_module_call_s: float | None = None  # a module call's host CPU time (hardware_schema.py; layout/host_syncs.py)
     # Per copy op of the paged cache's path (index_select: the cache's gather of the keys; clone:
     # repeat_kv's copy per query head), (seconds a call takes beyond its bytes, the rate of the bytes
     # it reads and writes), measured cold (validate/calibrate.py cold_copies on a CPU: calls of several

@@ -98,6 +98,10 @@ SCHEMA: dict[str, Field] = {
                              "token and a tiny width, their forward over the ops it dispatches); where given, a "
                              "counted eager implementation's ops (module code) take it in place of dispatch_s_per_op "
                              "(so 0 is refused: it would make every such op free)", low=0, strict=True),
+    "host_module_call_s": Field(float, "the host CPU's time of one module call, seconds (a published microbenchmark: "
+                                "a torch.nn.Linear forward's CPU time, TransformerEngine issue #2053); where given, "
+                                "`published --host-syncs` prices the calls a Megatron-Core layer issues between its "
+                                "MoE host syncs (kernel_facts.json megatron_host_calls) at it", low=0, strict=True),
     "engine_s_per_op": Field(float, "the host's time per aten op of transformers' continuous-batching engine's "
                              "steps, seconds (a microbenchmark: validate/calibrate.py engine_seconds_per_op, a "
                              "compute-free Llama's steps over the ops they dispatch); where given, the serving "
@@ -145,7 +149,7 @@ GENERATIONS = {"volta": "Volta", "turing": "Turing", "ampere": "Ampere", "ada": 
                "blackwell": "Blackwell", "cdna2": "CDNA 2", "cdna3": "CDNA 3", "cdna4": "CDNA 4",
                "cpu": "CPU"}
 OPTIONAL_NUMBERS = ("architecture", "network_of", "graph_kernel_s", "dram_kernel_startup_s", "sm_count", "dispatch_s_per_op", "module_s_per_op",
-                    "engine_s_per_op", "clock_mhz", "clock_limit_mhz",
+                    "engine_s_per_op", "host_module_call_s", "clock_mhz", "clock_limit_mhz",
                     "power_watts", "power_limit_watts", "memory_reserve_bytes", "serving_memory_utilization",
                     "price_per_gpu_hour", "gemv_bandwidth_bytes_per_s")
 #: The fields a Hardware holds as 0 when its file does not give them: a file omits them where unknown

@@ -217,6 +217,9 @@ def _stated(run: dict[str, Any], source: dict[str, Any], key: str, default: Any 
     return run.get(key, source.get(key, default))
 
 
+stated = _stated  # the same rule for the scripts that read a row's recipe (validate/moe_host_windows.py)
+
+
 def train_setup(run: dict[str, Any], source: dict[str, Any]) -> tuple[ParallelEstimate, Any, dict[str, Any]]:
     """One training run of published_runs.json as the model sees it: the estimate (model, workload,
     layout), the hardware, and the StepTime options its source states (autocast: fp32 parameters
@@ -280,26 +283,29 @@ def train_setup(run: dict[str, Any], source: dict[str, Any]) -> tuple[ParallelEs
 
 
 def _train_step(run: dict[str, Any], source: dict[str, Any], time_model: str,
-                flops_convention: str = "dense") -> tuple[dict[str, Any], Any]:
+                flops_convention: str = "dense", host_syncs: bool = False) -> tuple[dict[str, Any], Any]:
     from costmodel.layout.timing import step_time
 
     estimate, hardware, options = train_setup(run, source)
+    if host_syncs and time_model == "kernels" and not _stated(run, source, "moe_token_drop", False):
+        # the MoE layers' host syncs priced, with the run's graph scopes (drop-and-pad: no sync)
+        options["host_syncs"] = tuple(_stated(run, source, "cuda_graph_scope", ()))
     return step_time(estimate, hardware, time_model=time_model, flops_convention=flops_convention,
                      **options).step(), hardware
 
 
-def train_run(run: dict[str, Any], source: dict[str, Any], time_model: str) -> float:
+def train_run(run: dict[str, Any], source: dict[str, Any], time_model: str, host_syncs: bool = False) -> float:
     """Model TFLOP/s per GPU (MFU x the bf16 peak), the model FLOPs counted in the convention the
     run's source states ("flops_convention": dense, every (query, key) pair, unless it says causal,
     as Megatron-Core's newer num_floating_point_operations count them)."""
-    step, hardware = _train_step(run, source, time_model, _stated(run, source, "flops_convention", "dense"))
+    step, hardware = _train_step(run, source, time_model, _stated(run, source, "flops_convention", "dense"), host_syncs)
     return step["mfu"] * hardware.datasheet_peak(source["dtype"]) / 1e12
 
 
-def train_tokens(run: dict[str, Any], source: dict[str, Any], time_model: str) -> float:
+def train_tokens(run: dict[str, Any], source: dict[str, Any], time_model: str, host_syncs: bool = False) -> float:
     """Tokens a second per GPU: the step's tokens a second (global batch x sequence over its time)
     over the run's GPUs, the figure torchtitan and llm-foundry publish (no FLOP convention in it)."""
-    step, _ = _train_step(run, source, time_model)
+    step, _ = _train_step(run, source, time_model, host_syncs=host_syncs)
     return step["tokens_per_second"] / run["gpus"]
 
 
@@ -349,10 +355,11 @@ def run_kind(run: dict[str, Any], source: dict[str, Any]) -> str:
     return "MoE training" if experts else "dense training"
 
 
-def other_runs() -> list[dict[str, Any]]:
+def other_runs(host_syncs: bool = False) -> list[dict[str, Any]]:
     """Each run of costmodel/published_runs.json: published, and ours under the roofline and
     the kernel-level time model (None, with the reason, where a model cannot express it: the
-    roofline has no torch.compile, so a compiled run is the kernel model's alone)."""
+    roofline has no torch.compile, so a compiled run is the kernel model's alone). host_syncs:
+    the kernel model's training steps price the MoE layers' host syncs (layout/host_syncs.py)."""
     from costmodel.config import ConfigError
 
     data = other_runs_data()
@@ -371,7 +378,8 @@ def other_runs() -> list[dict[str, Any]]:
         reasons = []
         for model in ("roofline", "kernels"):
             try:
-                row[model] = measure(run, source, model)
+                extra = {"host_syncs": True} if host_syncs and measure in (train_run, train_tokens) else {}
+                row[model] = measure(run, source, model, **extra)
             except ConfigError as error:
                 reasons.append(str(error))
         row["not_expressible"] = " ".join(dict.fromkeys(reasons)) or None

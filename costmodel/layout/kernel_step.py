@@ -194,9 +194,13 @@ class KernelStepTime(StepTime):
 
     def __init__(self, estimate: ParallelEstimate, hardware: Hardware, efficiency: Efficiency | None = None,
                  flops_convention: str = "dense", cuda_graphs: bool = False, overlap: Any = None,
-                 compiled: bool = False, autocast: bool = False, attention_kernel: str = DEFAULT_KERNEL):
-        """attention_kernel: the fused attention kernel the run calls (KernelTimer's)."""
+                 compiled: bool = False, autocast: bool = False, attention_kernel: str = DEFAULT_KERNEL,
+                 host_syncs: tuple[str, ...] | None = None):
+        """attention_kernel: the fused attention kernel the run calls (KernelTimer's). host_syncs: None,
+        the host runs ahead (no host term); else the CUDA graph scopes the run captures, and each
+        micro-batch adds what its MoE layers' host syncs expose (layout/host_syncs.py)."""
         super().__init__(estimate, hardware, efficiency, flops_convention, cuda_graphs, overlap, autocast)
+        self.host_syncs = host_syncs
         check_kernel_model(hardware)
         # A decode step replayed from a CUDA graph: each kernel's GPU-side gap (kernel_time.KernelTimer).
         self.graph_kernel_s = hardware.graph_kernel_s if cuda_graphs and estimate.phase == "decode" else 0.0
@@ -217,6 +221,16 @@ class KernelStepTime(StepTime):
                    attention_kernel=attention_kernel)
         # ... and the recipe's casts beside them, memory-bound at the dtype's timer (layout/fp8.py).
         self.casts = fp8_casts(estimate, hardware)
+
+    def stage(self, stage: Any) -> dict[str, float]:
+        """StepTime's stage, with the host time the MoE layers' syncs expose (--host-syncs)."""
+        times = super().stage(stage)
+        if self.host_syncs is not None and self.estimate.phase == "train":
+            from .host_syncs import stage_host_seconds
+
+            gpu = sum(times[k] for k in ("compute", "tp", "ep", "cp", "amax"))
+            times["host"] = stage_host_seconds(self.estimate, self.hardware, stage, gpu, self.host_syncs)
+        return times
 
     def step(self) -> dict[str, Any]:
         """StepTime's step; an eager training step of a counted implementation on a GPU whose

@@ -288,7 +288,7 @@ class StepTime:
         hidden = hidden_ep + hidden_sends + hidden_tp + hidden_pp
         return {"compute": compute, "tp": tp_microbatch - hidden_tp, "ep": all_to_all - hidden_ep, "cp": context,
                 "pp": exchange - hidden_pp, "tp_step": (1 - self.overlap.tp) * tp_step, "hidden_ep": hidden_ep,
-                "amax": amax,
+                "amax": amax, "host": 0.0,  # the host's exposed time (KernelStepTime's --host-syncs)
                 "pp_step": self.tied_embedding(stage), "accumulation": self.gradient_accumulation(stage),
                 "accumulation_microbatch": self.microbatch_accumulation(stage),
                 # what runs hidden under this micro-batch's compute, and under the step's; the compute
@@ -538,7 +538,7 @@ class StepTime:
         # or an inner one (it sends both ways): one of each kind stands for the rest.
         ranks = sorted({0, min(1, p - 1), p - 1})
         stages = [(estimate.stages[r], self.stage(estimate.stages[r])) for r in ranks]
-        parts = ("compute", "tp", "ep", "cp", "pp", "amax", "contention", "accumulation_microbatch")
+        parts = ("compute", "tp", "ep", "cp", "pp", "amax", "contention", "accumulation_microbatch", "host")
         slowest_stage, slowest = max(stages, key=lambda item: sum(item[1][k] for k in parts))
         per_microbatch = sum(slowest[k] for k in parts)
         # The bubble's passes are the pipeline's fill and drain: under the combined 1F1B (Overlap.ep)
@@ -582,6 +582,7 @@ class StepTime:
             "optimizer_seconds": optimizer,
             "gradient_accumulation_seconds": accumulation + m * slowest["accumulation_microbatch"],
             "autocast_seconds": casts,
+            **({"host_sync_seconds": m * slowest["host"]} if slowest["host"] else {}),
             "hidden_communication_seconds": hidden,
             "overlap_contention_seconds": contention,
             "bubble_fraction": layout.bubble() / m,

@@ -1,0 +1,105 @@
+"""The host's time a Megatron-Core MoE layer's device-to-host sync exposes (`published --host-syncs`,
+default off).
+
+A dropless MoE layer forward waits on the host for its token counts (token_dispatcher.py
+_maybe_dtoh_and_synchronize; validate/FINDINGS.md, session 22): the host cannot issue past that
+point before the GPU has reached it. So a step's forward is a chain of sync windows, one per MoE
+layer, and each window costs the longer of the host's calls in it and the GPU's work in it. The
+backward syncs nowhere (the all-to-all keeps the forward's splits), so it is one window per
+micro-batch. Where nothing syncs (no routed experts, drop-and-pad, a whole-iteration graph) the
+host runs ahead and costs nothing (the model as it is without the option).
+
+Per micro-batch of a pipeline rank, with the windows of a stage taken as alike (each MoE layer's
+window holds its share of the stage's calls and of its GPU time):
+    extra = max(0, H_f - G_f) + max(0, H_b - G_b)
+H: the calls the stage's layers issue (kernel_facts.json "megatron_host_calls", counted from
+Megatron-Core's code) x the hardware's host_module_call_s (a module call's CPU time, TransformerEngine
+issue #2053); a scope a CUDA graph captures is one call. G: the stage's GPU time of one micro-batch
+(its compute and exposed communication), a third forward and two thirds backward, the split
+StepTime.compute charges.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..config import ConfigError
+from ..kernel_rates import kernel_facts
+
+#: The layer kinds (ModelConfig.layer_kind_at) whose layers are one block, not attention + MLP.
+_ONE_BLOCK = {"mamba": ("mamba",), "moe": ("moe",), "attention": ("attention",), "dense": ("attention", "dense_mlp")}
+#: CUDA graph scopes (Megatron-Core cuda_graph_scope) this count knows; full_iteration syncs nowhere.
+GRAPH_SCOPES = ("attn", "moe_router", "moe_preprocess", "mamba", "full_iteration")
+
+
+def host_facts() -> dict[str, Any]:
+    return kernel_facts()["megatron_host_calls"]
+
+
+def layer_blocks(kind: str | None) -> tuple[str, ...]:
+    """The counted blocks of one layer of this kind: a hybrid's mamba, moe and attention layers are
+    one block each; a dense layer (DeepSeek's first layers) attention and an MLP; any other layer
+    (a MoE transformer layer: None, full, sliding, ...) attention and the MoE block."""
+    return _ONE_BLOCK.get(kind, ("attention", "moe"))
+
+
+def block_calls(block: str, local_experts: int, qk_norm: bool, biased_experts: bool,
+                scopes: tuple[str, ...] = ()) -> tuple[int, int]:
+    """(forward, backward) host calls of one block; a captured scope's calls are one graph replay."""
+    facts = host_facts()
+    forward = len(facts["forward"][block])
+    backward = len(facts["backward"][block])
+    if block == "attention" and not qk_norm:  # q_layernorm and k_layernorm are the QK norm's
+        forward, backward = forward - 2, backward - 2
+    if block == "moe" and biased_experts:  # GPT-OSS: TEGroupedMLP._apply_bias's loop
+        bias = facts["biased_experts"]
+        forward += bias["forward"] + bias["forward_per_local_expert"] * local_experts
+    for scope in scopes:  # a captured scope's calls: one forward replay, one backward replay
+        captured = facts["graph_scopes"].get(scope, {}).get(block, {})
+        if captured.get("forward", 0) == len(facts["forward"][block]):  # the whole block (attn, mamba)
+            return 1, 1
+        forward -= max(captured.get("forward", 0) - 1, 0)
+        backward -= max(captured.get("backward", 0) - 1, 0)
+    return forward, backward
+
+
+def syncs(cfg: Any, layout: Any, scopes: tuple[str, ...] = ()) -> bool:
+    """Whether a MoE layer forward waits on the host: routed experts, dropless (no capacity
+    factor), and no whole-iteration graph (which needs a sync-free layer)."""
+    return bool(cfg.n_experts) and layout.capacity_factor is None and "full_iteration" not in scopes
+
+
+def stage_calls(estimate: Any, stage: Any, scopes: tuple[str, ...] = ()) -> tuple[int, int]:
+    """(forward, backward) host calls of one micro-batch on this pipeline rank's layers."""
+    cfg, layout = estimate.cfg, estimate.layout
+    local = cfg.n_experts // layout.ep if cfg.n_experts else 0
+    kinds = {key: kind for key, (_, kind) in estimate.structure["layers"].items()}
+    forward = backward = 0
+    for key, count in estimate.layer_runs(stage).items():
+        for block in layer_blocks(kinds[key]):
+            f, b = block_calls(block, local, bool(cfg.qk_norm), bool(cfg.expert_bias), scopes)
+            forward, backward = forward + count * f, backward + count * b
+    return forward, backward
+
+
+def exposed_seconds(host_forward: float, host_backward: float, gpu: float) -> float:
+    """What one micro-batch's sync windows add to its GPU time: the forward's windows are bound by
+    the slower of host and GPU, and so is the backward's one window (a third and two thirds of the
+    GPU's time, StepTime.compute's split)."""
+    return max(0.0, host_forward - gpu / 3) + max(0.0, host_backward - 2 * gpu / 3)
+
+
+def stage_host_seconds(estimate: Any, hardware: Any, stage: Any, gpu: float,
+                       scopes: tuple[str, ...] = ()) -> float:
+    """The seconds the host adds to one micro-batch of this rank (0 where no MoE layer syncs)."""
+    if not syncs(estimate.cfg, estimate.layout, scopes):
+        return 0.0
+    if hardware.host_module_call_s is None:
+        raise ConfigError(f"--host-syncs: the hardware file {hardware.name} states no host_module_call_s "
+                          "(the host's time of one module call).")
+    unknown = [scope for scope in scopes if scope not in GRAPH_SCOPES]
+    if unknown:
+        raise ConfigError(f"--host-syncs: unknown CUDA graph scope {unknown[0]!r}; known: {', '.join(GRAPH_SCOPES)}.")
+    forward, backward = stage_calls(estimate, stage, scopes)
+    per_call = hardware.host_module_call_s
+    return exposed_seconds(forward * per_call, backward * per_call, gpu)
