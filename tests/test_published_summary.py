@@ -24,6 +24,7 @@ def test_each_run_has_the_kind_its_model_says():
     assert kind("nemo-25.04 llama3-70b fsdp 64xgb200") == "dense training"
     assert kind("nemo-25.04 mixtral-8x7b 64xgb200") == "MoE training"
     assert kind("nemo-long-h100 llama2-7b 1024k 1024xh100") == "dense training"
+    assert kind("dgxc-25.02 llama3.1-405b fp8 2304xh100") == "dense training"
     assert kind("megatron-bridge-cards qwen3-8b pretrain bf16 16xh100") == "dense training"  # the cards' source says no "moe"
     qwen = "megatron-bridge-moe 26.04.01 qwen3-30b-a3b fp8 16xh100"
     assert kind(qwen) == kind(qwen, source={}) == "MoE training"  # the source says so; the preset too
