@@ -140,6 +140,7 @@ def test_every_megatron_bridge_megatron_row_states_the_recipes_bf16_reduce():
     assert sorted(left) == ["megatron-bridge 25.09 llama3-8b fp8 fsdp 8xh100", "megatron-bridge 25.11 llama3-8b fp8-cs fsdp 8xh100"]
     assert all(run.get("zero") == 3 for run in bridge if run["id"] in left)
     stating = (*pages, "megatron-bridge-cards", "megatron-lm-dsv3-gb200")  # session 25's sources state their recipes' too
+    stating += ("dgxc-25.02-nemotron",)  # session 26: the 340B yaml's grad_sync_dtype bf16, row by row (the 15B's fp32)
     assert not any(run.get("grad_reduce_dtype") for run in data["runs"] if run["id"].split()[0] not in stating)
 
 

@@ -1,5 +1,5 @@
 """NeMo's own pre-training tables among the published runs (costmodel/published_runs.json sources
-"nemo-24.07" and "nemo-25.02", session 25): each row as its page prints it, the layout train_setup
+"nemo-24.07" and "nemo-25.02", session 25; "nemo-25.04", session 26): each row as its page prints it, the layout train_setup
 builds from it and the models' sizes their configs state."""
 
 from __future__ import annotations
@@ -76,6 +76,60 @@ def test_each_nemo_row_is_expressed_as_its_page_states_it(run_id):
     assert options == {"autocast": False, "attention_kernel": "cudnn"}
 
 
+# NeMo 25.04's DGX-GB200 table (published_runs.json "nemo-25.04"; scripts at NeMo v2.3.0, 2b03b748): tokens/s
+# and model TFLOP/s per GPU (None where the stored copy cuts the cell), GPUs, TP, PP, CP, VP, EP, MBS, GBS,
+# sequence as the page prints them, then the recipe's Overlap (tp, pp, params) as the source's "assumed" reads them.
+NEMO_25_04 = {
+    "nemo-25.04 gpt3-175b 128xgb200": (1804, 1942, 128, 4, 4, 1, 12, 1, 2, 256, 2048, (1.0, 1.0, 1.0)),
+    "nemo-25.04 llama3-8b 8xgb200": (33099, 1917, 8, 1, 1, 1, 1, 1, 2, 128, 8192, (0.0, 0.0, 1.0)),
+    "nemo-25.04 llama3.1-405b 128xgb200": (665, 1763, 128, 4, 8, 2, 8, 1, 1, 64, 8192, (1.0, 1.0, 1.0)),
+    "nemo-25.04 nemotron-15b 64xgb200": (17809, 1674, 64, 1, 1, 1, 1, 1, 2, 256, 4096, (0.0, 0.0, 1.0)),
+    "nemo-25.04 nemotron-340b 128xgb200": (737, 1551, 128, 8, 4, 1, 12, 1, 1, 32, 4096, (1.0, 1.0, 1.0)),
+    "nemo-25.04 mixtral-8x7b 64xgb200": (19275, 1598, 64, 1, 1, 1, 1, 8, 2, 256, 4096, (0.0, 0.0, 1.0)),
+    # printed 'GBS 1 | MBS 64' as on the 25.02 page; GA 16 over DP 4 makes it GBS 64, MBS 1
+    "nemo-25.04 mixtral-8x22b 256xgb200": (2731, None, 256, 2, 4, 8, 14, 8, 1, 64, 65536, (0.0, 1.0, 1.0)),
+}
+
+
+@pytest.mark.parametrize("run_id", sorted(NEMO_25_04))
+def test_each_nemo_25_04_row_is_expressed_as_its_page_states_it(run_id):
+    """The GB200 rows: Megatron ZeRO-1, sequence parallelism where TP > 1, the interleaved schedule
+    where VP > 1, the page's per-tensor current scaling with FP8 parameters, each chunk's gradient
+    reduce from its own last backward (no align_grad_reduce in r0.12's DDP config), no recomputation."""
+    from reports.published_runs import train_setup
+
+    runs, sources = _runs()
+    run = runs[run_id]
+    tokens, tflops, gpus, tp, pp, cp, vp, ep, micro, global_batch, seq_len, overlap = NEMO_25_04[run_id]
+    assert (run["published_tokens_per_s_per_gpu"], run.get("published_model_tflops_per_gpu")) == (tokens, tflops)
+    estimate, hardware, options = train_setup(run, sources["nemo-25.04"])
+    layout, workload = estimate.layout, estimate.workload
+    assert (layout.tp, layout.pp, layout.cp, layout.ep, layout.virtual_stages, layout.gpus) == (tp, pp, cp, ep, vp, gpus)
+    assert workload.batch == micro and workload.batch * layout.microbatches * layout.dp == global_batch
+    assert (workload.seq_len, workload.recompute) == (seq_len, "none")
+    assert layout.schedule == ("interleaved" if vp > 1 else "1f1b") and layout.sp == (tp > 1)
+    assert (layout.framework, layout.zero, layout.fp8, layout.fp8_param_gather) == ("megatron", 1, "current", True)
+    assert (hardware.name, layout.grad_reduce_dtype, layout.cp_rotate) == ("gb200", "bf16", "ring")
+    hidden = options.pop("overlap")
+    assert (hidden.tp, hidden.pp, hidden.params, hidden.dp, hidden.align_grad) == (*overlap, 2 / 3, vp == 1)
+    assert options == {"autocast": False, "attention_kernel": "cudnn"}
+
+
+def test_the_nemo_25_04_fsdp_row_is_megatron_fsdp_without_fp8_parameters():
+    """LLAMA3-70B's 'FSDP 1' on 64 GB200s (TP 1, PP 1, MBS 1, GBS 128, GA 2): Megatron-FSDP over every
+    GPU (set_primary_perf_configs: fsdp 'megatron', optim_grads_params), which turns fp8_param_gather off."""
+    from reports.published_runs import train_setup
+
+    runs, sources = _runs()
+    run = runs["nemo-25.04 llama3-70b fsdp 64xgb200"]
+    assert (run["published_tokens_per_s_per_gpu"], run["published_model_tflops_per_gpu"]) == (4035, 1943)
+    estimate, hardware, options = train_setup(run, sources["nemo-25.04"])
+    layout = estimate.layout
+    assert (layout.tp, layout.pp, layout.cp, layout.dp, layout.microbatches, estimate.workload.batch) == (1, 1, 1, 64, 2, 1)
+    assert (layout.framework, layout.zero, layout.fp8, layout.fp8_param_gather) == ("megatron", 3, "current", False)
+    assert hardware.name == "gb200" and options == {"autocast": False, "attention_kernel": "cudnn"}
+
+
 def test_the_nemo_models_have_the_sizes_their_configs_state():
     """Each GPT3 and Nemotron model of the NeMo rows against its parameter count by hand, exactly:
     a GPT layer 12 h^2 + 13 h (biases, two LayerNorms), the tied embedding V h, learned positions
@@ -101,6 +155,9 @@ def test_the_nemo_models_have_the_sizes_their_configs_state():
         "nemo-24.07 nemotron-22b 64xh100": nemotron(40, 6144, 6144, 24576),
         "nemo-25.02 nemotron-15b 64xb200": nemotron(32, 6144, 8 * 128, 24576),
         "nemo-25.02 nemotron-340b 128xb200": nemotron(96, 18432, 8 * 192, 73728),
+        "nemo-25.04 gpt3-175b 128xgb200": gpt(96, 12288, 50688),
+        "nemo-25.04 nemotron-15b 64xgb200": nemotron(32, 6144, 8 * 128, 24576),
+        "nemo-25.04 nemotron-340b 128xgb200": nemotron(96, 18432, 8 * 192, 73728),
     }
     assert expected["nemo-24.07 gpt3-5b 64xh100"] == 5_047_558_144
     assert expected["nemo-24.07 gpt3-175b 128xh100"] == 174_609_555_456
@@ -120,6 +177,9 @@ def test_the_nemo_models_have_the_sizes_their_configs_state():
     assert padding == 2 * 256 * 16384
     # the recipe's account_for_embedding/loss_in_pipeline_split: 126 layers + 2 over PP 8 x VP 8 chunks
     assert llama["stage_layers"] == [1, *[2] * 62, 1]
+    gb200 = runs["nemo-25.04 llama3.1-405b 128xgb200"]  # the same padding and split at 25.04 (v2.3.0's recipe)
+    assert params("nemo-25.04 llama3.1-405b 128xgb200") == params("nemo-25.02 llama3.1-405b 128xb200")
+    assert gb200["stage_layers"] == llama["stage_layers"]
 
 
 def params_of(run: dict, source: dict) -> int:

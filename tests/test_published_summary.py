@@ -21,6 +21,10 @@ def test_each_run_has_the_kind_its_model_says():
     assert kind("megatron-bridge 25.11 llama3-8b fp8-cs 8xgb300") == "dense training"
     assert kind("nemo-25.02 mixtral-8x22b 256xb200") == "MoE training"  # the Mixtral preset's 8 experts
     assert kind("nemo-24.07 nemotron-340b 128xh100") == "dense training"
+    assert kind("nemo-25.04 llama3-70b fsdp 64xgb200") == "dense training"
+    assert kind("nemo-25.04 mixtral-8x7b 64xgb200") == "MoE training"
+    assert kind("nemo-long-h100 llama2-7b 1024k 1024xh100") == "dense training"
+    assert kind("dgxc-25.02 llama3.1-405b fp8 2304xh100") == "dense training"
     assert kind("megatron-bridge-cards qwen3-8b pretrain bf16 16xh100") == "dense training"  # the cards' source says no "moe"
     qwen = "megatron-bridge-moe 26.04.01 qwen3-30b-a3b fp8 16xh100"
     assert kind(qwen) == kind(qwen, source={}) == "MoE training"  # the source says so; the preset too
@@ -29,8 +33,9 @@ def test_each_run_has_the_kind_its_model_says():
     unknown = {"kind": "train", "model": "no-such-model"}
     assert run_kind(unknown, {}) == "dense training" and run_kind(unknown, {"moe": True}) == "MoE training"
     kinds = [run_kind(r, data["sources"][r["id"].split()[0]]) for r in data["runs"]]
-    assert set(kinds) == set(KINDS) and kinds.count("MoE training") == 161  # Megatron-Bridge's 103 MoE rows, the model zoo's 12,
-    # NeMo 25.02's 2 Mixtrals, the model verification cards' 31 (their 32nd, Qwen3 8B, is dense) and the DeepSeek-V3 GB200 guide's 13
+    assert set(kinds) == set(KINDS) and kinds.count("MoE training") == 163  # Megatron-Bridge's 103 MoE rows, the model zoo's 12,
+    # NeMo 25.02's and 25.04's 2 Mixtrals each, the model verification cards' 31 (their 32nd, Qwen3 8B, is dense) and the
+    # DeepSeek-V3 GB200 guide's 13
 
 
 def _tables():
