@@ -45,7 +45,8 @@ the CPU time it spreads over the 10 steps is not modelled, nor is any CPU time.
 
 Sarathi-Serve's Table 2 (benchmarks/published_sarathi.py), NVIDIA NIM's benchmarking guide
 (benchmarks/published_nim.py) and torchao's vLLM 0.13 throughput runs of Llama 3.1 8B on an H100 and a B200
-(benchmarks/published_torchao_vllm.py): each source's rows, setup and runner in a module of its own, printed here.
+(benchmarks/published_torchao_vllm.py), and (since session 26) LMDeploy's TurboMind static-inference tables on A100
+(benchmarks/published_lmdeploy.py): each source's rows, setup and runner in a module of its own, printed here.
 
 TensorRT-LLM's performance overview (NVIDIA/TensorRT-LLM docs/source/performance/perf-overview.md at commit
 00f37686, the v1.0 page: trtllm-bench throughput on the PyTorch backend, every request at once, "Total Output
@@ -61,7 +62,7 @@ once) throughputs and online (4 and 8 req/s) medians. Ours: vllm_options with ma
 first 5,000 pairs of vLLM's ShareGPT sample (sharegpt_vllm_lengths_5000.json beside this script), Poisson arrivals.
 
     python benchmarks/serve_published.py [nim | trtllm-bench | sglang-vllm [SHAREGPT.json] | vllm [SHAREGPT.json]
-                                          | mlperf [LENGTHS.json] | torchao-vllm]
+                                          | mlperf [LENGTHS.json] | torchao-vllm | lmdeploy]
 """
 
 from __future__ import annotations
@@ -77,6 +78,7 @@ from costmodel.serving.api import build_replica  # noqa: E402
 from costmodel.serving.workload import Lengths, Request  # noqa: E402
 from benchmarks.published_lengths import (  # noqa: E402
     MLPERF_LENGTHS, VLLM_SHAREGPT, mlperf_input_lengths, sharegpt_lengths)
+from benchmarks.published_lmdeploy import print_lmdeploy  # noqa: E402
 from benchmarks.published_nim import print_nim  # noqa: E402
 from benchmarks.published_sarathi import print_sarathi  # noqa: E402
 from benchmarks.published_torchao_vllm import print_torchao_vllm  # noqa: E402
@@ -443,6 +445,7 @@ def main() -> None:
     print_trtllm_bench()
     print_sglang_vllm()
     print_torchao_vllm()
+    print_lmdeploy()
     print_mlperf()
 
 
@@ -470,9 +473,10 @@ def print_mlperf(path: str | Path = MLPERF_LENGTHS) -> None:
 # The selectors: each table alone (vllm and mlperf from another length file if one is named), with the
 # most arguments each takes after its name; no selector runs every table.
 SELECTORS = {"nim": (print_nim, 0), "trtllm-bench": (print_trtllm_bench, 0), "sglang-vllm": (print_sglang_vllm, 1),
-             "vllm": (print_vllm, 1), "mlperf": (print_mlperf, 1), "torchao-vllm": (print_torchao_vllm, 0)}
-USAGE = ("nim, trtllm-bench, sglang-vllm [SHAREGPT.json], vllm [SHAREGPT.json], mlperf [LENGTHS.json] or torchao-vllm "
-         "(none: every table)")
+             "vllm": (print_vllm, 1), "mlperf": (print_mlperf, 1), "torchao-vllm": (print_torchao_vllm, 0),
+             "lmdeploy": (print_lmdeploy, 0)}
+USAGE = ("nim, trtllm-bench, sglang-vllm [SHAREGPT.json], vllm [SHAREGPT.json], mlperf [LENGTHS.json], torchao-vllm "
+         "or lmdeploy (none: every table)")
 
 
 def command(argv: list[str]):
