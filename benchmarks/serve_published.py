@@ -45,8 +45,9 @@ the CPU time it spreads over the 10 steps is not modelled, nor is any CPU time.
 
 Sarathi-Serve's Table 2 (benchmarks/published_sarathi.py), NVIDIA NIM's benchmarking guide
 (benchmarks/published_nim.py) and torchao's vLLM 0.13 throughput runs of Llama 3.1 8B on an H100 and a B200
-(benchmarks/published_torchao_vllm.py), and (since session 26) LMDeploy's TurboMind static-inference tables on A100
-(benchmarks/published_lmdeploy.py): each source's rows, setup and runner in a module of its own, printed here.
+(benchmarks/published_torchao_vllm.py), and since session 26 LMDeploy's TurboMind static-inference tables on an
+A100 (benchmarks/published_lmdeploy.py) and AMD's vLLM throughput table on 8 MI300X
+(benchmarks/published_amd_vllm_throughput.py): each source's rows, setup and runner in a module of its own.
 
 TensorRT-LLM's performance overview (NVIDIA/TensorRT-LLM docs/source/performance/perf-overview.md at commit
 00f37686, the v1.0 page: trtllm-bench throughput on the PyTorch backend, every request at once, "Total Output
@@ -62,7 +63,8 @@ once) throughputs and online (4 and 8 req/s) medians. Ours: vllm_options with ma
 first 5,000 pairs of vLLM's ShareGPT sample (sharegpt_vllm_lengths_5000.json beside this script), Poisson arrivals.
 
     python benchmarks/serve_published.py [nim | trtllm-bench | sglang-vllm [SHAREGPT.json] | vllm [SHAREGPT.json]
-                                          | mlperf [LENGTHS.json] | torchao-vllm | lmdeploy]
+                                          | mlperf [LENGTHS.json] | torchao-vllm | lmdeploy
+                                          | amd-vllm]
 """
 
 from __future__ import annotations
@@ -78,6 +80,7 @@ from costmodel.serving.api import build_replica  # noqa: E402
 from costmodel.serving.workload import Lengths, Request  # noqa: E402
 from benchmarks.published_lengths import (  # noqa: E402
     MLPERF_LENGTHS, VLLM_SHAREGPT, mlperf_input_lengths, sharegpt_lengths)
+from benchmarks.published_amd_vllm_throughput import print_amd_vllm  # noqa: E402
 from benchmarks.published_lmdeploy import print_lmdeploy  # noqa: E402
 from benchmarks.published_nim import print_nim  # noqa: E402
 from benchmarks.published_sarathi import print_sarathi  # noqa: E402
@@ -446,6 +449,7 @@ def main() -> None:
     print_sglang_vllm()
     print_torchao_vllm()
     print_lmdeploy()
+    print_amd_vllm()
     print_mlperf()
 
 
@@ -474,9 +478,9 @@ def print_mlperf(path: str | Path = MLPERF_LENGTHS) -> None:
 # most arguments each takes after its name; no selector runs every table.
 SELECTORS = {"nim": (print_nim, 0), "trtllm-bench": (print_trtllm_bench, 0), "sglang-vllm": (print_sglang_vllm, 1),
              "vllm": (print_vllm, 1), "mlperf": (print_mlperf, 1), "torchao-vllm": (print_torchao_vllm, 0),
-             "lmdeploy": (print_lmdeploy, 0)}
-USAGE = ("nim, trtllm-bench, sglang-vllm [SHAREGPT.json], vllm [SHAREGPT.json], mlperf [LENGTHS.json], torchao-vllm "
-         "or lmdeploy (none: every table)")
+             "lmdeploy": (print_lmdeploy, 0), "amd-vllm": (print_amd_vllm, 0)}
+USAGE = ("nim, trtllm-bench, sglang-vllm [SHAREGPT.json], vllm [SHAREGPT.json], mlperf [LENGTHS.json], torchao-vllm, "
+         "lmdeploy or amd-vllm (none: every table)")
 
 
 def command(argv: list[str]):
