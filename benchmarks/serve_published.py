@@ -47,7 +47,9 @@ Sarathi-Serve's Table 2 (benchmarks/published_sarathi.py), NVIDIA NIM's benchmar
 (benchmarks/published_nim.py) and torchao's vLLM 0.13 throughput runs of Llama 3.1 8B on an H100 and a B200
 (benchmarks/published_torchao_vllm.py), and since session 26 LMDeploy's TurboMind static-inference tables on an
 A100 (benchmarks/published_lmdeploy.py) and AMD's vLLM throughput table on 8 MI300X
-(benchmarks/published_amd_vllm_throughput.py): each source's rows, setup and runner in a module of its own.
+(benchmarks/published_amd_vllm_throughput.py): each source's rows, setup and runner in a module of its own; and
+TensorRT-LLM 0.17's perf overview (A100 FP16 Llama 3.1 8B and Mixtral 8x7B, H100 FP8 Mixtral; rows and choices in
+benchmarks/published_trtllm_v017.py, run by trtllm_v017_options below with the v1.0 rows' heuristic).
 
 TensorRT-LLM's performance overview (NVIDIA/TensorRT-LLM docs/source/performance/perf-overview.md at commit
 00f37686, the v1.0 page: trtllm-bench throughput on the PyTorch backend, every request at once, "Total Output
@@ -64,7 +66,7 @@ first 5,000 pairs of vLLM's ShareGPT sample (sharegpt_vllm_lengths_5000.json bes
 
     python benchmarks/serve_published.py [nim | trtllm-bench | sglang-vllm [SHAREGPT.json] | vllm [SHAREGPT.json]
                                           | mlperf [LENGTHS.json] | torchao-vllm | lmdeploy
-                                          | amd-vllm]
+                                          | amd-vllm | trtllm-v017]
 """
 
 from __future__ import annotations
@@ -86,6 +88,8 @@ from benchmarks.published_nim import print_nim  # noqa: E402
 from benchmarks.published_sarathi import print_sarathi  # noqa: E402
 from benchmarks.published_torchao_vllm import print_torchao_vllm  # noqa: E402
 from benchmarks.published_trtllm_static import print_static  # noqa: E402
+from benchmarks.published_trtllm_v017 import (  # noqa: E402
+    TRTLLM_V017, TRTLLM_V017_REQUESTS, TRTLLM_V017_SOURCE)
 
 # MLPerf Inference, Llama-2-70B (closed), from the LoadGen summaries. Shared by every system: the model and the
 # output tokens per sample (language/llama2-70b/README.md of mlcommons/inference: "Tokens per sample: 294.45").
@@ -284,10 +288,10 @@ TRTLLM_BENCH = [
 
 
 def trtllm_bench_settings(cfg, hardware, tp: int, prompt: int, output: int,
-                          fraction: float = TRTLLM_BENCH_KV_FRACTION) -> tuple[int, int]:
+                          fraction: float = TRTLLM_BENCH_KV_FRACTION, value_bytes: int = 1) -> tuple[int, int]:
     """trtllm-bench's engine settings when none are given: (max_batch_size, max_num_tokens).
-    tensorrt_llm/bench/build/tuning.py calc_engine_setting and finetune_setting (FP8 weights and KV
-    cache: one byte each; the GPU's whole memory, pynvml's total, here the hardware file's;
+    tensorrt_llm/bench/build/tuning.py calc_engine_setting and finetune_setting (a weight and a KV value
+    of value_bytes each: FP8 1, unquantized FP16 2, its BYTES_PER_ELEM; the GPU's whole memory, pynvml's total, here the hardware file's;
     parameters: the checkpoint's count, here our tree's), then
     tensorrt_llm/bench/benchmark/utils/general.py get_settings: chunked prefill is off by default,
     so max_num_tokens is raised to the longest prompt plus max_batch_size."""
@@ -296,8 +300,8 @@ def trtllm_bench_settings(cfg, hardware, tp: int, prompt: int, output: int,
     from costmodel.api import estimate
 
     gib = 2**30
-    kv_bytes_per_token = 2 * cfg.n_decoder_layers * max(tp, cfg.n_kv_heads) * cfg.d_head * 1 / gib
-    available = hardware.memory_bytes / gib * tp - estimate(cfg).params()["total"] * 1 / gib
+    kv_bytes_per_token = 2 * cfg.n_decoder_layers * max(tp, cfg.n_kv_heads) * cfg.d_head * value_bytes / gib
+    available = hardware.memory_bytes / gib * tp - estimate(cfg).params()["total"] * value_bytes / gib
     requests = available * fraction / (kv_bytes_per_token * (prompt + output))
     raw_bs = min(requests, 4096)
     raw_tokens = min(raw_bs * (1 + prompt / output), 32768)
@@ -352,6 +356,36 @@ def print_trtllm_bench() -> None:
             print(f"| {table['published_model']} ({table['model']}) | {table['gpu']} | {prompt} / {output} "
                   f"| {TRTLLM_BENCH_REQUESTS[(prompt, output)]:,} | {options['max_num_seqs']:,} / "
                   f"{options['max_batched_tokens']:,} | {published:,} | {ours:,.0f} | {ours / published:.2f} |")
+
+
+def trtllm_v017_options(table: dict, prompt: int, output: int) -> dict:
+    """Our replica for a v0.17 row (benchmarks/published_trtllm_v017.py): trtllm_bench_options' schedule with
+    the table's value bytes: FP16 (2) as fp16 weights and cache, FP8 (1) as W8A8 weights and an FP8 cache, the
+    activations in fp16 either way (the page's example engine: "Dtype: float16", "Quantization: FP8")."""
+    import costmodel
+    from costmodel.hardware import load_hardware
+
+    batch, tokens = trtllm_bench_settings(costmodel.load_model(table["model"]), load_hardware(table["hardware"]),
+                                          table["tp"], prompt, output, value_bytes=table["bytes"])
+    formats = {"dtype": "fp16"} if table["bytes"] == 2 else {"dtype": "fp16", "weight_dtype": "fp8", "kv_dtype": "fp8"}
+    return {"scheduler": "trtllm", "tp": table["tp"], "max_num_seqs": batch, "max_batched_tokens": tokens,
+            "gpu_memory_utilization": TRTLLM_BENCH_KV_FRACTION, **formats}
+
+
+def print_trtllm_v017() -> None:
+    print(f"\nTensorRT-LLM 0.17 trtllm-bench, all requests at once. Source: {TRTLLM_V017_SOURCE}\n")
+    print("| model (ours) | GPU | in / out | requests | max_batch_size / max_num_tokens | published tok/s | ours "
+          "| ours / published |")
+    print("|---|---|---|---|---|---|---|---|")
+    for table in TRTLLM_V017:
+        for prompt, output, published in table["rows"]:
+            options, requests = trtllm_v017_options(table, prompt, output), TRTLLM_V017_REQUESTS[(prompt, output)]
+            span = span_at_once(table["model"], table["hardware"],
+                                [Request(i, 0.0, prompt, output) for i in range(requests)], **options)
+            ours = requests * output / span
+            print(f"| {table['published_model']} ({table['model']}) | {table['gpu']} | {prompt} / {output} "
+                  f"| {requests:,} | {options['max_num_seqs']:,} / {options['max_batched_tokens']:,} | {published:,} "
+                  f"| {ours:,.0f} | {ours / published:.2f} |")
 
 
 SGLANG_VLLM_SOURCE = ("sgl-project/sglang benchmark/benchmark_vllm_060/README.md (commit 120affb), the vLLM v0.6.0 rows: "
@@ -450,6 +484,7 @@ def main() -> None:
     print_torchao_vllm()
     print_lmdeploy()
     print_amd_vllm()
+    print_trtllm_v017()
     print_mlperf()
 
 
@@ -478,9 +513,10 @@ def print_mlperf(path: str | Path = MLPERF_LENGTHS) -> None:
 # most arguments each takes after its name; no selector runs every table.
 SELECTORS = {"nim": (print_nim, 0), "trtllm-bench": (print_trtllm_bench, 0), "sglang-vllm": (print_sglang_vllm, 1),
              "vllm": (print_vllm, 1), "mlperf": (print_mlperf, 1), "torchao-vllm": (print_torchao_vllm, 0),
-             "lmdeploy": (print_lmdeploy, 0), "amd-vllm": (print_amd_vllm, 0)}
+             "lmdeploy": (print_lmdeploy, 0), "amd-vllm": (print_amd_vllm, 0),
+             "trtllm-v017": (print_trtllm_v017, 0)}
 USAGE = ("nim, trtllm-bench, sglang-vllm [SHAREGPT.json], vllm [SHAREGPT.json], mlperf [LENGTHS.json], torchao-vllm, "
-         "lmdeploy or amd-vllm (none: every table)")
+         "lmdeploy, amd-vllm or trtllm-v017 (none: every table)")
 
 
 def command(argv: list[str]):
