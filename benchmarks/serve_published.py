@@ -372,6 +372,15 @@ def trtllm_v017_options(table: dict, prompt: int, output: int) -> dict:
             "gpu_memory_utilization": TRTLLM_BENCH_KV_FRACTION, **formats}
 
 
+def trtllm_v017_throughput(table: dict, prompt: int, output: int, requests: int | None = None) -> float:
+    """Our output tokens per second for a v0.17 row: the page's requests (or `requests`) all at 0, output
+    tokens over the span."""
+    requests = requests or TRTLLM_V017_REQUESTS[(prompt, output)]
+    span = span_at_once(table["model"], table["hardware"], [Request(i, 0.0, prompt, output) for i in range(requests)],
+                        **trtllm_v017_options(table, prompt, output))
+    return requests * output / span
+
+
 def print_trtllm_v017() -> None:
     print(f"\nTensorRT-LLM 0.17 trtllm-bench, all requests at once. Source: {TRTLLM_V017_SOURCE}\n")
     print("| model (ours) | GPU | in / out | requests | max_batch_size / max_num_tokens | published tok/s | ours "
@@ -380,9 +389,7 @@ def print_trtllm_v017() -> None:
     for table in TRTLLM_V017:
         for prompt, output, published in table["rows"]:
             options, requests = trtllm_v017_options(table, prompt, output), TRTLLM_V017_REQUESTS[(prompt, output)]
-            span = span_at_once(table["model"], table["hardware"],
-                                [Request(i, 0.0, prompt, output) for i in range(requests)], **options)
-            ours = requests * output / span
+            ours = trtllm_v017_throughput(table, prompt, output)
             print(f"| {table['published_model']} ({table['model']}) | {table['gpu']} | {prompt} / {output} "
                   f"| {requests:,} | {options['max_num_seqs']:,} / {options['max_batched_tokens']:,} | {published:,} "
                   f"| {ours:,.0f} | {ours / published:.2f} |")

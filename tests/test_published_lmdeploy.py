@@ -89,3 +89,36 @@ def test_the_mi300x_fp8_gemms_run_at_amds_measured_maf():
 def test_amd_throughput_figure_the_docs_quote():
     # docs/serving.md's AMD table: Llama 3.1 405B, 500 prompts of 2,048 + 2,048, total tokens/s (2.53 of 2,174.1)
     assert amd.amd_vllm_tokens_per_s("llama3.1-405b", 2048, 2048, 500, 500) == pytest.approx(5504.754, abs=0.001)
+
+
+def test_trtllm_v017_rows_and_engine_settings():
+    """TensorRT-LLM 0.17's perf overview (258c7540): the kept columns as the page prints them, and trtllm-bench's
+    build heuristic with FP16's 2 bytes a weight and a KV value (BYTES_PER_ELEM[NO_QUANT])."""
+    import costmodel
+    from benchmarks import published_trtllm_v017 as v017
+    from benchmarks import serve_published as sp
+    from costmodel.hardware import load_hardware
+
+    llama_a100, mixtral_a100, mixtral_h100 = v017.TRTLLM_V017
+    assert [r[2] for r in llama_a100["rows"]] == [6627.27, 5255.99, 3453.79, 4276.58, 3786.83, 799.61, 2424.16]
+    assert [r[2] for r in mixtral_a100["rows"]] == [5541.47, 4169.78, 2608.05, 3446.37, 3154.52, 649, 2056.58]
+    assert [r[2] for r in mixtral_h100["rows"]] == [27451.13, 22830.08, 14237.01, 17036.04, 15770.89, 3333.68,
+                                                    10685.85]
+    assert all(v017.TRTLLM_V017_REQUESTS[r[:2]] for t in v017.TRTLLM_V017 for r in t["rows"])
+    # Llama 3.1 8B on one A100 80GB at 2,048 + 2,048: (80 GiB - 8,030,261,248 x 2 B) x 0.95 over 2 x 32 x 8 x 128
+    # x 2 B a token x 4,096 tokens = 123.58 requests -> 128 (32 x ceil(123.58 / 32)); tokens 2 x 123.58 -> 2,048,
+    # raised to 2,048 + 128. In one byte: 275.58 requests -> 384 (128 x ceil(275.58 / 128)), 2,048 + 384
+    cfg, a100 = costmodel.load_model("llama3.1-8b"), load_hardware("a100-80gb")
+    assert sp.trtllm_bench_settings(cfg, a100, 1, 2048, 2048, value_bytes=2) == (128, 2176)
+    assert sp.trtllm_bench_settings(cfg, a100, 1, 2048, 2048, value_bytes=1) == (384, 2432)
+    options = sp.trtllm_v017_options(mixtral_h100, 2048, 2048)
+    assert (options["dtype"], options["weight_dtype"], options["kv_dtype"], options["tp"]) == ("fp16", "fp8", "fp8", 2)
+    assert sp.trtllm_v017_options(llama_a100, 128, 128)["dtype"] == "fp16"
+
+
+def test_trtllm_v017_figure_the_docs_quote():
+    # docs/serving.md's v0.17 table: Llama 3.1 8B, A100 FP16, 1,500 requests of 2,048 + 2,048 (1.01 of 2,424.16)
+    from benchmarks import published_trtllm_v017 as v017
+    from benchmarks import serve_published as sp
+
+    assert sp.trtllm_v017_throughput(v017.TRTLLM_V017[0], 2048, 2048) == pytest.approx(2454.342, abs=0.001)
