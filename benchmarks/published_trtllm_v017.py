@@ -7,7 +7,9 @@ PyTorch backend of the v1.0 page that serve_published.py's TRTLLM_BENCH rows com
 Kept (chosen before any was computed, for the hardware and models few published serving figures here cover): the
 A100-SXM4-80GB FP16 column of Llama 3.1 8B at TP 1 and of Mixtral 8x7B at TP 2, and Mixtral 8x7B at TP 2 on the
 H100 80GB HBM3 in FP8; the 5000/500 and 20000/2000 shapes of each are left out (their prompts are longer than the
-engine's token budget, which the trtllm scheduler does not chunk), so 7 shapes each, 21 figures.
+engine's token budget, which the trtllm scheduler does not chunk), so 7 shapes each, 21 figures. Then, after those
+were computed and before these were: Llama 3.1 70B at TP 4 and Mixtral 8x22B at TP 8 on the A100 in FP16, Mixtral
+8x22B at TP 8 on the H100 in FP8 (21 more).
 
 The page's commands: `prepare_dataset.py ... token-norm-dist --input-stdev=0 --output-stdev=0` (every request at
 the shape's lengths), `trtllm-bench --model M build --tp_size TP --quantization FP8 --dataset D` (FP16: without
@@ -42,11 +44,26 @@ TRTLLM_V017 = [
      "gpu": "H100 80GB HBM3 TP2 (FP8)", "tp": 2, "bytes": 1,
      "rows": [(128, 128, 27451.13), (128, 2048, 22830.08), (128, 4096, 14237.01), (500, 2000, 17036.04),
               (1000, 1000, 15770.89), (2048, 128, 3333.68), (2048, 2048, 10685.85)]},
+    # Added after the three tables above were computed, before any of these was (TRTLLM_V017_ASSUMED holds for
+    # them too): the A100 FP16 column of Llama 3.1 70B at TP 4 and of Mixtral 8x22B at TP 8, and Mixtral 8x22B at
+    # TP 8 on the H100 in FP8, the same seven shapes.
+    {"model": "llama3.1-70b", "published_model": "LLaMA v3.1 70B", "hardware": "a100-80gb",
+     "gpu": "A100-SXM4-80GB TP4 (FP16)", "tp": 4, "bytes": 2,
+     "rows": [(128, 128, 2733.48), (128, 2048, 2811.27), (128, 4096, 1976.49), (500, 2000, 2275.79),
+              (1000, 1000, 1921.77), (2048, 128, 325.15), (2048, 2048, 1393.64)]},
+    {"model": "mixtral-8x22b", "published_model": "Mixtral 8x22B", "hardware": "a100-80gb",
+     "gpu": "A100-SXM4-80GB TP8 (FP16)", "tp": 8, "bytes": 2,
+     "rows": [(128, 128, 6381.95), (128, 2048, 6685.99), (128, 4096, 4789.13), (500, 2000, 5648.46),
+              (1000, 1000, 4549.46), (2048, 128, 761.56), (2048, 2048, 3521.98)]},
+    {"model": "mixtral-8x22b", "published_model": "Mixtral 8x22B", "hardware": "h100-sxm",
+     "gpu": "H100 80GB HBM3 TP8 (FP8)", "tp": 8, "bytes": 1,
+     "rows": [(128, 128, 21876.08), (128, 2048, 25150.03), (128, 4096, 18387.4), (500, 2000, 21421.86),
+              (1000, 1000, 16573.24), (2048, 128, 2794.97), (2048, 2048, 12244.93)]},
 ]
 TRTLLM_V017_ASSUMED = (
     "decided before any row was computed: the A100-SXM4-80GB as the a100-80gb preset and the H100 80GB HBM3 as "
-    "h100-sxm; LLaMA v3.1 8B and Mixtral 8x7B as the llama3.1-8b and mixtral-8x7b presets (Mixtral v0.1's "
-    "architecture; the page names no checkpoint); the engine's max_batch_size and max_num_tokens from trtllm-bench's "
+    "h100-sxm; LLaMA v3.1 8B, 70B, Mixtral 8x7B and 8x22B as the llama3.1-8b, llama3.1-70b, mixtral-8x7b and "
+    "mixtral-8x22b presets (Mixtral v0.1's architectures; the page names no checkpoint); the engine's max_batch_size and max_num_tokens from trtllm-bench's "
     "tuning heuristic as serve_published.trtllm_bench_settings reimplements it (tensorrt_llm/bench/build/tuning.py, "
     "read at a later commit, 04cba88, whose BYTES_PER_ELEM gives FP16 2 bytes and FP8 1: v0.17's own file is not "
     "stored here), the GPU's whole memory and our tree's parameter count, 0.95 of memory; the run as serve's trtllm "

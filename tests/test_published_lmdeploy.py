@@ -99,11 +99,16 @@ def test_trtllm_v017_rows_and_engine_settings():
     from benchmarks import serve_published as sp
     from costmodel.hardware import load_hardware
 
-    llama_a100, mixtral_a100, mixtral_h100 = v017.TRTLLM_V017
+    llama_a100, mixtral_a100, mixtral_h100, llama70_a100, mixtral22_a100, mixtral22_h100 = v017.TRTLLM_V017
     assert [r[2] for r in llama_a100["rows"]] == [6627.27, 5255.99, 3453.79, 4276.58, 3786.83, 799.61, 2424.16]
     assert [r[2] for r in mixtral_a100["rows"]] == [5541.47, 4169.78, 2608.05, 3446.37, 3154.52, 649, 2056.58]
     assert [r[2] for r in mixtral_h100["rows"]] == [27451.13, 22830.08, 14237.01, 17036.04, 15770.89, 3333.68,
                                                     10685.85]
+    assert [r[2] for r in llama70_a100["rows"]] == [2733.48, 2811.27, 1976.49, 2275.79, 1921.77, 325.15, 1393.64]
+    assert [r[2] for r in mixtral22_a100["rows"]] == [6381.95, 6685.99, 4789.13, 5648.46, 4549.46, 761.56, 3521.98]
+    assert [r[2] for r in mixtral22_h100["rows"]] == [21876.08, 25150.03, 18387.4, 21421.86, 16573.24, 2794.97,
+                                                      12244.93]
+    assert [(t["tp"], t["bytes"]) for t in v017.TRTLLM_V017] == [(1, 2), (2, 2), (2, 1), (4, 2), (8, 2), (8, 1)]
     assert all(v017.TRTLLM_V017_REQUESTS[r[:2]] for t in v017.TRTLLM_V017 for r in t["rows"])
     # Llama 3.1 8B on one A100 80GB at 2,048 + 2,048: (80 GiB - 8,030,261,248 x 2 B) x 0.95 over 2 x 32 x 8 x 128
     # x 2 B a token x 4,096 tokens = 123.58 requests -> 128 (32 x ceil(123.58 / 32)); tokens 2 x 123.58 -> 2,048,
