@@ -1,6 +1,6 @@
-"""AMD's vLLM throughput table on the MI300X (ROCm/vllm docs/dev-docker/README.md at commit 040de12d45c16d6de6ad386cc57dd68b8c5b805e,
-"vllm FP8 Latency and Throughput benchmarks with vLLM on the AMD Instinct MI300X accelerator", "Throughput
-Measurements"): Llama 3.1 70B and 405B (amd/Llama-3.1-{70B,405B}-Instruct-FP8-KV: AMD Quark's w_fp8_a_fp8,
+"""AMD's vLLM throughput table on the MI300X (ROCm/vllm docs/dev-docker/README.md at commit
+040de12d45c16d6de6ad386cc57dd68b8c5b805e, "vllm FP8 Latency and Throughput benchmarks with vLLM on the AMD
+Instinct MI300X accelerator", "Throughput Measurements"): Llama 3.1 70B and 405B (amd/Llama-3.1-{70B,405B}-Instruct-FP8-KV: AMD Quark's w_fp8_a_fp8,
 FP8 weights and activations, an FP8 KV cache) at TP 8 on "8x AMD Instinct MI300X (192GiB, 750W)", "a local
 inference client is fed requests at an infinite rate", four fixed shapes each, "Throughput (tokens/s)". The
 stack: rocm/vllm-dev:main with ROCm 6.4.1, hipBLASLt 0.15, vLLM v0.10.0 (its V1 engine: "V1 on by default" since
