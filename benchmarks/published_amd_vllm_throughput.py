@@ -1,11 +1,11 @@
 """AMD's vLLM throughput table on the MI300X (ROCm/vllm docs/dev-docker/README.md at commit
-040de12d45c16d6de6ad386cc57dd68b8c5b805e, "vllm FP8 Latency and Throughput benchmarks with vLLM on the AMD
-Instinct MI300X accelerator", "Throughput Measurements"): Llama 3.1 70B and 405B (amd/Llama-3.1-{70B,405B}-Instruct-FP8-KV: AMD Quark's w_fp8_a_fp8,
-FP8 weights and activations, an FP8 KV cache) at TP 8 on "8x AMD Instinct MI300X (192GiB, 750W)", "a local
-inference client is fed requests at an infinite rate", four fixed shapes each, "Throughput (tokens/s)". The
-stack: rocm/vllm-dev:main with ROCm 6.4.1, hipBLASLt 0.15, vLLM v0.10.0 (its V1 engine: "V1 on by default" since
-20250620_aiter), PyTorch 2.7, "AITER full graph capture"; "Benchmarks were run with benchmark scripts from
-v0.8.5". The command the page gives (its Throughput Benchmark section):
+040de12d45c16d6de6ad386cc57dd68b8c5b805e, "vllm FP8 Latency and Throughput benchmarks with vLLM on the AMD Instinct
+MI300X accelerator", "Throughput Measurements"): Llama 3.1 70B and 405B (amd/Llama-3.1-{70B,405B}-Instruct-FP8-KV:
+AMD Quark's w_fp8_a_fp8, FP8 weights and activations, an FP8 KV cache) at TP 8 on "8x AMD Instinct MI300X (192GiB,
+750W)", "a local inference client is fed requests at an infinite rate", four fixed shapes each, "Throughput
+(tokens/s)". The stack: rocm/vllm-dev:main with ROCm 6.4.1, hipBLASLt 0.15, vLLM v0.10.0 (its V1 engine: "V1 on by
+default" since 20250620_aiter), PyTorch 2.7, "AITER full graph capture"; "Benchmarks were run with benchmark scripts
+from v0.8.5". The command the page gives (its Throughput Benchmark section):
 
     benchmark_throughput.py --distributed-executor-backend mp --kv-cache-dtype fp8 --dtype float16
         --disable-detokenize --gpu-memory-utilization 0.9 --model M --max-model-len 8192
