@@ -6,7 +6,8 @@ and its H200 launch note's FP8 ones. Printed as Markdown tables (docs/serving.md
 Last tables: MLPerf Inference Llama-2-70B (closed division), Offline and Server scenarios, from
 the LoadGen summaries: v4.0 Azure NC80adis_H100_v5 (2 x H100 NVL 94 GB over an NVLink bridge,
 TensorRT 9.3.0) and v4.1 NVIDIA DGX H100 (8 x H100 SXM, four engines of tp 2); since session 25 also NVIDIA's
-v4.1 GH200 x 1, v4.1 and v4.0 H200 x 8 and v4.1 H200 CTS x 8 (eight engines of tp 1), each with its 'assumed'. The harness
+v4.1 GH200 x 1, v4.1 and v4.0 H200 x 8 and v4.1 H200 CTS x 8 (eight engines of tp 1), each with its 'assumed'; since
+session 26 AMD's v4.1 8 x MI300X (eight vLLM engines of tp 1, its Offline ones eager; its own 'assumed'). The harness
 settings (tensor parallelism 2, or 1 on the H200 and GH200 systems, FP8, in-flight batching up to the config's gpu_batch_size, 90%
 of free memory for the KV cache) are NVIDIA's config classes of each round (Azure's README says
 it ran NVIDIA's). Ours: `serve` with vLLM's continuous-batching scheduler on the h100-nvl,
@@ -121,13 +122,14 @@ def mlperf_mean_prompt(lengths: Lengths) -> int:
     return round(mlperf_mean(lengths))
 
 
-def mlperf_options(system: dict, max_num_seqs: int) -> dict:
+def mlperf_options(system: dict, max_num_seqs: int, cuda_graphs: str = "auto") -> dict:
     """The replica options of our MLPerf runs: vLLM's scheduler, FP8 weights and KV cache, bf16
     activations (the projections W8A8 at the FP8 peak, as --fp8-gemm auto runs them on an H100),
-    and the engine's token budget where its source gives it."""
+    the engine's token budget where its source gives it, and its graphs (a scenario's "cuda_graphs":
+    AMD's Offline engines ran --enforce-eager)."""
     return {"scheduler": "vllm", "tp": system["tp"], "max_num_seqs": max_num_seqs, "dtype": "bf16",
             "weight_dtype": "fp8", "kv_dtype": "fp8", "gpu_memory_utilization": 0.90,
-            "max_batched_tokens": system["max_batched_tokens"]}
+            "max_batched_tokens": system["max_batched_tokens"], "cuda_graphs": cuda_graphs}
 
 
 def mlperf_offline(system: dict, prompt: int | Lengths, samples: int | None = None) -> float:
@@ -140,7 +142,8 @@ def mlperf_offline(system: dict, prompt: int | Lengths, samples: int | None = No
         raise ConfigError(f"the length histogram holds {len(prompts)} samples, fewer than the {samples} asked for.")
     requests = [Request(i, 0.0, n, MLPERF_OUTPUT) for i, n in enumerate(prompts)]
     span = span_at_once(MLPERF_MODEL, system["hardware"], requests, system["replicas"],
-                        **mlperf_options(system, system["offline"]["max_num_seqs"]))
+                        **mlperf_options(system, system["offline"]["max_num_seqs"],
+                                         system["offline"].get("cuda_graphs", "auto")))
     return samples * MLPERF_OUTPUT / span
 
 
@@ -166,7 +169,8 @@ def mlperf_server(system: dict, prompt: int | Lengths, requests: int | None = No
     run = serve(MLPERF_MODEL, system["hardware"], rate=system["server"]["rate"],
                 requests=requests or system["server"]["requests"],
                 prompt=prompt if isinstance(prompt, Lengths) else str(prompt), output=str(MLPERF_OUTPUT),
-                seed=0, replicas=system["replicas"], **mlperf_options(system, system["server"]["max_num_seqs"]))
+                seed=0, replicas=system["replicas"],
+                **mlperf_options(system, system["server"]["max_num_seqs"], system["server"].get("cuda_graphs", "auto")))
     summary = run.summary()
     return {"tokens_per_s": summary["throughput"]["output_tokens_per_s"], "p99_ttft_s": summary["ttft"]["p99"],
             "p99_tpot_s": summary["tpot"]["p99"]}
