@@ -50,7 +50,8 @@ Sarathi-Serve's Table 2 (benchmarks/published_sarathi.py), NVIDIA NIM's benchmar
 A100 (benchmarks/published_lmdeploy.py) and AMD's vLLM throughput table on 8 MI300X
 (benchmarks/published_amd_vllm_throughput.py): each source's rows, setup and runner in a module of its own; and
 TensorRT-LLM 0.17's perf overview (A100 FP16 Llama 3.1 8B and Mixtral 8x7B, H100 FP8 Mixtral; rows and choices in
-benchmarks/published_trtllm_v017.py, run by trtllm_v017_options below with the v1.0 rows' heuristic).
+benchmarks/published_trtllm_v017.py, run by trtllm_v017_options below with the v1.0 rows' heuristic), and the same
+page's online-serving table of 0.14 (benchmarks/published_trtllm_online.py).
 
 TensorRT-LLM's performance overview (NVIDIA/TensorRT-LLM docs/source/performance/perf-overview.md at commit
 00f37686, the v1.0 page: trtllm-bench throughput on the PyTorch backend, every request at once, "Total Output
@@ -67,7 +68,8 @@ first 5,000 pairs of vLLM's ShareGPT sample (sharegpt_vllm_lengths_5000.json bes
 
     python benchmarks/serve_published.py [nim | trtllm-bench | sglang-vllm [SHAREGPT.json] | vllm [SHAREGPT.json]
                                           | mlperf [LENGTHS.json] | torchao-vllm | lmdeploy
-                                          | amd-vllm | trtllm-v017]
+                                          | amd-vllm | trtllm-v017
+                                          | trtllm-online]
 """
 
 from __future__ import annotations
@@ -88,6 +90,7 @@ from benchmarks.published_lmdeploy import print_lmdeploy  # noqa: E402
 from benchmarks.published_nim import print_nim  # noqa: E402
 from benchmarks.published_sarathi import print_sarathi  # noqa: E402
 from benchmarks.published_torchao_vllm import print_torchao_vllm  # noqa: E402
+from benchmarks.published_trtllm_online import print_trtllm_online  # noqa: E402
 from benchmarks.published_trtllm_static import print_static  # noqa: E402
 from benchmarks.published_trtllm_v017 import (  # noqa: E402
     TRTLLM_V017, TRTLLM_V017_REQUESTS, TRTLLM_V017_SOURCE)
@@ -496,6 +499,7 @@ def main() -> None:
     print_lmdeploy()
     print_amd_vllm()
     print_trtllm_v017()
+    print_trtllm_online()
     print_mlperf()
 
 
@@ -525,9 +529,10 @@ def print_mlperf(path: str | Path = MLPERF_LENGTHS) -> None:
 SELECTORS = {"nim": (print_nim, 0), "trtllm-bench": (print_trtllm_bench, 0), "sglang-vllm": (print_sglang_vllm, 1),
              "vllm": (print_vllm, 1), "mlperf": (print_mlperf, 1), "torchao-vllm": (print_torchao_vllm, 0),
              "lmdeploy": (print_lmdeploy, 0), "amd-vllm": (print_amd_vllm, 0),
-             "trtllm-v017": (print_trtllm_v017, 0)}
+             "trtllm-v017": (print_trtllm_v017, 0),
+             "trtllm-online": (print_trtllm_online, 0)}
 USAGE = ("nim, trtllm-bench, sglang-vllm [SHAREGPT.json], vllm [SHAREGPT.json], mlperf [LENGTHS.json], torchao-vllm, "
-         "lmdeploy, amd-vllm or trtllm-v017 (none: every table)")
+         "lmdeploy, amd-vllm, trtllm-v017 or trtllm-online (none: every table)")
 
 
 def command(argv: list[str]):
