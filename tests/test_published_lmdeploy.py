@@ -127,3 +127,27 @@ def test_trtllm_v017_figure_the_docs_quote():
     from benchmarks import serve_published as sp
 
     assert sp.trtllm_v017_throughput(v017.TRTLLM_V017[0], 2048, 2048) == pytest.approx(2454.342, abs=0.001)
+
+
+def test_trtllm_online_rows_and_figures():
+    """TensorRT-LLM 0.14's online-serving table (perf-overview.md at 258c7540): the rows as printed, each one's
+    output tokens/s its req/s x output length to the page's rounding, and a figure the docs quote."""
+    import math
+
+    from benchmarks import published_trtllm_online as online
+
+    llama8, llama70 = online.TRTLLM_ONLINE
+    assert [(t["model"], t["tp"], len(t["rows"])) for t in online.TRTLLM_ONLINE] == [("llama3.1-8b", 1, 18),
+                                                                                  ("llama3.1-70b", 4, 18)]
+    assert llama8["rows"][5] == (467, 256, math.inf, 37, 3335, 39, 26614, 9420)
+    assert llama70["rows"][10] == (467, 16, 32, 28, 1197, 482, 13655, 452)
+    # the page's output tokens/s is its total tokens/s x output / (input + output), within 1.1% (both rounded to a
+    # whole token/s: the 70B's 28 at 2 QPS, 467 / 16, is 844 x 16 / 483 = 27.96)
+    for table in online.TRTLLM_ONLINE:
+        for prompt, output, _qps, _rps, _ttft, _itl, total, out in table["rows"]:
+            assert total * output / (prompt + output) == pytest.approx(out, rel=0.011), (table["model"], prompt, total)
+    assert online.trtllm_online_options(llama70) == {"scheduler": "trtllm", "tp": 4, "dtype": "bf16",
+                                                     "gpu_memory_utilization": 0.90}
+    # docs/serving.md's online table: 70B, 467 / 256 at 2 QPS: mean TTFT 60.9 ms (0.98 of 62), ITL 21.1 (1.00 of 21)
+    ours = online.trtllm_online_run(llama70, 467, 256, 2)
+    assert (round(ours["ttft_ms"], 1), round(ours["itl_ms"], 1)) == (60.9, 21.1)

@@ -554,10 +554,12 @@ def test_a_mlperf_file_short_of_offlines_samples_stops_before_any_row(script, tm
     (["lmdeploy", "a.json"], "'a.json'"),
     (["amd-vllm", "a.json"], "'a.json'"),
     (["trtllm-v017", "a.json"], "'a.json'"),
+    (["trtllm-online", "a.json"], "'a.json'"),
 ])
 def test_an_unknown_selector_or_extra_argument_is_one_line(argv, words):
     run = subprocess.run([sys.executable, str(SCRIPT), *argv], capture_output=True, text=True, timeout=120)
     assert run.returncode == 2 and run.stdout == ""
     assert run.stderr.count("\n") == 1 and run.stderr.startswith("error: ") and words in run.stderr
     assert all(name in run.stderr for name in ("nim", "trtllm-bench", "sglang-vllm", "vllm", "mlperf", "torchao-vllm",
-                                               "lmdeploy", "amd-vllm", "trtllm-v017"))
+                                               "lmdeploy", "amd-vllm", "trtllm-v017",
+                                               "trtllm-online"))
