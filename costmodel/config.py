@@ -125,6 +125,8 @@ class ModelConfig:
     renormalize_top_k: bool = True  # the top-k routing weights are divided by their sum
     router_bias: bool = False  # the router's d -> E linear has a bias of E (gpt-oss)
     expert_bias: bool = False  # each routed expert's gate_up and down projections have biases (gpt-oss)
+    moe_output_bias: bool = False  # a d-wide bias on the experts' sum (JetMoE's JetMoeMoE.bias)
+    attention_experts: bool = False  # JetMoE's mixture of attention heads (blocks/attention_experts.py)
     # Group-limited routing (DeepSeek-V3's n_group and topk_group, Megatron-Core's
     # moe_router_num_groups and moe_router_group_topk): the routed experts in expert_groups groups
     # of consecutive experts, each token's top_k drawn from its best expert_groups_per_token groups.

@@ -176,7 +176,8 @@ class Facts:
     # how the routed slots reach the experts and come back (blocks/ffn.py Experts.dispatch_bytes):
     # "index_add" (transformers: each expert gathers its tokens, its output is multiplied by the
     # routing weights and index_add-ed into the layer's output), "loop" (DBRX: the same as a Python
-    # loop over the experts hit, one matmul per weight, no grouped_mm) or "alltoall_permute"
+    # loop over the experts hit, one matmul per weight, no grouped_mm), "parallel_experts" (JetMoE's
+    # JetMoeParallelExperts: the slots sorted by expert, one F.linear each, no grouped_mm) or "alltoall_permute"
     # (Megatron-Core's MoEAlltoAllTokenDispatcher with moe_permute_fusion: Transformer Engine's
     # fused permute, sort-chunks and unpermute passes)
     expert_dispatch: str = "index_add"

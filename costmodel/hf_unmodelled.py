@@ -14,10 +14,4 @@ UNMODELLED_TYPES: dict[str, str] = {
                      "around a shortcut MoE (read from the first MLP's input, added after the second), "
                      "with zero_expert_num identity experts among the routed ones and its experts run "
                      "one F.linear per expert hit; no block here has the shortcut or identity experts.",
-    "jetmoe": "JetMoeForCausalLM's mixture of attention heads (num_local_experts query and output "
-              "projections of kv_channels x num_key_value_heads, the top num_experts_per_tok of them "
-              "per token, keys and values repeated top_k times) and its MLP experts run as "
-              "JetMoeParallelExperts (a Python loop of F.linear over the tokens gathered per expert, "
-              "index_add into zeros, a hidden_size output bias); no expert block here keeps what that "
-              "code keeps.",
 }

@@ -11,7 +11,6 @@ import pytest
 #: model_type -> words its refusal must hold.
 WORDS = {
     "longcat_flash": "shortcut MoE",
-    "jetmoe": "JetMoeParallelExperts",
 }
 
 
@@ -48,10 +47,7 @@ def _meta(model_type: str, **fields):
 
 
 def test_what_the_reasons_say_holds_on_the_classes():
-    """Two or four layers of each default config, on the meta device."""
+    """One layer of each default config, on the meta device."""
     pytest.importorskip("transformers")
     longcat = _meta("longcat_flash", num_layers=1).model.layers[0]
     assert len(longcat.self_attn) == 2 and len(longcat.mlps) == 2 and hasattr(longcat.mlp, "router")
-    jetmoe = _meta("jetmoe", num_hidden_layers=1)
-    kinds = {type(m).__name__ for m in jetmoe.modules()}
-    assert "JetMoeParallelExperts" in kinds and "JetMoeMoA" in kinds

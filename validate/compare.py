@@ -217,9 +217,9 @@ def validate(cfg: ModelConfig, workload: Workload, *, target: str = "hf", device
         raise ValueError(f"model {cfg.name!r}: DeepseekV4ForCausalLM casts modules to fp32 in __init__ "
                          "(.to(dtype=torch.float32)), which FakeTensorMode cannot run; use --device cpu.")
     if (cfg.moe and target == "hf" and device == "fake"
-            and facts_for("hf", cfg.family).expert_dispatch == "loop"):
-        raise ValueError(f"model {cfg.name!r}: {cfg.family}'s experts loop over nonzero(), which "
-                         "FakeTensorMode cannot run; use --device cpu (real tensors).")
+            and facts_for("hf", cfg.family).expert_dispatch in ("loop", "parallel_experts")):
+        raise ValueError(f"model {cfg.name!r}: {cfg.family}'s experts loop over data-dependent sizes (nonzero(), "
+                         "tolist()), which FakeTensorMode cannot run; use --device cpu (real tensors).")
     estimate = Estimate(cfg, workload.replace(impl=target, sdpa_device="cpu"))  # measured on the CPU
     context = fake_mode() if device == "fake" else _nothing()
     rows: list[Row] = []

@@ -409,7 +409,7 @@ class Experts(Block):
         back, as the code does it (facts.expert_dispatch); backward None: the convention, twice.
         "index_add" (transformers): the experts' outputs times the routing weights, then index_add
         into the layer's output, S d values read twice and written once; "loop" (DBRX's loop over
-        the experts hit, one matmul each) moves the same. "alltoall_permute"
+        the experts hit, one matmul each) and "parallel_experts" (JetMoE's) move the same. "alltoall_permute"
         (Megatron-Core's all-to-all dispatcher under moe_permute_fusion, the fact's source): the
         permute reads T d and writes S d; with more than one local expert (E > ep) the received
         chunks are sorted by expert (S d read, S d written) and sorted back after the experts (the
@@ -417,7 +417,7 @@ class Experts(Block):
         local expert. Each pass's backward is its inverse permutation, the same bytes. Left out:
         the routing weights, row maps and counts that travel beside (at most 4 bytes a slot)."""
         slots = self.tokens * S.k
-        if self.profile.facts.expert_dispatch in ("index_add", "loop"):
+        if self.profile.facts.expert_dispatch in ("index_add", "loop", "parallel_experts"):
             return elementwise_bytes(slots * self.width, reads=2), None
         passes = sp.Piecewise((6, S.E > self.profile.expert_parallel), (2, True))
         moved = S.e * self.width * (2 * self.tokens + passes * slots)
@@ -428,9 +428,11 @@ class Experts(Block):
         forward = self.expert_flops(slots)
         weights = dtype_bytes(self.profile.facts.routing_weights_dtype)
         saved = 3 * INDEX * slots + 4 * S.E + weights * slots
-        if self.profile.facts.expert_dispatch == "loop":
+        if self.profile.facts.expert_dispatch in ("loop", "parallel_experts"):
             # DBRX's loop over the experts hit (no grouped_mm): each expert's rows from one
-            # nonzero() (two int64 a slot), its gathered input, and its weighted output too
+            # nonzero() (two int64 a slot), its gathered input, and its weighted output too (index_add
+            # keeps its source); JetMoE's JetMoeParallelExperts the same: the sort's int64 order (the
+            # gates' gather keeps it) and each slot's token (the inputs' gather and index_add keep it)
             saved = 2 * INDEX * slots + weights * slots + S.e * slots * self.width
         glu_elements, glu_saved, glu_moved = self.glu(slots)
         if self.profile.fp8_activations:  # the gathered input and SwiGLU's input in FP8, the down output
