@@ -29,7 +29,7 @@ def check_newer_fields(cfg: Any, owner: str) -> None:
         raise ConfigError(f"{owner}: per_layer_input and per_layer_vocab go together, in a decoder-only model.")
     if (cfg.altup_inputs is None) != (cfg.laurel_rank is None) or (cfg.altup_inputs and not cfg.per_layer_input):
         raise ConfigError(f"{owner}: altup_inputs and laurel_rank go together, with per_layer_input (Gemma 3n).")
-    for name in ("n_experts", "top_k", "d_shared", "n_dense_layers", "position_offset", "mtp_layers",
+    for name in ("n_experts", "top_k", "d_shared", "n_dense_layers", "position_offset", "mtp_layers", "zero_experts",
                  "nope_layers", "idle_cross_layers", "embedding_extra_rows"):
         check_int(owner, name, getattr(cfg, name), minimum=0)
     for name in ("expert_groups", "expert_groups_per_token"):
@@ -164,8 +164,8 @@ def check_attention_experts(cfg: Any, owner: str) -> None:
     blocks/attention_experts.py) with experts too, top_k x n_kv_heads query heads, in a decoder-only model of
     pre-norm, sequential full-attention layers with RoPE, every one with experts, and without q/k norms or
     output gates."""
-    if cfg.moe_output_bias and not cfg.n_experts:
-        raise ConfigError(f"{owner}: moe_output_bias applies only with n_experts.")
+    if (cfg.moe_output_bias or cfg.zero_experts) and not cfg.n_experts:
+        raise ConfigError(f"{owner}: moe_output_bias and zero_experts apply only with n_experts.")
     if not cfg.attention_experts:
         return
     if not cfg.n_experts or cfg.n_heads != cfg.top_k * cfg.n_kv_heads:

@@ -10,8 +10,4 @@ from .hf_deepseek_v32 import UNMODELLED_TYPES as _DEEPSEEK_LINEAGE
 
 UNMODELLED_TYPES: dict[str, str] = {
     **_DEEPSEEK_LINEAGE,
-    "longcat_flash": "LongcatFlashForCausalLM's layers each run two latent attentions and two dense MLPs "
-                     "around a shortcut MoE (read from the first MLP's input, added after the second), "
-                     "with zero_expert_num identity experts among the routed ones and its experts run "
-                     "one F.linear per expert hit; no block here has the shortcut or identity experts.",
 }

@@ -240,12 +240,13 @@ class TreeBuilder:
             body = [
                 *([at.leaf("input_noise", B.InputNoise(tokens, self.profile))] if noise else []),
                 at.leaf("router", B.Router(tokens, cfg.router, cfg.renormalize_top_k, self.profile,
-                                           bias=cfg.router_bias, input_kept=not router_alone)),
+                                           bias=cfg.router_bias, input_kept=not router_alone,
+                                           zero_experts=cfg.zero_experts > 0)),
                 *([at.leaf("latent_in", B.LatentProjection(tokens, S.d, S.d_l, cfg.ffn_bias, recomputed=whole))]
                   if latent else []),
                 at.leaf("experts", B.EveryTokenExperts(tokens, self.profile) if every_token
                         else B.Experts(tokens, self.profile, bias=cfg.expert_bias, clamped=cfg.swiglu_limit is not None,
-                                       gated=cfg.gated, width=S.d_l if latent else S.d)),
+                                       gated=cfg.gated, width=S.d_l if latent else S.d, zero_experts=cfg.zero_experts > 0)),
                 *([at.leaf("latent_out", B.LatentProjection(tokens, S.d_l, S.d, cfg.ffn_bias, input_kept=True,
                                                             recomputed=whole))]
                   if latent else []),
