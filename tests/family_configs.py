@@ -224,13 +224,14 @@ def assert_saved_bytes_exact(fields: dict[str, Any], name: str, dtype: str, b: i
     import transformers
 
     from costmodel import estimate
+    from validate.hf_longcat_flash import counted_routing  # the routing the tree counts (LongCat-Flash's)
     from validate.measure.saved import saved_activation_bytes
 
     chosen = {} if attention is None else {"attn_implementation": attention}
     torch_dtype = {"fp32": torch.float32, "bf16": torch.bfloat16}[dtype]
     config = transformers.AutoConfig.for_model(**fields, **chosen)
     torch.manual_seed(0)
-    model = transformers.AutoModelForCausalLM.from_config(config, dtype=torch_dtype).train()
+    model = counted_routing(transformers.AutoModelForCausalLM.from_config(config, dtype=torch_dtype).train())
     ids = torch.randint(0, fields["vocab_size"], (b, n))
     measured = saved_activation_bytes(model, {"input_ids": ids, "labels": ids}, loss_fn=lambda out: out.loss)
     asked = {} if attention is None else {"attention": attention}
@@ -284,8 +285,10 @@ def assert_prefill_flops_exact(config: dict[str, Any], label: Any) -> None:
 
     cfg = from_hf_config(config, name="odd")
     prefill = CostModel(cfg, profile_for(cfg), phase="prefill")
-    model = transformers.AutoModelForCausalLM.from_config(
-        transformers.AutoConfig.for_model(**config, attn_implementation="eager")).eval()
+    from validate.hf_longcat_flash import counted_routing  # the routing the tree counts (LongCat-Flash's)
+
+    model = counted_routing(transformers.AutoModelForCausalLM.from_config(
+        transformers.AutoConfig.for_model(**config, attn_implementation="eager"))).eval()
     for b, n in ((2, 9), (1, 2), (2, 3)):
         ids = torch.randint(0, config["vocab_size"], (b, n))
         measured = matmul_flops(model, {"input_ids": ids, "use_cache": True}).forward
