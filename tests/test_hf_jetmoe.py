@@ -140,3 +140,28 @@ def test_architectures_alone_name_the_model_type():
 
     bare = {k: v for k, v in CONFIGS["jetmoe"].items() if k != "model_type"}
     assert from_hf_config(dict(bare, architectures=["JetMoeForCausalLM"]), name="x").family == "jetmoe"
+
+
+@pytest.mark.parametrize("layout,words", [(["--tp", "3"], "tp = 3 splits JetMoE's mixture of attention heads"),
+                                          (["--ep", "5", "--dp", "5"], "mixture of attention heads (attention_experts)")])
+def test_parallel_layouts_of_the_mixture_of_attention_heads_refused(tmp_path, capsys, layout, words):
+    """No framework splits JetMoeMoA over tensor- or expert-parallel ranks: one line each."""
+    import json
+
+    from tests.cli_run import run_main
+
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(CONFIGS["jetmoe"]))
+    code, _, err = run_main(["estimate", "--config", str(path), *layout], capsys)
+    assert code == 2 and err.count("\n") == 1 and words in err, err
+
+
+def test_crossover_counts_the_attention_experts():
+    """The regime's n* = projections and FFN over attention: the q and o experts are projections. The first
+    odd config, per token and layer: two routers 2 x 2 x 48 x 5 (960), q and o experts 2 x 2 x 48 x 30 each
+    (5,760 each), kv_proj 2 x 48 x 60 (5,760), MLP experts 2 x 2 x 3 x 48 x 37 (21,312): 39,552 FLOPs
+    against 2 x 2 x 6 x 10 = 240 per key attended: n* = 164.8 (without the experts' q and o: 116.8)."""
+    from costmodel import estimate
+
+    regime = estimate(dict(CONFIGS["jetmoe"], name="x"), seq_len=12).to_dict()["regime"]
+    assert regime["crossover_seq_len_exact"] == "824/5"
