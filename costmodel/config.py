@@ -117,14 +117,15 @@ class ModelConfig:
     d_expert: int | None = None
     d_shared: int = 0
     shared_expert_gate: bool = False
-    # an RMSNorm on the routed and shared experts' sum before the residual add, in the expert layers
-    # only (A.X K1's post_mlp_layernorm)
-    moe_output_norm: bool = False
+    moe_output_norm: bool = False  # an RMSNorm on the experts' sum, expert layers only (A.X K1's post_mlp_layernorm)
+    zero_experts: int = 0  # LongCat-Flash's zero-compute (identity) experts beside the E routed (symbols.Z)
     n_dense_layers: int = 0
     router: str = "softmax"
     renormalize_top_k: bool = True  # the top-k routing weights are divided by their sum
     router_bias: bool = False  # the router's d -> E linear has a bias of E (gpt-oss)
     expert_bias: bool = False  # each routed expert's gate_up and down projections have biases (gpt-oss)
+    moe_output_bias: bool = False  # a d-wide bias on the experts' sum (JetMoE's JetMoeMoE.bias)
+    attention_experts: bool = False  # JetMoE's mixture of attention heads (blocks/attention_experts.py)
     # Group-limited routing (DeepSeek-V3's n_group and topk_group, Megatron-Core's
     # moe_router_num_groups and moe_router_group_topk): the routed experts in expert_groups groups
     # of consecutive experts, each token's top_k drawn from its best expert_groups_per_token groups.
@@ -508,6 +509,7 @@ class ModelConfig:
             "w": self.sliding_window or 1, "L_w": max(self.n_window_layers, 1),
             "E": max(self.n_experts, 1), "k": max(self.top_k, 1), "d_x": self.d_expert,
             "d_s": max(self.d_shared, 1), "d_l": self.d_latent or 1, "L_moe": max(self.n_moe_layers, 1),
+            "Z": max(self.zero_experts, 1),
             "L_np": max(self.nope_layers, 1), "r_q": self.q_lora_rank or 1, "r_kv": self.kv_lora_rank or 1,
             "d_v": self.v_head_dim or self.d_head, "h_i": self.index_n_heads or 1, "d_i": self.index_head_dim or 1,
             "p_l": self.per_layer_input or 1, "V_pl": self.per_layer_vocab or 1, "d_hg": self.global_head_dim or 1,
@@ -537,7 +539,7 @@ class ModelConfig:
                         "deltanet_k_heads", "deltanet_v_heads", "deltanet_k_dim", "deltanet_v_dim", "dt_rank",
                         "per_layer_input", "per_layer_vocab", "global_head_dim", "global_kv_heads",
                         "altup_inputs", "laurel_rank", "output_groups", "output_rank", "csa_layers",
-                        "hca_layers", "csa_rate", "hca_rate")
+                        "hca_layers", "csa_rate", "hca_rate", "zero_experts")
 
     def structure(self) -> dict[str, Any]:
         """What the cost tree's expressions depend on besides the dimensions' values: every
@@ -562,7 +564,7 @@ class ModelConfig:
                 "all" if self.n_window_layers == self.n_moe_layers else "some"),
             "kv_shared": tuple(n > 0 for n in kv_shared_counts(self)), "global_kv": self.global_kv_heads is not None,
             "value_width_differs": self.v_head_dim is not None and self.v_head_dim != self.d_head,  # kernels._sdpa: math
-            "mla": self.mla, "q_lora": self.q_lora_rank is not None, "nope": self.nope_layers > 0,
+            "mla": self.mla, "q_lora": self.q_lora_rank is not None, "nope": self.nope_layers > 0, "zero": self.zero_experts > 0,
             "mixers": tuple(m for m in MIXERS if self.n_mixer_layers(m)),
         }
         return data

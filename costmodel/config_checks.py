@@ -29,7 +29,7 @@ def check_newer_fields(cfg: Any, owner: str) -> None:
         raise ConfigError(f"{owner}: per_layer_input and per_layer_vocab go together, in a decoder-only model.")
     if (cfg.altup_inputs is None) != (cfg.laurel_rank is None) or (cfg.altup_inputs and not cfg.per_layer_input):
         raise ConfigError(f"{owner}: altup_inputs and laurel_rank go together, with per_layer_input (Gemma 3n).")
-    for name in ("n_experts", "top_k", "d_shared", "n_dense_layers", "position_offset", "mtp_layers",
+    for name in ("n_experts", "top_k", "d_shared", "n_dense_layers", "position_offset", "mtp_layers", "zero_experts",
                  "nope_layers", "idle_cross_layers", "embedding_extra_rows"):
         check_int(owner, name, getattr(cfg, name), minimum=0)
     for name in ("expert_groups", "expert_groups_per_token"):
@@ -38,8 +38,10 @@ def check_newer_fields(cfg: Any, owner: str) -> None:
                  "renormalize_top_k", "input_norms", "qk_norm_whole", "attention_sinks", "sinks_windowed_only",
                  "value_scale", "norm_affine",
                  "qk_l2_norm", "nope_temperature", "chunked_window", "mtp_repeated_layer", "rope_query_scale",
-                 "sub_norms", "differential_attention", "dynamic_mask", "residual_scales"):
+                 "sub_norms", "differential_attention", "dynamic_mask", "residual_scales", "moe_output_bias",
+                 "attention_experts"):
         check_bool(owner, name, getattr(cfg, name))
+    check_attention_experts(cfg, owner)
     if cfg.differential_attention and (cfg.architecture != "decoder" or cfg.mixer_layers or cfg.mla
                                        or cfg.n_heads % 2 or cfg.n_kv_heads % 2 or cfg.n_window_layers
                                        or cfg.qk_norm or cfg.attention_output_gate or cfg.sub_norms
@@ -155,3 +157,24 @@ def check_latent_attention(cfg: Any, owner: str) -> None:
     if cfg.n_kv_heads != cfg.n_heads or cfg.n_encoder_layers:
         raise ConfigError(f"{owner}: MLA is modelled for decoder-only models whose keys and "
                           "values have every query head.")
+
+
+def check_attention_experts(cfg: Any, owner: str) -> None:
+    """JetMoE's fields: moe_output_bias with experts; attention_experts (its mixture of attention heads,
+    blocks/attention_experts.py) with experts too, top_k x n_kv_heads query heads, in a decoder-only model of
+    pre-norm, sequential full-attention layers with RoPE, every one with experts, and without q/k norms or
+    output gates."""
+    if (cfg.moe_output_bias or cfg.zero_experts) and not cfg.n_experts:
+        raise ConfigError(f"{owner}: moe_output_bias and zero_experts apply only with n_experts.")
+    if not cfg.attention_experts:
+        return
+    if not cfg.n_experts or cfg.n_heads != cfg.top_k * cfg.n_kv_heads:
+        raise ConfigError(f"{owner}: attention_experts (JetMoE's mixture of attention heads) needs n_experts and "
+                          "n_heads = top_k x n_kv_heads.")
+    if (cfg.architecture != "decoder" or cfg.mixer_layers or cfg.mla or cfg.n_window_layers or cfg.n_dense_layers
+            or cfg.layer_pattern is not None or cfg.parallel_attention or cfg.post_sublayer_norm
+            or cfg.norm_position != "pre" or not cfg.rope or cfg.qk_norm or cfg.attention_output_gate
+            or cfg.qkv_bias or cfg.out_bias or cfg.clip_qkv is not None or cfg.sub_norms):
+        raise ConfigError(f"{owner}: attention_experts (JetMoE's mixture of attention heads) is modelled in a "
+                          "decoder-only model of pre-norm, sequential full-attention RoPE layers, each with experts, "
+                          "without attention biases, q/k norms or output gates only.")

@@ -135,6 +135,12 @@ class Facts:
     # dtype of a sigmoid router's e_score_correction_bias buffer (E values): "fp32" (DeepSeek-V3)
     # or "activation" (MiniMax-M2's, created in the dtype the model is built in)
     score_bias_dtype: str = "fp32"
+    # a softmax router's choice adds a score-correction buffer of its choices (LongCat-Flash's
+    # e_score_correction_bias, beside DeepSeek-V3's sigmoid router's)
+    softmax_score_bias: bool = False
+    # latent attention's query and normed latent times LoRA scales (LongCat-Flash's mla_scale_q_lora
+    # and mla_scale_kv_lora): one product an element, nothing kept
+    mla_lora_scales: bool = False
     # a "topk_softmax" router's softmax over the k chosen logits runs in fp32 whatever the router's
     # dtype (GraniteMoE: logits cast with .float() first), keeping an fp32 output
     topk_softmax_fp32: bool = False
@@ -176,7 +182,8 @@ class Facts:
     # how the routed slots reach the experts and come back (blocks/ffn.py Experts.dispatch_bytes):
     # "index_add" (transformers: each expert gathers its tokens, its output is multiplied by the
     # routing weights and index_add-ed into the layer's output), "loop" (DBRX: the same as a Python
-    # loop over the experts hit, one matmul per weight, no grouped_mm) or "alltoall_permute"
+    # loop over the experts hit, one matmul per weight, no grouped_mm), "parallel_experts" (JetMoE's
+    # JetMoeParallelExperts: the slots sorted by expert, one F.linear each, no grouped_mm) or "alltoall_permute"
     # (Megatron-Core's MoEAlltoAllTokenDispatcher with moe_permute_fusion: Transformer Engine's
     # fused permute, sort-chunks and unpermute passes)
     expert_dispatch: str = "index_add"

@@ -86,7 +86,7 @@ LLAMA_NAMES: dict[str, str] = {
 #: types' classes take no such loss.)
 ROUTER_LOSS_TYPES = ("mixtral", "qwen2_moe", "qwen3_moe", "gpt_oss", "olmoe", "minimax_m2", "granitemoe",
                      "granitemoeshared", "flex_olmo", "ernie4_5_moe", "phimoe", "dbrx", "qwen3_5_moe_text",
-                     "mellum", "laguna", "granitemoehybrid", "jamba", "minimax", "granitemoe_swa")
+                     "mellum", "laguna", "granitemoehybrid", "jamba", "minimax", "granitemoe_swa", "jetmoe")
 
 
 def mixer_kinds(f: Fields, types: Any, n_layers: int, kinds: dict[str, str], wording: str) -> list[str]:

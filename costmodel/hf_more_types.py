@@ -328,11 +328,62 @@ def _mllama(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
                         name=named)
 
 
+#: LongcatFlashConfig's defaults (transformers 5.24, meituan-longcat/LongCat-Flash-Chat's shapes), in the
+#: names hf.py's deepseek_v3 reader reads.
+_LONGCAT_DEFAULTS: dict[str, Any] = dict(
+    vocab_size=131072, hidden_size=6144, num_attention_heads=64, max_position_embeddings=131072, hidden_act="silu",
+    tie_word_embeddings=False, q_lora_rank=1536, kv_lora_rank=512, qk_nope_head_dim=128, qk_rope_head_dim=64,
+    v_head_dim=128)
+#: LongcatFlashConfig's attribute_map: the names a file may use -> the class's own.
+_LONGCAT_NAMES = {"num_local_experts": "n_routed_experts", "num_experts_per_tok": "moe_topk",
+                  "intermediate_size": "ffn_hidden_size", "moe_intermediate_size": "expert_ffn_hidden_size"}
+
+
+def _longcat_flash(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
+    """Meituan's LongCat-Flash (LongcatFlashForCausalLM): each of num_layers layers runs two sublayer
+    pairs, read as two of the tree's layers: the first a latent attention (DeepSeek-V3's, always through
+    q_lora_rank, the query and latent times LoRA scales) and an MLP of ffn_hidden_size beside a shortcut
+    MoE that reads the same norm's output (held as its shared expert: its sum is added a sublayer later,
+    which costs nothing more); the second a latent attention and an MLP. The MoE: a softmax router over
+    n_routed_experts + zero_expert_num choices (fp32 logits of an fp32 classifier, a score-correction
+    buffer for the choice, the top moe_topk weights times routed_scaling_factor, not renormalised),
+    SwiGLU experts of expert_ffn_hidden_size run as a loop over the experts hit, and zero_expert_num
+    identity experts (zero_experts). Counted with every slot on a real expert (none on an identity one):
+    the most FLOPs a token can cost. Refused in one line: a null q_lora_rank, a head_dim (RoPE's width)
+    other than qk_rope_head_dim, a qk_head_dim other than qk_nope_head_dim + qk_rope_head_dim."""
+    data = {k: v for k, v in f.data.items() if v is not None or k == "zero_expert_num"}
+    for mapped, own in _LONGCAT_NAMES.items():
+        if mapped in data and own not in data:
+            data[own] = data.pop(mapped)
+    if "q_lora_rank" in f.data and f.data["q_lora_rank"] is None:
+        raise ConfigError(f"{f.source}: q_lora_rank null is not what longcat_flash's class builds "
+                          "(LongcatFlashMLA always projects queries through q_a_proj).")
+    fields = Fields(data, f.source)
+    layers = fields.get("num_layers", fields.get("num_hidden_layers", 56) // 2 if "num_hidden_layers" in data else 28)
+    check_int(f.source, "num_layers", layers, minimum=1)
+    rope, nope = fields.get("qk_rope_head_dim", 64), fields.get("qk_nope_head_dim", 128)
+    if fields.get("head_dim", rope) != rope or fields.get("qk_head_dim", rope + nope) != rope + nope:
+        raise ConfigError(f"{f.source}: head_dim (RoPE's width) must equal qk_rope_head_dim and qk_head_dim "
+                          "qk_nope_head_dim + qk_rope_head_dim, as the class runs them.")
+    zero = fields.get("zero_expert_num", 256) or 0
+    check_int(f.source, "zero_expert_num", zero, minimum=0)
+    ffn = fields.get("ffn_hidden_size", 12288)
+    data.update(num_hidden_layers=2 * layers, intermediate_size=ffn, n_routed_experts=fields.get("n_routed_experts", 512),
+                num_experts_per_tok=fields.get("moe_topk", 12), first_k_dense_replace=0,
+                moe_intermediate_size=fields.get("expert_ffn_hidden_size", 2048), norm_topk_prob=False,
+                n_group=1, topk_group=1, num_key_value_heads=fields.get("num_attention_heads", 64))
+    for key in ("head_dim", "qk_head_dim", "num_layers"):
+        data.pop(key, None)
+    base = llama.read(Fields({**_LONGCAT_DEFAULTS, **data}, f.source), name, "deepseek_v3", _LONGCAT_DEFAULTS)
+    return base.replace(family="longcat_flash", router="softmax", d_shared=ffn, n_dense_layers=layers,
+                        layer_pattern=("moe", "dense") * layers, zero_experts=zero)
+
+
 #: model_type -> its reader (hf.py passes its LlamaReader).
 MORE_TYPES_BUILDERS: dict[str, Callable[[Fields, str, LlamaReader], ModelConfig]] = {
     "solar_open": _solar_open, "youtu": _youtu, "mellum": _mellum,
     "sarvam_mla": _sarvam_mla, "axk1": _axk1, "kolibri1": _kolibri1, "emu3": _emu3,
-    "mllama": _mllama,
+    "mllama": _mllama, "longcat_flash": _longcat_flash,
 }
 
 #: The transformers class of each, for a config.json that names `architectures` only.
@@ -340,6 +391,7 @@ MORE_TYPES_ARCHITECTURES: dict[str, str] = {
     "SolarOpenForCausalLM": "solar_open", "YoutuForCausalLM": "youtu", "MellumForCausalLM": "mellum",
     "AXK1ForCausalLM": "axk1", "Kolibri1ForCausalLM": "kolibri1", "Emu3ForCausalLM": "emu3",
     "Emu3ForConditionalGeneration": "emu3", "MllamaForCausalLM": "mllama", "MllamaForConditionalGeneration": "mllama",
+    "LongcatFlashForCausalLM": "longcat_flash",
 }
 
 #: The config.json names of ModelConfig's fields (the ones its errors may name).
@@ -354,6 +406,8 @@ MORE_TYPES_NAMES: dict[str, dict[str, str]] = {
     "axk1": {**LLAMA_NAMES, "n_experts": "n_routed_experts", "top_k": "num_experts_per_tok",
              "d_expert": "moe_intermediate_size", "n_dense_layers": "mlp_layer_types"},
     "emu3": LLAMA_NAMES, "mllama": LLAMA_NAMES,
+    "longcat_flash": {**LLAMA_NAMES, "n_experts": "n_routed_experts", "top_k": "moe_topk", "d_ff": "ffn_hidden_size",
+                      "d_expert": "expert_ffn_hidden_size", "zero_experts": "zero_expert_num"},
     "kolibri1": {**LLAMA_NAMES, "n_experts": "num_experts", "top_k": "num_experts_per_tok",
                  "d_expert": "moe_intermediate_size", "d_shared": "shared_expert_intermediate_size"},
 }

@@ -23,14 +23,4 @@ UNMODELLED_TYPES: dict[str, str] = {
               "embeddings (2 x hidden_size wide) with no residual add, then a hidden_size x hidden_size "
               "linear of their own whose output joins only the next Mamba-2 mixer's input; no block here "
               "holds weights shared across layers or reads the embeddings again.",
-    "longcat_flash": "LongcatFlashForCausalLM's layers each run two latent attentions and two dense MLPs "
-                     "around a shortcut MoE (read from the first MLP's input, added after the second), "
-                     "with zero_expert_num identity experts among the routed ones and its experts run "
-                     "one F.linear per expert hit; no block here has the shortcut or identity experts.",
-    "jetmoe": "JetMoeForCausalLM's mixture of attention heads (num_local_experts query and output "
-              "projections of kv_channels x num_key_value_heads, the top num_experts_per_tok of them "
-              "per token, keys and values repeated top_k times) and its MLP experts run as "
-              "JetMoeParallelExperts (a Python loop of F.linear over the tokens gathered per expert, "
-              "index_add into zeros, a hidden_size output bias); no expert block here keeps what that "
-              "code keeps.",
 }

@@ -129,6 +129,9 @@ class TreeBuilder:
             sinks=cfg.attention_sinks and not cross and (window or not cfg.sinks_windowed_only),
             **({"qk_dim": head, "value_dim": head} if head != S.d_h else {}),
         )
+        experts = cfg.attention_experts and not cross  # JetMoE's: K and V reach the kernel repeated to h heads
+        if experts:
+            core.update(kv_heads=S.h)
         value_width = cfg.v_head_dim is not None and not cfg.mla and not cross  # MiMo-V2-Flash's d_v
         if value_width:
             core.update(value_dim=S.d_v)
@@ -142,13 +145,15 @@ class TreeBuilder:
                 cfg.qkv_bias, profile, absorbed=absorbed))]
         else:
             held = cached if profile.facts.kv_cache_held else ZERO  # OpenAI GPT's class holds none
-            projections = [at.leaf("qkv", B.QKVProjection(
+            projections = [*([at.leaf("router", B.Router(q_tokens, cfg.router, cfg.renormalize_top_k, profile)),
+                              at.leaf("q_experts", B.AttentionExperts(q_tokens, "map", profile))] if experts else []),
+                           at.leaf("qkv", B.QKVProjection(
                 q_tokens, kv_tokens, cfg.qkv_bias, held,
                 copies_cache=self.decode and not cross and profile.kv_cache == "dynamic",
                 fused=profile.facts.fused_qkv and not cross, profile=profile,
-                cache_heads=core["kv_heads"], transposed=profile.facts.linear_weights_transposed, head_dim=head,
-                values_are_keys=keys_as_values, kv_shared=kv_shared, kv_heads=kv_heads,
-                value_dim=S.d_v if value_width else None))]
+                cache_heads=kv_heads if experts else core["kv_heads"], transposed=profile.facts.linear_weights_transposed,
+                head_dim=head, values_are_keys=keys_as_values, kv_shared=kv_shared, kv_heads=kv_heads,
+                value_dim=S.d_v if value_width else None, queries=not experts))]
             if cfg.value_scale and not cross:  # MiMo-V2-Flash: the values times attention_value_scale
                 projections.append(at.leaf("value_scale", B.ValueScale(kv_tokens, kv_heads)))
             if cfg.clip_qkv is not None and not cross:
@@ -198,7 +203,8 @@ class TreeBuilder:
             at.leaf("weighted_sum", B.WeightedSum(q_len, k_len, **{**core, "value_dim": S.r_kv}, values_are_keys=True)
                     if absorbed else B.WeightedSum(q_len, k_len, **core)),
             *self.second_call(at, scores, q_tokens, core),
-            at.leaf("out", output),
+            *([at.leaf("o_experts", B.AttentionExperts(q_tokens, "reduce", profile)),
+               at.leaf("out_bias", B.OutputBias(q_tokens))] if experts else [at.leaf("out", output)]),
             *sub_norms,
             *self.residual(at, q_tokens, post, "attention_output"),
         ]
@@ -234,16 +240,19 @@ class TreeBuilder:
             body = [
                 *([at.leaf("input_noise", B.InputNoise(tokens, self.profile))] if noise else []),
                 at.leaf("router", B.Router(tokens, cfg.router, cfg.renormalize_top_k, self.profile,
-                                           bias=cfg.router_bias, input_kept=not router_alone)),
+                                           bias=cfg.router_bias, input_kept=not router_alone,
+                                           zero_experts=cfg.zero_experts > 0)),
                 *([at.leaf("latent_in", B.LatentProjection(tokens, S.d, S.d_l, cfg.ffn_bias, recomputed=whole))]
                   if latent else []),
                 at.leaf("experts", B.EveryTokenExperts(tokens, self.profile) if every_token
                         else B.Experts(tokens, self.profile, bias=cfg.expert_bias, clamped=cfg.swiglu_limit is not None,
-                                       gated=cfg.gated, width=S.d_l if latent else S.d)),
+                                       gated=cfg.gated, width=S.d_l if latent else S.d, zero_experts=cfg.zero_experts > 0)),
                 *([at.leaf("latent_out", B.LatentProjection(tokens, S.d_l, S.d, cfg.ffn_bias, input_kept=True,
                                                             recomputed=whole))]
                   if latent else []),
             ]
+            if cfg.moe_output_bias:  # JetMoE's bias on the experts' sum
+                body.append(at.leaf("bias", B.OutputBias(tokens)))
             if cfg.d_shared:
                 body.append(at.leaf("shared_expert", B.FeedForward(
                     tokens, cfg.activation, cfg.ffn_bias, self.profile, width=S.d_s, shared_expert=True)))

@@ -35,6 +35,7 @@ E = _dim("E")  # routed experts per mixture-of-experts layer
 k = _dim("k")  # experts each token is routed to (top-k)
 d_x = _dim("d_x")  # one routed expert's inner width (moe_intermediate_size)
 d_s = _dim("d_s")  # the shared experts' inner width (all shared experts as one MLP)
+Z = _dim("Z")  # zero-compute (identity) experts beside the E routed ones (LongCat-Flash's zero_expert_num)
 d_l = _dim("d_l")  # the routed experts' latent width, their input and output (moe_latent_size)
 L_moe = _dim("L_moe")  # decoder layers whose FFN is a mixture of experts
 L_np = _dim("L_np")  # decoder layers whose attention has no RoPE (SmolLM3's NoPE layers)
@@ -106,7 +107,7 @@ dp = _dim("dp")  # data-parallel ranks (ZeRO/FSDP shard over them)
 MODEL_SYMBOLS = (d, h, h_kv, d_h, d_ff, V, P, N_tt, N_rb, L_enc, L_dec, d_r, d_e, w, L_w, E, k,
                  d_x, d_s, d_l, L_moe, r_q, r_kv, d_v, L_np, H_m, P_m, N_m, G_m, K_m, Q_m, L_m, L_a, L_f,
                  H_gk, H_gv, P_gk, P_gv, L_g, D_m1, R_m1, L_m1, L_sc, L_la, L_kd, p_l, V_pl, d_hg, L_ws, L_fs, h_kvg,
-                 H_c, g_o, r_o, m_c, m_h, L_cs, L_hc)
+                 H_c, g_o, r_o, m_c, m_h, L_cs, L_hc, Z)
 WORKLOAD_SYMBOLS = (b, n, s, T, c, e)
 #: The tokens a generation of T feeds back, each taking a position and a place in the KV cache: the
 #: last one is returned, never fed back (transformers' generate with max_new_tokens=T runs the prompt

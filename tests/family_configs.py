@@ -139,10 +139,14 @@ def buffer_bytes_both(fields: dict[str, Any], name: str) -> tuple[int, int]:
     return estimate(dict(fields, name=name), seq_len=16, dtype="bf16").to_dict()["memory"]["buffers"], hf
 
 
-def assert_decode_flops_exact(config: dict[str, Any], label: Any) -> None:
+def assert_decode_flops_exact(config: dict[str, Any], label: Any, real: bool = False) -> None:
     """One cached decode step of the class built from `config` (bf16, FlopCounterMode) equals the
-    decode tree's matmul FLOPs, at three (batch, prompt, generated) points."""
+    decode tree's matmul FLOPs, at three (batch, prompt, generated) points. real: on the CPU's real
+    fp32 tensors, counted with grad on (routing FakeTensorMode cannot run: JetMoE's tolist())."""
+    import contextlib
+
     import torch
+    from torch.utils.flop_counter import FlopCounterMode
 
     from costmodel.config import Workload
     from costmodel.evaluate import exact, values
@@ -152,14 +156,22 @@ def assert_decode_flops_exact(config: dict[str, Any], label: Any) -> None:
     from validate.hf_families import family_inputs
     from validate.measure import matmul_flops, run_with_cache
 
+    from validate.hf_families import build_hf_from_dict
+
     cfg = from_hf_config(config, name="odd")
     decode = CostModel(cfg, profile_for(cfg), phase="decode")
-    with built(config, torch.bfloat16) as model:
+    with (contextlib.nullcontext(build_hf_from_dict(dict(config), dtype=torch.float32)) if real
+          else built(config, torch.bfloat16)) as model:
         model.eval()
         for b, n, gen in ((2, 10, 2), (1, 2, 0), (1, 3, 4)):
             cache = run_with_cache(model, family_inputs(config, b, n), gen)
             step = {"input_ids": torch.ones(b, 1, dtype=torch.long), "cache": cache, "use_cache": True}
-            measured = matmul_flops(model, step).forward
+            if real:
+                with FlopCounterMode(display=False) as counter:  # grad on: no_grad's module tracker
+                    model(**step)  # fails on views of weights (DBRX's)
+                measured = counter.get_total_flops()
+            else:
+                measured = matmul_flops(model, step).forward
             subs = values(cfg, Workload(seq_len=n, batch=b, dtype="bf16"))
             subs[next(s for s in subs if s.name == "c")] = n + gen + 1  # the keys it attends to
             assert measured == exact(decode.total("flops_matmul"), subs), (label, b, n, gen)
@@ -212,13 +224,14 @@ def assert_saved_bytes_exact(fields: dict[str, Any], name: str, dtype: str, b: i
     import transformers
 
     from costmodel import estimate
+    from validate.hf_longcat_flash import counted_routing  # the routing the tree counts (LongCat-Flash's)
     from validate.measure.saved import saved_activation_bytes
 
     chosen = {} if attention is None else {"attn_implementation": attention}
     torch_dtype = {"fp32": torch.float32, "bf16": torch.bfloat16}[dtype]
     config = transformers.AutoConfig.for_model(**fields, **chosen)
     torch.manual_seed(0)
-    model = transformers.AutoModelForCausalLM.from_config(config, dtype=torch_dtype).train()
+    model = counted_routing(transformers.AutoModelForCausalLM.from_config(config, dtype=torch_dtype).train())
     ids = torch.randint(0, fields["vocab_size"], (b, n))
     measured = saved_activation_bytes(model, {"input_ids": ids, "labels": ids}, loss_fn=lambda out: out.loss)
     asked = {} if attention is None else {"attention": attention}
@@ -272,8 +285,10 @@ def assert_prefill_flops_exact(config: dict[str, Any], label: Any) -> None:
 
     cfg = from_hf_config(config, name="odd")
     prefill = CostModel(cfg, profile_for(cfg), phase="prefill")
-    model = transformers.AutoModelForCausalLM.from_config(
-        transformers.AutoConfig.for_model(**config, attn_implementation="eager")).eval()
+    from validate.hf_longcat_flash import counted_routing  # the routing the tree counts (LongCat-Flash's)
+
+    model = counted_routing(transformers.AutoModelForCausalLM.from_config(
+        transformers.AutoConfig.for_model(**config, attn_implementation="eager"))).eval()
     for b, n in ((2, 9), (1, 2), (2, 3)):
         ids = torch.randint(0, config["vocab_size"], (b, n))
         measured = matmul_flops(model, {"input_ids": ids, "use_cache": True}).forward

@@ -21,6 +21,7 @@ from costmodel.facts import facts_for
 from costmodel.spec import DEFAULT_SEQ_LEN  # the prompt a validation runs when none is given, if the context allows
 
 from . import measure
+from .hf_longcat_flash import counted_routing
 from .hf_models import HF_FAMILIES, build_hf_model, default_dtype, fake_mode, make_inputs
 
 TORCH_DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
@@ -109,6 +110,7 @@ def build(cfg: ModelConfig, workload: Workload, target: str) -> tuple[torch.nn.M
                 f"model {cfg.name!r} ({cfg.family}) has no Hugging Face class; use --target reference."
             )
         model = build_hf_model(cfg, workload.attention if workload.attention != "flash" else "sdpa", dtype)
+        counted_routing(model)  # LongCat-Flash's routers off their zero experts, as the tree counts
         tgt = workload.tgt_len if cfg.architecture == "encoder-decoder" else None
         inputs = make_inputs(cfg, workload.batch, workload.seq_len, tgt, labels=cfg.head == "lm")
         prompt = make_inputs(cfg, workload.batch, workload.seq_len, tgt)
@@ -217,9 +219,9 @@ def validate(cfg: ModelConfig, workload: Workload, *, target: str = "hf", device
         raise ValueError(f"model {cfg.name!r}: DeepseekV4ForCausalLM casts modules to fp32 in __init__ "
                          "(.to(dtype=torch.float32)), which FakeTensorMode cannot run; use --device cpu.")
     if (cfg.moe and target == "hf" and device == "fake"
-            and facts_for("hf", cfg.family).expert_dispatch == "loop"):
-        raise ValueError(f"model {cfg.name!r}: {cfg.family}'s experts loop over nonzero(), which "
-                         "FakeTensorMode cannot run; use --device cpu (real tensors).")
+            and facts_for("hf", cfg.family).expert_dispatch in ("loop", "parallel_experts")):
+        raise ValueError(f"model {cfg.name!r}: {cfg.family}'s experts loop over data-dependent sizes (nonzero(), "
+                         "tolist()), which FakeTensorMode cannot run; use --device cpu (real tensors).")
     estimate = Estimate(cfg, workload.replace(impl=target, sdpa_device="cpu"))  # measured on the CPU
     context = fake_mode() if device == "fake" else _nothing()
     rows: list[Row] = []

@@ -14,6 +14,7 @@ from typing import Any
 
 import torch
 
+from .hf_longcat_flash import counted_routing
 from .torch_modes import default_dtype
 
 ATTN_IMPLEMENTATIONS = ("eager", "sdpa")
@@ -56,7 +57,7 @@ def build_hf_from_dict(config: dict[str, Any], attn_implementation: str = "eager
     hf = hf_config_from_dict(config, attn_implementation, experts_implementation)
     with default_dtype(dtype):
         model = AutoModelForCausalLM.from_config(hf)
-    return model.train()
+    return counted_routing(model).train()  # LongCat-Flash's routers off their zero experts, as the tree counts
 
 
 def family_inputs(config: dict[str, Any], batch: int, seq_len: int,

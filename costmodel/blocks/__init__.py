@@ -66,10 +66,11 @@ from .per_layer import PerLayerEmbeddings, PerLayerInput
 from .differential import DifferentialCombine
 from .dynamic_mask import DynamicMask
 from .idle import IdleCrossLayers
+from .attention_experts import AttentionExperts
 from .altup import AltUpEmbedding, AltUpLayer, AltUpUnembedding, Laurel
 
 __all__ = [
-    "DifferentialCombine", "DynamicMask", "IdleCrossLayers",
+    "DifferentialCombine", "DynamicMask", "IdleCrossLayers", "AttentionExperts",
     "ACTIVATION_OPS", "KV_SCALE_BYTES", "OTHER_FLOPS_PER_ELEMENT", "AlibiSlopes", "AttentionCore",
     "AttentionOutput", "AttentionScores", "AttentionTemperature", "Backward", "BackwardStep", "Block", "Cost", "CrossEntropy", "Dropout",
     "ClipQKV", "EmbeddingProjection", "EveryTokenExperts", "Experts", "FeedForward", "HeadL2Norms", "HeadNorms",

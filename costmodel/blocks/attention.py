@@ -57,7 +57,14 @@ class QKVProjection(Block):
     kv_shared: bool = False  # no k or v projection: an earlier layer's K and V (Gemma 4's num_kv_shared_layers)
     kv_heads: Expr = S.h_kv  # its KV heads (Gemma 4's full layers: h_kvg)
     value_dim: Expr | None = None  # a value head's width where not head_dim (MiMo-V2-Flash: d_v)
+    # False: no query projection here (JetMoE's queries come from blocks/attention_experts.py; its
+    # kv_proj is one d -> 2 h_kv d_h linear, counted as k and v)
+    queries: bool = True
     title = "Q, K, V projections"
+
+    @property
+    def q_width(self) -> Expr:
+        return S.h * self.head_dim if self.queries else ZERO
 
     @property
     def value_width(self) -> Expr:
@@ -72,28 +79,28 @@ class QKVProjection(Block):
         """q, k, v in the order the attention's forward runs them (or the one fused projection)."""
         if self.fused:
             return (LinearOp("qkv", self.q_tokens, S.d, (S.h + 2 * self.kv_heads) * self.head_dim, self.bias),)
-        return (LinearOp("q", self.q_tokens, S.d, S.h * self.head_dim, self.bias),
+        return (*([LinearOp("q", self.q_tokens, S.d, self.q_width, self.bias)] if self.queries else []),
                 *(LinearOp(name, self.kv_tokens, S.d, width, self.bias)
                   for name, width in zip(("k", "v"), self.kv_widths())))
 
     def cost(self) -> Cost:
-        q_fwd, q_bwd = linear_flops(self.q_tokens, S.d, S.h * self.head_dim)
+        q_fwd, q_bwd = linear_flops(self.q_tokens, S.d, self.q_width)
         kv_width = sum(self.kv_widths(), ZERO)
         kv_fwd, kv_bwd = linear_flops(self.kv_tokens, S.d, kv_width)
         if self.fused:
             tensors = weight_and_bias(S.d, (S.h + 2 * self.kv_heads) * self.head_dim, self.bias, self.transposed)
             matrices = [weight_matrix(S.d, (S.h + 2 * self.kv_heads) * self.head_dim)]
         else:
-            tensors = weight_and_bias(S.d, S.h * self.head_dim, self.bias, self.transposed)
+            tensors = weight_and_bias(S.d, self.q_width, self.bias, self.transposed) if self.queries else ()
             for width in self.kv_widths():
                 tensors = tensors + weight_and_bias(S.d, width, self.bias, self.transposed)
             widths = self.kv_widths()  # one matrix counted len(widths) times where k and v match
-            matrices = [weight_matrix(S.d, S.h * self.head_dim),
+            matrices = [*([weight_matrix(S.d, self.q_width)] if self.queries else []),
                         *([weight_matrix(S.d, self.kv_heads * self.head_dim, len(widths))] if self.value_dim is None
                           else (weight_matrix(S.d, width) for width in widths))]
         kv_cache = kv_cache_bytes(S.b * self.cache_heads * (self.head_dim + self.value_width) * self.cached_tokens,
                                   self.profile)
-        moved = linear_bytes(self.q_tokens, S.d, S.h * self.head_dim)
+        moved = linear_bytes(self.q_tokens, S.d, self.q_width) if self.queries else ZERO
         moved += linear_bytes(self.kv_tokens, S.d, kv_width)
         return make_cost(
             tensors=tensors,

@@ -211,7 +211,14 @@ class Router(Block):
     # False: no other block keeps the router's input (the pre-norm's output), so an fp32 router's
     # copy of it is kept whatever the activation dtype (the norm keeps no output then)
     input_kept: bool = True
+    # LongCat-Flash: its zero-compute experts are routed to as the others are: logits d -> E + Z
+    zero_experts: bool = False
     title = "router"
+
+    @property
+    def choices(self) -> Expr:
+        """The experts it scores: E, or E + Z with zero-compute experts."""
+        return S.E + S.Z if self.zero_experts else S.E
 
     @property
     def frozen_score_bias(self) -> bool:
@@ -220,7 +227,8 @@ class Router(Block):
         return self.kind in ("softmax", "sigmoid") and self.profile.facts.score_bias_parameter
 
     def cost(self) -> Cost:
-        forward, backward = linear_flops(self.tokens, S.d, S.E)
+        choices = self.choices
+        forward, backward = linear_flops(self.tokens, S.d, choices)
         tokens = self.tokens
         if self.kind == "topk_softmax":
             # gpt-oss: topk over the logits keeps its int64 indices, the softmax over the k chosen
@@ -233,44 +241,45 @@ class Router(Block):
             # over E kept nowhere), the chosen logits gathered (the gather keeps the logits it reads
             # and the int64 indices) and their fp32 sigmoid (kept: its output), renormalised (the
             # division keeps the sum).
-            saved = (FP32 * tokens * S.E + INDEX * tokens * S.k + FP32 * tokens * S.k
+            saved = (FP32 * tokens * choices + INDEX * tokens * S.k + FP32 * tokens * S.k
                      + (FP32 * tokens if self.renormalize else 0))
-            elements = [("add", tokens * S.E), ("sigmoid", tokens * S.k)]
+            elements = [("add", tokens * choices), ("sigmoid", tokens * S.k)]
         elif self.kind == "sparsemixer":
             # PhiMoE's sparsemixer, twice (one expert each, k = 2): a masked_fill keeps its bool
             # mask of the logits, the softmax (in the logits' dtype) its output, the choice its
             # int64 index, and PhimoeMultiplier its gathered weight (training: a random choice).
-            saved = S.k * (tokens * S.E * (1 + S.e) + INDEX * tokens + S.e * tokens)
-            elements = [("softmax", S.k * tokens * S.E)]
+            saved = S.k * (tokens * choices * (1 + S.e) + INDEX * tokens + S.e * tokens)
+            elements = [("softmax", S.k * tokens * choices)]
         else:
             scores = dtype_bytes(self.profile.facts.router_scores_dtype)
-            saved = scores * tokens * S.E + INDEX * tokens * S.k
+            saved = scores * tokens * choices + INDEX * tokens * S.k
             if self.profile.facts.router_softplus_scores:  # softplus's input beside sqrt's output
-                saved += scores * tokens * S.E
+                saved += scores * tokens * choices
             if self.renormalize:
                 saved += scores * tokens + scores * tokens * S.k
                 if self.profile.facts.topk_sum_clamped:  # the clamp's input, beside its output
                     saved += FP32 * tokens
-            elements = [("sigmoid" if self.kind == "sigmoid_topk" else self.kind, tokens * S.E)]
+            elements = [("sigmoid" if self.kind == "sigmoid_topk" else self.kind, tokens * choices)]
             if self.profile.facts.router_softplus_scores:  # sqrt(softplus(logits)) in place of the sigmoid
-                elements = [("softplus", tokens * S.E), ("sqrt", tokens * S.E)]
+                elements = [("softplus", tokens * choices), ("sqrt", tokens * choices)]
         if self.profile.facts.router_dtype == "fp32":
             saved += unless_fp32(FP32 * tokens * S.d) if self.input_kept else FP32 * tokens * S.d
             if self.profile.facts.router_weight_cast_fp32:  # the weight's fp32 copy, kept by the linear
-                saved += unless_fp32(FP32 * S.E * S.d)
+                saved += unless_fp32(FP32 * choices * S.d)
         if self.profile.recomputes("moe_layer"):  # the MoE layer checkpointed whole: nothing kept
             saved = ZERO
         return make_cost(
-            tensors=[Tensor(S.E, S.d), *([Tensor(S.E)] if self.bias else []),
-                     *([Tensor(S.E)] if self.frozen_score_bias else [])],
+            tensors=[Tensor(choices, S.d), *([Tensor(choices)] if self.bias else []),
+                     *([Tensor(choices)] if self.frozen_score_bias else [])],
             flops_matmul=forward,
             flops_matmul_backward=backward,
             elements=elements,
             saved_bytes=saved,
-            bytes_matmul=linear_bytes(tokens, S.d, S.E),
-            bytes_other=elementwise_bytes(tokens * S.E),
-            buffer_bytes=(dtype_bytes(self.profile.facts.score_bias_dtype) * S.E
-                          if self.kind in ("sigmoid", "topk_then_sigmoid") and not self.frozen_score_bias else 0),
+            bytes_matmul=linear_bytes(tokens, S.d, choices),
+            bytes_other=elementwise_bytes(tokens * choices),
+            buffer_bytes=(dtype_bytes(self.profile.facts.score_bias_dtype) * choices
+                          if (self.kind in ("sigmoid", "topk_then_sigmoid") or self.profile.facts.softmax_score_bias)
+                          and not self.frozen_score_bias else 0),
         )
 
 
@@ -337,6 +346,9 @@ class Experts(Block):
     clamped: bool = False  # gpt-oss's clamped SwiGLU in place of SiLU(gate) * up
     gated: bool = True  # False: up, relu2, down (nemotron_h)
     width: Expr = S.d  # the experts' input and output width (S.d_l: a latent MoE)
+    # LongCat-Flash: Z zero-compute experts beside the E, each a gate_up row block never run (the class
+    # allocates E + Z of them); every slot is taken to land on a real expert (the FLOPs' upper bound)
+    zero_experts: bool = False
     title = "routed experts"
 
     @property
@@ -409,7 +421,7 @@ class Experts(Block):
         back, as the code does it (facts.expert_dispatch); backward None: the convention, twice.
         "index_add" (transformers): the experts' outputs times the routing weights, then index_add
         into the layer's output, S d values read twice and written once; "loop" (DBRX's loop over
-        the experts hit, one matmul each) moves the same. "alltoall_permute"
+        the experts hit, one matmul each) and "parallel_experts" (JetMoE's) move the same. "alltoall_permute"
         (Megatron-Core's all-to-all dispatcher under moe_permute_fusion, the fact's source): the
         permute reads T d and writes S d; with more than one local expert (E > ep) the received
         chunks are sorted by expert (S d read, S d written) and sorted back after the experts (the
@@ -417,7 +429,7 @@ class Experts(Block):
         local expert. Each pass's backward is its inverse permutation, the same bytes. Left out:
         the routing weights, row maps and counts that travel beside (at most 4 bytes a slot)."""
         slots = self.tokens * S.k
-        if self.profile.facts.expert_dispatch in ("index_add", "loop"):
+        if self.profile.facts.expert_dispatch in ("index_add", "loop", "parallel_experts"):
             return elementwise_bytes(slots * self.width, reads=2), None
         passes = sp.Piecewise((6, S.E > self.profile.expert_parallel), (2, True))
         moved = S.e * self.width * (2 * self.tokens + passes * slots)
@@ -428,9 +440,11 @@ class Experts(Block):
         forward = self.expert_flops(slots)
         weights = dtype_bytes(self.profile.facts.routing_weights_dtype)
         saved = 3 * INDEX * slots + 4 * S.E + weights * slots
-        if self.profile.facts.expert_dispatch == "loop":
+        if self.profile.facts.expert_dispatch in ("loop", "parallel_experts"):
             # DBRX's loop over the experts hit (no grouped_mm): each expert's rows from one
-            # nonzero() (two int64 a slot), its gathered input, and its weighted output too
+            # nonzero() (two int64 a slot), its gathered input, and its weighted output too (index_add
+            # keeps its source); JetMoE's JetMoeParallelExperts the same: the sort's int64 order (the
+            # gates' gather keeps it) and each slot's token (the inputs' gather and index_add keep it)
             saved = 2 * INDEX * slots + weights * slots + S.e * slots * self.width
         glu_elements, glu_saved, glu_moved = self.glu(slots)
         if self.profile.fp8_activations:  # the gathered input and SwiGLU's input in FP8, the down output
@@ -446,7 +460,8 @@ class Experts(Block):
         ep = self.profile.expert_parallel
         read = experts_touched(self.tokens * ep) / ep
         elements = [*glu_elements, ("mul", slots * self.width), ("add", slots * self.width)]
-        tensors = [Tensor(S.E, self.inputs * S.d_x * self.width), Tensor(S.E, self.width * S.d_x)]
+        stored = S.E + S.Z if self.zero_experts else S.E  # gate_up's experts (LongCat's zero ones too)
+        tensors = [Tensor(stored, self.inputs * S.d_x * self.width), Tensor(S.E, self.width * S.d_x)]
         if self.bias:  # registered gate_up_proj, its bias, down_proj, its bias
             tensors = [tensors[0], Tensor(S.E, 2 * S.d_x), tensors[1], Tensor(S.E, self.width)]
             # each bias gathered per slot by the sorted expert ids (kept: one int64 per slot),
@@ -466,7 +481,7 @@ class Experts(Block):
             flops_matmul_backward=2 * forward,
             elements=elements,
             saved_bytes=saved,
-            inactive_params=(S.E - S.k) * (one_expert + biases),
+            inactive_params=(S.E - S.k) * (one_expert + biases) + (stored - S.E) * self.inputs * S.d_x * self.width,
             # Traffic: each expert that gets a slot reads its weights once (experts_touched: the
             # expected count under uniform random top-k routing; k at one token, all E at many).
             bytes_matmul=S.e * (read * one_expert + slots * (2 * self.width + (self.inputs + 1) * S.d_x)),

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import sympy as sp
 
 from .. import symbols as S
-from ..terms import FP32, ZERO, Expr
+from ..terms import FP32, ZERO, Expr, elementwise_bytes
 from .attention import kv_cache_bytes
 from .base import Block, Cost, Profile, Tensor, linear_bytes, linear_flops, make_cost, weight_and_bias, weight_matrix
 from .norms import norm_saved
@@ -92,6 +92,14 @@ class LatentAttention(Block):
         return [("rmsnorm", self.q_latent_tokens * S.r_q if self.q_lora else 0),
                 ("rmsnorm", self.kv_latent_tokens * S.r_kv)]
 
+    def scale_elements(self) -> Expr:
+        """LongCat-Flash's LoRA scales (facts.mla_lora_scales): the query's two parts times
+        sqrt(d / r_q) and the normed latent times sqrt(d / r_kv), by Python floats: one product an
+        element, none kept for backward."""
+        if not self.profile.facts.mla_lora_scales:
+            return ZERO
+        return self.q_tokens * S.h * S.d_h + self.kv_latent_tokens * S.r_kv
+
     def cost(self) -> Cost:
         nope = S.d_h - S.d_r
         q_up, kv_up = self.up_projections()
@@ -128,7 +136,8 @@ class LatentAttention(Block):
             variants=[("absorbed", absorbed)],
             flops_matmul=absorbed if self.absorbed else forward,
             flops_matmul_backward=2 * forward,
-            elements=self.norm_elements(),
+            elements=[*self.norm_elements(), ("mul", self.scale_elements())],
+            bytes_other=elementwise_bytes(self.scale_elements()),
             saved_bytes=self.saved(),
             kv_cache_bytes=kv_cache_bytes(S.b * self.cached_tokens * (S.r_kv + S.d_r), self.profile),
             bytes_matmul=(S.e * sp.Add(*(t.elements for t in tensors))

@@ -235,6 +235,13 @@ def check_expert_parallel(cfg: ModelConfig, ep: int, tp: int, dp: int, zero: int
                           f"model {cfg.name!r} has none.")
     if cfg.n_experts % ep:
         raise ConfigError(f"layout: ep = {ep} does not divide the {cfg.n_experts} experts of model {cfg.name!r}.")
+    # no framework places JetMoE's attention experts (blocks/attention_experts.py) nor LongCat-Flash's
+    # zero-compute ones (blocks/ffn.py Experts.zero_experts) over expert-parallel ranks
+    for field, what in (("attention_experts", "JetMoE's mixture of attention heads"),
+                        ("zero_experts", "LongCat-Flash's zero-compute experts")):
+        if getattr(cfg, field):
+            raise ConfigError(f"layout: expert parallelism beside {what} ({field}) is not modelled "
+                              f"(model {cfg.name!r}); use --ep 1.")
     if cp > 1 and framework != "megatron":
         raise ConfigError(f"layout: expert parallelism with context parallelism is modelled as Megatron-Core's "
                           f"expert grid (the EP group drawn from tp x cp x dp); use --framework megatron, not "

@@ -110,6 +110,9 @@ def tensor_split_error(cfg: ModelConfig, tp: int, inference: bool) -> str | None
         return f"splits DiffLlama's differential attention, which is not modelled under tensor parallelism (model {name})"
     if tp > 1 and cfg.dynamic_mask:  # dt_proj reads every KV head's values
         return f"splits Doge's dynamic mask, which is not modelled under tensor parallelism (model {name})"
+    if tp > 1 and cfg.attention_experts:  # blocks/attention_experts.py: no framework splits JetMoE's MoA
+        return (f"splits JetMoE's mixture of attention heads (attention_experts), which is not modelled under "
+                f"tensor parallelism (model {name})")
     if tp > 1 and cfg.n_mixer_layers("lightning"):  # blocks/lightning.py: no tensor-parallel split modelled
         return f"splits lightning attention, which is not modelled under tensor parallelism (model {name})"
     for what, size in tensor_split_sizes(cfg):
