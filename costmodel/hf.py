@@ -34,6 +34,7 @@ from .hf_unmodelled import UNMODELLED_TYPES
 from .hf_classic_more import CLASSIC_MORE_ARCHITECTURES, CLASSIC_MORE_BUILDERS, CLASSIC_MORE_NAMES
 from .hf_dense_extra import DENSE_EXTRA_ARCHITECTURES, DENSE_EXTRA_BUILDERS, DENSE_EXTRA_NAMES
 from .hf_fields import LLAMA_NAMES, Fields, attention_layer_types, check_router_loss, rotary_fraction
+from .hf_context import served_context
 from .hf_gemma3n import GEMMA3N_ARCHITECTURES, GEMMA3N_BUILDERS, GEMMA3N_NAMES
 from .hf_gemma4 import GEMMA4_ARCHITECTURES, GEMMA4_BUILDERS, GEMMA4_NAMES
 from .hf_gpt_oss import GPT_OSS_ARCHITECTURES, GPT_OSS_BUILDERS, GPT_OSS_NAMES
@@ -586,6 +587,8 @@ def from_hf_config(data: Any, name: str, source: str = "config.json") -> ModelCo
         cfg = _BUILDERS[model_type](Fields(data, source), name)
     except ConfigError as error:
         raise ConfigError(_in_config_names(str(error), model_type)) from None
+    if cfg.position == "rope":  # the context vLLM serves at: YaRN over a shorter original length
+        cfg = cfg.replace(max_positions=served_context(data, model_type, cfg.max_positions, source))
     if data.get("quantization_config") is None:
         return cfg
     return cfg.replace(checkpoint_weights=checkpoint_weights(data["quantization_config"], source))

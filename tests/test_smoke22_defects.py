@@ -1,0 +1,67 @@
+"""A new user's twenty-second round (session 26; validate/FINDINGS.md "A new user's twenty-second
+round"): Hub config.json files of popular models written as the Hub has them, run through every
+command. Each test failed before its fix; the numbers are exact, with their source."""
+
+from __future__ import annotations
+
+import json
+
+from tests.cli_run import one_error_line, run_json, run_main
+
+# Qwen/Qwen2.5-7B-Instruct's config.json (max_position_embeddings 32,768) with the rope_scaling its
+# model card says to add for 131,072 tokens ("Processing Long Texts"): YaRN x4 over 32,768.
+QWEN25_7B_INSTRUCT = {
+    "architectures": ["Qwen2ForCausalLM"], "attention_dropout": 0.0, "bos_token_id": 151643,
+    "eos_token_id": 151645, "hidden_act": "silu", "hidden_size": 3584, "initializer_range": 0.02,
+    "intermediate_size": 18944, "max_position_embeddings": 32768, "max_window_layers": 28,
+    "model_type": "qwen2", "num_attention_heads": 28, "num_hidden_layers": 28, "num_key_value_heads": 4,
+    "rms_norm_eps": 1e-06, "rope_theta": 1000000.0, "sliding_window": 131072, "tie_word_embeddings": False,
+    "torch_dtype": "bfloat16", "transformers_version": "4.43.1", "use_cache": True, "use_sliding_window": False,
+    "vocab_size": 152064}
+YARN_X4 = {"factor": 4.0, "original_max_position_embeddings": 32768, "type": "yarn"}
+
+
+def _write(tmp_path, name: str, data: dict) -> str:
+    path = tmp_path / f"{name}.json"
+    path.write_text(json.dumps(data))
+    return str(path)
+
+
+# 1. A YaRN rope_scaling sets the context vLLM serves at (vllm/config.py _get_and_verify_max_len)
+
+def test_yarn_rope_scaling_sets_the_served_context(tmp_path, capsys):
+    """`serve --config qwen2.5-7b-instruct+yarn --prompt 60000` was "request 0: prompt 60000 + output
+    200 tokens pass the model's context of 32768", and estimate warned past 32,768: vLLM serves this
+    config at 4 x 32,768 = 131,072 tokens (Qwen's model card: the same YaRN block for 128K)."""
+    path = _write(tmp_path, "qwen25-yarn", {**QWEN25_7B_INSTRUCT, "rope_scaling": YARN_X4})
+    served = run_json(["serve", "--config", path, "--hardware", "h100", "--rate", "0.2", "--requests", "2",
+                       "--prompt", "60000", "--output", "8"], capsys)
+    assert served["setup"]["max_model_len"] == 131_072
+    sim = run_json(["simulate", "--config", path, "--hardware", "h100", "--prompt", "60000", "--gen", "8"], capsys)
+    assert sim["memory"]["model_context"] == 131_072
+    plain = run_json(["simulate", "--config", _write(tmp_path, "qwen25", QWEN25_7B_INSTRUCT), "--hardware",
+                      "h100", "--prompt", "2048", "--gen", "8"], capsys)
+    assert plain["memory"]["model_context"] == 32_768
+
+
+def test_contexts_that_already_say_their_scaling_are_kept():
+    """DeepSeek-V3 (YaRN x40 over 4,096 = its 163,840), gpt-oss (x32 over 4,096 = 131,072), Llama 3.1
+    (llama3: not scaled), Phi-3 128K (longrope: not scaled), Gemma 3 (linear x8: vLLM skips gemma3)."""
+    from costmodel.hf_context import served_context
+    deepseek = {"rope_scaling": {"beta_fast": 32, "beta_slow": 1, "factor": 40, "mscale": 1.0,
+                                 "original_max_position_embeddings": 4096, "type": "yarn"}}
+    assert served_context(deepseek, "deepseek_v3", 163_840, "c") == 163_840
+    oss = {"rope_scaling": {"factor": 32.0, "original_max_position_embeddings": 4096, "rope_type": "yarn"}}
+    assert served_context(oss, "gpt_oss", 131_072, "c") == 131_072
+    llama = {"rope_scaling": {"factor": 8.0, "original_max_position_embeddings": 8192, "rope_type": "llama3"}}
+    assert served_context(llama, "llama", 131_072, "c") == 131_072
+    assert served_context({"rope_scaling": {"type": "longrope", "long_factor": [1.0]}}, "phi3", 131_072, "c") == 131_072
+    assert served_context({"rope_scaling": {"factor": 8.0, "rope_type": "linear"}}, "gemma3_text", 131_072, "c") == 131_072
+    assert served_context({"rope_scaling": {"factor": 2.0, "type": "linear"}}, "llama", 4096, "c") == 8192
+    assert served_context({"rope_scaling": None}, "qwen3", 40_960, "c") == 40_960
+
+
+def test_a_broken_rope_factor_is_one_line(tmp_path, capsys):
+    path = _write(tmp_path, "bad", {**QWEN25_7B_INSTRUCT, "rope_scaling": {**YARN_X4, "factor": "4x"}})
+    line = one_error_line(["estimate", "--config", path], capsys)
+    assert line == f"error: {path}: the RoPE scaling's factor must be a positive number, got '4x'."
