@@ -65,3 +65,35 @@ def test_a_broken_rope_factor_is_one_line(tmp_path, capsys):
     path = _write(tmp_path, "bad", {**QWEN25_7B_INSTRUCT, "rope_scaling": {**YARN_X4, "factor": "4x"}})
     line = one_error_line(["estimate", "--config", path], capsys)
     assert line == f"error: {path}: the RoPE scaling's factor must be a positive number, got '4x'."
+
+
+# 2. Gemma 3 4B/12B/27B's config.json: the text_config leaves its sizes to Gemma3TextConfig
+
+def _gemma3(text_config: dict) -> dict:
+    """google/gemma-3-*-it config.json as the Hub has it (the 27B's is quoted in TensorRT-LLM's
+    tests/unittest/_torch/modeling/test_modeling_gemma3.py GEMMA3_27B_MINI_CONFIG, 62 layers there 6)."""
+    return {"architectures": ["Gemma3ForConditionalGeneration"], "boi_token_index": 255999,
+            "eoi_token_index": 256000, "eos_token_id": [1, 106], "image_token_index": 262144,
+            "initializer_range": 0.02, "mm_tokens_per_image": 256, "model_type": "gemma3",
+            "text_config": {"model_type": "gemma3_text", "rope_scaling": {"factor": 8.0, "rope_type": "linear"},
+                            "sliding_window": 1024, **text_config},
+            "torch_dtype": "bfloat16", "transformers_version": "4.50.0.dev0",
+            "vision_config": {"hidden_size": 1152, "image_size": 896, "intermediate_size": 4304,
+                              "model_type": "siglip_vision_model", "num_attention_heads": 16,
+                              "num_hidden_layers": 27, "patch_size": 14, "vision_use_head": False}}
+
+
+GEMMA3_27B = dict(head_dim=128, hidden_size=5376, intermediate_size=21504, num_attention_heads=32,
+                  num_hidden_layers=62, num_key_value_heads=16, query_pre_attn_scalar=168)
+GEMMA3_4B = dict(hidden_size=2560, intermediate_size=10240, num_hidden_layers=34)
+
+
+def test_gemma3_hub_configs_are_read_with_the_class_defaults(tmp_path, capsys):
+    """`estimate --config gemma-3-27b-it/config.json` was "text_config: missing field 'vocab_size'":
+    the Hub's text_config leaves vocab_size (262,208) and, in the 4B's, the heads (8 query, 4 key/value
+    of 256) to Gemma3TextConfig. The language models' parameters are Gemma3ForConditionalGeneration's
+    less its vision tower and projector, built on the meta device (transformers 5.24): 27,009,346,304
+    of 27,432,406,640 (the Hub's 27.4B) and 3,880,263,168 of 4,300,079,472 (4.3B)."""
+    for text, total in ((GEMMA3_27B, 27_009_346_304), (GEMMA3_4B, 3_880_263_168)):
+        path = _write(tmp_path, f"gemma3-{total}", _gemma3(text))
+        assert run_json(["estimate", "--config", path], capsys)["params"]["total"] == total
