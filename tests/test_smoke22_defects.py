@@ -97,3 +97,25 @@ def test_gemma3_hub_configs_are_read_with_the_class_defaults(tmp_path, capsys):
     for text, total in ((GEMMA3_27B, 27_009_346_304), (GEMMA3_4B, 3_880_263_168)):
         path = _write(tmp_path, f"gemma3-{total}", _gemma3(text))
         assert run_json(["estimate", "--config", path], capsys)["params"]["total"] == total
+
+
+# 3. finetune on a quantized checkpoint said nothing of its quantization_config
+
+def test_finetune_says_a_checkpoints_quantization_is_not_read(tmp_path, capsys):
+    """`finetune --config Qwen2.5-7B-Instruct-AWQ --method lora` printed a bf16 base (15.26 GiB) with no
+    word that the AWQ int4 checkpoint (quantization_config bits 4, group_size 128) was not what it
+    counted. The figures are unchanged (the unquantized base's); a note says what was counted."""
+    awq = {**QWEN25_7B_INSTRUCT, "torch_dtype": "float16", "quantization_config": {
+        "bits": 4, "group_size": 128, "modules_to_not_convert": None, "quant_method": "awq", "version": "gemm",
+        "zero_point": True}}
+    path = _write(tmp_path, "awq", awq)
+    code, out, err = run_main(["finetune", "--config", path, "--method", "lora"], capsys)
+    assert code == 0 and err.strip().splitlines() == [
+        "note: the checkpoint's quantization_config (int4 g128, quant_method awq) is not read: the frozen base is "
+        "counted in bf16 (--dtype); a LoRA on the stored format is not modelled."]
+    base = run_json(["finetune", "--config", path, "--method", "lora"], capsys)["memory"]["base_weights"]
+    plain = _write(tmp_path, "plain", QWEN25_7B_INSTRUCT)
+    assert base == run_json(["finetune", "--config", plain, "--method", "lora"], capsys)["memory"]["base_weights"]
+    assert base == 2 * 7_615_616_512  # Qwen2.5-7B's parameters (model card: 7.61B), 2 bytes each
+    code, _, err = run_main(["finetune", "--config", plain, "--method", "qlora"], capsys)
+    assert code == 0 and "quantization_config" not in err
