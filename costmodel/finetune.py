@@ -250,9 +250,10 @@ def rank_warning(cfg: ModelConfig, tune: FineTune) -> str | None:
 def checkpoint_note(cfg: ModelConfig, method: str, dtype: str) -> str | None:
     """What a config's quantization_config changes here: nothing (a LoRA base is counted in --dtype,
     a QLoRA base in bitsandbytes' nf4, each made from unquantized weights), which the user of an
-    AWQ, GPTQ or FP8 checkpoint is told; None for a config without one."""
+    AWQ, GPTQ or FP8 checkpoint is told; None for a config without one, and for QLoRA on a
+    bitsandbytes nf4 checkpoint (unsloth's -bnb-4bit), which is the base QLoRA counts."""
     stored = cfg.checkpoint_weights
-    if stored is None:
+    if stored is None or (method == "qlora" and stored[1] == "nf4"):  # a bitsandbytes nf4 checkpoint: QLoRA's own base
         return None
     method_name, stored_dtype, group = stored
     form = f"{stored_dtype}{f' g{group}' if group else ''}, " if stored_dtype else ""

@@ -119,3 +119,18 @@ def test_finetune_says_a_checkpoints_quantization_is_not_read(tmp_path, capsys):
     assert base == 2 * 7_615_616_512  # Qwen2.5-7B's parameters (model card: 7.61B), 2 bytes each
     code, _, err = run_main(["finetune", "--config", plain, "--method", "qlora"], capsys)
     assert code == 0 and "quantization_config" not in err
+
+
+def test_qlora_on_a_bitsandbytes_nf4_checkpoint_has_no_note(tmp_path, capsys):
+    """unsloth/Meta-Llama-3.1-8B-bnb-4bit's quantization_config is QLoRA's own base (nf4, double
+    quantization): no note under --method qlora; under --method lora the bf16 base is still said."""
+    bnb = {**QWEN25_7B_INSTRUCT, "quantization_config": {
+        "_load_in_4bit": True, "_load_in_8bit": False, "bnb_4bit_compute_dtype": "bfloat16",
+        "bnb_4bit_quant_storage": "uint8", "bnb_4bit_quant_type": "nf4", "bnb_4bit_use_double_quant": True,
+        "llm_int8_enable_fp32_cpu_offload": False, "llm_int8_has_fp16_weight": False, "llm_int8_skip_modules": None,
+        "llm_int8_threshold": 6.0, "load_in_4bit": True, "load_in_8bit": False, "quant_method": "bitsandbytes"}}
+    path = _write(tmp_path, "bnb", bnb)
+    code, _, err = run_main(["finetune", "--config", path, "--method", "qlora"], capsys)
+    assert (code, err) == (0, "")
+    code, _, err = run_main(["finetune", "--config", path, "--method", "lora"], capsys)
+    assert code == 0 and "(nf4, quant_method bitsandbytes) is not read" in err
