@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from .errors import ConfigError, show
+from .errors import MAX_SIZE, ConfigError, show
 
 #: rope types whose factor vLLM does not apply to the length (vllm/config.py _get_and_verify_max_len)
 UNSCALED_ROPE_TYPES = ("su", "longrope", "llama3")
@@ -53,4 +53,8 @@ def served_context(data: dict[str, Any], model_type: str, length: int, source: s
     for key, value in (("factor", factor), ("original_max_position_embeddings", length)):
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < math.inf:
             raise ConfigError(f"{source}: the RoPE scaling's {key} must be a positive number, got {show(value)}.")
-    return int(length * factor)
+    context = int(length * factor)
+    if context > MAX_SIZE:
+        raise ConfigError(f"{source}: the RoPE scaling's factor {show(factor)} makes the context {context:,} "
+                          f"tokens, beyond {MAX_SIZE:,}; is it a typo?")
+    return context

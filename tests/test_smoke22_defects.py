@@ -134,3 +134,12 @@ def test_qlora_on_a_bitsandbytes_nf4_checkpoint_has_no_note(tmp_path, capsys):
     assert (code, err) == (0, "")
     code, _, err = run_main(["finetune", "--config", path, "--method", "lora"], capsys)
     assert code == 0 and "(nf4, quant_method bitsandbytes) is not read" in err
+
+
+def test_a_typo_in_the_rope_factor_names_the_factor(tmp_path, capsys):
+    """A factor of 1e30 was "model ...: max_positions = 131072000000000002606317546852319232 is beyond
+    1,000,000,000": ModelConfig's name for a field the config does not have."""
+    path = _write(tmp_path, "big", {**QWEN25_7B_INSTRUCT, "rope_scaling": {"factor": 1e30, "type": "linear"}})
+    assert one_error_line(["estimate", "--config", path], capsys) == (
+        f"error: {path}: the RoPE scaling's factor 1e+30 makes the context {int(32768 * 1e30):,} tokens, "
+        "beyond 1,000,000,000; is it a typo?")
