@@ -11,6 +11,8 @@ max_model_len so:
   rope_parameters / rope_scaling entry whose rope_type is not su, longrope or llama3: the factor
   (1 where none is given) multiplies it, and a yarn entry first replaces the length by its
   original_max_position_embeddings.
+(The newest vLLM also starts a longrope model, Phi-3 128K, at its original_max_position_embeddings
+unless --max-model-len asks for more, up to this derived length, which is the context here.)
 So YaRN x4 over 32,768 gives 131,072, DeepSeek-V3's YaRN x40 over 4,096 gives its 163,840 and
 gpt-oss' x32 over 4,096 its 131,072 (no change where the config already says so); Llama 3.1's
 llama3 and Phi-3's longrope leave max_position_embeddings as it is.
