@@ -143,3 +143,22 @@ def test_a_typo_in_the_rope_factor_names_the_factor(tmp_path, capsys):
     assert one_error_line(["estimate", "--config", path], capsys) == (
         f"error: {path}: the RoPE scaling's factor 1e+30 makes the context {int(32768 * 1e30):,} tokens, "
         "beyond 1,000,000,000; is it a typo?")
+
+
+# 4. --config into the local Hub cache: the repository's folder, and the name a snapshot gives
+
+def test_config_in_the_hub_cache_is_read_and_named_org_name(tmp_path, capsys):
+    """huggingface-cli download leaves models--Qwen--Qwen3-8B/{refs/main, snapshots/<commit>/config.json}.
+    `--config .../models--Qwen--Qwen3-8B` was "is a directory with no config.json", and `--config
+    .../snapshots/<commit>` named the model by its commit hash in every header and file."""
+    commit = "9c925d64d72725edaf899c6cb9c377fd0709d9c5"
+    repo = tmp_path / "models--Qwen--Qwen3-8B"
+    (repo / "snapshots" / commit).mkdir(parents=True)
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text(commit)
+    (repo / "snapshots" / commit / "config.json").write_text(json.dumps(QWEN25_7B_INSTRUCT))
+    for path in (repo, repo / "snapshots" / commit, repo / "snapshots" / commit / "config.json"):
+        data = run_json(["estimate", "--config", str(path)], capsys)
+        assert (data["inputs"]["model"], data["params"]["total"]) == ("Qwen/Qwen3-8B", 7_615_616_512)
+    assert one_error_line(["estimate", "--config", str(tmp_path)], capsys) == (
+        f"error: {tmp_path}: is a directory with no config.json, not a config file.")
