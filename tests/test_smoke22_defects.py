@@ -162,3 +162,16 @@ def test_config_in_the_hub_cache_is_read_and_named_org_name(tmp_path, capsys):
         assert (data["inputs"]["model"], data["params"]["total"]) == ("Qwen/Qwen3-8B", 7_615_616_512)
     assert one_error_line(["estimate", "--config", str(tmp_path)], capsys) == (
         f"error: {tmp_path}: is a directory with no config.json, not a config file.")
+
+
+# 5. plan --serve's footnote named the last step's context one past the step it times
+
+def test_plan_serve_names_the_context_its_last_step_is_at(capsys):
+    """`plan --serve --prompt 512 --gen 64` said "last step: the one at context 576" while its JSON
+    (last_step.context) and `simulate` with the layout time the last decode step at 512 + 64 - 1 = 575:
+    the 64th token is fed back by no step (the KV cache at n + T - 1, the seventeenth round)."""
+    args = ["plan", "--model", "llama3-8b", "--hardware", "h100", "--gpus", "2", "--serve", "--batch", "4",
+            "--prompt", "512", "--gen", "64"]
+    assert run_json(args, capsys)["feasible"][0]["last_step"]["context"] == 575
+    code, out, _ = run_main(args, capsys)
+    assert code == 0 and out.rstrip().endswith("last step: the one at context 575, where the memory is sized.")
