@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from tests.cli_run import one_error_line, run_json, run_main
 
 # Qwen/Qwen2.5-7B-Instruct's config.json (max_position_embeddings 32,768) with the rope_scaling its
@@ -175,3 +177,45 @@ def test_plan_serve_names_the_context_its_last_step_is_at(capsys):
     assert run_json(args, capsys)["feasible"][0]["last_step"]["context"] == 575
     code, out, _ = run_main(args, capsys)
     assert code == 0 and out.rstrip().endswith("last step: the one at context 575, where the memory is sized.")
+
+
+def _cached_hub_model(tmp_path, monkeypatch) -> None:
+    """acme/Foo-7B in a Hub cache under tmp_path (a small Qwen2), offline."""
+    commit = "0" * 40
+    repo = tmp_path / "hub" / "models--acme--Foo-7B"
+    (repo / "snapshots" / commit).mkdir(parents=True)
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text(commit)
+    small = {**QWEN25_7B_INSTRUCT, "hidden_size": 64, "intermediate_size": 96, "num_attention_heads": 4,
+             "num_key_value_heads": 2, "num_hidden_layers": 2, "vocab_size": 256}
+    (repo / "snapshots" / commit / "config.json").write_text(json.dumps(small))
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+
+
+def test_plot_reads_a_hub_id_as_every_other_command(tmp_path, capsys, monkeypatch):
+    """`plot memory --model acme/Foo-7B` (and report) was "unknown model 'acme/Foo-7B'. Did you mean
+    tiiuae/falcon-7b...", where estimate and sweep read the cached config.json (README: a Hub id is
+    read from the local cache)."""
+    _cached_hub_model(tmp_path, monkeypatch)
+    out = tmp_path / "memory.png"
+    code, _, err = run_main(["plot", "memory", "--model", "acme/Foo-7B", "-o", str(out)], capsys)
+    assert code == 0 and out.stat().st_size > 0, err
+
+
+def test_a_figure_of_a_model_named_org_name_is_one_file():
+    from reports.made import Made
+    assert Made("memory-acme/Foo-7B", "t", "c", None).name == "memory-acme--Foo-7B"
+
+
+@pytest.mark.slow
+def test_report_of_a_model_named_org_name_writes_its_files(tmp_path, capsys, monkeypatch):
+    """`report --model acme/Foo-7B` (a cached Hub id that is no preset; and `--config` into the cache,
+    now named so) stopped at "figures/memory-acme: no such directory": the model's name, org/name, was
+    the file stem. Its figures are now memory-acme--Foo-7B.png, as the Hub cache names the folder."""
+    _cached_hub_model(tmp_path, monkeypatch)
+    out = tmp_path / "report"
+    code, _, err = run_main(["report", "--model", "acme/Foo-7B", "--out", str(out), "--no-measure"], capsys)
+    assert code == 0, err
+    assert (out / "figures" / "memory-acme--Foo-7B.png").stat().st_size > 0
+    assert "figures/memory-acme--Foo-7B.png" in (out / "report.md").read_text()
