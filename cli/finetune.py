@@ -97,13 +97,16 @@ def finetune(model, config, method, rank, alpha, targets, adapter_dtype, optimiz
                     option["change"] += " --attention eager"
     except ConfigError as error:
         raise InputError(str(error)) from None
-    from costmodel.finetune import rank_warning
+    from costmodel.finetune import checkpoint_note, rank_warning
 
     too_wide = rank_warning(cfg, tune)
     if too_wide:
         click.echo(f"warning: {too_wide}", err=True)
     if fallback:  # said once the step is sized (bad input stays one error line)
         click.echo(f"note: {fallback}.", err=True)
+    stored = checkpoint_note(cfg, method, workload.dtype)
+    if stored:
+        click.echo(f"note: {stored}", err=True)
     if as_json:
         click.echo(json.dumps({**data, "units": spec.JSON_UNITS["finetune"]}, indent=2))
         return

@@ -247,6 +247,21 @@ def rank_warning(cfg: ModelConfig, tune: FineTune) -> str | None:
             "it anyway: its LoraLayer refuses only r <= 0); counted as peft builds it.")
 
 
+def checkpoint_note(cfg: ModelConfig, method: str, dtype: str) -> str | None:
+    """What a config's quantization_config changes here: nothing (a LoRA base is counted in --dtype,
+    a QLoRA base in bitsandbytes' nf4, each made from unquantized weights), which the user of an
+    AWQ, GPTQ or FP8 checkpoint is told; None for a config without one, and for QLoRA on a
+    bitsandbytes nf4 checkpoint (unsloth's -bnb-4bit), which is the base QLoRA counts."""
+    stored = cfg.checkpoint_weights
+    if stored is None or (method == "qlora" and stored[1] == "nf4"):  # a bitsandbytes nf4 checkpoint: QLoRA's own base
+        return None
+    method_name, stored_dtype, group = stored
+    form = f"{stored_dtype}{f' g{group}' if group else ''}, " if stored_dtype else ""
+    base = f"in {dtype} (--dtype)" if method == "lora" else "in bitsandbytes' nf4, quantized from unquantized weights"
+    return (f"the checkpoint's quantization_config ({form}quant_method {method_name}) is not read: the frozen "
+            f"base is counted {base}; a LoRA on the stored format is not modelled.")
+
+
 def model_adapter_tensors(cfg: ModelConfig, tune: FineTune) -> list[tuple[int, int]]:
     """Every adapter tensor's shape in the model, layer kind by layer kind (layer_kinds)."""
     return [shape for count, moe in layer_kinds(cfg) for shape in adapter_tensors(cfg, tune, moe) * count]

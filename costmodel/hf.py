@@ -34,6 +34,7 @@ from .hf_unmodelled import UNMODELLED_TYPES
 from .hf_classic_more import CLASSIC_MORE_ARCHITECTURES, CLASSIC_MORE_BUILDERS, CLASSIC_MORE_NAMES
 from .hf_dense_extra import DENSE_EXTRA_ARCHITECTURES, DENSE_EXTRA_BUILDERS, DENSE_EXTRA_NAMES
 from .hf_fields import LLAMA_NAMES, Fields, attention_layer_types, check_router_loss, rotary_fraction
+from .hf_context import served_context
 from .hf_gemma3n import GEMMA3N_ARCHITECTURES, GEMMA3N_BUILDERS, GEMMA3N_NAMES
 from .hf_gemma4 import GEMMA4_ARCHITECTURES, GEMMA4_BUILDERS, GEMMA4_NAMES
 from .hf_gpt_oss import GPT_OSS_ARCHITECTURES, GPT_OSS_BUILDERS, GPT_OSS_NAMES
@@ -88,10 +89,12 @@ _LLAMA_DEFAULTS: dict[str, dict[str, Any]] = {
                    tie_word_embeddings=True, num_key_value_heads=4, head_dim=256,
                    query_pre_attn_scalar=256, sliding_window=4096, attn_logit_softcapping=50.0,
                    final_logit_softcapping=30.0),
+    # sizes too: the Hub's gemma-3-4b/12b/27b text_config leaves vocab_size (4b: heads) to the class
     "gemma3_text": dict(max_position_embeddings=131072, hidden_activation="gelu_pytorch_tanh",
                         tie_word_embeddings=True, num_key_value_heads=4, head_dim=256,
                         query_pre_attn_scalar=256, sliding_window=4096, attn_logit_softcapping=None,
-                        final_logit_softcapping=None, sliding_window_pattern=6),
+                        final_logit_softcapping=None, sliding_window_pattern=6, vocab_size=262208,
+                        hidden_size=2304, intermediate_size=9216, num_hidden_layers=26, num_attention_heads=8),
     "phi3": dict(max_position_embeddings=4096, hidden_act="silu", tie_word_embeddings=False),
     "mixtral": dict(max_position_embeddings=131072, hidden_act="silu", tie_word_embeddings=False,
                     num_key_value_heads=8),
@@ -213,9 +216,10 @@ def _llama_like(f: Fields, name: str, family: str,
     """A Llama-like family's config.json; `defaults` (a model type run as Llama) overrides the
     family's own (_LLAMA_DEFAULTS)."""
     defaults = _LLAMA_DEFAULTS[family] if defaults is None else defaults
-    n_heads = f.get("num_attention_heads", minimum=1)  # a divisor of hidden_size (Phi-3's head_dim)
-    d_model = f.get("hidden_size")
-    n_layers = f.get("num_hidden_layers")
+    # the head count: a divisor of hidden_size (Phi-3's head_dim)
+    n_heads = f.get("num_attention_heads", defaults.get("num_attention_heads", ...), minimum=1)
+    d_model = f.get("hidden_size", defaults.get("hidden_size", ...))
+    n_layers = f.get("num_hidden_layers", defaults.get("num_hidden_layers", ...))
     check_int(f.source, "num_hidden_layers", n_layers, maximum=MAX_LAYERS)  # before any per-layer list
     head_dim = f.get("head_dim", defaults.get("head_dim"))
     act_key = "hidden_activation" if family in ("gemma2", "gemma3_text") else "hidden_act"
@@ -253,12 +257,12 @@ def _llama_like(f: Fields, name: str, family: str,
     fields: dict[str, Any] = dict(
         name=name,
         family=family,
-        vocab_size=f.get("vocab_size"),
+        vocab_size=f.get("vocab_size", defaults.get("vocab_size", ...)),
         d_model=d_model,
         n_heads=n_heads,
         n_kv_heads=n_kv_heads,
         d_head=head_dim,
-        d_ff=f.get("intermediate_size"),
+        d_ff=f.get("intermediate_size", defaults.get("intermediate_size", ...)),
         n_decoder_layers=n_layers,
         max_positions=f.get("max_position_embeddings", defaults["max_position_embeddings"]),
         position="rope",
@@ -586,6 +590,8 @@ def from_hf_config(data: Any, name: str, source: str = "config.json") -> ModelCo
         cfg = _BUILDERS[model_type](Fields(data, source), name)
     except ConfigError as error:
         raise ConfigError(_in_config_names(str(error), model_type)) from None
+    if cfg.position == "rope":  # the context vLLM serves at: YaRN over a shorter original length
+        cfg = cfg.replace(max_positions=served_context(data, model_type, cfg.max_positions, source))
     if data.get("quantization_config") is None:
         return cfg
     return cfg.replace(checkpoint_weights=checkpoint_weights(data["quantization_config"], source))

@@ -19,6 +19,7 @@ import re
 from pathlib import Path
 
 from .config import ConfigError, ModelConfig, show
+from .hub_cache import REPO_PREFIX, snapshot_config
 
 #: What a Hub model id looks like: org/name, letters, digits, '-', '_', '.'.
 HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
@@ -49,13 +50,7 @@ def cached_config(repo_id: str) -> Path | None:
     if base is None:
         home = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
         base = str(Path(home) / "huggingface" / "hub")
-    repo = Path(base) / ("models--" + repo_id.replace("/", "--"))
-    try:
-        commit = (repo / "refs" / "main").read_text(encoding="utf-8").strip()
-    except OSError:
-        return None
-    path = repo / "snapshots" / commit / "config.json"
-    return path if commit and path.is_file() else None
+    return snapshot_config(Path(base) / (REPO_PREFIX + repo_id.replace("/", "--")))
 
 
 def offline() -> bool:

@@ -70,7 +70,9 @@ def model_choice(function):
                             help="A Hugging Face config.json or a ModelConfig JSON file.")(function)
     function = click.option("--models", "models", type=str,
                             help="Several presets, comma-separated (e.g. gpt2,llama2-7b).")(function)
-    return click.option("--model", "-m", "model", type=str, help="A preset name or alias, any case (see `models`).")(function)
+    return click.option("--model", "-m", "model", type=str,
+                        help="A preset name or alias, any case (see `models`), or a Hugging Face Hub id "
+                             "(org/name: its config.json, from the local cache first).")(function)
 
 
 # ---------------------------------------------------------------------------------------------

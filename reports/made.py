@@ -39,6 +39,10 @@ class Made:
     rows: list[Sequence[Any]] = field(default_factory=list)
     images: dict[str, bytes] = field(default_factory=dict)  # format -> bytes, once rendered
 
+    def __post_init__(self) -> None:
+        # a Hub model is named org/name: its files are org--name, as the Hub cache names its folder
+        self.name = self.name.replace("/", "--").replace("\\", "--")
+
     def render(self, formats: Sequence[str] = FORMATS) -> None:
         """Render to bytes and close the matplotlib figure."""
         from .figures import pyplot

@@ -61,7 +61,7 @@ def render_plan(result: dict[str, Any], serve: bool, top: int, capacity: int) ->
         out.append("per token: the mean of the generation's decode steps, each at its own context, as "
                    f"`simulate` with the layout and `--attention {i.get('attention') or 'flash'}"
                    + (f" --mla {i['mla']}" if i.get("mla") else "") + "` times them; last step: the one at context "
-                   f"{i['seq_len'] + i['gen']:,}, where the memory is sized.")
+                   f"{feasible[0]['last_step']['context']:,}, where the memory is sized.")
         return "\n".join(out)
     rows = []
     for i, e in enumerate(feasible[:top]):

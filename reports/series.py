@@ -33,13 +33,16 @@ CONTEXTS_FILE = HERE / "contexts.json"
 
 def load_model(name: str) -> ModelConfig:
     """A config file by path (a name ending in .json, or any path that exists: a file always wins
-    over a preset alias of the same spelling), else a preset by name or alias."""
-    from costmodel.presets import load_config_file, load_preset
+    over a preset alias of the same spelling), else a preset by name or alias, or a Hub id (org/name:
+    its config.json from the local cache first), as every other command's --model
+    (costmodel.api.load_model)."""
+    from costmodel.api import load_model as load_named_or_path
+    from costmodel.presets import load_config_file
 
     try:
         if name.endswith(".json") or Path(name).exists():
             return load_config_file(name)
-        return load_preset(name)
+        return load_named_or_path(name)
     except ConfigError as error:
         raise ReportInputError(str(error)) from None
 

@@ -67,6 +67,7 @@ def render_setup(summary: dict[str, Any], requests: str | None = None) -> list[s
         *([note] if (note := weights_note(setup.get("weight_dtype"), setup.get("weight_dtype_source"))) else []),
         *([fp8_gemm_line(setup)] if setup.get("fp8_gemm_runs") else []),
         *([f"{setup['attention_note']}"] if setup.get("attention_note") else []),
+        *([f"note: {setup['max_model_len_note']}"] if setup.get("max_model_len_note") else []),
         *([f"prefix caching: off ({setup['prefix_caching_note']})"] if setup.get("prefix_caching_note")
           else ["prefix caching: on (blocks of a shared prefix computed once, reused while cached)"]
           if setup.get("prefix_caching") else []),

@@ -19,6 +19,7 @@ from typing import Any
 
 from ..config import ConfigError, ModelConfig, show
 from ..hf import from_hf_config
+from ..hub_cache import repo_id, snapshot_config
 
 PRESET_DIR = Path(__file__).resolve().parent
 ALIASES_FILE = PRESET_DIR / "aliases.json"
@@ -148,12 +149,14 @@ def load_preset(name: str) -> ModelConfig:
 
 def load_config_file(path: str | Path) -> ModelConfig:
     """A user's config file: a Hugging Face config.json or ModelConfig fields, as JSON only; a
-    folder (a model downloaded from the Hub) is read through its config.json."""
+    folder (a model downloaded from the Hub) is read through its config.json, a Hub cache
+    repository's folder through the snapshot refs/main names (hub_cache.py), named org/name."""
     path = Path(path)
     if path.is_dir():
-        if not (path / "config.json").is_file():
+        cached = None if (path / "config.json").is_file() else snapshot_config(path)  # a Hub cache repo folder
+        if cached is None and not (path / "config.json").is_file():
             raise ConfigError(f"{path}: is a directory with no config.json, not a config file.")
-        path = path / "config.json"
+        path = cached or path / "config.json"
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -166,5 +169,5 @@ def load_config_file(path: str | Path) -> ModelConfig:
         raise ConfigError(f"{path}: cannot be read ({error.strerror}).") from None
     except ValueError:  # a null byte in the name (open() refuses it)
         raise ConfigError(f"{str(path)!r}: not a file name (it holds a null byte).") from None
-    name = path.parent.name if path.name == "config.json" and path.parent.name else path.stem
+    name = repo_id(path) or (path.parent.name if path.name == "config.json" and path.parent.name else path.stem)
     return parse_config(text, source=str(path), name=name or "config")

@@ -274,6 +274,13 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
                                if weight_dtype == "fp8" else None),  # what auto chose on this hardware
              "mla": mla if cfg.mla else None,
              "max_model_len": cfg.max_positions}
+    needed = -(-cfg.max_positions // block_size)  # vLLM v1 starts only if one max_model_len request fits
+    if scheduler == "vllm" and paging is None and not sizing.state_bytes and blocks < needed:
+        setup["max_model_len_note"] = (
+            f"vLLM v1 would not start this engine: one request of max_model_len {cfg.max_positions:,} needs "
+            f"{needed:,} blocks, the cache holds {blocks:,} ({blocks * block_size:,} tokens; "
+            "vllm/v1/core/kv_cache_utils.py check_enough_kv_cache_memory); it runs with vLLM's "
+            f"--max-model-len {blocks * block_size:,} or less, as simulated here")
     if paging is not None and prefix_caching:  # (scheduler_state.py: no prefix shared over the groups' tables)
         prefix_caching = False
         setup["prefix_caching_note"] = PAGED_PREFIX_NOTE
