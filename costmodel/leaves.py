@@ -383,11 +383,13 @@ class TreeBuilder:
         at = dataclasses.replace(layer, sublayer=kind.mixer)
         if kind.mixer in ("mlp", "moe"):
             return self.ffn(at, S.b * seq, kind.experts)
-        if kind.mixer == "attention":
-            cached = self.cached_tokens(False)
+        if kind.mixer == "attention":  # every attention layer slides where the model has a window
+            window = kind.window and self.profile.facts.applies_sliding_window
+            cached = self.cached_tokens(window)
             if self.decode:
-                return self.attention(at, seq, S.c, cross=False, cached=cached, kv_len=seq, rope=kind.rope)
-            return self.attention(at, seq, seq, cross=False, cached=cached, rope=kind.rope)
+                return self.attention(at, seq, S.c, cross=False, cached=cached, kv_len=seq, rope=kind.rope,
+                                      window=window)
+            return self.attention(at, seq, seq, cross=False, cached=cached, rope=kind.rope, window=window)
         tokens = S.b * seq
         pre, post = self.norms(at, tokens)
         mixer = B.linear_mixer(kind.mixer, self.phase, self.cfg, self.profile.facts)
