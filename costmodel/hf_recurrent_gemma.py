@@ -22,7 +22,7 @@ blocks' other FLOPs and saved bytes.
 
 Refused in one line: an activation other than gelu_pytorch_tanh or gelu (the tree's GeGLU), a
 rope_type other than default (the class refuses it too), block_types other than recurrent and
-attention, an lru_width not divisible by num_attention_heads (the gates' blocks), a hidden_size not
+attention or none of attention (the class fails with a cache), an lru_width not divisible by num_attention_heads (the gates' blocks), a hidden_size not
 divisible by num_attention_heads (the class floors head_dim), attention_dropout (not measured).
 """
 
@@ -48,7 +48,12 @@ def _pattern(f: Fields, n_layers: int) -> tuple[str, ...]:
             or any(not isinstance(t, str) or t not in _BLOCKS for t in types)):
         raise ConfigError(f"{f.source}: block_types must be a non-empty list of \"recurrent\" and "
                           f"\"attention\", got {show(types)}.")
-    return tuple(kind for i in range(n_layers) for kind in (_BLOCKS[types[i % len(types)]], "mlp"))
+    pattern = tuple(kind for i in range(n_layers) for kind in (_BLOCKS[types[i % len(types)]], "mlp"))
+    if "attention" not in pattern:
+        raise ConfigError(f"{f.source}: block_types give no attention block in {n_layers} blocks; transformers' "
+                          "class cannot run those with a cache (DynamicCache.get_seq_length needs an attention "
+                          "layer), which is not modelled.")
+    return pattern
 
 
 def _recurrent_gemma(f: Fields, name: str) -> ModelConfig:
@@ -80,7 +85,7 @@ def _recurrent_gemma(f: Fields, name: str) -> ModelConfig:
     if lru is not None and lru % n_heads:
         raise ConfigError(f"{f.source}: lru_width ({lru}) is not divisible by num_attention_heads ({n_heads}), "
                           "the RG-LRU's gate blocks.")
-    window = f.get("attention_window_size", 2048, minimum=1) if "attention" in pattern else None
+    window = f.get("attention_window_size", 2048, minimum=1)
     return ModelConfig(
         name=name, family="recurrent_gemma", vocab_size=f.get("vocab_size", 256000, minimum=1),
         d_model=d_model, n_heads=n_heads, n_kv_heads=n_kv, d_head=d_head, d_ff=intermediate // 2,
@@ -88,7 +93,7 @@ def _recurrent_gemma(f: Fields, name: str) -> ModelConfig:
         norm="rmsnorm", norm_position="pre", activation=_ACTIVATIONS[act],
         qkv_bias=f.get("attention_bias", False, bool), out_bias=True, ffn_bias=True, lm_head_bias=False,
         head="lm", tie_embeddings=f.get("tie_word_embeddings", True, bool), scale_embeddings=True,
-        logit_softcap=f.nullable("logits_soft_cap", 30.0, float), sliding_window=window,
+        logit_softcap=f.get("logits_soft_cap", 30.0, float), sliding_window=window,
         mixer_layers=True, layer_pattern=pattern, lru_width=lru,
         conv_kernel=f.get("conv1d_width", 4, minimum=1) if lru is not None else None, conv_bias=True)
 

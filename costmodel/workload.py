@@ -13,6 +13,7 @@ from typing import Any
 
 from . import spec
 from .errors import ConfigError, check_bool, check_choice, check_int, show
+from .defaults import states_context
 from .facts import facts_for
 from .spec import (ATTENTIONS, CANONICAL_DTYPE, DTYPE_BYTES, IMPLEMENTATIONS, KV_CACHES, MLA_FORMS, OPTIMIZERS,
                    PRECISIONS, RECOMPUTES)
@@ -260,7 +261,7 @@ class Workload:
         if self.kv_dtype is not None and not cfg.n_decoder_layers:
             warnings.append(f"model {show(cfg.name)} is an encoder: it keeps no KV cache, so the {self.kv_dtype} "
                             "KV cache asked for changes nothing.")
-        attends = not cfg.mixer_layers or cfg.n_mixer_layers("attention")  # a pure Mamba-2 stack has no context
+        attends = states_context(cfg)  # a pure Mamba-2 stack has no context, nor RecurrentGemma
         for side, length in self.lengths(cfg).items():
             if length <= cfg.max_positions or not attends:
                 continue
@@ -345,6 +346,11 @@ class Workload:
                             "(2 x 4 b H C Q^2 P bytes a layer, C chunks of Q 64; with fla installed chunk_kda keeps far less: not modelled); "
                             "other FLOPs leave out what the mixer runs besides its matmuls and the conv's silu "
                             "(blocks/kda.py).")
+        if cfg.n_mixer_layers("rglru"):
+            warnings.append(f"model {show(cfg.name)} has {cfg.n_mixer_layers('rglru')} RG-LRU recurrent blocks: "
+                            "parameters, buffers, matmul FLOPs (training, prefill, decode) and the states held "
+                            "are proven against transformers' class; their other FLOPs and the bytes they save "
+                            "for backward are not modelled (blocks/rglru.py).")
         if cfg.n_experts and self.impl != "reference" and facts_for(self.impl, cfg.family).experts_every_token:
             warnings.append(f"model {show(cfg.name)} as transformers' code runs it (impl {self.impl}) sends "
                             f"every token through all {cfg.n_experts} routed experts, each scaled by its "

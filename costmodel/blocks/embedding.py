@@ -34,7 +34,8 @@ class TokenEmbedding(Block):
         # What layer 0 reads is d wide (after a projection in, where there is one).
         output = S.e * self.tokens * S.d if self.output_kept else 0
         # Gemma holds its scale as a one-element buffer in the model dtype (facts.embed_scale_buffer).
-        buffer = S.e if self.scaled and self.profile.facts.embed_scale_buffer else 0
+        size = 2 if self.profile.facts.embed_scale_bf16 else S.e  # RecurrentGemma's bf16 normalizer
+        buffer = size if self.scaled and self.profile.facts.embed_scale_buffer else 0
         return make_cost(
             tensors=[Tensor(S.V + self.extra_rows, self.width)] if self.owns_table else [],
             elements=[("mul", scale)],
