@@ -85,13 +85,6 @@ def has_attention(cfg: Any) -> bool:
     return not (cfg.mixer_layers and "attention" not in (cfg.layer_pattern or ()))
 
 
-def states_context(cfg: Any) -> bool:
-    """Whether the model's context is bounded by the config's max_positions: a model with attention,
-    unless every attention layer of a one-mixer-a-layer stack slides (RecurrentGemma's config
-    states no context length; its recurrent blocks and local attention take any)."""
-    return has_attention(cfg) and not (cfg.mixer_layers and cfg.sliding_window is not None)
-
-
 def runs_attention(impl: str, family: str, attention: str) -> bool:
     """Whether impl's code for the family runs the attention (facts sdpa_supported and
     flash_supported: the Hugging Face class's _supports_sdpa and _supports_flash_attn; the megatron

@@ -115,6 +115,13 @@ def check_mixer_layers(cfg, owner: str) -> None:
     check_post_norm_mixers(cfg, owner, pattern)
 
 
+def states_context(cfg: Any) -> bool:
+    """Whether the model's context is bounded by the config's max_positions: a model with attention,
+    unless every attention layer of a one-mixer-a-layer stack slides (RecurrentGemma's config
+    states no context length; its recurrent blocks and local attention take any)."""
+    return not (cfg.mixer_layers and ("attention" not in (cfg.layer_pattern or ()) or cfg.sliding_window is not None))
+
+
 def check_post_norm_mixers(cfg, owner: str, pattern: tuple) -> None:
     """post_norm_mixers: mixers (not the FFNs) of the pattern, each of their layers followed by an
     "mlp" layer (the decoder layer's MLP, post-normed with it), in a pre-norm sequential model."""

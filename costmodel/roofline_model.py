@@ -29,7 +29,8 @@ import sympy as sp
 
 from . import symbols as S
 from .config import DTYPE_BYTES, KV_CACHES, ConfigError, ModelConfig, Workload, require_decoder, show
-from .defaults import has_attention, states_context
+from .defaults import has_attention
+from .layer_pattern import states_context
 from .evaluate import Sweep
 from .hardware import Efficiency, Hardware, kernel_times
 from .memory import decode_phase_bytes, inference_phases

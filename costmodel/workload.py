@@ -13,7 +13,7 @@ from typing import Any
 
 from . import spec
 from .errors import ConfigError, check_bool, check_choice, check_int, show
-from .defaults import states_context
+from .layer_pattern import states_context
 from .facts import facts_for
 from .spec import (ATTENTIONS, CANONICAL_DTYPE, DTYPE_BYTES, IMPLEMENTATIONS, KV_CACHES, MLA_FORMS, OPTIMIZERS,
                    PRECISIONS, RECOMPUTES)
