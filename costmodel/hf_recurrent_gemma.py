@@ -15,15 +15,17 @@ projection with a bias. Gemma's (1 + w) RMSNorms in fp32, the embeddings times s
 logits_soft_cap. Each attention layer builds its own rotary embedding (inv_freq and
 original_inv_freq buffers).
 
-Proven (tests/test_hf_recurrent_gemma.py): parameters at the class's defaults and at odd sizes, the
-training forward's and step's matmul FLOPs, a prefill's and a cached decode step's, the states and
-K/V held after a prefill. Not modelled, and said so by the workload's warning: the recurrent
-blocks' other FLOPs and saved bytes.
+Proven (tests/test_hf_recurrent_gemma.py): parameters at the class's defaults and at odd sizes,
+buffers, the training forward's and step's matmul FLOPs, a prefill's and a cached decode step's,
+the states and K/V held after a prefill, the bytes saved for backward (fp32 and bf16). Not
+modelled, and said so by the workload's warning: the recurrent blocks' other FLOPs. A prompt or
+training sequence of one token is refused (the class runs its decode branch).
 
 Refused in one line: an activation other than gelu_pytorch_tanh or gelu (the tree's GeGLU), a
 rope_type other than default (the class refuses it too), block_types other than recurrent and
-attention or none of attention (the class fails with a cache), an lru_width not divisible by num_attention_heads (the gates' blocks), a hidden_size not
-divisible by num_attention_heads (the class floors head_dim), attention_dropout (not measured).
+attention or with no attention (the class fails with a cache), an lru_width not divisible by
+num_attention_heads (the gates' blocks), a hidden_size not divisible by num_attention_heads (the
+class floors head_dim), attention_dropout (not measured).
 """
 
 from __future__ import annotations

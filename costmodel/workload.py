@@ -254,6 +254,10 @@ class Workload:
                 f"tgt_len applies only to encoder-decoder models; {cfg.name} is "
                 f"{'an' if cfg.architecture[0] in 'aeiou' else 'a'} {cfg.architecture}."
             )
+        if cfg.n_mixer_layers("rglru") and self.seq_len == 1:
+            raise ConfigError(f"seq_len 1 runs model {show(cfg.name)}'s RG-LRU blocks through their decode branch "
+                              "(a sum of products for the conv) in training and prefill, which is not modelled; "
+                              "use seq_len >= 2.")
         warnings = []
         if self.gen_tokens and not cfg.n_decoder_layers:
             warnings.append(f"model {show(cfg.name)} is an encoder: it does not generate tokens, so "
@@ -348,9 +352,9 @@ class Workload:
                             "(blocks/kda.py).")
         if cfg.n_mixer_layers("rglru"):
             warnings.append(f"model {show(cfg.name)} has {cfg.n_mixer_layers('rglru')} RG-LRU recurrent blocks: "
-                            "parameters, buffers, matmul FLOPs (training, prefill, decode) and the states held "
-                            "are proven against transformers' class; their other FLOPs and the bytes they save "
-                            "for backward are not modelled (blocks/rglru.py).")
+                            "parameters, buffers, matmul FLOPs (training, prefill, decode), the bytes saved for "
+                            "backward and the states held are proven against transformers' class; their other "
+                            "FLOPs are not modelled (blocks/rglru.py).")
         if cfg.n_experts and self.impl != "reference" and facts_for(self.impl, cfg.family).experts_every_token:
             warnings.append(f"model {show(cfg.name)} as transformers' code runs it (impl {self.impl}) sends "
                             f"every token through all {cfg.n_experts} routed experts, each scaled by its "

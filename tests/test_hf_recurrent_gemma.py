@@ -6,8 +6,8 @@ inv_freq pair), the training forward's and step's matmul FLOPs (FlopCounterMode;
 conv's backward counted with its groups, validate/hf_mamba1.py), a prefill's and a cached decode
 step's (past the window: min(c, w) keys), the states and K/V held after a prefill
 (validate/hf_recurrent_gemma.py: the class returns no cache and its recurrent blocks hold their
-own states), and the configs refused. Not compared: the recurrent blocks' other FLOPs and saved
-bytes (not modelled; the workload's warning says so)."""
+own states), the bytes saved for backward, and the configs refused. Not compared: the recurrent
+blocks' other FLOPs (not modelled; the workload's warning says so)."""
 
 from __future__ import annotations
 
@@ -173,6 +173,34 @@ def test_states_exact_integer():
     assert state_bytes(model, prefill(model, 2, 9)[0]) == 4_416
 
 
+@pytest.mark.parametrize("name,dtype", [(name, dtype) for name in VARIANTS for dtype in ("fp32", "bf16")])
+@pytest.mark.parametrize("b,n", [(2, 9), (1, 9), (3, 2), (1, 2)])
+def test_bytes_saved_for_backward(name, dtype, b, n):
+    """The class's training forward with its loss (its default use_cache; validate's saved-tensor
+    hooks) against the tree's activations: the recurrent blocks' loop (blocks/rglru.saved_bytes_torch:
+    n fp32 states, n - 1 fp32 copies of the gates where narrower; the gates' input a view for one
+    sequence), the fp32 copy of the bf16 normalizer in fp32, one KV head's views at b = 1."""
+    from tests.family_configs import assert_saved_bytes_exact
+
+    assert_saved_bytes_exact(VARIANTS[name], name, dtype, b, n)
+
+
+def test_bytes_saved_exact_integer():
+    """The odd config at b 2, n 9 in bf16: 238,750 bytes saved (a recurrent block 38,434 beside its
+    input: 14 x 2,016 of b n D tensors, the conv's 2,464, 9 states and 8 gate copies of 448 in fp32)."""
+    from costmodel import estimate
+
+    assert estimate(dict(RG, name="rg"), seq_len=9, batch=2, dtype="bf16").to_dict()["memory"]["activations"] == 238_750
+
+
+def test_a_one_token_sequence_is_refused():
+    """The class runs a one-token training or prefill sequence through the decode branch."""
+    from costmodel import estimate
+
+    with pytest.raises(ConfigError, match="seq_len 1 runs"):
+        estimate(dict(RG, name="rg"), seq_len=1)
+
+
 @pytest.mark.parametrize("fields,message", [
     (dict(RG, hidden_activation="relu"), "hidden_activation"),
     (dict(RG, rope_parameters=dict(rope_type="linear", factor=2.0, rope_theta=10000.0)), "rope_type"),
@@ -204,7 +232,8 @@ def test_architectures_name_the_type():
     from costmodel.hf import from_hf_config
 
     named = {k: v for k, v in RG.items() if k != "model_type"}
-    assert from_hf_config(dict(named, architectures=["RecurrentGemmaForCausalLM"]), name="x").family == "recurrent_gemma"
+    cfg = from_hf_config(dict(named, architectures=["RecurrentGemmaForCausalLM"]), name="x")
+    assert cfg.family == "recurrent_gemma"
 
 
 def test_tensor_parallel_and_an_engine_cache_are_refused():

@@ -20,9 +20,9 @@ matmul. The cache of a recurrent layer is its state: the conv's last K - 1 input
 the activations' dtype and the recurrence's (b, D) in fp32; the block holds them itself
 (conv1d_state, rg_lru.recurrent_states), not transformers' Cache.
 
+The bytes it saves for backward in training are the PyTorch loop's, measured (saved_bytes_torch).
 What it runs besides its matmuls (gelu, the sigmoids, softplus, exp, sqrt, the loop) is not among
-the other FLOPs, and the bytes it saves for backward are not modelled (the workload's warnings say
-so). Its kernel time, where no kernel shapes are listed, is its traffic (scan_bytes): the
+the other FLOPs (the workload's warnings say so). Its kernel time, where no kernel shapes are listed, is its traffic (scan_bytes): the
 memory-bound convention blocks/mamba.py states for Mamba-2.
 """
 
@@ -33,7 +33,7 @@ from dataclasses import dataclass
 import sympy as sp
 
 from .. import symbols as S
-from ..terms import FP32, Expr
+from ..terms import FP32, Expr, if_batch_of_one, if_fp32, unless_fp32
 from .base import Block, Cost, Tensor, make_cost, projection_costs, weight_and_bias
 
 WIDTH = S.D_rg
@@ -68,6 +68,28 @@ def scan_bytes(batch: Expr, seq: Expr, decode: bool) -> Expr:
     if decode:
         return batch * S.e * per_token + 2 * rglru_state_bytes(batch)
     return batch * S.e * seq * per_token
+
+
+def saved_bytes_torch(batch: Expr, seq: Expr) -> Expr:
+    """Bytes the block keeps for backward in one layer in training, its input aside (the norm
+    before it counts it), with T = b n tokens, n >= 2 (validate/measure's saved-tensor hooks on
+    RecurrentGemmaForCausalLM under its default use_cache; a one-token sequence runs the decode
+    branch, not modelled):
+      linear_y's output (gelu's input), linear_x's output (the conv's input)       2 e T D
+      the conv's output, n + K - 1 long (the input gate's other factor)            e b D (n + K - 1)
+      its reshape for the gates' baddbmm: a copy, a view for one sequence          e T D | 0
+      the two sigmoids, -8 r softplus(param), exp of it and of twice it, 1 - a^2,
+        sqrt of it, the gated input, the recurrence's output, gelu's output,
+        linear_out's input                                                         11 e T D
+      softplus(recurrent_param)                                                    e D
+      ~reset twice (bool, one row of positions)                                    2 n
+      the recurrence's n states in fp32 (the first its zeros)                      4 n b D
+      its gates a step: in fp32 views of one e T D tensor; where narrower, the
+        fp32 copies of steps 2..n                                                  e T D | 4 (n - 1) b D"""
+    tokens = batch * seq * WIDTH
+    return (14 * S.e * tokens + S.e * batch * WIDTH * (seq + S.K_m - 1) - if_batch_of_one(S.e * tokens)
+            + S.e * WIDTH + 2 * seq + FP32 * seq * batch * WIDTH
+            + if_fp32(S.e * tokens) + unless_fp32(FP32 * (seq - 1) * batch * WIDTH))
 
 
 def rglru_state_bytes(batch: Expr = S.b) -> Expr:
@@ -116,5 +138,6 @@ class RGLRUMixer(Block):
             # same size (blocks/mamba.py's convention)
             flops_matmul_backward=backward + 2 * conv + 2 * gates,
             bytes_other=scan_bytes(S.b, self.seq, self.phase == "decode"),
+            saved_bytes=saved_bytes_torch(S.b, self.seq) if self.phase == "train" else 0,
             kv_cache_bytes=rglru_state_bytes(),  # in every phase, as the tree reports the cache
         )
