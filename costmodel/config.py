@@ -519,9 +519,9 @@ class ModelConfig:
             "m_c": self.csa_rate or 1, "m_h": self.hca_rate or 1,
             "L_cs": max(self.csa_layers, 1), "L_hc": max(self.hca_layers, 1),
             **dict(zip(("L_ws", "L_fs"), (max(count, 1) for count in kv_shared_counts(self)))),
-            **{symbol: max(self.n_mixer_layers(mixer), 1) for symbol, mixer in
-               (("L_m", "mamba"), ("L_a", "attention"), ("L_f", "mlp"), ("L_g", "deltanet"), ("L_m1", "mamba1"),
-                ("L_sc", "shortconv"), ("L_la", "lightning"), ("L_kd", "kda"), ("L_rg", "rglru"))},
+            **{symbol: max(self.n_mixer_layers(mixer), 1) for symbol, mixer in zip(
+               ("L_m", "L_a", "L_f", "L_g", "L_m1", "L_sc", "L_la", "L_kd", "L_rg", "L_rt", "L_rc"), ("mamba", "attention",
+                "mlp", "deltanet", "mamba1", "shortconv", "lightning", "kda", "rglru", "rwkv_time", "rwkv_channel"))},
             **{symbol: getattr(self, name) or 1 for symbol, name in
                (("H_m", "mamba_heads"), ("P_m", "mamba_head_dim"), ("N_m", "ssm_state"), ("h_kvg", "global_kv_heads"),
                 ("G_m", "mamba_groups"), ("K_m", "conv_kernel"), ("Q_m", "chunk_size"), ("H_gk", "deltanet_k_heads"),

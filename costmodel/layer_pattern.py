@@ -37,8 +37,10 @@ class LayerKind:
 #: (blocks/mamba.py), attention, a dense MLP or a mixture of experts, each after its own norm; a
 #: Gated DeltaNet (blocks/deltanet.py), a Mamba-1 mixer (blocks/mamba1.py) or LFM2's gated short
 #: convolution (blocks/shortconv.py), MiniMax's lightning attention (blocks/lightning.py), Kimi
-#: Delta Attention (blocks/kda.py) or Griffin's RG-LRU recurrent block (blocks/rglru.py).
-MIXERS = ("mamba", "attention", "mlp", "moe", "deltanet", "mamba1", "shortconv", "lightning", "kda", "rglru")
+#: Delta Attention (blocks/kda.py), Griffin's RG-LRU recurrent block (blocks/rglru.py) or RWKV-4's
+#: time and channel mixes (blocks/rwkv.py).
+MIXERS = ("mamba", "attention", "mlp", "moe", "deltanet", "mamba1", "shortconv", "lightning", "kda", "rglru",
+          "rwkv_time", "rwkv_channel")
 #: The Mamba-2 sizes a model with a "mamba" layer gives (and a model without one leaves None).
 MAMBA_SIZES = ("mamba_heads", "mamba_head_dim", "mamba_groups")
 #: The chunk both chunked linear mixers give (Mamba-2, Gated DeltaNet).

@@ -254,6 +254,10 @@ class Workload:
                 f"tgt_len applies only to encoder-decoder models; {cfg.name} is "
                 f"{'an' if cfg.architecture[0] in 'aeiou' else 'a'} {cfg.architecture}."
             )
+        if cfg.n_mixer_layers("rwkv_time") and self.batch > 1 and self.gen_tokens > 1:
+            raise ConfigError(f"a cached decode step of model {show(cfg.name)} at batch {self.batch} is not modelled: "
+                              "transformers' RwkvForCausalLM broadcasts each sequence's state against every sequence "
+                              "(b x b rows a step); use batch 1 or gen_tokens <= 1.")
         if cfg.n_mixer_layers("rglru") and self.seq_len == 1:
             raise ConfigError(f"seq_len 1 runs model {show(cfg.name)}'s RG-LRU blocks through their decode branch "
                               "(a sum of products for the conv) in training and prefill, which is not modelled; "
@@ -350,6 +354,11 @@ class Workload:
                             "(2 x 4 b H C Q^2 P bytes a layer, C chunks of Q 64; with fla installed chunk_kda keeps far less: not modelled); "
                             "other FLOPs leave out what the mixer runs besides its matmuls and the conv's silu "
                             "(blocks/kda.py).")
+        if cfg.n_mixer_layers("rwkv_time"):
+            warnings.append(f"model {show(cfg.name)} has {cfg.n_mixer_layers('rwkv_time')} RWKV layers: parameters, "
+                            "matmul FLOPs (training, prefill, decode) and the state are proven against transformers' "
+                            "class; the mixes' other FLOPs and the bytes they save for backward are not modelled "
+                            "(blocks/rwkv.py).")
         if cfg.n_mixer_layers("rglru"):
             warnings.append(f"model {show(cfg.name)} has {cfg.n_mixer_layers('rglru')} RG-LRU recurrent blocks: "
                             "parameters, buffers, matmul FLOPs (training, prefill, decode), the bytes saved for "

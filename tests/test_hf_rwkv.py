@@ -1,0 +1,130 @@
+"""RWKV-4 (costmodel/hf_rwkv.py: model_type "rwkv"; costmodel/blocks/rwkv.py) against transformers
+5.24's RwkvForCausalLM built from the same config dict on the CPU (rwkv_linear_attention_cpu: no
+CUDA kernel): parameters (a tied or untied head, intermediate_size null, the class default on the
+meta device), the training forward's and step's matmul FLOPs (FlopCounterMode), a prefill's and a
+cached decode step's at batch 1, the state after a prefill (validate/hf_rwkv.py), and the configs
+refused. Not compared: the mixes' other FLOPs and saved bytes (not modelled; the workload's
+warning says so)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from costmodel.config import ConfigError
+from tests.family_configs import estimated_total, hf_meta_count
+
+pytestmark = pytest.mark.filterwarnings("ignore:model .* RWKV layers")
+
+#: Odd sizes: d 48, a channel mix of 74, vocabulary 99, 3 blocks, an untied head (RwkvConfig's default).
+RW = dict(model_type="rwkv", vocab_size=99, hidden_size=48, num_hidden_layers=3, intermediate_size=74,
+          context_length=64)
+VARIANTS = {
+    "rw": RW,
+    # a tied head, intermediate_size null (4 d = 192), 2 blocks, no rescaling
+    "rw_tied": dict(RW, tie_word_embeddings=True, intermediate_size=None, num_hidden_layers=2, rescale_every=0),
+}
+
+
+@pytest.mark.parametrize("name", VARIANTS)
+def test_parameters_equal_the_class(name):
+    assert estimated_total(VARIANTS[name], name) == hf_meta_count(VARIANTS[name])
+
+
+def test_class_default_exact_integer():
+    """RwkvConfig() (rwkv-4-7b's sizes: 32 blocks of 4,096, vocabulary 50,277, untied): 7,392,649,216
+    parameters, and the odd config's 67,152."""
+    assert estimated_total({"model_type": "rwkv"}, "rw") == 7_392_649_216 == hf_meta_count({"model_type": "rwkv"})
+    assert estimated_total(RW, "rw") == 67_152
+
+
+@pytest.mark.parametrize("name", VARIANTS)
+@pytest.mark.parametrize("b,n", [(2, 9), (1, 4), (1, 1)])
+def test_training_flops(name, b, n):
+    """Forward, and forward with backward (3 x every linear; the WKV loop is elementwise)."""
+    from costmodel import estimate
+    from validate.hf_mamba1 import causal_lm_flops
+
+    ours = estimate(dict(VARIANTS[name], name=name), seq_len=n, batch=b, dtype="fp32").to_dict()["flops"]
+    fields = VARIANTS[name]
+    assert (ours["forward"], ours["training"]) == (causal_lm_flops(fields, b, n, backward=False),
+                                                   causal_lm_flops(fields, b, n, backward=True))
+
+
+def test_training_flops_exact_integers():
+    """The odd config at b 2, n 9: 2,182,464 forward FLOPs (a time mix 4 x 2 x 18 x 48 x 48 =
+    331,776, a channel mix 2 x 18 x (2 x 48 x 74 + 48 x 48) = 338,688, the head 171,072), 6,547,392
+    for the step."""
+    from validate.hf_mamba1 import causal_lm_flops
+
+    assert causal_lm_flops(RW, 2, 9, backward=False) == 2_182_464
+    assert causal_lm_flops(RW, 2, 9, backward=True) == 6_547_392
+
+
+def _tree_total(fields, phase, b, n):
+    from costmodel.config import Workload
+    from costmodel.evaluate import exact, values
+    from costmodel.hf import from_hf_config
+    from costmodel.tree import CostModel, profile_for
+
+    cfg = from_hf_config(fields, name="odd")
+    return exact(CostModel(cfg, profile_for(cfg), phase=phase).total("flops_matmul"), values(cfg, Workload(seq_len=n, batch=b)))
+
+
+@pytest.mark.parametrize("name", VARIANTS)
+@pytest.mark.parametrize("dtype", ["fp32", "bf16"])
+def test_prefill_state_and_decode(name, dtype):
+    """A prefill's FLOPs and the state it leaves (per block the two mixes' last tokens in the model's
+    dtype, the WKV's num, den and max in fp32), at b 2 and 1; a cached step's FLOPs at b 1."""
+    from costmodel import estimate
+    from validate.hf_rwkv import build, decode_step_flops, prefill, state_bytes
+
+    fields = VARIANTS[name]
+    model = build(fields, dtype)
+    for b, n in ((2, 9), (1, 1), (2, 3)):
+        state, flops = prefill(model, b, n)
+        assert flops == _tree_total(fields, "prefill", b, n), (b, n)
+        ours = estimate(dict(fields, name=name), seq_len=n, batch=b, dtype=dtype).to_dict()["memory"]["kv_cache"]
+        assert ours == state_bytes(state) > 0, (b, n)
+    assert decode_step_flops(model, 1, 5) == _tree_total(fields, "decode", 1, 5)
+
+
+def test_state_exact_integer():
+    """The odd config at b 2 in bf16: 3 blocks x 2 x 48 x (2 + 2 + 3 x 4) = 4,608 bytes."""
+    from validate.hf_rwkv import build, prefill, state_bytes
+
+    assert state_bytes(prefill(build(RW, "bf16"), 2, 9)[0]) == 4_608
+
+
+def test_decode_at_a_batch_over_one_is_refused():
+    """RwkvForCausalLM's cached step broadcasts the (b, d) state against the (b, 1, d) token: b x b
+    rows (measured: 4 x the b = 1 step's FLOPs at b = 2), so a generation at b > 1 is one line."""
+    from costmodel import estimate
+    from validate.hf_rwkv import build, decode_step_flops
+
+    assert decode_step_flops(build(RW), 2, 5) == 4 * decode_step_flops(build(RW), 1, 5)
+    with pytest.raises(ConfigError, match="broadcasts each sequence's state"):
+        estimate(dict(RW, name="rw"), seq_len=8, batch=2, gen_tokens=4)
+
+
+def test_attention_width_other_than_d_is_refused(tmp_path, capsys):
+    from tests.cli_run import run_main
+
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(dict(RW, attention_hidden_size=32)))
+    code, out, err = run_main(["estimate", "--config", str(path)], capsys)
+    assert code == 2 and "attention_hidden_size" in err and len(err.strip().splitlines()) == 1
+
+
+def test_architectures_tensor_parallel_and_engines():
+    from costmodel.hf import from_hf_config
+    from costmodel.layout.spec import tensor_split_error
+    from costmodel.serving.kvcache import check_engine_cache
+
+    named = {k: v for k, v in RW.items() if k != "model_type"}
+    cfg = from_hf_config(dict(named, architectures=["RwkvForCausalLM"]), name="x")
+    assert cfg.family == "rwkv"
+    assert "RWKV time and channel mixes" in tensor_split_error(cfg, 2, inference=False)
+    with pytest.raises(ConfigError, match="RWKV states"):
+        check_engine_cache(cfg)
