@@ -356,9 +356,9 @@ class Workload:
                             "(blocks/kda.py).")
         if cfg.n_mixer_layers("rwkv_time"):
             warnings.append(f"model {show(cfg.name)} has {cfg.n_mixer_layers('rwkv_time')} RWKV layers: parameters, "
-                            "matmul FLOPs (training, prefill, decode) and the state are proven against transformers' "
-                            "class; the mixes' other FLOPs and the bytes they save for backward are not modelled "
-                            "(blocks/rwkv.py).")
+                            "matmul FLOPs (training, prefill, decode), the bytes saved for backward (its CPU loop) and "
+                            "the state are proven against transformers' class; the mixes' other FLOPs are not "
+                            "modelled (blocks/rwkv.py).")
         if cfg.n_mixer_layers("rglru"):
             warnings.append(f"model {show(cfg.name)} has {cfg.n_mixer_layers('rglru')} RG-LRU recurrent blocks: "
                             "parameters, buffers, matmul FLOPs (training, prefill, decode), the bytes saved for "

@@ -2,9 +2,9 @@
 5.24's RwkvForCausalLM built from the same config dict on the CPU (rwkv_linear_attention_cpu: no
 CUDA kernel): parameters (a tied or untied head, intermediate_size null, the class default on the
 meta device), the training forward's and step's matmul FLOPs (FlopCounterMode), a prefill's and a
-cached decode step's at batch 1, the state after a prefill (validate/hf_rwkv.py), and the configs
-refused. Not compared: the mixes' other FLOPs and saved bytes (not modelled; the workload's
-warning says so)."""
+cached decode step's at batch 1, the state after a prefill (validate/hf_rwkv.py), the bytes saved
+for backward (fp32, bf16; one-token sequences too), and the configs refused. Not compared: the
+mixes' other FLOPs (not modelled; the workload's warning says so)."""
 
 from __future__ import annotations
 
@@ -95,6 +95,30 @@ def test_state_exact_integer():
     from validate.hf_rwkv import build, prefill, state_bytes
 
     assert state_bytes(prefill(build(RW, "bf16"), 2, 9)[0]) == 4_608
+
+
+@pytest.mark.parametrize("name", VARIANTS)
+@pytest.mark.parametrize("dtype", ["fp32", "bf16"])
+@pytest.mark.parametrize("b,n", [(2, 9), (1, 4), (3, 2), (2, 1), (1, 1)])
+def test_bytes_saved_for_backward(name, dtype, b, n):
+    """The class's training forward with its loss (validate's saved-tensor hooks) against the tree:
+    the WKV loop's fp32 steps less the last state update no loss reaches (blocks/rwkv.py), the
+    channel mix's products, the LayerNorms, the fp32 loss with shifted labels."""
+    from tests.family_configs import assert_saved_bytes_exact
+
+    assert_saved_bytes_exact(VARIANTS[name], name, dtype, b, n, attention=None)
+
+
+def test_bytes_saved_exact_integer():
+    """The odd config at b 2, n 9 in bf16: a time mix keeps 54,144 bytes beside its input (8 x 1,728
+    in bf16, 12 x 3,456 in fp32, less 4 x 384 of the last update, 4 x 96 of vectors)."""
+    from costmodel import estimate
+    from costmodel import symbols as S
+    from costmodel.blocks.rwkv import time_saved_bytes
+    from costmodel.evaluate import exact
+
+    assert exact(time_saved_bytes(S.b, S.n), {S.b: 2, S.n: 9, S.d: 48, S.e: 2}) == 54_144
+    assert estimate(dict(RW, name="rw"), seq_len=9, batch=2, dtype="bf16").to_dict()["memory"]["activations"] > 3 * 54_144
 
 
 def test_decode_at_a_batch_over_one_is_refused():

@@ -16,9 +16,10 @@ channel mix of I = d_ff (intermediate_size, 4 d by default):
 The state (RwkvModel's five (b, d, L) tensors): the time mix's shifted token in the activations'
 dtype and its num, den and max in fp32; the channel mix's shifted token in the activations' dtype.
 
-What they run besides their matmuls (the mixes, the WKV loop, sigmoids, the squared ReLU) is not
-among the other FLOPs, and the bytes they save for backward are not modelled (the workload's
-warnings say so). Their kernel time, where no kernel shapes are listed, is their traffic
+The bytes they save for backward in training are the PyTorch loop's, measured (time_saved_bytes,
+channel_saved_bytes; the CUDA kernel, which transformers loads where ninja and CUDA are, keeps
+others). What they run besides their matmuls (the mixes, the WKV loop, sigmoids, the squared ReLU)
+is not among the other FLOPs (the workload's warnings say so). Their kernel time, where no kernel shapes are listed, is their traffic
 (mix_bytes): the memory-bound convention blocks/mamba.py states for Mamba-2.
 """
 
@@ -29,7 +30,7 @@ from dataclasses import dataclass
 import sympy as sp
 
 from .. import symbols as S
-from ..terms import FP32, Expr
+from ..terms import FP32, Expr, if_fp32, unless_fp32
 from .base import Block, Cost, Tensor, make_cost, projection_costs, weight_and_bias
 
 #: (d_in, d_out) of each mixer's linears, in the order they run.
@@ -46,6 +47,34 @@ def time_state_bytes(batch: Expr = S.b) -> Expr:
 def channel_state_bytes(batch: Expr = S.b) -> Expr:
     """One layer's channel-mix state: the last token (b, d) in the activations' dtype."""
     return batch * S.d * S.e
+
+
+def time_saved_bytes(batch: Expr, seq: Expr) -> Expr:
+    """Bytes one time mix keeps for backward in training, its input aside (ln1 counts it), with
+    T = b n tokens (validate/measure's saved-tensor hooks on RwkvForCausalLM, whose training forward
+    runs rwkv_linear_attention_cpu with no state):
+      the shifted tokens, the three mixed inputs of key, value and receptance, the sigmoid, the
+        value projection's output (read a token a step), the WKV output, output's input     8 e T d
+      the three (1 - mix) vectors and exp(time_decay)                                       4 e d
+      a step of the loop, in fp32 (b, d): k + u, the max state, two exps, the num and den
+        states, numerator, denominator, max + w, two exps; and the key in fp32 (the key
+        projection's output where fp32, else a copy a step)                                 12 x 4 T d
+      less what only the last step's state update keeps (no loss reaches it): max + w and
+        its two exps, and the key's copy where narrower                                     -(3 + u) 4 b d
+    where u = 1 below fp32. A one-token sequence's key is read by that update only, and so is
+    exp(time_decay): -(e d + 4 b d in fp32)."""
+    one_token = sp.Piecewise((S.e * S.d + if_fp32(FP32 * batch * S.d), sp.Eq(seq, 1)), (0, True))
+    return (8 * S.e * batch * seq * S.d + 4 * S.e * S.d + 12 * FP32 * batch * seq * S.d
+            - 3 * FP32 * batch * S.d - unless_fp32(FP32 * batch * S.d) - one_token)
+
+
+def channel_saved_bytes(batch: Expr, seq: Expr) -> Expr:
+    """Bytes one channel mix keeps for backward in training, its input aside (ln2 counts it), with
+    T = b n tokens (measured as time_saved_bytes): the shifted tokens, the mixed inputs of key and
+    receptance, the sigmoid and value's output 5 e T d; the ReLU's output and its square (value's
+    input) 2 e T I; the two (1 - mix) vectors 2 e d."""
+    tokens = batch * seq
+    return 5 * S.e * tokens * S.d + 2 * S.e * tokens * S.d_ff + 2 * S.e * S.d
 
 
 def mix_bytes(batch: Expr, seq: Expr, widths: Expr, state: Expr, decode: bool) -> Expr:
@@ -73,10 +102,12 @@ class _RwkvMixer(Block):
     def seq(self) -> Expr:
         return sp.Integer(1) if self.phase == "decode" else S.n
 
-    def mixer_cost(self, tensors: tuple[Tensor, ...], projections: tuple, widths: Expr, state: Expr) -> Cost:
+    def mixer_cost(self, tensors: tuple[Tensor, ...], projections: tuple, widths: Expr, state: Expr,
+                   saved: Expr) -> Cost:
         forward, backward, linears = projection_costs(S.b * self.seq, list(projections))
         return make_cost(tensors=tensors, **linears, flops_matmul=forward, flops_matmul_backward=backward,
                          bytes_other=mix_bytes(S.b, self.seq, widths, state, self.phase == "decode"),
+                         saved_bytes=saved if self.phase == "train" else 0,
                          kv_cache_bytes=state)  # in every phase, as the tree reports the cache
 
 
@@ -95,7 +126,8 @@ class RwkvTimeMix(_RwkvMixer):
     def cost(self) -> Cost:
         # the three mixes (read x and the shift, write one: 3 d each), the WKV loop (reads k, v,
         # writes wkv: 3 d), the gate (reads r and wkv, writes: 3 d)
-        return self.mixer_cost(self.tensors(), TIME_PROJECTIONS, 15 * S.d, time_state_bytes())
+        return self.mixer_cost(self.tensors(), TIME_PROJECTIONS, 15 * S.d, time_state_bytes(),
+                               time_saved_bytes(S.b, self.seq))
 
 
 @dataclass(frozen=True)
@@ -112,4 +144,5 @@ class RwkvChannelMix(_RwkvMixer):
 
     def cost(self) -> Cost:
         # the two mixes (3 d each), the squared ReLU (2 I), the gate (3 d)
-        return self.mixer_cost(self.tensors(), CHANNEL_PROJECTIONS, 9 * S.d + 2 * S.d_ff, channel_state_bytes())
+        return self.mixer_cost(self.tensors(), CHANNEL_PROJECTIONS, 9 * S.d + 2 * S.d_ff, channel_state_bytes(),
+                               channel_saved_bytes(S.b, self.seq))
