@@ -111,14 +111,15 @@ def test_bytes_saved_for_backward(name, dtype, b, n):
 
 def test_bytes_saved_exact_integer():
     """The odd config at b 2, n 9 in bf16: a time mix keeps 54,144 bytes beside its input (8 x 1,728
-    in bf16, 12 x 3,456 in fp32, less 4 x 384 of the last update, 4 x 96 of vectors)."""
+    in bf16, 12 x 3,456 in fp32, less 4 x 384 of the last update, 4 x 96 of vectors); the model
+    238,828 (measured equal in test_bytes_saved_for_backward)."""
     from costmodel import estimate
     from costmodel import symbols as S
     from costmodel.blocks.rwkv import time_saved_bytes
     from costmodel.evaluate import exact
 
     assert exact(time_saved_bytes(S.b, S.n), {S.b: 2, S.n: 9, S.d: 48, S.e: 2}) == 54_144
-    assert estimate(dict(RW, name="rw"), seq_len=9, batch=2, dtype="bf16").to_dict()["memory"]["activations"] > 3 * 54_144
+    assert estimate(dict(RW, name="rw"), seq_len=9, batch=2, dtype="bf16").to_dict()["memory"]["activations"] == 238_828
 
 
 def test_decode_at_a_batch_over_one_is_refused():
