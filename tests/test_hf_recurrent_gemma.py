@@ -211,6 +211,7 @@ def test_a_one_token_sequence_is_refused():
     (dict(RG, hidden_size=50), "hidden_size"),
     (dict(RG, attention_dropout=0.1), "attention_dropout"),
     (dict(RG, conv1d_width=0), "conv1d_width"),
+    (dict(RG, hidden_size=40, lru_width=40), "rotates 5 dimensions"),
 ])
 def test_refused_configs(fields, message):
     from costmodel.hf import from_hf_config
