@@ -82,8 +82,8 @@ def _recurrent_gemma(f: Fields, name: str) -> ModelConfig:
     d_head = d_model // n_heads
     rotary = int(d_head * rotary_fraction(f, "partial_rotary_factor", 0.5))
     if rotary % 2:
-        raise ConfigError(f"{f.source}: partial_rotary_factor x head_dim ({d_head}) rotates {rotary} dimensions, an odd "
-                          "count, which is not modelled (RoPE rotates pairs).")
+        raise ConfigError(f"{f.source}: partial_rotary_factor x head_dim ({d_head}) rotates {rotary} dimensions, "
+                          "an odd count, which is not modelled (RoPE rotates pairs).")
     intermediate = f.get("intermediate_size", 3 * 2560, minimum=2)
     pattern = _pattern(f, n_layers)
     lru = f.get("lru_width", d_model, minimum=1) if "rglru" in pattern else None

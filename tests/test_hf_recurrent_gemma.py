@@ -262,3 +262,19 @@ def test_simulate_claims_no_context(tmp_path, capsys):
     assert code == 0, err
     assert json.loads(out)["memory"]["model_context"] is None
     assert "beyond the context" not in err
+
+
+def test_a_hub_style_config():
+    """recurrentgemma-2b's sizes with the keys its Hub config.json carries beside the class's
+    (head_dim, final_w_init_variance_scale, embeddings_scale_by_sqrt_dim, top-level rope_theta and
+    partial_rotary_factor, torch_dtype; written here, not downloaded): read as the class reads them,
+    2,682,862,080 parameters (655,360,000 of them the tied embeddings), equal to the class's."""
+    hub = {"architectures": ["RecurrentGemmaForCausalLM"], "attention_bias": False, "attention_window_size": 2048,
+           "block_types": ["recurrent", "recurrent", "attention"], "bos_token_id": 2, "conv1d_width": 4,
+           "embeddings_scale_by_sqrt_dim": True, "eos_token_id": 1, "final_w_init_variance_scale": 0.07692307692307693,
+           "head_dim": 256, "hidden_activation": "gelu_pytorch_tanh", "hidden_size": 2560, "intermediate_size": 15360,
+           "logits_soft_cap": 30.0, "lru_width": 2560, "model_type": "recurrent_gemma", "num_attention_heads": 10,
+           "num_hidden_layers": 26, "num_key_value_heads": 1, "pad_token_id": 0, "partial_rotary_factor": 0.5,
+           "rms_norm_eps": 1e-06, "rope_theta": 10000.0, "torch_dtype": "float32", "vocab_size": 256000,
+           "w_init_variance_scale": 0.01}
+    assert estimated_total(hub, "recurrentgemma-2b") == 2_682_862_080 == hf_meta_count(hub)

@@ -69,7 +69,8 @@ def _tree_total(fields, phase, b, n):
     from costmodel.tree import CostModel, profile_for
 
     cfg = from_hf_config(fields, name="odd")
-    return exact(CostModel(cfg, profile_for(cfg), phase=phase).total("flops_matmul"), values(cfg, Workload(seq_len=n, batch=b)))
+    tree = CostModel(cfg, profile_for(cfg), phase=phase)
+    return exact(tree.total("flops_matmul"), values(cfg, Workload(seq_len=n, batch=b)))
 
 
 @pytest.mark.parametrize("name", VARIANTS)
@@ -153,3 +154,14 @@ def test_architectures_tensor_parallel_and_engines():
     assert "RWKV time and channel mixes" in tensor_split_error(cfg, 2, inference=False)
     with pytest.raises(ConfigError, match="RWKV states"):
         check_engine_cache(cfg)
+
+
+def test_a_hub_style_config():
+    """rwkv-4-169m-pile's sizes with the keys its Hub config.json carries (attention_hidden_size given,
+    context_length, rescale_every, torch_dtype; written here, not downloaded): 169,342,464 parameters,
+    the checkpoint's name's 169M, equal to the class's."""
+    hub = {"architectures": ["RwkvForCausalLM"], "attention_hidden_size": 768, "bos_token_id": 0,
+           "context_length": 1024, "eos_token_id": 0, "hidden_size": 768, "intermediate_size": 3072,
+           "layer_norm_epsilon": 1e-05, "model_type": "rwkv", "num_hidden_layers": 12, "rescale_every": 6,
+           "tie_word_embeddings": False, "vocab_size": 50277, "torch_dtype": "float32"}
+    assert estimated_total(hub, "rwkv-4-169m-pile") == 169_342_464 == hf_meta_count(hub)

@@ -22,8 +22,8 @@ the activations' dtype and the recurrence's (b, D) in fp32; the block holds them
 
 The bytes it saves for backward in training are the PyTorch loop's, measured (saved_bytes_torch).
 What it runs besides its matmuls (gelu, the sigmoids, softplus, exp, sqrt, the loop) is not among
-the other FLOPs (the workload's warnings say so). Its kernel time, where no kernel shapes are listed, is its traffic (scan_bytes): the
-memory-bound convention blocks/mamba.py states for Mamba-2.
+the other FLOPs (the workload's warnings say so). Its kernel time, where no kernel shapes are
+listed, is its traffic (scan_bytes): the memory-bound convention blocks/mamba.py states for Mamba-2.
 """
 
 from __future__ import annotations

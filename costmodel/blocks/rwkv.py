@@ -18,9 +18,10 @@ dtype and its num, den and max in fp32; the channel mix's shifted token in the a
 
 The bytes they save for backward in training are the PyTorch loop's, measured (time_saved_bytes,
 channel_saved_bytes; the CUDA kernel, which transformers loads where ninja and CUDA are, keeps
-others). What they run besides their matmuls (the mixes, the WKV loop, sigmoids, the squared ReLU)
-is not among the other FLOPs (the workload's warnings say so). Their kernel time, where no kernel shapes are listed, is their traffic
-(mix_bytes): the memory-bound convention blocks/mamba.py states for Mamba-2.
+others). What they run besides their matmuls (the mixes, the WKV loop, sigmoids, the squared
+ReLU) is not among the other FLOPs (the workload's warnings say so). Their kernel time, where no
+kernel shapes are listed, is their traffic (mix_bytes): the memory-bound convention
+blocks/mamba.py states for Mamba-2.
 """
 
 from __future__ import annotations
