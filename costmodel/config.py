@@ -469,9 +469,8 @@ class ModelConfig:
         """Decoder layers with a sliding window."""
         if self.sliding_window is None:
             return 0
-        if self.mixer_layers:  # every attention layer slides (recurrent_gemma)
-            return self.n_mixer_layers("attention")
-        return self.n_decoder_layers if self.window_layers is None else self.window_layers
+        return (self.n_mixer_layers("attention") if self.mixer_layers  # all slide (recurrent_gemma)
+                else self.n_decoder_layers if self.window_layers is None else self.window_layers)
 
     def layer_kind_at(self, stack: str, index: int) -> str | None:
         """The kind label (costmodel/layer_kinds.py's layer_kinds) of layer `index` (from
@@ -520,8 +519,9 @@ class ModelConfig:
             "L_cs": max(self.csa_layers, 1), "L_hc": max(self.hca_layers, 1),
             **dict(zip(("L_ws", "L_fs"), (max(count, 1) for count in kv_shared_counts(self)))),
             **{symbol: max(self.n_mixer_layers(mixer), 1) for symbol, mixer in zip(
-               ("L_m", "L_a", "L_f", "L_g", "L_m1", "L_sc", "L_la", "L_kd", "L_rg", "L_rt", "L_rc"), ("mamba", "attention",
-                "mlp", "deltanet", "mamba1", "shortconv", "lightning", "kda", "rglru", "rwkv_time", "rwkv_channel"))},
+               ("L_m", "L_a", "L_f", "L_g", "L_m1", "L_sc", "L_la", "L_kd", "L_rg", "L_rt", "L_rc", "L_ml"), ("mamba",
+                "attention", "mlp", "deltanet", "mamba1", "shortconv", "lightning", "kda", "rglru", "rwkv_time",
+                "rwkv_channel", "mlstm"))},
             **{symbol: getattr(self, name) or 1 for symbol, name in
                (("H_m", "mamba_heads"), ("P_m", "mamba_head_dim"), ("N_m", "ssm_state"), ("h_kvg", "global_kv_heads"),
                 ("G_m", "mamba_groups"), ("K_m", "conv_kernel"), ("Q_m", "chunk_size"), ("H_gk", "deltanet_k_heads"),
@@ -537,8 +537,8 @@ class ModelConfig:
                         "d_shared", "d_latent", "n_dense_layers", "kv_lora_rank", "q_lora_rank", "v_head_dim",
                         "index_n_heads", "index_head_dim", "nope_layers", "layer_pattern", "mamba_heads",
                         "mamba_head_dim", "ssm_state", "mamba_groups", "conv_kernel", "chunk_size", "mamba1_inner",
-                        "deltanet_k_heads", "deltanet_v_heads", "deltanet_k_dim", "deltanet_v_dim", "dt_rank", "lru_width",
-                        "per_layer_input", "per_layer_vocab", "global_head_dim", "global_kv_heads",
+                        "deltanet_k_heads", "deltanet_v_heads", "deltanet_k_dim", "deltanet_v_dim", "dt_rank",
+                        "per_layer_input", "per_layer_vocab", "global_head_dim", "global_kv_heads", "lru_width",
                         "altup_inputs", "laurel_rank", "output_groups", "output_rank", "csa_layers",
                         "hca_layers", "csa_rate", "hca_rate")
 

@@ -37,10 +37,10 @@ class LayerKind:
 #: (blocks/mamba.py), attention, a dense MLP or a mixture of experts, each after its own norm; a
 #: Gated DeltaNet (blocks/deltanet.py), a Mamba-1 mixer (blocks/mamba1.py) or LFM2's gated short
 #: convolution (blocks/shortconv.py), MiniMax's lightning attention (blocks/lightning.py), Kimi
-#: Delta Attention (blocks/kda.py), Griffin's RG-LRU recurrent block (blocks/rglru.py) or RWKV-4's
-#: time and channel mixes (blocks/rwkv.py).
+#: Delta Attention (blocks/kda.py), Griffin's RG-LRU recurrent block (blocks/rglru.py), RWKV-4's
+#: time and channel mixes (blocks/rwkv.py) or xLSTM's mLSTM (blocks/mlstm.py).
 MIXERS = ("mamba", "attention", "mlp", "moe", "deltanet", "mamba1", "shortconv", "lightning", "kda", "rglru",
-          "rwkv_time", "rwkv_channel")
+          "rwkv_time", "rwkv_channel", "mlstm")
 #: The Mamba-2 sizes a model with a "mamba" layer gives (and a model without one leaves None).
 MAMBA_SIZES = ("mamba_heads", "mamba_head_dim", "mamba_groups")
 #: The chunk both chunked linear mixers give (Mamba-2, Gated DeltaNet).
@@ -68,12 +68,13 @@ def check_mixer_layers(cfg, owner: str) -> None:
     has_lightning = cfg.mixer_layers and isinstance(pattern, tuple) and "lightning" in pattern
     has_kda = cfg.mixer_layers and isinstance(pattern, tuple) and "kda" in pattern
     has_rglru = cfg.mixer_layers and isinstance(pattern, tuple) and "rglru" in pattern
+    has_mlstm = cfg.mixer_layers and isinstance(pattern, tuple) and "mlstm" in pattern
     for names, present, kind in ((MAMBA_SIZES, has_mamba, "a mamba layer"),
                                  (DELTANET_SIZES, has_deltanet or has_kda, "a deltanet or kda layer"),
                                  (MAMBA1_SIZES, has_mamba1, "a mamba1 layer"),
                                  (("ssm_state",), has_mamba or has_mamba1, "a mamba or mamba1 layer"),
-                                 (LINEAR_SIZES, has_mamba or has_deltanet or has_lightning or has_kda,
-                                  "a mamba, deltanet, lightning or kda layer"),
+                                 (LINEAR_SIZES, has_mamba or has_deltanet or has_lightning or has_kda or has_mlstm,
+                                  "a mamba, deltanet, lightning, kda or mlstm layer"),
                                  (("lru_width",), has_rglru, "an rglru layer"),
                                  (("conv_kernel",), has_mamba or has_deltanet or has_mamba1 or has_conv or has_kda
                                   or has_rglru, "a mamba, deltanet, mamba1, shortconv, kda or rglru layer")):

@@ -354,6 +354,11 @@ class Workload:
                             "(2 x 4 b H C Q^2 P bytes a layer, C chunks of Q 64; with fla installed chunk_kda keeps far less: not modelled); "
                             "other FLOPs leave out what the mixer runs besides its matmuls and the conv's silu "
                             "(blocks/kda.py).")
+        if cfg.n_mixer_layers("mlstm"):
+            warnings.append(f"model {show(cfg.name)} has {cfg.n_mixer_layers('mlstm')} mLSTM layers: parameters, "
+                            "matmul FLOPs (training, prefill, decode) and the state are proven against transformers' "
+                            "class; their other FLOPs and the bytes they save for backward are not modelled "
+                            "(blocks/mlstm.py).")
         if cfg.n_mixer_layers("rwkv_time"):
             warnings.append(f"model {show(cfg.name)} has {cfg.n_mixer_layers('rwkv_time')} RWKV layers: parameters, "
                             "matmul FLOPs (training, prefill, decode), the bytes saved for backward (its CPU loop) and "

@@ -41,6 +41,7 @@ from .kda import KimiDeltaAttentionMixer
 from .lightning import LightningAttentionMixer
 from .rglru import RGLRUMixer
 from .rwkv import RwkvChannelMix, RwkvTimeMix
+from .mlstm import MLSTMMixer
 from .shortconv import ShortConvMixer
 
 #: ModelConfig.mamba1_norms: none (mamba), weightless (falcon_mamba), weighted (jamba).
@@ -174,7 +175,7 @@ def linear_mixer(kind: str, phase: str, cfg: Any, facts: Any) -> Block:
     """The mixer of a layer of ModelConfig.mixer_layers whose kind is a linear one: "deltanet"
     (Qwen3-Next, blocks/deltanet.py), "mamba1" (this module), "shortconv" (LFM2, blocks/shortconv.py),
     "lightning" (MiniMax, blocks/lightning.py), "kda" (Kimi Linear, blocks/kda.py), "rglru" (RecurrentGemma, blocks/rglru.py), "rwkv_time" and "rwkv_channel" (RWKV-4,
-    blocks/rwkv.py) or "mamba" (blocks/mamba.py, its training step's code facts.mamba_path, its mup_vector buffer
+    blocks/rwkv.py), "mlstm" (xLSTM, blocks/mlstm.py) or "mamba" (blocks/mamba.py, its training step's code facts.mamba_path, its mup_vector buffer
     facts.mamba_mup_vector)."""
     if kind == "deltanet":
         return GatedDeltaNetMixer(phase, split=cfg.deltanet_split_projections)
@@ -186,6 +187,8 @@ def linear_mixer(kind: str, phase: str, cfg: Any, facts: Any) -> Block:
         return KimiDeltaAttentionMixer(phase)
     if kind == "rglru":
         return RGLRUMixer(phase)
+    if kind == "mlstm":
+        return MLSTMMixer(phase)
     if kind in ("rwkv_time", "rwkv_channel"):
         return RwkvTimeMix(phase) if kind == "rwkv_time" else RwkvChannelMix(phase)
     if kind == "mamba1":
