@@ -8,7 +8,7 @@ ffn_round_up_to_multiple_of), a residual add: two of nemotron_h's one-mixer laye
 int(hidden_size x qk_dim_factor) / num_heads (ModelConfig.d_head) and value width
 int(hidden_size x v_dim_factor) / num_heads (ModelConfig.v_head_dim); its kernels' chunk is
 chunk_size. RMSNorms with a weight only; out_norm; the logits soft-capped at output_logit_soft_cap;
-an untied head by default.
+a head never tied (the class has no _tied_weights_keys, whatever tie_word_embeddings says).
 
 Refused in one line: use_bias (its norms' biases are not modelled), weight_mode other than single,
 mode other than inference (the default, which the training forward runs too), add_out_norm false,
@@ -57,7 +57,7 @@ def _xlstm(f: Fields, name: str) -> ModelConfig:
         n_heads=heads, n_kv_heads=heads, d_head=qk // heads, v_head_dim=v // heads, d_ff=d_ff,
         n_decoder_layers=2 * n_layers, position="none", norm="rmsnorm", norm_position="pre",
         activation="swiglu", qkv_bias=False, out_bias=False, ffn_bias=False, lm_head_bias=False, head="lm",
-        tie_embeddings=f.get("tie_word_embeddings", False, bool),
+        tie_embeddings=False,  # xLSTMForCausalLM names no tied weights: tie_word_embeddings ties nothing
         logit_softcap=f.get("output_logit_soft_cap", 30.0, float), mixer_layers=True,
         layer_pattern=("mlstm", "mlp") * n_layers, chunk_size=f.get("chunk_size", 64, minimum=1))
 
