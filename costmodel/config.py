@@ -224,6 +224,7 @@ class ModelConfig:
     mamba1_inner: int | None = None  # Mamba-1 mixers (blocks/mamba1.py): inner width, dt's rank, dt/B/C norms
     dt_rank: int | None = None
     mamba1_norms: str = "none"
+    lru_width: int | None = None  # Griffin's RG-LRU recurrent blocks (blocks/rglru.py): their width
     # DeepSeek-V4 (transformers' deepseek_v4; blocks/deepseek_v4.py), all set or none: hyper_streams
     # residual streams (hc_mult) mixed by a hyper-connection before each sublayer and one before the
     # final norm; the attention's output through output_groups groups of output_rank (o_groups,
@@ -469,7 +470,8 @@ class ModelConfig:
         """Decoder layers with a sliding window."""
         if self.sliding_window is None:
             return 0
-        return self.n_decoder_layers if self.window_layers is None else self.window_layers
+        return (self.n_mixer_layers("attention") if self.mixer_layers  # all slide (recurrent_gemma)
+                else self.n_decoder_layers if self.window_layers is None else self.window_layers)
 
     def layer_kind_at(self, stack: str, index: int) -> str | None:
         """The kind label (costmodel/layer_kinds.py's layer_kinds) of layer `index` (from
@@ -518,14 +520,15 @@ class ModelConfig:
             "m_c": self.csa_rate or 1, "m_h": self.hca_rate or 1,
             "L_cs": max(self.csa_layers, 1), "L_hc": max(self.hca_layers, 1),
             **dict(zip(("L_ws", "L_fs"), (max(count, 1) for count in kv_shared_counts(self)))),
-            **{symbol: max(self.n_mixer_layers(mixer), 1) for symbol, mixer in
-               (("L_m", "mamba"), ("L_a", "attention"), ("L_f", "mlp"), ("L_g", "deltanet"), ("L_m1", "mamba1"),
-                ("L_sc", "shortconv"), ("L_la", "lightning"), ("L_kd", "kda"))},
+            **{symbol: max(self.n_mixer_layers(mixer), 1) for symbol, mixer in zip(
+               ("L_m", "L_a", "L_f", "L_g", "L_m1", "L_sc", "L_la", "L_kd", "L_rg", "L_rt", "L_rc", "L_ml"), ("mamba",
+                "attention", "mlp", "deltanet", "mamba1", "shortconv", "lightning", "kda", "rglru", "rwkv_time",
+                "rwkv_channel", "mlstm"))},
             **{symbol: getattr(self, name) or 1 for symbol, name in
                (("H_m", "mamba_heads"), ("P_m", "mamba_head_dim"), ("N_m", "ssm_state"), ("h_kvg", "global_kv_heads"),
                 ("G_m", "mamba_groups"), ("K_m", "conv_kernel"), ("Q_m", "chunk_size"), ("H_gk", "deltanet_k_heads"),
                 ("H_gv", "deltanet_v_heads"), ("P_gk", "deltanet_k_dim"), ("P_gv", "deltanet_v_dim"),
-                ("D_m1", "mamba1_inner"), ("R_m1", "dt_rank"))},
+                ("D_m1", "mamba1_inner"), ("R_m1", "dt_rank"), ("D_rg", "lru_width"))},
         }
 
     #: Fields that only give a dimension symbol its value (see dimensions()); every other field
@@ -537,7 +540,7 @@ class ModelConfig:
                         "index_n_heads", "index_head_dim", "nope_layers", "layer_pattern", "mamba_heads",
                         "mamba_head_dim", "ssm_state", "mamba_groups", "conv_kernel", "chunk_size", "mamba1_inner",
                         "deltanet_k_heads", "deltanet_v_heads", "deltanet_k_dim", "deltanet_v_dim", "dt_rank",
-                        "per_layer_input", "per_layer_vocab", "global_head_dim", "global_kv_heads",
+                        "per_layer_input", "per_layer_vocab", "global_head_dim", "global_kv_heads", "lru_width",
                         "altup_inputs", "laurel_rank", "output_groups", "output_rank", "csa_layers",
                         "hca_layers", "csa_rate", "hca_rate", "zero_experts")
 

@@ -112,6 +112,8 @@ class Facts:
     layer_scalar_buffer: bool = False
     # the embedding scale sqrt(d) is a one-element buffer in the model dtype
     embed_scale_buffer: bool = False
+    # that buffer is bf16 whatever the model dtype (RecurrentGemmaModel's normalizer): 2 bytes
+    embed_scale_bf16: bool = False
     # the per-layer table reads its own copy of the token ids (Gemma 3n's get_per_layer_inputs:
     # torch.where(in_table, input_ids, 0)), which its embedding keeps: one more int64 per token
     per_layer_ids_copied: bool = False
@@ -257,6 +259,9 @@ class Facts:
     # "forward" tables are made once per attention type the layers have (Gemma 3: a local RoPE for
     # its sliding layers, a global one for its full layers), not once per stack
     rotary_tables_per_layer_type: bool = False
+    # every attention layer builds its own rotary module (RecurrentGemmaAttention's rotary_emb): a
+    # set of tables and inv_freq buffers per attention layer (ModelConfig.mixer_layers)
+    rotary_tables_per_attention_layer: bool = False
     # one of those sets is the model's global RoPE, built and held (its inv_freq buffers) but never
     # called (GraniteSWA's rotary_emb beside its per-base rotary_embs), so it makes no tables
     rotary_global_set_unused: bool = False

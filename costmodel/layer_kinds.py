@@ -47,9 +47,12 @@ def config_kinds(cfg: ModelConfig, stack: str, layers: sp.Expr) -> list[LayerKin
         return [LayerKind(None, layers)]
     if cfg.mixer_layers:  # nemotron_h: one kind per mixer present, in layer_pattern.MIXERS' order
         counts = {"mamba": S.L_m, "attention": S.L_a, "mlp": S.L_f, "moe": S.L_moe, "deltanet": S.L_g,
-                  "mamba1": S.L_m1, "shortconv": S.L_sc, "lightning": S.L_la, "kda": S.L_kd}
+                  "mamba1": S.L_m1, "shortconv": S.L_sc, "lightning": S.L_la, "kda": S.L_kd,
+                  "rglru": S.L_rg, "rwkv_time": S.L_rt, "rwkv_channel": S.L_rc,
+                  "mlstm": S.L_ml}
         kinds = [LayerKind(mixer, count, experts=mixer == "moe", rope=cfg.rope, mixer=mixer,
-                           post_norms=mixer in cfg.post_norm_mixers)
+                           post_norms=mixer in cfg.post_norm_mixers,
+                           window=mixer == "attention" and cfg.sliding_window is not None)
                  for mixer, count in counts.items() if cfg.n_mixer_layers(mixer)]
         return post_normed_mlps(cfg, kinds, counts)
     if cfg.hyper_streams:  # DeepSeek-V4: sliding-only, CSA and HCA layers, every one windowed with experts

@@ -36,9 +36,11 @@ class LayerKind:
 #: The one mixer of each layer of a hybrid model (nemotron_h's M, *, - and E): a Mamba-2 mixer
 #: (blocks/mamba.py), attention, a dense MLP or a mixture of experts, each after its own norm; a
 #: Gated DeltaNet (blocks/deltanet.py), a Mamba-1 mixer (blocks/mamba1.py) or LFM2's gated short
-#: convolution (blocks/shortconv.py), MiniMax's lightning attention (blocks/lightning.py) or Kimi
-#: Delta Attention (blocks/kda.py).
-MIXERS = ("mamba", "attention", "mlp", "moe", "deltanet", "mamba1", "shortconv", "lightning", "kda")
+#: convolution (blocks/shortconv.py), MiniMax's lightning attention (blocks/lightning.py), Kimi
+#: Delta Attention (blocks/kda.py), Griffin's RG-LRU recurrent block (blocks/rglru.py), RWKV-4's
+#: time and channel mixes (blocks/rwkv.py) or xLSTM's mLSTM (blocks/mlstm.py).
+MIXERS = ("mamba", "attention", "mlp", "moe", "deltanet", "mamba1", "shortconv", "lightning", "kda", "rglru",
+          "rwkv_time", "rwkv_channel", "mlstm")
 #: The Mamba-2 sizes a model with a "mamba" layer gives (and a model without one leaves None).
 MAMBA_SIZES = ("mamba_heads", "mamba_head_dim", "mamba_groups")
 #: The chunk both chunked linear mixers give (Mamba-2, Gated DeltaNet).
@@ -65,14 +67,17 @@ def check_mixer_layers(cfg, owner: str) -> None:
     has_conv = cfg.mixer_layers and isinstance(pattern, tuple) and "shortconv" in pattern
     has_lightning = cfg.mixer_layers and isinstance(pattern, tuple) and "lightning" in pattern
     has_kda = cfg.mixer_layers and isinstance(pattern, tuple) and "kda" in pattern
+    has_rglru = cfg.mixer_layers and isinstance(pattern, tuple) and "rglru" in pattern
+    has_mlstm = cfg.mixer_layers and isinstance(pattern, tuple) and "mlstm" in pattern
     for names, present, kind in ((MAMBA_SIZES, has_mamba, "a mamba layer"),
                                  (DELTANET_SIZES, has_deltanet or has_kda, "a deltanet or kda layer"),
                                  (MAMBA1_SIZES, has_mamba1, "a mamba1 layer"),
                                  (("ssm_state",), has_mamba or has_mamba1, "a mamba or mamba1 layer"),
-                                 (LINEAR_SIZES, has_mamba or has_deltanet or has_lightning or has_kda,
-                                  "a mamba, deltanet, lightning or kda layer"),
-                                 (("conv_kernel",), has_mamba or has_deltanet or has_mamba1 or has_conv or has_kda,
-                                  "a mamba, deltanet, mamba1, shortconv or kda layer")):
+                                 (LINEAR_SIZES, has_mamba or has_deltanet or has_lightning or has_kda or has_mlstm,
+                                  "a mamba, deltanet, lightning, kda or mlstm layer"),
+                                 (("lru_width",), has_rglru, "an rglru layer"),
+                                 (("conv_kernel",), has_mamba or has_deltanet or has_mamba1 or has_conv or has_kda
+                                  or has_rglru, "a mamba, deltanet, mamba1, shortconv, kda or rglru layer")):
         for name in names:
             if present:
                 check_int(owner, name, getattr(cfg, name))
@@ -89,9 +94,13 @@ def check_mixer_layers(cfg, owner: str) -> None:
             or any(kind not in MIXERS for kind in pattern)):
         raise ConfigError(f"{owner}: mixer_layers needs a layer_pattern giving one of {', '.join(MIXERS)} "
                           f"for each of the {cfg.n_decoder_layers} decoder layers.")
-    if cfg.architecture != "decoder" or cfg.sliding_window is not None or cfg.n_dense_layers:
-        raise ConfigError(f"{owner}: mixer_layers is modelled for decoder-only models without windows "
-                          "or n_dense_layers (the pattern says which layers have experts).")
+    if cfg.architecture != "decoder" or cfg.window_layers is not None or cfg.n_dense_layers:
+        raise ConfigError(f"{owner}: mixer_layers is modelled for decoder-only models without window_layers "
+                          "(a sliding_window slides every attention layer) or n_dense_layers (the pattern "
+                          "says which layers have experts).")
+    if has_rglru and cfg.lru_width % cfg.n_heads:
+        raise ConfigError(f"{owner}: lru_width ({cfg.lru_width}) is not divisible by n_heads ({cfg.n_heads}), "
+                          "the RG-LRU's gate blocks.")
     if ("moe" in pattern) != cfg.moe:
         raise ConfigError(f"{owner}: a layer_pattern with 'moe' layers needs n_experts, and n_experts "
                           "a 'moe' layer.")
@@ -107,6 +116,13 @@ def check_mixer_layers(cfg, owner: str) -> None:
         raise ConfigError(f"{owner}: deltanet_v_heads ({cfg.deltanet_v_heads}) is not divisible by "
                           f"deltanet_k_heads ({cfg.deltanet_k_heads}).")
     check_post_norm_mixers(cfg, owner, pattern)
+
+
+def states_context(cfg: Any) -> bool:
+    """Whether the model's context is bounded by the config's max_positions: a model with attention,
+    unless every attention layer of a one-mixer-a-layer stack slides (RecurrentGemma's config
+    states no context length; its recurrent blocks and local attention take any)."""
+    return not (cfg.mixer_layers and ("attention" not in (cfg.layer_pattern or ()) or cfg.sliding_window is not None))
 
 
 def check_post_norm_mixers(cfg, owner: str, pattern: tuple) -> None:

@@ -392,11 +392,13 @@ class TreeBuilder:
         at = dataclasses.replace(layer, sublayer=kind.mixer)
         if kind.mixer in ("mlp", "moe"):
             return self.ffn(at, S.b * seq, kind.experts)
-        if kind.mixer == "attention":
-            cached = self.cached_tokens(False)
+        if kind.mixer == "attention":  # every attention layer slides where the model has a window
+            window = kind.window and self.profile.facts.applies_sliding_window
+            cached = self.cached_tokens(window)
             if self.decode:
-                return self.attention(at, seq, S.c, cross=False, cached=cached, kv_len=seq, rope=kind.rope)
-            return self.attention(at, seq, seq, cross=False, cached=cached, rope=kind.rope)
+                return self.attention(at, seq, S.c, cross=False, cached=cached, kv_len=seq, rope=kind.rope,
+                                      window=window)
+            return self.attention(at, seq, seq, cross=False, cached=cached, rope=kind.rope, window=window)
         tokens = S.b * seq
         pre, post = self.norms(at, tokens)
         mixer = B.linear_mixer(kind.mixer, self.phase, self.cfg, self.profile.facts)
@@ -419,6 +421,8 @@ class TreeBuilder:
         width = S.d_r if cfg.partial_rotary else S.d_h
         if cfg.global_head_dim and per_type:  # Gemma 4: a table per kind, the full layers' d_hg wide
             sets, width = 1, (S.d_h if cfg.n_window_layers else 0) + (S.d_hg if mixed or not cfg.n_window_layers else 0)
+        if self.profile.facts.rotary_tables_per_attention_layer and cfg.mixer_layers:  # RecurrentGemma's
+            per_type, sets = True, S.L_a
         rotary = B.RotaryTables(seq, self.profile, width, sets=sets if per_type else 1)
         # OPT-350m: the last hidden state projected out to the d_e-wide head, which keeps it.
         project_out = B.EmbeddingProjection(S.b * seq, S.d, S.d_e, output_kept=True)

@@ -30,6 +30,7 @@ import sympy as sp
 from . import symbols as S
 from .config import DTYPE_BYTES, KV_CACHES, ConfigError, ModelConfig, Workload, require_decoder, show
 from .defaults import has_attention
+from .layer_pattern import states_context
 from .evaluate import Sweep
 from .hardware import Efficiency, Hardware, kernel_times
 from .memory import decode_phase_bytes, inference_phases
@@ -309,7 +310,7 @@ class Roofline:
             "max_context": max(max_context, 0),
             # max_context is memory's; the model stops here (none stated by a model without attention:
             # Mamba's configs give no context length, each sequence's cache a fixed recurrent state)
-            "model_context": self.cfg.max_positions if has_attention(self.cfg) else None,
+            "model_context": self.cfg.max_positions if states_context(self.cfg) else None,
             "fixed_state": not has_attention(self.cfg),
             "logits": logits_kept(self.prefill_model.profile.logits_to_keep),  # the prefill's, in "bytes"
         }

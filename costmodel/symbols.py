@@ -81,6 +81,14 @@ L_sc = _dim("L_sc")  # layers whose one mixer is a short convolution (mixer_laye
 L_la = _dim("L_la")  # layers whose one mixer is a lightning attention (mixer_layers)
 # Kimi Delta Attention (transformers' kimi_linear, blocks/kda.py; H_gv heads of P_gv, K_m taps).
 L_kd = _dim("L_kd")  # layers whose one mixer is a Kimi Delta Attention (mixer_layers)
+# Griffin's RG-LRU recurrent blocks (transformers' recurrent_gemma, blocks/rglru.py; h gate blocks, K_m taps).
+D_rg = _dim("D_rg")  # RG-LRU width (lru_width)
+L_rg = _dim("L_rg")  # layers whose one mixer is an RG-LRU recurrent block (mixer_layers)
+# RWKV-4's time and channel mixes (transformers' rwkv, blocks/rwkv.py; d wide, the channel mix d_ff).
+L_rt = _dim("L_rt")  # layers whose one mixer is an RWKV time mix (mixer_layers)
+L_rc = _dim("L_rc")  # layers whose one mixer is an RWKV channel mix (mixer_layers)
+# xLSTM's mLSTM (transformers' xlstm, blocks/mlstm.py; h heads of d_h query/key and d_v value width, chunk Q_m).
+L_ml = _dim("L_ml")  # layers whose one mixer is an mLSTM (mixer_layers)
 # DeepSeek-V4 (transformers' deepseek_v4, blocks/deepseek_v4.py): the hyper-connections' residual
 # streams, the grouped output projection's groups and rank, the two compression rates and the
 # layers of each compressed kind (the others slide only).
@@ -106,7 +114,7 @@ dp = _dim("dp")  # data-parallel ranks (ZeRO/FSDP shard over them)
 
 MODEL_SYMBOLS = (d, h, h_kv, d_h, d_ff, V, P, N_tt, N_rb, L_enc, L_dec, d_r, d_e, w, L_w, E, k,
                  d_x, d_s, d_l, L_moe, r_q, r_kv, d_v, L_np, H_m, P_m, N_m, G_m, K_m, Q_m, L_m, L_a, L_f,
-                 H_gk, H_gv, P_gk, P_gv, L_g, D_m1, R_m1, L_m1, L_sc, L_la, L_kd, p_l, V_pl, d_hg, L_ws, L_fs, h_kvg,
+                 H_gk, H_gv, P_gk, P_gv, L_g, D_m1, R_m1, L_m1, L_sc, L_la, L_kd, D_rg, L_rg, L_rt, L_rc, L_ml, p_l, V_pl, d_hg, L_ws, L_fs, h_kvg,
                  H_c, g_o, r_o, m_c, m_h, L_cs, L_hc, Z)
 WORKLOAD_SYMBOLS = (b, n, s, T, c, e)
 #: The tokens a generation of T feeds back, each taking a position and a place in the KV cache: the
@@ -171,6 +179,11 @@ LATEX_NAMES = {
     L_sc: r"L_{conv}",
     L_la: r"L_{lightning}",
     L_kd: r"L_{kda}",
+    D_rg: r"D_{rg}",
+    L_rg: r"L_{rglru}",
+    L_rt: r"L_{rwkv,t}",
+    L_rc: r"L_{rwkv,c}",
+    L_ml: r"L_{mlstm}",
     H_c: r"H_{c}",
     g_o: r"g_{o}",
     r_o: r"r_{o}",
@@ -234,6 +247,11 @@ DESCRIPTIONS = {
     L_sc: "short convolution layers",
     L_la: "lightning attention layers",
     L_kd: "Kimi Delta Attention layers",
+    D_rg: "RG-LRU width",
+    L_rg: "RG-LRU recurrent layers",
+    L_rt: "RWKV time-mix layers",
+    L_rc: "RWKV channel-mix layers",
+    L_ml: "mLSTM layers",
     H_c: "hyper-connection residual streams",
     g_o: "grouped output projection's groups",
     r_o: "grouped output projection's rank per group",

@@ -13,6 +13,7 @@ from typing import Any
 
 from . import spec
 from .errors import ConfigError, check_bool, check_choice, check_int, show
+from .layer_pattern import states_context
 from .facts import facts_for
 from .spec import (ATTENTIONS, CANONICAL_DTYPE, DTYPE_BYTES, IMPLEMENTATIONS, KV_CACHES, MLA_FORMS, OPTIMIZERS,
                    PRECISIONS, RECOMPUTES)
@@ -253,6 +254,14 @@ class Workload:
                 f"tgt_len applies only to encoder-decoder models; {cfg.name} is "
                 f"{'an' if cfg.architecture[0] in 'aeiou' else 'a'} {cfg.architecture}."
             )
+        if cfg.n_mixer_layers("rwkv_time") and self.batch > 1 and self.gen_tokens > 1:
+            raise ConfigError(f"a cached decode step of model {show(cfg.name)} at batch {self.batch} is not modelled: "
+                              "transformers' RwkvForCausalLM broadcasts each sequence's state against every sequence "
+                              "(b x b rows a step); use batch 1 or gen_tokens <= 1.")
+        if cfg.n_mixer_layers("rglru") and self.seq_len == 1:
+            raise ConfigError(f"seq_len 1 runs model {show(cfg.name)}'s RG-LRU blocks through their decode branch "
+                              "(a sum of products for the conv) in training and prefill, which is not modelled; "
+                              "use seq_len >= 2.")
         warnings = []
         if self.gen_tokens and not cfg.n_decoder_layers:
             warnings.append(f"model {show(cfg.name)} is an encoder: it does not generate tokens, so "
@@ -260,7 +269,7 @@ class Workload:
         if self.kv_dtype is not None and not cfg.n_decoder_layers:
             warnings.append(f"model {show(cfg.name)} is an encoder: it keeps no KV cache, so the {self.kv_dtype} "
                             "KV cache asked for changes nothing.")
-        attends = not cfg.mixer_layers or cfg.n_mixer_layers("attention")  # a pure Mamba-2 stack has no context
+        attends = states_context(cfg)  # a pure Mamba-2 stack has no context, nor RecurrentGemma
         for side, length in self.lengths(cfg).items():
             if length <= cfg.max_positions or not attends:
                 continue
@@ -345,6 +354,21 @@ class Workload:
                             "(2 x 4 b H C Q^2 P bytes a layer, C chunks of Q 64; with fla installed chunk_kda keeps far less: not modelled); "
                             "other FLOPs leave out what the mixer runs besides its matmuls and the conv's silu "
                             "(blocks/kda.py).")
+        if cfg.n_mixer_layers("mlstm"):
+            warnings.append(f"model {show(cfg.name)} has {cfg.n_mixer_layers('mlstm')} mLSTM layers: parameters, "
+                            "matmul FLOPs (training, prefill, decode) and the state are proven against transformers' "
+                            "class; their other FLOPs and the bytes they save for backward are not modelled "
+                            "(blocks/mlstm.py).")
+        if cfg.n_mixer_layers("rwkv_time"):
+            warnings.append(f"model {show(cfg.name)} has {cfg.n_mixer_layers('rwkv_time')} RWKV layers: parameters, "
+                            "matmul FLOPs (training, prefill, decode), the bytes saved for backward (its CPU loop) and "
+                            "the state are proven against transformers' class; the mixes' other FLOPs are not "
+                            "modelled (blocks/rwkv.py).")
+        if cfg.n_mixer_layers("rglru"):
+            warnings.append(f"model {show(cfg.name)} has {cfg.n_mixer_layers('rglru')} RG-LRU recurrent blocks: "
+                            "parameters, buffers, matmul FLOPs (training, prefill, decode), the bytes saved for "
+                            "backward and the states held are proven against transformers' class; their other "
+                            "FLOPs are not modelled (blocks/rglru.py).")
         if cfg.n_experts and self.impl != "reference" and facts_for(self.impl, cfg.family).experts_every_token:
             warnings.append(f"model {show(cfg.name)} as transformers' code runs it (impl {self.impl}) sends "
                             f"every token through all {cfg.n_experts} routed experts, each scaled by its "

@@ -118,7 +118,10 @@ def _tiny_newer_fields(cfg: ModelConfig, d_head: int) -> dict[str, Any]:
                       ssm_state=None if cfg.ssm_state is None else 16,
                       chunk_size=None if cfg.chunk_size is None else 16,
                       mamba1_inner=_scaled(cfg.mamba1_inner, cfg.d_model, TINY_WIDTH),
-                      dt_rank=_scaled(cfg.dt_rank, cfg.d_model, TINY_WIDTH))
+                      dt_rank=_scaled(cfg.dt_rank, cfg.d_model, TINY_WIDTH),
+                      # RecurrentGemma's RG-LRU, a multiple of the tiny heads (its gates' blocks)
+                      lru_width=None if cfg.lru_width is None
+                      else TINY_HEADS * max(1, round(cfg.lru_width * TINY_WIDTH / cfg.d_model / TINY_HEADS)))
         if cfg.deltanet_k_heads is not None:  # the value heads a multiple of the key heads, as the model's
             fields.update(deltanet_k_heads=2, deltanet_v_heads=2 * (cfg.deltanet_v_heads // cfg.deltanet_k_heads),
                           deltanet_k_dim=_scaled(cfg.deltanet_k_dim, cfg.d_head, d_head, even=True),

@@ -18,9 +18,9 @@ from costmodel.hf import ARCHITECTURE_TYPES, SUPPORTED_MODEL_TYPES
 #: Families whose transformers 5.24 class refuses sdpa (its _supports_sdpa False), flash_attention_2
 #: (_supports_flash_attn False).
 NO_SDPA = {"gemma2", "vaultgemma", "gpt_oss", "bloom", "mpt", "gpt_neo", "mamba2", "mamba", "falcon_mamba", "granite_swa", "granitemoe_swa", "xglm",
-           "megatron-bert", "mimo_v2_flash", "openai-gpt", "deepseek_v4", "gpt_neox_japanese"}
+           "megatron-bert", "mimo_v2_flash", "openai-gpt", "deepseek_v4", "gpt_neox_japanese", "rwkv", "xlstm"}
 NO_FLASH = {"bloom", "mpt", "t5", "llama4_text", "mamba2", "deepseek_v32", "glm_moe_dsa", "mamba", "falcon_mamba", "xglm", "doge",
-            "megatron-bert", "openai-gpt", "deepseek_v4", "gpt_neox_japanese", "mllama"}
+            "megatron-bert", "openai-gpt", "deepseek_v4", "gpt_neox_japanese", "mllama", "rwkv", "xlstm"}
 #: Model types read as another family (costmodel/hf.py): Falcon's layouts, the types run as Llama.
 FAMILY_OF = {"falcon_new": "falcon", "falcon_rw": "falcon"}
 #: Model types whose reader names their family otherwise (the key of their facts).

@@ -130,7 +130,7 @@ def test_reference_refuses_an_activation_its_table_lacks(tmp_path, capsys):
     [
         ("{not json", "not valid JSON"),
         ("[1, 2]", "JSON object"),
-        ('{"model_type": "rwkv"}', "unsupported model_type 'rwkv'"),
+        ('{"model_type": "reformer"}', "unsupported model_type 'reformer'"),
         ('{"model_type": "llama", "hidden_size": 64}', "missing field"),
         ('{"model_type": "llama", "vocab_size": 99, "hidden_size": 50, "intermediate_size": 37, '
          '"num_hidden_layers": 2, "num_attention_heads": 6}', "hidden_size (50) is not divisible by num_attention_heads (6)"),
@@ -476,7 +476,7 @@ def test_unsupported_model_type_names_the_supported_ones(tmp_path, capsys):
     from costmodel.hf import SUPPORTED_MODEL_TYPES
 
     config = tmp_path / "config.json"
-    config.write_text(json.dumps({"model_type": "rwkv", "hidden_size": 8}))
+    config.write_text(json.dumps({"model_type": "reformer", "hidden_size": 8}))
     code, _, err = run_main(["estimate", "--config", str(config)], capsys)
     assert code == 2 and len(err.strip().splitlines()) == 1
     assert err.startswith("error: ") and all(name in err for name in SUPPORTED_MODEL_TYPES)

@@ -56,6 +56,9 @@ from .mamba1 import Mamba1Mixer, linear_mixer, mamba1_state_bytes
 from .shortconv import ShortConvMixer, shortconv_state_bytes
 from .lightning import LightningAttentionMixer, lightning_state_bytes
 from .kda import KimiDeltaAttentionMixer, kda_state_bytes
+from .rglru import RGLRUMixer, rglru_state_bytes
+from .rwkv import RwkvChannelMix, RwkvTimeMix
+from .mlstm import MLSTMMixer
 from .indexer import LightningIndexer
 from .deepseek_v4 import Compressor, GroupedOutput, HyperConnection, HyperHead, V4Projections, compressed_entries
 from .mla import LatentAttention
@@ -84,7 +87,8 @@ __all__ = [
     "kv_cache_bytes", "linears_cost", "mamba_state_bytes", "quantized_bytes",
     "AttentionOutputGate", "GatedDeltaNetMixer", "deltanet_state_bytes", "Mamba1Mixer", "mamba1_state_bytes",
     "linear_mixer", "ShortConvMixer", "shortconv_state_bytes", "LightningAttentionMixer",
-    "lightning_state_bytes", "KimiDeltaAttentionMixer", "kda_state_bytes", "PerLayerEmbeddings", "PerLayerInput",
+    "lightning_state_bytes", "KimiDeltaAttentionMixer", "kda_state_bytes", "RGLRUMixer",
+    "rglru_state_bytes", "RwkvTimeMix", "RwkvChannelMix", "MLSTMMixer", "PerLayerEmbeddings", "PerLayerInput",
     "AltUpEmbedding", "AltUpLayer", "AltUpUnembedding", "Laurel",
     "Compressor", "GroupedOutput", "HyperConnection", "HyperHead", "V4Projections", "compressed_entries",
 ]

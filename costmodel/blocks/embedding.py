@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .. import symbols as S
-from ..terms import FP32, INDEX, ZERO, Expr, elementwise_bytes
+from ..terms import FP32, INDEX, ZERO, Expr, elementwise_bytes, if_fp32
 from .base import Block, Cost, Profile, Tensor, linear_bytes, linear_flops, make_cost, weight_matrix
 
 
@@ -34,11 +34,13 @@ class TokenEmbedding(Block):
         # What layer 0 reads is d wide (after a projection in, where there is one).
         output = S.e * self.tokens * S.d if self.output_kept else 0
         # Gemma holds its scale as a one-element buffer in the model dtype (facts.embed_scale_buffer).
-        buffer = S.e if self.scaled and self.profile.facts.embed_scale_buffer else 0
+        bf16 = self.profile.facts.embed_scale_bf16  # RecurrentGemma's normalizer, cast to the
+        buffer = (2 if bf16 else S.e) if self.scaled and self.profile.facts.embed_scale_buffer else 0
+        cast = if_fp32(FP32) if bf16 and self.scaled else 0  # dtype each forward: in fp32 a copy the product keeps
         return make_cost(
             tensors=[Tensor(S.V + self.extra_rows, self.width)] if self.owns_table else [],
             elements=[("mul", scale)],
-            saved_bytes=INDEX * self.tokens + output,
+            saved_bytes=INDEX * self.tokens + output + cast,
             bytes_other=elementwise_bytes(self.tokens * self.width),  # gather rows, write them
             input_bytes=INDEX * self.tokens,  # the int64 ids the caller passes
             saved_input_bytes=INDEX * self.tokens,  # the ids it keeps are those

@@ -39,6 +39,9 @@ from .deltanet import GatedDeltaNetMixer
 from .mamba import Mamba2Mixer, ShortConvPhases
 from .kda import KimiDeltaAttentionMixer
 from .lightning import LightningAttentionMixer
+from .rglru import RGLRUMixer
+from .rwkv import RwkvChannelMix, RwkvTimeMix
+from .mlstm import MLSTMMixer
 from .shortconv import ShortConvMixer
 
 #: ModelConfig.mamba1_norms: none (mamba), weightless (falcon_mamba), weighted (jamba).
@@ -171,7 +174,8 @@ class Mamba1Mixer(ShortConvPhases, Block):
 def linear_mixer(kind: str, phase: str, cfg: Any, facts: Any) -> Block:
     """The mixer of a layer of ModelConfig.mixer_layers whose kind is a linear one: "deltanet"
     (Qwen3-Next, blocks/deltanet.py), "mamba1" (this module), "shortconv" (LFM2, blocks/shortconv.py),
-    "lightning" (MiniMax, blocks/lightning.py), "kda" (Kimi Linear, blocks/kda.py) or "mamba" (blocks/mamba.py, its training step's code facts.mamba_path, its mup_vector buffer
+    "lightning" (MiniMax, blocks/lightning.py), "kda" (Kimi Linear, blocks/kda.py), "rglru" (RecurrentGemma, blocks/rglru.py), "rwkv_time" and "rwkv_channel" (RWKV-4,
+    blocks/rwkv.py), "mlstm" (xLSTM, blocks/mlstm.py) or "mamba" (blocks/mamba.py, its training step's code facts.mamba_path, its mup_vector buffer
     facts.mamba_mup_vector)."""
     if kind == "deltanet":
         return GatedDeltaNetMixer(phase, split=cfg.deltanet_split_projections)
@@ -181,6 +185,12 @@ def linear_mixer(kind: str, phase: str, cfg: Any, facts: Any) -> Block:
         return LightningAttentionMixer(phase)
     if kind == "kda":
         return KimiDeltaAttentionMixer(phase)
+    if kind == "rglru":
+        return RGLRUMixer(phase)
+    if kind == "mlstm":
+        return MLSTMMixer(phase)
+    if kind in ("rwkv_time", "rwkv_channel"):
+        return RwkvTimeMix(phase) if kind == "rwkv_time" else RwkvChannelMix(phase)
     if kind == "mamba1":
         return Mamba1Mixer(phase, bias=cfg.mamba_bias, conv_bias=cfg.conv_bias, norms=cfg.mamba1_norms)
     return Mamba2Mixer(phase, path=facts.mamba_path, bias=cfg.mamba_bias, conv_bias=cfg.conv_bias,

@@ -93,6 +93,12 @@ def tensor_split_error(cfg: ModelConfig, tp: int, inference: bool) -> str | None
     of them, each head replicated over tp / h_kv ranks as vLLM does (split.kv_heads_per_rank;
     QKVParallelLinear's divide(tp_size, total_num_kv_heads) needs the multiple)."""
     name, kv = show(cfg.name), cfg.n_kv_heads
+    if tp > 1 and cfg.n_mixer_layers("mlstm"):  # blocks/mlstm.py: no tensor-parallel split modelled
+        return f"splits mLSTM mixers, which are not modelled under tensor parallelism (model {name})"
+    if tp > 1 and cfg.n_mixer_layers("rwkv_time"):  # blocks/rwkv.py: no tensor-parallel split modelled
+        return f"splits RWKV time and channel mixes, which are not modelled under tensor parallelism (model {name})"
+    if tp > 1 and cfg.n_mixer_layers("rglru"):  # blocks/rglru.py: no tensor-parallel split modelled
+        return f"splits RG-LRU recurrent blocks, which are not modelled under tensor parallelism (model {name})"
     if tp > 1 and cfg.n_mixer_layers("kda"):  # blocks/kda.py: no tensor-parallel split modelled
         return f"splits Kimi Delta Attention, which is not modelled under tensor parallelism (model {name})"
     if tp > 1 and cfg.deltanet_v_heads is not None:  # blocks/deltanet.py: no tensor-parallel split modelled

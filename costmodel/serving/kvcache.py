@@ -167,7 +167,8 @@ def check_engine_cache(cfg: Any, engine: str | None = "vllm") -> None:
     (state_slots.py: Mamba-2 and Gated DeltaNet states under transformers' continuous batching,
     or with no attention layer; Mamba-1 states under any engine)."""
     for mixer, kind in (("mamba1", "Mamba-1"), ("shortconv", "short-convolution"),
-                         ("lightning", "lightning-attention"), ("kda", "Kimi Delta Attention")):
+                         ("lightning", "lightning-attention"), ("kda", "Kimi Delta Attention"),
+                         ("rglru", "RG-LRU"), ("rwkv_time", "RWKV"), ("mlstm", "mLSTM")):
         if cfg.n_mixer_layers(mixer):
             raise ConfigError(f"model {cfg.name!r} keeps {kind} states per sequence, whatever its length; "
                               "an engine's cache for them (vLLM's per-request state slots) is not modelled.")
