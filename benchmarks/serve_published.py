@@ -6,7 +6,8 @@ and its H200 launch note's FP8 ones. Printed as Markdown tables (docs/serving.md
 Last tables: MLPerf Inference Llama-2-70B (closed division), Offline and Server scenarios, from
 the LoadGen summaries: v4.0 Azure NC80adis_H100_v5 (2 x H100 NVL 94 GB over an NVLink bridge,
 TensorRT 9.3.0) and v4.1 NVIDIA DGX H100 (8 x H100 SXM, four engines of tp 2); since session 25 also NVIDIA's
-v4.1 GH200 x 1, v4.1 and v4.0 H200 x 8 and v4.1 H200 CTS x 8 (eight engines of tp 1), each with its 'assumed'. The harness
+v4.1 GH200 x 1, v4.1 and v4.0 H200 x 8 and v4.1 H200 CTS x 8 (eight engines of tp 1), each with its 'assumed'; since
+session 26 AMD's v4.1 8 x MI300X (eight vLLM engines of tp 1, its Offline ones eager; its own 'assumed'). The harness
 settings (tensor parallelism 2, or 1 on the H200 and GH200 systems, FP8, in-flight batching up to the config's gpu_batch_size, 90%
 of free memory for the KV cache) are NVIDIA's config classes of each round (Azure's README says
 it ran NVIDIA's). Ours: `serve` with vLLM's continuous-batching scheduler on the h100-nvl,
@@ -45,7 +46,12 @@ the CPU time it spreads over the 10 steps is not modelled, nor is any CPU time.
 
 Sarathi-Serve's Table 2 (benchmarks/published_sarathi.py), NVIDIA NIM's benchmarking guide
 (benchmarks/published_nim.py) and torchao's vLLM 0.13 throughput runs of Llama 3.1 8B on an H100 and a B200
-(benchmarks/published_torchao_vllm.py): each source's rows, setup and runner in a module of its own, printed here.
+(benchmarks/published_torchao_vllm.py), and since session 26 LMDeploy's TurboMind static-inference tables on an
+A100 (benchmarks/published_lmdeploy.py) and AMD's vLLM throughput table on 8 MI300X
+(benchmarks/published_amd_vllm_throughput.py): each source's rows, setup and runner in a module of its own; and
+TensorRT-LLM 0.17's perf overview (A100 FP16 Llama 3.1 8B and Mixtral 8x7B, H100 FP8 Mixtral; rows and choices in
+benchmarks/published_trtllm_v017.py, run by trtllm_v017_options below with the v1.0 rows' heuristic), and the same
+page's online-serving table of 0.14 (benchmarks/published_trtllm_online.py).
 
 TensorRT-LLM's performance overview (NVIDIA/TensorRT-LLM docs/source/performance/perf-overview.md at commit
 00f37686, the v1.0 page: trtllm-bench throughput on the PyTorch backend, every request at once, "Total Output
@@ -61,7 +67,9 @@ once) throughputs and online (4 and 8 req/s) medians. Ours: vllm_options with ma
 first 5,000 pairs of vLLM's ShareGPT sample (sharegpt_vllm_lengths_5000.json beside this script), Poisson arrivals.
 
     python benchmarks/serve_published.py [nim | trtllm-bench | sglang-vllm [SHAREGPT.json] | vllm [SHAREGPT.json]
-                                          | mlperf [LENGTHS.json] | torchao-vllm]
+                                          | mlperf [LENGTHS.json] | torchao-vllm | lmdeploy
+                                          | amd-vllm | trtllm-v017
+                                          | trtllm-online]
 """
 
 from __future__ import annotations
@@ -77,10 +85,15 @@ from costmodel.serving.api import build_replica  # noqa: E402
 from costmodel.serving.workload import Lengths, Request  # noqa: E402
 from benchmarks.published_lengths import (  # noqa: E402
     MLPERF_LENGTHS, VLLM_SHAREGPT, mlperf_input_lengths, sharegpt_lengths)
+from benchmarks.published_amd_vllm_throughput import print_amd_vllm  # noqa: E402
+from benchmarks.published_lmdeploy import print_lmdeploy  # noqa: E402
 from benchmarks.published_nim import print_nim  # noqa: E402
 from benchmarks.published_sarathi import print_sarathi  # noqa: E402
 from benchmarks.published_torchao_vllm import print_torchao_vllm  # noqa: E402
+from benchmarks.published_trtllm_online import print_trtllm_online  # noqa: E402
 from benchmarks.published_trtllm_static import print_static  # noqa: E402
+from benchmarks.published_trtllm_v017 import (  # noqa: E402
+    TRTLLM_V017, TRTLLM_V017_REQUESTS, TRTLLM_V017_SOURCE)
 
 # MLPerf Inference, Llama-2-70B (closed), from the LoadGen summaries. Shared by every system: the model and the
 # output tokens per sample (language/llama2-70b/README.md of mlcommons/inference: "Tokens per sample: 294.45").
@@ -112,13 +125,14 @@ def mlperf_mean_prompt(lengths: Lengths) -> int:
     return round(mlperf_mean(lengths))
 
 
-def mlperf_options(system: dict, max_num_seqs: int) -> dict:
+def mlperf_options(system: dict, max_num_seqs: int, cuda_graphs: str = "auto") -> dict:
     """The replica options of our MLPerf runs: vLLM's scheduler, FP8 weights and KV cache, bf16
     activations (the projections W8A8 at the FP8 peak, as --fp8-gemm auto runs them on an H100),
-    and the engine's token budget where its source gives it."""
+    the engine's token budget where its source gives it, and its graphs (a scenario's "cuda_graphs":
+    AMD's Offline engines ran --enforce-eager)."""
     return {"scheduler": "vllm", "tp": system["tp"], "max_num_seqs": max_num_seqs, "dtype": "bf16",
             "weight_dtype": "fp8", "kv_dtype": "fp8", "gpu_memory_utilization": 0.90,
-            "max_batched_tokens": system["max_batched_tokens"]}
+            "max_batched_tokens": system["max_batched_tokens"], "cuda_graphs": cuda_graphs}
 
 
 def mlperf_offline(system: dict, prompt: int | Lengths, samples: int | None = None) -> float:
@@ -131,7 +145,8 @@ def mlperf_offline(system: dict, prompt: int | Lengths, samples: int | None = No
         raise ConfigError(f"the length histogram holds {len(prompts)} samples, fewer than the {samples} asked for.")
     requests = [Request(i, 0.0, n, MLPERF_OUTPUT) for i, n in enumerate(prompts)]
     span = span_at_once(MLPERF_MODEL, system["hardware"], requests, system["replicas"],
-                        **mlperf_options(system, system["offline"]["max_num_seqs"]))
+                        **mlperf_options(system, system["offline"]["max_num_seqs"],
+                                         system["offline"].get("cuda_graphs", "auto")))
     return samples * MLPERF_OUTPUT / span
 
 
@@ -157,7 +172,8 @@ def mlperf_server(system: dict, prompt: int | Lengths, requests: int | None = No
     run = serve(MLPERF_MODEL, system["hardware"], rate=system["server"]["rate"],
                 requests=requests or system["server"]["requests"],
                 prompt=prompt if isinstance(prompt, Lengths) else str(prompt), output=str(MLPERF_OUTPUT),
-                seed=0, replicas=system["replicas"], **mlperf_options(system, system["server"]["max_num_seqs"]))
+                seed=0, replicas=system["replicas"],
+                **mlperf_options(system, system["server"]["max_num_seqs"], system["server"].get("cuda_graphs", "auto")))
     summary = run.summary()
     return {"tokens_per_s": summary["throughput"]["output_tokens_per_s"], "p99_ttft_s": summary["ttft"]["p99"],
             "p99_tpot_s": summary["tpot"]["p99"]}
@@ -279,10 +295,10 @@ TRTLLM_BENCH = [
 
 
 def trtllm_bench_settings(cfg, hardware, tp: int, prompt: int, output: int,
-                          fraction: float = TRTLLM_BENCH_KV_FRACTION) -> tuple[int, int]:
+                          fraction: float = TRTLLM_BENCH_KV_FRACTION, value_bytes: int = 1) -> tuple[int, int]:
     """trtllm-bench's engine settings when none are given: (max_batch_size, max_num_tokens).
-    tensorrt_llm/bench/build/tuning.py calc_engine_setting and finetune_setting (FP8 weights and KV
-    cache: one byte each; the GPU's whole memory, pynvml's total, here the hardware file's;
+    tensorrt_llm/bench/build/tuning.py calc_engine_setting and finetune_setting (a weight and a KV value
+    of value_bytes each: FP8 1, unquantized FP16 2, its BYTES_PER_ELEM; the GPU's whole memory, pynvml's total, here the hardware file's;
     parameters: the checkpoint's count, here our tree's), then
     tensorrt_llm/bench/benchmark/utils/general.py get_settings: chunked prefill is off by default,
     so max_num_tokens is raised to the longest prompt plus max_batch_size."""
@@ -291,8 +307,8 @@ def trtllm_bench_settings(cfg, hardware, tp: int, prompt: int, output: int,
     from costmodel.api import estimate
 
     gib = 2**30
-    kv_bytes_per_token = 2 * cfg.n_decoder_layers * max(tp, cfg.n_kv_heads) * cfg.d_head * 1 / gib
-    available = hardware.memory_bytes / gib * tp - estimate(cfg).params()["total"] * 1 / gib
+    kv_bytes_per_token = 2 * cfg.n_decoder_layers * max(tp, cfg.n_kv_heads) * cfg.d_head * value_bytes / gib
+    available = hardware.memory_bytes / gib * tp - estimate(cfg).params()["total"] * value_bytes / gib
     requests = available * fraction / (kv_bytes_per_token * (prompt + output))
     raw_bs = min(requests, 4096)
     raw_tokens = min(raw_bs * (1 + prompt / output), 32768)
@@ -347,6 +363,43 @@ def print_trtllm_bench() -> None:
             print(f"| {table['published_model']} ({table['model']}) | {table['gpu']} | {prompt} / {output} "
                   f"| {TRTLLM_BENCH_REQUESTS[(prompt, output)]:,} | {options['max_num_seqs']:,} / "
                   f"{options['max_batched_tokens']:,} | {published:,} | {ours:,.0f} | {ours / published:.2f} |")
+
+
+def trtllm_v017_options(table: dict, prompt: int, output: int) -> dict:
+    """Our replica for a v0.17 row (benchmarks/published_trtllm_v017.py): trtllm_bench_options' schedule with
+    the table's value bytes: FP16 (2) as fp16 weights and cache, FP8 (1) as W8A8 weights and an FP8 cache, the
+    activations in fp16 either way (the page's example engine: "Dtype: float16", "Quantization: FP8")."""
+    import costmodel
+    from costmodel.hardware import load_hardware
+
+    batch, tokens = trtllm_bench_settings(costmodel.load_model(table["model"]), load_hardware(table["hardware"]),
+                                          table["tp"], prompt, output, value_bytes=table["bytes"])
+    formats = {"dtype": "fp16"} if table["bytes"] == 2 else {"dtype": "fp16", "weight_dtype": "fp8", "kv_dtype": "fp8"}
+    return {"scheduler": "trtllm", "tp": table["tp"], "max_num_seqs": batch, "max_batched_tokens": tokens,
+            "gpu_memory_utilization": TRTLLM_BENCH_KV_FRACTION, **formats}
+
+
+def trtllm_v017_throughput(table: dict, prompt: int, output: int, requests: int | None = None) -> float:
+    """Our output tokens per second for a v0.17 row: the page's requests (or `requests`) all at 0, output
+    tokens over the span."""
+    requests = requests or TRTLLM_V017_REQUESTS[(prompt, output)]
+    span = span_at_once(table["model"], table["hardware"], [Request(i, 0.0, prompt, output) for i in range(requests)],
+                        **trtllm_v017_options(table, prompt, output))
+    return requests * output / span
+
+
+def print_trtllm_v017() -> None:
+    print(f"\nTensorRT-LLM 0.17 trtllm-bench, all requests at once. Source: {TRTLLM_V017_SOURCE}\n")
+    print("| model (ours) | GPU | in / out | requests | max_batch_size / max_num_tokens | published tok/s | ours "
+          "| ours / published |")
+    print("|---|---|---|---|---|---|---|---|")
+    for table in TRTLLM_V017:
+        for prompt, output, published in table["rows"]:
+            options, requests = trtllm_v017_options(table, prompt, output), TRTLLM_V017_REQUESTS[(prompt, output)]
+            ours = trtllm_v017_throughput(table, prompt, output)
+            print(f"| {table['published_model']} ({table['model']}) | {table['gpu']} | {prompt} / {output} "
+                  f"| {requests:,} | {options['max_num_seqs']:,} / {options['max_batched_tokens']:,} | {published:,} "
+                  f"| {ours:,.0f} | {ours / published:.2f} |")
 
 
 SGLANG_VLLM_SOURCE = ("sgl-project/sglang benchmark/benchmark_vllm_060/README.md (commit 120affb), the vLLM v0.6.0 rows: "
@@ -443,6 +496,10 @@ def main() -> None:
     print_trtllm_bench()
     print_sglang_vllm()
     print_torchao_vllm()
+    print_lmdeploy()
+    print_amd_vllm()
+    print_trtllm_v017()
+    print_trtllm_online()
     print_mlperf()
 
 
@@ -470,9 +527,12 @@ def print_mlperf(path: str | Path = MLPERF_LENGTHS) -> None:
 # The selectors: each table alone (vllm and mlperf from another length file if one is named), with the
 # most arguments each takes after its name; no selector runs every table.
 SELECTORS = {"nim": (print_nim, 0), "trtllm-bench": (print_trtllm_bench, 0), "sglang-vllm": (print_sglang_vllm, 1),
-             "vllm": (print_vllm, 1), "mlperf": (print_mlperf, 1), "torchao-vllm": (print_torchao_vllm, 0)}
-USAGE = ("nim, trtllm-bench, sglang-vllm [SHAREGPT.json], vllm [SHAREGPT.json], mlperf [LENGTHS.json] or torchao-vllm "
-         "(none: every table)")
+             "vllm": (print_vllm, 1), "mlperf": (print_mlperf, 1), "torchao-vllm": (print_torchao_vllm, 0),
+             "lmdeploy": (print_lmdeploy, 0), "amd-vllm": (print_amd_vllm, 0),
+             "trtllm-v017": (print_trtllm_v017, 0),
+             "trtllm-online": (print_trtllm_online, 0)}
+USAGE = ("nim, trtllm-bench, sglang-vllm [SHAREGPT.json], vllm [SHAREGPT.json], mlperf [LENGTHS.json], torchao-vllm, "
+         "lmdeploy, amd-vllm, trtllm-v017 or trtllm-online (none: every table)")
 
 
 def command(argv: list[str]):

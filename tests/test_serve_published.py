@@ -25,7 +25,7 @@ def script():
 
 def test_mlperf_figures_are_the_loadgen_summaries(script):
     # the mlperf_log_summary.txt files and NVIDIA's config classes the script's docstring names
-    azure, dgx, gh200, h200, h200_v40, h200_cts = script.MLPERF
+    azure, dgx, gh200, h200, h200_v40, h200_cts, amd = script.MLPERF
     # prompts: the dataset's histogram and its mean rounded to a token (mlperf_llama2_70b_lengths.json, below)
     assert (script.MLPERF_MODEL, script.MLPERF_OUTPUT) == ("llama2-70b", 294)
     assert script.mlperf_mean_prompt(script.mlperf_input_lengths()) == 222
@@ -62,6 +62,13 @@ def test_mlperf_figures_are_the_loadgen_summaries(script):
     assert h200_cts["offline"] == {"samples": 24576, "max_num_seqs": 784, "tokens_per_s": 34864.2}
     assert h200_cts["server"] == {"rate": 113.70, "requests": 9000, "max_num_seqs": 1024, "tokens_per_s": 32789.74,
                                   "p99_ttft_s": 0.510351435, "p99_tpot_s": 0.181533810}
+    # session 26: AMD's v4.1 8xMI300X_2xEPYC-9374F (99%): test_VllmFp8 scripts' TP=1 DP=8, Offline --enforce-eager
+    assert (amd["hardware"], amd["tp"], amd["replicas"], amd["max_batched_tokens"]) == ("mi300x", 1, 8, None)
+    assert amd["offline"] == {"samples": 24576, "max_num_seqs": 256, "tokens_per_s": 23514.8, "cuda_graphs": "off"}
+    assert amd["server"] == {"rate": 73.66, "requests": 9000, "max_num_seqs": 256, "tokens_per_s": 21028.23,
+                             "p99_ttft_s": 1.604171041, "p99_tpot_s": 0.197873909}
+    assert script.mlperf_options(amd, 256, "off")["cuda_graphs"] == "off"
+    assert script.mlperf_options(dgx, 896)["cuda_graphs"] == "auto"
 
 
 # Each system's hardware, engines and Offline sequence cap, typed from the sources (not read from
@@ -544,9 +551,15 @@ def test_a_mlperf_file_short_of_offlines_samples_stops_before_any_row(script, tm
     (["nim", "extra"], "'extra'"),
     (["vllm", "a.json", "b.json"], "'b.json'"),
     (["mlperf", "a.json", "b.json"], "'b.json'"),
+    (["lmdeploy", "a.json"], "'a.json'"),
+    (["amd-vllm", "a.json"], "'a.json'"),
+    (["trtllm-v017", "a.json"], "'a.json'"),
+    (["trtllm-online", "a.json"], "'a.json'"),
 ])
 def test_an_unknown_selector_or_extra_argument_is_one_line(argv, words):
     run = subprocess.run([sys.executable, str(SCRIPT), *argv], capture_output=True, text=True, timeout=120)
     assert run.returncode == 2 and run.stdout == ""
     assert run.stderr.count("\n") == 1 and run.stderr.startswith("error: ") and words in run.stderr
-    assert all(name in run.stderr for name in ("nim", "trtllm-bench", "sglang-vllm", "vllm", "mlperf"))
+    assert all(name in run.stderr for name in ("nim", "trtllm-bench", "sglang-vllm", "vllm", "mlperf", "torchao-vllm",
+                                               "lmdeploy", "amd-vllm", "trtllm-v017",
+                                               "trtllm-online"))

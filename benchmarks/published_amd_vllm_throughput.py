@@ -1,0 +1,92 @@
+"""AMD's vLLM throughput table on the MI300X (ROCm/vllm docs/dev-docker/README.md at commit
+040de12d45c16d6de6ad386cc57dd68b8c5b805e, "vllm FP8 Latency and Throughput benchmarks with vLLM on the AMD Instinct
+MI300X accelerator", "Throughput Measurements"): Llama 3.1 70B and 405B (amd/Llama-3.1-{70B,405B}-Instruct-FP8-KV:
+AMD Quark's w_fp8_a_fp8, FP8 weights and activations, an FP8 KV cache) at TP 8 on "8x AMD Instinct MI300X (192GiB,
+750W)", "a local inference client is fed requests at an infinite rate", four fixed shapes each, "Throughput
+(tokens/s)". The stack: rocm/vllm-dev:main with ROCm 6.4.1, hipBLASLt 0.15, vLLM v0.10.0 (its V1 engine: "V1 on by
+default" since 20250620_aiter), PyTorch 2.7, "AITER full graph capture"; "Benchmarks were run with benchmark scripts
+from v0.8.5". The command the page gives (its Throughput Benchmark section):
+
+    benchmark_throughput.py --distributed-executor-backend mp --kv-cache-dtype fp8 --dtype float16
+        --disable-detokenize --gpu-memory-utilization 0.9 --model M --max-model-len 8192
+        --max-num-batched-tokens 131072 --max-seq-len-to-capture 131072 --input-len IN --output-len OUT
+        --tensor-parallel-size 8 --num-prompts PROMPTS --max-num-seqs MAX_NUM_SEQS
+
+with VLLM_USE_TRITON_FLASH_ATTN=0 and VLLM_V1_USE_PREFILL_DECODE_ATTENTION=1; each row gives its PROMPTS and
+MAX_NUM_SEQS. vLLM v0.8.5's benchmark_throughput.py gives every prompt to the LLM class at once and prints
+"Throughput: R requests/s, T total tokens/s, O output tokens/s" over the elapsed time of the generate call.
+
+The latency table of the same page is costmodel/published_runs.json's "amd-vllm" source (python cli.py
+published); this throughput table was not used before session 26.
+
+Ours: every prompt at time 0 on one replica of `serve`'s vLLM V1 scheduler (chunked prefill, its graphs as
+graphs.py has vLLM's), the row's max_num_seqs, 131,072 batched tokens, 90% of memory, FP8 weights in W8A8 GEMMs
+at the FP8 peak, an FP8 KV cache, fp16 activations, on the mi300x preset at tp 8; the figure as total tokens
+per second (see the assumed).
+
+    python benchmarks/serve_published.py amd-vllm
+"""
+
+from __future__ import annotations
+
+AMD_VLLM_SOURCE = ("ROCm/vllm docs/dev-docker/README.md (commit 040de12d), 'Throughput Measurements': vLLM v0.10.0, "
+                   "8 x MI300X, FP8, TP 8, benchmark_throughput.py (v0.8.5), Throughput (tokens/s)")
+AMD_VLLM_BATCHED_TOKENS = 131072  # --max-num-batched-tokens 131072
+AMD_VLLM_MAX_MODEL_LEN = 8192  # --max-model-len 8192
+# The table: per model, (input, output, num prompts, max num seqs, published throughput tokens/s).
+AMD_VLLM_THROUGHPUT = [
+    {"model": "llama3.1-70b", "published_model": "Llama 3.1 70B (amd/Llama-3.1-70B-Instruct-FP8-KV)",
+     "rows": [(128, 2048, 3200, 3200, 13383.3), (128, 4096, 1500, 1500, 11203.6), (500, 2000, 2000, 2000, 10963.3),
+              (2048, 2048, 1500, 1500, 7560.9)]},
+    {"model": "llama3.1-405b", "published_model": "Llama 3.1 405B (amd/Llama-3.1-405B-Instruct-FP8-KV)",
+     "rows": [(128, 2048, 1500, 1500, 3867.7), (128, 4096, 1500, 1500, 3043.3), (500, 2000, 2000, 2000, 2905.6),
+              (2048, 2048, 500, 500, 2174.1)]},
+]
+AMD_VLLM_ASSUMED = (
+    "decided before any row was computed: 'Throughput (tokens/s)' as benchmark_throughput.py's total tokens/s "
+    "(prompts x (input + output) over the elapsed time: the first tokens/s it prints, the one not qualified as "
+    "output; the page does not say which; were it the output tokens/s, every ratio below would be divided by "
+    "output / (input + output), 0.50-0.97); the MI300X as the mi300x preset at its datasheet figures (the page "
+    "states 750 W, the preset's board power); vLLM v0.10.0's V1 engine as serve's vllm scheduler with its CUDA "
+    "graphs as graphs.py has vLLM's (AITER's full graph capture not modelled apart; decode batches past the "
+    "captured sizes run eager) and prefix caching on (random prompts share nothing); the GEMMs W8A8 at the FP8 "
+    "peak (Quark's per-tensor FP8 weights and activations); AITER's and vLLM's ROCm kernels as the kernel time "
+    "model's, the attention at the flash kernel's rates; the all-reduces as RCCL's curve (nccl_facts.json's "
+    "rccl-tests on 8 MI300X; vLLM's custom all-reduce not modelled, as the amd-vllm source assumed); the page's "
+    "--max-model-len 8192 holds every row (at most 4,224 tokens a request); vLLM's host time (scheduling, "
+    "sampling, the engine core's loop) not modelled; the span from 0 (every prompt given at once) to the last "
+    "token, start-up and graph capture outside it as vLLM's timer leaves them")
+
+
+def amd_vllm_options(max_num_seqs: int) -> dict:
+    """build_replica's options for one row: the page's engine arguments under serve's vllm scheduler."""
+    return {"scheduler": "vllm", "tp": 8, "max_num_seqs": max_num_seqs, "max_batched_tokens": AMD_VLLM_BATCHED_TOKENS,
+            "dtype": "fp16", "weight_dtype": "fp8", "fp8_gemm": "w8a8", "kv_dtype": "fp8",
+            "gpu_memory_utilization": 0.90}
+
+
+def amd_vllm_tokens_per_s(model: str, prompt: int, output: int, prompts: int, max_num_seqs: int) -> float:
+    """Our total tokens per second for one row: `prompts` requests at 0, prompts x (input + output)
+    over the span to the last token."""
+    import costmodel
+    from costmodel.hardware import load_hardware
+    from costmodel.serving.api import build_replica, run_replicas
+    from costmodel.serving.workload import Request
+
+    cfg = costmodel.load_model(model)
+    replica, step, _ = build_replica(cfg, load_hardware("mi300x"), **amd_vllm_options(max_num_seqs))
+    requests = [Request(i, 0.0, prompt, output) for i in range(prompts)]
+    rows, _, _ = run_replicas(requests, replica, step, 1, AMD_VLLM_MAX_MODEL_LEN, record=False)
+    return prompts * (prompt + output) / max(r["finish_s"] for r in rows)
+
+
+def print_amd_vllm() -> None:
+    print(f"\nAMD's vLLM throughput table, all prompts at once. Source: {AMD_VLLM_SOURCE}\n")
+    print("| model (ours) | in / out | prompts / max_num_seqs | published tok/s | ours (total tok/s) "
+          "| ours / published |")
+    print("|---|---|---|---|---|---|")
+    for table in AMD_VLLM_THROUGHPUT:
+        for prompt, output, prompts, seqs, published in table["rows"]:
+            ours = amd_vllm_tokens_per_s(table["model"], prompt, output, prompts, seqs)
+            print(f"| {table['published_model']} ({table['model']}) | {prompt} / {output} | {prompts:,} / {seqs:,} "
+                  f"| {published:,.1f} | {ours:,.0f} | {ours / published:.2f} |")
