@@ -103,3 +103,21 @@ def test_cli_runs_deepep_under_fsdp2():
     refused = CliRunner().invoke(cli.cli, [*args, "--framework", "deepspeed", "--zero", "1"])
     assert refused.exit_code == 2 and "add --framework megatron or fsdp2" in refused.output
     assert len(refused.output.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("dp, gathered", [(6, None), (12, 2 * 9_440)])
+def test_expert_biases_travel_and_are_held_with_their_experts(dp, gathered):
+    """gpt-oss's per-expert biases (gate_up 2 x 24, down 64: 112 an expert, 224 over the 2 layers)
+    beside the rank's expert: 9,216 + 224 = 9,440 elements, split with it over dp / ep (AutoModel's
+    Shard(1) of the (E / ep, 48) and (E / ep, 64) tensors) and none of them on the dp side, which stays
+    60,306 / 63,432 padded elements. fp32 weights a rank: (60,306 / 6 + 9,440) x 4 = 77,964 bytes at dp
+    6; (63,432 / 12 + 9,440 / 2) x 4 = 40,024 at dp 12."""
+    cfg = _odd_moe().replace(expert_bias=True)
+    layout = Layout(dp=dp, ep=6, framework="fsdp2", zero=2, ep_dispatcher="deepep")
+    estimate = ParallelEstimate(cfg, Workload(seq_len=12, batch=1, dtype="bf16", impl="megatron",
+                                              attention="flash"), layout)
+    out = estimate.communication(estimate.stages[0])
+    assert out["dp"] == {"all_gather": 2 * _padded_dense_elements(dp), "reduce_scatter": 4 * _padded_dense_elements(dp)}
+    assert out.get("edp") == (None if gathered is None else {"all_gather": gathered, "reduce_scatter": 2 * gathered})
+    held = _padded_dense_elements(dp) // dp + 9_440 * 6 // dp
+    assert estimate.state(estimate.stages[0])["weights"] == 4 * held == {6: 77_964, 12: 40_024}[dp]
