@@ -150,8 +150,8 @@ def test_refusals():
         Layout(dp=2, ep_dispatcher="deepep")
     with pytest.raises(ConfigError, match="ep_dispatcher must be"):
         Layout(dp=2, ep=2, ep_dispatcher="nvshmem")
-    with pytest.raises(ConfigError, match="flex token dispatcher .* add --framework megatron \\(here deepspeed\\)"):
-        Layout(dp=2, ep=2, ep_dispatcher="deepep")  # Megatron-Core's dispatcher, not the default framework's (review)
+    with pytest.raises(ConfigError, match="flex token dispatcher .* add --framework megatron or fsdp2 \\(here deepspeed\\)"):
+        Layout(dp=2, ep=2, ep_dispatcher="deepep")  # Megatron-Core's dispatcher (and AutoModel's), not DeepSpeed's (review)
     with pytest.raises(ConfigError, match="balanced, dropless routing"):
         _estimate("deepep", expert_load=(3, 1, 1, 1, 1, 1))
     with pytest.raises(ConfigError, match="exceeds expert_groups"):

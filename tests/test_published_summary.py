@@ -23,6 +23,7 @@ def test_each_run_has_the_kind_its_model_says():
     assert kind("nemo-24.07 nemotron-340b 128xh100") == "dense training"
     assert kind("nemo-25.04 llama3-70b fsdp 64xgb200") == "dense training"
     assert kind("nemo-25.04 mixtral-8x7b 64xgb200") == "MoE training"
+    assert kind("automodel-moe kimi-k2 pp8 vp4 ep32 256xh100") == "MoE training"  # the Kimi K2 preset's experts
     assert kind("nemo-long-h100 llama2-7b 1024k 1024xh100") == "dense training"
     assert kind("dgxc-25.02 llama3.1-405b fp8 2304xh100") == "dense training"
     assert kind("megatron-bridge-cards qwen3-8b pretrain bf16 16xh100") == "dense training"  # the cards' source says no "moe"
@@ -33,9 +34,9 @@ def test_each_run_has_the_kind_its_model_says():
     unknown = {"kind": "train", "model": "no-such-model"}
     assert run_kind(unknown, {}) == "dense training" and run_kind(unknown, {"moe": True}) == "MoE training"
     kinds = [run_kind(r, data["sources"][r["id"].split()[0]]) for r in data["runs"]]
-    assert set(kinds) == set(KINDS) and kinds.count("MoE training") == 163  # Megatron-Bridge's 103 MoE rows, the model zoo's 12,
-    # NeMo 25.02's and 25.04's 2 Mixtrals each, the model verification cards' 31 (their 32nd, Qwen3 8B, is dense) and the
-    # DeepSeek-V3 GB200 guide's 13
+    assert set(kinds) == set(KINDS) and kinds.count("MoE training") == 172  # Megatron-Bridge's 103 MoE rows, the model zoo's 12,
+    # NeMo 25.02's and 25.04's 2 Mixtrals each, the model verification cards' 31 (their 32nd, Qwen3 8B, is dense), the
+    # DeepSeek-V3 GB200 guide's 13 and NeMo AutoModel's 9
 
 
 def _tables():

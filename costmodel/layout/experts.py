@@ -264,9 +264,6 @@ def check_expert_parallel(cfg: ModelConfig, ep: int, tp: int, dp: int, zero: int
     if cp == 1 and dp % ep:
         raise ConfigError(f"layout: ep = {ep} must divide dp = {dp} (the expert-parallel ranks are "
                           "data-parallel ranks).")
-    if framework == "fsdp2" and cfg.expert_bias:
-        raise ConfigError("layout: expert parallelism under fsdp2 is modelled for experts without biases; "
-                          f"model {cfg.name!r} has expert biases.")
     edp = dp // ep
     if framework == "fsdp2" and edp * ep > cfg.n_experts and (cfg.d_expert % edp or expert_width(cfg) % edp):
         raise ConfigError(f"layout: torchtitan shards the experts on dim 1 here (dp = {dp} > {cfg.n_experts} "
@@ -291,17 +288,29 @@ def check_folding(cfg: ModelConfig, ep: int, tp: int, dp: int, framework: str, s
                           "and data-parallel ones).")
 
 
+def _expert_bias_elements(cfg: ModelConfig, edp: int = 1) -> int:
+    """One expert's biases (gpt-oss's gate_up (2 d_x) and down (d), blocks/ffn.py Experts), each split
+    on its last dim over edp ranks (Shard(1) of the (E / ep, 2 d_x) and (E / ep, d) tensors); 0 without."""
+    return (2 * cfg.d_expert // edp + expert_width(cfg) // edp) if cfg.expert_bias else 0
+
+
+def expert_elements(cfg: ModelConfig) -> int:
+    """One expert's parameters (tp 1): its weight matrices and, where it has them, its biases."""
+    return (3 if cfg.gated else 2) * cfg.d_expert * expert_width(cfg) + _expert_bias_elements(cfg)
+
+
 def fsdp_expert_elements(cfg: ModelConfig, ep: int, dp: int) -> tuple[int, int]:
     """One layer's routed experts on one rank under FSDP2, in padded elements: (without expert
-    parallelism: the tree's (E, 2 d_x d) and (E, d d_x) tensors sharded on dim 0 over dp, as
-    layout/parts.py pads them; with ep: torchtitan's placement, module docstring). Not gated
-    (nemotron_h): w1 alone beside w2; d the experts' width (expert_width)."""
+    parallelism: the tree's (E, 2 d_x d) and (E, d d_x) tensors, and gpt-oss's (E, 2 d_x) and (E, d)
+    biases, sharded on dim 0 over dp, as layout/parts.py pads them; with ep: torchtitan's placement,
+    module docstring, NeMo AutoModel's where they agree: dp / ep ranks of dim 1 split evenly hold what
+    dim 0 would). Not gated (nemotron_h): w1 alone beside w2; d the experts' width (expert_width)."""
     d, d_x, experts, inputs = expert_width(cfg), cfg.d_expert, cfg.n_experts, 2 if cfg.gated else 1
-    whole = math.ceil(experts / dp) * (inputs + 1) * d_x * d
+    whole = math.ceil(experts / dp) * expert_elements(cfg)
     local, edp = experts // ep, dp // ep
     if edp * ep > experts:  # Shard(1): w1, w3 by their d_x rows, w2 by its d rows (even: checked)
-        return whole, local * (inputs * (d_x // edp) * d + (d // edp) * d_x)
-    return whole, math.ceil(local / edp) * (inputs + 1) * d_x * d
+        return whole, local * (inputs * (d_x // edp) * d + (d // edp) * d_x + _expert_bias_elements(cfg, edp))
+    return whole, math.ceil(local / edp) * expert_elements(cfg)
 
 
 def fsdp_split(estimate: Any, stage: Any, scope: str) -> tuple[int, int]:
@@ -310,7 +319,7 @@ def fsdp_split(estimate: Any, stage: Any, scope: str) -> tuple[int, int]:
     backward), the parts outside its layers ("root") or the largest layer ("largest")."""
     layout, cfg = estimate.layout, estimate.cfg
     whole, sharded = fsdp_expert_elements(cfg, layout.ep, layout.dp)
-    per_layer = cfg.n_experts * (3 if cfg.gated else 2) * cfg.d_expert * expert_width(cfg)  # expert_params (tp 1)
+    per_layer = cfg.n_experts * expert_elements(cfg)  # expert_params (tp 1)
     if scope == "largest":
         keys = estimate.structure["layers"]
         return max(((estimate.part(k, "padded") - whole * (estimate.part(k, "expert_params") // per_layer),

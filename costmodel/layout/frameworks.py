@@ -223,6 +223,15 @@ PRECISION_AWARE_OPTIMIZERS = {
 }
 
 
+#: The frameworks whose MoE layer runs Megatron-Core's flex token dispatcher (--ep-dispatcher deepep or
+#: hybridep): Megatron-Core's own MoEFlexTokenDispatcher, and NeMo AutoModel's copy of it beside FSDP2
+#: (NVIDIA-NeMo/Automodel at 36044ad3: nemo_automodel/components/moe/megatron/token_dispatcher.py,
+#: class MoEFlexTokenDispatcher, moe_flex_dispatcher_backend "deepep" or "hybridep", moe_deepep_num_sms
+#: 20 as Megatron-Core's; megatron/fused_a2a.py calls the same deep_ep Buffer dispatch and combine,
+#: lines 23-24). AutoModel shards its experts with FSDP2 as costmodel/layout/experts.py says for fsdp2.
+FLEX_DISPATCH_FRAMEWORKS = ("megatron", "fsdp2")
+
+
 FRAMEWORKS = {
     "megatron": Framework(
         name="megatron", precision="megatron", zero_stages=(0, 1, 3),

@@ -84,7 +84,7 @@ def expert_sizes(cfg: ModelConfig, framework: str, tp: int, dp: int, zero: int,
     Megatron-Core's alone, the EP group drawn from cp x dp (tp x cp x dp folded)."""
     if fixed.get("ep"):
         return [fixed["ep"]]
-    if not cfg.moe or (zero >= 3 and framework == "deepspeed") or (framework == "fsdp2" and cfg.expert_bias):
+    if not cfg.moe or (zero >= 3 and framework == "deepspeed"):
         return [1]
     if cp > 1 and framework != "megatron":
         return [1]

@@ -57,7 +57,7 @@ from ..spec import ALL_REDUCES, CP_KV_HEADS, CP_ROTATES, DEVICES, EP_DISPATCHERS
 from ..spec import PRECISION_AWARE_OPTIMIZERS as PRECISION_AWARE_OPTIMIZERS_CHOICES
 from .experts import check_expert_parallel
 from .fp8 import RECIPES
-from .frameworks import FRAMEWORKS, PRECISION_AWARE_OPTIMIZERS
+from .frameworks import FLEX_DISPATCH_FRAMEWORKS, FRAMEWORKS, PRECISION_AWARE_OPTIMIZERS
 
 V_SCHEDULES = ("zbv", "dualpipev")  # two stages a rank, r and 2p - 1 - r
 
@@ -278,9 +278,10 @@ class Layout:
         if self.ep_dispatcher != "alltoall" and self.ep == 1:
             raise ConfigError(f"layout: the {self.ep_dispatcher} dispatcher moves tokens between expert-parallel "
                               "ranks; it needs --ep above 1.")
-        if self.ep_dispatcher != "alltoall" and self.framework != "megatron":
+        if self.ep_dispatcher != "alltoall" and self.framework not in FLEX_DISPATCH_FRAMEWORKS:
             raise ConfigError(f"layout: the {self.ep_dispatcher} dispatcher is Megatron-Core's flex token dispatcher "
-                              f"(MoEFlexTokenDispatcher); add --framework megatron (here {self.framework}).")
+                              "(MoEFlexTokenDispatcher), which Megatron-Core and NeMo AutoModel's FSDP2 run; add "
+                              f"--framework megatron or fsdp2 (here {self.framework}).")
         if self.grad_reduce_dtype is not None:
             if self.grad_reduce_dtype not in GRAD_REDUCE_DTYPES:
                 raise ConfigError(f"layout: grad_reduce_dtype must be {GRAD_REDUCE_DTYPES.listed()}, "
