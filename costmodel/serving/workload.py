@@ -100,7 +100,8 @@ class Lengths:
                 if not (isinstance(data, dict) and isinstance(data.get("values"), list)
                         and isinstance(data.get("weights"), list)):
                     raise ValueError('a histogram file holds {"values": [tokens, ...], "weights": [w, ...]}')
-                return cls("histogram", values=tuple(data["values"]), weights=tuple(data["weights"]))
+                values = (int(v) if isinstance(v, float) and v.is_integer() else v for v in data["values"])  # 1e3
+                return cls("histogram", values=tuple(values), weights=tuple(data["weights"]))
         except (ValueError, IndexError, KeyError, TypeError, OSError) as error:
             if kind == "histogram" or isinstance(error, ConfigError):  # the file's or the value's own sentence
                 raise ConfigError(f"cannot read the length distribution {show(text)} "
