@@ -480,7 +480,7 @@ def preset_key(name: str) -> str:
 
 
 def is_hardware_path(name: str) -> bool:
-    return name.endswith(".json") or os.sep in name or "/" in name
+    return name.lower().endswith(".json") or os.sep in name or "/" in name
 
 
 def load_hardware(name: str) -> Hardware:

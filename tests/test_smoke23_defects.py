@@ -141,3 +141,24 @@ def test_a_histogram_of_whole_values_draws_only_them(tmp_path):
     assert set(drawn.tolist()) == {100, 200} and 0.7 < (drawn == 200).mean() < 0.8
     with pytest.raises(ConfigError, match="finite"):
         Lengths("histogram", values=(100,), weights=(math.nan,))
+
+
+# 5. a file's extension in capitals
+
+def test_a_hardware_or_model_file_ending_in_capital_json_is_a_file(tmp_path, monkeypatch, capsys):
+    """`--hardware MyGPU.JSON` (no directory) was "unknown hardware 'MyGPU.JSON'. Known: a10, ..."
+    and `--model Tiny.JSON` "unknown model": the path test read ".json" in lower case only."""
+    monkeypatch.chdir(tmp_path)
+    data = load_hardware("h100-sxm").to_dict()
+    (tmp_path / "MyGPU.JSON").write_text(json.dumps(dict(data, name="my-h100", power_limit_watts=350)))
+    (tmp_path / "Tiny.JSON").write_text(json.dumps({
+        "model_type": "llama", "hidden_size": 256, "intermediate_size": 512, "num_attention_heads": 4,
+        "num_key_value_heads": 2, "num_hidden_layers": 2, "vocab_size": 1000, "max_position_embeddings": 2048}))
+    out = run_json(["simulate", "--model", "Tiny.JSON", "--hardware", "MyGPU.JSON", "--prompt", "64", "--gen", "2"],
+                   capsys)
+    assert out["inputs"]["hardware"] == "my-h100"
+    # the 350 W cap: 989.4 TFLOP/s x (350 / 700)^(1/3) = 785.29
+    assert load_hardware("MyGPU.JSON").flops_per_s["bf16"] == pytest.approx(989.4e12 * 0.5 ** (1 / 3), rel=1e-12)
+    assert "no such file" in one_error_line(["simulate", "--model", "Nope.JSON"], capsys)
+    assert "'Nope.JSON' does not exist" in one_error_line(["simulate", "--model", "llama3-8b", "--hardware",
+                                                           "Nope.JSON"], capsys)
