@@ -162,3 +162,17 @@ def test_a_hardware_or_model_file_ending_in_capital_json_is_a_file(tmp_path, mon
     assert "no such file" in one_error_line(["simulate", "--model", "Nope.JSON"], capsys)
     assert "'Nope.JSON' does not exist" in one_error_line(["simulate", "--model", "llama3-8b", "--hardware",
                                                            "Nope.JSON"], capsys)
+
+
+# 6. a short run's duration
+
+def test_a_run_under_a_second_says_its_milliseconds(tmp_path, capsys):
+    """One request of 10 + 5 tokens: the text said "over 0.0 s" beside 31.39 req/s."""
+    from tests.cli_run import run_main
+
+    trace = tmp_path / "one.jsonl"
+    trace.write_text('{"arrival": 0, "prompt_tokens": 10, "output_tokens": 5}\n')
+    duration = run_json(["serve", "--model", "llama3-8b", "--trace", str(trace)], capsys)["duration_s"]
+    code, out, _ = run_main(["serve", "--model", "llama3-8b", "--trace", str(trace)], capsys)
+    assert code == 0 and f"req/s, 157 output tokens/s, 471 tokens/s over {1e3 * duration:.1f} ms" in out
+    assert round(5 / duration) == 157 and f"{1e3 * duration:.1f}" == "31.9"
