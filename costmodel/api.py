@@ -35,7 +35,7 @@ def load_model(model: Any) -> ModelConfig:
         return model
     if isinstance(model, dict):
         return config_from_dict(model, source="config dict", name=str(model.get("name", "config")))
-    if isinstance(model, Path) or (isinstance(model, str) and (model.endswith(".json") or model.startswith(PATH_STARTS)
+    if isinstance(model, Path) or (isinstance(model, str) and (model.lower().endswith(".json") or model.startswith(PATH_STARTS)
                                                              or "/" in model and Path(model).exists())):
         return load_config_file(model)  # a missing ./dir/ says "no such file", not the 66 preset names
     if isinstance(model, str):

@@ -212,9 +212,10 @@ class Hardware:
             raise ConfigError(f"hardware {self.name}: no vector_flops_per_s and no fp32 peak to stand for it (the "
                               f"non-matmul ops' rate); give vector_flops_per_s.")
         presets = preset_names()  # not `local`: it is measured here, not a preset
-        if not self.network_of and self.name in presets:  # a preset: its own measurements
-            object.__setattr__(self, "network_of", self.name)
-        if self.network_of and self.network_of not in presets:
+        named = preset_key(self.network_of or self.name)  # as --hardware reads it: 'H100-SXM', 'h100' (round 23)
+        if named in presets:  # a preset: its own measurements, or those network_of names
+            object.__setattr__(self, "network_of", named)
+        elif self.network_of:
             raise ConfigError(f"hardware {self.name}: network_of {show(self.network_of)} is not a preset; it names the "
                               f"preset whose measured collectives this GPU's nodes share: one of {', '.join(presets)}.")
         scale = self.clock_scale
@@ -421,8 +422,7 @@ def hardware_names() -> list[str]:
 
 @lru_cache(maxsize=None)
 def preset_names() -> tuple[str, ...]:
-    """The bundled presets' names (costmodel/hardware/*.json), read once: every Hardware checks its
-    network_of against them."""
+    """The bundled presets' names (hardware/*.json), read once: every Hardware checks network_of against them."""
     return tuple(sorted(p.stem for p in HARDWARE_DIR.glob("*.json")))
 
 
@@ -431,8 +431,7 @@ HARDWARE_ALIASES_FILE = Path(__file__).resolve().parent / "hardware_aliases.json
 
 @lru_cache(maxsize=None)
 def hardware_aliases() -> dict[str, tuple[str, ...]]:
-    """Each preset's other names (hardware_aliases.json: short names and the driver's product
-    name), in the file's order; () for a preset without."""
+    """Each preset's other names (hardware_aliases.json: short and driver's names), in order; () if none."""
     data = json.loads(HARDWARE_ALIASES_FILE.read_text(encoding="utf-8"))
     names = hardware_names()
     unknown = [key for key in data if not key.startswith("_") and key not in names]
@@ -443,9 +442,8 @@ def hardware_aliases() -> dict[str, tuple[str, ...]]:
 
 @lru_cache(maxsize=None)
 def refused_hardware_names() -> dict[str, str]:
-    """Names that are no single preset (hardware_aliases.json "_refused", normalized): 'v100' (four
-    presets), 'gh200' (two memories), 'mi250x-package' (the preset is one GCD), each with the sentence
-    that says what to give instead. One that is a preset or an alias is an error in the data file."""
+    """Names that are no single preset (hardware_aliases.json "_refused", normalized: 'v100', 'gh200',
+    'mi250x-package'), each with what to give instead; one that is a preset or an alias: a data error."""
     data = json.loads(HARDWARE_ALIASES_FILE.read_text(encoding="utf-8")).get("_refused", {})
     refused = {normalized_name(name): message for name, message in data.items()}
     clash = [name for name in refused if name in hardware_names() or name in _preset_by_alias()]
@@ -456,8 +454,7 @@ def refused_hardware_names() -> dict[str, str]:
 
 @lru_cache(maxsize=None)
 def _preset_by_alias() -> dict[str, str]:
-    """Every alias, normalized -> its preset; one naming two presets, or shadowing a preset, is an
-    error in the data file."""
+    """Every alias, normalized -> its preset; one naming two presets or shadowing one: a data error."""
     found: dict[str, str] = {}
     for name, aliases in hardware_aliases().items():
         for alias in aliases:
@@ -473,15 +470,17 @@ def normalized_name(name: str) -> str:
     return "-".join(name.strip().lower().replace("_", " ").split())
 
 
-def _without_vendor(key: str) -> str:
-    """The name less its vendor words (hardware_aliases.json "_vendor_words"), where only that is known."""
-    known = {*hardware_names(), *_preset_by_alias(), *refused_hardware_names()}
+def preset_key(name: str) -> str:
+    """The preset a name means as --hardware reads it (any case; less its vendor words, hardware_aliases.json
+    "_vendor_words", where only that is known; an alias), else the name normalized."""
+    key, known = normalized_name(name), {*hardware_names(), *_preset_by_alias(), *refused_hardware_names()}
     words = [normalized_name(w) + "-" for w in json.loads(HARDWARE_ALIASES_FILE.read_text(encoding="utf-8"))["_vendor_words"]]
-    return key if key in known else next((key[len(w):] for w in words if key.startswith(w) and key[len(w):] in known), key)
+    key = key if key in known else next((key[len(w):] for w in words if key.startswith(w) and key[len(w):] in known), key)
+    return _preset_by_alias().get(key, key)
 
 
 def is_hardware_path(name: str) -> bool:
-    return name.endswith(".json") or os.sep in name or "/" in name
+    return name.lower().endswith(".json") or os.sep in name or "/" in name
 
 
 def load_hardware(name: str) -> Hardware:
@@ -489,10 +488,9 @@ def load_hardware(name: str) -> Hardware:
     hardware file, or `local` (read from the calibration cache, see validate/calibrate.py)."""
     if is_hardware_path(name):
         return load_hardware_file(Path(name))
-    key = _without_vendor(normalized_name(name))
+    key = preset_key(name)  # a refused name is no alias (refused_hardware_names checks)
     if key in refused_hardware_names():
         raise ConfigError(f"hardware {show(name)} {refused_hardware_names()[key]}.")
-    key = _preset_by_alias().get(key, key)
     if key == "local":
         return _load_local()
     path = HARDWARE_DIR / f"{key}.json"
@@ -539,7 +537,7 @@ def _check_copied_gemv(hardware: Hardware, path: Path) -> None:
     kernel model reads a GEMM's bytes at it, not at the edited bandwidth (torchao's 2.4 TB/s H100
     with the SXM's 3.02 TB/s decoded 8% faster than at its own)."""
     name = hardware.network_of
-    if not name or name == hardware.name or hardware.gemv_bandwidth_bytes_per_s <= 0:
+    if not name or hardware.gemv_bandwidth_bytes_per_s <= 0:  # a copy that kept the preset's name too (round 23)
         return
     preset = load_hardware(name)
     if (hardware.gemv_bandwidth_bytes_per_s == preset.gemv_bandwidth_bytes_per_s

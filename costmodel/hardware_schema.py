@@ -191,7 +191,7 @@ def schema_problems(data: Any) -> list[str]:
     problems += _rows_problems(data, "gemv_efficiency_by_inner", "inner")
     problems += _cold_copy_problems(data)
     if not any(problems):
-        problems += [_reserve_problem(data), _gemv_problem(data)]
+        problems += [_reserve_problem(data), _gemv_problem(data), *_limit_problems(data)]
     return [p for p in problems if p]
 
 
@@ -209,6 +209,14 @@ def _reserve_problem(data: dict) -> str | None:
         return None
     return (f"memory_reserve_bytes ({reserve}) must be less than the memory a serving engine plans with, "
             f"memory_bytes x serving_memory_utilization ({data['memory_bytes']} x {utilization:g} = {plannable})")
+
+
+def _limit_problems(data: dict) -> list[str]:
+    """A clock or power limit scales the peaks by limit / the clock or power it caps (Hardware.clock_scale):
+    without that figure it was read as no limit at all, without a word (round 23)."""
+    return [f"{limit} needs {capped} (the {what} it caps) to scale the peaks" for limit, capped, what in
+            (("power_limit_watts", "power_watts", "board power"), ("clock_limit_mhz", "clock_mhz", "boost clock"))
+            if data.get(limit) and not data.get(capped)]
 
 
 def _gemv_problem(data: dict) -> str | None:

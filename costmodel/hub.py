@@ -31,7 +31,7 @@ TYPO_RATIO = 0.95
 
 
 def is_hub_id(name: str) -> bool:
-    return isinstance(name, str) and bool(HUB_ID.match(name)) and not name.endswith(".json")
+    return isinstance(name, str) and bool(HUB_ID.match(name)) and not name.lower().endswith(".json")
 
 
 def cache_dir() -> str | None:

@@ -23,6 +23,11 @@ def _ms(value: float) -> str:
     return f"{'-':>9}" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{1e3 * value:9.1f}"
 
 
+def _duration(value: float) -> str:
+    """A run's seconds: 205.1 s, or milliseconds under a second (a one-request trace said "over 0.0 s")."""
+    return f"{value:.1f} s" if value >= 1 else f"{1e3 * value:.1f} ms"
+
+
 def load_source(setup: dict[str, Any]) -> str:
     """Where the requests came from: the load generator in words."""
     if setup.get("load") == "concurrency":
@@ -103,7 +108,7 @@ def render_serve(summary: dict[str, Any]) -> str:
     lines += [
         "",
         f"throughput: {tp['requests_per_s']:.2f} req/s, {tp['output_tokens_per_s']:,.0f} output tokens/s, "
-        f"{tp['total_tokens_per_s']:,.0f} tokens/s over {summary['duration_s']:.1f} s",
+        f"{tp['total_tokens_per_s']:,.0f} tokens/s over {_duration(summary['duration_s'])}",
     ]
     if "cost" in summary:
         lines.append(cost_line(summary["cost"]))

@@ -366,7 +366,7 @@ def check_dispatcher_peers(layout: Any, hardware: Any) -> dict[str, float] | Non
         raise ConfigError(f"layout: DeepEP's internode kernels reach at most {DEEPEP_NVL_PEERS} NVLink peers "
                           f"(LEGACY_NUM_MAX_NVL_PEERS), not the {local} ranks a node of {hardware.name} "
                           "holds here; use --ep-dispatcher hybridep (the NVLink domain as the node).")
-    rates = kernel_facts()["deepep_nvlink_domain"].get(hardware.name)
+    rates = kernel_facts()["deepep_nvlink_domain"].get(hardware.network_name)  # a renamed copy too
     if rates is None or rates["ranks"] != layout.ep:
         measured = ", ".join(f"ep {v['ranks']} on {k}" for k, v in kernel_facts()["deepep_nvlink_domain"].items()
                              if k != "source")

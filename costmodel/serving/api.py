@@ -201,7 +201,7 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
         raise ConfigError("--max-batched-tokens: static batching (generate()) prefills its whole padded batch in one "
                           "step, with no token budget; leave it out (--max-num-seqs sets the batch).")
     seqs, tokens, budget_source = DEFAULT_BUDGETS[scheduler]
-    if scheduler == "vllm" and hardware.memory_bytes >= 70 * 2**30 and "a100" not in hardware.name:
+    if scheduler == "vllm" and hardware.memory_bytes >= 70 * 2**30 and "a100" not in f"{hardware.name} {hardware.network_of}".lower():
         seqs, tokens, budget_source = VLLM_LARGE_GPU_BUDGETS
     max_num_seqs = seqs if max_num_seqs is None else max_num_seqs
     tokens = max(cfg.max_positions, 2048) if tokens is None else tokens

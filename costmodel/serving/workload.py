@@ -16,6 +16,14 @@ from ..config import ConfigError, show
 MAX_TOKENS = 1 << 40
 
 
+def _is_count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
 @dataclass(frozen=True)
 class Request:
     """One request: its arrival (seconds), prompt tokens, tokens to generate, and an optional
@@ -59,14 +67,17 @@ class Lengths:
                               f"got {self.mean} and {self.sigma}.")
         if self.kind in ("uniform", "lognormal") and not 1 <= self.low <= self.high:
             raise ConfigError(f"a length range must satisfy 1 <= low <= high, got {self.low}..{self.high}.")
+        if self.kind == "histogram" and (not self.values or len(self.values) != len(self.weights)
+                                         or not all(_is_count(v) and v >= 1 for v in self.values)
+                                         or not all(_is_number(w) and w >= 0 for w in self.weights)
+                                         or not 0 < sum(self.weights) < math.inf):
+            # 100.5 read as 100, true as 1; an Infinity weight or two of 1e308 raised numpy's traceback (round 23)
+            raise ConfigError("a length histogram needs whole, positive values (tokens) and as many non-negative "
+                              "weights, finite and with a finite sum.")
         largest = max(self.values, default=0) if self.kind == "histogram" else max(self.mean, self.high
                                                                                    if self.kind != "fixed" else 0)
         if largest > MAX_TOKENS:
             raise ConfigError(f"a length of {largest} tokens is past any model's context; at most 2**40 here.")
-        if self.kind == "histogram" and (not self.values or len(self.values) != len(self.weights)
-                                         or min(self.values) < 1 or min(self.weights) < 0
-                                         or not sum(self.weights) > 0):
-            raise ConfigError("a length histogram needs positive values and as many non-negative weights.")
 
     @classmethod
     def parse(cls, text: str) -> "Lengths":
@@ -89,8 +100,8 @@ class Lengths:
                 if not (isinstance(data, dict) and isinstance(data.get("values"), list)
                         and isinstance(data.get("weights"), list)):
                     raise ValueError('a histogram file holds {"values": [tokens, ...], "weights": [w, ...]}')
-                return cls("histogram", values=tuple(int(v) for v in data["values"]),
-                           weights=tuple(float(w) for w in data["weights"]))
+                values = (int(v) if isinstance(v, float) and v.is_integer() else v for v in data["values"])  # 1e3
+                return cls("histogram", values=tuple(values), weights=tuple(data["weights"]))
         except (ValueError, IndexError, KeyError, TypeError, OSError) as error:
             if kind == "histogram" or isinstance(error, ConfigError):  # the file's or the value's own sentence
                 raise ConfigError(f"cannot read the length distribution {show(text)} "
