@@ -126,15 +126,12 @@ class ModelConfig:
     expert_bias: bool = False  # each routed expert's gate_up and down projections have biases (gpt-oss)
     moe_output_bias: bool = False  # a d-wide bias on the experts' sum (JetMoE's JetMoeMoE.bias)
     attention_experts: bool = False  # JetMoE's mixture of attention heads (blocks/attention_experts.py)
-    # Group-limited routing (DeepSeek-V3's n_group and topk_group, Megatron-Core's
-    # moe_router_num_groups and moe_router_group_topk): the routed experts in expert_groups groups
-    # of consecutive experts, each token's top_k drawn from its best expert_groups_per_token groups.
-    # It decides only how many nodes a token's experts span (costmodel/layout/experts.py flex_copies).
+    # Group-limited routing (DeepSeek-V3's n_group and topk_group, Megatron-Core's moe_router_num_groups
+    # and moe_router_group_topk): expert_groups groups of consecutive experts, each token's top_k from its
+    # best expert_groups_per_token; it decides only how many nodes a token's experts span (flex_copies).
     expert_groups: int = 1
     expert_groups_per_token: int = 1
-    # Routed experts in a latent width (nemotron_h's moe_latent_size, Nemotron 3 Super): d -> d_latent
-    # before them and back after; router and shared expert read d. None: the experts read d.
-    d_latent: int | None = None
+    d_latent: int | None = None  # routed experts in d -> d_latent -> d; router, shared expert read d (Nemotron 3 Super)
     # gpt-oss's clamped SwiGLU in the routed experts, both set or neither (None: plain SwiGLU):
     # gate clamped above at swiglu_limit, up clamped to [-limit, limit], then
     # (up + 1) * gate * sigmoid(swiglu_alpha * gate).
