@@ -18,7 +18,7 @@ from .. import offload
 from ..config import ConfigError, ModelConfig, Workload
 from .communication import RankCommunication
 from .experts import check_flex_load, expert_load, fsdp_gathered, fsdp_split
-from .fp8 import FP8_PARAM_BYTES, RECIPES, TE_GEMMS_PER_DENSE_LAYER, amax_reduction_bytes
+from .fp8 import RECIPES, TE_GEMMS_PER_DENSE_LAYER, amax_reduction_bytes, fp8_parameter_saving
 from .frameworks import FRAMEWORKS, Framework
 from .parts import Stage, evaluate_parts, part_evaluator, part_of, uses_loss_parallel
 from ..spec import RECOMPUTED_LAYERS
@@ -345,7 +345,7 @@ class ParallelEstimate(RankCommunication):
         """Bytes of weights the rank does not hold under --fp8-param-gather: its FP8 parameters take
         FP8_PARAM_BYTES each, not the dtype's (no bf16 copy kept: layout/fp8.py)."""
         dense, experts = self.fp8_parameters(stage)
-        return (self.numbers["bytes.weights"] - FP8_PARAM_BYTES) * (dense + experts // self.layout.ep)
+        return fp8_parameter_saving(self.numbers["bytes.weights"], dense + experts // self.layout.ep)
 
     def amax_reductions(self, stage: Stage) -> list[int]:
         """Delayed scaling's amax all-reduces on this rank in one micro-batch, the bytes of each
