@@ -98,7 +98,14 @@ class SavedRecorder:
     once the forward is done, which node saved it and what it costs (saved_activation_bytes)."""
 
     def __init__(self, model: nn.Module, stack: list[str]) -> None:
-        self.excluded = {storage_key(held(t)) for t in [*model.parameters(), *model.buffers()]}
+        self.model = model
+        # The parameters' and buffers' storages held until the result: a storage's key is the address
+        # of its StorageImpl, and a forward that replaces a buffer (CTRLModel.forward casts its
+        # pos_encoding and assigns it back) frees the old one, whose address the allocator may hand to
+        # a storage the forward then saves, counted as a parameter's (48 bytes of ctrl's eager row
+        # went so in long test processes: validate/FINDINGS.md, session 26).
+        self.kept = [held(t).untyped_storage() for t in [*model.parameters(), *model.buffers()]]
+        self.excluded = {storage._cdata for storage in self.kept}
         self.stack = stack
         self.saved: list[torch.Tensor] = []
         self.modules: list[str] = []
@@ -123,7 +130,9 @@ class SavedRecorder:
             t.grad_fn for t in tree_flatten(_as_tree(output))[0] if isinstance(t, torch.Tensor)
         ]
         _label_saved(roots, self.label)
-        kinds = _saved_kinds(saved, [index in ops for index in range(len(saved))], self.excluded)
+        # and those the forward made the model's own (the replaced buffer's new tensor), held as the rest
+        excluded = self.excluded | {storage_key(held(t)) for t in [*self.model.parameters(), *self.model.buffers()]}
+        kinds = _saved_kinds(saved, [index in ops for index in range(len(saved))], excluded)
         tensors = [
             SavedTensor(module=self.modules[index], op=ops.get(index, UNREACHABLE),
                         shape=tuple(t.shape), dtype=str(t.dtype).removeprefix("torch."),
