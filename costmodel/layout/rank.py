@@ -16,6 +16,7 @@ from typing import Any
 
 from .. import offload
 from ..config import ConfigError, ModelConfig, Workload
+from ..module_recompute import check_recompute_framework, check_recomputed_modules
 from .communication import RankCommunication
 from .experts import check_flex_load, expert_load, fsdp_gathered, fsdp_split
 from .fp8 import RECIPES, TE_GEMMS_PER_DENSE_LAYER, amax_reduction_bytes, fp8_parameter_saving
@@ -124,6 +125,9 @@ class ParallelEstimate(RankCommunication):
         if layout.grad_reduce_dtype is not None and workload.dtype != "bf16":
             raise ConfigError(f"layout: the gradient reduce dtype (--grad-reduce-dtype) is modelled for bf16 "
                               f"training, where Megatron-Core chooses it; not for {workload.dtype}.")
+        if phase == "train":  # the model's parts first (a dense model's refusal names them), then the framework
+            check_recomputed_modules(cfg, workload.recompute)
+            check_recompute_framework(workload.recompute, layout.framework)
         if layout.pp > 1 and layout.framework == "fsdp2" and cfg.tie_embeddings and cfg.head == "lm":
             raise ConfigError("layout: torch.distributed.pipelining splits an untied model; this one ties its "
                               "output projection to the embedding (use megatron or deepspeed).")
