@@ -98,7 +98,6 @@ class SavedRecorder:
     once the forward is done, which node saved it and what it costs (saved_activation_bytes)."""
 
     def __init__(self, model: nn.Module, stack: list[str]) -> None:
-        self.model = model
         # The parameters' and buffers' storages held until the result: a storage's key is the address
         # of its StorageImpl, and a forward that replaces a buffer (CTRLModel.forward casts its
         # pos_encoding and assigns it back) frees the old one, whose address the allocator may hand to
@@ -130,9 +129,7 @@ class SavedRecorder:
             t.grad_fn for t in tree_flatten(_as_tree(output))[0] if isinstance(t, torch.Tensor)
         ]
         _label_saved(roots, self.label)
-        # and those the forward made the model's own (the replaced buffer's new tensor), held as the rest
-        excluded = self.excluded | {storage_key(held(t)) for t in [*self.model.parameters(), *self.model.buffers()]}
-        kinds = _saved_kinds(saved, [index in ops for index in range(len(saved))], excluded)
+        kinds = _saved_kinds(saved, [index in ops for index in range(len(saved))], self.excluded)
         tensors = [
             SavedTensor(module=self.modules[index], op=ops.get(index, UNREACHABLE),
                         shape=tuple(t.shape), dtype=str(t.dtype).removeprefix("torch."),
