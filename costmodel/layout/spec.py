@@ -313,7 +313,8 @@ class Layout:
             # fp8_autocast: accelerate's apply_fp8_autowrap (utils/transformer_engine.py, 0fade1b) wraps the
             # whole forward in one, with no fp8_group, so TE all-reduces the amaxes over the default group,
             # every rank (quantization.py reduce_and_update_fp8_tensors, d0067d0), and its convert_model
-            # turns every nn.Linear into te.Linear, the output head included: neither is modelled here.
+            # turns every nn.Linear whose sizes are multiples of 16 into te.Linear, the output head included:
+            # neither is modelled here.
             raise ConfigError(f"layout: --fp8 delayed is modelled as Megatron-Core runs it (an fp8_autocast a "
                               f"model chunk, amaxes all-reduced over TP x DP x CP); under {self.framework} "
                               "Transformer Engine's delayed scaling is the training script's (accelerate: one "
