@@ -23,7 +23,9 @@ SERVE_ONLY = {"prompt": "--prompt", "gen": "--gen", "kv_cache": "--kv-cache", "m
 TRAINING_ONLY = {"seq_len": "--seq-len", "global_batch": "--global-batch", "impl": "--impl", "zero": "--zero",
                  "sp": "--sp", "framework": "--framework", "ep": "--ep", "cp": "--cp", "dp_shard": "--dp-shard",
                  "schedule": "--schedule",
-                 "fp8": "--fp8", "recompute": "--recompute", "mtp": "--mtp", "flops_convention": "--flops-convention"}
+                 "fp8": "--fp8", "recompute": "--recompute", "mtp": "--mtp", "flops_convention": "--flops-convention",
+                 "fp8_param_gather": "--fp8-param-gather", "tp_only_amax_red": "--tp-only-amax-red",
+                 "no_align_grad_reduce": "--no-align-grad-reduce"}
 SEARCH_IGNORES = {"batch": "--batch", "dtype": "--dtype", "attention": "--attention", "kv_cache": "--kv-cache",
                   "dp": "--dp", "gpus": "--gpus", "rank_by": "--rank-by", "tokens": "--tokens", "compiled": "--compile"}
 
@@ -76,6 +78,15 @@ def refuse_other_modes(ctx: click.Context, serve: bool, rate: float | None) -> N
 @choice_option("--schedule", spec.SCHEDULES, "Only this pipeline schedule (default: 1f1b and interleaved).")
 @choice_option("--fp8", spec.FP8_RECIPES, "Train every layout with this FP8 recipe (docs/layouts.md).")
 @choice_option("--recompute", spec.RECOMPUTES, "Only this recomputation.")
+@click.option("--fp8-param-gather", is_flag=True, default=False,
+              help="Every layout holds Megatron-Core's FP8 parameters (--fp8 current or delayed; only --framework "
+                   "megatron --zero 1 or 2 layouts take them), as simulate's option.")
+@click.option("--tp-only-amax-red", is_flag=True, default=False,
+              help="Every layout all-reduces delayed scaling's amaxes over TP x CP (--fp8 delayed; megatron "
+                   "layouts), as simulate's option.")
+@click.option("--no-align-grad-reduce", is_flag=True, default=False,
+              help="Megatron's interleaved layouts start each chunk's gradient reduce as its last backward ends "
+                   "(the other layouts have no chunks to align), as simulate's option.")
 @click.option("--tokens", type=TOKENS, default=None, help="Training: tokens to train on (a number, 1e12, or one with k, M, B (G) or T: 15T): each layout's days, GPU-hours and FLOPs.")
 @click.option("--compile", "compiled", is_flag=True, help="torch.compile's fusions, as simulate --compile (the "
               "kernel-level model; training, or --serve without --rate).")
@@ -115,7 +126,8 @@ def refuse_other_modes(ctx: click.Context, serve: bool, rate: float | None) -> N
               help="--serve --rate: run the search's configurations as Ray tasks in the cluster at this address "
                    "('local' starts one here; needs pip install '.[ray]') instead of a local process pool.")
 def plan(model, config, hardware_name, gpus, seq_len, global_batch, serve, batch, prompt, gen, dtype, impl,
-         attention, kv_cache, tp, pp, dp, zero, dp_shard, sp, framework, ep, cp, schedule, fp8, recompute, mtp, tokens,
+         attention, kv_cache, tp, pp, dp, zero, dp_shard, sp, framework, ep, cp, schedule, fp8, recompute,
+         fp8_param_gather, tp_only_amax_red, no_align_grad_reduce, mtp, tokens,
          flops_convention, compiled, price,
          rank_by, top, time_model, as_json, rate, slo_ttft, slo_tpot, requests, weight_dtype, weight_group, quantize_head,
          quant_layout, kv_dtype, fp8_gemm, mla, mamba_ssm_cache_dtype, ray_address, cuda_graphs) -> None:
@@ -185,7 +197,9 @@ def plan(model, config, hardware_name, gpus, seq_len, global_batch, serve, batch
                            price=price, rank_by=rank_by, time_model=time_model, mla=mla, tp=tp, pp=pp, dp=dp,
                            zero=zero, dp_shard=dp_shard, sp=sp, framework=framework, recompute=recompute,
                            ep=ep, cp=cp,
-                           schedule=schedule, fp8=fp8, weight_dtype=weight_dtype, weight_group=weight_group,
+                           schedule=schedule, fp8=fp8, fp8_param_gather=fp8_param_gather,
+                           tp_only_amax_red=tp_only_amax_red, no_align_grad_reduce=no_align_grad_reduce,
+                           weight_dtype=weight_dtype, weight_group=weight_group,
                            quantize_head=quantize_head, quant_layout=quant_layout, kv_dtype=kv_dtype, fp8_gemm=fp8_gemm, cuda_graphs=cuda_graphs == "on",
                            flops_convention=flops_convention or "dense", compiled=compiled)
     except ConfigError as error:

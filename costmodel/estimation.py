@@ -81,6 +81,10 @@ def _expressions(cfg: ModelConfig, workload: Workload) -> tuple[dict[str, Any], 
             exprs[f"leaf{i}.{field}"] = leaf.total(quantity)
     for quantity in TOTALS:
         exprs[f"total.{quantity}"] = model.total(quantity, leaves)
+    from .layout.fp8 import fp8_blocks  # the parameters --fp8-param-gather holds in FP8 (Estimate.fp8_parameter_saving)
+
+    exprs["total.fp8_params"] = sum((leaf.total("params") for leaf in leaves if isinstance(leaf.block, fp8_blocks())),
+                                    sp.Integer(0))
     if cfg.moe:
         exprs["total.active_params"] = model.total("active_params", leaves)
         experts = next(leaf for leaf in leaves if leaf.name == "experts")
@@ -329,6 +333,17 @@ class Estimate:
         return {"format": w.weight_format.label,
                 **parts, "total": sum(parts.values())}
 
+    @property
+    def fp8_parameter_saving(self) -> int:
+        """Bytes of the whole model's weights not held under the layout's --fp8-param-gather (its FP8
+        layers' parameters one byte each, no bf16 copy: layout/fp8.py); 0 without it. The training
+        lines (weights, training total) subtract it; inference is served without the training layout."""
+        if self.layout is None or not self.layout.fp8_param_gather:
+            return 0
+        from .layout.fp8 import fp8_parameter_saving
+
+        return fp8_parameter_saving(self.numbers["per_param.weights"], self.numbers["total.fp8_params"])
+
     def memory_numbers(self) -> dict[str, Any]:
         n = self.numbers
         out = {name: n[f"memory.{name}"] for name in MEMORY}
@@ -338,6 +353,14 @@ class Estimate:
             "optimizer": n["per_param.optimizer"],
             "note": self.constants["param_note"],
         }
+        saving = self.fp8_parameter_saving
+        if saving:
+            from .layout.fp8 import FP8_PARAM_BYTES
+
+            out["weights"] -= saving
+            out["training_total"] -= saving
+            out["bytes_per_param"]["fp8_weights"] = FP8_PARAM_BYTES
+            out["fp8_parameters"] = n["total.fp8_params"]
         # which positions' logits each inference figure holds (validate/FINDINGS.md, session 19)
         out["logits"] = {"inference_total": logits_kept(self.workload.logits_to_keep),
                          "generate_total": logits_kept(self.constants["generate_logits_to_keep"])}

@@ -19,3 +19,14 @@ def check_recomputed_modules(cfg, recompute: str) -> None:
         part = MODULE_NEEDS[recompute][0]
         raise ConfigError(f"recompute {recompute!r} reruns Megatron-Core's modules of the {part}, and "
                           f"{cfg.name} has no {part}; use none, selective or full.")
+
+
+def check_recompute_framework(recompute: str, framework: str) -> None:
+    """Refuse Megatron-Core's recompute_modules choices on a framework that does not run them: DeepSpeed
+    checkpoints the functions the model code hands it (deepspeed/runtime/activation_checkpointing, a
+    whole layer in Hugging Face's gradient checkpointing), FSDP2 (torchtitan) a whole layer or its op
+    policy (torchtitan-op); neither checkpoints the norm before the experts, the MoE layer, the
+    experts' activation or latent attention's up-projections on their own."""
+    if recompute in MODULE_NEEDS and framework != "megatron":
+        raise ConfigError(f"recompute {recompute!r} is Megatron-Core's recompute_modules, which {framework} "
+                          "does not run; use --framework megatron, or none, selective or full.")

@@ -76,7 +76,8 @@ def plan(model: Any, gpus: int | Sequence[int], hardware: str = DEFAULT_HARDWARE
     """Every layout of `model` on each count in `gpus` (training, or serving with serve=True):
     those that fit ranked by time (step time; time per output token when serving) or by cost
     (GPU-seconds per token), those that do not with their reason. fixed: tp, pp, dp, zero, sp,
-    framework, recompute, ep, cp, schedule, fp8 keep only the layouts with that value
+    framework, recompute, ep, cp, schedule, fp8 keep only the layouts with that value; fp8_param_gather,
+    tp_only_amax_red and no_align_grad_reduce (True) are settings of every layout (layout/plan.py SETTINGS)
     (dp_shard: hybrid sharding, FSDP2's HSDP or megatron --zero 3's HFSDP, in every layout); impl and
     attention, when given, replace what each layout's framework implies (costmodel/defaults.py);
     serving runs attention's kernel, flash (as `serve`) unless given, sdpa where FlashAttention-2
@@ -106,9 +107,12 @@ def plan(model: Any, gpus: int | Sequence[int], hardware: str = DEFAULT_HARDWARE
         if value is not None and value < 1:
             raise ConfigError(f"{name} must be at least 1, got {value}.")
     unknown = set(fixed) - {"tp", "pp", "dp", "zero", "sp", "framework", "recompute", "ep", "cp", "schedule", "fp8",
-                          "dp_shard"}
+                          "dp_shard", *planner.SETTINGS}
     if unknown:
         raise ConfigError(f"plan: unknown option {sorted(unknown)[0]!r}.")
+    fixed = {k: v for k, v in fixed.items() if k not in planner.SETTINGS or v}  # a setting left off: not fixed
+    if not serve:
+        planner.check_settings(fixed)
     if serve:  # a serving layout is tp x pp x dp: what only training reads is refused, not dropped
         unread = [name for name, value in (*fixed.items(), ("seq_len", seq_len), ("global_batch", global_batch),
                                            ("impl", impl))
@@ -196,7 +200,8 @@ def plan(model: Any, gpus: int | Sequence[int], hardware: str = DEFAULT_HARDWARE
                       **({"gen": gen, "batch": batch, "attention": attention,
                           "kv_cache": kv_cache, "cuda_graphs": cuda_graphs, "mla": mla if cfg.mla else None} if serve else
                          {"global_batch": batches[counts[0]] if one else batches, "batch": batch,
-                          "fp8": fixed.get("fp8"), "flops_convention": flops_convention, "mtp": cfg.mtp_layers,
+                          "fp8": fixed.get("fp8"), **{k: True for k in planner.SETTINGS if fixed.get(k)},
+                          "flops_convention": flops_convention, "mtp": cfg.mtp_layers,
                           "tokens": tokens, "price_per_gpu_hour": chosen.price_per_gpu_hour if price is None else price}),
                       "rank_by": rank_by,
                       "memory_capacity": chosen.serving_memory_bytes if serve else chosen.training_memory_bytes}

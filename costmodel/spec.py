@@ -327,7 +327,8 @@ _COST_UNITS = ("tokens: tokens; train_seconds: seconds; train_days: days; gpus: 
 
 JSON_UNITS = {
     "estimate": {"params": "parameters (a count)", "flops": "FLOP over the whole batch; *_per_token: FLOP a token",
-                 "memory": "bytes", "fit": "bytes (memory, capacity)", "parallel": "bytes (per_rank, stages, communication, wire)",
+                 "memory": "bytes; bytes_per_param: bytes a parameter; fp8_parameters: parameters (a count)",
+                 "fit": "bytes (memory, capacity)", "parallel": "bytes (per_rank, stages, communication, wire)",
                  "regime": "FLOP; crossover_seq_len: tokens"},
     "simulate": {"seconds": "seconds (every key ending in seconds, time_per_output_token, step_time)",
                  "flops": "FLOP", "bytes": "bytes (memory, per_rank, stages, memory_capacity, *_bytes; but "

@@ -143,7 +143,9 @@ def render_estimate(result: dict[str, Any], rows: Sequence[Any]) -> str:
         "",
         "Memory",
         f"  weights            {binary_bytes(m['weights']):>12}   "
-        f"({m['bytes_per_param']['weights']} B/param)",
+        f"({m['bytes_per_param']['weights']} B/param"
+        + (f"; {m['bytes_per_param']['fp8_weights']} B for the {count(m['fp8_parameters'])} parameters of the FP8 "
+           "layers: --fp8-param-gather, no bf16 copy)" if "fp8_parameters" in m else ")"),
         f"  gradients          {binary_bytes(m['gradients']):>12}   "
         f"({m['bytes_per_param']['gradients']} B/param)",
         f"  optimizer states   {binary_bytes(m['optimizer']):>12}   "

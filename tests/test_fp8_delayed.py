@@ -110,7 +110,7 @@ def test_the_commands_take_it_and_it_casts_less_than_current(capsys):
     seconds, memory = {}, {}
     for recipe in ("current", "delayed"):
         code, out, _ = run(["simulate", "--train", "--model", "llama2-7b", "--hardware", "h100-sxm", "--gpus", "8",
-                            "--dp", "8", "--batch", "4", "--fp8", recipe, "--json"], capsys)
+                            "--dp", "8", "--batch", "4", "--framework", "megatron", "--fp8", recipe, "--json"], capsys)
         assert code == 0
         seconds[recipe] = json.loads(out)["step"]["compute_seconds"]
         memory[recipe] = json.loads(out)["parallel"]["per_rank"]
@@ -123,7 +123,7 @@ def test_the_commands_take_it_and_it_casts_less_than_current(capsys):
     printed = {}
     for recipe in ("current", "delayed"):
         code, printed[recipe], _ = run(["estimate", "--model", "gpt2", "--hardware", "h100-sxm", "--gpus", "8",
-                                        "--fp8", recipe], capsys)
+                                        "--framework", "megatron", "--fp8", recipe], capsys)
         assert code == 0
     assert "tp 1 x pp 1 x dp 8, FP8 delayed, ZeRO 0" in printed["delayed"]
     assert printed["delayed"] == printed["current"].replace("FP8 current", "FP8 delayed")

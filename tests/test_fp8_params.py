@@ -194,3 +194,37 @@ def test_interleaved_gathers_weigh_each_chunks_bytes():
     assert exposed - reduce == pytest.approx(timer.collective("dp", "all_gather", gathered[0]), rel=1e-12)
     by_params = timer.collective("dp", "all_gather", dp["all_gather"] * 1_750_138_880 / (1_750_138_880 + 1_619_066_880))
     assert exposed - reduce != pytest.approx(by_params, rel=1e-3)
+
+
+ESTIMATE = ["estimate", "--seq-len", "4096", "--batch", "1", "--dtype", "bf16", "--framework", "megatron",
+            "--zero", "1", "--dp", "8", "--microbatches", "4", "--fp8", "delayed", "--json"]
+
+
+@pytest.mark.parametrize("model, extra, params, fp8_params", [
+    ("llama3-8b", [], PARAMS, FP8_PARAMS),
+    # Mixtral 8x7B: 32 layers of attention (4096 x 6144 + 4096 x 4096 = 41,943,040) and eight experts
+    # (8 x 3 x 4096 x 14,336 = 1,409,286,144); the router, norms and 32,000-row tables stay bf16
+    ("mixtral-8x7b", ["--ep", "8"], 46_702_792_704, 32 * (41_943_040 + 1_409_286_144)),
+])
+def test_estimate_whole_model_weights_under_fp8_parameters(capsys, model, extra, params, fp8_params):
+    """estimate's whole-model lines hold what Megatron-Core keeps under --fp8-param-gather: the FP8
+    layers' parameters one byte each, no bf16 copy (the whole model's, every expert included), the
+    rest two; the training total falls by the same bytes, the per-rank lines by theirs; the text's
+    weights line says so. Inference is served without the training layout: unchanged."""
+    out = {}
+    for flags in ([], ["--fp8-param-gather"]):
+        code, text, _ = run(ESTIMATE + ["--model", model, *extra, *flags], capsys)
+        assert code == 0
+        out[bool(flags)] = json.loads(text)["memory"]
+    bf16, fp8 = out[False], out[True]
+    assert bf16["weights"] == 2 * params and "fp8_parameters" not in bf16
+    assert fp8["fp8_parameters"] == fp8_params
+    assert fp8["weights"] == 2 * params - fp8_params
+    assert fp8["training_total"] == bf16["training_total"] - fp8_params
+    for key in ("gradients", "optimizer", "activations", "inference_total", "generate_total"):
+        assert fp8[key] == bf16[key]
+    assert fp8["bytes_per_param"] == {**bf16["bytes_per_param"], "fp8_weights": 1}
+    code, text, _ = run([a for a in ESTIMATE if a != "--json"] + ["--model", model, *extra, "--fp8-param-gather"],
+                        capsys)
+    assert code == 0
+    assert "(2 B/param; 1 B for the " in text and "parameters of the FP8 layers: --fp8-param-gather" in text

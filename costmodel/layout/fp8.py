@@ -335,6 +335,21 @@ FP8_PARAM_RECIPES = ("current", "delayed")
 FP8_PARAM_BYTES = 1
 
 
+def fp8_blocks() -> tuple[type, ...]:
+    """The cost tree's blocks whose linear weights FP8 recipes convert (Transformer Engine's linear
+    layers): attention's projections, the feed-forward and experts' GEMMs, a latent MoE's projections."""
+    from .. import blocks as B
+
+    return (B.QKVProjection, B.AttentionOutput, B.FeedForward, B.Experts, B.LatentProjection)
+
+
+def fp8_parameter_saving(weight_bytes: int, fp8_params: int) -> int:
+    """Bytes of weights not held under --fp8-param-gather: each of `fp8_params` parameters takes
+    FP8_PARAM_BYTES, not the `weight_bytes` of the training dtype (no bf16 copy is kept). The one
+    formula: a rank's weights (rank.fp8_parameter_saving) and estimate's whole model (Estimate)."""
+    return (weight_bytes - FP8_PARAM_BYTES) * fp8_params
+
+
 def scaling_state_bytes(recipe: Recipe, gemms: int) -> int:
     """Bytes of the amax histories and scales a recipe keeps for `gemms` FP8 GEMMs (0 but delayed
     scaling's): per quantizer a history of amax_history_len fp32 amaxes and one fp32 scale."""

@@ -22,7 +22,7 @@ from .. import compiled
 from ..config import ModelConfig, Workload
 from ..model_flops import leaf_model_flops
 from ..quantization import w8a8_leaf, w8a8_run_bytes
-from .fp8 import RECIPES
+from .fp8 import RECIPES, fp8_blocks
 from .frameworks import FRAMEWORKS, layout_vocabulary
 from .spec import Layout
 
@@ -84,7 +84,7 @@ def part_expressions(cfg: ModelConfig, workload: Workload, layout: Layout, phase
     from .split import column_inputs, local, rank_leaf, row_outputs, substitution
 
     framework = FRAMEWORKS[layout.framework]
-    FP8_BLOCKS = (B.QKVProjection, B.AttentionOutput, B.FeedForward, B.Experts, B.LatentProjection)
+    FP8_BLOCKS = fp8_blocks()
     profile = profile_for(cfg, workload, precision=framework.precision_for(workload.dtype, layout.grad_reduce_dtype), device=layout.device,
                           optimizer_impl="foreach" if layout.device == "cuda" else "single",
                           fp8_activations=fp8_activations(layout) and phase == "train",

@@ -32,6 +32,7 @@ PLANNED_RECOMPUTES = tuple(r for r in RECOMPUTES if r not in (
     "deepseek", "torchtitan-op", "layernorm-moe-act", "layernorm-moe", "layernorm-moe-core-attn", "mla-up-proj"))
 from ..hardware import Efficiency, Hardware, time_model_for
 from .frameworks import FRAMEWORKS
+from .overlap import Overlap
 from .rank import ParallelEstimate
 from .serving_memory import serving_memory
 from .spec import Layout, check_hybrid_framework, check_inference_model, tensor_split_error
@@ -54,6 +55,34 @@ def tensor_sizes(cfg: ModelConfig, hardware: Hardware, gpus: int, inference: boo
 
 #: The sizes whose product is the GPUs (Layout.gpus): tp x pp x cp x dp.
 GRID = ("tp", "pp", "dp", "cp")
+
+
+#: Settings plan holds fixed in every candidate (True when asked for): Megatron-Core's FP8 parameters and
+#: TP-only amax group (Layout fields: a candidate the layout refuses, another framework or ZeRO stage,
+#: is not one), and gradient reduces not aligned in the interleaved schedule (Overlap.align_grad False on
+#: megatron's interleaved layouts, the only ones with chunks to align; the others run as they would).
+SETTINGS = ("fp8_param_gather", "tp_only_amax_red", "no_align_grad_reduce")
+
+
+def check_settings(fixed: dict[str, Any]) -> None:
+    """Refuse, in one line before the search, a setting no candidate could take: the layout's own check
+    on a layout with the fixed framework (megatron unless fixed), ZeRO stage (megatron's 1, the others'
+    default, unless fixed) and recipe."""
+    if not (fixed.get("fp8_param_gather") or fixed.get("tp_only_amax_red")):
+        return
+    framework = fixed.get("framework") or "megatron"
+    zero = fixed["zero"] if fixed.get("zero") is not None else 1 if framework == "megatron" else \
+        FRAMEWORKS[framework].default_zero
+    Layout(framework=framework, zero=zero, fp8=fixed.get("fp8"), fp8_param_gather=bool(fixed.get("fp8_param_gather")),
+           tp_only_amax_red=bool(fixed.get("tp_only_amax_red")))  # (its construction checks them)
+
+
+def plan_overlap(layout: Layout, fixed: dict[str, Any]) -> Overlap | None:
+    """The overlap a candidate is timed under: the default, but gradient reduces not aligned on an
+    interleaved megatron layout when no_align_grad_reduce is fixed."""
+    if fixed.get("no_align_grad_reduce") and layout.framework == "megatron" and layout.schedule == "interleaved":
+        return Overlap(align_grad=False)
+    return None
 
 
 def check_fixed(fixed: dict[str, Any], gpus: int) -> None:
@@ -166,7 +195,9 @@ def training_layouts(cfg: ModelConfig, hardware: Hardware, gpus: int, global_bat
                                                 layout = Layout(dp=dp, tp=tp, pp=pp, sp=sp, zero=zero, microbatches=m,
                                                                 schedule=schedule, virtual_stages=v,
                                                                 framework=framework, ep=ep, etp=expert_layout(tp, ep), cp=cp,
-                                                                fp8=fixed.get("fp8"), dp_shard=fixed.get("dp_shard"))
+                                                                fp8=fixed.get("fp8"), dp_shard=fixed.get("dp_shard"),
+                                                                fp8_param_gather=bool(fixed.get("fp8_param_gather")),
+                                                                tp_only_amax_red=bool(fixed.get("tp_only_amax_red")))
                                                 layout.check(cfg, gpus)
                                                 layout.check_schedule()
                                             except ConfigError as error:
@@ -189,6 +220,7 @@ def _entry(layout: Layout, batch: int, recompute: str) -> dict[str, Any]:
                        "sp": layout.sp, "schedule": layout.schedule, "virtual_stages": layout.virtual_stages,
                        "framework": layout.framework, "ep": layout.ep, "cp": layout.cp, "fp8": layout.fp8,
                        **({"etp": layout.etp} if layout.etp else {}),
+                       **{name: True for name in ("fp8_param_gather", "tp_only_amax_red") if getattr(layout, name)},
                        **({"dp_shard": layout.dp_shard} if layout.dp_shard else {})}}
 
 
@@ -223,9 +255,13 @@ def plan_training(cfg: ModelConfig, hardware: Hardware, gpus: int, seq_len: int,
         if per_rank["total"] > hardware.training_memory_bytes:
             infeasible.append({**entry, "reason": "memory", "per_rank": per_rank})
             continue
+        overlap = plan_overlap(layout, fixed)
+        if overlap is not None:
+            entry["layout"]["align_grad"] = False
         try:  # what only the step's time refuses (a collective it does not model) sets this layout aside
             step = step_time(estimate, hardware, efficiency, time_model, flops_convention=flops_convention,
-                             **({"compiled": True} if compiled else {})).step()
+                             **({"compiled": True} if compiled else {}),
+                             **({"overlap": overlap} if overlap is not None else {})).step()
         except ConfigError as error:
             infeasible.append({**entry, "reason": "unsupported", "detail": str(error)})
             continue

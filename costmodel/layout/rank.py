@@ -16,9 +16,10 @@ from typing import Any
 
 from .. import offload
 from ..config import ConfigError, ModelConfig, Workload
+from ..module_recompute import check_recompute_framework, check_recomputed_modules
 from .communication import RankCommunication
 from .experts import check_flex_load, expert_load, fsdp_gathered, fsdp_split
-from .fp8 import FP8_PARAM_BYTES, RECIPES, TE_GEMMS_PER_DENSE_LAYER, amax_reduction_bytes
+from .fp8 import RECIPES, TE_GEMMS_PER_DENSE_LAYER, amax_reduction_bytes, fp8_parameter_saving
 from .frameworks import FRAMEWORKS, Framework
 from .parts import Stage, evaluate_parts, part_evaluator, part_of, uses_loss_parallel
 from ..spec import RECOMPUTED_LAYERS
@@ -124,6 +125,9 @@ class ParallelEstimate(RankCommunication):
         if layout.grad_reduce_dtype is not None and workload.dtype != "bf16":
             raise ConfigError(f"layout: the gradient reduce dtype (--grad-reduce-dtype) is modelled for bf16 "
                               f"training, where Megatron-Core chooses it; not for {workload.dtype}.")
+        if phase == "train":  # the model's parts first (a dense model's refusal names them), then the framework
+            check_recomputed_modules(cfg, workload.recompute)
+            check_recompute_framework(workload.recompute, layout.framework)
         if layout.pp > 1 and layout.framework == "fsdp2" and cfg.tie_embeddings and cfg.head == "lm":
             raise ConfigError("layout: torch.distributed.pipelining splits an untied model; this one ties its "
                               "output projection to the embedding (use megatron or deepspeed).")
@@ -345,7 +349,7 @@ class ParallelEstimate(RankCommunication):
         """Bytes of weights the rank does not hold under --fp8-param-gather: its FP8 parameters take
         FP8_PARAM_BYTES each, not the dtype's (no bf16 copy kept: layout/fp8.py)."""
         dense, experts = self.fp8_parameters(stage)
-        return (self.numbers["bytes.weights"] - FP8_PARAM_BYTES) * (dense + experts // self.layout.ep)
+        return fp8_parameter_saving(self.numbers["bytes.weights"], dense + experts // self.layout.ep)
 
     def amax_reductions(self, stage: Stage) -> list[int]:
         """Delayed scaling's amax all-reduces on this rank in one micro-batch, the bytes of each

@@ -318,6 +318,18 @@ class Layout:
         if self.tp_only_amax_red and (self.fp8 != "delayed" or self.framework != "megatron"):
             raise ConfigError("layout: --tp-only-amax-red is Megatron-Core's amax reduction group of delayed "
                               "scaling (--framework megatron --fp8 delayed).")
+        if self.fp8 == "delayed" and self.framework != "megatron":
+            # Outside Megatron-Core, Transformer Engine's DelayedScaling runs under the training script's
+            # fp8_autocast: accelerate's apply_fp8_autowrap (utils/transformer_engine.py, 0fade1b) wraps the
+            # whole forward in one, with no fp8_group, so TE all-reduces the amaxes over the default group,
+            # every rank (quantization.py reduce_and_update_fp8_tensors, d0067d0), and its convert_model
+            # turns every nn.Linear whose sizes are multiples of 16 into te.Linear, the output head included:
+            # neither is modelled here.
+            raise ConfigError(f"layout: --fp8 delayed is modelled as Megatron-Core runs it (an fp8_autocast a "
+                              f"model chunk, amaxes all-reduced over TP x DP x CP); under {self.framework} "
+                              "Transformer Engine's delayed scaling is the training script's (accelerate: one "
+                              "autocast over the forward, amaxes over every rank, the head in FP8 too), not "
+                              "modelled; use --framework megatron, or --fp8 current or tensorwise.")
 
     def _check_precision_aware(self, framework: Any) -> None:
         """Megatron-Core's precision-aware optimizer: one of the modelled dtype sets, on its

@@ -98,7 +98,13 @@ class SavedRecorder:
     once the forward is done, which node saved it and what it costs (saved_activation_bytes)."""
 
     def __init__(self, model: nn.Module, stack: list[str]) -> None:
-        self.excluded = {storage_key(held(t)) for t in [*model.parameters(), *model.buffers()]}
+        # The parameters' and buffers' storages held until the result: a storage's key is the address
+        # of its StorageImpl, and a forward that replaces a buffer (CTRLModel.forward casts its
+        # pos_encoding and assigns it back) frees the old one, whose address the allocator may hand to
+        # a storage the forward then saves, counted as a parameter's (48 bytes of ctrl's eager row
+        # went so in long test processes: validate/FINDINGS.md, session 26).
+        self.kept = [held(t).untyped_storage() for t in [*model.parameters(), *model.buffers()]]
+        self.excluded = {storage._cdata for storage in self.kept}
         self.stack = stack
         self.saved: list[torch.Tensor] = []
         self.modules: list[str] = []

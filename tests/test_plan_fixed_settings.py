@@ -1,0 +1,108 @@
+"""plan holds simulate's Megatron-Core settings fixed in every candidate (costmodel/layout/plan.py
+SETTINGS): --fp8-param-gather and --tp-only-amax-red as Layout fields (a candidate the layout refuses,
+another framework or ZeRO stage, is not one), --no-align-grad-reduce on megatron's interleaved layouts
+(the others have no chunks to align). Each candidate's figures equal simulate's for the same layout
+and flags; a setting no layout could take is one line before the search."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import cli
+
+PLAN = ["plan", "--model", "llama3-8b", "--gpus", "8", "--hardware", "h100-sxm", "--framework", "megatron", "--json"]
+
+
+def run(args: list[str], capsys) -> tuple[int, str, str]:
+    code = cli.main(args)
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def plan(capsys, *flags: str) -> dict:
+    code, out, _ = run(PLAN + list(flags), capsys)
+    assert code == 0
+    return json.loads(out)
+
+
+def simulate(capsys, layout: dict, *flags: str) -> dict:
+    """simulate --train of a plan entry's layout (plan's default sequence of 2,048 tokens)."""
+    args = ["simulate", "--train", "--model", "llama3-8b", "--hardware", "h100-sxm", "--seq-len", "2048",
+            "--batch", str(layout["batch"]), "--framework", "megatron", "--tp", str(layout["tp"]),
+            "--pp", str(layout["pp"]), "--dp", str(layout["dp"]), "--zero", str(layout["zero"]),
+            "--microbatches", str(layout["microbatches"]), "--schedule", layout["schedule"],
+            "--virtual-stages", str(layout["virtual_stages"]), "--recompute", layout["recompute"],
+            *(["--sp"] if layout["sp"] else []), *(["--fp8", layout["fp8"]] if layout["fp8"] else []),
+            *flags, "--json"]
+    code, out, _ = run(args, capsys)
+    assert code == 0
+    return json.loads(out)
+
+
+def _key(entry: dict) -> str:
+    settings = ("align_grad", "tp_only_amax_red", "fp8_param_gather")
+    return json.dumps({k: v for k, v in entry["layout"].items() if k not in settings}, sort_keys=True)
+
+
+def test_no_align_grad_reduce_times_the_interleaved_layouts(capsys):
+    """Llama 3 8B at PP 2, TP 1 (32 layouts): the 16 interleaved ones are timed with each chunk's reduce
+    unaligned (align_grad false in the entry, the step simulate --no-align-grad-reduce gives); the
+    1F1B ones are as without the option."""
+    unaligned, aligned = plan(capsys, "--pp", "2", "--tp", "1", "--no-align-grad-reduce"), plan(capsys, "--pp", "2",
+                                                                                               "--tp", "1")
+    assert unaligned["inputs"]["no_align_grad_reduce"] is True and "no_align_grad_reduce" not in aligned["inputs"]
+    before = {_key(e): e["step_time"] for e in aligned["feasible"]}
+    interleaved = [e for e in unaligned["feasible"] if e["layout"]["schedule"] == "interleaved"]
+    assert len(unaligned["feasible"]) == 32 and len(interleaved) == 16
+    for entry in unaligned["feasible"]:
+        if entry["layout"]["schedule"] == "interleaved":
+            assert entry["layout"]["align_grad"] is False and entry["step_time"] < before[_key(entry)]
+        else:
+            assert "align_grad" not in entry["layout"] and entry["step_time"] == before[_key(entry)]
+    best = interleaved[0]
+    assert best["step_time"] == simulate(capsys, best["layout"], "--no-align-grad-reduce")["step"]["seconds"]
+
+
+def test_fp8_parameters_in_every_layout(capsys):
+    """--fp8 delayed --fp8-param-gather at TP 1, PP 1 (dp 8): only the distributed optimizer's layouts
+    (ZeRO 1 and 2) are candidates, each holding FP8 parameters: a rank's weights 16,060,522,496 -
+    6,979,321,856 (the linear layers at one byte) = 9,081,200,640 bytes, the step simulate's."""
+    result = plan(capsys, "--tp", "1", "--pp", "1", "--fp8", "delayed", "--fp8-param-gather")
+    assert result["inputs"]["fp8_param_gather"] is True
+    entries = result["feasible"] + result["infeasible"]
+    assert entries and all(e["layout"]["fp8_param_gather"] is True and e["layout"]["zero"] in (1, 2)
+                           for e in entries)
+    for entry in result["feasible"]:
+        assert entry["per_rank"]["weights"] == 9_081_200_640
+    best = result["feasible"][0]
+    assert best["step_time"] == simulate(capsys, best["layout"], "--fp8-param-gather")["step"]["seconds"]
+
+
+def test_tp_only_amax_reduction_in_every_layout(capsys):
+    """--fp8 delayed --tp-only-amax-red at TP 2 (dp 4): every megatron layout all-reduces its amaxes over
+    TP 2, not the 8 ranks of TP x DP: the step simulate --tp-only-amax-red gives, shorter than without."""
+    only_tp, every = (plan(capsys, "--tp", "2", "--pp", "1", "--fp8", "delayed", *flags)
+                      for flags in (["--tp-only-amax-red"], []))
+    assert all(e["layout"]["tp_only_amax_red"] is True for e in only_tp["feasible"])
+    before = {_key(e): e["step_time"] for e in every["feasible"]}
+    best = only_tp["feasible"][0]
+    assert best["step_time"] < before[_key(best)]
+    assert best["step_time"] == simulate(capsys, best["layout"], "--tp-only-amax-red")["step"]["seconds"]
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--fp8-param-gather"], "error: layout: FP8 parameters (--fp8-param-gather) are modelled with --fp8 current "
+                             "or delayed (Transformer Engine's per-tensor Float8Tensor); here no --fp8."),
+    (["--fp8", "delayed", "--fp8-param-gather", "--framework", "fsdp2"],
+     "error: layout: --fp8-param-gather is Megatron-Core's, on its distributed optimizer (--framework megatron "
+     "--zero 1); here fsdp2 with --zero 3."),
+    (["--fp8", "current", "--tp-only-amax-red"], "error: layout: --tp-only-amax-red is Megatron-Core's amax "
+                                                 "reduction group of delayed scaling (--framework megatron --fp8 delayed)."),
+    (["--serve", "--no-align-grad-reduce"], "error: --no-align-grad-reduce: training options, which --serve ignores; "
+                                            "a serving plan takes --batch, --prompt and --gen."),
+])
+def test_a_setting_no_layout_takes_is_one_line(capsys, flags, message):
+    code, out, err = run(["plan", "--model", "llama3-8b", "--gpus", "8", "--hardware", "h100-sxm", *flags], capsys)
+    assert (code, out, err.strip()) == (2, "", message)
