@@ -111,6 +111,10 @@ class Hardware:
     # share a serving engine leaves free (vLLM's gpu_memory_utilization).
     memory_reserve_bytes: int = 0
     serving_memory_utilization: float = SERVING_MEMORY_UTILIZATION
+    # The memory the device reports to CUDA (torch.cuda.mem_get_info's total, what vLLM multiplies by
+    # gpu_memory_utilization), below the capacity as sold; a measurement with its source. 0: unknown
+    # (memory_bytes stands for it).
+    device_memory_bytes: int = 0
     # The fraction of each dtype's peak that large matmuls reach (a microbenchmark, with its
     # source): the kernel-level time model's GEMM efficiency (costmodel/kernel_time.py).
     matmul_efficiency: dict[str, float] = field(default_factory=dict)
@@ -254,14 +258,20 @@ class Hardware:
         return 1.0
 
     @property
+    def usable_memory_bytes(self) -> int:
+        """The memory every fit is taken of: what the device reports (device_memory_bytes) where a
+        measurement is known, else the capacity as sold."""
+        return self.device_memory_bytes or self.memory_bytes
+
+    @property
     def training_memory_bytes(self) -> int:
-        """What a training run can allocate: the capacity less the reserve."""
-        return self.memory_bytes - self.memory_reserve_bytes
+        """What a training run can allocate: the device's memory less the reserve."""
+        return self.usable_memory_bytes - self.memory_reserve_bytes
 
     @property
     def serving_memory_bytes(self) -> int:
         """What a serving engine plans with at the file's utilisation (serving_memory)."""
-        return serving_memory(self.memory_bytes, self.serving_memory_utilization, self.memory_reserve_bytes)
+        return serving_memory(self.usable_memory_bytes, self.serving_memory_utilization, self.memory_reserve_bytes)
 
     def peak(self, dtype: str) -> float:
         if dtype not in self.flops_per_s:
