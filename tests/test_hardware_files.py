@@ -150,10 +150,13 @@ def test_a_sustained_matmul_efficiency_round_trips():
 
 
 def test_serving_plans_with_the_utilisation_less_the_reserve_and_training_with_the_reserve(tmp_path):
-    h100 = load_hardware("h100-sxm")  # the device reports 81,121 MiB of its 80 GiB (device_memory_bytes)
-    assert h100.usable_memory_bytes == 81_121 * 2**20 == 85_061_533_696
-    assert h100.serving_memory_bytes == 85_061_533_696 * 9 // 10 - 512 * 2**20 == 76_018_509_414
-    assert h100.training_memory_bytes == 81_121 * 2**20 - 512 * 2**20
+    h100 = load_hardware("h100-sxm")  # the device reports 81,117 MiB of its 80 GiB (device_memory_bytes)
+    assert h100.usable_memory_bytes == 81_117 * 2**20 == 85_057_339_392
+    # vLLM's logs print that total as 79.22 GiB and 0.9 of it as 71.29 GiB; 81,116 and 81,118 MiB would not
+    assert (f"{81_117 / 1024:.2f}", f"{81_117 / 1024 * 0.9:.2f}") == ("79.22", "71.29")
+    assert (f"{81_116 / 1024:.2f}", f"{81_118 / 1024 * 0.9:.2f}") == ("79.21", "71.30")
+    assert h100.serving_memory_bytes == 85_057_339_392 * 9 // 10 - 512 * 2**20 == 76_014_734_540
+    assert h100.training_memory_bytes == 81_117 * 2**20 - 512 * 2**20
     # Llama-2-7B decoding at 4,096 keys: the most sequences that fit, from the same formula, at
     # vLLM's 0.9 and with the whole GPU (a user file with utilisation 1 and no reserve).
     whole = Hardware.from_dict(dict(h100.to_dict(), serving_memory_utilization=1.0, memory_reserve_bytes=0), "whole")
@@ -161,7 +164,7 @@ def test_serving_plans_with_the_utilisation_less_the_reserve_and_training_with_t
     per_sequence = 32 * 2 * 4096 * 2 * 4096  # 2 GiB of KV cache at 4,096 keys
     weights = 6_738_415_616 * 2
     assert Roofline(cfg, h100).fits(1, 4096)["max_batch"] == (h100.serving_memory_bytes - weights) // per_sequence == 29
-    assert Roofline(cfg, whole).fits(1, 4096)["max_batch"] == (81_121 * 2**20 - weights) // per_sequence == 33
+    assert Roofline(cfg, whole).fits(1, 4096)["max_batch"] == (81_117 * 2**20 - weights) // per_sequence == 33
 
 
 def test_a_device_total_above_the_capacity_is_one_error_line():
