@@ -13,7 +13,6 @@ Pure data: the roofline that divides by these rates is costmodel/roofline_model.
 from __future__ import annotations
 
 import json
-import math
 import os
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -22,17 +21,9 @@ from typing import Any
 
 from .config import ConfigError, show
 from .hardware_schema import (EFFICIENCY_STAND_IN, GENERATIONS, INTERCONNECT, OPTIONAL_NUMBERS, UNSTATED_AS_ZERO,  # noqa: F401
-                              PEAK_DTYPES, SCHEMA, SERVING_MEMORY_UTILIZATION, Field, schema_problems)  # the schema, re-exported
+                              PEAK_DTYPES, SCHEMA, SERVING_MEMORY_UTILIZATION, Field, schema_problems,
+                              serving_memory)  # the schema and serving_memory, re-exported
 from .spec import CANONICAL_DTYPE, DEFAULT_TIME_MODEL, TIME_MODELS  # the time models and the default (spec.py says why)
-
-
-def serving_memory(memory_bytes: int, utilization: float, reserve_bytes: int) -> int:
-    """The one rule for what a serving engine fills (weights, activation peak, KV cache), read by
-    simulate's and plan's fits and serve's KV blocks: floor(memory x utilization) - reserve. vLLM's
-    KV budget is total x gpu_memory_utilization - weights - activation peak - the non-torch memory
-    the instance adds (vllm/utils.py memory_profiling); the reserve stands for that last term
-    (docs/serving.md, "The KV budget": where each vLLM version puts the CUDA context)."""
-    return math.floor(memory_bytes * utilization) - reserve_bytes
 
 
 def time_model_for(hardware: "Hardware", time_model: str | None = None, dtype: str | None = None) -> str:
@@ -107,13 +98,10 @@ class Hardware:
     clock_limit_mhz: float = 0.0
     power_watts: float = 0.0
     power_limit_watts: float = 0.0
-    # Memory a run cannot use: the CUDA context, cuBLAS and NCCL workspaces (every run), and the
-    # share a serving engine leaves free (vLLM's gpu_memory_utilization).
+    # Memory a run cannot use (CUDA context, cuBLAS and NCCL workspaces), the share a serving engine
+    # fills (vLLM's gpu_memory_utilization), what the device reports to CUDA (mem_get_info; 0: unknown).
     memory_reserve_bytes: int = 0
     serving_memory_utilization: float = SERVING_MEMORY_UTILIZATION
-    # The memory the device reports to CUDA (torch.cuda.mem_get_info's total, what vLLM multiplies by
-    # gpu_memory_utilization), below the capacity as sold; a measurement with its source. 0: unknown
-    # (memory_bytes stands for it).
     device_memory_bytes: int = 0
     # The fraction of each dtype's peak that large matmuls reach (a microbenchmark, with its
     # source): the kernel-level time model's GEMM efficiency (costmodel/kernel_time.py).
@@ -259,8 +247,7 @@ class Hardware:
 
     @property
     def usable_memory_bytes(self) -> int:
-        """The memory every fit is taken of: what the device reports (device_memory_bytes) where a
-        measurement is known, else the capacity as sold."""
+        """What every fit is taken of: the device's reported memory where known, else the capacity."""
         return self.device_memory_bytes or self.memory_bytes
 
     @property

@@ -199,6 +199,16 @@ def schema_problems(data: Any) -> list[str]:
 SERVING_MEMORY_UTILIZATION = 1.0
 
 
+def serving_memory(memory_bytes: int, utilization: float, reserve_bytes: int) -> int:
+    """The one rule for what a serving engine fills (weights, activation peak, KV cache), read by
+    simulate's and plan's fits and serve's KV blocks: floor(memory x utilization) - reserve. vLLM's
+    KV budget is total x gpu_memory_utilization - weights - activation peak - the non-torch memory
+    the instance adds (vllm/utils.py memory_profiling); the reserve stands for that last term
+    (docs/serving.md, "The KV budget": where each vLLM version puts the CUDA context). The memory
+    is what the device reports where its file states it (Hardware.usable_memory_bytes)."""
+    return math.floor(memory_bytes * utilization) - reserve_bytes
+
+
 def _reserve_problem(data: dict) -> str | None:
     """The reserve must leave memory to plan with (else every fit reads a negative capacity);
     checked on fields already known to be numbers in range."""
