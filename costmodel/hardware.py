@@ -22,7 +22,7 @@ from typing import Any
 from .config import ConfigError, show
 from .hardware_schema import (EFFICIENCY_STAND_IN, GENERATIONS, INTERCONNECT, OPTIONAL_NUMBERS, UNSTATED_AS_ZERO,  # noqa: F401
                               PEAK_DTYPES, SCHEMA, SERVING_MEMORY_UTILIZATION, Field, schema_problems,
-                              serving_memory)  # the schema and serving_memory, re-exported
+                              copied_device_memory_problem, serving_memory)  # the schema and serving_memory, re-exported
 from .spec import CANONICAL_DTYPE, DEFAULT_TIME_MODEL, TIME_MODELS  # the time models and the default (spec.py says why)
 
 
@@ -536,10 +536,12 @@ def _check_copied_gemv(hardware: Hardware, path: Path) -> None:
     kernel model reads a GEMM's bytes at it, not at the edited bandwidth (torchao's 2.4 TB/s H100
     with the SXM's 3.02 TB/s decoded 8% faster than at its own)."""
     name = hardware.network_of
-    if not name or name == hardware.name or hardware.gemv_bandwidth_bytes_per_s <= 0:
+    if not name or name == hardware.name or (hardware.gemv_bandwidth_bytes_per_s <= 0 and not hardware.device_memory_bytes):
         return
     preset = load_hardware(name)
-    if (hardware.gemv_bandwidth_bytes_per_s == preset.gemv_bandwidth_bytes_per_s
+    if problem := copied_device_memory_problem(hardware, preset):
+        raise ConfigError(f"hardware file {show(str(path))}: {problem}.")
+    if (0 < hardware.gemv_bandwidth_bytes_per_s == preset.gemv_bandwidth_bytes_per_s
             and hardware.bandwidth_bytes_per_s != preset.bandwidth_bytes_per_s):
         raise ConfigError(f"hardware file {show(str(path))}: bandwidth_bytes_per_s is {hardware.bandwidth_bytes_per_s:.4g}, "
                           f"not {name}'s {preset.bandwidth_bytes_per_s:.4g}, but gemv_bandwidth_bytes_per_s is still "

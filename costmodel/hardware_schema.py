@@ -225,6 +225,19 @@ def _reserve_problem(data: dict) -> str | None:
             f"{field} x serving_memory_utilization ({data[field]} x {utilization:g} = {plannable})")
 
 
+def copied_device_memory_problem(hardware: Any, preset: Any) -> str | None:
+    """A copy of a preset (network_of names it) whose memory_bytes was edited but whose
+    device_memory_bytes is still the preset's measured total: that total is the preset card's, and
+    every fit would read it instead of the edited capacity (a 96 GB H100 copied from h100-sxm would
+    plan with the SXM's 81,117 MiB)."""
+    if not hardware.device_memory_bytes or hardware.device_memory_bytes != preset.device_memory_bytes \
+            or hardware.memory_bytes == preset.memory_bytes:
+        return None
+    return (f"memory_bytes is {hardware.memory_bytes}, not {preset.name}'s {preset.memory_bytes}, but "
+            f"device_memory_bytes is still {preset.name}'s measured {preset.device_memory_bytes}: remove it "
+            "(none measured: memory_bytes) or set it to this card's")
+
+
 def _gemv_problem(data: dict) -> str | None:
     """A read-and-reduce stream reads memory, so it reaches at most the memory bandwidth (the presets'
     BabelStream Dot rates are 0.73-0.90 of it); a rate above it made the kernel model's GEMMs faster

@@ -266,6 +266,13 @@ def test_a_renamed_copy_of_a_preset_keeps_its_measured_collectives(tmp_path, cap
     preset = load_hardware("h100-sxm")
     copy = dict(preset.to_dict(), name="h100-96gb-500w", memory_bytes=96 * 2**30)
     assert copy["network_of"] == "h100-sxm"
+    # the SXM's reported total (81,117 MiB) kept beside an edited capacity is one line: every fit would read it
+    (tmp_path / "kept.json").write_text(json.dumps(copy))
+    code, out, err = run(["simulate", "--model", "llama2-7b", "--hardware", str(tmp_path / "kept.json")], capsys)
+    assert (code, out) == (2, "") and err.count("\n") == 1 and (
+        "memory_bytes is 103079215104, not h100-sxm's 85899345920, but device_memory_bytes is still h100-sxm's "
+        "measured 85057339392: remove it") in err
+    del copy["device_memory_bytes"]
     renamed = Hardware.from_dict(copy, "h100-96gb-500w")
     assert busbw_curve(renamed) == busbw_curve(preset) is not None
     assert busbw_curve(Hardware.from_dict({k: v for k, v in copy.items() if k != "network_of"}, "x")) is None
