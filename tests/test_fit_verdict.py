@@ -74,7 +74,7 @@ def test_inference_that_does_not_fit_suggests_quantized_weights():
 def test_a_model_that_fits_says_so(capsys):
     assert cli.main(["estimate", "--model", "gpt2", "--hardware", "h100-sxm", "--attention", "sdpa"]) == 0
     out = capsys.readouterr().out
-    assert "Training on 1 h100-sxm GPU: " in out and "fits in 79.50 GiB." in out
+    assert "Training on 1 h100-sxm GPU: " in out and "fits in 78.72 GiB." in out
     assert "To make it fit" not in out
 
 
