@@ -76,7 +76,8 @@ def torchao_vllm_hardware(table: dict):
     hardware = load_hardware(table["hardware"])
     if not table["hardware_overrides"]:
         return hardware
-    return Hardware.from_dict(dict(hardware.to_dict(), **table["hardware_overrides"]), table["hardware"])
+    data = {k: v for k, v in hardware.to_dict().items() if k != "device_memory_bytes"}  # another capacity: not the preset's total
+    return Hardware.from_dict(dict(data, **table["hardware_overrides"]), table["hardware"])
 
 
 def torchao_vllm_options(recipe: str) -> dict:

@@ -13,7 +13,6 @@ Pure data: the roofline that divides by these rates is costmodel/roofline_model.
 from __future__ import annotations
 
 import json
-import math
 import os
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -22,17 +21,9 @@ from typing import Any
 
 from .config import ConfigError, show
 from .hardware_schema import (EFFICIENCY_STAND_IN, GENERATIONS, INTERCONNECT, OPTIONAL_NUMBERS, UNSTATED_AS_ZERO,  # noqa: F401
-                              PEAK_DTYPES, SCHEMA, SERVING_MEMORY_UTILIZATION, Field, schema_problems)  # the schema, re-exported
+                              PEAK_DTYPES, SCHEMA, SERVING_MEMORY_UTILIZATION, Field, schema_problems,
+                              copied_device_memory_problem, serving_memory)  # the schema and serving_memory, re-exported
 from .spec import CANONICAL_DTYPE, DEFAULT_TIME_MODEL, TIME_MODELS  # the time models and the default (spec.py says why)
-
-
-def serving_memory(memory_bytes: int, utilization: float, reserve_bytes: int) -> int:
-    """The one rule for what a serving engine fills (weights, activation peak, KV cache), read by
-    simulate's and plan's fits and serve's KV blocks: floor(memory x utilization) - reserve. vLLM's
-    KV budget is total x gpu_memory_utilization - weights - activation peak - the non-torch memory
-    the instance adds (vllm/utils.py memory_profiling); the reserve stands for that last term
-    (docs/serving.md, "The KV budget": where each vLLM version puts the CUDA context)."""
-    return math.floor(memory_bytes * utilization) - reserve_bytes
 
 
 def time_model_for(hardware: "Hardware", time_model: str | None = None, dtype: str | None = None) -> str:
@@ -106,10 +97,11 @@ class Hardware:
     clock_limit_mhz: float = 0.0
     power_watts: float = 0.0
     power_limit_watts: float = 0.0
-    # Memory a run cannot use: the CUDA context, cuBLAS and NCCL workspaces (every run), and the
-    # share a serving engine leaves free (vLLM's gpu_memory_utilization).
+    # Memory a run cannot use (CUDA context, cuBLAS and NCCL workspaces), the share a serving engine
+    # fills (vLLM's gpu_memory_utilization), what the device reports to CUDA (mem_get_info; 0: unknown).
     memory_reserve_bytes: int = 0
     serving_memory_utilization: float = SERVING_MEMORY_UTILIZATION
+    device_memory_bytes: int = 0
     # The fraction of each dtype's peak that large matmuls reach (a microbenchmark, with its
     # source): the kernel-level time model's GEMM efficiency (costmodel/kernel_time.py).
     matmul_efficiency: dict[str, float] = field(default_factory=dict)
@@ -255,14 +247,19 @@ class Hardware:
         return 1.0
 
     @property
+    def usable_memory_bytes(self) -> int:
+        """What every fit is taken of: the device's reported memory where known, else the capacity."""
+        return self.device_memory_bytes or self.memory_bytes
+
+    @property
     def training_memory_bytes(self) -> int:
-        """What a training run can allocate: the capacity less the reserve."""
-        return self.memory_bytes - self.memory_reserve_bytes
+        """What a training run can allocate: the device's memory less the reserve."""
+        return self.usable_memory_bytes - self.memory_reserve_bytes
 
     @property
     def serving_memory_bytes(self) -> int:
         """What a serving engine plans with at the file's utilisation (serving_memory)."""
-        return serving_memory(self.memory_bytes, self.serving_memory_utilization, self.memory_reserve_bytes)
+        return serving_memory(self.usable_memory_bytes, self.serving_memory_utilization, self.memory_reserve_bytes)
 
     def peak(self, dtype: str) -> float:
         if dtype not in self.flops_per_s:
@@ -537,10 +534,12 @@ def _check_copied_gemv(hardware: Hardware, path: Path) -> None:
     kernel model reads a GEMM's bytes at it, not at the edited bandwidth (torchao's 2.4 TB/s H100
     with the SXM's 3.02 TB/s decoded 8% faster than at its own)."""
     name = hardware.network_of
-    if not name or hardware.gemv_bandwidth_bytes_per_s <= 0:  # a copy that kept the preset's name too (round 23)
+    if not name or (hardware.gemv_bandwidth_bytes_per_s <= 0 and not hardware.device_memory_bytes):  # same-named copies too (round 23)
         return
     preset = load_hardware(name)
-    if (hardware.gemv_bandwidth_bytes_per_s == preset.gemv_bandwidth_bytes_per_s
+    if problem := copied_device_memory_problem(hardware, preset):
+        raise ConfigError(f"hardware file {show(str(path))}: {problem}.")
+    if (0 < hardware.gemv_bandwidth_bytes_per_s == preset.gemv_bandwidth_bytes_per_s
             and hardware.bandwidth_bytes_per_s != preset.bandwidth_bytes_per_s):
         raise ConfigError(f"hardware file {show(str(path))}: bandwidth_bytes_per_s is {hardware.bandwidth_bytes_per_s:.4g}, "
                           f"not {name}'s {preset.bandwidth_bytes_per_s:.4g}, but gemv_bandwidth_bytes_per_s is still "

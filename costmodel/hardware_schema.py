@@ -64,6 +64,10 @@ SCHEMA: dict[str, Field] = {
     "bandwidth_bytes_per_s": Field(float, "memory bandwidth, bytes/s", required=True, low=0, strict=True),
     "copy_bandwidth_bytes_per_s": Field(float, "a measured copy bandwidth (calibration, informational)", low=0),
     "memory_bytes": Field(int, "memory capacity, bytes", required=True, low=0, strict=True),
+    "device_memory_bytes": Field(int, "the memory the device reports to CUDA (torch.cuda.mem_get_info's total), "
+                                 "bytes: below memory_bytes, as the driver keeps the rest; where given, every fit "
+                                 "and serving budget is taken of it instead of memory_bytes (its source in "
+                                 "`source`); omitted where no measurement is known", low=0, strict=True),
     "efficiency": Field(dict, "fractions of the peaks a run reaches: {compute, memory}, each in (0, 1]"),
     "matmul_efficiency": Field(dict, "per dtype, the fraction of its peak large matmuls reach (a "
                                "microbenchmark such as MAMF), each in (0, 1]; the kernel time model's GEMM efficiency"),
@@ -148,14 +152,14 @@ SCHEMA: dict[str, Field] = {
 GENERATIONS = {"volta": "Volta", "turing": "Turing", "ampere": "Ampere", "ada": "Ada Lovelace", "hopper": "Hopper",
                "blackwell": "Blackwell", "cdna2": "CDNA 2", "cdna3": "CDNA 3", "cdna4": "CDNA 4",
                "cpu": "CPU"}
-OPTIONAL_NUMBERS = ("architecture", "network_of", "graph_kernel_s", "dram_kernel_startup_s", "sm_count", "dispatch_s_per_op", "module_s_per_op",
+OPTIONAL_NUMBERS = ("architecture", "network_of", "device_memory_bytes", "graph_kernel_s", "dram_kernel_startup_s", "sm_count", "dispatch_s_per_op", "module_s_per_op",
                     "engine_s_per_op", "host_module_call_s", "clock_mhz", "clock_limit_mhz",
                     "power_watts", "power_limit_watts", "memory_reserve_bytes", "serving_memory_utilization",
                     "price_per_gpu_hour", "gemv_bandwidth_bytes_per_s")
 #: The fields a Hardware holds as 0 when its file does not give them: a file omits them where unknown
 #: (Hardware.to_dict, so `hardware --show` and calibrate write no 0) and 0 in a file is refused, not
 #: read as "not given" (an sm_count of 0 fell back to the roofline without a word: eleventh round).
-UNSTATED_AS_ZERO = ("sm_count", "clock_mhz", "clock_limit_mhz", "power_watts", "power_limit_watts")
+UNSTATED_AS_ZERO = ("device_memory_bytes", "sm_count", "clock_mhz", "clock_limit_mhz", "power_watts", "power_limit_watts")
 INTERCONNECT: dict[str, Field] = {
     "gpus_per_node": Field(int, "GPUs one node (NVLink domain) holds", low=1),
     "intra_node_bandwidth_bytes_per_s": Field(float, "between two GPUs of a node, per direction", low=0),
@@ -199,16 +203,43 @@ def schema_problems(data: Any) -> list[str]:
 SERVING_MEMORY_UTILIZATION = 1.0
 
 
+def serving_memory(memory_bytes: int, utilization: float, reserve_bytes: int) -> int:
+    """The one rule for what a serving engine fills (weights, activation peak, KV cache), read by
+    simulate's and plan's fits and serve's KV blocks: floor(memory x utilization) - reserve. vLLM's
+    KV budget is total x gpu_memory_utilization - weights - activation peak - the non-torch memory
+    the instance adds (vllm/utils.py memory_profiling); the reserve stands for that last term
+    (docs/serving.md, "The KV budget": where each vLLM version puts the CUDA context). The memory
+    is what the device reports where its file states it (Hardware.usable_memory_bytes)."""
+    return math.floor(memory_bytes * utilization) - reserve_bytes
+
+
 def _reserve_problem(data: dict) -> str | None:
     """The reserve must leave memory to plan with (else every fit reads a negative capacity);
     checked on fields already known to be numbers in range."""
     reserve = data.get("memory_reserve_bytes", 0)
     utilization = data.get("serving_memory_utilization", SERVING_MEMORY_UTILIZATION)
-    plannable = math.floor(data["memory_bytes"] * utilization)
+    if data.get("device_memory_bytes", 0) > data["memory_bytes"]:
+        return (f"device_memory_bytes ({data['device_memory_bytes']}) must be at most memory_bytes "
+                f"({data['memory_bytes']}): the device reports no more than it holds")
+    field = "device_memory_bytes" if data.get("device_memory_bytes") else "memory_bytes"
+    plannable = math.floor(data[field] * utilization)
     if reserve < plannable:
         return None
     return (f"memory_reserve_bytes ({reserve}) must be less than the memory a serving engine plans with, "
-            f"memory_bytes x serving_memory_utilization ({data['memory_bytes']} x {utilization:g} = {plannable})")
+            f"{field} x serving_memory_utilization ({data[field]} x {utilization:g} = {plannable})")
+
+
+def copied_device_memory_problem(hardware: Any, preset: Any) -> str | None:
+    """A copy of a preset (network_of names it) whose memory_bytes was edited but whose
+    device_memory_bytes is still the preset's measured total: that total is the preset card's, and
+    every fit would read it instead of the edited capacity (a 96 GB H100 copied from h100-sxm would
+    plan with the SXM's 81,117 MiB)."""
+    if not hardware.device_memory_bytes or hardware.device_memory_bytes != preset.device_memory_bytes \
+            or hardware.memory_bytes == preset.memory_bytes:
+        return None
+    return (f"memory_bytes is {hardware.memory_bytes}, not {preset.name}'s {preset.memory_bytes}, but "
+            f"device_memory_bytes is still {preset.name}'s measured {preset.device_memory_bytes}: remove it "
+            "(none measured: memory_bytes) or set it to this card's")
 
 
 def _limit_problems(data: dict) -> list[str]:

@@ -132,8 +132,9 @@ def run_hardware(source: dict[str, Any], run: dict[str, Any] | None = None) -> A
     changes = dict(source.get("hardware_overrides", {}))
     if "power_limit_watts" in source:
         changes["power_limit_watts"] = source["power_limit_watts"]
-    if changes:
-        return Hardware.from_dict(dict(hardware.to_dict(), **changes), name)
+    if changes:  # another capacity: the preset's reported total (device_memory_bytes) is not this card's
+        data = {k: v for k, v in hardware.to_dict().items() if k != "device_memory_bytes" or "memory_bytes" not in changes}
+        return Hardware.from_dict(dict(data, **changes), name)
     return hardware
 
 

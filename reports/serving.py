@@ -59,7 +59,7 @@ def render_setup(summary: dict[str, Any], requests: str | None = None) -> list[s
         f"KV cache per replica: {setup['num_blocks']:,} blocks of {setup['block_size']} tokens "
         f"({kv['kv_bytes_per_token']:,} B per token per GPU; weights {kv['weight_bytes'] / 2**30:.1f} GiB and "
         f"activations {kv['activation_bytes'] / 2**30:.2f} GiB per GPU; {kv['gpu_memory_utilization']:.0%} of "
-        f"{kv['memory_bytes'] / 2**30:.0f} GiB"
+        f"{kv['memory_bytes'] / 2**30:.4g} GiB"
         + (f" less the {reserve / 2**20:,.0f} MiB reserve)" if (reserve := kv.get("memory_reserve_bytes")) else ")")
         + (f"; {setup['kv_paging']} ({kv['paged_block_bytes']:,} B per block per GPU)" if setup.get("kv_paging")
            else ""),

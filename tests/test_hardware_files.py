@@ -150,9 +150,13 @@ def test_a_sustained_matmul_efficiency_round_trips():
 
 
 def test_serving_plans_with_the_utilisation_less_the_reserve_and_training_with_the_reserve(tmp_path):
-    h100 = load_hardware("h100-sxm")
-    assert h100.serving_memory_bytes == 80 * 2**30 * 9 // 10 - 512 * 2**20
-    assert h100.training_memory_bytes == 80 * 2**30 - 512 * 2**20
+    h100 = load_hardware("h100-sxm")  # the device reports 81,117 MiB of its 80 GiB (device_memory_bytes)
+    assert h100.usable_memory_bytes == 81_117 * 2**20 == 85_057_339_392
+    # vLLM's logs print that total as 79.22 GiB and 0.9 of it as 71.29 GiB; 81,116 and 81,118 MiB would not
+    assert (f"{81_117 / 1024:.2f}", f"{81_117 / 1024 * 0.9:.2f}") == ("79.22", "71.29")
+    assert (f"{81_116 / 1024:.2f}", f"{81_118 / 1024 * 0.9:.2f}") == ("79.21", "71.30")
+    assert h100.serving_memory_bytes == 85_057_339_392 * 9 // 10 - 512 * 2**20 == 76_014_734_540
+    assert h100.training_memory_bytes == 81_117 * 2**20 - 512 * 2**20
     # Llama-2-7B decoding at 4,096 keys: the most sequences that fit, from the same formula, at
     # vLLM's 0.9 and with the whole GPU (a user file with utilisation 1 and no reserve).
     whole = Hardware.from_dict(dict(h100.to_dict(), serving_memory_utilization=1.0, memory_reserve_bytes=0), "whole")
@@ -160,7 +164,17 @@ def test_serving_plans_with_the_utilisation_less_the_reserve_and_training_with_t
     per_sequence = 32 * 2 * 4096 * 2 * 4096  # 2 GiB of KV cache at 4,096 keys
     weights = 6_738_415_616 * 2
     assert Roofline(cfg, h100).fits(1, 4096)["max_batch"] == (h100.serving_memory_bytes - weights) // per_sequence == 29
-    assert Roofline(cfg, whole).fits(1, 4096)["max_batch"] == (80 * 2**30 - weights) // per_sequence == 33
+    assert Roofline(cfg, whole).fits(1, 4096)["max_batch"] == (81_117 * 2**20 - weights) // per_sequence == 33
+
+
+def test_a_device_total_above_the_capacity_is_one_error_line():
+    """device_memory_bytes is what the device reports of its capacity: above memory_bytes it is refused."""
+    from costmodel.config import ConfigError
+
+    data = dict(load_hardware("h100-sxm").to_dict(), device_memory_bytes=80 * 2**30 + 1)
+    with pytest.raises(ConfigError, match=r"device_memory_bytes \(85899345921\) must be at most memory_bytes"):
+        Hardware.from_dict(data, "bad")
+    assert "device_memory_bytes" not in load_hardware("a100-80gb").to_dict()  # no measurement known: omitted
 
 
 def test_a_file_without_a_vector_rate_or_an_fp32_peak_is_one_error_line():
@@ -252,6 +266,13 @@ def test_a_renamed_copy_of_a_preset_keeps_its_measured_collectives(tmp_path, cap
     preset = load_hardware("h100-sxm")
     copy = dict(preset.to_dict(), name="h100-96gb-500w", memory_bytes=96 * 2**30)
     assert copy["network_of"] == "h100-sxm"
+    # the SXM's reported total (81,117 MiB) kept beside an edited capacity is one line: every fit would read it
+    (tmp_path / "kept.json").write_text(json.dumps(copy))
+    code, out, err = run(["simulate", "--model", "llama2-7b", "--hardware", str(tmp_path / "kept.json")], capsys)
+    assert (code, out) == (2, "") and err.count("\n") == 1 and (
+        "memory_bytes is 103079215104, not h100-sxm's 85899345920, but device_memory_bytes is still h100-sxm's "
+        "measured 85057339392: remove it") in err
+    del copy["device_memory_bytes"]
     renamed = Hardware.from_dict(copy, "h100-96gb-500w")
     assert busbw_curve(renamed) == busbw_curve(preset) is not None
     assert busbw_curve(Hardware.from_dict({k: v for k, v in copy.items() if k != "network_of"}, "x")) is None

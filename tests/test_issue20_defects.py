@@ -61,8 +61,9 @@ def test_simulate_train_without_layout_uses_the_impl_asked_for(capsys):
 def test_serving_with_a_layout_says_whether_it_fits(capsys):
     args = ["simulate", "--model", "llama2-70b", "--hardware", "h100-sxm", "--tp", "2", "--batch", "64"]
     data = run_json(args, capsys)
-    # Serving plans with 90% of the 80 GiB (vLLM's gpu_memory_utilization) less the 512 MiB reserve.
-    usable = int(80 * 2**30 * 0.9) - 512 * 2**20
+    # Serving plans with 90% of the 81,117 MiB the H100 reports (vLLM's gpu_memory_utilization) less the
+    # 512 MiB reserve.
+    usable = int(81_117 * 2**20 * 0.9) - 512 * 2**20
     assert data["memory_capacity"] == usable
     assert data["fits"] is (data["per_rank"]["total"] <= usable) is False
     _, out, _ = run(args, capsys)
@@ -71,7 +72,7 @@ def test_serving_with_a_layout_says_whether_it_fits(capsys):
     # The prefill is generate's (logits of the last position only, 3.91 MiB beside 1 MiB of ids,
     # and 20.00 GiB of the prompt's cache): smaller. (Before, its logits over all 2048 positions,
     # 64 x 2048 x 32000 x 2 B = 7.81 GiB, made it peak at 92.05 GiB.)
-    assert "KV cache 21.24 GiB, ids and logits 3.91 MiB, total 85.48 GiB (does NOT fit in 71.50 GiB)" in out
+    assert "KV cache 21.24 GiB, ids and logits 3.91 MiB, total 85.48 GiB (does NOT fit in 70.79 GiB)" in out
     data = run_json(["simulate", "--model", "llama2-13b", "--hardware", "h100-sxm", "--tp", "2", "--batch", "64"],
                     capsys)
     assert data["fits"] is True
@@ -123,7 +124,7 @@ def test_plan_rejects_a_zero_batch(args, words, capsys):
 # 6. The fit line names what does not fit.
 def test_the_fit_line_says_the_weights_alone_exceed_the_gpu(capsys):
     _, out, _ = run(["simulate", "--model", "llama2-70b", "--hardware", "h100-sxm"], capsys)
-    assert "the weights alone (128.48 GiB) exceed 71.50 GiB" in out and "batch <= 0" not in out
+    assert "the weights alone (128.48 GiB) exceed 70.79 GiB" in out and "batch <= 0" not in out
     # 68,976,648,192 parameters x 2 bytes = 128.48 GiB
 
 
@@ -194,7 +195,7 @@ def test_plan_with_nothing_feasible_says_what_would_fit_and_exits_1(capsys):
     code, out, _ = run(["plan", "--model", "llama3-8b", "--gpus", "1", "--hardware", "h100-sxm"], capsys)
     assert code == 1
     assert "No layout fits." in out
-    assert "needs 121.59 GiB per GPU; a GPU holds 79.50 GiB." in out  # 80 GiB less the 512 MiB reserve
+    assert "needs 121.59 GiB per GPU; a GPU holds 78.72 GiB." in out  # 81,117 MiB reported less the 512 MiB reserve
     assert "On 2 GPUs it fits: tp 1 x pp 1 x dp 2, ZeRO 3, recompute full, micro-batch 1" in out
     data = json.loads(run(["plan", "--model", "llama3-8b", "--gpus", "1", "--hardware", "h100-sxm", "--json"],
                           capsys)[1])
@@ -341,7 +342,7 @@ def test_serving_plan_with_nothing_feasible_says_what_would_fit(capsys):
     # prefill keeps the last position's logits only (32 x 128256 x 2 B = 7.83 MiB); before, all
     # 2048 positions' (15.66 GiB) made the prefill peak at 167.07 GiB.
     assert "The leanest layout (tp 1 x pp 1 x dp 1) needs 153.91 GiB per GPU" in out
-    # Serving uses 71.50 GiB of an H100 (90% less the reserve): half of 153.91 GiB does not fit.
+    # Serving uses 70.79 GiB of an H100 (90% less the reserve): half of 153.91 GiB does not fit.
     assert "On 4 GPUs it fits: tp 4 x pp 1 x dp 1" in out
 
 

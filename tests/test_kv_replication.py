@@ -94,9 +94,11 @@ def test_serve_blocks_at_tp_8_are_one_kv_heads():
     2 x 2048 x 128 x 2 B x (1 - 4 / 8) = 25,165,824, plus what every GPU holds whole (as simulate
     --tp 8's rank, serving/kvcache.py rank_weight_bytes): the routers (48 x 2048 x 128), the norms
     (48 x 2 x 2048 + 2048) and the q/k head norms (48 x 2 x 128), 12,793,856 weights, 7/8 of whose
-    bf16 bytes an even split left out: 22,389,248; activations 311,173,184 (the tree's prefill
-    peak at 8,192 tokens / 8); the presets' 512 MiB reserve (hardware.py serving_memory); a block
-    16 tokens x 24,576 B."""
+    bf16 bytes an even split left out: 22,389,248; activations 344,785,408 whole on each GPU
+    (vLLM v1's profile run, profile_run.json: the logits of its 1,024 sampled rows, the 8,192 x
+    2,048 hidden states, ids and buffers; 311,173,184 a GPU when the tree's prefill peak of all
+    8,192 positions' logits was divided by 8); the presets' 512 MiB reserve (hardware.py
+    serving_memory) of the 81,117 MiB the H100 reports; a block 16 tokens x 24,576 B."""
     from costmodel.serving.api import build_replica
 
     _, _, setup = build_replica(load_preset("qwen3-30b-a3b"), load_hardware("h100"), tp=8)
@@ -104,9 +106,10 @@ def test_serve_blocks_at_tp_8_are_one_kv_heads():
     replicated = (48 * 2048 * 128 + 48 * 2 * 2048 + 2048 + 48 * 2 * 128) * 2 * 7 // 8
     assert sizing["weight_bytes"] == 61_064_245_248 // 8 + 48 * 2 * 2048 * 128 * 2 // 2 + replicated == 7_680_585_728
     assert sizing["kv_bytes_per_token"] == 2 * 48 * 1 * 128 * 2 == 24_576
-    assert sizing["activation_bytes"] == 311_173_184
-    left = int(80 * 2**30 * 0.9) - 512 * 2**20 - 7_680_585_728 - 311_173_184  # 68,780,781,504 B
-    assert setup["num_blocks"] == sizing["num_blocks"] == left // (16 * 24_576) == 174_918  # 174,975 before the whole norms and routers
+    assert sizing["activation_bytes"] == 1024 * 151_936 * 2 + 8192 * 2048 * 2 + 66_048 == 344_785_408
+    left = 81_117 * 2**20 * 9 // 10 - 512 * 2**20 - 7_680_585_728 - 344_785_408  # 67,989,363,404 B
+    # 172,905: 174,918 at 80 GiB with the tree's prefill peak / 8; 174,975 before the whole norms and routers
+    assert setup["num_blocks"] == sizing["num_blocks"] == left // (16 * 24_576) == 172_905
 
 
 def test_kernels_at_tp_8_read_one_kv_head():
@@ -204,11 +207,11 @@ def test_tp_up_to_the_kv_heads_is_unchanged(capsys):
     assert _simulate(4, attention="eager")["token"]["seconds_per_token"] == pytest.approx(0.011052186804647028,
                                                                                          rel=1e-12)
     _, _, setup = build_replica(load_preset("qwen3-30b-a3b"), load_hardware("h100"), tp=4)
-    # (77,309,411,328 - 536,870,912 reserve - 15,285,252,096 - 622,346,368 activations) // (16 x 24,576):
+    # (76,551,605,452 - 536,870,912 reserve - 15,285,252,096 - 344,785,408 activations) // (16 x 24,576):
     # serve's weights a GPU are simulate's rank's now, the norms and routers whole (main: 15,266,061,312
-    # and 154,836 blocks, every leaf divided by 4)
+    # and 154,836 blocks, every leaf divided by 4); 154,787 at 80 GiB with the tree's prefill peak / 4
     assert setup["kv_cache"]["weight_bytes"] == tp4["per_rank"]["weights"] == 15_285_252_096
-    assert setup["num_blocks"] == 154_787
+    assert setup["num_blocks"] == 153_566
     # The serving roofline at the layout model's split (session 17's tenth round: the norms and the
     # routers read and run whole on every GPU, not a quarter each): main's mean TPOT 3.2182 ms -> 3.2358 ms.
     assert cli.main(["serve", "--model", "qwen3-30b-a3b", "--hardware", "h100", "--tp", "4", "--rate", "1",

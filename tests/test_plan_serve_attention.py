@@ -45,7 +45,7 @@ def test_sdpa_refused_on_every_layout_says_so_not_memory(capsys, model, extra):
 def test_a_model_that_fits_nowhere_still_gets_the_memory_sentence():
     from reports.plan_text import _nearest
 
-    tiny = dataclasses.replace(load_hardware("h100-sxm"), memory_bytes=2**26, memory_reserve_bytes=0)
+    tiny = dataclasses.replace(load_hardware("h100-sxm"), memory_bytes=2**26, memory_reserve_bytes=0, device_memory_bytes=0)
     result = plan_serving(load_preset("llama2-7b"), tiny, 1, 32, 2048, 256, "bf16")
     nearest = result["nearest"]
     assert not result["feasible"] and "unsupported" not in nearest and "gpus" not in nearest

@@ -421,7 +421,7 @@ def test_serve_json_answers_the_issue_question(capsys) -> None:
     assert main(["serve", "--model", "llama3-8b", "--hardware", "h100-sxm", "--rate", "5", "--requests", "200",
                  "--scheduler", "vllm", "--json"]) == 0
     summary = json.loads(capsys.readouterr().out)
-    assert summary["requests"] == 200 and summary["setup"]["num_blocks"] == 27947  # test_blocks_from_memory_left
+    assert summary["requests"] == 200 and summary["setup"]["num_blocks"] == 28431  # test_serving_reserve.py
     assert 0 < summary["ttft"]["p99"] < 1 and 0 < summary["tpot"]["p99"] < 0.1
     assert main(["serve", "--model", "llama3-8b", "--rate", "5", "--requests", "50"]) == 0
     assert "TTFT" in capsys.readouterr().out

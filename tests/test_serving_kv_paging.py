@@ -130,10 +130,12 @@ def test_a_sequence_frees_its_window_as_it_decodes() -> None:
 
 
 def test_serve_capacity_gpt_oss_doubles() -> None:
-    """gpt-oss-120b (mxfp4 weights) on an H100: the same KV budget in blocks of 18 layers, not
-    36: twice the blocks (8,229,033,088 B // 589,824 = 13,951 against // 1,179,648 = 6,975; the budget
-    8,765,904,000 B before the presets' 512 MiB reserve came off, hardware.py serving_memory), and a
-    request of 8192 + 512 tokens holds 544 + 9 of them, not 544 of twice the size."""
+    """gpt-oss-120b (mxfp4 weights) on an H100: vLLM's KV budget in blocks of 18 layers, not 36: twice
+    the blocks (10,306,838,860 B // 589,824 = 17,474 against // 1,179,648 = 8,737: floor(81,117 MiB x
+    0.9) less the 512 MiB reserve, the weights and vLLM v1's profile-run peak, the logits of its 1,024
+    sampled rows and the 8,192 x 2,880 hidden states); sarathi, paged whole, sizes its peak as the
+    logits of all 8,192 positions (3,294,691,584 B): 6,333 blocks of 36 layers. A request of 8192 +
+    512 tokens holds 544 + 9 of them, not 544 of twice the size."""
     from costmodel.api import load_model
     from costmodel.hardware import load_hardware
     from costmodel.serving.api import build_replica
@@ -141,9 +143,12 @@ def test_serve_capacity_gpt_oss_doubles() -> None:
     cfg, hardware = load_model("gpt-oss-120b"), load_hardware("h100-sxm")
     _, _, paged = build_replica(cfg, hardware, weight_dtype="mxfp4")
     _, _, full = build_replica(cfg, hardware, weight_dtype="mxfp4", scheduler="sarathi", max_batched_tokens=8192)
-    assert paged["kv_cache"]["kv_budget_bytes"] == full["kv_cache"]["kv_budget_bytes"] == 8_765_904_000 - 536_870_912
+    budget = paged["kv_cache"]["kv_budget_bytes"]
+    assert paged["kv_cache"]["activation_bytes"] == 1024 * 201_088 * 2 + 8192 * 2880 * 2 + 65_792 == 459_079_936
+    assert budget == 85_057_339_392 * 9 // 10 - 536_870_912 - 65_248_815_744 - 459_079_936 == 10_306_838_860
+    assert full["kv_cache"]["kv_budget_bytes"] == budget + 459_079_936 - 3_294_691_584
     assert paged["kv_cache"]["paged_block_bytes"] == 18 * 2048 * 16 == 589_824
-    assert (paged["num_blocks"], full["num_blocks"]) == (13_951, 6_975)
+    assert (paged["num_blocks"], budget // 1_179_648, full["num_blocks"]) == (17_474, 8_737, 6_333)
     assert VLLM.held(8191 + 511, 8192 + 511) == 544 + 9
 
 

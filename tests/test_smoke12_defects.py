@@ -25,7 +25,9 @@ def test_estimate_refuses_to_serve_a_context_parallel_layout_as_simulate_does(ca
     code, out, err = _run(["estimate", *args, "--json"], capsys)
     fit = json.loads(out)["fit"]
     assert code == 0 and fit["inference"] == {"phase": "inference", "gpus": 2, "refused": CP_REFUSAL}
-    assert fit["training"]["options"][0]["memory"] == 85_309_186_572
+    # ZeRO 3 over the cp ranks (85,309,186,572 B) no longer fits the 81,117 MiB an H100 reports less the
+    # reserve: the first suggestion is 4 GPUs (tests/test_smoke11_defects.py)
+    assert fit["training"]["options"][0]["memory"] == 45_157_880_332
     code, out, _ = _run(["estimate", *args], capsys)
     assert ("Inference on 2 h100-sxm GPUs: not sized; " + CP_REFUSAL.removeprefix("layout: ")) in out.splitlines()
     code, _, err = _run(["simulate", "--model", "llama3.1-8b", "--cp", "2", "--hardware", "h100", "--prompt",

@@ -69,19 +69,19 @@ def test_gemv_bandwidth_above_the_memory_bandwidth_is_refused(tmp_path, capsys):
 def test_simulate_says_by_how_much_one_sequence_does_not_fit(capsys):
     """A 10M-token prompt on Llama-2-7B said "fits batch <= 0" and nothing of how far one sequence is
     from fitting. The memory now states it: the prefill at batch 1 needs 5,256,436,895,744 bytes, the
-    H100's usable 71.5 GiB (76,772,540,416 bytes: 80 GiB x 0.9 less the 512 MiB reserve) leave
-    5,179,664,355,328 bytes over; a batch of which one sequence fits is 0 over."""
+    H100's usable 70.8 GiB (76,014,734,540 bytes: the 81,117 MiB it reports x 0.9 less the 512 MiB
+    reserve) leave 5,180,422,161,204 bytes over; a batch of which one sequence fits is 0 over."""
     case = ["simulate", "--model", "llama2-7b", "--hardware", "h100", "--gen", "1"]
     data = run_json([*case, "--prompt", "10000000"], capsys)
     memory, usable = data["memory"], data["hardware"]["serving_memory_bytes"]
-    assert usable == 80 * 2**30 * 9 // 10 - 512 * 2**20 == 76_772_540_416
+    assert usable == 81_117 * 2**20 * 9 // 10 - 512 * 2**20 == 76_014_734_540
     assert memory["bytes_by_phase"]["prefill"] == 5_256_436_895_744
     assert (memory["max_batch"], memory["one_sequence_over_bytes"]) == (0, 5_256_436_895_744 - usable)
     memory = run_json([*case, "--prompt", "100000", "--batch", "64"], capsys)["memory"]
     assert (memory["fits"], memory["max_batch"], memory["one_sequence_over_bytes"]) == (False, 1, 0)
     code, out, _ = run_main([*case, "--prompt", "10000000"], capsys)  # the text says it too
     assert code == 0 and "fits batch <= 0" not in out
-    assert "one sequence of this prompt does not fit: it needs 4.71 TiB more than the 71.50 GiB usable" in out
+    assert "one sequence of this prompt does not fit: it needs 4.71 TiB more than the 70.79 GiB usable" in out
 
 
 def test_kimi_linear_reads_output_router_logits(tmp_path, capsys):

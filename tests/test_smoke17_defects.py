@@ -88,7 +88,7 @@ def test_simulate_train_says_it_does_not_fit_before_the_time_and_dollars(layout,
     code, out, err = run_main(case, capsys)
     assert code == 0, err
     lines = out.splitlines()
-    assert lines[1] == (f"DOES NOT FIT: {needed}, more than the 79.50 GiB of the GPU; the times and cost below "
+    assert lines[1] == (f"DOES NOT FIT: {needed}, more than the 78.72 GiB of the GPU; the times and cost below "
                         "are for a run that cannot start (memory at the end).")
     assert lines.index(lines[1]) < min(i for i, line in enumerate(lines) if "time to train" in line)
     data = run_json(case, capsys)

@@ -21,6 +21,7 @@ def _capped_h100(tmp_path: Path) -> str:
     # (test_smoke6_defects), so the copy says none was measured, as published_runs' torchao-h100 does.
     data.update(name="h100-96gb-500w", bandwidth_bytes_per_s=2.4e12, memory_bytes=96 * 2**30,
                 power_limit_watts=500, gemv_bandwidth_bytes_per_s=0.0)
+    del data["device_memory_bytes"]  # the SXM's reported total is not this card's (none measured: memory_bytes)
     path = tmp_path / "h100-500w.json"
     path.write_text(json.dumps(data))
     return str(path)

@@ -221,6 +221,8 @@ def measure_file(name: str, device: str = "cuda", dtypes: tuple[str, ...] = ("bf
         data.update(name=name, memory_reserve_bytes=facts["memory_reserve_bytes"],
                     source=f"{measured}; datasheet peaks, interconnect and clocks of {like.name}, whose other "
                            f"fields stay where not measured here ({like.source})")
+        if device.startswith("cuda") and facts["memory_bytes"] <= data["memory_bytes"]:  # mem_get_info's total
+            data["device_memory_bytes"] = facts["memory_bytes"]
         data["matmul_efficiency"] = {d: min(1.0, best[d] / peaks[d]) for d in best if d in peaks}
         data["sustained_matmul_efficiency"] = {d: min(1.0, sustained[d]["flops_per_s"] / peaks[d])
                                                for d in best if d in peaks}

@@ -19,7 +19,7 @@ from . import metrics
 from .engine import ROUTERS, simulate_replicas
 from .graphs import engine_graphs
 from .kv_paging import PAGED_SCHEDULERS, kv_paging
-from .kvcache import BlockPool, cache_sizing
+from .kvcache import BlockPool, cache_sizing, profile_run_facts
 from .schedulers import NO_TOKEN_BUDGET, SCHEDULERS
 from .state_slots import STATE_PREFIX_NOTE, check_ssm_cache_dtype, vllm_layer_states, with_state_traffic
 from .steptime import StepTime, check_tensor_parallel_groups, serving_profile
@@ -237,12 +237,14 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
     sizings = {} if sizings is None else sizings
     if gpu_memory_utilization is None:  # the hardware file's, as simulate's and plan's fits read it (0.9: vLLM's)
         gpu_memory_utilization = hardware.serving_memory_utilization
-    if max_batched_tokens not in sizings:
-        sizings[max_batched_tokens] = cache_sizing(
-            cfg, profile, DTYPE_BYTES[Workload(dtype=dtype).dtype], hardware.memory_bytes, gpu_memory_utilization,
+    profile_run = scheduler if scheduler in profile_run_facts() else None  # vLLM's: its profile run's batch
+    key = (max_batched_tokens, max_num_seqs if profile_run else None)
+    if key not in sizings:
+        sizings[key] = cache_sizing(
+            cfg, profile, DTYPE_BYTES[Workload(dtype=dtype).dtype], hardware.usable_memory_bytes, gpu_memory_utilization,
             hardware.memory_reserve_bytes, block_size, min(max_batched_tokens, cfg.max_positions), tp, pp, paging,
-            PAGED_SCHEDULERS.get(scheduler), layer_states)
-    sizing = sizings[max_batched_tokens]
+            PAGED_SCHEDULERS.get(scheduler), layer_states, profile_run, max_num_seqs)
+    sizing = sizings[key]
     if sizing.state_bytes and paging is not None:
         raise ConfigError(f"{cfg.name}: recurrent states beside windowed layers' block tables are not modelled.")
     blocks = sizing.num_blocks if num_blocks is None else num_blocks
@@ -250,7 +252,7 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
         raise ConfigError(f"{cfg.name} does not leave room for one KV block on {hardware.name} at tp {tp}: "
                           f"weights {sizing.weight_bytes / 2**30:.1f} GiB and activations "
                           f"{sizing.activation_bytes / 2**30:.1f} GiB per GPU against "
-                          f"{gpu_memory_utilization:.0%} of {hardware.memory_bytes / 2**30:.0f} GiB less the "
+                          f"{gpu_memory_utilization:.0%} of {hardware.usable_memory_bytes / 2**30:.4g} GiB less the "
                           f"{hardware.memory_reserve_bytes / 2**20:.0f} MiB reserve; "
                           + (f"lower --max-batched-tokens (the activations are sized for a step of "
                              f"{min(max_batched_tokens, cfg.max_positions):,} tokens), "

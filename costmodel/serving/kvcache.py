@@ -12,7 +12,10 @@ BlockPool with a Paging then counts a sequence's blocks over its groups' block t
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 import sympy as sp
@@ -21,6 +24,8 @@ from .. import symbols as S
 from ..config import ConfigError
 from ..hardware import serving_memory
 from .state_slots import check_state_engine, state_blocks, state_bytes
+
+PROFILE_RUN_FILE = Path(__file__).resolve().parent / "profile_run.json"
 
 
 def blocks_for(tokens: int, block_size: int) -> int:
@@ -177,7 +182,8 @@ def check_engine_cache(cfg: Any, engine: str | None = "vllm") -> None:
 
 def cache_sizing(cfg: Any, profile: Any, dtype_bytes: int, memory_bytes: int, utilization: float,
                  reserve_bytes: int, block_size: int, max_batched_tokens: int, tp: int = 1, pp: int = 1,
-                 paging: Any = None, engine: str | None = "vllm", layer_states: dict | None = None) -> CacheSizing:
+                 paging: Any = None, engine: str | None = "vllm", layer_states: dict | None = None,
+                 profile_run: str | None = None, max_num_seqs: int | None = None) -> CacheSizing:
     """A replica's KV blocks from the tree: the memory the engine fills (memory_bytes x
     utilization less reserve_bytes, hardware.py serving_memory, as simulate's and plan's fits) less
     the weights and the activation peak. Per GPU: its weights as the layout model splits them
@@ -189,7 +195,12 @@ def cache_sizing(cfg: Any, profile: Any, dtype_bytes: int, memory_bytes: int, ut
     block_size tokens of paging.layers_per_block layers, each layer's bytes per token the tree's
     (equal on every layer, or the paging is refused). The activation peak: the prefill tree's
     inference bytes for one sequence of max_batched_tokens tokens, less its weights and its KV
-    cache (ids, logits, the transient buffers). A hybrid model's Mamba-2 / Gated DeltaNet states
+    cache (ids, logits, the transient buffers), over tp GPUs. With profile_run (an engine of
+    profile_run.json: vLLM's schedulers) the engine's own profile run instead: max_num_seqs dummy
+    sequences sharing the tokens, so the logits of min(max_num_seqs, tokens) sampled rows (the
+    tree's, with the sampler's working set per logit), the forward's final hidden states held
+    beside them, the ids and buffers; whole on every GPU (the gathered logits; vLLM takes the
+    fewest blocks over its workers). A hybrid model's Mamba-2 / Gated DeltaNet states
     per request (state_slots.py) take state_blocks of the pool while the request runs: in the
     decode tree's (transformers') layout, or with layer_states (state_slots.vllm_layer_states) vLLM's.
 
@@ -197,7 +208,6 @@ def cache_sizing(cfg: Any, profile: Any, dtype_bytes: int, memory_bytes: int, ut
     token (layers split evenly; the embedding and the head counted as spread too, a stated
     approximation), and the whole activation peak / tp (the last stage's logits; conservative; a
     replicated key/value head's activations are not added)."""
-    from ..memory import inference_phases
     from ..tree import CostModel, model_values
 
     if not 0 < utilization <= 1:
@@ -214,14 +224,46 @@ def cache_sizing(cfg: Any, profile: Any, dtype_bytes: int, memory_bytes: int, ut
     # a GPU's share: the decode tree's KV bytes with the heads split as layout/split.py splits them
     per_token, window_per_token = rank_kv_per_token(kv_symbolic, subs, tp, as_full)
     prefill = CostModel(cfg, profile, phase="prefill")
-    total = int(inference_phases(cfg, prefill.profile)["prefill"].xreplace(subs))
-    cache = int(prefill.total("kv_cache_bytes").xreplace(subs))
-    weights = int(prefill.total("weight_bytes").xreplace(subs))
-    activations = max(0, total - weights - cache)
+    if profile_run is None:
+        activations = -(-held_besides_weights(cfg, prefill, subs) // tp)
+    else:
+        activations = profile_run_bytes(cfg, profile, subs, profile_run, max_num_seqs or max_batched_tokens)
     block_bytes = None if paging is None else paging.block_bytes(cfg, per_token, window_per_token, pp)
     return CacheSizing(memory_bytes, utilization, reserve_bytes, -(-rank_weight_bytes(prefill, subs, tp) // pp),
-                       -(-activations // tp), -(-per_token // pp), block_size, block_bytes,
+                       activations, -(-per_token // pp), block_size, block_bytes,
                        -(-window_per_token // pp), state_bytes(decode, subs, tp, pp, layer_states))
+
+
+def held_besides_weights(cfg: Any, prefill: Any, subs: dict) -> int:
+    """The prefill tree's inference bytes less its weights and its KV cache: the ids, the logits it
+    returns and the buffers (memory.inference_phases)."""
+    from ..memory import inference_phases
+
+    total = int(inference_phases(cfg, prefill.profile)["prefill"].xreplace(subs))
+    cache = int(prefill.total("kv_cache_bytes").xreplace(subs))
+    return max(0, total - int(prefill.total("weight_bytes").xreplace(subs)) - cache)
+
+
+@lru_cache(maxsize=None)
+def profile_run_facts() -> dict[str, Any]:
+    """profile_run.json's engines: what each engine's memory profile run holds besides its weights."""
+    return json.loads(PROFILE_RUN_FILE.read_text(encoding="utf-8"))["engines"]
+
+
+def profile_run_bytes(cfg: Any, profile: Any, subs: dict, engine: str, max_num_seqs: int) -> int:
+    """The activation peak of an engine's profile run (profile_run.json): the prefill tree of the
+    token budget with the logits of its sampled rows only (one a dummy sequence), their sampler's
+    working set, and the final hidden states the forward leaves held."""
+    import dataclasses
+
+    from ..tree import CostModel
+
+    tokens = int(subs[S.n])
+    rows = min(max_num_seqs, tokens)
+    sampled = CostModel(cfg, dataclasses.replace(profile, logits_to_keep=rows), phase="prefill")
+    logits = rows * int(subs[S.V]) * profile_run_facts()[engine]["sampler_bytes_per_logit"]
+    hidden = tokens * int(subs[S.d]) * int(subs[S.e])
+    return held_besides_weights(cfg, sampled, subs) + logits + hidden
 
 
 def rank_weight_bytes(tree: Any, subs: dict, tp: int) -> int:
