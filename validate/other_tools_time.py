@@ -316,10 +316,13 @@ def deepspeed_estimate(checkout: Path, zero: int, total_params: int, largest: in
         raise peers.Missing(f"no DeepSpeed checkout at {checkout} ({relative})")
     source = path.read_text()
     node = next(n for n in ast.parse(source).body if isinstance(n, ast.FunctionDef) and n.name == function)
-    namespace: dict[str, Any] = {}
-    exec(compile(ast.Module(body=[node], type_ignores=[]), str(path), "exec"), namespace)  # noqa: S102
-    args = (total_params, largest) if zero == 3 else (total_params,)
-    return namespace[function](*args, num_gpus_per_node=gpus, num_nodes=1, cpu_offload=False)[1]
+    args = [total_params, largest] if zero == 3 else [total_params]
+    # run in a child interpreter, as the other tools are (other_tools_peers.run_script): this process
+    # compiles no third-party code
+    code = (ast.get_source_segment(source, node) + "\nimport json, sys\nspec = json.load(sys.stdin)\n"
+            f"print(json.dumps({function}(*spec['args'], num_gpus_per_node=spec['gpus'], num_nodes=1, "
+            "cpu_offload=False)[1]))\n")
+    return int(peers.run_script(sys.executable, code, {"args": args, "gpus": gpus}))
 
 
 #: Calculon's own files for Korthikanti et al.'s Table 5 models (models/, validation/seqsel/tab5/)
