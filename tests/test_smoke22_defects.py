@@ -179,6 +179,16 @@ def test_config_in_the_hub_cache_is_read_and_named_org_name(tmp_path, capsys):
         f"error: {tmp_path}: is a directory with no config.json, not a config file.")
 
 
+
+def test_a_refs_main_of_other_bytes_is_one_line(tmp_path, capsys):
+    """A refs/main that is not UTF-8 (a truncated or binary file) was UnicodeDecodeError's traceback
+    (hub_cache.snapshot_config caught OSError only); now the folder reads as one with no config."""
+    repo = tmp_path / "models--Qwen--Qwen3-8B"
+    (repo / "refs").mkdir(parents=True)
+    (repo / "refs" / "main").write_bytes(b"\xff\xfe\xfa")
+    assert one_error_line(["estimate", "--config", str(repo)], capsys) == (
+        f"error: {repo}: is a directory with no config.json, not a config file.")
+
 # 5. plan --serve's footnote named the last step's context one past the step it times
 
 def test_plan_serve_names_the_context_its_last_step_is_at(capsys):
