@@ -343,12 +343,18 @@ def trtllm_bench_options(table: dict, prompt: int, output: int) -> dict:
             "gpu_memory_utilization": TRTLLM_BENCH_KV_FRACTION}
 
 
+def output_rate_at_once(table: dict, prompt: int, output: int, requests: int, options: dict) -> float:
+    """Output tokens per second of `requests` requests of one shape all arriving at 0 on the table's model and
+    hardware (trtllm-bench's figure): output tokens over the span to the last one."""
+    span = span_at_once(table["model"], table["hardware"], [Request(i, 0.0, prompt, output) for i in range(requests)],
+                        **options)
+    return requests * output / span
+
+
 def trtllm_bench_throughput(table: dict, prompt: int, output: int, requests: int | None = None) -> float:
     """Our total output tokens per second: the row's requests all at 0, output tokens over the span."""
-    requests = requests or TRTLLM_BENCH_REQUESTS[(prompt, output)]
-    span = span_at_once(table["model"], table["hardware"], [Request(i, 0.0, prompt, output) for i in range(requests)],
-                        **trtllm_bench_options(table, prompt, output))
-    return requests * output / span
+    return output_rate_at_once(table, prompt, output, requests or TRTLLM_BENCH_REQUESTS[(prompt, output)],
+                               trtllm_bench_options(table, prompt, output))
 
 
 def print_trtllm_bench() -> None:
@@ -382,10 +388,8 @@ def trtllm_v017_options(table: dict, prompt: int, output: int) -> dict:
 def trtllm_v017_throughput(table: dict, prompt: int, output: int, requests: int | None = None) -> float:
     """Our output tokens per second for a v0.17 row: the page's requests (or `requests`) all at 0, output
     tokens over the span."""
-    requests = requests or TRTLLM_V017_REQUESTS[(prompt, output)]
-    span = span_at_once(table["model"], table["hardware"], [Request(i, 0.0, prompt, output) for i in range(requests)],
-                        **trtllm_v017_options(table, prompt, output))
-    return requests * output / span
+    return output_rate_at_once(table, prompt, output, requests or TRTLLM_V017_REQUESTS[(prompt, output)],
+                               trtllm_v017_options(table, prompt, output))
 
 
 def print_trtllm_v017() -> None:

@@ -55,8 +55,12 @@ def served_context(data: dict[str, Any], model_type: str, length: int, source: s
     for key, value in (("factor", factor), ("original_max_position_embeddings", length)):
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < math.inf:
             raise ConfigError(f"{source}: the RoPE scaling's {key} must be a positive number, got {show(value)}.")
-    context = int(length * factor)
+    if length > MAX_SIZE:  # YaRN's original_max_position_embeddings (1e308 was int()'s OverflowError)
+        raise ConfigError(f"{source}: the RoPE scaling's original_max_position_embeddings {show(length)} is "
+                          f"beyond {MAX_SIZE:,}; is it a typo?")
+    context = length * factor
     if context > MAX_SIZE:
-        raise ConfigError(f"{source}: the RoPE scaling's factor {show(factor)} makes the context {context:,} "
-                          f"tokens, beyond {MAX_SIZE:,}; is it a typo?")
-    return context
+        shown = f"{int(context):,} tokens" if math.isfinite(context) else "infinite"
+        raise ConfigError(f"{source}: the RoPE scaling's factor {show(factor)} makes the context {shown}, "
+                          f"beyond {MAX_SIZE:,}; is it a typo?")
+    return int(context)

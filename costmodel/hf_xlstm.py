@@ -18,20 +18,31 @@ embedding_dim other than hidden_size, widths whose cache the class cannot build
 
 from __future__ import annotations
 
+import math
 from typing import Any, Callable
 
 from .config import ConfigError, ModelConfig, show
-from .errors import MAX_LAYERS, check_int
+from .errors import MAX_LAYERS, check_int, check_number
 from .hf_fields import Fields
+
+
+def _scaled(f: Fields, d_model: int, key: str, default: float) -> float:
+    """hidden_size x the factor `key`, a positive number whose product is finite (int() of an
+    infinite one was a traceback)."""
+    factor = f.get(key, default, float)
+    check_number(f.source, key, factor)
+    if not math.isfinite(d_model * factor):
+        raise ConfigError(f"{f.source}: hidden_size x {key} ({show(factor)}) is not a finite width.")
+    return d_model * factor
 
 
 def _width(f: Fields, d_model: int, key: str, heads: int) -> int:
     """int(hidden_size x factor), the layer's width, checked against the cache's (rounded up to 64)
     and the heads."""
-    factor = f.get(key, {"qk_dim_factor": 0.5, "v_dim_factor": 1.0}[key], float)
-    width = int(d_model * factor)
+    product = _scaled(f, d_model, key, {"qk_dim_factor": 0.5, "v_dim_factor": 1.0}[key])
+    width = int(product)
     if width < 1 or width % 64 or width % heads:
-        raise ConfigError(f"{f.source}: hidden_size x {key} ({show(d_model * factor)}) must be a multiple of 64 "
+        raise ConfigError(f"{f.source}: hidden_size x {key} ({show(product)}) must be a multiple of 64 "
                           f"(xLSTMCache rounds it up, the layer does not) and of num_heads ({heads}).")
     return width
 
@@ -51,7 +62,7 @@ def _xlstm(f: Fields, name: str) -> ModelConfig:
     heads = f.get("num_heads", 8, minimum=1)
     qk, v = _width(f, d_model, "qk_dim_factor", heads), _width(f, d_model, "v_dim_factor", heads)
     multiple = f.get("ffn_round_up_to_multiple_of", 64, minimum=1)
-    d_ff = int(((d_model * f.get("ffn_proj_factor", 2.667, float) + multiple - 1) // multiple) * multiple)
+    d_ff = int(((_scaled(f, d_model, "ffn_proj_factor", 2.667) + multiple - 1) // multiple) * multiple)
     return ModelConfig(
         name=name, family="xlstm", vocab_size=f.get("vocab_size", 50304, minimum=1), d_model=d_model,
         n_heads=heads, n_kv_heads=heads, d_head=qk // heads, v_head_dim=v // heads, d_ff=d_ff,

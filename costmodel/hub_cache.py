@@ -15,7 +15,7 @@ def snapshot_config(repo: Path) -> Path | None:
     """The config.json of the snapshot refs/main names in a cached repository's folder, or None."""
     try:
         commit = (repo / "refs" / "main").read_text(encoding="utf-8").strip()
-    except OSError:
+    except (OSError, UnicodeDecodeError):  # a refs/main of other bytes names no snapshot (was a traceback)
         return None
     path = repo / "snapshots" / commit / "config.json"
     return path if commit and path.is_file() else None

@@ -177,6 +177,22 @@ def assert_decode_flops_exact(config: dict[str, Any], label: Any, real: bool = F
             assert measured == exact(decode.total("flops_matmul"), subs), (label, b, n, gen)
 
 
+def tree_matmul_flops(fields: dict[str, Any], phase: str, b: int, n: int, c: int | None = None) -> int:
+    """The cost tree's matmul FLOPs of one phase ("prefill", "decode", ...) for a config dict at batch b,
+    sequence n, and (decode) c keys attended to where given; the recurrent readers' tests compare it
+    with the class's FlopCounterMode count."""
+    from costmodel.config import Workload
+    from costmodel.evaluate import exact, values
+    from costmodel.hf import from_hf_config
+    from costmodel.tree import CostModel, profile_for
+
+    cfg = from_hf_config(fields, name="odd")
+    subs = values(cfg, Workload(seq_len=n, batch=b))
+    if c is not None:
+        subs[next(s for s in subs if s.name == "c")] = c
+    return exact(CostModel(cfg, profile_for(cfg), phase=phase).total("flops_matmul"), subs)
+
+
 def estimated_total(fields: dict[str, Any], name: str) -> int:
     """The cost tree's total parameters for a config dict (`estimate`, as the CLI reads it)."""
     from costmodel import estimate

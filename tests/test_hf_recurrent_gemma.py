@@ -16,7 +16,7 @@ import json
 import pytest
 
 from costmodel.config import ConfigError
-from tests.family_configs import estimated_total, hf_meta_count
+from tests.family_configs import estimated_total, hf_meta_count, tree_matmul_flops
 
 pytestmark = [pytest.mark.filterwarnings("ignore:model .* RG-LRU recurrent blocks"),
               pytest.mark.filterwarnings("ignore:model .* attends within a sliding window")]
@@ -107,19 +107,6 @@ def test_training_flops_exact_integers():
     assert causal_lm_flops(RG, 2, 9, backward=True) == 6_842_016
 
 
-def _tree_total(fields, phase, b, n, c=None):
-    from costmodel.config import Workload
-    from costmodel.evaluate import exact, values
-    from costmodel.hf import from_hf_config
-    from costmodel.tree import CostModel, profile_for
-
-    cfg = from_hf_config(fields, name="odd")
-    subs = values(cfg, Workload(seq_len=n, batch=b))
-    if c is not None:
-        subs[next(s for s in subs if s.name == "c")] = c
-    return exact(CostModel(cfg, profile_for(cfg), phase=phase).total("flops_matmul"), subs)
-
-
 @pytest.mark.parametrize("name", VARIANTS)
 def test_prefill_flops(name):
     """A prefill into a DynamicCache: the conv over n + K - 1 positions whatever n (a prompt of 2
@@ -128,7 +115,7 @@ def test_prefill_flops(name):
 
     model = build(VARIANTS[name])
     for b, n in ((2, 9), (1, 2), (2, 3)):
-        assert prefill(model, b, n)[1] == _tree_total(VARIANTS[name], "prefill", b, n), (b, n)
+        assert prefill(model, b, n)[1] == tree_matmul_flops(VARIANTS[name], "prefill", b, n), (b, n)
 
 
 @pytest.mark.parametrize("name", ["rg", "rg_attention_first"])
@@ -139,7 +126,7 @@ def test_decode_step_flops(name):
 
     model = build(VARIANTS[name], "bf16")
     for b, n, gen in ((2, 10, 2), (1, 2, 0), (1, 3, 4)):
-        assert decode_step_flops(model, b, n, gen) == _tree_total(VARIANTS[name], "decode", b, n, n + gen + 1)
+        assert decode_step_flops(model, b, n, gen) == tree_matmul_flops(VARIANTS[name], "decode", b, n, n + gen + 1)
 
 
 def test_decode_step_flops_exact_integer():

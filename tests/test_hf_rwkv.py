@@ -13,7 +13,7 @@ import json
 import pytest
 
 from costmodel.config import ConfigError
-from tests.family_configs import estimated_total, hf_meta_count
+from tests.family_configs import estimated_total, hf_meta_count, tree_matmul_flops
 
 pytestmark = pytest.mark.filterwarnings("ignore:model .* RWKV layers")
 
@@ -62,17 +62,6 @@ def test_training_flops_exact_integers():
     assert causal_lm_flops(RW, 2, 9, backward=True) == 6_547_392
 
 
-def _tree_total(fields, phase, b, n):
-    from costmodel.config import Workload
-    from costmodel.evaluate import exact, values
-    from costmodel.hf import from_hf_config
-    from costmodel.tree import CostModel, profile_for
-
-    cfg = from_hf_config(fields, name="odd")
-    tree = CostModel(cfg, profile_for(cfg), phase=phase)
-    return exact(tree.total("flops_matmul"), values(cfg, Workload(seq_len=n, batch=b)))
-
-
 @pytest.mark.parametrize("name", VARIANTS)
 @pytest.mark.parametrize("dtype", ["fp32", "bf16"])
 def test_prefill_state_and_decode(name, dtype):
@@ -85,10 +74,10 @@ def test_prefill_state_and_decode(name, dtype):
     model = build(fields, dtype)
     for b, n in ((2, 9), (1, 1), (2, 3)):
         state, flops = prefill(model, b, n)
-        assert flops == _tree_total(fields, "prefill", b, n), (b, n)
+        assert flops == tree_matmul_flops(fields, "prefill", b, n), (b, n)
         ours = estimate(dict(fields, name=name), seq_len=n, batch=b, dtype=dtype).to_dict()["memory"]["kv_cache"]
         assert ours == state_bytes(state) > 0, (b, n)
-    assert decode_step_flops(model, 1, 5) == _tree_total(fields, "decode", 1, 5)
+    assert decode_step_flops(model, 1, 5) == tree_matmul_flops(fields, "decode", 1, 5)
 
 
 def test_state_exact_integer():

@@ -13,7 +13,7 @@ import json
 import pytest
 
 from costmodel.config import ConfigError
-from tests.family_configs import estimated_total, hf_meta_count
+from tests.family_configs import estimated_total, hf_meta_count, tree_matmul_flops
 
 pytestmark = pytest.mark.filterwarnings("ignore:model .* mLSTM layers")
 
@@ -64,17 +64,6 @@ def test_training_flops_exact_integers():
     assert causal_lm_flops(XL, 2, 9, backward=True) == 30_726_144
 
 
-def _tree_total(fields, phase, b, n):
-    from costmodel.config import Workload
-    from costmodel.evaluate import exact, values
-    from costmodel.hf import from_hf_config
-    from costmodel.tree import CostModel, profile_for
-
-    cfg = from_hf_config(fields, name="odd")
-    tree = CostModel(cfg, profile_for(cfg), phase=phase)
-    return exact(tree.total("flops_matmul"), values(cfg, Workload(seq_len=n, batch=b)))
-
-
 @pytest.mark.parametrize("name", VARIANTS)
 @pytest.mark.parametrize("dtype", ["fp32", "bf16"])
 def test_prefill_state_and_decode(name, dtype):
@@ -87,10 +76,10 @@ def test_prefill_state_and_decode(name, dtype):
     model = build(fields, dtype)
     for b, n in ((2, 9), (1, 1), (2, 8)):
         cache, flops = prefill(model, b, n)
-        assert flops == _tree_total(fields, "prefill", b, n), (b, n)
+        assert flops == tree_matmul_flops(fields, "prefill", b, n), (b, n)
         ours = estimate(dict(fields, name=name), seq_len=n, batch=b, dtype=dtype).to_dict()["memory"]["kv_cache"]
         assert ours == state_bytes(cache) > 0, (b, n)
-        assert decode_step_flops(model, b, n) == _tree_total(fields, "decode", b, n), (b, n)
+        assert decode_step_flops(model, b, n) == tree_matmul_flops(fields, "decode", b, n), (b, n)
 
 
 def test_state_exact_integer():
@@ -108,6 +97,11 @@ def test_state_exact_integer():
     (dict(XL, embedding_dim=64), "embedding_dim"),
     (dict(XL, hidden_size=96), "multiple of 64"),
     (dict(XL, num_heads=3), "num_heads"),
+    # An infinite factor was a traceback (int() of inf / nan), a negative one named d_ff's value
+    (dict(XL, ffn_proj_factor=1e308), "hidden_size x ffn_proj_factor .1e\+308. is not a finite width"),
+    (dict(XL, ffn_proj_factor=-1), "ffn_proj_factor must be a positive number or null, got -1"),
+    (dict(XL, qk_dim_factor=1e308), "hidden_size x qk_dim_factor .1e\+308. is not a finite width"),
+    (dict(XL, v_dim_factor=float("inf")), "v_dim_factor must be a positive number"),
 ])
 def test_refused_configs(fields, message):
     from costmodel.hf import from_hf_config

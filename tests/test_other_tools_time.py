@@ -297,3 +297,19 @@ def test_every_table_5_row_ours_and_calculon_against_the_published_step():
 
     today = [ott.split_of(cfg, workload, layout)["seconds"] for _, _, cfg, workload, layout in korthikanti_runs()]
     assert today == pytest.approx([r["ours"]["seconds"] for r in rows], rel=1e-9)
+
+
+def test_a_tool_not_installed_is_said_once_and_skipped_with_its_variants(capsys):
+    """run_each (the split and layer cases' one loop): Calculon missing is printed once, its "at" variant
+    not run, the other tools' results kept."""
+    from validate import other_tools_peers as peers
+
+    def missing():
+        raise peers.Missing("no checkout")
+
+    ran = []
+    skipped: set[str] = set()
+    out = ott.run_each({"Calculon": missing, "Calculon at our HFU": lambda: ran.append(1), "llm-analysis": lambda: 7},
+                       skipped)
+    assert out == {"llm-analysis": 7} and skipped == {"Calculon"} and ran == []
+    assert capsys.readouterr().out == "skipped Calculon: not installed (no checkout)\n"

@@ -71,3 +71,15 @@ def test_ci_runs_the_readmes_full_run_and_returns_its_status():
     command = next(line for line in README.splitlines() if "python -m pytest -q" in line and "pip install" in line)
     assert command in ci.splitlines()
     assert 'exit "$status"' in ci and "status=$?" in ci and "set -e" not in ci
+
+
+def test_the_readme_counts_the_model_types_the_reader_takes():
+    """The README's "any config.json of the N Hugging Face model types" is costmodel.hf's list (134 after
+    session 26's jetmoe, longcat_flash, recurrent_gemma, rwkv and xlstm); each is in commands.md's table."""
+    from costmodel.hf import SUPPORTED_MODEL_TYPES
+
+    text = " ".join(README.split())
+    assert re.search(r"config\.json` of the (\d+) Hugging Face model types", text).group(1) == \
+        str(len(SUPPORTED_MODEL_TYPES)) == "134"
+    table = [line for line in DOCS["commands.md"].splitlines() if line.startswith("| ")]
+    assert [t for t in SUPPORTED_MODEL_TYPES if not any(t in line for line in table)] == []

@@ -147,6 +147,19 @@ def test_a_typo_in_the_rope_factor_names_the_factor(tmp_path, capsys):
         "beyond 1,000,000,000; is it a typo?")
 
 
+@pytest.mark.parametrize("rope,message", [
+    # 1e308 original positions was int()'s OverflowError traceback (review, session 26)
+    ({"type": "yarn", "factor": 4, "original_max_position_embeddings": 1e308},
+     "the RoPE scaling's original_max_position_embeddings 1e+308 is beyond 1,000,000,000; is it a typo?"),
+    ({"type": "yarn", "factor": 1e308, "original_max_position_embeddings": 32768},
+     "the RoPE scaling's factor 1e+308 makes the context infinite, beyond 1,000,000,000; is it a typo?"),
+])
+def test_an_infinite_served_context_is_one_line(tmp_path, capsys, rope, message):
+    path = _write(tmp_path, "inf", {**QWEN25_7B_INSTRUCT, "rope_scaling": rope})
+    assert one_error_line(["serve", "--config", path, "--hardware", "h100", "--rate", "1", "--requests", "2"],
+                          capsys) == f"error: {path}: {message}"
+
+
 # 4. --config into the local Hub cache: the repository's folder, and the name a snapshot gives
 
 def test_config_in_the_hub_cache_is_read_and_named_org_name(tmp_path, capsys):
@@ -165,6 +178,16 @@ def test_config_in_the_hub_cache_is_read_and_named_org_name(tmp_path, capsys):
     assert one_error_line(["estimate", "--config", str(tmp_path)], capsys) == (
         f"error: {tmp_path}: is a directory with no config.json, not a config file.")
 
+
+
+def test_a_refs_main_of_other_bytes_is_one_line(tmp_path, capsys):
+    """A refs/main that is not UTF-8 (a truncated or binary file) was UnicodeDecodeError's traceback
+    (hub_cache.snapshot_config caught OSError only); now the folder reads as one with no config."""
+    repo = tmp_path / "models--Qwen--Qwen3-8B"
+    (repo / "refs").mkdir(parents=True)
+    (repo / "refs" / "main").write_bytes(b"\xff\xfe\xfa")
+    assert one_error_line(["estimate", "--config", str(repo)], capsys) == (
+        f"error: {repo}: is a directory with no config.json, not a config file.")
 
 # 5. plan --serve's footnote named the last step's context one past the step it times
 

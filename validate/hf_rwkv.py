@@ -24,20 +24,31 @@ def build(fields: dict[str, Any], dtype: str = "fp32") -> Any:
                                                          dtype=DTYPES[dtype]).eval()
 
 
-def prefill(model: Any, batch: int, seq: int) -> tuple[list[torch.Tensor], int]:
-    """(the state after a prefill of batch x seq random tokens, its forward matmul FLOPs)."""
+def prefill_as(model: Any, batch: int, seq: int, key: str) -> tuple[Any, int]:
+    """(the output's `key` (RWKV's state, xLSTM's cache) after a prefill of batch x seq random tokens,
+    its forward matmul FLOPs)."""
     ids = torch.randint(0, model.config.vocab_size, (batch, seq))
     flops = matmul_flops(model, {"input_ids": ids, "use_cache": True}).forward
     with torch.no_grad():
-        state = model(ids, use_cache=True).state
+        state = getattr(model(ids, use_cache=True), key)
     return state, flops
+
+
+def decode_step_flops_as(model: Any, batch: int, seq: int, key: str) -> int:
+    """Matmul FLOPs of one cached step after a prefill of `seq` tokens, the prefill's `key` passed back."""
+    state, _ = prefill_as(model, batch, seq, key)
+    return matmul_flops(model, {"input_ids": torch.ones(batch, 1, dtype=torch.long), key: state,
+                                "use_cache": True}).forward
+
+
+def prefill(model: Any, batch: int, seq: int) -> tuple[list[torch.Tensor], int]:
+    """(the state after a prefill of batch x seq random tokens, its forward matmul FLOPs)."""
+    return prefill_as(model, batch, seq, "state")
 
 
 def decode_step_flops(model: Any, batch: int, seq: int) -> int:
     """Matmul FLOPs of one cached step after a prefill of `seq` tokens."""
-    state, _ = prefill(model, batch, seq)
-    return matmul_flops(model, {"input_ids": torch.ones(batch, 1, dtype=torch.long), "state": state,
-                                "use_cache": True}).forward
+    return decode_step_flops_as(model, batch, seq, "state")
 
 
 def state_bytes(state: list[torch.Tensor]) -> int:

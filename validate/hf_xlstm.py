@@ -6,37 +6,20 @@ from __future__ import annotations
 
 from typing import Any
 
-import torch
-
-from validate.measure import matmul_flops
+from validate.hf_rwkv import build, decode_step_flops_as, prefill_as
 from validate.measure.common import storage_key
 
-DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
-
-
-def build(fields: dict[str, Any], dtype: str = "fp32") -> Any:
-    """The class from a config dict, in eval mode."""
-    import transformers
-
-    torch.manual_seed(0)
-    return transformers.AutoModelForCausalLM.from_config(transformers.AutoConfig.for_model(**fields),
-                                                         dtype=DTYPES[dtype]).eval()
+__all__ = ["build", "decode_step_flops", "prefill", "state_bytes"]  # build: the class as validate/hf_rwkv.py builds it
 
 
 def prefill(model: Any, batch: int, seq: int) -> tuple[Any, int]:
     """(the cache after a prefill of batch x seq random tokens, its forward matmul FLOPs)."""
-    ids = torch.randint(0, model.config.vocab_size, (batch, seq))
-    flops = matmul_flops(model, {"input_ids": ids, "use_cache": True}).forward
-    with torch.no_grad():
-        cache = model(ids, use_cache=True).cache
-    return cache, flops
+    return prefill_as(model, batch, seq, "cache")
 
 
 def decode_step_flops(model: Any, batch: int, seq: int) -> int:
     """Matmul FLOPs of one cached step after a prefill of `seq` tokens."""
-    cache, _ = prefill(model, batch, seq)
-    return matmul_flops(model, {"input_ids": torch.ones(batch, 1, dtype=torch.long), "cache": cache,
-                                "use_cache": True}).forward
+    return decode_step_flops_as(model, batch, seq, "cache")
 
 
 def state_bytes(cache: Any) -> int:

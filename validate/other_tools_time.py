@@ -371,13 +371,19 @@ def korthikanti_table(rows: list[dict[str, Any]]) -> list[str]:
 
 
 def run_split(name: str, where: argparse.Namespace, skipped: set[str]) -> dict[str, dict[str, Any]]:
-    from validate import other_tools_peers as peers
-
     case = CASES[name]
     runners = {"Calculon": lambda: calculon_split(case["calculon"], where.tools_python, Path(where.calculon)),
                "llm-analysis": lambda: llm_analysis_split(name, where.tools_python),
                "llm-analysis at our HFU": lambda: llm_analysis_split(name, where.tools_python,
                                                                      round(ours_split(name)["hfu"], 4))}
+    return run_each(runners, skipped)
+
+
+def run_each(runners: dict[str, Any], skipped: set[str]) -> dict[str, Any]:
+    """Each tool's runner's result; a tool not installed is said once and skipped from then on (a
+    variant "X at ..." with X)."""
+    from validate import other_tools_peers as peers
+
     out = {}
     for tool, runner in runners.items():
         if tool.split(" at ")[0] in skipped:
@@ -504,15 +510,7 @@ def main(argv: list[str] | None = None) -> int:
     for name in LAYER_CASES:
         runners = {"LLM-Viewer": lambda: llm_viewer_layers(name, where.tools_python, Path(where.llm_viewer)),
                    "llm-analysis": lambda: llm_analysis_layers(name, where.tools_python)}
-        tools = {}
-        for tool, runner in runners.items():
-            if tool in skipped:
-                continue
-            try:
-                tools[tool] = runner()
-            except peers.Missing as missing:
-                print(f"skipped {tool}: not installed ({missing})")
-                skipped.add(tool)
+        tools = run_each(runners, skipped)
         our = ours_layers(name)
         print("\n".join(layer_table(name, our, tools)) + "\n")
         record["layers"][name] = {"ours": our, "tools": tools}
