@@ -247,16 +247,17 @@ def test_report_of_a_model_named_org_name_writes_its_files(tmp_path, capsys, mon
 # 7. serve simulated an engine vLLM v1 refuses to start
 
 def test_serve_says_when_vllm_would_not_start_at_the_models_context(tmp_path, capsys):
-    """`serve --config Llama-3.1-8B --hardware l4` served at max_model_len 131,072 with a cache of 2,894
-    blocks of 16 (46,304 tokens): vLLM v1 raises at start-up unless one max_model_len request fits
+    """`serve --config Llama-3.1-8B --hardware l4` served at max_model_len 131,072 with a cache of 3,105
+    blocks of 16 (49,680 tokens; 2,894 before session 26's vLLM profile-run peak): vLLM v1 raises at
+    start-up unless one max_model_len request fits
     (kv_cache_utils.check_enough_kv_cache_memory; the familiar "decreasing max_model_len" error). A note
-    says so; an H100's 27,947 blocks hold 447,152 tokens and say nothing."""
+    says so; an H100's 28,431 blocks hold 454,896 tokens and say nothing."""
     args = ["serve", "--model", "llama3.1-8b", "--rate", "2", "--requests", "5"]
     setup = run_json([*args, "--hardware", "l4"], capsys)["setup"]
-    assert (setup["num_blocks"], setup["block_size"], setup["max_model_len"]) == (2_894, 16, 131_072)
+    assert (setup["num_blocks"], setup["block_size"], setup["max_model_len"]) == (3_105, 16, 131_072)
     assert setup["max_model_len_note"].startswith(
         "vLLM v1 would not start this engine: one request of max_model_len 131,072 needs 8,192 blocks, the "
-        "cache holds 2,894 (46,304 tokens;")
+        "cache holds 3,105 (49,680 tokens;")
     code, out, _ = run_main([*args, "--hardware", "l4"], capsys)
     assert code == 0 and "note: vLLM v1 would not start this engine" in out
     assert "max_model_len_note" not in run_json([*args, "--hardware", "h100"], capsys)["setup"]
