@@ -34,12 +34,12 @@ def gpt2():
                                        n_decoder_layers=2, max_positions=512)
 
 
-class ScoresLive(TorchDispatchMode):
-    """Largest bytes of live storages of `pairs` elements (2 or 4 bytes) after any op."""
+class SizedLive(TorchDispatchMode):
+    """Largest bytes of live storages of `elements` elements (2 or 4 bytes each) after any op."""
 
-    def __init__(self, pairs: int) -> None:
+    def __init__(self, elements: int) -> None:
         super().__init__()
-        self.pairs = pairs
+        self.elements = elements
         self.storages: dict[int, tuple[StorageWeakRef, int]] = {}
         self.largest = 0
 
@@ -47,65 +47,69 @@ class ScoresLive(TorchDispatchMode):
         out = func(*args, **(kwargs or {}))
         self.storages = {k: v for k, v in self.storages.items() if not v[0].expired()}
         for t in tree_flatten(out)[0]:
-            if isinstance(t, torch.Tensor) and t.untyped_storage().nbytes() in (2 * self.pairs, 4 * self.pairs):
+            if isinstance(t, torch.Tensor) and t.untyped_storage().nbytes() in (2 * self.elements, 4 * self.elements):
                 st = t.untyped_storage()
                 self.storages.setdefault(st.data_ptr(), (StorageWeakRef(st), st.nbytes()))
         self.largest = max(self.largest, sum(size for _, size in self.storages.values()))
         return out
 
 
-def measure(cfg, workload: Workload) -> tuple[int, int]:
-    """(the scores' largest live bytes, MemTracker's peak Total) of one no-grad prefill."""
+def measure(cfg, workload: Workload) -> tuple[int, int, int]:
+    """The largest live bytes of the scores (b h n n elements) and of the FFN's hidden tensors
+    (b n d_ff), and MemTracker's peak Total, of one no-grad prefill."""
     from torch.distributed._tools.mem_tracker import MemTracker
 
     torch.manual_seed(0)
     model, _, prompt = build(cfg, workload, "hf")
     model.eval()
-    mode = ScoresLive(workload.batch * 4 * workload.seq_len**2)
-    with torch.no_grad(), mode:
-        model(**prompt, use_cache=True)
+    b, n = workload.batch, workload.seq_len
+    scores, hidden = SizedLive(b * cfg.n_heads * n * n), SizedLive(b * n * cfg.d_ff)
+    for mode in (scores, hidden):
+        with torch.no_grad(), mode:
+            model(**prompt, use_cache=True)
     tracker = MemTracker()
     tracker.track_external(model, *prompt.values())
     with torch.no_grad(), tracker:
         model(**prompt, use_cache=True)
     (snapshot,) = tracker.get_tracker_snapshot("peak").values()
-    return mode.largest, int(snapshot["Total"])
+    return scores.largest, hidden.largest, int(snapshot["Total"])
 
 
-# (model, dtype, attention, b, n, scores' bytes = pairs x bytes a pair, MemTracker peak, analytic
-# total); at 3 x 37 the logits (b n V e) outweigh the scores, at 1 x 101 the scores win
+# (model, dtype, attention, b, n, the scores' bytes (pairs x bytes a pair), the FFN's (b n d_ff x e x
+# tensors held), MemTracker's peak, the analytic total); at 3 x 37 the logits (b n V e) outweigh both
+# transients, at 1 x 101 the scores win. 3 x 37 x 256 = 28,416 (Llama's d_ff), x 384 = 42,624 (GPT-2's).
 CASES = [
-    (llama, "fp32", "eager", 3, 37, 8 * PAIRS, 2_268_188, 2_111_160),  # product and scaled copy
-    (llama, "bf16", "eager", 3, 37, 10 * PAIRS, 1_138_286, 1_056_072),  # masked, fp32 cast, fp32 softmax
-    (gpt2, "fp32", "eager", 3, 37, 8 * PAIRS, 2_639_228, 2_091_480),
-    (gpt2, "bf16", "eager", 3, 37, 4 * PAIRS, 1_320_206, 1_046_184),  # softmax in bf16: input and output
-    (llama, "bf16", "sdpa", 3, 37, 0, 1_093_664, 1_056_072),  # the fused kernel keeps no n x n tensor
+    (llama, "fp32", "eager", 3, 37, 8 * PAIRS, 3 * 4 * 28_416, 2_268_188, 2_111_160),  # product, scaled copy
+    (llama, "bf16", "eager", 3, 37, 10 * PAIRS, 3 * 2 * 28_416, 1_138_286, 1_056_072),  # masked, fp32 cast, softmax
+    (gpt2, "fp32", "eager", 3, 37, 8 * PAIRS, 4 * 4 * 42_624, 2_639_228, 2_329_464),  # Python gelu: 4 tensors
+    (gpt2, "bf16", "eager", 3, 37, 4 * PAIRS, 4 * 2 * 42_624, 1_320_206, 1_165_176),  # bf16 softmax: in and out
+    (llama, "bf16", "sdpa", 3, 37, 0, 3 * 2 * 28_416, 1_093_664, 1_056_072),  # the fused kernel keeps no n x n
     # 4 x 101^2 = 40,804 pairs x 10 B = 408,040 > the logits' 202,000: the total was 1,032,152
-    (llama, "bf16", "eager", 1, 101, 408_040, 1_385_450, 1_238_192),
+    (llama, "bf16", "eager", 1, 101, 408_040, 3 * 2 * 101 * 256, 1_385_450, 1_238_192),
 ]
 
 
-@pytest.mark.parametrize("make,dtype,attention,b,n,scores,peak,total", CASES)
-def test_eager_scores_transient_is_exact(make, dtype, attention, b, n, scores, peak, total):
+@pytest.mark.parametrize("make,dtype,attention,b,n,scores,ffn,peak,total", CASES)
+def test_prefill_transients_are_exact(make, dtype, attention, b, n, scores, ffn, peak, total):
     cfg = make()
     workload = Workload(seq_len=n, batch=b, dtype=dtype, attention=attention)
     analytic = inference_peak_bytes(cfg, workload.replace(impl="hf"))
     assert analytic["phase"] == "prefill"
-    assert analytic["transient"] == scores
+    assert analytic["transient"] == max(scores, ffn)
     assert analytic["total"] == total
-    measured_scores, measured_peak = measure(cfg, workload)
-    assert measured_scores == scores
-    assert measured_peak == peak
+    assert measure(cfg, workload) == (scores, ffn, peak)
     assert analytic["total"] <= peak  # a lower bound still: the layer's other tensors
 
 
 def test_a_100k_eager_prefill_does_not_fit_where_its_scores_do_not():
     """Llama 3 8B, bf16, 1 x 100,000, eager: 32 heads x 1e10 pairs x 10 B = 3.2e12 B of scores,
-    which no GPU holds; sdpa keeps none (weights, cache and the last position's logits)."""
+    which no GPU holds; sdpa keeps none, its largest transient the FFN's 3 x 2 B x 1e5 x 14,336:
+    weights 16,060,522,496 + buffers 512 + ids 800,000 + cache 13,107,200,000 (131,072 B a token)
+    + 8,601,600,000 (more than generate's last-position logits, 256,512 B)."""
     from costmodel.verdict import inference_memory
 
     cfg = load_preset("llama3-8b")
     eager = Workload(seq_len=100_000, batch=1, gen_tokens=1, dtype="bf16", attention="eager")
     assert inference_peak_bytes(cfg, eager)["transient"] == 32 * 10**10 * 10
     assert inference_memory(cfg, eager) > 32 * 10**11
-    assert inference_memory(cfg, eager.replace(attention="sdpa")) < 30 * 2**30
+    assert inference_memory(cfg, eager.replace(attention="sdpa")) == 37_770_123_008
