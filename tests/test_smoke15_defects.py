@@ -75,8 +75,9 @@ def test_simulate_says_by_how_much_one_sequence_does_not_fit(capsys):
     data = run_json([*case, "--prompt", "10000000"], capsys)
     memory, usable = data["memory"], data["hardware"]["serving_memory_bytes"]
     assert usable == 80 * 2**30 * 9 // 10 - 512 * 2**20 == 76_772_540_416
-    assert memory["bytes_by_phase"]["prefill"] == 5_256_436_895_744
-    assert (memory["max_batch"], memory["one_sequence_over_bytes"]) == (0, 5_256_436_895_744 - usable)
+    # session 26: the eager scores, 32 heads x 1e14 pairs x 10 B, replace the last position's logits
+    assert memory["bytes_by_phase"]["prefill"] == 32_005_256_436_831_744
+    assert (memory["max_batch"], memory["one_sequence_over_bytes"]) == (0, 32_005_256_436_831_744 - usable)
     memory = run_json([*case, "--prompt", "100000", "--batch", "64"], capsys)["memory"]
     assert (memory["fits"], memory["max_batch"], memory["one_sequence_over_bytes"]) == (False, 1, 0)
     code, out, _ = run_main([*case, "--prompt", "10000000"], capsys)  # the text says it too
