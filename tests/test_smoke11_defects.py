@@ -57,7 +57,7 @@ def test_simulate_a_prefill_alone_says_whether_it_fits(capsys):
     assert memory["bytes"] == memory["bytes_by_phase"]["prefill"] == 143_792_090_112 - 256_512 + 64 * 8_192**2 * 10 and not memory["fits"]  # since session 26 the eager
     # scores (64 heads x 8,192^2 pairs x 10 B) replace the logits
     code, out, _ = _run(args, capsys)
-    assert ("Memory: 133.92 GiB at batch 1 (does NOT fit in 71.50 GiB usable): weights 131.42 GiB, KV cache "
+    assert ("Memory: 173.92 GiB at batch 1 (does NOT fit in 71.50 GiB usable): weights 131.42 GiB, KV cache "
             "320.00 KiB per token per sequence, the prefill's logits at the last position (Hugging Face generate's "
             "prefill, logits_to_keep=1); the weights alone (131.42 GiB) exceed 71.50 GiB: spread them over "
             "GPUs (--tp)") in out.splitlines()
@@ -116,7 +116,7 @@ def test_the_longest_context_names_the_models_own(capsys):
     assert code == 0 and (memory["max_context"], memory["model_context"]) == (233_019, 4_096)  # 233,162 before the decode step's scores counted
     code, out, _ = _run(["simulate", "--model", "llama2-7b", "--hardware", "h200", "--prompt", "1024", "--gen", "16"],
                         capsys)
-    assert ("decoding to a context <= 233,162 after this prompt at this batch (the prefill's ids and KV cache grow "
+    assert ("decoding to a context <= 233,019 after this prompt at this batch (the prefill's ids and KV cache grow "
             "with a longer prompt); the model's context stops at 4,096 tokens") in out
 
 
