@@ -39,7 +39,8 @@ def test_fsdp2_layout_keeps_fp32_weights_but_serves_in_the_dtype(capsys):
     assert data["optimizer"] == 8 * LLAMA3_8B_PARAMS
     assert data["inference_total"] == plain["inference_total"] == 17_648_099_840
     assert data["generate_total"] == plain["generate_total"]
-    typed = run_json(["estimate", "--model", "llama3-8b", "--seq-len", "4096", "--precision", "fsdp2"], capsys)
+    typed = run_json(["estimate", "--model", "llama3-8b", "--seq-len", "4096", "--precision", "fsdp2",
+                      "--attention", "sdpa"], capsys)
     assert typed["memory"]["inference_total"] == 17_648_099_840  # was 33,708,622,336: fp32 weights served
 
 
