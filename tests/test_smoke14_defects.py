@@ -26,8 +26,11 @@ def test_plan_serve_names_the_latent_attention_form_simulate_needs(capsys):
     assert (absorbed["inputs"]["mla"], naive["inputs"]["mla"]) == ("absorbed", "naive")
     assert row["time_per_output_token"] == absorbed["generation"]["time_per_output_token"]
     assert naive["generation"]["time_per_output_token"] > 1.5 * row["time_per_output_token"]
-    # (the cache at 2,048 + 127 tokens: 17,914,256,896 at 2,176 before session 23)
-    assert row["per_rank"]["total"] == absorbed["per_rank"]["total"] == 17_913_261_568
+    # (the cache at 2,048 + 127 tokens: 17,914,256,896 at 2,176 before session 23; 17,913,261,568
+    # before session 26 counted the prefill's transients: now the prefill peaks, its dense layer's
+    # FFN, 3 x 2 B x 32 x 2,048 x 10,944 / 2 = 2,151,677,952 B, less the 127 tokens' cache
+    # (126,406,656), plus the prompt's ids (524,288) less the step's (256) and logits (6,553,600))
+    assert row["per_rank"]["total"] == absorbed["per_rank"]["total"] == 17_913_261_568 + 2_019_241_728
     code, out, _ = run_main(["plan", *case, "--serve", "--gpus", "2", "--tp", "2"], capsys)
     assert "flash attention, latent attention absorbed;" in out.splitlines()[0]
     assert "`simulate` with the layout and `--attention flash --mla absorbed` times them" in out

@@ -15,7 +15,7 @@ def serving_memory(estimate: ParallelEstimate) -> dict[str, int]:
     two phases as memory.inference_phases takes them without a layout: the prefill (its KV cache of
     the prompt, the n tokens' ids on the first stage and the gathered logits on the last) and the
     last decode step (the KV cache at n + T - 1, in --kv-dtype's bytes, one token's ids and logits).
-    kv_cache and transient (its ids and logits) are those of the phase that peaks, so the row's parts
+    kv_cache and transient (its ids, and its logits or its largest forward transient) are those of the phase that peaks, so the row's parts
     add up to its total (the last decode step's cache unless the prefill peaks). The prefill
     is Hugging Face generate's: the last position's logits only (tree.generate_logits_to_keep)."""
     from ..tree import generate_logits_to_keep  # here: a warm training plan never imports the tree
@@ -38,6 +38,8 @@ def serving_memory(estimate: ParallelEstimate) -> dict[str, int]:
 
 
 def _ids_and_logits(estimate: ParallelEstimate, stage) -> int:
-    """Bytes of a phase's ids passed in (the first stage's) and logits returned, gathered over tp
-    (the last stage's)."""
-    return estimate.on_stage(stage, "inputs") + (estimate.numbers["logits"] if stage.last else 0)
+    """Bytes of a phase's ids passed in (the first stage's) and the larger of the logits returned,
+    gathered over tp (the last stage's), and the largest no-grad transient of one block (never
+    live together: memory.phase_bytes; an eager softmax's scores, the FFN's hidden tensors)."""
+    logits = estimate.numbers["logits"] if stage.last else 0
+    return estimate.on_stage(stage, "inputs") + max(logits, estimate.numbers.get("forward_transient", 0))
