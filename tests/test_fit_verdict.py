@@ -118,9 +118,20 @@ def test_gpus_alone_means_data_parallel(capsys):
 
 
 def test_an_encoder_on_several_gpus_is_served_whole_on_each(capsys):
-    assert cli.main(["estimate", "--model", "bert-base-uncased", "--hardware", "l40s", "--gpus", "2", "--json"]) == 0
+    """Each GPU holds one GPU's whole inference total, at the code the GPUs run. --gpus alone runs
+    the layout's framework's code (deepspeed: sdpa, verdict.framework_code) where one GPU runs the
+    model's eager: since session 26 the two differ by the prefill's largest no-grad transient, eager's
+    scores (12 heads x 512^2 x 2 x 2 B = 12,582,912) against sdpa's FFN tensors (2 x 512 x 3,072 x 2 B
+    = 6,291,456), so the encoder's whole copy is compared at the attention typed."""
+    base = ["estimate", "--model", "bert-base-uncased", "--hardware", "l40s", "--json"]
+    assert cli.main([*base, "--gpus", "2", "--attention", "sdpa"]) == 0
     data = json.loads(capsys.readouterr().out)
-    assert data["fit"]["inference"]["memory"] == data["memory"]["inference_total"]
+    assert data["fit"]["inference"]["memory"] == data["memory"]["inference_total"] == 225_272_320
+    assert data["fit"]["inference"]["split"] == "a whole copy on each"
+    assert cli.main([*base, "--gpus", "2"]) == 0  # untyped: the GPUs' sdpa, not one GPU's eager
+    data = json.loads(capsys.readouterr().out)
+    assert data["fit"]["inference"]["memory"] == 225_272_320
+    assert data["memory"]["inference_total"] == 225_272_320 + 12 * 512**2 * 2 * 2 - 2 * 512 * 3_072 * 2
 
 
 def test_inference_that_does_not_fit_suggests_the_fewest_tensor_parallel_gpus(capsys):
