@@ -84,6 +84,18 @@ class Kernel:
             saved += core.profile.mask_bytes * pairs
         return saved
 
+    def scores_live_no_grad(self, core: Any) -> Expr:
+        """The n_q x n_k tensors an eager no-grad forward holds at once (its largest moment in the
+        scores and softmax): the product and its scaled (or masked) copy, or the softmax's input and
+        output, two in the activation dtype; where the class takes the softmax in fp32 below fp32,
+        the masked scores, their fp32 cast and the fp32 output. Measured to the byte on the CPU
+        (tests/test_inference_peak.py: Llama 10 B a pair in bf16, GPT-2 4; 8 in fp32)."""
+        if not self.dense:
+            return ZERO
+        if core.profile.facts.softmax_dtype == "activation":
+            return 2 * S.e * core.pairs
+        return (S.e + dtype_bytes(core.profile.facts.softmax_dtype) + unless_fp32(FP32)) * core.pairs
+
     def weighted_sum_saved(self, core: Any) -> Expr:
         """V (heads kept) and the probabilities in the activation dtype: dropout's output, the
         softmax output itself, or the cast of an fp32 softmax output."""

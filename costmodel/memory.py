@@ -53,10 +53,22 @@ def activation_bytes(model: CostModel) -> sp.Expr:
 PHASE_QUANTITIES = ("weight_bytes", "buffer_bytes", "input_bytes", "result_bytes", "kv_cache_bytes")
 
 
+def forward_transient(model: CostModel) -> sp.Expr:
+    """The largest transient one block's run holds in a no-grad forward (blocks run one at a
+    time): the eager softmax's n x n scores (kernels.Kernel.scores_live_no_grad); 0 where no
+    block states one. The other tensors of a layer's forward are not counted (a lower bound)."""
+    transients = {leaf.cost.forward_transient_bytes for leaf in model.leaves} - {sp.Integer(0)}
+    return sp.Max(*transients) if len(transients) > 1 else next(iter(transients), sp.Integer(0))
+
+
 def phase_bytes(model: CostModel) -> sp.Expr:
     """Memory of one inference phase (a prefill or a decode tree): weights, buffers, the ids
-    passed in, the logits returned and the KV cache it holds."""
-    return sp.Add(*(model.total(q) for q in PHASE_QUANTITIES))
+    passed in, the KV cache it holds, and the larger of the logits returned and its largest
+    forward transient (never live together: the logits come after the last layer)."""
+    held = sp.Add(*(model.total(q) for q in PHASE_QUANTITIES if q != "result_bytes"))
+    transient = forward_transient(model)
+    logits = model.total("result_bytes")
+    return held + (logits if transient == 0 else sp.Max(logits, transient))
 
 
 def decode_phase_bytes(cfg: ModelConfig, profile: Any) -> sp.Expr:

@@ -45,8 +45,8 @@ def test_gpt_oss_120b_weights_default_to_mxfp4():
     assert (weights["data"], weights["scales"], weights["unquantized"]) == (
         MXFP4_DATA, MXFP4_SCALES, MXFP4_UNQUANTIZED) == (57_330_892_800, 3_583_180_800, 4_334_742_144)
     assert weights["total"] == explicit["memory"]["quantized_weights"]["total"] == 65_248_815_744
-    assert default["memory"]["inference_total"] == explicit["memory"]["inference_total"] == 66_223_483_776
-    assert bf16["memory"]["inference_total"] == 234_632_981_376  # as before this change: bf16 weights
+    assert default["memory"]["inference_total"] == explicit["memory"]["inference_total"] == 66_473_569_152  # 66,223,483,776 before session 26's transients
+    assert bf16["memory"]["inference_total"] == 234_883_066_752  # bf16 weights; session 26: + the largest no-grad transient (memory.forward_transient)
     assert "quantized_weights" not in bf16["memory"]
     assert default["inputs"]["weight_dtype"] == "mxfp4"
     assert default["inputs"]["weight_dtype_source"] == "checkpoint"
@@ -61,14 +61,15 @@ def test_gpt_oss_120b_fits_one_h100_for_inference_by_default(capsys):
     inference = json.loads(out)["fit"]["inference"]
     # a generation's: inference_total (66,223,483,776, a plain forward) less 2,047 positions' bf16 logits
     # (vocabulary 201,088): the verdict sizes generate's prefill since session 19's thirteenth round
-    assert (code, inference["memory"], inference["fits"]) == (0, 66_223_483_776 - 2_047 * 201_088 * 2, True)
+    # since session 26 the larger of the logits and the prefill's largest no-grad transient
+    assert (code, inference["memory"], inference["fits"]) == (0, 66_473_569_152, True)
     assert inference["capacity"] == 76_014_734_540  # floor(0.9 x 81,117 MiB, what the H100 reports) less 512 MiB
     code, out, _ = run_main([*base, "--weight-dtype", "none", "--json"], capsys)
     unquantized = json.loads(out)["fit"]["inference"]
-    assert (unquantized["memory"], unquantized["fits"]) == (234_632_981_376 - 2_047 * 201_088 * 2, False)
+    assert (unquantized["memory"], unquantized["fits"]) == (234_883_066_752, False)  # session 26: + the largest no-grad transient (memory.forward_transient)
     code, text, _ = run_main(base, capsys)
     assert "weights: mxfp4 (the checkpoint's quantization_config; --weight-dtype none for unquantized)" in text
-    assert "Inference on 1 h100-sxm GPU: 60.91 GiB per GPU fits in 70.79 GiB." in text
+    assert "Inference on 1 h100-sxm GPU: 61.91 GiB per GPU fits in 70.79 GiB." in text
 
 
 def test_deepseek_v3_training_is_unchanged_and_inference_is_fp8_blocks():
@@ -78,8 +79,8 @@ def test_deepseek_v3_training_is_unchanged_and_inference_is_fp8_blocks():
     assert memory["training_total"] == 11_024_266_293_516
     assert memory["weights"] == 1_342_052_808_704
     assert costmodel.estimate("deepseek-v3", weight_dtype="none").to_dict()["memory"]["inference_total"] == \
-        1_342_726_332_672
-    assert memory["inference_total"] == 673_824_076_384
+        1_347_565_510_912  # 1,342,726,332,672 before session 26's transients
+    assert memory["inference_total"] == 678_663_254_624  # session 26: + the largest no-grad transient (memory.forward_transient)
     assert memory["quantized_weights"]["format"] == "fp8, blocks of 128 x 128"
     assert memory["quantized_weights"]["total"] == \
         costmodel.estimate("deepseek-v3", weight_dtype="fp8", weight_group=128).to_dict()["memory"][

@@ -78,8 +78,21 @@ def test_plan_serve_generates_what_serve_and_simulate_generate_by_default(capsys
                            "--json"], capsys)
     row = json.loads(out)["feasible"][0]
     assert code == 0 and row["layout"] == {"tp": 2, "pp": 1, "dp": 1, "batch": 32}
-    # the last step at 2,048 + 127 fed back (the last generated token never is), where the cache is sized
-    assert row["last_step"]["context"] == 2_175 and row["per_rank"]["kv_cache"] == 32 * 2_175 * 131_072 // 2
+    assert row["last_step"]["context"] == 2_175  # the last step at 2,048 + 127 fed back (the last generated token never is)
+    # Since session 26 the row's peak at batch 32 is the prefill's: vLLM's chunk of 8,192 tokens (its
+    # default on an H100, serving/budgets.py) holds the FFN's 3 x 8,192 x 7,168 x 2 B = 352,321,536 a
+    # rank, more than the 127 generated tokens' cache (32 x 127 x 131,072 / 2 = 266,338,304), beside
+    # the prompt's cache and ids (32 x 2,048 x 8 B)
+    assert (row["per_rank"]["kv_cache"], row["per_rank"]["transient"]) == (32 * 2_048 * 131_072 // 2,
+                                                                           352_321_536 + 32 * 2_048 * 8)
+    # at batch 64 the cache of the last step peaks (64 x 127 x 131,072 / 2 = 532,676,608 over the same chunk):
+    # sized at 2,175 tokens, beside one token's ids and the gathered logits (64 x 128,256 x 2 B)
+    code, out, err = _run(["plan", "--model", "llama3.1-8b", "--hardware", "h100", "--gpus", "2", "--serve",
+                           "--batch", "64", "--json"], capsys)
+    row = json.loads(out)["feasible"][0]
+    assert code == 0 and row["layout"] == {"tp": 2, "pp": 1, "dp": 1, "batch": 64}
+    assert row["last_step"]["context"] == 2_175 and row["per_rank"]["kv_cache"] == 64 * 2_175 * 131_072 // 2
+    assert row["per_rank"]["transient"] == 64 * 8 + 64 * 128_256 * 2
 
 
 def test_an_int4_group_must_divide_each_quantized_matrix_k(capsys):

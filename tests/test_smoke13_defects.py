@@ -12,42 +12,53 @@ EVERY = "every position (a plain forward)"
 LAST = "the last position (Hugging Face generate's prefill, logits_to_keep=1)"
 # Llama 3.1 8B: vocabulary 128,256, bf16 logits
 LOGITS_PER_POSITION = 128_256 * 2
+# at 8,192 tokens under sdpa (no n x n scores): the FFN's no-grad tensors, 3 x 8,192 x 14,336 x 2 B
+# (costmodel/blocks/ffn.py live_no_grad), are generate's prefill's largest transient, not its one
+# position's logits: 17,134,586,880 (weights, cache, ids, one position's logits) before session 26
+SDPA = ["--attention", "sdpa"]
+FFN = 3 * 8_192 * 14_336 * 2
+GENERATE = 17_134_586_880 - LOGITS_PER_POSITION + FFN
 
 
 def test_estimate_and_simulate_size_inference_with_the_same_logits(capsys):
     """`estimate --hardware h100` said "Inference on 1 h100-sxm GPU: 17.91 GiB" (a plain forward's
     logits at all 8,192 positions) where `simulate` said 15.96 GiB (generate's prefill: the last
     position's), and `estimate --tp 2` already took generate's. Both figures are printed now, each
-    saying which logits it holds; the verdict is generate's on one GPU as on a layout."""
-    est = run_json(["estimate", "--model", "llama3.1-8b", "--seq-len", "8192", "--hardware", "h100"], capsys)
+    saying which logits it holds; the verdict is generate's on one GPU as on a layout. At sdpa: since
+    session 26 eager's n x n scores (32 heads x 8,192^2 x 10 B = 20 GiB) outweigh the logits in both
+    totals; at sdpa the prefill's largest transient is its FFN's (3 x 8,192 x 14,336 x 2 B =
+    704,643,072), below all positions' logits and above the last one's, so generate's prefill holds
+    the FFN's tensors where a plain forward holds its logits."""
+    est = run_json(["estimate", "--model", "llama3.1-8b", "--seq-len", "8192", "--hardware", "h100", *SDPA], capsys)
     memory = est["memory"]
     assert memory["logits"] == {"inference_total": EVERY, "generate_total": LAST}
     assert est["flops"]["logits"] == EVERY
-    assert memory["inference_total"] == 19_235_676_672
-    # the prefill peaks in both: they differ by the logits of the 8,191 positions before the last
-    assert memory["inference_total"] - memory["generate_total"] == 8_191 * LOGITS_PER_POSITION
-    assert est["fit"]["inference"]["memory"] == memory["generate_total"] == 17_134_586_880
+    assert memory["inference_total"] == 19_235_676_672  # all positions' logits outweigh the FFN's transient
+    # the prefill peaks in both: they differ by every position's logits less the FFN's tensors that
+    # generate's prefill holds instead of its one position's (8,191 positions' before session 26)
+    assert memory["inference_total"] - memory["generate_total"] == 8_192 * LOGITS_PER_POSITION - FFN
+    assert est["fit"]["inference"]["memory"] == memory["generate_total"] == GENERATE
 
     # --gen-tokens 1 and --gen 1 both size the cache at n (nothing is fed back, so the prefill peaks,
     # as with no generation; 17,134,652,424 at n + 1 before session 23): one figure
     est = run_json(["estimate", "--model", "llama3.1-8b", "--seq-len", "8192", "--gen-tokens", "1",
-                 "--hardware", "h100"], capsys)
+                 "--hardware", "h100", *SDPA], capsys)
     sim = run_json(["simulate", "--model", "llama3.1-8b", "--hardware", "h100", "--prompt", "8192",
-                 "--gen", "1"], capsys)
+                 "--gen", "1", *SDPA], capsys)
     assert sim["prefill"]["logits"] == sim["memory"]["logits"] == LAST
     assert sim["memory"]["bytes"] == est["memory"]["generate_total"] == est["fit"]["inference"]["memory"] \
-        == 17_134_586_880
+        == GENERATE
     layout = run_json(["simulate", "--model", "llama3.1-8b", "--hardware", "h100", "--prompt", "8192",
-                    "--gen", "1", "--tp", "1", "--pp", "1", "--dp", "1"], capsys)
+                    "--gen", "1", "--tp", "1", "--pp", "1", "--dp", "1", *SDPA], capsys)
     assert layout["logits"] == layout["prefill"]["logits"] == LAST
-    assert layout["per_rank"]["total"] == 17_134_586_880
+    assert layout["per_rank"]["total"] == GENERATE
 
-    code, out, _ = run_main(["estimate", "--model", "llama3.1-8b", "--seq-len", "8192", "--hardware", "h100"], capsys)
-    assert "Inference on 1 h100-sxm GPU: 15.96 GiB per GPU fits in 70.79 GiB." in out.splitlines()
-    assert any(line.startswith("  generation            15.96 GiB") and LAST in line for line in out.splitlines())
+    code, out, _ = run_main(["estimate", "--model", "llama3.1-8b", "--seq-len", "8192", "--hardware", "h100", *SDPA], capsys)
+    assert "Inference on 1 h100-sxm GPU: 16.61 GiB per GPU fits in 70.79 GiB." in out.splitlines()
+    assert any(line.startswith("  generation            16.61 GiB") and LAST in line for line in out.splitlines())
     assert any(line.startswith("  inference total       17.91 GiB") and EVERY in line for line in out.splitlines())
     code, out, _ = run_main(["simulate", "--model", "llama3.1-8b", "--hardware", "h100", "--prompt", "8192",
-                         "--gen", "1"], capsys)
+                         "--gen", "1", *SDPA], capsys)
     assert f"the prefill's logits at {LAST}" in out
 
 

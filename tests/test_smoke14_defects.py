@@ -26,8 +26,17 @@ def test_plan_serve_names_the_latent_attention_form_simulate_needs(capsys):
     assert (absorbed["inputs"]["mla"], naive["inputs"]["mla"]) == ("absorbed", "naive")
     assert row["time_per_output_token"] == absorbed["generation"]["time_per_output_token"]
     assert naive["generation"]["time_per_output_token"] > 1.5 * row["time_per_output_token"]
-    # (the cache at 2,048 + 127 tokens: 17,914,256,896 at 2,176 before session 23)
-    assert row["per_rank"]["total"] == absorbed["per_rank"]["total"] == 17_913_261_568
+    # (the cache at 2,048 + 127 tokens: 17,914,256,896 at 2,176 before session 23; 17,913,261,568
+    # before session 26 counted the prefill's transients: now the prefill peaks, its dense layer's
+    # FFN over one vLLM chunk of 8,192 tokens (the engine's budget on an H100, serving/budgets.py),
+    # 3 x 2 B x 8,192 x 10,944 / 2 = 268,959,744 B, less the 127 tokens' cache (126,406,656), plus
+    # the prompt's ids (524,288) less the step's (256) and logits (6,553,600))
+    assert row["per_rank"]["total"] == \
+        17_913_261_568 + 3 * 2 * 8_192 * 10_944 // 2 - 126_406_656 + 524_288 - 256 - 6_553_600
+    # simulate with the layout sizes Hugging Face generate's prefill, the whole batch's 32 x 2,048 tokens
+    # in one forward (3 x 2 B x 32 x 2,048 x 10,944 / 2 = 2,151,677,952 B of FFN tensors): the footer's
+    # command reproduces the row's times, not its memory
+    assert absorbed["per_rank"]["total"] == row["per_rank"]["total"] + 3 * 2 * (32 * 2_048 - 8_192) * 10_944 // 2
     code, out, _ = run_main(["plan", *case, "--serve", "--gpus", "2", "--tp", "2"], capsys)
     assert "flash attention, latent attention absorbed;" in out.splitlines()[0]
     assert "`simulate` with the layout and `--attention flash --mla absorbed` times them" in out

@@ -75,13 +75,15 @@ def test_simulate_says_by_how_much_one_sequence_does_not_fit(capsys):
     data = run_json([*case, "--prompt", "10000000"], capsys)
     memory, usable = data["memory"], data["hardware"]["serving_memory_bytes"]
     assert usable == 81_117 * 2**20 * 9 // 10 - 512 * 2**20 == 76_014_734_540
-    assert memory["bytes_by_phase"]["prefill"] == 5_256_436_895_744
-    assert (memory["max_batch"], memory["one_sequence_over_bytes"]) == (0, 5_256_436_895_744 - usable)
-    memory = run_json([*case, "--prompt", "100000", "--batch", "64"], capsys)["memory"]
+    # session 26: the eager scores, 32 heads x 1e14 pairs x 10 B, replace the last position's logits
+    assert memory["bytes_by_phase"]["prefill"] == 32_005_256_436_831_744
+    assert (memory["max_batch"], memory["one_sequence_over_bytes"]) == (0, 32_005_256_436_831_744 - usable)
+    # (at 100,000 tokens one sequence fits under sdpa; eager's scores, 32 x 1e10 x 10 B, do not since session 26)
+    memory = run_json([*case, "--prompt", "100000", "--batch", "64", "--attention", "sdpa"], capsys)["memory"]
     assert (memory["fits"], memory["max_batch"], memory["one_sequence_over_bytes"]) == (False, 1, 0)
     code, out, _ = run_main([*case, "--prompt", "10000000"], capsys)  # the text says it too
     assert code == 0 and "fits batch <= 0" not in out
-    assert "one sequence of this prompt does not fit: it needs 4.71 TiB more than the 70.79 GiB usable" in out
+    assert "one sequence of this prompt does not fit: it needs 28.43 PiB more than the 70.79 GiB usable" in out
 
 
 def test_kimi_linear_reads_output_router_logits(tmp_path, capsys):

@@ -44,10 +44,14 @@ def test_estimate_simulate_and_plan_size_the_cache_at_prompt_plus_gen_minus_one(
     """llama3-8b, prompt 2048, gen 128, batch 32: the cache is 32 sequences x 2,175 tokens x 32 layers
     x 2 (K, V) x 8 KV heads x 128 x 2 bytes = 9,122,611,200 (it was 2,176 tokens: 9,126,805,504), in
     estimate, in plan --serve's rank, and the last decode step's context is 2,175 in simulate and plan
-    (plan said 2,176, a step the generation never runs); simulate's memory at that step is plan's total."""
-    kv = 32 * 2175 * 32 * 2 * 8 * 128 * 2
-    assert kv == 9_122_611_200
-    workload = ["--model", "llama3-8b", "--batch", "32", "--attention", "flash"]
+    (plan said 2,176, a step the generation never runs); simulate's memory at that step is plan's total.
+    Checked at batch 64 since session 26: at 32, plan --serve's rank peaks in the prefill (vLLM's chunk
+    of 8,192 tokens holds the FFN's 3 x 8,192 x 14,336 x 2 B = 704,643,072, more than the 127 generated
+    tokens' cache, 532,676,608); at 64 the last step's cache (64 x 127 x 131,072 = 1,065,353,216 over
+    the prompt's) peaks, 64 x 2,175 tokens x 131,072 B = 18,245,222,400."""
+    kv = 64 * 2175 * 32 * 2 * 8 * 128 * 2
+    assert kv == 18_245_222_400
+    workload = ["--model", "llama3-8b", "--batch", "64", "--attention", "flash"]
     estimate = run_json(["estimate", *workload, "--seq-len", "2048", "--gen-tokens", "128"], capsys)
     assert estimate["memory"]["kv_cache"] == kv
     plan = run_json(["plan", "--serve", *workload, "--prompt", "2048", "--gen", "128", "--gpus", "1",
@@ -57,7 +61,9 @@ def test_estimate_simulate_and_plan_size_the_cache_at_prompt_plus_gen_minus_one(
     simulate = run_json(["simulate", *workload, "--prompt", "2048", "--gen", "128", "--hardware", "h100"], capsys)
     assert simulate["generation_table"][-1]["context"] == 2175
     assert simulate["decode"]["last_token"]["seconds"] == row["last_step"]["seconds"]
-    assert simulate["memory"]["bytes_by_phase"]["decode"] == row["per_rank"]["total"] == 25_191_342_848
+    assert simulate["memory"]["bytes_by_phase"]["decode"] == row["per_rank"]["total"] == 34_322_162_688
+    # weights 16,060,522,496 + that cache + 512 B of buffers + one token's ids (64 x 8 B) and logits (64 x 128,256 x 2 B)
+    assert row["per_rank"]["total"] == 16_060_522_496 + kv + 512 + 64 * 8 + 64 * 128_256 * 2
 
 
 def test_serve_rate_inf_is_told_apart_from_no_rate(capsys):

@@ -398,7 +398,8 @@ class Softmax(AttentionCore):
             elements.append(("add", columns))
         moved = elementwise_bytes(columns) * (2 if self.sinks else 1) if kernel.dense else 0
         return make_cost(tensors=[Tensor(S.h)] if self.sinks else [], elements=elements,
-                         saved_bytes=saved, bytes_other=moved)
+                         saved_bytes=saved, bytes_other=moved,
+                         forward_transient_bytes=kernel.scores_live_no_grad(self))
 
 
     def lse_sink_cost(self, softmax_saved: Expr) -> Cost:

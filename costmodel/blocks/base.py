@@ -244,6 +244,9 @@ class Cost:
     result_bytes: Expr = ZERO
     backward_transient_bytes: Expr = ZERO
     step_transient_bytes: Expr = ZERO
+    # what one run of the block holds at its largest moment in a no-grad forward beyond its
+    # inputs and kept outputs (an eager softmax's n x n scores); one run at a time (memory.phase_bytes)
+    forward_transient_bytes: Expr = ZERO
     step_state_bytes: Expr = ZERO
     bytes_optimizer: Expr = ZERO
     inactive_params: Expr = ZERO  # parameters a token does not use (routed experts it skips)

@@ -104,7 +104,24 @@ class FeedForward(Block):
             bytes_other=(XIELU_KERNELS if xielu else 1) * elementwise_bytes(inner)
             + (elementwise_bytes(inner, reads=2) if self.gated else 0)
             + (elementwise_bytes(inner) if squared else 0),
+            forward_transient_bytes=self.live_no_grad(act),
         )
+
+    def live_no_grad(self, act: str) -> Expr:
+        """The d_ff-wide tensors a no-grad forward holds at once: gated, down(act(gate(x)) * up(x))
+        holds the activation's output, the up projection's and their product (the gate's output
+        freed after the activation); ungated, the up projection's output and the activation's; a
+        gelu written in Python (facts.gelu_tanh_python, GPT-2's) x, 0.5 x, x^3 and 0.044715 x^3.
+        Measured on the CPU (tests/test_inference_peak.py). Variants with other temporaries
+        (clamped, fused, xIELU, squared, FP8, a sub-norm) state none: 0, a lower bound."""
+        if (self.activation == "xielu" or self.activation in SQUARED or self.sub_norm
+                or self.profile.fp8_activations or (self.gated and (self.profile.facts.swiglu_clamped_copies
+                                                                     or self.profile.facts.fused_swiglu
+                                                                     or self.profile.facts.fused_gate_up))):
+            return ZERO
+        python_gelu = act == "gelu_tanh" and self.profile.facts.gelu_tanh_python
+        held = 3 if self.gated else 4 if python_gelu else 2
+        return held * S.e * self.tokens * self.width
 
     def backward(self) -> Backward | None:
         """Ungated, with an activation that keeps its input (gelu, silu, as aten runs them) and

@@ -98,6 +98,8 @@ def part_expressions(cfg: ModelConfig, workload: Workload, layout: Layout, phase
     def add(key: str, value: Any) -> None:
         exprs[key] = exprs.get(key, sp.Integer(0)) + value
 
+    transients: set[Any] = set()
+
     for i, whole in enumerate(tree.leaves):
         part = parts.get(i)
         if part is None:
@@ -142,6 +144,8 @@ def part_expressions(cfg: ModelConfig, workload: Workload, layout: Layout, phase
         add(f"{key}.buffers", copies * local(cost.buffer_bytes, subs))
         add(f"{key}.flops", runs * local(cost.flops_matmul + cost.flops_matmul_backward, subs))
         add(f"{key}.kv_cache", runs * local(cost.kv_cache_bytes, subs))
+        if cost.forward_transient_bytes != 0:  # one run's, the largest taken below (memory.forward_transient)
+            transients.add(local(cost.forward_transient_bytes, subs))
         if isinstance(leaf.block, B.LatentAttention):
             add(f"{key}.latent_gradient", runs * local(leaf.block.latent_gradient_bytes(), subs))
             for name, payload in zip(LATENT_GATHERS, leaf.block.sequence_parallel_gathers()):
@@ -220,6 +224,9 @@ def part_expressions(cfg: ModelConfig, workload: Workload, layout: Layout, phase
     # the positions whose logits the phase returns: generate's prefill keeps the last ones only
     kept = S.b * profile.logits_to_keep if phase == "prefill" and profile.logits_to_keep else tokens
     exprs["logits"] = S.e * kept * S.tp * sp.ceiling(S.V / S.tp)
+    # the largest no-grad transient of one block's run (an eager softmax's scores, the FFN's hidden
+    # tensors: Cost.forward_transient_bytes), on every stage alike
+    exprs["forward_transient"] = sp.Max(*transients) if len(transients) > 1 else next(iter(transients), sp.Integer(0))
     exprs["loss_reduction"] = 3 * 4 * S.b * S.n  # fp32 max, sum of exponentials, target logit
     exprs["embedding_table"] = sp.ceiling(S.V / S.tp) * S.d
     structure["tied"] = bool(cfg.tie_embeddings and cfg.head == "lm")

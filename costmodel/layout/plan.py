@@ -394,6 +394,10 @@ def plan_serving(cfg: ModelConfig, hardware: Hardware, gpus: int, batch: int, pr
     whole = replace(workload_of(batch), attention="eager")
     from ..tree import CostModel, profile_for  # here: a warm plan without --serve imports no sympy
     CostModel(cfg, profile_for(cfg, whole), phase="decode").leaves
+    # the engine's prefill chunk (vLLM v1's max_num_batched_tokens on this GPU): a rank's prefill
+    # transient is one chunk's, not the whole batch's (serving_memory)
+    from ..serving.budgets import default_budget
+    chunk = default_budget("vllm", hardware, cfg.max_positions)[1]
     feasible, infeasible = [], []
     for tp in [fixed["tp"]] if fixed.get("tp") else tensor_sizes(cfg, hardware, gpus, inference=True):
         for pp in [fixed["pp"]] if fixed.get("pp") else [p for p in _divisors(gpus // tp) if p <= cfg.pipeline_layers]:
@@ -414,7 +418,7 @@ def plan_serving(cfg: ModelConfig, hardware: Hardware, gpus: int, batch: int, pr
             except ConfigError as error:
                 infeasible.append({**entry, "reason": "unsupported", "detail": str(error)})
                 continue
-            per_rank = serving_memory(estimate)
+            per_rank = serving_memory(estimate, chunk)
             if per_rank["total"] > hardware.serving_memory_bytes:
                 infeasible.append({**entry, "reason": "memory", "per_rank": per_rank})
                 continue

@@ -20,31 +20,11 @@ from .engine import ROUTERS, simulate_replicas
 from .graphs import engine_graphs
 from .kv_paging import PAGED_SCHEDULERS, kv_paging
 from .kvcache import BlockPool, cache_sizing, profile_run_facts
-from .schedulers import NO_TOKEN_BUDGET, SCHEDULERS
+from .budgets import DEFAULT_BUDGETS, NO_TOKEN_BUDGET, VLLM_LARGE_GPU_BUDGETS, default_budget  # noqa: F401 (re-exported)
+from .schedulers import SCHEDULERS
 from .state_slots import STATE_PREFIX_NOTE, check_ssm_cache_dtype, vllm_layer_states, with_state_traffic
 from .steptime import StepTime, check_tensor_parallel_groups, serving_profile
 from .workload import Lengths, Request, poisson, read_trace
-
-#: Per scheduler: (max_num_seqs, max_batched_tokens) when not given, with where each comes from.
-DEFAULT_BUDGETS = {
-    "vllm": (256, 2048, "vLLM's OpenAI-server defaults below 70 GiB or on an A100 (vllm/engine/arg_utils.py, "
-                        "EngineArgs.get_batch_defaults)"),
-    "sarathi": (256, 512, "Sarathi-Serve's chunk size of 512 tokens (its paper's Mistral-7B/Yi-34B setting)"),
-    "orca": (256, 8192, "the same budgets as vLLM's"),
-    "trtllm": (2048, 8192, "TensorRT-LLM's defaults: max_batch_size 2048, max_num_tokens 8192 (NVIDIA/TensorRT-LLM's "
-                           "tuning guide, tuning-max-batch-size-and-max-num-tokens.md)"),
-    "static": (8, NO_TOKEN_BUDGET, "a batch of 8, as one would call generate()"),
-    "hf-fifo": (32, 2048, "transformers ContinuousBatchingConfig-like budgets"),
-    "hf-prefill-first": (32, 2048, "transformers ContinuousBatchingConfig-like budgets"),
-    # None: the model's context or 2048, whichever is larger.
-    "vllm-v0": (256, None, "vLLM v0's SchedulerConfig defaults (vllm/config.py: max_num_seqs 256, "
-                           "max_num_batched_tokens max(max_model_len, 2048))"),
-}
-
-#: vLLM's OpenAI-server defaults on GPUs of 70 GiB or more other than the A100 (H100, H200, MI300X).
-VLLM_LARGE_GPU_BUDGETS = (1024, 8192, "vLLM's OpenAI-server defaults on >= 70 GiB GPUs other than the A100 "
-                                      "(vllm/engine/arg_utils.py, EngineArgs.get_batch_defaults)")
-
 
 @dataclass
 class ServeRun:
@@ -200,11 +180,8 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
     if scheduler == "static" and max_batched_tokens is not None:  # StaticScheduler never read it
         raise ConfigError("--max-batched-tokens: static batching (generate()) prefills its whole padded batch in one "
                           "step, with no token budget; leave it out (--max-num-seqs sets the batch).")
-    seqs, tokens, budget_source = DEFAULT_BUDGETS[scheduler]
-    if scheduler == "vllm" and hardware.memory_bytes >= 70 * 2**30 and "a100" not in f"{hardware.name} {hardware.network_of}".lower():
-        seqs, tokens, budget_source = VLLM_LARGE_GPU_BUDGETS
+    seqs, tokens, budget_source = default_budget(scheduler, hardware, cfg.max_positions)
     max_num_seqs = seqs if max_num_seqs is None else max_num_seqs
-    tokens = max(cfg.max_positions, 2048) if tokens is None else tokens
     max_batched_tokens = tokens if max_batched_tokens is None else max_batched_tokens
     if max_num_seqs < 1:
         raise ConfigError(f"--max-num-seqs must be at least 1, got {max_num_seqs}.")

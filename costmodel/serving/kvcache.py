@@ -236,12 +236,17 @@ def cache_sizing(cfg: Any, profile: Any, dtype_bytes: int, memory_bytes: int, ut
 
 def held_besides_weights(cfg: Any, prefill: Any, subs: dict) -> int:
     """The prefill tree's inference bytes less its weights and its KV cache: the ids, the logits it
-    returns and the buffers (memory.inference_phases)."""
-    from ..memory import inference_phases
+    returns and the buffers (memory.inference_phases). The forward's largest no-grad transient
+    (memory.forward_transient, which inference_phases takes where it outweighs the logits) is left
+    out, as before session 26: an engine's profile run sized with it was not settled in time
+    (validate/FINDINGS.md, wt26_infpeak2)."""
+    from ..memory import forward_transient, inference_phases
 
     total = int(inference_phases(cfg, prefill.profile)["prefill"].xreplace(subs))
     cache = int(prefill.total("kv_cache_bytes").xreplace(subs))
-    return max(0, total - int(prefill.total("weight_bytes").xreplace(subs)) - cache)
+    logits = int(prefill.total("result_bytes").xreplace(subs))
+    excess = max(0, int(forward_transient(prefill).xreplace(subs)) - logits)  # what the transient added
+    return max(0, total - int(prefill.total("weight_bytes").xreplace(subs)) - cache - excess)
 
 
 @lru_cache(maxsize=None)

@@ -7,14 +7,13 @@ from __future__ import annotations
 
 from typing import Callable
 
+from .budgets import NO_TOKEN_BUDGET
 from .kvcache import BlockPool
 from .scheduler_state import DECODING, FINISHED, PREFILLING, WAITING, Scheduler, SchedulingError, Sequence
 from .vllm_v0 import VLLMV0Scheduler
 from .workload import Request
 
 
-#: generate() has no token budget: a batch's whole padded prompts prefill in one step.
-NO_TOKEN_BUDGET = 1 << 62
 
 
 class VLLMScheduler(Scheduler):
