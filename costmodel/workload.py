@@ -59,6 +59,45 @@ def logits_kept(keep: int) -> str:
     return f"the last {keep} positions"
 
 
+#: What is proven of each recurrent mixer whose note says nothing more (Workload.warnings: "model M has
+#: N <this>"), in the order the notes are given.
+_MIXER_NOTES = {
+    "mamba1": ("Mamba-1 layers: other "
+               "FLOPs leave out what the Mamba-1 mixers run besides their matmuls (exp, softplus, "
+               "silu, the state updates); parameters, matmul FLOPs, the cache and (impl hf) "
+               "activations are proven against transformers' class; the activations are its slow "
+               "path's, which keeps every scan state (with mamba_ssm installed it runs mamba_inner_fn, "
+               "which keeps far less: not modelled; blocks/mamba1.py)."),
+    "shortconv": ("short-convolution layers: "
+               "other FLOPs leave out their two gating products; parameters, matmul FLOPs, the cache "
+               "and (impl hf) activations are proven against transformers' class (blocks/shortconv.py)."),
+    "lightning": ("lightning-attention layers: "
+               "other FLOPs leave out what they run besides their matmuls (silu, the decays, the output "
+               "norm and gate); parameters, buffers, matmul FLOPs, the cache and (impl hf) activations "
+               "are proven against transformers' class (blocks/lightning.py)."),
+    "kda": ("Kimi Delta Attention layers: "
+               "parameters, matmul FLOPs, the cache and (impl hf) activations are proven against "
+               "transformers' class (below fp32 under eager attention only: sdpa's CPU math path keeps "
+               "fp32 copies of the MLA's inputs, not modelled); the activations are its PyTorch "
+               "fallback's, which keeps each chunk's fp32 decay mask and its product with the keys "
+               "(2 x 4 b H C Q^2 P bytes a layer, C chunks of Q 64; with fla installed chunk_kda keeps far less: not modelled); "
+               "other FLOPs leave out what the mixer runs besides its matmuls and the conv's silu "
+               "(blocks/kda.py)."),
+    "mlstm": ("mLSTM layers: parameters, "
+               "matmul FLOPs (training, prefill, decode) and the state are proven against transformers' "
+               "class; their other FLOPs and the bytes they save for backward are not modelled "
+               "(blocks/mlstm.py)."),
+    "rwkv_time": ("RWKV layers: parameters, "
+               "matmul FLOPs (training, prefill, decode), the bytes saved for backward (its CPU loop) and "
+               "the state are proven against transformers' class; the mixes' other FLOPs are not "
+               "modelled (blocks/rwkv.py)."),
+    "rglru": ("RG-LRU recurrent blocks: "
+               "parameters, buffers, matmul FLOPs (training, prefill, decode), the bytes saved for "
+               "backward and the states held are proven against transformers' class; their other "
+               "FLOPs are not modelled (blocks/rglru.py)."),
+}
+
+
 @dataclass(frozen=True)
 class Workload:
     """How the model is run: batch, lengths, dtype and the implementation whose memory is modelled.
@@ -329,46 +368,9 @@ class Workload:
                                    " where residual_in_fp32 is off or in fp32 (Mamba2Config's default "
                                    "fp32 residual stream leaves the final norm an fp32 input, 2 b n d "
                                    "bytes more in bf16, not counted)." if cfg.family == "mamba2" else ".")))
-        if cfg.n_mixer_layers("mamba1"):
-            warnings.append(f"model {show(cfg.name)} has {cfg.n_mixer_layers('mamba1')} Mamba-1 layers: other "
-                            "FLOPs leave out what the Mamba-1 mixers run besides their matmuls (exp, softplus, "
-                            "silu, the state updates); parameters, matmul FLOPs, the cache and (impl hf) "
-                            "activations are proven against transformers' class; the activations are its slow "
-                            "path's, which keeps every scan state (with mamba_ssm installed it runs mamba_inner_fn, "
-                            "which keeps far less: not modelled; blocks/mamba1.py).")
-        if cfg.n_mixer_layers("shortconv"):
-            warnings.append(f"model {show(cfg.name)} has {cfg.n_mixer_layers('shortconv')} short-convolution layers: "
-                            "other FLOPs leave out their two gating products; parameters, matmul FLOPs, the cache "
-                            "and (impl hf) activations are proven against transformers' class (blocks/shortconv.py).")
-        if cfg.n_mixer_layers("lightning"):
-            warnings.append(f"model {show(cfg.name)} has {cfg.n_mixer_layers('lightning')} lightning-attention layers: "
-                            "other FLOPs leave out what they run besides their matmuls (silu, the decays, the output "
-                            "norm and gate); parameters, buffers, matmul FLOPs, the cache and (impl hf) activations "
-                            "are proven against transformers' class (blocks/lightning.py).")
-        if cfg.n_mixer_layers("kda"):
-            warnings.append(f"model {show(cfg.name)} has {cfg.n_mixer_layers('kda')} Kimi Delta Attention layers: "
-                            "parameters, matmul FLOPs, the cache and (impl hf) activations are proven against "
-                            "transformers' class (below fp32 under eager attention only: sdpa's CPU math path keeps "
-                            "fp32 copies of the MLA's inputs, not modelled); the activations are its PyTorch "
-                            "fallback's, which keeps each chunk's fp32 decay mask and its product with the keys "
-                            "(2 x 4 b H C Q^2 P bytes a layer, C chunks of Q 64; with fla installed chunk_kda keeps far less: not modelled); "
-                            "other FLOPs leave out what the mixer runs besides its matmuls and the conv's silu "
-                            "(blocks/kda.py).")
-        if cfg.n_mixer_layers("mlstm"):
-            warnings.append(f"model {show(cfg.name)} has {cfg.n_mixer_layers('mlstm')} mLSTM layers: parameters, "
-                            "matmul FLOPs (training, prefill, decode) and the state are proven against transformers' "
-                            "class; their other FLOPs and the bytes they save for backward are not modelled "
-                            "(blocks/mlstm.py).")
-        if cfg.n_mixer_layers("rwkv_time"):
-            warnings.append(f"model {show(cfg.name)} has {cfg.n_mixer_layers('rwkv_time')} RWKV layers: parameters, "
-                            "matmul FLOPs (training, prefill, decode), the bytes saved for backward (its CPU loop) and "
-                            "the state are proven against transformers' class; the mixes' other FLOPs are not "
-                            "modelled (blocks/rwkv.py).")
-        if cfg.n_mixer_layers("rglru"):
-            warnings.append(f"model {show(cfg.name)} has {cfg.n_mixer_layers('rglru')} RG-LRU recurrent blocks: "
-                            "parameters, buffers, matmul FLOPs (training, prefill, decode), the bytes saved for "
-                            "backward and the states held are proven against transformers' class; their other "
-                            "FLOPs are not modelled (blocks/rglru.py).")
+        for mixer, note in _MIXER_NOTES.items():
+            if cfg.n_mixer_layers(mixer):
+                warnings.append(f"model {show(cfg.name)} has {cfg.n_mixer_layers(mixer)} {note}")
         if cfg.n_experts and self.impl != "reference" and facts_for(self.impl, cfg.family).experts_every_token:
             warnings.append(f"model {show(cfg.name)} as transformers' code runs it (impl {self.impl}) sends "
                             f"every token through all {cfg.n_experts} routed experts, each scaled by its "
