@@ -122,13 +122,28 @@ def within_node(hardware: Hardware, kind: str, payload: float, ranks: int, calls
         each = intra_node_all_reduce(hardware, payload / calls, ranks, dtype)
         if each is not None:
             return calls * each
+    links = mesh_links(hardware, kind, ranks)  # the share of a full mesh's links the group has, else 1
     curve = busbw_curve(hardware, kind)
     if curve is not None:
         each = payload / calls
-        return calls * each * factor / interpolated_busbw(curve, each)
+        # the node's curve read where each link carries the bytes this group puts on each of its links
+        node = each * factor / (links * ring_factor(kind, hardware.gpus_per_node)) if links < 1 else each
+        return calls * each * factor / (links * interpolated_busbw(curve, node))
     within = min(ranks, hardware.gpus_per_node)  # the group, as the line a missing bandwidth gets names it
-    link = hardware.link(within) * float(nccl_facts()["link_efficiency"]["value"])
+    link = hardware.link(within) * float(nccl_facts()["link_efficiency"]["value"]) * links
     return payload * factor / link + calls * hardware.collective_latency_s
+
+
+def mesh_links(hardware: Hardware, kind: str, ranks: int) -> float:
+    """The share of a node's links a group of `ranks` inside it moves its bytes over: 1 where a
+    switch joins the node (NVSwitch: every GPU's whole bandwidth reaches any peer); on a fully
+    connected mesh (nccl_facts.json "full_mesh": the MI300X's xGMI, one link a pair of GPUs, no
+    switch) g - 1 of each GPU's n - 1 links for a group of g, one for a send or receive."""
+    per_node = hardware.gpus_per_node
+    if hardware.network_name not in nccl_facts()["full_mesh"]["hardware"] or per_node <= 2:
+        return 1.0
+    used = 1 if kind in ("send", "recv") else min(ranks, per_node) - 1
+    return used / (per_node - 1)
 
 
 def between_nodes(hardware: Hardware, kind: str, share: float, nodes: int, local: int, inter: float) -> float:
