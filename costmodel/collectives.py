@@ -9,7 +9,8 @@ NCCL achieves at that message size (costmodel/nccl_facts.json), hierarchical acr
   run NCCL's ring, 361-363 GB/s at 16 GiB, while its all-reduce runs NVLS, 482 GB/s), else the
   node's all-reduce curve (stated: the A100 has no NVLS, and no other curve was found). The curve was
   measured on 8 ranks; NCCL's busbw is normalised to be independent of the rank count for ring
-  algorithms, so smaller groups use it as it is (stated).
+  algorithms, so smaller groups use it as it is (stated) where a switch joins the node; on a full
+  mesh (the MI300X's xGMI, nccl_facts.json "full_mesh") a group has only its own links (mesh_links).
 - Elsewhere: alpha + beta, collective_latency_s per call plus payload x factor / (link x 0.8),
   the ~80% of the unidirectional spec collectives reach.
 - A group that spans nodes runs hierarchically (NCCL's tree/ring over nodes): reduce-scatter
