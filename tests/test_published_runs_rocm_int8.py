@@ -85,3 +85,34 @@ def test_a_compiled_token_is_the_stream_rate_plus_the_graphs_kernel_gaps(model, 
     run = runs[f"rocm-int8 {model} bf16"]
     roofline, kernels = decode_run(run, source, "roofline"), decode_run(run, source, "kernels")
     assert 1 / kernels == pytest.approx(1 / roofline * 0.8 * 1638.4 / 1366 + (layers * 14 + 3) * 2.048e-6, rel=0.001)
+
+
+def test_gpt_fasts_mistral_issues_llamas_ops():
+    """gpt-fast runs Mistral-7B as one more ModelArgs of its one Transformer (transformer_configs
+    'Mistral-7B'), with no window code: Llama's 126 ops a layer and 36 a step in bf16 (113 and 34 in
+    fp32), 32 layers, for v0.1 (a 4,096-token window) and v0.3 (none) alike."""
+    from costmodel.eager_ops import step_ops
+    from costmodel.presets import load_preset
+
+    for name in ("mistral-7b", "mistral-7b-v0.3"):
+        cfg = load_preset(name)
+        assert step_ops(cfg, "gpt-fast", "bf16", "sdpa", "static") == 32 * 126 + 36 == 4068
+        assert step_ops(cfg, "gpt-fast", "fp32", "sdpa", "static") == 32 * 113 + 34 == 3650
+
+
+def test_the_eager_rows_each_rules_figure_an_op():
+    """validate/eager_rows.py: every eager row's ops (Llama-2-13B: 40 x 126 + 36 = 5,076) and the
+    seconds an op the overlapped rule (published / ops) and the serial rule ((published - the
+    kernel model's CUDA-graph step) / ops) ask of its host; the MI210 file states none itself."""
+    from validate.eager_rows import eager_rows
+
+    rows = {r["run"]: r for r in eager_rows()}
+    assert {r for r in rows if r.startswith("rocm-int8 ")} == {f"rocm-int8 {m} bf16 eager" for m in TABLE}
+    assert rows["rocm-int8 llama2-13b bf16 eager"]["ops"] == 40 * 126 + 36 == 5076
+    for model, (eager, _, _) in TABLE.items():
+        row = rows[f"rocm-int8 {model} bf16 eager"]
+        assert row["published_s"] == 1 / eager[0] and row["dispatch_s_per_op"] is None
+        assert row["overlapped_s_per_op"] == pytest.approx(1 / eager[0] / row["ops"], rel=1e-12)
+        assert row["serial_s_per_op"] == pytest.approx((1 / eager[0] - row["kernels_s"]) / row["ops"], rel=1e-12)
+    assert rows["torchao llama2-7b bf16 eager"]["overlapped_s_per_op"] == pytest.approx(1 / 22.97 / 4068)
+    assert rows["torchao llama2-7b fp32 eager"]["ops"] == 3650
