@@ -106,12 +106,13 @@ SCRIPTS = {"gpt-fast": ("generate.py", "32971d3"), "gpt-fast-amd": ("generate.py
            "gpt-fast-mixtral": ("mixtral-moe/generate.py", "32971d3"),
            "torchao": ("torchao/_models/llama/generate.py", "b4d0768"),
            "torchao-h100": ("torchao/_models/llama/generate.py", "92dd5f5"),
-           "amd-vllm": ("benchmarks/benchmark_latency.py", "00db020")}
+           "amd-vllm": ("benchmarks/benchmark_latency.py", "00db020"),
+           "rocm-int8": ("int8-quantization/src/generate.py", "59e4bc9")}
 
 
 def test_every_decode_source_states_the_rate_its_script_measures():
     """gpt-fast's and torchao's generate.py divide the new tokens by the time of generate(), the
-    prefill included; vLLM's benchmark_latency.py times llm.generate: end to end, all six."""
+    prefill included (AMD's blog's copy too); vLLM's benchmark_latency.py times llm.generate: end to end, all seven."""
     data, names = _decode_sources()
     assert names == sorted(SCRIPTS)
     for name in names:

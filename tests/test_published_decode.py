@@ -75,13 +75,20 @@ STATED.update({
     "gpt-fast-amd llama2-7b bf16": (76.33, "llama2-7b", 1, None, None, None, "mi250x", None, True, "bf16", 5),
     "gpt-fast-amd llama2-7b int8": (101.86, "llama2-7b", 1, "int8", None, None, "mi250x", None, True, "bf16", 5),
 })
+# ROCm/rocm-blogs int8-quantization/README.md at 59e4bc9: gpt-fast on one MI210, no cap stated, eager
+# (no --compile), compile, compile + int8 (tests/test_published_runs_rocm_int8.py: the table and its bytes)
+for _model, _rates in {"llama2-7b": (33.29, 88.54, 112.45), "llama3-8b": (32.52, 76.88, 110.35),
+                       "mistral-7b": (32.68, 81.44, 117.05), "llama2-13b": (21.36, 44.79, 59.62)}.items():
+    STATED[f"rocm-int8 {_model} bf16 eager"] = (_rates[0], _model, 1, None, None, None, "mi210", None, False, "bf16", 6)
+    STATED[f"rocm-int8 {_model} bf16"] = (_rates[1], _model, 1, None, None, None, "mi210", None, True, "bf16", 6)
+    STATED[f"rocm-int8 {_model} int8"] = (_rates[2], _model, 1, "int8", None, None, "mi210", None, True, "bf16", 6)
 
 
 #: Sources whose quantize step replaces every nn.Linear, the output head included (their quantize_head_source).
-HEAD_QUANTIZED = ("gpt-fast", "gpt-fast-mixtral", "gpt-fast-amd", "torchao", "torchao-h100")
+HEAD_QUANTIZED = ("gpt-fast", "gpt-fast-mixtral", "gpt-fast-amd", "torchao", "torchao-h100", "rocm-int8")
 #: How each source's code stores int8 and int4 (their quant_layout_source; tests/test_quant_layout.py).
 STORED_AS = {"gpt-fast": "gpt-fast", "gpt-fast-mixtral": "gpt-fast", "gpt-fast-amd": "gpt-fast",
-             "torchao": "torchao", "torchao-h100": "torchao"}
+             "torchao": "torchao", "torchao-h100": "torchao", "rocm-int8": "gpt-fast"}
 
 
 def test_every_decode_run_is_typed_here_from_its_source():

@@ -144,7 +144,7 @@ def test_published_gpt_fast_and_torchao_rows_take_their_sources_layout():
     int4 rows take it, its float8 rows keep theirs (the layout applies to int8 and int4 only)."""
     data = other_runs_data()
     expected = {"gpt-fast": "gpt-fast", "gpt-fast-mixtral": "gpt-fast", "gpt-fast-amd": "gpt-fast",
-                "torchao": "torchao", "torchao-h100": "torchao"}
+                "torchao": "torchao", "torchao-h100": "torchao", "rocm-int8": "gpt-fast"}
     for name, layout in expected.items():
         quote = data["sources"][name]["quant_layout_source"]
         assert data["sources"][name]["quant_layout"] == layout and ("bfloat16" in quote or "bf16" in quote)

@@ -81,7 +81,7 @@ def test_the_other_two_rows_are_nearer_the_bytes_with_the_head_quantized(run_id)
 def test_the_published_gpt_fast_and_torchao_sources_state_it():
     """Every gpt-fast and torchao source that has quantized rows says quantize_head, with its quote."""
     sources = other_runs_data()["sources"]
-    for name in ("gpt-fast", "gpt-fast-mixtral", "gpt-fast-amd", "torchao", "torchao-h100"):
+    for name in ("gpt-fast", "gpt-fast-mixtral", "gpt-fast-amd", "torchao", "torchao-h100", "rocm-int8"):
         assert sources[name]["quantize_head"] is True and "quantize_head_source" in sources[name], name
 
 
