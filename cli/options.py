@@ -224,8 +224,9 @@ layout_options = stack(
                  help="Decoding: every tensor-parallel rank holds the embedding and head whole and computes "
                  "every logit (gpt-fast's tp.py), no embedding all-reduce or logits all-gather."),
     choice_option("--fp8", spec.FP8_RECIPES, FP8_HELP),
-    choice_option("--grad-reduce-dtype", spec.GRAD_REDUCE_DTYPES, "Megatron-Core's gradient reduce dtype "
-                  f"(--framework megatron, --dtype bf16; default fp32): {spec.GRAD_REDUCE_DTYPES.described()}."),
+    choice_option("--grad-reduce-dtype", spec.GRAD_REDUCE_DTYPES, "Megatron-Core's gradient reduce dtype, or "
+                  "FSDP2's MixedPrecisionPolicy reduce_dtype (--framework megatron or fsdp2, --dtype bf16; default "
+                  f"fp32): {spec.GRAD_REDUCE_DTYPES.described()}."),
     choice_option("--precision-aware-optimizer", spec.PRECISION_AWARE_OPTIMIZERS, "Megatron-Core's "
                   "use_precision_aware_optimizer under a recipe's dtypes (--framework megatron --zero 1, --dtype "
                   f"bf16, AdamW; default off): {spec.PRECISION_AWARE_OPTIMIZERS.described()}."),

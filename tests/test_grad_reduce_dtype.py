@@ -2,8 +2,8 @@
 layout setting: the main_grad buffers and the data-parallel gradient collectives in fp32 (Megatron-
 LM's default with --bf16) or in the parameters' bf16, the optimizer then casting each gradient it
 updates to a new fp32 tensor (distrib_optimizer.py _copy_model_grads_to_main_grads,
-optimizer.py Float16OptimizerWithFloat16Params). Exact per-rank bytes and collective payloads
-under both settings."""
+optimizer.py Float16OptimizerWithFloat16Params); and FSDP2's MixedPrecisionPolicy reduce_dtype, the
+same setting under fsdp2. Exact per-rank bytes and collective payloads under both settings."""
 
 from __future__ import annotations
 
@@ -97,11 +97,11 @@ def test_the_step_casts_the_bf16_gradient_and_the_collectives_run_in_bf16():
 
 
 @pytest.mark.parametrize("layout, dtype, words", [
-    ({"framework": "deepspeed"}, "bf16", "add --framework megatron (here deepspeed)"),
-    ({"framework": "fsdp2"}, "bf16", "add --framework megatron (here fsdp2)"),
+    ({"framework": "deepspeed"}, "bf16", "add --framework megatron or fsdp2 (here deepspeed)"),
     ({"framework": "megatron"}, "fp16", "modelled for bf16 training"),
+    ({"framework": "fsdp2"}, "fp16", "modelled for bf16 training"),
 ])
-def test_refused_outside_megatron_bf16(layout, dtype, words):
+def test_refused_outside_megatron_and_fsdp2_in_bf16(layout, dtype, words):
     with pytest.raises(ConfigError, match=words.replace("(", r"\(").replace(")", r"\)")):
         ParallelEstimate(load_preset("llama2-7b"), Workload(seq_len=8, dtype=dtype),
                          Layout(dp=2, grad_reduce_dtype="bf16", **layout))
@@ -119,7 +119,30 @@ def test_cli_option_and_its_refusal(capsys):
     assert "megatron (mixed precision, gradients reduced in bf16)" in capsys.readouterr().out
     assert cli.main(args[:-3] + ["--grad-reduce-dtype", "bf16"]) == 2
     err = capsys.readouterr().err
-    assert "grad_reduce_in_fp32; add --framework megatron" in err and "Traceback" not in err
+    assert "grad_reduce_in_fp32 or FSDP2's reduce_dtype; add --framework megatron or fsdp2" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("zero", [2, 3])
+def test_fsdp2s_bf16_reduce_dtype_halves_the_reduce_scatter_and_keeps_the_fp32_shards(zero):
+    """MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=bf16), Composer's FSDP "PURE": each
+    micro-batch's reduce-scatter of Llama-2-7B's gradients in 2 bytes, not 4 (its 6,738,415,616
+    parameters pad to 26,953,662,464 fp32 bytes over 8 ranks, per tensor); the reduced shard is cast
+    to the sharded parameter's fp32 inside the reduce (foreach_reduce's _to_dtype_if_needed), so the
+    rank's fp32 gradient shard, its policy and its optimizer step's bytes are unchanged, and no
+    Megatron-style cast at the step."""
+    hardware = load_hardware("h100-sxm")
+    estimates = {g: ParallelEstimate(load_preset("llama2-7b"), Workload(seq_len=8, dtype="bf16"),
+                                     Layout(framework="fsdp2", dp=8, zero=zero, microbatches=2, grad_reduce_dtype=g))
+                 for g in (None, "fp32", "bf16")}
+    out = {g: e.to_dict() for g, e in estimates.items()}
+    assert out[None]["communication"]["dp"]["reduce_scatter"] == 2 * 26_953_662_464
+    assert out["fp32"]["communication"]["dp"] == out[None]["communication"]["dp"]
+    assert out["bf16"]["communication"]["dp"]["reduce_scatter"] == 26_953_662_464
+    assert out["bf16"]["communication"]["dp"]["all_gather"] == out[None]["communication"]["dp"]["all_gather"]
+    assert out["bf16"]["per_rank"] == out[None]["per_rank"] and out["bf16"]["precision"] == "fsdp2"
+    assert [estimates[g].collective_dtype("dp", "reduce_scatter") for g in (None, "fp32", "bf16")] == ["fp32", "fp32", "bf16"]
+    assert not estimates["bf16"].gradient_cast_at_step
+    assert StepTime(estimates["bf16"], hardware).step_traffic() == StepTime(estimates[None], hardware).step_traffic() == 28.0
 
 
 def test_every_megatron_bridge_megatron_row_states_the_recipes_bf16_reduce():

@@ -395,7 +395,7 @@ class RankCommunication:
             everything, layers = dp * stage_padded, dp * layer_padded
             backward = {None: layers, True: everything, False: 0}[
                 False if layout.zero == 2 else layout.reshard_after_forward]
-            return {"all_gather": m * e * (everything + backward), "reduce_scatter": m * 4 * everything}
+            return {"all_gather": m * e * (everything + backward), "reduce_scatter": m * grad * everything}
         if params is None:
             params = self.on_stage(stage, "params") + self.tied_copy(stage) - exclude
         padded = dp * math.ceil(params / dp)

@@ -16,7 +16,8 @@ shards, pads and communicates. Every row says where the convention comes from.
              vocabulary (ceil(V / tp) rows a rank); its pipeline engine of 2022 (v0.6.5):
              partitioned sends with their meta, the output gathered again before backward, the
              gradients reduced after the last backward, and in bf16 the BF16_Optimizer.
-  fsdp2      PyTorch FSDP2 (fully_shard per layer and on the root, MixedPrecisionPolicy bf16/fp32)
+  fsdp2      PyTorch FSDP2 (fully_shard per layer and on the root, MixedPrecisionPolicy bf16/fp32,
+             or bf16/bf16 with a layout's grad_reduce_dtype "bf16")
              with DTensor tensor parallelism composed as torchtitan composes them, and
              torch.distributed.pipelining: measured on torch 2.13 (validate/distributed,
              FINDINGS section 10).
@@ -127,6 +128,13 @@ class Framework:
     # ("mixed"), and the optimizer casts each updated parameter's gradient to fp32 at the step
     # (step_bytes.megatron_gradient_cast_bytes; gradient_cast_at_step).
     bf16_grad_reduce_precision: str | None = None
+    # Whether the optimizer step then casts each updated parameter's bf16 gradient to fp32
+    # (gradient_cast_at_step): Megatron-Core's, whose buffers hold the gradient in bf16. FSDP2's
+    # MixedPrecisionPolicy(reduce_dtype=bf16) reduce-scatters in bf16 and casts the reduced shard to
+    # the sharded parameter's fp32 inside the reduce (torch 2.13 torch/distributed/fsdp/_fully_shard/
+    # _fsdp_collectives.py foreach_reduce: reduce_output = _to_dtype_if_needed(reduce_output,
+    # orig_dtype)), so its step reads an fp32 gradient as with an fp32 reduce.
+    bf16_grad_reduce_casts_at_step: bool = False
     # Whether a layout may state Megatron-Core's precision-aware optimizer (Layout.
     # precision_aware_optimizer; PRECISION_AWARE_OPTIMIZERS), which needs its distributed
     # optimizer (megatron/core/optimizer/__init__.py at d98e8a64d lines 1057-1060: '--use-precision-
@@ -170,7 +178,7 @@ class Framework:
         (PrecisionAwareOptimizer.reads_buffer_gradient)."""
         if precision_aware is not None and PRECISION_AWARE_OPTIMIZERS[precision_aware].reads_buffer_gradient:
             return False
-        return bool(self.bf16_grad_reduce_precision) and grad_reduce == "bf16" and dtype == "bf16"
+        return self.bf16_grad_reduce_casts_at_step and grad_reduce == "bf16" and dtype == "bf16"
 
 
 @dataclass(frozen=True)
@@ -243,7 +251,8 @@ FRAMEWORKS = {
         step_counters=False, dp_gradient_dtype="fp32", vocabulary_parallel_loss=True,
         fp16_precision="mixed", fp16_dp_gradient_dtype="activation",
         pp_scatter_gather=True, fp16_gradient_accumulation="in_place", fp16_optimizer_passes="megatron",
-        loss="vocab_parallel", bf16_grad_reduce_precision="mixed", precision_aware_optimizer=True,
+        loss="vocab_parallel", bf16_grad_reduce_precision="mixed", bf16_grad_reduce_casts_at_step=True,
+        precision_aware_optimizer=True,
         builds_mtp=True,
     ),
     "deepspeed": Framework(
@@ -264,6 +273,10 @@ FRAMEWORKS = {
         whole_batch_inputs=True, step_counters=True, dp_gradient_dtype="fp32",
         vocabulary_parallel_loss=False,  # unless the layout asks for loss_parallel
         default_zero=3,
+        # MixedPrecisionPolicy(reduce_dtype=torch.bfloat16) (Composer's FSDP mixed_precision "PURE":
+        # param, reduce and buffer dtypes all the precision's): the gradient reduce-scatter in bf16,
+        # the shards still fp32 (bf16_grad_reduce_casts_at_step), so the same memory policy
+        bf16_grad_reduce_precision="fsdp2",
     ),
 }
 

@@ -124,7 +124,7 @@ class ParallelEstimate(RankCommunication):
                               f"{workload.optimizer}.")
         if layout.grad_reduce_dtype is not None and workload.dtype != "bf16":
             raise ConfigError(f"layout: the gradient reduce dtype (--grad-reduce-dtype) is modelled for bf16 "
-                              f"training, where Megatron-Core chooses it; not for {workload.dtype}.")
+                              f"training, where Megatron-Core and FSDP2 choose it; not for {workload.dtype}.")
         if phase == "train":  # the model's parts first (a dense model's refusal names them), then the framework
             check_recomputed_modules(cfg, workload.recompute)
             check_recompute_framework(workload.recompute, layout.framework)

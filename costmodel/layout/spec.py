@@ -34,9 +34,9 @@
                    "repeated" (h: K and V repeated to every query head before sdpa, torchtitan's Llama)
   all_reduce       whose code runs an all-reduce inside a node: "nccl" (the default) or "intra-node"
                    (PyTorch's IntraNodeComm, ENABLE_INTRA_NODE_COMM=1; costmodel/collectives.py)
-  grad_reduce_dtype  Megatron-Core's grad_reduce_in_fp32: "fp32" or "bf16", the dtype of the main_grad
-                   buffers and the data-parallel gradient collectives (None: the framework's
-                   default, fp32 in bf16; costmodel/layout/frameworks.py bf16_grad_reduce_precision)
+  grad_reduce_dtype  Megatron-Core's grad_reduce_in_fp32 (fsdp2: MixedPrecisionPolicy's reduce_dtype):
+                   "fp32" or "bf16", the dtype of the main_grad buffers and the data-parallel gradient
+                   collectives (None: the default, fp32; frameworks.py bf16_grad_reduce_precision)
   precision_aware_optimizer  Megatron-Core's use_precision_aware_optimizer under a recipe's dtypes:
                    "fp32", "bf16-moments" or "te-master" (None: off; costmodel/layout/frameworks.py
                    PRECISION_AWARE_OPTIMIZERS); megatron's distributed optimizer (--zero 1) only
@@ -287,8 +287,8 @@ class Layout:
                 raise ConfigError(f"layout: grad_reduce_dtype must be {GRAD_REDUCE_DTYPES.listed()}, "
                                   f"got {show(self.grad_reduce_dtype)}.")
             if not framework.bf16_grad_reduce_precision:
-                raise ConfigError(f"layout: the gradient reduce dtype (--grad-reduce-dtype) is Megatron-Core's "
-                                  f"grad_reduce_in_fp32; add --framework megatron (here {self.framework}).")
+                raise ConfigError("layout: the gradient reduce dtype (--grad-reduce-dtype) is Megatron-Core's grad_reduce_"
+                                  f"in_fp32 or FSDP2's reduce_dtype; add --framework megatron or fsdp2 (here {self.framework}).")
         if self.precision_aware_optimizer is not None:
             self._check_precision_aware(framework)
         self._check_fp8_options()
