@@ -106,6 +106,64 @@ KRAI_ASSUMED = (
     "in serve_published's seeded shuffle, all at 0, tokens over the span to the last token (the run repeated "
     "samples to 39,600-66,000 over 10 minutes); Server: 9,000 Poisson arrivals at the scheduled rate, seed 0 "
     "(the runs lasted 10 minutes); 294 output tokens a sample for both models (the reference's; the summaries' "
-    "tokens / samples are 293.7-296.5); Llama 3.1 70B's prompts as the Llama 2 tokenizer's lengths of the same "
+    "tokens / samples are 293.7-301.1); Llama 3.1 70B's prompts as the Llama 2 tokenizer's lengths of the same "
     "samples (the stored histogram; Llama 3's tokenizer gives fewer tokens, not stored); the OpenAI client, the "
     "API server's tokenization and streaming not modelled (no figure given)")
+
+
+def krai_options(system: dict, scenario: str) -> dict:
+    """build_replica's options for one scenario of a system: its engine, tp, the scenario's stated budgets and
+    memory fraction (and block size where stated), FP8 weights in W8A8 GEMMs, the KV cache in the model dtype
+    (kv_dtype None)."""
+    stated = system[scenario]
+    return {"scheduler": system["engine"], "tp": system["tp"], "max_num_seqs": stated["max_num_seqs"],
+            "max_batched_tokens": stated["max_batched_tokens"],
+            "gpu_memory_utilization": stated["gpu_memory_utilization"], "block_size": stated.get("block_size", 16),
+            "dtype": system["dtype"], "weight_dtype": "fp8", "fp8_gemm": "w8a8", "kv_dtype": None}
+
+
+def krai_offline(system: dict, lengths, samples: int = KRAI_SAMPLES) -> float:
+    """Our Offline output tokens per second: the first `samples` of the dataset's shuffled samples at 0 over the
+    system's engines, 294 output tokens each, over the span to the last token."""
+    from benchmarks.serve_published import MLPERF_OUTPUT, mlperf_prompts, span_at_once
+    from costmodel.serving.workload import Request
+
+    requests = [Request(i, 0.0, n, MLPERF_OUTPUT) for i, n in enumerate(mlperf_prompts(lengths, samples))]
+    span = span_at_once(system["model"], system["hardware"], requests, system["replicas"],
+                        **krai_options(system, "offline"))
+    return len(requests) * MLPERF_OUTPUT / span
+
+
+def krai_server(system: dict, lengths, requests: int = KRAI_SERVER_REQUESTS) -> dict:
+    """Our Server figures at the scheduled rate: completed output tokens/s, p99 TTFT and p99 TPOT (seconds)."""
+    from benchmarks.serve_published import MLPERF_OUTPUT
+    from costmodel.serving.api import serve
+
+    run = serve(system["model"], system["hardware"], rate=system["server"]["rate"], requests=requests, prompt=lengths,
+                output=str(MLPERF_OUTPUT), seed=0, replicas=system["replicas"], **krai_options(system, "server"))
+    summary = run.summary()
+    return {"tokens_per_s": summary["throughput"]["output_tokens_per_s"], "p99_ttft_s": summary["ttft"]["p99"],
+            "p99_tpot_s": summary["tpot"]["p99"]}
+
+
+def print_mlperf_vllm(path=None) -> None:
+    from pathlib import Path
+
+    from benchmarks.published_lengths import MLPERF_LENGTHS, mlperf_input_lengths
+
+    lengths = mlperf_input_lengths(Path(path or MLPERF_LENGTHS), at_least=KRAI_SAMPLES)
+    print(f"\nMLPerf Inference v5.0 / v5.1 open, Krai's vLLM runs. Sources: {KRAI_V50_SOURCE}; {KRAI_V51_SOURCE}\n")
+    print("| round | system (ours) | engines x tp | scenario | metric | published | ours | ours / published |")
+    print("|---|---|---|---|---|---|---|---|")
+    for system in KRAI_SYSTEMS:
+        head = (f"| {system['round']} | {system['name']} ({system['model']}, {system['hardware']}, {system['engine']}) "
+                f"| {system['replicas']} x {system['tp']}")
+        ours, published = krai_offline(system, lengths), system["offline"]["tokens_per_s"]
+        print(f"{head} | Offline | output tok/s | {published:,.0f} | {ours:,.0f} | {ours / published:.2f} |")
+        ours = krai_server(system, lengths)
+        for metric, name, scale, fmt in (("tokens_per_s", "completed output tok/s", 1, ",.0f"),
+                                         ("p99_ttft_s", "p99 TTFT (ms)", 1e3, ",.0f"),
+                                         ("p99_tpot_s", "p99 TPOT (ms)", 1e3, ",.1f")):
+            published = system["server"][metric]
+            print(f"{head} | Server, {system['server']['rate']} req/s | {name} | {published * scale:{fmt}} "
+                  f"| {ours[metric] * scale:{fmt}} | {ours[metric] / published:.2f} |")

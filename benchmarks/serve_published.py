@@ -69,7 +69,7 @@ first 5,000 pairs of vLLM's ShareGPT sample (sharegpt_vllm_lengths_5000.json bes
     python benchmarks/serve_published.py [nim | trtllm-bench | sglang-vllm [SHAREGPT.json] | vllm [SHAREGPT.json]
                                           | mlperf [LENGTHS.json] | torchao-vllm | lmdeploy
                                           | amd-vllm | trtllm-v017
-                                          | trtllm-online]
+                                          | trtllm-online | mlperf-vllm [LENGTHS.json]]
 """
 
 from __future__ import annotations
@@ -87,6 +87,7 @@ from benchmarks.published_lengths import (  # noqa: E402
     MLPERF_LENGTHS, VLLM_SHAREGPT, mlperf_input_lengths, sharegpt_lengths)
 from benchmarks.published_amd_vllm_throughput import print_amd_vllm  # noqa: E402
 from benchmarks.published_lmdeploy import print_lmdeploy  # noqa: E402
+from benchmarks.published_mlperf_vllm import print_mlperf_vllm  # noqa: E402
 from benchmarks.published_nim import print_nim  # noqa: E402
 from benchmarks.published_sarathi import print_sarathi  # noqa: E402
 from benchmarks.published_torchao_vllm import print_torchao_vllm  # noqa: E402
@@ -505,6 +506,7 @@ def main() -> None:
     print_trtllm_v017()
     print_trtllm_online()
     print_mlperf()
+    print_mlperf_vllm()
 
 
 def print_mlperf(path: str | Path = MLPERF_LENGTHS) -> None:
@@ -534,9 +536,9 @@ SELECTORS = {"nim": (print_nim, 0), "trtllm-bench": (print_trtllm_bench, 0), "sg
              "vllm": (print_vllm, 1), "mlperf": (print_mlperf, 1), "torchao-vllm": (print_torchao_vllm, 0),
              "lmdeploy": (print_lmdeploy, 0), "amd-vllm": (print_amd_vllm, 0),
              "trtllm-v017": (print_trtllm_v017, 0),
-             "trtllm-online": (print_trtllm_online, 0)}
+             "trtllm-online": (print_trtllm_online, 0), "mlperf-vllm": (print_mlperf_vllm, 1)}
 USAGE = ("nim, trtllm-bench, sglang-vllm [SHAREGPT.json], vllm [SHAREGPT.json], mlperf [LENGTHS.json], torchao-vllm, "
-         "lmdeploy, amd-vllm, trtllm-v017 or trtllm-online (none: every table)")
+         "lmdeploy, amd-vllm, trtllm-v017, trtllm-online or mlperf-vllm [LENGTHS.json] (none: every table)")
 
 
 def command(argv: list[str]):
