@@ -51,7 +51,8 @@ A100 (benchmarks/published_lmdeploy.py) and AMD's vLLM throughput table on 8 MI3
 (benchmarks/published_amd_vllm_throughput.py): each source's rows, setup and runner in a module of its own; and
 TensorRT-LLM 0.17's perf overview (A100 FP16 Llama 3.1 8B and Mixtral 8x7B, H100 FP8 Mixtral; rows and choices in
 benchmarks/published_trtllm_v017.py, run by trtllm_v017_options below with the v1.0 rows' heuristic), and the same
-page's online-serving table of 0.14 (benchmarks/published_trtllm_online.py).
+page's online-serving table of 0.14 (benchmarks/published_trtllm_online.py); since session 27 Krai's MLPerf v5.0 /
+v5.1 open-division vLLM runs on H200, H100 and MI300X (benchmarks/published_mlperf_vllm.py, selector mlperf-vllm).
 
 TensorRT-LLM's performance overview (NVIDIA/TensorRT-LLM docs/source/performance/perf-overview.md at commit
 00f37686, the v1.0 page: trtllm-bench throughput on the PyTorch backend, every request at once, "Total Output
