@@ -91,6 +91,22 @@ KRAI_SYSTEMS = [
      "server": {"max_num_seqs": 1866, "max_batched_tokens": 17338, "gpu_memory_utilization": 0.99, "rate": 55.35,
                 "tokens_per_s": 15863.67, "p99_ttft_s": 0.806522953, "p99_tpot_s": 0.187457837}},
 ]
+# Typed after the eight above were computed and before this one was (its own assumed, KRAI_QUARK_ASSUMED): the v5.1
+# MI300X run of AMD's MLPerf v5.0 vLLM image on AMD's Quark FP8 Llama 2 70B, Offline only (no Server run submitted).
+KRAI_SYSTEMS.append(
+    {"system": "xe9680_mi300x_x8_vllm_065", "round": "v5.1", "name": "Dell PowerEdge XE9680, 8 x MI300X, AMD's MLPerf "
+     "v5.0 vLLM 0.6.5 image (mlperf_inference_submission:5.0), Quark FP8", "hardware": "mi300x", "model": "llama2-70b",
+     "dtype": "fp16", "engine": "vllm-v0", "tp": 1, "replicas": 8, "kv_dtype": "fp8",
+     "offline": {"max_num_seqs": 1275, "max_batched_tokens": 38890, "gpu_memory_utilization": 0.96, "block_size": 32,
+                 "num_scheduler_steps": 12, "samples_per_s": 91.2433, "tokens_per_s": 27185.5},
+     "server": None})
+KRAI_QUARK_ASSUMED = (
+    "decided before its figure was computed, beside KRAI_ASSUMED's choices that apply: the checkpoint "
+    "(mlperf5.0_AMD/llama2-70b-chat-hf/fp8_quantized, AMD's Quark export for its v5.0 submission) as FP8 weights and "
+    "activations (W8A8) and an FP8 KV cache, as AMD's own MLPerf vLLM runs used (published_mlperf.json's AMD v4.1 "
+    "entry); the image's vLLM 0.6.5 fork as the vllm-v0 scheduler with the command's num_scheduler_steps=12 (V0's "
+    "multi-step decoding); block_size 32, 1,275 sequences, 38,890 batched tokens, 0.96 of memory as stated; the "
+    "fp16 activations of the Llama 2 checkpoint")
 KRAI_ASSUMED = (
     "decided before any figure was computed: quantization=fp8 as vLLM's dynamic FP8 (per-tensor FP8 weights, "
     "activations quantized per step: W8A8 GEMMs at the FP8 peak) with the KV cache in the model's 16-bit dtype "
@@ -113,13 +129,14 @@ KRAI_ASSUMED = (
 
 def krai_options(system: dict, scenario: str) -> dict:
     """build_replica's options for one scenario of a system: its engine, tp, the scenario's stated budgets and
-    memory fraction (and block size where stated), FP8 weights in W8A8 GEMMs, the KV cache in the model dtype
-    (kv_dtype None)."""
+    memory fraction (block size and scheduler steps where stated), FP8 weights in W8A8 GEMMs, the KV cache in the
+    model dtype (kv_dtype None) unless the system names one."""
     stated = system[scenario]
     return {"scheduler": system["engine"], "tp": system["tp"], "max_num_seqs": stated["max_num_seqs"],
             "max_batched_tokens": stated["max_batched_tokens"],
             "gpu_memory_utilization": stated["gpu_memory_utilization"], "block_size": stated.get("block_size", 16),
-            "dtype": system["dtype"], "weight_dtype": "fp8", "fp8_gemm": "w8a8", "kv_dtype": None}
+            "dtype": system["dtype"], "weight_dtype": "fp8", "fp8_gemm": "w8a8", "kv_dtype": system.get("kv_dtype"),
+            **({"num_scheduler_steps": stated["num_scheduler_steps"]} if "num_scheduler_steps" in stated else {})}
 
 
 def krai_offline(system: dict, lengths, samples: int = KRAI_SAMPLES) -> float:
@@ -160,6 +177,8 @@ def print_mlperf_vllm(path=None) -> None:
                 f"| {system['replicas']} x {system['tp']}")
         ours, published = krai_offline(system, lengths), system["offline"]["tokens_per_s"]
         print(f"{head} | Offline | output tok/s | {published:,.0f} | {ours:,.0f} | {ours / published:.2f} |")
+        if system["server"] is None:  # an Offline-only submission
+            continue
         ours = krai_server(system, lengths)
         for metric, name, scale, fmt in (("tokens_per_s", "completed output tok/s", 1, ",.0f"),
                                          ("p99_ttft_s", "p99 TTFT (ms)", 1e3, ",.0f"),
