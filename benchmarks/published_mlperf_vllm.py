@@ -31,7 +31,7 @@ KRAI_V50_SOURCE = ("ntuhpc/mlperf_inference_results_v5.0 (commit cf354115), a mi
 KRAI_V51_SOURCE = ("ntuhpc/inference_results_v5.1 (commit a634ab77), a mirror of mlcommons/inference_results_v5.1: "
                    "open/Krai/measurements/<system>/llama3_1-70b-fp8_dyn/{offline,server}/README.md (settings) and "
                    "open/Krai/results/<system>/llama3_1-70b-fp8_dyn/{offline,server}/performance/run_1/"
-                   "mlperf_log_summary.txt")
+                   "mlperf_log_summary.txt (the Quark run's model folder: llama2-70b-fp8_quark)")
 KRAI_SERVER_REQUESTS = 9000  # simulated per Server run, as the 8-engine rows of published_mlperf.json
 KRAI_SAMPLES = 24576  # Offline: the dataset's samples, each once (performance_sample_count 24576)
 
