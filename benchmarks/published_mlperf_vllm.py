@@ -1,0 +1,188 @@
+"""MLPerf Inference v5.0 and v5.1, open division, Krai's vLLM submissions: Llama 2 70B (v5.0) and Llama 3.1 70B
+(v5.1, on the Llama 2 task's OpenOrca samples) served by vLLM with dynamic FP8 quantization on 8 x H200, 8 x H100
+and 8 x MI300X, every engine argument stated in the submission's measurements/ README (the `axs byquery` command
+of its Performance run): tp, dp (the number of engines), max_num_seqs, max_num_batched_tokens,
+gpu_memory_utilization, quantization=fp8, block_size where given; the vLLM version in the system's name (v5.0) or
+the docker image tag (v5.1). The figures are each run's LoadGen summary
+(results/<system>/<model>/<scenario>/performance/run_1/mlperf_log_summary.txt): Offline "Tokens per second";
+Server "Completed tokens per second", the 99.00 percentile first-token latency and time to output token, at the
+run's "Scheduled samples per second".
+
+Sources (GitHub mirrors of mlcommons/inference_results_v5.0 and _v5.1, as the search tool stores them):
+- v5.0: ntuhpc/mlperf_inference_results_v5.0 at cf354115915ea369f05db424b051da8c5bf957dc, open/Krai/.
+- v5.1: ntuhpc/inference_results_v5.1 at a634ab772637c2d940cfef45fae86553211f525b, open/Krai/.
+
+These are vLLM runs, where the earlier MLPerf rows (benchmarks/published_mlperf.json) are TensorRT-LLM's or AMD's
+own harness: the same dataset and metric with the engine the simulator's schedulers copy.
+
+Ours: mlperf-style runs on `replicas` = dp replicas of `serve`'s vllm-v0 scheduler (vLLM 0.6.4 and 0.7.3: the V0
+engine, chunked prefill off below a 32k context) or vllm scheduler (0.9.x: V1), the stated budgets, FP8 weights in
+W8A8 GEMMs, a 16-bit KV cache, the dataset's prompts (benchmarks/mlperf_llama2_70b_lengths.json), 294 output
+tokens each. Every choice the submissions leave open is in KRAI_ASSUMED, written before any figure was computed.
+
+    python benchmarks/serve_published.py mlperf-vllm
+"""
+
+from __future__ import annotations
+
+KRAI_V50_SOURCE = ("ntuhpc/mlperf_inference_results_v5.0 (commit cf354115), a mirror of mlcommons/inference_results_v5.0: "
+                   "open/Krai/measurements/<system>/llama2-70b-fp8_dyn/{offline,server}/README.md (settings) and "
+                   "open/Krai/results/<system>/llama2-70b-fp8_dyn/{offline,server}/performance/run_1/mlperf_log_summary.txt")
+KRAI_V51_SOURCE = ("ntuhpc/inference_results_v5.1 (commit a634ab77), a mirror of mlcommons/inference_results_v5.1: "
+                   "open/Krai/measurements/<system>/llama3_1-70b-fp8_dyn/{offline,server}/README.md (settings) and "
+                   "open/Krai/results/<system>/llama3_1-70b-fp8_dyn/{offline,server}/performance/run_1/"
+                   "mlperf_log_summary.txt (the Quark run's model folder: llama2-70b-fp8_quark)")
+KRAI_SERVER_REQUESTS = 9000  # simulated per Server run, as the 8-engine rows of published_mlperf.json
+KRAI_SAMPLES = 24576  # Offline: the dataset's samples, each once (performance_sample_count 24576)
+
+# One entry per system. offline / server: the engine arguments of that scenario's Performance command
+# (max_num_seqs, max_num_batched_tokens, gpu_memory_utilization, block_size where stated) and the summary's figures.
+# server["rate"]: "Scheduled samples per second"; p99s in seconds from the summary's nanoseconds.
+KRAI_SYSTEMS = [
+    {"system": "xd670_h200_x8_vllm_064", "round": "v5.0", "name": "HPE Cray XD670, 8 x H200-SXM-141GB, vLLM v0.6.4",
+     "hardware": "h200", "model": "llama2-70b", "dtype": "fp16", "engine": "vllm-v0", "tp": 1, "replicas": 8,
+     "offline": {"max_num_seqs": 1024, "max_batched_tokens": 8192, "gpu_memory_utilization": 0.95,
+                 "samples_per_s": 53.6459, "tokens_per_s": 15906.1},
+     "server": {"max_num_seqs": 256, "max_batched_tokens": 16384, "gpu_memory_utilization": 0.95, "rate": 48.02,
+                "tokens_per_s": 13716.75, "p99_ttft_s": 0.709786558, "p99_tpot_s": 0.138964966}},
+    {"system": "xd670_h200_x8_vllm_064_flashinfer", "round": "v5.0",
+     "name": "HPE Cray XD670, 8 x H200-SXM-141GB, vLLM v0.6.4 with the FlashInfer backend",
+     "hardware": "h200", "model": "llama2-70b", "dtype": "fp16", "engine": "vllm-v0", "tp": 1, "replicas": 8,
+     "offline": {"max_num_seqs": 1024, "max_batched_tokens": 8192, "gpu_memory_utilization": 0.95,
+                 "samples_per_s": 72.0235, "tokens_per_s": 21372.3},
+     "server": {"max_num_seqs": 1024, "max_batched_tokens": 8192, "gpu_memory_utilization": 0.95, "rate": 70.04,
+                "tokens_per_s": 19618.09, "p99_ttft_s": 1.384060585, "p99_tpot_s": 0.197063553}},
+    {"system": "xd670_h200_x8_vllm_073", "round": "v5.0", "name": "HPE Cray XD670, 8 x H200-SXM-141GB, vLLM v0.7.3",
+     "hardware": "h200", "model": "llama2-70b", "dtype": "fp16", "engine": "vllm-v0", "tp": 1, "replicas": 8,
+     "offline": {"max_num_seqs": 1024, "max_batched_tokens": 8192, "gpu_memory_utilization": 0.95,
+                 "samples_per_s": 54.7354, "tokens_per_s": 16229.0},
+     "server": {"max_num_seqs": 256, "max_batched_tokens": 16384, "gpu_memory_utilization": 0.95, "rate": 50.03,
+                "tokens_per_s": 14426.38, "p99_ttft_s": 1.860893791, "p99_tpot_s": 0.143059840}},
+    {"system": "xe9680_mi300x_x8_vllm_064", "round": "v5.0", "name": "Dell PowerEdge XE9680, 8 x MI300X, vLLM v0.6.4 (ROCm)",
+     "hardware": "mi300x", "model": "llama2-70b", "dtype": "fp16", "engine": "vllm-v0", "tp": 1, "replicas": 8,
+     "offline": {"max_num_seqs": 2048, "max_batched_tokens": 65536, "gpu_memory_utilization": 0.95,
+                 "samples_per_s": 61.6499, "tokens_per_s": 18561.4},
+     "server": {"max_num_seqs": 512, "max_batched_tokens": 65536, "gpu_memory_utilization": 0.99, "rate": 48.02,
+                "tokens_per_s": 13916.25, "p99_ttft_s": 0.943870960, "p99_tpot_s": 0.181515102}},
+    {"system": "xe9680_mi300x_x8_vllm_073", "round": "v5.0", "name": "Dell PowerEdge XE9680, 8 x MI300X, vLLM v0.7.3 (ROCm)",
+     "hardware": "mi300x", "model": "llama2-70b", "dtype": "fp16", "engine": "vllm-v0", "tp": 1, "replicas": 8,
+     "offline": {"max_num_seqs": 2048, "max_batched_tokens": 65536, "gpu_memory_utilization": 0.97,
+                 "samples_per_s": 57.5959, "tokens_per_s": 17128.9},
+     "server": {"max_num_seqs": 512, "max_batched_tokens": 65536, "gpu_memory_utilization": 0.99, "rate": 45.02,
+                "tokens_per_s": 12989.02, "p99_ttft_s": 0.792110466, "p99_tpot_s": 0.182182442}},
+    {"system": "xd670_h200_x8_vllm_092", "round": "v5.1", "name": "HPE Cray XD670, 8 x H200-SXM-141GB, vLLM v0.9.2",
+     "hardware": "h200", "model": "llama3.1-70b", "dtype": "bf16", "engine": "vllm", "tp": 1, "replicas": 8,
+     "offline": {"max_num_seqs": 1232, "max_batched_tokens": 8121, "gpu_memory_utilization": 0.95,
+                 "samples_per_s": 104.369, "tokens_per_s": 30893.1},
+     "server": {"max_num_seqs": 858, "max_batched_tokens": 36498, "gpu_memory_utilization": 0.95, "rate": 93.45,
+                "tokens_per_s": 26903.40, "p99_ttft_s": 0.534348754, "p99_tpot_s": 0.135300614}},
+    {"system": "xe9680_h100_x8_vllm_092", "round": "v5.1", "name": "Dell PowerEdge XE9680, 8 x H100 (4 engines of tp 2), "
+     "vLLM v0.9.2 (vllm/vllm-openai:v0.9.2)",
+     "hardware": "h100-sxm", "model": "llama3.1-70b", "dtype": "bf16", "engine": "vllm", "tp": 2, "replicas": 4,
+     "offline": {"max_num_seqs": 3264, "max_batched_tokens": 14768, "gpu_memory_utilization": 0.90,
+                 "samples_per_s": 77.6951, "tokens_per_s": 22819.6},
+     "server": {"max_num_seqs": 2476, "max_batched_tokens": 12140, "gpu_memory_utilization": 0.90, "rate": 75.48,
+                "tokens_per_s": 21433.25, "p99_ttft_s": 0.522673060, "p99_tpot_s": 0.133753662}},
+    {"system": "xe9680_mi300x_x8_vllm_091", "round": "v5.1", "name": "Dell PowerEdge XE9680, 8 x MI300X, vLLM v0.9.1 "
+     "(rocm/vllm:rocm6.4.1_vllm_0.9.1_20250715)",
+     "hardware": "mi300x", "model": "llama3.1-70b", "dtype": "bf16", "engine": "vllm", "tp": 1, "replicas": 8,
+     "offline": {"max_num_seqs": 1866, "max_batched_tokens": 17338, "gpu_memory_utilization": 0.96, "block_size": 32,
+                 "samples_per_s": 62.6401, "tokens_per_s": 18558.9},
+     "server": {"max_num_seqs": 1866, "max_batched_tokens": 17338, "gpu_memory_utilization": 0.99, "rate": 55.35,
+                "tokens_per_s": 15863.67, "p99_ttft_s": 0.806522953, "p99_tpot_s": 0.187457837}},
+]
+# Typed after the eight above were computed and before this one was (its own assumed, KRAI_QUARK_ASSUMED): the v5.1
+# MI300X run of AMD's MLPerf v5.0 vLLM image on AMD's Quark FP8 Llama 2 70B, Offline only (no Server run submitted).
+KRAI_SYSTEMS.append(
+    {"system": "xe9680_mi300x_x8_vllm_065", "round": "v5.1", "name": "Dell PowerEdge XE9680, 8 x MI300X, AMD's MLPerf "
+     "v5.0 vLLM 0.6.5 image (mlperf_inference_submission:5.0), Quark FP8", "hardware": "mi300x", "model": "llama2-70b",
+     "dtype": "fp16", "engine": "vllm-v0", "tp": 1, "replicas": 8, "kv_dtype": "fp8",
+     "offline": {"max_num_seqs": 1275, "max_batched_tokens": 38890, "gpu_memory_utilization": 0.96, "block_size": 32,
+                 "num_scheduler_steps": 12, "samples_per_s": 91.2433, "tokens_per_s": 27185.5},
+     "server": None})
+KRAI_QUARK_ASSUMED = (
+    "decided before its figure was computed, beside KRAI_ASSUMED's choices that apply: the checkpoint "
+    "(mlperf5.0_AMD/llama2-70b-chat-hf/fp8_quantized, AMD's Quark export for its v5.0 submission) as FP8 weights and "
+    "activations (W8A8) and an FP8 KV cache, as AMD's own MLPerf vLLM runs used (published_mlperf.json's AMD v4.1 "
+    "entry); the image's vLLM 0.6.5 fork as the vllm-v0 scheduler with the command's num_scheduler_steps=12 (V0's "
+    "multi-step decoding); block_size 32, 1,275 sequences, 38,890 batched tokens, 0.96 of memory as stated; the "
+    "fp16 activations of the Llama 2 checkpoint")
+KRAI_ASSUMED = (
+    "decided before any figure was computed: quantization=fp8 as vLLM's dynamic FP8 (per-tensor FP8 weights, "
+    "activations quantized per step: W8A8 GEMMs at the FP8 peak) with the KV cache in the model's 16-bit dtype "
+    "(kv_cache_dtype not given: vLLM's 'auto'; Llama 2 70B's checkpoint fp16, Llama 3.1 70B's bf16); vLLM 0.6.4 and "
+    "0.7.3 as the vllm-v0 scheduler (their default V0 engine; chunked prefill not enabled for a 4,096 context: "
+    "prefill-first steps within max_num_batched_tokens; one scheduler step) and 0.9.1 / 0.9.2 as the vllm scheduler "
+    "(V1, chunked prefill, prefix caching on: random samples share no prefix blocks); CUDA / HIP graphs as graphs.py "
+    "has each engine's (max_seq_len_to_capture covers every sample); the attention kernel as serve's default for "
+    "the GPU (the FlashInfer system's backend not modelled apart: the same figures as the 0.6.4 system's engine at "
+    "its budgets); block size 16 unless the scenario states one (block_size=32: the v5.1 MI300X Offline); the "
+    "presets h200 (700 W), h100-sxm and mi300x; dp engines as that many replicas with requests split round-robin "
+    "(Offline) or by serve's router (Server), no cross-engine collectives; Offline: the 24,576 samples once each "
+    "in serve_published's seeded shuffle, all at 0, tokens over the span to the last token (the run repeated "
+    "samples to 39,600-66,000 over 10 minutes); Server: 9,000 Poisson arrivals at the scheduled rate, seed 0 "
+    "(the runs lasted 10 minutes); 294 output tokens a sample for both models (the reference's; the summaries' "
+    "tokens / samples are 293.7-301.1); Llama 3.1 70B's prompts as the Llama 2 tokenizer's lengths of the same "
+    "samples (the stored histogram; Llama 3's tokenizer gives fewer tokens, not stored); the OpenAI client, the "
+    "API server's tokenization and streaming not modelled (no figure given)")
+
+
+def krai_options(system: dict, scenario: str) -> dict:
+    """build_replica's options for one scenario of a system: its engine, tp, the scenario's stated budgets and
+    memory fraction (block size and scheduler steps where stated), FP8 weights in W8A8 GEMMs, the KV cache in the
+    model dtype (kv_dtype None) unless the system names one."""
+    stated = system[scenario]
+    return {"scheduler": system["engine"], "tp": system["tp"], "max_num_seqs": stated["max_num_seqs"],
+            "max_batched_tokens": stated["max_batched_tokens"],
+            "gpu_memory_utilization": stated["gpu_memory_utilization"], "block_size": stated.get("block_size", 16),
+            "dtype": system["dtype"], "weight_dtype": "fp8", "fp8_gemm": "w8a8", "kv_dtype": system.get("kv_dtype"),
+            **({"num_scheduler_steps": stated["num_scheduler_steps"]} if "num_scheduler_steps" in stated else {})}
+
+
+def krai_offline(system: dict, lengths, samples: int = KRAI_SAMPLES) -> float:
+    """Our Offline output tokens per second: the first `samples` of the dataset's shuffled samples at 0 over the
+    system's engines, 294 output tokens each, over the span to the last token."""
+    from benchmarks.serve_published import MLPERF_OUTPUT, mlperf_prompts, span_at_once
+    from costmodel.serving.workload import Request
+
+    requests = [Request(i, 0.0, n, MLPERF_OUTPUT) for i, n in enumerate(mlperf_prompts(lengths, samples))]
+    span = span_at_once(system["model"], system["hardware"], requests, system["replicas"],
+                        **krai_options(system, "offline"))
+    return len(requests) * MLPERF_OUTPUT / span
+
+
+def krai_server(system: dict, lengths, requests: int = KRAI_SERVER_REQUESTS) -> dict:
+    """Our Server figures at the scheduled rate: completed output tokens/s, p99 TTFT and p99 TPOT (seconds)."""
+    from benchmarks.serve_published import MLPERF_OUTPUT
+    from costmodel.serving.api import serve
+
+    run = serve(system["model"], system["hardware"], rate=system["server"]["rate"], requests=requests, prompt=lengths,
+                output=str(MLPERF_OUTPUT), seed=0, replicas=system["replicas"], **krai_options(system, "server"))
+    summary = run.summary()
+    return {"tokens_per_s": summary["throughput"]["output_tokens_per_s"], "p99_ttft_s": summary["ttft"]["p99"],
+            "p99_tpot_s": summary["tpot"]["p99"]}
+
+
+def print_mlperf_vllm(path=None) -> None:
+    from pathlib import Path
+
+    from benchmarks.published_lengths import MLPERF_LENGTHS, mlperf_input_lengths
+
+    lengths = mlperf_input_lengths(Path(path or MLPERF_LENGTHS), at_least=KRAI_SAMPLES)
+    print(f"\nMLPerf Inference v5.0 / v5.1 open, Krai's vLLM runs. Sources: {KRAI_V50_SOURCE}; {KRAI_V51_SOURCE}\n")
+    print("| round | system (ours) | engines x tp | scenario | metric | published | ours | ours / published |")
+    print("|---|---|---|---|---|---|---|---|")
+    for system in KRAI_SYSTEMS:
+        head = (f"| {system['round']} | {system['name']} ({system['model']}, {system['hardware']}, {system['engine']}) "
+                f"| {system['replicas']} x {system['tp']}")
+        ours, published = krai_offline(system, lengths), system["offline"]["tokens_per_s"]
+        print(f"{head} | Offline | output tok/s | {published:,.0f} | {ours:,.0f} | {ours / published:.2f} |")
+        if system["server"] is None:  # an Offline-only submission
+            continue
+        ours = krai_server(system, lengths)
+        for metric, name, scale, fmt in (("tokens_per_s", "completed output tok/s", 1, ",.0f"),
+                                         ("p99_ttft_s", "p99 TTFT (ms)", 1e3, ",.0f"),
+                                         ("p99_tpot_s", "p99 TPOT (ms)", 1e3, ",.1f")):
+            published = system["server"][metric]
+            print(f"{head} | Server, {system['server']['rate']} req/s | {name} | {published * scale:{fmt}} "
+                  f"| {ours[metric] * scale:{fmt}} | {ours[metric] / published:.2f} |")
