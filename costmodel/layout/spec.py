@@ -40,6 +40,8 @@
   precision_aware_optimizer  Megatron-Core's use_precision_aware_optimizer under a recipe's dtypes:
                    "fp32", "bf16-moments" or "te-master" (None: off; costmodel/layout/frameworks.py
                    PRECISION_AWARE_OPTIMIZERS); megatron's distributed optimizer (--zero 1) only
+  fp8_autocast     where the training script opens Transformer Engine's fp8_autocast, for --fp8
+                   delayed under fsdp2 (costmodel/layout/fp8_options.py FP8_AUTOCASTS)
   vocab_parallel   tensor parallelism splits the embedding and the output head by the vocabulary
                    (True: Megatron's, DTensor's); False: every rank holds both whole and computes
                    every logit, so no embedding all-reduce and no logits all-gather (gpt-fast's
@@ -210,6 +212,7 @@ class Layout:
     precision_aware_optimizer: str | None = None  # Megatron-Core's use_precision_aware_optimizer (None: off)
     fp8_param_gather: bool = False  # Megatron-Core's --fp8-param-gather: FP8 parameters, gathered in FP8
     tp_only_amax_red: bool = False  # Megatron-Core's --tp-only-amax-red: delayed scaling's amaxes over TP x CP
+    fp8_autocast: str | None = None  # the script's fp8_autocast scope, --fp8 delayed off Megatron-Core
 
     def __post_init__(self) -> None:
         for name in ("dp", "tp", "pp", "microbatches", "virtual_stages", "ep", "cp"):
@@ -551,6 +554,7 @@ class Layout:
                    if self.precision_aware_optimizer else {}),
                 **({"fp8_param_gather": True} if self.fp8_param_gather else {}),
                 **({"tp_only_amax_red": True} if self.tp_only_amax_red else {}),
+                **({"fp8_autocast": self.fp8_autocast} if self.fp8_autocast else {}),
                 **({"offload": self.offload, "offload_device": self.offload_device,
                     "gpus_per_node": self.gpus_per_node} if self.offload != "none" else {})}
 
