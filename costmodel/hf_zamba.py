@@ -17,8 +17,9 @@ Refused in one line: an attention_hidden_size other than 2 x hidden_size (the co
 that wide), an MLP activation other than gelu, gelu_pytorch_tanh or silu, a Mamba activation other
 than silu, heads that do not tile the Mamba width, use_shared_attention_adapter with fewer KV heads
 than heads (the k and v adapters are 2 x hidden_size wide: the class builds, its forward fails on a
-shape), zamba2 untied (tie_word_embeddings false) with fewer num_mem_blocks than hybrid layers (each
-copy would hold idle adapters of the other uses), a layers_block_type entry other than hybrid or linear_attention (mamba).
+shape), zamba2 untied (tie_word_embeddings false) with fewer num_mem_blocks than hybrid layers
+(each copy would hold idle adapters of the other uses), a layers_block_type entry other than hybrid
+or linear_attention (mamba).
 """
 
 from __future__ import annotations
