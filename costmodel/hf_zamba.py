@@ -40,11 +40,14 @@ _MAMBA, _HYBRID = ("linear_attention", "mamba"), ("hybrid",)
 def _layer_types(f: Fields, n_layers: int, default: list[str]) -> list[bool]:
     """Whether each decoder layer is hybrid: layers_block_type, else the class's own rule."""
     types = f.data.get("layers_block_type")
-    if types is None:
-        types = default
-    if not isinstance(types, list) or len(types) != n_layers or any(t not in _MAMBA + _HYBRID for t in types):
-        raise ConfigError(f"{f.source}: layers_block_type must give hybrid or linear_attention (mamba) for each of "
-                          f"the {n_layers} layers, got {show(types)}.")
+    given = "layers_block_type" if types is not None else "the class's default layers_block_type"
+    types = default if types is None else types
+    if not isinstance(types, list) or any(t not in _MAMBA + _HYBRID for t in types):
+        raise ConfigError(f"{f.source}: layers_block_type must list hybrid or linear_attention (mamba), "
+                          f"got {show(types)}.")
+    if len(types) != n_layers:
+        raise ConfigError(f"{f.source}: {given} has {len(types)} layers, num_hidden_layers {n_layers} "
+                          "(the class requires them equal).")
     return [t in _HYBRID for t in types]
 
 
@@ -77,7 +80,7 @@ def _zamba(f: Fields, name: str) -> ModelConfig:
     period, offset = f.get("attn_layer_period", 6, minimum=1), f.get("attn_layer_offset", 4, minimum=0)
     default = (["linear_attention"] * 2 + ["hybrid"]
                + ["hybrid" if i % period == offset else "linear_attention" for i in range(n_layers - 3)])
-    hybrid = _layer_types(f, n_layers, default[:n_layers])
+    hybrid = _layer_types(f, n_layers, default)
     common = _common(f, "zamba", dict(hidden_size=3712, num_attention_heads=16, num_key_value_heads=16),
                      "mamba1", hybrid)
     d_model, n_heads = common["d_model"], common["n_heads"]
@@ -101,17 +104,16 @@ def _zamba(f: Fields, name: str) -> ModelConfig:
         shared_blocks=(1 if common["tie_embeddings"] else sum(hybrid)) if any(hybrid) else None)
 
 
-def _zamba2_default(n_layers: int) -> list[str]:
-    """Zamba2Config's layers_block_type where the config gives none (its 54 layers' pattern)."""
-    return (["linear_attention"] + (["linear_attention"] * 5 + ["hybrid"]) * 7 + ["linear_attention"] * 4
-            + ["hybrid"] + ["linear_attention"] * 3 + ["hybrid"] + ["linear_attention"] * 2)[:n_layers]
+#: Zamba2Config's layers_block_type where the config gives none (54 layers, whatever num_hidden_layers).
+_ZAMBA2_DEFAULT = (["linear_attention"] + (["linear_attention"] * 5 + ["hybrid"]) * 7 + ["linear_attention"] * 4
+                   + ["hybrid"] + ["linear_attention"] * 3 + ["hybrid"] + ["linear_attention"] * 2)
 
 
 def _zamba2(f: Fields, name: str) -> ModelConfig:
     """zamba2: see the module docstring. Defaults: Zamba2Config (5.24)."""
     n_layers = f.get("num_hidden_layers", 54, minimum=1)
     check_int(f.source, "num_hidden_layers", n_layers, maximum=MAX_LAYERS // 2)
-    hybrid = _layer_types(f, n_layers, _zamba2_default(n_layers))
+    hybrid = _layer_types(f, n_layers, _ZAMBA2_DEFAULT)
     common = _common(f, "zamba2", dict(hidden_size=2560, num_attention_heads=32, num_key_value_heads=None),
                      "mamba", hybrid)
     d_model, n_heads = common["d_model"], common["n_heads"]
