@@ -373,7 +373,7 @@ class Workload:
                             f"{cfg.n_mixer_layers('shared')} layers: parameters, weights, gradients and optimizer state count "
                             "each block once, FLOPs, activations and the KV cache each use (each use caches its own "
                             "keys and values); proven against transformers' class, zamba's activations with one "
-                            "n_mamba_heads at batch 2 (its per-head scans keep more, not modelled).")
+                            "n_mamba_heads only (its per-head scans keep more, not modelled).")
         for mixer, note in _MIXER_NOTES.items():
             if cfg.n_mixer_layers(mixer):
                 warnings.append(f"model {show(cfg.name)} has {cfg.n_mixer_layers(mixer)} {note}")

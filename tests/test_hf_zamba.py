@@ -109,9 +109,10 @@ def test_weights_gradients_and_optimizer_count_each_block_once(name):
     assert (memory["weights"], memory["gradients"], memory["optimizer"]) == (4 * params, 4 * params, 8 * params)
 
 
-@pytest.mark.parametrize("name", ["zamba2_untied", "zamba2_rope_gqa_biases"])
+@pytest.mark.parametrize("name", ["zamba", "zamba2_untied", "zamba2_rope_gqa_biases"])
 def test_batch_one_saved_bytes(name):
-    """zamba2 at b 1, n 5 as well (MQA-like views at b 1), fp32 and bf16."""
+    """At b 1, n 5 as well, fp32 and bf16: zamba's x_proj keeps a copy of its input there too
+    (facts.mamba1_x_proj_copied: its per-head bmm; MambaMixer's mm reads a view at b 1)."""
     pytest.importorskip("transformers")
     from tests.family_configs import assert_saved_bytes_exact
 
