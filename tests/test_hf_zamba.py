@@ -174,6 +174,9 @@ def test_through_the_cli(tmp_path, capsys):
     assert code == 0 and "runs 2 shared attention-and-MLP block(s) at 5 layers" in err
     code, out, err = run_main(["plan", "--config", str(path), "--hardware", "h100-sxm", "--gpus", "4"], capsys)
     assert code == 0, err
+    code, out, err = run_main(["formulas", "--config", str(path), "--block", "shared"], capsys)
+    assert code == 0 and "shared_attention.qkv  (x L_sh, weights held x B_sh)" in out
+    assert "shared.linear  (x L_sh):" in out and "params = 12*d*r_sh" in out  # q, k, v adapters: 3 x (2d r + r 2d)
 
 
 def test_architectures_name_the_type():
