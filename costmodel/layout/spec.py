@@ -14,14 +14,11 @@
   framework        whose conventions: megatron, deepspeed or fsdp2 (costmodel/layout/frameworks.py)
   ep               expert-parallel ranks, drawn from dp, cp x dp with context parallelism, tp x cp x dp
                    under parallel folding (etp 1; costmodel/layout/experts.py)
-  dp_shard         the ranks each parameter's state is sharded over (None: all dp); 1 < dp_shard < dp
-                   is hybrid sharding, FSDP2's HSDP (fully_shard over a 2-D (replicate, shard)
-                   mesh, torchtitan's data_parallel_shard_degree): dp / dp_shard replicas of the
-                   shards, each gradient shard all-reduced over them (costmodel/layout/communication.py);
-                   under megatron --zero 3 Megatron-FSDP's HFSDP: the optimizer state sharded over all
-                   of dp, the gradient shard reduce-scattered and the weights all-gathered over the
-                   replicas once a step (num_distributed_optimizer_instances = dp / dp_shard,
-                   outer_dp_sharding_strategy "optim"; costmodel/layout/megatron_fsdp.py)
+  dp_shard         the ranks each parameter's state is sharded over (None: all dp); 1 < dp_shard < dp is
+                   hybrid sharding, FSDP2's HSDP (torchtitan's data_parallel_shard_degree): dp / dp_shard replicas
+                   of the shards, each gradient shard all-reduced over them (layout/communication.py); megatron
+                   --zero 3's HFSDP: the optimizer state sharded over all of dp, the gradient shard reduce-scattered
+                   and the weights all-gathered over the replicas once a step (layout/megatron_fsdp.py)
   capacity_factor  a mixture of experts' capacity per expert (None: dropless)
   ep_dispatcher    how expert parallelism moves tokens: "alltoall" (a copy per routed slot) or the
                    flex dispatcher's "deepep"/"hybridep" (a token once per target node, then once
@@ -96,6 +93,8 @@ def tensor_split_error(cfg: ModelConfig, tp: int, inference: bool) -> str | None
     of them, each head replicated over tp / h_kv ranks as vLLM does (split.kv_heads_per_rank;
     QKVParallelLinear's divide(tp_size, total_num_kv_heads) needs the multiple)."""
     name, kv = show(cfg.name), cfg.n_kv_heads
+    if tp > 1 and cfg.n_mixer_layers("shared"):  # costmodel/shared_block.py: no tensor-parallel split modelled
+        return f"splits Zamba's shared attention-and-MLP blocks, not modelled under tensor parallelism (model {name})"
     if tp > 1 and cfg.n_mixer_layers("mlstm"):  # blocks/mlstm.py: no tensor-parallel split modelled
         return f"splits mLSTM mixers, which are not modelled under tensor parallelism (model {name})"
     if tp > 1 and cfg.n_mixer_layers("rwkv_time"):  # blocks/rwkv.py: no tensor-parallel split modelled
@@ -459,6 +458,8 @@ class Layout:
         if self.pp > 1:
             if cfg.architecture == "encoder-decoder":
                 raise ConfigError("layout: pipeline parallelism of encoder-decoders is not modelled.")
+            if cfg.n_mixer_layers("shared"):  # each stage with a use would hold the block (shared_block.py)
+                raise ConfigError(f"layout: pipeline parallelism of model {show(cfg.name)}'s shared blocks is not modelled.")
             # An even split needs a layer a stage; a given split may leave edge stages with none
             # (Llama 3's first and last chunks: the embedding alone, the head alone).
             if self.stages > cfg.pipeline_layers and self.stage_layers is None:
