@@ -14,7 +14,8 @@ for one GPU, costmodel.layout for several), and listed in the order of what it c
   more GPUs    when nothing fits on the GPUs given: the fewest (doubling) on which ZeRO 3
                with full recomputation fits
   offload      DeepSpeed's ZeRO-Offload (the optimizer on the host) or ZeRO-Infinity (the
-               weights too): no more GPUs, a slower step (costmodel/offload.py)
+               weights too), alone or, where neither fits alone, beside ZeRO 3 and full
+               recomputation: no more GPUs, a slower step (costmodel/offload.py)
   more GPUs    inference: the fewest GPUs of one replica that hold it, tensor parallel up to 8,
                then pipeline stages of tp 8
   int8 / int4  quantized weights (inference only: training needs the full-precision copy)
@@ -179,6 +180,14 @@ def options(cfg: ModelConfig, workload: Workload, layout: Any, capacity: int, gp
                 add(f"--dp {dp} --zero 3 --offload params",
                     _try(memory, cfg, workload, layout, dp=dp, zero=3, offload="params"),
                     "ZeRO-Infinity: the weights streamed from the host for every layer, forward and backward")
+            if workload.recompute != "full" and not any(o.fits and "--offload" in o.change for o in out):
+                # offload beside ZeRO 3 and each layer's forward rerun, as ZeRO 3 is offered with it above
+                kinds = {"none": ("optimizer", "params"), "optimizer": ("params",)}.get(offload, ())
+                for kind in kinds:
+                    add(f"--dp {dp} --zero 3 --offload {kind} --recompute full",
+                        _try(memory, cfg, lean, layout, dp=dp, zero=3, offload=kind),
+                        ("ZeRO-Offload" if kind == "optimizer" else "ZeRO-Infinity")
+                        + " with the weights gathered every step and each layer's forward rerun")
     for change, needed, cost in extra:
         add(change, needed, cost)
     if phase == "inference" and cfg.n_decoder_layers:

@@ -1,0 +1,62 @@
+"""A new user's twenty-fourth round (session 27; validate/FINDINGS.md "A new user's twenty-fourth round"):
+published training and fine-tuning setups typed as commands (torchtitan's Llama 3 8B on 8 H100s, Mixtral
+8x7B with EP 8 in Megatron, a 70B full and LoRA/QLoRA fine-tune on A100s, DeepSeek-V3 with EP and DualPipeV,
+a 1B model on one RTX 4090, a long context under CP). Each test failed before its fix; the numbers are
+exact, or the figure another command prints for the same case."""
+
+from __future__ import annotations
+
+from tests.cli_run import run_json, run_main
+
+# 1. a training layout's inference verdict read fsdp2's fp32 shards as the served weights
+
+LLAMA3_8K = ["estimate", "--model", "llama3-8b", "--seq-len", "8192", "--attention", "flash",
+             "--hardware", "h100-sxm"]
+
+
+def test_an_fsdp2_layouts_inference_verdict_serves_the_dtypes_weights(capsys):
+    """`estimate --dp 8 --framework fsdp2 --hardware h100-sxm` said "Inference on 8 h100-sxm GPUs: 31.57 GiB
+    per GPU" (33,899,495,936 B): a serving replica held fsdp2's fp32 sharded parameters (4 B a weight),
+    where deepspeed's and megatron's layouts and the one-GPU generation hold the bf16 copy the forward reads
+    (precision.inference_precision, which the whole-model figures already took). Now 17,838,973,440 B, the
+    generation's total: 2 B x 8,030,261,248 parameters = 16,060,522,496 B less."""
+    alone = run_json(LLAMA3_8K, capsys)
+    fsdp2 = run_json([*LLAMA3_8K, "--dp", "8", "--framework", "fsdp2"], capsys)
+    deepspeed = run_json([*LLAMA3_8K, "--dp", "8", "--framework", "deepspeed"], capsys)
+    assert alone["memory"]["generate_total"] == 17_838_973_440
+    assert fsdp2["fit"]["inference"]["memory"] == deepspeed["fit"]["inference"]["memory"] == 17_838_973_440
+    assert 33_899_495_936 - 17_838_973_440 == 2 * 8_030_261_248
+    # the training side keeps fsdp2's fp32 state: 71.74 GiB a rank, as simulate --train prints
+    assert fsdp2["fit"]["training"]["memory"] == fsdp2["parallel"]["per_rank"]["total"]
+
+
+# 2. a 70B full fine-tune on 8 A100 40GB: offload beside ZeRO 3 and full recomputation fits, not 64 GPUs
+
+FULL_70B = ["estimate", "--model", "llama2-70b", "--hardware", "a100-40gb", "--gpus", "8", "--seq-len", "4096"]
+
+
+def test_a_70b_full_fine_tune_on_eight_40gb_gpus_is_offered_offload_not_only_64_gpus(capsys):
+    """Llama 2 70B in bf16 (16 B a parameter under DeepSpeed's mixed precision: 1.10 TB of state) cannot
+    fit 8 x 40 GB without ZeRO 3 and offload. The verdict offered only `--gpus 64`: its ZeRO-Offload and
+    ZeRO-Infinity lines were tried as the workload stood, eager attention and no recomputation (610 GiB of
+    activations), so neither fitted and offload, which runs on the 8 GPUs given, was never named. Offload
+    is now also tried beside ZeRO 3 and full recomputation when alone it does not fit, as ZeRO 3 is; each
+    figure is what the suggested command prints."""
+    training = run_json(FULL_70B, capsys)["fit"]["training"]
+    assert not training["fits"]
+    assert training["options"][0]["change"] == "--gpus 64 (--dp with --zero 3 --recompute full)"
+    assert [(o["change"], o["memory"]) for o in training["options"][1:]] == [
+        ("--dp 8 --zero 3 --offload optimizer --recompute full", 28_458_863_116),
+        ("--dp 8 --zero 3 --offload params --recompute full", 11_214_701_068)]
+    for change, memory in [(o["change"], o["memory"]) for o in training["options"][1:]]:
+        typed = run_json([*FULL_70B, *change.split()], capsys)["fit"]["training"]
+        assert (typed["memory"], typed["fits"]) == (memory, True)
+
+
+def test_the_verdicts_memory_column_stays_aligned_under_a_long_change(capsys):
+    """The suggestions' text was padded to 50 characters, so a longer change pushed its memory out of the
+    column (reports/text.py _fit_options): the column now starts past the longest change."""
+    code, out, _ = run_main(FULL_70B, capsys)
+    lines = [line for line in out.splitlines() if "--offload" in line]
+    assert code == 0 and len(lines) == 2
+    assert lines[0].index("26.50 GiB") == lines[1].index("10.44 GiB")
