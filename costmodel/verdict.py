@@ -161,6 +161,7 @@ def options(cfg: ModelConfig, workload: Workload, layout: Any, capacity: int, gp
                     ("optimizer state sharded", "gradients sharded", "weights gathered every step")[zero - 1]
                     + ", each layer's forward rerun" if zero < 3 else
                     "both: weights gathered every step, each layer's forward rerun")
+        fits_here = any(option.fits for option in out)  # on the GPUs given, before offload
         count = max(gpus, 1)
         while count < MAX_GPUS and not any(option.fits for option in out):
             count *= 2
@@ -172,6 +173,7 @@ def options(cfg: ModelConfig, workload: Workload, layout: Any, capacity: int, gp
         if layout is None or layout.framework == "deepspeed":
             offload = layout.offload if layout is not None else "none"
             zero = max(current, 2)
+            plain = len(out)
             if offload == "none":
                 add(f"--dp {dp} --zero {zero} --offload optimizer",
                     _try(memory, cfg, workload, layout, dp=dp, zero=zero, offload="optimizer"),
@@ -180,8 +182,9 @@ def options(cfg: ModelConfig, workload: Workload, layout: Any, capacity: int, gp
                 add(f"--dp {dp} --zero 3 --offload params",
                     _try(memory, cfg, workload, layout, dp=dp, zero=3, offload="params"),
                     "ZeRO-Infinity: the weights streamed from the host for every layer, forward and backward")
-            if workload.recompute != "full" and not any(o.fits and "--offload" in o.change for o in out):
-                # offload beside ZeRO 3 and each layer's forward rerun, as ZeRO 3 is offered with it above
+            if workload.recompute != "full" and not fits_here and not any(o.fits for o in out[plain:]):
+                # nothing fits on these GPUs, offload alone neither: offload beside ZeRO 3 and each
+                # layer's forward rerun, as ZeRO 3 is offered with it above
                 kinds = {"none": ("optimizer", "params"), "optimizer": ("params",)}.get(offload, ())
                 for kind in kinds:
                     add(f"--dp {dp} --zero 3 --offload {kind} --recompute full",

@@ -120,6 +120,8 @@ def _nearest(nearest: dict[str, Any], serve: bool) -> list[str]:
         out.append("No layout was set aside for memory; the layouts were unsupported: "
                    + " ".join(nearest["unsupported"]))
     elif nearest:
-        out.append("No count up to 1,024 times as many GPUs fits; use a GPU with more memory"
-                   + (" or quantized weights." if serve else " or a shorter sequence."))
+        kept = " ".join(f"--{size} {value}" for size, value in nearest.get("kept", {}).items())
+        out.append("No count up to 1,024 times as many GPUs fits"
+                   + (f" with {kept} as given (leave them out to let plan choose)" if kept else "")
+                   + "; use a GPU with more memory" + (" or quantized weights." if serve else " or a shorter sequence."))
     return out

@@ -6,6 +6,8 @@ exact, or the figure another command prints for the same case."""
 
 from __future__ import annotations
 
+import json
+
 from tests.cli_run import run_json, run_main
 
 # 1. a training layout's inference verdict read fsdp2's fp32 shards as the served weights
@@ -60,3 +62,43 @@ def test_the_verdicts_memory_column_stays_aligned_under_a_long_change(capsys):
     lines = [line for line in out.splitlines() if "--offload" in line]
     assert code == 0 and len(lines) == 2
     assert lines[0].index("26.50 GiB") == lines[1].index("10.44 GiB")
+
+
+# 3. plan's "On N GPUs it fits" dropped a typed --tp and --pp, so the plan it names did not fit
+
+PLAN_70B_TP8 = ["plan", "--model", "llama3-70b", "--hardware", "a100-40gb", "--tp", "8", "--global-batch", "16"]
+
+
+def test_plans_more_gpus_hint_keeps_a_typed_tp(capsys):
+    """`plan --model llama3-70b --hardware a100-40gb --gpus 8 --tp 8` (nothing fits) said "On 32 GPUs it
+    fits: tp 4 x pp 4 x dp 2": the leaner layouts on more GPUs were searched with tp and pp free, though
+    plan's --tp is "Only this tensor-parallel size". They keep a typed tp and pp now: tp 8 x pp 4 x dp 1,
+    37.85 GiB a GPU, which `plan --gpus 32` with the same options lists."""
+    code, out, _ = run_main([*PLAN_70B_TP8, "--gpus", "8", "--json"], capsys)
+    nearest = json.loads(out)["nearest"]
+    assert code == 1 and nearest["gpus"] == 32 and nearest["global_batch"] == 32
+    assert (nearest["layout"]["tp"], nearest["layout"]["pp"], nearest["layout"]["dp"]) == (8, 4, 1)
+    assert round(nearest["per_rank"] / 2**30, 2) == 37.85
+    named = run_json([*PLAN_70B_TP8[:-1], "32", "--gpus", "32", "--zero", "3", "--recompute", "full",
+                      "--batch", "1"], capsys)["feasible"]
+    assert {row["layout"]["tp"] for row in named} == {8}
+    assert nearest["per_rank"] in {row["per_rank"]["total"] for row in named}
+
+
+DEEPSEEK_V3_PINNED = ["plan", "--model", "deepseek-v3", "--hardware", "h800", "--framework", "megatron", "--tp", "1",
+                      "--pp", "16", "--ep", "64", "--seq-len", "4096", "--batch", "1", "--fp8", "blockwise",
+                      "--schedule", "dualpipev", "--zero", "1", "--recompute", "deepseek", "--mtp", "1",
+                      "--global-batch", "15360"]
+
+
+def test_plan_says_no_count_fits_the_typed_tp_and_pp(capsys):
+    """DeepSeek-V3's run as its report states it (TP 1, PP 16, EP 64, DualPipe, ZeRO 1) on 2,048 H800s needs
+    83.05 GiB a rank (docs/layouts.md: it does not fit). plan said "On 4,096 GPUs it fits: tp 2 x pp 8 x dp
+    256", a layout the typed --tp 1 --pp 16 excludes; `plan --gpus 4096` with the same options answered
+    "No layout fits". With the typed sizes kept no count fits, and the line says which were kept."""
+    code, out, _ = run_main([*DEEPSEEK_V3_PINNED, "--gpus", "2048"], capsys)
+    assert code == 1
+    assert "The leanest layout (tp 1 x pp 16 x dp 128, ZeRO 1, recompute deepseek, micro-batch 1) needs 83.05 GiB" in out
+    assert out.strip().splitlines()[-1] == (
+        "No count up to 1,024 times as many GPUs fits with --tp 1 --pp 16 as given (leave them out to let plan "
+        "choose); use a GPU with more memory or a shorter sequence.")
