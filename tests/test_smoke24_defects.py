@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 
-from tests.cli_run import run_json, run_main
+from tests.cli_run import one_error_line, run_json, run_main
 
 # 1. a training layout's inference verdict read fsdp2's fp32 shards as the served weights
 
@@ -102,3 +102,37 @@ def test_plan_says_no_count_fits_the_typed_tp_and_pp(capsys):
     assert out.strip().splitlines()[-1] == (
         "No count up to 1,024 times as many GPUs fits with --tp 1 --pp 16 as given (leave them out to let plan "
         "choose); use a GPU with more memory or a shorter sequence.")
+
+
+# 4. --optimizer: estimate took it, simulate --train and plan said "No such option"
+
+SGD_8 = ["--model", "llama3-8b", "--dp", "8", "--optimizer", "sgd"]
+
+
+def test_simulate_train_and_plan_take_estimates_optimizer(capsys):
+    """`estimate --optimizer sgd` counted SGD's state (no moments: under DeepSpeed's mixed precision the fp32
+    master weights alone, 4 B x 8,030,261,248 = 32,121,044,992 B a rank at ZeRO 0), but `simulate --train
+    --optimizer sgd` and `plan --optimizer sgd` were click's "No such option", so the same setting could
+    not be timed. All three now read it, and agree: 78,523,212,300 B a rank, one step of 261.1 ms."""
+    estimate = run_json(["estimate", *SGD_8], capsys)["parallel"]["per_rank"]
+    simulate = run_json(["simulate", "--train", *SGD_8], capsys)
+    plan = run_json(["plan", "--model", "llama3-8b", "--gpus", "8", "--optimizer", "sgd", "--framework", "deepspeed",
+                     "--tp", "1", "--pp", "1", "--zero", "0", "--batch", "1", "--recompute", "none",
+                     "--global-batch", "8"], capsys)
+    assert estimate["optimizer"] == 32_121_044_992 == 4 * 8_030_261_248
+    assert estimate == simulate["parallel"]["per_rank"] == plan["feasible"][0]["per_rank"]
+    assert estimate["total"] == 78_523_212_300
+    assert simulate["step"]["seconds"] == plan["feasible"][0]["step_time"]
+    assert round(simulate["step"]["seconds"] * 1e3, 1) == 261.1
+    assert simulate["inputs"]["optimizer"] == plan["inputs"]["optimizer"] == "sgd"
+    adamw = run_json(["simulate", "--train", *SGD_8[:4]], capsys)
+    assert adamw["parallel"]["per_rank"]["optimizer"] == 12 * 8_030_261_248  # master weights and two moments
+    assert adamw["step"]["optimizer_seconds"] > simulate["step"]["optimizer_seconds"]
+
+
+def test_optimizer_outside_training_is_one_line(capsys):
+    assert one_error_line(["simulate", "--model", "llama3-8b", "--optimizer", "sgd"], capsys) == (
+        "error: --optimizer: training options, read only with --train; inference takes --prompt, --gen and --batch.")
+    assert one_error_line(["plan", "--model", "llama3-8b", "--gpus", "8", "--serve", "--optimizer", "sgd"], capsys) \
+        == ("error: --optimizer: training options, which --serve ignores; a serving plan takes --batch, --prompt "
+            "and --gen.")
