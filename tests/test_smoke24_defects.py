@@ -136,3 +136,19 @@ def test_optimizer_outside_training_is_one_line(capsys):
     assert one_error_line(["plan", "--model", "llama3-8b", "--gpus", "8", "--serve", "--optimizer", "sgd"], capsys) \
         == ("error: --optimizer: training options, which --serve ignores; a serving plan takes --batch, --prompt "
             "and --gen.")
+
+
+# 5. finetune (Hugging Face's code with peft) took Megatron-Core's recompute_modules choices
+
+def test_finetune_refuses_megatron_cores_recompute_modules(capsys):
+    """`finetune --model qwen3-30b-a3b --recompute layernorm-moe` printed a memory (the MoE layer rerun in
+    backward, nothing of it kept) for a LoRA step on Hugging Face's classes, which run no such module
+    recomputation (gradient checkpointing reruns a whole layer); `simulate --train --framework fsdp2` and
+    deepspeed refuse the same choices (module_recompute.check_recompute_framework). One line now."""
+    line = ("error: recompute 'layernorm-moe' is Megatron-Core's recompute_modules, which Hugging Face's code "
+            "with peft does not run; use none, selective or full.")
+    assert one_error_line(["finetune", "--model", "qwen3-30b-a3b", "--recompute", "layernorm-moe"], capsys) == line
+    assert one_error_line(["finetune", "--model", "qwen3-30b-a3b", "--hardware", "h100", "--recompute",
+                           "layernorm-moe-act"], capsys) == line.replace("'layernorm-moe'", "'layernorm-moe-act'")
+    # the choices Hugging Face's code has a counterpart of still answer
+    assert run_json(["finetune", "--model", "qwen3-30b-a3b", "--recompute", "selective"], capsys)["memory"]["total"] > 0
