@@ -152,3 +152,29 @@ def test_finetune_refuses_megatron_cores_recompute_modules(capsys):
                            "layernorm-moe-act"], capsys) == line.replace("'layernorm-moe'", "'layernorm-moe-act'")
     # the choices Hugging Face's code has a counterpart of still answer
     assert run_json(["finetune", "--model", "qwen3-30b-a3b", "--recompute", "selective"], capsys)["memory"]["total"] > 0
+
+
+# 6. plan on a hand-written hardware file without an interconnect blamed the memory alone
+
+def test_plan_names_the_missing_interconnect_when_nothing_fits(tmp_path, capsys):
+    """A user's file with peaks, bandwidth and 80 GB but no `interconnect`: 366 of the 516 layouts of Llama 3
+    8B on 16 GPUs need a collective over more than one GPU, which the file states no bandwidth for, and the
+    other 150 do not fit 74.51 GiB. plan said only "No count up to 1,024 times as many GPUs fits; use a GPU
+    with more memory or a shorter sequence": the refusals' reason, the one a user can fix, was dropped
+    wherever some layout had been set aside for memory. It is named now (JSON: nearest.unsupported)."""
+    path = tmp_path / "mini.json"
+    path.write_text(json.dumps({"name": "mini", "flops_per_s": {"bf16": 300e12}, "vector_flops_per_s": 50e12,
+                                "bandwidth_bytes_per_s": 2e12, "memory_bytes": 80e9}))
+    command = ["plan", "--model", "llama3-8b", "--hardware", str(path), "--gpus", "16"]
+    code, out, _ = run_main([*command, "--json"], capsys)
+    data = json.loads(out)
+    reasons = {entry["reason"] for entry in data["infeasible"]}
+    assert code == 1 and not data["feasible"] and reasons == {"memory", "unsupported"}
+    assert (len(data["infeasible"]), sum(e["reason"] == "unsupported" for e in data["infeasible"])) == (516, 366)
+    assert data["nearest"]["unsupported"] == [
+        "hardware mini: no interconnect bandwidth for a group of 16 GPUs (across nodes of 1); a hardware file's "
+        "interconnect states gpus_per_node, intra_node_bandwidth_bytes_per_s and inter_node_bandwidth_bytes_per_s "
+        "(per GPU, per direction; docs/time.md)."]
+    code, out, _ = run_main(command, capsys)
+    assert out.strip().splitlines()[-1].endswith("The other layouts were unsupported: "
+                                                 + data["nearest"]["unsupported"][0])

@@ -316,17 +316,17 @@ def nearest_fit(gpus: int, capacity: int, infeasible: list[dict[str, Any]],
     """When nothing fits: the smallest memory per GPU any layout needed (and which), and the first
     GPU count, doubling up to 1,024 times as many, at which retry(count) (a plan, or None where
     that count cannot run) has a feasible layout: its best layout and memory. Where no layout was
-    set aside for memory, "unsupported" holds the distinct reasons the model refused them."""
+    set aside for memory, or some were refused (a collective the hardware file has no bandwidth for),
+    "unsupported" holds the distinct reasons the model refused them."""
     out: dict[str, Any] = {"memory_capacity": capacity}
     by_memory = [e for e in infeasible if e["reason"] == "memory"]
     if by_memory:
         least = min(by_memory, key=lambda e: e["per_rank"]["total"])
         out["smallest_memory"] = least["per_rank"]["total"]
         out["smallest_layout"] = least["layout"]
-    else:
-        refused = list(dict.fromkeys(e["detail"] for e in infeasible if e["reason"] == "unsupported"))
-        if refused:
-            out["unsupported"] = refused
+    refused = list(dict.fromkeys(e["detail"] for e in infeasible if e["reason"] == "unsupported"))
+    if refused:
+        out["unsupported"] = refused
     count = gpus
     for _ in range(10):
         count *= 2
