@@ -178,3 +178,20 @@ def test_plan_names_the_missing_interconnect_when_nothing_fits(tmp_path, capsys)
     code, out, _ = run_main(command, capsys)
     assert out.strip().splitlines()[-1].endswith("The other layouts were unsupported: "
                                                  + data["nearest"]["unsupported"][0])
+
+
+# 7. torchtitan's op checkpointing beside Megatron-Core or DeepSpeed
+
+def test_torchtitan_op_checkpointing_needs_fsdp2(capsys):
+    """`simulate --train --framework megatron --recompute torchtitan-op` timed torchtitan's per-op policy
+    (parallelize_llama.py's _save_list) as if Megatron-Core ran it (139.29 GiB a rank for Llama 3 8B at dp 8),
+    while Megatron-Core's own module list beside FSDP2 is refused (check_recompute_framework). One line now;
+    under fsdp2, torchtitan's framework, it is what the published torchtitan rows run."""
+    for framework in ("megatron", "deepspeed"):
+        assert one_error_line(["simulate", "--model", "llama3-8b", "--train", "--dp", "8", "--framework", framework,
+                               "--recompute", "torchtitan-op"], capsys) == (
+            f"error: recompute 'torchtitan-op' is torchtitan's selective op checkpointing (FSDP2), which {framework} "
+            "does not run; use --framework fsdp2, or none, selective or full.")
+    fsdp2 = run_json(["simulate", "--model", "llama3-8b", "--train", "--dp", "8", "--framework", "fsdp2",
+                      "--recompute", "torchtitan-op"], capsys)
+    assert fsdp2["inputs"]["recompute"] == "torchtitan-op" and fsdp2["fits"]
