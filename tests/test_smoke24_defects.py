@@ -128,6 +128,10 @@ def test_simulate_train_and_plan_take_estimates_optimizer(capsys):
     adamw = run_json(["simulate", "--train", *SGD_8[:4]], capsys)
     assert adamw["parallel"]["per_rank"]["optimizer"] == 12 * 8_030_261_248  # master weights and two moments
     assert adamw["step"]["optimizer_seconds"] > simulate["step"]["optimizer_seconds"]
+    # one GPU without a layout (the roofline): Llama 3.2 1B on an RTX 4090, SGD's fp32 master weights alone
+    one = run_json(["simulate", "--train", "--model", "llama3.2-1b", "--hardware", "rtx-4090", "--optimizer", "sgd"],
+                   capsys)
+    assert (one["inputs"]["optimizer"], one["memory"]["optimizer"]) == ("sgd", 4 * 1_235_814_400)
 
 
 def test_optimizer_outside_training_is_one_line(capsys):
