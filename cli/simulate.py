@@ -22,8 +22,8 @@ from costmodel.simulate_api import decode_inputs
 
 from .inputs import InputError, finite, load_model, make_layout, make_workload, microbatches_for, with_mtp
 from .options import (ATTENTION_HELP, IMPL_HELP, batch_option, choice_option, dtype_option, hardware_option,
-                      json_option, layout_options, model_options, mtp_option, optimizer_option, refuse_mla_without_latent,
-                      refuse_typed, TOKENS)
+                      json_option, layout_options, model_options, mtp_option, optimizer_option,
+                      refuse_mla_without_latent, refuse_typed, TOKENS)
 
 TIME_MODEL_HELP = (f"kernels (the default: {spec.TIME_MODELS.meanings['kernels']}) or roofline "
                    f"({spec.TIME_MODELS.meanings['roofline']}); a hardware without sm_count, and training on one "
