@@ -140,6 +140,11 @@ quant_layout_option = choice_option(
     f"How int8 and int4 weights are stored (scales, zeros, padding): {spec.QUANT_LAYOUTS.phrase()}.",
     spec.DEFAULT_QUANT_LAYOUT)
 
+#: --optimizer: whose state a training step holds and its step updates (estimate, simulate --train, plan).
+optimizer_option = choice_option("--optimizer", spec.OPTIMIZERS,
+                                 f"The optimizer whose state is counted: {spec.OPTIMIZERS.phrase()}.",
+                                 spec.DEFAULT_OPTIMIZER)
+
 #: The workload options shared by estimate and the commands built on it.
 workload_options = stack(
     click.option("--seq-len", "-n", type=int, help="Tokens per sequence (encoder side for encoder-decoders). "
@@ -154,8 +159,7 @@ workload_options = stack(
                   spec.DEFAULT_RECOMPUTE),
     click.option("--gen-tokens", "-T", type=int, default=0, show_default=True,
                  help="Tokens generated after the prefill (KV cache)."),
-    choice_option("--optimizer", spec.OPTIMIZERS,
-                  f"The optimizer whose state is counted: {spec.OPTIMIZERS.phrase()}.", spec.DEFAULT_OPTIMIZER),
+    optimizer_option,
     choice_option("--precision", spec.PRECISIONS, f"{spec.PRECISIONS.described()}. Default: "
                   f"{spec.DEFAULT_PRECISION}; with a layout its framework's (megatron: megatron, deepspeed: mixed, "
                   "fsdp2: fsdp2), which its ranks keep."),

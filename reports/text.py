@@ -321,6 +321,7 @@ def _fit_options(verdict: dict[str, Any], width: int, none: str) -> list[str]:
     """The lines under a verdict that does not fit: the changes that would, cheapest first."""
     if not verdict["options"]:
         return [f"  {none}"]
+    width = max(width, *(len(o["change"]) for o in verdict["options"]))  # the memories in one column
     return ["  To make it fit (cheapest first):"] + [
         f"    {o['change']:<{width}} {binary_bytes(o['memory']):>12}   {o['cost']}" for o in verdict["options"]]
 

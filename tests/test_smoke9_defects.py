@@ -178,14 +178,16 @@ def test_fit_advice_is_what_the_advised_command_prints(capsys):
     implies unless --impl/--attention were typed (verdict.framework_code)."""
     base = ["estimate", "--model", "llama3-70b", "--seq-len", "4096", "--hardware", "h100-sxm", "--json"]
     advice = run_json(base[:-1], capsys)["fit"]["training"]["options"]
-    assert [(o["change"], o["memory"]) for o in advice] == [
-        ("--gpus 32 (--dp with --zero 3 --recompute full)", 56_887_825_932)]
+    assert [(o["change"], o["memory"]) for o in advice] == [  # (session 27: ZeRO-Infinity beside them)
+        ("--gpus 32 (--dp with --zero 3 --recompute full)", 56_887_825_932),
+        ("--dp 1 --zero 3 --offload params --recompute full", 9_369_141_772)]
     typed = run_json(base[:-1] + ["--gpus", "32", "--dp", "32", "--zero", "3", "--recompute", "full"], capsys)
     assert typed["fit"]["training"]["memory"] == 56_887_825_932  # 52.98 GiB
     # typed eager stays eager in every suggestion (59.09 GiB, the old figure, is eager's)
     eager = run_json(base[:-1] + ["--attention", "eager"], capsys)["fit"]["training"]["options"]
     assert [(o["change"], o["memory"]) for o in eager] == [
-        ("--gpus 32 (--dp with --zero 3 --recompute full)", 63_446_668_812)]
+        ("--gpus 32 (--dp with --zero 3 --recompute full)", 63_446_668_812),
+        ("--dp 1 --zero 3 --offload params --recompute full", 15_927_984_652)]
     typed = run_json(base[:-1] + ["--gpus", "32", "--dp", "32", "--zero", "3", "--recompute", "full", "--attention",
                                "eager"], capsys)
     assert typed["fit"]["training"]["memory"] == 63_446_668_812
