@@ -123,12 +123,23 @@ def within_node(hardware: Hardware, kind: str, payload: float, ranks: int, calls
         if each is not None:
             return calls * each
     curve = busbw_curve(hardware, kind)
+    ceiling = all_to_all_ceiling(hardware) if kind == "all_to_all" else None
     if curve is not None:
         each = payload / calls
-        return calls * each * factor / interpolated_busbw(curve, each)
+        return calls * each * factor / min(interpolated_busbw(curve, each), ceiling or math.inf)
     within = min(ranks, hardware.gpus_per_node)  # the group, as the line a missing bandwidth gets names it
     link = hardware.link(within) * float(nccl_facts()["link_efficiency"]["value"])
-    return payload * factor / link + calls * hardware.collective_latency_s
+    return payload * factor / min(link, ceiling or math.inf) + calls * hardware.collective_latency_s
+
+
+def all_to_all_ceiling(hardware: Hardware) -> float | None:
+    """The all-to-all's measured busbw inside this hardware's node (nccl_facts.json
+    all_to_all_peak_busbw: nccl-tests alltoall, NVIDIA GTC25 S72583), bytes/s, or None: an
+    all-to-all runs no NVLS, so it never takes more than this from the node's curve or link."""
+    for point in nccl_facts()["all_to_all_peak_busbw"]["points"]:
+        if hardware.network_name in point["hardware"]:
+            return point["gbps"] * 1e9
+    return None
 
 
 def between_nodes(hardware: Hardware, kind: str, share: float, nodes: int, local: int, inter: float) -> float:
