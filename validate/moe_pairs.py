@@ -10,7 +10,8 @@ recomputation's reruns apart, and the per-block launch overhead; then the step's
 communication, bubble, optimizer and overlap contention (StepTime.step). The parts sum to the step
 (checked: an AssertionError otherwise).
 
-usage: python validate/moe_pairs.py [--pair NAME ...] [--json]
+usage: python validate/moe_pairs.py [--pair NAME ...] [--json | --diff]  (--diff: one line a Megatron-Bridge
+row, each term as its row's less AutoModel's)
 """
 
 from __future__ import annotations
@@ -155,23 +156,49 @@ def pair_table(name: str) -> list[str]:
     return lines
 
 
-USAGE = "usage: python validate/moe_pairs.py [--pair NAME ...] [--json]"
+def diff_table(names: list[str]) -> list[str]:
+    """One line per Megatron-Bridge row: published and ours as Megatron-Bridge's row less AutoModel's
+    (seconds per million tokens a GPU: positive, Megatron-Bridge's slower), what the runs contradict
+    (published less ours), and each of our terms' difference."""
+    terms = [k for k in KINDS] + list(PARTS)
+    lines = ["| pair: Megatron-Bridge row | published MB - AM | ours MB - AM | contradiction | "
+             + " | ".join(terms) + " |", "|---" * (len(terms) + 4) + "|"]
+    for name in names:
+        if name not in PAIRS:
+            raise ConfigError(f"no pair is named {name!r}; the pairs: {', '.join(PAIRS)}.")
+        automodel, megatron = PAIRS[name]
+        base = row_terms(automodel)
+        for run_id in megatron:
+            row = row_terms(run_id)
+            published, ours = row["published"] - base["published"], row["ours"] - base["ours"]
+            cells = [row["compute"][k] - base["compute"][k] for k in KINDS] + \
+                [row["parts"][k] - base["parts"][k] for k in PARTS]
+            lines.append(f"| {name}: {run_id.split(' ', 1)[1]} | {published:+.2f} | {ours:+.2f} | "
+                         f"{published - ours:+.2f} | " + " | ".join(f"{c:+.2f}" for c in cells) + " |")
+    return lines
+
+
+USAGE = "usage: python validate/moe_pairs.py [--pair NAME ...] [--json | --diff]"
 
 
 def main(argv: list[str]) -> int:
-    names, as_json, args = [], False, list(argv)
+    names, as_json, diff, args = [], False, False, list(argv)
     while args:
         arg = args.pop(0)
         if arg == "--pair" and args:
             names.append(args.pop(0))
         elif arg == "--json":
             as_json = True
+        elif arg == "--diff":
+            diff = True
         else:
             print(f"error: {arg!r} is not an option; {USAGE}", file=sys.stderr)
             return 2
     try:
         names = names or list(PAIRS)
-        if as_json:
+        if diff:
+            print("\n".join(diff_table(names)))
+        elif as_json:
             print(json.dumps({n: [row_terms(r) for r in (PAIRS[n][0], *PAIRS[n][1])] if n in PAIRS else pair_table(n)
                               for n in names}, indent=1))
         else:
