@@ -27,9 +27,11 @@ NCCL achieves at that message size (costmodel/nccl_facts.json), hierarchical acr
   so does a tensor of another dtype (fp16 activations, fp32 gradients): PyTorch falls back to NCCL
   for it (nccl_facts.json "dtypes"), so the caller states each all-reduce's dtype.
 Factors: all-reduce 2(n-1)/n, all-gather, reduce-scatter and all-to-all (n-1)/n (payload: the
-whole tensor), send/recv 1. An all-to-all inside a node takes the node's busbw curve as the others
-do (stated, not measured); across nodes, the share bound for other nodes crosses the NIC at the
-inter-node rate and the rest moves inside the node. No torch here.
+whole tensor), send/recv 1. An all-to-all inside a node takes the node's busbw curve (or link) as the
+others do, capped at nccl-tests' alltoall busbw where NVIDIA publishes one (nccl_facts.json
+all_to_all_peak_busbw, GTC25 S72583: A100 210, H100 320, B200 and GB200 640 GB/s; it runs no NVLS,
+so the H100 node's 482 GB/s all-reduce curve overstated it 1.5x); across nodes, the share bound for
+other nodes crosses the NIC at the inter-node rate and the rest moves inside the node. No torch here.
 """
 
 from __future__ import annotations
