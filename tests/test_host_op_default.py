@@ -152,3 +152,17 @@ def test_a_gpu_serving_step_takes_no_host_term():
     stated = StepTime(cfg, h100.replace(dispatch_s_per_op=1e-3), "bf16", profile=serving_profile(cfg, attention="sdpa"))
     assert step.timer.eager_ops is None and step.eager_step.layers == 0
     assert step.seconds([1, 1], [100, 300]) == stated.seconds([1, 1], [100, 300])
+
+
+def test_plans_eager_training_note_says_the_figure_is_borrowed():
+    """plan's note where some layouts run Hugging Face's eager code (their host ops counted) and others not."""
+    from costmodel.planning import host_note
+
+    feasible = [{"host": {"ops_per_step": 2349}}, {"host": {"ops_per_step": 2544}}, {}]
+    head = ("2 of the 3 layouts run Hugging Face's eager code, whose step issues 2,349 ops or more "
+            "(kernel_facts.json eager_training_ops) at {} us each on the host: each takes the longer of that and "
+            "its kernels; the others' code issues ops not counted, so no host time is charged to them.")
+    assert host_note(feasible, load_hardware("a100-80gb")) == head.format("7.10")
+    assert host_note(feasible, load_hardware("h100-sxm")) == head.format("6.55") + (
+        " Host time an op: 6.55 us, borrowed from the project's H200 host measurement; your host may differ (a "
+        "hardware file's module_s_per_op or dispatch_s_per_op, or simulate's --host-op-time, states its own).")
