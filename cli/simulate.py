@@ -42,12 +42,17 @@ def efficiency_of(hardware: Any, compute: float | None, memory: float | None) ->
                                   if value is not None))
 
 
-def with_launches(hardware: Any, overhead: float | None, graph_gap: float | None) -> Any:
-    """The hardware with --launch-overhead / --graph-kernel-gap in place of its file's figures."""
+def with_launches(hardware: Any, overhead: float | None, graph_gap: float | None,
+                  host_op: float | None = None) -> Any:
+    """The hardware with --launch-overhead / --graph-kernel-gap / --host-op-time in place of its file's
+    figures (--host-op-time: module_s_per_op, which Hardware.eager_op_s takes first)."""
     for name, value in (("--launch-overhead", overhead), ("--graph-kernel-gap", graph_gap)):
         if value is not None and not 0 <= value < 1:
             raise ConfigError(f"{name} is seconds, at least 0 and below 1, got {value}.")
-    changes = {"overhead_s_per_block": overhead, "graph_kernel_s": graph_gap}
+    if host_op is not None and not 0 < host_op < 1:
+        raise ConfigError(f"--host-op-time is seconds, above 0 and below 1, got {host_op} (--cuda-graphs times "
+                          "a step without the host).")
+    changes = {"overhead_s_per_block": overhead, "graph_kernel_s": graph_gap, "module_s_per_op": host_op}
     return hardware.replace(**{k: v for k, v in changes.items() if v is not None})
 
 
@@ -148,6 +153,10 @@ def refuse_other_mode(ctx: click.Context, train: bool) -> None:
 @click.option("--graph-kernel-gap", type=float, default=None,
               help="With --cuda-graphs, kernel model: seconds each replayed kernel takes beyond its work (default: the "
               "hardware file's graph_kernel_s, 0 where none is published).")
+@click.option("--host-op-time", type=float, default=None,
+              help="Eager, kernel model: the host's seconds per eager op (default: the hardware file's "
+              "module_s_per_op, else dispatch_s_per_op; a GPU file stating neither borrows the project's "
+              "H200 host's, 6.55 us, and says so).")
 @choice_option("--time-model", spec.TIME_MODELS, TIME_MODEL_HELP)
 @click.option("--weight-dtype", type=click.Choice(spec.WEIGHT_DTYPE_CHOICES), default=None,
               help=f"Inference: quantized weights ({spec.WEIGHT_DTYPE_CHOICES.listed()}), read as stored. "
@@ -170,7 +179,7 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
              recompute, recompute_layers, optimizer, tokens, price, step_time, compute_efficiency, memory_efficiency, global_batch, impl,
              flops_convention, tp_overlap, dp_overlap, no_prefetch, pp_overlap, param_gather_overlap, ep_overlap, overlap_slowdown,
              no_align_grad_reduce, compiled, cuda_graphs,
-             launch_overhead, graph_kernel_gap, time_model, weight_dtype, weight_group, quantize_head, quant_layout, kv_dtype, fp8_gemm,
+             launch_overhead, graph_kernel_gap, host_op_time, time_model, weight_dtype, weight_group, quantize_head, quant_layout, kv_dtype, fp8_gemm,
              decode_code, mtp,
              as_json, **layout_given) -> None:
     """Time of prefill, decode and training on a hardware preset (the kernel-level model by default,
@@ -187,7 +196,7 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
         if graph_kernel_gap is not None and not (cuda_graphs and time_model != "roofline"):
             raise ConfigError("--graph-kernel-gap is the per-kernel gap of a CUDA graph's replay: it needs "
                               "--cuda-graphs and the kernel model (the roofline counts no kernels).")
-        hardware = with_launches(load_hardware(hardware_name), launch_overhead, graph_kernel_gap)
+        hardware = with_launches(load_hardware(hardware_name), launch_overhead, graph_kernel_gap, host_op_time)
         hardware.require_fp8(layout_given.get("fp8"))
         require_attention(hardware, attention)  # a typed flash on a T4: one line
         efficiency = efficiency_of(hardware, compute_efficiency, memory_efficiency)

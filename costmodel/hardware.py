@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from .config import ConfigError, show
+from .kernel_facts_file import borrowed_host_op_s
 from .hardware_schema import (EFFICIENCY_STAND_IN, GENERATIONS, INTERCONNECT, OPTIONAL_NUMBERS, UNSTATED_AS_ZERO,  # noqa: F401
                               PEAK_DTYPES, SCHEMA, SERVING_MEMORY_UTILIZATION, Field, schema_problems,
                               copied_device_memory_problem, serving_memory)  # the schema and serving_memory, re-exported
@@ -126,24 +127,18 @@ class Hardware:
     # on a CPU). Where given, a one-row GEMM's efficiency instead of the rows table's at one row.
     # ((K, efficiency), ...) by K.
     gemv_efficiency_by_inner: dict[str, tuple[tuple[int, float], ...]] = field(default_factory=dict)
-    # The time one eager PyTorch op takes to dispatch (a microbenchmark): on a CPU, with the ops
-    # each leaf launches (kernel_facts.json "eager_ops"), what an eager leaf pays instead of one
-    # overhead_s_per_block; on a GPU, the host's time per op of an eager step, which runs
-    # alongside the GPU's (kernel_time.host_bound_seconds). None: not measured (the launch per
-    # leaf stands).
+    # The time one eager PyTorch op takes to dispatch (a microbenchmark): on a CPU, what an eager
+    # leaf pays per op it launches (kernel_facts.json "eager_ops") instead of one overhead_s_per_block;
+    # on a GPU, the host's time per op of an eager step, which runs alongside the GPU's
+    # (kernel_time.host_bound_seconds). None: not measured (eager_op_s: a GPU borrows one).
     dispatch_s_per_op: float | None = None
     # The host's time per aten op in eager module code (a microbenchmark: validate/calibrate.py
-    # module_seconds_per_op, transformers' Llama decoder layers at one token and a tiny width, their
-    # forward over the ops it dispatches): what an op inside a model's nn.Modules pays beyond a bare
-    # op's dispatch (module calls, F.linear's arguments, the views around each product). Where
-    # given, the op time of a counted eager implementation's ops, which are module code, in place
-    # of dispatch_s_per_op (eager_op_s; docs/time.md). None: dispatch_s_per_op stands.
+    # module_seconds_per_op, transformers' Llama decoder layers at one token): where given, the op
+    # time of a counted eager implementation's ops in place of dispatch_s_per_op (eager_op_s).
     module_s_per_op: float | None = None
     # The host's time per aten op of transformers' continuous-batching engine's steps (a
-    # microbenchmark: validate/calibrate.py engine_seconds_per_op, a compute-free Llama's steps
-    # through the engine over the ops they dispatch: its paged attention's Python, the model's and
-    # the step's own). Where given, the serving step's counted engine ops take it in place of
-    # eager_op_s (engine_op_s). None: eager_op_s stands.
+    # microbenchmark: validate/calibrate.py engine_seconds_per_op): where given, the serving step's
+    # counted engine ops take it in place of eager_op_s (engine_op_s).
     engine_s_per_op: float | None = None
     host_module_call_s: float | None = None  # a module call's host CPU time (hardware_schema.py; layout/host_syncs.py)
     # Per copy op of the paged cache's path (index_select: the cache's gather of the keys; clone:
@@ -167,9 +162,17 @@ class Hardware:
     def eager_op_s(self) -> float | None:
         """The time each op of a counted eager implementation pays (kernel_facts.json "eager_ops" on
         a CPU, "eager_step_ops" on a GPU: both count the ops of a model's module code): the module
-        code's time per op where the file measures it, else the bare op's dispatch time; None where
-        it states neither (the launch per leaf stands)."""
-        return self.module_s_per_op if self.module_s_per_op is not None else self.dispatch_s_per_op
+        code's time per op where the file measures it, else the bare op's dispatch time; where it
+        states neither, a GPU borrows the project's H200 host's (host_op_borrowed), a CPU has None
+        (the launch per leaf stands)."""
+        own = self.module_s_per_op if self.module_s_per_op is not None else self.dispatch_s_per_op
+        return borrowed_host_op_s() if self.host_op_borrowed else own
+
+    @property
+    def host_op_borrowed(self) -> bool:
+        """Whether eager_op_s is borrowed (kernel_facts.json "eager_host_op_default"): a GPU whose
+        file states neither module_s_per_op nor dispatch_s_per_op; the host is not the GPU's own."""
+        return self.issues_ahead and self.module_s_per_op is None and self.dispatch_s_per_op is None
 
     @property
     def engine_op_s(self) -> float | None:

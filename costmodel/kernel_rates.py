@@ -4,20 +4,11 @@ log-linear reading of a measured table (costmodel/kernel_time.py)."""
 
 from __future__ import annotations
 
-import json
 import math
-from functools import lru_cache
-from pathlib import Path
 from typing import Any
 
 from .hardware import Hardware
-
-FACTS_PATH = Path(__file__).resolve().parent / "kernel_facts.json"
-
-
-@lru_cache(maxsize=None)
-def kernel_facts() -> dict[str, Any]:
-    return json.loads(FACTS_PATH.read_text())
+from .kernel_facts_file import FACTS_PATH, kernel_facts  # noqa: F401 (read there, re-exported: its readers import it here)
 
 
 def sustained_efficiency(hardware: Hardware, dtype: str) -> float | None:

@@ -15,6 +15,7 @@ from typing import Any, Sequence
 from . import spec
 from .config import ConfigError, require_decoder
 from .defaults import DEFAULT_HARDWARE
+from .kernel_facts_file import borrowed_host_note
 from .spec import CANONICAL_DTYPE, CUDA_GRAPHS_NEED_SERVE, DEFAULT_GEN_TOKENS, RANK_BY
 
 DEFAULT_SERVING_BATCH = 32
@@ -223,4 +224,5 @@ def host_note(feasible: list[dict[str, Any]], hardware: Any) -> str | None:
     return (f"{len(counted)} of the {len(feasible)} layouts run Hugging Face's eager code, whose step issues "
             f"{ops[0]:,} ops or more (kernel_facts.json eager_training_ops) at {hardware.eager_op_s * 1e6:.2f} us "
             "each on the host: each takes the longer of that and its kernels; the others' code issues ops "
-            "not counted, so no host time is charged to them.")
+            "not counted, so no host time is charged to them."
+            + (f" H{borrowed_host_note(hardware.eager_op_s)[1:]}." if hardware.host_op_borrowed else ""))

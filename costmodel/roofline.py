@@ -22,6 +22,7 @@ from .decode_sums import NoClosedForm, Rates, StepSums
 from .eager_ops import step_ops
 from .evaluate import values
 from .hardware import Efficiency, Hardware, time_model_for
+from .kernel_facts_file import borrowed_host_note
 from .memory import memory
 from .tree import CostModel, profile_for
 from .model_flops import model_flops
@@ -113,8 +114,8 @@ class KernelSteps:
     Roofline's trees, timed leaf by leaf (costmodel.kernel_time.leaves_time). Decode steps are
     timed at the shown contexts (up to 8) and interpolated linearly in between (the step time is
     linear in the context but for the attention kernel's block steps). step_ops: the ops one
-    eager decoding step issues (eager_ops.step_ops; None: not counted): on a GPU whose file
-    states an op's time (Hardware.eager_op_s), a step takes the longer of its kernels and their host time
+    eager decoding step issues (eager_ops.step_ops; None: not counted): on a GPU (an op's time:
+    Hardware.eager_op_s, the file's or else borrowed), a step takes the longer of its kernels and their host time
     (kernel_time.host_bound_seconds), at any batch (an eager step issues one op per tensor, not
     per row: generate's count is the same at batch 1, 2 and 4, validate/generate_ops.py), and so
     does the prefill, whose forward runs the same modules once (the step's count, a lower bound:
@@ -292,7 +293,8 @@ def simulate_inference(cfg: ModelConfig, hardware: Hardware, *, prompt: int, gen
     cuda_graphs: decode steps replayed from a CUDA graph, with no launch overhead.
     implementation: the code that decodes ("transformers": Hugging Face generate; "gpt-fast":
     gpt-fast's Transformer, as torchao's benchmarks run it): where its eager step's ops are counted
-    (kernel_facts.json "eager_step_ops") and the hardware states an op's time (eager_op_s), the kernel
+    (kernel_facts.json "eager_step_ops") and the hardware has an op's time (eager_op_s: the file's; on a
+    GPU whose file states none, borrowed from the project's H200 host, Hardware.host_op_borrowed), the kernel
     model's eager steps (the prefill, the cached steps and the table's reruns, at any batch) take
     the longer of their kernels and their host time.
 
@@ -396,16 +398,15 @@ def simulate_inference(cfg: ModelConfig, hardware: Hardware, *, prompt: int, gen
             "crossover_batch_at_context": roof.decode_crossover_batch(decoder_prompt + max(steps, 1), source),
         }
     if steps:
-        if host is not None:  # an eager step whose host time the kernel model weighs (host_bound_seconds)
+        if host is not None:  # an eager step whose host time the kernel model weighs (host_bound_seconds);
+            # op_time_borrowed: the file states none, so the project's H200 host's (Hardware.host_op_borrowed)
             result["decode"]["host"] = {"ops_per_step": kernels.step_ops, "seconds_per_step": host,
-                                        "bound": host >= first_s}
+                                        "bound": host >= first_s, "op_seconds": hardware.eager_op_s,
+                                        "op_time_borrowed": hardware.host_op_borrowed,
+                                        **({"op_time_note": borrowed_host_note(hardware.eager_op_s)}
+                                           if hardware.host_op_borrowed else {})}
         elif kernels and kernels.decode_timer.host_s_per_op is not None:  # eager on a GPU host, ops not counted
             result["decode"]["host"] = {"ops_per_step": None, "seconds_per_step": None, "bound": None}
-        elif kernels and hardware.issues_ahead and hardware.eager_op_s is None and not (cuda_graphs or compiled):
-            # eager on a GPU whose file states no host time an op (every preset but the A100s'): said, so
-            # that an A100's host-bound step beside an H100's kernels-only one is not read as the GPUs'
-            result["decode"]["host"] = {"ops_per_step": None, "seconds_per_step": None, "bound": None,
-                                        "op_time_stated": False}
     # whether it fits, with no token generated too (the prefill alone: --gen 0)
     result["memory"] = roof.fits(batch, decoder_prompt + max(gen - 1, 0), source_len=source, prompt=decoder_prompt)
     if gen:

@@ -44,6 +44,8 @@ def render_parallel_training(r: dict[str, Any]) -> str:
                    f"({host['ops_per_step']:,} ops issued on the host; the kernels take "
                    f"{seconds(host['kernels_seconds'])}: the step is the longer, "
                    f"{'host-bound' if host['bound'] else 'kernel-bound'})")
+        if host.get("op_time_note"):
+            out.append(f"  {'':<22}{'':>10}   {host['op_time_note']}")
     if "mfu_measured" in r:
         out.append(f"  MFU of the measured step: {100 * r['mfu_measured']:.1f}%")
     out += _train_cost(r)
@@ -181,15 +183,11 @@ def render_inference(r: dict[str, Any]) -> str:
                f"{seconds(d['host']['seconds_per_step'])} to issue; the GPU runs behind them, a step takes the "
                "longer of the two" + (" (host-bound: the first step's kernels take less)" if d["host"]["bound"] else "")]
               if d.get("host") and d["host"]["ops_per_step"] is not None else []),
+            *([f"  {d['host']['op_time_note']}"] if d.get("host") and d["host"].get("op_time_note") else []),
             *([f"  host: the eager ops a {i.get('implementation', 'transformers')} step issues are not counted for this "
                "model, attention or cache (kernel_facts.json \"eager_step_ops\"): the steps are the kernels' alone, "
                "though an eager step on a GPU is often host-bound (docs/time.md)"]
-              if d.get("host") and d["host"]["ops_per_step"] is None and d["host"].get("op_time_stated", True)
-              else []),
-            *([f"  host: {i['hardware']}'s file states no host time an eager op takes (dispatch_s_per_op, "
-               "module_s_per_op: the A100 files' only): the steps are the kernels' alone, though an eager step on "
-               "a GPU is often host-bound (docs/time.md); --cuda-graphs times a step without it"]
-              if d.get("host") and not d["host"].get("op_time_stated", True) else []),
+              if d.get("host") and d["host"]["ops_per_step"] is None else []),
             f"  {_crossover(d['crossover_batch_weights_only'])} "
             f"(weights only: 2 FLOPs and {_weight_bytes(i)} per parameter per token); "
             + ("with this context's KV cache " if i.get("kv_cache_held", True) else "rerunning this context ")

@@ -73,9 +73,12 @@ def test_prefill_is_compute_bound_and_decode_memory_bound():
                                 prompt=2048, gen=16, batch=1)
     assert result["prefill"]["bound"] == "compute"
     assert result["decode"]["first_token"]["bound"] == "memory"
-    # With a cache each step is far cheaper than rerunning the prefix.
+    # With a cache each step is far cheaper than rerunning the prefix: eager, the cached step is the
+    # host's 3,023 generate ops at the borrowed 6.545 us an op (the H100's file states none), the
+    # 2,063-token rerun over 3x that.
     row = result["generation_table"][-1]
-    assert row["with_cache_seconds"] * 5 < row["without_cache_seconds"]
+    assert row["with_cache_seconds"] == 3023 * 6.545241752576789e-06
+    assert row["with_cache_seconds"] * 3 < row["without_cache_seconds"]
     # A decode step reads every weight once: at least weights / bandwidth.
     assert result["decode"]["first_token"]["seconds"] >= 6_738_415_616 * 2 / (3.35e12 * 0.8)
 

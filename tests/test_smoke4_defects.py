@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from tests.cli_run import run_main
 
 GPT2_TRAIN = ["simulate", "--train", "--model", "gpt2", "--hardware", "a100-80gb", "--seq-len", "1024", "--json"]
@@ -151,7 +153,10 @@ def test_a_layout_s_inference_gives_the_prefill_time(capsys):
     one_gpu = json.loads(out)["prefill"]["seconds"]
     code, out, err = run_main(base + ["--tp", "1"], capsys)
     assert code == 0, err
-    assert json.loads(out)["prefill"]["seconds"] == one_gpu
+    # One GPU, eager: the kernels less their per-block launches, which the host's ops (at the 6.545 us
+    # the H100 borrows) stand for and which they outlast at 32,768 tokens; the layout's prefill has no
+    # host term and keeps the launches: 32 x 9 + 3 = 291 active blocks x 10 us (the h100 file's).
+    assert json.loads(out)["prefill"]["seconds"] == pytest.approx(one_gpu + 291 * 1e-5, rel=1e-12)
     code, out, err = run_main(base + ["--tp", "4"], capsys)
     prefill = json.loads(out)["prefill"]
     assert prefill["tp_all_reduce_seconds"] > 0 and one_gpu / 4 < prefill["seconds"] < one_gpu

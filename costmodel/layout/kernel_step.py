@@ -35,6 +35,7 @@ from typing import Any
 from .. import compiled as compiled_cache
 from ..attention_kernels import DEFAULT_KERNEL
 from ..hardware import Efficiency, Hardware
+from ..kernel_facts_file import borrowed_host_note
 from ..kernel_time import (AttentionCall, Gemm, KernelTimer, PassKernel, Pointwise, MatmulCompute,
                            check_kernel_model, kernels_seconds)
 from .frameworks import layout_vocabulary
@@ -233,8 +234,8 @@ class KernelStepTime(StepTime):
         return times
 
     def step(self) -> dict[str, Any]:
-        """StepTime's step; an eager training step of a counted implementation on a GPU whose
-        hardware states an op's host time takes the longer of its kernels (less their per-block
+        """StepTime's step; an eager training step of a counted implementation on a GPU (an op's
+        host time: Hardware.eager_op_s, the file's or borrowed, "op_time_note" says so) takes the longer of its kernels (less their per-block
         launches, which the host's term stands for) and its ops at that time
         (kernel_time.host_bound_seconds, as an eager decoding step does): "host" says which."""
         step = super().step()
@@ -252,7 +253,10 @@ class KernelStepTime(StepTime):
         step.update(seconds=seconds, tokens_per_second=tokens / seconds, mfu=step["mfu"] * scale,
                     hfu=step["hfu"] * scale, tflops_per_gpu=step["tflops_per_gpu"] * scale,
                     host={"ops_per_step": ops, "seconds_per_step": host, "kernels_seconds": kernels,
-                          "without_host_seconds": step["seconds"], "bound": host >= kernels})
+                          "without_host_seconds": step["seconds"], "bound": host >= kernels,
+                          "op_seconds": self.hardware.eager_op_s, "op_time_borrowed": self.hardware.host_op_borrowed,
+                          **({"op_time_note": borrowed_host_note(self.hardware.eager_op_s)}
+                             if self.hardware.host_op_borrowed else {})})
         return step
 
     @cached_property

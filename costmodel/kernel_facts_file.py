@@ -1,0 +1,32 @@
+"""The facts file (kernel_facts.json, each entry with its source), read once; and the one fact a
+hardware file borrows from it: the host's time an eager op takes where a GPU's file states none
+(Hardware.eager_op_s). Apart from kernel_rates.py, which reads Hardware, so that hardware.py can
+read it too."""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+FACTS_PATH = Path(__file__).resolve().parent / "kernel_facts.json"
+
+
+@lru_cache(maxsize=None)
+def kernel_facts() -> dict[str, Any]:
+    return json.loads(FACTS_PATH.read_text())
+
+
+def borrowed_host_op_s() -> float:
+    """The host's seconds an eager op takes that a GPU file stating none borrows (kernel_facts.json
+    "eager_host_op_default": the project's own H200 host measurement, module_s_per_op)."""
+    return float(kernel_facts()["eager_host_op_default"]["value"])
+
+
+def borrowed_host_note(op_s: float) -> str:
+    """What every output that times an eager step at the borrowed op time says (simulate's text and
+    JSON, plan's note, a training step's host): the figure, whose host it is, and how to state one's own."""
+    return (f"host time an op: {op_s * 1e6:.2f} us, borrowed from the project's H200 host measurement; your "
+            "host may differ (a hardware file's module_s_per_op or dispatch_s_per_op, or simulate's "
+            "--host-op-time, states its own)")
