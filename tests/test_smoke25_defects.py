@@ -1,0 +1,32 @@
+"""A new user's twenty-fifth round (session 27; validate/FINDINGS.md "A new user's twenty-fifth round"):
+an ML engineer on AMD (MI300X, MI325X, MI355X, MI210) and Blackwell (B200, GB200), and a student with one
+RTX 4090 or L40S, training and serving with estimate / simulate / plan / serve / finetune. Each test
+failed before its fix; the numbers are exact, or the figure another command prints for the same case."""
+
+from __future__ import annotations
+
+from tests.cli_run import one_error_line, run_json, run_main
+
+# 1. simulate's inference had no --price: "$ per million tokens" of a generation was serve's alone
+
+GEN_4090 = ["simulate", "--model", "llama3-8b", "--hardware", "rtx-4090", "--prompt", "512", "--gen", "128"]
+
+
+def test_simulate_inference_prices_its_generated_tokens(capsys):
+    """`simulate ... --price 0.4` (no --train) said "--price: training options, read only with --train".
+    Now the generation's dollars per million tokens: one GPU at $0.4 an hour over the end-to-end rate
+    (costmodel/cost.serving_cost, serve --price's formula), and a layout's GPUs (tp 2 x dp 2: 4)."""
+    one = run_json([*GEN_4090, "--price", "0.4"], capsys)
+    rate = one["decode"]["end_to_end_tokens_per_second"]
+    assert one["cost"] == {"price_per_gpu_hour": 0.4, "gpus": 1, "dollars_per_hour": 0.4,
+                           "dollars_per_million_output_tokens": 0.4 / (rate * 3600) * 1e6}
+    layout = run_json(["simulate", "--model", "llama3-8b", "--hardware", "h100-sxm", "--tp", "2", "--dp", "2",
+                       "--prompt", "512", "--gen", "128", "--batch", "4", "--price", "2"], capsys)
+    assert layout["cost"]["gpus"] == 4 and layout["cost"]["dollars_per_hour"] == 8.0
+    assert layout["cost"]["dollars_per_million_output_tokens"] == (
+        8.0 / (layout["generation"]["end_to_end_tokens_per_second"] * 3600) * 1e6)
+    code, out, err = run_main([*GEN_4090, "--price", "0.4"], capsys)
+    assert code == 0 and "per million generated tokens at the end-to-end rate (1 GPU x $0.4 an hour" in out
+    assert "--price must be a positive" in one_error_line([*GEN_4090, "--price", "-1"], capsys)
+    assert "add --tokens" in one_error_line(["simulate", "--model", "llama3-8b", "--hardware", "h100-sxm",
+                                             "--train", "--price", "2"], capsys)
