@@ -30,3 +30,22 @@ def test_simulate_inference_prices_its_generated_tokens(capsys):
     assert "--price must be a positive" in one_error_line([*GEN_4090, "--price", "-1"], capsys)
     assert "add --tokens" in one_error_line(["simulate", "--model", "llama3-8b", "--hardware", "h100-sxm",
                                              "--train", "--price", "2"], capsys)
+
+
+# 2. `--fp8` typed alone: click's "requires an argument" named none of the recipes
+
+
+def test_a_choice_option_typed_alone_names_its_values(capsys):
+    """`simulate --train --fp8` (as one types Transformer Engine's switch) said only "Option '--fp8'
+    requires an argument."; the line now lists spec.FP8_RECIPES, and so for every choice option of
+    every command (serve --scheduler); a number option keeps click's sentence."""
+    from costmodel import spec
+
+    line = one_error_line(["simulate", "--model", "llama3-8b", "--hardware", "b200", "--train", "--fp8"], capsys)
+    assert line == ("error: Option '--fp8' requires an argument. It takes one of: "
+                    "tensorwise, rowwise, current, delayed, blockwise, mxfp8, nvfp4.")
+    assert tuple(spec.FP8_RECIPES) == ("tensorwise", "rowwise", "current", "delayed", "blockwise", "mxfp8", "nvfp4")
+    assert one_error_line(["plan", "--model", "llama3-8b", "--gpus", "8", "--fp8"], capsys) == line
+    assert "It takes one of: vllm, sarathi" in one_error_line(["serve", "--model", "llama3-8b", "--scheduler"], capsys)
+    assert one_error_line(["simulate", "--model", "llama3-8b", "--batch"], capsys) == \
+        "error: Option '--batch' requires an argument."
