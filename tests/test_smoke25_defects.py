@@ -49,3 +49,15 @@ def test_a_choice_option_typed_alone_names_its_values(capsys):
     assert "It takes one of: vllm, sarathi" in one_error_line(["serve", "--model", "llama3-8b", "--scheduler"], capsys)
     assert one_error_line(["simulate", "--model", "llama3-8b", "--batch"], capsys) == \
         "error: Option '--batch' requires an argument."
+
+
+# 3. the MI300X's and MI325X's OAM names and the L40S's size name, which mi355x and l40 already took
+
+
+def test_amd_oam_and_l40s_size_names_resolve(capsys):
+    """`--hardware mi300x-oam` (and rocm-smi's "AMD Instinct MI300X OAM") said "unknown hardware" while
+    mi355x-oam resolved; l40-48gb resolved, l40s-48gb did not. Each now names its preset."""
+    for typed, preset in (("mi300x-oam", "mi300x"), ("AMD Instinct MI300X OAM", "mi300x"), ("MI325X OAM", "mi325x"),
+                          ("l40s-48gb", "l40s"), ("mi355x-oam", "mi355x")):
+        shown = run_json(["hardware", "--show", typed], capsys)
+        assert shown["name"] == preset, typed
