@@ -61,3 +61,24 @@ def test_amd_oam_and_l40s_size_names_resolve(capsys):
                           ("l40s-48gb", "l40s"), ("mi355x-oam", "mi355x")):
         shown = run_json(["hardware", "--show", typed], capsys)
         assert shown["name"] == preset, typed
+
+
+# 4. plan --serve --price gave $/h only: the dollars per million output tokens were serve's alone
+
+
+def test_plan_serve_prices_a_million_output_tokens_as_serve_does(capsys):
+    """`plan --serve --rate 1 --price 0.4` listed $/h; a deployment's $ per million output tokens (the
+    question a price answers) was `serve --price`'s alone. Each row now carries it, from the replica's
+    simulated output rate (serving_cost, serve's formula): one RTX 4090 at 0.4 $/h and 1 req/s of 512 + 128
+    tokens equals what `serve` prints for the same budgets (300 requests: 109.9 output tokens/s)."""
+    row = run_json(["plan", "--model", "llama3-8b", "--hardware", "rtx-4090", "--serve", "--rate", "1",
+                    "--slo-ttft", "1", "--slo-tpot", "0.05", "--price", "0.4", "--top", "1"], capsys)["feasible"][0]
+    served = run_json(["serve", "--model", "llama3-8b", "--hardware", "rtx-4090", "--rate", "1", "--requests", "300",
+                       "--max-num-seqs", str(row["max_num_seqs"]), "--max-batched-tokens",
+                       str(row["max_batched_tokens"]), "--price", "0.4"], capsys)
+    assert row["replicas"] == 1 and row["replica_output_tokens_per_s"] == served["throughput"]["output_tokens_per_s"]
+    assert row["dollars_per_million_output_tokens"] == served["cost"]["dollars_per_million_output_tokens"]
+    assert row["dollars_per_million_output_tokens"] == 0.4 / (row["replica_output_tokens_per_s"] * 3600) * 1e6
+    code, out, _ = run_main(["plan", "--model", "llama3-8b", "--hardware", "rtx-4090", "--serve", "--rate", "1",
+                             "--slo-ttft", "1", "--slo-tpot", "0.05", "--price", "0.4", "--top", "1"], capsys)
+    assert code == 0 and out.splitlines()[1].endswith("$/h  $/M out")
