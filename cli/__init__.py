@@ -76,13 +76,28 @@ def one_line(message: str) -> str:
     return "".join(c if c.isprintable() else repr(c)[1:-1] for c in message)
 
 
+def choices_of_bare_option(error: click.UsageError, args: list[str]) -> str:
+    """For a choice option typed without its value (`--fp8` alone: click's "Option '--fp8' requires an
+    argument."), the values it takes, so the line says what to add; "" otherwise. (click raises it
+    before the command's context exists: the command is the first of `args` the group names.)"""
+    name = getattr(error, "option_name", None)
+    command = next((cli.commands[a] for a in args if a in cli.commands), None)
+    if not isinstance(error, click.BadOptionUsage) or command is None or name is None:
+        return ""
+    for param in command.params:
+        if name in getattr(param, "opts", ()) and isinstance(param.type, click.Choice):
+            return f" It takes one of: {', '.join(map(str, param.type.choices))}."
+    return ""
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; usage errors and bad input print one line and return 2."""
     import sys
 
     from .repeated import repeated_option
 
-    twice = repeated_option(cli, sys.argv[1:] if argv is None else list(argv))
+    args = sys.argv[1:] if argv is None else list(argv)
+    twice = repeated_option(cli, args)
     if twice is not None:
         click.echo(f"error: {one_line(twice)}", err=True)
         return 2
@@ -94,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
         click.echo(error.ctx.get_help() if error.ctx else str(error))
         return 0
     except click.UsageError as error:
-        click.echo(f"error: {one_line(error.format_message())}", err=True)
+        click.echo(f"error: {one_line(error.format_message() + choices_of_bare_option(error, args))}", err=True)
         return 2
     except click.ClickException as error:
         click.echo(f"error: {one_line(error.format_message())}", err=True)

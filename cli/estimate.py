@@ -35,7 +35,8 @@ def estimate(model, config, seq_len, hardware_name, mtp, as_json, price, **optio
 
     if price is not None:  # click's "No such option" named no place that prices
         raise InputError("--price: estimate has no time to price; a training run's dollars are `simulate --train "
-                         "--tokens N --price P` or `plan --tokens N --price P`, serving's `serve --price P` or "
+                         "--tokens N --price P` or `plan --tokens N --price P`, a generation's `simulate --price P`, serving's "
+                         "`serve --price P` or "
                          "`plan --serve --rate R --price P`.")
 
     layout_given = {k: options.pop(k) for k in list(options)

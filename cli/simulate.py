@@ -59,7 +59,7 @@ def with_launches(hardware: Any, overhead: float | None, graph_gap: float | None
 #: The options one mode reads and the other would ignore (parameter name: option).
 TRAINING_ONLY = {"seq_len": "--seq-len", "recompute": "--recompute", "recompute_layers": "--recompute-layers",
                  "optimizer": "--optimizer",
-                 "tokens": "--tokens", "price": "--price", "step_time": "--step-time",
+                 "tokens": "--tokens", "step_time": "--step-time",
                  "global_batch": "--global-batch", "impl": "--impl", "flops_convention": "--flops-convention",
                  "mtp": "--mtp"}
 INFERENCE_ONLY = {"prompt": "--prompt", "gen": "--gen", "kv_cache": "--kv-cache", "mla": "--mla",
@@ -73,6 +73,20 @@ TRAINING_LAYOUT_ONLY = {"microbatches": "--microbatches", "zero": "--zero", "sp"
                         "fp8_param_gather": "--fp8-param-gather", "tp_only_amax_red": "--tp-only-amax-red", "fp8_autocast": "--fp8-autocast",
                         "virtual_stages": "--virtual-stages", "cp_rotate": "--cp-rotate",
                         "cp_kv_heads": "--cp-kv-heads"}
+
+
+def add_generation_cost(result: dict[str, Any], hardware: Any, price: float | None) -> None:
+    """An inference run's "cost": its GPUs at --price (else the hardware file's price_per_gpu_hour)
+    over the end-to-end rate, every generated token over the prefill and the decode steps
+    (costmodel/cost.serving_cost, serve --price's formula); nothing without a price or a generation."""
+    price = hardware.price_per_gpu_hour if price is None else price
+    rates = result.get("generation") or result.get("decode") or {}
+    if price is None or "end_to_end_tokens_per_second" not in rates:
+        return
+    from costmodel.cost import serving_cost
+
+    gpus = result["layout"]["gpus"] if "layout" in result else 1
+    result["cost"] = serving_cost(rates["end_to_end_tokens_per_second"], gpus, price)
 
 
 def refuse_other_mode(ctx: click.Context, train: bool) -> None:
@@ -107,7 +121,7 @@ def refuse_other_mode(ctx: click.Context, train: bool) -> None:
               "recompute_method block, recompute_num_layers); the others keep everything.")
 @optimizer_option
 @click.option("--tokens", type=TOKENS, default=None, help="Training: tokens to train on (a number, 2e12, or one with k, M, B (G) or T: 15T) for the time to train.")
-@click.option("--price", type=float, default=None, help="Training with --tokens: dollars per GPU-hour (default: the hardware file's price_per_gpu_hour, if it has one).")
+@click.option("--price", type=float, default=None, help="Dollars per GPU-hour (default: the hardware file's price_per_gpu_hour, if it has one): training with --tokens costs the run; inference, the dollars per million generated tokens at the end-to-end rate, as serve --price at its throughput.")
 @click.option("--step-time", type=float, default=None, help="Training: a measured step time in seconds, for its MFU.")
 @click.option("--compute-efficiency", type=float, default=None, help="Fraction of peak FLOP/s reached (default: the preset's).")
 @click.option("--memory-efficiency", type=float, default=None, help="Fraction of peak bandwidth reached (default: the preset's).")
@@ -200,9 +214,11 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
         hardware.require_fp8(layout_given.get("fp8"))
         require_attention(hardware, attention)  # a typed flash on a T4: one line
         efficiency = efficiency_of(hardware, compute_efficiency, memory_efficiency)
-        from costmodel.cost import check_run_inputs
+        from costmodel.cost import check_price, check_run_inputs
 
-        check_run_inputs(tokens, price, step_time)  # inf: "time to train inf"
+        check_run_inputs(tokens, price if train else None, step_time)  # inf: "time to train inf"
+        if not train:
+            check_price(price)  # inference's price needs no --tokens: it costs the generated tokens
         note = None
         if dtype is None:
             dtype = hardware.default_dtype
@@ -308,6 +324,8 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
                                             mla=mla, implementation=decode_code)
     except ConfigError as error:
         raise InputError(str(error)) from None
+    if not train:
+        add_generation_cost(result, hardware, price)
     if note:
         result["inputs"]["dtype_note"] = note
         click.echo(f"note: {note}", err=True)

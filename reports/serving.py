@@ -395,12 +395,14 @@ def render_capacity(result: dict[str, Any], top: int = 10) -> str:
              f"{len(result['feasible'])} meet it",
              *([note] if (note := weights_note(result.get("weight_dtype"), result.get("weight_dtype_source"))) else []),
              f"{'gpus':>5} {'hardware':<12}{'tp':>3}{'pp':>3}{'replicas':>9}{'seqs':>6}{'tokens':>7}{'p99 TTFT ms':>12}"
-             f"{'p99 TPOT ms':>12}{'$/h':>8}"]
+             f"{'p99 TPOT ms':>12}{'$/h':>8}{'$/M out':>9}"]
     for row in result["feasible"][:top]:
         price = f"{row['dollars_per_hour']:.2f}" if row["dollars_per_hour"] else "-"
+        per_million = row.get("dollars_per_million_output_tokens")
+        per_million = f"{per_million:,.3g}" if per_million else "-"
         lines.append(f"{row['gpus']:>5} {row['hardware']:<12}{row['tp']:>3}{row['pp']:>3}{row['replicas']:>9}"
                      f"{row['max_num_seqs']:>6}{row['max_batched_tokens']:>7}{1e3 * row['p99_ttft_s']:>12.0f}"
-                     f"{1e3 * row['p99_tpot_s']:>12.1f}{price:>8}")
+                     f"{1e3 * row['p99_tpot_s']:>12.1f}{price:>8}{per_million:>9}")
     reasons = sorted({r["reason"].split(":")[0] for r in result["infeasible"]})
     if reasons:
         lines.append(f"not feasible: {len(result['infeasible'])} ({'; '.join(reasons)[:300]})")

@@ -111,6 +111,7 @@ def render_parallel_decode(r: dict[str, Any]) -> str:
            + (f", ep all-to-alls {seconds(r['prefill']['ep_all_to_all_seconds'])}" if ep else "")
            + f", pipeline sends {seconds(r['prefill']['pp_seconds'])}"] if "prefill" in r else []),
         *(_generation_lines(r["generation"], i["gen"], 24) if "generation" in r else []),
+        *_generation_cost(r, 24),
         *([f"  {'time per output token':<24}{seconds(tpot):>10}   the decode steps' mean (plan --serve ranks by it)"]
           if (tpot := r.get("generation", {}).get("time_per_output_token")) is not None else []),
         *([f"  {'last step':<24}{seconds(token['seconds_per_token']):>10}   "
@@ -179,6 +180,7 @@ def render_inference(r: dict[str, Any]) -> str:
             *([_timing("first decode step", d["first_token"], f"; context {steps[0]['context']:,}"),
                _timing("last decode step", d["last_token"], f"; context {steps[-1]['context']:,}")] if steps else []),
             *_generation_lines(d, i["gen"]),
+            *_generation_cost(r),
             *([f"  host: {d['host']['ops_per_step']:,} eager ops a step ({i.get('implementation', 'transformers')}), "
                f"{seconds(d['host']['seconds_per_step'])} to issue; the GPU runs behind them, a step takes the "
                "longer of the two" + (" (host-bound: the first step's kernels take less)" if d["host"]["bound"] else "")]
@@ -229,6 +231,18 @@ def _generation_lines(d: dict[str, Any], gen: int, width: int = 22) -> list[str]
             f"  {'prefill + generation':<{width}}{seconds(d['end_to_end_seconds']):>10}   "
             f"end-to-end rate {rate(d['end_to_end_tokens_per_second'])} tokens/s (every new token, "
             "the first included, over the prefill and the steps)"]
+
+
+def _generation_cost(r: dict[str, Any], width: int = 22) -> list[str]:
+    """simulate --price on inference: the GPUs' dollars an hour over the end-to-end rate
+    (costmodel/cost.serving_cost, the formula serve --price uses)."""
+    cost = r.get("cost")
+    if not cost or "dollars_per_million_output_tokens" not in cost:
+        return []
+    per_million = cost["dollars_per_million_output_tokens"]
+    gpus = f"{cost['gpus']:,} GPU" + ("s" if cost["gpus"] != 1 else "")
+    return [f"  {'cost':<{width}}{'$' + format(per_million, ',.4g'):>10}   per million generated tokens at the "
+            f"end-to-end rate ({gpus} x ${cost['price_per_gpu_hour']:g} an hour = ${cost['dollars_per_hour']:,.2f}/h)"]
 
 
 def _fit_limits(m: dict[str, Any], hw: dict[str, Any]) -> str:

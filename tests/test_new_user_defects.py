@@ -69,7 +69,7 @@ def test_a_bad_length_is_named_by_the_option_the_user_typed(args, named, capsys)
 
 @pytest.mark.parametrize("extra, named", [
     (["--seq-len", "4096"], "--seq-len"),  # the prompt stayed 2,048, silently
-    (["--tokens", "1e12", "--price", "2"], "--tokens, --price"),
+    (["--tokens", "1e12", "--price", "2"], "--tokens"),  # --price alone prices a generation (round 25)
     (["--step-time", "1.5"], "--step-time"),
     (["--recompute", "full"], "--recompute"),
     (["--flops-convention", "causal"], "--flops-convention"),

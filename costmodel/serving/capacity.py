@@ -21,7 +21,7 @@ from typing import Any
 
 from ..checkpoint import inference_weights
 from ..config import ConfigError, show
-from ..cost import check_price
+from ..cost import check_price, serving_cost
 from ..leaves import require_chunks
 from ..quantization import runs_w8a8
 from ..spec import DEFAULT_GEN_TOKENS
@@ -47,8 +47,9 @@ class Target:
 _REPLICAS: dict[tuple, Any] = {}  # (hardware, tp, pp, seqs, tokens) -> (replica, step, setup), filled before forking
 
 
-def _p99(key: tuple, target: Target, replicas: int, max_model_len: int) -> tuple[float, float, float]:
-    """p99 TTFT and TPOT of one replica at rate / replicas, and its throughput in requests/s."""
+def _p99(key: tuple, target: Target, replicas: int, max_model_len: int) -> tuple[float, float, float, float]:
+    """p99 TTFT and TPOT of one replica at rate / replicas, and its throughput in requests/s and in
+    output tokens/s (metrics.summarize's: the tokens over the first arrival to the last finish)."""
     import numpy as np
 
     replica, step, _ = _REPLICAS[key]
@@ -59,7 +60,7 @@ def _p99(key: tuple, target: Target, replicas: int, max_model_len: int) -> tuple
     tpots = [r["tpot_s"] for r in rows if not math.isnan(r["tpot_s"])]
     tpot = float(np.percentile(tpots, 99)) if tpots else 0.0
     span = max(r["finish_s"] for r in rows) - min(r["arrival_s"] for r in rows)
-    return float(ttft), tpot, len(rows) / span
+    return float(ttft), tpot, len(rows) / span, sum(r["output_tokens"] for r in rows) / span
 
 
 def unloaded_latencies(key: tuple, target: Target) -> tuple[float, float]:
@@ -103,8 +104,9 @@ def fewest_replicas(key: tuple, target: Target, max_model_len: int) -> dict[str,
         ok, figures = meets(middle)
         tried[middle] = figures
         low, high = (low, middle) if ok else (middle, high)
-    ttft, tpot, throughput = tried[high]
-    return {"replicas": high, "p99_ttft_s": ttft, "p99_tpot_s": tpot, "replica_requests_per_s": throughput}
+    ttft, tpot, throughput, output_rate = tried[high]
+    return {"replicas": high, "p99_ttft_s": ttft, "p99_tpot_s": tpot, "replica_requests_per_s": throughput,
+            "replica_output_tokens_per_s": output_rate}
 
 
 def _task(args: tuple) -> dict[str, Any]:
@@ -276,6 +278,10 @@ def plan_capacity(cfg: Any, hardwares: list[Any], target: Target, *, scheduler: 
         row["gpus"] = row["replicas"] * tp * pp
         price = prices.get(name)
         row["dollars_per_hour"] = price * row["gpus"] if price else None
+        # dollars per million output tokens: the replicas' simulated output rate (serve --price's formula)
+        row["dollars_per_million_output_tokens"] = serving_cost(
+            row["replicas"] * row["replica_output_tokens_per_s"], row["gpus"], price
+        )["dollars_per_million_output_tokens"] if price else None
         row["num_blocks"] = _REPLICAS[(name, tp, pp, seqs, tokens)][2]["num_blocks"]
         feasible.append(row)
     feasible.sort(key=lambda r: (r["gpus"], r["dollars_per_hour"] or 0.0, r["p99_ttft_s"]))
