@@ -163,6 +163,17 @@ def krai_server(system: dict, lengths, requests: int = KRAI_SERVER_REQUESTS) -> 
             "p99_tpot_s": summary["tpot"]["p99"]}
 
 
+SERVER_METRICS = (("tokens_per_s", "completed output tok/s", 1, ",.0f"), ("p99_ttft_s", "p99 TTFT (ms)", 1e3, ",.0f"),
+                  ("p99_tpot_s", "p99 TPOT (ms)", 1e3, ",.1f"))
+
+
+def server_rows(cells: str, server: dict, ours: dict) -> list[str]:
+    """An MLPerf Server run's three table rows after `cells` (completed output tokens/s, p99 TTFT
+    and p99 TPOT): the published figure, ours and their ratio."""
+    return [f"{cells} | {name} | {server[metric] * scale:{fmt}} | {ours[metric] * scale:{fmt}} "
+            f"| {ours[metric] / server[metric]:.2f} |" for metric, name, scale, fmt in SERVER_METRICS]
+
+
 def print_mlperf_vllm(path=None) -> None:
     from pathlib import Path
 
@@ -179,10 +190,5 @@ def print_mlperf_vllm(path=None) -> None:
         print(f"{head} | Offline | output tok/s | {published:,.0f} | {ours:,.0f} | {ours / published:.2f} |")
         if system["server"] is None:  # an Offline-only submission
             continue
-        ours = krai_server(system, lengths)
-        for metric, name, scale, fmt in (("tokens_per_s", "completed output tok/s", 1, ",.0f"),
-                                         ("p99_ttft_s", "p99 TTFT (ms)", 1e3, ",.0f"),
-                                         ("p99_tpot_s", "p99 TPOT (ms)", 1e3, ",.1f")):
-            published = system["server"][metric]
-            print(f"{head} | Server, {system['server']['rate']} req/s | {name} | {published * scale:{fmt}} "
-                  f"| {ours[metric] * scale:{fmt}} | {ours[metric] / published:.2f} |")
+        print("\n".join(server_rows(f"{head} | Server, {system['server']['rate']} req/s", system["server"],
+                                     krai_server(system, lengths))))

@@ -88,7 +88,7 @@ from benchmarks.published_lengths import (  # noqa: E402
     MLPERF_LENGTHS, VLLM_SHAREGPT, mlperf_input_lengths, sharegpt_lengths)
 from benchmarks.published_amd_vllm_throughput import print_amd_vllm  # noqa: E402
 from benchmarks.published_lmdeploy import print_lmdeploy  # noqa: E402
-from benchmarks.published_mlperf_vllm import print_mlperf_vllm  # noqa: E402
+from benchmarks.published_mlperf_vllm import print_mlperf_vllm, server_rows  # noqa: E402
 from benchmarks.published_nim import print_nim  # noqa: E402
 from benchmarks.published_sarathi import print_sarathi  # noqa: E402
 from benchmarks.published_torchao_vllm import print_torchao_vllm  # noqa: E402
@@ -522,13 +522,8 @@ def print_mlperf(path: str | Path = MLPERF_LENGTHS) -> None:
             ours, published = mlperf_offline(system, prompt), system["offline"]["tokens_per_s"]
             print(f"| Offline | {label} | output tok/s | {published:,.0f} | {ours:,.0f} | {ours / published:.2f} |")
         for label, prompt in prompts:
-            ours = mlperf_server(system, prompt)
-            for metric, name, scale, fmt in (("tokens_per_s", "completed output tok/s", 1, ",.0f"),
-                                             ("p99_ttft_s", "p99 TTFT (ms)", 1e3, ",.0f"),
-                                             ("p99_tpot_s", "p99 TPOT (ms)", 1e3, ",.1f")):
-                published = system["server"][metric]
-                print(f"| Server, {system['server']['rate']} req/s | {label} | {name} | {published * scale:{fmt}} "
-                      f"| {ours[metric] * scale:{fmt}} | {ours[metric] / published:.2f} |")
+            print("\n".join(server_rows(f"| Server, {system['server']['rate']} req/s | {label}", system["server"],
+                                         mlperf_server(system, prompt))))
 
 
 # The selectors: each table alone (vllm and mlperf from another length file if one is named), with the

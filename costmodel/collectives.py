@@ -68,6 +68,12 @@ def busbw_curve(hardware: Hardware, kind: str = "all_reduce") -> list[tuple[floa
     return _curve(hardware.network_name, kind)
 
 
+def curve_kind(hardware: Hardware, kind: str) -> str:
+    """The collective whose measured curve busbw_curve reads for `kind`: its own, else the all-reduce."""
+    return kind if any(hardware.network_name in curve["hardware"] for curve in nccl_facts().get(f"{kind}_busbw", ())) \
+        else "all_reduce"
+
+
 @lru_cache(maxsize=None)
 def _curve(name: str, kind: str) -> list[tuple[float, float]] | None:
     facts = nccl_facts()
@@ -130,8 +136,10 @@ def within_node(hardware: Hardware, kind: str, payload: float, ranks: int, calls
     ceiling = all_to_all_ceiling(hardware) if kind == "all_to_all" else None
     if curve is not None:
         each = payload / calls
-        # the node's curve read where each link carries the bytes this group puts on each of its links
-        node = each * factor / (links * ring_factor(kind, hardware.gpus_per_node)) if links < 1 else each
+        # the node's curve read where each link carries the bytes this group puts on each of its links:
+        # the curve's own collective's factor at the node's ranks (the all-reduce's where it stands in)
+        node = each * factor / (links * ring_factor(curve_kind(hardware, kind), hardware.gpus_per_node)) \
+            if links < 1 else each
         return calls * each * factor / min(links * interpolated_busbw(curve, node), ceiling or math.inf)
     within = min(ranks, hardware.gpus_per_node)  # the group, as the line a missing bandwidth gets names it
     link = hardware.link(within) * float(nccl_facts()["link_efficiency"]["value"]) * links

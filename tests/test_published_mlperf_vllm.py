@@ -117,3 +117,15 @@ def test_a_shortened_offline_figure_is_pinned():
         23087.383, abs=0.001)
     assert krai.krai_offline(BY_NAME["xd670_h200_x8_vllm_092"], lengths, samples=800) == pytest.approx(
         21612.676, abs=0.001)
+
+
+def test_a_server_run_prints_its_three_metric_rows():
+    """server_rows (shared by the mlperf and mlperf-vllm tables): completed tokens/s, p99 TTFT and p99
+    TPOT in ms, published beside ours, ours / published to two places; the v5.0 H200 v0.6.4 run's
+    published figures beside round figures of ours."""
+    server = BY_NAME["xd670_h200_x8_vllm_064"]["server"]
+    ours = {"tokens_per_s": 12000.0, "p99_ttft_s": 0.5, "p99_tpot_s": 0.15}
+    assert krai.server_rows("| x", server, ours) == [
+        "| x | completed output tok/s | 13,717 | 12,000 | 0.87 |",  # 12,000 / 13,716.75 = 0.875 (0.8748)
+        "| x | p99 TTFT (ms) | 710 | 500 | 0.70 |",  # 0.5 / 0.709786558 = 0.704
+        "| x | p99 TPOT (ms) | 139.0 | 150.0 | 1.08 |"]  # 0.15 / 0.138964966 = 1.079

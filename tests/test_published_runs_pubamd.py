@@ -63,13 +63,19 @@ def test_a_pair_of_mi300x_moves_its_bytes_over_one_xgmi_link():
     """rocm-blogs mi300x-rccl-xgmi (c263176): seven xGMI links a GPU, 45-48 GB/s each, and 'with only 2
     or 4 GPUs, only a fraction of the available bandwidth on the node is utilized'. A 1 GiB all-gather
     over 2 ranks (factor 1/2) puts its 512 MiB on one link of seven: the 8-rank curve read where each
-    link carries as much (1 GiB x 1/2 x 7 / (7/8) = 4 GiB: busbw 315.15 GB/s, the all-reduce curve's
-    point, the MI300X having no all-gather curve) at 1/7 of it, 45.0 GB/s; 8 ranks read it as before."""
+    link carries as much. The MI300X has no all-gather curve, so the curve is the all-reduce's, whose
+    8 ranks put S x 2 x 7/8 / 7 = S / 4 on each link: S = 1 GiB x 1/2 x 7 / (2 x 7/8) = 2 GiB, busbw
+    314.8 GB/s (the all-gather's own factor, 7/8, would read it at 4 GiB), at 1/7 of it, 45.0 GB/s;
+    8 ranks read it as before."""
     mi300x = load_hardware("mi300x")
     assert mesh_links(mi300x, "all_gather", 2) == pytest.approx(1 / 7)
     assert mesh_links(mi300x, "all_gather", 4) == pytest.approx(3 / 7)
     assert mesh_links(mi300x, "send", 8) == pytest.approx(1 / 7)
-    assert collective_seconds(mi300x, "all_gather", GIB, 2, 2) == pytest.approx(GIB / 2 * 7 / 315.15e9, rel=1e-12)
+    assert collective_seconds(mi300x, "all_gather", GIB, 2, 2) == pytest.approx(GIB / 2 * 7 / 314.8e9, rel=1e-12)
+    # a 4-rank reduce-scatter of 64 MiB: 64 MiB x 3/4 x 7 / (3 x 7/4) = 64 MiB on the all-reduce curve's
+    # point (busbw 274.33 GB/s; 292.96 at the 128 MiB the reduce-scatter's own factor reads), at 3/7 of it
+    assert collective_seconds(mi300x, "reduce_scatter", 2**26, 4, 4) == pytest.approx(
+        2**26 * 3 / 4 * 7 / 3 / 274.33e9, rel=1e-12)
     assert collective_seconds(mi300x, "all_gather", GIB, 8, 8) == pytest.approx(GIB * 7 / 8 / 312.97e9, rel=1e-12)
 
 
