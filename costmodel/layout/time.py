@@ -385,7 +385,9 @@ class StepTime:
                   for kind, value in communication.get(group, {}).items()]
         per_microbatch = self.estimate.framework.sharding == "per_tensor" or layout.zero == 3
         if per_microbatch:
-            each = sum(self.collective(group, kind, value / m) for group, kind, value in groups)
+            # one call per FSDP2 unit (layer, root) and micro-batch (data_parallel_calls)
+            each = sum(self.collective(group, kind, value / m, self.estimate.data_parallel_calls(stage, group, kind))
+                       for group, kind, value in groups)
             exposed = max(0.0, each - compute) if self.overlap.prefetch else each
             # once a step: the gradient shard's reduce-scatter after the last micro-batch's backward and
             # the weights' all-gather before the first forward, each beside one micro-batch's own
