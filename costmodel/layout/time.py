@@ -16,7 +16,8 @@ The overlap model (stated conventions, not measurements; each settable with Over
   backward (two thirds of its compute); ZeRO-1/2's parameter all-gather after the optimizer step
   is exposed;
 - FSDP2 and ZeRO-3 gather and scatter each micro-batch while it computes (prefetch): only what
-  exceeds its compute is exposed;
+  exceeds its compute is exposed; FSDP2's one call per unit (ParallelEstimate.data_parallel_calls),
+  each paying its latency;
 - the pipeline bubble is Layout.bubble() micro-batches of the slowest stage ((p - 1)/v for
   GPipe, 1F1B and interleaving; a third of 1F1B's for ZB-H1 and DualPipeV, a sixth for ZB-V);
   under Overlap.ep those micro-batches run alone (the combined 1F1B's warm-up and cool-down), their
