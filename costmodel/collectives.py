@@ -155,17 +155,15 @@ def between_nodes(hardware: Hardware, kind: str, share: float, nodes: int, local
     all-reduce, 1 for an all-gather or reduce-scatter; bytes x k(nodes - 1)/nodes. An all-reduce may
     run as a tree instead: 2 log2i(nodes) network steps, bytes x 2 / (.92 x NCCL's tree correction at
     the call's size); an all-gather or reduce-scatter with one GPU a node as PAT: log2i(nodes)
-    network steps at 1/3.5 of 14 us, 2.8 us a rank, bytes / .75. The tuner runs the fastest. With
+    network steps at 1/3.5 of 14 us, 2.8 us a rank, bytes / .75. A ring runs as the fastest of the
+    protocols NCCL enables on the hardware (ring_seconds). The tuner runs the fastest. With
     one GPU a node no in-node call carries a base latency, so the crossing pays its algorithm's."""
     facts = nccl_facts()["inter_node_latency"]
-    fabric = "nvlink" if hardware.network_name in nccl_facts()["intra_node_all_reduce"]["hardware"] else "pci"
     us = 1e-6
-    intra = max(facts["hw_latency_us"][fabric]["ring"], 3 * facts["net_overhead_us"]) * us
     net = facts["hw_latency_us"]["net"]["ring" if local > 1 else "tree"] * us  # ppn 1: tree's (NCCL)
     base = facts["base_latency_us"] if local == 1 else {"ring": 0.0, "tree": 0.0, "pat": 0.0}
     k = 2 if kind == "all_reduce" else 1
-    ring = (base["ring"] * us + k * (nodes - 1) * ((local - 1) * intra + net)
-            + share * k * (nodes - 1) / nodes / inter)
+    ring = min(ring_seconds(hardware, protocol, share, nodes, local, inter, k) for protocol in ring_protocols(hardware))
     if kind != "all_reduce":
         if local > 1:
             return ring
@@ -178,6 +176,38 @@ def between_nodes(hardware: Hardware, kind: str, share: float, nodes: int, local
     tree = base["tree"] * us + 2 * (nodes.bit_length() - 1) * facts["hw_latency_us"]["net"]["tree"] * us \
         + share * 2 / (facts["tree_bandwidth_factor"] * correction * inter)
     return min(ring, tree)
+
+
+def ring_protocols(hardware: Hardware) -> tuple[str, ...]:
+    """The protocols NCCL enables for a ring crossing nodes on this hardware: Simple and LL
+    everywhere, LL128 on the NVSwitch nodes (nccl_facts.json inter_node_latency ring_protocols)."""
+    extra = nccl_facts()["inter_node_latency"]["ring_protocols"]
+    return ("simple",) + tuple(name for name, p in extra.items()
+                               if p["hardware"] is None or hardware.network_name in p["hardware"])
+
+
+def ring_seconds(hardware: Hardware, protocol: str, share: float, nodes: int, local: int, inter: float,
+                 k: int) -> float:
+    """Seconds of a ring's crossing between `nodes` nodes in one NCCL protocol (tuning.cc's
+    latency + bytes / bandwidth): k(nodes - 1) network steps, each with the (local - 1) in-node steps
+    its share takes beyond the in-node calls' own (a step max(the fabric's figure, the network
+    overhead, x3 for Simple)), the base latency where one GPU a node leaves no in-node call to
+    carry it, and the bytes at the protocol's share of `inter` (LL's capped at llMaxBw)."""
+    facts, us = nccl_facts()["inter_node_latency"], 1e-6
+    fabric = "nvlink" if hardware.network_name in nccl_facts()["intra_node_all_reduce"]["hardware"] else "pci"
+    if protocol == "simple":
+        step = max(facts["hw_latency_us"][fabric]["ring"], 3 * facts["net_overhead_us"])
+        net = facts["hw_latency_us"]["net"]["ring" if local > 1 else "tree"]
+        base, rate = facts["base_latency_us"]["ring"], inter
+    else:
+        p = facts["ring_protocols"][protocol]
+        step = max(p[f"{fabric}_ring_us"], facts["net_overhead_us"])
+        net = p["net_ring_us" if local > 1 else "net_tree_us"]
+        base, rate = p["base_latency_us"], p["bandwidth_factor"] * inter
+        if "max_bus_gbps" in p:
+            rate = min(rate, p["max_bus_gbps"]["2" if nodes <= 2 else "more"] * 1e9)
+    latency = (base if local == 1 else 0.0) + k * (nodes - 1) * ((local - 1) * step + net)
+    return latency * us + share * k * (nodes - 1) / nodes / rate
 
 
 def collective_seconds(hardware: Hardware, kind: str, payload: float, ranks: int, span: int,

@@ -41,18 +41,24 @@ def test_flat_sharding_keeps_one_call_a_micro_batch():
 
 
 def test_a_7b_fsdp2_micro_batch_on_64_h100_nodes_pays_65_ring_latencies():
-    # 512 H100s, 64 nodes of 8: each all-gather's crossing pays NCCL's Simple ring steps,
-    # 63 x (7 x 3.4 + 14) us = 2,381.4 us, whatever its size; 65 calls pay 154.791 ms of steps
-    # where one call of the same bytes paid 2.3814 ms.
+    # 512 H100s, 64 nodes of 8: each all-gather's crossing pays NCCL's ring steps in its fastest
+    # protocol. A latency-bound 1 KiB call runs LL: 63 x (7 x 1.0 + 2.7) us = 611.1 us (Simple's
+    # 63 x 37.8 = 2,381.4 us). Each of the 65 gathers of Llama-2-7B's bf16 weights (both passes,
+    # 414.6 MB a call, 51.8 MB a GPU's share) runs LL128: 63 x 17.3 = 1,089.9 us of steps, its
+    # bytes at .92 of the NIC's 36.5 GB/s; Simple would take 2,381.4 us and the bytes at 36.5.
     h100 = load_hardware("h100-sxm")
-    payload = 2 * 6_738_415_616 * 2  # both passes' gathered bf16 weights, bytes
-    per_call = collective_seconds(h100, "all_gather", payload / 65, 512, 512, calls=1)
-    assert collective_seconds(h100, "all_gather", payload, 512, 512, calls=65) == pytest.approx(65 * per_call, rel=1e-12)
+    inter = 50e9 * 0.73
     tiny = collective_seconds(h100, "all_gather", 1024, 512, 512, calls=1)  # latency-bound
     inside = collective_seconds(h100, "all_gather", 1024, 8, 8, calls=1)
-    assert round((tiny - inside - 1024 / 8 * 63 / 64 / (50e9 * 0.73)) * 1e7) == 23814  # 2,381.4 us
-    steps = 65 * 63 * (7 * 3.4 + 14)
-    assert round(steps) == 154791  # us
+    assert round((tiny - inside - 1024 / 8 * 63 / 64 / (0.5 * inter)) * 1e7) == 6111  # 611.1 us
+    payload = 2 * 6_738_415_616 * 2
+    share = payload / 65 / 8
+    ll128 = 63 * 17.3e-6 + share * 63 / 64 / (0.92 * inter)
+    simple = 63 * 37.8e-6 + share * 63 / 64 / inter
+    assert (round(ll128 * 1e5), round(simple * 1e5)) == (261, 378)  # 2.61 ms against 3.78 ms a call
+    inside = collective_seconds(h100, "all_gather", payload / 65, 8, 8, calls=1)
+    assert collective_seconds(h100, "all_gather", payload, 512, 512, calls=65) \
+        == pytest.approx(65 * (inside + ll128), rel=1e-12)
 
 
 def test_the_step_charges_the_micro_batchs_collectives_call_by_call():
@@ -69,6 +75,6 @@ def test_the_step_charges_the_micro_batchs_collectives_call_by_call():
     exposed, hidden = timer.data_parallel_split(stage, compute=1.0)
     assert hidden == 0.0
     assert exposed == pytest.approx(2 * expected, rel=1e-12)
-    # 98 calls a micro-batch, each paying at least its 63 network steps of 37.8 us: 0.233 s of
-    # ring steps a micro-batch where one call a kind paid 4.8 ms.
-    assert exposed > 2 * 98 * 63 * 37.8e-6
+    # 98 calls a micro-batch, each paying at least its 63 LL network steps of 9.7 us: 59.9 ms of
+    # ring steps a micro-batch where one call a kind paid 1.2 ms.
+    assert exposed > 2 * 98 * 63 * 9.7e-6
