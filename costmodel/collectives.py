@@ -16,10 +16,11 @@ NCCL achieves at that message size (costmodel/nccl_facts.json), hierarchical acr
 - A group that spans nodes runs hierarchically (NCCL's tree/ring over nodes): reduce-scatter
   within the node, the all-reduce of each GPU's 1/g share between the nodes at 73% of the NIC's
   bandwidth (a published 4-node measurement), all-gather within the node. The crossing's latency
-  is NCCL's tuning model's (nccl_facts.json "inter_node_latency", its Simple protocol at every
-  size): per step, a ring over N nodes pays 2(N-1) (all-reduce) or N-1 network steps and the
-  in-node steps each share takes; an all-reduce may run as NCCL's tree (2 log2 N network steps at
-  its own bandwidth) and takes the faster, as NCCL's tuner does (between_nodes).
+  is NCCL's tuning model's (nccl_facts.json "inter_node_latency"): per step, a ring over N nodes
+  pays 2(N-1) (all-reduce) or N-1 network steps and the in-node steps each share takes, in the
+  fastest protocol NCCL enables (Simple, LL128 on NVSwitch nodes, LL: ring_seconds); an all-reduce
+  may run as NCCL's tree (2 log2 N network steps at its own bandwidth, Simple) and takes the
+  faster, as NCCL's tuner does (between_nodes).
 - The all-reduce's code is a stated choice (costmodel/spec.ALL_REDUCES, Layout.all_reduce): NCCL's
   (the default), or PyTorch's IntraNodeComm (ENABLE_INTRA_NODE_COMM=1), which runs a bf16
   all-reduce inside a node as its own one-shot kernel up to 256 KiB and two-shot up to 10 MiB,
@@ -150,13 +151,13 @@ def mesh_links(hardware: Hardware, kind: str, ranks: int) -> float:
 def between_nodes(hardware: Hardware, kind: str, share: float, nodes: int, local: int, inter: float) -> float:
     """Seconds of one call's crossing between `nodes` nodes, each GPU's `share` bytes (its 1/local of
     the call's payload) at `inter` bytes/s, as NCCL's tuning model composes it (nccl_facts.json
-    "inter_node_latency", Simple protocol): a ring pays k(nodes - 1) network steps and the
+    "inter_node_latency"): a ring pays k(nodes - 1) network steps and the
     (local - 1) in-node steps each node's share takes beyond the in-node calls' own, k = 2 for an
     all-reduce, 1 for an all-gather or reduce-scatter; bytes x k(nodes - 1)/nodes. An all-reduce may
     run as a tree instead: 2 log2i(nodes) network steps, bytes x 2 / (.92 x NCCL's tree correction at
     the call's size); an all-gather or reduce-scatter with one GPU a node as PAT: log2i(nodes)
-    network steps at 1/3.5 of 14 us, 2.8 us a rank, bytes / .75. A ring runs as the fastest of the
-    protocols NCCL enables on the hardware (ring_seconds). The tuner runs the fastest. With
+    network steps at 1/3.5 of 14 us, 2.8 us a rank, bytes / .75 (tree and PAT in Simple; a ring in
+    the fastest protocol NCCL enables on the hardware, ring_seconds). The tuner runs the fastest. With
     one GPU a node no in-node call carries a base latency, so the crossing pays its algorithm's."""
     facts = nccl_facts()["inter_node_latency"]
     us = 1e-6
