@@ -30,7 +30,8 @@ def formulas(model, config, block, quantities, latex) -> None:
         raise InputError(f"no block of {cfg.name} has {block!r} in its path.")
     show = S.latex if latex else str
     for leaf in leaves:
-        click.echo(f"{leaf.path}  (x {show(leaf.count)}): {leaf.block.title}")
+        held = "" if leaf.holds is None else f", weights held x {show(leaf.holds)}"  # a shared block's
+        click.echo(f"{leaf.path}  (x {show(leaf.count)}{held}): {leaf.block.title}")
         for quantity in quantities or known:
             expr = leaf.cost.get(quantity)
             if expr != 0:

@@ -140,6 +140,11 @@ quant_layout_option = choice_option(
     f"How int8 and int4 weights are stored (scales, zeros, padding): {spec.QUANT_LAYOUTS.phrase()}.",
     spec.DEFAULT_QUANT_LAYOUT)
 
+#: --optimizer: whose state a training step holds and its step updates (estimate, simulate --train, plan).
+optimizer_option = choice_option("--optimizer", spec.OPTIMIZERS,
+                                 f"The optimizer whose state is counted: {spec.OPTIMIZERS.phrase()}.",
+                                 spec.DEFAULT_OPTIMIZER)
+
 #: The workload options shared by estimate and the commands built on it.
 workload_options = stack(
     click.option("--seq-len", "-n", type=int, help="Tokens per sequence (encoder side for encoder-decoders). "
@@ -154,8 +159,7 @@ workload_options = stack(
                   spec.DEFAULT_RECOMPUTE),
     click.option("--gen-tokens", "-T", type=int, default=0, show_default=True,
                  help="Tokens generated after the prefill (KV cache)."),
-    choice_option("--optimizer", spec.OPTIMIZERS,
-                  f"The optimizer whose state is counted: {spec.OPTIMIZERS.phrase()}.", spec.DEFAULT_OPTIMIZER),
+    optimizer_option,
     choice_option("--precision", spec.PRECISIONS, f"{spec.PRECISIONS.described()}. Default: "
                   f"{spec.DEFAULT_PRECISION}; with a layout its framework's (megatron: megatron, deepspeed: mixed, "
                   "fsdp2: fsdp2), which its ranks keep."),
@@ -174,7 +178,7 @@ workload_options = stack(
 LAYOUT_OPTIONS = ("dp", "tp", "pp", "sp", "zero", "microbatches", "schedule", "virtual_stages",
                   "framework", "stage_layers", "gpus", "device", "ep", "etp", "ep_dispatcher", "capacity_factor", "fp8", "cp",
                   "cp_rotate", "cp_kv_heads", "all_reduce", "vocab_parallel", "dp_shard", "grad_reduce_dtype",
-                  "precision_aware_optimizer", "fp8_param_gather", "tp_only_amax_red")
+                  "precision_aware_optimizer", "fp8_param_gather", "tp_only_amax_red", "fp8_autocast")
 FP8_HELP = ("FP8 training: the layers' linear products at the FP8 peak, as torchao's tensorwise or rowwise recipe, "
             "Transformer Engine's current or delayed scaling or DeepSeek-V3's blockwise one; mxfp8 (1 x 32 blocks) at the "
             "MXFP8 peak and nvfp4 (FP4) at the fp4 peak, which only Blackwell hardware files carry (docs/layouts.md).")
@@ -236,6 +240,9 @@ layout_options = stack(
     click.option("--tp-only-amax-red", is_flag=True, default=None,
                  help="Megatron-Core's --tp-only-amax-red (--framework megatron --fp8 delayed): the amaxes "
                  "all-reduced over TP x CP, not TP x DP x CP (Megatron-Core r0.8.0's only group)."),
+    choice_option("--fp8-autocast", spec.FP8_AUTOCASTS, "Where the training script opens Transformer Engine's "
+                  "fp8_autocast, for --fp8 delayed under --framework fsdp2 (Megatron-Core opens one a model "
+                  f"chunk itself): {spec.FP8_AUTOCASTS.described()}."),
     click.option("--capacity-factor", type=float, default=None,
                  help="Mixture of experts: each expert takes at most this times its balanced share of "
                  "the routed tokens, the rest are dropped (default: dropless)."),

@@ -14,7 +14,7 @@ from costmodel.cost import check_tokens
 
 from .inputs import InputError, finite, load_model, with_mtp
 from .options import (ATTENTION_HELP, FP8_HELP, IMPL_HELP, choice_option, dtype_option, hardware_option, json_option,
-                      model_options, mtp_option, refuse_mla_without_latent, refuse_typed, TOKENS)
+                      model_options, mtp_option, optimizer_option, refuse_mla_without_latent, refuse_typed, TOKENS)
 
 #: The options each mode of plan reads and the others would ignore (parameter name: option).
 SERVE_ONLY = {"prompt": "--prompt", "gen": "--gen", "kv_cache": "--kv-cache", "mla": "--mla",
@@ -25,7 +25,7 @@ TRAINING_ONLY = {"seq_len": "--seq-len", "global_batch": "--global-batch", "impl
                  "schedule": "--schedule",
                  "fp8": "--fp8", "recompute": "--recompute", "mtp": "--mtp", "flops_convention": "--flops-convention",
                  "fp8_param_gather": "--fp8-param-gather", "tp_only_amax_red": "--tp-only-amax-red",
-                 "no_align_grad_reduce": "--no-align-grad-reduce"}
+                 "no_align_grad_reduce": "--no-align-grad-reduce", "optimizer": "--optimizer"}
 SEARCH_IGNORES = {"batch": "--batch", "dtype": "--dtype", "attention": "--attention", "kv_cache": "--kv-cache",
                   "dp": "--dp", "gpus": "--gpus", "rank_by": "--rank-by", "tokens": "--tokens", "compiled": "--compile"}
 
@@ -78,6 +78,7 @@ def refuse_other_modes(ctx: click.Context, serve: bool, rate: float | None) -> N
 @choice_option("--schedule", spec.SCHEDULES, "Only this pipeline schedule (default: 1f1b and interleaved).")
 @choice_option("--fp8", spec.FP8_RECIPES, "Train every layout with this FP8 recipe (docs/layouts.md).")
 @choice_option("--recompute", spec.RECOMPUTES, "Only this recomputation.")
+@optimizer_option
 @click.option("--fp8-param-gather", is_flag=True, default=False,
               help="Every layout holds Megatron-Core's FP8 parameters (--fp8 current or delayed; only --framework "
                    "megatron --zero 1 or 2 layouts take them), as simulate's option.")
@@ -126,7 +127,7 @@ def refuse_other_modes(ctx: click.Context, serve: bool, rate: float | None) -> N
               help="--serve --rate: run the search's configurations as Ray tasks in the cluster at this address "
                    "('local' starts one here; needs pip install '.[ray]') instead of a local process pool.")
 def plan(model, config, hardware_name, gpus, seq_len, global_batch, serve, batch, prompt, gen, dtype, impl,
-         attention, kv_cache, tp, pp, dp, zero, dp_shard, sp, framework, ep, cp, schedule, fp8, recompute,
+         attention, kv_cache, tp, pp, dp, zero, dp_shard, sp, framework, ep, cp, schedule, fp8, recompute, optimizer,
          fp8_param_gather, tp_only_amax_red, no_align_grad_reduce, mtp, tokens,
          flops_convention, compiled, price,
          rank_by, top, time_model, as_json, rate, slo_ttft, slo_tpot, requests, weight_dtype, weight_group, quantize_head,
@@ -201,7 +202,8 @@ def plan(model, config, hardware_name, gpus, seq_len, global_batch, serve, batch
                            tp_only_amax_red=tp_only_amax_red, no_align_grad_reduce=no_align_grad_reduce,
                            weight_dtype=weight_dtype, weight_group=weight_group,
                            quantize_head=quantize_head, quant_layout=quant_layout, kv_dtype=kv_dtype, fp8_gemm=fp8_gemm, cuda_graphs=cuda_graphs == "on",
-                           flops_convention=flops_convention or "dense", compiled=compiled)
+                           flops_convention=flops_convention or "dense", compiled=compiled,
+                           optimizer=optimizer)
     except ConfigError as error:
         raise InputError(str(error)) from None
     for warning in result.warnings:

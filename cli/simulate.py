@@ -22,8 +22,8 @@ from costmodel.simulate_api import decode_inputs
 
 from .inputs import InputError, finite, load_model, make_layout, make_workload, microbatches_for, with_mtp
 from .options import (ATTENTION_HELP, IMPL_HELP, batch_option, choice_option, dtype_option, hardware_option,
-                      json_option, layout_options, model_options, mtp_option, refuse_mla_without_latent,
-                      refuse_typed, TOKENS)
+                      json_option, layout_options, model_options, mtp_option, optimizer_option,
+                      refuse_mla_without_latent, refuse_typed, TOKENS)
 
 TIME_MODEL_HELP = (f"kernels (the default: {spec.TIME_MODELS.meanings['kernels']}) or roofline "
                    f"({spec.TIME_MODELS.meanings['roofline']}); a hardware without sm_count, and training on one "
@@ -53,6 +53,7 @@ def with_launches(hardware: Any, overhead: float | None, graph_gap: float | None
 
 #: The options one mode reads and the other would ignore (parameter name: option).
 TRAINING_ONLY = {"seq_len": "--seq-len", "recompute": "--recompute", "recompute_layers": "--recompute-layers",
+                 "optimizer": "--optimizer",
                  "tokens": "--tokens", "price": "--price", "step_time": "--step-time",
                  "global_batch": "--global-batch", "impl": "--impl", "flops_convention": "--flops-convention",
                  "mtp": "--mtp"}
@@ -64,7 +65,7 @@ TRAINING_LAYOUT_ONLY = {"microbatches": "--microbatches", "zero": "--zero", "sp"
                         "capacity_factor": "--capacity-factor", "etp": "--etp", "ep_dispatcher": "--ep-dispatcher", "dp_shard": "--dp-shard",
                         "grad_reduce_dtype": "--grad-reduce-dtype",
                         "precision_aware_optimizer": "--precision-aware-optimizer", "schedule": "--schedule",
-                        "fp8_param_gather": "--fp8-param-gather", "tp_only_amax_red": "--tp-only-amax-red",
+                        "fp8_param_gather": "--fp8-param-gather", "tp_only_amax_red": "--tp-only-amax-red", "fp8_autocast": "--fp8-autocast",
                         "virtual_stages": "--virtual-stages", "cp_rotate": "--cp-rotate",
                         "cp_kv_heads": "--cp-kv-heads"}
 
@@ -99,6 +100,7 @@ def refuse_other_mode(ctx: click.Context, train: bool) -> None:
 @click.option("--recompute-layers", type=int, default=None,
               help="Training, --recompute full: only the first N layers of each pipeline stage recompute (Megatron's "
               "recompute_method block, recompute_num_layers); the others keep everything.")
+@optimizer_option
 @click.option("--tokens", type=TOKENS, default=None, help="Training: tokens to train on (a number, 2e12, or one with k, M, B (G) or T: 15T) for the time to train.")
 @click.option("--price", type=float, default=None, help="Training with --tokens: dollars per GPU-hour (default: the hardware file's price_per_gpu_hour, if it has one).")
 @click.option("--step-time", type=float, default=None, help="Training: a measured step time in seconds, for its MFU.")
@@ -165,7 +167,7 @@ def refuse_other_mode(ctx: click.Context, train: bool) -> None:
 @mtp_option
 @json_option("As JSON on stdout.")
 def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention, kv_cache, mla, train, seq_len,
-             recompute, recompute_layers, tokens, price, step_time, compute_efficiency, memory_efficiency, global_batch, impl,
+             recompute, recompute_layers, optimizer, tokens, price, step_time, compute_efficiency, memory_efficiency, global_batch, impl,
              flops_convention, tp_overlap, dp_overlap, no_prefetch, pp_overlap, param_gather_overlap, ep_overlap, overlap_slowdown,
              no_align_grad_reduce, compiled, cuda_graphs,
              launch_overhead, graph_kernel_gap, time_model, weight_dtype, weight_group, quantize_head, quant_layout, kv_dtype, fp8_gemm,
@@ -252,7 +254,8 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
 
             if train:
                 workload = make_workload(cfg, seq_len, holds_cache=False, batch=batch, dtype=dtype, recompute=recompute,
-                                         recompute_layers=recompute_layers, attention=attention, impl=impl)
+                                         recompute_layers=recompute_layers, attention=attention, impl=impl,
+                                         optimizer=optimizer)
                 overlap = parallel_time.Overlap(tp=tp_overlap, dp=dp_overlap, prefetch=not no_prefetch,
                                                 slowdown=overlap_slowdown, pp=pp_overlap, params=param_gather_overlap,
                                                 ep=ep_overlap, align_grad=not no_align_grad_reduce)
@@ -270,6 +273,7 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
                                 "tokens": tokens, **{k: v for k, v in quantization.items() if v is not None}}
             if train:  # the code the step was timed as (the framework's unless given), as one GPU's says
                 result["inputs"].update(impl=workload.impl, attention=workload.attention, mtp=cfg.mtp_layers,
+                                        optimizer=workload.optimizer,
                                         # the overlap conventions the step was timed under (--dp-overlap,
                                         # --no-align-grad-reduce...), so two outputs tell why their steps differ
                                         overlap=dataclasses.asdict(overlap))
@@ -280,7 +284,8 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
                 raise ConfigError("training on one GPU is timed by the roofline; give a layout (e.g. --dp 1) "
                                   "for --time-model kernels or --compile.")
             workload = make_workload(cfg, seq_len, holds_cache=False, batch=batch, dtype=dtype, recompute=recompute,
-                                     recompute_layers=recompute_layers, **implied(None, impl, attention, cfg.family))
+                                     recompute_layers=recompute_layers, optimizer=optimizer,
+                                     **implied(None, impl, attention, cfg.family))
             result = sim.simulate_training(cfg, workload, hardware, tokens=tokens,
                                            step_seconds=step_time, efficiency=efficiency,
                                            flops_convention=flops_convention, price=price)

@@ -29,9 +29,11 @@ NCCL achieves at that message size (costmodel/nccl_facts.json), hierarchical acr
   so does a tensor of another dtype (fp16 activations, fp32 gradients): PyTorch falls back to NCCL
   for it (nccl_facts.json "dtypes"), so the caller states each all-reduce's dtype.
 Factors: all-reduce 2(n-1)/n, all-gather, reduce-scatter and all-to-all (n-1)/n (payload: the
-whole tensor), send/recv 1. An all-to-all inside a node takes the node's busbw curve as the others
-do (stated, not measured); across nodes, the share bound for other nodes crosses the NIC at the
-inter-node rate and the rest moves inside the node. No torch here.
+whole tensor), send/recv 1. An all-to-all inside a node takes the node's busbw curve (or link) as the
+others do, capped at nccl-tests' alltoall busbw where NVIDIA publishes one (nccl_facts.json
+all_to_all_peak_busbw, GTC25 S72583: A100 210, H100 320, B200 and GB200 640 GB/s; it runs no NVLS,
+so the H100 node's 482 GB/s all-reduce curve overstated it 1.5x); across nodes, the share bound for
+other nodes crosses the NIC at the inter-node rate and the rest moves inside the node. No torch here.
 """
 
 from __future__ import annotations
@@ -126,14 +128,25 @@ def within_node(hardware: Hardware, kind: str, payload: float, ranks: int, calls
             return calls * each
     links = mesh_links(hardware, kind, ranks)  # the share of a full mesh's links the group has, else 1
     curve = busbw_curve(hardware, kind)
+    ceiling = all_to_all_ceiling(hardware) if kind == "all_to_all" else None
     if curve is not None:
         each = payload / calls
         # the node's curve read where each link carries the bytes this group puts on each of its links
         node = each * factor / (links * ring_factor(kind, hardware.gpus_per_node)) if links < 1 else each
-        return calls * each * factor / (links * interpolated_busbw(curve, node))
+        return calls * each * factor / min(links * interpolated_busbw(curve, node), ceiling or math.inf)
     within = min(ranks, hardware.gpus_per_node)  # the group, as the line a missing bandwidth gets names it
     link = hardware.link(within) * float(nccl_facts()["link_efficiency"]["value"]) * links
-    return payload * factor / link + calls * hardware.collective_latency_s
+    return payload * factor / min(link, ceiling or math.inf) + calls * hardware.collective_latency_s
+
+
+def all_to_all_ceiling(hardware: Hardware) -> float | None:
+    """The all-to-all's measured busbw inside this hardware's node (nccl_facts.json
+    all_to_all_peak_busbw: nccl-tests alltoall, NVIDIA GTC25 S72583), bytes/s, or None: an
+    all-to-all runs no NVLS, so it never takes more than this from the node's curve or link."""
+    for point in nccl_facts()["all_to_all_peak_busbw"]["points"]:
+        if hardware.network_name in point["hardware"]:
+            return point["gbps"] * 1e9
+    return None
 
 
 def mesh_links(hardware: Hardware, kind: str, ranks: int) -> float:

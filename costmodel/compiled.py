@@ -36,7 +36,7 @@ ARGUMENTS = ("d", "h", "h_kv", "d_h", "d_ff", "V", "P", "N_tt", "N_rb", "L_enc",
              "d_r", "d_e", "w", "L_w", "E", "k", "d_x", "d_s", "d_l", "L_moe", "r_q", "r_kv", "d_v", "L_np",
              "h_i", "d_i", "p_l", "V_pl", "d_hg", "L_ws", "L_fs", "h_kvg", "A_u", "r_la",
              "H_m", "P_m", "N_m", "G_m", "K_m", "Q_m", "L_m", "L_a", "L_f", "H_gk", "H_gv", "P_gk", "P_gv", "L_g",
-             "D_m1", "R_m1", "L_m1", "L_sc", "L_la", "L_kd", "D_rg", "L_rg", "L_rt", "L_rc", "L_ml", "H_c", "g_o", "r_o", "m_c", "m_h", "L_cs", "L_hc", "Z",
+             "D_m1", "R_m1", "L_m1", "L_sc", "L_la", "L_kd", "D_rg", "L_rg", "L_rt", "L_rc", "L_ml", "L_sh", "B_sh", "r_sh", "H_c", "g_o", "r_o", "m_c", "m_h", "L_cs", "L_hc", "Z",
              "b", "n", "s", "T", "c", "e", "tp", "dp")
 LAYOUT_ARGUMENTS = ("tp", "dp")
 

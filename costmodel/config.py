@@ -171,11 +171,9 @@ class ModelConfig:
     # the residual stream times a learned d-vector before each residual add (blocks/norms.Residual)
     dynamic_mask: bool = False
     residual_scales: bool = False
-    # Multi-token prediction while training (DeepSeek-V3 section 2.2; Megatron-Core's MultiTokenPredictionLayer):
-    # mtp_layers depths after the last layer (0, what Hugging Face's class builds; set by `--mtp`, never from a
-    # config.json), each two norms, a 2d -> d projection, one more layer (of the last kind, or a hybrid's
-    # mtp_pattern of mixers: Super's '*E'), a final norm, the shared head and a loss; mtp_repeated_layer: one
-    # set of those weights run at every depth (Megatron-Core's mtp_use_repeated_layer).
+    # Multi-token prediction while training (DeepSeek-V3 2.2; set by `--mtp`, never from a config.json): mtp_layers
+    # depths (leaves.multi_token_prediction; a hybrid's mixers: mtp_pattern); mtp_repeated_layer: one set of
+    # weights run at every depth (Megatron-Core's mtp_use_repeated_layer).
     mtp_layers: int = 0
     mtp_pattern: tuple[str, ...] | None = None
     mtp_repeated_layer: bool = False
@@ -222,6 +220,11 @@ class ModelConfig:
     dt_rank: int | None = None
     mamba1_norms: str = "none"
     lru_width: int | None = None  # Griffin's RG-LRU recurrent blocks (blocks/rglru.py): their width
+    # Zamba's "shared" layers (costmodel/shared_block.py): shared_blocks blocks held, run in turn; zamba2's
+    # per-use LoRA adapters of shared_adapter_rank on the MLP (and q, k, v: shared_attention_adapters)
+    shared_blocks: int | None = None
+    shared_adapter_rank: int | None = None
+    shared_attention_adapters: bool = False
     # DeepSeek-V4 (transformers' deepseek_v4; blocks/deepseek_v4.py), all set or none: hyper_streams
     # residual streams (hc_mult) mixed by a hyper-connection before each sublayer and one before the
     # final norm; the attention's output through output_groups groups of output_rank (o_groups,
@@ -236,12 +239,9 @@ class ModelConfig:
     csa_rate: int | None = None
     hca_rate: int | None = None
     family: str = "custom"  # whose code runs it (the facts table's key): llama, gpt2, bert, t5...
-    # The kind of each decoder layer, in order, where the layers differ: "sliding" or "full"
-    # (windows on some layers), "dense" or "moe" (experts in some layers), "rope" or "nope" (RoPE
-    # on some layers); None where every layer is alike. costmodel/hf.py reads it from the config.json;
-    # left out, it follows from the counts: the first n_dense_layers dense (DeepSeek-V3), every
-    # other layer from layer 0 sliding when half of them slide (Gemma 2), else the last ones.
-    # Pipeline stages (layout/rank.py) and the inverse mapping (validate/hf_models.py) read it.
+    # The kind of each decoder layer where the layers differ (costmodel/layer_pattern.py; None: all
+    # alike), from the config.json or, left out, from the counts (layer_pattern.rule_pattern). Pipeline
+    # stages (layout/rank.py) and the inverse mapping (validate/hf_models.py) read it.
     layer_pattern: tuple[str, ...] | None = None
     # The format the released checkpoint stores its weights in (checkpoint.py): inference's default;
     # not the architecture, so equality (and hf_config's round trip) leave it out.
@@ -518,14 +518,15 @@ class ModelConfig:
             "L_cs": max(self.csa_layers, 1), "L_hc": max(self.hca_layers, 1),
             **dict(zip(("L_ws", "L_fs"), (max(count, 1) for count in kv_shared_counts(self)))),
             **{symbol: max(self.n_mixer_layers(mixer), 1) for symbol, mixer in zip(
-               ("L_m", "L_a", "L_f", "L_g", "L_m1", "L_sc", "L_la", "L_kd", "L_rg", "L_rt", "L_rc", "L_ml"), ("mamba",
+               ("L_m", "L_a", "L_f", "L_g", "L_m1", "L_sc", "L_la", "L_kd", "L_rg", "L_rt", "L_rc", "L_ml", "L_sh"), ("mamba",
                 "attention", "mlp", "deltanet", "mamba1", "shortconv", "lightning", "kda", "rglru", "rwkv_time",
-                "rwkv_channel", "mlstm"))},
+                "rwkv_channel", "mlstm", "shared"))},
             **{symbol: getattr(self, name) or 1 for symbol, name in
                (("H_m", "mamba_heads"), ("P_m", "mamba_head_dim"), ("N_m", "ssm_state"), ("h_kvg", "global_kv_heads"),
                 ("G_m", "mamba_groups"), ("K_m", "conv_kernel"), ("Q_m", "chunk_size"), ("H_gk", "deltanet_k_heads"),
                 ("H_gv", "deltanet_v_heads"), ("P_gk", "deltanet_k_dim"), ("P_gv", "deltanet_v_dim"),
-                ("D_m1", "mamba1_inner"), ("R_m1", "dt_rank"), ("D_rg", "lru_width"))},
+                ("D_m1", "mamba1_inner"), ("R_m1", "dt_rank"), ("D_rg", "lru_width"), ("B_sh", "shared_blocks"),
+                ("r_sh", "shared_adapter_rank"))},
         }
 
     #: Fields that only give a dimension symbol its value (see dimensions()); every other field
@@ -539,7 +540,7 @@ class ModelConfig:
                         "deltanet_k_heads", "deltanet_v_heads", "deltanet_k_dim", "deltanet_v_dim", "dt_rank",
                         "per_layer_input", "per_layer_vocab", "global_head_dim", "global_kv_heads", "lru_width",
                         "altup_inputs", "laurel_rank", "output_groups", "output_rank", "csa_layers",
-                        "hca_layers", "csa_rate", "hca_rate", "zero_experts")
+                        "hca_layers", "csa_rate", "hca_rate", "zero_experts", "shared_blocks", "shared_adapter_rank")
 
     def structure(self) -> dict[str, Any]:
         """What the cost tree's expressions depend on besides the dimensions' values: every

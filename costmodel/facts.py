@@ -123,6 +123,9 @@ class Facts:
     mamba_path: str = "torch"
     # a Mamba-2 mixer multiplies in_proj's output by a buffer as wide, in the model dtype (Falcon-H1)
     mamba_mup_vector: bool = False
+    # a Mamba-1 mixer's x_proj input is a copy at every b and n (Zamba's per-head bmm; MambaMixer's
+    # mm reads a view where b or n is 1)
+    mamba1_x_proj_copied: bool = False
     # ALiBi's slopes are a buffer (False: the bias is built each forward, nothing held)
     alibi_slopes_buffer: bool = True
     # a learned position table is looked up by (b, n) ids built from the attention mask (not one

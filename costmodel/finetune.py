@@ -447,6 +447,11 @@ def check(cfg: ModelConfig, workload: Workload) -> None:
     if cfg.moe and workload.recompute == "full":
         raise ConfigError("fine-tuning memory of a mixture of experts is not measured under --recompute full "
                           "(which layer's rebuild is the largest depends on its experts).")
+    from .module_recompute import MODULE_NEEDS
+
+    if workload.recompute in MODULE_NEEDS:  # as check_recompute_framework refuses them beside DeepSpeed and FSDP2
+        raise ConfigError(f"recompute {workload.recompute!r} is Megatron-Core's recompute_modules, which Hugging "
+                          "Face's code with peft does not run; use none, selective or full.")
     if workload.recompute == "torchtitan-op":
         raise ConfigError("fine-tuning memory does not model --recompute torchtitan-op: the adapters' "
                           "matmuls would join the policy's count of a layer's matmuls.")

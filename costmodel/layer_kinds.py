@@ -49,7 +49,7 @@ def config_kinds(cfg: ModelConfig, stack: str, layers: sp.Expr) -> list[LayerKin
         counts = {"mamba": S.L_m, "attention": S.L_a, "mlp": S.L_f, "moe": S.L_moe, "deltanet": S.L_g,
                   "mamba1": S.L_m1, "shortconv": S.L_sc, "lightning": S.L_la, "kda": S.L_kd,
                   "rglru": S.L_rg, "rwkv_time": S.L_rt, "rwkv_channel": S.L_rc,
-                  "mlstm": S.L_ml}
+                  "mlstm": S.L_ml, "shared": S.L_sh}
         kinds = [LayerKind(mixer, count, experts=mixer == "moe", rope=cfg.rope, mixer=mixer,
                            post_norms=mixer in cfg.post_norm_mixers,
                            window=mixer == "attention" and cfg.sliding_window is not None)

@@ -38,9 +38,10 @@ class LayerKind:
 #: Gated DeltaNet (blocks/deltanet.py), a Mamba-1 mixer (blocks/mamba1.py) or LFM2's gated short
 #: convolution (blocks/shortconv.py), MiniMax's lightning attention (blocks/lightning.py), Kimi
 #: Delta Attention (blocks/kda.py), Griffin's RG-LRU recurrent block (blocks/rglru.py), RWKV-4's
-#: time and channel mixes (blocks/rwkv.py) or xLSTM's mLSTM (blocks/mlstm.py).
+#: time and channel mixes (blocks/rwkv.py), xLSTM's mLSTM (blocks/mlstm.py) or a use of Zamba's shared
+#: attention-and-MLP blocks (costmodel/shared_block.py).
 MIXERS = ("mamba", "attention", "mlp", "moe", "deltanet", "mamba1", "shortconv", "lightning", "kda", "rglru",
-          "rwkv_time", "rwkv_channel", "mlstm")
+          "rwkv_time", "rwkv_channel", "mlstm", "shared")
 #: The Mamba-2 sizes a model with a "mamba" layer gives (and a model without one leaves None).
 MAMBA_SIZES = ("mamba_heads", "mamba_head_dim", "mamba_groups")
 #: The chunk both chunked linear mixers give (Mamba-2, Gated DeltaNet).
@@ -88,6 +89,7 @@ def check_mixer_layers(cfg, owner: str) -> None:
     if not cfg.mixer_layers:
         if cfg.post_norm_mixers:
             raise ConfigError(f"{owner}: post_norm_mixers applies only with mixer_layers.")
+        check_shared_blocks(cfg, owner, ())
         return
     object.__setattr__(cfg, "layer_pattern", pattern)
     if (not isinstance(pattern, tuple) or len(pattern) != cfg.n_decoder_layers
@@ -116,6 +118,26 @@ def check_mixer_layers(cfg, owner: str) -> None:
         raise ConfigError(f"{owner}: deltanet_v_heads ({cfg.deltanet_v_heads}) is not divisible by "
                           f"deltanet_k_heads ({cfg.deltanet_k_heads}).")
     check_post_norm_mixers(cfg, owner, pattern)
+    check_shared_blocks(cfg, owner, pattern)
+
+
+def check_shared_blocks(cfg, owner: str, pattern: tuple) -> None:
+    """Zamba's shared blocks: shared_blocks held (at most the uses), each use followed by the
+    mixer layer whose input its output joins; the adapters' rank where any (zamba2)."""
+    uses = pattern.count("shared")
+    check_bool(owner, "shared_attention_adapters", cfg.shared_attention_adapters)
+    if not uses:
+        if cfg.shared_blocks is not None or cfg.shared_adapter_rank is not None or cfg.shared_attention_adapters:
+            raise ConfigError(f"{owner}: shared_blocks, shared_adapter_rank and shared_attention_adapters "
+                              "apply only with mixer_layers and a 'shared' layer.")
+        return
+    check_int(owner, "shared_blocks", cfg.shared_blocks, maximum=uses)
+    if cfg.shared_adapter_rank is not None:
+        check_int(owner, "shared_adapter_rank", cfg.shared_adapter_rank)
+    elif cfg.shared_attention_adapters:
+        raise ConfigError(f"{owner}: shared_attention_adapters needs shared_adapter_rank.")
+    if any(pattern[i + 1:i + 2] in ((), ("shared",), ("mlp",), ("moe",)) for i, m in enumerate(pattern) if m == "shared"):
+        raise ConfigError(f"{owner}: each 'shared' layer must be followed by the mixer layer its output joins.")
 
 
 def states_context(cfg: Any) -> bool:

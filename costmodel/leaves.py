@@ -18,6 +18,7 @@ from .config import ConfigError, ModelConfig
 from .layer_kinds import V4_CSA, V4_HCA, layer_kinds
 from .layer_pattern import LayerKind
 from .leaf import ONE, Leaves, Place
+from .shared_block import shared_layer
 from .spec import RECOMPUTED_LAYERS
 from .terms import FP32, ZERO
 
@@ -389,6 +390,8 @@ class TreeBuilder:
             cfg = self.cfg.replace(post_sublayer_norm=True, input_norms=False, post_norm_mixers=())
             builder = TreeBuilder(cfg, self.profile, self.phase)
             return builder.mixer_layer(layer, seq, dataclasses.replace(kind, post_norms=False))
+        if kind.mixer == "shared":  # a use of Zamba's shared attention-and-MLP block
+            return shared_layer(self, layer, seq)
         at = dataclasses.replace(layer, sublayer=kind.mixer)
         if kind.mixer in ("mlp", "moe"):
             return self.ffn(at, S.b * seq, kind.experts)

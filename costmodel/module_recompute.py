@@ -26,7 +26,11 @@ def check_recompute_framework(recompute: str, framework: str) -> None:
     checkpoints the functions the model code hands it (deepspeed/runtime/activation_checkpointing, a
     whole layer in Hugging Face's gradient checkpointing), FSDP2 (torchtitan) a whole layer or its op
     policy (torchtitan-op); neither checkpoints the norm before the experts, the MoE layer, the
-    experts' activation or latent attention's up-projections on their own."""
+    experts' activation or latent attention's up-projections on their own; and torchtitan's op policy
+    (torchtitan-op) beside any framework but FSDP2, torchtitan's."""
     if recompute in MODULE_NEEDS and framework != "megatron":
         raise ConfigError(f"recompute {recompute!r} is Megatron-Core's recompute_modules, which {framework} "
                           "does not run; use --framework megatron, or none, selective or full.")
+    if recompute == "torchtitan-op" and framework != "fsdp2":  # torchtitan's policy (op_checkpoint.py)
+        raise ConfigError(f"recompute 'torchtitan-op' is torchtitan's selective op checkpointing (FSDP2), which "
+                          f"{framework} does not run; use --framework fsdp2, or none, selective or full.")

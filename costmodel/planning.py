@@ -72,7 +72,8 @@ def plan(model: Any, gpus: int | Sequence[int], hardware: str = DEFAULT_HARDWARE
          price: float | None = None, rank_by: str = "time", time_model: str | None = None,
          mla: str = "absorbed", weight_dtype: str | None = None, weight_group: int | None = None,
          quantize_head: bool = False, quant_layout: str | None = None, kv_dtype: str | None = None, fp8_gemm: str | None = None, cuda_graphs: bool = False,
-         flops_convention: str = "dense", compiled: bool = False, **fixed: Any) -> PlanResult:
+         flops_convention: str = "dense", compiled: bool = False, optimizer: str | None = None,
+         **fixed: Any) -> PlanResult:
     """Every layout of `model` on each count in `gpus` (training, or serving with serve=True):
     those that fit ranked by time (step time; time per output token when serving) or by cost
     (GPU-seconds per token), those that do not with their reason. fixed: tp, pp, dp, zero, sp,
@@ -92,7 +93,8 @@ def plan(model: Any, gpus: int | Sequence[int], hardware: str = DEFAULT_HARDWARE
     and int4 weights are stored (spec.QUANT_LAYOUTS; None: gptq's). cuda_graphs (serving): each decode
     step replayed from a CUDA graph (no launch overhead), as simulate --cuda-graphs.
     flops_convention (training): the model FLOPs MFU and the run's FLOPs count, dense or causal.
-    compiled: torch.compile's fusions (the kernel-level model), as simulate --compile."""
+    compiled: torch.compile's fusions (the kernel-level model), as simulate --compile. optimizer
+    (training): the optimizer whose state each rank holds (spec.OPTIMIZERS; None: AdamW)."""
     from .api import load_model, make_workload
     from .checkpoint import inference_options
     from .cost import check_price_has_tokens, gpus_of, price_plan
@@ -134,6 +136,8 @@ def plan(model: Any, gpus: int | Sequence[int], hardware: str = DEFAULT_HARDWARE
         raise ConfigError("--weight-dtype, --weight-group, --quantize-head, --quant-layout, --kv-dtype and --fp8-gemm plan "
                           "serving (add --serve); "
                           "training on quantized weights (QLoRA) is `finetune`'s.")
+    if serve and optimizer not in (None, spec.DEFAULT_OPTIMIZER):  # (AdamW: the default, read by no serving plan)
+        raise ConfigError("--optimizer names a training step's optimizer; leave it out with --serve.")
     if serve and flops_convention != "dense":
         raise ConfigError("--flops-convention names the model FLOPs of a training step's MFU; leave it out with "
                           "--serve.")
@@ -158,6 +162,7 @@ def plan(model: Any, gpus: int | Sequence[int], hardware: str = DEFAULT_HARDWARE
                                            attention=attention, **quantization)
     else:
         workload, warnings = make_workload(cfg, seq_len, holds_cache=False, dtype=dtype,
+                                           **({"optimizer": optimizer} if optimizer else {}),
                                            **implied(fixed.get("framework"), impl, attention, cfg.family,
                                                      runs_flash(chosen)))
         frameworks = tuple([fixed["framework"]] if fixed.get("framework") else list(FRAMEWORK_CODE))
@@ -201,7 +206,7 @@ def plan(model: Any, gpus: int | Sequence[int], hardware: str = DEFAULT_HARDWARE
                           "kv_cache": kv_cache, "cuda_graphs": cuda_graphs, "mla": mla if cfg.mla else None} if serve else
                          {"global_batch": batches[counts[0]] if one else batches, "batch": batch,
                           "fp8": fixed.get("fp8"), **{k: True for k in planner.SETTINGS if fixed.get(k)},
-                          "flops_convention": flops_convention, "mtp": cfg.mtp_layers,
+                          "flops_convention": flops_convention, "mtp": cfg.mtp_layers, "optimizer": workload.optimizer,
                           "tokens": tokens, "price_per_gpu_hour": chosen.price_per_gpu_hour if price is None else price}),
                       "rank_by": rank_by,
                       "memory_capacity": chosen.serving_memory_bytes if serve else chosen.training_memory_bytes}

@@ -431,7 +431,7 @@ def simulate_training(cfg: ModelConfig, workload: Workload, hardware: Hardware, 
         "inputs": {"model": cfg.name, "hardware": hardware.name, "dtype": workload.dtype,
                    "seq_len": workload.seq_len, "batch": workload.batch,
                    "recompute": workload.recompute, "attention": workload.attention,
-                   "impl": workload.impl, "tokens": tokens, "mtp": cfg.mtp_layers,
+                   "impl": workload.impl, "tokens": tokens, "mtp": cfg.mtp_layers, "optimizer": workload.optimizer,
                    "time_model": "roofline"},  # the only model of one GPU's training without a layout
         "step": _timing_dict(timing, seconds),
         "tokens_per_second": tokens_per_second,

@@ -271,6 +271,11 @@ FP8_RECIPES = Choices({  # layout/fp8.py has each recipe's scales and sources
     "mxfp8": "Transformer Engine's MXFP8BlockScaling, 1 x 32 blocks (Blackwell)",
     "nvfp4": "Transformer Engine's NVFP4BlockScaling, FP4 in 1 x 16 blocks (Blackwell)",
 })
+#: Where the training script opens Transformer Engine's fp8_autocast, for --fp8 delayed outside
+#: Megatron-Core (which opens one a model chunk itself); layout/fp8_options.py has each one's source.
+FP8_AUTOCASTS = Choices({
+    "forward-and-loss": "Composer's Trainer (llm-foundry): one autocast around the model's forward and one around the loss, no fp8_group, so the forward amaxes are all-reduced over every rank twice a micro-batch and the backward ones once; the blocks' te.Linear layers in FP8 with their norms apart, the head in bf16, the weights cast every micro-batch",
+})
 #: DeepSpeed's ZeRO-Offload and ZeRO-Infinity (costmodel/offload.py).
 OFFLOADS = Choices({"none": "", "optimizer": "ZeRO-Offload, --zero 1-3", "params": "ZeRO-Infinity, --zero 3"})
 OFFLOAD_DEVICES = Choices({"cpu": "", "nvme": "needs --zero 3"})

@@ -89,6 +89,10 @@ L_rt = _dim("L_rt")  # layers whose one mixer is an RWKV time mix (mixer_layers)
 L_rc = _dim("L_rc")  # layers whose one mixer is an RWKV channel mix (mixer_layers)
 # xLSTM's mLSTM (transformers' xlstm, blocks/mlstm.py; h heads of d_h query/key and d_v value width, chunk Q_m).
 L_ml = _dim("L_ml")  # layers whose one mixer is an mLSTM (mixer_layers)
+# Zamba's shared attention-and-MLP blocks (transformers' zamba, zamba2; costmodel/shared_block.py).
+L_sh = _dim("L_sh")  # uses of the shared blocks (mixer_layers "shared")
+B_sh = _dim("B_sh")  # shared blocks held (num_mem_blocks, at most L_sh)
+r_sh = _dim("r_sh")  # rank of each use's LoRA adapters (zamba2's adapter_rank)
 # DeepSeek-V4 (transformers' deepseek_v4, blocks/deepseek_v4.py): the hyper-connections' residual
 # streams, the grouped output projection's groups and rank, the two compression rates and the
 # layers of each compressed kind (the others slide only).
@@ -114,7 +118,7 @@ dp = _dim("dp")  # data-parallel ranks (ZeRO/FSDP shard over them)
 
 MODEL_SYMBOLS = (d, h, h_kv, d_h, d_ff, V, P, N_tt, N_rb, L_enc, L_dec, d_r, d_e, w, L_w, E, k,
                  d_x, d_s, d_l, L_moe, r_q, r_kv, d_v, L_np, H_m, P_m, N_m, G_m, K_m, Q_m, L_m, L_a, L_f,
-                 H_gk, H_gv, P_gk, P_gv, L_g, D_m1, R_m1, L_m1, L_sc, L_la, L_kd, D_rg, L_rg, L_rt, L_rc, L_ml, p_l, V_pl, d_hg, L_ws, L_fs, h_kvg,
+                 H_gk, H_gv, P_gk, P_gv, L_g, D_m1, R_m1, L_m1, L_sc, L_la, L_kd, D_rg, L_rg, L_rt, L_rc, L_ml, L_sh, B_sh, r_sh, p_l, V_pl, d_hg, L_ws, L_fs, h_kvg,
                  H_c, g_o, r_o, m_c, m_h, L_cs, L_hc, Z)
 WORKLOAD_SYMBOLS = (b, n, s, T, c, e)
 #: The tokens a generation of T feeds back, each taking a position and a place in the KV cache: the
@@ -181,6 +185,9 @@ LATEX_NAMES = {
     L_kd: r"L_{kda}",
     D_rg: r"D_{rg}",
     L_rg: r"L_{rglru}",
+    L_sh: r"L_{shared}",
+    B_sh: r"B_{shared}",
+    r_sh: r"r_{adapter}",
     L_rt: r"L_{rwkv,t}",
     L_rc: r"L_{rwkv,c}",
     L_ml: r"L_{mlstm}",
@@ -249,6 +256,9 @@ DESCRIPTIONS = {
     L_kd: "Kimi Delta Attention layers",
     D_rg: "RG-LRU width",
     L_rg: "RG-LRU recurrent layers",
+    L_sh: "uses of the shared attention-and-MLP blocks",
+    B_sh: "shared attention-and-MLP blocks held",
+    r_sh: "rank of each shared-block use's adapters",
     L_rt: "RWKV time-mix layers",
     L_rc: "RWKV channel-mix layers",
     L_ml: "mLSTM layers",

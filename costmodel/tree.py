@@ -37,7 +37,8 @@ PHASES = ("train", "prefill", "decode", "chunk")
 # The names of the blocks in each regime, for the crossover n*.
 ATTENTION_CORE = ("scores", "weighted_sum", "scores_2", "weighted_sum_2")  # _2: DiffLlama's second call
 PROJECTIONS_AND_FFN = ("qkv", "mla", "out", "q_experts", "o_experts", "mlp", "router", "latent_in", "experts",
-                       "latent_out", "shared_expert", "shared_expert_gate", "projections", "hyper")  # DeepSeek-V4's last two
+                       "latent_out", "shared_expert", "shared_expert_gate", "projections", "hyper",  # DeepSeek-V4's last two
+                       "qkv_adapters", "gate_up_adapter", "linear")  # Zamba's shared blocks (costmodel/shared_block.py)
 
 
 def profile_for(cfg: ModelConfig, workload: Workload | None = None, **changes) -> B.Profile:

@@ -14,7 +14,8 @@ for one GPU, costmodel.layout for several), and listed in the order of what it c
   more GPUs    when nothing fits on the GPUs given: the fewest (doubling) on which ZeRO 3
                with full recomputation fits
   offload      DeepSpeed's ZeRO-Offload (the optimizer on the host) or ZeRO-Infinity (the
-               weights too): no more GPUs, a slower step (costmodel/offload.py)
+               weights too), alone or, where neither fits alone, beside ZeRO 3 and full
+               recomputation: no more GPUs, a slower step (costmodel/offload.py)
   more GPUs    inference: the fewest GPUs of one replica that hold it, tensor parallel up to 8,
                then pipeline stages of tp 8
   int8 / int4  quantized weights (inference only: training needs the full-precision copy)
@@ -160,6 +161,7 @@ def options(cfg: ModelConfig, workload: Workload, layout: Any, capacity: int, gp
                     ("optimizer state sharded", "gradients sharded", "weights gathered every step")[zero - 1]
                     + ", each layer's forward rerun" if zero < 3 else
                     "both: weights gathered every step, each layer's forward rerun")
+        fits_here = any(option.fits for option in out)  # on the GPUs given, before offload
         count = max(gpus, 1)
         while count < MAX_GPUS and not any(option.fits for option in out):
             count *= 2
@@ -171,6 +173,7 @@ def options(cfg: ModelConfig, workload: Workload, layout: Any, capacity: int, gp
         if layout is None or layout.framework == "deepspeed":
             offload = layout.offload if layout is not None else "none"
             zero = max(current, 2)
+            plain = len(out)
             if offload == "none":
                 add(f"--dp {dp} --zero {zero} --offload optimizer",
                     _try(memory, cfg, workload, layout, dp=dp, zero=zero, offload="optimizer"),
@@ -179,6 +182,15 @@ def options(cfg: ModelConfig, workload: Workload, layout: Any, capacity: int, gp
                 add(f"--dp {dp} --zero 3 --offload params",
                     _try(memory, cfg, workload, layout, dp=dp, zero=3, offload="params"),
                     "ZeRO-Infinity: the weights streamed from the host for every layer, forward and backward")
+            if workload.recompute != "full" and not fits_here and not any(o.fits for o in out[plain:]):
+                # nothing fits on these GPUs, offload alone neither: offload beside ZeRO 3 and each
+                # layer's forward rerun, as ZeRO 3 is offered with it above
+                kinds = {"none": ("optimizer", "params"), "optimizer": ("params",)}.get(offload, ())
+                for kind in kinds:
+                    add(f"--dp {dp} --zero 3 --offload {kind} --recompute full",
+                        _try(memory, cfg, lean, layout, dp=dp, zero=3, offload=kind),
+                        ("ZeRO-Offload" if kind == "optimizer" else "ZeRO-Infinity")
+                        + " with the weights gathered every step and each layer's forward rerun")
     for change, needed, cost in extra:
         add(change, needed, cost)
     if phase == "inference" and cfg.n_decoder_layers:

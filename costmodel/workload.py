@@ -368,6 +368,12 @@ class Workload:
                                    " where residual_in_fp32 is off or in fp32 (Mamba2Config's default "
                                    "fp32 residual stream leaves the final norm an fp32 input, 2 b n d "
                                    "bytes more in bf16, not counted)." if cfg.family == "mamba2" else ".")))
+        if cfg.n_mixer_layers("shared"):  # costmodel/shared_block.py
+            warnings.append(f"model {show(cfg.name)} runs {cfg.shared_blocks} shared attention-and-MLP block(s) at "
+                            f"{cfg.n_mixer_layers('shared')} layers: parameters, weights, gradients and optimizer state count "
+                            "each block once, FLOPs, activations and the KV cache each use (each use caches its own "
+                            "keys and values); proven against transformers' class, zamba's activations with one "
+                            "n_mamba_heads only (its per-head scans keep more, not modelled).")
         for mixer, note in _MIXER_NOTES.items():
             if cfg.n_mixer_layers(mixer):
                 warnings.append(f"model {show(cfg.name)} has {cfg.n_mixer_layers(mixer)} {note}")

@@ -116,10 +116,14 @@ def _nearest(nearest: dict[str, Any], serve: bool) -> list[str]:
                    f"{binary_bytes(nearest['per_rank'])} per GPU"
                    + (f", global batch {nearest['global_batch']:,}" if "global_batch" in nearest else "")
                    + " (`plan --gpus " + str(nearest["gpus"]) + "`).")
-    elif "unsupported" in nearest:
+    elif "unsupported" in nearest and "smallest_memory" not in nearest:
         out.append("No layout was set aside for memory; the layouts were unsupported: "
                    + " ".join(nearest["unsupported"]))
     elif nearest:
-        out.append("No count up to 1,024 times as many GPUs fits; use a GPU with more memory"
-                   + (" or quantized weights." if serve else " or a shorter sequence."))
+        kept = " ".join(f"--{size} {value}" for size, value in nearest.get("kept", {}).items())
+        out.append("No count up to 1,024 times as many GPUs fits"
+                   + (f" with {kept} as given (leave them out to let plan choose)" if kept else "")
+                   + "; use a GPU with more memory" + (" or quantized weights." if serve else " or a shorter sequence.")
+                   + (" The other layouts were unsupported: " + " ".join(nearest["unsupported"])
+                      if "unsupported" in nearest else ""))
     return out

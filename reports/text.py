@@ -223,6 +223,7 @@ def render_parallel(p: dict[str, Any]) -> str:
                if lay.get("ep", 1) > 1 else "") + (f", FP8 {lay['fp8']}" if lay.get("fp8") else "")
             + (" with FP8 parameters" if lay.get("fp8_param_gather") else "")
             + (" (amaxes over TP x CP)" if lay.get("tp_only_amax_red") else "")
+            + (f" (fp8_autocast {lay['fp8_autocast']})" if lay.get("fp8_autocast") else "")
             + (f" ({'Megatron-FSDP HFSDP' if lay['framework'] == 'megatron' else 'HSDP'}: {lay['dp_replicate']} replicas "
                f"of shard groups of {lay['dp_shard']})" if lay.get("dp_shard") else "")
             + (" + SP" if lay["sp"] else "") + f", ZeRO {lay['zero']}, {lay['framework']} ({p['precision']} "
@@ -320,6 +321,7 @@ def _fit_options(verdict: dict[str, Any], width: int, none: str) -> list[str]:
     """The lines under a verdict that does not fit: the changes that would, cheapest first."""
     if not verdict["options"]:
         return [f"  {none}"]
+    width = max(width, *(len(o["change"]) for o in verdict["options"]))  # the memories in one column
     return ["  To make it fit (cheapest first):"] + [
         f"    {o['change']:<{width}} {binary_bytes(o['memory']):>12}   {o['cost']}" for o in verdict["options"]]
 

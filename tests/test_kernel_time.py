@@ -286,6 +286,12 @@ CUDNN_B200_FORWARD = [[2048, 478.921], [4096, 855.678], [8192, 1171.278], [16384
                       [65536, 1382.33], [131072, 1355.418]]
 CUDNN_B200_BACKWARD = [[2048, 371.486], [4096, 701.265], [8192, 942.509], [16384, 1074.776], [32768, 1108.688],
                        [65536, 1073.059], [131072, 1047.843]]
+#: FlashAttention-2 as PyTorch's sdpa FLASH_ATTENTION backend runs it on a B200 (the same B200 file's
+#: pyt_flash_attention rows, torch 2.9.0a0 nv25.09), 2k and longer.
+FA2_B200_FORWARD = [[2048, 242.386], [4096, 324.899], [8192, 373.392], [16384, 394.495], [32768, 403.739],
+                    [65536, 408.739], [131072, 410.988]]
+FA2_B200_BACKWARD = [[2048, 186.284], [4096, 256.427], [8192, 298.867], [16384, 319.979], [32768, 330.801],
+                     [65536, 335.402], [131072, 336.043]]
 #: FlashAttention-3 on the H100, head 128: the paper's causal forward figure and its (unmasked)
 #: backward figure, the FlashAttention-3 bars.
 FA3_H100_FORWARD = [[512, 292], [1024, 423], [2048, 521], [4096, 579], [8192, 602], [16384, 616]]
@@ -296,11 +302,13 @@ FA3_H100_BACKWARD = [[512, 316], [1024, 424], [2048, 501], [4096, 542], [8192, 5
     ("cudnn", "hopper", "h100-sxm", 989.4, CUDNN_HOPPER_FORWARD, CUDNN_HOPPER_BACKWARD),
     ("cudnn", "hopper", "h200", 989.4, CUDNN_HOPPER_FORWARD, CUDNN_HOPPER_BACKWARD),
     ("cudnn", "blackwell", "b200", 2250.0, CUDNN_B200_FORWARD, CUDNN_B200_BACKWARD),
+    ("flash2", "blackwell", "b200", 2250.0, FA2_B200_FORWARD, FA2_B200_BACKWARD),
     ("flash3", "hopper", "h100-sxm", 989.4, FA3_H100_FORWARD, FA3_H100_BACKWARD),
 ])
 def test_a_kernel_with_both_passes_published_runs_each_at_its_figure(kernel, architecture, hardware, peak,
                                                                      forward, backward):
-    """Where both passes are measured (cuDNN's files, FlashAttention-3's figures) the timer reads
+    """Where both passes are measured (cuDNN's files, FlashAttention-2's B200 rows in cuDNN's B200
+    file, FlashAttention-3's figures) the timer reads
     each at its own published TFLOP/s over the peak the figures were taken against: exactly at
     the points, log-linear between them, the end values outside; nothing derived."""
     from costmodel.kernel_time import kernel_facts
@@ -348,8 +356,8 @@ def test_a_named_kernel_without_figures_on_the_architecture_is_refused():
         with pytest.raises(ConfigError, match=f"attention kernel '{kernel}' has no published figures on "
                                               f"{architecture}; it has on: {where}."):
             KernelTimer(load_hardware(hardware), "bf16", "flash", attention_kernel=kernel)
-    b200 = KernelTimer(load_hardware("b200"), "bf16", "flash")  # flash2, no Blackwell figure
-    assert b200.attention_efficiency(8192) == b200.matmul_efficiency
+    l40s = KernelTimer(load_hardware("l40s"), "bf16", "flash")  # flash2, no Ada figure
+    assert l40s.attention_efficiency(8192) == l40s.matmul_efficiency
 
 
 def test_kernel_shapes_come_from_the_tree():

@@ -1,6 +1,7 @@
 """Megatron-Core's recompute_modules choices and Transformer Engine's delayed scaling as Megatron-Core
 runs it, refused under --framework deepspeed and fsdp2 in one line (costmodel/module_recompute.py
-check_recompute_framework; layout/spec.py _check_fp8_options). Neither framework runs Megatron-Core's
+check_recompute_framework; layout/fp8_options.py check_fp8_autocast; under fsdp2 with the script's
+autocast scope, --fp8-autocast, it runs: tests/test_fp8_autocast.py). Neither framework runs Megatron-Core's
 module checkpoints (the norm before the experts, the MoE layer, the experts' activation, latent
 attention's up-projections); delayed scaling there is the training script's (accelerate's
 apply_fp8_autowrap: one fp8_autocast over the forward with no fp8_group, so TE all-reduces the amaxes
@@ -38,11 +39,16 @@ def test_megatron_module_recomputation_refused_elsewhere(capsys, framework, reco
 
 @pytest.mark.parametrize("framework", sorted(FRAMEWORKS))
 def test_delayed_scaling_refused_elsewhere(capsys, framework):
+    """Outside Megatron-Core delayed scaling is the training script's: under fsdp2 it needs the
+    script's autocast scope (--fp8-autocast, tests/test_fp8_autocast.py), under deepspeed it is not
+    modelled."""
     code, out, err = run(SIMULATE + FRAMEWORKS[framework] + ["--fp8", "delayed"], capsys)
     assert (code, out) == (2, "") and err.count("\n") == 1
-    assert err.startswith(f"error: layout: --fp8 delayed is modelled as Megatron-Core runs it (an fp8_autocast a "
-                          f"model chunk, amaxes all-reduced over TP x DP x CP); under {framework} Transformer "
-                          "Engine's delayed scaling is the training script's")
+    assert err.startswith({"fsdp2": "error: layout: --fp8 delayed under fsdp2 runs under the training script's "
+                                    "fp8_autocast; state where with --fp8-autocast",
+                           "deepspeed": "error: layout: --fp8 delayed is modelled under Megatron-Core (an fp8_autocast "
+                                        "a model chunk) and under --framework fsdp2 with --fp8-autocast; under "
+                                        "deepspeed it is not modelled"}[framework])
 
 
 @pytest.mark.parametrize("framework", sorted(FRAMEWORKS))

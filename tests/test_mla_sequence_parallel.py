@@ -153,8 +153,8 @@ def test_other_frameworks_and_op_policies_are_refused(cfg):
     d-wide input and runs the down-projections on every token): one sentence each."""
     with pytest.raises(ConfigError, match="modelled for Megatron-Core only"):
         Layout(tp=TP, sp=True, dp=1, framework="fsdp2", zero=3).check(cfg)
-    with pytest.raises(ConfigError, match="does not list them for its latent attention"):
-        _estimate(cfg, True, "torchtitan-op").numbers  # an op policy: refused for latent attention anyway
+    with pytest.raises(ConfigError, match="torchtitan's selective op checkpointing .FSDP2., which megatron"):
+        _estimate(cfg, True, "torchtitan-op").numbers  # torchtitan's op policy: refused beside Megatron-Core
 
 
 def test_deepseek_v3s_latent_gathers_at_its_recipes_layout():

@@ -74,12 +74,12 @@ def test_ci_runs_the_readmes_full_run_and_returns_its_status():
 
 
 def test_the_readme_counts_the_model_types_the_reader_takes():
-    """The README's "any config.json of the N Hugging Face model types" is costmodel.hf's list (134 after
-    session 26's jetmoe, longcat_flash, recurrent_gemma, rwkv and xlstm); each is in commands.md's table."""
+    """The README's "any config.json of the N Hugging Face model types" is costmodel.hf's list (136 after
+    session 27's zamba and zamba2); each is in commands.md's table."""
     from costmodel.hf import SUPPORTED_MODEL_TYPES
 
     text = " ".join(README.split())
     assert re.search(r"config\.json` of the (\d+) Hugging Face model types", text).group(1) == \
-        str(len(SUPPORTED_MODEL_TYPES)) == "134"
+        str(len(SUPPORTED_MODEL_TYPES)) == "136"
     table = [line for line in DOCS["commands.md"].splitlines() if line.startswith("| ")]
     assert [t for t in SUPPORTED_MODEL_TYPES if not any(t in line for line in table)] == []

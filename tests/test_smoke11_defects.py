@@ -38,8 +38,12 @@ def test_a_zero_suggestion_keeps_the_gpus_given(capsys):
     --dp (1 here: nothing to shard over), so the suggestion is more GPUs, with the figure typing
     it prints."""
     fit = _fit(["--model", "llama3.1-70b", "--tp", "8", "--hardware", "h100", "--seq-len", "8192"], capsys)
-    assert fit["training"]["options"] == [{"change": "--gpus 32 (--dp with --zero 3 --recompute full)",
-                                           "memory": 57_680_405_004, "fits": True, "cost": "32 GPUs"}]
+    assert fit["training"]["options"][0] == {"change": "--gpus 32 (--dp with --zero 3 --recompute full)",
+                                             "memory": 57_680_405_004, "fits": True, "cost": "32 GPUs"}
+    # since session 27 offload beside ZeRO 3 and full recomputation too, on the GPUs given (dp 1 here)
+    assert [(o["change"], o["memory"]) for o in fit["training"]["options"][1:]] == [
+        ("--dp 1 --zero 3 --offload optimizer --recompute full", 30_791_418_380),
+        ("--dp 1 --zero 3 --offload params --recompute full", 13_150_683_660)]
     typed = _fit(["--model", "llama3.1-70b", "--tp", "8", "--dp", "4", "--zero", "3", "--recompute", "full",
                   "--hardware", "h100", "--seq-len", "8192"], capsys)
     assert typed["training"]["memory"] == 57_680_405_004 and typed["training"]["gpus"] == 32

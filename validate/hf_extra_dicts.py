@@ -21,12 +21,13 @@ from .hf_more_types import MORE_TYPES_DICTS
 from .hf_new_moe import NEW_MOE_DICTS
 from .hf_openai_gpt import OPENAI_GPT_DICTS
 from .hf_xglm import XGLM_DICTS
+from .hf_zamba import ZAMBA_DICTS
 
 #: Writers of the families registered after MOE_EXTRA_DICTS's (their DICT_FAMILIES entries).
 NEWER_DICTS = {**MORE_TYPES_DICTS, **NEW_MOE_DICTS, **FALCON_H1_DICTS, **LFM2_DICTS, **GEMMA3N_DICTS,
                **MINIMAX_DICTS, **KIMI_LINEAR_DICTS, **XGLM_DICTS, **OPENAI_GPT_DICTS, **DEEPSEEK_V4_DICTS,
                **GPT_NEOX_JAPANESE_DICTS, **JETMOE_DICTS,
-               **LONGCAT_FLASH_DICTS}
+               **LONGCAT_FLASH_DICTS, **ZAMBA_DICTS}
 
 #: Every writer hf_models.config_dict calls with the Llama-like dict.
 EXTRA_DICTS = {**MOE_EXTRA_DICTS, **NEWER_DICTS}

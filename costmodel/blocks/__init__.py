@@ -57,6 +57,7 @@ from .shortconv import ShortConvMixer, shortconv_state_bytes
 from .lightning import LightningAttentionMixer, lightning_state_bytes
 from .kda import KimiDeltaAttentionMixer, kda_state_bytes
 from .rglru import RGLRUMixer, rglru_state_bytes
+from .shared import SharedAdapter
 from .rwkv import RwkvChannelMix, RwkvTimeMix
 from .mlstm import MLSTMMixer
 from .indexer import LightningIndexer
@@ -87,7 +88,7 @@ __all__ = [
     "kv_cache_bytes", "linears_cost", "mamba_state_bytes", "quantized_bytes",
     "AttentionOutputGate", "GatedDeltaNetMixer", "deltanet_state_bytes", "Mamba1Mixer", "mamba1_state_bytes",
     "linear_mixer", "ShortConvMixer", "shortconv_state_bytes", "LightningAttentionMixer",
-    "lightning_state_bytes", "KimiDeltaAttentionMixer", "kda_state_bytes", "RGLRUMixer",
+    "lightning_state_bytes", "KimiDeltaAttentionMixer", "kda_state_bytes", "RGLRUMixer", "SharedAdapter",
     "rglru_state_bytes", "RwkvTimeMix", "RwkvChannelMix", "MLSTMMixer", "PerLayerEmbeddings", "PerLayerInput",
     "AltUpEmbedding", "AltUpLayer", "AltUpUnembedding", "Laurel",
     "Compressor", "GroupedOutput", "HyperConnection", "HyperHead", "V4Projections", "compressed_entries",

@@ -60,6 +60,7 @@ class QKVProjection(Block):
     # False: no query projection here (JetMoE's queries come from blocks/attention_experts.py; its
     # kv_proj is one d -> 2 h_kv d_h linear, counted as k and v)
     queries: bool = True
+    input_width: Expr = S.d  # the width it reads (Zamba's shared attention: 2 d, the layer's input and the embeddings)
     title = "Q, K, V projections"
 
     @property
@@ -78,30 +79,30 @@ class QKVProjection(Block):
     def linear_ops(self) -> tuple[LinearOp, ...]:
         """q, k, v in the order the attention's forward runs them (or the one fused projection)."""
         if self.fused:
-            return (LinearOp("qkv", self.q_tokens, S.d, (S.h + 2 * self.kv_heads) * self.head_dim, self.bias),)
-        return (*([LinearOp("q", self.q_tokens, S.d, self.q_width, self.bias)] if self.queries else []),
-                *(LinearOp(name, self.kv_tokens, S.d, width, self.bias)
+            return (LinearOp("qkv", self.q_tokens, self.input_width, (S.h + 2 * self.kv_heads) * self.head_dim, self.bias),)
+        return (*([LinearOp("q", self.q_tokens, self.input_width, self.q_width, self.bias)] if self.queries else []),
+                *(LinearOp(name, self.kv_tokens, self.input_width, width, self.bias)
                   for name, width in zip(("k", "v"), self.kv_widths())))
 
     def cost(self) -> Cost:
-        q_fwd, q_bwd = linear_flops(self.q_tokens, S.d, self.q_width)
+        q_fwd, q_bwd = linear_flops(self.q_tokens, self.input_width, self.q_width)
         kv_width = sum(self.kv_widths(), ZERO)
-        kv_fwd, kv_bwd = linear_flops(self.kv_tokens, S.d, kv_width)
+        kv_fwd, kv_bwd = linear_flops(self.kv_tokens, self.input_width, kv_width)
         if self.fused:
-            tensors = weight_and_bias(S.d, (S.h + 2 * self.kv_heads) * self.head_dim, self.bias, self.transposed)
-            matrices = [weight_matrix(S.d, (S.h + 2 * self.kv_heads) * self.head_dim)]
+            tensors = weight_and_bias(self.input_width, (S.h + 2 * self.kv_heads) * self.head_dim, self.bias, self.transposed)
+            matrices = [weight_matrix(self.input_width, (S.h + 2 * self.kv_heads) * self.head_dim)]
         else:
-            tensors = weight_and_bias(S.d, self.q_width, self.bias, self.transposed) if self.queries else ()
+            tensors = weight_and_bias(self.input_width, self.q_width, self.bias, self.transposed) if self.queries else ()
             for width in self.kv_widths():
-                tensors = tensors + weight_and_bias(S.d, width, self.bias, self.transposed)
+                tensors = tensors + weight_and_bias(self.input_width, width, self.bias, self.transposed)
             widths = self.kv_widths()  # one matrix counted len(widths) times where k and v match
-            matrices = [*([weight_matrix(S.d, self.q_width)] if self.queries else []),
-                        *([weight_matrix(S.d, self.kv_heads * self.head_dim, len(widths))] if self.value_dim is None
-                          else (weight_matrix(S.d, width) for width in widths))]
+            matrices = [*([weight_matrix(self.input_width, self.q_width)] if self.queries else []),
+                        *([weight_matrix(self.input_width, self.kv_heads * self.head_dim, len(widths))] if self.value_dim is None
+                          else (weight_matrix(self.input_width, width) for width in widths))]
         kv_cache = kv_cache_bytes(S.b * self.cache_heads * (self.head_dim + self.value_width) * self.cached_tokens,
                                   self.profile)
-        moved = linear_bytes(self.q_tokens, S.d, self.q_width) if self.queries else ZERO
-        moved += linear_bytes(self.kv_tokens, S.d, kv_width)
+        moved = linear_bytes(self.q_tokens, self.input_width, self.q_width) if self.queries else ZERO
+        moved += linear_bytes(self.kv_tokens, self.input_width, kv_width)
         return make_cost(
             tensors=tensors,
             matrices=matrices,

@@ -82,7 +82,7 @@ def scan_bytes(batch: Expr, seq: Expr, decode: bool) -> Expr:
     return batch * S.e * seq * per_token
 
 
-def saved_bytes_torch(batch: Expr, seq: Expr, norms: str) -> Expr:
+def saved_bytes_torch(batch: Expr, seq: Expr, norms: str, x_proj_copied: bool = False) -> Expr:
     """Bytes the slow path keeps for backward in one mixer in training, its input aside (the norm
     before it counts it), with T = b n tokens (validate/measure's saved-tensor hooks on MambaMixer
     and FalconMambaMixer). dt is in the activations' dtype; A, discrete A and B and the states are
@@ -92,7 +92,8 @@ def saved_bytes_torch(batch: Expr, seq: Expr, norms: str) -> Expr:
       silu(conv), dt + bias and softplus(dt), silu(z), out_proj's
         input                                                        5 e T D
       x_proj's input, a copy of silu(conv)'s transpose (a view where
-        b = 1 or n = 1: a strided matrix mm reads as it is)          e T D | 0
+        b = 1 or n = 1: a strided matrix mm reads as it is; always a
+        copy under facts.mamba1_x_proj_copied, Zamba's bmm)          e T D | 0
       y = scan + x D (fp32: D.float()), x.float() for dB x           4 T D (1 + u)
       exp(A_log) and A                                               2 x 4 D N
       discrete A and discrete B (b, D, n, N)                         2 x 4 b n D N
@@ -106,7 +107,8 @@ def saved_bytes_torch(batch: Expr, seq: Expr, norms: str) -> Expr:
     activations' dtype (the weight's product's other factor) e T (R + 2 N)."""
     tokens = batch * seq
     state = batch * INNER * S.N_m
-    x_proj_input = sp.Piecewise((0, sp.Or(sp.Eq(batch, 1), sp.Eq(seq, 1))), (S.e * tokens * INNER, True))
+    x_proj_input = S.e * tokens * INNER if x_proj_copied else \
+        sp.Piecewise((0, sp.Or(sp.Eq(batch, 1), sp.Eq(seq, 1))), (S.e * tokens * INNER, True))
     common = (2 * S.e * tokens * INNER + S.e * batch * INNER * (seq + S.K_m - 1) + 5 * S.e * tokens * INNER
               + x_proj_input
               + FP32 * tokens * INNER + unless_fp32(FP32 * tokens * INNER) + 2 * FP32 * INNER * S.N_m
@@ -136,6 +138,7 @@ class Mamba1Mixer(ShortConvPhases, Block):
     bias: bool = False  # in_proj's and out_proj's (config.use_bias)
     conv_bias: bool = True  # config.use_conv_bias
     norms: str = "none"  # RMS norms on dt's input, B and C: NORMS
+    x_proj_copied: bool = False  # facts.mamba1_x_proj_copied (Zamba's per-head bmm)
     title = "Mamba-1 mixer"
 
     def __post_init__(self) -> None:
@@ -166,7 +169,8 @@ class Mamba1Mixer(ShortConvPhases, Block):
             # the same size (blocks/mamba.py's convention)
             flops_matmul_backward=backward + 2 * conv + 2 * scan,
             bytes_other=scan_bytes(S.b, self.seq, self.phase == "decode"),
-            saved_bytes=saved_bytes_torch(S.b, self.seq, self.norms) if self.phase == "train" else 0,
+            saved_bytes=(saved_bytes_torch(S.b, self.seq, self.norms, self.x_proj_copied)
+                         if self.phase == "train" else 0),
             kv_cache_bytes=mamba1_state_bytes(),  # in every phase, as the tree reports the cache
         )
 
@@ -192,6 +196,7 @@ def linear_mixer(kind: str, phase: str, cfg: Any, facts: Any) -> Block:
     if kind in ("rwkv_time", "rwkv_channel"):
         return RwkvTimeMix(phase) if kind == "rwkv_time" else RwkvChannelMix(phase)
     if kind == "mamba1":
-        return Mamba1Mixer(phase, bias=cfg.mamba_bias, conv_bias=cfg.conv_bias, norms=cfg.mamba1_norms)
+        return Mamba1Mixer(phase, bias=cfg.mamba_bias, conv_bias=cfg.conv_bias, norms=cfg.mamba1_norms,
+                           x_proj_copied=facts.mamba1_x_proj_copied)
     return Mamba2Mixer(phase, path=facts.mamba_path, bias=cfg.mamba_bias, conv_bias=cfg.conv_bias,
                        out_bias=cfg.mamba_out_bias, gated_norm=cfg.mamba_gated_norm, mup_vector=facts.mamba_mup_vector)

@@ -74,7 +74,7 @@ def check_context_parallel(cfg: ModelConfig, layout: Any) -> None:
                           "is not modelled.")
     if cfg.mla:
         raise ConfigError("layout: context parallelism with latent attention is not modelled.")
-    others = sorted(set(cfg.layer_pattern or ()) & {"deltanet", "mamba1", "shortconv", "lightning", "kda", "rglru", "rwkv_time", "mlstm"})
+    others = sorted(set(cfg.layer_pattern or ()) & {"deltanet", "mamba1", "shortconv", "lightning", "kda", "rglru", "rwkv_time", "mlstm", "shared"})
     if cfg.mamba1_inner or cfg.deltanet_k_heads or others:  # no exchange of theirs is modelled
         mixers = ", ".join(others) or ("mamba1" if cfg.mamba1_inner else "deltanet")
         raise ConfigError(f"layout: context parallelism with {mixers} mixers is not modelled.")

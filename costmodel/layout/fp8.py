@@ -418,6 +418,9 @@ class Casts:
     transposes: str
     # the weight cast once a step and cached across micro-batches (not rerun by recomputation)
     weight_once_per_step: bool
+    # a norm's output quantized by the norm (TE's LayerNormLinear: "normed_input" passes); False:
+    # the norm apart (te.Linear after it), its output cast as any input
+    fused_norm: bool = True
 
 
 #: Each recipe's casts (None: not stated by any source found: DeepSeek-V3's kernels are its own).
@@ -447,7 +450,7 @@ def _charged(gemms: list, casts: Casts, *, needs_tn: bool, microbatches: int, tp
     for gemm in gemms:
         if (gemm.m, gemm.k) not in seen:
             seen.add((gemm.m, gemm.k))
-            name = "normed_input" if gemm.normed_input else "input"
+            name = "normed_input" if gemm.normed_input and casts.fused_norm else "input"
             elements[name] += gemm.m * gemm.k * gemm.count
             tensors[name] += gemm.count
         for name, size in (("weight", gemm.k * gemm.n), ("grad", gemm.m * gemm.n), ("grad_input", gemm.m * gemm.k),

@@ -318,6 +318,13 @@ def fp8_casts(estimate: ParallelEstimate, hardware: Hardware) -> tuple | None:
     casts = None if layout.fp8 is None or estimate.phase != "train" else CAST_PASSES[layout.fp8]
     if casts is None:
         return None
+    if layout.fp8_autocast is not None:  # the training script's te.Linear layers (layout/fp8_options.py)
+        from dataclasses import replace
+
+        from .fp8_options import FP8_AUTOCASTS
+
+        scope = FP8_AUTOCASTS[layout.fp8_autocast]
+        casts = replace(casts, fused_norm=scope.fused_norm, weight_once_per_step=scope.weight_once_per_step)
     return (casts, hardware.architecture not in NON_TN_FP8_ARCHITECTURES, layout.microbatches, layout.tp,
             bool(layout.sp), layout.fp8_param_gather)
 

@@ -80,12 +80,16 @@ def part_expressions(cfg: ModelConfig, workload: Workload, layout: Layout, phase
 
     from .. import blocks as B
     from .. import symbols as S
+    from ..precision import inference_precision
     from ..tree import CostModel, profile_for
     from .split import column_inputs, local, rank_leaf, row_outputs, substitution
 
     framework = FRAMEWORKS[layout.framework]
     FP8_BLOCKS = fp8_blocks()
-    profile = profile_for(cfg, workload, precision=framework.precision_for(workload.dtype, layout.grad_reduce_dtype), device=layout.device,
+    precision = framework.precision_for(workload.dtype, layout.grad_reduce_dtype)
+    if phase != "train":  # a serving rank reads the --dtype copy (fsdp2's fp32 shards are training state)
+        precision = inference_precision(precision)
+    profile = profile_for(cfg, workload, precision=precision, device=layout.device,
                           optimizer_impl="foreach" if layout.device == "cuda" else "single",
                           fp8_activations=fp8_activations(layout) and phase == "train",
                           framework_loss=framework.loss, routed_experts=True, expert_parallel=layout.ep)

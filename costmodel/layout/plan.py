@@ -287,9 +287,10 @@ def plan_training(cfg: ModelConfig, hardware: Hardware, gpus: int, seq_len: int,
     if not feasible and nearest:
         # The leanest layouts on more GPUs: ZeRO 3 in every framework that has it (DeepSpeed's and
         # FSDP2's differ by gigabytes a rank), full recomputation, micro-batch 1 (unless fixed),
-        # the global batch rounded up to a multiple of the count.
+        # the global batch rounded up to a multiple of the count; a fixed tp and pp kept (the plan
+        # the hint names, the same options at that count, keeps them), dp grown with the count.
         lean = {**fixed, "recompute": fixed.get("recompute") or "full", "batch": fixed.get("batch") or 1,
-                "tp": None, "pp": None, "dp": None}
+                "dp": None}
         if fixed.get("zero") is None:
             lean["zero"] = 3
 
@@ -304,6 +305,9 @@ def plan_training(cfg: ModelConfig, hardware: Hardware, gpus: int, seq_len: int,
                 return None
 
         result["nearest"] = nearest_fit(gpus, hardware.training_memory_bytes, infeasible, retry)
+        kept = {size: fixed[size] for size in ("tp", "pp") if fixed.get(size)}
+        if kept:  # the sizes every count tried kept (the text says so where none fits)
+            result["nearest"]["kept"] = kept
     return result
 
 
@@ -312,17 +316,17 @@ def nearest_fit(gpus: int, capacity: int, infeasible: list[dict[str, Any]],
     """When nothing fits: the smallest memory per GPU any layout needed (and which), and the first
     GPU count, doubling up to 1,024 times as many, at which retry(count) (a plan, or None where
     that count cannot run) has a feasible layout: its best layout and memory. Where no layout was
-    set aside for memory, "unsupported" holds the distinct reasons the model refused them."""
+    set aside for memory, or some were refused (a collective the hardware file has no bandwidth for),
+    "unsupported" holds the distinct reasons the model refused them."""
     out: dict[str, Any] = {"memory_capacity": capacity}
     by_memory = [e for e in infeasible if e["reason"] == "memory"]
     if by_memory:
         least = min(by_memory, key=lambda e: e["per_rank"]["total"])
         out["smallest_memory"] = least["per_rank"]["total"]
         out["smallest_layout"] = least["layout"]
-    else:
-        refused = list(dict.fromkeys(e["detail"] for e in infeasible if e["reason"] == "unsupported"))
-        if refused:
-            out["unsupported"] = refused
+    refused = list(dict.fromkeys(e["detail"] for e in infeasible if e["reason"] == "unsupported"))
+    if refused:
+        out["unsupported"] = refused
     count = gpus
     for _ in range(10):
         count *= 2

@@ -20,6 +20,7 @@ from ..module_recompute import check_recompute_framework, check_recomputed_modul
 from .communication import RankCommunication
 from .experts import check_flex_load, expert_load, fsdp_gathered, fsdp_split
 from .fp8 import RECIPES, TE_GEMMS_PER_DENSE_LAYER, amax_reduction_bytes, fp8_parameter_saving
+from .fp8_options import FP8_AUTOCASTS
 from .frameworks import FRAMEWORKS, Framework
 from .parts import Stage, evaluate_parts, part_evaluator, part_of, uses_loss_parallel
 from ..spec import RECOMPUTED_LAYERS
@@ -356,13 +357,19 @@ class ParallelEstimate(RankCommunication):
         (layout/fp8.py amax_reduction_bytes): Megatron-Core opens one fp8_autocast per model chunk's
         TransformerBlock forward (transformer_block.py), and Transformer Engine all-reduces the
         chunk's forward amaxes at its exit and its backward amaxes in the chunk's backward
-        (reduce_and_update_fp8_tensors), so two a chunk; none outside training, without delayed
-        scaling, on other frameworks, or where the chunk has no FP8 GEMM. A layer's GEMMs:
+        (reduce_and_update_fp8_tensors), so two a chunk; under FSDP2 the training script's autocast
+        (Layout.fp8_autocast, layout/fp8_options.py FP8_AUTOCASTS: its forward and backward
+        reductions a micro-batch over the whole model, PP 1); none outside training, without delayed
+        scaling, or where the chunk has no FP8 GEMM. A layer's GEMMs:
         TE_GEMMS_PER_DENSE_LAYER, or in a mixture-of-experts layer the attention's two and the
         experts' fc1 and fc2, one GEMM a local expert each (TEGroupedLinear), and a shared expert's two."""
         layout, cfg = self.layout, self.cfg
-        if layout.fp8 != "delayed" or layout.framework != "megatron" or self.phase != "train":
+        if layout.fp8 != "delayed" or self.phase != "train":
             return []
+        forward_reductions, backward_reductions = 1, 1  # Megatron-Core's: one each a chunk
+        if layout.fp8_autocast is not None:
+            scope = FP8_AUTOCASTS[layout.fp8_autocast]
+            forward_reductions, backward_reductions = scope.forward_reductions, scope.backward_reductions
         local = cfg.n_experts // layout.ep if cfg.n_experts else 0
 
         def gemms(key: str) -> int:
@@ -376,7 +383,8 @@ class ParallelEstimate(RankCommunication):
         for kinds in stage.kinds:
             count = sum(runs * gemms(key) for key, runs in kinds)
             if count:
-                out += list(amax_reduction_bytes(count).values())
+                payload = amax_reduction_bytes(count)
+                out += [payload["forward"]] * forward_reductions + [payload["backward"]] * backward_reductions
         return out
 
     def fp8_copies(self, stage: Stage) -> int:

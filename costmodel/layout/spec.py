@@ -14,14 +14,11 @@
   framework        whose conventions: megatron, deepspeed or fsdp2 (costmodel/layout/frameworks.py)
   ep               expert-parallel ranks, drawn from dp, cp x dp with context parallelism, tp x cp x dp
                    under parallel folding (etp 1; costmodel/layout/experts.py)
-  dp_shard         the ranks each parameter's state is sharded over (None: all dp); 1 < dp_shard < dp
-                   is hybrid sharding, FSDP2's HSDP (fully_shard over a 2-D (replicate, shard)
-                   mesh, torchtitan's data_parallel_shard_degree): dp / dp_shard replicas of the
-                   shards, each gradient shard all-reduced over them (costmodel/layout/communication.py);
-                   under megatron --zero 3 Megatron-FSDP's HFSDP: the optimizer state sharded over all
-                   of dp, the gradient shard reduce-scattered and the weights all-gathered over the
-                   replicas once a step (num_distributed_optimizer_instances = dp / dp_shard,
-                   outer_dp_sharding_strategy "optim"; costmodel/layout/megatron_fsdp.py)
+  dp_shard         the ranks each parameter's state is sharded over (None: all dp); 1 < dp_shard < dp is
+                   hybrid sharding, FSDP2's HSDP (torchtitan's data_parallel_shard_degree): dp / dp_shard replicas
+                   of the shards, each gradient shard all-reduced over them (layout/communication.py); megatron
+                   --zero 3's HFSDP: the optimizer state sharded over all of dp, the gradient shard reduce-scattered
+                   and the weights all-gathered over the replicas once a step (layout/megatron_fsdp.py)
   capacity_factor  a mixture of experts' capacity per expert (None: dropless)
   ep_dispatcher    how expert parallelism moves tokens: "alltoall" (a copy per routed slot) or the
                    flex dispatcher's "deepep"/"hybridep" (a token once per target node, then once
@@ -40,6 +37,8 @@
   precision_aware_optimizer  Megatron-Core's use_precision_aware_optimizer under a recipe's dtypes:
                    "fp32", "bf16-moments" or "te-master" (None: off; costmodel/layout/frameworks.py
                    PRECISION_AWARE_OPTIMIZERS); megatron's distributed optimizer (--zero 1) only
+  fp8_autocast     where the training script opens Transformer Engine's fp8_autocast, for --fp8
+                   delayed under fsdp2 (costmodel/layout/fp8_options.py FP8_AUTOCASTS)
   vocab_parallel   tensor parallelism splits the embedding and the output head by the vocabulary
                    (True: Megatron's, DTensor's); False: every rank holds both whole and computes
                    every logit, so no embedding all-reduce and no logits all-gather (gpt-fast's
@@ -57,6 +56,7 @@ from ..spec import ALL_REDUCES, CP_KV_HEADS, CP_ROTATES, DEVICES, EP_DISPATCHERS
 from ..spec import PRECISION_AWARE_OPTIMIZERS as PRECISION_AWARE_OPTIMIZERS_CHOICES
 from .experts import check_expert_parallel
 from .fp8 import RECIPES
+from .fp8_options import check_fp8_options
 from .frameworks import FLEX_DISPATCH_FRAMEWORKS, FRAMEWORKS, PRECISION_AWARE_OPTIMIZERS
 
 V_SCHEDULES = ("zbv", "dualpipev")  # two stages a rank, r and 2p - 1 - r
@@ -93,6 +93,8 @@ def tensor_split_error(cfg: ModelConfig, tp: int, inference: bool) -> str | None
     of them, each head replicated over tp / h_kv ranks as vLLM does (split.kv_heads_per_rank;
     QKVParallelLinear's divide(tp_size, total_num_kv_heads) needs the multiple)."""
     name, kv = show(cfg.name), cfg.n_kv_heads
+    if tp > 1 and cfg.n_mixer_layers("shared"):  # costmodel/shared_block.py: no tensor-parallel split modelled
+        return f"splits Zamba's shared attention-and-MLP blocks, not modelled under tensor parallelism (model {name})"
     if tp > 1 and cfg.n_mixer_layers("mlstm"):  # blocks/mlstm.py: no tensor-parallel split modelled
         return f"splits mLSTM mixers, which are not modelled under tensor parallelism (model {name})"
     if tp > 1 and cfg.n_mixer_layers("rwkv_time"):  # blocks/rwkv.py: no tensor-parallel split modelled
@@ -209,6 +211,7 @@ class Layout:
     precision_aware_optimizer: str | None = None  # Megatron-Core's use_precision_aware_optimizer (None: off)
     fp8_param_gather: bool = False  # Megatron-Core's --fp8-param-gather: FP8 parameters, gathered in FP8
     tp_only_amax_red: bool = False  # Megatron-Core's --tp-only-amax-red: delayed scaling's amaxes over TP x CP
+    fp8_autocast: str | None = None  # the script's fp8_autocast scope, --fp8 delayed off Megatron-Core
 
     def __post_init__(self) -> None:
         for name in ("dp", "tp", "pp", "microbatches", "virtual_stages", "ep", "cp"):
@@ -291,45 +294,11 @@ class Layout:
                                   f"in_fp32 or FSDP2's reduce_dtype; add --framework megatron or fsdp2 (here {self.framework}).")
         if self.precision_aware_optimizer is not None:
             self._check_precision_aware(framework)
-        self._check_fp8_options()
+        check_fp8_options(self)
         if self.device not in DEVICES:
             raise ConfigError(f"layout: device must be {DEVICES.listed()}, got {show(self.device)}.")
         self._check_hybrid()
         check_offload(self)
-
-    def _check_fp8_options(self) -> None:
-        """Megatron-Core's FP8 parameters (--fp8-param-gather) and delayed scaling's amax group
-        (--tp-only-amax-red): on Megatron-Core, the first under its distributed optimizer with a
-        per-tensor Transformer Engine recipe (layout/fp8.py FP8_PARAM_RECIPES), the second with delayed
-        scaling."""
-        for name in ("fp8_param_gather", "tp_only_amax_red"):
-            if not isinstance(getattr(self, name), bool):
-                raise ConfigError(f"layout: {name} must be true or false, got {show(getattr(self, name))}.")
-        if self.fp8_param_gather:
-            from .fp8 import FP8_PARAM_RECIPES
-
-            if self.fp8 not in FP8_PARAM_RECIPES:
-                raise ConfigError(f"layout: FP8 parameters (--fp8-param-gather) are modelled with --fp8 "
-                                  f"{' or '.join(FP8_PARAM_RECIPES)} (Transformer Engine's per-tensor Float8Tensor); "
-                                  f"here {'--fp8 ' + str(self.fp8) if self.fp8 else 'no --fp8'}.")
-            if self.framework != "megatron" or self.zero not in (1, 2):
-                raise ConfigError("layout: --fp8-param-gather is Megatron-Core's, on its distributed optimizer "
-                                  f"(--framework megatron --zero 1); here {self.framework} with --zero {self.zero}.")
-        if self.tp_only_amax_red and (self.fp8 != "delayed" or self.framework != "megatron"):
-            raise ConfigError("layout: --tp-only-amax-red is Megatron-Core's amax reduction group of delayed "
-                              "scaling (--framework megatron --fp8 delayed).")
-        if self.fp8 == "delayed" and self.framework != "megatron":
-            # Outside Megatron-Core, Transformer Engine's DelayedScaling runs under the training script's
-            # fp8_autocast: accelerate's apply_fp8_autowrap (utils/transformer_engine.py, 0fade1b) wraps the
-            # whole forward in one, with no fp8_group, so TE all-reduces the amaxes over the default group,
-            # every rank (quantization.py reduce_and_update_fp8_tensors, d0067d0), and its convert_model
-            # turns every nn.Linear whose sizes are multiples of 16 into te.Linear, the output head included:
-            # neither is modelled here.
-            raise ConfigError(f"layout: --fp8 delayed is modelled as Megatron-Core runs it (an fp8_autocast a "
-                              f"model chunk, amaxes all-reduced over TP x DP x CP); under {self.framework} "
-                              "Transformer Engine's delayed scaling is the training script's (accelerate: one "
-                              "autocast over the forward, amaxes over every rank, the head in FP8 too), not "
-                              "modelled; use --framework megatron, or --fp8 current or tensorwise.")
 
     def _check_precision_aware(self, framework: Any) -> None:
         """Megatron-Core's precision-aware optimizer: one of the modelled dtype sets, on its
@@ -489,6 +458,8 @@ class Layout:
         if self.pp > 1:
             if cfg.architecture == "encoder-decoder":
                 raise ConfigError("layout: pipeline parallelism of encoder-decoders is not modelled.")
+            if cfg.n_mixer_layers("shared"):  # each stage with a use would hold the block (shared_block.py)
+                raise ConfigError(f"layout: pipeline parallelism of model {show(cfg.name)}'s shared blocks is not modelled.")
             # An even split needs a layer a stage; a given split may leave edge stages with none
             # (Llama 3's first and last chunks: the embedding alone, the head alone).
             if self.stages > cfg.pipeline_layers and self.stage_layers is None:
@@ -584,6 +555,7 @@ class Layout:
                    if self.precision_aware_optimizer else {}),
                 **({"fp8_param_gather": True} if self.fp8_param_gather else {}),
                 **({"tp_only_amax_red": True} if self.tp_only_amax_red else {}),
+                **({"fp8_autocast": self.fp8_autocast} if self.fp8_autocast else {}),
                 **({"offload": self.offload, "offload_device": self.offload_device,
                     "gpus_per_node": self.gpus_per_node} if self.offload != "none" else {})}
 

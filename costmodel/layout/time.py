@@ -146,7 +146,8 @@ class StepTime:
                        "cp": layout.cp}
         # Delayed scaling's amax reduction group (Megatron-Core parallel_state.get_amax_reduction_group
         # with_context_parallel=True: TP x DP x CP, its tensor_and_data_parallel_group_with_cp, since
-        # core_r0.11.0; TP x CP under --tp-only-amax-red, core_r0.8.0's only group), neighbouring ranks.
+        # core_r0.11.0; TP x CP under --tp-only-amax-red, core_r0.8.0's only group), neighbouring ranks;
+        # under --fp8-autocast (FSDP2, PP 1) the default group, every rank: the same product.
         self.worlds["amax"] = self.spans["amax"] = layout.tp * layout.cp * (1 if layout.tp_only_amax_red else layout.dp)
 
     def collective(self, group: str, kind: str, payload: float, calls: int = 1) -> float:

@@ -177,6 +177,9 @@ def check_engine_cache(cfg: Any, engine: str | None = "vllm") -> None:
         if cfg.n_mixer_layers(mixer):
             raise ConfigError(f"model {cfg.name!r} keeps {kind} states per sequence, whatever its length; "
                               "an engine's cache for them (vLLM's per-request state slots) is not modelled.")
+    if cfg.n_mixer_layers("shared"):
+        raise ConfigError(f"model {cfg.name!r} runs Zamba's shared attention-and-MLP blocks; an engine's cache and "
+                          "batching of them (vLLM's Zamba2) are not modelled.")
     check_state_engine(cfg, engine)
 
 

@@ -1,0 +1,104 @@
+"""The FP8 options' checks (Layout.__post_init__): which framework runs which recipe option
+(--fp8-param-gather, --tp-only-amax-red, --fp8 delayed). Kept apart from layout/spec.py, which
+holds the layout's fields and the other checks."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..config import ConfigError, show
+
+
+def check_fp8_options(layout: Any) -> None:
+    """Megatron-Core's FP8 parameters (--fp8-param-gather) and delayed scaling's amax group
+    (--tp-only-amax-red): on Megatron-Core, the first under its distributed optimizer with a
+    per-tensor Transformer Engine recipe (layout/fp8.py FP8_PARAM_RECIPES), the second with delayed
+    scaling."""
+    for name in ("fp8_param_gather", "tp_only_amax_red"):
+        if not isinstance(getattr(layout, name), bool):
+            raise ConfigError(f"layout: {name} must be true or false, got {show(getattr(layout, name))}.")
+    if layout.fp8_param_gather:
+        from .fp8 import FP8_PARAM_RECIPES
+
+        if layout.fp8 not in FP8_PARAM_RECIPES:
+            raise ConfigError(f"layout: FP8 parameters (--fp8-param-gather) are modelled with --fp8 "
+                              f"{' or '.join(FP8_PARAM_RECIPES)} (Transformer Engine's per-tensor Float8Tensor); "
+                              f"here {'--fp8 ' + str(layout.fp8) if layout.fp8 else 'no --fp8'}.")
+        if layout.framework != "megatron" or layout.zero not in (1, 2):
+            raise ConfigError("layout: --fp8-param-gather is Megatron-Core's, on its distributed optimizer "
+                              f"(--framework megatron --zero 1); here {layout.framework} with --zero {layout.zero}.")
+    if layout.tp_only_amax_red and (layout.fp8 != "delayed" or layout.framework != "megatron"):
+        raise ConfigError("layout: --tp-only-amax-red is Megatron-Core's amax reduction group of delayed "
+                          "scaling (--framework megatron --fp8 delayed).")
+    if layout.fp8_autocast is not None or (layout.fp8 == "delayed" and layout.framework != "megatron"):
+        check_fp8_autocast(layout)
+
+
+def check_fp8_autocast(layout: Any) -> None:
+    """--fp8-autocast: the training script's fp8_autocast scope (FP8_AUTOCASTS), the one way to
+    run --fp8 delayed outside Megatron-Core (which opens its own a model chunk), on FSDP2 at PP 1."""
+    from ..spec import FP8_AUTOCASTS as CHOICES
+
+    scope = layout.fp8_autocast
+    if scope is not None and scope not in FP8_AUTOCASTS:
+        raise ConfigError(f"layout: fp8_autocast must be {CHOICES.listed()}, got {show(scope)}.")
+    if scope is not None and (layout.fp8 != "delayed" or layout.framework == "megatron"):
+        raise ConfigError("layout: --fp8-autocast is where the training script opens Transformer Engine's "
+                          "fp8_autocast for delayed scaling (--fp8 delayed) outside Megatron-Core, which opens "
+                          f"one a model chunk itself; here --framework {layout.framework} with "
+                          f"{'--fp8 ' + str(layout.fp8) if layout.fp8 else 'no --fp8'}.")
+    if layout.framework != "fsdp2":
+        # DeepSpeed with Transformer Engine (accelerate's deepspeed plugin): no source read here.
+        raise ConfigError(f"layout: --fp8 delayed is modelled under Megatron-Core (an fp8_autocast a model chunk) "
+                          f"and under --framework fsdp2 with --fp8-autocast; under {layout.framework} it is not "
+                          "modelled; use --fp8 current or tensorwise.")
+    if scope is None:
+        # accelerate's apply_fp8_autowrap (utils/transformer_engine.py, 0fade1b) opens one autocast
+        # around the forward, but its convert_model turns every nn.Linear whose sizes are multiples of
+        # 16 into te.Linear, the output head included: a head in FP8, not modelled.
+        raise ConfigError("layout: --fp8 delayed under fsdp2 runs under the training script's fp8_autocast; "
+                          f"state where with --fp8-autocast ({CHOICES.listed()}); accelerate's (one "
+                          "autocast over the forward, the head in FP8 too) is not modelled.")
+    if layout.pp > 1:
+        raise ConfigError("layout: --fp8-autocast is one autocast over the whole model's forward; it is "
+                          f"modelled at --pp 1 (here {layout.pp}).")
+
+
+@dataclass(frozen=True)
+class AutocastScope:
+    """How a training script's fp8_autocast runs delayed scaling outside Megatron-Core."""
+
+    # delayed scaling's all-reduces of the forward amaxes a micro-batch (one at each autocast exit
+    # with gradients enabled), and of the backward amaxes (one, in the first FP8 module's backward)
+    forward_reductions: int
+    backward_reductions: int
+    # each te.Linear's input norm apart from it (not Transformer Engine's fused LayerNormLinear)
+    fused_norm: bool
+    # the weights cast once a step (is_first_microbatch passed) or every micro-batch
+    weight_once_per_step: bool
+    source: str
+
+
+FP8_AUTOCASTS = {
+    "forward-and-loss": AutocastScope(
+        2, 1, False, False,
+        "mosaicml/composer v0.17.2 (llm-foundry 5e85bd62d's setup.py: mosaicml>=0.17.2,<0.18) "
+        "trainer/trainer.py _train_microbatch: `with _get_precision_context(...)` around "
+        "`self.state.outputs = self.state.model(self.state.batch)` (lines 2415-2417) and again around "
+        "`self.state.loss = self._original_model.loss(...)` (2438-2440), backward outside; "
+        "core/precision.py get_precision_context: amp_fp8 is `te.fp8_autocast(enabled=True, "
+        "fp8_recipe=DelayedScaling(HYBRID, amax_history_len 16, 'max'))`, no fp8_group, so the amaxes "
+        "are all-reduced over the default group, every rank. Transformer Engine (d0067d0 "
+        "quantization.py) keeps the forward amaxes in a static buffer (add_fp8_tensors_to_global_buffer, "
+        "each module once) and autocast_exit runs reduce_and_update_fp8_tensors(forward=True) at every "
+        "outermost exit with gradients enabled, the loss's included: two all-reduces of the forward "
+        "amaxes a micro-batch (TE v0.10, llm-foundry's install: the same, _amax_forward_global_reduce_func "
+        "is kept set and called at each autocast exit, fp8.py lines 309-313), and one of the backward "
+        "amaxes (the first module's backward, base.py lines 114-121). llm-foundry 5e85bd62d fc.py: "
+        "fc_type 'te' is te.Linear for Wqkv, out_proj, up_proj and down_proj, the norms "
+        "(low_precision_layernorm) apart, the tied head an F.linear in bf16 (modeling_mpt.py); "
+        "attention.py and ffn.py call them with no is_first_microbatch, so Transformer Engine casts "
+        "each weight at every forward (TE v0.10 base.py prepare_forward: update_weight_scale_inv "
+        "'is_first_microbatch is None or is_first_microbatch')"),
+}
