@@ -16,10 +16,11 @@ NCCL achieves at that message size (costmodel/nccl_facts.json), hierarchical acr
 - A group that spans nodes runs hierarchically (NCCL's tree/ring over nodes): reduce-scatter
   within the node, the all-reduce of each GPU's 1/g share between the nodes at 73% of the NIC's
   bandwidth (a published 4-node measurement), all-gather within the node. The crossing's latency
-  is NCCL's tuning model's (nccl_facts.json "inter_node_latency", its Simple protocol at every
-  size): per step, a ring over N nodes pays 2(N-1) (all-reduce) or N-1 network steps and the
-  in-node steps each share takes; an all-reduce may run as NCCL's tree (2 log2 N network steps at
-  its own bandwidth) and takes the faster, as NCCL's tuner does (between_nodes).
+  is NCCL's tuning model's (nccl_facts.json "inter_node_latency"): per step, a ring over N nodes
+  pays 2(N-1) (all-reduce) or N-1 network steps and the in-node steps each share takes, in the
+  fastest protocol NCCL enables (Simple, LL128 on NVSwitch nodes, LL: ring_seconds); an all-reduce
+  may run as NCCL's tree (2 log2 N network steps at its own bandwidth, Simple) and takes the
+  faster, as NCCL's tuner does (between_nodes).
 - The all-reduce's code is a stated choice (costmodel/spec.ALL_REDUCES, Layout.all_reduce): NCCL's
   (the default), or PyTorch's IntraNodeComm (ENABLE_INTRA_NODE_COMM=1), which runs a bf16
   all-reduce inside a node as its own one-shot kernel up to 256 KiB and two-shot up to 10 MiB,
@@ -171,22 +172,20 @@ def mesh_links(hardware: Hardware, kind: str, ranks: int) -> float:
 def between_nodes(hardware: Hardware, kind: str, share: float, nodes: int, local: int, inter: float) -> float:
     """Seconds of one call's crossing between `nodes` nodes, each GPU's `share` bytes (its 1/local of
     the call's payload) at `inter` bytes/s, as NCCL's tuning model composes it (nccl_facts.json
-    "inter_node_latency", Simple protocol): a ring pays k(nodes - 1) network steps and the
+    "inter_node_latency"): a ring pays k(nodes - 1) network steps and the
     (local - 1) in-node steps each node's share takes beyond the in-node calls' own, k = 2 for an
     all-reduce, 1 for an all-gather or reduce-scatter; bytes x k(nodes - 1)/nodes. An all-reduce may
     run as a tree instead: 2 log2i(nodes) network steps, bytes x 2 / (.92 x NCCL's tree correction at
     the call's size); an all-gather or reduce-scatter with one GPU a node as PAT: log2i(nodes)
-    network steps at 1/3.5 of 14 us, 2.8 us a rank, bytes / .75. The tuner runs the fastest. With
+    network steps at 1/3.5 of 14 us, 2.8 us a rank, bytes / .75 (tree and PAT in Simple; a ring in
+    the fastest protocol NCCL enables on the hardware, ring_seconds). The tuner runs the fastest. With
     one GPU a node no in-node call carries a base latency, so the crossing pays its algorithm's."""
     facts = nccl_facts()["inter_node_latency"]
-    fabric = "nvlink" if hardware.network_name in nccl_facts()["intra_node_all_reduce"]["hardware"] else "pci"
     us = 1e-6
-    intra = max(facts["hw_latency_us"][fabric]["ring"], 3 * facts["net_overhead_us"]) * us
     net = facts["hw_latency_us"]["net"]["ring" if local > 1 else "tree"] * us  # ppn 1: tree's (NCCL)
     base = facts["base_latency_us"] if local == 1 else {"ring": 0.0, "tree": 0.0, "pat": 0.0}
     k = 2 if kind == "all_reduce" else 1
-    ring = (base["ring"] * us + k * (nodes - 1) * ((local - 1) * intra + net)
-            + share * k * (nodes - 1) / nodes / inter)
+    ring = min(ring_seconds(hardware, protocol, share, nodes, local, inter, k) for protocol in ring_protocols(hardware))
     if kind != "all_reduce":
         if local > 1:
             return ring
@@ -199,6 +198,38 @@ def between_nodes(hardware: Hardware, kind: str, share: float, nodes: int, local
     tree = base["tree"] * us + 2 * (nodes.bit_length() - 1) * facts["hw_latency_us"]["net"]["tree"] * us \
         + share * 2 / (facts["tree_bandwidth_factor"] * correction * inter)
     return min(ring, tree)
+
+
+def ring_protocols(hardware: Hardware) -> tuple[str, ...]:
+    """The protocols NCCL enables for a ring crossing nodes on this hardware: Simple and LL
+    everywhere, LL128 on the NVSwitch nodes (nccl_facts.json inter_node_latency ring_protocols)."""
+    extra = nccl_facts()["inter_node_latency"]["ring_protocols"]
+    return ("simple",) + tuple(name for name, p in extra.items()
+                               if p["hardware"] is None or hardware.network_name in p["hardware"])
+
+
+def ring_seconds(hardware: Hardware, protocol: str, share: float, nodes: int, local: int, inter: float,
+                 k: int) -> float:
+    """Seconds of a ring's crossing between `nodes` nodes in one NCCL protocol (tuning.cc's
+    latency + bytes / bandwidth): k(nodes - 1) network steps, each with the (local - 1) in-node steps
+    its share takes beyond the in-node calls' own (a step max(the fabric's figure, the network
+    overhead, x3 for Simple)), the base latency where one GPU a node leaves no in-node call to
+    carry it, and the bytes at the protocol's share of `inter` (LL's capped at llMaxBw)."""
+    facts, us = nccl_facts()["inter_node_latency"], 1e-6
+    fabric = "nvlink" if hardware.network_name in nccl_facts()["intra_node_all_reduce"]["hardware"] else "pci"
+    if protocol == "simple":
+        step = max(facts["hw_latency_us"][fabric]["ring"], 3 * facts["net_overhead_us"])
+        net = facts["hw_latency_us"]["net"]["ring" if local > 1 else "tree"]
+        base, rate = facts["base_latency_us"]["ring"], inter
+    else:
+        p = facts["ring_protocols"][protocol]
+        step = max(p[f"{fabric}_ring_us"], facts["net_overhead_us"])
+        net = p["net_ring_us" if local > 1 else "net_tree_us"]
+        base, rate = p["base_latency_us"], p["bandwidth_factor"] * inter
+        if "max_bus_gbps" in p:
+            rate = min(rate, p["max_bus_gbps"]["2" if nodes <= 2 else "more"] * 1e9)
+    latency = (base if local == 1 else 0.0) + k * (nodes - 1) * ((local - 1) * step + net)
+    return latency * us + share * k * (nodes - 1) / nodes / rate
 
 
 def collective_seconds(hardware: Hardware, kind: str, payload: float, ranks: int, span: int,

@@ -376,13 +376,27 @@ def test_the_zero1_parameter_all_gather_can_run_under_the_next_forward():
 A100_INTER = 25e9 * 0.73
 
 
-@pytest.mark.parametrize("nodes, ring_us", [(2, 37.8), (16, 567.0), (256, 9639.0)])
-def test_an_all_gather_across_nodes_pays_nccls_ring_steps(nodes, ring_us):
-    # (nodes - 1) network steps of 14 us, each share also taking 7 NVLink steps of 3.4 us:
-    # (N - 1) x 37.8 us; NCCL runs all-gathers as rings only (no tree).
+def _ring_us(nodes: int, local: int, step: float, net: float) -> float:
+    """A ring's steps across nodes (NCCL's tuning model): N - 1 network steps, each with the
+    share's local - 1 in-node steps."""
+    return (nodes - 1) * ((local - 1) * step + net)
+
+
+@pytest.mark.parametrize("nodes, protocol", [(2, "ll128"), (16, "ll"), (256, "ll")])
+def test_an_all_gather_across_nodes_pays_nccls_ring_steps(nodes, protocol):
+    # NCCL runs all-gathers as rings only (no tree), in the fastest enabled protocol, a step
+    # max(its NVLink figure, the 1 us network overhead (x3 for Simple)) and a network step:
+    # Simple 7 x 3.4 + 14 = 37.8 us at the NIC's rate; LL128 7 x 1.9 + 4.0 = 17.3 us at .92 of
+    # it; LL 7 x 1.0 + 2.7 = 9.7 us at min(.5 of it, llMaxBw 39.0 (2 nodes) / 20.4 GB/s).
     a100 = load_hardware("a100-80gb")
     share = 2**20  # each GPU's 1/8 of an 8 MiB call
-    expected = ring_us * 1e-6 + share * (nodes - 1) / nodes / A100_INTER
+    crossing = share * (nodes - 1) / nodes
+    times = {"simple": _ring_us(nodes, 8, 3.4, 14.0) * 1e-6 + crossing / A100_INTER,
+             "ll128": _ring_us(nodes, 8, 1.9, 4.0) * 1e-6 + crossing / (0.92 * A100_INTER),
+             "ll": _ring_us(nodes, 8, 1.0, 2.7) * 1e-6 + crossing / min(0.5 * A100_INTER, 39e9 if nodes == 2 else 20.4e9)}
+    expected = times[protocol]
+    assert min(times, key=times.get) == protocol
+    assert round(_ring_us(nodes, 8, 3.4, 14.0), 1) == {2: 37.8, 16: 567.0, 256: 9639.0}[nodes]
     assert between_nodes(a100, "all_gather", share, nodes, 8, A100_INTER) == pytest.approx(expected, rel=1e-12)
     # Through collective_seconds: the two nodes' in-node all-gather plus the crossing, per call.
     inside = collective_seconds(a100, "all_gather", 8 * share, 8, 8, calls=1)
@@ -407,21 +421,32 @@ def test_a_large_all_reduce_takes_the_faster_of_nccls_ring_and_tree(nodes, secon
 @pytest.mark.parametrize("nodes, tree_us", [(2, 28.0), (16, 112.0), (256, 224.0)])
 def test_a_small_all_reduce_runs_as_nccls_tree(nodes, tree_us):
     # 1 MiB a call: log2i(2**20 >> 6) = 14, NCCL's Simple tree correction .5; the tree's 2 log2(N)
-    # network steps and 2 x 128 KiB at .92 x .5 of the NIC beat the ring's 2(N-1) x 37.8 us.
+    # network steps and 2 x 128 KiB at .92 x .5 of the NIC beat the ring's 2(N-1) steps from 16
+    # nodes on; at 2 nodes the ring's two LL steps of 9.7 us, 2 x 64 KiB at .5 of the NIC, win.
     a100 = load_hardware("a100-80gb")
     share = 2**17
     tree = tree_us * 1e-6 + share * 2 / (0.92 * 0.5 * A100_INTER)
-    ring = 2 * (nodes - 1) * 37.8e-6 + share * 2 * (nodes - 1) / nodes / A100_INTER
-    assert tree < ring
-    assert between_nodes(a100, "all_reduce", share, nodes, 8, A100_INTER) == pytest.approx(tree, rel=1e-12)
+    ll = 2 * _ring_us(nodes, 8, 1.0, 2.7) * 1e-6 + share * 2 * (nodes - 1) / nodes / (0.5 * A100_INTER)
+    expected = min(tree, ll)
+    assert (expected == ll) == (nodes == 2)
+    assert between_nodes(a100, "all_reduce", share, nodes, 8, A100_INTER) == pytest.approx(expected, rel=1e-12)
+    if nodes == 2:
+        assert round(ll * 1e7) == 338  # 33.8 us against the tree's 59.2
 
 
 def test_a_pcie_node_takes_nccls_pci_ring_step():
-    # No NVLink between an L40S's GPUs: NCCL's PCI ring step, 5.7 us.
+    # No NVLink between an L40S's GPUs: NCCL's PCI ring step, 5.7 us Simple (161.7 us of steps and
+    # 75 us of bytes), 1.0 us LL (29.1 us and 150 us at half the rate, which wins); no LL128 (its
+    # ring must run over NVLink).
+    from costmodel.collectives import ring_protocols
+
     l40s = load_hardware("l40s")
     inter = 1e10
-    assert between_nodes(l40s, "reduce_scatter", 1e6, 4, 8, inter) \
-        == pytest.approx(3 * (7 * 5.7e-6 + 14e-6) + 1e6 * 3 / 4 / inter, rel=1e-12)
+    assert ring_protocols(l40s) == ("simple", "ll")
+    simple = _ring_us(4, 8, 5.7, 14.0) * 1e-6 + 1e6 * 3 / 4 / inter
+    ll = _ring_us(4, 8, 1.0, 2.7) * 1e-6 + 1e6 * 3 / 4 / (0.5 * inter)
+    assert (round(simple * 1e7), round(ll * 1e7)) == (2367, 1791)
+    assert between_nodes(l40s, "reduce_scatter", 1e6, 4, 8, inter) == pytest.approx(ll, rel=1e-12)
 
 
 @pytest.mark.parametrize("nodes, size, algorithm", [

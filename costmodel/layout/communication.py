@@ -407,6 +407,32 @@ class RankCommunication:
             return {"reduce_scatter": grad * padded, "all_gather": e * padded - (e - FP8_PARAM_BYTES) * fp8}
         return {"all_gather": m * 2 * e * padded, "reduce_scatter": m * grad * padded}
 
+    def data_parallel_calls(self, stage: Stage, group: str, kind: str) -> int:
+        """How many calls one micro-batch's `kind` over data-parallel `group` is issued as. FSDP2
+        (per-tensor sharding) runs one collective per fully_shard unit, each layer (torchtitan's
+        and llm-foundry's per-block wrapping) and the root (embeddings, final norm, head) where the
+        stage holds it (torch 2.13 torch/distributed/fsdp/_fully_shard/_fsdp_param_group.py:
+        FSDPParamGroup.unshard, one foreach all-gather, and post_backward, one reduce-scatter,
+        per group): every unit's all-gather in forward, again in backward for each resharded one
+        (the layers; the root too under reshard_after_forward True; none at --zero 2), a
+        reduce-scatter (or HSDP's all-reduce over the replicas) per unit; the experts' own group
+        (edp) one per MoE layer. Flat sharding (DeepSpeed, Megatron-FSDP): 1 (their buckets are
+        not counted, a stated simplification)."""
+        if self.framework.sharding != "per_tensor":
+            return 1
+        runs = self.layer_runs(stage)
+        if group == "edp":
+            layers = sum(count for key, count in runs.items() if self.part(key, "expert_params"))
+            root = 0
+        else:
+            layers = sum(runs.values())
+            root = int(self.on_stage(stage, "padded") > self.layer_sum(stage, "padded"))
+        if kind != "all_gather":
+            return max(1, layers + root)
+        again = {None: layers, True: layers + root, False: 0}[
+            False if self.layout.zero == 2 else self.layout.reshard_after_forward]
+        return max(1, layers + root + again)
+
     def wire(self, communication: dict[str, dict[str, int]]) -> dict[str, dict[str, int]]:
         """Bytes each rank puts on the wire, with the ring factors. The flex dispatcher's ("flex")
         depend on the ranks a node holds, which the hardware file says: layout/time.py's

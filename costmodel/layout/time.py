@@ -16,7 +16,8 @@ The overlap model (stated conventions, not measurements; each settable with Over
   backward (two thirds of its compute); ZeRO-1/2's parameter all-gather after the optimizer step
   is exposed;
 - FSDP2 and ZeRO-3 gather and scatter each micro-batch while it computes (prefetch): only what
-  exceeds its compute is exposed;
+  exceeds its compute is exposed; FSDP2's one call per unit (ParallelEstimate.data_parallel_calls),
+  each paying its latency;
 - the pipeline bubble is Layout.bubble() micro-batches of the slowest stage ((p - 1)/v for
   GPipe, 1F1B and interleaving; a third of 1F1B's for ZB-H1 and DualPipeV, a sixth for ZB-V);
   under Overlap.ep those micro-batches run alone (the combined 1F1B's warm-up and cool-down), their
@@ -386,7 +387,9 @@ class StepTime:
                   for kind, value in communication.get(group, {}).items()]
         per_microbatch = self.estimate.framework.sharding == "per_tensor" or layout.zero == 3
         if per_microbatch:
-            each = sum(self.collective(group, kind, value / m) for group, kind, value in groups)
+            # one call per FSDP2 unit (layer, root) and micro-batch (data_parallel_calls)
+            each = sum(self.collective(group, kind, value / m, self.estimate.data_parallel_calls(stage, group, kind))
+                       for group, kind, value in groups)
             exposed = max(0.0, each - compute) if self.overlap.prefetch else each
             # once a step: the gradient shard's reduce-scatter after the last micro-batch's backward and
             # the weights' all-gather before the first forward, each beside one micro-batch's own
