@@ -122,7 +122,7 @@ def test_server_passes_the_scheduled_rate(monkeypatch):
 
 def test_a_shortened_offline_figure_is_pinned():
     # The first 800 of the dataset's shuffled samples (the full 24,576 are what docs/serving.md quotes: MI300X vLLM
-    # 0.9.1 24,766 tok/s, 1.33 of 18,558.9; H200 vLLM 0.9.2 25,940, 0.84 of 30,893.1): the same engines at a tenth of
+    # 0.9.1 24,766 tok/s, 1.33 of 18,558.9; H200 vLLM 0.9.2 25,999, 0.84 of 30,893.1): the same engines at a tenth of
     # the run's time, so a change to the options, the prompts or the step model shows here.
     lengths = mlperf_input_lengths(MLPERF_LENGTHS, at_least=krai.KRAI_SAMPLES)
     assert krai.krai_offline(BY_NAME["xe9680_mi300x_x8_vllm_091"], lengths, samples=800) == pytest.approx(
