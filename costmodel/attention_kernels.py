@@ -112,5 +112,6 @@ def serving_kernel(backends: dict[str, Any], backend: str) -> str:
     if entry["kernel"] is None:
         timed = ", ".join(name for name, e in backends.items() if e["kernel"])
         raise ConfigError(f"--attention-backend {backend}: no published kernel rate of that backend's prefill or "
-                          f"decode is in kernel_facts.json (serving_attention_backends); backends with figures: {timed}.")
+                          f"decode is in kernel_facts.json (serving_attention_backends); backends with figures: "
+                          f"{timed}.")
     return entry["kernel"]

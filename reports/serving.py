@@ -72,7 +72,8 @@ def render_setup(summary: dict[str, Any], requests: str | None = None) -> list[s
         *([note] if (note := weights_note(setup.get("weight_dtype"), setup.get("weight_dtype_source"))) else []),
         *([fp8_gemm_line(setup)] if setup.get("fp8_gemm_runs") else []),
         *([f"{setup['attention_note']}"] if setup.get("attention_note") else []),
-        *([f"attention backend: {backend} (its kernel's published figures; kernel_facts.json serving_attention_backends)"]
+        *([f"attention backend: {backend} (its kernel's published figures; kernel_facts.json "
+            "serving_attention_backends)"]
           if (backend := setup.get("attention_backend", "flash-attn2")) != "flash-attn2" else []),
         *([f"note: {setup['max_model_len_note']}"] if setup.get("max_model_len_note") else []),
         *([f"prefix caching: off ({setup['prefix_caching_note']})"] if setup.get("prefix_caching_note")
@@ -308,7 +309,8 @@ def serve(model, config, hardware_name, rate, concurrency, count, trace, prompt,
                    gpu_memory_utilization=gpu_memory_utilization, num_blocks=num_blocks, tp=tp, pp=pp,
                    prefix_caching=prefix_caching, num_scheduler_steps=num_scheduler_steps, dtype=dtype,
                    weight_dtype=weight_dtype, weight_group=weight_group, kv_dtype=kv_dtype, attention=attention,
-                   mla=mla, **({"attention_backend": attention_backend} if attention_backend else {}), **({"quant_layout": quant_layout} if quant_layout != DEFAULT_QUANT_LAYOUT else {}),
+                   mla=mla, **({"attention_backend": attention_backend} if attention_backend else {}),
+                   **({"quant_layout": quant_layout} if quant_layout != DEFAULT_QUANT_LAYOUT else {}),
                    time_model=time_model, fp8_gemm=fp8_gemm, cuda_graphs=cuda_graphs,
                    **({"mamba_ssm_cache_dtype": mamba_ssm_cache_dtype} if mamba_ssm_cache_dtype != "auto" else {}))
     if rates is not None:

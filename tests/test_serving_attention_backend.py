@@ -33,7 +33,8 @@ def test_each_backend_names_its_kernel_or_is_refused():
 
 
 def test_flash_attn3_times_a_prefill_at_its_published_rate():
-    # Llama 2 70B (FP8 weights, as Krai's runs) on an H200, a 4,096-token prompt in one step: the attention call's compute at FlashAttention-3's
+    # Llama 2 70B (FP8 weights, as Krai's runs) on an H200, a 4,096-token prompt in one step: the attention
+    # call's compute at FlashAttention-3's
     # 579 TFLOP/s against FlashAttention-2's 319 at 4k (kernel_facts.json attention_efficiency, hopper: the FA-3
     # paper's causal head-128 forward figures), 80 layers; the rest of the step is the same.
     cfg, h200 = load_model("llama2-70b"), load_hardware("h200")

@@ -247,7 +247,8 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
         raise ConfigError(f"--attention-backend {backend} names a kernel's published rates, which the kernel model "
                           f"reads; the roofline times attention at the hardware's efficiencies: drop one of them.")
     timed = {"attention_kernel": kernel} if kernel != DEFAULT_KERNEL else {}
-    step = (step or StepTime(cfg, hardware, dtype, efficiency, profile, tp, pp, time_model, **timed)).with_graphs(graphs)
+    step = step or StepTime(cfg, hardware, dtype, efficiency, profile, tp, pp, time_model, **timed)
+    step = step.with_graphs(graphs)
     step = with_state_traffic(step, sizing.state_bytes, hardware, efficiency, pp)
     setup = {"model": cfg.name, "hardware": hardware.name, "dtype": step.dtype, "tp": tp, "pp": pp,
              "time_model": step.time_model, "cuda_graphs": graphs.mode, "cuda_graphs_source": graphs.source,
@@ -258,7 +259,8 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
              "weight_dtype": weight_dtype, "weight_group": profile.weight_format.group if weight_dtype else None,
              "weight_dtype_source": weight_source,
              "quant_layout": profile.weight_format.quant_layout if weight_dtype else None,
-             "kv_dtype": kv_dtype, "attention": attention, "attention_backend": backend, **({"attention_note": attention_note} if attention_note else {}),
+             "kv_dtype": kv_dtype, "attention": attention, "attention_backend": backend,
+             **({"attention_note": attention_note} if attention_note else {}),
              "fp8_gemm": fp8_gemm if weight_dtype == "fp8" else None,
              "fp8_gemm_runs": (("w8a8" if runs_w8a8(profile.weight_format, hardware) else "w8a16")
                                if weight_dtype == "fp8" else None),  # what auto chose on this hardware
