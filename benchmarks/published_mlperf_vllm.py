@@ -127,16 +127,33 @@ KRAI_ASSUMED = (
     "API server's tokenization and streaming not modelled (no figure given)")
 
 
+# Amended after the figures above were computed (session 27, wt27_backend): the attention backend each system's vLLM
+# version selects on its GPU with the stated settings, read from vLLM's code, not an open choice. kv_cache_dtype
+# is not in any command ('auto': the 16-bit cache), so vLLM's CUDA selector keeps FLASH_ATTN (its FP8-cache,
+# block-size, sliding-window and head-size checks pass: vllm/attention/selector.py which_attn_to_use in 0.6.x,
+# vllm/platforms/cuda.py get_attn_backend_cls in 0.7.x, XFORMERS only when one fails); within FLASH_ATTN the kernel
+# is FlashAttention-2 before vLLM 0.7.0 and FlashAttention-3 on Hopper from 0.7.0, V0 and V1 (vllm-project/vllm
+# pull request 12093, get_flash_attn_version 'if hopper default to FA3'; pull request 15231: 'On Hopper, Flash
+# Attention 3 is enabled by default (since the v0.7.0 release)'). kernel_facts.json serving_attention_backends.
+# The FlashInfer system's backend has no published kernel rate there: it keeps FlashAttention-2's figures, as its
+# assumed said; the ROCm systems keep serve's default (vLLM's ROCm backends are not typed).
+KRAI_ATTENTION_BACKENDS = {"xd670_h200_x8_vllm_064": "flash-attn2", "xd670_h200_x8_vllm_073": "flash-attn3",
+                           "xd670_h200_x8_vllm_092": "flash-attn3", "xe9680_h100_x8_vllm_092": "flash-attn3"}
+
+
 def krai_options(system: dict, scenario: str) -> dict:
     """build_replica's options for one scenario of a system: its engine, tp, the scenario's stated budgets and
     memory fraction (block size and scheduler steps where stated), FP8 weights in W8A8 GEMMs, the KV cache in the
-    model dtype (kv_dtype None) unless the system names one."""
+    model dtype (kv_dtype None) unless the system names one, the attention backend its vLLM version selects on an
+    NVIDIA GPU (KRAI_ATTENTION_BACKENDS)."""
     stated = system[scenario]
     return {"scheduler": system["engine"], "tp": system["tp"], "max_num_seqs": stated["max_num_seqs"],
             "max_batched_tokens": stated["max_batched_tokens"],
             "gpu_memory_utilization": stated["gpu_memory_utilization"], "block_size": stated.get("block_size", 16),
             "dtype": system["dtype"], "weight_dtype": "fp8", "fp8_gemm": "w8a8", "kv_dtype": system.get("kv_dtype"),
-            **({"num_scheduler_steps": stated["num_scheduler_steps"]} if "num_scheduler_steps" in stated else {})}
+            **({"num_scheduler_steps": stated["num_scheduler_steps"]} if "num_scheduler_steps" in stated else {}),
+            **({"attention_backend": KRAI_ATTENTION_BACKENDS[system["system"]]}
+               if system["system"] in KRAI_ATTENTION_BACKENDS else {})}
 
 
 def krai_offline(system: dict, lengths, samples: int = KRAI_SAMPLES) -> float:

@@ -96,3 +96,22 @@ def shape_rate(points: ShapePoints, call: Any, backward: bool, backward_factor: 
         return None
     flops = call.window_flops() * (backward_factor if backward else 1.0)
     return flops, log_linear(measured[1 if backward else 0], call.n_kv)
+
+
+#: serve's attention backend where none is named (kernel_facts.json "serving_attention_backends").
+DEFAULT_SERVING_BACKEND = "flash-attn2"
+
+
+def serving_kernel(backends: dict[str, Any], backend: str) -> str:
+    """The attention_efficiency kernel whose figures time `backend`'s attention in a serving step
+    (kernel_facts.json "serving_attention_backends" "backends"); a backend with no published kernel
+    rate there, or an unknown one, is refused in one line."""
+    entry = backends.get(backend)
+    if entry is None:
+        raise ConfigError(f"--attention-backend must be one of {', '.join(backends)}, got {backend!r}.")
+    if entry["kernel"] is None:
+        timed = ", ".join(name for name, e in backends.items() if e["kernel"])
+        raise ConfigError(f"--attention-backend {backend}: no published kernel rate of that backend's prefill or "
+                          f"decode is in kernel_facts.json (serving_attention_backends); backends with figures: "
+                          f"{timed}.")
+    return entry["kernel"]

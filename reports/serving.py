@@ -72,6 +72,9 @@ def render_setup(summary: dict[str, Any], requests: str | None = None) -> list[s
         *([note] if (note := weights_note(setup.get("weight_dtype"), setup.get("weight_dtype_source"))) else []),
         *([fp8_gemm_line(setup)] if setup.get("fp8_gemm_runs") else []),
         *([f"{setup['attention_note']}"] if setup.get("attention_note") else []),
+        *([f"attention backend: {backend} (its kernel's published figures; kernel_facts.json "
+            "serving_attention_backends)"]
+          if (backend := setup.get("attention_backend", "flash-attn2")) != "flash-attn2" else []),
         *([f"note: {setup['max_model_len_note']}"] if setup.get("max_model_len_note") else []),
         *([f"prefix caching: off ({setup['prefix_caching_note']})"] if setup.get("prefix_caching_note")
           else ["prefix caching: on (blocks of a shared prefix computed once, reused while cached)"]
@@ -228,6 +231,11 @@ def latency_figure(rows: list[dict[str, Any]], title: str) -> Any:
 @click.option("--attention", type=click.Choice(SERVE_ATTENTIONS), default=None,
               help=f"The attention kernel (default: {DEFAULT_SERVE_ATTENTION}; sdpa on Volta and Turing GPUs, where "
                    "FlashAttention-2 does not run).")
+@click.option("--attention-backend", type=str, default=None,
+              help="The engine's attention backend, whose kernel's published figures time the step's attention: "
+                   "flash-attn2 (default: FlashAttention-2, vLLM's FLASH_ATTN before v0.7) or flash-attn3 (Hopper: "
+                   "vLLM's FLASH_ATTN from v0.7.0); flashinfer and xformers are refused (no published kernel rates; "
+                   "kernel_facts.json serving_attention_backends).")
 @click.option("--mla", type=click.Choice(MLA_FORMS), default=DEFAULT_SERVE_MLA, show_default=True,
               help="Latent attention (DeepSeek): absorbed, as vLLM's MLA backend runs it, or naive (transformers').")
 @click.option("--time-model", type=click.Choice(("roofline", "kernels")), default=None,
@@ -249,7 +257,7 @@ def latency_figure(rows: list[dict[str, Any]], title: str) -> Any:
 @click.option("--json", "as_json", is_flag=True, help="The summary as JSON on stdout.")
 def serve(model, config, hardware_name, rate, concurrency, count, trace, prompt, output_tokens, seed, scheduler, max_num_seqs,
           max_batched_tokens, block_size, gpu_memory_utilization, num_blocks, tp, replicas, dtype, weight_dtype,
-          kv_dtype, attention, slo_ttft, slo_tpot, csv_path, steps_csv, plot_path, rates, as_json, router,
+          kv_dtype, attention, attention_backend, slo_ttft, slo_tpot, csv_path, steps_csv, plot_path, rates, as_json, router,
           disaggregate, mla, pp, prefix_caching, time_model, fp8_gemm, weight_group, num_scheduler_steps,
           cuda_graphs, quant_layout, mamba_ssm_cache_dtype, price) -> None:
     """Serve a stream of requests on an engine replica, simulated step by step (continuous
@@ -301,7 +309,8 @@ def serve(model, config, hardware_name, rate, concurrency, count, trace, prompt,
                    gpu_memory_utilization=gpu_memory_utilization, num_blocks=num_blocks, tp=tp, pp=pp,
                    prefix_caching=prefix_caching, num_scheduler_steps=num_scheduler_steps, dtype=dtype,
                    weight_dtype=weight_dtype, weight_group=weight_group, kv_dtype=kv_dtype, attention=attention,
-                   mla=mla, **({"quant_layout": quant_layout} if quant_layout != DEFAULT_QUANT_LAYOUT else {}),
+                   mla=mla, **({"attention_backend": attention_backend} if attention_backend else {}),
+                   **({"quant_layout": quant_layout} if quant_layout != DEFAULT_QUANT_LAYOUT else {}),
                    time_model=time_model, fp8_gemm=fp8_gemm, cuda_graphs=cuda_graphs,
                    **({"mamba_ssm_cache_dtype": mamba_ssm_cache_dtype} if mamba_ssm_cache_dtype != "auto" else {}))
     if rates is not None:

@@ -65,6 +65,18 @@ def test_the_engine_arguments_are_the_readmes():
     assert krai.krai_options(BY_NAME["xe9680_mi300x_x8_vllm_091"], "server")["block_size"] == 16
 
 
+def test_the_attention_backend_is_the_versions_selectors():
+    # vLLM's CUDA selector keeps FLASH_ATTN with a 16-bit cache (no kv_cache_dtype stated), block 16, head 128;
+    # FlashAttention-2 before vLLM 0.7.0, FlashAttention-3 on Hopper from 0.7.0 (vllm-project/vllm pull request
+    # 12093): 0.6.4 FA2, 0.7.3 and 0.9.2 FA3. The FlashInfer and ROCm systems pass none (serve's default).
+    assert {name: krai.krai_options(system, "offline").get("attention_backend") for name, system in BY_NAME.items()} == {
+        "xd670_h200_x8_vllm_064": "flash-attn2", "xd670_h200_x8_vllm_064_flashinfer": None,
+        "xd670_h200_x8_vllm_073": "flash-attn3", "xe9680_mi300x_x8_vllm_064": None, "xe9680_mi300x_x8_vllm_073": None,
+        "xd670_h200_x8_vllm_092": "flash-attn3", "xe9680_h100_x8_vllm_092": "flash-attn3",
+        "xe9680_mi300x_x8_vllm_091": None, "xe9680_mi300x_x8_vllm_065": None}
+    assert krai.krai_options(BY_NAME["xd670_h200_x8_vllm_073"], "server")["attention_backend"] == "flash-attn3"
+
+
 def test_offline_is_every_sample_once_over_the_engines(monkeypatch):
     import costmodel.serving.api as api
 
@@ -110,13 +122,14 @@ def test_server_passes_the_scheduled_rate(monkeypatch):
 
 def test_a_shortened_offline_figure_is_pinned():
     # The first 800 of the dataset's shuffled samples (the full 24,576 are what docs/serving.md quotes: MI300X vLLM
-    # 0.9.1 24,766 tok/s, 1.33 of 18,558.9; H200 vLLM 0.9.2 25,940, 0.84 of 30,893.1): the same engines at a tenth of
+    # 0.9.1 24,766 tok/s, 1.33 of 18,558.9; H200 vLLM 0.9.2 25,999, 0.84 of 30,893.1): the same engines at a tenth of
     # the run's time, so a change to the options, the prompts or the step model shows here.
     lengths = mlperf_input_lengths(MLPERF_LENGTHS, at_least=krai.KRAI_SAMPLES)
     assert krai.krai_offline(BY_NAME["xe9680_mi300x_x8_vllm_091"], lengths, samples=800) == pytest.approx(
         23087.383, abs=0.001)
+    # (FlashAttention-3's figures, the version's Hopper kernel: 21,612.676 under FlashAttention-2's)
     assert krai.krai_offline(BY_NAME["xd670_h200_x8_vllm_092"], lengths, samples=800) == pytest.approx(
-        21612.676, abs=0.001)
+        21668.477, abs=0.001)
 
 
 def test_a_server_run_prints_its_three_metric_rows():

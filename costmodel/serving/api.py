@@ -11,6 +11,9 @@ from typing import Any
 from ..checkpoint import inference_weights
 from ..config import ConfigError, show
 from ..cost import check_price, serving_cost
+from ..attention_kernels import DEFAULT_KERNEL, DEFAULT_SERVING_BACKEND, serving_kernel
+from ..hardware import time_model_for
+from ..kernel_rates import kernel_facts
 from ..quantization import runs_w8a8
 from .. import spec
 from ..spec import MLA_FORMS
@@ -149,14 +152,16 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
                   weight_group: int | None = None, quant_layout: str = spec.DEFAULT_QUANT_LAYOUT,
                   prefix_caching: bool | None = None, num_scheduler_steps: int = 1,
                   efficiency: Any = None, time_model: str | None = None, cuda_graphs: str = "auto",
-                  step: StepTime | None = None,
+                  step: StepTime | None = None, attention_backend: str | None = None,
                   sizings: dict | None = None, mamba_ssm_cache_dtype: str = "auto") -> tuple[Any, Any, dict[str, Any]]:
     """The scheduler class's arguments, a StepTime and the setup dict of one replica (a search
     passes the StepTime it built for this hardware and tp, and a dict that keeps the cache
     sizings by token budget). cuda_graphs: "auto" (the scheduler's engine's default: graphs.py
     ENGINE_GRAPHS), "on" (the same; an error where that engine has none) or "off" (eager). attention:
     the kernel; None: flash, or sdpa where FlashAttention-2 does not run (defaults.serving_attention,
-    said in the setup's attention_note); a typed flash there is refused."""
+    said in the setup's attention_note); a typed flash there is refused. attention_backend: the engine's
+    attention backend (kernel_facts.json "serving_attention_backends"; None: flash-attn2), whose kernel's
+    published figures time the step's attention call (the kernel model only)."""
     require_decoder_only(cfg)
     from ..defaults import serving_attention
 
@@ -236,7 +241,14 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
                              if sizing.activation_bytes > sizing.weight_bytes else "")
                           + "spread it over more GPUs (--tp, --pp) or store its weights in fewer bytes (--weight-dtype).")
     graphs = engine_graphs(cuda_graphs, scheduler, max_num_seqs, max_batched_tokens, hardware)
-    step = (step or StepTime(cfg, hardware, dtype, efficiency, profile, tp, pp, time_model)).with_graphs(graphs)
+    backend = attention_backend or DEFAULT_SERVING_BACKEND
+    kernel = serving_kernel(kernel_facts()["serving_attention_backends"]["backends"], backend)
+    if kernel != DEFAULT_KERNEL and time_model_for(hardware, time_model, dtype) != "kernels":
+        raise ConfigError(f"--attention-backend {backend} names a kernel's published rates, which the kernel model "
+                          f"reads; the roofline times attention at the hardware's efficiencies: drop one of them.")
+    timed = {"attention_kernel": kernel} if kernel != DEFAULT_KERNEL else {}
+    step = step or StepTime(cfg, hardware, dtype, efficiency, profile, tp, pp, time_model, **timed)
+    step = step.with_graphs(graphs)
     step = with_state_traffic(step, sizing.state_bytes, hardware, efficiency, pp)
     setup = {"model": cfg.name, "hardware": hardware.name, "dtype": step.dtype, "tp": tp, "pp": pp,
              "time_model": step.time_model, "cuda_graphs": graphs.mode, "cuda_graphs_source": graphs.source,
@@ -247,7 +259,8 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
              "weight_dtype": weight_dtype, "weight_group": profile.weight_format.group if weight_dtype else None,
              "weight_dtype_source": weight_source,
              "quant_layout": profile.weight_format.quant_layout if weight_dtype else None,
-             "kv_dtype": kv_dtype, "attention": attention, **({"attention_note": attention_note} if attention_note else {}),
+             "kv_dtype": kv_dtype, "attention": attention, "attention_backend": backend,
+             **({"attention_note": attention_note} if attention_note else {}),
              "fp8_gemm": fp8_gemm if weight_dtype == "fp8" else None,
              "fp8_gemm_runs": (("w8a8" if runs_w8a8(profile.weight_format, hardware) else "w8a16")
                                if weight_dtype == "fp8" else None),  # what auto chose on this hardware
@@ -335,7 +348,8 @@ def serve(model: Any, hardware: Any = "h100-sxm", *, rate: float | None = None, 
     `concurrency` clients in a closed loop (each sends its next request when its previous one
     finishes; `requests` in all, or the trace's lengths in its order). replica_options: scheduler, max_num_seqs,
     max_batched_tokens, block_size, gpu_memory_utilization, num_blocks, tp, pp, dtype, weight_dtype,
-    weight_group, quant_layout, kv_dtype, attention, mla, fp8_gemm, prefix_caching (default: on for vllm, as vLLM v1),
+    weight_group, quant_layout, kv_dtype, attention, attention_backend (flash-attn2, flash-attn3; kernel_facts.json
+    "serving_attention_backends"), mla, fp8_gemm, prefix_caching (default: on for vllm, as vLLM v1),
     num_scheduler_steps (vllm-v0's multi-step scheduling; default 1), efficiency,
     time_model (default: hardware.time_model_for's), cuda_graphs (auto: the engine's, graphs.py; on; off),
     mamba_ssm_cache_dtype (vllm and vllm-v0: a hybrid's SSM states in the model dtype, auto, or float32).

@@ -325,8 +325,8 @@ class KernelStepTime(StepTime):
 
     def __init__(self, cfg: ModelConfig, hardware: Hardware, dtype: str = "bf16",
                  efficiency: Efficiency | None = None, profile: Any = None, tp: int = 1, pp: int = 1,
-                 time_model: str | None = None, timer: KernelTimer | None = None):
-        """timer: a KernelTimer to time the kernels with (default: one for this hardware and dtype)."""
+                 time_model: str | None = None, timer: KernelTimer | None = None, attention_kernel: str = "flash2"):
+        """timer: a KernelTimer (default: this hardware's and dtype's, attention at attention_kernel's figures)."""
         import numpy as np
 
         check_kernel_model(hardware)
@@ -338,7 +338,7 @@ class KernelStepTime(StepTime):
         eager = eager_implementation(cfg, model.profile.attention, weight_format)
         self.timer = timer or KernelTimer(hardware, self.dtype, model.profile.attention, efficiency=efficiency,
                                           eager_ops=eager_op_counts(cfg, model.profile.attention, weight_format),
-                                          w8a8=runs_w8a8(weight_format, hardware))
+                                          w8a8=runs_w8a8(weight_format, hardware), attention_kernel=attention_kernel)
         if self.timer.eager_ops is None:
             eager = None  # the implementation's copies go with its eager ops (transformers' engine)
         # The launches of the leaves a CUDA graph replays (graphs.py): graph_kernel_s per kernel.
