@@ -19,7 +19,7 @@ from .options import (ATTENTION_HELP, FP8_HELP, IMPL_HELP, choice_option, dtype_
 #: The options each mode of plan reads and the others would ignore (parameter name: option).
 SERVE_ONLY = {"prompt": "--prompt", "gen": "--gen", "kv_cache": "--kv-cache", "mla": "--mla",
               "slo_ttft": "--slo-ttft", "slo_tpot": "--slo-tpot", "requests": "--requests",
-              "mamba_ssm_cache_dtype": "--mamba-ssm-cache-dtype"}
+              "mamba_ssm_cache_dtype": "--mamba-ssm-cache-dtype", "attention_backend": "--attention-backend"}
 TRAINING_ONLY = {"seq_len": "--seq-len", "global_batch": "--global-batch", "impl": "--impl", "zero": "--zero",
                  "sp": "--sp", "framework": "--framework", "ep": "--ep", "cp": "--cp", "dp_shard": "--dp-shard",
                  "schedule": "--schedule",
@@ -40,7 +40,8 @@ def refuse_other_modes(ctx: click.Context, serve: bool, rate: float | None) -> N
     refuse_typed(ctx, TRAINING_ONLY, "training options, which --serve ignores; a serving plan takes --batch, "
                  "--prompt and --gen.")
     if rate is None:
-        refuse_typed(ctx, {k: SERVE_ONLY[k] for k in ("slo_ttft", "slo_tpot", "requests", "mamba_ssm_cache_dtype")},
+        refuse_typed(ctx, {k: SERVE_ONLY[k] for k in ("slo_ttft", "slo_tpot", "requests", "mamba_ssm_cache_dtype",
+                                                      "attention_backend")},
                      "the capacity search's options: add --rate.")
         return
     refuse_typed(ctx, SEARCH_IGNORES, "the capacity search (--serve --rate) does not read them: it searches "
@@ -127,6 +128,9 @@ def refuse_other_modes(ctx: click.Context, serve: bool, rate: float | None) -> N
                    "(default auto: eager, as Hugging Face generate runs).")
 @choice_option("--mamba-ssm-cache-dtype", spec.MAMBA_SSM_CACHE_DTYPES, "--serve --rate: a hybrid's Mamba-2 / "
                "Gated DeltaNet SSM state in vLLM's cache in the model dtype (auto, the default) or float32, as serve's.")
+@click.option("--attention-backend", type=str, default=None,
+              help="--serve --rate: the engine's attention backend, whose kernel's published figures time each "
+                   "step's attention, as serve's: flash-attn2 (default) or flash-attn3 (Hopper).")
 @click.option("--ray", "ray_address", type=str, default=None,
               help="--serve --rate: run the search's configurations as Ray tasks in the cluster at this address "
                    "('local' starts one here; needs pip install '.[ray]') instead of a local process pool.")
@@ -135,7 +139,8 @@ def plan(model, config, hardware_name, gpus, seq_len, global_batch, serve, batch
          fp8_param_gather, tp_only_amax_red, no_align_grad_reduce, grad_reduce_dtype, mtp, tokens,
          flops_convention, compiled, price,
          rank_by, top, time_model, as_json, rate, slo_ttft, slo_tpot, requests, weight_dtype, weight_group, quantize_head,
-         quant_layout, kv_dtype, fp8_gemm, mla, mamba_ssm_cache_dtype, ray_address, cuda_graphs) -> None:
+         quant_layout, kv_dtype, fp8_gemm, mla, mamba_ssm_cache_dtype, attention_backend, ray_address,
+         cuda_graphs) -> None:
     """Every layout of a model on N GPUs: those that do not fit (and why, in a word), the rest
     ranked by step time (training) or time per output token (--serve); with --tokens, the days,
     GPU-hours, FLOPs and dollars of the run. With --serve --rate: the deployments (GPUs, tp,
@@ -176,7 +181,8 @@ def plan(model, config, hardware_name, gpus, seq_len, global_batch, serve, batch
                               cuda_graphs=cuda_graphs or "auto", weight_dtype=weight_dtype,
                               weight_group=weight_group, kv_dtype=kv_dtype,
                               fp8_gemm=fp8_gemm or spec.DEFAULT_FP8_GEMM, time_model=time_model,
-                              **({"mamba_ssm_cache_dtype": mamba_ssm_cache_dtype} if mamba_ssm_cache_dtype else {}))
+                              **({"mamba_ssm_cache_dtype": mamba_ssm_cache_dtype} if mamba_ssm_cache_dtype else {}),
+                              **({"attention_backend": attention_backend} if attention_backend else {}))
         if not met:  # no deployment meets the targets: 1, as when no layout fits below (README, "Exit status")
             click.get_current_context().exit(1)
         return

@@ -9,6 +9,7 @@ from typing import Any
 
 import click
 
+from costmodel.attention_kernels import DEFAULT_SERVING_BACKEND
 from costmodel.checkpoint import weights_note
 from costmodel.config import ConfigError
 from costmodel.spec import (CUDA_GRAPHS, DEFAULT_HARDWARE, JSON_UNITS, DEFAULT_SCHEDULER, DEFAULT_SERVE_ATTENTION, DEFAULT_SERVE_MLA, DTYPES,
@@ -72,9 +73,7 @@ def render_setup(summary: dict[str, Any], requests: str | None = None) -> list[s
         *([note] if (note := weights_note(setup.get("weight_dtype"), setup.get("weight_dtype_source"))) else []),
         *([fp8_gemm_line(setup)] if setup.get("fp8_gemm_runs") else []),
         *([f"{setup['attention_note']}"] if setup.get("attention_note") else []),
-        *([f"attention backend: {backend} (its kernel's published figures; kernel_facts.json "
-            "serving_attention_backends)"]
-          if (backend := setup.get("attention_backend", "flash-attn2")) != "flash-attn2" else []),
+        *backend_line(setup.get("attention_backend")),
         *([f"note: {setup['max_model_len_note']}"] if setup.get("max_model_len_note") else []),
         *([f"prefix caching: off ({setup['prefix_caching_note']})"] if setup.get("prefix_caching_note")
           else ["prefix caching: on (blocks of a shared prefix computed once, reused while cached)"]
@@ -396,6 +395,13 @@ def _latency_vs_rate(model: str, hardware_name: str, rates: list[float], options
                    + (f"{_dollars(r['cost']['dollars_per_million_output_tokens']):>9}" if "cost" in r else ""))
 
 
+def backend_line(backend: str | None) -> list[str]:
+    """The line naming an attention backend other than the default (serve's setup, plan --serve --rate's)."""
+    if backend in (None, DEFAULT_SERVING_BACKEND):
+        return []
+    return [f"attention backend: {backend} (its kernel's published figures; kernel_facts.json serving_attention_backends)"]
+
+
 def render_capacity(result: dict[str, Any], top: int = 10) -> str:
     t = result["target"]
     lines = [f"deployments for {t['rate']} req/s within p99 TTFT <= {t['slo_ttft']} s and p99 TPOT <= "
@@ -403,6 +409,7 @@ def render_capacity(result: dict[str, Any], top: int = 10) -> str:
              f"{t['requests']} simulated requests per point); {result['configurations']} configurations, "
              f"{len(result['feasible'])} meet it",
              *([note] if (note := weights_note(result.get("weight_dtype"), result.get("weight_dtype_source"))) else []),
+             *backend_line(result.get("attention_backend")),
              f"{'gpus':>5} {'hardware':<12}{'tp':>3}{'pp':>3}{'replicas':>9}{'seqs':>6}{'tokens':>7}{'p99 TTFT ms':>12}"
              f"{'p99 TPOT ms':>12}{'$/h':>8}{'$/M out':>9}"]
     for row in result["feasible"][:top]:

@@ -11,7 +11,7 @@ from typing import Any
 from ..checkpoint import inference_weights
 from ..config import ConfigError, show
 from ..cost import check_price, serving_cost
-from ..attention_kernels import DEFAULT_KERNEL, DEFAULT_SERVING_BACKEND, serving_kernel
+from ..attention_kernels import DEFAULT_KERNEL, DEFAULT_SERVING_BACKEND, kernel_entry, serving_kernel
 from ..hardware import time_model_for
 from ..kernel_rates import kernel_facts
 from ..quantization import runs_w8a8
@@ -144,6 +144,19 @@ def require_engine_steps(cfg: Any, profile: Any) -> None:
         CostModel(cfg, profile, phase=phase).leaves  # noqa: B018 (built for its refusals)
 
 
+def backend_kernel(backend: str, hardware: Any, time_model: str | None, dtype: str | None) -> str:
+    """The attention_efficiency kernel whose published figures time `backend`'s attention on this hardware
+    (serving_kernel), refused in one line where the roofline would time the step (it reads no kernel's
+    rates) or where the kernel has no figures on the hardware's architecture (flash-attn3 off Hopper)."""
+    facts = kernel_facts()
+    kernel = serving_kernel(facts["serving_attention_backends"]["backends"], backend)
+    if kernel != DEFAULT_KERNEL and time_model_for(hardware, time_model, dtype or hardware.default_dtype) != "kernels":
+        raise ConfigError(f"--attention-backend {backend} names a kernel's published rates, which the kernel model "
+                          f"reads; the roofline times attention at the hardware's efficiencies: drop one of them.")
+    kernel_entry(facts["attention_efficiency"], kernel, hardware.architecture)
+    return kernel
+
+
 def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_seqs: int | None = None,
                   max_batched_tokens: int | None = None, block_size: int = 16,
                   gpu_memory_utilization: float | None = None, num_blocks: int | None = None, tp: int = 1, pp: int = 1,
@@ -242,10 +255,7 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
                           + "spread it over more GPUs (--tp, --pp) or store its weights in fewer bytes (--weight-dtype).")
     graphs = engine_graphs(cuda_graphs, scheduler, max_num_seqs, max_batched_tokens, hardware)
     backend = attention_backend or DEFAULT_SERVING_BACKEND
-    kernel = serving_kernel(kernel_facts()["serving_attention_backends"]["backends"], backend)
-    if kernel != DEFAULT_KERNEL and time_model_for(hardware, time_model, dtype) != "kernels":
-        raise ConfigError(f"--attention-backend {backend} names a kernel's published rates, which the kernel model "
-                          f"reads; the roofline times attention at the hardware's efficiencies: drop one of them.")
+    kernel = backend_kernel(backend, hardware, time_model, dtype)
     timed = {"attention_kernel": kernel} if kernel != DEFAULT_KERNEL else {}
     step = step or StepTime(cfg, hardware, dtype, efficiency, profile, tp, pp, time_model, **timed)
     step = step.with_graphs(graphs)
