@@ -239,6 +239,9 @@ def latency_figure(rows: list[dict[str, Any]], title: str) -> Any:
               help="Latent attention (DeepSeek): absorbed, as vLLM's MLA backend runs it, or naive (transformers').")
 @click.option("--time-model", type=click.Choice(("roofline", "kernels")), default=None,
               help="Step times from the kernel-level model (default where the hardware file has sm_count) or the roofline.")
+@click.option("--max-capture-len", type=int, default=None,
+              help="--scheduler vllm-v0: vLLM's max_seq_len_to_capture (--max-seq-len-to-capture): a decode step "
+                   "whose longest sequence is longer runs eagerly, not from its CUDA graph (default vLLM's 8,192).")
 @click.option("--cuda-graphs", type=click.Choice(CUDA_GRAPHS), default="auto", show_default=True,
               help="Steps replayed from CUDA graphs (graph_kernel_s per kernel, no launch overhead): auto, the "
                    "engine's default (vllm-v0, trtllm: decode-only steps; vllm: piecewise, attention eager; the others "
@@ -258,7 +261,7 @@ def serve(model, config, hardware_name, rate, concurrency, count, trace, prompt,
           max_batched_tokens, block_size, gpu_memory_utilization, num_blocks, tp, replicas, dtype, weight_dtype,
           kv_dtype, attention, attention_backend, slo_ttft, slo_tpot, csv_path, steps_csv, plot_path, rates, as_json, router,
           disaggregate, mla, pp, prefix_caching, time_model, fp8_gemm, weight_group, num_scheduler_steps,
-          cuda_graphs, quant_layout, mamba_ssm_cache_dtype, price) -> None:
+          cuda_graphs, max_capture_len, quant_layout, mamba_ssm_cache_dtype, price) -> None:
     """Serve a stream of requests on an engine replica, simulated step by step (continuous
     batching, paged KV cache): latency percentiles, throughput and goodput."""
     from costmodel.serving import serve as run_serve
@@ -311,6 +314,7 @@ def serve(model, config, hardware_name, rate, concurrency, count, trace, prompt,
                    mla=mla, **({"attention_backend": attention_backend} if attention_backend else {}),
                    **({"quant_layout": quant_layout} if quant_layout != DEFAULT_QUANT_LAYOUT else {}),
                    time_model=time_model, fp8_gemm=fp8_gemm, cuda_graphs=cuda_graphs,
+                   **({"max_capture_len": max_capture_len} if max_capture_len is not None else {}),
                    **({"mamba_ssm_cache_dtype": mamba_ssm_cache_dtype} if mamba_ssm_cache_dtype != "auto" else {}))
     if rates is not None:
         _latency_vs_rate(model or config, hardware_name, chosen, options, plot_path, as_json)

@@ -166,7 +166,8 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
                   prefix_caching: bool | None = None, num_scheduler_steps: int = 1,
                   efficiency: Any = None, time_model: str | None = None, cuda_graphs: str = "auto",
                   step: StepTime | None = None, attention_backend: str | None = None,
-                  sizings: dict | None = None, mamba_ssm_cache_dtype: str = "auto") -> tuple[Any, Any, dict[str, Any]]:
+                  sizings: dict | None = None, mamba_ssm_cache_dtype: str = "auto",
+                  max_capture_len: int | None = None) -> tuple[Any, Any, dict[str, Any]]:
     """The scheduler class's arguments, a StepTime and the setup dict of one replica (a search
     passes the StepTime it built for this hardware and tp, and a dict that keeps the cache
     sizings by token budget). cuda_graphs: "auto" (the scheduler's engine's default: graphs.py
@@ -174,7 +175,8 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
     the kernel; None: flash, or sdpa where FlashAttention-2 does not run (defaults.serving_attention,
     said in the setup's attention_note); a typed flash there is refused. attention_backend: the engine's
     attention backend (kernel_facts.json "serving_attention_backends"; None: flash-attn2), whose kernel's
-    published figures time the step's attention call (the kernel model only)."""
+    published figures time the step's attention call (the kernel model only). max_capture_len: vLLM v0's
+    max_seq_len_to_capture (graphs.py; None: its 8,192), the longest sequence a graphed decode step holds."""
     require_decoder_only(cfg)
     from ..defaults import serving_attention
 
@@ -253,7 +255,7 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
                              f"{min(max_batched_tokens, cfg.max_positions):,} tokens), "
                              if sizing.activation_bytes > sizing.weight_bytes else "")
                           + "spread it over more GPUs (--tp, --pp) or store its weights in fewer bytes (--weight-dtype).")
-    graphs = engine_graphs(cuda_graphs, scheduler, max_num_seqs, max_batched_tokens, hardware)
+    graphs = engine_graphs(cuda_graphs, scheduler, max_num_seqs, max_batched_tokens, hardware, max_capture_len)
     backend = attention_backend or DEFAULT_SERVING_BACKEND
     kernel = backend_kernel(backend, hardware, time_model, dtype)
     timed = {"attention_kernel": kernel} if kernel != DEFAULT_KERNEL else {}
@@ -262,6 +264,7 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
     step = with_state_traffic(step, sizing.state_bytes, hardware, efficiency, pp)
     setup = {"model": cfg.name, "hardware": hardware.name, "dtype": step.dtype, "tp": tp, "pp": pp,
              "time_model": step.time_model, "cuda_graphs": graphs.mode, "cuda_graphs_source": graphs.source,
+             **({"max_capture_len": graphs.max_context} if graphs.max_context is not None else {}),
              "scheduler": scheduler, "scheduler_source": SCHEDULERS[scheduler].source,
              "max_num_seqs": max_num_seqs, "max_batched_tokens": max_batched_tokens,
              "budget_source": budget_source if (max_num_seqs, max_batched_tokens) == (seqs, tokens) else "given",
@@ -362,6 +365,7 @@ def serve(model: Any, hardware: Any = "h100-sxm", *, rate: float | None = None, 
     "serving_attention_backends"), mla, fp8_gemm, prefix_caching (default: on for vllm, as vLLM v1),
     num_scheduler_steps (vllm-v0's multi-step scheduling; default 1), efficiency,
     time_model (default: hardware.time_model_for's), cuda_graphs (auto: the engine's, graphs.py; on; off),
+    max_capture_len (vllm-v0: vLLM's max_seq_len_to_capture; default 8,192),
     mamba_ssm_cache_dtype (vllm and vllm-v0: a hybrid's SSM states in the model dtype, auto, or float32).
     price: dollars per GPU-hour (default: the hardware file's price_per_gpu_hour, if it has one), which
     adds the summary's cost (costmodel/cost.py serving_cost)."""
