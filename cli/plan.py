@@ -19,13 +19,14 @@ from .options import (ATTENTION_HELP, FP8_HELP, IMPL_HELP, choice_option, dtype_
 #: The options each mode of plan reads and the others would ignore (parameter name: option).
 SERVE_ONLY = {"prompt": "--prompt", "gen": "--gen", "kv_cache": "--kv-cache", "mla": "--mla",
               "slo_ttft": "--slo-ttft", "slo_tpot": "--slo-tpot", "requests": "--requests",
-              "mamba_ssm_cache_dtype": "--mamba-ssm-cache-dtype"}
+              "mamba_ssm_cache_dtype": "--mamba-ssm-cache-dtype", "attention_backend": "--attention-backend"}
 TRAINING_ONLY = {"seq_len": "--seq-len", "global_batch": "--global-batch", "impl": "--impl", "zero": "--zero",
                  "sp": "--sp", "framework": "--framework", "ep": "--ep", "cp": "--cp", "dp_shard": "--dp-shard",
                  "schedule": "--schedule",
                  "fp8": "--fp8", "recompute": "--recompute", "mtp": "--mtp", "flops_convention": "--flops-convention",
                  "fp8_param_gather": "--fp8-param-gather", "tp_only_amax_red": "--tp-only-amax-red",
-                 "no_align_grad_reduce": "--no-align-grad-reduce", "optimizer": "--optimizer"}
+                 "no_align_grad_reduce": "--no-align-grad-reduce", "grad_reduce_dtype": "--grad-reduce-dtype",
+                 "optimizer": "--optimizer"}
 SEARCH_IGNORES = {"batch": "--batch", "dtype": "--dtype", "attention": "--attention", "kv_cache": "--kv-cache",
                   "dp": "--dp", "gpus": "--gpus", "rank_by": "--rank-by", "tokens": "--tokens", "compiled": "--compile"}
 
@@ -39,7 +40,8 @@ def refuse_other_modes(ctx: click.Context, serve: bool, rate: float | None) -> N
     refuse_typed(ctx, TRAINING_ONLY, "training options, which --serve ignores; a serving plan takes --batch, "
                  "--prompt and --gen.")
     if rate is None:
-        refuse_typed(ctx, {k: SERVE_ONLY[k] for k in ("slo_ttft", "slo_tpot", "requests", "mamba_ssm_cache_dtype")},
+        refuse_typed(ctx, {k: SERVE_ONLY[k] for k in ("slo_ttft", "slo_tpot", "requests", "mamba_ssm_cache_dtype",
+                                                      "attention_backend")},
                      "the capacity search's options: add --rate.")
         return
     refuse_typed(ctx, SEARCH_IGNORES, "the capacity search (--serve --rate) does not read them: it searches "
@@ -88,6 +90,9 @@ def refuse_other_modes(ctx: click.Context, serve: bool, rate: float | None) -> N
 @click.option("--no-align-grad-reduce", is_flag=True, default=False,
               help="Megatron's interleaved layouts start each chunk's gradient reduce as its last backward ends "
                    "(the other layouts have no chunks to align), as simulate's option.")
+@choice_option("--grad-reduce-dtype", spec.GRAD_REDUCE_DTYPES, "Every layout reduces its gradients in this dtype "
+               "(--dtype bf16; megatron and fsdp2 layouts, the others are not candidates; default each framework's), "
+               "as simulate's.")
 @click.option("--tokens", type=TOKENS, default=None, help="Training: tokens to train on (a number, 1e12, or one with k, M, B (G) or T: 15T): each layout's days, GPU-hours and FLOPs.")
 @click.option("--compile", "compiled", is_flag=True, help="torch.compile's fusions, as simulate --compile (the "
               "kernel-level model; training, or --serve without --rate).")
@@ -123,15 +128,19 @@ def refuse_other_modes(ctx: click.Context, serve: bool, rate: float | None) -> N
                    "(default auto: eager, as Hugging Face generate runs).")
 @choice_option("--mamba-ssm-cache-dtype", spec.MAMBA_SSM_CACHE_DTYPES, "--serve --rate: a hybrid's Mamba-2 / "
                "Gated DeltaNet SSM state in vLLM's cache in the model dtype (auto, the default) or float32, as serve's.")
+@click.option("--attention-backend", type=str, default=None,
+              help="--serve --rate: the engine's attention backend, whose kernel's published figures time each "
+                   "step's attention, as serve's: flash-attn2 (default) or flash-attn3 (Hopper).")
 @click.option("--ray", "ray_address", type=str, default=None,
               help="--serve --rate: run the search's configurations as Ray tasks in the cluster at this address "
                    "('local' starts one here; needs pip install '.[ray]') instead of a local process pool.")
 def plan(model, config, hardware_name, gpus, seq_len, global_batch, serve, batch, prompt, gen, dtype, impl,
          attention, kv_cache, tp, pp, dp, zero, dp_shard, sp, framework, ep, cp, schedule, fp8, recompute, optimizer,
-         fp8_param_gather, tp_only_amax_red, no_align_grad_reduce, mtp, tokens,
+         fp8_param_gather, tp_only_amax_red, no_align_grad_reduce, grad_reduce_dtype, mtp, tokens,
          flops_convention, compiled, price,
          rank_by, top, time_model, as_json, rate, slo_ttft, slo_tpot, requests, weight_dtype, weight_group, quantize_head,
-         quant_layout, kv_dtype, fp8_gemm, mla, mamba_ssm_cache_dtype, ray_address, cuda_graphs) -> None:
+         quant_layout, kv_dtype, fp8_gemm, mla, mamba_ssm_cache_dtype, attention_backend, ray_address,
+         cuda_graphs) -> None:
     """Every layout of a model on N GPUs: those that do not fit (and why, in a word), the rest
     ranked by step time (training) or time per output token (--serve); with --tokens, the days,
     GPU-hours, FLOPs and dollars of the run. With --serve --rate: the deployments (GPUs, tp,
@@ -172,7 +181,8 @@ def plan(model, config, hardware_name, gpus, seq_len, global_batch, serve, batch
                               cuda_graphs=cuda_graphs or "auto", weight_dtype=weight_dtype,
                               weight_group=weight_group, kv_dtype=kv_dtype,
                               fp8_gemm=fp8_gemm or spec.DEFAULT_FP8_GEMM, time_model=time_model,
-                              **({"mamba_ssm_cache_dtype": mamba_ssm_cache_dtype} if mamba_ssm_cache_dtype else {}))
+                              **({"mamba_ssm_cache_dtype": mamba_ssm_cache_dtype} if mamba_ssm_cache_dtype else {}),
+                              **({"attention_backend": attention_backend} if attention_backend else {}))
         if not met:  # no deployment meets the targets: 1, as when no layout fits below (README, "Exit status")
             click.get_current_context().exit(1)
         return
@@ -200,6 +210,7 @@ def plan(model, config, hardware_name, gpus, seq_len, global_batch, serve, batch
                            ep=ep, cp=cp,
                            schedule=schedule, fp8=fp8, fp8_param_gather=fp8_param_gather,
                            tp_only_amax_red=tp_only_amax_red, no_align_grad_reduce=no_align_grad_reduce,
+                           grad_reduce_dtype=grad_reduce_dtype,
                            weight_dtype=weight_dtype, weight_group=weight_group,
                            quantize_head=quantize_head, quant_layout=quant_layout, kv_dtype=kv_dtype, fp8_gemm=fp8_gemm, cuda_graphs=cuda_graphs == "on",
                            flops_convention=flops_convention or "dense", compiled=compiled,

@@ -79,7 +79,8 @@ def plan(model: Any, gpus: int | Sequence[int], hardware: str = DEFAULT_HARDWARE
     those that fit ranked by time (step time; time per output token when serving) or by cost
     (GPU-seconds per token), those that do not with their reason. fixed: tp, pp, dp, zero, sp,
     framework, recompute, ep, cp, schedule, fp8 keep only the layouts with that value; fp8_param_gather,
-    tp_only_amax_red and no_align_grad_reduce (True) are settings of every layout (layout/plan.py SETTINGS)
+    tp_only_amax_red and no_align_grad_reduce (True) and grad_reduce_dtype ("fp32" or "bf16") are settings
+    of every layout (layout/plan.py SETTINGS)
     (dp_shard: hybrid sharding, FSDP2's HSDP or megatron --zero 3's HFSDP, in every layout); impl and
     attention, when given, replace what each layout's framework implies (costmodel/defaults.py);
     serving runs attention's kernel, flash (as `serve`) unless given, sdpa where FlashAttention-2
@@ -114,8 +115,6 @@ def plan(model: Any, gpus: int | Sequence[int], hardware: str = DEFAULT_HARDWARE
     if unknown:
         raise ConfigError(f"plan: unknown option {sorted(unknown)[0]!r}.")
     fixed = {k: v for k, v in fixed.items() if k not in planner.SETTINGS or v}  # a setting left off: not fixed
-    if not serve:
-        planner.check_settings(fixed)
     if serve:  # a serving layout is tp x pp x dp: what only training reads is refused, not dropped
         unread = [name for name, value in (*fixed.items(), ("seq_len", seq_len), ("global_batch", global_batch),
                                            ("impl", impl))
@@ -126,6 +125,8 @@ def plan(model: Any, gpus: int | Sequence[int], hardware: str = DEFAULT_HARDWARE
     fixed = {**fixed, "batch": batch, "impl": impl, "attention": attention}
     chosen = load_hardware(hardware)
     dtype = dtype or chosen.default_dtype  # fp16 on a V100 or T4, as simulate and serve take it
+    if not serve:
+        planner.check_settings(fixed, dtype)
     chosen.require_peak(CANONICAL_DTYPE.get(dtype, dtype))
     chosen.require_fp8(fixed.get("fp8"))
     require_attention(chosen, attention)  # a typed flash on a T4: one line
@@ -206,7 +207,7 @@ def plan(model: Any, gpus: int | Sequence[int], hardware: str = DEFAULT_HARDWARE
                       **({"gen": gen, "batch": batch, "attention": attention,
                           "kv_cache": kv_cache, "cuda_graphs": cuda_graphs, "mla": mla if cfg.mla else None} if serve else
                          {"global_batch": batches[counts[0]] if one else batches, "batch": batch,
-                          "fp8": fixed.get("fp8"), **{k: True for k in planner.SETTINGS if fixed.get(k)},
+                          "fp8": fixed.get("fp8"), **{k: fixed[k] for k in planner.SETTINGS if fixed.get(k)},
                           "flops_convention": flops_convention, "mtp": cfg.mtp_layers, "optimizer": workload.optimizer,
                           "tokens": tokens, "price_per_gpu_hour": chosen.price_per_gpu_hour if price is None else price}),
                       "rank_by": rank_by,

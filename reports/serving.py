@@ -9,6 +9,7 @@ from typing import Any
 
 import click
 
+from costmodel.attention_kernels import DEFAULT_SERVING_BACKEND
 from costmodel.checkpoint import weights_note
 from costmodel.config import ConfigError
 from costmodel.spec import (CUDA_GRAPHS, DEFAULT_HARDWARE, JSON_UNITS, DEFAULT_SCHEDULER, DEFAULT_SERVE_ATTENTION, DEFAULT_SERVE_MLA, DTYPES,
@@ -72,9 +73,7 @@ def render_setup(summary: dict[str, Any], requests: str | None = None) -> list[s
         *([note] if (note := weights_note(setup.get("weight_dtype"), setup.get("weight_dtype_source"))) else []),
         *([fp8_gemm_line(setup)] if setup.get("fp8_gemm_runs") else []),
         *([f"{setup['attention_note']}"] if setup.get("attention_note") else []),
-        *([f"attention backend: {backend} (its kernel's published figures; kernel_facts.json "
-            "serving_attention_backends)"]
-          if (backend := setup.get("attention_backend", "flash-attn2")) != "flash-attn2" else []),
+        *backend_line(setup.get("attention_backend")),
         *([f"note: {setup['max_model_len_note']}"] if setup.get("max_model_len_note") else []),
         *([f"prefix caching: off ({setup['prefix_caching_note']})"] if setup.get("prefix_caching_note")
           else ["prefix caching: on (blocks of a shared prefix computed once, reused while cached)"]
@@ -240,6 +239,9 @@ def latency_figure(rows: list[dict[str, Any]], title: str) -> Any:
               help="Latent attention (DeepSeek): absorbed, as vLLM's MLA backend runs it, or naive (transformers').")
 @click.option("--time-model", type=click.Choice(("roofline", "kernels")), default=None,
               help="Step times from the kernel-level model (default where the hardware file has sm_count) or the roofline.")
+@click.option("--max-capture-len", type=int, default=None,
+              help="--scheduler vllm-v0: vLLM's max_seq_len_to_capture (--max-seq-len-to-capture): a decode step "
+                   "whose longest sequence is longer runs eagerly, not from its CUDA graph (default vLLM's 8,192).")
 @click.option("--cuda-graphs", type=click.Choice(CUDA_GRAPHS), default="auto", show_default=True,
               help="Steps replayed from CUDA graphs (graph_kernel_s per kernel, no launch overhead): auto, the "
                    "engine's default (vllm-v0, trtllm: decode-only steps; vllm: piecewise, attention eager; the others "
@@ -259,7 +261,7 @@ def serve(model, config, hardware_name, rate, concurrency, count, trace, prompt,
           max_batched_tokens, block_size, gpu_memory_utilization, num_blocks, tp, replicas, dtype, weight_dtype,
           kv_dtype, attention, attention_backend, slo_ttft, slo_tpot, csv_path, steps_csv, plot_path, rates, as_json, router,
           disaggregate, mla, pp, prefix_caching, time_model, fp8_gemm, weight_group, num_scheduler_steps,
-          cuda_graphs, quant_layout, mamba_ssm_cache_dtype, price) -> None:
+          cuda_graphs, max_capture_len, quant_layout, mamba_ssm_cache_dtype, price) -> None:
     """Serve a stream of requests on an engine replica, simulated step by step (continuous
     batching, paged KV cache): latency percentiles, throughput and goodput."""
     from costmodel.serving import serve as run_serve
@@ -312,6 +314,7 @@ def serve(model, config, hardware_name, rate, concurrency, count, trace, prompt,
                    mla=mla, **({"attention_backend": attention_backend} if attention_backend else {}),
                    **({"quant_layout": quant_layout} if quant_layout != DEFAULT_QUANT_LAYOUT else {}),
                    time_model=time_model, fp8_gemm=fp8_gemm, cuda_graphs=cuda_graphs,
+                   **({"max_capture_len": max_capture_len} if max_capture_len is not None else {}),
                    **({"mamba_ssm_cache_dtype": mamba_ssm_cache_dtype} if mamba_ssm_cache_dtype != "auto" else {}))
     if rates is not None:
         _latency_vs_rate(model or config, hardware_name, chosen, options, plot_path, as_json)
@@ -396,6 +399,13 @@ def _latency_vs_rate(model: str, hardware_name: str, rates: list[float], options
                    + (f"{_dollars(r['cost']['dollars_per_million_output_tokens']):>9}" if "cost" in r else ""))
 
 
+def backend_line(backend: str | None) -> list[str]:
+    """The line naming an attention backend other than the default (serve's setup, plan --serve --rate's)."""
+    if backend in (None, DEFAULT_SERVING_BACKEND):
+        return []
+    return [f"attention backend: {backend} (its kernel's published figures; kernel_facts.json serving_attention_backends)"]
+
+
 def render_capacity(result: dict[str, Any], top: int = 10) -> str:
     t = result["target"]
     lines = [f"deployments for {t['rate']} req/s within p99 TTFT <= {t['slo_ttft']} s and p99 TPOT <= "
@@ -403,6 +413,7 @@ def render_capacity(result: dict[str, Any], top: int = 10) -> str:
              f"{t['requests']} simulated requests per point); {result['configurations']} configurations, "
              f"{len(result['feasible'])} meet it",
              *([note] if (note := weights_note(result.get("weight_dtype"), result.get("weight_dtype_source"))) else []),
+             *backend_line(result.get("attention_backend")),
              f"{'gpus':>5} {'hardware':<12}{'tp':>3}{'pp':>3}{'replicas':>9}{'seqs':>6}{'tokens':>7}{'p99 TTFT ms':>12}"
              f"{'p99 TPOT ms':>12}{'$/h':>8}{'$/M out':>9}"]
     for row in result["feasible"][:top]:

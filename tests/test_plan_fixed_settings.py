@@ -1,5 +1,5 @@
 """plan holds simulate's Megatron-Core settings fixed in every candidate (costmodel/layout/plan.py
-SETTINGS): --fp8-param-gather and --tp-only-amax-red as Layout fields (a candidate the layout refuses,
+SETTINGS): --fp8-param-gather, --tp-only-amax-red and --grad-reduce-dtype as Layout fields (a candidate the layout refuses,
 another framework or ZeRO stage, is not one), --no-align-grad-reduce on megatron's interleaved layouts
 (the others have no chunks to align). Each candidate's figures equal simulate's for the same layout
 and flags; a setting no layout could take is one line before the search."""
@@ -30,7 +30,7 @@ def plan(capsys, *flags: str) -> dict:
 def simulate(capsys, layout: dict, *flags: str) -> dict:
     """simulate --train of a plan entry's layout (plan's default sequence of 2,048 tokens)."""
     args = ["simulate", "--train", "--model", "llama3-8b", "--hardware", "h100-sxm", "--seq-len", "2048",
-            "--batch", str(layout["batch"]), "--framework", "megatron", "--tp", str(layout["tp"]),
+            "--batch", str(layout["batch"]), "--framework", layout["framework"], "--tp", str(layout["tp"]),
             "--pp", str(layout["pp"]), "--dp", str(layout["dp"]), "--zero", str(layout["zero"]),
             "--microbatches", str(layout["microbatches"]), "--schedule", layout["schedule"],
             "--virtual-stages", str(layout["virtual_stages"]), "--recompute", layout["recompute"],
@@ -42,7 +42,7 @@ def simulate(capsys, layout: dict, *flags: str) -> dict:
 
 
 def _key(entry: dict) -> str:
-    settings = ("align_grad", "tp_only_amax_red", "fp8_param_gather")
+    settings = ("align_grad", "tp_only_amax_red", "fp8_param_gather", "grad_reduce_dtype")
     return json.dumps({k: v for k, v in entry["layout"].items() if k not in settings}, sort_keys=True)
 
 
@@ -100,9 +100,48 @@ def test_tp_only_amax_reduction_in_every_layout(capsys):
      "--zero 1); here fsdp2 with --zero 3."),
     (["--fp8", "current", "--tp-only-amax-red"], "error: layout: --tp-only-amax-red is Megatron-Core's amax "
                                                  "reduction group of delayed scaling (--framework megatron --fp8 delayed)."),
+    (["--grad-reduce-dtype", "bf16", "--framework", "deepspeed"],
+     "error: layout: the gradient reduce dtype (--grad-reduce-dtype) is Megatron-Core's grad_reduce_in_fp32 or "
+     "FSDP2's reduce_dtype; add --framework megatron or fsdp2 (here deepspeed)."),
+    (["--serve", "--grad-reduce-dtype", "bf16"], "error: --grad-reduce-dtype: training options, which --serve "
+                                                 "ignores; a serving plan takes --batch, --prompt and --gen."),
     (["--serve", "--no-align-grad-reduce"], "error: --no-align-grad-reduce: training options, which --serve ignores; "
                                             "a serving plan takes --batch, --prompt and --gen."),
 ])
 def test_a_setting_no_layout_takes_is_one_line(capsys, flags, message):
     code, out, err = run(["plan", "--model", "llama3-8b", "--gpus", "8", "--hardware", "h100-sxm", *flags], capsys)
     assert (code, out, err.strip()) == (2, "", message)
+
+
+def test_grad_reduce_dtype_in_every_layout(capsys):
+    """--grad-reduce-dtype bf16 at TP 1, PP 1 (dp 8), every framework: the 48 megatron and fsdp2 layouts
+    are the candidates (deepspeed's 48 take no reduce dtype), each reducing in bf16. Megatron's best holds
+    8,030,261,248 parameters x 1.5 bytes less a rank (a bf16 main_grad, 2 bytes a parameter, not fp32's 4;
+    the fp32 cast of its 1/8 shard at the step, 4 / 8), and each framework's best step is simulate's."""
+    args = ["plan", "--model", "llama3-8b", "--gpus", "8", "--hardware", "h100-sxm", "--tp", "1", "--pp", "1",
+            "--json"]
+    code, out, _ = run(args + ["--grad-reduce-dtype", "bf16"], capsys)
+    bf16 = json.loads(out)
+    code_default, out, _ = run(args, capsys)
+    default = json.loads(out)
+    assert (code, code_default, bf16["inputs"]["grad_reduce_dtype"]) == (0, 0, "bf16")
+    entries = bf16["feasible"] + bf16["infeasible"]
+    assert len(entries) == 48 and {e["layout"]["framework"] for e in entries} == {"megatron", "fsdp2"}
+    assert all(e["layout"]["grad_reduce_dtype"] == "bf16" for e in entries)
+    assert "grad_reduce_dtype" not in default["inputs"] and len(default["feasible"] + default["infeasible"]) == 96
+    before = {_key(e): e["per_rank"]["total"] for e in default["feasible"]}
+    best = bf16["feasible"][0]
+    assert best["layout"]["framework"] == "megatron"
+    assert before[_key(best)] - best["per_rank"]["total"] == 8_030_261_248 * 3 // 2
+    for framework in ("megatron", "fsdp2"):
+        entry = next(e for e in bf16["feasible"] if e["layout"]["framework"] == framework)
+        step = simulate(capsys, entry["layout"], "--grad-reduce-dtype", "bf16")["step"]["seconds"]
+        assert entry["step_time"] == step
+
+
+def test_grad_reduce_dtype_outside_bf16_is_one_line(capsys):
+    code, out, err = run(["plan", "--model", "llama3-8b", "--gpus", "8", "--hardware", "h100-sxm", "--dtype", "fp16",
+                          "--grad-reduce-dtype", "bf16"], capsys)
+    assert (code, out, err.strip()) == (2, "", "error: layout: the gradient reduce dtype (--grad-reduce-dtype) is "
+                                               "modelled for bf16 training, where Megatron-Core and FSDP2 choose it; "
+                                               "not for fp16.")

@@ -33,7 +33,7 @@ PLANNED_RECOMPUTES = tuple(r for r in RECOMPUTES if r not in (
 from ..hardware import Efficiency, Hardware, time_model_for
 from .frameworks import FRAMEWORKS
 from .overlap import Overlap
-from .rank import ParallelEstimate
+from .rank import ParallelEstimate, check_grad_reduce_dtype
 from .serving_memory import serving_memory
 from .spec import Layout, check_hybrid_framework, check_inference_model, tensor_split_error
 from .timing import generation_decode_seconds, step_time
@@ -57,24 +57,32 @@ def tensor_sizes(cfg: ModelConfig, hardware: Hardware, gpus: int, inference: boo
 GRID = ("tp", "pp", "dp", "cp")
 
 
-#: Settings plan holds fixed in every candidate (True when asked for): Megatron-Core's FP8 parameters and
-#: TP-only amax group (Layout fields: a candidate the layout refuses, another framework or ZeRO stage,
-#: is not one), and gradient reduces not aligned in the interleaved schedule (Overlap.align_grad False on
-#: megatron's interleaved layouts, the only ones with chunks to align; the others run as they would).
-SETTINGS = ("fp8_param_gather", "tp_only_amax_red", "no_align_grad_reduce")
+#: Settings plan holds fixed in every candidate (True, or grad_reduce_dtype's dtype, when asked for):
+#: Megatron-Core's FP8 parameters and TP-only amax group and the gradient reduce dtype (Layout fields: a
+#: candidate the layout refuses, another framework or ZeRO stage, is not one), and gradient reduces not
+#: aligned in the interleaved schedule (Overlap.align_grad False on megatron's interleaved layouts, the
+#: only ones with chunks to align; the others run as they would).
+SETTINGS = ("fp8_param_gather", "tp_only_amax_red", "no_align_grad_reduce", "grad_reduce_dtype")
+#: The settings that are Layout fields, as each candidate is built with them.
+LAYOUT_SETTINGS = ("fp8_param_gather", "tp_only_amax_red", "grad_reduce_dtype")
 
 
-def check_settings(fixed: dict[str, Any]) -> None:
+def _layout_settings(fixed: dict[str, Any]) -> dict[str, Any]:
+    return {"fp8_param_gather": bool(fixed.get("fp8_param_gather")),
+            "tp_only_amax_red": bool(fixed.get("tp_only_amax_red")), "grad_reduce_dtype": fixed.get("grad_reduce_dtype")}
+
+
+def check_settings(fixed: dict[str, Any], dtype: str) -> None:
     """Refuse, in one line before the search, a setting no candidate could take: the layout's own check
     on a layout with the fixed framework (megatron unless fixed), ZeRO stage (megatron's 1, the others'
-    default, unless fixed) and recipe."""
-    if not (fixed.get("fp8_param_gather") or fixed.get("tp_only_amax_red")):
+    default, unless fixed) and recipe; a gradient reduce dtype outside bf16 training (rank.py's check)."""
+    check_grad_reduce_dtype(fixed.get("grad_reduce_dtype"), dtype)
+    if not any(fixed.get(name) for name in LAYOUT_SETTINGS):
         return
     framework = fixed.get("framework") or "megatron"
     zero = fixed["zero"] if fixed.get("zero") is not None else 1 if framework == "megatron" else \
         FRAMEWORKS[framework].default_zero
-    Layout(framework=framework, zero=zero, fp8=fixed.get("fp8"), fp8_param_gather=bool(fixed.get("fp8_param_gather")),
-           tp_only_amax_red=bool(fixed.get("tp_only_amax_red")))  # (its construction checks them)
+    Layout(framework=framework, zero=zero, fp8=fixed.get("fp8"), **_layout_settings(fixed))  # (it checks them)
 
 
 def plan_overlap(layout: Layout, fixed: dict[str, Any]) -> Overlap | None:
@@ -196,8 +204,7 @@ def training_layouts(cfg: ModelConfig, hardware: Hardware, gpus: int, global_bat
                                                                 schedule=schedule, virtual_stages=v,
                                                                 framework=framework, ep=ep, etp=expert_layout(tp, ep), cp=cp,
                                                                 fp8=fixed.get("fp8"), dp_shard=fixed.get("dp_shard"),
-                                                                fp8_param_gather=bool(fixed.get("fp8_param_gather")),
-                                                                tp_only_amax_red=bool(fixed.get("tp_only_amax_red")))
+                                                                **_layout_settings(fixed))
                                                 layout.check(cfg, gpus)
                                                 layout.check_schedule()
                                             except ConfigError as error:
@@ -220,7 +227,7 @@ def _entry(layout: Layout, batch: int, recompute: str) -> dict[str, Any]:
                        "sp": layout.sp, "schedule": layout.schedule, "virtual_stages": layout.virtual_stages,
                        "framework": layout.framework, "ep": layout.ep, "cp": layout.cp, "fp8": layout.fp8,
                        **({"etp": layout.etp} if layout.etp else {}),
-                       **{name: True for name in ("fp8_param_gather", "tp_only_amax_red") if getattr(layout, name)},
+                       **{name: getattr(layout, name) for name in LAYOUT_SETTINGS if getattr(layout, name)},
                        **({"dp_shard": layout.dp_shard} if layout.dp_shard else {})}}
 
 

@@ -95,6 +95,13 @@ def _stages(cfg: ModelConfig, layer_keys: tuple, stacks: tuple[str, ...], recomp
     return tuple(out)
 
 
+def check_grad_reduce_dtype(grad_reduce_dtype: str | None, dtype: str) -> None:
+    """A gradient reduce dtype is modelled for bf16 training (plan refuses it once, before its search)."""
+    if grad_reduce_dtype is not None and dtype != "bf16":
+        raise ConfigError(f"layout: the gradient reduce dtype (--grad-reduce-dtype) is modelled for bf16 "
+                          f"training, where Megatron-Core and FSDP2 choose it; not for {dtype}.")
+
+
 class ParallelEstimate(RankCommunication):
     """Per-rank memory and communication of one model, workload and layout (exact integers)."""
 
@@ -123,9 +130,7 @@ class ParallelEstimate(RankCommunication):
             raise ConfigError(f"layout: the precision-aware optimizer (--precision-aware-optimizer) is modelled for "
                               f"bf16 training with Adam, as Megatron-Core runs it; not {workload.dtype} with "
                               f"{workload.optimizer}.")
-        if layout.grad_reduce_dtype is not None and workload.dtype != "bf16":
-            raise ConfigError(f"layout: the gradient reduce dtype (--grad-reduce-dtype) is modelled for bf16 "
-                              f"training, where Megatron-Core and FSDP2 choose it; not for {workload.dtype}.")
+        check_grad_reduce_dtype(layout.grad_reduce_dtype, workload.dtype)
         if phase == "train":  # the model's parts first (a dense model's refusal names them), then the framework
             check_recomputed_modules(cfg, workload.recompute)
             check_recompute_framework(workload.recompute, layout.framework)

@@ -11,7 +11,7 @@ from typing import Any
 from ..checkpoint import inference_weights
 from ..config import ConfigError, show
 from ..cost import check_price, serving_cost
-from ..attention_kernels import DEFAULT_KERNEL, DEFAULT_SERVING_BACKEND, serving_kernel
+from ..attention_kernels import DEFAULT_KERNEL, DEFAULT_SERVING_BACKEND, kernel_entry, serving_kernel
 from ..hardware import time_model_for
 from ..kernel_rates import kernel_facts
 from ..quantization import runs_w8a8
@@ -144,6 +144,19 @@ def require_engine_steps(cfg: Any, profile: Any) -> None:
         CostModel(cfg, profile, phase=phase).leaves  # noqa: B018 (built for its refusals)
 
 
+def backend_kernel(backend: str, hardware: Any, time_model: str | None, dtype: str | None) -> str:
+    """The attention_efficiency kernel whose published figures time `backend`'s attention on this hardware
+    (serving_kernel), refused in one line where the roofline would time the step (it reads no kernel's
+    rates) or where the kernel has no figures on the hardware's architecture (flash-attn3 off Hopper)."""
+    facts = kernel_facts()
+    kernel = serving_kernel(facts["serving_attention_backends"]["backends"], backend)
+    if kernel != DEFAULT_KERNEL and time_model_for(hardware, time_model, dtype or hardware.default_dtype) != "kernels":
+        raise ConfigError(f"--attention-backend {backend} names a kernel's published rates, which the kernel model "
+                          f"reads; the roofline times attention at the hardware's efficiencies: drop one of them.")
+    kernel_entry(facts["attention_efficiency"], kernel, hardware.architecture)
+    return kernel
+
+
 def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_seqs: int | None = None,
                   max_batched_tokens: int | None = None, block_size: int = 16,
                   gpu_memory_utilization: float | None = None, num_blocks: int | None = None, tp: int = 1, pp: int = 1,
@@ -153,7 +166,8 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
                   prefix_caching: bool | None = None, num_scheduler_steps: int = 1,
                   efficiency: Any = None, time_model: str | None = None, cuda_graphs: str = "auto",
                   step: StepTime | None = None, attention_backend: str | None = None,
-                  sizings: dict | None = None, mamba_ssm_cache_dtype: str = "auto") -> tuple[Any, Any, dict[str, Any]]:
+                  sizings: dict | None = None, mamba_ssm_cache_dtype: str = "auto",
+                  max_capture_len: int | None = None) -> tuple[Any, Any, dict[str, Any]]:
     """The scheduler class's arguments, a StepTime and the setup dict of one replica (a search
     passes the StepTime it built for this hardware and tp, and a dict that keeps the cache
     sizings by token budget). cuda_graphs: "auto" (the scheduler's engine's default: graphs.py
@@ -161,7 +175,8 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
     the kernel; None: flash, or sdpa where FlashAttention-2 does not run (defaults.serving_attention,
     said in the setup's attention_note); a typed flash there is refused. attention_backend: the engine's
     attention backend (kernel_facts.json "serving_attention_backends"; None: flash-attn2), whose kernel's
-    published figures time the step's attention call (the kernel model only)."""
+    published figures time the step's attention call (the kernel model only). max_capture_len: vLLM v0's
+    max_seq_len_to_capture (graphs.py; None: its 8,192), the longest sequence a graphed decode step holds."""
     require_decoder_only(cfg)
     from ..defaults import serving_attention
 
@@ -240,18 +255,16 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
                              f"{min(max_batched_tokens, cfg.max_positions):,} tokens), "
                              if sizing.activation_bytes > sizing.weight_bytes else "")
                           + "spread it over more GPUs (--tp, --pp) or store its weights in fewer bytes (--weight-dtype).")
-    graphs = engine_graphs(cuda_graphs, scheduler, max_num_seqs, max_batched_tokens, hardware)
+    graphs = engine_graphs(cuda_graphs, scheduler, max_num_seqs, max_batched_tokens, hardware, max_capture_len)
     backend = attention_backend or DEFAULT_SERVING_BACKEND
-    kernel = serving_kernel(kernel_facts()["serving_attention_backends"]["backends"], backend)
-    if kernel != DEFAULT_KERNEL and time_model_for(hardware, time_model, dtype) != "kernels":
-        raise ConfigError(f"--attention-backend {backend} names a kernel's published rates, which the kernel model "
-                          f"reads; the roofline times attention at the hardware's efficiencies: drop one of them.")
+    kernel = backend_kernel(backend, hardware, time_model, dtype)
     timed = {"attention_kernel": kernel} if kernel != DEFAULT_KERNEL else {}
     step = step or StepTime(cfg, hardware, dtype, efficiency, profile, tp, pp, time_model, **timed)
     step = step.with_graphs(graphs)
     step = with_state_traffic(step, sizing.state_bytes, hardware, efficiency, pp)
     setup = {"model": cfg.name, "hardware": hardware.name, "dtype": step.dtype, "tp": tp, "pp": pp,
              "time_model": step.time_model, "cuda_graphs": graphs.mode, "cuda_graphs_source": graphs.source,
+             **({"max_capture_len": graphs.max_context} if graphs.max_context is not None else {}),
              "scheduler": scheduler, "scheduler_source": SCHEDULERS[scheduler].source,
              "max_num_seqs": max_num_seqs, "max_batched_tokens": max_batched_tokens,
              "budget_source": budget_source if (max_num_seqs, max_batched_tokens) == (seqs, tokens) else "given",
@@ -352,6 +365,7 @@ def serve(model: Any, hardware: Any = "h100-sxm", *, rate: float | None = None, 
     "serving_attention_backends"), mla, fp8_gemm, prefix_caching (default: on for vllm, as vLLM v1),
     num_scheduler_steps (vllm-v0's multi-step scheduling; default 1), efficiency,
     time_model (default: hardware.time_model_for's), cuda_graphs (auto: the engine's, graphs.py; on; off),
+    max_capture_len (vllm-v0: vLLM's max_seq_len_to_capture; default 8,192),
     mamba_ssm_cache_dtype (vllm and vllm-v0: a hybrid's SSM states in the model dtype, auto, or float32).
     price: dollars per GPU-hour (default: the hardware file's price_per_gpu_hour, if it has one), which
     adds the summary's cost (costmodel/cost.py serving_cost)."""

@@ -25,8 +25,9 @@ from ..cost import check_price, serving_cost
 from ..leaves import require_chunks
 from ..quantization import runs_w8a8
 from ..spec import DEFAULT_GEN_TOKENS
-from .api import (build_replica, check_drawn_lengths, replica_profile, require_decoder_only, require_engine_steps,
-                  run_replicas)
+from ..attention_kernels import DEFAULT_SERVING_BACKEND
+from .api import (backend_kernel, build_replica, check_drawn_lengths, replica_profile, require_decoder_only,
+                  require_engine_steps, run_replicas)
 from .workload import Lengths, check_requests, poisson
 from .state_slots import check_ssm_cache_dtype
 
@@ -237,6 +238,9 @@ def plan_capacity(cfg: Any, hardwares: list[Any], target: Target, *, scheduler: 
     profile = replica_profile(cfg, scheduler, **{name: replica_options[name] for name in formats
                                                  if name in replica_options})
     require_w8a8_somewhere(getattr(profile, "weight_format", None), hardwares)
+    backend = replica_options.get("attention_backend") or DEFAULT_SERVING_BACKEND
+    for hardware in hardwares:  # serve's one line (a name without rates, the roofline, flash-attn3 off Hopper)
+        backend_kernel(backend, hardware, replica_options.get("time_model"), replica_options.get("dtype"))
     require_engine_steps(cfg, profile)  # else every configuration set aside for the model's one reason
     seqs_list = max_num_seqs or [64, 128, 256]
     tokens_list = max_batched_tokens or ([None] if scheduler == "static" else [512, 2048, 8192])  # static: no budget
@@ -287,6 +291,7 @@ def plan_capacity(cfg: Any, hardwares: list[Any], target: Target, *, scheduler: 
     feasible.sort(key=lambda r: (r["gpus"], r["dollars_per_hour"] or 0.0, r["p99_ttft_s"]))
     weight_dtype, _, source = inference_weights(cfg, replica_options.get("weight_dtype"),
                                                 replica_options.get("weight_group"))  # as build_replica's
-    return {"target": target.__dict__, "scheduler": scheduler, "configurations": configurations,
+    return {"target": target.__dict__, "scheduler": scheduler, "attention_backend": backend,
+            "configurations": configurations,
             "weight_dtype": weight_dtype, "weight_dtype_source": source,
             "feasible": feasible, "infeasible": infeasible}

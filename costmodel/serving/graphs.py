@@ -14,7 +14,7 @@ The engines (sources read for this module):
   CUDAGraphRunner, captured at batch sizes 1, 2, 4 and multiples of 8 up to 256 (vLLM v0.6.0's
   _BATCH_SIZES_TO_CAPTURE = [1, 2, 4] + [8 * i for i in range(1, 33)], the sizes up to
   _get_graph_batch_size(max_num_seqs)), when its longest sequence is at most
-  max_seq_len_to_capture (EngineArgs default 8,192): ModelInputForGPUBuilder._use_captured_graph
+  max_seq_len_to_capture (EngineArgs default 8,192; serve --max-capture-len): ModelInputForGPUBuilder._use_captured_graph
   (decode_only and not enforce_eager and batch_size <= the largest captured size and
   max_decode_seq_len <= max_seq_len_to_capture); the batch is padded to _get_graph_batch_size
   (build: cuda_graph_pad_size). Prefill and mixed batches run eagerly (capture_model's docstring:
@@ -63,9 +63,12 @@ from typing import Any
 from ..config import ConfigError, show
 from ..spec import CUDA_GRAPHS
 
+#: vLLM's EngineArgs.max_seq_len_to_capture default (vllm/engine/arg_utils.py, v0.6: 8192); serve
+#: --max-capture-len sets it, as vLLM's --max-seq-len-to-capture does (Krai's MLPerf commands: 1024).
+VLLM_V0_MAX_CAPTURE_LEN = 8192
 VLLM_V0_SOURCE = ("vLLM v0.6 vllm/worker/model_runner.py: decode-only batches replay CUDAGraphRunner at "
                   "_BATCH_SIZES_TO_CAPTURE (1, 2, 4, 8..256), padded to the next; longest sequence <= "
-                  "max_seq_len_to_capture 8192; prefill and mixed batches and the LM head eager")
+                  "max_seq_len_to_capture {}; prefill and mixed batches and the LM head eager")
 VLLM_V1_SOURCE = ("vLLM v1 CompilationConfig PIECEWISE: every batch of at most the largest capture size "
                   "(1, 2, 4, 8..min(2 x max_num_seqs, 512), <= max_num_batched_tokens) replays its pieces, "
                   "padded to the next; attention and the LM head eager")
@@ -125,12 +128,13 @@ class CudaGraphs:
 EAGER = CudaGraphs()
 
 
-def vllm_v0_graphs(max_num_seqs: int) -> CudaGraphs:
-    """vLLM v0.6's decode graphs: sizes [1, 2, 4] + 8..256 up to _get_graph_batch_size(max_num_seqs)."""
+def vllm_v0_graphs(max_num_seqs: int, max_capture_len: int = VLLM_V0_MAX_CAPTURE_LEN) -> CudaGraphs:
+    """vLLM v0.6's decode graphs: sizes [1, 2, 4] + 8..256 up to _get_graph_batch_size(max_num_seqs),
+    for steps whose longest sequence is at most max_capture_len (max_seq_len_to_capture)."""
     possible = [1, 2, 4] + [8 * i for i in range(1, 33)]
     top = max_num_seqs if max_num_seqs <= 2 else 4 if max_num_seqs <= 4 else -(-max_num_seqs // 8) * 8
     sizes = tuple(s for s in possible if s <= top) or (1,)
-    return CudaGraphs("decode", sizes, 8192, VLLM_V0_SOURCE)
+    return CudaGraphs("decode", sizes, max_capture_len, VLLM_V0_SOURCE.format(max_capture_len))
 
 
 def vllm_v1_graphs(max_num_seqs: int, max_batched_tokens: int) -> CudaGraphs:
@@ -170,16 +174,34 @@ ENGINE_GRAPHS = {
 }
 
 
+def check_capture_len(max_capture_len: int | None, scheduler: str, choice: str) -> None:
+    """serve --max-capture-len: a whole number of tokens, at least 1, read by vLLM v0's decode graphs
+    alone (vLLM v1's piecewise graphs leave attention eager, so a context never sends a step eager)."""
+    if max_capture_len is None:
+        return
+    if isinstance(max_capture_len, bool) or not isinstance(max_capture_len, int) or max_capture_len < 1:
+        raise ConfigError(f"--max-capture-len must be a whole number of tokens, at least 1; got {show(max_capture_len)}.")
+    if scheduler != "vllm-v0":
+        raise ConfigError(f"--max-capture-len is vLLM v0's max_seq_len_to_capture, read by its decode graphs "
+                          f"(--scheduler vllm-v0); the {scheduler} scheduler's engine has no such limit.")
+    if choice == "off":
+        raise ConfigError("--max-capture-len sets which decode steps replay a CUDA graph; --cuda-graphs off runs "
+                          "none: drop one of them.")
+
+
 def engine_graphs(choice: str, scheduler: str, max_num_seqs: int, max_batched_tokens: int,
-                  hardware: Any) -> CudaGraphs:
+                  hardware: Any, max_capture_len: int | None = None) -> CudaGraphs:
     """The graphs a replica runs: `auto` the engine's default (eager on a hardware without
     sm_count, a CPU's file: no CUDA there), `on` the same but an error where the engine has none,
-    `off` eager."""
+    `off` eager. max_capture_len: vLLM v0's max_seq_len_to_capture (None: its default)."""
     if choice not in CUDA_GRAPHS:
         raise ConfigError(f"--cuda-graphs must be {CUDA_GRAPHS.listed()}, got {show(choice)}.")
+    check_capture_len(max_capture_len, scheduler, choice)
     if choice == "off":
         return EAGER
     graphs = ENGINE_GRAPHS[scheduler](max_num_seqs, max_batched_tokens)
+    if max_capture_len is not None:
+        graphs = vllm_v0_graphs(max_num_seqs, max_capture_len)
     if choice == "on":
         if graphs.mode == "none":
             raise ConfigError(f"--cuda-graphs on: the {scheduler} scheduler's engine runs no CUDA graphs; "
