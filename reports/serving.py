@@ -309,7 +309,7 @@ def serve(model, config, hardware_name, rate, concurrency, count, trace, prompt,
                    gpu_memory_utilization=gpu_memory_utilization, num_blocks=num_blocks, tp=tp, pp=pp,
                    prefix_caching=prefix_caching, num_scheduler_steps=num_scheduler_steps, dtype=dtype,
                    weight_dtype=weight_dtype, weight_group=weight_group, kv_dtype=kv_dtype, attention=attention,
-                   mla=mla, **({"attention_backend": attention_backend} if attention_backend else {}),
+                   mla=mla, **({"attention_backend": attention_backend} if attention_backend is not None else {}),
                    **({"quant_layout": quant_layout} if quant_layout != DEFAULT_QUANT_LAYOUT else {}),
                    time_model=time_model, fp8_gemm=fp8_gemm, cuda_graphs=cuda_graphs,
                    **({"mamba_ssm_cache_dtype": mamba_ssm_cache_dtype} if mamba_ssm_cache_dtype != "auto" else {}))

@@ -241,7 +241,7 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
                              if sizing.activation_bytes > sizing.weight_bytes else "")
                           + "spread it over more GPUs (--tp, --pp) or store its weights in fewer bytes (--weight-dtype).")
     graphs = engine_graphs(cuda_graphs, scheduler, max_num_seqs, max_batched_tokens, hardware)
-    backend = attention_backend or DEFAULT_SERVING_BACKEND
+    backend = DEFAULT_SERVING_BACKEND if attention_backend is None else attention_backend  # '' is refused, not the default
     kernel = serving_kernel(kernel_facts()["serving_attention_backends"]["backends"], backend)
     if kernel != DEFAULT_KERNEL and time_model_for(hardware, time_model, dtype) != "kernels":
         raise ConfigError(f"--attention-backend {backend} names a kernel's published rates, which the kernel model "
