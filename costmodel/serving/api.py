@@ -246,6 +246,9 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
     if kernel != DEFAULT_KERNEL and time_model_for(hardware, time_model, dtype) != "kernels":
         raise ConfigError(f"--attention-backend {backend} names a kernel's published rates, which the kernel model "
                           f"reads; the roofline times attention at the hardware's efficiencies: drop one of them.")
+    if kernel != DEFAULT_KERNEL and attention != "flash":  # the backend is the attention kernel
+        raise ConfigError(f"--attention-backend {backend} runs its own FlashAttention kernel; --attention {attention} "
+                          f"names another: drop one of them.")
     timed = {"attention_kernel": kernel} if kernel != DEFAULT_KERNEL else {}
     step = step or StepTime(cfg, hardware, dtype, efficiency, profile, tp, pp, time_model, **timed)
     step = step.with_graphs(graphs)
