@@ -46,3 +46,29 @@ def test_the_slides_inter_node_figures_are_not_used_but_agree():
         busbw = GIB * 31 / 32 / seconds / 1e9
         assert round(busbw, 1) == {"h100-sxm": 45.6, "a100-80gb": 22.9}[name]
         assert abs(busbw / slide - 1) < 0.06
+
+
+def test_a_user_file_takes_the_network_facts_by_the_preset_it_names(tmp_path):
+    # docs/time.md: a file named like a preset (any case) is that preset's network: the all-to-all's
+    # ceiling (320 GB/s), the full mesh's share of links and NCCL's LL128 come with the name; a
+    # renamed copy without network_of has none of them: its link x 0.8 (360 GB/s), Simple and LL only.
+    import json
+
+    from costmodel.collectives import mesh_links, ring_protocols
+    from costmodel.hardware import HARDWARE_DIR, load_hardware_file
+
+    def user_file(preset, name, **changes):
+        data = json.loads((HARDWARE_DIR / f"{preset}.json").read_text())
+        data.update(name=name, **changes)
+        path = tmp_path / f"{name}.json"
+        path.write_text(json.dumps(data))
+        return load_hardware_file(path)
+
+    named, renamed = user_file("h100-sxm", "H100-SXM"), user_file("h100-sxm", "my-h100")
+    assert (named.network_name, renamed.network_name) == ("h100-sxm", "my-h100")
+    assert (all_to_all_ceiling(named), all_to_all_ceiling(renamed)) == (320e9, None)
+    assert within_node(renamed, "all_to_all", GIB, 8) == pytest.approx(GIB * 7 / 8 / 360e9 + 1e-5, rel=1e-12)
+    assert (ring_protocols(named), ring_protocols(renamed)) == (("simple", "ll128", "ll"), ("simple", "ll"))
+    # the MI300X's mesh by its rocm-smi name (an alias, session 27): a group of 4 of 8 on 3 of 7 links
+    assert mesh_links(user_file("mi300x", "mi300x-oam"), "all_to_all", 4) == 3 / 7
+    assert mesh_links(user_file("mi300x", "my-mi300x"), "all_to_all", 4) == 1.0
