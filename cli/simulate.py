@@ -322,10 +322,10 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
                                             kv_cache=kv_cache, cuda_graphs=cuda_graphs,
                                             quantization=quantization, time_model=time_model, compiled=compiled,
                                             mla=mla, implementation=decode_code)
+        if not train:
+            add_generation_cost(result, hardware, price)  # a price that overflows the cost: one line
     except ConfigError as error:
         raise InputError(str(error)) from None
-    if not train:
-        add_generation_cost(result, hardware, price)
     if note:
         result["inputs"]["dtype_note"] = note
         click.echo(f"note: {note}", err=True)
