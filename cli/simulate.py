@@ -15,6 +15,7 @@ from costmodel import spec
 from costmodel.api import generation_start
 from costmodel.checkpoint import inference_options
 from costmodel.config import ConfigError, require_decoder
+from costmodel.hardware import time_model_for
 from costmodel.defaults import fallback_note, unfused_note, has_attention, implied
 from costmodel.flash_support import require_attention, runs_flash
 
@@ -211,6 +212,9 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
             raise ConfigError("--graph-kernel-gap is the per-kernel gap of a CUDA graph's replay: it needs "
                               "--cuda-graphs and the kernel model (the roofline counts no kernels).")
         hardware = with_launches(load_hardware(hardware_name), launch_overhead, graph_kernel_gap, host_op_time)
+        if host_op_time is not None and time_model_for(hardware, time_model, dtype) != "kernels":
+            raise ConfigError("--host-op-time is the host's time per eager op, which the kernel model weighs against "
+                              "the kernels; the roofline counts no ops: drop one of them.")
         hardware.require_fp8(layout_given.get("fp8"))
         require_attention(hardware, attention)  # a typed flash on a T4: one line
         efficiency = efficiency_of(hardware, compute_efficiency, memory_efficiency)
