@@ -80,8 +80,11 @@ def add_generation_cost(result: dict[str, Any], hardware: Any, price: float | No
     """An inference run's "cost": its GPUs at --price (else the hardware file's price_per_gpu_hour)
     over the end-to-end rate, every generated token over the prefill and the decode steps
     (costmodel/cost.serving_cost, serve --price's formula); nothing without a price or a generation."""
-    price = hardware.price_per_gpu_hour if price is None else price
     rates = result.get("generation") or result.get("decode") or {}
+    if price is not None and "end_to_end_tokens_per_second" not in rates:  # --gen 0: it was dropped unread
+        raise ConfigError("--price prices the generated tokens (dollars per million); --gen 0 generates none: "
+                          "give --gen N or drop --price.")
+    price = hardware.price_per_gpu_hour if price is None else price
     if price is None or "end_to_end_tokens_per_second" not in rates:
         return
     from costmodel.cost import serving_cost
