@@ -15,6 +15,7 @@ from costmodel import spec
 from costmodel.api import generation_start
 from costmodel.checkpoint import inference_options
 from costmodel.config import ConfigError, require_decoder
+from costmodel.hardware import time_model_for
 from costmodel.defaults import fallback_note, unfused_note, has_attention, implied
 from costmodel.flash_support import require_attention, runs_flash
 
@@ -79,8 +80,11 @@ def add_generation_cost(result: dict[str, Any], hardware: Any, price: float | No
     """An inference run's "cost": its GPUs at --price (else the hardware file's price_per_gpu_hour)
     over the end-to-end rate, every generated token over the prefill and the decode steps
     (costmodel/cost.serving_cost, serve --price's formula); nothing without a price or a generation."""
-    price = hardware.price_per_gpu_hour if price is None else price
     rates = result.get("generation") or result.get("decode") or {}
+    if price is not None and "end_to_end_tokens_per_second" not in rates:  # --gen 0: it was dropped unread
+        raise ConfigError("--price prices the generated tokens (dollars per million); --gen 0 generates none: "
+                          "give --gen N or drop --price.")
+    price = hardware.price_per_gpu_hour if price is None else price
     if price is None or "end_to_end_tokens_per_second" not in rates:
         return
     from costmodel.cost import serving_cost
@@ -211,6 +215,9 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
             raise ConfigError("--graph-kernel-gap is the per-kernel gap of a CUDA graph's replay: it needs "
                               "--cuda-graphs and the kernel model (the roofline counts no kernels).")
         hardware = with_launches(load_hardware(hardware_name), launch_overhead, graph_kernel_gap, host_op_time)
+        if host_op_time is not None and time_model_for(hardware, time_model, dtype) != "kernels":
+            raise ConfigError("--host-op-time is the host's time per eager op, which the kernel model weighs against "
+                              "the kernels; the roofline counts no ops: drop one of them.")
         hardware.require_fp8(layout_given.get("fp8"))
         require_attention(hardware, attention)  # a typed flash on a T4: one line
         efficiency = efficiency_of(hardware, compute_efficiency, memory_efficiency)
@@ -322,10 +329,10 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
                                             kv_cache=kv_cache, cuda_graphs=cuda_graphs,
                                             quantization=quantization, time_model=time_model, compiled=compiled,
                                             mla=mla, implementation=decode_code)
+        if not train:
+            add_generation_cost(result, hardware, price)  # a price that overflows the cost: one line
     except ConfigError as error:
         raise InputError(str(error)) from None
-    if not train:
-        add_generation_cost(result, hardware, price)
     if note:
         result["inputs"]["dtype_note"] = note
         click.echo(f"note: {note}", err=True)

@@ -30,6 +30,12 @@ def check_price(price: float | None) -> None:
         raise ConfigError(f"--price must be a positive number of dollars per GPU-hour, got {show(price)}.")
 
 
+def check_dollars(dollars: float | None, price: float) -> None:
+    """A cost priced from a finite --price that still overflows (1e308 an hour) is one error line, not '$inf'."""
+    if dollars is not None and not math.isfinite(dollars):
+        raise ConfigError(f"--price {show(price)} dollars per GPU-hour makes the cost overflow; give a real price.")
+
+
 def check_tokens(tokens: float | None) -> None:
     """--tokens: a positive, finite count (inf printed 'time to train inf on inf Y tokens')."""
     if tokens is not None and not (tokens > 0 and math.isfinite(tokens)):
@@ -59,6 +65,7 @@ def training_cost(tokens: float, tokens_per_second: float, gpus: int, step_model
     check_price(price_per_gpu_hour)
     seconds = tokens / tokens_per_second
     gpu_hours = seconds * gpus / 3600
+    check_dollars(None if price_per_gpu_hour is None else gpu_hours * price_per_gpu_hour, price_per_gpu_hour)
     return {
         "tokens": tokens,
         "train_seconds": seconds,
@@ -76,6 +83,8 @@ def serving_cost(output_tokens_per_s: float, gpus: int, price_per_gpu_hour: floa
     check_price(price_per_gpu_hour)
     per_hour = gpus * price_per_gpu_hour
     per_million = per_hour / (output_tokens_per_s * 3600) * 1e6 if output_tokens_per_s > 0 else None
+    check_dollars(per_hour, price_per_gpu_hour)
+    check_dollars(per_million, price_per_gpu_hour)
     return {"price_per_gpu_hour": price_per_gpu_hour, "gpus": gpus, "dollars_per_hour": per_hour,
             "dollars_per_million_output_tokens": per_million}
 

@@ -166,3 +166,17 @@ def test_plans_eager_training_note_says_the_figure_is_borrowed():
     assert host_note(feasible, load_hardware("h100-sxm")) == head.format("6.55") + (
         " Host time an op: 6.55 us, borrowed from the project's H200 host measurement; your host may differ (a "
         "hardware file's module_s_per_op or dispatch_s_per_op, or simulate's --host-op-time, states its own).")
+
+
+def test_host_op_time_under_the_roofline_is_one_error_line(capsys):
+    # The roofline counts no ops, so --host-op-time changed nothing there and was read silently (as
+    # --graph-kernel-gap without the kernel model is refused); the kernel model still takes it.
+    from tests.cli_run import one_error_line
+
+    args = ["simulate", "--model", "llama-3-8b", "--hardware", "h100-sxm", "--prompt", "128", "--gen", "16",
+            "--host-op-time", "1e-5"]
+    assert one_error_line([*args, "--time-model", "roofline"], capsys) == (
+        "error: --host-op-time is the host's time per eager op, which the kernel model weighs against the "
+        "kernels; the roofline counts no ops: drop one of them.")
+    assert one_error_line([*args[:-1], "0", "--time-model", "roofline"], capsys).startswith(
+        "error: --host-op-time is seconds, above 0")  # a bad value is still named first

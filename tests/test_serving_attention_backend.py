@@ -56,6 +56,12 @@ def test_flash_attn3_times_a_prefill_at_its_published_rate():
      "error: attention kernel 'flash3' has no published figures on ampere; it has on: hopper."),
     (["--hardware", "h200", "--attention-backend", "flash-attn3", "--time-model", "roofline"],
      "error: --attention-backend flash-attn3 names a kernel's published rates"),
+    # the backend is the attention kernel: --attention sdpa beside it had been timed at FA-3's rates silently
+    (["--hardware", "h200", "--attention-backend", "flash-attn3", "--attention", "sdpa"],
+     "error: --attention-backend flash-attn3 runs its own flashattention kernel; --attention sdpa names another"),
+    # an empty value is refused, not read as the default (it was: `attention_backend or flash-attn2`)
+    (["--hardware", "h200", "--attention-backend", ""],
+     "error: --attention-backend must be one of flash-attn2, flash-attn3, flashinfer, xformers, got ''."),
 ])
 def test_cli_refuses_in_one_line(args, message):
     result = CliRunner().invoke(cli.cli, ["serve", "--model", "llama2-7b", "--rate", "1", "--requests", "4", *args])

@@ -256,8 +256,11 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
                              if sizing.activation_bytes > sizing.weight_bytes else "")
                           + "spread it over more GPUs (--tp, --pp) or store its weights in fewer bytes (--weight-dtype).")
     graphs = engine_graphs(cuda_graphs, scheduler, max_num_seqs, max_batched_tokens, hardware, max_capture_len)
-    backend = attention_backend or DEFAULT_SERVING_BACKEND
+    backend = DEFAULT_SERVING_BACKEND if attention_backend is None else attention_backend  # '' is refused, not the default
     kernel = backend_kernel(backend, hardware, time_model, dtype)
+    if kernel != DEFAULT_KERNEL and attention != "flash":  # the backend is the attention kernel
+        raise ConfigError(f"--attention-backend {backend} runs its own FlashAttention kernel; --attention {attention} "
+                          f"names another: drop one of them.")
     timed = {"attention_kernel": kernel} if kernel != DEFAULT_KERNEL else {}
     step = step or StepTime(cfg, hardware, dtype, efficiency, profile, tp, pp, time_model, **timed)
     step = step.with_graphs(graphs)
