@@ -125,7 +125,7 @@ def simulate(model: Any, hardware: str = spec.DEFAULT_HARDWARE, *, train: bool =
             workload, warnings = make_workload(cfg, prompt, batch=batch, dtype=dtype, attention=attention,
                                                gen_tokens=gen, precision="pure", kv_cache=kv_cache,
                                                **quantization)
-            data = parallel_time.simulate_decode(cfg, workload, chosen_layout, chosen)
+            data = parallel_time.simulate_decode(cfg, workload, chosen_layout, chosen, implementation=decode_code)
         data["inputs"] = {"model": cfg.name, "hardware": chosen.name, "dtype": workload.dtype,
                           "seq_len": workload.seq_len, "gen": workload.gen_tokens, "batch": workload.batch,
                           "recompute": workload.recompute, "tokens": tokens}

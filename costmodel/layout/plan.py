@@ -21,7 +21,7 @@ from typing import Any, Iterator
 from ..config import ConfigError, ModelConfig, Workload, require_decoder
 from ..defaults import implied
 from ..flash_support import runs_flash
-from ..spec import DEFAULT_SERVE_ATTENTION, RECOMPUTES
+from ..spec import DEFAULT_DECODE_CODE, DEFAULT_SERVE_ATTENTION, RECOMPUTES
 
 #: The recomputations plan tries unless --recompute names one: "deepseek" (spec.RECOMPUTED_PARTS) is
 #: DeepSeek-V3's stated choice for latent attention around a fused kernel, "torchtitan-op" torchtitan's
@@ -350,7 +350,8 @@ def serving_token_times(cfg: ModelConfig, workload: Workload, layout: Layout, ha
     last step stands for it."""
     from ..roofline import decode_rates
 
-    options = {"compiled": True} if compiled else {}
+    # an eager step's host issues Hugging Face generate's counted ops (simulate's default --decode-code)
+    options = {"implementation": DEFAULT_DECODE_CODE, **({"compiled": True} if compiled else {})}
     last = step_time(estimate, hardware, efficiency, time_model, cuda_graphs=cuda_graphs, **options).token()
     out = {"time_per_output_token": last["seconds_per_token"], "tokens_per_second": last["tokens_per_second"],
            "tp_all_reduce_seconds": last["tp_all_reduce_seconds"], "ep_all_to_all_seconds": last["ep_all_to_all_seconds"],
