@@ -299,7 +299,8 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
                                         # --no-align-grad-reduce...), so two outputs tell why their steps differ
                                         overlap=dataclasses.asdict(overlap))
             else:
-                result["inputs"].update(decode_inputs(workload, cuda_graphs, compiled, latent=bool(cfg.mla)))
+                result["inputs"].update(decode_inputs(workload, cuda_graphs, compiled, latent=bool(cfg.mla)),
+                                        implementation=decode_code)  # whose counted ops an eager step's hosts issue
         elif train:
             if time_model == "kernels" or compiled:
                 raise ConfigError("training on one GPU is timed by the roofline; give a layout (e.g. --dp 1) "

@@ -133,7 +133,7 @@ def simulate(model: Any, hardware: str = spec.DEFAULT_HARDWARE, *, train: bool =
             data["inputs"].update(impl=workload.impl, attention=workload.attention, mtp=cfg.mtp_layers)
         else:
             data["inputs"].update({**{k: v for k, v in quantization.items() if v is not None},
-                                   **decode_inputs(workload, False, latent=bool(cfg.mla))})
+                                   **decode_inputs(workload, False, latent=bool(cfg.mla)), "implementation": decode_code})
     elif train:
         workload, warnings = make_workload(cfg, seq_len, holds_cache=False, batch=batch, dtype=dtype,
                                            recompute=recompute, attention=attention, impl=impl)
