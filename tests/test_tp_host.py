@@ -3,7 +3,8 @@ layout/kernel_step.KernelStepTime.token): a step (the prefill, a decode step) ta
 kernels less their per-block launches + its exposed communication, the counted ops of the decoding
 code x Hardware.eager_op_s), as one GPU's eager step (kernel_time.host_bound_seconds), so that
 `simulate --tp 1` is one GPU's simulate to the float. Not under CUDA graphs (decode steps), --compile,
-a pipeline, the roofline or a CPU."""
+the roofline or a CPU. A pipeline's stages run one after the other, each the longer of its kernels
+and its hosts' share of the ops."""
 
 from __future__ import annotations
 
@@ -70,7 +71,7 @@ def test_each_tp_rank_s_host_issues_the_code_s_ops_beside_its_kernels_and_all_re
     assert token["tp_all_reduce_seconds"] > 0 and token["host"]["kernels_seconds"] < GENERATE_7B_OPS * H200_HOST_S
 
 
-def test_no_host_term_replayed_compiled_pipelined_or_roofline():
+def test_no_host_term_replayed_compiled_or_roofline():
     cfg, hw = load_preset("llama2-7b"), load_hardware("h100-sxm")
     workload = Workload(seq_len=5, gen_tokens=20, batch=1, dtype="bf16", attention="sdpa", precision="pure")
 
@@ -81,8 +82,6 @@ def test_no_host_term_replayed_compiled_pipelined_or_roofline():
     assert "host" not in graphs["token"] and graphs["prefill"]["seconds"] == GPT_FAST_7B_OPS * H200_HOST_S
     compiled = run(Layout(tp=2), time_model="kernels", compiled=True)
     assert "host" not in compiled["token"] and "host" not in compiled["prefill"]
-    piped = run(Layout(pp=2), time_model="kernels")  # each stage's host its own layers': not split
-    assert "host" not in piped["token"] and "host" not in piped["prefill"]
     roofline = run(Layout(tp=2), time_model="roofline")
     assert "host" not in roofline["token"]
 
@@ -100,3 +99,17 @@ def test_the_published_gpt_fast_tp_rows_time_their_eager_prefill_on_the_host():
     assert out["prefill"]["seconds"] == GPT_FAST_7B_OPS * 7.1e-6
     assert out["prefill"]["host"]["kernels_seconds"] == pytest.approx(2.1673e-3, rel=1e-4)
     assert "host" not in out["token"]
+
+
+def test_a_pipeline_s_stages_each_weigh_their_hosts_share():
+    """pp 2: Llama-2-7B's 32 layers as 16 + 16; each stage's hosts issue its layers' 16 x 126 ops of
+    gpt-fast's, the last stage the step's own 36 too; both host-bound at batch 1, so the token is the
+    whole step's 4,068 ops (a pipeline hides no host time), its kernels with the stage's send beside."""
+    cfg, hw = load_preset("llama2-7b"), load_hardware("h100-sxm")
+    workload = Workload(seq_len=5, gen_tokens=20, batch=1, dtype="bf16", attention="sdpa", precision="pure")
+    piped = simulate_decode(cfg, workload, Layout(pp=2), hw, time_model="kernels", implementation="gpt-fast")
+    token = piped["token"]
+    assert token["seconds_per_token"] == 16 * 126 * H200_HOST_S + (16 * 126 + 36) * H200_HOST_S
+    assert token["host"]["ops_per_step"] == GPT_FAST_7B_OPS and token["host"]["bound"] is True
+    assert token["host"]["kernels_seconds"] == pytest.approx(token["compute_seconds"] + token["pp_seconds"], rel=1e-12)
+    assert token["pp_seconds"] > 0 and piped["prefill"]["seconds"] == token["seconds_per_token"]
