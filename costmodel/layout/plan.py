@@ -430,7 +430,9 @@ def plan_serving(cfg: ModelConfig, hardware: Hardware, gpus: int, batch: int, pr
             feasible.append({**entry, "per_rank": per_rank,
                              **serving_token_times(cfg, workload, layout, hardware, efficiency, time_model,
                                                    cuda_graphs, compiled, estimate)})
-    feasible.sort(key=lambda e: e["time_per_output_token"])
+    # ties (eager steps host-bound at every tp: each rank's host issues every layer's ops) go to the
+    # layout that serves the most tokens a second (more replicas)
+    feasible.sort(key=lambda e: (e["time_per_output_token"], -e["tokens_per_second"]))
     result = {"feasible": feasible, "infeasible": infeasible, "time_model": time_model}
     if not feasible and nearest:
         def retry(count: int) -> dict[str, Any] | None:
