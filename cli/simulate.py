@@ -241,11 +241,6 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
         if not train:
             require_decoder(cfg)  # before the workload warns that generated tokens are ignored
         layout = make_layout(cfg, layout_given, inference=not train)
-        if layout is not None and not train and decode_code != spec.DEFAULT_DECODE_CODE:
-            # said, not refused: the published gpt-fast rows name their code at every tp
-            click.echo(f"warning: --decode-code {decode_code} is read by one GPU's eager decode (the host's ops of "
-                       "its loop); a layout's decode times launches per block (--launch-overhead) or CUDA graphs "
-                       "whatever the code: this run is the same without it.", err=True)
         overlap_given = [name for name, given in (
             ("--tp-overlap", tp_overlap != 0.0), ("--dp-overlap", dp_overlap != 2 / 3), ("--pp-overlap", pp_overlap != 0.0),
             ("--param-gather-overlap", param_gather_overlap != 0.0), ("--ep-overlap", ep_overlap != 0.0),
@@ -298,7 +293,8 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
                 workload = make_workload(cfg, prompt, batch=batch, dtype=dtype, attention=attention,
                                          gen_tokens=gen, precision="pure", kv_cache=kv_cache, mla=mla, **quantization)
                 result = parallel_time.simulate_decode(cfg, workload, layout, hardware, efficiency,
-                                                       cuda_graphs, time_model, compiled)
+                                                       cuda_graphs, time_model, compiled,
+                                                       implementation=decode_code)
             result["inputs"] = {"model": cfg.name, "hardware": hardware.name, "dtype": workload.dtype,
                                 "seq_len": workload.seq_len, "gen": workload.gen_tokens,
                                 "batch": workload.batch, "recompute": workload.recompute,
@@ -310,7 +306,8 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
                                         # --no-align-grad-reduce...), so two outputs tell why their steps differ
                                         overlap=dataclasses.asdict(overlap))
             else:
-                result["inputs"].update(decode_inputs(workload, cuda_graphs, compiled, latent=bool(cfg.mla)))
+                result["inputs"].update(decode_inputs(workload, cuda_graphs, compiled, latent=bool(cfg.mla)),
+                                        implementation=decode_code)  # whose counted ops an eager step's hosts issue
         elif train:
             if time_model == "kernels" or compiled:
                 raise ConfigError("training on one GPU is timed by the roofline; give a layout (e.g. --dp 1) "

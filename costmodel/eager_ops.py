@@ -153,6 +153,13 @@ def step_ops(cfg: Any, implementation: str, dtype: str, attention: str, kv_cache
     bf16's counts: both are half types, so the same casts (x.float(), type_as) dispatch. A
     quantized KV cache (quantization's kv_dtype) keeps the counts, a lower bound (its quantize and
     dequantize ops are not counted)."""
+    split = step_ops_split(cfg, implementation, dtype, attention, kv_cache, quantization)
+    return None if split is None else sum(split)
+
+
+def step_ops_split(cfg: Any, implementation: str, dtype: str, attention: str, kv_cache: str,
+                   quantization: dict[str, Any] | None = None) -> tuple[int, int] | None:
+    """step_ops as (the layers' ops, the step's own ops: "per_step"), what a pipeline splits."""
     if any((quantization or {}).get(key) is not None for key in ("weight_dtype", "fp8_gemm")):
         return None
     entry = _matching("eager_step_ops", cfg, lambda entry: (
@@ -164,7 +171,7 @@ def step_ops(cfg: Any, implementation: str, dtype: str, attention: str, kv_cache
     grouped = counts.get("grouped_kv_per_layer", 0) if cfg.n_kv_heads < cfg.n_heads else 0
     sliding = cfg.n_window_layers if "sliding_per_layer" in counts else 0  # decoder-only families here
     return ((counts["per_layer"] + grouped) * (cfg.n_layers - sliding)
-            + (counts.get("sliding_per_layer", 0) + grouped) * sliding + counts["per_step"])
+            + (counts.get("sliding_per_layer", 0) + grouped) * sliding, counts["per_step"])
 
 
 def training_step_ops(cfg: Any, workload: Any) -> int | None:

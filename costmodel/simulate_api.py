@@ -125,7 +125,7 @@ def simulate(model: Any, hardware: str = spec.DEFAULT_HARDWARE, *, train: bool =
             workload, warnings = make_workload(cfg, prompt, batch=batch, dtype=dtype, attention=attention,
                                                gen_tokens=gen, precision="pure", kv_cache=kv_cache,
                                                **quantization)
-            data = parallel_time.simulate_decode(cfg, workload, chosen_layout, chosen)
+            data = parallel_time.simulate_decode(cfg, workload, chosen_layout, chosen, implementation=decode_code)
         data["inputs"] = {"model": cfg.name, "hardware": chosen.name, "dtype": workload.dtype,
                           "seq_len": workload.seq_len, "gen": workload.gen_tokens, "batch": workload.batch,
                           "recompute": workload.recompute, "tokens": tokens}
@@ -133,7 +133,7 @@ def simulate(model: Any, hardware: str = spec.DEFAULT_HARDWARE, *, train: bool =
             data["inputs"].update(impl=workload.impl, attention=workload.attention, mtp=cfg.mtp_layers)
         else:
             data["inputs"].update({**{k: v for k, v in quantization.items() if v is not None},
-                                   **decode_inputs(workload, False, latent=bool(cfg.mla))})
+                                   **decode_inputs(workload, False, latent=bool(cfg.mla)), "implementation": decode_code})
     elif train:
         workload, warnings = make_workload(cfg, seq_len, holds_cache=False, batch=batch, dtype=dtype,
                                            recompute=recompute, attention=attention, impl=impl)

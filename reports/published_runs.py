@@ -210,7 +210,7 @@ def decode_layout_run(run: dict[str, Any], source: dict[str, Any], time_model: s
     workload = Workload(seq_len=s["prompt"], gen_tokens=s["gen"], batch=s["batch"], dtype=s["dtype"],
                         attention=s["attention"], precision="pure", kv_cache=s["kv_cache"], **quantization)
     return simulate_decode(cfg, workload, decode_layout(run, source), hardware, cuda_graphs=s["cuda_graphs"],
-                           time_model=time_model, prefill=prefill)
+                           time_model=time_model, prefill=prefill, implementation=s["implementation"])
 
 
 def _stated(run: dict[str, Any], source: dict[str, Any], key: str, default: Any = None) -> Any:

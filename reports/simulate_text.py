@@ -87,6 +87,18 @@ def weight_group(inputs: dict[str, Any]) -> str:
     return f" g{group}" if group else ""
 
 
+def _rank_host_lines(token: dict[str, Any], i: dict[str, Any]) -> list[str]:
+    """An eager step's host term on each rank (layout/kernel_step.KernelStepTime.token), where weighed."""
+    host = token.get("host")
+    if not host:
+        return []
+    return [f"  host: {host['ops_per_step']:,} eager ops a step ({i.get('implementation', 'transformers')}) on each "
+            f"rank's host, {seconds(host['seconds_per_step'])} to issue; the rank's kernels and exposed communication "
+            f"take {seconds(host['kernels_seconds'])}: the step is the longer, "
+            f"{'host-bound' if host['bound'] else 'kernel-bound'}",
+            *([f"  {host['op_time_note']}"] if host.get("op_time_note") else [])]
+
+
 def render_parallel_decode(r: dict[str, Any]) -> str:
     """Inference with a layout: the prefill, the generation and its mean step (the time per
     output token), the step at the last context and its all-reduces, memory per rank."""
@@ -118,7 +130,7 @@ def render_parallel_decode(r: dict[str, Any]) -> str:
            f"{rate(token['tokens_per_second'])} tokens/s over the replicas, a step at context {last:,}",
            f"  {'of which tp all-reduces':<24}{seconds(token['tp_all_reduce_seconds']):>10}",
            *([f"  {'ep all-to-alls':<24}{seconds(token['ep_all_to_all_seconds']):>10}"] if ep else []),
-           f"  {'pipeline sends':<24}{seconds(token['pp_seconds']):>10}"]
+           f"  {'pipeline sends':<24}{seconds(token['pp_seconds']):>10}", *_rank_host_lines(token, i)]
           # --gen 0 or 1: the prefill alone gives the tokens; no decode step runs (a "last step" then
           # contradicted the line above it, "no decode step")
           if i["gen"] > 1 or "prefill" not in r else []),

@@ -75,7 +75,7 @@ def test_plan_serve_generates_what_serve_and_simulate_generate_by_default(capsys
                 for command, name in ((plan, "gen"), (simulate, "gen"), (serve, "output_tokens"))]
     assert [int(d) for d in defaults] == [128, 128, 128]
     code, out, err = _run(["plan", "--model", "llama3.1-8b", "--hardware", "h100", "--gpus", "2", "--serve",
-                           "--json"], capsys)
+                           "--tp", "2", "--json"], capsys)  # (eager, host-bound: tp 1 x dp 2 ranks first since wt27_tphost)
     row = json.loads(out)["feasible"][0]
     assert code == 0 and row["layout"] == {"tp": 2, "pp": 1, "dp": 1, "batch": 32}
     assert row["last_step"]["context"] == 2_175  # the last step at 2,048 + 127 fed back (the last generated token never is)
@@ -88,7 +88,7 @@ def test_plan_serve_generates_what_serve_and_simulate_generate_by_default(capsys
     # at batch 64 the cache of the last step peaks (64 x 127 x 131,072 / 2 = 532,676,608 over the same chunk):
     # sized at 2,175 tokens, beside one token's ids and the gathered logits (64 x 128,256 x 2 B)
     code, out, err = _run(["plan", "--model", "llama3.1-8b", "--hardware", "h100", "--gpus", "2", "--serve",
-                           "--batch", "64", "--json"], capsys)
+                           "--batch", "64", "--tp", "2", "--json"], capsys)
     row = json.loads(out)["feasible"][0]
     assert code == 0 and row["layout"] == {"tp": 2, "pp": 1, "dp": 1, "batch": 64}
     assert row["last_step"]["context"] == 2_175 and row["per_rank"]["kv_cache"] == 64 * 2_175 * 131_072 // 2

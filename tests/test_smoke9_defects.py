@@ -33,8 +33,11 @@ def test_serving_ep_all_to_all_is_not_a_tp_all_reduce(capsys):
     assert token["ep_all_to_all_seconds"] == pytest.approx(4.045570002785883e-05, rel=1e-12)
     assert prefill["ep_all_to_all_seconds"] == pytest.approx(0.0100663344, rel=1e-12)  # at the H100's 320 GB/s
     # alltoall busbw (nccl_facts.json all_to_all_peak_busbw; 0.006808765562512759 on the NVLS all-reduce curve)
-    assert token["seconds_per_token"] == pytest.approx(token["compute_seconds"] + token["ep_all_to_all_seconds"],
-                                                       rel=1e-15)
+    # the rank's kernels (less their launches, which the host stands for since wt27_tphost) and its
+    # all-to-alls; the eager step is its host's, generate's 3,160 counted Mixtral ops x 6.545 us (borrowed)
+    assert token["host"]["kernels_seconds"] == pytest.approx(token["compute_seconds"] + token["ep_all_to_all_seconds"],
+                                                             rel=1e-15)
+    assert token["seconds_per_token"] == 3160 * 6.545241752576789e-06 and token["host"]["bound"] is True
     # the one rule: each stage's exposed "ep" of StepTime.stage, summed
     import costmodel
     cfg = costmodel.load_model("mixtral-8x7b")
@@ -267,5 +270,6 @@ def test_layout_gen_0_prints_no_decode_step(capsys):
     assert run_json(args, capsys)["token"]["seconds_per_token"] > 0
     assert cli.main(args[:-1] + ["2"]) == 0
     # --gen 2: one token fed back, the one decode step at 512 + 1 (514 before session 23's n + T - 1)
-    assert "  last step                  7.43 ms   135 tokens/s over the replicas, a step at context 513" in \
+    # (7.43 ms before wt27_tphost; each rank's host issues generate's 2,488 ops x 6.545 us since)
+    assert "  last step                  16.3 ms   61.4 tokens/s over the replicas, a step at context 513" in \
         capsys.readouterr().out

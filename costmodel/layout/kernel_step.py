@@ -97,6 +97,40 @@ def training_host_ops(estimate: ParallelEstimate, timer: KernelTimer, autocast: 
     return training_step_ops(estimate.cfg, estimate.workload)
 
 
+def inference_host_ops(estimate: ParallelEstimate, implementation: str | None) -> tuple[int, int] | None:
+    """The ops one eager inference step (a prefill or a decode step) issues on each tensor-parallel
+    rank's hosts, where the kernel model weighs them against the rank's kernels (KernelStepTime.token),
+    as (the layers' ops, the step's own): the counted decoding step of `implementation`
+    (eager_ops.step_ops_split, kernel_facts.json "eager_step_ops": per layer x the layers, plus the
+    step's own; what one GPU's simulate counts), the same on every tensor-parallel rank (each runs
+    every layer's module code on its shards). The tensor-parallel all-reduce calls' ops are not added:
+    no count of them is measured (gpt-fast's funcol.all_reduce and its wait are a few ops a layer), so
+    the count is a lower bound at tp > 1. None: no implementation named, not an inference phase, or
+    no counted implementation matches."""
+    if implementation is None or estimate.phase == "train":
+        return None
+    from ..eager_ops import step_ops_split
+    from ..spec import DEFAULT_FP8_GEMM
+
+    workload = estimate.workload
+    quantization = {"weight_dtype": workload.weight_dtype,
+                    "fp8_gemm": None if workload.fp8_gemm == DEFAULT_FP8_GEMM else workload.fp8_gemm}
+    return step_ops_split(estimate.cfg, implementation, workload.dtype, workload.attention, workload.kv_cache,
+                          quantization)
+
+
+def stage_host_ops(estimate: ParallelEstimate, split: tuple[int, int], stage: Any) -> float:
+    """A pipeline stage's share of the step's ops (inference_host_ops' split): its layers' share of the
+    layers' ops (by their number: exact where every layer counts the same ops), and the step's own ops
+    (the embedding, the final norm, the head, the loop's sampling) on the last stage; with no pipeline
+    the whole count."""
+    layers, own = split
+    if estimate.layout.pp == 1:
+        return layers + own
+    total = sum(len(s.layers) for s in estimate.stages)
+    return layers * len(stage.layers) / total + (own if stage.last else 0)
+
+
 def _rank_key(estimate: ParallelEstimate, fused_attention: bool, compiled: bool,
               autocast: bool = False) -> dict[str, Any]:
     """Everything a rank's kernels depend on (not dp: no leaf's cost does): the rank's values,
@@ -196,12 +230,16 @@ class KernelStepTime(StepTime):
     def __init__(self, estimate: ParallelEstimate, hardware: Hardware, efficiency: Efficiency | None = None,
                  flops_convention: str = "dense", cuda_graphs: bool = False, overlap: Any = None,
                  compiled: bool = False, autocast: bool = False, attention_kernel: str = DEFAULT_KERNEL,
-                 host_syncs: tuple[str, ...] | None = None):
+                 host_syncs: tuple[str, ...] | None = None, implementation: str | None = None):
         """attention_kernel: the fused attention kernel the run calls (KernelTimer's). host_syncs: None,
         the host runs ahead (no host term); else the CUDA graph scopes the run captures, and each
-        micro-batch adds what its MoE layers' host syncs expose (layout/host_syncs.py)."""
+        micro-batch adds what its MoE layers' host syncs expose (layout/host_syncs.py). implementation:
+        the code an inference step runs (spec.DECODE_CODES), whose counted ops an eager step's host
+        issues (inference_host_ops; token); None: no host term."""
         super().__init__(estimate, hardware, efficiency, flops_convention, cuda_graphs, overlap, autocast)
         self.host_syncs = host_syncs
+        self.implementation = implementation
+        self.replayed = cuda_graphs and estimate.phase == "decode"  # a decode step from a CUDA graph: no host term
         check_kernel_model(hardware)
         # A decode step replayed from a CUDA graph: each kernel's GPU-side gap (kernel_time.KernelTimer).
         self.graph_kernel_s = hardware.graph_kernel_s if cuda_graphs and estimate.phase == "decode" else 0.0
@@ -258,6 +296,40 @@ class KernelStepTime(StepTime):
                           **({"op_time_note": borrowed_host_note(self.hardware.eager_op_s)}
                              if self.hardware.host_op_borrowed else {})})
         return step
+
+    def token(self) -> dict[str, Any]:
+        """StepTime's token; an eager inference step on a GPU (not compiled; a decode step not replayed
+        from a CUDA graph) whose ops are counted (inference_host_ops) takes, on each stage, the longer
+        of its kernels with their exposed communication (less the per-block launches, which the host's
+        term stands for) and its hosts' ops (stage_host_ops) at the hardware's eager_op_s (the file's or
+        borrowed), as one GPU's eager step does (kernel_time.host_bound_seconds): at tp 1 the same
+        seconds. The stages one after the other (a stage's host issues once its input is on the way: a
+        pipeline does not hide the host). "host" says which bound."""
+        token = super().token()
+        estimate = self.estimate
+        split = None if self.replayed else inference_host_ops(estimate, self.implementation)
+        if split is None or self.timer.host_s_per_op is None:
+            return token
+        compute = seconds = kernels_total = host_total = 0.0
+        bound = False
+        for stage in estimate.stages:
+            times = self.stage(stage)
+            launches = self.overhead_s * sum(count * self.part_seconds.get(key, (0.0, 0))[1]
+                                             for key, count in self.part_runs(stage).items())
+            stage_compute = times["compute"] - launches  # the kernels alone: the host's ops stand for the launches
+            kernels = stage_compute + times["tp"] + times["ep"] + times["cp"] + times["pp"]  # StepTime.token's order
+            host = stage_host_ops(estimate, split, stage) * self.timer.host_s_per_op
+            compute, kernels_total, host_total = compute + stage_compute, kernels_total + kernels, host_total + host
+            seconds += max(kernels, host)
+            bound = bound or host >= kernels
+        token.update(seconds_per_token=seconds, compute_seconds=compute,
+                     tokens_per_second=estimate.workload.batch * estimate.layout.dp / seconds,
+                     host={"ops_per_step": sum(split), "seconds_per_step": host_total,
+                           "kernels_seconds": kernels_total, "bound": bound,
+                           "op_seconds": self.hardware.eager_op_s, "op_time_borrowed": self.hardware.host_op_borrowed,
+                           **({"op_time_note": borrowed_host_note(self.hardware.eager_op_s)}
+                              if self.hardware.host_op_borrowed else {})})
+        return token
 
     @cached_property
     def part_kernels(self) -> dict[str, int]:

@@ -21,7 +21,7 @@ from typing import Any, Iterator
 from ..config import ConfigError, ModelConfig, Workload, require_decoder
 from ..defaults import implied
 from ..flash_support import runs_flash
-from ..spec import DEFAULT_SERVE_ATTENTION, RECOMPUTES
+from ..spec import DEFAULT_DECODE_CODE, DEFAULT_SERVE_ATTENTION, RECOMPUTES
 
 #: The recomputations plan tries unless --recompute names one: "deepseek" (spec.RECOMPUTED_PARTS) is
 #: DeepSeek-V3's stated choice for latent attention around a fused kernel, "torchtitan-op" torchtitan's
@@ -357,7 +357,8 @@ def serving_token_times(cfg: ModelConfig, workload: Workload, layout: Layout, ha
     last step stands for it."""
     from ..roofline import decode_rates
 
-    options = {"compiled": True} if compiled else {}
+    # an eager step's host issues Hugging Face generate's counted ops (simulate's default --decode-code)
+    options = {"implementation": DEFAULT_DECODE_CODE, **({"compiled": True} if compiled else {})}
     last = step_time(estimate, hardware, efficiency, time_model, cuda_graphs=cuda_graphs, **options).token()
     out = {"time_per_output_token": last["seconds_per_token"], "tokens_per_second": last["tokens_per_second"],
            "tp_all_reduce_seconds": last["tp_all_reduce_seconds"], "ep_all_to_all_seconds": last["ep_all_to_all_seconds"],
@@ -436,7 +437,9 @@ def plan_serving(cfg: ModelConfig, hardware: Hardware, gpus: int, batch: int, pr
             feasible.append({**entry, "per_rank": per_rank,
                              **serving_token_times(cfg, workload, layout, hardware, efficiency, time_model,
                                                    cuda_graphs, compiled, estimate)})
-    feasible.sort(key=lambda e: e["time_per_output_token"])
+    # ties (eager steps host-bound at every tp: each rank's host issues every layer's ops) go to the
+    # layout that serves the most tokens a second (more replicas)
+    feasible.sort(key=lambda e: (e["time_per_output_token"], -e["tokens_per_second"]))
     result = {"feasible": feasible, "infeasible": infeasible, "time_model": time_model}
     if not feasible and nearest:
         def retry(count: int) -> dict[str, Any] | None:

@@ -10,6 +10,7 @@ from typing import Any
 
 from ..config import ConfigError
 from ..hardware import Efficiency, Hardware, time_model_for
+from ..spec import DEFAULT_DECODE_CODE
 from .context import check_inference
 from .kernel_step import KernelStepTime
 from .rank import ParallelEstimate
@@ -26,6 +27,7 @@ def step_time(estimate: ParallelEstimate, hardware: Hardware, efficiency: Effici
     if options.pop("compiled", False):
         raise ConfigError("--compile is modelled by the kernel-level time model only; add --time-model kernels.")
     options.pop("attention_kernel", None)  # the roofline times attention at its one efficiency
+    options.pop("implementation", None)  # the roofline has no host term
     return StepTime(estimate, hardware, efficiency, **options)
 
 
@@ -59,14 +61,19 @@ def simulate_training(cfg: Any, workload: Any, layout: Any, hardware: Hardware,
 
 def simulate_decode(cfg: Any, workload: Any, layout: Any, hardware: Hardware,
                     efficiency: Efficiency | None = None, cuda_graphs: bool = False,
-                    time_model: str | None = None, compiled: bool = False, prefill: bool = True) -> dict[str, Any]:
+                    time_model: str | None = None, compiled: bool = False, prefill: bool = True,
+                    implementation: str = DEFAULT_DECODE_CODE) -> dict[str, Any]:
     """Inference with a layout: the prefill's time (the prompt's forward, stage after stage, with
     its tensor-parallel all-reduces: the time to the first token), the time per output token at
     the last step's context, its tensor-parallel all-reduce time, and each rank's weights and KV
     cache. The prefill is Hugging Face generate's, the last position's logits only, as simulate
     times it without a layout (equal at tp 1); prefill=False leaves it out (and the generation).
     With the prefill, "generation": the gen - 1 decode steps after the prefill's first token and
-    the two rates (costmodel/roofline.generation_rates; generation_decode_seconds)."""
+    the two rates (costmodel/roofline.generation_rates; generation_decode_seconds). implementation:
+    the code that decodes (spec.DECODE_CODES, simulate's --decode-code): under the kernel model each
+    eager step (the prefill; a decode step without CUDA graphs; not compiled) takes the longer of a
+    rank's kernels with its exposed communication and its host's counted ops
+    (kernel_step.KernelStepTime.token), as simulate without a layout (equal at tp 1)."""
     import dataclasses
 
     from ..roofline import generation_rates
@@ -76,7 +83,7 @@ def simulate_decode(cfg: Any, workload: Any, layout: Any, hardware: Hardware,
 
     check_inference(layout.cp)  # it printed a decode step alone, no prefill, each rank with the whole KV cache
     estimate = ParallelEstimate(cfg, workload, layout, phase="decode")
-    options = {"compiled": True} if compiled else {}
+    options = {"implementation": implementation, **({"compiled": True} if compiled else {})}
     token = step_time(estimate, hardware, efficiency, time_model, cuda_graphs=cuda_graphs, **options).token()
     first = {}
     if prefill:
@@ -86,10 +93,11 @@ def simulate_decode(cfg: Any, workload: Any, layout: Any, hardware: Hardware,
         first = {"prefill": {"seconds": forward["seconds_per_token"], "compute_seconds": forward["compute_seconds"],
                              "tp_all_reduce_seconds": forward["tp_all_reduce_seconds"],
                              "ep_all_to_all_seconds": forward["ep_all_to_all_seconds"],
-                             "pp_seconds": forward["pp_seconds"], "logits": logits_kept(generate.logits_to_keep)}}
+                             "pp_seconds": forward["pp_seconds"], "logits": logits_kept(generate.logits_to_keep),
+                             **({"host": forward["host"]} if "host" in forward else {})}}
     if first and workload.gen_tokens:
         decode_s = generation_decode_seconds(cfg, workload, layout, hardware, efficiency, time_model,
-                                             cuda_graphs, compiled)
+                                             cuda_graphs, compiled, implementation)
         first["generation"] = generation_rates(workload.batch * layout.dp, workload.gen_tokens,
                                                first["prefill"]["seconds"], decode_s)
     per_rank = serving_memory(estimate)
@@ -102,7 +110,8 @@ def simulate_decode(cfg: Any, workload: Any, layout: Any, hardware: Hardware,
 
 def generation_decode_seconds(cfg: Any, workload: Any, layout: Any, hardware: Hardware,
                               efficiency: Efficiency | None = None, time_model: str | None = None,
-                              cuda_graphs: bool = False, compiled: bool = False) -> float:
+                              cuda_graphs: bool = False, compiled: bool = False,
+                              implementation: str = DEFAULT_DECODE_CODE) -> float:
     """Seconds of the gen - 1 decode steps a generation of workload.gen_tokens tokens runs after
     the prefill's first token, step k at context prompt + k (k = 1 .. gen - 1), as
     simulate_inference counts them: the token time at up to 8 of those contexts (a workload of k + 1
@@ -114,7 +123,7 @@ def generation_decode_seconds(cfg: Any, workload: Any, layout: Any, hardware: Ha
     steps = workload.gen_tokens - 1
     if steps < 1:
         return 0.0
-    options = {"compiled": True} if compiled else {}
+    options = {"implementation": implementation, **({"compiled": True} if compiled else {})}
     shown = shown_steps(steps)
     # a workload of k + 1 generated tokens has its last step at context prompt + k
     times = [step_time(ParallelEstimate(cfg, dataclasses.replace(workload, gen_tokens=k + 1), layout, phase="decode"),
