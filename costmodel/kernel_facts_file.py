@@ -30,3 +30,11 @@ def borrowed_host_note(op_s: float) -> str:
     return (f"host time an op: {op_s * 1e6:.2f} us, borrowed from the project's H200 host measurement; your "
             "host may differ (a hardware file's module_s_per_op or dispatch_s_per_op, or simulate's "
             "--host-op-time, states its own)")
+
+
+def host_op_fields(hardware: Any) -> dict[str, Any]:
+    """The op time an eager step's "host" entry reports (simulate's JSON, a layout's step or token):
+    Hardware.eager_op_s, whether it is borrowed (Hardware.host_op_borrowed), and where it is, the note."""
+    op_s, borrowed = hardware.eager_op_s, hardware.host_op_borrowed
+    return {"op_seconds": op_s, "op_time_borrowed": borrowed,
+            **({"op_time_note": borrowed_host_note(op_s)} if borrowed else {})}

@@ -22,7 +22,7 @@ from .decode_sums import NoClosedForm, Rates, StepSums
 from .eager_ops import step_ops
 from .evaluate import values
 from .hardware import Efficiency, Hardware, time_model_for
-from .kernel_facts_file import borrowed_host_note
+from .kernel_facts_file import host_op_fields
 from .memory import memory
 from .tree import CostModel, profile_for
 from .model_flops import model_flops
@@ -401,10 +401,7 @@ def simulate_inference(cfg: ModelConfig, hardware: Hardware, *, prompt: int, gen
         if host is not None:  # an eager step whose host time the kernel model weighs (host_bound_seconds);
             # op_time_borrowed: the file states none, so the project's H200 host's (Hardware.host_op_borrowed)
             result["decode"]["host"] = {"ops_per_step": kernels.step_ops, "seconds_per_step": host,
-                                        "bound": host >= first_s, "op_seconds": hardware.eager_op_s,
-                                        "op_time_borrowed": hardware.host_op_borrowed,
-                                        **({"op_time_note": borrowed_host_note(hardware.eager_op_s)}
-                                           if hardware.host_op_borrowed else {})}
+                                        "bound": host >= first_s, **host_op_fields(hardware)}
         elif kernels and kernels.decode_timer.host_s_per_op is not None:  # eager on a GPU host, ops not counted
             result["decode"]["host"] = {"ops_per_step": None, "seconds_per_step": None, "bound": None}
     # whether it fits, with no token generated too (the prefill alone: --gen 0)

@@ -35,7 +35,7 @@ from typing import Any
 from .. import compiled as compiled_cache
 from ..attention_kernels import DEFAULT_KERNEL
 from ..hardware import Efficiency, Hardware
-from ..kernel_facts_file import borrowed_host_note
+from ..kernel_facts_file import host_op_fields
 from ..kernel_time import (AttentionCall, Gemm, KernelTimer, PassKernel, Pointwise, MatmulCompute,
                            check_kernel_model, kernels_seconds)
 from .frameworks import layout_vocabulary
@@ -292,9 +292,7 @@ class KernelStepTime(StepTime):
                     hfu=step["hfu"] * scale, tflops_per_gpu=step["tflops_per_gpu"] * scale,
                     host={"ops_per_step": ops, "seconds_per_step": host, "kernels_seconds": kernels,
                           "without_host_seconds": step["seconds"], "bound": host >= kernels,
-                          "op_seconds": self.hardware.eager_op_s, "op_time_borrowed": self.hardware.host_op_borrowed,
-                          **({"op_time_note": borrowed_host_note(self.hardware.eager_op_s)}
-                             if self.hardware.host_op_borrowed else {})})
+                          **host_op_fields(self.hardware)})
         return step
 
     def token(self) -> dict[str, Any]:
@@ -325,10 +323,7 @@ class KernelStepTime(StepTime):
         token.update(seconds_per_token=seconds, compute_seconds=compute,
                      tokens_per_second=estimate.workload.batch * estimate.layout.dp / seconds,
                      host={"ops_per_step": sum(split), "seconds_per_step": host_total,
-                           "kernels_seconds": kernels_total, "bound": bound,
-                           "op_seconds": self.hardware.eager_op_s, "op_time_borrowed": self.hardware.host_op_borrowed,
-                           **({"op_time_note": borrowed_host_note(self.hardware.eager_op_s)}
-                              if self.hardware.host_op_borrowed else {})})
+                           "kernels_seconds": kernels_total, "bound": bound, **host_op_fields(self.hardware)})
         return token
 
     @cached_property
