@@ -52,7 +52,8 @@ A100 (benchmarks/published_lmdeploy.py) and AMD's vLLM throughput table on 8 MI3
 TensorRT-LLM 0.17's perf overview (A100 FP16 Llama 3.1 8B and Mixtral 8x7B, H100 FP8 Mixtral; rows and choices in
 benchmarks/published_trtllm_v017.py, run by trtllm_v017_options below with the v1.0 rows' heuristic), and the same
 page's online-serving table of 0.14 (benchmarks/published_trtllm_online.py); since session 27 Krai's MLPerf v5.0 /
-v5.1 open-division vLLM runs on H200, H100 and MI300X (benchmarks/published_mlperf_vllm.py, selector mlperf-vllm).
+v5.1 open-division vLLM runs on H200, H100 and MI300X (benchmarks/published_mlperf_vllm.py, selector mlperf-vllm);
+since session 28 Lambda's vLLM v0.5.4 / v0.6.0 ShareGPT runs on H100 (benchmarks/published_lambda_vllm.py, lambda-vllm).
 
 TensorRT-LLM's performance overview (NVIDIA/TensorRT-LLM docs/source/performance/perf-overview.md at commit
 00f37686, the v1.0 page: trtllm-bench throughput on the PyTorch backend, every request at once, "Total Output
@@ -70,7 +71,8 @@ first 5,000 pairs of vLLM's ShareGPT sample (sharegpt_vllm_lengths_5000.json bes
     python benchmarks/serve_published.py [nim | trtllm-bench | sglang-vllm [SHAREGPT.json] | vllm [SHAREGPT.json]
                                           | mlperf [LENGTHS.json] | torchao-vllm | lmdeploy
                                           | amd-vllm | trtllm-v017
-                                          | trtllm-online | mlperf-vllm [LENGTHS.json]]
+                                          | trtllm-online | mlperf-vllm [LENGTHS.json]
+                                          | lambda-vllm [SHAREGPT.json]]
 """
 
 from __future__ import annotations
@@ -87,6 +89,7 @@ from costmodel.serving.workload import Lengths, Request  # noqa: E402
 from benchmarks.published_lengths import (  # noqa: E402
     MLPERF_LENGTHS, VLLM_SHAREGPT, mlperf_input_lengths, sharegpt_lengths)
 from benchmarks.published_amd_vllm_throughput import print_amd_vllm  # noqa: E402
+from benchmarks.published_lambda_vllm import print_lambda_vllm  # noqa: E402
 from benchmarks.published_lmdeploy import print_lmdeploy  # noqa: E402
 from benchmarks.published_mlperf_vllm import print_mlperf_vllm, server_rows  # noqa: E402
 from benchmarks.published_nim import print_nim  # noqa: E402
@@ -508,6 +511,7 @@ def main() -> None:
     print_trtllm_online()
     print_mlperf()
     print_mlperf_vllm()
+    print_lambda_vllm()
 
 
 def print_mlperf(path: str | Path = MLPERF_LENGTHS) -> None:
@@ -532,9 +536,11 @@ SELECTORS = {"nim": (print_nim, 0), "trtllm-bench": (print_trtllm_bench, 0), "sg
              "vllm": (print_vllm, 1), "mlperf": (print_mlperf, 1), "torchao-vllm": (print_torchao_vllm, 0),
              "lmdeploy": (print_lmdeploy, 0), "amd-vllm": (print_amd_vllm, 0),
              "trtllm-v017": (print_trtllm_v017, 0),
-             "trtllm-online": (print_trtllm_online, 0), "mlperf-vllm": (print_mlperf_vllm, 1)}
+             "trtllm-online": (print_trtllm_online, 0), "mlperf-vllm": (print_mlperf_vllm, 1),
+             "lambda-vllm": (print_lambda_vllm, 1)}
 USAGE = ("nim, trtllm-bench, sglang-vllm [SHAREGPT.json], vllm [SHAREGPT.json], mlperf [LENGTHS.json], torchao-vllm, "
-         "lmdeploy, amd-vllm, trtllm-v017, trtllm-online or mlperf-vllm [LENGTHS.json] (none: every table)")
+         "lmdeploy, amd-vllm, trtllm-v017, trtllm-online, mlperf-vllm [LENGTHS.json] or lambda-vllm [SHAREGPT.json] "
+         "(none: every table)")
 
 
 def command(argv: list[str]):
