@@ -556,6 +556,7 @@ def test_a_mlperf_file_short_of_offlines_samples_stops_before_any_row(script, tm
     (["trtllm-v017", "a.json"], "'a.json'"),
     (["trtllm-online", "a.json"], "'a.json'"),
     (["mlperf-vllm", "a.json", "b.json"], "'b.json'"),
+    (["lambda-vllm", "a.json", "b.json"], "'b.json'"),
 ])
 def test_an_unknown_selector_or_extra_argument_is_one_line(argv, words):
     run = subprocess.run([sys.executable, str(SCRIPT), *argv], capture_output=True, text=True, timeout=120)
@@ -563,4 +564,4 @@ def test_an_unknown_selector_or_extra_argument_is_one_line(argv, words):
     assert run.stderr.count("\n") == 1 and run.stderr.startswith("error: ") and words in run.stderr
     assert all(name in run.stderr for name in ("nim", "trtllm-bench", "sglang-vllm", "vllm", "mlperf", "torchao-vllm",
                                                "lmdeploy", "amd-vllm", "trtllm-v017",
-                                               "trtllm-online", "mlperf-vllm"))
+                                               "trtllm-online", "mlperf-vllm", "lambda-vllm"))
