@@ -78,3 +78,17 @@ def test_shortened_figures_pinned():
     for ours, (rate, tpot, itl) in zip(figures, expected):
         assert (ours["output_tokens_per_s"], ours["tpot_ms"], ours["itl_ms"]) == pytest.approx((rate, tpot, itl),
                                                                                                 rel=1e-5)
+
+
+def test_ten_step_rows_as_docs_quote_them():
+    # docs/serving.md's Lambda table, v0.6.0 at 10 scheduler steps: the 8B's 5,000 prompts (1.50 of 8,088.35 tok/s,
+    # TPOT 0.74 of 25.57 ms, ITL 0.75 of 243.76 ms) and the 405B's 1,280 (1.10, 0.96, 0.92)
+    pairs = sharegpt_lengths(lv.LAMBDA_VLLM_LENGTHS, at_least=5000)
+    engine = lv.LAMBDA_VLLM_ENGINES[2]
+    for table, expected in ((lv.LAMBDA_VLLM[0], (12123.6948, 19.0168, 182.0671)),
+                            (lv.LAMBDA_VLLM[2], (1879.694, 107.8676, 955.7052))):
+        ours = lv.lambda_vllm_figures(table, engine, pairs)
+        assert (ours["output_tokens_per_s"], ours["tpot_ms"], ours["itl_ms"]) == pytest.approx(expected, rel=1e-5)
+        ratios = [round(ours[metric] / published, 2) for (metric, _), published in zip(lv.LAMBDA_VLLM_METRICS,
+                                                                                        table["rows"][2])]
+        assert ratios == ([1.50, 0.74, 0.75] if table["tp"] == 1 else [1.10, 0.96, 0.92])
