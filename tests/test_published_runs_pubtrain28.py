@@ -1,0 +1,139 @@
+"""Session 28's unseen training rows (costmodel/published_runs.json sources "olmo-core", "tinyllama",
+"gpu-hours-pythia", "gpu-hours-deepseek-v2" and "gpu-hours-deepseek-v3"): each row's figure and layout
+as its source prints them, and the models as the sources size them."""
+
+from __future__ import annotations
+
+import pytest
+
+from costmodel.config import Workload
+from reports.published_runs import other_runs_data, train_setup
+
+
+def _run(run_id: str) -> tuple[dict, dict]:
+    data = other_runs_data()
+    run = next(r for r in data["runs"] if r["id"] == run_id)
+    return run, data["sources"][run_id.split()[0]]
+
+
+def _llama_like_ffn(d_model: int, multiplier: float | None = None, multiple_of: int = 256) -> int:
+    """OLMo-core's llama_like FFN width (src/olmo_core/nn/transformer/config.py at e27ba7455)."""
+    hidden = int(8 * d_model / 3)
+    if multiplier is not None:
+        hidden = int(multiplier * hidden)
+    return multiple_of * ((hidden + multiple_of - 1) // multiple_of)
+
+
+# allenai/OLMo-core README.md at 3a403459 (figures of e27ba745): tokens/s per device; the scripts at
+# e27ba745: (d_model, layers, heads, KV heads, FFN) and rank micro-batch, global batch in sequences of 4,096
+OLMO_CORE = {
+    "olmo-core olmo2-1b bf16 8xh100": (55_000, (2048, 18, 16, 16, _llama_like_ffn(2048)), 8, 1024),
+    "olmo-core olmo2-1b fp8 8xh100": (65_000, (2048, 18, 16, 16, _llama_like_ffn(2048)), 8, 1024),
+    "olmo-core olmo2-7b bf16 8xh100": (10_000, (4096, 32, 32, 32, _llama_like_ffn(4096)), 2, 1024),
+    "olmo-core olmo2-7b fp8 8xh100": (13_000, (4096, 32, 32, 32, _llama_like_ffn(4096)), 2, 1024),
+    "olmo-core llama3-8b bf16 8xh100": (9_500, (4096, 32, 32, 8, _llama_like_ffn(4096, 1.3, 1024)), 2, 1024),
+    "olmo-core llama3-8b fp8 8xh100": (12_500, (4096, 32, 32, 8, _llama_like_ffn(4096, 1.3, 1024)), 2, 1024),
+    "olmo-core olmo2-13b bf16 8xh100": (4_600, (5120, 40, 40, 40, _llama_like_ffn(5120)), 1, 2048),
+    "olmo-core olmo2-13b fp8 8xh100": (5_500, (5120, 40, 40, 40, _llama_like_ffn(5120)), 1, 2048),
+}
+
+
+def test_olmo_core_ffn_widths_and_vocabulary():
+    """llama_like's FFN rule gives 5,632, 11,008, 13,824 and the 8B's 14,336; the dolma2 tokenizer's
+    100,278 tokens padded to a multiple of 128: 100,352."""
+    assert [_llama_like_ffn(d) for d in (2048, 4096, 5120)] == [5632, 11008, 13824]
+    assert _llama_like_ffn(4096, 1.3, 1024) == 14336
+    assert 128 * ((100278 + 127) // 128) == 100352
+
+
+@pytest.mark.parametrize("run_id", sorted(OLMO_CORE))
+def test_each_olmo_core_row_is_its_table_and_script(run_id):
+    """8 GPUs (the launch config's one node), FSDP over all of them, the scripts' micro-batches and
+    global batches, 4,096 tokens, torch.compile, no recomputation, the 100,352 vocabulary and an
+    untied head; FP8 rows torchao's dynamic tensorwise recipe."""
+    published, (d_model, layers, heads, kv_heads, ffn), micro, global_batch = OLMO_CORE[run_id]
+    run, source = _run(run_id)
+    assert run["published_tokens_per_s_per_gpu"] == published
+    estimate, hardware, options = train_setup(run, source)
+    layout, workload, cfg = estimate.layout, estimate.workload, estimate.cfg
+    assert (layout.tp, layout.pp, layout.dp, layout.zero, layout.framework) == (1, 1, 8, 3, "fsdp2")
+    assert (workload.batch, layout.microbatches, workload.seq_len) == (micro, global_batch // (8 * micro), 4096)
+    assert (cfg.d_model, cfg.n_decoder_layers, cfg.n_heads, cfg.n_kv_heads, cfg.d_ff) == (d_model, layers, heads, kv_heads, ffn)
+    assert (cfg.vocab_size, cfg.tie_embeddings, workload.recompute) == (100352, False, "none")
+    assert layout.fp8 == ("tensorwise" if " fp8 " in run_id else None)
+    assert hardware.name == "h100-sxm" and options == {"autocast": False, "compiled": True}
+
+
+def test_the_olmo2_rows_are_the_hf_reader_s_olmo2():
+    """The rows' OLMo 2 (config_changes on the llama2-7b preset) equal what costmodel/hf.py reads from
+    an Olmo2ForCausalLM config.json of the same sizes, and its parameter count is OLMo-2-1124-7B's
+    and -13B's: 2 V d (untied) + L (4 d^2 + 3 d f + 4 d) + d (the norms after each sublayer, the
+    whole-projection q and k norms, the final norm)."""
+    import dataclasses
+
+    from costmodel.hf import from_hf_config
+    from costmodel.estimation import Estimate
+
+    for size, (d, layers, heads, ffn), params in (("7b", (4096, 32, 32, 11008), 7_298_617_344),
+                                                  ("13b", (5120, 40, 40, 13824), 13_716_198_400)):
+        cfg = train_setup(*_run(f"olmo-core olmo2-{size} bf16 8xh100"))[0].cfg
+        hf = from_hf_config({"model_type": "olmo2", "architectures": ["Olmo2ForCausalLM"], "hidden_size": d,
+                             "intermediate_size": ffn, "num_hidden_layers": layers, "num_attention_heads": heads,
+                             "num_key_value_heads": heads, "vocab_size": 100352, "max_position_embeddings": 4096,
+                             "rms_norm_eps": 1e-6, "tie_word_embeddings": False, "attention_bias": False},
+                            f"olmo2-{size}")
+        assert dataclasses.asdict(cfg) == dataclasses.asdict(hf)
+        assert 2 * 100352 * d + layers * (4 * d * d + 3 * d * ffn + 4 * d) + d == params
+        assert Estimate(cfg, Workload(seq_len=8)).total("params") == params
+
+
+def test_tinyllama_row_is_its_readme_and_script():
+    """24k tokens/s a GPU on 16 A100-40G; pretrain/tinyllama.py's 512 sequences over 8 devices (64 a
+    device: 1,024 on 16, the README's 2,048 x 1,024 tokens) in micro-batches of 8 (the README's 16k
+    tokens a GPU); FSDP, bf16-mixed (autocast, bf16 reduce), no checkpointing, flash attention."""
+    run, source = _run("tinyllama 1.1b 16xa100-40gb")
+    assert run["published_tokens_per_s_per_gpu"] == 24_000
+    per_device, micro = 512 // 8, 8
+    assert (per_device * 16, micro * 2048, per_device * 16 * 2048) == (1024, 16384, 2_097_152)
+    estimate, hardware, options = train_setup(run, source)
+    layout, workload, cfg = estimate.layout, estimate.workload, estimate.cfg
+    assert (layout.dp, layout.zero, layout.framework, layout.grad_reduce_dtype) == (16, 3, "fsdp2", "bf16")
+    assert (workload.batch, layout.microbatches, workload.seq_len, workload.recompute) == (8, 8, 2048, "none")
+    assert (cfg.n_decoder_layers, cfg.d_model, cfg.n_heads, cfg.n_kv_heads, cfg.d_ff) == (22, 2048, 32, 4, 5632)
+    assert hardware.name == "a100-40gb" and options == {"autocast": True}
+
+
+def test_pythia_row_is_its_yml():
+    """Pythia-1B (models/1B/pythia-1b.yml): 16 layers, 2,048 wide, 8 heads (256 a head), micro-batch
+    16 with gas 1 and no TP or PP, so the 1,024-sequence batch takes 64 GPUs; 143,000 steps of
+    1,024 x 2,048 tokens; fp16, ZeRO-1, full recomputation; 4,830 A100 GPU-hours."""
+    run, source = _run("gpu-hours-pythia 1b 300B tokens")
+    assert (run["published_gpu_hours"], run["tokens"]) == (4830, 143_000 * 1024 * 2048)
+    assert run["tokens"] == 299_892_736_000
+    estimate, hardware, _ = train_setup(run, source)
+    layout, workload, cfg = estimate.layout, estimate.workload, estimate.cfg
+    assert (layout.dp, 1024 // 16, layout.microbatches, layout.zero, layout.framework) == (64, 64, 1, 1, "deepspeed")
+    assert (workload.batch, workload.dtype, workload.recompute) == (16, "fp16", "full")
+    assert (cfg.n_decoder_layers, cfg.d_model, cfg.n_heads, cfg.d_model // cfg.n_heads) == (16, 2048, 8, 256)
+    assert hardware.name == "a100-40gb"
+
+
+def test_deepseek_rows_are_their_reports():
+    """DeepSeek-V2 (its report's section 3.2.3): 172.8K H800 GPU-hours a trillion tokens, PP 16
+    zero-bubble, EP 8, ZeRO-1, no TP, 9,216 sequences of 4K (1,024 GPUs assumed); DeepSeek-V3 (its
+    README): 2.664M for 14.8T tokens, which is the frontier run's 180K a trillion
+    (reports/published_frontier.py) in the same layout: PP 16 DualPipe, EP 64, DP 128, FP8 blockwise."""
+    from reports.published_frontier import DEEPSEEK_V3
+
+    run, source = _run("gpu-hours-deepseek-v2 236b per 1T tokens")
+    assert (run["published_gpu_hours"], run["tokens"]) == (172_800, 1e12)
+    layout = train_setup(run, source)[0].layout
+    assert (layout.tp, layout.pp, layout.ep, layout.dp, layout.schedule, layout.zero) == (1, 16, 8, 64, "zb-h1", 1)
+    assert layout.microbatches == 9216 // 64 == 144
+    run, source = _run("gpu-hours-deepseek-v3 671b 14.8T tokens")
+    assert run["published_gpu_hours"] / (run["tokens"] / 1e12) == DEEPSEEK_V3["published"]["gpu_hours_per_trillion_tokens"]
+    estimate, hardware, options = train_setup(run, source)
+    layout = estimate.layout
+    assert (layout.tp, layout.pp, layout.ep, layout.dp, layout.schedule, layout.fp8) == (1, 16, 64, 128, "dualpipev", "blockwise")
+    assert (layout.microbatches, estimate.cfg.mtp_layers, hardware.name) == (120, 1, "h800")
+    assert options["overlap"].ep == 0.0 and options["overlap"].pp == 1.0  # DualPipeV hides the all-to-all itself
