@@ -1,5 +1,6 @@
 """Session 28's unseen training rows (costmodel/published_runs.json sources "olmo-core", "tinyllama",
-"gpu-hours-pythia", "gpu-hours-deepseek-v2" and "gpu-hours-deepseek-v3"): each row's figure and layout
+"gpu-hours-pythia", "gpu-hours-deepseek-v2", "gpu-hours-deepseek-v3", "gpt-neox-20b" and
+"gpu-hours-smollm3"): each row's figure and layout
 as its source prints them, and the models as the sources size them."""
 
 from __future__ import annotations
@@ -105,7 +106,8 @@ def test_tinyllama_row_is_its_readme_and_script():
 
 def test_pythia_row_is_its_yml():
     """Pythia-1B (models/1B/pythia-1b.yml): 16 layers, 2,048 wide, 8 heads (256 a head), micro-batch
-    16 with gas 1 and no TP or PP, so the 1,024-sequence batch takes 64 GPUs; 143,000 steps of
+    16 with gas 1 and no TP or PP, so the 1,024-sequence batch takes 64 GPUs (rotary on 64 of each
+    head's 256: rotary-pct 0.25); 143,000 steps of
     1,024 x 2,048 tokens; fp16, ZeRO-1, full recomputation; 4,830 A100 GPU-hours."""
     run, source = _run("gpu-hours-pythia 1b 300B tokens")
     assert (run["published_gpu_hours"], run["tokens"]) == (4830, 143_000 * 1024 * 2048)
@@ -114,7 +116,7 @@ def test_pythia_row_is_its_yml():
     layout, workload, cfg = estimate.layout, estimate.workload, estimate.cfg
     assert (layout.dp, 1024 // 16, layout.microbatches, layout.zero, layout.framework) == (64, 64, 1, 1, "deepspeed")
     assert (workload.batch, workload.dtype, workload.recompute) == (16, "fp16", "full")
-    assert (cfg.n_decoder_layers, cfg.d_model, cfg.n_heads, cfg.d_model // cfg.n_heads) == (16, 2048, 8, 256)
+    assert (cfg.n_decoder_layers, cfg.d_model, cfg.n_heads, cfg.d_head, cfg.rotary_dim) == (16, 2048, 8, 256, 64)
     assert hardware.name == "a100-40gb"
 
 
@@ -137,3 +139,44 @@ def test_deepseek_rows_are_their_reports():
     assert (layout.tp, layout.pp, layout.ep, layout.dp, layout.schedule, layout.fp8) == (1, 16, 64, 128, "dualpipev", "blockwise")
     assert (layout.microbatches, estimate.cfg.mtp_layers, hardware.name) == (120, 1, "h800")
     assert options["overlap"].ep == 0.0 and options["overlap"].pp == 1.0  # DualPipeV hides the all-to-all itself
+
+
+def test_gpt_neox_20b_row_is_its_logged_flops_and_yml():
+    """117 TFLOP/s a GPU as GPT-NeoX's 2022 logging counted them (megatron/logging.py get_flops at
+    bca3f3da: 6 x the parameters + 60 s h l a token) is 747.38 tokens/s; the 20B's parameters
+    (vocabulary 50,257 padded to 128 x TP 2, untied, biases, two LayerNorms a layer) are
+    20,554,567,680; configs/20B.yml: TP 2, PP 4, micro-batch 4, 32 micro-batches, ZeRO-1, fp16,
+    recomputed, rotary on a quarter of the 96-wide heads."""
+    from costmodel.estimation import Estimate
+
+    run, source = _run("gpt-neox-20b 20b 96xa100-40gb")
+    h, layers, vocab, s = 6144, 44, 128 * 2 * ((50257 + 255) // 256), 2048
+    params = 2 * vocab * h + layers * (3 * h * h + 3 * h + h * h + h + 8 * h * h + 4 * h + h + 4 * h) + 2 * h
+    assert (vocab, params) == (50432, 20_554_567_680)
+    assert run["published_tokens_per_s_per_gpu"] == round(117e12 / (6 * params + 60 * s * h * layers), 2) == 747.38
+    estimate, hardware, options = train_setup(run, source)
+    layout, workload, cfg = estimate.layout, estimate.workload, estimate.cfg
+    assert Estimate(cfg, Workload(seq_len=8)).total("params") == params
+    assert (layout.tp, layout.pp, layout.dp, layout.microbatches, layout.zero, layout.sp) == (2, 4, 12, 32, 1, False)
+    assert (workload.batch, workload.dtype, workload.recompute, workload.attention) == (4, "fp16", "full", "eager")
+    assert (cfg.d_head, cfg.rotary_dim, cfg.tie_embeddings, hardware.name) == (96, 24, False, "a100-40gb")
+
+
+def test_smollm3_row_is_its_blog_and_yml():
+    """384 H100s for 24 days: 221,184 GPU-hours; stage1_8T.yaml: DP 192 x TP 2 = 384, micro-batch 3
+    with no accumulation, so 576 sequences of 4,096 = the blog's 2.36M-token batch (2,359,296),
+    4,720,000 steps of it; ZeRO-0, no recomputation, fp32 gradients; 36 layers of 2,048, 16 heads,
+    4 KV heads, FFN 11,008, tied 128,256 vocabulary: 3,075,098,624 parameters."""
+    from costmodel.estimation import Estimate
+
+    run, source = _run("gpu-hours-smollm3 3b 11.1T tokens")
+    assert run["published_gpu_hours"] == 384 * 24 * 24 == 221_184
+    assert (192 * 3 * 4096, run["tokens"]) == (2_359_296, 4_720_000 * 2_359_296)
+    estimate, hardware, _ = train_setup(run, source)
+    layout, workload, cfg = estimate.layout, estimate.workload, estimate.cfg
+    assert (layout.tp, layout.dp, layout.microbatches, layout.zero, layout.sp, layout.grad_reduce_dtype) == (2, 192, 1, 0, True, "fp32")
+    assert (workload.batch, workload.seq_len, workload.recompute) == (3, 4096, "none")
+    assert (cfg.n_decoder_layers, cfg.d_model, cfg.n_heads, cfg.n_kv_heads, cfg.d_ff, cfg.vocab_size) == (36, 2048, 16, 4, 11008, 128256)
+    d, f, layers, v = 2048, 11008, 36, 128256
+    assert Estimate(cfg, Workload(seq_len=8)).total("params") == v * d + layers * (2 * d * d + 2 * d * 512 + 3 * d * f + 2 * d) + d == 3_075_098_624
+    assert hardware.name == "h100-sxm"
