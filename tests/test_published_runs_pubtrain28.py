@@ -1,6 +1,6 @@
 """Session 28's unseen training rows (costmodel/published_runs.json sources "olmo-core", "tinyllama",
-"gpu-hours-pythia", "gpu-hours-deepseek-v2", "gpu-hours-deepseek-v3", "gpt-neox-20b" and
-"gpu-hours-smollm3"): each row's figure and layout
+"gpu-hours-pythia", "gpu-hours-deepseek-v2", "gpu-hours-deepseek-v3", "gpt-neox-20b", "gpu-hours-smollm3"
+and "gpu-hours-deepseek-67b"): each row's figure and layout
 as its source prints them, and the models as the sources size them."""
 
 from __future__ import annotations
@@ -180,3 +180,16 @@ def test_smollm3_row_is_its_blog_and_yml():
     d, f, layers, v = 2048, 11008, 36, 128256
     assert Estimate(cfg, Workload(seq_len=8)).total("params") == v * d + layers * (2 * d * d + 2 * d * 512 + 3 * d * f + 2 * d) + d == 3_075_098_624
     assert hardware.name == "h100-sxm"
+
+
+def test_deepseek_67b_row_is_the_v2_report_s_figure():
+    """300.6K H800 GPU-hours a trillion tokens (DeepSeek-V2's report, beside V2's 172.8K: 42.5% saved,
+    1 - 172.8 / 300.6 = 0.4251); the DeepSeek LLM README's 4,608 sequences of 4,096; the layout
+    assumed: TP 8 with SP, PP 4 over the 95 layers (24, 24, 24, 23), DP 32, 144 micro-batches of 1."""
+    run, source = _run("gpu-hours-deepseek-67b 67b per 1T tokens")
+    assert (run["published_gpu_hours"], run["tokens"]) == (300_600, 1e12)
+    assert round(1 - 172_800 / 300_600, 3) == 0.425
+    estimate, hardware, _ = train_setup(run, source)
+    layout, cfg = estimate.layout, estimate.cfg
+    assert (layout.tp, layout.sp, layout.pp, layout.dp, layout.microbatches) == (8, True, 4, 32, 144)
+    assert (layout.stage_layers, cfg.n_decoder_layers, hardware.name) == ((24, 24, 24, 23), 95, "h800")
