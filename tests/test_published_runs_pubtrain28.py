@@ -193,3 +193,31 @@ def test_deepseek_67b_row_is_the_v2_report_s_figure():
     layout, cfg = estimate.layout, estimate.cfg
     assert (layout.tp, layout.sp, layout.pp, layout.dp, layout.microbatches) == (8, True, 4, 32, 144)
     assert (layout.stage_layers, cfg.n_decoder_layers, hardware.name) == ((24, 24, 24, 23), 95, "h800")
+
+
+# Dao-AILab/flash-attention training/README.md (4a6eaa9f): node tokens/s; its configs at 4a6eaa9f:
+# (heads, width, layers), the batch_size an 80 GB GPU takes (gpu_mem = round(81,920 / 1000) = 82),
+# global_batch_size, ZeRO-1 (ZeroRedundancyOptimizer) or not (apex FusedAdam)
+FLASH_TRAINING = {
+    "flash-attention-training gpt3-125m 8xa100-80gb": (1_310_000, [12, 768, 12], 32, 256, 0),
+    "flash-attention-training gpt3-355m 8xa100-80gb": (503_000, [16, 1024, 24], 32, 256, 0),
+    "flash-attention-training gpt3-760m 8xa100-80gb": (245_000, [16, 1536, 24], 16, 256, 1),
+    "flash-attention-training gpt3-1.3b 8xa100-80gb": (169_000, [16, 2048, 24], 8, 512, 1),
+    "flash-attention-training gpt3-2.7b 8xa100-80gb": (85_000, [20, 2560, 32], 4, 512, 1),
+}
+
+
+@pytest.mark.parametrize("run_id", sorted(FLASH_TRAINING))
+def test_each_flash_attention_training_row_is_its_table_and_config(run_id):
+    """The node's tokens/s over 8; the batch sizes the table prints (0.5M and 1M tokens: 256 and 512
+    sequences of 2,048); micro-batches as the configs pick them on 80 GB and the accumulation
+    Lightning derives; FlashAttention (v1); bf16 autocast; the 2.7B with heads of 128."""
+    tokens, gpt, micro, global_batch, zero = FLASH_TRAINING[run_id]
+    run, source = _run(run_id)
+    assert round(81920 / 1000) == 82
+    assert (run["published_tokens_per_s_per_gpu"] * 8, run["gpt"], global_batch * 2048) == (tokens, gpt, {256: 524_288, 512: 1_048_576}[global_batch])
+    estimate, hardware, options = train_setup(run, source)
+    layout, workload, cfg = estimate.layout, estimate.workload, estimate.cfg
+    assert (layout.dp, layout.zero, workload.batch, layout.microbatches) == (8, zero, micro, global_batch // (8 * micro))
+    assert (cfg.n_heads, cfg.d_model, cfg.n_decoder_layers, cfg.vocab_size, workload.seq_len) == (*gpt, 50264, 2048)
+    assert hardware.name == "a100-80gb" and options == {"autocast": True, "attention_kernel": "flash1"}
