@@ -114,7 +114,8 @@ KRAI_ASSUMED = (
     "0.7.3 as the vllm-v0 scheduler (their default V0 engine; chunked prefill not enabled for a 4,096 context: "
     "prefill-first steps within max_num_batched_tokens; one scheduler step) and 0.9.1 / 0.9.2 as the vllm scheduler "
     "(V1, chunked prefill, prefix caching on: random samples share no prefix blocks); CUDA / HIP graphs as graphs.py "
-    "has each engine's (max_seq_len_to_capture covers every sample); the attention kernel as serve's default for "
+    "has each engine's (max_seq_len_to_capture covers every sample; amended in session 28 to each V0 command's "
+    "stated value, KRAI_CAPTURE_LENS); the attention kernel as serve's default for "
     "the GPU (the FlashInfer system's backend not modelled apart: the same figures as the 0.6.4 system's engine at "
     "its budgets); block size 16 unless the scenario states one (block_size=32: the v5.1 MI300X Offline); the "
     "presets h200 (700 W), h100-sxm and mi300x; dp engines as that many replicas with requests split round-robin "
@@ -140,12 +141,38 @@ KRAI_ASSUMED = (
 KRAI_ATTENTION_BACKENDS = {"xd670_h200_x8_vllm_064": "flash-attn2", "xd670_h200_x8_vllm_073": "flash-attn3",
                            "xd670_h200_x8_vllm_092": "flash-attn3", "xe9680_h100_x8_vllm_092": "flash-attn3"}
 
+# Amended after the figures above were computed (session 28, wt28_krai): each Performance command's
+# max_seq_len_to_capture (the measurement READMEs' text, e.g. xd670_h200_x8_vllm_064 server: "...,max_num_seqs=256,
+# max_seq_len_to_capture=1024,max_num_batched_tokens=16384,..."), where KRAI_ASSUMED had read the engine's default
+# (8,192) as covering every sample. Stated, so not an open choice. vLLM V0 runs a decode step eagerly when its
+# longest sequence passes it (graphs.py vllm_v0_graphs, serve --max-capture-len): passed for the vllm-v0 systems.
+# The V1 systems (0.9.x) state it too, but V1's piecewise graphs leave attention outside the graph, so no context
+# sends a step eager there (graphs.py check_capture_len; serve refuses the option for the vllm scheduler): typed,
+# not passed. The MI300X 2,048s cover every sample (the longest prompt, 1,021, plus 294 outputs: 1,315), as the
+# default did; the Quark command states none.
+KRAI_CAPTURE_LENS = {
+    ("xd670_h200_x8_vllm_064", "offline"): 1024, ("xd670_h200_x8_vllm_064", "server"): 1024,
+    ("xd670_h200_x8_vllm_064_flashinfer", "offline"): 1024, ("xd670_h200_x8_vllm_064_flashinfer", "server"): 1024,
+    ("xd670_h200_x8_vllm_073", "offline"): 1024, ("xd670_h200_x8_vllm_073", "server"): 1024,
+    ("xe9680_mi300x_x8_vllm_064", "offline"): 2048, ("xe9680_mi300x_x8_vllm_064", "server"): 1024,
+    ("xe9680_mi300x_x8_vllm_073", "offline"): 2048, ("xe9680_mi300x_x8_vllm_073", "server"): 2048,
+    ("xd670_h200_x8_vllm_092", "offline"): 1024, ("xd670_h200_x8_vllm_092", "server"): 1024,
+    ("xe9680_h100_x8_vllm_092", "offline"): 1024, ("xe9680_h100_x8_vllm_092", "server"): 1024,
+    ("xe9680_mi300x_x8_vllm_091", "server"): 1024}
+
+
+def capture_len(system: dict, scenario: str) -> dict:
+    """build_replica's max_capture_len for a scenario: the command's max_seq_len_to_capture where it states one and
+    the engine is V0 (vllm-v0), else nothing (the engine's default)."""
+    stated = KRAI_CAPTURE_LENS.get((system["system"], scenario))
+    return {"max_capture_len": stated} if stated is not None and system["engine"] == "vllm-v0" else {}
+
 
 def krai_options(system: dict, scenario: str) -> dict:
     """build_replica's options for one scenario of a system: its engine, tp, the scenario's stated budgets and
     memory fraction (block size and scheduler steps where stated), FP8 weights in W8A8 GEMMs, the KV cache in the
     model dtype (kv_dtype None) unless the system names one, the attention backend its vLLM version selects on an
-    NVIDIA GPU (KRAI_ATTENTION_BACKENDS)."""
+    NVIDIA GPU (KRAI_ATTENTION_BACKENDS), the command's max_seq_len_to_capture on a V0 engine (KRAI_CAPTURE_LENS)."""
     stated = system[scenario]
     return {"scheduler": system["engine"], "tp": system["tp"], "max_num_seqs": stated["max_num_seqs"],
             "max_batched_tokens": stated["max_batched_tokens"],
@@ -153,7 +180,7 @@ def krai_options(system: dict, scenario: str) -> dict:
             "dtype": system["dtype"], "weight_dtype": "fp8", "fp8_gemm": "w8a8", "kv_dtype": system.get("kv_dtype"),
             **({"num_scheduler_steps": stated["num_scheduler_steps"]} if "num_scheduler_steps" in stated else {}),
             **({"attention_backend": KRAI_ATTENTION_BACKENDS[system["system"]]}
-               if system["system"] in KRAI_ATTENTION_BACKENDS else {})}
+               if system["system"] in KRAI_ATTENTION_BACKENDS else {}), **capture_len(system, scenario)}
 
 
 def krai_offline(system: dict, lengths, samples: int = KRAI_SAMPLES) -> float:
@@ -169,15 +196,40 @@ def krai_offline(system: dict, lengths, samples: int = KRAI_SAMPLES) -> float:
 
 
 def krai_server(system: dict, lengths, requests: int = KRAI_SERVER_REQUESTS) -> dict:
-    """Our Server figures at the scheduled rate: completed output tokens/s, p99 TTFT and p99 TPOT (seconds)."""
+    """Our Server figures at the scheduled rate: completed output tokens/s, p99 TTFT and p99 TPOT (seconds), each
+    as LoadGen reports it (loadgen_server_figures)."""
     from benchmarks.serve_published import MLPERF_OUTPUT
     from costmodel.serving.api import serve
 
     run = serve(system["model"], system["hardware"], rate=system["server"]["rate"], requests=requests, prompt=lengths,
                 output=str(MLPERF_OUTPUT), seed=0, replicas=system["replicas"], **krai_options(system, "server"))
-    summary = run.summary()
-    return {"tokens_per_s": summary["throughput"]["output_tokens_per_s"], "p99_ttft_s": summary["ttft"]["p99"],
-            "p99_tpot_s": summary["tpot"]["p99"]}
+    return loadgen_server_figures(run)
+
+
+# LoadGen's Server figures (mlcommons/inference loadgen/, commit b66003e1): each sample's TTFT is its
+# FirstTokenComplete time less its query's scheduled time (loadgen.cc TokenComplete: sched.delta(complete_begin_time))
+# and its TPOT (its QuerySamplesComplete latency - its TTFT) / (n_tokens - 1) (logging.cc RecordSampleCompletion),
+# what serve's request frame holds (ttft_s, tpot_s: (last - first token) / (tokens - 1), arrival = scheduled time);
+# a percentile is the sorted samples' value at index floor(count x percentile), not interpolated (results.cc
+# ProcessTokenLatencies: time_per_output_token_arr[sample_count * percentile]); completed tokens per second are the
+# tokens over the time to the last sample's completion (results.cc: token_count / final_query_all_samples_done_time).
+LOADGEN_PERCENTILE = 0.99
+
+
+def loadgen_percentile(values, fraction: float = LOADGEN_PERCENTILE) -> float:
+    """LoadGen's percentile of per-sample latencies: sorted, the one at index floor(count x fraction)."""
+    ordered = sorted(values)
+    return float(ordered[int(len(ordered) * fraction)])
+
+
+def loadgen_server_figures(run) -> dict:
+    """A serve run's Server figures as LoadGen's summary states them: completed output tokens/s, and the p99 of the
+    per-request TTFT and TPOT by LoadGen's percentile (the request frame's values, not summary()'s interpolated
+    percentiles)."""
+    requests = run.requests
+    return {"tokens_per_s": run.summary()["throughput"]["output_tokens_per_s"],
+            "p99_ttft_s": loadgen_percentile(requests["ttft_s"]),
+            "p99_tpot_s": loadgen_percentile(requests["tpot_s"].dropna())}
 
 
 SERVER_METRICS = (("tokens_per_s", "completed output tok/s", 1, ",.0f"), ("p99_ttft_s", "p99 TTFT (ms)", 1e3, ",.0f"),
