@@ -261,3 +261,60 @@ def print_mlperf_vllm(path=None) -> None:
             continue
         print("\n".join(server_rows(f"{head} | Server, {system['server']['rate']} req/s", system["server"],
                                      krai_server(system, lengths))))
+    print_load_table(lengths)
+
+
+# Each Server summary's own load figures (the same mlperf_log_summary.txt files): "Completed samples per second",
+# "Mean latency (ns)" (scheduled time to the last token), and the 50.00 percentile time to output token (ns).
+# Little's law over the run: completed samples/s x mean latency = the requests in the system, over the engines.
+KRAI_SERVER_LOAD = {
+    "xd670_h200_x8_vllm_064": (46.48, 36395205952, 125250782),
+    "xd670_h200_x8_vllm_064_flashinfer": (66.49, 50493386946, 179609432),
+    "xd670_h200_x8_vllm_073": (48.36, 38222843278, 131454414),
+    "xe9680_mi300x_x8_vllm_064": (46.41, 47413121236, 162851673),
+    "xe9680_mi300x_x8_vllm_073": (43.77, 45037595300, 157890374),
+    "xd670_h200_x8_vllm_092": (90.89, 32269245537, 112915517),
+    "xe9680_h100_x8_vllm_092": (72.97, 30935337828, 108496267),
+    "xe9680_mi300x_x8_vllm_091": (53.56, 43400796609, 149221905)}
+
+
+def published_concurrency(system: dict) -> float:
+    """The requests an engine held on average during the published Server run (Little's law on its summary)."""
+    completed, mean_latency_ns, _ = KRAI_SERVER_LOAD[system["system"]]
+    return completed * mean_latency_ns * 1e-9 / system["replicas"]
+
+
+def step_at_published_load(system: dict, mean_prompt: float) -> dict:
+    """Our step at the published run's load, to locate where its TPOT goes: a decode step of as many sequences as
+    the run held (published_concurrency, rounded), each at the mean prompt plus half the 294 outputs; the share of
+    an engine's time its prefills take at the scheduled rate (one mean prompt a step, as V0 runs them at these
+    rates); and the TPOT those two make (decode / (1 - prefill share))."""
+    import costmodel
+    from benchmarks.serve_published import MLPERF_OUTPUT
+    from costmodel.hardware import load_hardware
+    from costmodel.serving.api import build_replica
+
+    _, step, _ = build_replica(costmodel.load_model(system["model"]), load_hardware(system["hardware"]),
+                               **krai_options(system, "server"))
+    sequences, prompt = round(published_concurrency(system)), round(mean_prompt)
+    decode = step.seconds([1] * sequences, [prompt + MLPERF_OUTPUT // 2] * sequences)
+    prefill_share = system["server"]["rate"] / system["replicas"] * step.seconds([prompt], [prompt])
+    return {"sequences": sequences, "decode_s": decode, "prefill_share": prefill_share,
+            "tpot_s": decode / (1 - prefill_share)}
+
+
+def print_load_table(lengths) -> None:
+    print("\nThe Server runs' own load (Little's law on each summary) and our step at that load: published median "
+          "TPOT against our decode step of as many sequences, stretched by our prefills' share of the time.\n")
+    print("| system | completed req/s | mean latency (s) | sequences an engine | published median TPOT (ms) "
+          "| our decode step (ms) | our prefill share | our TPOT at that load (ms) | published / ours |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    mean_prompt = sum(v * w for v, w in zip(lengths.values, lengths.weights)) / sum(lengths.weights)
+    for system in KRAI_SYSTEMS:
+        if system["system"] not in KRAI_SERVER_LOAD:
+            continue
+        completed, mean_latency_ns, median_tpot_ns = KRAI_SERVER_LOAD[system["system"]]
+        ours = step_at_published_load(system, mean_prompt)
+        print(f"| {system['name']} | {completed} | {mean_latency_ns * 1e-9:.1f} | {published_concurrency(system):.0f} "
+              f"| {median_tpot_ns * 1e-6:.1f} | {ours['decode_s'] * 1e3:.1f} | {ours['prefill_share']:.2f} "
+              f"| {ours['tpot_s'] * 1e3:.1f} | {median_tpot_ns * 1e-9 / ours['tpot_s']:.2f} |")

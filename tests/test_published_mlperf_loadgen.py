@@ -72,3 +72,28 @@ def test_the_server_figures_are_read_from_the_request_frame():
 
     # TTFT: index floor(200 x 0.99) = 198 -> 199 ms; TPOT over the 199 that have one: index 197 -> 198 / 2 ms
     assert krai.loadgen_server_figures(Run()) == {"tokens_per_s": 1234.5, "p99_ttft_s": 0.199, "p99_tpot_s": 0.099}
+
+
+def test_the_published_runs_held_two_to_five_hundred_sequences_an_engine():
+    # Little's law on each Server summary: completed samples/s x mean latency / engines (v5.0 H200 0.6.4:
+    # 46.48 x 36.395205952 s / 8 = 211.5); the H100 run's four tp-2 engines held 564 each
+    held = [round(krai.published_concurrency(system), 1) for system in krai.KRAI_SYSTEMS if system["server"]]
+    assert held == [211.5, 419.7, 231.1, 275.1, 246.4, 366.6, 564.3, 290.6]
+
+
+def test_our_step_at_the_published_load():
+    """The v5.0 H200 vLLM 0.6.4 engine (FP8 W8A8, 256 sequences, the command's capture length): 211 sequences
+    decoding at 222 + 147 keys take 38.114 ms a step; one 222-token prompt a prefill step at 48.02 / 8 req/s keeps
+    the engine 22.6% of its time; so 49.24 ms a token where the run's median TPOT was 125.25 ms (2.54x). The V1
+    H200 engine (0.9.2) at its 367: 59.60 ms, 38.4%, 96.73 ms against 112.9 (1.17x)."""
+    lengths = mlperf_input_lengths(MLPERF_LENGTHS, at_least=krai.KRAI_SAMPLES)
+    mean_prompt = sum(v * w for v, w in zip(lengths.values, lengths.weights)) / sum(lengths.weights)
+    assert mean_prompt == pytest.approx(222.33, abs=0.005)  # the dataset's stated mean (tok_input_length)
+    v0 = krai.step_at_published_load(BY_NAME["xd670_h200_x8_vllm_064"], mean_prompt)
+    assert v0["sequences"] == 211
+    assert (v0["decode_s"], v0["prefill_share"], v0["tpot_s"]) == pytest.approx((0.038114, 0.226025, 0.049244),
+                                                                               abs=1e-6)
+    v1 = krai.step_at_published_load(BY_NAME["xd670_h200_x8_vllm_092"], mean_prompt)
+    assert v1["sequences"] == 367
+    assert (v1["decode_s"], v1["prefill_share"], v1["tpot_s"]) == pytest.approx((0.059603, 0.383805, 0.096727),
+                                                                               abs=1e-6)
