@@ -19,6 +19,8 @@ Ours: mlperf-style runs on `replicas` = dp replicas of `serve`'s vllm-v0 schedul
 engine, chunked prefill off below a 32k context) or vllm scheduler (0.9.x: V1), the stated budgets, FP8 weights in
 W8A8 GEMMs, a 16-bit KV cache, the dataset's prompts (benchmarks/mlperf_llama2_70b_lengths.json), 294 output
 tokens each. Every choice the submissions leave open is in KRAI_ASSUMED, written before any figure was computed.
+The Server figures are read as LoadGen reads them (loadgen_server_figures: its percentile, per-sample TPOT); a
+second table sets each Server run's own load (Little's law on its summary) beside our step at that load.
 
     python benchmarks/serve_published.py mlperf-vllm
 """
@@ -212,7 +214,8 @@ def krai_server(system: dict, lengths, requests: int = KRAI_SERVER_REQUESTS) -> 
 # what serve's request frame holds (ttft_s, tpot_s: (last - first token) / (tokens - 1), arrival = scheduled time);
 # a percentile is the sorted samples' value at index floor(count x percentile), not interpolated (results.cc
 # ProcessTokenLatencies: time_per_output_token_arr[sample_count * percentile]); completed tokens per second are the
-# tokens over the time to the last sample's completion (results.cc: token_count / final_query_all_samples_done_time).
+# tokens over the time to the last sample's completion (results.cc: token_count / final_query_all_samples_done_time;
+# serve's throughput counts from the first arrival, one Poisson gap later: the same to 0.01%).
 LOADGEN_PERCENTILE = 0.99
 
 

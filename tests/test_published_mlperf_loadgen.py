@@ -79,6 +79,9 @@ def test_the_published_runs_held_two_to_five_hundred_sequences_an_engine():
     # 46.48 x 36.395205952 s / 8 = 211.5); the H100 run's four tp-2 engines held 564 each
     held = [round(krai.published_concurrency(system), 1) for system in krai.KRAI_SYSTEMS if system["server"]]
     assert held == [211.5, 419.7, 231.1, 275.1, 246.4, 366.6, 564.3, 290.6]
+    # the summaries' "50.00 percentile time to output token (ns)", in the systems' order
+    assert [krai.KRAI_SERVER_LOAD[s["system"]][2] for s in krai.KRAI_SYSTEMS if s["server"]] == [
+        125250782, 179609432, 131454414, 162851673, 157890374, 112915517, 108496267, 149221905]
 
 
 def test_our_step_at_the_published_load():
