@@ -71,6 +71,7 @@ def render_setup(summary: dict[str, Any], requests: str | None = None) -> list[s
               else " (transformers' layout)" if setup.get("state_layout") else "")]
           if kv.get("state_bytes_per_request") else []),
         *([note] if (note := weights_note(setup.get("weight_dtype"), setup.get("weight_dtype_source"))) else []),
+        *([setup["weights_note"]] if setup.get("weights_note") else []),
         *([fp8_gemm_line(setup)] if setup.get("fp8_gemm_runs") else []),
         *([f"{setup['attention_note']}"] if setup.get("attention_note") else []),
         *backend_line(setup.get("attention_backend")),

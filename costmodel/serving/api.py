@@ -26,6 +26,7 @@ from .kvcache import BlockPool, cache_sizing, profile_run_facts
 from .budgets import DEFAULT_BUDGETS, NO_TOKEN_BUDGET, VLLM_LARGE_GPU_BUDGETS, default_budget  # noqa: F401 (re-exported)
 from .schedulers import SCHEDULERS
 from .state_slots import STATE_PREFIX_NOTE, check_ssm_cache_dtype, vllm_layer_states, with_state_traffic
+from .profile import held_weights_note
 from .steptime import StepTime, check_tensor_parallel_groups, serving_profile
 from .workload import Lengths, Request, poisson, read_trace
 
@@ -282,6 +283,9 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
                                if weight_dtype == "fp8" else None),  # what auto chose on this hardware
              "mla": mla if cfg.mla else None,
              "max_model_len": cfg.max_positions}
+    held = held_weights_note(cfg, profile)  # LongCat-Flash: the engine's loader or transformers' class
+    if held:
+        setup["params_held"], setup["weights_note"] = held
     needed = -(-cfg.max_positions // block_size)  # vLLM v1 starts only if one max_model_len request fits
     if scheduler == "vllm" and paging is None and not sizing.state_bytes and blocks < needed:
         setup["max_model_len_note"] = (
