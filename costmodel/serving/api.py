@@ -169,7 +169,7 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
                   efficiency: Any = None, time_model: str | None = None, cuda_graphs: str = "auto",
                   step: StepTime | None = None, attention_backend: str | None = None,
                   sizings: dict | None = None, mamba_ssm_cache_dtype: str = "auto",
-                  max_capture_len: int | None = None) -> tuple[Any, Any, dict[str, Any]]:
+                  max_capture_len: int | None = None, host: bool = True) -> tuple[Any, Any, dict[str, Any]]:
     """The scheduler class's arguments, a StepTime and the setup dict of one replica (a search
     passes the StepTime it built for this hardware and tp, and a dict that keeps the cache
     sizings by token budget). cuda_graphs: "auto" (the scheduler's engine's default: graphs.py
@@ -178,7 +178,10 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
     said in the setup's attention_note); a typed flash there is refused. attention_backend: the engine's
     attention backend (kernel_facts.json "serving_attention_backends"; None: flash-attn2), whose kernel's
     published figures time the step's attention call (the kernel model only). max_capture_len: vLLM v0's
-    max_seq_len_to_capture (graphs.py; None: its 8,192), the longest sequence a graphed decode step holds."""
+    max_seq_len_to_capture (graphs.py; None: its 8,192), the longest sequence a graphed decode step holds.
+    host: an eager GPU step of the scheduler's counted code weighs its host (host_step.py); False where the
+    schedule stands for another engine's runtime (benchmarks/published_trtllm_static.py: TensorRT-LLM's
+    static batching, whose C++ runtime issues no Python ops)."""
     require_decoder_only(cfg)
     from ..defaults import serving_attention
 
@@ -266,8 +269,9 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
     timed = {"attention_kernel": kernel} if kernel != DEFAULT_KERNEL else {}
     step = step or StepTime(cfg, hardware, dtype, efficiency, profile, tp, pp, time_model, **timed)
     step = step.with_graphs(graphs)
-    step = host_bound(step, cfg, hardware, scheduler, graphs, profile,  # an eager counted code on a GPU: host_step.py
-                      lambda bare: StepTime(cfg, bare, dtype, efficiency, profile, tp, pp, time_model, **timed))
+    if host:  # an eager counted code on a GPU: host_step.py
+        step = host_bound(step, cfg, hardware, scheduler, graphs, profile,
+                          lambda bare: StepTime(cfg, bare, dtype, efficiency, profile, tp, pp, time_model, **timed))
     step = with_state_traffic(step, sizing.state_bytes, hardware, efficiency, pp)
     setup = {"model": cfg.name, "hardware": hardware.name, "dtype": step.dtype, "tp": tp, "pp": pp,
              "time_model": step.time_model, "cuda_graphs": graphs.mode, "cuda_graphs_source": graphs.source,
