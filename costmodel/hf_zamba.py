@@ -100,7 +100,7 @@ def _zamba(f: Fields, name: str) -> ModelConfig:
         d_ff=f.get("intermediate_size", 14848, minimum=1), position="none", ffn_bias=False,
         mamba1_inner=inner, dt_rank=rank, ssm_state=f.get("mamba_d_state", 16, minimum=1),
         conv_kernel=f.get("mamba_d_conv", 4, minimum=1), mamba_bias=f.get("mamba_proj_bias", False, bool),
-        conv_bias=f.get("mamba_conv_bias", True, bool),
+        conv_bias=f.get("mamba_conv_bias", True, bool), mamba1_heads=mamba_heads,
         shared_blocks=(1 if common["tie_embeddings"] else sum(hybrid)) if any(hybrid) else None)
 
 

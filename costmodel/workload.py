@@ -372,8 +372,7 @@ class Workload:
             warnings.append(f"model {show(cfg.name)} runs {cfg.shared_blocks} shared attention-and-MLP block(s) at "
                             f"{cfg.n_mixer_layers('shared')} layers: parameters, weights, gradients and optimizer state count "
                             "each block once, FLOPs, activations and the KV cache each use (each use caches its own "
-                            "keys and values); proven against transformers' class, zamba's activations with one "
-                            "n_mamba_heads only (its per-head scans keep more, not modelled).")
+                            "keys and values); proven against transformers' class.")
         for mixer, note in _MIXER_NOTES.items():
             if cfg.n_mixer_layers(mixer):
                 warnings.append(f"model {show(cfg.name)} has {cfg.n_mixer_layers(mixer)} {note}")
