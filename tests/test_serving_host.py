@@ -82,7 +82,8 @@ def test_vllm_family_steps_take_no_host_term(scheduler, options):
 
 
 def test_no_host_term_where_none_applies():
-    """The roofline (no ops), a CPU-less count (a model generate's count leaves out: latent attention)."""
+    """The roofline (it counts no ops); a model whose generate step's ops are not counted (DeepSeek-V2-Lite's
+    latent attention)."""
     _, step, _ = _replica("static", time_model="roofline")
     assert not isinstance(step, HostBound)
     _, step, _ = build_replica(load_preset("deepseek-v2-lite"), load_hardware("h100-sxm"), scheduler="static")
