@@ -57,6 +57,28 @@ def with_launches(hardware: Any, overhead: float | None, graph_gap: float | None
     return hardware.replace(**{k: v for k, v in changes.items() if v is not None})
 
 
+def unread_host_op_time(result: dict[str, Any], hardware: Any, train: bool, layout: Any, compiled: bool) -> None:
+    """--host-op-time given where no step weighs the host (kernel_facts_file.weighs_host): one line
+    saying why, as an option the mode would ignore is refused."""
+    from costmodel.kernel_facts_file import weighs_host
+
+    if weighs_host(result):
+        return
+    if train and layout is None:
+        why = "training on one GPU is timed by the roofline, which counts no ops (give a layout, e.g. --dp 1)"
+    elif compiled:
+        why = "--compile runs every step compiled, with no eager op for the host to issue"
+    elif not hardware.issues_ahead:
+        why = (f"{hardware.name} is a CPU, which runs each op in the thread that issues it: its steps pay the "
+               "file's per-block launch overhead (--launch-overhead), not a host op time")
+    else:
+        why = ("no step here runs code whose eager ops are counted (kernel_facts.json eager_step_ops: Hugging "
+               "Face generate's and gpt-fast's unquantized decoding of the families counted; eager_training_ops: "
+               "one GPU's eager Hugging Face training step; not this model, code or framework)")
+    raise ConfigError(f"--host-op-time is the host's time per eager op, which nothing here weighs: {why}; "
+                      "drop it.")
+
+
 #: The options one mode reads and the other would ignore (parameter name: option).
 TRAINING_ONLY = {"seq_len": "--seq-len", "recompute": "--recompute", "recompute_layers": "--recompute-layers",
                  "optimizer": "--optimizer",
@@ -328,6 +350,8 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
                                             mla=mla, implementation=decode_code)
         if not train:
             add_generation_cost(result, hardware, price)  # a price that overflows the cost: one line
+        if host_op_time is not None:
+            unread_host_op_time(result, hardware, train, layout, compiled)
     except ConfigError as error:
         raise InputError(str(error)) from None
     if note:
