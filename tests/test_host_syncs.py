@@ -185,3 +185,33 @@ def test_published_prices_the_syncs_unless_the_row_drops_and_pads():
     assert run.get("moe_token_drop", source.get("moe_token_drop")) is True
     assert round(train_tokens(run, source, "kernels"), 1) == 5762.8
     assert round(train_tokens({**run, "moe_token_drop": False}, source, "kernels"), 1) == 5701.1
+
+
+def test_simulate_takes_the_runs_cuda_graph_scopes():
+    """`simulate --train` of Qwen3 30B-A3B on 8 GB200 (EP 8, 1 x 256 tokens, --framework megatron): the
+    host binds both windows, so graphing moe_router and moe_preprocess saves 48 x (26 - 14) forward and
+    48 x (16 - 12) backward calls, 768 x Grace's 37.08 us; full_iteration syncs nowhere (the step without
+    the term). Another framework or no --train: one error line, exit 2."""
+    import json
+
+    from click.testing import CliRunner
+
+    import cli
+
+    base = ["simulate", "--model", "qwen3-30b-a3b", "--train", "--hardware", "gb200", "--dp", "8", "--ep", "8",
+            "--seq-len", "256", "--batch", "1", "--framework", "megatron", "--json"]
+
+    def step(*scopes):
+        args = base + [part for scope in scopes for part in ("--cuda-graph-scope", scope)]
+        result = CliRunner().invoke(cli.cli, args)
+        assert result.exit_code == 0, result.output
+        return json.loads(result.output[result.output.index("{"):])["step"]
+
+    eager, routed, whole = step(), step("moe_router", "moe_preprocess"), step("full_iteration")
+    assert eager["host_sync_seconds"] - routed["host_sync_seconds"] == pytest.approx(768 * 37.08e-6, rel=1e-9)
+    assert "host_sync_seconds" not in whole
+    assert eager["seconds"] - whole["seconds"] == pytest.approx(eager["host_sync_seconds"], rel=1e-9)
+    fsdp = CliRunner().invoke(cli.cli, base[:-2] + ["fsdp2", "--zero", "3", "--cuda-graph-scope", "attn"])
+    assert fsdp.exit_code == 2 and "needs --framework megatron, not fsdp2" in fsdp.output
+    inference = CliRunner().invoke(cli.cli, ["simulate", "--model", "qwen3-30b-a3b", "--cuda-graph-scope", "attn"])
+    assert inference.exit_code == 2 and "--cuda-graph-scope: training options" in inference.output
