@@ -1,0 +1,66 @@
+"""A new user's twenty-sixth round (session 28; validate/FINDINGS.md "A new user's twenty-sixth round"):
+a researcher fine-tuning on a budget (LoRA / QLoRA / full on an RTX 4090, L40S, A100, H100s), a platform
+engineer sizing a serving fleet (plan --serve --rate, serve, length mixes, FP8) and a student reading the
+outputs. Each test failed before its fix; the numbers are exact, or the figure another command prints."""
+
+from __future__ import annotations
+
+import json
+
+from tests.cli_run import one_error_line, run_json, run_main
+
+# 1. plan --serve --rate took one prompt and one output length: a fleet's length mix was serve's alone
+
+MIX_PROMPT = {"values": [128, 512, 2048], "weights": [0.5, 0.3, 0.2]}
+MIX_OUTPUT = {"values": [64, 256], "weights": [0.75, 0.25]}
+SEARCH = ["plan", "--model", "llama3-8b", "--serve", "--rate", "4", "--slo-ttft", "2", "--slo-tpot", "0.1",
+          "--hardware", "l40s", "--tp", "1", "--requests", "60"]
+
+
+def test_the_capacity_search_takes_serves_length_mixes(tmp_path, capsys):
+    """`plan --serve --rate ... --prompt histogram:FILE` said "'histogram:...' is not a valid integer
+    range" and `--output` (serve's name) "No such option": plan's --prompt and --gen were integers,
+    though the search (serving/capacity.Target) draws each request from serve's Lengths. Now they take
+    serve's forms with --rate (and --output names --gen), and the search's p99s are serve's for the
+    same requests: serve with the winning budgets at rate 4 gives the same p99 TTFT and TPOT."""
+    prompt, output = tmp_path / "prompt.json", tmp_path / "output.json"
+    prompt.write_text(json.dumps(MIX_PROMPT))
+    output.write_text(json.dumps(MIX_OUTPUT))
+    found = run_json([*SEARCH, "--prompt", f"histogram:{prompt}", "--output", f"histogram:{output}"], capsys)
+    assert found["target"]["prompt"] == f"histogram:{prompt}" and found["target"]["output"] == f"histogram:{output}"
+    best = found["feasible"][0]
+    assert (best["gpus"], best["replicas"]) == (1, 1)
+    served = run_json(["serve", "--model", "llama3-8b", "--hardware", "l40s", "--rate", "4", "--requests", "60",
+                       "--prompt", f"histogram:{prompt}", "--output", f"histogram:{output}",
+                       "--max-num-seqs", str(best["max_num_seqs"]),
+                       "--max-batched-tokens", str(best["max_batched_tokens"])], capsys)
+    assert (served["ttft"]["p99"], served["tpot"]["p99"]) == (best["p99_ttft_s"], best["p99_tpot_s"])
+    fixed = run_json([*SEARCH, "--prompt", "512", "--output", "128"], capsys)["feasible"][0]
+    assert fixed["p99_ttft_s"] != best["p99_ttft_s"]  # the mix was drawn, not its first value or the default
+    # the gen name, uniform and lognormal forms; a bad one is one line naming the option
+    code, out, err = run_main([*SEARCH, "--prompt", "uniform:256:1024", "--gen", "lognormal:128:0.5:16:512"], capsys)
+    assert code == 0 and "prompt uniform:256:1024, output lognormal:128:0.5:16:512 tokens" in out
+    assert one_error_line([*SEARCH, "--prompt", "uniform:9:3"], capsys) == (
+        "error: --prompt: cannot read the length distribution 'uniform:9:3' (a length range must satisfy "
+        "1 <= low <= high, got 9..3).")
+    # without --rate a plan sizes --batch sequences of one length: a mix is one line, a count as before
+    layouts = ["plan", "--model", "llama3-8b", "--serve", "--gpus", "8"]
+    assert one_error_line([*layouts, "--prompt", "uniform:1:4"], capsys) == (
+        "error: --prompt 'uniform:1:4': a length mix is read by the capacity search (--serve --rate); without "
+        "--rate give a whole number of tokens.")
+    assert one_error_line([*layouts, "--gen", "-1"], capsys) == "error: --gen must be at least 0 tokens, got -1."
+    made = run_json([*layouts, "--prompt", "1000", "--output", "24", "--top", "1"], capsys)["inputs"]
+    assert (made["seq_len"], made["gen"]) == (1000, 24)
+
+
+def test_the_capacity_tables_reasons_are_whole(capsys):
+    """The "not feasible" line cut its reasons at 300 characters, mid-word ("not met with 8 replicas
+    (mor"); it now lists whole reasons and says how many more --json holds."""
+    from reports.serving import render_capacity
+
+    result = {"target": {"rate": 1, "slo_ttft": 1, "slo_tpot": 1, "prompt": "512", "output": "128", "requests": 9},
+              "scheduler": "vllm", "configurations": 6, "feasible": [],
+              "infeasible": [{"reason": f"reason {i} " + "x" * 80} for i in range(6)]}
+    last = render_capacity(result).splitlines()[-1]
+    assert last == ("not feasible: 6 (" + "; ".join(f"reason {i} " + "x" * 80 for i in range(3))
+                    + "; 3 more reasons in --json's infeasible)")
