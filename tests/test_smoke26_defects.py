@@ -64,3 +64,19 @@ def test_the_capacity_tables_reasons_are_whole(capsys):
     last = render_capacity(result).splitlines()[-1]
     assert last == ("not feasible: 6 (" + "; ".join(f"reason {i} " + "x" * 80 for i in range(3))
                     + "; 3 more reasons in --json's infeasible)")
+
+
+# 2. finetune sized DeepSeek-V3's recomputation, which Hugging Face's code with peft never runs
+
+
+def test_finetune_refuses_deepseeks_recomputation(capsys):
+    """`finetune --model llama3-8b --hardware rtx-4090 --recompute deepseek` printed 23.54 GiB (every
+    norm's output freed) beside 26.59 GiB without recomputation: a memory no peft run reaches, as
+    Megatron-Core's module choices were refused in round 24. One line now; full stays the answer."""
+    args = ["finetune", "--model", "llama3-8b", "--hardware", "rtx-4090"]
+    assert one_error_line([*args, "--recompute", "deepseek"], capsys) == (
+        "error: recompute 'deepseek' is DeepSeek-V3's recipe (every norm and latent attention's up-projections "
+        "rerun in backward), which Hugging Face's code with peft does not run (its gradient checkpointing reruns "
+        "whole layers); use none, selective or full.")
+    full = run_json([*args, "--recompute", "full"], capsys)
+    assert (full["memory"]["total"], full["fit"]["fits"]) == (18144608780, True)
