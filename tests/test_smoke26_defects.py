@@ -80,3 +80,23 @@ def test_finetune_refuses_deepseeks_recomputation(capsys):
         "whole layers); use none, selective or full.")
     full = run_json([*args, "--recompute", "full"], capsys)
     assert (full["memory"]["total"], full["fit"]["fits"]) == (18144608780, True)
+
+
+# 3. plan's "days" column read 0.0 for a fine-tuning run of minutes
+
+
+def test_plan_gives_a_short_runs_time_in_its_own_unit(capsys):
+    """`plan --model meta-llama/Llama-3.1-8B --gpus 8 --seq-len 4096 --global-batch 32 --tokens 1e8
+    --price 2.5` printed "days 0.0" and "GPU-hours 3" beside $6.58 for a 19.7-minute run; simulate
+    says "28.2 min" for its layout. The column is now "to train" in the run's unit, and GPU-hours keep
+    three figures below 100 (the JSON's train_days and train_seconds as before)."""
+    args = ["plan", "--model", "meta-llama/Llama-3.1-8B", "--hardware", "h100", "--gpus", "8", "--seq-len", "4096",
+            "--global-batch", "32", "--tokens", "1e8", "--price", "2.5", "--top", "1"]
+    code, out, err = run_main(args, capsys)
+    assert code == 0, err
+    header, _, row = out.splitlines()[3:6]
+    assert header.split()[-4:] == ["to", "train", "GPU-hours", "dollars"]
+    best = run_json(args, capsys)["feasible"][0]["cost"]
+    assert row.split()[-4:] == [f"{best['train_seconds'] / 60:.3g}", "min", f"{best['gpu_hours']:.3g}",
+                                f"${best['dollars']:.2f}"]
+    assert best["gpu_hours"] == best["train_seconds"] * 8 / 3600 and best["train_days"] < 0.05
