@@ -100,3 +100,26 @@ def test_plan_gives_a_short_runs_time_in_its_own_unit(capsys):
     assert row.split()[-4:] == [f"{best['train_seconds'] / 60:.3g}", "min", f"{best['gpu_hours']:.3g}",
                                 f"${best['dollars']:.2f}"]
     assert best["gpu_hours"] == best["train_seconds"] * 8 / 3600 and best["train_days"] < 0.05
+
+
+# 4. google/gemma-3-12b-pt, the size between Gemma 3's 4B and 27B presets, and the -pt ids
+
+
+def test_gemma_3_12b_and_the_pretrained_ids_resolve(capsys):
+    """`finetune --model google/gemma-3-12b-pt` (and estimate, serve) said "cannot reach the Hugging Face
+    Hub ... Pass --config" offline: Gemma 3 had 1B, 4B and 27B presets under their -it ids only. The 12B
+    preset (costmodel/presets/gemma3-12b.json, its source there) counts keras-hub's gemma3_12b_text,
+    11,765,788,416, plus 64 x 3840 for the Hub's 262,208-row embedding, as the 4B's and 27B's presets
+    equal keras-hub's 3,880,099,328 + 64 x 2560 and 27,009,002,240 + 64 x 5376; the -pt ids name the
+    same text models as the -it ones."""
+    counts = {"google/gemma-3-12b-pt": 11_765_788_416 + 64 * 3840, "google/gemma-3-12b-it": 11_766_034_176,
+              "google/gemma-3-4b-pt": 3_880_099_328 + 64 * 2560, "google/gemma-3-27b-pt": 27_009_002_240 + 64 * 5376,
+              "google/gemma-3-1b-pt": 999_885_952}
+    for hub_id, count in counts.items():
+        assert run_json(["estimate", "--model", hub_id, "--seq-len", "512"], capsys)["params"]["total"] == count
+    # QLoRA of the 12B on one 24 GB card at 2,048 tokens with checkpointing fits; its window (1,024)
+    # sizes the step under eager attention, as Gemma 3's other sizes (docs/finetuning.md, Limits)
+    tuned = run_json(["finetune", "--model", "google/gemma-3-12b-pt", "--method", "qlora", "--hardware",
+                      "rtx-4090", "--seq-len", "2048", "--recompute", "full"], capsys)
+    assert (tuned["inputs"]["model"], tuned["inputs"]["attention"], tuned["fit"]["fits"]) == \
+        ("gemma3-12b", "eager", True)
