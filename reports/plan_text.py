@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from .simulate_text import latent_form, weight_group
-from .text import binary_bytes, dollars, plural, rate, seconds, si, table
+from .text import binary_bytes, dollars, gpu_hours, plural, rate, seconds, si, table
 
 
 def render_plan(result: dict[str, Any], serve: bool, top: int, capacity: int) -> str:
@@ -81,8 +81,7 @@ def render_plan(result: dict[str, Any], serve: bool, top: int, capacity: int) ->
         if "cost" in e:
             c = e["cost"]
             # the run's time in its own unit (a "days" column read 0.0 for a 100M-token fine-tune of 28 min)
-            hours = c["gpu_hours"]
-            rows[-1] += [seconds(c["train_seconds"]), f"{hours:,.0f}" if hours >= 100 else f"{hours:.3g}"]
+            rows[-1] += [seconds(c["train_seconds"]), gpu_hours(c["gpu_hours"])]
             if c["dollars"] is not None:
                 rows[-1].append(dollars(c["dollars"]))
     headers = ["rank", "tp x pp x dp", "framework", "zero", "sp", "schedule", "b x m", "recompute",

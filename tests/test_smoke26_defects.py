@@ -89,7 +89,7 @@ def test_plan_gives_a_short_runs_time_in_its_own_unit(capsys):
     """`plan --model meta-llama/Llama-3.1-8B --gpus 8 --seq-len 4096 --global-batch 32 --tokens 1e8
     --price 2.5` printed "days 0.0" and "GPU-hours 3" beside $6.58 for a 19.7-minute run; simulate
     says "28.2 min" for its layout. The column is now "to train" in the run's unit, and GPU-hours keep
-    three figures below 100 (the JSON's train_days and train_seconds as before)."""
+    three figures below 100 in plan and simulate (the JSON's train_days and train_seconds as before)."""
     args = ["plan", "--model", "meta-llama/Llama-3.1-8B", "--hardware", "h100", "--gpus", "8", "--seq-len", "4096",
             "--global-batch", "32", "--tokens", "1e8", "--price", "2.5", "--top", "1"]
     code, out, err = run_main(args, capsys)
@@ -100,6 +100,13 @@ def test_plan_gives_a_short_runs_time_in_its_own_unit(capsys):
     assert row.split()[-4:] == [f"{best['train_seconds'] / 60:.3g}", "min", f"{best['gpu_hours']:.3g}",
                                 f"${best['dollars']:.2f}"]
     assert best["gpu_hours"] == best["train_seconds"] * 8 / 3600 and best["train_days"] < 0.05
+    # simulate with plan's best layout: the same run, its GPU-hours to the same three figures
+    code, out, err = run_main(["simulate", "--model", "meta-llama/Llama-3.1-8B", "--hardware", "h100", "--train",
+                               "--framework", "megatron", "--dp", "8", "--zero", "1", "--batch", "1",
+                               "--global-batch", "32", "--seq-len", "4096", "--tokens", "1e8", "--price", "2.5"], capsys)
+    lines = {line.split("  ")[1].strip(): line for line in out.splitlines() if line.startswith("  ") and "  " in line[2:]}
+    assert lines["GPU-hours"].split()[1] == f"{best['gpu_hours']:.3g}" == "2.63"
+    assert lines["time to train"].split()[3:5] == [f"{best['train_seconds'] / 60:.3g}", "min"]
 
 
 # 4. google/gemma-3-12b-pt, the size between Gemma 3's 4B and 27B presets, and the -pt ids
