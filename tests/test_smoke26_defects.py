@@ -130,3 +130,16 @@ def test_gemma_3_12b_and_the_pretrained_ids_resolve(capsys):
                       "rtx-4090", "--seq-len", "2048", "--recompute", "full"], capsys)
     assert (tuned["inputs"]["model"], tuned["inputs"]["attention"], tuned["fit"]["fits"]) == \
         ("gemma3-12b", "eager", True)
+
+
+# 5. plan --serve --rate with a --tp the model cannot take: a table of refusals and exit 1
+
+
+def test_the_capacity_search_refuses_a_typed_tp_the_model_cannot_take(capsys):
+    """`plan --model llama3-8b --serve --rate 1 --slo-ttft 1 --slo-tpot 0.1 --tp 3` printed "9
+    configurations, 0 meet it ... not feasible: 9 (--tp 3 does not divide ...)" and exited 1, the
+    status of "nothing meets the targets"; serve --tp 3 refuses it as bad input. Now serve's one line."""
+    line = "error: --tp 3 does not divide the query heads (32) of model 'llama3-8b'."
+    assert one_error_line(["plan", "--model", "llama3-8b", "--serve", "--rate", "1", "--slo-ttft", "1",
+                           "--slo-tpot", "0.1", "--tp", "3"], capsys) == line
+    assert one_error_line(["serve", "--model", "llama3-8b", "--rate", "1", "--tp", "3"], capsys) == line

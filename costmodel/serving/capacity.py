@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..checkpoint import inference_weights
+from ..layout.spec import tensor_split_error
 from ..config import ConfigError, show
 from ..cost import check_price, serving_cost
 from ..leaves import require_chunks
@@ -163,8 +164,6 @@ def _ray_results(address: str, cfg: Any, hardwares: list[Any], scheduler: str, k
 def tensor_sizes(cfg: Any, hardware: Any) -> list[int]:
     """1, 2, 4 and 8 where a node holds them and they split the model as serving does (key/value
     heads replicated where tp exceeds them: layout/spec.tensor_split_error)."""
-    from ..layout.spec import tensor_split_error
-
     return [tp for tp in (1, 2, 4, 8) if tp <= max(1, hardware.gpus_per_node)
             and tensor_split_error(cfg, tp, inference=True) is None]
 
@@ -227,6 +226,10 @@ def plan_capacity(cfg: Any, hardwares: list[Any], target: Target, *, scheduler: 
                                 Lengths.parse(target.output), target.seed),
                         target.prompt, target.output, cfg.max_positions)
     check_price(price)
+    for tp in tps or []:  # a typed --tp the model cannot take: serve's one line, not a table of
+        why = tensor_split_error(cfg, tp, inference=True)  # configurations each refused for it (exit 1)
+        if why is not None:
+            raise ConfigError(f"--tp {tp} {why}.")
     names = [hardware.name for hardware in hardwares]
     twice = next((name for name in names if names.count(name) > 1), None)
     if twice is not None:  # else each of its configurations was searched and listed twice
