@@ -143,3 +143,23 @@ def test_the_capacity_search_refuses_a_typed_tp_the_model_cannot_take(capsys):
     assert one_error_line(["plan", "--model", "llama3-8b", "--serve", "--rate", "1", "--slo-ttft", "1",
                            "--slo-tpot", "0.1", "--tp", "3"], capsys) == line
     assert one_error_line(["serve", "--model", "llama3-8b", "--rate", "1", "--tp", "3"], capsys) == line
+
+
+# 6. the capacity search sized a burst as a rate: one H100 "served" a billion requests a second
+
+
+def test_the_capacity_search_measures_a_sustained_rate(capsys):
+    """`plan --model llama3-8b --serve --rate 1e9 --slo-ttft 1 --slo-tpot 0.1 --requests 50` ranked one
+    H100 first (p99 TTFT 573 ms): the 50 requests each replica simulates arrived within 50 ns and were
+    served as one burst, whose p99s the request count bounds. A point now counts only where its
+    requests arrive over at least their p99 end-to-end latency (more replicas stretch each one's
+    window), and a search that never gets there says so and exits 1."""
+    code, out, err = run_main(["plan", "--model", "llama3-8b", "--serve", "--rate", "1e9", "--slo-ttft", "1",
+                               "--slo-tpot", "0.1", "--requests", "50", "--tp", "1", "--json"], capsys)
+    result = json.loads(out)
+    assert (code, result["feasible"], result["configurations"]) == (1, [], 9)
+    assert all(row["reason"].startswith("a burst, not a sustained rate: 50 requests at 1e+09 / 256 replicas "
+                                        "arrive within 1.28e-05 s") for row in result["infeasible"])
+    from costmodel.serving.capacity import sustained
+
+    assert sustained((0, 0, 0, 0, 4.0, 4.0)) and not sustained((0, 0, 0, 0, 4.0, 3.9))
