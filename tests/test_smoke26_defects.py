@@ -182,3 +182,19 @@ def test_the_capacity_searchs_units_name_every_field(capsys):
     assert unnamed == {"hardware", "tp", "pp", "replicas"}  # names and counts of a layout
     assert units["replica_output_tokens_per_s"] == "output tokens a second (one replica)"
     assert units["*_s"] == "seconds (but *_per_s: a second)"
+
+
+# 8. a step too big for gradient checkpointing alone was offered batch 1, never checkpointing
+
+
+def test_the_verdict_offers_checkpointing_with_the_largest_batch(capsys):
+    """`finetune --model llama3-8b --method qlora --hardware rtx-4090 --batch 16 --seq-len 2048` offered
+    `--batch 1` (16.94 GiB) and `--seq-len 200`: full recomputation alone does not fit 16 sequences, so
+    it was never named, though with it 9 fit. The verdict now adds the largest batch under full
+    recomputation where it beats the largest without; its figure is what that command prints."""
+    args = ["finetune", "--model", "llama3-8b", "--method", "qlora", "--hardware", "rtx-4090", "--seq-len", "2048"]
+    verdict = run_json([*args, "--batch", "16"], capsys)["fit"]
+    assert [o["change"] for o in verdict["options"]] == ["--batch 1", "--seq-len 200", "--recompute full --batch 9"]
+    nine = run_json([*args, "--batch", "9", "--recompute", "full"], capsys)["memory"]["total"]
+    ten = run_json([*args, "--batch", "10", "--recompute", "full"], capsys)["fit"]
+    assert verdict["options"][2]["memory"] == nine <= verdict["capacity"] < ten["memory"]
