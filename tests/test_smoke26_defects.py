@@ -198,3 +198,13 @@ def test_the_verdict_offers_checkpointing_with_the_largest_batch(capsys):
     nine = run_json([*args, "--batch", "9", "--recompute", "full"], capsys)["memory"]["total"]
     ten = run_json([*args, "--batch", "10", "--recompute", "full"], capsys)["fit"]
     assert verdict["options"][2]["memory"] == nine <= verdict["capacity"] < ten["memory"]
+
+
+# 9. report refused a folder it cannot make only after rendering every figure
+
+
+def test_report_refuses_a_folder_it_cannot_make_first(capsys):
+    """`report --model llama3-8b --out /dev/null/x --no-measure` printed its eight progress lines and
+    rendered every figure before "cannot create the directory"; the folder is made (or refused) first."""
+    assert one_error_line(["report", "--model", "llama3-8b", "--out", "/dev/null/x", "--no-measure"], capsys) == (
+        "error: /dev/null/x: cannot create the directory (Not a directory).")
