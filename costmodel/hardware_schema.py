@@ -218,17 +218,31 @@ def serving_memory(memory_bytes: int, utilization: float, reserve_bytes: int) ->
     return math.floor(memory_bytes * utilization) - reserve_bytes
 
 
-def cluster_names() -> list[str]:
-    """The clusters nccl_facts.json measured collectives on (its "cluster_busbw", by name)."""
+def clusters() -> dict[str, dict]:
+    """The clusters nccl_facts.json measured collectives on (its "cluster_busbw"), by name."""
     facts = json.loads((Path(__file__).resolve().parent / "nccl_facts.json").read_text())
-    return [name for name in facts["cluster_busbw"] if not name.startswith("_")]
+    return {name: cluster for name, cluster in facts["cluster_busbw"].items() if not name.startswith("_")}
+
+
+def cluster_names() -> list[str]:
+    """The clusters' names (nccl_facts.json "cluster_busbw")."""
+    return list(clusters())
 
 
 def _cluster_problem(data: dict) -> str | None:
+    """A measured cluster, on the nodes it was measured on (the file's network_of, else its name: the
+    name its collectives are looked up by), checked as the file is read, not only where a call
+    happens to have the measured shape."""
     cluster = data.get("cluster")
-    if not cluster or cluster in cluster_names():
+    if not cluster:
         return None
-    return f"cluster {show(cluster)} is not a measured cluster (nccl_facts.json cluster_busbw): one of {', '.join(cluster_names())}"
+    if cluster not in clusters():
+        return f"cluster {show(cluster)} is not a measured cluster (nccl_facts.json cluster_busbw): one of {', '.join(cluster_names())}"
+    network, measured = data.get("network_of") or data["name"], clusters()[cluster]["hardware"]
+    if network not in measured:
+        return (f"cluster {cluster} was measured on {', '.join(measured)} nodes, not {network}'s "
+                f"(set network_of to the preset whose nodes these are)")
+    return None
 
 
 def _reserve_problem(data: dict) -> str | None:

@@ -67,9 +67,22 @@ def test_the_field_round_trips_and_bad_names_are_one_line(tmp_path, capsys):
     code = cli.main(["simulate", "--model", "llama2-7b", "--hardware", str(tmp_path / "bad.json")])
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1 and "cluster 'no-such-cluster' is not a measured cluster" in err
-    a100 = on_cluster("a100-80gb")  # measured on H100 nodes: an A100 file naming it is refused where it is read
+    # measured on H100 nodes: an A100 file naming it is refused as it is read, whatever its calls (it ran
+    # before under TP 8 or DP 64, where no call had the measured shape, and failed only under TP 16)
     with pytest.raises(ConfigError, match="cluster hf-h100-efa was measured on h100-sxm nodes, not a100-80gb's"):
-        collective_seconds(a100, "all_gather", MIB256, 512, 512)
+        on_cluster("a100-80gb")
+    a100 = dict(load_hardware("a100-80gb").to_dict(), name="mine-a100", cluster="hf-h100-efa")
+    (tmp_path / "a100.json").write_text(json.dumps(a100))
+    for layout in (["--tp", "8"], ["--train", "--dp", "64"], ["--tp", "16"]):
+        code = cli.main(["simulate", "--model", "llama2-7b", "--hardware", str(tmp_path / "a100.json"), *layout])
+        err = capsys.readouterr().err
+        assert code == 2 and err.count("\n") == 1 and "measured on h100-sxm nodes, not a100-80gb's" in err
+    # an H100 file of another name keeps the cluster through network_of (hardware --show writes it)
+    assert on_cluster().to_dict()["network_of"] == "h100-sxm"
+    mine = dict(load_hardware("h100-sxm").to_dict(), name="mine", cluster="hf-h100-efa")
+    assert Hardware.from_dict(mine, "mine").cluster == "hf-h100-efa"
+    with pytest.raises(ConfigError, match="not mine's"):
+        Hardware.from_dict({k: v for k, v in mine.items() if k != "network_of"}, "mine")
 
 
 def test_the_nanotron_rows_run_on_the_books_cluster():
