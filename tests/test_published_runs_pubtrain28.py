@@ -25,7 +25,7 @@ def _llama_like_ffn(d_model: int, multiplier: float | None = None, multiple_of: 
     return multiple_of * ((hidden + multiple_of - 1) // multiple_of)
 
 
-# allenai/OLMo-core README.md at 3a403459 (figures of e27ba745): tokens/s per device; the scripts at
+# allenai/OLMo-core README.md at 3a403459 (1B figures of e27ba745, 7B/13B of 8c03ca8a2, 8B of 41400c46f): tokens/s per device; the scripts at
 # e27ba745: (d_model, layers, heads, KV heads, FFN) and rank micro-batch, global batch in sequences of 4,096
 OLMO_CORE = {
     "olmo-core olmo2-1b bf16 8xh100": (55_000, (2048, 18, 16, 16, _llama_like_ffn(2048)), 8, 1024),
