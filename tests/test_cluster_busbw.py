@@ -99,3 +99,20 @@ def test_the_nanotron_rows_run_on_the_books_cluster():
     assert (round(train_run(run, bare, "kernels"), 1), round(train_run(run, source, "kernels"), 1)) == (227.2, 214.7)
     hidden = {k: v for k, v in run.items() if k != "overlap"}
     assert (round(train_run(hidden, bare, "kernels"), 1), round(train_run(hidden, source, "kernels"), 1)) == (240.6, 226.7)
+
+
+def test_what_the_code_and_docs_name_in_collectives_exists():
+    """The cluster field's notes named a `collectives.cluster_rate` that never existed and described the
+    rejected per-GPU reading (busbw / 8 a GPU with the in-node steps on top): every `collectives.NAME`
+    the package and docs cite is a name of costmodel/collectives.py, and the note states the floor."""
+    import re
+    from pathlib import Path
+
+    import costmodel.collectives as collectives
+
+    root = Path(__file__).resolve().parent.parent
+    files = [*(root / "costmodel").rglob("*.py"), *(root / "costmodel").rglob("*.json"), *(root / "docs").glob("*.md")]
+    cited = {(p.name, m.group(1)) for p in files for m in re.finditer(r"collectives\.([a-z_]\w*)", p.read_text())}
+    assert [c for c in sorted(cited) if c[1] != "py" and not hasattr(collectives, c[1])] == []
+    note = nccl_facts()["cluster_busbw"]["_note"]
+    assert "max(the model's hierarchical time, bytes x ring factor / busbw(N))" in note and "cluster_busbw" in note
