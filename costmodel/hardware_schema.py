@@ -106,7 +106,7 @@ SCHEMA: dict[str, Field] = {
                              "(so 0 is refused: it would make every such op free)", low=0, strict=True),
     "host_module_call_s": Field(float, "the host CPU's time of one module call, seconds (a published microbenchmark: "
                                 "a torch.nn.Linear forward's CPU time, TransformerEngine issue #2053); where given, "
-                                "`published --host-syncs` prices the calls a Megatron-Core layer issues between its "
+                                "the kernel model prices the calls a Megatron-Core layer issues between its "
                                 "MoE host syncs (kernel_facts.json megatron_host_calls) at it", low=0, strict=True),
     "engine_s_per_op": Field(float, "the host's time per aten op of transformers' continuous-batching engine's "
                              "steps, seconds (a microbenchmark: validate/calibrate.py engine_seconds_per_op, a "

@@ -26,6 +26,8 @@ from .kvcache import BlockPool, cache_sizing, profile_run_facts
 from .budgets import DEFAULT_BUDGETS, NO_TOKEN_BUDGET, VLLM_LARGE_GPU_BUDGETS, default_budget  # noqa: F401 (re-exported)
 from .schedulers import SCHEDULERS
 from .state_slots import STATE_PREFIX_NOTE, check_ssm_cache_dtype, vllm_layer_states, with_state_traffic
+from .host_step import host_bound, host_fields
+from .profile import held_weights_note
 from .steptime import StepTime, check_tensor_parallel_groups, serving_profile
 from .workload import Lengths, Request, poisson, read_trace
 
@@ -167,7 +169,7 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
                   efficiency: Any = None, time_model: str | None = None, cuda_graphs: str = "auto",
                   step: StepTime | None = None, attention_backend: str | None = None,
                   sizings: dict | None = None, mamba_ssm_cache_dtype: str = "auto",
-                  max_capture_len: int | None = None) -> tuple[Any, Any, dict[str, Any]]:
+                  max_capture_len: int | None = None, host: bool = True) -> tuple[Any, Any, dict[str, Any]]:
     """The scheduler class's arguments, a StepTime and the setup dict of one replica (a search
     passes the StepTime it built for this hardware and tp, and a dict that keeps the cache
     sizings by token budget). cuda_graphs: "auto" (the scheduler's engine's default: graphs.py
@@ -176,7 +178,10 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
     said in the setup's attention_note); a typed flash there is refused. attention_backend: the engine's
     attention backend (kernel_facts.json "serving_attention_backends"; None: flash-attn2), whose kernel's
     published figures time the step's attention call (the kernel model only). max_capture_len: vLLM v0's
-    max_seq_len_to_capture (graphs.py; None: its 8,192), the longest sequence a graphed decode step holds."""
+    max_seq_len_to_capture (graphs.py; None: its 8,192), the longest sequence a graphed decode step holds.
+    host: an eager GPU step of the scheduler's counted code weighs its host (host_step.py); False where the
+    schedule stands for another engine's runtime (benchmarks/published_trtllm_static.py: TensorRT-LLM's
+    static batching, whose C++ runtime issues no Python ops)."""
     require_decoder_only(cfg)
     from ..defaults import serving_attention
 
@@ -264,6 +269,9 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
     timed = {"attention_kernel": kernel} if kernel != DEFAULT_KERNEL else {}
     step = step or StepTime(cfg, hardware, dtype, efficiency, profile, tp, pp, time_model, **timed)
     step = step.with_graphs(graphs)
+    if host:  # an eager counted code on a GPU: host_step.py
+        step = host_bound(step, cfg, hardware, scheduler, graphs, profile,
+                          lambda bare: StepTime(cfg, bare, dtype, efficiency, profile, tp, pp, time_model, **timed))
     step = with_state_traffic(step, sizing.state_bytes, hardware, efficiency, pp)
     setup = {"model": cfg.name, "hardware": hardware.name, "dtype": step.dtype, "tp": tp, "pp": pp,
              "time_model": step.time_model, "cuda_graphs": graphs.mode, "cuda_graphs_source": graphs.source,
@@ -282,6 +290,12 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
                                if weight_dtype == "fp8" else None),  # what auto chose on this hardware
              "mla": mla if cfg.mla else None,
              "max_model_len": cfg.max_positions}
+    host = host_fields(step, hardware)
+    if host:
+        setup["host"] = host
+    held = held_weights_note(cfg, profile)  # LongCat-Flash: the engine's loader or transformers' class
+    if held:
+        setup["params_held"], setup["weights_note"] = held
     needed = -(-cfg.max_positions // block_size)  # vLLM v1 starts only if one max_model_len request fits
     if scheduler == "vllm" and paging is None and not sizing.state_bytes and blocks < needed:
         setup["max_model_len_note"] = (
