@@ -243,6 +243,9 @@ def _cluster_problem(data: dict) -> str | None:
     if network not in measured:
         return (f"cluster {cluster} was measured on {', '.join(measured)} nodes, not {network}'s "
                 f"(set network_of to the preset whose nodes these are)")
+    per_node, node = (data.get("interconnect") or {}).get("gpus_per_node", 1), clusters()[cluster]["gpus_per_node"]
+    if per_node != node:  # else no call would ever have the measured shape: the field would do nothing
+        return f"cluster {cluster} was measured on nodes of {node} GPUs; this file's interconnect has {per_node} a node"
     return None
 
 

@@ -83,6 +83,10 @@ def test_the_field_round_trips_and_bad_names_are_one_line(tmp_path, capsys):
     assert Hardware.from_dict(mine, "mine").cluster == "hf-h100-efa"
     with pytest.raises(ConfigError, match="not mine's"):
         Hardware.from_dict({k: v for k, v in mine.items() if k != "network_of"}, "mine")
+    # nodes of 4 naming a cluster measured on nodes of 8: no call would have the measured shape
+    four = dict(mine, interconnect=dict(mine["interconnect"], gpus_per_node=4))
+    with pytest.raises(ConfigError, match="measured on nodes of 8 GPUs; this file's interconnect has 4 a node"):
+        Hardware.from_dict(four, "mine")
 
 
 def test_the_nanotron_rows_run_on_the_books_cluster():
