@@ -271,8 +271,8 @@ def cluster_busbw(hardware: Hardware, kind: str, span: int, local: int, each: fl
     hardware names no cluster. That the cluster was measured on the hardware's nodes is checked as the
     file is read (hardware_schema._cluster_problem)."""
     cluster = nccl_facts()["cluster_busbw"].get(hardware.cluster, {}) if hardware.cluster else {}
-    if kind not in cluster or local != cluster["gpus_per_node"] or each > cluster["payload_bytes"]:
-        return math.inf
+    if kind not in cluster or local != cluster["gpus_per_node"] or span % local or each > cluster["payload_bytes"]:
+        return math.inf  # a partial node (12 ranks: 1.5 nodes) is not the measured shape either
     x, xs, ys = math.log2(span / cluster["gpus_per_node"]), [math.log2(n) for n in cluster["nodes"]], cluster[kind]
     if x >= xs[-1]:
         return ys[-1] * 1e9

@@ -58,6 +58,12 @@ def test_where_the_model_is_slower_or_the_call_is_not_the_measured_one_the_model
                  ("all_to_all", MIB256, 512, 512)):
         assert collective_seconds(hf, *args) == collective_seconds(h100, *args)
     assert cluster_busbw(hf, "all_reduce", 512, 2, MIB256) == cluster_busbw(h100, "all_gather", 512, 8, 1) == float("inf")
+    # a group over a partial node (12 ranks: one node and half of another; 100: 12.5 nodes) is not the measured
+    # shape: the model's 0.671 ms and 1.777 ms stand (the cap read at 1.5 and 12.5 nodes gave 1.163 and 4.430 ms)
+    for ranks, model_ms in ((12, 0.671), (100, 1.777)):
+        assert collective_seconds(hf, "all_gather", MIB256, ranks, ranks) == collective_seconds(h100, "all_gather", MIB256, ranks, ranks)
+        assert round(collective_seconds(hf, "all_gather", MIB256, ranks, ranks) * 1e3, 3) == model_ms
+    assert cluster_busbw(hf, "all_gather", 12, 8, MIB256) == float("inf")
 
 
 def test_the_field_round_trips_and_bad_names_are_one_line(tmp_path, capsys):
