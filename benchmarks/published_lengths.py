@@ -30,7 +30,7 @@ def mlperf_input_lengths(path: Path = MLPERF_LENGTHS, at_least: int = 0) -> Leng
     where = str(path)
     data = read_length_file(path, ("values", "weights"), "MLPerf length histogram")
     stated, values, weights = data["stated"], data["values"], data["weights"]
-    if not isinstance(stated, dict) or any(not isinstance(stated.get(k), (int, float)) for k in STATED_KEYS):
+    if not isinstance(stated, dict) or any(not is_number(stated.get(k)) for k in STATED_KEYS):
         raise ConfigError(f"{where}: stated needs numbers for {', '.join(STATED_KEYS)}.")
     if not whole_numbers(values) or not whole_numbers(weights):
         raise ConfigError(f"{where}: values and weights must be non-empty lists of whole numbers (tokens, samples).")
@@ -52,6 +52,11 @@ def mlperf_input_lengths(path: Path = MLPERF_LENGTHS, at_least: int = 0) -> Leng
 def whole_numbers(xs) -> bool:
     """A non-empty list of whole numbers (not booleans)."""
     return isinstance(xs, list) and bool(xs) and all(isinstance(x, int) and not isinstance(x, bool) for x in xs)
+
+
+def is_number(x, whole: bool = False) -> bool:
+    """A stated figure: a number (a whole one where asked), not a boolean (JSON's true is not 1 token)."""
+    return isinstance(x, int if whole else (int, float)) and not isinstance(x, bool)
 
 
 def check_stated(where: str, what: str, counts, stated: dict) -> None:
@@ -93,9 +98,9 @@ def sharegpt_lengths(path: Path = VLLM_SHAREGPT, at_least: int = 0) -> list[tupl
     stated, prompts, outputs = data["stated"], data["prompts"], data["outputs"]
     limits = ("min_tokens", "max_prompt", "max_total")
     if not isinstance(stated, dict) or any(not isinstance(stated.get(column), dict) for column in ("prompt", "output")) \
-            or any(not isinstance(stated[column].get(k), (int, float)) for column in ("prompt", "output")
+            or any(not is_number(stated[column].get(k)) for column in ("prompt", "output")
                    for k in STATED_KEYS if k != "below") \
-            or any(not isinstance(stated.get(k), int) for k in limits):
+            or any(not is_number(stated.get(k), whole=True) for k in limits):
         raise ConfigError(f"{where}: stated needs prompt and output statistics ({', '.join(k for k in STATED_KEYS if k != 'below')}) "
                           f"and {', '.join(limits)}.")
     if not whole_numbers(prompts) or not whole_numbers(outputs) or len(prompts) != len(outputs):

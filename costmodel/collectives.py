@@ -44,7 +44,6 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterable
 
-from .config import ConfigError
 from .hardware import Hardware
 
 FACTS_PATH = Path(__file__).resolve().parent / "nccl_facts.json"
@@ -287,13 +286,11 @@ def cluster_busbw(hardware: Hardware, kind: str, span: int, local: int, each: fl
     GPU of its nodes in the group) and at most the measured size (NCCL's busbw does not fall as a
     call grows, so a smaller call reaches no more). inf otherwise (a larger call, a group with fewer
     ranks a node and so fewer ring steps, a kind not measured: sends, all-to-alls), or where the
-    hardware names no cluster."""
+    hardware names no cluster. That the cluster was measured on the hardware's nodes is checked as the
+    file is read (hardware_schema._cluster_problem)."""
     cluster = nccl_facts()["cluster_busbw"].get(hardware.cluster, {}) if hardware.cluster else {}
-    if kind not in cluster or local != cluster["gpus_per_node"] or each > cluster["payload_bytes"]:
-        return math.inf
-    if hardware.network_name not in cluster["hardware"]:
-        raise ConfigError(f"hardware {hardware.name}: cluster {hardware.cluster} was measured on "
-                          f"{', '.join(cluster['hardware'])} nodes, not {hardware.network_name}'s.")
+    if kind not in cluster or local != cluster["gpus_per_node"] or span % local or each > cluster["payload_bytes"]:
+        return math.inf  # a partial node (12 ranks: 1.5 nodes) is not the measured shape either
     x, xs, ys = math.log2(span / cluster["gpus_per_node"]), [math.log2(n) for n in cluster["nodes"]], cluster[kind]
     if x >= xs[-1]:
         return ys[-1] * 1e9

@@ -129,8 +129,9 @@ SCHEMA: dict[str, Field] = {
                         "preset's name); default: the file's own name. `hardware --show PRESET` writes it, so an "
                         "edited, renamed copy keeps them"),
     "cluster": Field(str, "a cluster whose collectives were measured across its nodes (nccl_facts.json's "
-                     "cluster_busbw, by name): a collective spanning N of its nodes crosses between them at no more "
-                     "than the measured busbw(N) / gpus_per_node a GPU; default: none"),
+                     "cluster_busbw, by name; its nodes the file's network_of): an all-reduce, all-gather or "
+                     "reduce-scatter spanning N of its nodes with all their GPUs, no larger than the measured size, "
+                     "takes at least bytes x ring factor / the busbw measured at N nodes; default: none"),
     "interconnect": Field(dict, "gpus_per_node, intra_node_bandwidth_bytes_per_s, "
                           "inter_node_bandwidth_bytes_per_s (per GPU, per direction), collective_latency_s, source"),
     "architecture": Field(str, "the GPU generation (volta, turing, ampere, ada, hopper, blackwell, cdna2, cdna3, cdna4): which "
@@ -218,17 +219,34 @@ def serving_memory(memory_bytes: int, utilization: float, reserve_bytes: int) ->
     return math.floor(memory_bytes * utilization) - reserve_bytes
 
 
-def cluster_names() -> list[str]:
-    """The clusters nccl_facts.json measured collectives on (its "cluster_busbw", by name)."""
+def clusters() -> dict[str, dict]:
+    """The clusters nccl_facts.json measured collectives on (its "cluster_busbw"), by name."""
     facts = json.loads((Path(__file__).resolve().parent / "nccl_facts.json").read_text())
-    return [name for name in facts["cluster_busbw"] if not name.startswith("_")]
+    return {name: cluster for name, cluster in facts["cluster_busbw"].items() if not name.startswith("_")}
+
+
+def cluster_names() -> list[str]:
+    """The clusters' names (nccl_facts.json "cluster_busbw")."""
+    return list(clusters())
 
 
 def _cluster_problem(data: dict) -> str | None:
+    """A measured cluster, on the nodes it was measured on (the file's network_of, else its name: the
+    name its collectives are looked up by), checked as the file is read, not only where a call
+    happens to have the measured shape."""
     cluster = data.get("cluster")
-    if not cluster or cluster in cluster_names():
+    if not cluster:
         return None
-    return f"cluster {show(cluster)} is not a measured cluster (nccl_facts.json cluster_busbw): one of {', '.join(cluster_names())}"
+    if cluster not in clusters():
+        return f"cluster {show(cluster)} is not a measured cluster (nccl_facts.json cluster_busbw): one of {', '.join(cluster_names())}"
+    network, measured = data.get("network_of") or data["name"], clusters()[cluster]["hardware"]
+    if network not in measured:
+        return (f"cluster {cluster} was measured on {', '.join(measured)} nodes, not {network}'s "
+                f"(set network_of to the preset whose nodes these are)")
+    per_node, node = (data.get("interconnect") or {}).get("gpus_per_node", 1), clusters()[cluster]["gpus_per_node"]
+    if per_node != node:  # else no call would ever have the measured shape: the field would do nothing
+        return f"cluster {cluster} was measured on nodes of {node} GPUs; this file's interconnect has {per_node} a node"
+    return None
 
 
 def _reserve_problem(data: dict) -> str | None:

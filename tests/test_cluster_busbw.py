@@ -58,6 +58,12 @@ def test_where_the_model_is_slower_or_the_call_is_not_the_measured_one_the_model
                  ("all_to_all", MIB256, 512, 512)):
         assert collective_seconds(hf, *args) == collective_seconds(h100, *args)
     assert cluster_busbw(hf, "all_reduce", 512, 2, MIB256) == cluster_busbw(h100, "all_gather", 512, 8, 1) == float("inf")
+    # a group over a partial node (12 ranks: one node and half of another; 100: 12.5 nodes) is not the measured
+    # shape: the model's 0.671 ms and 1.777 ms stand (the cap read at 1.5 and 12.5 nodes gave 1.163 and 4.430 ms)
+    for ranks, model_ms in ((12, 0.671), (100, 1.777)):
+        assert collective_seconds(hf, "all_gather", MIB256, ranks, ranks) == collective_seconds(h100, "all_gather", MIB256, ranks, ranks)
+        assert round(collective_seconds(hf, "all_gather", MIB256, ranks, ranks) * 1e3, 3) == model_ms
+    assert cluster_busbw(hf, "all_gather", 12, 8, MIB256) == float("inf")
 
 
 def test_the_field_round_trips_and_bad_names_are_one_line(tmp_path, capsys):
@@ -67,9 +73,26 @@ def test_the_field_round_trips_and_bad_names_are_one_line(tmp_path, capsys):
     code = cli.main(["simulate", "--model", "llama2-7b", "--hardware", str(tmp_path / "bad.json")])
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1 and "cluster 'no-such-cluster' is not a measured cluster" in err
-    a100 = on_cluster("a100-80gb")  # measured on H100 nodes: an A100 file naming it is refused where it is read
+    # measured on H100 nodes: an A100 file naming it is refused as it is read, whatever its calls (it ran
+    # before under TP 8 or DP 64, where no call had the measured shape, and failed only under TP 16)
     with pytest.raises(ConfigError, match="cluster hf-h100-efa was measured on h100-sxm nodes, not a100-80gb's"):
-        collective_seconds(a100, "all_gather", MIB256, 512, 512)
+        on_cluster("a100-80gb")
+    a100 = dict(load_hardware("a100-80gb").to_dict(), name="mine-a100", cluster="hf-h100-efa")
+    (tmp_path / "a100.json").write_text(json.dumps(a100))
+    for layout in (["--tp", "8"], ["--train", "--dp", "64"], ["--tp", "16"]):
+        code = cli.main(["simulate", "--model", "llama2-7b", "--hardware", str(tmp_path / "a100.json"), *layout])
+        err = capsys.readouterr().err
+        assert code == 2 and err.count("\n") == 1 and "measured on h100-sxm nodes, not a100-80gb's" in err
+    # an H100 file of another name keeps the cluster through network_of (hardware --show writes it)
+    assert on_cluster().to_dict()["network_of"] == "h100-sxm"
+    mine = dict(load_hardware("h100-sxm").to_dict(), name="mine", cluster="hf-h100-efa")
+    assert Hardware.from_dict(mine, "mine").cluster == "hf-h100-efa"
+    with pytest.raises(ConfigError, match="not mine's"):
+        Hardware.from_dict({k: v for k, v in mine.items() if k != "network_of"}, "mine")
+    # nodes of 4 naming a cluster measured on nodes of 8: no call would have the measured shape
+    four = dict(mine, interconnect=dict(mine["interconnect"], gpus_per_node=4))
+    with pytest.raises(ConfigError, match="measured on nodes of 8 GPUs; this file's interconnect has 4 a node"):
+        Hardware.from_dict(four, "mine")
 
 
 def test_the_nanotron_rows_run_on_the_books_cluster():
@@ -86,3 +109,20 @@ def test_the_nanotron_rows_run_on_the_books_cluster():
     assert (round(train_run(run, bare, "kernels"), 1), round(train_run(run, source, "kernels"), 1)) == (227.2, 214.7)
     hidden = {k: v for k, v in run.items() if k != "overlap"}
     assert (round(train_run(hidden, bare, "kernels"), 1), round(train_run(hidden, source, "kernels"), 1)) == (240.6, 226.7)
+
+
+def test_what_the_code_and_docs_name_in_collectives_exists():
+    """The cluster field's notes named a `collectives.cluster_rate` that never existed and described the
+    rejected per-GPU reading (busbw / 8 a GPU with the in-node steps on top): every `collectives.NAME`
+    the package and docs cite is a name of costmodel/collectives.py, and the note states the floor."""
+    import re
+    from pathlib import Path
+
+    import costmodel.collectives as collectives
+
+    root = Path(__file__).resolve().parent.parent
+    files = [*(root / "costmodel").rglob("*.py"), *(root / "costmodel").rglob("*.json"), *(root / "docs").glob("*.md")]
+    cited = {(p.name, m.group(1)) for p in files for m in re.finditer(r"collectives\.([a-z_]\w*)", p.read_text())}
+    assert [c for c in sorted(cited) if c[1] != "py" and not hasattr(collectives, c[1])] == []
+    note = nccl_facts()["cluster_busbw"]["_note"]
+    assert "max(the model's hierarchical time, bytes x ring factor / busbw(N))" in note and "cluster_busbw" in note

@@ -25,7 +25,7 @@ def _llama_like_ffn(d_model: int, multiplier: float | None = None, multiple_of: 
     return multiple_of * ((hidden + multiple_of - 1) // multiple_of)
 
 
-# allenai/OLMo-core README.md at 3a403459 (figures of e27ba745): tokens/s per device; the scripts at
+# allenai/OLMo-core README.md at 3a403459 (1B figures of e27ba745, 7B/13B of 8c03ca8a2, 8B of 41400c46f): tokens/s per device; the scripts at
 # e27ba745: (d_model, layers, heads, KV heads, FFN) and rank micro-batch, global batch in sequences of 4,096
 OLMO_CORE = {
     "olmo-core olmo2-1b bf16 8xh100": (55_000, (2048, 18, 16, 16, _llama_like_ffn(2048)), 8, 1024),
@@ -143,9 +143,12 @@ def test_deepseek_rows_are_their_reports():
 
 def test_gpt_neox_20b_row_is_its_logged_flops_and_yml():
     """117 TFLOP/s a GPU as GPT-NeoX's 2022 logging counted them (megatron/logging.py get_flops at
-    bca3f3da: 6 x the parameters + 60 s h l a token) is 747.38 tokens/s; the 20B's parameters
+    bca3f3da: 6 x total_params + 60 s h l a token) is 747.34 tokens/s; the 20B's parameters
     (vocabulary 50,257 padded to 128 x TP 2, untied, biases, two LayerNorms a layer) are
-    20,554,567,680; configs/20B.yml: TP 2, PP 4, micro-batch 4, 32 micro-batches, ZeRO-1, fp16,
+    20,554,567,680, but total_params (megatron/utils.py get_total_params: an all_reduce of each
+    model-parallel rank's own count on data-parallel rank 0) counts what every TP rank holds whole
+    twice at TP 2: the two LayerNorms (4h) and the two row-parallel biases (2h) a layer and the final
+    LayerNorm (2h), 20,556,201,984 (747.38 before, from the model's count); configs/20B.yml: TP 2, PP 4, micro-batch 4, 32 micro-batches, ZeRO-1, fp16,
     recomputed, rotary on a quarter of the 96-wide heads."""
     from costmodel.estimation import Estimate
 
@@ -153,7 +156,10 @@ def test_gpt_neox_20b_row_is_its_logged_flops_and_yml():
     h, layers, vocab, s = 6144, 44, 128 * 2 * ((50257 + 255) // 256), 2048
     params = 2 * vocab * h + layers * (3 * h * h + 3 * h + h * h + h + 8 * h * h + 4 * h + h + 4 * h) + 2 * h
     assert (vocab, params) == (50432, 20_554_567_680)
-    assert run["published_tokens_per_s_per_gpu"] == round(117e12 / (6 * params + 60 * s * h * layers), 2) == 747.38
+    tp, whole_on_each_rank = 2, layers * (4 * h + 2 * h) + 2 * h
+    logged = params + (tp - 1) * whole_on_each_rank
+    assert logged == 20_556_201_984
+    assert run["published_tokens_per_s_per_gpu"] == round(117e12 / (6 * logged + 60 * s * h * layers), 2) == 747.34
     estimate, hardware, options = train_setup(run, source)
     layout, workload, cfg = estimate.layout, estimate.workload, estimate.cfg
     assert Estimate(cfg, Workload(seq_len=8)).total("params") == params

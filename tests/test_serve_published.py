@@ -164,6 +164,7 @@ def _corrupt(data, change):
     (lambda d: d["stated"].__setitem__("mean", 222.34), "mean"),
     (lambda d: d["stated"].__setitem__("median", 153), "median"),
     (lambda d: d["stated"].__setitem__("below", 1021), "cap"),
+    (lambda d: d["stated"].__setitem__("below", True), "stated needs numbers"),  # JSON true is not a number here
 ])
 def test_a_malformed_mlperf_histogram_is_one_line(script, tmp_path, change, words):
     from costmodel.config import ConfigError
@@ -308,6 +309,7 @@ def test_sharegpt_lengths_are_vllms_sample(script):
     (lambda d: d["stated"]["output"].__setitem__("max", 807), "max"),
     (lambda d: d["stated"].__setitem__("max_total", 1500), "filter"),
     (lambda d: d["stated"].__setitem__("min_tokens", 5), "filter"),
+    (lambda d: d["stated"].__setitem__("min_tokens", True), "stated needs"),  # read as 1 before: the run went on
 ])
 def test_a_malformed_sharegpt_file_is_one_line(script, tmp_path, change, words):
     from costmodel.config import ConfigError

@@ -1,0 +1,46 @@
+"""Session 28's 20 unseen training rows (OLMo-core 8, TinyLlama, GPT-NeoX-20B, flash-attention's 2022 table 5,
+and 5 GPU-hours rows: Pythia-1B, DeepSeek-V2, V3 and 67B, SmolLM3) as docs/time.md and validate/FINDINGS.md
+summarise them, counted as `published`'s summary counts (exact ratios: our speed over the published one,
+a GPU-hours row's published hours over ours; error |ratio - 1|). First written from the printed two-decimal
+ratios (14.5%, 4 within 5%); the exact figures differ."""
+
+from __future__ import annotations
+
+import statistics
+
+from reports.published_runs import COST_UNITS, TRAIN_UNITS, other_runs_data
+
+SOURCES = ("olmo-core", "tinyllama", "gpt-neox-20b", "flash-attention-training", "gpu-hours-pythia",
+           "gpu-hours-deepseek-v2", "gpu-hours-deepseek-v3", "gpu-hours-smollm3", "gpu-hours-deepseek-67b")
+
+
+def ratios() -> dict[str, float]:
+    data = other_runs_data()
+    out = {}
+    for run in data["runs"]:
+        source = run["id"].split()[0]
+        if source in SOURCES:
+            key = next(k for k in TRAIN_UNITS if k in run)
+            unit, ours = TRAIN_UNITS[key]
+            value = ours(run, data["sources"][source], "kernels")
+            out[run["id"]] = run[key] / value if unit in COST_UNITS else value / run[key]
+    return out
+
+
+def stats(values: list[float]) -> tuple:
+    errors = [abs(r - 1) for r in values]
+    return (len(values), round(100 * statistics.median(errors), 1), sum(0.75 <= r <= 1.33 for r in values),
+            sum(e <= 0.10 for e in errors), sum(e <= 0.05 for e in errors))
+
+
+def test_the_twenty_rows_as_the_docs_state_them():
+    every = ratios()
+    hours = [r for name, r in every.items() if name.startswith("gpu-hours")]
+    rates = [r for name, r in every.items() if not name.startswith("gpu-hours")]
+    assert stats(list(every.values())) == (20, 14.7, 16, 6, 5)
+    assert stats([r for name, r in every.items() if "deepseek-v3" not in name])[:3] == (19, 15.3, 15)
+    assert stats(rates)[:3] == (15, 13.6, 13) and stats(hours)[:3] == (5, 30.2, 3)
+    # the first 15, before flash-attention's table
+    assert stats([r for name, r in every.items() if not name.startswith("flash-attention")])[:4] == (15, 18.0, 11, 1)
+    # the flash-attention GPT3-125M row is within 5%: 171,158.2 / 163,750 tokens/s
+    assert round(every["flash-attention-training gpt3-125m 8xa100-80gb"], 4) == 1.0452
