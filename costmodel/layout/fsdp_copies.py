@@ -1,0 +1,49 @@
+"""FSDP2's copies on the compute stream: the memory-bound kernels fully_shard runs beside each
+unit's all-gather and reduce-scatter, every micro-batch (--framework fsdp2).
+
+Read from torch 2.13, torch/distributed/fsdp/_fully_shard/ (measured on gloo:
+validate/distributed/fsdp_copies.py):
+- copy-out: FSDPParamGroup.wait_for_unshard (_fsdp_param_group.py) calls
+  foreach_all_gather_copy_out on the current stream, after it waits for the all-gather: one
+  fsdp.split_with_sizes_copy of the all-gather output into each parameter's padded unsharded
+  tensor, so each gather reads and writes its whole output (the all-gather payload) once more;
+- reduce-scatter copy-in: foreach_reduce (_fsdp_collectives.py) runs foreach_reduce_scatter_copy_in
+  (fsdp.chunk_cat) before `with device_handle.stream(reduce_scatter_stream)`, on the current
+  stream: it reads the unit's unsharded gradients (the rank's parameters, in the parameters'
+  compute dtype) and writes the reduce-scatter input, padded, in reduce_dtype (the payload; the
+  fp32 upcast of bf16 gradients is this write);
+- not on the compute stream: the all-gather copy-in (fsdp.all_gather_copy_in, on the all-gather
+  copy-in stream, of the rank's shard only), the gradient divisions (none for fp32 or bf16
+  reductions: _get_gradient_divide_factors returns ReduceOp.AVG and no factors; fp16's pre- and
+  post-divide run on the reduce-scatter stream) and the sharded gradient's accumulation (on the
+  reduce-scatter stream, of the shard).
+The two copies run between the unit's kernels on the compute stream, so each micro-batch pays
+them in full, at the memory-bound rate. Flat sharding (DeepSpeed's ZeRO-3, Megatron-FSDP) copies
+otherwise: not this rule.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+GROUPS = ("dp", "edp")  # the shard groups whose collectives FSDP2's units issue (not HSDP's replicas)
+
+
+def copy_bytes(estimate: Any, stage: Any) -> dict[str, int]:
+    """Bytes one micro-batch's FSDP2 copies read and write on the compute stream of a rank of
+    `stage` (empty where the layout runs no FSDP2 units over a shard group of more than one rank)."""
+    layout = estimate.layout
+    if estimate.framework.sharding != "per_tensor" or not layout.reduces_gradients or layout.shard_ranks == 1:
+        return {}
+    m = layout.microbatches
+    communication = estimate.communication(stage)
+    gathered = sum(communication.get(group, {}).get("all_gather", 0) for group in GROUPS) // m
+    scattered = sum(communication.get(group, {}).get("reduce_scatter", 0) for group in GROUPS) // m
+    gradients = estimate.workload.bytes_per_element * estimate.on_stage(stage, "params")
+    return {"copy_out_read": gathered, "copy_out_written": gathered,
+            "chunk_cat_read": gradients, "chunk_cat_written": scattered}
+
+
+def copy_seconds(estimate: Any, stage: Any, bytes_per_s: float) -> float:
+    """Seconds of one micro-batch's FSDP2 copies (copy_bytes) at the memory-bound rate."""
+    return sum(copy_bytes(estimate, stage).values()) / bytes_per_s
