@@ -47,3 +47,38 @@ def copy_bytes(estimate: Any, stage: Any) -> dict[str, int]:
 def copy_seconds(estimate: Any, stage: Any, bytes_per_s: float) -> float:
     """Seconds of one micro-batch's FSDP2 copies (copy_bytes) at the memory-bound rate."""
     return sum(copy_bytes(estimate, stage).values()) / bytes_per_s
+
+
+def edge_seconds(step_time: Any, stage: Any) -> float:
+    """Seconds of one micro-batch's FSDP2 collectives that no compute of the rank hides: the units
+    at the micro-batch's edges, the root (embeddings, final norm, head: the stage's parameters
+    outside its layers) and the first layer, whose all-gathers open the forward and whose
+    reduce-scatters close the backward (0 where the layout runs no FSDP2 units over the "dp" group).
+
+    From torch 2.13, torch/distributed/fsdp/_fully_shard/: the root's pre-forward unshards it and
+    waits (FSDPParamGroup.pre_forward: unshard, wait_for_unshard) before the embedding, and the
+    first layer's all-gather is issued from its own pre-forward, after the embedding (a lookup);
+    the root's reduce-scatter is issued from _root_post_backward_final_callback (its forward inputs,
+    token ids, need no gradient, so its post-backward runs after the whole backward), which then
+    makes the compute stream wait for the retained reduce-scatters (is_last_backward, the default),
+    and the first layer's reduce-scatter follows the layer's backward with only the embedding's
+    gradient after it. One process group runs them in order (ProcessGroupNCCL: one stream a
+    device), so each micro-batch's reduce-scatters and the next one's first all-gathers run back
+    to back with the compute stream waiting. The last layer's all-gather in the backward is not
+    among them: the root's pre-backward prefetches it (_backward_prefetch) under the head's
+    backward."""
+    estimate = step_time.estimate
+    layout = estimate.layout
+    communication = estimate.communication(stage).get("dp", {})
+    if estimate.framework.sharding != "per_tensor" or "reduce_scatter" not in communication:
+        return 0.0
+    runs = estimate.layer_runs(stage)
+    layers = sum(runs.values())
+    stage_padded, layer_padded = estimate.on_stage(stage, "padded"), estimate.layer_sum(stage, "padded")
+    root = stage_padded - layer_padded
+    edge = root + (layer_padded / layers if layers else 0)  # padded elements a rank holds of the two units
+    calls = int(root > 0) + int(layers > 0)
+    gathered = estimate.workload.bytes_per_element * layout.shard_ranks * edge
+    scattered = communication["reduce_scatter"] / layout.microbatches * edge / stage_padded
+    return step_time.collective("dp", "all_gather", gathered, calls) \
+        + step_time.collective("dp", "reduce_scatter", scattered, calls)

@@ -17,8 +17,8 @@ The overlap model (stated conventions, not measurements; each settable with Over
   is exposed;
 - FSDP2 and ZeRO-3 gather and scatter each micro-batch while it computes (prefetch): only what
   exceeds its compute is exposed; FSDP2's one call per unit (ParallelEstimate.data_parallel_calls),
-  each paying its latency, and its copy-out and reduce-scatter copy-in on the compute stream, each
-  micro-batch, memory-bound (layout/fsdp_copies.py);
+  each paying its latency, the root's and first layer's exposed, and its copy-out and reduce-scatter
+  copy-in on the compute stream, each micro-batch, memory-bound (layout/fsdp_copies.py);
 - the pipeline bubble is Layout.bubble() micro-batches of the slowest stage ((p - 1)/v for
   GPipe, 1F1B and interleaving; a third of 1F1B's for ZB-H1 and DualPipeV, a sixth for ZB-V);
   under Overlap.ep those micro-batches run alone (the combined 1F1B's warm-up and cool-down), their
@@ -66,7 +66,7 @@ from ..model_flops import check_convention
 from ..quantization import runs_w8a8, w8a8_peak
 from ..spec import RECOMPUTED_LAYERS
 from .fp8 import FP8_PARAM_BYTES, RECIPES
-from .fsdp_copies import copy_seconds
+from .fsdp_copies import copy_seconds, edge_seconds
 from .overlap import Overlap, check_ep_overlap  # noqa: F401 (Overlap: callers import it from here)
 from .rank import ParallelEstimate, Stage
 
@@ -337,8 +337,7 @@ class StepTime:
         last stage (exposed: Megatron-LM runs it after the backward, before the optimizer)."""
         return self.collective("pp", "all_reduce", self.estimate.tied_embedding_gradient(stage))
 
-    def rank_params(self, stage: Stage) -> int:
-        """The parameters a rank of the stage holds: the stage's share and its copy of a tied embedding."""
+    def rank_params(self, stage: Stage) -> int:  # the stage's share and its copy of a tied embedding
         return self.estimate.on_stage(stage, "params") + self.estimate.tied_copy(stage)
 
     def gradient_accumulation(self, stage: Stage) -> float:
@@ -388,7 +387,8 @@ class StepTime:
             # one call per FSDP2 unit (layer, root) and micro-batch (data_parallel_calls)
             each = sum(self.collective(group, kind, value / m, self.estimate.data_parallel_calls(stage, group, kind))
                        for group, kind, value in groups)
-            exposed = max(0.0, each - compute) if self.overlap.prefetch else each
+            edge = min(each, edge_seconds(self, stage)) if self.overlap.prefetch else 0.0  # FSDP2's first units
+            exposed = edge + max(0.0, each - edge - compute) if self.overlap.prefetch else each
             # once a step: the gradient shard's reduce-scatter after the last micro-batch's backward and
             # the weights' all-gather before the first forward, each beside one micro-batch's own
             # collectives under its compute
