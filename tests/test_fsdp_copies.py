@@ -7,7 +7,15 @@ parameters (9,648 padded: 100 rows a matrix), each layer 11,568 (11,664 padded: 
 so the rank's 32,688 parameters are 32,976 padded elements. In bf16 (MixedPrecisionPolicy bf16 /
 fp32) the forward gathers all three units (65,952 bytes), the backward the two layers again
 (46,656); each copy-out reads and writes them (112,608 each way); the reduce-scatter copy-in reads
-the 32,688 bf16 gradients (65,376 bytes) and writes 32,976 fp32 (131,904).
+the 32,688 bf16 gradients (65,376 bytes) and writes 32,976 fp32 (131,904). The edges
+(edge_seconds): the root's 4,824 padded elements a rank and a layer's 5,832, 10,656 x 2 ranks, gathered
+in bf16 (42,624 bytes) and reduce-scattered in fp32 (85,248), two calls each.
+
+OLMo-core's 13B row (costmodel/published_runs.json, 8 H100s, micro-batch 1 x 4,096, 256 micro-batches,
+13,716,198,400 parameters, 40 layers of 317,214,720, the root 2 x 100,352 x 5,120 + 5,120 =
+1,027,609,600; nothing padded at 8): a micro-batch gathers 13,716,198,400 + 40 x 317,214,720 =
+26,404,787,200 bf16 elements (copy-out 52,809,574,400 bytes each way), and its copy-in reads
+27,432,396,800 bytes and writes 54,864,793,600.
 """
 
 from __future__ import annotations
@@ -16,7 +24,8 @@ import pytest
 
 from costmodel.config import Workload
 from costmodel.layout import Layout, ParallelEstimate
-from costmodel.layout.fsdp_copies import copy_bytes
+from costmodel.layout.fsdp_copies import copy_bytes, edge_seconds
+from costmodel.layout.timing import step_time
 from tests.distributed_cases import TINY
 
 REFERENCE = Workload(seq_len=8, batch=2, dtype="fp32", impl="reference", precision="pure")
@@ -35,6 +44,40 @@ def test_the_copies_by_hand():
                             "chunk_cat_read": 130_752, "chunk_cat_written": 131_904}
     # --zero 2 (reshard_after_forward False): no gather in the backward, no copy-out there
     assert tiny("bf16", zero=2)["copy_out_read"] == 65_952
+
+
+def test_the_edges_by_hand():
+    from costmodel.hardware import load_hardware
+
+    estimate = ParallelEstimate(TINY, REFERENCE.replace(dtype="bf16"),
+                                Layout(dp=2, zero=3, framework="fsdp2", device="cpu"))
+    timer = step_time(estimate, load_hardware("h100-sxm"))
+    edge = timer.collective("dp", "all_gather", 42_624, 2) + timer.collective("dp", "reduce_scatter", 85_248, 2)
+    assert edge_seconds(timer, estimate.stages[0]) == pytest.approx(edge, rel=1e-12)
+    megatron = ParallelEstimate(TINY, REFERENCE.replace(dtype="bf16"),
+                                Layout(dp=2, zero=3, framework="megatron", device="cpu"))
+    assert edge_seconds(step_time(megatron, load_hardware("h100-sxm")), megatron.stages[0]) == 0.0
+
+
+@pytest.mark.slow
+def test_olmo_core_13b_row():
+    from reports.published_runs import other_runs_data, train_setup
+
+    data = other_runs_data()
+    run = next(r for r in data["runs"] if r["id"] == "olmo-core olmo2-13b bf16 8xh100")
+    estimate, hardware, options = train_setup(run, data["sources"]["olmo-core"])
+    timer = step_time(estimate, hardware, time_model="kernels", **options)
+    assert estimate.layout.microbatches == 256
+    assert copy_bytes(estimate, estimate.stages[0]) == {
+        "copy_out_read": 52_809_574_400, "copy_out_written": 52_809_574_400,
+        "chunk_cat_read": 27_432_396_800, "chunk_cat_written": 54_864_793_600}
+    step = timer.step()
+    assert step["fsdp_copy_seconds"] == pytest.approx(256 * 187_916_339_200 / timer.bytes_per_s, rel=1e-12)
+    root, layer = 1_027_609_600, 317_214_720
+    edge = timer.collective("dp", "all_gather", 2 * (root + layer), 2) \
+        + timer.collective("dp", "reduce_scatter", 4 * (root + layer), 2)
+    assert edge_seconds(timer, estimate.stages[0]) == pytest.approx(edge, rel=1e-9)
+    assert step["exposed_communication_seconds"]["dp"] == pytest.approx(256 * edge, rel=1e-9)
 
 
 def test_no_copies_outside_fsdp2():
