@@ -9,8 +9,8 @@ validate/distributed/fsdp_copies.py):
   tensor, so each gather reads and writes its whole output (the all-gather payload) once more;
 - reduce-scatter copy-in: foreach_reduce (_fsdp_collectives.py) runs foreach_reduce_scatter_copy_in
   (fsdp.chunk_cat) before `with device_handle.stream(reduce_scatter_stream)`, on the current
-  stream: it reads the unit's unsharded gradients (the rank's parameters, in the parameters'
-  compute dtype) and writes the reduce-scatter input, padded, in reduce_dtype (the payload; the
+  stream: it reads the unit's unsharded gradients (the rank's parameters whose gradients are
+  reduce-scattered, in the parameters' compute dtype) and writes the reduce-scatter input, padded, in reduce_dtype (the payload; the
   fp32 upcast of bf16 gradients is this write);
 - not on the compute stream: the all-gather copy-in (fsdp.all_gather_copy_in, on the all-gather
   copy-in stream, of the rank's shard only), the gradient divisions (none for fp32 or bf16
@@ -39,7 +39,11 @@ def copy_bytes(estimate: Any, stage: Any) -> dict[str, int]:
     communication = estimate.communication(stage)
     gathered = sum(communication.get(group, {}).get("all_gather", 0) for group in GROUPS) // m
     scattered = sum(communication.get(group, {}).get("reduce_scatter", 0) for group in GROUPS) // m
-    gradients = estimate.workload.bytes_per_element * estimate.on_stage(stage, "params")
+    # the gradients reduce-scattered: the routed experts' only where their own group (edp) shards them
+    params = estimate.on_stage(stage, "params")
+    if layout.ep > 1 and not communication.get("edp", {}).get("reduce_scatter"):
+        params -= estimate.on_stage(stage, "expert_params")
+    gradients = estimate.workload.bytes_per_element * params
     return {"copy_out_read": gathered, "copy_out_written": gathered,
             "chunk_cat_read": gradients, "chunk_cat_written": scattered}
 
