@@ -70,11 +70,12 @@ def edge_seconds(step_time: Any, stage: Any) -> float:
     device), so each micro-batch's reduce-scatters and the next one's first all-gathers run back
     to back with the compute stream waiting. The last layer's all-gather in the backward is not
     among them: the root's pre-backward prefetches it (_backward_prefetch) under the head's
-    backward."""
+    backward. The plain loop's only (pp 1): under a pipeline schedule torch.distributed.pipelining
+    drives the units' gradient sync and resharding itself (not read here)."""
     estimate = step_time.estimate
     layout = estimate.layout
     communication = estimate.communication(stage).get("dp", {})
-    if estimate.framework.sharding != "per_tensor" or "reduce_scatter" not in communication:
+    if estimate.framework.sharding != "per_tensor" or "reduce_scatter" not in communication or layout.pp > 1:
         return 0.0
     runs = estimate.layer_runs(stage)
     layers = sum(runs.values())
