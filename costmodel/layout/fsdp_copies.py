@@ -18,7 +18,11 @@ validate/distributed/fsdp_copies.py):
   post-divide run on the reduce-scatter stream) and the sharded gradient's accumulation (on the
   reduce-scatter stream, of the shard).
 The two copies run between the unit's kernels on the compute stream, so each micro-batch pays
-them in full, at the memory-bound rate. Flat sharding (DeepSpeed's ZeRO-3, Megatron-FSDP) copies
+them in full, at the memory-bound rate. The plain loop's only (pp 1): under a pipeline schedule
+torch.distributed.pipelining drives the units (torch 2.13 pipelining/stage.py: every micro-batch's
+backward with set_reshard_after_backward(False) and set_requires_gradient_sync(False), then one
+perform_reduce_grad a step), so its copies are not the micro-batches' (nor, there, are the
+per-micro-batch reduce-scatters layout/communication.py charges: left as they are). Flat sharding (DeepSpeed's ZeRO-3, Megatron-FSDP) copies
 otherwise: not this rule.
 """
 
@@ -33,7 +37,8 @@ def copy_bytes(estimate: Any, stage: Any) -> dict[str, int]:
     """Bytes one micro-batch's FSDP2 copies read and write on the compute stream of a rank of
     `stage` (empty where the layout runs no FSDP2 units over a shard group of more than one rank)."""
     layout = estimate.layout
-    if estimate.framework.sharding != "per_tensor" or not layout.reduces_gradients or layout.shard_ranks == 1:
+    if estimate.framework.sharding != "per_tensor" or not layout.reduces_gradients or layout.shard_ranks == 1 \
+            or layout.pp > 1:
         return {}
     m = layout.microbatches
     communication = estimate.communication(stage)
@@ -70,8 +75,7 @@ def edge_seconds(step_time: Any, stage: Any) -> float:
     device), so each micro-batch's reduce-scatters and the next one's first all-gathers run back
     to back with the compute stream waiting. The last layer's all-gather in the backward is not
     among them: the root's pre-backward prefetches it (_backward_prefetch) under the head's
-    backward. The plain loop's only (pp 1): under a pipeline schedule torch.distributed.pipelining
-    drives the units' gradient sync and resharding itself (not read here)."""
+    backward. The plain loop's only (pp 1), as copy_bytes."""
     estimate = step_time.estimate
     layout = estimate.layout
     communication = estimate.communication(stage).get("dp", {})
