@@ -188,8 +188,9 @@ def test_llm_foundrys_mpt_runs_time_their_attention_as_flash_attention_v1():
         return timer.attention_seconds(call) + timer.attention_seconds(call, backward=True)
     extra = v1.step()["seconds"] - v2.step()["seconds"]
     assert extra == pytest.approx(32 * (layer("flash1") - layer("flash2")), rel=1e-6)
-    # 13,630 -> 11,679 tokens/s a GPU (0.151, 13,808 -> 11,994, before attention took the sustained clock)
-    assert extra / v2.step()["seconds"] == pytest.approx(0.167, abs=0.005)
+    # 12,983 -> 11,198 tokens/s a GPU since FSDP2's copies and edges (0.167, 13,630 -> 11,679, before
+    # them; 0.151, 13,808 -> 11,994, before attention took the sustained clock)
+    assert extra / v2.step()["seconds"] == pytest.approx(0.159, abs=0.005)
 
 
 def test_the_added_models_have_their_sources_parameter_counts():

@@ -101,4 +101,5 @@ def test_two_rtx_4090s_in_one_box_share_pcie_not_ethernet(capsys):
     assert round(decode["prefill"]["tp_all_reduce_seconds"], 8) == 0.01131461  # was 0.122 over Ethernet
     train = run_json(["simulate", "--model", "llama3-8b", "--hardware", "rtx-4090", "--train", "--dp", "2",
                       "--seq-len", "2048", "--framework", "fsdp2", "--recompute", "full"], capsys)
-    assert train["step"]["exposed_communication_seconds"]["dp"] == 0.0  # was 12.3 s
+    # was 12.3 s; 0 until FSDP2's edges (the root's and first layer's collectives) were exposed, session 28
+    assert round(train["step"]["exposed_communication_seconds"]["dp"], 8) == 0.14872624

@@ -17,7 +17,8 @@ The overlap model (stated conventions, not measurements; each settable with Over
   is exposed;
 - FSDP2 and ZeRO-3 gather and scatter each micro-batch while it computes (prefetch): only what
   exceeds its compute is exposed; FSDP2's one call per unit (ParallelEstimate.data_parallel_calls),
-  each paying its latency;
+  each paying its latency, the root's and first layer's exposed, and its copy-out and reduce-scatter
+  copy-in on the compute stream, each micro-batch, memory-bound (layout/fsdp_copies.py);
 - the pipeline bubble is Layout.bubble() micro-batches of the slowest stage ((p - 1)/v for
   GPipe, 1F1B and interleaving; a third of 1F1B's for ZB-H1 and DualPipeV, a sixth for ZB-V);
   under Overlap.ep those micro-batches run alone (the combined 1F1B's warm-up and cool-down), their
@@ -65,6 +66,7 @@ from ..model_flops import check_convention
 from ..quantization import runs_w8a8, w8a8_peak
 from ..spec import RECOMPUTED_LAYERS
 from .fp8 import FP8_PARAM_BYTES, RECIPES
+from .fsdp_copies import copy_seconds, edge_seconds
 from .overlap import Overlap, check_ep_overlap  # noqa: F401 (Overlap: callers import it from here)
 from .rank import ParallelEstimate, Stage
 
@@ -178,8 +180,7 @@ class StepTime:
 
     @cached_property
     def part_seconds(self) -> dict[str, tuple[float, int]]:
-        """Per part (one run of its leaves): the roofline seconds of their kernels and how many
-        of them run any op (what the per-block overhead is paid for)."""
+        """Per part (one run of its leaves): its kernels' roofline seconds, and how many run an op (overhead)."""
         estimate, numbers = self.estimate, self.estimate.numbers
         out: dict[str, tuple[float, int]] = {}
         self.attention_seconds: dict[str, float] = {}
@@ -236,8 +237,7 @@ class StepTime:
         return runs
 
     def tensor_parallel(self, stage: Stage) -> tuple[float, float]:
-        """Seconds of one micro-batch's tensor-parallel collectives, and of the step's once-per-step
-        ones (the norms' gradients under SP)."""
+        """Seconds of a micro-batch's tensor-parallel collectives, and of the step's (SP's norm gradients)."""
         per_microbatch = per_step = 0.0
         collectives = self.estimate.tensor_parallel_collectives(stage) + self.estimate.recomputed_collectives(stage)
         for kind, calls, payload in collectives:
@@ -293,6 +293,7 @@ class StepTime:
                 "amax": amax, "host": 0.0,  # the host's exposed time (KernelStepTime's MoE host syncs)
                 "pp_step": self.tied_embedding(stage), "accumulation": self.gradient_accumulation(stage),
                 "accumulation_microbatch": self.microbatch_accumulation(stage),
+                "fsdp_copies": copy_seconds(self.estimate, stage, self.bytes_per_s),
                 # what runs hidden under this micro-batch's compute, and under the step's; the compute
                 # beside it runs slower (Overlap.slowdown: the collectives' kernels hold SMs)
                 "hidden": hidden, "hidden_step": self.overlap.tp * tp_step,
@@ -300,8 +301,7 @@ class StepTime:
                 "contention": self.overlap.contention(hidden if layout.schedule == "dualpipev" else hidden - hidden_ep)}
 
     def ep_paired_hidden(self, stage: Stage, all_to_all: float) -> tuple[float, float]:
-        """The all-to-all seconds one paired step of the combined 1F1B hides, and the compute beside
-        its exchanges (layout/ep_paired.py paired_hidden)."""
+        """All-to-all seconds a paired step of the combined 1F1B hides, and the compute beside (paired_hidden)."""
         from .ep_paired import paired_hidden
 
         return paired_hidden(self, stage, all_to_all)
@@ -321,8 +321,7 @@ class StepTime:
         return sends + gathers
 
     def pipeline_parts(self, stage: Stage) -> tuple[float, float]:
-        """pipeline()'s two terms, seconds a micro-batch: (the sends, the scatter/gather
-        all-gathers)."""
+        """pipeline()'s two terms, seconds a micro-batch: (the sends, the scatter/gather all-gathers)."""
         crossings, sent, gathered = self.estimate.pipeline_exchange(stage)
         if not crossings:
             return 0.0, 0.0
@@ -338,9 +337,7 @@ class StepTime:
         last stage (exposed: Megatron-LM runs it after the backward, before the optimizer)."""
         return self.collective("pp", "all_reduce", self.estimate.tied_embedding_gradient(stage))
 
-    def rank_params(self, stage: Stage) -> int:
-        """The parameters a rank of the stage holds: the stage's share and its copy of a tied
-        embedding."""
+    def rank_params(self, stage: Stage) -> int:  # the stage's share and its copy of a tied embedding
         return self.estimate.on_stage(stage, "params") + self.estimate.tied_copy(stage)
 
     def gradient_accumulation(self, stage: Stage) -> float:
@@ -390,7 +387,8 @@ class StepTime:
             # one call per FSDP2 unit (layer, root) and micro-batch (data_parallel_calls)
             each = sum(self.collective(group, kind, value / m, self.estimate.data_parallel_calls(stage, group, kind))
                        for group, kind, value in groups)
-            exposed = max(0.0, each - compute) if self.overlap.prefetch else each
+            edge = min(each, edge_seconds(self, stage)) if self.overlap.prefetch else 0.0  # FSDP2's first units
+            exposed = edge + max(0.0, each - edge - compute) if self.overlap.prefetch else each
             # once a step: the gradient shard's reduce-scatter after the last micro-batch's backward and
             # the weights' all-gather before the first forward, each beside one micro-batch's own
             # collectives under its compute
@@ -542,7 +540,8 @@ class StepTime:
         # or an inner one (it sends both ways): one of each kind stands for the rest.
         ranks = sorted({0, min(1, p - 1), p - 1})
         stages = [(estimate.stages[r], self.stage(estimate.stages[r])) for r in ranks]
-        parts = ("compute", "tp", "ep", "cp", "pp", "amax", "contention", "accumulation_microbatch", "host")
+        parts = ("compute", "tp", "ep", "cp", "pp", "amax", "contention", "accumulation_microbatch", "host",
+                 "fsdp_copies")
         slowest_stage, slowest = max(stages, key=lambda item: sum(item[1][k] for k in parts))
         per_microbatch = sum(slowest[k] for k in parts)
         # The bubble's passes are the pipeline's fill and drain: under the combined 1F1B (Overlap.ep)
@@ -587,6 +586,7 @@ class StepTime:
             "gradient_accumulation_seconds": accumulation + m * slowest["accumulation_microbatch"],
             "autocast_seconds": casts,
             **({"host_sync_seconds": m * slowest["host"]} if slowest["host"] else {}),
+            **({"fsdp_copy_seconds": m * slowest["fsdp_copies"]} if slowest["fsdp_copies"] else {}),
             "hidden_communication_seconds": hidden,
             "overlap_contention_seconds": contention,
             "bubble_fraction": layout.bubble() / m,
