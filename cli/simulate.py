@@ -189,7 +189,7 @@ def refuse_other_mode(ctx: click.Context, train: bool) -> None:
               "the GPU's gap between kernels, the hardware's graph_kernel_s). Alone or `on`, as serve's and "
               "plan's `--cuda-graphs on`; auto (Hugging Face generate's) and off: eager.")
 @click.option("--cuda-graph-scope", "graph_scopes", multiple=True,
-              type=click.Choice(("attn", "moe_router", "moe_preprocess", "mamba", "full_iteration")),
+              type=click.Choice(spec.CUDA_GRAPH_SCOPES),
               help="Training with a layout, --framework megatron: what Megatron-Core captures in CUDA graphs (its "
               "cuda_graph_scope; repeatable). The kernel model prices each MoE layer's device-to-host sync (the "
               "host's calls against the GPU's work, a captured scope one replay); full_iteration: none. Default: "

@@ -280,6 +280,12 @@ FP8_AUTOCASTS = Choices({
 OFFLOADS = Choices({"none": "", "optimizer": "ZeRO-Offload, --zero 1-3", "params": "ZeRO-Infinity, --zero 3"})
 OFFLOAD_DEVICES = Choices({"cpu": "", "nvme": "needs --zero 3"})
 
+#: Megatron-Core's cuda_graph_scope values (simulate --train --cuda-graph-scope; layout/host_syncs.py
+#: counts the MoE layers' host syncs a captured scope replays instead of issuing).
+CUDA_GRAPH_SCOPES = Choices({"attn": "the attention block", "moe_router": "the MoE router",
+                             "moe_preprocess": "the MoE dispatch's preprocess", "mamba": "the Mamba mixer",
+                             "full_iteration": "the whole step: no host sync"})
+
 # ---------------------------------------------------------------------------------------------
 # fine-tuning (costmodel/finetune.py)
 

@@ -37,11 +37,12 @@ from typing import Any
 
 from ..config import ConfigError
 from ..kernel_rates import kernel_facts
+from ..spec import CUDA_GRAPH_SCOPES
 
 #: The layer kinds (ModelConfig.layer_kind_at) whose layers are one block, not attention + MLP.
 _ONE_BLOCK = {"mamba": ("mamba",), "moe": ("moe",), "attention": ("attention",), "dense": ("attention", "dense_mlp")}
 #: CUDA graph scopes (Megatron-Core cuda_graph_scope) this count knows; full_iteration syncs nowhere.
-GRAPH_SCOPES = ("attn", "moe_router", "moe_preprocess", "mamba", "full_iteration")
+GRAPH_SCOPES = CUDA_GRAPH_SCOPES
 
 
 def host_facts() -> dict[str, Any]:
