@@ -91,7 +91,10 @@ def finetune(model, config, method, rank, alpha, targets, adapter_dtype, optimiz
             require_attention(hardware, attention)  # a typed flash on a T4: one line
             data["fit"] = {"hardware": hardware.name, **finetune_verdict(cfg, workload, tune, hardware.training_memory_bytes,
                                                                          flash=runs_flash(hardware))}
-            data["time"] = _step_time(cfg, workload, tune, hardware, tokens, price)
+            if data["fit"]["fits"]:
+                data["time"] = _step_time(cfg, workload, tune, hardware, tokens, price)
+            elif tokens is not None:  # a step that does not fit runs no epoch: time one of the changes
+                data["time"] = {"not_timed": f"the step does not fit on one {hardware.name}; time a change that fits"}
             if pinned:  # sized under the modelled eager, which a shorter --seq-len alone would not pick
                 for option in data["fit"].get("options", []):
                     option["change"] += " --attention eager"
@@ -124,7 +127,12 @@ def _step_time(cfg, workload, tune, hardware, tokens: int | None, price: float |
         raise InputError("--price needs --tokens and must not be negative." if tokens is None or price < 0 else "")
     if tokens is not None and tokens <= 0:
         raise InputError(f"--tokens must be positive, got {tokens}.")
-    step = lora_step(cfg, workload, tune, hardware)
+    try:
+        step = lora_step(cfg, workload, tune, hardware)
+    except ConfigError as error:  # asked for a run's time: one line; else the memory stands, with the reason
+        if tokens is not None:
+            raise InputError(f"--tokens: {error}") from None
+        return {"not_timed": str(error)}
     out = {"step_seconds": step["seconds"], "tokens_per_step": step["tokens"], "parts": step["parts"],
            "gemm_flops": step["gemm_flops"], "dequant_bytes": step["dequant_bytes"], "counted": step["counted"]}
     if tokens is not None:

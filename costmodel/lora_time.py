@@ -93,7 +93,7 @@ def lora_step(cfg: ModelConfig, workload: Workload, tune: Any, hardware: Hardwar
 
     from .evaluate import values
     from .finetune import model_adapter_tensors, optimizer_state_bytes
-    from .kernel_time import (Gemm, KernelTimer, Pointwise, _number, check_kernel_model, kernels_seconds,
+    from .kernel_time import (Gemm, KernelTimer, Pointwise, check_kernel_model, kernels_seconds,
                               leaf_kernels, rerun_kernels)
     from .blocks.optimizer import OptimizerStep
     from .tree import CostModel, profile_for
@@ -112,7 +112,7 @@ def lora_step(cfg: ModelConfig, workload: Workload, tune: Any, hardware: Hardwar
     for leaf in model.leaves:
         if isinstance(leaf.block, OptimizerStep):
             continue
-        count = int(_number(leaf.count, subs))
+        count = int(sp.sympify(leaf.count).xreplace(subs))
         kernels = leaf_kernels(leaf, subs, timer.fused_attention)
         if not count or not kernels:
             continue

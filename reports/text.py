@@ -359,7 +359,9 @@ def render_finetune(r: dict[str, Any]) -> str:
                 + ("fits" if f["fits"] else "does NOT fit") + f" in {binary_bytes(f['capacity'])}."]
         if not f["fits"]:
             out += _fit_options(f, 30, "No single change, nor QLoRA with full recomputation, makes it fit.")
-    if "time" in r:
+    if "time" in r and "not_timed" in r["time"]:
+        out += ["", f"Step time: not timed ({r['time']['not_timed']})"]
+    elif "time" in r:
         t = r["time"]
         p = t["parts"]
         out += ["", f"Step time on one {r['fit']['hardware']} (kernel-level model): {t['step_seconds']:.3f} s for "
