@@ -98,3 +98,15 @@ def test_finetune_prints_time_and_price(capsys):
 def test_finetune_tokens_need_hardware(capsys):
     assert cli.main(["finetune", "--model", "llama3-8b", "--tokens", "10M"]) == 2
     assert "--tokens: needs --hardware" in capsys.readouterr().err
+
+
+def test_moe_step_is_not_timed_but_keeps_its_memory(capsys):
+    """Mixtral's router and grouped experts are kernels the LoRA timing does not build: the memory
+    answer stands with the reason, and asking for a run's time is one error line."""
+    assert cli.main(["finetune", "--model", "mixtral-8x7b", "--method", "qlora", "--hardware", "h200", "-n", "1024",
+                     "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["fit"]["fits"] and "decoder.layer.ffn.router" in data["time"]["not_timed"]
+    assert cli.main(["finetune", "--model", "mixtral-8x7b", "--method", "qlora", "--hardware", "h200", "-n", "1024",
+                     "--tokens", "1M"]) == 2
+    assert capsys.readouterr().err.startswith("error: --tokens: LoRA step time: decoder.layer.ffn.router")
