@@ -91,6 +91,7 @@ def lora_step(cfg: ModelConfig, workload: Workload, tune: Any, hardware: Hardwar
     (the module text says what runs)."""
     import sympy as sp
 
+    from .eager_ops import eager_training_implementation, training_bytes
     from .evaluate import values
     from .finetune import model_adapter_tensors, optimizer_state_bytes
     from .kernel_time import (Gemm, KernelTimer, Pointwise, check_kernel_model, kernels_seconds,
@@ -103,6 +104,7 @@ def lora_step(cfg: ModelConfig, workload: Workload, tune: Any, hardware: Hardwar
     model = CostModel(cfg, profile_for(cfg, base))
     subs = {k: sp.Integer(v) for k, v in values(cfg, base).items()}
     timer = KernelTimer(hardware, base.dtype, base.attention, sustained=True)
+    eager = training_bytes(eager_training_implementation(cfg, base))  # the measured eager step's bytes
     adapter_timer = KernelTimer(hardware, tune.adapter_dtype, base.attention, sustained=True)
     nf4 = dataclasses.replace(base, weight_dtype="nf4", double_quant=True) if tune.method == "qlora" else None
     parts = {"base_forward": 0.0, "base_backward": 0.0, "rerun": 0.0, "adapters": 0.0, "dequant": 0.0,
@@ -113,7 +115,7 @@ def lora_step(cfg: ModelConfig, workload: Workload, tune: Any, hardware: Hardwar
         if isinstance(leaf.block, OptimizerStep):
             continue
         count = int(sp.sympify(leaf.count).xreplace(subs))
-        kernels = leaf_kernels(leaf, subs, timer.fused_attention)
+        kernels = leaf_kernels(leaf, subs, timer.fused_attention, eager=eager)
         if not count or not kernels:
             continue
         if any(type(k).__name__ not in ("Gemm", "Pointwise", "AttentionCall") for k in kernels):
@@ -123,7 +125,7 @@ def lora_step(cfg: ModelConfig, workload: Workload, tune: Any, hardware: Hardwar
         forward = kernels_seconds(kernels, timer)
         backward = kernels_seconds(kernels, timer, training=True) - forward
         backward -= sum(timer.gemm_seconds(Gemm(k.k, k.n, k.m, k.count)) for k in frozen)  # no dW
-        reruns = rerun_kernels(leaf, kernels, subs, timer.fused_attention)
+        reruns = rerun_kernels(leaf, kernels, subs, timer.fused_attention, eager=eager)
         parts["base_forward"] += count * forward
         parts["base_backward"] += count * backward
         parts["rerun"] += count * kernels_seconds(reruns, timer)
