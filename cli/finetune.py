@@ -134,7 +134,8 @@ def _step_time(cfg, workload, tune, hardware, tokens: int | None, price: float |
             raise InputError(f"--tokens: {error}") from None
         return {"not_timed": str(error)}
     out = {"step_seconds": step["seconds"], "tokens_per_step": step["tokens"], "parts": step["parts"],
-           "gemm_flops": step["gemm_flops"], "dequant_bytes": step["dequant_bytes"], "counted": step["counted"]}
+           "gemm_flops": step["gemm_flops"], "dequant_bytes": step["dequant_bytes"],
+           "skipped_weight_gradient_seconds": step["skipped_weight_gradient_seconds"], "counted": step["counted"]}
     if tokens is not None:
         steps = math.ceil(tokens / step["tokens"])
         seconds = steps * step["seconds"]

@@ -18,6 +18,8 @@ What runs, from peft's LoRA Linear and bitsandbytes' Linear4bit:
                 (dequantize_4bit reads the stored data and absmax, blocks.quantized_bytes, and writes
                 e bytes a weight): a memory-bound kernel each, dequant_bytes. The LM head and the
                 embedding stay unquantized.
+Each leaf pays full training's launch overhead per pass; the host-bound rule of an eager step
+(kernel_time.host_bound_seconds) is not applied: a LoRA step's op count is not measured.
 Not counted: peft's dtype casts of x to the adapters' dtype and of their output back, and the
 frozen norms' skipped weight gradients (memory-bound, small against the GEMMs). Dense decoders
 only (grouped expert GEMMs are refused).
@@ -36,7 +38,7 @@ COUNTED = ("counted: the frozen base's forward and input-gradient GEMMs (no weig
            "weight), the adapters' GEMMs forward and backward with their weight gradients, attention and the "
            "memory-bound kernels as full training runs them, recomputation's reruns, one fused optimizer pass over "
            "the adapters{nf4}; not counted: peft's casts to and from the adapters' dtype, the frozen norms' "
-           "skipped weight gradients")
+           "skipped weight gradients, the host's op time of an eager step (not measured for LoRA)")
 NF4_COUNTED = ", and QLoRA's nf4 dequantization before each forward, backward and rerun use of a base matrix"
 
 
@@ -110,7 +112,7 @@ def lora_step(cfg: ModelConfig, workload: Workload, tune: Any, hardware: Hardwar
     parts = {"base_forward": 0.0, "base_backward": 0.0, "rerun": 0.0, "adapters": 0.0, "dequant": 0.0,
              "optimizer": 0.0, "launches": 0.0}
     flops = {"base": 0, "adapters": 0}
-    moved = 0
+    moved, removed = 0, 0.0
     for leaf in model.leaves:
         if isinstance(leaf.block, OptimizerStep):
             continue
@@ -124,7 +126,9 @@ def lora_step(cfg: ModelConfig, workload: Workload, tune: Any, hardware: Hardwar
         frozen = [k for k in kernels if _weight_gemm(leaf, k)]
         forward = kernels_seconds(kernels, timer)
         backward = kernels_seconds(kernels, timer, training=True) - forward
-        backward -= sum(timer.gemm_seconds(Gemm(k.k, k.n, k.m, k.count)) for k in frozen)  # no dW
+        skipped = sum(timer.gemm_seconds(Gemm(k.k, k.n, k.m, k.count)) for k in frozen)  # no dW
+        backward -= skipped
+        removed += count * skipped
         reruns = rerun_kernels(leaf, kernels, subs, timer.fused_attention, eager=eager)
         parts["base_forward"] += count * forward
         parts["base_backward"] += count * backward
@@ -148,4 +152,5 @@ def lora_step(cfg: ModelConfig, workload: Workload, tune: Any, hardware: Hardwar
         parts["optimizer"] = timer.pointwise_seconds(Pointwise(traffic))
     return {"seconds": sum(parts.values()), "parts": parts, "tokens": tokens, "gemm_flops": flops,
             "dequant_bytes": moved, "adapter_params": params,
+            "skipped_weight_gradient_seconds": removed,
             "counted": COUNTED.format(nf4=NF4_COUNTED if nf4 is not None else "")}

@@ -368,7 +368,8 @@ def render_finetune(r: dict[str, Any]) -> str:
                 f"{t['tokens_per_step']:,} tokens ({t['tokens_per_step'] / t['step_seconds']:,.0f} tokens/s); base forward "
                 f"{p['base_forward']:.3f} s, backward {p['base_backward']:.3f} s, rerun {p['rerun']:.3f} s, adapters "
                 f"{p['adapters']:.3f} s, dequant {p['dequant']:.3f} s, optimizer {p['optimizer']:.4f} s, launches "
-                f"{p['launches']:.3f} s"]
+                f"{p['launches']:.3f} s; the frozen weights skip {t['skipped_weight_gradient_seconds']:.3f} s of "
+                "weight-gradient GEMMs full fine-tuning runs"]
         if "steps" in t:
             out.append(f"  {t['tokens']:,.0f} tokens: {t['steps']:,} steps, {t['seconds'] / 3600:,.2f} h, "
                        f"{t['gpu_hours']:,.2f} GPU-hours" + (f", ${t['dollars']:,.2f} at ${t['price_per_gpu_hour']:g}/GPU-hour"

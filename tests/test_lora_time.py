@@ -110,3 +110,19 @@ def test_moe_step_is_not_timed_but_keeps_its_memory(capsys):
     assert cli.main(["finetune", "--model", "mixtral-8x7b", "--method", "qlora", "--hardware", "h200", "-n", "1024",
                      "--tokens", "1M"]) == 2
     assert capsys.readouterr().err.startswith("error: --tokens: LoRA step time: decoder.layer.ffn.router")
+
+
+def test_same_kernel_model_as_full_training(capsys):
+    """The frozen base's kernels are full training's: with the skipped weight-gradient GEMMs added
+    back, the base's forward, backward, reruns and launches are `simulate --train --time-model
+    kernels`'s compute for the same step (Llama 3 8B, 4 x 2,048, sdpa, full recomputation, H100)."""
+    cfg = load_preset("llama3-8b")
+    workload = Workload(seq_len=2048, batch=4, dtype="bf16", attention="sdpa", recompute="full")
+    step = lora_step(cfg, workload, FineTune(), load_hardware("h100"))
+    p = step["parts"]
+    assert cli.main(["simulate", "--train", "--model", "llama3-8b", "--hardware", "h100", "-n", "2048", "-b", "4",
+                     "--recompute", "full", "--time-model", "kernels", "--attention", "sdpa", "--dp", "1",
+                     "--json"]) == 0
+    full = json.loads(capsys.readouterr().out)["step"]["compute_seconds"]
+    ours = p["base_forward"] + p["base_backward"] + p["rerun"] + p["launches"] + step["skipped_weight_gradient_seconds"]
+    assert ours == pytest.approx(full, rel=1e-9)
