@@ -153,4 +153,5 @@ def lora_step(cfg: ModelConfig, workload: Workload, tune: Any, hardware: Hardwar
     return {"seconds": sum(parts.values()), "parts": parts, "tokens": tokens, "gemm_flops": flops,
             "dequant_bytes": moved, "adapter_params": params,
             "skipped_weight_gradient_seconds": removed,
-            "counted": COUNTED.format(nf4=NF4_COUNTED if nf4 is not None else "")}
+            "counted": COUNTED.format(nf4=NF4_COUNTED if nf4 is not None else "")
+            + ("; --offload-optimizer: the adapters' update runs on the host, not timed" if tune.offload_optimizer else "")}
