@@ -123,8 +123,10 @@ def _step_time(cfg, workload, tune, hardware, tokens: int | None, price: float |
     GPU-hours and, with --price, dollars."""
     from costmodel.lora_time import lora_step
 
-    if price is not None and (price < 0 or tokens is None):
-        raise InputError("--price needs --tokens and must not be negative." if tokens is None or price < 0 else "")
+    if price is not None and tokens is None:
+        raise InputError("--price: needs --tokens (the run it prices).")
+    if price is not None and not price >= 0:
+        raise InputError(f"--price must not be negative, got {price}.")
     if tokens is not None and tokens <= 0:
         raise InputError(f"--tokens must be positive, got {tokens}.")
     try:

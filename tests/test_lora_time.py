@@ -126,3 +126,13 @@ def test_same_kernel_model_as_full_training(capsys):
     full = json.loads(capsys.readouterr().out)["step"]["compute_seconds"]
     ours = p["base_forward"] + p["base_backward"] + p["rerun"] + p["launches"] + step["skipped_weight_gradient_seconds"]
     assert ours == pytest.approx(full, rel=1e-9)
+
+
+def test_price_and_tokens_bad_input_is_one_line(capsys):
+    base = ["finetune", "--model", "llama3-8b", "--hardware", "h100"]
+    for extra, start in ((["--price", "2"], "error: --price: needs --tokens"),
+                         (["--tokens", "1M", "--price", "-2"], "error: --price must not be negative"),
+                         (["--tokens", "0"], "error: --tokens must be positive")):
+        assert cli.main(base + extra) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(start) and len(err.strip().splitlines()) == 1
