@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import math
 
 import click
 
@@ -19,10 +20,8 @@ TARGETS_HELP = ("Linear layers that get adapters, comma-separated, by their modu
                 f"or all-linear (default: peft's, {','.join(spec.DEFAULT_LORA_TARGETS)} query_key_value or qkv_proj).")
 
 
-#: What finetune does not answer, and what does: its step's time (no measured rate of a LoRA step,
-#: whose frozen weights skip their weight gradients, nor of QLoRA's dequantization) and more GPUs.
-NOT_TIMED = ("finetune sizes a LoRA/QLoRA step's memory; its time is not modelled (a frozen weight's skipped "
-             "weight gradient and QLoRA's nf4 dequantization have no measured rate here). `simulate --train "
+#: What finetune does not answer without --hardware (its step's time and price), and more GPUs.
+NOT_TIMED = ("needs --hardware: the step is timed on a GPU's kernels (costmodel/lora_time.py). `simulate --train "
              "--tokens N --price P` times and prices full fine-tuning, every weight trained.")
 ONE_GPU = ("finetune sizes one GPU's LoRA/QLoRA step (with --offload-optimizer, the host's share); sharding it is "
            "not modelled. `estimate --hardware GPU --gpus N` and `plan` size full training over N GPUs.")
@@ -50,8 +49,8 @@ ONE_GPU = ("finetune sizes one GPU's LoRA/QLoRA step (with --offload-optimizer, 
 @choice_option("--recompute", spec.RECOMPUTES, "full: gradient checkpointing (what QLoRA recipes turn on).",
                spec.DEFAULT_RECOMPUTE)
 @hardware_option(None, "A GPU (see `hardware`): whether the step fits, and what would make it fit.")
-@click.option("--tokens", type=TOKENS, default=None, hidden=True, help="Refused: the error names what times a run.")
-@click.option("--price", type=float, default=None, hidden=True, help="Refused: the error names what prices a run.")
+@click.option("--tokens", type=TOKENS, default=None, help="With --hardware: the tokens of an epoch (or run), timed at the step's time.")
+@click.option("--price", type=float, default=None, help="With --hardware and --tokens: $ per GPU-hour; the run's cost.")
 @click.option("--gpus", type=int, default=None, hidden=True, help="Refused: the error names what sizes more GPUs.")
 @json_option("As JSON on stdout.")
 def finetune(model, config, method, rank, alpha, targets, adapter_dtype, optimizer, offload_optimizer,
@@ -62,7 +61,7 @@ def finetune(model, config, method, rank, alpha, targets, adapter_dtype, optimiz
     from costmodel.finetune import FineTune, family_of, finetune_memory, finetune_verdict, targets_of
 
     for name, value, why in (("--tokens", tokens, NOT_TIMED), ("--price", price, NOT_TIMED), ("--gpus", gpus, ONE_GPU)):
-        if value is not None:  # click's "No such option" named nothing that answers it
+        if value is not None and (name == "--gpus" or hardware_name is None):  # click's "No such option" named nothing that answers it
             raise InputError(f"{name}: {why}")
     cfg = load_model(model, config)
     try:
@@ -92,6 +91,10 @@ def finetune(model, config, method, rank, alpha, targets, adapter_dtype, optimiz
             require_attention(hardware, attention)  # a typed flash on a T4: one line
             data["fit"] = {"hardware": hardware.name, **finetune_verdict(cfg, workload, tune, hardware.training_memory_bytes,
                                                                          flash=runs_flash(hardware))}
+            if data["fit"]["fits"]:
+                data["time"] = _step_time(cfg, workload, tune, hardware, tokens, price)
+            elif tokens is not None:  # a step that does not fit runs no epoch: time one of the changes
+                data["time"] = {"not_timed": f"the step does not fit on one {hardware.name}; time a change that fits"}
             if pinned:  # sized under the modelled eager, which a shorter --seq-len alone would not pick
                 for option in data["fit"].get("options", []):
                     option["change"] += " --attention eager"
@@ -113,6 +116,35 @@ def finetune(model, config, method, rank, alpha, targets, adapter_dtype, optimiz
     from reports.text import render_finetune
 
     click.echo(render_finetune(data))
+
+
+def _step_time(cfg, workload, tune, hardware, tokens: int | None, price: float | None) -> dict:
+    """The step's seconds (costmodel/lora_time.py) and, with --tokens, the run's steps, seconds,
+    GPU-hours and, with --price, dollars."""
+    from costmodel.lora_time import lora_step
+
+    if price is not None and tokens is None:
+        raise InputError("--price: needs --tokens (the run it prices).")
+    if price is not None and not price >= 0:
+        raise InputError(f"--price must not be negative, got {price}.")
+    if tokens is not None and tokens <= 0:
+        raise InputError(f"--tokens must be positive, got {tokens}.")
+    try:
+        step = lora_step(cfg, workload, tune, hardware)
+    except ConfigError as error:  # asked for a run's time: one line; else the memory stands, with the reason
+        if tokens is not None:
+            raise InputError(f"--tokens: {error}") from None
+        return {"not_timed": str(error)}
+    out = {"step_seconds": step["seconds"], "tokens_per_step": step["tokens"], "parts": step["parts"],
+           "gemm_flops": step["gemm_flops"], "dequant_bytes": step["dequant_bytes"],
+           "skipped_weight_gradient_seconds": step["skipped_weight_gradient_seconds"], "counted": step["counted"]}
+    if tokens is not None:
+        steps = math.ceil(tokens / step["tokens"])
+        seconds = steps * step["seconds"]
+        out |= {"tokens": tokens, "steps": steps, "seconds": seconds, "gpu_hours": seconds / 3600}
+        if price is not None:
+            out |= {"price_per_gpu_hour": price, "dollars": seconds / 3600 * price}
+    return out
 
 
 def _default_attention(cfg, seq_len: int | None, **options) -> tuple[str, str | None, bool]:

@@ -359,4 +359,20 @@ def render_finetune(r: dict[str, Any]) -> str:
                 + ("fits" if f["fits"] else "does NOT fit") + f" in {binary_bytes(f['capacity'])}."]
         if not f["fits"]:
             out += _fit_options(f, 30, "No single change, nor QLoRA with full recomputation, makes it fit.")
+    if "time" in r and "not_timed" in r["time"]:
+        out += ["", f"Step time: not timed ({r['time']['not_timed']})"]
+    elif "time" in r:
+        t = r["time"]
+        p = t["parts"]
+        out += ["", f"Step time on one {r['fit']['hardware']} (kernel-level model): {t['step_seconds']:.3f} s for "
+                f"{t['tokens_per_step']:,} tokens ({t['tokens_per_step'] / t['step_seconds']:,.0f} tokens/s); base forward "
+                f"{p['base_forward']:.3f} s, backward {p['base_backward']:.3f} s, rerun {p['rerun']:.3f} s, adapters "
+                f"{p['adapters']:.3f} s, dequant {p['dequant']:.3f} s, optimizer {p['optimizer']:.4f} s, launches "
+                f"{p['launches']:.3f} s; the frozen weights skip {t['skipped_weight_gradient_seconds']:.3f} s of "
+                "weight-gradient GEMMs full fine-tuning runs"]
+        if "steps" in t:
+            out.append(f"  {t['tokens']:,.0f} tokens: {t['steps']:,} steps, {t['seconds'] / 3600:,.2f} h, "
+                       f"{t['gpu_hours']:,.2f} GPU-hours" + (f", ${t['dollars']:,.2f} at ${t['price_per_gpu_hour']:g}/GPU-hour"
+                                                           if "dollars" in t else ""))
+        out.append(f"  note: {t['counted']}.")
     return "\n".join(out)

@@ -155,7 +155,7 @@ def test_finetune_names_what_it_does_not_answer(capsys):
     """`finetune --tokens 1e8` (or --price, --gpus) said click's "No such option": a user asking for
     a fine-tune's hours, dollars or GPUs learnt nothing of where they are, or are not, modelled."""
     line = one_error_line(["finetune", "--model", "llama3-8b", "--method", "qlora", "--tokens", "1e8"], capsys)
-    assert line.startswith("error: --tokens: finetune sizes a LoRA/QLoRA step's memory; its time is not modelled")
+    assert line.startswith("error: --tokens: needs --hardware: the step is timed on a GPU's kernels")
     assert "`simulate --train --tokens N --price P`" in line
     assert one_error_line(["finetune", "--model", "llama3-8b", "--price", "2"], capsys).startswith("error: --price: ")
     assert "`estimate --hardware GPU --gpus N`" in one_error_line(["finetune", "--model", "llama3-8b", "--gpus", "4"],
