@@ -59,3 +59,25 @@ def test_the_lowering_equals_torchs():
             theirs = [sum(1 for a in lowered if a is not None and a.computation_type == schedules.UNSHARD
                           and a.stage_index == s * pp + rank) for s in range(local)]
             assert unshards(interleaved_order(pp, local, m, rank), local) == theirs
+
+
+@pytest.mark.slow
+def test_torchs_pipelining_issues_them():
+    """validate/distributed/fsdp_pipeline.py on 4 gloo ranks (pp 2 x dp 2, 2 units a local stage, 4
+    micro-batches): Schedule1F1B gathers and reduce-scatters each unit once a step (2 and 2; the
+    per-micro-batch rule 8 and 8); ScheduleInterleaved1F1B with 4 local stages gathers 2 units x the
+    UNSHARD counts (pp rank 0: 11, pp rank 1: 9) and reduce-scatters 4 x 2 = 8."""
+    import ast
+    import subprocess
+    import sys
+
+    pytest.importorskip("torch.distributed.pipelining")
+    for local, expected in ((1, {0: (2, 2), 1: (2, 2)}), (4, {0: (22, 8), 1: (18, 8)})):
+        run = subprocess.run([sys.executable, "validate/distributed/fsdp_pipeline.py", str(local), "4"],
+                             capture_output=True, text=True, timeout=300, check=True)
+        rows = [ast.literal_eval(line) for line in run.stdout.splitlines() if line.startswith("(")]
+        assert len(rows) == 4
+        for rank, _, _, counts in rows:
+            assert (counts["all_gather_copy_in"], counts["chunk_cat"]) == expected[rank // 2]
+        if local > 1:
+            assert [2 * sum(unshards(interleaved_order(2, local, 4, r), local)) for r in (0, 1)] == [22, 18]

@@ -387,7 +387,9 @@ class RankCommunication:
         """The data-parallel collectives of one step (FSDP2 and ZeRO-3 gather and scatter per
         micro-batch); FSDP2's `padded`: the rank's padded elements of the stage and of its layers,
         where expert parallelism splits them (layout/experts.py fsdp_split); `fp8`: how many of the
-        parameters are FP8 (--fp8-param-gather: gathered at FP8_PARAM_BYTES, layout/fp8.py)."""
+        parameters are FP8 (--fp8-param-gather: gathered at FP8_PARAM_BYTES, layout/fp8.py). FSDP2 under
+        torch's pipelining (layout/fsdp_pipeline.py): its reduce-scatters once a step, and at --zero 2
+        its gathers as often as the pipeline runtime unshards the rank's stages."""
         layout, m, e = self.layout, self.layout.microbatches, self.workload.bytes_per_element
         dp = ranks or layout.shard_ranks
         grad = 4 if self._gradient_dtype == "fp32" else e
