@@ -15,6 +15,7 @@ import math
 from ..spec import RECOMPUTED_LAYERS, RECOMPUTED_PARTS
 from .experts import expert_width
 from .fp8 import FP8_PARAM_BYTES
+from .fsdp_pipeline import gathers, pipelined
 from .parts import LATENT_GATHERS, Stage, uses_loss_parallel
 
 COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter")
@@ -386,15 +387,22 @@ class RankCommunication:
         """The data-parallel collectives of one step (FSDP2 and ZeRO-3 gather and scatter per
         micro-batch); FSDP2's `padded`: the rank's padded elements of the stage and of its layers,
         where expert parallelism splits them (layout/experts.py fsdp_split); `fp8`: how many of the
-        parameters are FP8 (--fp8-param-gather: gathered at FP8_PARAM_BYTES, layout/fp8.py)."""
+        parameters are FP8 (--fp8-param-gather: gathered at FP8_PARAM_BYTES, layout/fp8.py). FSDP2 under
+        torch's pipelining (layout/fsdp_pipeline.py): its reduce-scatters once a step, and at --zero 2
+        its gathers as often as the pipeline runtime unshards the rank's stages."""
         layout, m, e = self.layout, self.layout.microbatches, self.workload.bytes_per_element
         dp = ranks or layout.shard_ranks
         grad = 4 if self._gradient_dtype == "fp32" else e
         if self.framework.sharding == "per_tensor":
             stage_padded, layer_padded = padded or (self.on_stage(stage, "padded"), self.layer_sum(stage, "padded"))
             everything, layers = dp * stage_padded, dp * layer_padded
-            backward = {None: layers, True: everything, False: 0}[
-                False if layout.zero == 2 else layout.reshard_after_forward]
+            reshard = False if layout.zero == 2 else layout.reshard_after_forward
+            backward = {None: layers, True: everything, False: 0}[reshard]
+            if pipelined(layout, self.framework):  # torch's pipeline runtime (layout/fsdp_pipeline.py)
+                local = layout.virtual_stages if layout.schedule == "interleaved" else 1
+                gathered = (e * everything * gathers(layout, stage.rank) // local if reshard is False
+                            else m * e * (everything + backward))
+                return {"all_gather": gathered, "reduce_scatter": grad * everything}
             return {"all_gather": m * e * (everything + backward), "reduce_scatter": m * grad * everything}
         if params is None:
             params = self.on_stage(stage, "params") + self.tied_copy(stage) - exclude

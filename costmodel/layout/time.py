@@ -67,6 +67,7 @@ from ..quantization import runs_w8a8, w8a8_peak
 from ..spec import RECOMPUTED_LAYERS
 from .fp8 import FP8_PARAM_BYTES, RECIPES
 from .fsdp_copies import copy_seconds, edge_seconds
+from .fsdp_pipeline import step_reduce
 from .overlap import Overlap, check_ep_overlap  # noqa: F401 (Overlap: callers import it from here)
 from .rank import ParallelEstimate, Stage
 
@@ -383,20 +384,18 @@ class StepTime:
         groups = [(group, kind, value) for group in ("dp", "dp_replicate", "edp") if group not in once
                   for kind, value in communication.get(group, {}).items()]
         per_microbatch = self.estimate.framework.sharding == "per_tensor" or layout.zero == 3
+        reduced, groups = step_reduce(self, stage, groups)  # FSDP2 under torch's pipelining: once a step
         if per_microbatch:
             # one call per FSDP2 unit (layer, root) and micro-batch (data_parallel_calls)
             each = sum(self.collective(group, kind, value / m, self.estimate.data_parallel_calls(stage, group, kind))
                        for group, kind, value in groups)
             edge = min(each, edge_seconds(self, stage)) if self.overlap.prefetch else 0.0  # FSDP2's first units
             exposed = edge + max(0.0, each - edge - compute) if self.overlap.prefetch else each
-            # once a step: the gradient shard's reduce-scatter after the last micro-batch's backward and
-            # the weights' all-gather before the first forward, each beside one micro-batch's own
-            # collectives under its compute
-            step = sum(self.collective(group, kind, value) for group in once
-                       for kind, value in communication.get(group, {}).items())
-            step_exposed = (max(0.0, each + step - compute) - max(0.0, each - compute)
-                            if self.overlap.prefetch else step)
-            return m * exposed + step_exposed, m * (each - exposed) + step - step_exposed
+            # once a step: the gradient shard's reduce-scatter after the last micro-batch's backward and the
+            # weights' all-gather before the first forward, each beside one micro-batch's own under its compute
+            step = sum(self.collective(group, kind, value) for group in once for kind, value in communication.get(group, {}).items())
+            step_exposed = max(0.0, each + step - compute) - max(0.0, each - compute) if self.overlap.prefetch else step
+            return m * exposed + step_exposed + reduced, m * (each - exposed) + step - step_exposed
         gradients = sum(self.collective(group, kind, value) for group, kind, value in groups
                         if kind in ("all_reduce", "reduce_scatter"))
         parameters = sum(self.collective(group, kind, value) for group, kind, value in groups
