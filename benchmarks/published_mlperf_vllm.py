@@ -19,6 +19,8 @@ Ours: mlperf-style runs on `replicas` = dp replicas of `serve`'s vllm-v0 schedul
 engine, chunked prefill off below a 32k context) or vllm scheduler (0.9.x: V1), the stated budgets, FP8 weights in
 W8A8 GEMMs, a 16-bit KV cache, the dataset's prompts (benchmarks/mlperf_llama2_70b_lengths.json), 294 output
 tokens each. Every choice the submissions leave open is in KRAI_ASSUMED, written before any figure was computed.
+The Server figures are read as LoadGen reads them (loadgen_server_figures: its percentile, per-sample TPOT); a
+second table sets each Server run's own load (Little's law on its summary) beside our step at that load.
 
     python benchmarks/serve_published.py mlperf-vllm
 """
@@ -114,7 +116,8 @@ KRAI_ASSUMED = (
     "0.7.3 as the vllm-v0 scheduler (their default V0 engine; chunked prefill not enabled for a 4,096 context: "
     "prefill-first steps within max_num_batched_tokens; one scheduler step) and 0.9.1 / 0.9.2 as the vllm scheduler "
     "(V1, chunked prefill, prefix caching on: random samples share no prefix blocks); CUDA / HIP graphs as graphs.py "
-    "has each engine's (max_seq_len_to_capture covers every sample); the attention kernel as serve's default for "
+    "has each engine's (max_seq_len_to_capture covers every sample; amended in session 28 to each V0 command's "
+    "stated value, KRAI_CAPTURE_LENS); the attention kernel as serve's default for "
     "the GPU (the FlashInfer system's backend not modelled apart: the same figures as the 0.6.4 system's engine at "
     "its budgets); block size 16 unless the scenario states one (block_size=32: the v5.1 MI300X Offline); the "
     "presets h200 (700 W), h100-sxm and mi300x; dp engines as that many replicas with requests split round-robin "
@@ -140,12 +143,38 @@ KRAI_ASSUMED = (
 KRAI_ATTENTION_BACKENDS = {"xd670_h200_x8_vllm_064": "flash-attn2", "xd670_h200_x8_vllm_073": "flash-attn3",
                            "xd670_h200_x8_vllm_092": "flash-attn3", "xe9680_h100_x8_vllm_092": "flash-attn3"}
 
+# Amended after the figures above were computed (session 28, wt28_krai): each Performance command's
+# max_seq_len_to_capture (the measurement READMEs' text, e.g. xd670_h200_x8_vllm_064 server: "...,max_num_seqs=256,
+# max_seq_len_to_capture=1024,max_num_batched_tokens=16384,..."), where KRAI_ASSUMED had read the engine's default
+# (8,192) as covering every sample. Stated, so not an open choice. vLLM V0 runs a decode step eagerly when its
+# longest sequence passes it (graphs.py vllm_v0_graphs, serve --max-capture-len): passed for the vllm-v0 systems.
+# The V1 systems (0.9.x) state it too, but V1's piecewise graphs leave attention outside the graph, so no context
+# sends a step eager there (graphs.py check_capture_len; serve refuses the option for the vllm scheduler): typed,
+# not passed. The MI300X 2,048s cover every sample (the longest prompt, 1,021, plus 294 outputs: 1,315), as the
+# default did; the Quark command states none.
+KRAI_CAPTURE_LENS = {
+    ("xd670_h200_x8_vllm_064", "offline"): 1024, ("xd670_h200_x8_vllm_064", "server"): 1024,
+    ("xd670_h200_x8_vllm_064_flashinfer", "offline"): 1024, ("xd670_h200_x8_vllm_064_flashinfer", "server"): 1024,
+    ("xd670_h200_x8_vllm_073", "offline"): 1024, ("xd670_h200_x8_vllm_073", "server"): 1024,
+    ("xe9680_mi300x_x8_vllm_064", "offline"): 2048, ("xe9680_mi300x_x8_vllm_064", "server"): 1024,
+    ("xe9680_mi300x_x8_vllm_073", "offline"): 2048, ("xe9680_mi300x_x8_vllm_073", "server"): 2048,
+    ("xd670_h200_x8_vllm_092", "offline"): 1024, ("xd670_h200_x8_vllm_092", "server"): 1024,
+    ("xe9680_h100_x8_vllm_092", "offline"): 1024, ("xe9680_h100_x8_vllm_092", "server"): 1024,
+    ("xe9680_mi300x_x8_vllm_091", "server"): 1024}
+
+
+def capture_len(system: dict, scenario: str) -> dict:
+    """build_replica's max_capture_len for a scenario: the command's max_seq_len_to_capture where it states one and
+    the engine is V0 (vllm-v0), else nothing (the engine's default)."""
+    stated = KRAI_CAPTURE_LENS.get((system["system"], scenario))
+    return {"max_capture_len": stated} if stated is not None and system["engine"] == "vllm-v0" else {}
+
 
 def krai_options(system: dict, scenario: str) -> dict:
     """build_replica's options for one scenario of a system: its engine, tp, the scenario's stated budgets and
     memory fraction (block size and scheduler steps where stated), FP8 weights in W8A8 GEMMs, the KV cache in the
     model dtype (kv_dtype None) unless the system names one, the attention backend its vLLM version selects on an
-    NVIDIA GPU (KRAI_ATTENTION_BACKENDS)."""
+    NVIDIA GPU (KRAI_ATTENTION_BACKENDS), the command's max_seq_len_to_capture on a V0 engine (KRAI_CAPTURE_LENS)."""
     stated = system[scenario]
     return {"scheduler": system["engine"], "tp": system["tp"], "max_num_seqs": stated["max_num_seqs"],
             "max_batched_tokens": stated["max_batched_tokens"],
@@ -153,7 +182,7 @@ def krai_options(system: dict, scenario: str) -> dict:
             "dtype": system["dtype"], "weight_dtype": "fp8", "fp8_gemm": "w8a8", "kv_dtype": system.get("kv_dtype"),
             **({"num_scheduler_steps": stated["num_scheduler_steps"]} if "num_scheduler_steps" in stated else {}),
             **({"attention_backend": KRAI_ATTENTION_BACKENDS[system["system"]]}
-               if system["system"] in KRAI_ATTENTION_BACKENDS else {})}
+               if system["system"] in KRAI_ATTENTION_BACKENDS else {}), **capture_len(system, scenario)}
 
 
 def krai_offline(system: dict, lengths, samples: int = KRAI_SAMPLES) -> float:
@@ -169,15 +198,41 @@ def krai_offline(system: dict, lengths, samples: int = KRAI_SAMPLES) -> float:
 
 
 def krai_server(system: dict, lengths, requests: int = KRAI_SERVER_REQUESTS) -> dict:
-    """Our Server figures at the scheduled rate: completed output tokens/s, p99 TTFT and p99 TPOT (seconds)."""
+    """Our Server figures at the scheduled rate: completed output tokens/s, p99 TTFT and p99 TPOT (seconds), each
+    as LoadGen reports it (loadgen_server_figures)."""
     from benchmarks.serve_published import MLPERF_OUTPUT
     from costmodel.serving.api import serve
 
     run = serve(system["model"], system["hardware"], rate=system["server"]["rate"], requests=requests, prompt=lengths,
                 output=str(MLPERF_OUTPUT), seed=0, replicas=system["replicas"], **krai_options(system, "server"))
-    summary = run.summary()
-    return {"tokens_per_s": summary["throughput"]["output_tokens_per_s"], "p99_ttft_s": summary["ttft"]["p99"],
-            "p99_tpot_s": summary["tpot"]["p99"]}
+    return loadgen_server_figures(run)
+
+
+# LoadGen's Server figures (mlcommons/inference loadgen/, commit b66003e1): each sample's TTFT is its
+# FirstTokenComplete time less its query's scheduled time (loadgen.cc TokenComplete: sched.delta(complete_begin_time))
+# and its TPOT (its QuerySamplesComplete latency - its TTFT) / (n_tokens - 1) (logging.cc RecordSampleCompletion),
+# what serve's request frame holds (ttft_s, tpot_s: (last - first token) / (tokens - 1), arrival = scheduled time);
+# a percentile is the sorted samples' value at index floor(count x percentile), not interpolated (results.cc
+# ProcessTokenLatencies: time_per_output_token_arr[sample_count * percentile]); completed tokens per second are the
+# tokens over the time to the last sample's completion (results.cc: token_count / final_query_all_samples_done_time;
+# serve's throughput counts from the first arrival, one Poisson gap later: the same to 0.01%).
+LOADGEN_PERCENTILE = 0.99
+
+
+def loadgen_percentile(values, fraction: float = LOADGEN_PERCENTILE) -> float:
+    """LoadGen's percentile of per-sample latencies: sorted, the one at index floor(count x fraction)."""
+    ordered = sorted(values)
+    return float(ordered[int(len(ordered) * fraction)])
+
+
+def loadgen_server_figures(run) -> dict:
+    """A serve run's Server figures as LoadGen's summary states them: completed output tokens/s, and the p99 of the
+    per-request TTFT and TPOT by LoadGen's percentile (the request frame's values, not summary()'s interpolated
+    percentiles)."""
+    requests = run.requests
+    return {"tokens_per_s": run.summary()["throughput"]["output_tokens_per_s"],
+            "p99_ttft_s": loadgen_percentile(requests["ttft_s"]),
+            "p99_tpot_s": loadgen_percentile(requests["tpot_s"].dropna())}
 
 
 SERVER_METRICS = (("tokens_per_s", "completed output tok/s", 1, ",.0f"), ("p99_ttft_s", "p99 TTFT (ms)", 1e3, ",.0f"),
@@ -209,3 +264,64 @@ def print_mlperf_vllm(path=None) -> None:
             continue
         print("\n".join(server_rows(f"{head} | Server, {system['server']['rate']} req/s", system["server"],
                                      krai_server(system, lengths))))
+    print_load_table(lengths)
+
+
+# Each Server summary's own load figures (the same mlperf_log_summary.txt files): "Completed samples per second",
+# "Mean latency (ns)" (scheduled time to the last token), and the 50.00 percentile time to output token (ns).
+# Little's law over the run: completed samples/s x mean latency = the requests in the system, over the engines.
+KRAI_SERVER_LOAD = {
+    "xd670_h200_x8_vllm_064": (46.48, 36395205952, 125250782),
+    "xd670_h200_x8_vllm_064_flashinfer": (66.49, 50493386946, 179609432),
+    "xd670_h200_x8_vllm_073": (48.36, 38222843278, 131454414),
+    "xe9680_mi300x_x8_vllm_064": (46.41, 47413121236, 162851673),
+    "xe9680_mi300x_x8_vllm_073": (43.77, 45037595300, 157890374),
+    "xd670_h200_x8_vllm_092": (90.89, 32269245537, 112915517),
+    "xe9680_h100_x8_vllm_092": (72.97, 30935337828, 108496267),
+    "xe9680_mi300x_x8_vllm_091": (53.56, 43400796609, 149221905)}
+
+
+def published_concurrency(system: dict) -> float:
+    """The requests an engine held on average during the published Server run (Little's law on its summary)."""
+    completed, mean_latency_ns, _ = KRAI_SERVER_LOAD[system["system"]]
+    return completed * mean_latency_ns * 1e-9 / system["replicas"]
+
+
+def step_at_published_load(system: dict, mean_prompt: float) -> dict:
+    """Our step at the published run's load, to locate where its TPOT goes: a decode step of as many sequences as
+    the run held (published_concurrency, rounded), each at the mean prompt plus half the 294 outputs; the share of
+    an engine's time its prefills take at the scheduled rate (one mean prompt a step, as V0 runs them at these
+    rates); and the TPOT those two make (decode / (1 - prefill share))."""
+    import costmodel
+    from benchmarks.serve_published import MLPERF_OUTPUT
+    from costmodel.hardware import load_hardware
+    from costmodel.serving.api import build_replica
+
+    _, step, _ = build_replica(costmodel.load_model(system["model"]), load_hardware(system["hardware"]),
+                               **krai_options(system, "server"))
+    sequences, prompt = round(published_concurrency(system)), round(mean_prompt)
+    decode = step.seconds([1] * sequences, [prompt + MLPERF_OUTPUT // 2] * sequences)
+    prefill_share = system["server"]["rate"] / system["replicas"] * step.seconds([prompt], [prompt])
+    return {"sequences": sequences, "decode_s": decode, "prefill_share": prefill_share,
+            "tpot_s": decode / (1 - prefill_share)}
+
+
+def print_load_table(lengths) -> None:
+    print("\nThe Server runs' own load (Little's law on each summary) and our step at that load: published median "
+          "TPOT against our decode step of as many sequences, stretched by our prefills' share of the time (V0's "
+          "separate prefill steps; V1 runs its prompts as chunks inside the decode steps, so its TPOT lies between "
+          "the two ratios).\n")
+    print("| system | completed req/s | mean latency (s) | sequences an engine | published median TPOT (ms) "
+          "| our decode step (ms) | our prefill share | our TPOT at that load (ms) | published / ours "
+          "| published / our decode step |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    mean_prompt = sum(v * w for v, w in zip(lengths.values, lengths.weights)) / sum(lengths.weights)
+    for system in KRAI_SYSTEMS:
+        if system["system"] not in KRAI_SERVER_LOAD:
+            continue
+        completed, mean_latency_ns, median_tpot_ns = KRAI_SERVER_LOAD[system["system"]]
+        ours = step_at_published_load(system, mean_prompt)
+        print(f"| {system['name']} | {completed} | {mean_latency_ns * 1e-9:.1f} | {published_concurrency(system):.0f} "
+              f"| {median_tpot_ns * 1e-6:.1f} | {ours['decode_s'] * 1e3:.1f} | {ours['prefill_share']:.2f} "
+              f"| {ours['tpot_s'] * 1e3:.1f} | {median_tpot_ns * 1e-9 / ours['tpot_s']:.2f} "
+              f"| {median_tpot_ns * 1e-9 / ours['decode_s']:.2f} |")

@@ -63,7 +63,7 @@ def static_run(model: str, tp: int, batch: int, prompt: int, output: int, hardwa
     cfg = costmodel.load_model(model)
     options = options or {"dtype": "fp16"}
     replica, step, _ = build_replica(cfg, load_hardware(hardware), scheduler="static", max_num_seqs=batch,
-                                     tp=tp, num_blocks=10**9, **options)
+                                     tp=tp, num_blocks=10**9, host=False, **options)
     cls, blocks, block_size, seqs, tokens = replica
     requests = [Request(i, 0.0, prompt, output) for i in range(batch)]
     return simulate(requests, cls(BlockPool(blocks, block_size), seqs, tokens), step.seconds, cfg.max_positions)

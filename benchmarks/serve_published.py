@@ -91,7 +91,7 @@ from benchmarks.published_lengths import (  # noqa: E402
 from benchmarks.published_amd_vllm_throughput import print_amd_vllm  # noqa: E402
 from benchmarks.published_lambda_vllm import print_lambda_vllm  # noqa: E402
 from benchmarks.published_lmdeploy import print_lmdeploy  # noqa: E402
-from benchmarks.published_mlperf_vllm import print_mlperf_vllm, server_rows  # noqa: E402
+from benchmarks.published_mlperf_vllm import loadgen_server_figures, print_mlperf_vllm, server_rows  # noqa: E402
 from benchmarks.published_nim import print_nim  # noqa: E402
 from benchmarks.published_sarathi import print_sarathi  # noqa: E402
 from benchmarks.published_torchao_vllm import print_torchao_vllm  # noqa: E402
@@ -170,8 +170,8 @@ def span_at_once(model: str, hardware: str, requests: list[Request], replicas: i
 
 
 def mlperf_server(system: dict, prompt: int | Lengths, requests: int | None = None) -> dict:
-    """Our Server figures at the published rate: completed output tokens/s, p99 TTFT and p99 TPOT.
-    prompt: a fixed length, or the dataset's histogram (each request's drawn from it, seed 0)."""
+    """Our Server figures at the published rate: completed output tokens/s, p99 TTFT and p99 TPOT, as
+    LoadGen reports them (published_mlperf_vllm.loadgen_server_figures). prompt: a fixed length, or the dataset's histogram (each request's drawn from it, seed 0)."""
     from costmodel.serving.api import serve
 
     run = serve(MLPERF_MODEL, system["hardware"], rate=system["server"]["rate"],
@@ -179,9 +179,7 @@ def mlperf_server(system: dict, prompt: int | Lengths, requests: int | None = No
                 prompt=prompt if isinstance(prompt, Lengths) else str(prompt), output=str(MLPERF_OUTPUT),
                 seed=0, replicas=system["replicas"],
                 **mlperf_options(system, system["server"]["max_num_seqs"], system["server"].get("cuda_graphs", "auto")))
-    summary = run.summary()
-    return {"tokens_per_s": summary["throughput"]["output_tokens_per_s"], "p99_ttft_s": summary["ttft"]["p99"],
-            "p99_tpot_s": summary["tpot"]["p99"]}
+    return loadgen_server_figures(run)
 
 
 VLLM_SOURCE = ("vllm-project/vllm-project.github.io (commit c3a01c4), _posts/2024-09-05-perf-update.md; bars read "

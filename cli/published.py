@@ -11,10 +11,11 @@ from .options import json_option
 
 @click.command()
 @json_option("The rows as JSON on stdout.")
-@click.option("--host-syncs", is_flag=True, default=False,
+@click.option("--host-syncs/--no-host-syncs", default=True,
               help="Kernel model: price the host time a Megatron-Core MoE layer's device-to-host sync exposes "
                    "(each sync window the longer of the host's calls and the GPU's work; "
-                   "costmodel/layout/host_syncs.py). Off by default: the per-call time is one module call's.")
+                   "costmodel/layout/host_syncs.py). On by default: Megatron's dropless dispatchers sync "
+                   "the host once a MoE layer; --no-host-syncs: the host runs ahead.")
 def published(as_json, host_syncs) -> None:
     """Published training runs beside the layout model: Narayanan et al. 2021 Table 1 (parameters,
     TFLOP/s per GPU), Korthikanti et al. 2022 Table 5 (seconds per iteration, MFU, HFU), more published

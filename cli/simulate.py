@@ -57,12 +57,34 @@ def with_launches(hardware: Any, overhead: float | None, graph_gap: float | None
     return hardware.replace(**{k: v for k, v in changes.items() if v is not None})
 
 
+def unread_host_op_time(result: dict[str, Any], hardware: Any, train: bool, layout: Any, compiled: bool) -> None:
+    """--host-op-time given where no step weighs the host (kernel_facts_file.weighs_host): one line
+    saying why, as an option the mode would ignore is refused."""
+    from costmodel.kernel_facts_file import weighs_host
+
+    if weighs_host(result):
+        return
+    if train and layout is None:
+        why = "training on one GPU is timed by the roofline, which counts no ops (give a layout, e.g. --dp 1)"
+    elif compiled:
+        why = "--compile runs every step compiled, with no eager op for the host to issue"
+    elif not hardware.issues_ahead:
+        why = (f"{hardware.name} is a CPU, which runs each op in the thread that issues it: its steps pay the "
+               "file's per-block launch overhead (--launch-overhead), not a host op time")
+    else:
+        why = ("no step here runs code whose eager ops are counted (kernel_facts.json eager_step_ops: Hugging "
+               "Face generate's and gpt-fast's unquantized decoding of the families counted; eager_training_ops: "
+               "one GPU's eager Hugging Face training step; not this model, code or framework)")
+    raise ConfigError(f"--host-op-time is the host's time per eager op, which nothing here weighs: {why}; "
+                      "drop it.")
+
+
 #: The options one mode reads and the other would ignore (parameter name: option).
 TRAINING_ONLY = {"seq_len": "--seq-len", "recompute": "--recompute", "recompute_layers": "--recompute-layers",
                  "optimizer": "--optimizer",
                  "tokens": "--tokens", "step_time": "--step-time",
                  "global_batch": "--global-batch", "impl": "--impl", "flops_convention": "--flops-convention",
-                 "mtp": "--mtp"}
+                 "mtp": "--mtp", "graph_scopes": "--cuda-graph-scope"}
 INFERENCE_ONLY = {"prompt": "--prompt", "gen": "--gen", "kv_cache": "--kv-cache", "mla": "--mla",
                   "cuda_graphs": "--cuda-graphs", "decode_code": "--decode-code"}
 #: Layout options only a training step reads: an inference layout's decode and prefill ignore them.
@@ -166,6 +188,12 @@ def refuse_other_mode(ctx: click.Context, train: bool) -> None:
               help="Inference: decode steps replayed from a CUDA graph (no CPU launch overhead; each kernel keeps "
               "the GPU's gap between kernels, the hardware's graph_kernel_s). Alone or `on`, as serve's and "
               "plan's `--cuda-graphs on`; auto (Hugging Face generate's) and off: eager.")
+@click.option("--cuda-graph-scope", "graph_scopes", multiple=True,
+              type=click.Choice(("attn", "moe_router", "moe_preprocess", "mamba", "full_iteration")),
+              help="Training with a layout, --framework megatron: what Megatron-Core captures in CUDA graphs (its "
+              "cuda_graph_scope; repeatable). The kernel model prices each MoE layer's device-to-host sync (the "
+              "host's calls against the GPU's work, a captured scope one replay); full_iteration: none. Default: "
+              "eager, one sync a MoE layer forward.")
 @click.option("--launch-overhead", type=float, default=None,
               help="Seconds of launch overhead per block's kernels, eager (default: the hardware file's overhead_s_per_block).")
 @click.option("--graph-kernel-gap", type=float, default=None,
@@ -196,7 +224,7 @@ def refuse_other_mode(ctx: click.Context, train: bool) -> None:
 def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention, kv_cache, mla, train, seq_len,
              recompute, recompute_layers, optimizer, tokens, price, step_time, compute_efficiency, memory_efficiency, global_batch, impl,
              flops_convention, tp_overlap, dp_overlap, no_prefetch, pp_overlap, param_gather_overlap, ep_overlap, overlap_slowdown,
-             no_align_grad_reduce, compiled, cuda_graphs,
+             no_align_grad_reduce, compiled, cuda_graphs, graph_scopes,
              launch_overhead, graph_kernel_gap, host_op_time, time_model, weight_dtype, weight_group, quantize_head, quant_layout, kv_dtype, fp8_gemm,
              decode_code, mtp,
              as_json, **layout_given) -> None:
@@ -288,7 +316,7 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
                                                 ep=ep_overlap, align_grad=not no_align_grad_reduce)
                 result = parallel_time.simulate_training(cfg, workload, layout, hardware, efficiency,
                                                          tokens, step_time, flops_convention, time_model, overlap,
-                                                         compiled, price)
+                                                         compiled, price, graph_scopes)
             else:
                 workload = make_workload(cfg, prompt, batch=batch, dtype=dtype, attention=attention,
                                          gen_tokens=gen, precision="pure", kv_cache=kv_cache, mla=mla, **quantization)
@@ -301,7 +329,7 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
                                 "tokens": tokens, **{k: v for k, v in quantization.items() if v is not None}}
             if train:  # the code the step was timed as (the framework's unless given), as one GPU's says
                 result["inputs"].update(impl=workload.impl, attention=workload.attention, mtp=cfg.mtp_layers,
-                                        optimizer=workload.optimizer,
+                                        optimizer=workload.optimizer, cuda_graph_scope=list(graph_scopes),
                                         # the overlap conventions the step was timed under (--dp-overlap,
                                         # --no-align-grad-reduce...), so two outputs tell why their steps differ
                                         overlap=dataclasses.asdict(overlap))
@@ -309,9 +337,9 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
                 result["inputs"].update(decode_inputs(workload, cuda_graphs, compiled, latent=bool(cfg.mla)),
                                         implementation=decode_code)  # whose counted ops an eager step's hosts issue
         elif train:
-            if time_model == "kernels" or compiled:
+            if time_model == "kernels" or compiled or graph_scopes:
                 raise ConfigError("training on one GPU is timed by the roofline; give a layout (e.g. --dp 1) "
-                                  "for --time-model kernels or --compile.")
+                                  "for --time-model kernels, --compile or --cuda-graph-scope.")
             workload = make_workload(cfg, seq_len, holds_cache=False, batch=batch, dtype=dtype, recompute=recompute,
                                      recompute_layers=recompute_layers, optimizer=optimizer,
                                      **implied(None, impl, attention, cfg.family))
@@ -328,6 +356,8 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
                                             mla=mla, implementation=decode_code)
         if not train:
             add_generation_cost(result, hardware, price)  # a price that overflows the cost: one line
+        if host_op_time is not None:
+            unread_host_op_time(result, hardware, train, layout, compiled)
     except ConfigError as error:
         raise InputError(str(error)) from None
     if note:

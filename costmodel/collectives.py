@@ -44,6 +44,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from .config import ConfigError
 from .hardware import Hardware
 
 FACTS_PATH = Path(__file__).resolve().parent / "nccl_facts.json"
@@ -255,7 +256,31 @@ def collective_seconds(hardware: Hardware, kind: str, payload: float, ranks: int
     crossing = calls * between_nodes(hardware, kind, payload / calls / local, nodes, local, inter)
     inside = {"all_reduce": ("reduce_scatter", "all_gather"), "reduce_scatter": ("reduce_scatter",),
               "all_gather": ("all_gather",)}[kind]
-    return crossing + sum(within_node(hardware, step, payload, local, calls) for step in inside)
+    hierarchical = crossing + sum(within_node(hardware, step, payload, local, calls) for step in inside)
+    # a cluster measured across its nodes caps a call of the measured shape at its measured busbw
+    return max(hierarchical, payload * ring_factor(kind, ranks) / cluster_busbw(hardware, kind, span, local, payload / calls))
+
+
+def cluster_busbw(hardware: Hardware, kind: str, span: int, local: int, each: float) -> float:
+    """The most bus bandwidth (bytes/s) a `kind` call of `each` bytes over `local` ranks a node
+    spanning `span` GPUs reaches on the cluster the hardware names (nccl_facts.json
+    "cluster_busbw"): the busbw measured there across span / gpus_per_node nodes (interpolated in
+    log2 of the node count, the last point beyond it), where the call is of the measured shape (every
+    GPU of its nodes in the group) and at most the measured size (NCCL's busbw does not fall as a
+    call grows, so a smaller call reaches no more). inf otherwise (a larger call, a group with fewer
+    ranks a node and so fewer ring steps, a kind not measured: sends, all-to-alls), or where the
+    hardware names no cluster."""
+    cluster = nccl_facts()["cluster_busbw"].get(hardware.cluster, {}) if hardware.cluster else {}
+    if kind not in cluster or local != cluster["gpus_per_node"] or each > cluster["payload_bytes"]:
+        return math.inf
+    if hardware.network_name not in cluster["hardware"]:
+        raise ConfigError(f"hardware {hardware.name}: cluster {hardware.cluster} was measured on "
+                          f"{', '.join(cluster['hardware'])} nodes, not {hardware.network_name}'s.")
+    x, xs, ys = math.log2(span / cluster["gpus_per_node"]), [math.log2(n) for n in cluster["nodes"]], cluster[kind]
+    if x >= xs[-1]:
+        return ys[-1] * 1e9
+    i = max(j for j in range(len(xs)) if xs[j] <= x)
+    return (ys[i] + (ys[i + 1] - ys[i]) * (x - xs[i]) / (xs[i + 1] - xs[i])) * 1e9
 
 
 def node_once_seconds(hardware: Hardware, remote: float, nvlink: float, ranks: int, span: int,

@@ -212,13 +212,13 @@ class ModelConfig:
     # True: OlmoHybridGatedDeltaNet's separate q, k, v, a, b, g projections (their q, k, v
     # concatenated before the conv), else Qwen3-Next's fused in_proj_qkvz and in_proj_ba.
     deltanet_split_projections: bool = False
-    # The mixers (mixer_layers) whose decoder layers have OLMo 2's norms: none before the mixer
-    # or the MLP after it, one after each (OlmoHybrid's attention layers); the others pre-norm.
+    # Mixers whose layers have OLMo 2's norms: one after the mixer and the MLP, none before (OlmoHybrid's attention)
     post_norm_mixers: tuple[str, ...] = ()
     attention_output_gate: bool = False
-    mamba1_inner: int | None = None  # Mamba-1 mixers (blocks/mamba1.py): inner width, dt's rank, dt/B/C norms
-    dt_rank: int | None = None
+    mamba1_inner: int | None = None  # Mamba-1 mixers (blocks/mamba1.py): inner width, dt's rank, dt/B/C norms,
+    dt_rank: int | None = None  # and heads (zamba's n_mamba_heads: x_proj and dt_proj a head, as bmm)
     mamba1_norms: str = "none"
+    mamba1_heads: int = 1
     lru_width: int | None = None  # Griffin's RG-LRU recurrent blocks (blocks/rglru.py): their width
     # Zamba's "shared" layers (costmodel/shared_block.py): shared_blocks blocks held, run in turn; zamba2's
     # per-use LoRA adapters of shared_adapter_rank on the MLP (and q, k, v: shared_attention_adapters)

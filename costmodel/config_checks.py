@@ -32,7 +32,7 @@ def check_newer_fields(cfg: Any, owner: str) -> None:
     for name in ("n_experts", "top_k", "d_shared", "n_dense_layers", "position_offset", "mtp_layers", "zero_experts",
                  "nope_layers", "idle_cross_layers", "embedding_extra_rows"):
         check_int(owner, name, getattr(cfg, name), minimum=0)
-    for name in ("expert_groups", "expert_groups_per_token"):
+    for name in ("expert_groups", "expert_groups_per_token", "mamba1_heads"):
         check_int(owner, name, getattr(cfg, name), minimum=1)
     for name in ("qk_norm", "post_sublayer_norm", "parallel_attention", "shared_expert_gate",
                  "renormalize_top_k", "input_norms", "qk_norm_whole", "attention_sinks", "sinks_windowed_only",

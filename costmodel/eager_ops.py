@@ -183,6 +183,13 @@ def training_step_ops(cfg: Any, workload: Any) -> int | None:
     key/value heads than query heads (repeat_kv's ops, not counted), another attention, dtype or
     implementation (impl "hf" only), or quantized weights. The caller decides the step is eager
     (layout/kernel_step.training_host_ops)."""
+    split = training_step_ops_split(cfg, workload)
+    return None if split is None else sum(split)
+
+
+def training_step_ops_split(cfg: Any, workload: Any) -> tuple[int, int] | None:
+    """training_step_ops as (the layers' ops: per_layer x the layers, the step's own: per_step), what a
+    pipeline splits (layout/kernel_step.stage_host_ops)."""
     if workload.weight_format is not None or cfg.n_kv_heads != cfg.n_heads:
         return None
     entry = _matching("eager_training_ops", cfg, lambda entry: (
@@ -191,4 +198,4 @@ def training_step_ops(cfg: Any, workload: Any) -> int | None:
     if entry is None:
         return None
     counts = entry["ops"]["batch_1" if workload.batch == 1 else "batch_many"]
-    return counts["per_layer"] * cfg.n_layers + counts["per_step"]
+    return counts["per_layer"] * cfg.n_layers, counts["per_step"]

@@ -72,8 +72,7 @@ class Hardware:
     # bandwidth and beyond graph_kernel_s (the first bytes' latency, the last wave's drain): the
     # intercept a of T = a + V / b fitted to a streaming kernel's times at DRAM-resident sizes, less
     # the file's graph_kernel_s (so graph_kernel_s + this = a; a microbenchmark, with its source).
-    # The kernel model charges it to each GEMM and attention call (weights and KV caches live in
-    # DRAM). 0: none.
+    # The kernel model charges it to each GEMM and attention call (weights, KV caches: DRAM). 0: none.
     dram_kernel_startup_s: float = 0.0
     # FLOP/s of the non-matmul ops: a GPU's non-tensor FP32 peak (norms and softmax compute in fp32
     # in these implementations whatever the dtype). Omitted (0): the fp32 matmul peak.
@@ -88,8 +87,10 @@ class Hardware:
     inter_node_bandwidth_bytes_per_s: float = 0.0
     collective_latency_s: float = 0.0
     # The preset whose measured collectives (nccl_facts.json, keyed by preset names) this GPU's
-    # nodes share; "" means the file's own name (network_name).
+    # nodes share; "" means the file's own name (network_name). cluster: the cluster whose collectives
+    # were measured across its nodes (nccl_facts.json "cluster_busbw"; collectives.cluster_rate); "": none.
     network_of: str = ""
+    cluster: str = ""
     # Streaming multiprocessors (compute units on AMD): what GEMM wave quantization divides over.
     sm_count: int = 0
     # Clocks and power: the datasheet's boost clock and board power, and a limit a user sets
@@ -409,9 +410,8 @@ class Hardware:
                                   for op, (fixed, rate) in self.cold_copies.items()}
         out.update({name: getattr(self, name) for name in OPTIONAL_NUMBERS if getattr(self, name) is not None
                     and not (name in UNSTATED_AS_ZERO and getattr(self, name) == 0)})  # unknown: omitted
-        if not self.network_of:  # a preset's name only, so that an edited, renamed copy keeps its measured collectives
-            out.pop("network_of")
-        return out
+        # network_of: a preset's name only, so that an edited, renamed copy keeps its measured collectives
+        return {key: value for key, value in out.items() if value or key not in ("network_of", "cluster")}
 
 # ---------------------------------------------------------------------------------------------
 # Finding a hardware: a preset's name (any case), `local`, or a path to a hardware file.

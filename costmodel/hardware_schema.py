@@ -5,8 +5,10 @@ Hardware.from_dict runs it before reading a file).
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from .config import show
@@ -104,7 +106,7 @@ SCHEMA: dict[str, Field] = {
                              "(so 0 is refused: it would make every such op free)", low=0, strict=True),
     "host_module_call_s": Field(float, "the host CPU's time of one module call, seconds (a published microbenchmark: "
                                 "a torch.nn.Linear forward's CPU time, TransformerEngine issue #2053); where given, "
-                                "`published --host-syncs` prices the calls a Megatron-Core layer issues between its "
+                                "the kernel model prices the calls a Megatron-Core layer issues between its "
                                 "MoE host syncs (kernel_facts.json megatron_host_calls) at it", low=0, strict=True),
     "engine_s_per_op": Field(float, "the host's time per aten op of transformers' continuous-batching engine's "
                              "steps, seconds (a microbenchmark: validate/calibrate.py engine_seconds_per_op, a "
@@ -126,6 +128,9 @@ SCHEMA: dict[str, Field] = {
                         "all-reduce curves, PyTorch's IntraNodeComm, the NVLink latency class, each keyed by a "
                         "preset's name); default: the file's own name. `hardware --show PRESET` writes it, so an "
                         "edited, renamed copy keeps them"),
+    "cluster": Field(str, "a cluster whose collectives were measured across its nodes (nccl_facts.json's "
+                     "cluster_busbw, by name): a collective spanning N of its nodes crosses between them at no more "
+                     "than the measured busbw(N) / gpus_per_node a GPU; default: none"),
     "interconnect": Field(dict, "gpus_per_node, intra_node_bandwidth_bytes_per_s, "
                           "inter_node_bandwidth_bytes_per_s (per GPU, per direction), collective_latency_s, source"),
     "architecture": Field(str, "the GPU generation (volta, turing, ampere, ada, hopper, blackwell, cdna2, cdna3, cdna4): which "
@@ -152,7 +157,7 @@ SCHEMA: dict[str, Field] = {
 GENERATIONS = {"volta": "Volta", "turing": "Turing", "ampere": "Ampere", "ada": "Ada Lovelace", "hopper": "Hopper",
                "blackwell": "Blackwell", "cdna2": "CDNA 2", "cdna3": "CDNA 3", "cdna4": "CDNA 4",
                "cpu": "CPU"}
-OPTIONAL_NUMBERS = ("architecture", "network_of", "device_memory_bytes", "graph_kernel_s", "dram_kernel_startup_s", "sm_count", "dispatch_s_per_op", "module_s_per_op",
+OPTIONAL_NUMBERS = ("architecture", "network_of", "cluster", "device_memory_bytes", "graph_kernel_s", "dram_kernel_startup_s", "sm_count", "dispatch_s_per_op", "module_s_per_op",
                     "engine_s_per_op", "host_module_call_s", "clock_mhz", "clock_limit_mhz",
                     "power_watts", "power_limit_watts", "memory_reserve_bytes", "serving_memory_utilization",
                     "price_per_gpu_hour", "gemv_bandwidth_bytes_per_s")
@@ -195,7 +200,7 @@ def schema_problems(data: Any) -> list[str]:
     problems += _rows_problems(data, "gemv_efficiency_by_inner", "inner")
     problems += _cold_copy_problems(data)
     if not any(problems):
-        problems += [_reserve_problem(data), _gemv_problem(data), *_limit_problems(data)]
+        problems += [_reserve_problem(data), _gemv_problem(data), _cluster_problem(data), *_limit_problems(data)]
     return [p for p in problems if p]
 
 
@@ -211,6 +216,19 @@ def serving_memory(memory_bytes: int, utilization: float, reserve_bytes: int) ->
     (docs/serving.md, "The KV budget": where each vLLM version puts the CUDA context). The memory
     is what the device reports where its file states it (Hardware.usable_memory_bytes)."""
     return math.floor(memory_bytes * utilization) - reserve_bytes
+
+
+def cluster_names() -> list[str]:
+    """The clusters nccl_facts.json measured collectives on (its "cluster_busbw", by name)."""
+    facts = json.loads((Path(__file__).resolve().parent / "nccl_facts.json").read_text())
+    return [name for name in facts["cluster_busbw"] if not name.startswith("_")]
+
+
+def _cluster_problem(data: dict) -> str | None:
+    cluster = data.get("cluster")
+    if not cluster or cluster in cluster_names():
+        return None
+    return f"cluster {show(cluster)} is not a measured cluster (nccl_facts.json cluster_busbw): one of {', '.join(cluster_names())}"
 
 
 def _reserve_problem(data: dict) -> str | None:

@@ -6,7 +6,8 @@ legacy "mamba": an RMSNorm, the mixer, a residual add) or a "hybrid" one: a use 
 attention-and-MLP block, then the Mamba layer, whose norm reads its input plus the use's output
 (costmodel/shared_block.py). The tree holds a hybrid layer as two one-mixer layers, "shared" then
 the mixer. zamba's mixer is Mamba-1 (ZambaMambaMixer: its x_proj and dt_proj split into
-n_mamba_heads, run as bmm: MambaMixer's parameters and FLOPs, blocks/mamba1.py); zamba2's is
+n_mamba_heads, run as bmm: MambaMixer's parameters and FLOPs, and the heads' own copies kept for
+backward, ModelConfig.mamba1_heads, blocks/mamba1.py head_split_bytes); zamba2's is
 Mamba-2 (Zamba2MambaMixer, blocks/mamba.py; its conv1d always has a bias). zamba's hybrid layers
 all share one block; zamba2's use num_mem_blocks in turn and each use adds LoRA adapters of
 adapter_rank (blocks/shared.py), and RoPE on q and k where use_mem_rope. The blocks are shared only
@@ -100,7 +101,7 @@ def _zamba(f: Fields, name: str) -> ModelConfig:
         d_ff=f.get("intermediate_size", 14848, minimum=1), position="none", ffn_bias=False,
         mamba1_inner=inner, dt_rank=rank, ssm_state=f.get("mamba_d_state", 16, minimum=1),
         conv_kernel=f.get("mamba_d_conv", 4, minimum=1), mamba_bias=f.get("mamba_proj_bias", False, bool),
-        conv_bias=f.get("mamba_conv_bias", True, bool),
+        conv_bias=f.get("mamba_conv_bias", True, bool), mamba1_heads=mamba_heads,
         shared_blocks=(1 if common["tie_embeddings"] else sum(hybrid)) if any(hybrid) else None)
 
 

@@ -38,3 +38,17 @@ def host_op_fields(hardware: Any) -> dict[str, Any]:
     op_s, borrowed = hardware.eager_op_s, hardware.host_op_borrowed
     return {"op_seconds": op_s, "op_time_borrowed": borrowed,
             **({"op_time_note": borrowed_host_note(op_s)} if borrowed else {})}
+
+
+def weighs_host(result: Any) -> bool:
+    """Whether a simulate result weighs an eager step's counted ops at the op time anywhere: a "host"
+    entry (host_op_fields' steps: one GPU's prefill and decode, a layout's prefill, token and
+    training step) whose ops are counted."""
+    if isinstance(result, dict):
+        host = result.get("host")
+        if isinstance(host, dict) and host.get("ops_per_step") is not None:
+            return True
+        return any(weighs_host(value) for value in result.values())
+    if isinstance(result, list):
+        return any(weighs_host(value) for value in result)
+    return False

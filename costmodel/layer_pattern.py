@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import ConfigError, check_bool, check_choice, check_int
+from .errors import ConfigError, check_bool, check_choice, check_int, show
 
 
 @dataclass(frozen=True)
@@ -84,6 +84,11 @@ def check_mixer_layers(cfg, owner: str) -> None:
                 check_int(owner, name, getattr(cfg, name))
             elif getattr(cfg, name) is not None:
                 raise ConfigError(f"{owner}: {name} applies only with mixer_layers and {kind}.")
+    heads = cfg.mamba1_heads
+    if heads != 1 and not (has_mamba1 and isinstance(heads, int) and not isinstance(heads, bool) and heads > 0
+                           and isinstance(cfg.mamba1_inner, int) and cfg.mamba1_inner % heads == 0):
+        raise ConfigError(f"{owner}: mamba1_heads ({show(heads)}) applies only with a mamba1 layer and must be a "
+                          "positive divisor of mamba1_inner.")
     if cfg.deltanet_split_projections and not has_deltanet:
         raise ConfigError(f"{owner}: deltanet_split_projections applies only with mixer_layers and a deltanet layer.")
     if not cfg.mixer_layers:

@@ -247,7 +247,8 @@ class TreeBuilder:
                   if latent else []),
                 at.leaf("experts", B.EveryTokenExperts(tokens, self.profile) if every_token
                         else B.Experts(tokens, self.profile, bias=cfg.expert_bias, clamped=cfg.swiglu_limit is not None,
-                                       gated=cfg.gated, width=S.d_l if latent else S.d, zero_experts=cfg.zero_experts > 0)),
+                                       gated=cfg.gated, width=S.d_l if latent else S.d,
+                                       zero_experts=cfg.zero_experts > 0 and self.profile.zero_experts_held)),
                 *([at.leaf("latent_out", B.LatentProjection(tokens, S.d_l, S.d, cfg.ffn_bias, input_kept=True,
                                                             recomputed=whole))]
                   if latent else []),

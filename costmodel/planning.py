@@ -217,13 +217,13 @@ def plan(model: Any, gpus: int | Sequence[int], hardware: str = DEFAULT_HARDWARE
 
 def host_note(feasible: list[dict[str, Any]], hardware: Any) -> str | None:
     """Where some layouts' eager steps take their counted host ops' time (layout/kernel_step.py:
-    Hugging Face code on one GPU) and others' code is not counted, one line saying so; else None."""
+    Hugging Face code, each rank its stage's share) and others' code is not counted, one line saying so; else None."""
     counted = [entry for entry in feasible if "host" in entry]
     if not counted or len(counted) == len(feasible):
         return None
     ops = sorted({entry["host"]["ops_per_step"] for entry in counted})
     return (f"{len(counted)} of the {len(feasible)} layouts run Hugging Face's eager code, whose step issues "
-            f"{ops[0]:,} ops or more (kernel_facts.json eager_training_ops) at {hardware.eager_op_s * 1e6:.2f} us "
+            f"{ops[0]:,.0f} ops or more (kernel_facts.json eager_training_ops) at {hardware.eager_op_s * 1e6:.2f} us "
             "each on the host: each takes the longer of that and its kernels; the others' code issues ops "
             "not counted, so no host time is charged to them."
             + (f" H{borrowed_host_note(hardware.eager_op_s)[1:]}." if hardware.host_op_borrowed else ""))

@@ -397,6 +397,10 @@ def simulate_inference(cfg: ModelConfig, hardware: Hardware, *, prompt: int, gen
             "crossover_batch_weights_only": roof.decode_crossover_batch(),
             "crossover_batch_at_context": roof.decode_crossover_batch(decoder_prompt + max(steps, 1), source),
         }
+    prefill_host = kernels.timer.host_seconds(ops) if kernels else None  # the prefill's, eager even under graphs
+    if prefill_host is not None:
+        result["prefill"]["host"] = {"ops_per_step": ops, "seconds_per_step": prefill_host,
+                                     "bound": prefill_host >= prefill_s, **host_op_fields(hardware)}
     if steps:
         if host is not None:  # an eager step whose host time the kernel model weighs (host_bound_seconds);
             # op_time_borrowed: the file states none, so the project's H200 host's (Hardware.host_op_borrowed)

@@ -372,11 +372,15 @@ class Workload:
             warnings.append(f"model {show(cfg.name)} runs {cfg.shared_blocks} shared attention-and-MLP block(s) at "
                             f"{cfg.n_mixer_layers('shared')} layers: parameters, weights, gradients and optimizer state count "
                             "each block once, FLOPs, activations and the KV cache each use (each use caches its own "
-                            "keys and values); proven against transformers' class, zamba's activations with one "
-                            "n_mamba_heads only (its per-head scans keep more, not modelled).")
+                            "keys and values); proven against transformers' class.")
         for mixer, note in _MIXER_NOTES.items():
             if cfg.n_mixer_layers(mixer):
                 warnings.append(f"model {show(cfg.name)} has {cfg.n_mixer_layers(mixer)} {note}")
+        if cfg.zero_experts:  # blocks/base.py Profile.zero_experts_held
+            warnings.append(f"model {show(cfg.name)}: parameters and weights are transformers' class's, whose "
+                            f"experts allocate gate_up rows for the {cfg.zero_experts} zero-compute experts too "
+                            "(never run); vLLM's loader holds the routed experts alone (the checkpoint's weights), "
+                            "as serve's vllm, sarathi, orca and trtllm schedulers size a replica.")
         if cfg.n_experts and self.impl != "reference" and facts_for(self.impl, cfg.family).experts_every_token:
             warnings.append(f"model {show(cfg.name)} as transformers' code runs it (impl {self.impl}) sends "
                             f"every token through all {cfg.n_experts} routed experts, each scaled by its "

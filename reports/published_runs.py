@@ -286,18 +286,20 @@ def train_setup(run: dict[str, Any], source: dict[str, Any]) -> tuple[ParallelEs
 
 
 def _train_step(run: dict[str, Any], source: dict[str, Any], time_model: str,
-                flops_convention: str = "dense", host_syncs: bool = False) -> tuple[dict[str, Any], Any]:
+                flops_convention: str = "dense", host_syncs: bool = True) -> tuple[dict[str, Any], Any]:
     from costmodel.layout.timing import step_time
 
     estimate, hardware, options = train_setup(run, source)
-    if host_syncs and time_model == "kernels" and not _stated(run, source, "moe_token_drop", False):
-        # the MoE layers' host syncs priced, with the run's graph scopes (drop-and-pad: no sync)
-        options["host_syncs"] = tuple(_stated(run, source, "cuda_graph_scope", ()))
+    if time_model == "kernels":
+        # the MoE layers' host syncs (the kernel model's default, layout/host_syncs.py) after the run's
+        # graph scopes; none where the run drops and pads (no sync) or host_syncs is off
+        dropped = _stated(run, source, "moe_token_drop", False)
+        options["host_syncs"] = tuple(_stated(run, source, "cuda_graph_scope", ())) if host_syncs and not dropped else None
     return step_time(estimate, hardware, time_model=time_model, flops_convention=flops_convention,
                      **options).step(), hardware
 
 
-def train_run(run: dict[str, Any], source: dict[str, Any], time_model: str, host_syncs: bool = False) -> float:
+def train_run(run: dict[str, Any], source: dict[str, Any], time_model: str, host_syncs: bool = True) -> float:
     """Model TFLOP/s per GPU (MFU x the bf16 peak), the model FLOPs counted in the convention the
     run's source states ("flops_convention": dense, every (query, key) pair, unless it says causal,
     as Megatron-Core's newer num_floating_point_operations count them)."""
@@ -305,7 +307,7 @@ def train_run(run: dict[str, Any], source: dict[str, Any], time_model: str, host
     return step["mfu"] * hardware.datasheet_peak(source["dtype"]) / 1e12
 
 
-def train_tokens(run: dict[str, Any], source: dict[str, Any], time_model: str, host_syncs: bool = False) -> float:
+def train_tokens(run: dict[str, Any], source: dict[str, Any], time_model: str, host_syncs: bool = True) -> float:
     """Tokens a second per GPU: the step's tokens a second (global batch x sequence over its time)
     over the run's GPUs, the figure torchtitan and llm-foundry publish (no FLOP convention in it)."""
     step, _ = _train_step(run, source, time_model, host_syncs=host_syncs)
@@ -358,11 +360,12 @@ def run_kind(run: dict[str, Any], source: dict[str, Any]) -> str:
     return "MoE training" if experts else "dense training"
 
 
-def other_runs(host_syncs: bool = False) -> list[dict[str, Any]]:
+def other_runs(host_syncs: bool = True) -> list[dict[str, Any]]:
     """Each run of costmodel/published_runs.json: published, and ours under the roofline and
     the kernel-level time model (None, with the reason, where a model cannot express it: the
-    roofline has no torch.compile, so a compiled run is the kernel model's alone). host_syncs:
-    the kernel model's training steps price the MoE layers' host syncs (layout/host_syncs.py)."""
+    roofline has no torch.compile, so a compiled run is the kernel model's alone). host_syncs
+    (default): the kernel model's Megatron training steps price the MoE layers' host syncs
+    (layout/host_syncs.py); off: the host runs ahead."""
     from costmodel.config import ConfigError
 
     data = other_runs_data()
@@ -381,7 +384,7 @@ def other_runs(host_syncs: bool = False) -> list[dict[str, Any]]:
         reasons = []
         for model in ("roofline", "kernels"):
             try:
-                extra = {"host_syncs": True} if host_syncs and measure in (train_run, train_tokens) else {}
+                extra = {"host_syncs": False} if not host_syncs and measure in (train_run, train_tokens) else {}
                 row[model] = measure(run, source, model, **extra)
             except ConfigError as error:
                 reasons.append(str(error))

@@ -75,6 +75,8 @@ def render_setup(summary: dict[str, Any], requests: str | None = None) -> list[s
               else " (transformers' layout)" if setup.get("state_layout") else "")]
           if kv.get("state_bytes_per_request") else []),
         *([note] if (note := weights_note(setup.get("weight_dtype"), setup.get("weight_dtype_source"))) else []),
+        *([setup["weights_note"]] if setup.get("weights_note") else []),
+        *([host_line(setup["host"])] if setup.get("host") else []),
         *([fp8_gemm_line(setup)] if setup.get("fp8_gemm_runs") else []),
         *([f"{setup['attention_note']}"] if setup.get("attention_note") else []),
         *backend_line(setup.get("attention_backend")),
@@ -86,6 +88,13 @@ def render_setup(summary: dict[str, Any], requests: str | None = None) -> list[s
         f"{setup['output']} token{'' if str(setup['output']) == '1' else 's'}",
     ]
     return lines
+
+
+def host_line(host: dict[str, Any]) -> str:
+    """An eager step's host on a GPU (costmodel/serving/host_step.py): whose counted ops, at which time."""
+    code = "Hugging Face generate's" if host["code"] == "generate" else "transformers' engine's"
+    return (f"host: each eager step takes the longer of its kernels and {code} counted ops at "
+            f"{host['op_seconds'] * 1e6:.2f} us each" + (f" ({host['op_time_note']})" if host.get("op_time_note") else ""))
 
 
 def fp8_gemm_line(setup: dict[str, Any]) -> str:

@@ -41,11 +41,16 @@ def render_parallel_training(r: dict[str, Any]) -> str:
     host = step.get("host")
     if host:  # an eager step whose counted ops the kernel model weighs (layout/kernel_step.py)
         out.append(f"  {'host (eager ops)':<22}{seconds(host['seconds_per_step']):>10}   "
-                   f"({host['ops_per_step']:,} ops issued on the host; the kernels take "
+                   f"({host['ops_per_step']:,.0f} ops issued on the busiest rank's host; the kernels take "
                    f"{seconds(host['kernels_seconds'])}: the step is the longer, "
                    f"{'host-bound' if host['bound'] else 'kernel-bound'})")
         if host.get("op_time_note"):
             out.append(f"  {'':<22}{'':>10}   {host['op_time_note']}")
+    if step.get("host_sync_seconds"):  # the MoE layers' host syncs (layout/host_syncs.py)
+        out.append(f"  {'host syncs (MoE)':<22}{seconds(step['host_sync_seconds']):>10}   (each MoE layer's "
+                   "device-to-host sync: the host's calls past the GPU's work)")
+    if step.get("host_syncs_note"):
+        out.append(f"  {step['host_syncs_note']}")
     if "mfu_measured" in r:
         out.append(f"  MFU of the measured step: {100 * r['mfu_measured']:.1f}%")
     out += _train_cost(r)

@@ -46,8 +46,9 @@ CONFIGS = {
                           layers_block_type=["hybrid", "linear_attention", "hybrid", "linear_attention",
                                              "linear_attention", "hybrid"]),
 }
-#: The configs whose bytes saved for backward the tree models (zamba's per-head scans keep more).
-SAVED = {name: fields for name, fields in CONFIGS.items() if name != "zamba_untied_two_heads"}
+#: The configs whose bytes saved for backward the tree models: all of them since session 28 (zamba's
+#: per-head copies, blocks/mamba1.py head_split_bytes).
+SAVED = dict(CONFIGS)
 CHECKS = family_checks(CONFIGS)
 SAVED_CHECKS = family_checks(SAVED)
 
@@ -109,7 +110,7 @@ def test_weights_gradients_and_optimizer_count_each_block_once(name):
     assert (memory["weights"], memory["gradients"], memory["optimizer"]) == (4 * params, 4 * params, 8 * params)
 
 
-@pytest.mark.parametrize("name", ["zamba", "zamba2_untied", "zamba2_rope_gqa_biases"])
+@pytest.mark.parametrize("name", ["zamba", "zamba2_untied", "zamba2_rope_gqa_biases", "zamba_untied_two_heads"])
 def test_batch_one_saved_bytes(name):
     """At b 1, n 5 as well, fp32 and bf16: zamba's x_proj keeps a copy of its input there too
     (facts.mamba1_x_proj_copied: its per-head bmm; MambaMixer's mm reads a view at b 1)."""
@@ -185,3 +186,37 @@ def test_architectures_name_the_type():
     for fields, cls in ((ZAMBA, "ZambaForCausalLM"), (ZAMBA2, "Zamba2ForCausalLM")):
         named = {k: v for k, v in fields.items() if k != "model_type"}
         assert from_hf_config(dict(named, architectures=[cls]), name="x").family == fields["model_type"]
+
+
+#: ZAMBA with n_mamba_heads heads (7 Mamba layers of inner 80, state 6, dt rank 5: R + 2N = 17): the class's
+#: saved bytes minus the one-head model's, as measured (validate's saved-tensor hooks, eager), and what
+#: head_split_bytes gives, a layer: e T (H - 1) 17 + [bf16] 4 T 6 (H - 1) + [b > 1] (e b 80 (17 + 5) + e T 80).
+@pytest.mark.parametrize("heads,b,n,dtype,extra", [
+    (2, 2, 9, "fp32", 7 * (4 * 18 * 17 + 4 * 2 * 80 * 22 + 4 * 18 * 80)),  # 147,448
+    (4, 2, 9, "fp32", 7 * (4 * 18 * 3 * 17 + 4 * 2 * 80 * 22 + 4 * 18 * 80)),  # 164,584
+    (2, 1, 9, "fp32", 7 * 4 * 9 * 17),  # 4,284: at b 1 the broadcast weights stay views
+    (4, 3, 4, "bf16", 7 * (2 * 12 * 3 * 17 + 4 * 12 * 6 * 3 + 2 * 3 * 80 * 22 + 2 * 12 * 80)),  # 72,072
+    (2, 2, 9, "bf16", 7 * (2 * 18 * 17 + 4 * 18 * 6 + 2 * 2 * 80 * 22 + 2 * 18 * 80)),  # 76,748
+])
+def test_multi_head_mamba_saved_bytes(heads, b, n, dtype, extra):
+    pytest.importorskip("transformers")
+    from costmodel import estimate
+    from tests.family_configs import assert_saved_bytes_exact
+
+    fields = dict(ZAMBA, n_mamba_heads=heads)
+    assert_saved_bytes_exact(fields, "zamba", dtype, b=b, n=n)
+    one = estimate(dict(ZAMBA, name="z"), seq_len=n, batch=b, dtype=dtype, attention="eager").to_dict()
+    split = estimate(dict(fields, name="z"), seq_len=n, batch=b, dtype=dtype, attention="eager").to_dict()
+    assert split["memory"]["activations"] - one["memory"]["activations"] == extra
+    assert split["params"]["total"] == one["params"]["total"]  # the heads split the same weights
+
+
+def test_mamba1_heads_refused_where_they_do_not_apply():
+    from costmodel.hf import from_hf_config
+
+    with pytest.raises(ConfigError, match="n_mamba_heads"):
+        from_hf_config(dict(ZAMBA, n_mamba_heads=3), name="z")  # 80 is not a multiple of 3
+    cfg = from_hf_config(dict(ZAMBA, n_mamba_heads=4), name="z")
+    assert cfg.mamba1_heads == 4
+    with pytest.raises(ConfigError, match="mamba1_heads"):
+        cfg.replace(mamba1_heads=3)

@@ -141,8 +141,9 @@ def test_amds_eager_mi210_rows_are_their_ops_at_the_borrowed_time():
 
 
 def test_a_gpu_serving_step_takes_no_host_term():
-    """The serving simulator's kernel step on a GPU weighs no host time (its eager ops are a CPU's,
-    per leaf; docs/time.md): the borrowed figure leaves it where it was."""
+    """The serving simulator's kernel step model itself (StepTime, here a vLLM-style profile) weighs no
+    host time on a GPU: the borrowed figure leaves it where it was. build_replica adds the host's term for
+    the schedulers whose code's ops are counted (costmodel/serving/host_step.py, tests/test_serving_host.py)."""
     from costmodel.serving.steptime import StepTime
     from costmodel.serving.profile import serving_profile
 

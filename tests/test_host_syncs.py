@@ -1,4 +1,5 @@
-"""`published --host-syncs`: a Megatron-Core MoE layer's host sync windows (costmodel/layout/host_syncs.py).
+"""A Megatron-Core MoE layer's host sync windows (costmodel/layout/host_syncs.py; the kernel model's default,
+`published --no-host-syncs` leaves them out).
 
 Counts are kernel_facts.json megatron_host_calls (call sites read in NVIDIA/Megatron-LM d98e8a64dd);
 the per-call time is TransformerEngine issue #2053's torch.nn.Linear forward CPU time."""
@@ -83,7 +84,7 @@ def test_the_step_adds_each_micro_batch_window():
     estimate, hardware, options = train_setup(run, source)
     assert hardware.host_module_call_s == 13.48e-6 and estimate.layout.microbatches == 64
     slow = dataclasses.replace(hardware, host_module_call_s=300e-6)
-    plain = step_time(estimate, slow, time_model="kernels", **options)
+    plain = step_time(estimate, slow, time_model="kernels", host_syncs=None, **options)
     timed = step_time(estimate, slow, time_model="kernels", host_syncs=("moe_router", "moe_preprocess"), **options)
     times = plain.stage(estimate.stages[0])
     gpu = sum(times[k] for k in ("compute", "tp", "ep", "cp", "amax"))
@@ -99,7 +100,7 @@ def test_the_sourced_time_moves_no_row_it_was_checked_on():
     drop-and-pad row (25.09) syncs nowhere; a dense row has no MoE layer to sync."""
     for run_id in (QWEN_B200, "megatron-bridge-moe 25.09 qwen3-30b-a3b fp8 8xb200"):
         run, source = _row(run_id)
-        assert train_tokens(run, source, "kernels", host_syncs=True) == train_tokens(run, source, "kernels")
+        assert train_tokens(run, source, "kernels") == train_tokens(run, source, "kernels", host_syncs=False)
     run, source = _row(QWEN_B200)
     estimate, _, _ = train_setup(run, source)
     assert syncs(estimate.cfg, estimate.layout) and not syncs(estimate.cfg, estimate.layout, ("full_iteration",))
@@ -139,3 +140,78 @@ def test_the_cli_flag_is_documented():
 
     result = CliRunner().invoke(published, ["--help"])
     assert result.exit_code == 0 and "--host-syncs" in result.output
+
+
+def test_the_sync_is_the_kernel_models_default_for_a_megatron_moe_step():
+    """The 26.02 Qwen3 30B B200 row with no scope stated is eager: 48 x (9 + 26) = 1,680 forward and
+    48 x (7 + 16) = 1,104 backward calls, priced by default on a host 22x slower than the Xeon's
+    (64 micro-batches x the window's excess); a whole-iteration graph (cuda_graphs) and host_syncs=None
+    price nothing; under FSDP2 (not Megatron-Core's code) nothing syncs as counted."""
+    from costmodel.layout.host_syncs import applies
+    from costmodel.layout.rank import ParallelEstimate
+
+    run, source = _row(QWEN_B200)
+    estimate, hardware, options = train_setup(run, source)
+    slow = dataclasses.replace(hardware, host_module_call_s=300e-6)
+    assert stage_calls(estimate, estimate.stages[0]) == (1680, 1104)
+    plain = step_time(estimate, slow, time_model="kernels", host_syncs=None, **options)
+    times = plain.stage(estimate.stages[0])
+    gpu = sum(times[k] for k in ("compute", "tp", "ep", "cp", "amax"))
+    default = step_time(estimate, slow, time_model="kernels", **options).step()
+    assert default["host_sync_seconds"] == pytest.approx(64 * exposed_seconds(1680 * 300e-6, 1104 * 300e-6, gpu),
+                                                         rel=1e-12)
+    graphed = step_time(estimate, slow, time_model="kernels", cuda_graphs=True, **options).step()
+    assert "host_sync_seconds" not in graphed and "host_sync_seconds" not in plain.step()
+    assert applies(estimate) and not applies(ParallelEstimate(
+        estimate.cfg, estimate.workload, dataclasses.replace(estimate.layout, framework="fsdp2", zero=3)))
+
+
+def test_a_hardware_without_a_module_calls_time_says_so():
+    """MI355X (Primus's rows) states no host_module_call_s: the step is the one without the term, and
+    says why."""
+    run, source = _row(QWEN_B200)
+    estimate, hardware, options = train_setup(run, source)
+    bare = dataclasses.replace(hardware, host_module_call_s=None)
+    step = step_time(estimate, bare, time_model="kernels", **options).step()
+    assert step["host_syncs_note"].endswith("states no host_module_call_s (a module call's host time).")
+    assert step["seconds"] == step_time(estimate, bare, time_model="kernels", host_syncs=None, **options).step()["seconds"]
+
+
+def test_published_prices_the_syncs_unless_the_row_drops_and_pads():
+    """The 25.09 Qwen3 235B FP8 GB200 row pads to capacity (run_script.py, a28844195): 5,762.8 tokens/s a
+    GPU by the kernel model; were it dropless its host (37.08 us a call on Grace) would pass its GPU's
+    forward and the row would read 5,701.1."""
+    run, source = _row("megatron-bridge-moe 25.09 qwen3-235b-a22b fp8 64xgb200")
+    assert run.get("moe_token_drop", source.get("moe_token_drop")) is True
+    assert round(train_tokens(run, source, "kernels"), 1) == 5762.8
+    assert round(train_tokens({**run, "moe_token_drop": False}, source, "kernels"), 1) == 5701.1
+
+
+def test_simulate_takes_the_runs_cuda_graph_scopes():
+    """`simulate --train` of Qwen3 30B-A3B on 8 GB200 (EP 8, 1 x 256 tokens, --framework megatron): the
+    host binds both windows, so graphing moe_router and moe_preprocess saves 48 x (26 - 14) forward and
+    48 x (16 - 12) backward calls, 768 x Grace's 37.08 us; full_iteration syncs nowhere (the step without
+    the term). Another framework or no --train: one error line, exit 2."""
+    import json
+
+    from click.testing import CliRunner
+
+    import cli
+
+    base = ["simulate", "--model", "qwen3-30b-a3b", "--train", "--hardware", "gb200", "--dp", "8", "--ep", "8",
+            "--seq-len", "256", "--batch", "1", "--framework", "megatron", "--json"]
+
+    def step(*scopes):
+        args = base + [part for scope in scopes for part in ("--cuda-graph-scope", scope)]
+        result = CliRunner().invoke(cli.cli, args)
+        assert result.exit_code == 0, result.output
+        return json.loads(result.output[result.output.index("{"):])["step"]
+
+    eager, routed, whole = step(), step("moe_router", "moe_preprocess"), step("full_iteration")
+    assert eager["host_sync_seconds"] - routed["host_sync_seconds"] == pytest.approx(768 * 37.08e-6, rel=1e-9)
+    assert "host_sync_seconds" not in whole
+    assert eager["seconds"] - whole["seconds"] == pytest.approx(eager["host_sync_seconds"], rel=1e-9)
+    fsdp = CliRunner().invoke(cli.cli, base[:-2] + ["fsdp2", "--zero", "3", "--cuda-graph-scope", "attn"])
+    assert fsdp.exit_code == 2 and "needs --framework megatron, not fsdp2" in fsdp.output
+    inference = CliRunner().invoke(cli.cli, ["simulate", "--model", "qwen3-30b-a3b", "--cuda-graph-scope", "attn"])
+    assert inference.exit_code == 2 and "--cuda-graph-scope: training options" in inference.output

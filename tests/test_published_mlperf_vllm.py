@@ -99,13 +99,17 @@ def test_offline_is_every_sample_once_over_the_engines(monkeypatch):
 
 
 def test_server_passes_the_scheduled_rate(monkeypatch):
+    import pandas as pd
+
     import costmodel.serving.api as api
 
     seen = {}
 
     class Run:
+        requests = pd.DataFrame({"ttft_s": [2.0], "tpot_s": [3.0]})
+
         def summary(self):
-            return {"throughput": {"output_tokens_per_s": 1.0}, "ttft": {"p99": 2.0}, "tpot": {"p99": 3.0}}
+            return {"throughput": {"output_tokens_per_s": 1.0}}
 
     def serve(model, hardware, **kwargs):
         seen.update(kwargs, model=model, hardware=hardware)

@@ -97,6 +97,7 @@ def test_each_row_is_its_cell(cell):
     (with sequence parallelism: tp_mode REDUCE_SCATTER), PP, ZeRO stage, GAS as micro-batches, MBS;
     the pipeline split as nanotron's build_model makes it; fp32 gradient reduction; the step's
     dense model FLOPs exactly nanotron's get_flops."""
+    from costmodel.layout.overlap import Overlap
     from costmodel.layout.timing import step_time
 
     nodes, size, dp, tp, pp, gas, mbs, zero, mfu = cell
@@ -111,7 +112,11 @@ def test_each_row_is_its_cell(cell):
     assert dp * gas * mbs == SEQUENCES and layout.grad_reduce_dtype == "fp32" and layout.schedule == "1f1b"
     assert layout.stage_layers == (tuple(nanotron_split(layers, hidden, ffn, pp)) if pp > 1 else None)
     assert (cfg.d_model, cfg.n_heads, cfg.n_kv_heads, cfg.d_ff, cfg.n_layers, cfg.vocab_size) == (hidden, heads, heads, ffn, layers, VOCAB)
-    assert cfg.tie_embeddings == (ffn < 10_000) and hardware.name == "h100-sxm" and options == {"autocast": False}
+    # ZeRO-1 with fp32 accumulation builds no DDP (trainer.py init_model's make_ddp): the gradients are
+    # all-reduced after the backward, exposed; ZeRO-0's DDP hook reduces each bucket during it (session 28)
+    exposed = {"overlap": Overlap(dp=0.0)} if zero == 1 else {}
+    assert cfg.tie_embeddings == (ffn < 10_000) and hardware.name == "h100-sxm" and options == {"autocast": False, **exposed}
+    assert hardware.cluster == "hf-h100-efa"  # the book's measured cluster (tests/test_cluster_busbw.py)
     step = step_time(estimate, hardware, time_model="kernels", flops_convention="dense", **options).step()
     assert step["model_flops"] == nanotron_flops(layers, hidden, heads, ffn)
 
@@ -125,3 +130,25 @@ def test_the_splits_of_the_pipelined_cells():
     assert nanotron_split(32, 4096, 14336, 4) == [9, 9, 8, 6]
     assert nanotron_split(80, 8192, 28672, 4) == [21, 20, 20, 19]
     assert nanotron_split(80, 8192, 28672, 16) == [6] + [5] * 13 + [6, 3]
+
+
+def test_the_zero1_cells_reduce_their_gradients_after_the_backward():
+    """nanotron at c2528430 builds no DDP where accumulate_grad_in_fp32 and ZeRO-1 (trainer.py
+    init_model's make_ddp), so the fp32 gradients are reduced after train_batch_iter returns: the ZeRO-1
+    rows state overlap dp 0, the ZeRO-0 rows (DDP's bucket hooks) keep the default 2/3. 3.57B DP 128
+    TP 4 on 64 nodes: the reduction's 54.3 ms hidden under the backward before, all exposed now (82.0 ms
+    with the parameters' gather), a step of 0.1768 -> 0.2224 s, 297.3 -> 236.3 TFLOP/s a GPU."""
+    from costmodel.layout.timing import step_time
+
+    data = other_runs_data()
+    source = data["sources"]["nanotron-playbook"]
+    rows = [r for r in data["runs"] if r["id"].startswith("nanotron-playbook")]
+    assert [r["id"] for r in rows if r.get("overlap") == {"dp": 0.0}] == [r["id"] for r in rows if r["zero"] == 1]
+    run = next(r for r in rows if r["id"] == "nanotron-playbook llama-3.57b dp128 tp4 pp1 gas1 mbs2 zero1 512xh100")
+    steps = []
+    for row in (run, {k: v for k, v in run.items() if k != "overlap"}):
+        estimate, hardware, options = train_setup(row, source)
+        step = step_time(estimate, hardware, time_model="kernels", **options).step()
+        steps.append((round(step["seconds"], 4), round(step["exposed_communication_seconds"]["dp"], 4),
+                      round(step["hidden_communication_seconds"], 4)))
+    assert steps == [(0.2224, 0.082, 0.0), (0.1768, 0.0277, 0.0543)]

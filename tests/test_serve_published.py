@@ -117,11 +117,13 @@ def test_mlperf_server_passes_the_published_rate(script, served):
         "model": "llama2-70b", "hardware": "h100-sxm", "rate": 75.10, "requests": 40, "prompt": "200",
         "output": "294", "replicas": 4, "tp": 2, "max_num_seqs": 1024, "weight_dtype": "fp8", "kv_dtype": "fp8",
         "scheduler": "vllm", "max_batched_tokens": None}
-    direct = real_serve("llama2-70b", "h100-sxm", rate=75.10, requests=40, prompt="200", output="294", seed=0,
-                        replicas=4, scheduler="vllm", tp=2, max_num_seqs=1024, dtype="bf16", weight_dtype="fp8",
-                        kv_dtype="fp8", gpu_memory_utilization=0.90).summary()
-    assert ours == {"tokens_per_s": direct["throughput"]["output_tokens_per_s"], "p99_ttft_s": direct["ttft"]["p99"],
-                    "p99_tpot_s": direct["tpot"]["p99"]}
+    run = real_serve("llama2-70b", "h100-sxm", rate=75.10, requests=40, prompt="200", output="294", seed=0,
+                     replicas=4, scheduler="vllm", tp=2, max_num_seqs=1024, dtype="bf16", weight_dtype="fp8",
+                     kv_dtype="fp8", gpu_memory_utilization=0.90)
+    # LoadGen's p99 of 40 samples (results.cc: the sorted values at index floor(40 x 0.99) = 39): the largest
+    assert ours == {"tokens_per_s": run.summary()["throughput"]["output_tokens_per_s"],
+                    "p99_ttft_s": run.requests["ttft_s"].max(), "p99_tpot_s": run.requests["tpot_s"].max()}
+    assert ours["p99_ttft_s"] > run.summary()["ttft"]["p99"]  # numpy's interpolated p99 lies below the largest
 
 
 # The dataset's prompt lengths (benchmarks/mlperf_llama2_70b_lengths.json): 24,576 samples (processorca.py

@@ -109,13 +109,12 @@ def test_an_eager_step_on_the_h200_takes_the_longer_of_kernels_and_host():
 
 
 def test_no_host_term_where_the_step_is_not_a_counted_eager_one():
-    """Compiled, several GPUs, a GQA model: as before. The h200 preset, whose file states no op's
+    """Compiled, a GQA model: as before (several GPUs: tests/test_training_host_layouts.py). The h200 preset, whose file states no op's
     time, borrows the measured H200 host's (kernel_facts.json eager_host_op_default) and says so:
     GPT-2's 2,349 ops at 6.545 us, as on the measured file."""
     measured = load_hardware(str(H200_MEASURED))
     gpt2 = load_preset("gpt2")
     assert "host" not in _step(gpt2, _workload(1), measured, compiled=True)
-    assert "host" not in _step(gpt2, _workload(1), measured, layout=Layout(dp=2))
     borrowed = _step(gpt2, _workload(1), load_hardware("h200"))["host"]
     assert borrowed["seconds_per_step"] == 2349 * 6.545241752576789e-06 and borrowed["op_time_borrowed"] is True
     assert _step(gpt2, _workload(1), measured)["host"]["op_time_borrowed"] is False
@@ -160,5 +159,5 @@ def test_simulate_says_when_an_eager_training_step_is_host_bound():
             "--batch", "1", "--dtype", "fp32"]
     result = CliRunner().invoke(cli.cli, args)
     assert result.exit_code == 0, result.output
-    assert "host (eager ops)         17.3 ms   (2,434 ops issued on the host" in result.output
+    assert "host (eager ops)         17.3 ms   (2,434 ops issued on the busiest rank's host" in result.output
     assert "host-bound)" in result.output

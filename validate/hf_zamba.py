@@ -30,9 +30,9 @@ def _shared(cfg: ModelConfig, llama: dict[str, Any]) -> dict[str, Any]:
 
 
 def _zamba(cfg: ModelConfig, llama: dict[str, Any]) -> dict[str, Any]:
-    """ZambaConfig's fields: the Mamba-1 mixer's mamba_* sizes, one mixer head (ZambaMambaMixer's
-    n_mamba_heads changes no parameter or FLOP; 1 is the count whose saved bytes the tree models)."""
-    return dict(_shared(cfg, llama), attention_head_dim=cfg.d_head, n_mamba_heads=1,
+    """ZambaConfig's fields: the Mamba-1 mixer's mamba_* sizes and its heads (ModelConfig.mamba1_heads:
+    ZambaMambaMixer's n_mamba_heads, which changes no parameter or FLOP, only the bytes saved)."""
+    return dict(_shared(cfg, llama), attention_head_dim=cfg.d_head, n_mamba_heads=cfg.mamba1_heads,
                 mamba_expand=cfg.mamba1_inner // cfg.d_model, mamba_dt_rank=cfg.dt_rank, mamba_d_state=cfg.ssm_state,
                 mamba_d_conv=cfg.conv_kernel, mamba_proj_bias=cfg.mamba_bias, mamba_conv_bias=cfg.conv_bias)
 

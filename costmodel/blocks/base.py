@@ -111,6 +111,12 @@ class Profile:
     # grouped GEMM) runs each token through its top k experts only, whatever transformers' class
     # does: facts.experts_every_token (Llama 4's Llama4TextExperts) does not apply.
     routed_experts: bool = False
+    # LongCat-Flash's zero-compute experts (ModelConfig.zero_experts): whether the routed experts'
+    # gate_up tensor holds rows for them. transformers' LongcatFlashExperts allocates E + Z (never
+    # run); vLLM's loader builds its FusedMoE over the E real experts only, the router alone having
+    # E + Z outputs (vllm/model_executor/models/longcat_flash.py at 055e47c2: LongcatMoe's
+    # FusedMoEFactory(num_experts=config.n_routed_experts)), so a served replica holds the checkpoint's.
+    zero_experts_held: bool = True
     # Expert parallelism (layout --ep): a rank holds E / ep of the routed experts and runs the
     # slots that the ep ranks' tokens route to them, so it reads the experts of its own share
     # that ep times its tokens touch (blocks/ffn.py Experts.cost).

@@ -82,6 +82,28 @@ def scan_bytes(batch: Expr, seq: Expr, decode: bool) -> Expr:
     return batch * S.e * seq * per_token
 
 
+def head_split_bytes(batch: Expr, seq: Expr, heads: int) -> Expr:
+    """What ZambaMambaMixer keeps beyond one head's saved_bytes_torch when split into `heads` heads
+    (n_mamba_heads: x_proj_weight (H, R + 2N, D / H) and dt_proj_weight (H, D / H, R) applied by a
+    broadcast matmul over the batch, then one reference scan per head), with T = b n tokens; measured
+    exact against the one-head class at (b, n) = (2, 9), (2, 5), (3, 4), (2, 1), (1, 9), (1, 5), (1, 1),
+    (3, 2), heads 2 and 4, fp32 and bf16 (tests/test_hf_zamba.py; validate/FINDINGS.md, session 28):
+      each head's own dt, B and C: x_proj's output, H - 1 more heads' worth   e T (H - 1)(R + 2N)
+      B.float() a head where narrower than fp32 (a view in fp32)            4 T N (H - 1) u
+    and where b > 1 (matmul broadcasts each head's weight over the batch: the expanded (H, b) weights
+    reshape to (H b, ...) as copies, kept as bmm's first input; at b = 1 they stay views of the
+    parameters), and the scan's input a head, a view of the heads' transpose whose storage no other
+    saved tensor shares (x_proj's input is its own copy):
+      x_proj's weight expanded, dt_proj's weight expanded                  e b D (R + 2N) + e b D R
+      the scan's input                                                       e T D"""
+    if heads == 1:
+        return sp.Integer(0)
+    tokens = batch * seq
+    split = S.e * tokens * (heads - 1) * X_PROJECTED + unless_fp32(FP32 * tokens * S.N_m * (heads - 1))
+    broadcast = S.e * batch * INNER * (X_PROJECTED + S.R_m1) + S.e * tokens * INNER
+    return split + sp.Piecewise((0, sp.Eq(batch, 1)), (broadcast, True))
+
+
 def saved_bytes_torch(batch: Expr, seq: Expr, norms: str, x_proj_copied: bool = False) -> Expr:
     """Bytes the slow path keeps for backward in one mixer in training, its input aside (the norm
     before it counts it), with T = b n tokens (validate/measure's saved-tensor hooks on MambaMixer
@@ -139,6 +161,7 @@ class Mamba1Mixer(ShortConvPhases, Block):
     conv_bias: bool = True  # config.use_conv_bias
     norms: str = "none"  # RMS norms on dt's input, B and C: NORMS
     x_proj_copied: bool = False  # facts.mamba1_x_proj_copied (Zamba's per-head bmm)
+    heads: int = 1  # zamba's n_mamba_heads (ModelConfig.mamba1_heads): its per-head copies (head_split_bytes)
     title = "Mamba-1 mixer"
 
     def __post_init__(self) -> None:
@@ -170,7 +193,7 @@ class Mamba1Mixer(ShortConvPhases, Block):
             flops_matmul_backward=backward + 2 * conv + 2 * scan,
             bytes_other=scan_bytes(S.b, self.seq, self.phase == "decode"),
             saved_bytes=(saved_bytes_torch(S.b, self.seq, self.norms, self.x_proj_copied)
-                         if self.phase == "train" else 0),
+                         + head_split_bytes(S.b, self.seq, self.heads) if self.phase == "train" else 0),
             kv_cache_bytes=mamba1_state_bytes(),  # in every phase, as the tree reports the cache
         )
 
@@ -197,6 +220,6 @@ def linear_mixer(kind: str, phase: str, cfg: Any, facts: Any) -> Block:
         return RwkvTimeMix(phase) if kind == "rwkv_time" else RwkvChannelMix(phase)
     if kind == "mamba1":
         return Mamba1Mixer(phase, bias=cfg.mamba_bias, conv_bias=cfg.conv_bias, norms=cfg.mamba1_norms,
-                           x_proj_copied=facts.mamba1_x_proj_copied)
+                           x_proj_copied=facts.mamba1_x_proj_copied, heads=cfg.mamba1_heads)
     return Mamba2Mixer(phase, path=facts.mamba_path, bias=cfg.mamba_bias, conv_bias=cfg.conv_bias,
                        out_bias=cfg.mamba_out_bias, gated_norm=cfg.mamba_gated_norm, mup_vector=facts.mamba_mup_vector)

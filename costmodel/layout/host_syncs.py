@@ -1,13 +1,25 @@
-"""The host's time a Megatron-Core MoE layer's device-to-host sync exposes (`published --host-syncs`,
-default off).
+"""The host's time a Megatron-Core MoE layer's device-to-host sync exposes: the kernel model's default
+for a Megatron training step with routed experts (KernelStepTime; `published --no-host-syncs` leaves it
+out).
 
-A dropless MoE layer forward waits on the host for its token counts (token_dispatcher.py
-_maybe_dtoh_and_synchronize; validate/FINDINGS.md, session 22): the host cannot issue past that
-point before the GPU has reached it. So a step's forward is a chain of sync windows, one per MoE
-layer, and each window costs the longer of the host's calls in it and the GPU's work in it. The
-backward syncs nowhere (the all-to-all keeps the forward's splits), so it is one window per
-micro-batch. Where nothing syncs (no routed experts, drop-and-pad, a whole-iteration graph) the
-host runs ahead and costs nothing (the model as it is without the option).
+A dropless MoE layer forward waits on the host for its token counts: the sync is Megatron-Core's
+default, what a recipe gets unless it pads to capacity or graphs the whole iteration. Read at
+NVIDIA/Megatron-LM core_v0.15.0 (the same at core_v0.14.0 and d98e8a64dd),
+megatron/core/transformer/moe/token_dispatcher.py: MoEAlltoAllTokenDispatcher.preprocess sets
+`cuda_sync_point` to "before_ep_alltoall" where ep or tp > 1 (the all-to-all's splits on the CPU;
+v0.15.0 line 524, d98e8a64dd 596) and to "before_finish" otherwise (the experts' counts, TE
+GroupedLinear's m_splits); _maybe_dtoh_and_synchronize copies the counts on a side stream and calls
+d2h_event.synchronize() there (v0.15.0 line 859, d98e8a64dd 958) unless
+moe_pad_expert_input_to_capacity (drop_and_pad: every count known on the CPU). The flex dispatchers
+sync too (_HybridEPManager.dispatch without num_permuted_tokens: "CPU sync in dispatch";
+_DeepepManager: `tokens_per_expert.sum().item()`); core_r0.8.0 synchronized the current stream
+before its all-to-all. The host cannot issue past that point before the GPU has reached it. So a
+step's forward is a chain of sync windows, one per MoE layer, and each window costs the longer of
+the host's calls in it and the GPU's work in it. The backward syncs nowhere (the all-to-all keeps
+the forward's splits), so it is one window per micro-batch. Where nothing syncs (no routed experts,
+drop-and-pad, a whole-iteration graph) the host runs ahead and costs nothing. Priced where the
+hardware file states host_module_call_s (else the step says it is not: KernelStepTime.step's
+"host_syncs_note").
 
 Per micro-batch of a pipeline rank, with the windows of a stage taken as alike (each MoE layer's
 window holds its share of the stage's calls and of its GPU time):
@@ -69,6 +81,13 @@ def syncs(cfg: Any, layout: Any, scopes: tuple[str, ...] = ()) -> bool:
     return bool(cfg.n_experts) and layout.capacity_factor is None and "full_iteration" not in scopes
 
 
+def applies(estimate: Any, scopes: tuple[str, ...] = ()) -> bool:
+    """Whether a step's MoE layers sync as counted: a training step of Megatron-Core (the code the
+    calls were counted in; Megatron-Bridge, NeMo and Primus run it) whose MoE layers sync (syncs)."""
+    return (estimate.phase == "train" and estimate.layout.framework == "megatron"
+            and syncs(estimate.cfg, estimate.layout, scopes))
+
+
 def stage_calls(estimate: Any, stage: Any, scopes: tuple[str, ...] = ()) -> tuple[int, int]:
     """(forward, backward) host calls of one micro-batch on this pipeline rank's layers."""
     cfg, layout = estimate.cfg, estimate.layout
@@ -92,14 +111,14 @@ def exposed_seconds(host_forward: float, host_backward: float, gpu: float) -> fl
 def stage_host_seconds(estimate: Any, hardware: Any, stage: Any, gpu: float,
                        scopes: tuple[str, ...] = ()) -> float:
     """The seconds the host adds to one micro-batch of this rank (0 where no MoE layer syncs)."""
-    if not syncs(estimate.cfg, estimate.layout, scopes):
+    if not applies(estimate, scopes):
         return 0.0
     if hardware.host_module_call_s is None:
-        raise ConfigError(f"--host-syncs: the hardware file {hardware.name} states no host_module_call_s "
+        raise ConfigError(f"host syncs: the hardware file {hardware.name} states no host_module_call_s "
                           "(the host's time of one module call).")
     unknown = [scope for scope in scopes if scope not in GRAPH_SCOPES]
     if unknown:
-        raise ConfigError(f"--host-syncs: unknown CUDA graph scope {unknown[0]!r}; known: {', '.join(GRAPH_SCOPES)}.")
+        raise ConfigError(f"host syncs: unknown CUDA graph scope {unknown[0]!r}; known: {', '.join(GRAPH_SCOPES)}.")
     forward, backward = stage_calls(estimate, stage, scopes)
     per_call = hardware.host_module_call_s
     return exposed_seconds(forward * per_call, backward * per_call, gpu)

@@ -81,20 +81,24 @@ def eager_training(estimate: ParallelEstimate, compiled: bool, autocast: bool = 
     return eager_training_implementation(estimate.cfg, estimate.workload)
 
 
-def training_host_ops(estimate: ParallelEstimate, timer: KernelTimer, autocast: bool = False) -> int | None:
-    """The ops an eager training step issues on the host (eager_ops.training_step_ops), where the
-    kernel model weighs them against its kernels: a training step on one GPU (the counted step has
-    no collectives), no FP8, not compiled, not under autocast, on a hardware that issues ahead and
-    states an op's time (KernelTimer.host_s_per_op); else None. The count is the plain loop's
-    (forward, backward, torch's AdamW): a lower bound where the step issues more, which only adds
-    ops (recomputation's second forward, micro-batches' passes, FSDP2's hooks, DeepSpeed's engine)."""
-    layout = estimate.layout
-    if (estimate.phase != "train" or timer.host_s_per_op is None or autocast or layout.gpus != 1
-            or layout.fp8 is not None):
+def training_host_ops(estimate: ParallelEstimate, timer: KernelTimer, autocast: bool = False) -> tuple[int, int] | None:
+    """The ops an eager training step issues on each rank's host, where the kernel model weighs them
+    against its kernels, as (the layers' ops, the step's own) (eager_ops.training_step_ops_split: per
+    layer x the layers, plus the step's own; one GPU's count): a training step, no FP8, not compiled,
+    not under autocast, on a hardware that issues ahead and states an op's time
+    (KernelTimer.host_s_per_op); else None. A rank of any layout issues its stage's share of them
+    (stage_host_ops): each data-parallel rank runs the whole step, each tensor-parallel rank every
+    layer's module code on its shards, each pipeline stage its layers'. The count is the plain loop's
+    (forward, backward, torch's AdamW), so a lower bound wherever the step issues more, which only adds
+    ops: the collectives' calls (tp, dp, pp), recomputation's second forward, micro-batches' passes,
+    FSDP2's hooks, DeepSpeed's engine, a pipeline's embedding and per-stage optimizer (the step's own
+    ops are counted on the last stage alone)."""
+    if (estimate.phase != "train" or timer.host_s_per_op is None or autocast
+            or estimate.layout.fp8 is not None):
         return None
-    from ..eager_ops import training_step_ops
+    from ..eager_ops import training_step_ops_split
 
-    return training_step_ops(estimate.cfg, estimate.workload)
+    return training_step_ops_split(estimate.cfg, estimate.workload)
 
 
 def inference_host_ops(estimate: ParallelEstimate, implementation: str | None) -> tuple[int, int] | None:
@@ -120,10 +124,10 @@ def inference_host_ops(estimate: ParallelEstimate, implementation: str | None) -
 
 
 def stage_host_ops(estimate: ParallelEstimate, split: tuple[int, int], stage: Any) -> float:
-    """A pipeline stage's share of the step's ops (inference_host_ops' split): its layers' share of the
-    layers' ops (by their number: exact where every layer counts the same ops), and the step's own ops
-    (the embedding, the final norm, the head, the loop's sampling) on the last stage; with no pipeline
-    the whole count."""
+    """A pipeline stage's share of the step's ops (inference_host_ops' or training_host_ops' split):
+    its layers' share of the layers' ops (by their number: exact where every layer counts the same
+    ops), and the step's own ops (the embedding, the final norm, the head, the loop's sampling or the
+    loss and the optimizer's per-list calls) on the last stage; with no pipeline the whole count."""
     layers, own = split
     if estimate.layout.pp == 1:
         return layers + own
@@ -230,14 +234,17 @@ class KernelStepTime(StepTime):
     def __init__(self, estimate: ParallelEstimate, hardware: Hardware, efficiency: Efficiency | None = None,
                  flops_convention: str = "dense", cuda_graphs: bool = False, overlap: Any = None,
                  compiled: bool = False, autocast: bool = False, attention_kernel: str = DEFAULT_KERNEL,
-                 host_syncs: tuple[str, ...] | None = None, implementation: str | None = None):
-        """attention_kernel: the fused attention kernel the run calls (KernelTimer's). host_syncs: None,
-        the host runs ahead (no host term); else the CUDA graph scopes the run captures, and each
-        micro-batch adds what its MoE layers' host syncs expose (layout/host_syncs.py). implementation:
+                 host_syncs: tuple[str, ...] | None = (), implementation: str | None = None):
+        """attention_kernel: the fused attention kernel the run calls (KernelTimer's). host_syncs: the
+        CUDA graph scopes a Megatron-Core training run captures (default none: eager), each
+        micro-batch adding what its MoE layers' host syncs expose (layout/host_syncs.py: Megatron's
+        default, priced where the hardware states a module call's host time); cuda_graphs: the whole
+        iteration captured (no sync); None: the host runs ahead (no host term). implementation:
         the code an inference step runs (spec.DECODE_CODES), whose counted ops an eager step's host
         issues (inference_host_ops; token); None: no host term."""
         super().__init__(estimate, hardware, efficiency, flops_convention, cuda_graphs, overlap, autocast)
-        self.host_syncs = host_syncs
+        # a training step captured whole (cuda_graphs) syncs nowhere: Megatron's full_iteration scope
+        self.host_syncs = host_syncs if host_syncs is None or not cuda_graphs else (*host_syncs, "full_iteration")
         self.implementation = implementation
         self.replayed = cuda_graphs and estimate.phase == "decode"  # a decode step from a CUDA graph: no host term
         check_kernel_model(hardware)
@@ -261,29 +268,53 @@ class KernelStepTime(StepTime):
         # ... and the recipe's casts beside them, memory-bound at the dtype's timer (layout/fp8.py).
         self.casts = fp8_casts(estimate, hardware)
 
+    @cached_property
+    def prices_host_syncs(self) -> bool:
+        """Whether each micro-batch adds its MoE layers' exposed host time (layout/host_syncs.py): a
+        Megatron-Core training step whose MoE layers sync, on a hardware that states a module call's
+        host time (host_module_call_s; elsewhere step() says the term is left out)."""
+        from .host_syncs import applies
+
+        return (self.host_syncs is not None and applies(self.estimate, self.host_syncs)
+                and self.hardware.host_module_call_s is not None)
+
     def stage(self, stage: Any) -> dict[str, float]:
-        """StepTime's stage, with the host time the MoE layers' syncs expose (--host-syncs)."""
+        """StepTime's stage, with the host time the MoE layers' syncs expose (prices_host_syncs)."""
         times = super().stage(stage)
-        if self.host_syncs is not None and self.estimate.phase == "train":
+        if self.prices_host_syncs:
             from .host_syncs import stage_host_seconds
 
             gpu = sum(times[k] for k in ("compute", "tp", "ep", "cp", "amax"))
             times["host"] = stage_host_seconds(self.estimate, self.hardware, stage, gpu, self.host_syncs)
         return times
 
+    def host_syncs_note(self) -> dict[str, str]:
+        """The step's note where its MoE layers sync but the hardware states no module call's time."""
+        from .host_syncs import applies
+
+        if self.host_syncs is None or self.prices_host_syncs or not applies(self.estimate, self.host_syncs):
+            return {}
+        return {"host_syncs_note": f"the MoE layers' host syncs are not priced: the hardware file "
+                                   f"{self.hardware.name} states no host_module_call_s (a module call's host time)."}
+
     def step(self) -> dict[str, Any]:
-        """StepTime's step; an eager training step of a counted implementation on a GPU (an op's
-        host time: Hardware.eager_op_s, the file's or borrowed, "op_time_note" says so) takes the longer of its kernels (less their per-block
-        launches, which the host's term stands for) and its ops at that time
-        (kernel_time.host_bound_seconds, as an eager decoding step does): "host" says which."""
-        step = super().step()
-        ops = training_host_ops(self.estimate, self.timer, self.autocast)
-        host = self.timer.host_seconds(ops)
-        if host is None:
+        """StepTime's step (with host_syncs_note where its MoE layers' syncs are left out); an eager
+        training step of a counted implementation on a GPU (an op's host time: Hardware.eager_op_s,
+        the file's or borrowed, "op_time_note" says so) takes the longer of its kernels (less the
+        slowest stage's per-block launches in each pass it charges, m micro-batches and the bubble's,
+        which the host's term stands for) and the busiest rank's ops at that time (training_host_ops,
+        stage_host_ops; kernel_time.host_bound_seconds, as an eager decoding step does): a rank cannot
+        finish its step before its host has issued it. One GPU: its whole step. "host" says which."""
+        step = {**super().step(), **self.host_syncs_note()}
+        split = training_host_ops(self.estimate, self.timer, self.autocast)
+        if split is None:
             return step
-        stage = self.estimate.stages[0]  # one GPU: one stage; each micro-batch's passes launch (StepTime.compute)
-        launches = self.estimate.layout.microbatches * 3 * self.overhead_s * sum(
-            count * self.part_seconds.get(key, (0.0, 0))[1] for key, count in self.part_runs(stage).items())
+        estimate, layout = self.estimate, self.estimate.layout
+        ops = max(stage_host_ops(estimate, split, stage) for stage in estimate.stages)
+        host = self.timer.host_seconds(ops)
+        slowest = estimate.stages[step["slowest_stage"]]  # the stage StepTime.step charges per micro-batch
+        launches = (layout.microbatches + layout.bubble()) * 3 * self.overhead_s * sum(
+            count * self.part_seconds.get(key, (0.0, 0))[1] for key, count in self.part_runs(slowest).items())
         kernels = step["seconds"] - launches
         seconds = max(kernels, host)
         tokens = step["tokens_per_second"] * step["seconds"]

@@ -290,7 +290,7 @@ class StepTime:
         hidden = hidden_ep + hidden_sends + hidden_tp + hidden_pp
         return {"compute": compute, "tp": tp_microbatch - hidden_tp, "ep": all_to_all - hidden_ep, "cp": context,
                 "pp": exchange - hidden_pp, "tp_step": (1 - self.overlap.tp) * tp_step, "hidden_ep": hidden_ep,
-                "amax": amax, "host": 0.0,  # the host's exposed time (KernelStepTime's --host-syncs)
+                "amax": amax, "host": 0.0,  # the host's exposed time (KernelStepTime's MoE host syncs)
                 "pp_step": self.tied_embedding(stage), "accumulation": self.gradient_accumulation(stage),
                 "accumulation_microbatch": self.microbatch_accumulation(stage),
                 # what runs hidden under this micro-batch's compute, and under the step's; the compute

@@ -28,6 +28,7 @@ def step_time(estimate: ParallelEstimate, hardware: Hardware, efficiency: Effici
         raise ConfigError("--compile is modelled by the kernel-level time model only; add --time-model kernels.")
     options.pop("attention_kernel", None)  # the roofline times attention at its one efficiency
     options.pop("implementation", None)  # the roofline has no host term
+    options.pop("host_syncs", None)
     return StepTime(estimate, hardware, efficiency, **options)
 
 
@@ -35,14 +36,21 @@ def simulate_training(cfg: Any, workload: Any, layout: Any, hardware: Hardware,
                       efficiency: Efficiency | None = None, tokens: float | None = None,
                       step_seconds: float | None = None, flops_convention: str = "dense",
                       time_model: str | None = None, overlap: Overlap | None = None,
-                      compiled: bool = False, price: float | None = None) -> dict[str, Any]:
+                      compiled: bool = False, price: float | None = None,
+                      graph_scopes: tuple[str, ...] = ()) -> dict[str, Any]:
     """`simulate --train` with a layout: the step time and its split, MFU and HFU, each rank's
     memory against the GPU's, and the time to train on `tokens` tokens with its GPU-hours, FLOPs
-    and dollars (costmodel/cost.py)."""
+    and dollars (costmodel/cost.py). graph_scopes: what a Megatron-Core run captures in CUDA graphs
+    (its cuda_graph_scope; the kernel model's MoE host-sync windows, layout/host_syncs.py)."""
     from ..cost import training_cost
 
     estimate = ParallelEstimate(cfg, workload, layout)
-    options = {"compiled": True} if compiled else {}
+    options: dict[str, Any] = {"compiled": True} if compiled else {}
+    if graph_scopes:
+        if layout.framework != "megatron":
+            raise ConfigError(f"--cuda-graph-scope is Megatron-Core's cuda_graph_scope: it needs --framework "
+                              f"megatron, not {layout.framework}.")
+        options["host_syncs"] = tuple(graph_scopes)
     step = step_time(estimate, hardware, efficiency, time_model, flops_convention=flops_convention,
                      overlap=overlap, **options).step()
     parallel = estimate.to_dict()

@@ -27,6 +27,8 @@ from .kvcache import BlockPool, cache_sizing, profile_run_facts
 from .budgets import DEFAULT_BUDGETS, NO_TOKEN_BUDGET, VLLM_LARGE_GPU_BUDGETS, default_budget  # noqa: F401 (re-exported)
 from .schedulers import SCHEDULERS
 from .state_slots import STATE_PREFIX_NOTE, check_ssm_cache_dtype, vllm_layer_states, with_state_traffic
+from .host_step import host_bound, host_fields
+from .profile import held_weights_note
 from .steptime import StepTime, check_tensor_parallel_groups, serving_profile
 from .workload import Lengths, Request, poisson, read_trace
 
@@ -168,7 +170,8 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
                   efficiency: Any = None, time_model: str | None = None, cuda_graphs: str = "auto",
                   step: StepTime | None = None, attention_backend: str | None = None,
                   sizings: dict | None = None, mamba_ssm_cache_dtype: str = "auto",
-                  max_capture_len: int | None = None, host_time: str = NO_HOST_TIME) -> tuple[Any, Any, dict[str, Any]]:
+                  max_capture_len: int | None = None, host: bool = True,
+                  host_time: str = NO_HOST_TIME) -> tuple[Any, Any, dict[str, Any]]:
     """The scheduler class's arguments, a StepTime and the setup dict of one replica (a search
     passes the StepTime it built for this hardware and tp, and a dict that keeps the cache
     sizings by token budget). cuda_graphs: "auto" (the scheduler's engine's default: graphs.py
@@ -178,8 +181,12 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
     attention backend (kernel_facts.json "serving_attention_backends"; None: flash-attn2), whose kernel's
     published figures time the step's attention call (the kernel model only). max_capture_len: vLLM v0's
     max_seq_len_to_capture (graphs.py; None: its 8,192), the longest sequence a graphed decode step holds.
-    host_time: a vLLM version's host time a step (host_time.json: vllm-v0.5.4, vllm-v0.6.0, vllm-v1;
-    none: the GPU's kernels alone), the step's `host_time` attribute, which run_replicas hands the event loop."""
+    host: an eager GPU step of the scheduler's counted code weighs its host (host_step.py); False where the
+    schedule stands for another engine's runtime (benchmarks/published_trtllm_static.py: TensorRT-LLM's
+    static batching, whose C++ runtime issues no Python ops). host_time: a vLLM version's host time a step
+    between forward passes (host_time.json: vllm-v0.5.4, vllm-v0.6.0, vllm-v1; none: the GPU's kernels alone),
+    the step's `host_time` attribute, which run_replicas hands the event loop (apart from host_step.py's ops,
+    which the vLLM schedulers do not take)."""
     require_decoder_only(cfg)
     from ..defaults import serving_attention
 
@@ -267,6 +274,9 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
     timed = {"attention_kernel": kernel} if kernel != DEFAULT_KERNEL else {}
     step = step or StepTime(cfg, hardware, dtype, efficiency, profile, tp, pp, time_model, **timed)
     step = step.with_graphs(graphs)
+    if host:  # an eager counted code on a GPU: host_step.py
+        step = host_bound(step, cfg, hardware, scheduler, graphs, profile,
+                          lambda bare: StepTime(cfg, bare, dtype, efficiency, profile, tp, pp, time_model, **timed))
     step = with_state_traffic(step, sizing.state_bytes, hardware, efficiency, pp)
     step = with_host_time(step, host_time, scheduler)
     setup = {"model": cfg.name, "hardware": hardware.name, "dtype": step.dtype, "tp": tp, "pp": pp,
@@ -287,6 +297,12 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
              "mla": mla if cfg.mla else None,
              "max_model_len": cfg.max_positions,
              **(step.host_time.describe() if step.host_time is not None else {"host_time": NO_HOST_TIME})}
+    host = host_fields(step, hardware)
+    if host:
+        setup["host"] = host
+    held = held_weights_note(cfg, profile)  # LongCat-Flash: the engine's loader or transformers' class
+    if held:
+        setup["params_held"], setup["weights_note"] = held
     needed = -(-cfg.max_positions // block_size)  # vLLM v1 starts only if one max_model_len request fits
     if scheduler == "vllm" and paging is None and not sizing.state_bytes and blocks < needed:
         setup["max_model_len_note"] = (

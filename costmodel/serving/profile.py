@@ -4,6 +4,8 @@ build_replica read both (steptime.py re-exports them)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+from functools import lru_cache
 from typing import Any
 
 import sympy as sp
@@ -23,11 +25,13 @@ def serving_profile(cfg: ModelConfig, attention: str = "flash", weight_dtype: st
     False for Hugging Face generate's static batching, whose QuantizedCache dequantizes);
     routed_experts: its MoE kernel runs each token through its top k experts (Profile's field;
     False for transformers' own serving, which runs its class's experts as they are); quant_layout:
-    how int8 and int4 weights are stored (spec.QUANT_LAYOUTS)."""
+    how int8 and int4 weights are stored (spec.QUANT_LAYOUTS). The engines whose MoE kernel routes
+    (vLLM's FusedMoE) also load the routed experts alone: LongCat-Flash's zero-compute experts hold no
+    weights there (Profile.zero_experts_held), where transformers' class allocates their rows."""
     workload = Workload(attention=attention, weight_dtype=weight_dtype, kv_dtype=kv_dtype, mla=mla,
                         fp8_gemm=fp8_gemm, weight_group=weight_group, quant_layout=quant_layout)
     return profile_for(cfg, workload, dropout=False, kv_cache="static", kv_read_as_stored=kv_read_as_stored,
-                       routed_experts=routed_experts)
+                       routed_experts=routed_experts, zero_experts_held=not routed_experts)
 
 
 def check_tensor_parallel_groups(cfg: ModelConfig, profile: Any, tp: int) -> None:
@@ -45,3 +49,28 @@ def check_tensor_parallel_groups(cfg: ModelConfig, profile: Any, tp: int) -> Non
         split = substitution(leaf.block, sp_on=False, vocabulary="ceil", loss_parallel=False, encoder=False)
         widths |= {int(cols.xreplace(fixed)) for cols in split_inputs(leaf.cost.matrices, split)}
     check_shard_groups(fmt, sorted(widths), tp)
+
+
+@lru_cache(maxsize=None)
+def held_params(cfg: ModelConfig, profile: Any) -> int:
+    """The parameters a replica built with `profile` holds (the decode tree's)."""
+    fixed = {k: sp.Integer(v) for k, v in model_values(cfg).items()}
+    return int(CostModel(cfg, profile, phase="decode").total("params").xreplace(fixed))
+
+
+def held_weights_note(cfg: ModelConfig, profile: Any) -> tuple[int, str] | None:
+    """Where the engine's loader and transformers' class hold different weights (LongCat-Flash's
+    zero-compute experts, Profile.zero_experts_held): the parameters this replica holds and a line
+    saying whose they are and what the other holds; None elsewhere."""
+    if not cfg.zero_experts:
+        return None
+    held = held_params(cfg, profile)
+    other = held_params(cfg, replace(profile, zero_experts_held=not profile.zero_experts_held))
+    if not profile.zero_experts_held:
+        return held, (f"weights: the routed experts alone, as vLLM's loader holds them (its FusedMoE over the "
+                      f"{cfg.n_experts} real experts, none for the {cfg.zero_experts} zero-compute ones: "
+                      f"vllm/model_executor/models/longcat_flash.py): {held:,} parameters, not the {other:,} "
+                      "transformers' class allocates (estimate's count)")
+    return held, (f"weights: transformers' class's, {held:,} parameters with the gate_up rows it allocates for the "
+                  f"{cfg.zero_experts} zero-compute experts (never run); vLLM's loader holds {other:,} (serve's "
+                  "vllm, sarathi, orca and trtllm schedulers)")
