@@ -49,6 +49,36 @@ def refuse_other_modes(ctx: click.Context, serve: bool, rate: float | None) -> N
                  "for one deployment; --tokens prices a training run).")
 
 
+def serving_lengths(prompt: str | None, gen: str, rate: float | None) -> tuple:
+    """--prompt and --gen as the mode reads them: the capacity search (--rate) draws each request's
+    lengths from a distribution, as serve's --prompt and --output do (a length mix typed there said
+    "'uniform:128:1024' is not a valid integer range"); a plan of --batch sequences takes one length."""
+    if rate is not None:
+        from costmodel.serving.api import as_lengths
+
+        try:
+            for value, option in ((prompt, "--prompt"), (gen, "--gen")):
+                if value is not None:
+                    as_lengths(value, option)
+        except ConfigError as error:
+            raise InputError(str(error)) from None
+        return prompt or "512", gen
+    counts = []
+    for value, option, least in ((prompt, "--prompt", 1), (gen, "--gen", 0)):
+        if value is None:
+            counts.append(None)
+            continue
+        try:
+            count = int(value)
+        except ValueError:
+            raise InputError(f"{option} {value!r}: a length mix is read by the capacity search (--serve --rate); "
+                             "without --rate give a whole number of tokens.") from None
+        if count < least:
+            raise InputError(f"{option} must be at least {least} tokens, got {count}.")
+        counts.append(count)
+    return tuple(counts)
+
+
 @click.command()
 @model_options
 @hardware_option()
@@ -57,8 +87,12 @@ def refuse_other_modes(ctx: click.Context, serve: bool, rate: float | None) -> N
 @click.option("--global-batch", type=int, default=None, help="Training: sequences per step (default 8 x gpus).")
 @click.option("--serve", is_flag=True, help="Plan serving instead: layouts for --batch sequences of --prompt + --gen tokens.")
 @click.option("--batch", "-b", type=int, default=None, help="Training: fix the micro-batch; --serve: the sequences served at once (default 32).")
-@click.option("--prompt", type=click.IntRange(min=1), default=None, help="--serve: prompt tokens (default 2048, or what the context leaves after --gen).")
-@click.option("--gen", type=click.IntRange(min=0), default=spec.DEFAULT_GEN_TOKENS, show_default=True, help="--serve: generated tokens.")
+@click.option("--prompt", type=str, default=None,
+              help="--serve: prompt tokens (default 2048, or what the context leaves after --gen; with --rate 512); "
+                   "with --rate also a length mix as serve's --prompt: uniform:LOW:HIGH, "
+                   "lognormal:MEDIAN:SIGMA[:LOW:HIGH] or histogram:FILE.json.")
+@click.option("--gen", "--output", "gen", type=str, default=str(spec.DEFAULT_GEN_TOKENS), show_default=True,
+              help="--serve: generated tokens (--output: serve's name); with --rate a length mix too, as --prompt.")
 @dtype_option(None, "Weights and activations (default: the hardware's, bf16 for the GPU presets, fp16 on "
               "V100 and T4, which have no bf16 tensor cores).")
 @choice_option("--impl", spec.IMPLEMENTATIONS, "Only this activation profile: " + IMPL_HELP)
@@ -161,6 +195,7 @@ def plan(model, config, hardware_name, gpus, seq_len, global_batch, serve, batch
             raise InputError(str(error)) from None
     if rate is None or serve:  # (--rate without --serve: its own line below)
         refuse_other_modes(click.get_current_context(), serve, rate)
+    prompt, gen = serving_lengths(prompt, gen, rate)
     cfg = with_mtp(load_model(model, config), None if serve else mtp)
     refuse_mla_without_latent(click.get_current_context(), cfg)
     if rate is not None:
@@ -176,7 +211,7 @@ def plan(model, config, hardware_name, gpus, seq_len, global_batch, serve, batch
             check_engine_cache(cfg)
         except ConfigError as error:
             raise InputError(str(error)) from None
-        met = plan_capacity_command(cfg, hardware_name, rate, slo_ttft, slo_tpot, requests, prompt or 512, gen, tp,
+        met = plan_capacity_command(cfg, hardware_name, rate, slo_ttft, slo_tpot, requests, prompt, gen, tp,
                               top, as_json, mla=mla, pp=pp, ray_address=ray_address, price=price, json_top=json_top,
                               cuda_graphs=cuda_graphs or "auto", weight_dtype=weight_dtype,
                               weight_group=weight_group, kv_dtype=kv_dtype,

@@ -42,7 +42,7 @@ import json
 import math
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 from .config import ConfigError
 from .hardware import Hardware
@@ -53,6 +53,32 @@ FACTS_PATH = Path(__file__).resolve().parent / "nccl_facts.json"
 @lru_cache(maxsize=None)
 def nccl_facts() -> dict[str, Any]:
     return json.loads(FACTS_PATH.read_text())
+
+
+def holds_on(fact: dict[str, Any], network: str) -> bool:
+    """Whether a fact of nccl_facts.json holds on `network`'s nodes (Hardware.network_name: the
+    preset whose measured collectives a GPU's nodes share): its "hardware" list names it; null:
+    every network."""
+    return fact["hardware"] is None or network in fact["hardware"]
+
+
+def fact_for(facts: Iterable[dict[str, Any]], network: str) -> dict[str, Any] | None:
+    """The first of a list of facts (a busbw curve, an all-to-all ceiling, one per set of presets)
+    that holds on `network` (holds_on), or None."""
+    return next((fact for fact in facts if holds_on(fact, network)), None)
+
+
+def node_link(hardware: Hardware, ranks: int) -> float:
+    """The bandwidth collectives reach on the links of a group of `ranks` inside a node: the link's
+    at nccl_facts.json "link_efficiency" (the ~80% of the unidirectional spec they reach)."""
+    within = min(ranks, hardware.gpus_per_node)  # the group, as the line a missing bandwidth gets names it
+    return hardware.link(within) * float(nccl_facts()["link_efficiency"]["value"])
+
+
+def inter_node_link(hardware: Hardware, span: int) -> float:
+    """The bandwidth a group spanning `span` GPUs reaches between nodes: the NIC's at nccl_facts.json
+    "inter_node_efficiency" (73%, a published 4-node measurement)."""
+    return hardware.link(span) * float(nccl_facts()["inter_node_efficiency"]["value"])
 
 
 def ring_factor(kind: str, ranks: int) -> float:
@@ -72,17 +98,14 @@ def busbw_curve(hardware: Hardware, kind: str = "all_reduce") -> list[tuple[floa
 
 def curve_kind(hardware: Hardware, kind: str) -> str:
     """The collective whose measured curve busbw_curve reads for `kind`: its own, else the all-reduce."""
-    return kind if any(hardware.network_name in curve["hardware"] for curve in nccl_facts().get(f"{kind}_busbw", ())) \
-        else "all_reduce"
+    return kind if fact_for(nccl_facts().get(f"{kind}_busbw", ()), hardware.network_name) else "all_reduce"
 
 
 @lru_cache(maxsize=None)
 def _curve(name: str, kind: str) -> list[tuple[float, float]] | None:
-    facts = nccl_facts()
     for key in (f"{kind}_busbw", "all_reduce_busbw"):
-        for curve in facts.get(key, ()):
-            if name in curve["hardware"]:
-                return [(float(size), gbps * 1e9) for size, gbps in curve["points_bytes_gbps"]]
+        if curve := fact_for(nccl_facts().get(key, ()), name):
+            return [(float(size), gbps * 1e9) for size, gbps in curve["points_bytes_gbps"]]
     return None
 
 
@@ -106,7 +129,7 @@ def intra_node_all_reduce(hardware: Hardware, payload: float, ranks: int, dtype:
     all-gather). Only for the dtypes its kernels add (bf16), where NVLink joins every pair of the
     node's GPUs (its `hardware` list), for at most its max_ranks GPUs (8), up to its sizes."""
     facts = nccl_facts()["intra_node_all_reduce"]
-    if dtype not in facts["dtypes"] or hardware.network_name not in facts["hardware"] or ranks > facts["max_ranks"]:
+    if dtype not in facts["dtypes"] or not holds_on(facts, hardware.network_name) or ranks > facts["max_ranks"]:
         return None  # NCCL's
     if payload <= facts["one_shot_max_bytes"]:
         read = (ranks - 1) * payload
@@ -114,9 +137,7 @@ def intra_node_all_reduce(hardware: Hardware, payload: float, ranks: int, dtype:
         read = ring_factor("all_reduce", ranks) * payload
     else:
         return None
-    within = min(ranks, hardware.gpus_per_node)  # the group, as the line a missing bandwidth gets names it
-    link = hardware.link(within) * float(nccl_facts()["link_efficiency"]["value"])
-    return float(facts["latency_s"]) + read / link
+    return float(facts["latency_s"]) + read / node_link(hardware, ranks)
 
 
 def within_node(hardware: Hardware, kind: str, payload: float, ranks: int, calls: int = 1,
@@ -143,8 +164,7 @@ def within_node(hardware: Hardware, kind: str, payload: float, ranks: int, calls
         node = each * factor / (links * ring_factor(curve_kind(hardware, kind), hardware.gpus_per_node)) \
             if links < 1 else each
         return calls * each * factor / min(links * interpolated_busbw(curve, node), ceiling or math.inf)
-    within = min(ranks, hardware.gpus_per_node)  # the group, as the line a missing bandwidth gets names it
-    link = hardware.link(within) * float(nccl_facts()["link_efficiency"]["value"]) * links
+    link = node_link(hardware, ranks) * links
     return payload * factor / min(link, ceiling or math.inf) + calls * hardware.collective_latency_s
 
 
@@ -152,10 +172,8 @@ def all_to_all_ceiling(hardware: Hardware) -> float | None:
     """The all-to-all's measured busbw inside this hardware's node (nccl_facts.json
     all_to_all_peak_busbw: nccl-tests alltoall, NVIDIA GTC25 S72583), bytes/s, or None: an
     all-to-all runs no NVLS, so it never takes more than this from the node's curve or link."""
-    for point in nccl_facts()["all_to_all_peak_busbw"]["points"]:
-        if hardware.network_name in point["hardware"]:
-            return point["gbps"] * 1e9
-    return None
+    point = fact_for(nccl_facts()["all_to_all_peak_busbw"]["points"], hardware.network_name)
+    return None if point is None else point["gbps"] * 1e9
 
 
 def mesh_links(hardware: Hardware, kind: str, ranks: int) -> float:
@@ -164,7 +182,7 @@ def mesh_links(hardware: Hardware, kind: str, ranks: int) -> float:
     connected mesh (nccl_facts.json "full_mesh": the MI300X's xGMI, one link a pair of GPUs, no
     switch) g - 1 of each GPU's n - 1 links for a group of g, one for a send or receive."""
     per_node = hardware.gpus_per_node
-    if hardware.network_name not in nccl_facts()["full_mesh"]["hardware"] or per_node <= 2:
+    if not holds_on(nccl_facts()["full_mesh"], hardware.network_name) or per_node <= 2:
         return 1.0
     used = 1 if kind in ("send", "recv") else min(ranks, per_node) - 1
     return used / (per_node - 1)
@@ -206,7 +224,7 @@ def ring_protocols(hardware: Hardware) -> tuple[str, ...]:
     everywhere, LL128 on the NVSwitch nodes (nccl_facts.json inter_node_latency ring_protocols)."""
     extra = nccl_facts()["inter_node_latency"]["ring_protocols"]
     return ("simple",) + tuple(name for name, p in extra.items()
-                               if p["hardware"] is None or hardware.network_name in p["hardware"])
+                               if holds_on(p, hardware.network_name))
 
 
 def ring_seconds(hardware: Hardware, protocol: str, share: float, nodes: int, local: int, inter: float,
@@ -217,7 +235,7 @@ def ring_seconds(hardware: Hardware, protocol: str, share: float, nodes: int, lo
     overhead, x3 for Simple)), the base latency where one GPU a node leaves no in-node call to
     carry it, and the bytes at the protocol's share of `inter` (LL's capped at llMaxBw)."""
     facts, us = nccl_facts()["inter_node_latency"], 1e-6
-    fabric = "nvlink" if hardware.network_name in nccl_facts()["intra_node_all_reduce"]["hardware"] else "pci"
+    fabric = "nvlink" if holds_on(nccl_facts()["intra_node_all_reduce"], hardware.network_name) else "pci"
     if protocol == "simple":
         step = max(facts["hw_latency_us"][fabric]["ring"], 3 * facts["net_overhead_us"])
         net = facts["hw_latency_us"]["net"]["ring" if local > 1 else "tree"]
@@ -244,7 +262,7 @@ def collective_seconds(hardware: Hardware, kind: str, payload: float, ranks: int
     per_node = hardware.gpus_per_node
     if span <= per_node:
         return within_node(hardware, kind, payload, ranks, calls, all_reduce, dtype)
-    inter = hardware.link(span) * float(nccl_facts()["inter_node_efficiency"]["value"])  # between nodes
+    inter = inter_node_link(hardware, span)
     if kind in ("send", "recv"):
         return payload / inter + calls * hardware.collective_latency_s
     local = ranks_per_node(hardware, ranks, span)  # this group's ranks inside one node
@@ -296,7 +314,7 @@ def node_once_seconds(hardware: Hardware, remote: float, nvlink: float, ranks: i
         if nvlink and local > 1 else 0.0
     if span <= per_node:
         return inside
-    inter = hardware.link(span) * float(nccl_facts()["inter_node_efficiency"]["value"])
+    inter = inter_node_link(hardware, span)
     return remote / inter + inside + calls * hardware.collective_latency_s
 
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .checkpoint import check_stored
-from .config_checks import check_latent_attention, check_newer_fields
+from .config_checks import check_experts, check_latent_attention, check_newer_fields, check_nope_layers
 from .layer_pattern import MIXERS, check_kv_shared, check_layer_pattern, kv_shared_counts, layer_kind
 from .errors import MAX_SIZE, ConfigError, show  # noqa: F401 (re-exported: costmodel.config.ConfigError, show)
 from .errors import check_bool, check_choice, check_int, check_number, require_decoder  # noqa: F401 (re-exported)
@@ -275,6 +275,9 @@ class ModelConfig:
                                   f"({self.n_heads}) and no head dimension is given.")
             object.__setattr__(self, "d_head", self.d_model // self.n_heads)
             derived.add("d_head")
+        if self.d_expert is None:
+            object.__setattr__(self, "d_expert", self.d_ff)
+            derived.add("d_expert")
         object.__setattr__(self, "_derived", frozenset(derived))
         check_int(owner, "d_head", self.d_head)
         check_choice(owner, "position", self.position, POSITIONS)
@@ -289,9 +292,9 @@ class ModelConfig:
             check_bool(owner, name, getattr(self, name))
         check_number(owner, "attention_scale", self.attention_scale)
         check_newer_fields(self, owner)
-        self._check_experts(owner)
+        check_experts(self, owner, d_expert_given="d_expert" not in derived)
         check_latent_attention(self, owner)
-        self._check_nope_layers(owner)
+        check_nope_layers(self, owner)
         check_layer_pattern(self, owner)
         object.__setattr__(self, "checkpoint_weights", check_stored(owner, self.checkpoint_weights))
         if not isinstance(self.family, str) or not self.family:
@@ -306,57 +309,6 @@ class ModelConfig:
             raise ConfigError(f"{owner}: RoPE needs an even head dimension, got {self.d_head}.")
         if self.rotary_dim is not None and not self.rope:
             raise ConfigError(f"{owner}: rotary_dim applies only to RoPE.")
-
-    def _check_experts(self, owner: str) -> None:
-        check_choice(owner, "router", self.router, ROUTERS)
-        if self.d_expert is None:
-            object.__setattr__(self, "d_expert", self.d_ff)
-            object.__setattr__(self, "_derived", self._derived | {"d_expert"})
-        check_int(owner, "d_expert", self.d_expert)
-        for name in ("router_bias", "expert_bias", "moe_output_norm"):
-            check_bool(owner, name, getattr(self, name))
-        if (self.swiglu_limit is None) != (self.swiglu_alpha is None):
-            raise ConfigError(f"{owner}: swiglu_limit and swiglu_alpha (the clamped SwiGLU) go together.")
-        for name in ("swiglu_limit", "swiglu_alpha"):
-            check_number(owner, name, getattr(self, name))
-        if not self.n_experts:
-            extras = [name for name, default in (("top_k", 0), ("d_shared", 0), ("n_dense_layers", 0),
-                                                 ("shared_expert_gate", False), ("moe_output_norm", False),
-                                                 ("router", "softmax"),
-                                                 ("router_bias", False), ("expert_bias", False),
-                                                 ("swiglu_limit", None), ("expert_groups", 1),
-                                                 ("expert_groups_per_token", 1), ("d_latent", None))
-                      if getattr(self, name) != default]
-            if extras or "d_expert" not in self._derived:
-                raise ConfigError(f"{owner}: {(extras or ['d_expert'])[0]} applies only with n_experts.")
-            return
-        if not 1 <= self.top_k <= self.n_experts:
-            raise ConfigError(f"{owner}: top_k must be between 1 and n_experts ({self.n_experts}), "
-                              f"got {self.top_k}.")
-        if self.n_encoder_layers or not self.n_decoder_layers:
-            raise ConfigError(f"{owner}: experts are modelled in decoder-only models.")
-        self._check_expert_groups(owner)
-        if self.n_dense_layers >= self.n_decoder_layers:
-            raise ConfigError(f"{owner}: n_dense_layers ({self.n_dense_layers}) leaves no layer with experts.")
-        if self.shared_expert_gate and not self.d_shared:
-            raise ConfigError(f"{owner}: shared_expert_gate needs a shared expert (d_shared).")
-        if self.activation not in (("relu2", "swiglu") if self.mixer_layers else ("swiglu",)):  # nemotron_h: relu2
-            raise ConfigError(f"{owner}: experts are modelled as SwiGLU FFNs (or relu2 with mixer_layers), "
-                              f"got {self.activation!r}.")
-        if (self.n_dense_layers and self.window_layers not in (None, self.n_decoder_layers)
-                and not self.nope_full_layers and not self.windows_on_experts):
-            raise ConfigError(f"{owner}: dense and expert layers with windows on only some layers "
-                              "are not modelled.")
-
-    def _check_expert_groups(self, owner: str) -> None:
-        """Group-limited routing: whole groups, no more chosen than there are, enough experts in them."""
-        groups, chosen = self.expert_groups, self.expert_groups_per_token
-        if self.n_experts % groups:
-            raise ConfigError(f"{owner}: expert_groups ({groups}) must divide n_experts ({self.n_experts}).")
-        if chosen > groups:
-            raise ConfigError(f"{owner}: expert_groups_per_token ({chosen}) exceeds expert_groups ({groups}).")
-        if self.top_k > chosen * (self.n_experts // groups):
-            raise ConfigError(f"{owner}: top_k ({self.top_k}) exceeds the experts of {chosen} of {groups} groups.")
 
     @property
     def nope_full_layers(self) -> bool:
@@ -374,23 +326,6 @@ class ModelConfig:
         window) or "moe_full" (an expert layer without one)."""
         windows = self.n_window_layers
         return bool(self.n_dense_layers) and not self.nope_layers and 0 < windows <= self.n_moe_layers
-
-    def _check_nope_layers(self, owner: str) -> None:
-        """NoPE layers: RoPE on the others; windows on all layers or only the RoPE ones (nope_full_layers);
-        dense layers beside expert ones where every NoPE layer has experts (Llama 4 Maverick)."""
-        if not self.nope_layers:
-            return
-        if not self.rope:
-            raise ConfigError(f"{owner}: nope_layers applies only with RoPE.")
-        if self.nope_layers >= self.n_decoder_layers:
-            raise ConfigError(f"{owner}: nope_layers ({self.nope_layers}) must leave a decoder layer "
-                              f"with RoPE (of {self.n_decoder_layers}).")
-        if 0 < self.n_window_layers < self.n_decoder_layers and not self.nope_full_layers:
-            raise ConfigError(f"{owner}: layers without RoPE beside windows on some layers (unless "
-                              "they are the layers without a window) are not modelled.")
-        if self.n_dense_layers and self.nope_layers > self.n_moe_layers:
-            raise ConfigError(f"{owner}: {self.nope_layers} layers without RoPE beside {self.n_moe_layers} "
-                              "expert layers: NoPE layers without experts are not modelled.")
 
     # Derived facts, computed from the fields so they can never disagree with them.
     @property

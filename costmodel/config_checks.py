@@ -1,15 +1,18 @@
-"""ModelConfig's checks of its newer, optional fields: windows, partial rotary, parallel layers,
-projections, per-layer inputs, multipliers and MoE input noise.
+"""ModelConfig's checks of how its fields go together: the newer, optional fields (windows, partial
+rotary, parallel layers, projections, per-layer inputs, multipliers, MoE input noise), routed
+experts, latent attention and NoPE layers.
 
-Split from config.py (which calls check_newer_fields from ModelConfig.__post_init__) to keep that file
-short; each failure raises ConfigError with a sentence naming the field.
+Split from config.py (whose ModelConfig.__post_init__ calls each, after deriving the fields left as
+None) to keep the dataclass apart from its checks; each failure raises ConfigError with a sentence
+naming the field.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from .errors import ConfigError, check_bool, check_int, check_number, show
+from .errors import ConfigError, check_bool, check_choice, check_int, check_number, show
+from .model_choices import ROUTERS
 
 
 def check_newer_fields(cfg: Any, owner: str) -> None:
@@ -178,3 +181,74 @@ def check_attention_experts(cfg: Any, owner: str) -> None:
         raise ConfigError(f"{owner}: attention_experts (JetMoE's mixture of attention heads) is modelled in a "
                           "decoder-only model of pre-norm, sequential full-attention RoPE layers, each with experts, "
                           "without attention biases, q/k norms or output gates only.")
+
+
+def check_experts(cfg: Any, owner: str, d_expert_given: bool) -> None:
+    """Routed experts: the router, the experts' sizes and flags, which apply only with n_experts
+    (d_expert too, where given rather than derived from d_ff), top_k of them, in decoder-only models
+    of SwiGLU (or relu2) FFNs, with whole expert groups (check_expert_groups)."""
+    check_choice(owner, "router", cfg.router, ROUTERS)
+    check_int(owner, "d_expert", cfg.d_expert)
+    for name in ("router_bias", "expert_bias", "moe_output_norm"):
+        check_bool(owner, name, getattr(cfg, name))
+    if (cfg.swiglu_limit is None) != (cfg.swiglu_alpha is None):
+        raise ConfigError(f"{owner}: swiglu_limit and swiglu_alpha (the clamped SwiGLU) go together.")
+    for name in ("swiglu_limit", "swiglu_alpha"):
+        check_number(owner, name, getattr(cfg, name))
+    if not cfg.n_experts:
+        extras = [name for name, default in (("top_k", 0), ("d_shared", 0), ("n_dense_layers", 0),
+                                             ("shared_expert_gate", False), ("moe_output_norm", False),
+                                             ("router", "softmax"),
+                                             ("router_bias", False), ("expert_bias", False),
+                                             ("swiglu_limit", None), ("expert_groups", 1),
+                                             ("expert_groups_per_token", 1), ("d_latent", None))
+                  if getattr(cfg, name) != default]
+        if extras or d_expert_given:
+            raise ConfigError(f"{owner}: {(extras or ['d_expert'])[0]} applies only with n_experts.")
+        return
+    if not 1 <= cfg.top_k <= cfg.n_experts:
+        raise ConfigError(f"{owner}: top_k must be between 1 and n_experts ({cfg.n_experts}), "
+                          f"got {cfg.top_k}.")
+    if cfg.n_encoder_layers or not cfg.n_decoder_layers:
+        raise ConfigError(f"{owner}: experts are modelled in decoder-only models.")
+    check_expert_groups(cfg, owner)
+    if cfg.n_dense_layers >= cfg.n_decoder_layers:
+        raise ConfigError(f"{owner}: n_dense_layers ({cfg.n_dense_layers}) leaves no layer with experts.")
+    if cfg.shared_expert_gate and not cfg.d_shared:
+        raise ConfigError(f"{owner}: shared_expert_gate needs a shared expert (d_shared).")
+    if cfg.activation not in (("relu2", "swiglu") if cfg.mixer_layers else ("swiglu",)):  # nemotron_h: relu2
+        raise ConfigError(f"{owner}: experts are modelled as SwiGLU FFNs (or relu2 with mixer_layers), "
+                          f"got {cfg.activation!r}.")
+    if (cfg.n_dense_layers and cfg.window_layers not in (None, cfg.n_decoder_layers)
+            and not cfg.nope_full_layers and not cfg.windows_on_experts):
+        raise ConfigError(f"{owner}: dense and expert layers with windows on only some layers "
+                          "are not modelled.")
+
+
+def check_expert_groups(cfg: Any, owner: str) -> None:
+    """Group-limited routing: whole groups, no more chosen than there are, enough experts in them."""
+    groups, chosen = cfg.expert_groups, cfg.expert_groups_per_token
+    if cfg.n_experts % groups:
+        raise ConfigError(f"{owner}: expert_groups ({groups}) must divide n_experts ({cfg.n_experts}).")
+    if chosen > groups:
+        raise ConfigError(f"{owner}: expert_groups_per_token ({chosen}) exceeds expert_groups ({groups}).")
+    if cfg.top_k > chosen * (cfg.n_experts // groups):
+        raise ConfigError(f"{owner}: top_k ({cfg.top_k}) exceeds the experts of {chosen} of {groups} groups.")
+
+
+def check_nope_layers(cfg: Any, owner: str) -> None:
+    """NoPE layers: RoPE on the others; windows on all layers or only the RoPE ones (nope_full_layers);
+    dense layers beside expert ones where every NoPE layer has experts (Llama 4 Maverick)."""
+    if not cfg.nope_layers:
+        return
+    if not cfg.rope:
+        raise ConfigError(f"{owner}: nope_layers applies only with RoPE.")
+    if cfg.nope_layers >= cfg.n_decoder_layers:
+        raise ConfigError(f"{owner}: nope_layers ({cfg.nope_layers}) must leave a decoder layer "
+                          f"with RoPE (of {cfg.n_decoder_layers}).")
+    if 0 < cfg.n_window_layers < cfg.n_decoder_layers and not cfg.nope_full_layers:
+        raise ConfigError(f"{owner}: layers without RoPE beside windows on some layers (unless "
+                          "they are the layers without a window) are not modelled.")
+    if cfg.n_dense_layers and cfg.nope_layers > cfg.n_moe_layers:
+        raise ConfigError(f"{owner}: {cfg.nope_layers} layers without RoPE beside {cfg.n_moe_layers} "
+                          "expert layers: NoPE layers without experts are not modelled.")

@@ -452,6 +452,10 @@ def check(cfg: ModelConfig, workload: Workload) -> None:
     if workload.recompute in MODULE_NEEDS:  # as check_recompute_framework refuses them beside DeepSpeed and FSDP2
         raise ConfigError(f"recompute {workload.recompute!r} is Megatron-Core's recompute_modules, which Hugging "
                           "Face's code with peft does not run; use none, selective or full.")
+    if workload.recompute == "deepseek":  # it freed every norm's output (23.54 GiB for a 26.59 GiB step)
+        raise ConfigError("recompute 'deepseek' is DeepSeek-V3's recipe (every norm and latent attention's "
+                          "up-projections rerun in backward), which Hugging Face's code with peft does not run "
+                          "(its gradient checkpointing reruns whole layers); use none, selective or full.")
     if workload.recompute == "torchtitan-op":
         raise ConfigError("fine-tuning memory does not model --recompute torchtitan-op: the adapters' "
                           "matmuls would join the policy's count of a layer's matmuls.")

@@ -7,20 +7,23 @@ reaches, a fixed overhead per block, its interconnect, a clock or power limit th
 compute peaks, and the memory a run cannot use (the CUDA context's reserve; a serving engine's
 utilisation fraction). `local` is this machine, measured by validate/calibrate.py and cached.
 Every field is checked when the file is read: one sentence per bad field, all on one line.
-Pure data: the roofline that divides by these rates is costmodel/roofline_model.py.
+Pure data: the roofline that divides by these rates is costmodel/roofline_model.py; the schema
+is hardware_schema.py, the presets' names and aliases hardware_presets.py.
 """
 
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from .config import ConfigError, show
 from .kernel_facts_file import borrowed_host_op_s
+# Finding a hardware by name (hardware_presets.py), re-exported where callers have always imported it.
+from .hardware_presets import (HARDWARE_ALIASES_FILE, HARDWARE_DIR, close_presets, hardware_aliases,  # noqa: F401
+                               hardware_names, is_hardware_path, local_cache_path, normalized_name, preset_key,
+                               preset_names, refused_hardware_names)
 from .hardware_schema import (EFFICIENCY_STAND_IN, GENERATIONS, INTERCONNECT, OPTIONAL_NUMBERS, UNSTATED_AS_ZERO,  # noqa: F401
                               PEAK_DTYPES, SCHEMA, SERVING_MEMORY_UTILIZATION, Field, schema_problems,
                               copied_device_memory_problem, serving_memory)  # the schema and serving_memory, re-exported
@@ -41,14 +44,6 @@ def time_model_for(hardware: "Hardware", time_model: str | None = None, dtype: s
     if dtype is not None:
         rows = rows.get(CANONICAL_DTYPE.get(dtype, dtype))
     return DEFAULT_TIME_MODEL if hardware.sm_count or rows else "roofline"
-
-HARDWARE_DIR = Path(__file__).resolve().parent / "hardware"
-
-
-def local_cache_path() -> Path:
-    """Where the `local` calibration is cached (XDG cache directory)."""
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "transformer-costmodel" / "local.json"
 
 
 @dataclass(frozen=True)
@@ -414,74 +409,8 @@ class Hardware:
         return {key: value for key, value in out.items() if value or key not in ("network_of", "cluster")}
 
 # ---------------------------------------------------------------------------------------------
-# Finding a hardware: a preset's name (any case), `local`, or a path to a hardware file.
-
-def hardware_names() -> list[str]:
-    return [*preset_names(), "local"]
-
-
-@lru_cache(maxsize=None)
-def preset_names() -> tuple[str, ...]:
-    """The bundled presets' names (hardware/*.json), read once: every Hardware checks network_of against them."""
-    return tuple(sorted(p.stem for p in HARDWARE_DIR.glob("*.json")))
-
-
-HARDWARE_ALIASES_FILE = Path(__file__).resolve().parent / "hardware_aliases.json"
-
-
-@lru_cache(maxsize=None)
-def hardware_aliases() -> dict[str, tuple[str, ...]]:
-    """Each preset's other names (hardware_aliases.json: short and driver's names), in order; () if none."""
-    data = json.loads(HARDWARE_ALIASES_FILE.read_text(encoding="utf-8"))
-    names = hardware_names()
-    unknown = [key for key in data if not key.startswith("_") and key not in names]
-    if unknown:
-        raise ConfigError(f"{HARDWARE_ALIASES_FILE.name}: {show(unknown[0])} is not a hardware preset.")
-    return {name: tuple(data.get(name, ())) for name in names}
-
-
-@lru_cache(maxsize=None)
-def refused_hardware_names() -> dict[str, str]:
-    """Names that are no single preset (hardware_aliases.json "_refused", normalized: 'v100', 'gh200',
-    'mi250x-package'), each with what to give instead; one that is a preset or an alias: a data error."""
-    data = json.loads(HARDWARE_ALIASES_FILE.read_text(encoding="utf-8")).get("_refused", {})
-    refused = {normalized_name(name): message for name, message in data.items()}
-    clash = [name for name in refused if name in hardware_names() or name in _preset_by_alias()]
-    if clash:
-        raise ConfigError(f"{HARDWARE_ALIASES_FILE.name}: {show(clash[0])} is refused and also a hardware name.")
-    return refused
-
-
-@lru_cache(maxsize=None)
-def _preset_by_alias() -> dict[str, str]:
-    """Every alias, normalized -> its preset; one naming two presets or shadowing one: a data error."""
-    found: dict[str, str] = {}
-    for name, aliases in hardware_aliases().items():
-        for alias in aliases:
-            key = normalized_name(alias)
-            if key in hardware_names() or found.get(key, name) != name:
-                raise ConfigError(f"{HARDWARE_ALIASES_FILE.name}: {show(alias)} names two hardware presets.")
-            found[key] = name
-    return found
-
-
-def normalized_name(name: str) -> str:
-    """A preset's name as typed any way: case, spaces and underscores do not matter."""
-    return "-".join(name.strip().lower().replace("_", " ").split())
-
-
-def preset_key(name: str) -> str:
-    """The preset a name means as --hardware reads it (any case; less its vendor words, hardware_aliases.json
-    "_vendor_words", where only that is known; an alias), else the name normalized."""
-    key, known = normalized_name(name), {*hardware_names(), *_preset_by_alias(), *refused_hardware_names()}
-    words = [normalized_name(w) + "-" for w in json.loads(HARDWARE_ALIASES_FILE.read_text(encoding="utf-8"))["_vendor_words"]]
-    key = key if key in known else next((key[len(w):] for w in words if key.startswith(w) and key[len(w):] in known), key)
-    return _preset_by_alias().get(key, key)
-
-
-def is_hardware_path(name: str) -> bool:
-    return name.lower().endswith(".json") or os.sep in name or "/" in name
-
+# Reading a hardware: a preset's name in any spelling (hardware_presets.py), `local`, or a path to a
+# hardware file.
 
 def load_hardware(name: str) -> Hardware:
     """A hardware preset (any case) or one of its aliases (hardware_aliases.json), a path to a
@@ -497,23 +426,10 @@ def load_hardware(name: str) -> Hardware:
     if not path.is_file() and "," in name:  # 'h100-sxm,a100-80gb' suggested the V100s
         raise ConfigError(f"--hardware {show(name)}: one GPU here; several, comma-separated, are compared by plan --serve --rate only.")
     if not path.is_file():
-        close = _close_presets(key)
+        close = close_presets(key)
         hint = f" Did you mean {', '.join(close)}?" if close else f" Known: {', '.join(hardware_names())}."
         raise ConfigError(f"unknown hardware {show(name)}.{hint} A path to a hardware file (.json) is also taken.")
     return Hardware.from_dict(json.loads(path.read_text()), source=str(path))
-
-
-def _close_presets(key: str) -> list[str]:
-    """Up to three presets a mistyped name may mean: first those whose every word the name holds
-    ("h200-sxm-141gb" holds h200), then difflib's nearest preset names, then aliases."""
-    import difflib
-
-    words = set(key.split("-"))
-    held = [name for name in hardware_names() if set(name.split("-")) <= words]
-    near = difflib.get_close_matches(key, hardware_names(), n=3, cutoff=0.5)
-    aliases = _preset_by_alias()
-    near += [aliases[match] for match in difflib.get_close_matches(key, list(aliases), n=3, cutoff=0.5)]
-    return list(dict.fromkeys(held + near))[:3]
 
 
 def load_hardware_file(path: Path) -> Hardware:

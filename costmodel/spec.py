@@ -366,9 +366,15 @@ JSON_UNITS = {
                   "frontier": "each row's quantity (published, ours, kernels); memory_gib, over_gib: GiB",
                   "summary, summary_by_kind": "lowest, highest: ratios (ours / published); median_error: a "
                                               "fraction, |ratio - 1| (0.106 is 10.6%)"},
-    "plan --serve --rate": {"*_s": "seconds", "target.slo_ttft, target.slo_tpot": "seconds",
-                            "target.rate": "requests a second", "replica_requests_per_s": "requests a second",
-                            "dollars_per_hour": "dollars an hour"},
+    "plan --serve --rate": {"*_s": "seconds (but *_per_s: a second)", "target.slo_ttft, target.slo_tpot": "seconds",
+                            "target.rate": "requests a second",
+                            "target.prompt, target.output": "tokens: a number or serve's length distribution",
+                            "replica_requests_per_s": "requests a second (one replica)",
+                            "replica_output_tokens_per_s": "output tokens a second (one replica)",
+                            "gpus": "GPUs (tp x pp x replicas)", "max_num_seqs": "sequences",
+                            "max_batched_tokens": "tokens a step", "num_blocks": "KV blocks of 16 tokens a replica",
+                            "dollars_per_hour": "dollars an hour",
+                            "dollars_per_million_output_tokens": "dollars a million output tokens"},
 }
 
 # ---------------------------------------------------------------------------------------------

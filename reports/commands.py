@@ -16,7 +16,7 @@ import click
 
 from costmodel.spec import DEFAULT_DTYPE, DEFAULT_HARDWARE, DTYPES, FRAMEWORK_NAMES
 
-from .output import DtypeChoice, ReportInputError, dtype_on
+from .output import DtypeChoice, ReportInputError, dtype_on, ensure_directory
 
 
 def require_measure_extra(what: str) -> None:
@@ -152,6 +152,7 @@ def report(model, models, config, out, batch, dtype, no_measure, no_full_size, t
                 layout.check(cfg)
             except ConfigError as error:
                 raise ReportInputError(str(error)) from None
+    ensure_directory(out_path)  # a folder that cannot be made is refused before minutes of figures, not after
     made = build.build(cfgs, batch=batch, dtype=dtype, measure=not no_measure,
                        full_size=not no_full_size, command=_command_line(), layout=layout,
                        hardware=hardware_name, seq_len=seq_len)

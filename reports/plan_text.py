@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from .simulate_text import latent_form, weight_group
-from .text import binary_bytes, dollars, plural, rate, seconds, si, table
+from .text import binary_bytes, dollars, gpu_hours, plural, rate, seconds, si, table
 
 
 def render_plan(result: dict[str, Any], serve: bool, top: int, capacity: int) -> str:
@@ -80,14 +80,15 @@ def render_plan(result: dict[str, Any], serve: bool, top: int, capacity: int) ->
                      seconds(split["communication"]), seconds(split["bubble"]), f"{100 * e['mfu']:.1f}%"])
         if "cost" in e:
             c = e["cost"]
-            rows[-1] += [f"{c['train_days']:,.1f}", f"{c['gpu_hours']:,.0f}"]
+            # the run's time in its own unit (a "days" column read 0.0 for a 100M-token fine-tune of 28 min)
+            rows[-1] += [seconds(c["train_seconds"]), gpu_hours(c["gpu_hours"])]
             if c["dollars"] is not None:
                 rows[-1].append(dollars(c["dollars"]))
     headers = ["rank", "tp x pp x dp", "framework", "zero", "sp", "schedule", "b x m", "recompute",
                "memory", "step", "compute", "exposed comm", "bubble", "MFU"]
     align = "lllrllrlrrrrrr"
     if feasible and "cost" in feasible[0]:
-        headers += ["days", "GPU-hours"] + (["dollars"] if feasible[0]["cost"]["dollars"] is not None else [])
+        headers += ["to train", "GPU-hours"] + (["dollars"] if feasible[0]["cost"]["dollars"] is not None else [])
         align += "rrr"
     out.append(table(headers, rows, align=align))
     if feasible and "cost" in feasible[0]:

@@ -442,8 +442,11 @@ def render_capacity(result: dict[str, Any], top: int = 10) -> str:
                      f"{row['max_num_seqs']:>6}{row['max_batched_tokens']:>7}{1e3 * row['p99_ttft_s']:>12.0f}"
                      f"{1e3 * row['p99_tpot_s']:>12.1f}{price:>8}{per_million:>9}")
     reasons = sorted({r["reason"].split(":")[0] for r in result["infeasible"]})
-    if reasons:
-        lines.append(f"not feasible: {len(result['infeasible'])} ({'; '.join(reasons)[:300]})")
+    if reasons:  # whole reasons up to ~300 characters (a cut at 300 left "(more do not help)" as "(mor)")
+        shown = [reason for i, reason in enumerate(reasons) if len("; ".join(reasons[:i + 1])) <= 300] or reasons[:1]
+        left = len(reasons) - len(shown)
+        rest = f"; {left} more reason{'s' if left > 1 else ''} in --json's infeasible" if left else ""
+        lines.append(f"not feasible: {len(result['infeasible'])} ({'; '.join(shown)}{rest})")
     return "\n".join(lines)
 
 

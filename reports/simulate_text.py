@@ -9,7 +9,7 @@ from typing import Any
 
 from costmodel.checkpoint import weights_note
 
-from .text import binary_bytes, dollars, mtp_note, rate, render_parallel, seconds, si, table
+from .text import binary_bytes, dollars, gpu_hours, mtp_note, rate, render_parallel, seconds, si, table
 
 
 def render_parallel_training(r: dict[str, Any]) -> str:
@@ -304,7 +304,7 @@ def _train_cost(r: dict[str, Any]) -> list[str]:
     lines = [f"  {'time to train':<22}{seconds(r['train_seconds']):>10}   on {si(r['inputs']['tokens'])} tokens"
              + (f", {cost['gpus']:,} GPU" + ("s" if cost["gpus"] != 1 else "") if cost else "")]
     if cost:
-        lines.append(f"  {'GPU-hours':<22}{cost['gpu_hours']:>10,.0f}   total {si(cost['flops'], 'FLOP')} "
+        lines.append(f"  {'GPU-hours':<22}{gpu_hours(cost['gpu_hours']):>10}   total {si(cost['flops'], 'FLOP')} "
                      "(model FLOPs, recomputation aside)")
         if cost.get("dollars") is not None:
             lines.append(f"  {'cost':<22}{dollars(cost['dollars']):>10}   at ${cost['price_per_gpu_hour']:g} "

@@ -294,6 +294,11 @@ def seconds(value: float) -> str:
     return f"{value / 1e-6:.3g} us"
 
 
+def gpu_hours(value: float) -> str:
+    """GPU-hours: whole from 100 on, else three figures (a 20-minute run on 8 GPUs read "3" beside $6.58)."""
+    return f"{value:,.0f}" if value >= 100 else f"{value:.3g}"
+
+
 def dollars(value: float) -> str:
     """$ with thousands separators: 1234567.8 -> '$1,234,568'; below $100 with cents."""
     return f"${value:,.0f}" if value >= 100 else f"${value:,.2f}"

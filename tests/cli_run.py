@@ -1,4 +1,5 @@
-"""Run the command line in-process for a test: cli.main with the output captured by pytest's capsys."""
+"""Run the command line in-process for a test: cli.main, or a script as `python SCRIPT ARGS` runs it,
+with the output captured by pytest's capsys (no new interpreter: its start and imports cost ~2 s a run)."""
 
 from __future__ import annotations
 
@@ -29,3 +30,21 @@ def one_error_line(args: list[str], capsys, warnings: bool = False) -> str:
     assert (code, out, len(lines)) == (2, "", 1), (code, out, err)
     assert lines[0].startswith("error: ") and "Traceback" not in err
     return lines[0]
+
+
+def run_script(script, args: list[str], monkeypatch, capsys) -> tuple[int, str, str]:
+    """(exit status, stdout, stderr) of `python SCRIPT *args`: the file run as __main__ (runpy) with
+    sys.argv set, its `if __name__ == "__main__":` block included, in this process."""
+    import runpy
+    import sys
+
+    monkeypatch.setattr(sys, "argv", [str(script), *args])
+    try:
+        runpy.run_path(str(script), run_name="__main__")
+        code = 0
+    except SystemExit as stop:
+        code = 0 if stop.code is None else stop.code if isinstance(stop.code, int) else 1
+        if isinstance(stop.code, str):  # sys.exit("...") prints it, as the interpreter does
+            print(stop.code, file=sys.stderr)
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err

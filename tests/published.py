@@ -279,6 +279,8 @@ REQUESTED = {
     "phi3.5-mini": 3_821_079_552,
     "deepseek-r1-distill-qwen-1.5b": 1_777_088_000,
     "gemma3-4b": 3_880_263_168,
+    # keras-hub's gemma3_12b_text (11,765,788,416, a 262,144-row embedding) + 64 x 3840 for the Hub's 262,208
+    "gemma3-12b": 11_766_034_176,
     "qwen3-235b-a22b-instruct-2507": 235_093_634_560,
     "kimi-k2": 1_026_408_209_408,
     "qwen2.5-0.5b": 494_032_768,
@@ -369,6 +371,8 @@ REQUESTED_CARDS = {
                                        "parameters"),
     "gemma3-4b": (4e9, None, 1e9, "Gemma 3 model card (google/gemma-3-4b-it): 4B (with its vision "
                                    "encoder; the language model alone is 3.88B)"),
+    "gemma3-12b": (12e9, None, 1e9, "Gemma 3 model card (google/gemma-3-12b-pt): 12B (with its vision "
+                                    "encoder; the language model alone is 11.77B)"),
     "qwen3-235b-a22b-instruct-2507": (235e9, 22e9, 1e9, "Qwen/Qwen3-235B-A22B-Instruct-2507 "
                                                         "model card: 235B in total, 22B activated"),
     "kimi-k2": (1e12, None, 1e11, "Kimi K2 (moonshotai/Kimi-K2 README, arXiv 2507.20534): "

@@ -203,7 +203,8 @@ def test_models_lists_every_preset(capsys):
     # consistent smaller sizes
     # then Nemotron 3 Super and Ultra (nemotron_h's latent experts)
     # then GLM-5 (glm_moe_dsa)
-    assert len(lines) == 2 + 105
+    # then Gemma 3 12B (google/gemma-3-12b-pt, session 28)
+    assert len(lines) == 2 + 106
     assert any(line.startswith("llama2-70b") and "68.98 B" in line for line in lines)
 
 

@@ -52,7 +52,8 @@ def test_every_preset_loads_and_has_a_count():
     # then GLM-5 (glm_moe_dsa: tests/test_hf_glm_moe_dsa.py)
     # then Nemotron 3.5 Lightning (Nano's sizes with its MTP module: tests/test_nemotron_3_super.py)
     # and DeepSeek-V4 Flash (deepseek-v4-flash: tests/test_hf_deepseek_v4.py)
-    assert len(preset_names()) == 105
+    # then Gemma 3 12B (gemma3-12b: tests/test_smoke26_defects.py)
+    assert len(preset_names()) == 106
     for name in preset_names():
         assert estimate(name, seq_len=8).total("params") > 0
 

@@ -27,7 +27,7 @@ def test_plan_prints_its_table_and_gives_days_gpu_hours_and_dollars(capsys):
     assert cli.main(["plan", "--model", "llama2-7b", "--gpus", "8", "--tokens", "1e12", "--price", "2.5",
                      "--tp", "1", "--pp", "1", "--top", "3"]) == 0
     header = capsys.readouterr().out.splitlines()[3]
-    assert header.split()[-3:] == ["days", "GPU-hours", "dollars"]
+    assert header.split()[-4:] == ["to", "train", "GPU-hours", "dollars"]
     result = costmodel.plan("llama2-7b", gpus=8, tokens=1e12, price=2.5, tp=1, pp=1)
     best = result.best
     cost = best["cost"]

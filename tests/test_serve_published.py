@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.cli_run import run_script
+
 SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "serve_published.py"
 
 
@@ -173,13 +175,12 @@ def test_a_malformed_mlperf_histogram_is_one_line(script, tmp_path, change, word
     assert words in str(error.value) and "lengths.json" in str(error.value) and "\n" not in str(error.value)
 
 
-def test_the_script_stops_on_a_bad_histogram_with_one_line(tmp_path):
+def test_the_script_stops_on_a_bad_histogram_with_one_line(tmp_path, monkeypatch, capsys):
     bad = tmp_path / "lengths.json"
     bad.write_text("{not json")
-    run = subprocess.run([sys.executable, str(SCRIPT), "mlperf", str(bad)], capture_output=True, text=True,
-                         timeout=120)
-    assert run.returncode == 2 and run.stdout == ""
-    assert run.stderr.count("\n") == 1 and run.stderr.startswith("error: cannot read the MLPerf length histogram")
+    code, out, err = run_script(SCRIPT, ["mlperf", str(bad)], monkeypatch, capsys)
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and err.startswith("error: cannot read the MLPerf length histogram")
 
 
 def test_mlperf_offline_runs_each_sample_of_the_histogram(script, monkeypatch):
@@ -264,7 +265,8 @@ def test_vllm_rows_pass_the_posts_setup(script, served, monkeypatch):
 
 
 def test_the_vllm_selector_prints_the_posts_table_alone():
-    """`serve_published.py vllm`: the six rows of the post's table, nothing of the other tables."""
+    """`serve_published.py vllm`: the six rows of the post's table, nothing of the other tables. Run in
+    a fresh interpreter, as a user runs it (the error paths below run in this one: run_script)."""
     run = subprocess.run([sys.executable, str(SCRIPT), "vllm"], capture_output=True, text=True, timeout=300)
     assert run.returncode == 0 and run.stderr == ""
     rows = [line for line in run.stdout.splitlines() if line.startswith("| llama3-")]
@@ -317,12 +319,12 @@ def test_a_malformed_sharegpt_file_is_one_line(script, tmp_path, change, words):
     assert words in str(error.value) and "sharegpt.json" in str(error.value) and "\n" not in str(error.value)
 
 
-def test_the_script_stops_on_a_bad_sharegpt_file_with_one_line(tmp_path):
+def test_the_script_stops_on_a_bad_sharegpt_file_with_one_line(tmp_path, monkeypatch, capsys):
     bad = tmp_path / "sharegpt.json"
     bad.write_text("[]")
-    run = subprocess.run([sys.executable, str(SCRIPT), "vllm", str(bad)], capture_output=True, text=True, timeout=120)
-    assert run.returncode == 2 and run.stdout == ""
-    assert run.stderr.count("\n") == 1 and run.stderr.startswith("error: ") and "sharegpt.json" in run.stderr
+    code, out, err = run_script(SCRIPT, ["vllm", str(bad)], monkeypatch, capsys)
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and err.startswith("error: ") and "sharegpt.json" in err
 
 
 def test_vllm_sharegpt_rows_run_each_requests_own_lengths(script, monkeypatch):
@@ -518,7 +520,7 @@ def test_the_mlperf_rows_state_the_loaded_files_mean(script, tmp_path, monkeypat
     assert script.mlperf_mean_prompt(script.mlperf_input_lengths()) == 222
 
 
-def test_a_sharegpt_file_short_of_the_posts_requests_stops_before_any_row(script, tmp_path):
+def test_a_sharegpt_file_short_of_the_posts_requests_stops_before_any_row(script, tmp_path, monkeypatch, capsys):
     """`vllm FILE` with fewer than the 500 requests the post sends: one line naming the file, exit 2,
     no table printed."""
     data = json.loads(script.VLLM_SHAREGPT.read_text())
@@ -528,24 +530,22 @@ def test_a_sharegpt_file_short_of_the_posts_requests_stops_before_any_row(script
     short = tmp_path / "short.json"
     short.write_text(json.dumps(data))
     assert len(script.sharegpt_lengths(short)) == 100  # a valid file, only short
-    run = subprocess.run([sys.executable, str(SCRIPT), "vllm", str(short)], capture_output=True, text=True,
-                         timeout=120)
-    assert run.returncode == 2 and run.stdout == ""
-    assert run.stderr.count("\n") == 1 and run.stderr.startswith("error: ")
-    assert "short.json" in run.stderr and "100" in run.stderr and "500" in run.stderr
+    code, out, err = run_script(SCRIPT, ["vllm", str(short)], monkeypatch, capsys)
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and err.startswith("error: ")
+    assert "short.json" in err and "100" in err and "500" in err
 
 
-def test_a_mlperf_file_short_of_offlines_samples_stops_before_any_row(script, tmp_path):
+def test_a_mlperf_file_short_of_offlines_samples_stops_before_any_row(script, tmp_path, monkeypatch, capsys):
     """`mlperf FILE` with fewer samples than Offline runs: one line naming the file, exit 2, no table."""
     data = {"source": {}, "values": [100, 300], "weights": [3, 1]}
     data["stated"] = dict(_restated({}, [100, 100, 100, 300]), below=1024)
     short = tmp_path / "few.json"
     short.write_text(json.dumps(data))
     assert sum(script.mlperf_input_lengths(short).weights) == 4  # a valid file, only short
-    run = subprocess.run([sys.executable, str(SCRIPT), "mlperf", str(short)], capture_output=True, text=True,
-                         timeout=120)
-    assert run.returncode == 2 and run.stdout == ""
-    assert run.stderr.count("\n") == 1 and "few.json" in run.stderr and "24576" in run.stderr
+    code, out, err = run_script(SCRIPT, ["mlperf", str(short)], monkeypatch, capsys)
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and "few.json" in err and "24576" in err
 
 
 @pytest.mark.parametrize("argv, words", [
@@ -560,10 +560,10 @@ def test_a_mlperf_file_short_of_offlines_samples_stops_before_any_row(script, tm
     (["mlperf-vllm", "a.json", "b.json"], "'b.json'"),
     (["lambda-vllm", "a.json", "b.json"], "'b.json'"),
 ])
-def test_an_unknown_selector_or_extra_argument_is_one_line(argv, words):
-    run = subprocess.run([sys.executable, str(SCRIPT), *argv], capture_output=True, text=True, timeout=120)
-    assert run.returncode == 2 and run.stdout == ""
-    assert run.stderr.count("\n") == 1 and run.stderr.startswith("error: ") and words in run.stderr
-    assert all(name in run.stderr for name in ("nim", "trtllm-bench", "sglang-vllm", "vllm", "mlperf", "torchao-vllm",
+def test_an_unknown_selector_or_extra_argument_is_one_line(argv, words, monkeypatch, capsys):
+    code, out, err = run_script(SCRIPT, argv, monkeypatch, capsys)
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and err.startswith("error: ") and words in err
+    assert all(name in err for name in ("nim", "trtllm-bench", "sglang-vllm", "vllm", "mlperf", "torchao-vllm",
                                                "lmdeploy", "amd-vllm", "trtllm-v017",
                                                "trtllm-online", "mlperf-vllm", "lambda-vllm"))

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from reports.published_runs import other_runs_data
+from tests.cli_run import run_script
 from validate.time_breakdown import decode_step_split
+
+SCRIPT = Path(__file__).resolve().parents[1] / "validate" / "time_breakdown.py"
 
 
 def _run(run_id: str) -> tuple[dict, dict]:
@@ -131,35 +136,22 @@ def test_one_published_row_prints_its_published_step_beside_the_split(capsys):
     assert len(splits) == 2 and " ep 0.137 " in splits[0] and " ep 0.372 " in splits[1]
 
 
-def test_an_unknown_row_is_one_sentence_and_exit_status_2():
-    import subprocess
-    import sys
-    from pathlib import Path
-
+def test_an_unknown_row_is_one_sentence_and_exit_status_2(monkeypatch, capsys):
     from costmodel.config import ConfigError
     from validate.time_breakdown import row_breakdowns
 
     with pytest.raises(ConfigError, match="no published training row is named 'nope'"):
         row_breakdowns(["nope"])
-    root = Path(__file__).resolve().parents[1]
     for arguments in (["--row", "nope"], ["--row"]):
-        done = subprocess.run([sys.executable, "validate/time_breakdown.py", *arguments], cwd=root,
-                              capture_output=True, text=True, env={"PYTHONPATH": str(root), "PATH": ""})
-        assert done.returncode == 2 and "Traceback" not in done.stderr
-        assert len(done.stderr.strip().splitlines()) == 1
+        code, _, err = run_script(SCRIPT, arguments, monkeypatch, capsys)
+        assert code == 2 and "Traceback" not in err
+        assert len(err.strip().splitlines()) == 1
 
 
-def test_help_and_an_unknown_option_print_the_usage_instead_of_the_whole_report():
+def test_help_and_an_unknown_option_print_the_usage_instead_of_the_whole_report(monkeypatch, capsys):
     """--help printed nothing of its own and ran every published run's report; an unknown option
     did the same. Now: the usage line, exit 0 for --help and 2 for a mistyped option."""
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    root = Path(__file__).resolve().parent.parent
-    script = [sys.executable, str(root / "validate" / "time_breakdown.py")]
-    env = {"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin"}
-    shown = subprocess.run([*script, "--help"], capture_output=True, text=True, env=env, timeout=60)
-    assert shown.returncode == 0 and shown.stdout.startswith("usage: python validate/time_breakdown.py")
-    wrong = subprocess.run([*script, "--trainig"], capture_output=True, text=True, env=env, timeout=60)
-    assert wrong.returncode == 2 and wrong.stderr.startswith("usage:") and wrong.stdout == ""
+    code, out, _ = run_script(SCRIPT, ["--help"], monkeypatch, capsys)
+    assert code == 0 and out.startswith("usage: python validate/time_breakdown.py")
+    code, out, err = run_script(SCRIPT, ["--trainig"], monkeypatch, capsys)
+    assert code == 2 and err.startswith("usage:") and out == ""

@@ -34,6 +34,7 @@ only code for Gemma 3n: the norms' facts are gemma3n_text's under impl "hf" (GEM
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import sympy as sp
 
@@ -47,10 +48,14 @@ from .norms import norm_saved
 GEMMA3N = Profile(family="gemma3n_text")
 
 
-def _projections(tokens: Expr) -> tuple[Expr, Expr]:
-    """A - 1 bias-free d -> d projections of tokens rows."""
+def _projections(tokens: Expr) -> dict[str, Any]:
+    """A - 1 bias-free d -> d projections of tokens rows (the streams' projections in, or back out):
+    their weights, FLOPs and bytes, as make_cost's fields."""
     forward, backward = linear_flops(tokens, S.d, S.d)
-    return (S.A_u - 1) * forward, (S.A_u - 1) * backward
+    return dict(tensors=[Tensor((S.A_u - 1) * S.d, S.d)],  # A - 1 (d, d) weights, as one for FSDP's rows
+                matrices=[weight_matrix(S.d, S.d, S.A_u - 1)],
+                flops_matmul=(S.A_u - 1) * forward, flops_matmul_backward=(S.A_u - 1) * backward,
+                bytes_matmul=(S.A_u - 1) * linear_bytes(tokens, S.d, S.d))
 
 
 def _rescaled_saved(tokens: Expr) -> Expr:
@@ -75,17 +80,12 @@ class AltUpEmbedding(Block):
     title = "AltUp stream projections"
 
     def cost(self) -> Cost:
-        forward, backward = _projections(self.tokens)
         wide = self.tokens * S.d
         return make_cost(
-            tensors=[Tensor((S.A_u - 1) * S.d, S.d)],  # A - 1 (d, d) weights, as one for FSDP's rows
-            matrices=[weight_matrix(S.d, S.d, S.A_u - 1)],
-            flops_matmul=forward,
-            flops_matmul_backward=backward,
+            **_projections(self.tokens),
             # the target and each stream's magnitude (square, mean, root), the rescale (mul, div)
             elements=[("mul", (2 * S.A_u - 1) * wide + 2 * (S.A_u - 1) * wide)],
             saved_bytes=if_fp32(S.e * wide) + _rescaled_saved(self.tokens),
-            bytes_matmul=(S.A_u - 1) * linear_bytes(self.tokens, S.d, S.d),
             buffer_bytes=2 * S.e,  # per_layer_projection_scale and per_layer_input_scale
         )
 
@@ -98,17 +98,12 @@ class AltUpUnembedding(Block):
     title = "AltUp stream unprojections"
 
     def cost(self) -> Cost:
-        forward, backward = _projections(self.tokens)
         wide = self.tokens * S.d
         return make_cost(
-            tensors=[Tensor((S.A_u - 1) * S.d, S.d)],
-            matrices=[weight_matrix(S.d, S.d, S.A_u - 1)],
-            flops_matmul=forward,
-            flops_matmul_backward=backward,
+            **_projections(self.tokens),
             elements=[("mul", (2 * S.A_u - 1) * wide + 2 * (S.A_u - 1) * wide), ("add", S.A_u * wide)],
             # the last layer's streams (the target's square reads a view of them) where any is rescaled
             saved_bytes=sp.Min(S.A_u - 1, 1) * S.A_u * S.e * wide + _rescaled_saved(self.tokens),
-            bytes_matmul=(S.A_u - 1) * linear_bytes(self.tokens, S.d, S.d),
         )
 
 

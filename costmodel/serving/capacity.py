@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..checkpoint import inference_weights
+from ..layout.spec import tensor_split_error
 from ..config import ConfigError, show
 from ..cost import check_price, serving_cost
 from ..leaves import require_chunks
@@ -48,9 +49,13 @@ class Target:
 _REPLICAS: dict[tuple, Any] = {}  # (hardware, tp, pp, seqs, tokens) -> (replica, step, setup), filled before forking
 
 
-def _p99(key: tuple, target: Target, replicas: int, max_model_len: int) -> tuple[float, float, float, float]:
-    """p99 TTFT and TPOT of one replica at rate / replicas, and its throughput in requests/s and in
-    output tokens/s (metrics.summarize's: the tokens over the first arrival to the last finish)."""
+def _p99(key: tuple, target: Target, replicas: int,
+         max_model_len: int) -> tuple[float, float, float, float, float, float]:
+    """p99 TTFT and TPOT of one replica at rate / replicas, its throughput in requests/s and in
+    output tokens/s (metrics.summarize's: the tokens over the first arrival to the last finish), and
+    its requests' p99 end-to-end latency beside the time they arrive over (requests x replicas /
+    rate): a window shorter than the latency is a burst, every request in flight at once, whose
+    p99s are bounded by the request count, not a sustained rate (sustained)."""
     import numpy as np
 
     replica, step, _ = _REPLICAS[key]
@@ -61,7 +66,16 @@ def _p99(key: tuple, target: Target, replicas: int, max_model_len: int) -> tuple
     tpots = [r["tpot_s"] for r in rows if not math.isnan(r["tpot_s"])]
     tpot = float(np.percentile(tpots, 99)) if tpots else 0.0
     span = max(r["finish_s"] for r in rows) - min(r["arrival_s"] for r in rows)
-    return float(ttft), tpot, len(rows) / span, sum(r["output_tokens"] for r in rows) / span
+    e2e = float(np.percentile([r["e2e_s"] for r in rows], 99))
+    return (float(ttft), tpot, len(rows) / span, sum(r["output_tokens"] for r in rows) / span, e2e,
+            target.requests * replicas / target.rate)
+
+
+def sustained(figures: tuple) -> bool:
+    """Whether a point measured a sustained rate: its requests arrive over at least their p99
+    end-to-end latency (`plan --serve --rate 1e9 --requests 50` met the SLOs on one H100: 50 requests
+    at once, each served within 0.6 s, is no rate of 1e9 a second)."""
+    return figures[5] >= figures[4]
 
 
 def unloaded_latencies(key: tuple, target: Target) -> tuple[float, float]:
@@ -89,7 +103,7 @@ def fewest_replicas(key: tuple, target: Target, max_model_len: int) -> dict[str,
     if floor[0] > target.slo_ttft or floor[1] > target.slo_tpot:
         return {"replicas": None, "reason": f"unreachable: even alone a request takes {floor[0]:.3f} s to its "
                                             f"first token and {floor[1]:.4f} s per output token"}
-    meets = lambda r: (lambda p: (p[0] <= target.slo_ttft and p[1] <= target.slo_tpot, p))(  # noqa: E731
+    meets = lambda r: (lambda p: (p[0] <= target.slo_ttft and p[1] <= target.slo_tpot and sustained(p), p))(  # noqa: E731
         _p99(key, target, r, max_model_len))
     low, high, tried = 0, 1, {}
     while True:
@@ -97,7 +111,15 @@ def fewest_replicas(key: tuple, target: Target, max_model_len: int) -> dict[str,
         tried[high] = figures
         if ok:
             break
-        if high >= MAX_REPLICAS or (high > 1 and figures[:2] >= tried[low][:2]):
+        if not sustained(figures) and high < MAX_REPLICAS:  # more replicas stretch each one's window
+            low, high = high, min(2 * high, MAX_REPLICAS)
+            continue
+        if not sustained(figures):
+            return {"replicas": None, "reason": f"a burst, not a sustained rate: {target.requests} requests at "
+                                                f"{target.rate:g} / {high} replicas arrive within {figures[5]:.3g} s, "
+                                                f"less than their p99 end-to-end latency ({figures[4]:.3g} s); "
+                                                "raise --requests"}
+        if high >= MAX_REPLICAS or (high > 1 and sustained(tried[low]) and figures[:2] >= tried[low][:2]):
             return {"replicas": None, "reason": f"not met with {high} replicas (more do not help)"}
         low, high = high, min(2 * high, MAX_REPLICAS)
     while high - low > 1:
@@ -105,7 +127,7 @@ def fewest_replicas(key: tuple, target: Target, max_model_len: int) -> dict[str,
         ok, figures = meets(middle)
         tried[middle] = figures
         low, high = (low, middle) if ok else (middle, high)
-    ttft, tpot, throughput, output_rate = tried[high]
+    ttft, tpot, throughput, output_rate = tried[high][:4]
     return {"replicas": high, "p99_ttft_s": ttft, "p99_tpot_s": tpot, "replica_requests_per_s": throughput,
             "replica_output_tokens_per_s": output_rate}
 
@@ -163,8 +185,6 @@ def _ray_results(address: str, cfg: Any, hardwares: list[Any], scheduler: str, k
 def tensor_sizes(cfg: Any, hardware: Any) -> list[int]:
     """1, 2, 4 and 8 where a node holds them and they split the model as serving does (key/value
     heads replicated where tp exceeds them: layout/spec.tensor_split_error)."""
-    from ..layout.spec import tensor_split_error
-
     return [tp for tp in (1, 2, 4, 8) if tp <= max(1, hardware.gpus_per_node)
             and tensor_split_error(cfg, tp, inference=True) is None]
 
@@ -227,6 +247,10 @@ def plan_capacity(cfg: Any, hardwares: list[Any], target: Target, *, scheduler: 
                                 Lengths.parse(target.output), target.seed),
                         target.prompt, target.output, cfg.max_positions)
     check_price(price)
+    for tp in tps or []:  # a typed --tp the model cannot take: serve's one line, not a table of
+        why = tensor_split_error(cfg, tp, inference=True)  # configurations each refused for it (exit 1)
+        if why is not None:
+            raise ConfigError(f"--tp {tp} {why}.")
     names = [hardware.name for hardware in hardwares]
     twice = next((name for name in names if names.count(name) > 1), None)
     if twice is not None:  # else each of its configurations was searched and listed twice
