@@ -53,6 +53,9 @@ LAMBDA_VLLM = [
 ]
 LAMBDA_VLLM_METRICS = (("output_tokens_per_s", "output throughput (tok/s)"), ("tpot_ms", "median TPOT (ms)"),
                        ("itl_ms", "median ITL (ms)"))
+# The engine's host time a step by its version (costmodel/serving/host_time.json; added in session 28, after the
+# figures above were first computed without it: a model term selected by the version the table names).
+LAMBDA_VLLM_HOST_TIME = {"v0.5.4": "vllm-v0.5.4", "v0.6.0": "vllm-v0.6.0"}
 LAMBDA_VLLM_V054_BUDGET = 512  # vLLM v0.5.4 SchedulerConfig: max_num_batched_tokens 512 when chunked prefill is on
 LAMBDA_VLLM_ASSUMED = (
     "decided before any figure was computed: the GPU as the h100-sxm preset (the section names none; the report "
@@ -88,8 +91,8 @@ LAMBDA_VLLM_ASSUMED = (
 
 def lambda_vllm_options(table: dict, engine: tuple) -> dict:
     """build_replica's options for one engine of one table (LAMBDA_VLLM_ENGINES' entry)."""
-    _version, chunked, steps = engine
-    formats = {"dtype": "bf16"}
+    version, chunked, steps = engine
+    formats = {"dtype": "bf16", "host_time": LAMBDA_VLLM_HOST_TIME[version]}
     if table["weight_dtype"]:
         formats.update(weight_dtype=table["weight_dtype"], fp8_gemm="w8a8")
     common = {"tp": table["tp"], "max_num_seqs": LAMBDA_VLLM_MAX_NUM_SEQS,
@@ -130,7 +133,8 @@ def lambda_vllm_figures(table: dict, engine: tuple, pairs: list[tuple[int, int]]
                                                                      **lambda_vllm_options(table, engine))
     requests = [Request(i, 0.0, prompt, output) for i, (prompt, output) in enumerate(pairs[:count])]
     timeline, = simulate_replicas(requests, [cls(BlockPool(blocks, block_size), seqs, tokens)], step.seconds,
-                                  LAMBDA_VLLM_MAX_MODEL_LEN, record=False, decode_run=step.decode_run)
+                                  LAMBDA_VLLM_MAX_MODEL_LEN, record=False, decode_run=step.decode_run,
+                                  host=step.host_time)
     times = [s.token_times for s in timeline.sequences]
     span = max(t[-1] for t in times)
     tpots = [(t[-1] - t[0]) / (len(t) - 1) for t in times if len(t) > 1]

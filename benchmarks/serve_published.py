@@ -190,6 +190,7 @@ VLLM_DATASETS = {"ShareGPT": (202, 179), "decode-heavy": (462, 256), "prefill-he
 VLLM_TP = {"llama3-8b": 1, "llama3-70b": 4}  # "Llama 8B on 1xH100 and 70B on 4xH100"
 VLLM_HARDWARE = "h100-sxm"  # the post says "H100"
 VLLM_SCHEDULER_STEPS = 10  # "with multistep scheduling via setting `--num-scheduler-steps 10`"
+VLLM_HOST_TIME = "vllm-v0.6.0"  # the engine's host time a step (costmodel/serving/host_time.json), by its version
 # overall_throughput.png (1,783 x 862 pixels): per panel, the y gridlines' pixel rows and labels (the x axis's
 # row is 0) and the top pixel row of vLLM's (leftmost, blue) bar.
 VLLM_CHART = {
@@ -217,9 +218,11 @@ def vllm_options(tp: int) -> dict:
     so v0's prefill-first scheduler with max(max_model_len, 2048) = 8,192 batched tokens
     (vllm/config.py, SchedulerConfig, without chunked prefill), 256 sequences, 90% of memory, bf16
     (the checkpoints' dtype); and the post's `--num-scheduler-steps 10` (multi-step scheduling:
-    decode windows of 10 steps per decision; v0.6.0 refused it with chunked prefill)."""
+    decode windows of 10 steps per decision; v0.6.0 refused it with chunked prefill); v0.6.0's host time a
+    step (host_time.json vllm-v0.6.0: scheduling and input building once a window, output processing beside
+    the next step's GPU work, added since session 28)."""
     return {"scheduler": "vllm-v0", "tp": tp, "max_num_seqs": 256, "max_batched_tokens": 8192, "dtype": "bf16",
-            "gpu_memory_utilization": 0.90, "num_scheduler_steps": VLLM_SCHEDULER_STEPS}
+            "gpu_memory_utilization": 0.90, "num_scheduler_steps": VLLM_SCHEDULER_STEPS, "host_time": VLLM_HOST_TIME}
 
 
 def vllm_throughput(model: str, dataset: str, requests: int = VLLM_REQUESTS,

@@ -57,6 +57,10 @@ def render_setup(summary: dict[str, Any], requests: str | None = None) -> list[s
            else ""),
         f"CUDA graphs: {setup['cuda_graphs']} ({setup['cuda_graphs_source']})" if setup.get("cuda_graphs_source")
         else f"CUDA graphs: {setup.get('cuda_graphs', 'off')}",
+        *([f"host time a step: {setup['host_time']} ({setup['host_fixed_ms']:g} ms + {setup['host_per_sequence_us']:g} "
+           f"us a sequence; shares serial {setup['host_shares']['serial']:g}, once a decision "
+           f"{setup['host_shares']['decision']:g}, overlapped {setup['host_shares']['overlapped']:g}: "
+           "costmodel/serving/host_time.json)"] if setup.get("host_time", "none") != "none" else []),
         f"KV cache per replica: {setup['num_blocks']:,} blocks of {setup['block_size']} tokens "
         f"({kv['kv_bytes_per_token']:,} B per token per GPU; weights {kv['weight_bytes'] / 2**30:.1f} GiB and "
         f"activations {kv['activation_bytes'] / 2**30:.2f} GiB per GPU; {kv['gpu_memory_utilization']:.0%} of "
@@ -214,6 +218,10 @@ def latency_figure(rows: list[dict[str, Any]], title: str) -> Any:
               help="Reuse a trace's shared-prefix blocks (vLLM's automatic prefix caching; default: on for vllm).")
 @click.option("--num-scheduler-steps", type=int, default=1, show_default=True,
               help="vllm-v0 only: decode steps run per scheduling decision (vLLM v0.6's multi-step scheduling).")
+@click.option("--host-time", type=str, default="none", show_default=True,
+              help="vllm, vllm-v0: a vLLM version's host (CPU) time a step beside the GPU's kernels "
+                   "(costmodel/serving/host_time.json: vllm-v0.5.4, vllm-v0.6.0, vllm-v1): fixed + per sequence, "
+                   "serial, once per decision or overlapped with the next step as that version runs it.")
 @click.option("--mamba-ssm-cache-dtype", type=click.Choice(MAMBA_SSM_CACHE_DTYPES), default="auto", show_default=True,
               help="vllm, vllm-v0: a hybrid's Mamba-2 / Gated DeltaNet SSM state in the model dtype (auto) or "
                    "float32, as vLLM's option.")
@@ -270,7 +278,7 @@ def serve(model, config, hardware_name, rate, concurrency, count, trace, prompt,
           max_batched_tokens, block_size, gpu_memory_utilization, num_blocks, tp, replicas, dtype, weight_dtype,
           kv_dtype, attention, attention_backend, slo_ttft, slo_tpot, csv_path, steps_csv, plot_path, rates, as_json, router,
           disaggregate, mla, pp, prefix_caching, time_model, fp8_gemm, weight_group, num_scheduler_steps,
-          cuda_graphs, max_capture_len, quant_layout, mamba_ssm_cache_dtype, price) -> None:
+          cuda_graphs, max_capture_len, quant_layout, mamba_ssm_cache_dtype, price, host_time) -> None:
     """Serve a stream of requests on an engine replica, simulated step by step (continuous
     batching, paged KV cache): latency percentiles, throughput and goodput."""
     from costmodel.serving import serve as run_serve
@@ -323,6 +331,7 @@ def serve(model, config, hardware_name, rate, concurrency, count, trace, prompt,
                    mla=mla, **({"attention_backend": attention_backend} if attention_backend is not None else {}),
                    **({"quant_layout": quant_layout} if quant_layout != DEFAULT_QUANT_LAYOUT else {}),
                    time_model=time_model, fp8_gemm=fp8_gemm, cuda_graphs=cuda_graphs,
+                   **({"host_time": host_time} if host_time != "none" else {}),
                    **({"max_capture_len": max_capture_len} if max_capture_len is not None else {}),
                    **({"mamba_ssm_cache_dtype": mamba_ssm_cache_dtype} if mamba_ssm_cache_dtype != "auto" else {}))
     if rates is not None:

@@ -34,11 +34,12 @@ def test_options_are_the_scripts_flags():
     eight, _, big = lv.LAMBDA_VLLM
     step10 = lv.lambda_vllm_options(eight, lv.LAMBDA_VLLM_ENGINES[2])
     assert step10 == {"scheduler": "vllm-v0", "max_batched_tokens": 2048, "num_scheduler_steps": 10, "tp": 1,
-                      "max_num_seqs": 256, "gpu_memory_utilization": 0.95, "dtype": "bf16"}
+                      "max_num_seqs": 256, "gpu_memory_utilization": 0.95, "dtype": "bf16",
+                      "host_time": "vllm-v0.6.0"}
     chunked = lv.lambda_vllm_options(big, lv.LAMBDA_VLLM_ENGINES[0])
     assert chunked == {"scheduler": "vllm", "max_batched_tokens": 512, "prefix_caching": False, "cuda_graphs": "off",
                        "tp": 8, "max_num_seqs": 256, "gpu_memory_utilization": 0.95, "dtype": "bf16",
-                       "weight_dtype": "fp8", "fp8_gemm": "w8a8"}
+                       "weight_dtype": "fp8", "fp8_gemm": "w8a8", "host_time": "vllm-v0.5.4"}
 
 
 def test_chunk_gaps_merge_a_windows_tokens():
@@ -74,21 +75,24 @@ def test_shortened_figures_pinned():
     pairs = sharegpt_lengths(lv.LAMBDA_VLLM_LENGTHS, at_least=5000)
     figures = [lv.lambda_vllm_figures(lv.LAMBDA_VLLM[0], engine, pairs, prompts=300)
                for engine in lv.LAMBDA_VLLM_ENGINES]
-    expected = [(6743.1823, 13.791, 11.2217), (8282.0694, 13.9453, 9.084), (8282.528, 14.0504, 91.1924)]
+    # (with each version's host time a step, host_time.json: before it, (6743.1823, 13.791, 11.2217), (8282.0694,
+    # 13.9453, 9.084), (8282.528, 14.0504, 91.1924))
+    expected = [(3734.9009, 24.5622, 22.4206), (5065.3897, 23.0814, 16.7451), (7268.4034, 16.1588, 106.1194)]
     for ours, (rate, tpot, itl) in zip(figures, expected):
         assert (ours["output_tokens_per_s"], ours["tpot_ms"], ours["itl_ms"]) == pytest.approx((rate, tpot, itl),
                                                                                                 rel=1e-5)
 
 
 def test_ten_step_rows_as_docs_quote_them():
-    # docs/serving.md's Lambda table, v0.6.0 at 10 scheduler steps: the 8B's 5,000 prompts (1.50 of 8,088.35 tok/s,
-    # TPOT 0.74 of 25.57 ms, ITL 0.75 of 243.76 ms) and the 405B's 1,280 (1.10, 0.96, 0.92)
+    # docs/serving.md's Lambda table, v0.6.0 at 10 scheduler steps with its host time: the 8B's 5,000 prompts (1.31
+    # of 8,088.35 tok/s, TPOT 0.85 of 25.57 ms, ITL 0.86 of 243.76 ms; without host time 1.50, 0.74, 0.75) and the
+    # 405B's 1,280 (1.07, 0.99, 0.95; without 1.10, 0.96, 0.92)
     pairs = sharegpt_lengths(lv.LAMBDA_VLLM_LENGTHS, at_least=5000)
     engine = lv.LAMBDA_VLLM_ENGINES[2]
-    for table, expected in ((lv.LAMBDA_VLLM[0], (12123.6948, 19.0168, 182.0671)),
-                            (lv.LAMBDA_VLLM[2], (1879.694, 107.8676, 955.7052))):
+    for table, expected in ((lv.LAMBDA_VLLM[0], (10577.3341, 21.8572, 210.2581)),
+                            (lv.LAMBDA_VLLM[2], (1831.5951, 110.736, 983.7513))):
         ours = lv.lambda_vllm_figures(table, engine, pairs)
         assert (ours["output_tokens_per_s"], ours["tpot_ms"], ours["itl_ms"]) == pytest.approx(expected, rel=1e-5)
         ratios = [round(ours[metric] / published, 2) for (metric, _), published in zip(lv.LAMBDA_VLLM_METRICS,
                                                                                         table["rows"][2])]
-        assert ratios == ([1.50, 0.74, 0.75] if table["tp"] == 1 else [1.10, 0.96, 0.92])
+        assert ratios == ([1.31, 0.85, 0.86] if table["tp"] == 1 else [1.07, 0.99, 0.95])

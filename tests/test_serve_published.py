@@ -251,10 +251,10 @@ def test_vllm_rows_pass_the_posts_setup(script, served, monkeypatch):
     ours = script.vllm_throughput("llama3-70b", "decode-heavy", requests=24)
     assert {k: seen[k] for k in ("model", "hardware", "requests", "prompt", "output", "scheduler", "tp",
                                  "max_num_seqs", "max_batched_tokens", "dtype", "gpu_memory_utilization",
-                                 "num_scheduler_steps")} == {
+                                 "num_scheduler_steps", "host_time")} == {
         "model": "llama3-70b", "hardware": "h100-sxm", "requests": 24, "prompt": "462", "output": "256",
         "scheduler": "vllm-v0", "tp": 4, "max_num_seqs": 256, "max_batched_tokens": 8192, "dtype": "bf16",
-        "gpu_memory_utilization": 0.90, "num_scheduler_steps": 10}
+        "gpu_memory_utilization": 0.90, "num_scheduler_steps": 10, "host_time": "vllm-v0.6.0"}
     chosen = made[0]
     assert seen["rate"] == float("inf") and {r.arrival_s for r in chosen} == {0.0} and len(chosen) == 24
     assert sum(r.prompt_tokens for r in chosen) / 24 == 462 and sum(r.output_tokens for r in chosen) / 24 == 256
@@ -476,7 +476,7 @@ def test_sglang_vllm_rows_pass_the_readmes_setup(script, monkeypatch):
     monkeypatch.setattr(api, "run_replicas", run_replicas)
     assert script.sglang_vllm_options(script.SGLANG_VLLM[1]) == {
         "scheduler": "vllm-v0", "tp": 4, "max_num_seqs": 256, "max_batched_tokens": 4096, "dtype": "bf16",
-        "gpu_memory_utilization": 0.90, "num_scheduler_steps": 10}
+        "gpu_memory_utilization": 0.90, "num_scheduler_steps": 10, "host_time": "vllm-v0.6.0"}
     pairs = [(10 + i, 5 + i % 3) for i in range(30)]
     ours = script.sglang_vllm_online(script.SGLANG_VLLM[0], 4, 20, pairs)
     requests, (cls, blocks, block_size, seqs, tokens), max_model_len = seen[-1]

@@ -21,6 +21,7 @@ from ..tree import check_weight_scope
 from . import metrics
 from .engine import ROUTERS, simulate_replicas
 from .graphs import engine_graphs
+from .host_time import NO_HOST_TIME, host_time as host_time_of
 from .kv_paging import PAGED_SCHEDULERS, kv_paging
 from .kvcache import BlockPool, cache_sizing, profile_run_facts
 from .budgets import DEFAULT_BUDGETS, NO_TOKEN_BUDGET, VLLM_LARGE_GPU_BUDGETS, default_budget  # noqa: F401 (re-exported)
@@ -169,7 +170,8 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
                   efficiency: Any = None, time_model: str | None = None, cuda_graphs: str = "auto",
                   step: StepTime | None = None, attention_backend: str | None = None,
                   sizings: dict | None = None, mamba_ssm_cache_dtype: str = "auto",
-                  max_capture_len: int | None = None, host: bool = True) -> tuple[Any, Any, dict[str, Any]]:
+                  max_capture_len: int | None = None, host: bool = True,
+                  host_time: str = NO_HOST_TIME) -> tuple[Any, Any, dict[str, Any]]:
     """The scheduler class's arguments, a StepTime and the setup dict of one replica (a search
     passes the StepTime it built for this hardware and tp, and a dict that keeps the cache
     sizings by token budget). cuda_graphs: "auto" (the scheduler's engine's default: graphs.py
@@ -181,7 +183,10 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
     max_seq_len_to_capture (graphs.py; None: its 8,192), the longest sequence a graphed decode step holds.
     host: an eager GPU step of the scheduler's counted code weighs its host (host_step.py); False where the
     schedule stands for another engine's runtime (benchmarks/published_trtllm_static.py: TensorRT-LLM's
-    static batching, whose C++ runtime issues no Python ops)."""
+    static batching, whose C++ runtime issues no Python ops). host_time: a vLLM version's host time a step
+    between forward passes (host_time.json: vllm-v0.5.4, vllm-v0.6.0, vllm-v1; none: the GPU's kernels alone),
+    the step's `host_time` attribute, which run_replicas hands the event loop (apart from host_step.py's ops,
+    which the vLLM schedulers do not take)."""
     require_decoder_only(cfg)
     from ..defaults import serving_attention
 
@@ -273,6 +278,7 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
         step = host_bound(step, cfg, hardware, scheduler, graphs, profile,
                           lambda bare: StepTime(cfg, bare, dtype, efficiency, profile, tp, pp, time_model, **timed))
     step = with_state_traffic(step, sizing.state_bytes, hardware, efficiency, pp)
+    step = with_host_time(step, host_time, scheduler)
     setup = {"model": cfg.name, "hardware": hardware.name, "dtype": step.dtype, "tp": tp, "pp": pp,
              "time_model": step.time_model, "cuda_graphs": graphs.mode, "cuda_graphs_source": graphs.source,
              **({"max_capture_len": graphs.max_context} if graphs.max_context is not None else {}),
@@ -289,7 +295,8 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
              "fp8_gemm_runs": (("w8a8" if runs_w8a8(profile.weight_format, hardware) else "w8a16")
                                if weight_dtype == "fp8" else None),  # what auto chose on this hardware
              "mla": mla if cfg.mla else None,
-             "max_model_len": cfg.max_positions}
+             "max_model_len": cfg.max_positions,
+             **(step.host_time.describe() if step.host_time is not None else {"host_time": NO_HOST_TIME})}
     host = host_fields(step, hardware)
     if host:
         setup["host"] = host
@@ -325,6 +332,20 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
     return (cls, blocks, block_size, max_num_seqs, max_batched_tokens), step, setup
 
 
+def with_host_time(step: Any, version: str | None, scheduler: str) -> Any:
+    """A copy of the step model carrying a vLLM version's host time (host_time.py; None for none),
+    refused for engines other than vLLM's."""
+    import copy
+
+    host = host_time_of(version)
+    if host is not None and scheduler not in ("vllm", "vllm-v0"):
+        raise ConfigError(f"--host-time {version} is vLLM's host time a step, modelled for the vllm and vllm-v0 "
+                          f"schedulers only, not {scheduler}.")
+    hosted = copy.copy(step)
+    hosted.host_time = host
+    return hosted
+
+
 def _paged(cls: Any, paging: Any) -> Any:
     """The scheduler class, building on a pool that pages the model's layer groups."""
     def build(pool: BlockPool, *args: Any) -> Any:
@@ -358,7 +379,7 @@ def run_replicas(requests: list[Request], replica: tuple, step: StepTime, replic
     pp = getattr(step, "pp", 1)
     schedulers = [cls(BlockPool(blocks // pp, block_size), seqs, tokens) for _ in range(replicas * pp)]
     timelines = simulate_replicas(requests, schedulers, step.seconds, max_model_len, router, record, step.decode_run,
-                                  concurrency)
+                                  concurrency, getattr(step, "host_time", None))
     rows, steps, itl = [], [], []
     for index, timeline in enumerate(timelines):
         rows += metrics.request_rows(timeline, index)

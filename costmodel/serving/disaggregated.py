@@ -37,13 +37,13 @@ def run_disaggregated(requests: list[Request], replica: tuple, step: Any, prefil
     pool = lambda count: [cls(BlockPool(blocks, block_size), seqs, tokens) for _ in range(count)]  # noqa: E731
     first = [replace(r, output_tokens=1) for r in requests]
     prefill = simulate_replicas(first, pool(prefill_replicas), step.seconds, max_model_len, router, True,
-                                step.decode_run)
+                                step.decode_run, host=getattr(step, "host_time", None))
     done = {s.request.id: (index, s) for index, timeline in enumerate(prefill) for s in timeline.sequences}
     second = [replace(r, arrival_s=done[r.id][1].token_times[0]
                       + transfer_seconds(hardware, kv_bytes_per_token, r.prompt_tokens), prefilled=True)
               for r in requests if r.output_tokens > 1]
     decode = simulate_replicas(second, pool(decode_replicas), step.seconds, max_model_len, router, True,
-                               step.decode_run)
+                               step.decode_run, host=getattr(step, "host_time", None))
     original = {r.id: r for r in requests}
     joined: dict[int, list] = {}
     for index, timeline in enumerate(decode):

@@ -52,20 +52,22 @@ class Timeline:
 
 def simulate(requests: list[Request], scheduler: Scheduler, step_seconds: StepSeconds,
              max_model_len: int, record: bool = True, decode_run: Any = None,
-             concurrency: int | None = None) -> Timeline:
+             concurrency: int | None = None, host: Any = None) -> Timeline:
     """Run every request to completion on one replica; returns its timeline. decode_run(keys,
     steps), if given (StepTime.decode_run), lets steady decoding advance several steps per
     iteration: the same steps, each recorded, computed together. concurrency: a closed loop
-    (simulate_replicas)."""
+    (simulate_replicas). host: the engine's host time a step (host_time.HostTime; None: none)."""
     return simulate_replicas(requests, [scheduler], step_seconds, max_model_len, "round-robin", record,
-                             decode_run, concurrency)[0]
+                             decode_run, concurrency, host)[0]
 
 
 class Replica:
     """One engine replica: its scheduler, its clock and its timeline."""
 
-    def __init__(self, scheduler: Scheduler, step_seconds: StepSeconds, record: bool, decode_run: Any):
+    def __init__(self, scheduler: Scheduler, step_seconds: StepSeconds, record: bool, decode_run: Any,
+                 host: Any = None):
         self.scheduler = scheduler
+        self.host = host  # the engine's host time a step (host_time.py), added to the GPU's
         self.step_seconds = step_seconds
         self.record = record
         self.decode_run = decode_run
@@ -98,7 +100,7 @@ class Replica:
         if (self.decode_run is not None and scheduler.steady_decode
                 and (not scheduler.waiting or len(scheduler.running) >= scheduler.max_num_seqs)):
             advanced = _steady_steps(scheduler, self.decode_run, self.now, arrival, self.timeline, self.record,
-                                     self.pace)
+                                     self.pace, self.host)
             if advanced is not None:
                 self.now, done, self.pace = advanced
                 return done
@@ -120,6 +122,8 @@ class Replica:
             keys = [sequence.computed + tokens for sequence, tokens in batch]
             emitting = sum([reach >= sequence.known for (sequence, _), reach in zip(batch, keys)])
         seconds = float(self.step_seconds(np.asarray(query), np.asarray(keys), emitting))
+        if self.host is not None:  # each step a decision (a window's steps: window())
+            seconds = float(self.host.step(seconds, len(batch)))
         start = self.now
         self.now = now = start + seconds
         self.pace = seconds
@@ -158,6 +162,8 @@ class Replica:
         else:
             ones = np.ones(count, dtype=np.int64)
             times = [self.step_seconds(ones, keys + j, count) for j in range(steps)]
+        if self.host is not None:  # the decision's host time once, on the window's first step
+            times = self.host.window(times, count)
         entries = [(s.request.id, 1) for s in sequences]
         emitted = [0] * count
         done: list[Sequence] = []
@@ -186,7 +192,7 @@ class Replica:
 
 def simulate_replicas(requests: list[Request], schedulers: list[Scheduler], step_seconds: StepSeconds,
                       max_model_len: int, router: str = "round-robin", record: bool = True,
-                      decode_run: Any = None, concurrency: int | None = None) -> list[Timeline]:
+                      decode_run: Any = None, concurrency: int | None = None, host: Any = None) -> list[Timeline]:
     """Replicas behind a router, one event loop: the next event is the earliest of the next
     arrival and the busy replicas' next step starts. An arrival goes to the next replica in turn
     (round-robin) or to the one with the fewest outstanding tokens (as its steps started before the
@@ -199,7 +205,8 @@ def simulate_replicas(requests: list[Request], schedulers: list[Scheduler], step
     0; their arrival_s is replaced by the time they are sent (TTFT counts from there, as those
     clients time a request from when it holds a slot). With several replicas a steady decoding
     run stops at the next step start of any other busy replica, since a request finishing there
-    may send one here."""
+    may send one here. host: the engine's host time a step (host_time.HostTime; None: the GPU's
+    kernels alone)."""
     if router not in ROUTERS:
         raise SchedulingError(f"--router must be one of {', '.join(ROUTERS)}, got {router!r}.")
     for request in requests:
@@ -212,7 +219,7 @@ def simulate_replicas(requests: list[Request], schedulers: list[Scheduler], step
         free = [0.0] * min(concurrency, len(queue))  # a heap: when each client is free to send
     else:
         sequences = [Sequence(r) for r in sorted(requests, key=lambda r: (r.arrival_s, r.id))]
-    replicas = [Replica(s, step_seconds, record, decode_run) for s in schedulers]
+    replicas = [Replica(s, step_seconds, record, decode_run, host) for s in schedulers]
     issued, left, turn, total = 0, len(requests), 0, len(requests)
     while left:
         if closed:
@@ -252,7 +259,8 @@ STEADY_STEPS = 64  # the most steps advanced at once
 
 
 def _steady_steps(scheduler: Scheduler, decode_run: Any, now: float, arrival: float | None,
-                  timeline: Timeline, record: bool, pace: float = 0.0) -> tuple[float, int, float] | None:
+                  timeline: Timeline, record: bool, pace: float = 0.0,
+                  host: Any = None) -> tuple[float, int, float] | None:
     """Every running sequence decoding and none waiting: run the steps before one finishes or a
     request arrives, all at once. A step in which a sequence needs a new block is one of them
     while the free blocks cover every such block of the run (then each step's schedule() would
@@ -262,7 +270,7 @@ def _steady_steps(scheduler: Scheduler, decode_run: Any, now: float, arrival: fl
     needs a block instead. (Orca reserves every block at admission: its runs never need one.)
     With requests waiting, it runs while max_num_seqs are running (none is admitted before one
     finishes, which ends the run). pace: the replica's last step's seconds (0: none yet). None
-    if fewer than 2 qualify."""
+    if fewer than 2 qualify. host: the engine's host time, each step a decision (single-step runs)."""
     import numpy as np
 
     running = scheduler.running
@@ -292,7 +300,8 @@ def _steady_steps(scheduler: Scheduler, decode_run: Any, now: float, arrival: fl
         ran, count = len(ends), steps - len(ends)
         if arrival is not None and pace > 0:
             count = min(count, max(2, math.ceil((arrival - now) / pace) + 1))
-        chunk = decode_run(keys + ran, count).tolist()
+        chunk = decode_run(keys + ran, count)
+        chunk = (chunk if host is None else host.step(chunk, len(running))).tolist()
         for seconds in chunk:
             if ends and arrival is not None and now >= arrival:
                 break

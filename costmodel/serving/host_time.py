@@ -1,0 +1,114 @@
+"""vLLM's host time a step (host_time.json): the CPU's scheduling, input building, output processing
+and engine loop between forward passes, which the step time model (steptime.py: the GPU's kernels)
+leaves out. A named per-step term, apart from the eager op time a leaf pays (Hardware.engine_op_s,
+inside the forward).
+
+The one rule, per engine version: the host milliseconds of a step of b sequences are
+H(b) = fixed + per_sequence x b (the line through the version's profiled points: least squares; one
+point, through the origin). H splits into parts by their profiled shares, and a step whose GPU
+kernels take g seconds takes
+
+    g + serial + (decision if the step starts a scheduling decision) + max(0, overlapped - g)
+
+where serial, decision and overlapped are the H(b) shares of the parts the version runs that way
+(host_time.json "modes"): every step; once per decision (the first step of a multi-step window;
+every step without windows); beside the next step's GPU work (asynchronous output processing: the
+CPU bounds the step only where it takes longer)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from ..config import ConfigError, show
+
+HOST_TIME_FILE = Path(__file__).resolve().parent / "host_time.json"
+MODES = ("serial", "decision", "overlapped")
+NO_HOST_TIME = "none"
+
+
+@lru_cache(maxsize=1)
+def host_time_facts() -> dict[str, Any]:
+    """host_time.json's versions."""
+    return json.loads(HOST_TIME_FILE.read_text(encoding="utf-8"))["versions"]
+
+
+def host_versions() -> tuple[str, ...]:
+    """The versions serve's host_time option takes (besides none)."""
+    return tuple(host_time_facts())
+
+
+def line_through(points: list[list[float]]) -> tuple[float, float]:
+    """(fixed ms, per-sequence ms) of the least-squares line through (sequences, ms) points; one
+    point: the line through the origin."""
+    if len(points) == 1:
+        (sequences, ms), = points
+        return 0.0, ms / sequences
+    count = len(points)
+    mean_x = sum(x for x, _ in points) / count
+    mean_y = sum(y for _, y in points) / count
+    slope = (sum((x - mean_x) * (y - mean_y) for x, y in points)
+             / sum((x - mean_x) ** 2 for x, _ in points))
+    return mean_y - slope * mean_x, slope
+
+
+@dataclass(frozen=True)
+class HostTime:
+    """One version's host time a step: H(b) = fixed_s + per_sequence_s x b, its shares by mode."""
+
+    version: str
+    fixed_s: float
+    per_sequence_s: float
+    serial: float  # shares of H(b), summing to 1
+    decision: float
+    overlapped: float
+
+    def seconds(self, sequences: int) -> float:
+        """H(b): the host seconds of a step of `sequences` sequences."""
+        return self.fixed_s + self.per_sequence_s * sequences
+
+    def step(self, gpu_s: Any, sequences: int, decides: bool = True) -> Any:
+        """Seconds of steps whose kernels take gpu_s (a number or an array), each of `sequences`
+        sequences; decides: each starts a scheduling decision."""
+        import numpy as np
+
+        host = self.seconds(sequences)
+        waited = host * (self.serial + (self.decision if decides else 0.0))
+        return gpu_s + waited + np.maximum(0.0, host * self.overlapped - gpu_s)
+
+    def window(self, gpu_s: Any, sequences: int) -> Any:
+        """Seconds of a multi-step window's steps (gpu_s: an array, one per step): the decision's
+        host time on its first step only."""
+        import numpy as np
+
+        times = np.array(self.step(np.asarray(gpu_s, dtype=float), sequences, decides=False), dtype=float)
+        times[0] += self.seconds(sequences) * self.decision
+        return times
+
+    def describe(self) -> dict[str, Any]:
+        """The setup's fields: the version, its line and how its parts run."""
+        return {"host_time": self.version, "host_fixed_ms": round(1e3 * self.fixed_s, 4),
+                "host_per_sequence_us": round(1e6 * self.per_sequence_s, 4),
+                "host_shares": {"serial": round(self.serial, 4), "decision": round(self.decision, 4),
+                                "overlapped": round(self.overlapped, 4)}}
+
+
+def host_time(version: str | None) -> HostTime | None:
+    """The HostTime of a host_time.json version; None for none (kernels only). An unknown name is one
+    ConfigError naming the versions."""
+    if version is None or version == NO_HOST_TIME:
+        return None
+    facts = host_time_facts()
+    if version not in facts:
+        raise ConfigError(f"--host-time must be {NO_HOST_TIME} or one of {', '.join(facts)}, got {show(version)}.")
+    entry = facts[version]
+    costs = facts[entry["same_costs_as"]] if "same_costs_as" in entry else entry
+    fixed_ms, per_sequence_ms = line_through(costs["points_ms"])
+    parts = costs["parts_ms"]
+    total = sum(parts.values())
+    shares = {mode: sum(ms for part, ms in parts.items() if entry["modes"][part] == mode) / total for mode in MODES}
+    return HostTime(version, fixed_ms / 1e3, per_sequence_ms / 1e3, shares["serial"], shares["decision"],
+                    shares["overlapped"])

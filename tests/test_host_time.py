@@ -1,0 +1,95 @@
+"""vLLM's host time a step (costmodel/serving/host_time.json / .py): the profiled points' line, the
+parts' shares per version, the one rule a step takes, and the event loop adding it."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import cli
+from costmodel.config import ConfigError
+from costmodel.serving.engine import simulate
+from costmodel.serving.host_time import host_time, line_through
+from costmodel.serving.kvcache import BlockPool
+from costmodel.serving.vllm_v0 import VLLMV0Scheduler
+from costmodel.serving.workload import Request
+
+
+def test_v054_line_through_wuklabs_bars():
+    # WukLab's Figure 5 (vLLM v0.5.4, Llama 3 8B, A6000): 'Schedule' 10.64 ms at 128 requests, 24.61 at 512,
+    # 42.15 at 1,024; least squares: 6.3211 ms + 35.118 us a sequence
+    fixed, per_sequence = line_through([[128, 10.64], [512, 24.61], [1024, 42.15]])
+    assert (fixed, per_sequence) == pytest.approx((6.321081081081079, 0.03511824324324325), rel=1e-12)
+    v054 = host_time("vllm-v0.5.4")
+    assert (v054.fixed_s, v054.per_sequence_s) == pytest.approx((6.321081081081079e-3, 3.511824324324325e-5),
+                                                                rel=1e-12)
+    # a step of 256 sequences (max_num_seqs' default): 6.3211 + 8.9903 = 15.3114 ms of host time, every part serial
+    assert v054.seconds(256) == pytest.approx(15.311351351351351e-3, rel=1e-12)
+    assert (v054.serial, v054.decision, v054.overlapped) == (1.0, 0.0, 0.0)
+    assert v054.step(0.018, 256) == pytest.approx(0.018 + 15.311351351351351e-3, rel=1e-12)
+
+
+def test_v060_shares_from_the_breakdown():
+    # WukLab's Figure 4 breakdown (22.396 ms): schedule 3.937 + inputs 9.324 once a decision, outputs 7.607
+    # overlapped (asynchronous output processing), engine loop 1.528 every step
+    v060 = host_time("vllm-v0.6.0")
+    assert (v060.fixed_s, v060.per_sequence_s) == (host_time("vllm-v0.5.4").fixed_s,
+                                                   host_time("vllm-v0.5.4").per_sequence_s)
+    assert (v060.serial, v060.decision, v060.overlapped) == pytest.approx((1528 / 22396, 13261 / 22396,
+                                                                           7607 / 22396), rel=1e-12)
+    host = v060.seconds(256)  # 15.3114 ms
+    # one step deciding, its 18 ms of kernels hiding the 5.2006 ms of outputs: 18 + 0.6603 x 15.3114 ms
+    assert v060.step(0.018, 256) == pytest.approx(0.018 + host * 14789 / 22396, rel=1e-12)
+    # 2 ms of kernels do not hide them: the step waits for the rest
+    assert v060.step(0.002, 256) == pytest.approx(host * 14789 / 22396 + host * 7607 / 22396, rel=1e-12)
+    # a window of 3: the decision's 9.0660 ms on its first step only, the engine loop's 1.0446 ms on each
+    window = v060.window([0.018, 0.018, 0.018], 256)
+    assert window == pytest.approx([0.018 + host * 14789 / 22396] + [0.018 + host * 1528 / 22396] * 2, rel=1e-12)
+
+
+def test_v1_gap_through_the_origin():
+    # vLLM issue 10634: a V1 (AsyncLLM) decode gap of 5-6 ms at bs 256; 5.5 / 256 = 21.484375 us a sequence
+    v1 = host_time("vllm-v1")
+    assert (v1.fixed_s, v1.per_sequence_s * 1e6) == (0.0, pytest.approx(21.484375, rel=1e-12))
+    assert v1.seconds(256) == pytest.approx(5.5e-3, rel=1e-12)
+    assert host_time("none") is None and host_time(None) is None
+    with pytest.raises(ConfigError, match="--host-time must be none or one of vllm-v0.5.4, vllm-v0.6.0, vllm-v1"):
+        host_time("vllm-0.7")
+
+
+def test_the_event_loop_adds_it():
+    # two requests (prompt 10, output 7) on vllm-v0 with 3-step windows, 10 ms of kernels a step: the prefill step
+    # decides (10 + 0.6603 x H(2)); each window's first step takes the decision, the others the engine loop only
+    v060 = host_time("vllm-v0.6.0")
+    requests = [Request(0, 0.0, 10, 7), Request(1, 0.0, 10, 7)]
+    steps = lambda query, keys, emitting: 0.010  # noqa: E731
+    timeline = simulate(requests, VLLMV0Scheduler(BlockPool(100, 16), 4, 2048, num_scheduler_steps=3), steps,
+                        512, host=v060)
+    h2 = (6.321081081081079 + 2 * 0.03511824324324325) / 1e3  # 6.3913 ms
+    decided, looped = 0.010 + h2 * 14789 / 22396, 0.010 + h2 * 1528 / 22396
+    assert [s.seconds for s in timeline.steps] == pytest.approx([decided, decided, looped, looped, decided, looped,
+                                                                 looped], rel=1e-12)
+    assert timeline.sequences[0].token_times[-1] == pytest.approx(3 * decided + 4 * looped, rel=1e-12)
+    # without host time, the same steps at 10 ms
+    plain = simulate(requests, VLLMV0Scheduler(BlockPool(100, 16), 4, 2048, num_scheduler_steps=3), steps, 512)
+    assert [s.seconds for s in plain.steps] == [0.010] * 7
+
+
+def test_steady_runs_add_it_each_step():
+    # single-step steady decoding (decode_run several steps at once): every step decides
+    v054 = host_time("vllm-v0.5.4")
+    requests = [Request(0, 0.0, 10, 40), Request(1, 0.0, 10, 40)]
+    run = lambda keys, count: np.full(count, 0.010)  # noqa: E731
+    timeline = simulate(requests, VLLMV0Scheduler(BlockPool(100, 16), 4, 2048), lambda q, k, e: 0.010, 512,
+                        decode_run=run, host=v054)
+    assert {round(s.seconds, 12) for s in timeline.steps} == {round(0.010 + v054.seconds(2), 12)}
+    assert len(timeline.steps) == 40
+
+
+def test_serve_option(capsys):
+    base = ["serve", "--model", "llama3.1-8b", "--rate", "20", "--requests", "20"]
+    assert cli.main(base + ["--host-time", "vllm-0.7"]) == 2
+    assert "error: --host-time must be none or one of vllm-v0.5.4, vllm-v0.6.0, vllm-v1, got 'vllm-0.7'." \
+        in capsys.readouterr().err
+    assert cli.main(base + ["--scheduler", "trtllm", "--host-time", "vllm-v1"]) == 2
+    assert "modelled for the vllm and vllm-v0 schedulers only, not trtllm." in capsys.readouterr().err
