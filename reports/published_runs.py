@@ -279,7 +279,10 @@ def train_setup(run: dict[str, Any], source: dict[str, Any]) -> tuple[ParallelEs
     if _stated(run, source, "attention_kernel"):  # the fused attention kernel the run calls (KernelTimer)
         options["attention_kernel"] = _stated(run, source, "attention_kernel")
     # the overlap a run's recipe states (Overlap's fields), the pipeline sends' share else the framework's
-    options["overlap"] = framework_overlap(layout, _stated(run, source, "overlap"))
+    stated = _stated(run, source, "overlap")
+    overlap = framework_overlap(layout, stated)
+    if stated or overlap != Overlap():
+        options["overlap"] = overlap
     return ParallelEstimate(cfg, workload, layout), hardware, options
 
 
