@@ -161,9 +161,10 @@ def refuse_other_mode(ctx: click.Context, train: bool) -> None:
               help="Training with a layout: the fraction of the last micro-batch's compute a gradient reduction "
               "(DDP, ZeRO-1/2) overlaps (0: reduced after backward).")
 @click.option("--no-prefetch", is_flag=True, help="Training with a layout: FSDP/ZeRO-3 collectives exposed, not prefetched.")
-@click.option("--pp-overlap", type=float, default=0.0, show_default=True,
+@click.option("--pp-overlap", type=float, default=None,
               help="Training with a layout: the fraction of each micro-batch's pipeline sends hidden behind compute "
-              "(1: Megatron-Core's overlap_p2p_comm).")
+              "(1: Megatron-Core's overlap_p2p_comm; default the framework's: 1 on an interleaved --framework "
+              "megatron layout, whose overlap_p2p_comm is on unless --no-overlap-p2p-communication, else 0).")
 @click.option("--param-gather-overlap", type=float, default=0.0, show_default=True,
               help="Training with a layout, ZeRO-1/2: the fraction of the next step's first forward the parameter "
               "all-gather runs under (1: Megatron-Core's --overlap-param-gather; 0: exposed).")
@@ -270,7 +271,7 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
             require_decoder(cfg)  # before the workload warns that generated tokens are ignored
         layout = make_layout(cfg, layout_given, inference=not train)
         overlap_given = [name for name, given in (
-            ("--tp-overlap", tp_overlap != 0.0), ("--dp-overlap", dp_overlap != 2 / 3), ("--pp-overlap", pp_overlap != 0.0),
+            ("--tp-overlap", tp_overlap != 0.0), ("--dp-overlap", dp_overlap != 2 / 3), ("--pp-overlap", pp_overlap is not None),
             ("--param-gather-overlap", param_gather_overlap != 0.0), ("--ep-overlap", ep_overlap != 0.0),
             ("--no-prefetch", no_prefetch), ("--overlap-slowdown", overlap_slowdown is not None),
             ("--no-align-grad-reduce", no_align_grad_reduce)) if given]
@@ -306,14 +307,17 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
             source = quantization.pop("weight_dtype_source")
         if layout is not None:
             from costmodel.layout import timing as parallel_time
+            from costmodel.layout.overlap import framework_overlap
 
             if train:
                 workload = make_workload(cfg, seq_len, holds_cache=False, batch=batch, dtype=dtype, recompute=recompute,
                                          recompute_layers=recompute_layers, attention=attention, impl=impl,
                                          optimizer=optimizer)
-                overlap = parallel_time.Overlap(tp=tp_overlap, dp=dp_overlap, prefetch=not no_prefetch,
-                                                slowdown=overlap_slowdown, pp=pp_overlap, params=param_gather_overlap,
-                                                ep=ep_overlap, align_grad=not no_align_grad_reduce)
+                stated = dict(tp=tp_overlap, dp=dp_overlap, prefetch=not no_prefetch, slowdown=overlap_slowdown,
+                              params=param_gather_overlap, ep=ep_overlap, align_grad=not no_align_grad_reduce)
+                if pp_overlap is not None:  # else the framework's (Megatron's interleaved overlap_p2p_comm)
+                    stated["pp"] = pp_overlap
+                overlap = framework_overlap(layout, stated)
                 result = parallel_time.simulate_training(cfg, workload, layout, hardware, efficiency,
                                                          tokens, step_time, flops_convention, time_model, overlap,
                                                          compiled, price, graph_scopes)

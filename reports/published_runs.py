@@ -16,6 +16,7 @@ from costmodel.config import ModelConfig, Workload
 from costmodel.hardware import load_hardware
 from costmodel.layout import Layout, ParallelEstimate
 from costmodel.layout.spec import empty_edge_chunks
+from costmodel.layout.overlap import framework_overlap
 from costmodel.layout.time import Overlap
 from costmodel.published import (KORTHIKANTI_TABLE_5, NARAYANAN_DDP, NARAYANAN_DP_OVERLAP,
                                  NARAYANAN_TABLE_1, narayanan_parameters)
@@ -277,11 +278,11 @@ def train_setup(run: dict[str, Any], source: dict[str, Any]) -> tuple[ParallelEs
         options["compiled"] = True
     if _stated(run, source, "attention_kernel"):  # the fused attention kernel the run calls (KernelTimer)
         options["attention_kernel"] = _stated(run, source, "attention_kernel")
-    overlap = _stated(run, source, "overlap")  # the overlap a run's recipe states (Overlap's fields)
-    if overlap:
-        from costmodel.layout.time import Overlap
-
-        options["overlap"] = Overlap(**overlap)
+    # the overlap a run's recipe states (Overlap's fields), the pipeline sends' share else the framework's
+    stated = _stated(run, source, "overlap")
+    overlap = framework_overlap(layout, stated)
+    if stated or overlap != Overlap():
+        options["overlap"] = overlap
     return ParallelEstimate(cfg, workload, layout), hardware, options
 
 

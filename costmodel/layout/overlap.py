@@ -9,9 +9,11 @@ them and states the model in its docstring. Overlap is importable from there too
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from ..config import ConfigError
 from .rank import ParallelEstimate
+from .spec import Layout
 
 
 @dataclass(frozen=True)
@@ -25,7 +27,8 @@ class Overlap:
     prefetch: FSDP/ZeRO-3 gather and scatter each micro-batch while it computes (False: exposed);
     pp: the fraction of each micro-batch's pipeline exchange hidden behind compute (0: exposed, as
         Megatron-LM's blocking sends; 1: Megatron-Core's overlap_p2p_comm, which Megatron-Bridge
-        turns on for every interleaved schedule, training/comm_overlap.py);
+        turns on for every interleaved schedule, training/comm_overlap.py; where a user or a row
+        chooses the framework and states no share, the framework's: framework_overlap);
     params: the fraction of the first micro-batch's forward (a third of its compute, the 2/3
         convention of dp) the ZeRO-1/2 parameter all-gather runs under (0: exposed, gathered after
         the optimizer step; 1: Megatron-Core's --overlap-param-gather, which all-gathers the updated
@@ -79,6 +82,26 @@ class Overlap:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
                 raise ConfigError(f"overlap {name} must be a fraction in [0, 1], got {value!r}.")
+
+
+def framework_pp_overlap(framework: str, schedule: str, pp: int) -> float:
+    """The share of the pipeline sends a framework hides when no overlap is stated: 1 on Megatron's
+    interleaved schedule, whose overlap_p2p_comm is on by default ('--no-overlap-p2p-communication',
+    action='store_false', dest='overlap_p2p_comm': NVIDIA/Megatron-LM megatron/training/arguments.py,
+    at c230e0d7 and d98e8a64d; validate_args turns it off only without virtual pipeline stages, so
+    one virtual stage keeps it); 0 elsewhere (1F1B's blocking sends, DeepSpeed's and FSDP2's)."""
+    return 1.0 if framework == "megatron" and schedule == "interleaved" and pp > 1 else 0.0
+
+
+def framework_overlap(layout: Layout, stated: dict[str, Any] | None = None) -> Overlap:
+    """The overlap a step runs under where a framework is chosen (`simulate --framework`, `plan`, a
+    published row's framework): the stated fields, and the pipeline sends' share, when not stated,
+    the framework's (framework_pp_overlap). The papers' tables built in code (reports/published_runs.py
+    narayanan_runs, korthikanti_runs) keep Overlap's 0: their Megatron-LM predates overlap_p2p_comm
+    (added 2023-05-31, f9283c5a8a 'Add option to overlap p2p communication')."""
+    stated = dict(stated or {})
+    stated.setdefault("pp", framework_pp_overlap(layout.framework, layout.schedule, layout.pp))
+    return Overlap(**stated)
 
 
 def check_ep_overlap(estimate: ParallelEstimate) -> None:

@@ -32,7 +32,7 @@ PLANNED_RECOMPUTES = tuple(r for r in RECOMPUTES if r not in (
     "deepseek", "torchtitan-op", "layernorm-moe-act", "layernorm-moe", "layernorm-moe-core-attn", "mla-up-proj"))
 from ..hardware import Efficiency, Hardware, time_model_for
 from .frameworks import FRAMEWORKS
-from .overlap import Overlap
+from .overlap import Overlap, framework_overlap
 from .rank import ParallelEstimate, check_grad_reduce_dtype
 from .serving_memory import serving_memory
 from .spec import Layout, check_hybrid_framework, check_inference_model, tensor_split_error
@@ -85,12 +85,13 @@ def check_settings(fixed: dict[str, Any], dtype: str) -> None:
     Layout(framework=framework, zero=zero, fp8=fixed.get("fp8"), **_layout_settings(fixed))  # (it checks them)
 
 
-def plan_overlap(layout: Layout, fixed: dict[str, Any]) -> Overlap | None:
-    """The overlap a candidate is timed under: the default, but gradient reduces not aligned on an
-    interleaved megatron layout when no_align_grad_reduce is fixed."""
+def plan_overlap(layout: Layout, fixed: dict[str, Any]) -> Overlap:
+    """The overlap a candidate is timed under: the framework's (framework_overlap: Megatron's
+    interleaved schedule hides its pipeline sends), gradient reduces not aligned on an interleaved
+    megatron layout when no_align_grad_reduce is fixed."""
     if fixed.get("no_align_grad_reduce") and layout.framework == "megatron" and layout.schedule == "interleaved":
-        return Overlap(align_grad=False)
-    return None
+        return framework_overlap(layout, {"align_grad": False})
+    return framework_overlap(layout)
 
 
 def check_fixed(fixed: dict[str, Any], gpus: int) -> None:
@@ -263,12 +264,12 @@ def plan_training(cfg: ModelConfig, hardware: Hardware, gpus: int, seq_len: int,
             infeasible.append({**entry, "reason": "memory", "per_rank": per_rank})
             continue
         overlap = plan_overlap(layout, fixed)
-        if overlap is not None:
+        if not overlap.align_grad:
             entry["layout"]["align_grad"] = False
         try:  # what only the step's time refuses (a collective it does not model) sets this layout aside
             step = step_time(estimate, hardware, efficiency, time_model, flops_convention=flops_convention,
                              **({"compiled": True} if compiled else {}),
-                             **({"overlap": overlap} if overlap is not None else {})).step()
+                             overlap=overlap).step()
         except ConfigError as error:
             infeasible.append({**entry, "reason": "unsupported", "detail": str(error)})
             continue
