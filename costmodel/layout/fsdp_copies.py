@@ -21,9 +21,9 @@ The two copies run between the unit's kernels on the compute stream, so each mic
 them in full, at the memory-bound rate. The plain loop's only (pp 1): under a pipeline schedule
 torch.distributed.pipelining drives the units (torch 2.13 pipelining/stage.py: every micro-batch's
 backward with set_reshard_after_backward(False) and set_requires_gradient_sync(False), then one
-perform_reduce_grad a step), so its copies are not the micro-batches' (nor, there, are the
-per-micro-batch reduce-scatters layout/communication.py charges: left as they are). Flat sharding (DeepSpeed's ZeRO-3, Megatron-FSDP) copies
-otherwise: not this rule.
+perform_reduce_grad a step), so its copies are not the micro-batches' (that schedule's gathers and
+once-a-step reduce-scatters: layout/fsdp_pipeline.py; its copies are not charged). Flat sharding
+(DeepSpeed's ZeRO-3, Megatron-FSDP) copies otherwise: not this rule.
 """
 
 from __future__ import annotations
