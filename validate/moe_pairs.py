@@ -54,7 +54,8 @@ PAIRS: dict[str, tuple[str, tuple[str, ...]]] = {
 KINDS = ("attention", "expert GEMMs", "other GEMMs", "expert memory-bound", "other memory-bound", "FP8 casts",
          "recompute", "launches")
 #: The step's other parts (StepTime.step's keys), in print order.
-PARTS = ("ep", "tp", "cp", "pp", "dp", "bubble", "optimizer", "contention", "accumulation", "autocast")
+PARTS = ("ep", "tp", "cp", "pp", "dp", "bubble", "optimizer", "contention", "accumulation", "autocast",
+         "fsdp copies")
 
 
 def _kind(kernel: Any, experts: bool) -> str:
@@ -117,6 +118,7 @@ def row_terms(run_id: str) -> dict[str, Any]:
     parts.update(bubble=step["bubble_seconds"], optimizer=step["optimizer_seconds"],
                  contention=step["overlap_contention_seconds"], accumulation=step["gradient_accumulation_seconds"],
                  autocast=step["autocast_seconds"])
+    parts["fsdp copies"] = step.get("fsdp_copy_seconds", 0.0)  # FSDP2's copies on the compute stream (layout/fsdp_copies.py)
     rest = step["seconds"] - step["compute_seconds"] - sum(parts.values())
     if abs(rest) > 1e-9 * step["seconds"]:
         raise AssertionError(f"{run_id}: the step's parts leave {rest} s")
