@@ -28,6 +28,7 @@ scatters move to once a step. Other schedules (zb-h1, zbv, dualpipev) are left p
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any
 
 WINDOW = 3  # _add_unshard_reshard's max_active_stages
@@ -61,10 +62,13 @@ def unshards(order: list[int], local: int, window: int = WINDOW) -> list[int]:
     """How many times each local stage is gathered (UNSHARD) over `order`, as
     _add_unshard_reshard lowers it: before each action, the next `window` distinct stages
     (from this action on) are fetched where not active and the other active ones resharded."""
+    # a run of one stage's actions looks ahead to the same stages at each of its actions, so only a
+    # run's first action changes what is active: walk the runs (plan times thousands of layouts)
+    runs = [stage for i, stage in enumerate(order) if i == 0 or order[i - 1] != stage]
     counts, active = [0] * local, set()
-    for i in range(len(order)):
+    for i in range(len(runs)):
         upcoming: list[int] = []
-        for stage in order[i:]:
+        for stage in runs[i:]:
             if stage not in upcoming:
                 upcoming.append(stage)
                 if len(upcoming) == window:
@@ -82,9 +86,13 @@ def gathers(layout: Any, rank: int) -> int:
     parameters not resharded after forward): once each under a single-stage schedule, the
     UNSHARD count of the interleaved runtime otherwise."""
     local = layout.virtual_stages if layout.schedule == "interleaved" else 1
-    if local == 1:
-        return 1
-    return sum(unshards(interleaved_order(layout.pp, local, layout.microbatches, rank), local))
+    return 1 if local == 1 else interleaved_gathers(layout.pp, local, layout.microbatches, rank)
+
+
+@lru_cache(maxsize=4096)
+def interleaved_gathers(pp: int, local: int, microbatches: int, rank: int) -> int:
+    """The UNSHARD count of an interleaved rank (gathers), by its integers: plan's layouts share them."""
+    return sum(unshards(interleaved_order(pp, local, microbatches, rank), local))
 
 
 def step_reduce(step_time: Any, stage: Any, groups: list[tuple[str, str, int]]) -> tuple[float, list[tuple[str, str, int]]]:
