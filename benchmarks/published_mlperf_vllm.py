@@ -313,7 +313,8 @@ def step_at_published_load(system: dict, mean_prompt: float) -> dict:
     """Our step at the published run's load, to locate where its TPOT goes: a decode step of as many sequences as
     the run held (published_concurrency, rounded), each at the mean prompt plus half the 294 outputs; the share of
     an engine's time its prefills take at the scheduled rate (one mean prompt a step, as V0 runs them at these
-    rates); and the TPOT those two make (decode / (1 - prefill share))."""
+    rates); and the TPOT those two make (decode / (1 - prefill share)). Each step with its release's host time
+    (a V0 system's vllm-v0.6.0, one scheduling decision a step; since session 29)."""
     import costmodel
     from benchmarks.serve_published import MLPERF_OUTPUT
     from costmodel.hardware import load_hardware
@@ -323,7 +324,11 @@ def step_at_published_load(system: dict, mean_prompt: float) -> dict:
                                **krai_options(system, "server"))
     sequences, prompt = round(published_concurrency(system)), round(mean_prompt)
     decode = step.seconds([1] * sequences, [prompt + MLPERF_OUTPUT // 2] * sequences)
-    prefill_share = system["server"]["rate"] / system["replicas"] * step.seconds([prompt], [prompt])
+    prefill = step.seconds([prompt], [prompt])
+    host = getattr(step, "host_time", None)  # the release's host time a step (krai_host_time), one decision a step
+    if host is not None:
+        decode, prefill = float(host.step(decode, sequences)), float(host.step(prefill, 1))
+    prefill_share = system["server"]["rate"] / system["replicas"] * prefill
     return {"sequences": sequences, "decode_s": decode, "prefill_share": prefill_share,
             "tpot_s": decode / (1 - prefill_share)}
 
