@@ -55,7 +55,7 @@ LAMBDA_VLLM_METRICS = (("output_tokens_per_s", "output throughput (tok/s)"), ("t
                        ("itl_ms", "median ITL (ms)"))
 # The engine's host time a step by its version (costmodel/serving/host_time.json; added in session 28, after the
 # figures above were first computed without it: a model term selected by the version the table names).
-LAMBDA_VLLM_HOST_TIME = {"v0.5.4": "vllm-v0.5.4", "v0.6.0": "vllm-v0.6.0"}
+# host_time.json's release rules pick it: v0.5.4 -> vllm-v0.5.4, v0.6.0 -> vllm-v0.6.0 (both V0 engines).
 LAMBDA_VLLM_V054_BUDGET = 512  # vLLM v0.5.4 SchedulerConfig: max_num_batched_tokens 512 when chunked prefill is on
 LAMBDA_VLLM_ASSUMED = (
     "decided before any figure was computed: the GPU as the h100-sxm preset (the section names none; the report "
@@ -91,8 +91,10 @@ LAMBDA_VLLM_ASSUMED = (
 
 def lambda_vllm_options(table: dict, engine: tuple) -> dict:
     """build_replica's options for one engine of one table (LAMBDA_VLLM_ENGINES' entry)."""
+    from costmodel.serving.host_time import host_time_for_release
+
     version, chunked, steps = engine
-    formats = {"dtype": "bf16", "host_time": LAMBDA_VLLM_HOST_TIME[version]}
+    formats = {"dtype": "bf16", "host_time": host_time_for_release("v0", version)}
     if table["weight_dtype"]:
         formats.update(weight_dtype=table["weight_dtype"], fp8_gemm="w8a8")
     common = {"tp": table["tp"], "max_num_seqs": LAMBDA_VLLM_MAX_NUM_SEQS,

@@ -163,6 +163,26 @@ KRAI_CAPTURE_LENS = {
     ("xe9680_mi300x_x8_vllm_091", "server"): 1024}
 
 
+# Amended after the figures above were computed (session 29): vLLM's host time a step by the release each system
+# names (costmodel/serving/host_time.json "releases", the rule the Lambda, v0.6.0-post and SGLang-vLLM figures take):
+# the V0 systems (0.6.4, 0.6.5, 0.7.3) run V0's multi-step / asynchronous-output loop as vllm-v0.6.0; the V1 systems
+# (0.9.1, 0.9.2) take none. KRAI_ASSUMED had left it out for want of a figure; the figure exists since session 28.
+# A /tmp trial in session 28 had shown the V0 Offline rows' move (FINDINGS "(wt28_vllmhost, session 28)").
+KRAI_RELEASES = {"xd670_h200_x8_vllm_064": "0.6.4", "xd670_h200_x8_vllm_064_flashinfer": "0.6.4",
+                 "xd670_h200_x8_vllm_073": "0.7.3", "xe9680_mi300x_x8_vllm_064": "0.6.4",
+                 "xe9680_mi300x_x8_vllm_073": "0.7.3", "xd670_h200_x8_vllm_092": "0.9.2",
+                 "xe9680_h100_x8_vllm_092": "0.9.2", "xe9680_mi300x_x8_vllm_091": "0.9.1",
+                 "xe9680_mi300x_x8_vllm_065": "0.6.5"}
+KRAI_ENGINES = {"vllm-v0": "v0", "vllm": "v1"}  # serve's scheduler -> the vLLM engine it models
+
+
+def krai_host_time(system: dict) -> str:
+    """The host_time.json version a system's runs take: its named release on its engine (host_time_for_release)."""
+    from costmodel.serving.host_time import host_time_for_release
+
+    return host_time_for_release(KRAI_ENGINES[system["engine"]], KRAI_RELEASES[system["system"]])
+
+
 def capture_len(system: dict, scenario: str) -> dict:
     """build_replica's max_capture_len for a scenario: the command's max_seq_len_to_capture where it states one and
     the engine is V0 (vllm-v0), else nothing (the engine's default)."""
@@ -174,7 +194,8 @@ def krai_options(system: dict, scenario: str) -> dict:
     """build_replica's options for one scenario of a system: its engine, tp, the scenario's stated budgets and
     memory fraction (block size and scheduler steps where stated), FP8 weights in W8A8 GEMMs, the KV cache in the
     model dtype (kv_dtype None) unless the system names one, the attention backend its vLLM version selects on an
-    NVIDIA GPU (KRAI_ATTENTION_BACKENDS), the command's max_seq_len_to_capture on a V0 engine (KRAI_CAPTURE_LENS)."""
+    NVIDIA GPU (KRAI_ATTENTION_BACKENDS), the command's max_seq_len_to_capture on a V0 engine (KRAI_CAPTURE_LENS), the
+    host time a step of its release (krai_host_time)."""
     stated = system[scenario]
     return {"scheduler": system["engine"], "tp": system["tp"], "max_num_seqs": stated["max_num_seqs"],
             "max_batched_tokens": stated["max_batched_tokens"],
@@ -182,7 +203,8 @@ def krai_options(system: dict, scenario: str) -> dict:
             "dtype": system["dtype"], "weight_dtype": "fp8", "fp8_gemm": "w8a8", "kv_dtype": system.get("kv_dtype"),
             **({"num_scheduler_steps": stated["num_scheduler_steps"]} if "num_scheduler_steps" in stated else {}),
             **({"attention_backend": KRAI_ATTENTION_BACKENDS[system["system"]]}
-               if system["system"] in KRAI_ATTENTION_BACKENDS else {}), **capture_len(system, scenario)}
+               if system["system"] in KRAI_ATTENTION_BACKENDS else {}), **capture_len(system, scenario),
+            "host_time": krai_host_time(system)}
 
 
 def krai_offline(system: dict, lengths, samples: int = KRAI_SAMPLES) -> float:
@@ -291,7 +313,8 @@ def step_at_published_load(system: dict, mean_prompt: float) -> dict:
     """Our step at the published run's load, to locate where its TPOT goes: a decode step of as many sequences as
     the run held (published_concurrency, rounded), each at the mean prompt plus half the 294 outputs; the share of
     an engine's time its prefills take at the scheduled rate (one mean prompt a step, as V0 runs them at these
-    rates); and the TPOT those two make (decode / (1 - prefill share))."""
+    rates); and the TPOT those two make (decode / (1 - prefill share)). Each step with its release's host time
+    (a V0 system's vllm-v0.6.0, one scheduling decision a step; since session 29)."""
     import costmodel
     from benchmarks.serve_published import MLPERF_OUTPUT
     from costmodel.hardware import load_hardware
@@ -301,7 +324,11 @@ def step_at_published_load(system: dict, mean_prompt: float) -> dict:
                                **krai_options(system, "server"))
     sequences, prompt = round(published_concurrency(system)), round(mean_prompt)
     decode = step.seconds([1] * sequences, [prompt + MLPERF_OUTPUT // 2] * sequences)
-    prefill_share = system["server"]["rate"] / system["replicas"] * step.seconds([prompt], [prompt])
+    prefill = step.seconds([prompt], [prompt])
+    host = getattr(step, "host_time", None)  # the release's host time a step (krai_host_time), one decision a step
+    if host is not None:
+        decode, prefill = float(host.step(decode, sequences)), float(host.step(prefill, 1))
+    prefill_share = system["server"]["rate"] / system["replicas"] * prefill
     return {"sequences": sequences, "decode_s": decode, "prefill_share": prefill_share,
             "tpot_s": decode / (1 - prefill_share)}
 

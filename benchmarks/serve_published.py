@@ -85,6 +85,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from costmodel.config import ConfigError  # noqa: E402
 from costmodel.serving.api import build_replica  # noqa: E402
+from costmodel.serving.host_time import host_time_for_release  # noqa: E402
 from costmodel.serving.workload import Lengths, Request  # noqa: E402
 from benchmarks.published_lengths import (  # noqa: E402
     MLPERF_LENGTHS, VLLM_SHAREGPT, mlperf_input_lengths, sharegpt_lengths)
@@ -190,7 +191,7 @@ VLLM_DATASETS = {"ShareGPT": (202, 179), "decode-heavy": (462, 256), "prefill-he
 VLLM_TP = {"llama3-8b": 1, "llama3-70b": 4}  # "Llama 8B on 1xH100 and 70B on 4xH100"
 VLLM_HARDWARE = "h100-sxm"  # the post says "H100"
 VLLM_SCHEDULER_STEPS = 10  # "with multistep scheduling via setting `--num-scheduler-steps 10`"
-VLLM_HOST_TIME = "vllm-v0.6.0"  # the engine's host time a step (costmodel/serving/host_time.json), by its version
+VLLM_HOST_TIME = host_time_for_release("v0", "0.6.0")  # the engine's host time a step (host_time.json's release rules)
 # overall_throughput.png (1,783 x 862 pixels): per panel, the y gridlines' pixel rows and labels (the x axis's
 # row is 0) and the top pixel row of vLLM's (leftmost, blue) bar.
 VLLM_CHART = {

@@ -93,3 +93,17 @@ def test_serve_option(capsys):
         in capsys.readouterr().err
     assert cli.main(base + ["--scheduler", "trtllm", "--host-time", "vllm-v1"]) == 2
     assert "modelled for the vllm and vllm-v0 schedulers only, not trtllm." in capsys.readouterr().err
+
+
+def test_a_named_release_takes_its_engines_profile():
+    # host_time.json "releases": V0 before 0.6.0 runs every host part serially (v0.5.4's loop); V0 from 0.6.0 has
+    # multi-step scheduling and asynchronous output processing (vllm-v0.6.0); V1 takes none
+    from costmodel.serving.host_time import host_time_for_release
+
+    assert [host_time_for_release("v0", r) for r in ("0.4.2", "v0.5.4", "0.5.5", "0.6.0", "v0.6.4", "0.7.3",
+                                                     "0.10.1")] == ["vllm-v0.5.4"] * 3 + ["vllm-v0.6.0"] * 4
+    assert [host_time_for_release("v1", r) for r in ("0.8.5", "0.9.2", "0.13.0")] == ["none"] * 3
+    with pytest.raises(ConfigError, match="numbers joined by dots"):
+        host_time_for_release("v0", "latest")
+    with pytest.raises(ConfigError, match="no host-time rule covers vLLM '0.11.0' on engine 'v0'"):
+        host_time_for_release("v0", "0.11.0")

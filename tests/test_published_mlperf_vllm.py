@@ -61,8 +61,21 @@ def test_the_engine_arguments_are_the_readmes():
     assert krai.krai_options(BY_NAME["xe9680_mi300x_x8_vllm_091"], "offline") == {
         "scheduler": "vllm", "tp": 1, "max_num_seqs": 1866, "max_batched_tokens": 17338,
         "gpu_memory_utilization": 0.96, "block_size": 32, "dtype": "bf16", "weight_dtype": "fp8", "fp8_gemm": "w8a8",
-        "kv_dtype": None}
+        "kv_dtype": None, "host_time": "none"}
     assert krai.krai_options(BY_NAME["xe9680_mi300x_x8_vllm_091"], "server")["block_size"] == 16
+
+
+def test_the_host_time_is_the_named_releases():
+    # host_time.json's release rules: V0 from 0.6.0 runs the multi-step / asynchronous-output loop (vllm-v0.6.0);
+    # V1 takes none. Every system names its release: 0.6.4, 0.6.5 and 0.7.3 on V0; 0.9.1 and 0.9.2 on V1.
+    assert {name: krai.krai_options(system, scenario)["host_time"] for name, system in BY_NAME.items()
+            for scenario in ("offline",)} == {
+        "xd670_h200_x8_vllm_064": "vllm-v0.6.0", "xd670_h200_x8_vllm_064_flashinfer": "vllm-v0.6.0",
+        "xd670_h200_x8_vllm_073": "vllm-v0.6.0", "xe9680_mi300x_x8_vllm_064": "vllm-v0.6.0",
+        "xe9680_mi300x_x8_vllm_073": "vllm-v0.6.0", "xd670_h200_x8_vllm_092": "none",
+        "xe9680_h100_x8_vllm_092": "none", "xe9680_mi300x_x8_vllm_091": "none",
+        "xe9680_mi300x_x8_vllm_065": "vllm-v0.6.0"}
+    assert set(krai.KRAI_RELEASES) == set(BY_NAME)
 
 
 def test_the_attention_backend_is_the_versions_selectors():

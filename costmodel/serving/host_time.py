@@ -36,6 +36,30 @@ def host_time_facts() -> dict[str, Any]:
     return json.loads(HOST_TIME_FILE.read_text(encoding="utf-8"))["versions"]
 
 
+@lru_cache(maxsize=1)
+def release_rules() -> tuple[dict[str, str], ...]:
+    """host_time.json's rules from a vLLM release to the profile its runs take."""
+    return tuple(json.loads(HOST_TIME_FILE.read_text(encoding="utf-8"))["releases"]["rules"])
+
+
+def release_key(release: str) -> tuple[int, ...]:
+    """A release's numbers ('0.6.4', 'v0.7.3' -> (0, 6, 4), (0, 7, 3)), so releases compare in order."""
+    try:
+        return tuple(int(part) for part in release.removeprefix("v").split("."))
+    except ValueError:
+        raise ConfigError(f"a vLLM release is numbers joined by dots, like 0.6.4; got {show(release)}.") from None
+
+
+def host_time_for_release(engine: str, release: str) -> str:
+    """The host_time.json version a run of vLLM `release` on its `engine` ('v0' or 'v1') takes, by the file's
+    release rules (V0 before 0.6.0: vllm-v0.5.4; V0 from 0.6.0: vllm-v0.6.0; V1: none)."""
+    key = release_key(release)
+    for rule in release_rules():
+        if rule["engine"] == engine and release_key(rule["from"]) <= key < release_key(rule["before"]):
+            return rule["host_time"]
+    raise ConfigError(f"no host-time rule covers vLLM {show(release)} on engine {show(engine)} (host_time.json releases).")
+
+
 def host_versions() -> tuple[str, ...]:
     """The versions serve's host_time option takes (besides none)."""
     return tuple(host_time_facts())
