@@ -148,22 +148,30 @@ def decode_layout(run: dict[str, Any], source: dict[str, Any]) -> Layout:
 
 
 #: What a decode run may state for itself over its source's setup (a table's eager row beside its
-#: compiled ones: cuda_graphs false; an fp32 row: dtype), and the quantization keys it may carry.
+#: compiled ones: cuda_graphs false; an fp32 row: dtype), and the quantization keys it may carry
+#: (kv_dtype: a quantized KV cache, torchao's --kv_cache_quantization as int8).
 DECODE_SETTINGS = ("prompt", "gen", "batch", "attention", "kv_cache", "cuda_graphs", "dtype", "implementation")
-DECODE_QUANTIZATION = ("weight_dtype", "weight_group", "fp8_gemm")
+DECODE_QUANTIZATION = ("weight_dtype", "weight_group", "fp8_gemm", "kv_dtype")
 
 
 def decode_setup(run: dict[str, Any], source: dict[str, Any]) -> tuple[ModelConfig, Any, dict[str, Any], dict[str, Any]]:
     """One decode run as the model sees it: its model (the run's "preset" where the source's model
     has the sizes of a preset under another name: Llama 3.1 8B as llama3-8b), its hardware, its
     settings (DECODE_SETTINGS: the run's own, else its source's; dtype bf16 where neither states
-    one) and its quantization (weight dtype, group, fp8 GEMM; the head too where the source says
-    quantize_head; int8 and int4 in the layout the source's code stores, its quant_layout)."""
+    one) and its quantization (weight dtype, group, fp8 GEMM, KV dtype; the head too where the source
+    says quantize_head; int8 and int4 in the layout the source's code stores, its quant_layout). A run
+    whose static cache is longer than its context (cache_size: every step attends the whole cache) is
+    not expressible: ConfigError."""
+    from costmodel.config import ConfigError
     from costmodel.presets import load_preset
 
     cfg = load_preset(run.get("preset", run["model"]))
     settings = {key: _stated(run, source, key) for key in DECODE_SETTINGS}
     settings["dtype"] = settings["dtype"] or "bf16"
+    if run.get("cache_size", 0) > settings["prompt"] + settings["gen"]:  # torchao's --cache_size
+        raise ConfigError(f"a static cache of {run['cache_size']:,} tokens attended whole at every step (its source's "
+                          f"not_modelled): the model times a step at its own context, "
+                          f"{settings['prompt']} + {settings['gen']} tokens at most.")
     settings["implementation"] = settings["implementation"] or "transformers"
     quantization = {k: run[k] for k in DECODE_QUANTIZATION if k in run}
     if "weight_dtype" in quantization and source.get("quantize_head"):  # gpt-fast's, torchao's head
