@@ -184,8 +184,19 @@ def decode_setup(run: dict[str, Any], source: dict[str, Any]) -> tuple[ModelConf
 #: What a decode source's tokens/s divides (its "rate" in published_runs.json, with "rate_source"):
 #: "end_to_end", every new token over the prefill and the gen - 1 decode steps after the prefill's
 #: first token (gpt-fast's and torchao's generate.py time generate(); vLLM's benchmark_latency.py
-#: times llm.generate); "decode", the gen - 1 steps' tokens over the steps' seconds alone.
-DECODE_RATES = ("end_to_end", "decode")
+#: times llm.generate); "decode", the gen - 1 steps' tokens over the steps' seconds alone;
+#: "prompt_and_generation", the prompt's and the new tokens over the end-to-end seconds (Qwen3's
+#: speed benchmark: Speed = (tokens_prompt + tokens_generation) / time).
+DECODE_RATES = ("end_to_end", "decode", "prompt_and_generation")
+
+
+def _sequence_rate(generation: dict[str, Any], rate: str, prompt: int, gen: int, batch: int) -> float:
+    """One sequence's tokens/s under a source's rate (DECODE_RATES), from a generation's rates
+    (costmodel/roofline.generation_rates): the prompt_and_generation rate counts the prompt's tokens
+    too over the same end-to-end seconds."""
+    if rate == "prompt_and_generation":
+        return generation["end_to_end_tokens_per_second"] / batch * (prompt + gen) / gen
+    return generation[f"{rate}_tokens_per_second"] / batch
 
 
 def decode_run(run: dict[str, Any], source: dict[str, Any], time_model: str) -> float:
@@ -197,15 +208,15 @@ def decode_run(run: dict[str, Any], source: dict[str, Any], time_model: str) -> 
     rate = source["rate"]
     if rate not in DECODE_RATES:
         raise ValueError(f"{run['id']}: its source's rate must be one of {DECODE_RATES}, got {rate!r}.")
+    cfg, hardware, s, quantization = decode_setup(run, source)
     if run["tp"] > 1:
         generation = decode_layout_run(run, source, time_model, prefill=True)["generation"]
-        return generation[f"{rate}_tokens_per_second"] / _stated(run, source, "batch")
-    cfg, hardware, s, quantization = decode_setup(run, source)
+        return _sequence_rate(generation, rate, s["prompt"], s["gen"], s["batch"])
     result = simulate_inference(cfg, hardware, prompt=s["prompt"], gen=s["gen"], batch=s["batch"],
                                 dtype=s["dtype"], attention=s["attention"], kv_cache=s["kv_cache"],
                                 cuda_graphs=s["cuda_graphs"], quantization=quantization, time_model=time_model,
                                 implementation=s["implementation"])
-    return result["decode"][f"{rate}_tokens_per_second"] / s["batch"]
+    return _sequence_rate(result["decode"], rate, s["prompt"], s["gen"], s["batch"])
 
 
 def decode_layout_run(run: dict[str, Any], source: dict[str, Any], time_model: str,
