@@ -190,7 +190,7 @@ def decode_setup(run: dict[str, Any], source: dict[str, Any]) -> tuple[ModelConf
 DECODE_RATES = ("end_to_end", "decode", "prompt_and_generation")
 
 
-def _sequence_rate(generation: dict[str, Any], rate: str, prompt: int, gen: int, batch: int) -> float:
+def sequence_rate(generation: dict[str, Any], rate: str, prompt: int, gen: int, batch: int) -> float:
     """One sequence's tokens/s under a source's rate (DECODE_RATES), from a generation's rates
     (costmodel/roofline.generation_rates): the prompt_and_generation rate counts the prompt's tokens
     too over the same end-to-end seconds."""
@@ -211,12 +211,12 @@ def decode_run(run: dict[str, Any], source: dict[str, Any], time_model: str) -> 
     cfg, hardware, s, quantization = decode_setup(run, source)
     if run["tp"] > 1:
         generation = decode_layout_run(run, source, time_model, prefill=True)["generation"]
-        return _sequence_rate(generation, rate, s["prompt"], s["gen"], s["batch"])
+        return sequence_rate(generation, rate, s["prompt"], s["gen"], s["batch"])
     result = simulate_inference(cfg, hardware, prompt=s["prompt"], gen=s["gen"], batch=s["batch"],
                                 dtype=s["dtype"], attention=s["attention"], kv_cache=s["kv_cache"],
                                 cuda_graphs=s["cuda_graphs"], quantization=quantization, time_model=time_model,
                                 implementation=s["implementation"])
-    return _sequence_rate(result["decode"], rate, s["prompt"], s["gen"], s["batch"])
+    return sequence_rate(result["decode"], rate, s["prompt"], s["gen"], s["batch"])
 
 
 def decode_layout_run(run: dict[str, Any], source: dict[str, Any], time_model: str,
