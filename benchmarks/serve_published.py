@@ -53,7 +53,9 @@ TensorRT-LLM 0.17's perf overview (A100 FP16 Llama 3.1 8B and Mixtral 8x7B, H100
 benchmarks/published_trtllm_v017.py, run by trtllm_v017_options below with the v1.0 rows' heuristic), and the same
 page's online-serving table of 0.14 (benchmarks/published_trtllm_online.py); since session 27 Krai's MLPerf v5.0 /
 v5.1 open-division vLLM runs on H200, H100 and MI300X (benchmarks/published_mlperf_vllm.py, selector mlperf-vllm);
-since session 28 Lambda's vLLM v0.5.4 / v0.6.0 ShareGPT runs on H100 (benchmarks/published_lambda_vllm.py, lambda-vllm).
+since session 28 Lambda's vLLM v0.5.4 / v0.6.0 ShareGPT runs on H100 (benchmarks/published_lambda_vllm.py, lambda-vllm);
+since session 29 Qwen2.5's vLLM 0.6.3 speed benchmark on A100, one request at a time (benchmarks/published_qwen_vllm.py,
+qwen-vllm).
 
 TensorRT-LLM's performance overview (NVIDIA/TensorRT-LLM docs/source/performance/perf-overview.md at commit
 00f37686, the v1.0 page: trtllm-bench throughput on the PyTorch backend, every request at once, "Total Output
@@ -72,7 +74,7 @@ first 5,000 pairs of vLLM's ShareGPT sample (sharegpt_vllm_lengths_5000.json bes
                                           | mlperf [LENGTHS.json] | torchao-vllm | lmdeploy
                                           | amd-vllm | trtllm-v017
                                           | trtllm-online | mlperf-vllm [LENGTHS.json]
-                                          | lambda-vllm [SHAREGPT.json]]
+                                          | lambda-vllm [SHAREGPT.json] | qwen-vllm]
 """
 
 from __future__ import annotations
@@ -94,6 +96,7 @@ from benchmarks.published_lambda_vllm import print_lambda_vllm  # noqa: E402
 from benchmarks.published_lmdeploy import print_lmdeploy  # noqa: E402
 from benchmarks.published_mlperf_vllm import loadgen_server_figures, print_mlperf_vllm, server_rows  # noqa: E402
 from benchmarks.published_nim import print_nim  # noqa: E402
+from benchmarks.published_qwen_vllm import print_qwen_vllm  # noqa: E402
 from benchmarks.published_sarathi import print_sarathi  # noqa: E402
 from benchmarks.published_torchao_vllm import print_torchao_vllm  # noqa: E402
 from benchmarks.published_trtllm_online import print_trtllm_online  # noqa: E402
@@ -514,6 +517,7 @@ def main() -> None:
     print_mlperf()
     print_mlperf_vllm()
     print_lambda_vllm()
+    print_qwen_vllm()
 
 
 def print_mlperf(path: str | Path = MLPERF_LENGTHS) -> None:
@@ -539,9 +543,10 @@ SELECTORS = {"nim": (print_nim, 0), "trtllm-bench": (print_trtllm_bench, 0), "sg
              "lmdeploy": (print_lmdeploy, 0), "amd-vllm": (print_amd_vllm, 0),
              "trtllm-v017": (print_trtllm_v017, 0),
              "trtllm-online": (print_trtllm_online, 0), "mlperf-vllm": (print_mlperf_vllm, 1),
-             "lambda-vllm": (print_lambda_vllm, 1)}
+             "lambda-vllm": (print_lambda_vllm, 1), "qwen-vllm": (print_qwen_vllm, 0)}
 USAGE = ("nim, trtllm-bench, sglang-vllm [SHAREGPT.json], vllm [SHAREGPT.json], mlperf [LENGTHS.json], torchao-vllm, "
-         "lmdeploy, amd-vllm, trtllm-v017, trtllm-online, mlperf-vllm [LENGTHS.json] or lambda-vllm [SHAREGPT.json] "
+         "lmdeploy, amd-vllm, trtllm-v017, trtllm-online, mlperf-vllm [LENGTHS.json], lambda-vllm [SHAREGPT.json] or "
+         "qwen-vllm "
          "(none: every table)")
 
 

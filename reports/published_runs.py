@@ -148,22 +148,30 @@ def decode_layout(run: dict[str, Any], source: dict[str, Any]) -> Layout:
 
 
 #: What a decode run may state for itself over its source's setup (a table's eager row beside its
-#: compiled ones: cuda_graphs false; an fp32 row: dtype), and the quantization keys it may carry.
+#: compiled ones: cuda_graphs false; an fp32 row: dtype), and the quantization keys it may carry
+#: (kv_dtype: a quantized KV cache, torchao's --kv_cache_quantization as int8).
 DECODE_SETTINGS = ("prompt", "gen", "batch", "attention", "kv_cache", "cuda_graphs", "dtype", "implementation")
-DECODE_QUANTIZATION = ("weight_dtype", "weight_group", "fp8_gemm")
+DECODE_QUANTIZATION = ("weight_dtype", "weight_group", "fp8_gemm", "kv_dtype")
 
 
 def decode_setup(run: dict[str, Any], source: dict[str, Any]) -> tuple[ModelConfig, Any, dict[str, Any], dict[str, Any]]:
     """One decode run as the model sees it: its model (the run's "preset" where the source's model
     has the sizes of a preset under another name: Llama 3.1 8B as llama3-8b), its hardware, its
     settings (DECODE_SETTINGS: the run's own, else its source's; dtype bf16 where neither states
-    one) and its quantization (weight dtype, group, fp8 GEMM; the head too where the source says
-    quantize_head; int8 and int4 in the layout the source's code stores, its quant_layout)."""
+    one) and its quantization (weight dtype, group, fp8 GEMM, KV dtype; the head too where the source
+    says quantize_head; int8 and int4 in the layout the source's code stores, its quant_layout). A run
+    whose static cache is longer than its context (cache_size: every step attends the whole cache) is
+    not expressible: ConfigError."""
+    from costmodel.config import ConfigError
     from costmodel.presets import load_preset
 
     cfg = load_preset(run.get("preset", run["model"]))
     settings = {key: _stated(run, source, key) for key in DECODE_SETTINGS}
     settings["dtype"] = settings["dtype"] or "bf16"
+    if run.get("cache_size", 0) > settings["prompt"] + settings["gen"]:  # torchao's --cache_size
+        raise ConfigError(f"a static cache of {run['cache_size']:,} tokens attended whole at every step (its source's "
+                          f"not_modelled): the model times a step at its own context, "
+                          f"{settings['prompt']} + {settings['gen']} tokens at most.")
     settings["implementation"] = settings["implementation"] or "transformers"
     quantization = {k: run[k] for k in DECODE_QUANTIZATION if k in run}
     if "weight_dtype" in quantization and source.get("quantize_head"):  # gpt-fast's, torchao's head
@@ -176,8 +184,19 @@ def decode_setup(run: dict[str, Any], source: dict[str, Any]) -> tuple[ModelConf
 #: What a decode source's tokens/s divides (its "rate" in published_runs.json, with "rate_source"):
 #: "end_to_end", every new token over the prefill and the gen - 1 decode steps after the prefill's
 #: first token (gpt-fast's and torchao's generate.py time generate(); vLLM's benchmark_latency.py
-#: times llm.generate); "decode", the gen - 1 steps' tokens over the steps' seconds alone.
-DECODE_RATES = ("end_to_end", "decode")
+#: times llm.generate); "decode", the gen - 1 steps' tokens over the steps' seconds alone;
+#: "prompt_and_generation", the prompt's and the new tokens over the end-to-end seconds (Qwen3's
+#: speed benchmark: Speed = (tokens_prompt + tokens_generation) / time).
+DECODE_RATES = ("end_to_end", "decode", "prompt_and_generation")
+
+
+def sequence_rate(generation: dict[str, Any], rate: str, prompt: int, gen: int, batch: int) -> float:
+    """One sequence's tokens/s under a source's rate (DECODE_RATES), from a generation's rates
+    (costmodel/roofline.generation_rates): the prompt_and_generation rate counts the prompt's tokens
+    too over the same end-to-end seconds."""
+    if rate == "prompt_and_generation":
+        return generation["end_to_end_tokens_per_second"] / batch * (prompt + gen) / gen
+    return generation[f"{rate}_tokens_per_second"] / batch
 
 
 def decode_run(run: dict[str, Any], source: dict[str, Any], time_model: str) -> float:
@@ -189,15 +208,15 @@ def decode_run(run: dict[str, Any], source: dict[str, Any], time_model: str) -> 
     rate = source["rate"]
     if rate not in DECODE_RATES:
         raise ValueError(f"{run['id']}: its source's rate must be one of {DECODE_RATES}, got {rate!r}.")
+    cfg, hardware, s, quantization = decode_setup(run, source)
     if run["tp"] > 1:
         generation = decode_layout_run(run, source, time_model, prefill=True)["generation"]
-        return generation[f"{rate}_tokens_per_second"] / _stated(run, source, "batch")
-    cfg, hardware, s, quantization = decode_setup(run, source)
+        return sequence_rate(generation, rate, s["prompt"], s["gen"], s["batch"])
     result = simulate_inference(cfg, hardware, prompt=s["prompt"], gen=s["gen"], batch=s["batch"],
                                 dtype=s["dtype"], attention=s["attention"], kv_cache=s["kv_cache"],
                                 cuda_graphs=s["cuda_graphs"], quantization=quantization, time_model=time_model,
                                 implementation=s["implementation"])
-    return result["decode"][f"{rate}_tokens_per_second"] / s["batch"]
+    return sequence_rate(result["decode"], rate, s["prompt"], s["gen"], s["batch"])
 
 
 def decode_layout_run(run: dict[str, Any], source: dict[str, Any], time_model: str,

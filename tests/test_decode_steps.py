@@ -107,17 +107,24 @@ SCRIPTS = {"gpt-fast": ("generate.py", "32971d3"), "gpt-fast-amd": ("generate.py
            "torchao": ("torchao/_models/llama/generate.py", "b4d0768"),
            "torchao-h100": ("torchao/_models/llama/generate.py", "92dd5f5"),
            "amd-vllm": ("benchmarks/benchmark_latency.py", "00db020"),
-           "rocm-int8": ("int8-quantization/src/generate.py", "59e4bc9")}
+           "rocm-int8": ("int8-quantization/src/generate.py", "59e4bc9"),
+           "torchao-kv-long": ("torchao/_models/llama/generate.py", "b4d0768"),
+           "qwen2.5-speed-hf": ("examples/speed-benchmark/speed_benchmark_transformers.py", "8205ba2"),
+           "qwen3-speed-hf": ("docs/source/getting_started/speed_benchmark.md", "c7f51a1")}
+#: The sources whose tokens/s counts the prompt's tokens too (Qwen3's docs: (prompt + generation) / time).
+PROMPT_COUNTED = ("qwen3-speed-hf",)
 
 
 def test_every_decode_source_states_the_rate_its_script_measures():
     """gpt-fast's and torchao's generate.py divide the new tokens by the time of generate(), the
-    prefill included (AMD's blog's copy too); vLLM's benchmark_latency.py times llm.generate: end to end, all seven."""
+    prefill included (AMD's blog's copy too); vLLM's benchmark_latency.py times llm.generate; Qwen's
+    speed benchmark times generate(): end to end, all but Qwen3's tables, which count the prompt too."""
     data, names = _decode_sources()
     assert names == sorted(SCRIPTS)
     for name in names:
         source = data["sources"][name]
-        assert source["rate"] in DECODE_RATES and source["rate"] == "end_to_end"
+        expected = "prompt_and_generation" if name in PROMPT_COUNTED else "end_to_end"
+        assert source["rate"] in DECODE_RATES and source["rate"] == expected
         path, commit = SCRIPTS[name]
         assert path in source["rate_source"] and re.search(commit + "[0-9a-f]*", source["rate_source"])
 

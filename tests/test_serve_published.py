@@ -561,6 +561,7 @@ def test_a_mlperf_file_short_of_offlines_samples_stops_before_any_row(script, tm
     (["trtllm-online", "a.json"], "'a.json'"),
     (["mlperf-vllm", "a.json", "b.json"], "'b.json'"),
     (["lambda-vllm", "a.json", "b.json"], "'b.json'"),
+    (["qwen-vllm", "a.json"], "'a.json'"),
 ])
 def test_an_unknown_selector_or_extra_argument_is_one_line(argv, words, monkeypatch, capsys):
     code, out, err = run_script(SCRIPT, argv, monkeypatch, capsys)
@@ -568,4 +569,4 @@ def test_an_unknown_selector_or_extra_argument_is_one_line(argv, words, monkeypa
     assert err.count("\n") == 1 and err.startswith("error: ") and words in err
     assert all(name in err for name in ("nim", "trtllm-bench", "sglang-vllm", "vllm", "mlperf", "torchao-vllm",
                                                "lmdeploy", "amd-vllm", "trtllm-v017",
-                                               "trtllm-online", "mlperf-vllm", "lambda-vllm"))
+                                               "trtllm-online", "mlperf-vllm", "lambda-vllm", "qwen-vllm"))
