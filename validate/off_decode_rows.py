@@ -24,9 +24,9 @@ def row_command(run: dict[str, Any], source: dict[str, Any]) -> str:
     (reports/published_runs.decode_setup, decode_layout): its model, hardware, lengths, dtype,
     attention, cache, CUDA graphs, decoding code, quantization and layout. A source's departures from
     the hardware preset (a power cap, hardware_overrides) have no option: they follow as a note."""
-    from reports.published_runs import DECODE_QUANTIZATION, _stated
+    from reports.published_runs import DECODE_QUANTIZATION, stated
 
-    s = {key: _stated(run, source, key) for key in ("prompt", "gen", "batch", "attention", "kv_cache",
+    s = {key: stated(run, source, key) for key in ("prompt", "gen", "batch", "attention", "kv_cache",
                                                      "cuda_graphs", "dtype", "implementation")}
     words = ["python cli.py simulate --model", run.get("preset", run["model"]), "--hardware",
              run.get("hardware", source["hardware"]), "--prompt", str(s["prompt"]), "--gen", str(s["gen"])]
