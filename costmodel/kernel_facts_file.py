@@ -52,3 +52,9 @@ def weighs_host(result: Any) -> bool:
     if isinstance(result, list):
         return any(weighs_host(value) for value in result)
     return False
+
+
+def fuses_qkv(implementation: str | None) -> bool:
+    """Whether a decoding implementation's code runs Q, K and V as one GEMM (kernel_facts.json
+    "fused_projections": gpt-fast's and torchao's wqkv); False for any other code or none."""
+    return "qkv" in kernel_facts()["fused_projections"]["implementations"].get(implementation or "", ())

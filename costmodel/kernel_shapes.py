@@ -30,6 +30,18 @@ class Gemm:
         return 2 * self.m * self.n * self.k * self.count
 
 
+def fused_gemm(gemms: list[Gemm]) -> Gemm:
+    """The one GEMM that runs a leaf's products of one input where the code stores their weights
+    as one matrix (kernel_facts.json "fused_projections": gpt-fast's wqkv): the rows, inner width
+    and format of the first, their output features and stored bytes summed."""
+    first = gemms[0]
+    if any((g.m, g.k, g.count, g.weight_dtype) != (first.m, first.k, first.count, first.weight_dtype) for g in gemms):
+        raise ValueError(f"only products of one input and format run as one GEMM: {gemms}")
+    stored = None if first.weight_bytes is None else sum(g.weight_bytes or 0.0 for g in gemms)
+    return Gemm(first.m, sum(g.n for g in gemms), first.k, first.count, stored, first.weight_dtype,
+                any(g.quantizes_input for g in gemms), first.normed_input)
+
+
 @dataclass(frozen=True)
 class AttentionCall:
     """One fused attention call: batch x heads queries of n_q against n_kv keys of kv_heads heads

@@ -2,10 +2,12 @@
 hardware file (docs/time.md, "The kernel-level model").
 
 A leaf already knows its work; here it becomes kernels with shapes, read from the leaf itself:
-  - a projection (QKV, output, FFN, experts, the head): one GEMM (M, N, K) per weight matrix of the
-    leaf (Cost.matrices), M the rows the leaf states for it (Cost.matrix_tokens: latent attention's)
-    or else the tokens its FLOPs imply (flops / (2 K N)); routed experts one grouped GEMM per matrix
-    over the experts that get a slot (expert_kernels.py: vLLM's fused_moe);
+  - a projection (QKV, output, FFN, experts, the head): one GEMM (M, N, K) per weight matrix (Q, K
+    and V as one where the decoding code stores them as one: gpt-fast's wqkv, kernel_facts.json
+    "fused_projections") of the leaf (Cost.matrices), M the rows the leaf states for it
+    (Cost.matrix_tokens: latent attention's) or else the tokens its FLOPs imply (flops / (2 K N));
+    routed experts one grouped GEMM per matrix over the experts that get a slot (expert_kernels.py:
+    vLLM's fused_moe);
   - the attention core: one fused call (b, heads, KV heads, n_q, n_kv, head_dim, value width,
     causal, window) under sdpa/flash, read from the weighted-sum leaf, the core's last product,
     which states every field of it (the scores' key width is the core's, shared by its three leaves;
@@ -22,24 +24,23 @@ A kernel's time:
     the clock its power limit allows) x its share at its inner width K (kernel_facts.json
     "gemm_efficiency_by_k": each tile's fixed start and store against a main loop of K); no GEMM
     runs faster than its bytes at the bandwidth a read-and-reduce stream reaches (the hardware's
-    gemv_bandwidth, a microbenchmark; else the achievable bandwidth); a weight-only quantized GEMM of no more tokens than its kernel's
-    published small-batch speed covers (kernel_facts.json "weight_only_gemv": int4 one or two, int8
-    one) moves its stored bytes at that fraction of the GEMV rate, in place of the tile model (whose
-    tiles of 64 rows and more a GEMV's kernel does not use); a product of one row with unquantized
-    weights is a GEMV (cuBLAS's gemv2T in eager mode, Inductor's reduction when compiled): its bytes
-    at the GEMV rate or its FLOPs at the vector peak, whichever is longer, no tiles; where the
-    hardware file measures a GEMM's efficiency by its rows (gemm_efficiency_by_rows, a CPU's), its
-    FLOPs at that fraction of the peak instead of the tiles (log-linear between the measured row
-    counts, the end values beyond them);
+    gemv_bandwidth, a microbenchmark; else the achievable bandwidth); a weight-only quantized GEMM
+    of no more tokens than its kernel's published small-batch speed covers (kernel_facts.json
+    "weight_only_gemv": int4 one or two, int8 one) moves its stored bytes at that fraction of the
+    GEMV rate, in place of the tile model (whose tiles of 64 rows and more a GEMV's kernel does not
+    use); a product of one row with unquantized weights is a GEMV (cuBLAS's gemv2T in eager mode,
+    Inductor's reduction when compiled): its bytes at the GEMV rate or its FLOPs at the vector peak,
+    whichever is longer, no tiles; where the hardware file measures a GEMM's efficiency by its rows
+    (gemm_efficiency_by_rows, a CPU's), its FLOPs at that fraction of the peak instead of the tiles
+    (log-linear between the measured row counts, the end values beyond them);
   - fused attention: the FLOPs the kernel executes (blocks of 128 x 128; a causal mask skips the
     blocks above the diagonal, a window those before it; a head width the kernel is not compiled for
     padded to the next one) at the kernel's published efficiency for the GPU's architecture and the
     sequence length (costmodel/kernel_facts.json); a call of a head width and window the kernel is
     measured at (attention_shape_efficiency: cuDNN at GPT-OSS's window of 128, head width 64), its
-    unmasked pairs' FLOPs at those rates; where the hardware file measures the call's
-    efficiency by its query rows (attention_efficiency_by_queries, a CPU's torch sdpa), at that
-    fraction of the peak instead (log-linear between the measured query counts, the end values
-    beyond them);
+    unmasked pairs' FLOPs at those rates; where the hardware file measures the call's efficiency by
+    its query rows (attention_efficiency_by_queries, a CPU's torch sdpa), at that fraction of the
+    peak instead (log-linear between the measured query counts, the end values beyond them);
   - memory-bound kernels: the larger of bytes / achievable bandwidth and FLOPs / vector peak; their
     bytes the tree's bytes_other (less torch.compile's fusions), or in an eager training step of a
     measured implementation what its aten ops move (costmodel/eager_ops.py);
@@ -70,7 +71,7 @@ from .attention_kernels import DEFAULT_KERNEL, attention_points, kernel_entry, s
 from .config import DTYPE_BYTES, ConfigError, Workload
 from .hardware import Efficiency, Hardware
 from .kernel_rates import gemm_k_points, k_efficiency, kernel_facts, log_linear, sustained_efficiency  # noqa: F401
-from .kernel_shapes import AttentionCall, Gemm, Kernel, PassKernel, Pointwise  # noqa: F401 (re-exported)
+from .kernel_shapes import AttentionCall, Gemm, Kernel, PassKernel, Pointwise, fused_gemm  # noqa: F401 (re-exported)
 
 class KernelTimer:
     """Seconds of one kernel on one hardware in one dtype."""
@@ -79,21 +80,20 @@ class KernelTimer:
                  cuda_graphs: bool = False, efficiency: Efficiency | None = None, compiled: bool = False,
                  matmul_dtype: str | None = None, sustained: bool = False,
                  eager_ops: dict[str, int] | None = None, w8a8: bool = False,
-                 attention_kernel: str = DEFAULT_KERNEL):
-        """matmul_dtype: the tensor cores' dtype where it is not the data's (FP8 training: bf16
-        tensors, products at the FP8 peak and its large-GEMM efficiency); None: the data's.
-        w8a8: GEMMs on fp8-stored weights (Gemm.weight_dtype "fp8") run W8A8 (inference,
-        quantization.runs_w8a8 decides): at the FP8 peak and its large-GEMM efficiency, their
-        input read in one byte after its per-tensor quantization (quantization.activation_quant_bytes).
-        sustained: the GPU runs saturated for a long time (a training step), so its GEMMs run at
-        the hardware's sustained matmul efficiency (MSMF: the clock its power limit allows under
-        full load) where one is measured, else at the large-GEMM (burst, MAMF) efficiency.
-        eager_ops: ops per run of each block kind (costmodel/eager_ops.py), charged at the
-        hardware's eager_op_s (module_s_per_op, else dispatch_s_per_op) in eager mode (not
-        compiled, no CUDA graphs).
+                 attention_kernel: str = DEFAULT_KERNEL, fused_qkv: bool = False):
+        """matmul_dtype: the tensor cores' dtype where it is not the data's (FP8 training: bf16 tensors,
+        products at the FP8 peak and its large-GEMM efficiency); None: the data's. w8a8: GEMMs on fp8-stored
+        weights (Gemm.weight_dtype "fp8") run W8A8 (inference, quantization.runs_w8a8 decides): at the FP8 peak
+        and its large-GEMM efficiency, their input read in one byte after its per-tensor quantization
+        (quantization.activation_quant_bytes). sustained: the GPU runs saturated for a long time (a training
+        step), so its GEMMs run at the hardware's sustained matmul efficiency (MSMF: the clock its power limit
+        allows under full load) where one is measured, else at the large-GEMM (burst, MAMF) efficiency.
+        eager_ops: ops per run of each block kind (costmodel/eager_ops.py), charged at the hardware's eager_op_s
+        (module_s_per_op, else dispatch_s_per_op) in eager mode (not compiled, no CUDA graphs).
         attention_kernel: the fused attention kernel whose published figures time attention calls
-        (kernel_facts.json attention_efficiency: "flash2", the default, "flash1", "flash3" or
-        "cudnn"); one without figures on this hardware's architecture is refused (attention_kernels.kernel_entry)."""
+        (kernel_facts.json attention_efficiency: "flash2", the default, "flash1", "flash3" or "cudnn"); one
+        without figures on this hardware's architecture is refused (attention_kernels.kernel_entry). fused_qkv:
+        the code runs Q, K and V as one GEMM (leaf_kernels; kernel_facts_file.fuses_qkv)."""
         self.hardware = hardware
         self.dtype = Workload(dtype=dtype).dtype
         self.element_bytes = DTYPE_BYTES[self.dtype]
@@ -130,6 +130,7 @@ class KernelTimer:
         self.vector = hardware.vector_flops_per_s * eff.compute
         self.sms = hardware.sm_count or 1
         self.fused_attention = attention in ("sdpa", "flash")
+        self.fused_qkv = fused_qkv
         self.launch_s = 0.0 if cuda_graphs else hardware.overhead_s_per_block  # per active leaf (eager; graphs: per kernel)
         # A CPU's measured GEMM efficiency by rows (no tiles), and its GEMVs' by their inner width K.
         self.gemm_rows = hardware.gemm_efficiency_by_rows.get(matmul, ())
@@ -251,11 +252,10 @@ class KernelTimer:
                                          moved / self.gemv_bandwidth) + quantize / self.bandwidth
 
     def attention_efficiency(self, n_kv: int, n_q: int | None = None, backward: bool = False) -> float:
-        """A fused attention call's efficiency: where the hardware measures it by query rows, at
-        n_q (log-linear between the measured query counts); else the kernel's published efficiency
-        at this length (log-linear between the published points; the backward's: its own points
-        where published, else the forward's times backward_ratio); the large-GEMM efficiency where
-        none is published."""
+        """A fused attention call's efficiency: where the hardware measures it by query rows, at n_q (log-linear
+        between the measured query counts); else the kernel's published efficiency at this length (log-linear
+        between the published points; the backward's: its own points where published, else the forward's times
+        backward_ratio); the large-GEMM efficiency where none is published."""
         if self.attention_queries and n_q is not None:  # relative to the large-GEMM rate, as the rows table
             return self.rows_scale * log_linear(self.attention_queries, n_q)
         if not self.attention_points:
@@ -315,10 +315,9 @@ def _number(expr: Any, subs: dict) -> float:
 
 
 def _sdpa_mask(block: Any, n_kv: int, window: int | None) -> str | None:
-    """The mask transformers hands torch's sdpa for this call (kernels.Sdpa.mask_kind), a window's
-    once its n_kv keys reach it (masking_utils._ignore_causal_mask_sdpa skips it before); None under
-    flash or eager. With a mask torch runs the masked kernel over every block: neither the causal
-    triangle nor the window is skipped."""
+    """The mask transformers hands torch's sdpa for this call (kernels.Sdpa.mask_kind), a window's once its n_kv
+    keys reach it (masking_utils._ignore_causal_mask_sdpa skips it before); None under flash or eager. With a
+    mask torch runs the masked kernel over every block: neither the causal triangle nor the window is skipped."""
     from .kernels import Sdpa
 
     kind = Sdpa.mask_kind(block) if block.profile.attention == "sdpa" else None
@@ -326,16 +325,17 @@ def _sdpa_mask(block: Any, n_kv: int, window: int | None) -> str | None:
 
 
 def leaf_kernels(leaf: Any, subs: dict, fused_attention: bool, local: dict | None = None,
-                 compiled: bool = False, eager: dict | None = None) -> list[Kernel]:
-    """The kernels of one run of a leaf, with their shapes, at these values. `local`: symbols
-    to replace first (a tensor-parallel rank's share: h -> h / tp, ...; layout/split.py).
-    compiled: torch.compile's fusions (kernel_facts.json "compile"). eager: the bytes the
-    measured eager training implementation the step runs moves (eager_ops.training_bytes: leaf
-    path -> forward and backward bytes): a leaf it states moves them in place of bytes_other."""
+                 compiled: bool = False, eager: dict | None = None, fused_qkv: bool = False) -> list[Kernel]:
+    """The kernels of one run of a leaf, with their shapes, at these values. `local`: symbols to replace first
+    (a tensor-parallel rank's share: h -> h / tp, ...; layout/split.py). compiled: torch.compile's fusions
+    (kernel_facts.json "compile"). eager: the bytes the measured eager training implementation the step runs
+    moves (eager_ops.training_bytes: leaf path -> forward and backward bytes): a leaf it states moves them in
+    place of bytes_other. fused_qkv: the code stores Q, K and V as one matrix (kernel_facts_file.fuses_qkv), one
+    GEMM."""
     import sympy as sp
 
     from . import symbols as S
-    from .blocks import AttentionCore, WeightedSum
+    from .blocks import AttentionCore, QKVProjection, WeightedSum
     from .kernels import SDPA
 
     if local:
@@ -365,7 +365,9 @@ def leaf_kernels(leaf: Any, subs: dict, fused_attention: bool, local: dict | Non
             kv_element_bytes=None if block.cache_element_bytes == S.e else int(block.cache_element_bytes))] + copies
     flops = _number(cost.flops_matmul, subs)
     if flops:  # the weights' GEMMs, then any product of two activations (the indexer's scores)
-        kernels += _gemms(leaf, subs, flops) + [Gemm(*(int(_number(x, subs)) for x in g)) for g in block.activation_products()]
+        gemms = _gemms(leaf, subs, flops)  # one GEMM where the code stores Q, K and V as one matrix
+        kernels += ([fused_gemm(gemms)] if fused_qkv and isinstance(block, QKVProjection) and len(gemms) > 1
+                    else gemms) + [Gemm(*(int(_number(x, subs)) for x in g)) for g in block.activation_products()]
     other_flops = sum(_number(x, subs) for _, x in cost.elements)
     measured = None if eager is None else eager.get(leaf.path)  # the eager implementation's
     if measured is not None:
@@ -384,9 +386,8 @@ def leaf_kernels(leaf: Any, subs: dict, fused_attention: bool, local: dict | Non
 
 
 def _fused_away(leaf: Any, subs: dict) -> float:
-    """Bytes torch.compile's fusions save in this leaf's memory-bound kernel: the norm after a
-    residual add does not read the sum again; a gated activation does not write and reread its
-    output before the product."""
+    """Bytes torch.compile's fusions save in this leaf's memory-bound kernel: the norm after a residual add does
+    not read the sum again; a gated activation does not write and reread its output before the product."""
     from . import symbols as S
     from .blocks import FeedForward, Norm
 
@@ -494,12 +495,12 @@ class LeavesTime:
 
 def leaf_seconds(leaf: Any, subs: dict, timer: KernelTimer, training: bool = False,
                  local: dict | None = None) -> tuple[float, int]:
-    """One run of a leaf: its kernels' seconds (launches aside) and how many kernels. Training
-    adds the backward: a GEMM's two products of the same size (input and weight gradients), the
-    fused attention's backward (kernel_facts: 5/2 of its forward), the memory-bound traffic's
-    backward (measured where Pointwise.backward_bytes states it, else twice the forward's: the
-    tree's stated convention), and what recomputation reruns of its forward (rerun_kernels) again."""
-    kernels = leaf_kernels(leaf, subs, timer.fused_attention, local, timer.compiled)
+    """One run of a leaf: its kernels' seconds (launches aside) and how many kernels. Training adds the
+    backward: a GEMM's two products of the same size (input and weight gradients), the fused attention's
+    backward (kernel_facts: 5/2 of its forward), the memory-bound traffic's backward (measured where
+    Pointwise.backward_bytes states it, else twice the forward's: the tree's stated convention), and what
+    recomputation reruns of its forward (rerun_kernels) again."""
+    kernels = leaf_kernels(leaf, subs, timer.fused_attention, local, timer.compiled, fused_qkv=timer.fused_qkv)
     seconds = kernels_seconds(kernels, timer, training)
     if training:
         seconds += kernels_seconds(rerun_kernels(leaf, kernels, subs, timer.fused_attention, local, timer.compiled),
@@ -554,15 +555,14 @@ def leaves_time(leaves: Iterable[Any], subs: dict, timer: KernelTimer, training:
 
 
 def host_bound_seconds(times: LeavesTime, host_ops: int | None, timer: KernelTimer) -> float:
-    """An eager step's seconds on a device its host drives asynchronously (a GPU): the host
-    issues the step's `host_ops` ops (eager_ops.step_ops) at the hardware's eager_op_s
-    each while the GPU runs the kernels queued so far, so the step takes the longer of the two:
-    max(kernels, ops x eager_op_s). The kernels' time is `times` less its per-block
-    launches (the host's term stands for them). No synchronisation is charged: gpt-fast's decoding
-    loop has none inside a step, and generate's one wait a step (its stopping check) costs a
-    host-bound step only the last kernel's tail (kernel_facts.json "eager_step_ops" "runs").
-    Where the timer has no host term (compiled, CUDA graphs, a CPU, no dispatch time) or the ops
-    are not counted: `times` as leaves_time gives it. The one place this rule is applied."""
+    """An eager step's seconds on a device its host drives asynchronously (a GPU): the host issues the step's
+    `host_ops` ops (eager_ops.step_ops) at the hardware's eager_op_s each while the GPU runs the kernels queued
+    so far, so the step takes the longer of the two: max(kernels, ops x eager_op_s). The kernels' time is
+    `times` less its per-block launches (the host's term stands for them). No synchronisation is charged:
+    gpt-fast's decoding loop has none inside a step, and generate's one wait a step (its stopping check) costs a
+    host-bound step only the last kernel's tail (kernel_facts.json "eager_step_ops" "runs"). Where the timer has
+    no host term (compiled, CUDA graphs, a CPU, no dispatch time) or the ops are not counted: `times` as
+    leaves_time gives it. The one place this rule is applied."""
     host = timer.host_seconds(host_ops)
     return times.seconds if host is None else max(times.seconds - times.launch_seconds, host)
 

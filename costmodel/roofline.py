@@ -120,19 +120,21 @@ class KernelSteps:
     per row: generate's count is the same at batch 1, 2 and 4, validate/generate_ops.py), and so
     does the prefill, whose forward runs the same modules once (the step's count, a lower bound:
     generate's prefill issues a few more, 305 against 279 in validate/generate_ops.py's tiny
-    model, the same for prompts of 5 and 20 tokens)."""
+    model, the same for prompts of 5 and 20 tokens). fused_qkv: the decoding code runs Q, K and V
+    as one GEMM (kernel_facts_file.fuses_qkv: gpt-fast's wqkv), in the prefill and the steps alike."""
 
-    def __init__(self, roof: Roofline, cuda_graphs: bool, compiled: bool = False, step_ops: int | None = None):
+    def __init__(self, roof: Roofline, cuda_graphs: bool, compiled: bool = False, step_ops: int | None = None,
+                 fused_qkv: bool = False):
         from .kernel_time import KernelTimer, check_kernel_model
 
         check_kernel_model(roof.hardware)
         self.roof = roof
         self.step_ops = step_ops
         self.timer = KernelTimer(roof.hardware, roof.dtype, roof.workload.attention,
-                                 efficiency=roof.efficiency_given, compiled=compiled, w8a8=roof.w8a8)
+                                 efficiency=roof.efficiency_given, compiled=compiled, w8a8=roof.w8a8, fused_qkv=fused_qkv)
         self.decode_timer = KernelTimer(roof.hardware, roof.dtype, roof.workload.attention,
                                         cuda_graphs=cuda_graphs, efficiency=roof.efficiency_given, compiled=compiled,
-                                        w8a8=roof.w8a8)
+                                        w8a8=roof.w8a8, fused_qkv=fused_qkv)
 
     def prefill(self, batch: int, prompt: int, source: int) -> float:
         from .kernel_time import inference_subs, leaves_time
@@ -310,6 +312,7 @@ def simulate_inference(cfg: ModelConfig, hardware: Hardware, *, prompt: int, gen
     steps (the one gpt-fast's, torchao's generate.py and vLLM's benchmark_latency.py publish)."""
     import numpy as np
 
+    from .kernel_facts_file import fuses_qkv
     from .spec import DECODE_CODES
 
     if implementation not in DECODE_CODES:
@@ -324,7 +327,7 @@ def simulate_inference(cfg: ModelConfig, hardware: Hardware, *, prompt: int, gen
     prefill_total, prefill_s, prefill_blocks = roof.prefill(batch, decoder_prompt, source_len=source)
     prefill_s = roofline_prefill_s = float(prefill_s)
     ops = step_ops(cfg, implementation, roof.dtype, attention, kv_cache, quantization)
-    kernels = KernelSteps(roof, cuda_graphs, compiled, ops) if time_model == "kernels" else None
+    kernels = KernelSteps(roof, cuda_graphs, compiled, ops, fuses_qkv(implementation)) if time_model == "kernels" else None
     if kernels:
         prefill_s = kernels.prefill(batch, decoder_prompt, source)
     first = last = None

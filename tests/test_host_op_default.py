@@ -62,12 +62,13 @@ def test_a_cpu_file_keeps_its_own_figures_never_the_default():
 
 
 def _kernels_alone(hardware: Hardware, batch: int, context: int) -> float:
-    """The eager decode step's kernels (less their per-block launches, which the host term stands for)."""
+    """The eager decode step's kernels (less their per-block launches, which the host term stands for),
+    gpt-fast's: Q, K and V one GEMM (its wqkv; kernel_facts.json fused_projections)."""
     roof = Roofline(load_preset("llama2-7b"), hardware, "bf16", None, "sdpa", "static", False, None, "naive")
     leaves, rerun = roof.step_leaves()
     assert not rerun
     times = leaves_time(leaves, inference_subs(roof.cfg, "bf16", batch, 1, context=context),
-                        KernelTimer(hardware, "bf16", "sdpa"))
+                        KernelTimer(hardware, "bf16", "sdpa", fused_qkv=True))
     return times.seconds - times.launch_seconds
 
 

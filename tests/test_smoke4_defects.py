@@ -268,7 +268,8 @@ def test_decode_code_with_a_layout_is_read_by_its_eager_steps(capsys):
     # charged launches per block, not the code's host ops) and said so on stderr. Since wt27_tphost
     # each rank's host issues the code's counted ops (kernel_facts.json "eager_step_ops"): Llama-2-7B
     # at batch 1 is host-bound at tp 2 on the H100 (6.545 us an op, borrowed): gpt-fast's 4,068 ops,
-    # generate's 2,488, whatever the rank's kernels (4.79 ms with the all-reduces).
+    # generate's 2,488, whatever the rank's kernels (4.79 ms with the all-reduces; gpt-fast's 64 DRAM
+    # starts of 1.955 us fewer: its wqkv is one GEMM a layer, kernel_facts.json fused_projections).
     base = ["simulate", "--model", "llama2-7b", "--tp", "2", "--gen", "2", "--json"]
     code, out, err = run_main(base + ["--decode-code", "gpt-fast"], capsys)
     assert code == 0 and err == ""
@@ -278,7 +279,9 @@ def test_decode_code_with_a_layout_is_read_by_its_eager_steps(capsys):
     code, out, err = run_main(base, capsys)
     token = json.loads(out)["token"]
     assert token["seconds_per_token"] == 2488 * 6.545241752576789e-06 and err == ""
-    assert token["host"]["kernels_seconds"] == named["token"]["host"]["kernels_seconds"] < 2488 * 6.545241752576789e-06
+    kernels = token["host"]["kernels_seconds"]
+    assert named["token"]["host"]["kernels_seconds"] == pytest.approx(kernels - 64 * 1.955e-06, rel=1e-4)
+    assert kernels < 2488 * 6.545241752576789e-06
     code, out, err = run_main(base + ["--cuda-graphs"], capsys)  # replayed: no host term
     assert "host" not in json.loads(out)["token"]
 

@@ -89,15 +89,16 @@ def test_no_host_term_replayed_compiled_or_roofline():
 def test_the_published_gpt_fast_tp_rows_time_their_eager_prefill_on_the_host():
     """gpt-fast's generate.py compiles decode_one_token (CUDA graphs) and the prefill only with
     --compile_prefill, which the README's runs do not pass: each rank's prefill is its host's 4,068
-    ops at the A100 file's 7.1 us (28.9 ms, the kernels 2.2 ms), as the one-GPU row's already was;
-    the decode steps are unchanged (replayed)."""
+    ops at the A100 file's 7.1 us (28.9 ms, the kernels 2.04 ms: gpt-fast's wqkv is one GEMM a layer,
+    kernel_facts.json fused_projections; 2.17 ms when Q, K and V were three, 64 DRAM starts of 1.96 us
+    more), as the one-GPU row's already was; the decode steps are unchanged (replayed)."""
     from reports.published_runs import decode_layout_run, other_runs_data
 
     data = other_runs_data()
     run = next(r for r in data["runs"] if r["id"] == "gpt-fast llama2-7b tp8")
     out = decode_layout_run(run, data["sources"]["gpt-fast"], "kernels", prefill=True)
     assert out["prefill"]["seconds"] == GPT_FAST_7B_OPS * 7.1e-6
-    assert out["prefill"]["host"]["kernels_seconds"] == pytest.approx(2.1673e-3, rel=1e-4)
+    assert out["prefill"]["host"]["kernels_seconds"] == pytest.approx(2.0402e-3, rel=1e-4)
     assert "host" not in out["token"]
 
 

@@ -60,7 +60,7 @@ NOTES: dict[str, list[str]] = {
     ],
     "llama2-7b decode gpt-fast": [
         "time: the published 104.9 tokens/s; ours (kernel model: the hardware file's measured GEMV bandwidth, "
-        "no host time under CUDA graphs) 1.01x; llm-analysis and LLM-Viewer read the weights at the full "
+        "no host time under CUDA graphs; gpt-fast's wqkv one GEMM a layer) 1.02x; llm-analysis and LLM-Viewer read the weights at the full "
         "2,039 GB/s: 1.45x and 1.46x.",
     ],
     "gpt3-175b Korthikanti tp8 pp8 v3 sp selective": [

@@ -35,7 +35,7 @@ from typing import Any
 from .. import compiled as compiled_cache
 from ..attention_kernels import DEFAULT_KERNEL
 from ..hardware import Efficiency, Hardware
-from ..kernel_facts_file import host_op_fields
+from ..kernel_facts_file import fuses_qkv, host_op_fields
 from ..kernel_time import (AttentionCall, Gemm, KernelTimer, PassKernel, Pointwise, MatmulCompute,
                            check_kernel_model, kernels_seconds)
 from .frameworks import layout_vocabulary
@@ -136,7 +136,7 @@ def stage_host_ops(estimate: ParallelEstimate, split: tuple[int, int], stage: An
 
 
 def _rank_key(estimate: ParallelEstimate, fused_attention: bool, compiled: bool,
-              autocast: bool = False) -> dict[str, Any]:
+              autocast: bool = False, fused_qkv: bool = False) -> dict[str, Any]:
     """Everything a rank's kernels depend on (not dp: no leaf's cost does): the rank's values,
     n / cp under context parallelism (ParallelEstimate.values), and the eager implementation
     measured for its step (eager_training), if any."""
@@ -148,30 +148,32 @@ def _rank_key(estimate: ParallelEstimate, fused_attention: bool, compiled: bool,
             "sp": layout.sp, "vocabulary": layout_vocabulary(layout), "loss_parallel": uses_loss_parallel(layout),
             "fused_attention": fused_attention, "compiled": compiled, "framework": layout.framework,
             "fp8_activations": fp8_activations(layout), "ep": layout.ep, "folded": layout.folded,
-            "eager_training": (eager_training(estimate, compiled, autocast) or {}).get("name")}
+            "eager_training": (eager_training(estimate, compiled, autocast) or {}).get("name"), "fused_qkv": fused_qkv}
 
 
 def rank_kernels(estimate: ParallelEstimate, fused_attention: bool, compiled: bool,
-                 autocast: bool = False) -> list[Entry]:
+                 autocast: bool = False, fused_qkv: bool = False) -> list[Entry]:
     """Each leaf of one tensor-parallel rank as (part key, rerun kernels, launches, kernels):
-    from this process's memo, the disk cache, or the cost tree (sympy)."""
+    from this process's memo, the disk cache, or the cost tree (sympy). fused_qkv: the decoding
+    code runs Q, K and V as one GEMM (kernel_time.leaf_kernels)."""
     cfg, layout = estimate.cfg, estimate.layout
     memo = (cfg, estimate.workload, layout.tp, layout.cp, layout.sp, layout.framework, layout.loss_parallel,
             layout_vocabulary(layout), layout.device, estimate.phase, fused_attention, compiled,
-            fp8_activations(layout), autocast, layout.ep, layout.folded)
+            fp8_activations(layout), autocast, layout.ep, layout.folded, fused_qkv)
     if memo in _RANK_KERNELS:
         return _RANK_KERNELS[memo]
-    name = compiled_cache.key_name("kernels", _rank_key(estimate, fused_attention, compiled, autocast))
+    name = compiled_cache.key_name("kernels", _rank_key(estimate, fused_attention, compiled, autocast, fused_qkv))
     path = compiled_cache.cache_dir() / f"{name}.json"
     entries = _read(path)
     if entries is None:
-        entries = _from_tree(estimate, fused_attention, compiled, autocast)
+        entries = _from_tree(estimate, fused_attention, compiled, autocast, fused_qkv)
         _write(path, entries)
     _RANK_KERNELS[memo] = entries
     return entries
 
 
-def _from_tree(estimate: ParallelEstimate, fused_attention: bool, compiled: bool, autocast: bool) -> list[Entry]:
+def _from_tree(estimate: ParallelEstimate, fused_attention: bool, compiled: bool, autocast: bool,
+               fused_qkv: bool = False) -> list[Entry]:
     import sympy as sp
 
     from .. import symbols as S
@@ -198,7 +200,7 @@ def _from_tree(estimate: ParallelEstimate, fused_attention: bool, compiled: bool
         encoder = leaf.stack == "encoder" and cfg.architecture == "encoder-decoder"
         local = substitution(leaf.block, sp_on=layout.sp, vocabulary=layout_vocabulary(layout),
                              loss_parallel=uses_loss_parallel(layout), encoder=encoder, folded=layout.folded)
-        kernels = leaf_kernels(leaf, subs, fused_attention, local, compiled, eager)
+        kernels = leaf_kernels(leaf, subs, fused_attention, local, compiled, eager, fused_qkv)
         rerun = rerun_kernels(leaf, kernels, subs, fused_attention, local, compiled, eager)
         if part != "layer":  # the head part's every run (a multi-token-prediction depth runs mtp_layers times)
             kernels, rerun = kernels * int(leaf.count), rerun * int(leaf.count)
@@ -246,6 +248,7 @@ class KernelStepTime(StepTime):
         # a training step captured whole (cuda_graphs) syncs nowhere: Megatron's full_iteration scope
         self.host_syncs = host_syncs if host_syncs is None or not cuda_graphs else (*host_syncs, "full_iteration")
         self.implementation = implementation
+        self.fused_qkv = fuses_qkv(implementation)  # gpt-fast's wqkv: one GEMM (rank_kernels)
         self.replayed = cuda_graphs and estimate.phase == "decode"  # a decode step from a CUDA graph: no host term
         check_kernel_model(hardware)
         # A decode step replayed from a CUDA graph: each kernel's GPU-side gap (kernel_time.KernelTimer).
@@ -362,7 +365,7 @@ class KernelStepTime(StepTime):
         """Per part (one run of its leaves on one rank): the kernels its leaves launch (launches_of)."""
         out: dict[str, int] = {}
         for key, _, launches, kernels in rank_kernels(self.estimate, self.timer.fused_attention, self.timer.compiled,
-                                                      self.autocast):
+                                                      self.autocast, self.fused_qkv):
             out[key] = out.get(key, 0) + (len(kernels) if launches else 0)
         return out
 
@@ -372,7 +375,7 @@ class KernelStepTime(StepTime):
         its leaves run any kernel (what the per-block overhead is paid for); attention_seconds:
         the attention core's share of each part (what a context-parallel ring's sends overlap)."""
         timer, fp8_timer, estimate = self.timer, self.fp8_timer, self.estimate
-        entries = rank_kernels(estimate, timer.fused_attention, timer.compiled, self.autocast)
+        entries = rank_kernels(estimate, timer.fused_attention, timer.compiled, self.autocast, self.fused_qkv)
         work = estimate.structure["work"]
         if [w["key"] for w in work] != [entry[0] for entry in entries]:
             raise AssertionError("the kernel model's leaves are not the layout's work entries, in order.")
