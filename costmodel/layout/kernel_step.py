@@ -387,18 +387,21 @@ class KernelStepTime(StepTime):
 
     def _with_ring_merges(self, out: dict[str, tuple[float, int]], entries: list[Entry],
                           work: list[dict]) -> dict[str, tuple[float, int]]:
-        """Under torch's context parallelism (FSDP2's framework: torch's context_parallel ring)
-        each attention core's ring also merges its blocks in fp32 (context.ring_merge_bytes),
-        memory-bound at the timer's bandwidth: the forward's again where the layer is recomputed.
-        Megatron's (Transformer Engine's) ring corrects its outputs in its own kernels, not read
-        here: not added."""
+        """Under context parallelism each attention core's ring also moves memory-bound passes
+        beside its attention calls, at the timer's bandwidth, the forward's again where the layer
+        is recomputed: torch's ring (FSDP2's framework: context_parallel) merges its blocks in fp32
+        (context.ring_merge_bytes); Transformer Engine's (Megatron's p2p ring) copies half-blocks,
+        corrects its output and accumulates dq and dkv in the attention's dtype
+        (context.te_ring_bytes)."""
         layout = self.estimate.layout
-        if layout.cp == 1 or self.estimate.phase != "train" or layout.framework != "fsdp2":
+        if layout.cp == 1 or self.estimate.phase != "train" or layout.framework not in ("fsdp2", "megatron"):
             return out
-        from .context import ring_merge_bytes
+        if layout.framework == "megatron" and layout.cp_rotate != "ring":
+            return out  # Transformer Engine's all-gather path (AttnFuncWithCPAndKVAllGather) not read
+        from .context import ring_merge_bytes, te_ring_bytes
 
-        forward, backward = ring_merge_bytes(self.estimate.cfg, self.estimate.workload, layout.cp, layout.tp,
-                                             layout.cp_kv_heads)
+        merges = ring_merge_bytes if layout.framework == "fsdp2" else te_ring_bytes
+        forward, backward = merges(self.estimate.cfg, self.estimate.workload, layout.cp, layout.tp, layout.cp_kv_heads)
         out = dict(out)
         for (key, rerun, _, kernels), entry in zip(entries, work):
             # the core's leaves share one fused call: the merges go with the leaf that runs it
