@@ -69,3 +69,18 @@ def test_the_kernel_model_adds_them_under_megatrons_ring(recompute):
     assert (forward, backward) == (2 * 23 * 8388608, 2 * 56 * 8388608 + 8388608)
     passes = forward * (2 if recompute == "full" else 1) + backward
     assert ring - gathered == pytest.approx(passes / bandwidth, rel=1e-9)
+
+
+@pytest.mark.parametrize("framework", ["megatron", "fsdp2"])
+def test_the_rings_sends_transformer_engines_and_torchs(framework):
+    """cp 4, tp 2, 32 tokens (8 a rank), 2 layers, 2 micro-batches: kv = 2 x 1 x 2 KV heads x 8
+    tokens x 8 x 2 bytes = 512 a layer. Transformer Engine (Megatron): the forward's cp - 1 sends
+    of kv, the backward's cp - 1 of kv and cp - 1 of its bf16 gradient (AttnFuncWithCP.backward:
+    kv alone at step 0, the gradient alone at the last): 9 x 512 = 4,608 a layer. torch's ring:
+    the same kv sends and cp fp32 gradients (4 x 1,024): 6 x 512 + 4,096 = 7,168."""
+    cfg = from_hf_config(SMALL_GQA, "small-gqa")
+    zero = 3 if framework == "fsdp2" else 1
+    layout = Layout(tp=2, cp=4, microbatches=2, cp_rotate="ring", framework=framework, zero=zero)
+    moved = ParallelEstimate(cfg, Workload(seq_len=32, batch=1, attention="flash"), layout).to_dict()
+    per_layer = 4608 if framework == "megatron" else 7168
+    assert moved["communication"]["cp"] == {"send": 2 * 2 * per_layer}

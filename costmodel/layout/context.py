@@ -30,7 +30,8 @@ sends are of the same tensors:
                 gradients around the ring, accumulated in fp32 (kv x 4 / e each)
   ring (set_rotate_method("alltoall"))
       forward   cp - 1 sends of kv to the next rank
-      backward  cp - 1 sends of kv, and cp sends of the fp32 gradients
+      backward  cp - 1 sends of kv, and cp sends of the fp32 gradients; Transformer Engine's
+                ring (Megatron's p2p) cp - 1 sends of the gradients in the attention's dtype
 Under full recomputation a layer's forward runs again in backward, its ring with it: one more
 forward exchange a recomputed layer (torch.utils.checkpoint re-runs the checkpointed forward, and
 torchtitan 9dec370 wraps each TransformerBlock whole, parallelize_llama.py apply_ac 'full'; the
@@ -135,16 +136,23 @@ def attention_widths(cfg: ModelConfig, tp: int, kv_heads: str = "kv") -> tuple[i
 
 
 def exchange(cfg: ModelConfig, workload: Workload, cp: int, rotate: str, attention_layers: int,
-             tp: int = 1, kv_heads: str = "kv", recomputed_layers: int = 0) -> dict[str, int]:
+             tp: int = 1, kv_heads: str = "kv", recomputed_layers: int = 0,
+             transformer_engine: bool = False) -> dict[str, int]:
     """Payload bytes one rank moves for one micro-batch over `attention_layers` layers: its own
     keys and values, the n / cp tokens of the heads its attention kernel receives: the KV heads it
     holds (split.kv_heads_per_rank), or under kv_heads "repeated" its h / tp query heads; and the
-    forward's exchange again for the `recomputed_layers` whose forward full recomputation re-runs."""
+    forward's exchange again for the `recomputed_layers` whose forward full recomputation re-runs.
+    transformer_engine: Transformer Engine's ring (Megatron's p2p), whose backward sends the keys
+    and values at steps 0 to cp - 2 and their gradients, accumulated in the attention's dtype, at
+    steps 1 to cp - 1 (v1.4 attention.py AttnFuncWithCP.backward: p2p_comm_buffers of kv.dtype,
+    send_tensor[0] at step 0, send_tensor[1] at the last): 2 (cp - 1) kv."""
     e = workload.bytes_per_element
     elements = 2 * workload.batch * (workload.seq_len // cp) * attention_widths(cfg, tp, kv_heads)[1]
     kv, gradients = e * elements, 4 * elements
     if rotate == "allgather":
         forward, backward = {"all_gather": cp * kv}, {"all_gather": cp * kv, "send": cp * gradients}
+    elif transformer_engine:
+        forward, backward = {"send": (cp - 1) * kv}, {"send": 2 * (cp - 1) * kv}
     else:
         forward, backward = {"send": (cp - 1) * kv}, {"send": (cp - 1) * kv + cp * gradients}
     moved = {kind: (attention_layers + recomputed_layers) * value for kind, value in forward.items()}
