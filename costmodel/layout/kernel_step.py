@@ -258,6 +258,7 @@ class KernelStepTime(StepTime):
         # rank's shapes); fp8 weights W8A8 where StepTime found the hardware runs it.
         self.timer = _timer(hardware, workload.dtype, workload.attention, efficiency, compiled, sustained=sustained,
                             w8a8=self.w8a8, attention_kernel=attention_kernel)
+        self.attention_kernel = attention_kernel
         # --fp8: the linear layers' GEMMs on the recipe's tensor cores (layout/fp8.py Recipe.peak: fp8,
         # mxfp8 or fp4, at that peak's measured efficiency or fp8's: Hardware.efficiency_dtype;
         # StepTime checked the peak).
@@ -383,7 +384,29 @@ class KernelStepTime(StepTime):
                                   [w.get("attention_core", False) for w in work], self.casts,
                                   [w.get("experts", False) for w in work])
         out, self.attention_seconds, self.expert_seconds = _PARTS[memo]
-        return self._with_ring_merges(out, entries, work)
+        return self._with_ring_steps(self._with_ring_merges(out, entries, work), entries, work)
+
+    def _with_ring_steps(self, out: dict[str, tuple[float, int]], entries: list[Entry],
+                         work: list[dict]) -> dict[str, tuple[float, int]]:
+        """Under context parallelism the ring's cp - 1 unmasked half-block calls in place of cp - 1 of
+        the tree's causal calls, where the kernel publishes unmasked figures (layout/ring_steps.py);
+        the forward's again where the layer is recomputed."""
+        layout = self.estimate.layout
+        if layout.cp == 1 or self.estimate.phase != "train":
+            return out
+        from .ring_steps import ring_step_delta, unmasked_points
+
+        points = unmasked_points(self.attention_kernel, self.hardware.architecture)
+        if points is None:
+            return out
+        out = dict(out)
+        for (key, rerun, _, kernels), entry in zip(entries, work):
+            calls = [kernel for kernel in kernels if isinstance(kernel, AttentionCall)]
+            if entry.get("attention_core") and calls:
+                forward, backward = ring_step_delta(calls[0], layout.cp, self.timer, points)
+                total, active = out[key]
+                out[key] = (total + forward * (2 if rerun else 1) + backward, active)
+        return out
 
     def _with_ring_merges(self, out: dict[str, tuple[float, int]], entries: list[Entry],
                           work: list[dict]) -> dict[str, tuple[float, int]]:
