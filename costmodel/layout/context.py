@@ -61,6 +61,7 @@ cp and G / tp by cp or cp by G / tp (check_context_parallel); repeated groups (r
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any
 
 from ..config import ConfigError, ModelConfig, Workload
@@ -227,10 +228,16 @@ def te_ring_bytes(cfg: ModelConfig, workload: Workload, cp: int, tp: int = 1,
                 step 0)."""
     tokens = workload.batch * (workload.seq_len // cp)
     q, k = (tokens * width for width in attention_widths(cfg, tp, kv_heads))
-    forward = max(_te_forward_halves(cp, rank, q, k) for rank in range(cp))
-    backward = max(_te_backward_halves(cp, rank, q, k) for rank in range(cp))
+    forward, backward = _te_slowest_halves(cp, q, k)
     e = workload.bytes_per_element
     return e * forward // 2, e * backward // 2
+
+
+@lru_cache(maxsize=256)
+def _te_slowest_halves(cp: int, q: int, k: int) -> tuple[int, int]:
+    """The slowest rank's forward and backward elements (doubled): plan times many layouts."""
+    return (max(_te_forward_halves(cp, rank, q, k) for rank in range(cp)),
+            max(_te_backward_halves(cp, rank, q, k) for rank in range(cp)))
 
 
 def _te_forward_halves(cp: int, rank: int, q: int, k: int) -> int:
