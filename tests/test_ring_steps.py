@@ -86,8 +86,13 @@ def test_the_kernel_model_adds_the_steps_to_the_attention_part(monkeypatch, reco
     with_steps = stepped.part_seconds["layer.decoder"][0]
     points = ring_steps.unmasked_points("cudnn-9.1", "hopper")
     monkeypatch.setattr(ring_steps, "unmasked_points", lambda *args: None)
-    without = KernelStepTime(estimate, h100, attention_kernel="cudnn-9.1").part_seconds["layer.decoder"][0]
+    plain = KernelStepTime(estimate, h100, attention_kernel="cudnn-9.1")
+    without = plain.part_seconds["layer.decoder"][0]
     call = AttentionCall(1, 16, 4096, 4096, 128, causal=True, value_dim=128, kv_heads=16)
     forward, backward = ring_steps.ring_step_delta(call, 4, stepped.timer, points)
     assert forward < 0 and backward < 0
-    assert with_steps - without == pytest.approx(forward * (2 if recompute == "full" else 1) + backward, rel=1e-9)
+    delta = forward * (2 if recompute == "full" else 1) + backward
+    assert with_steps - without == pytest.approx(delta, rel=1e-9)
+    # the attention the ring's sends hide under (layout/time.py) is the steps' too
+    hidden_under = stepped.attention_seconds["layer.decoder"] - plain.attention_seconds["layer.decoder"]
+    assert hidden_under == pytest.approx(delta, rel=1e-9)
