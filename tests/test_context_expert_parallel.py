@@ -76,12 +76,13 @@ def test_a_cp_folded_ranks_state_in_bytes():
 def test_a_cp_folded_ranks_collectives_in_bytes():
     """One micro-batch. The key/value ring (context.py exchange, cp_rotate ring): the rank's keys and
     values 2 x 1 x (2 KV heads / tp 2) x 12 tokens x 16 x 2 bytes = 768, forward (cp - 1) x 768,
-    backward (cp - 1) x 768 and cp x 1,536 fp32 gradients: 7,680 a layer, 15,360 for two. The
+    backward (cp - 1) x 768 and, Transformer Engine's ring sending them in bf16 (v1.4
+    AttnFuncWithCP.backward), (cp - 1) x 768 gradients: 4,608 a layer, 9,216 for two. The
     gradients: 3 x 9,942 fp32 reduce-scattered over dp x cp (119,304), none over the experts' single
     data-parallel rank. tp: the attention's SP collectives on the rank's 1 x 12 x 64 bf16 tensor
     (1,536 bytes), 6 reduce-scatters and 9 all-gathers, as FOLDED's at n = 12."""
     communication = _cp_estimate(CP_FOLDED).communication(_cp_estimate(CP_FOLDED).stages[0])
-    assert communication["cp"] == {"send": 2 * (2 * 768 + 2 * 768 + 3 * 1_536)} == {"send": 15_360}
+    assert communication["cp"] == {"send": 2 * (2 * 768 + 2 * 768 + 2 * 768)} == {"send": 9_216}
     assert communication["dp"]["reduce_scatter"] == 4 * 3 * 9_942 and "edp" not in communication
     assert (communication["tp"]["reduce_scatter"], communication["tp"]["all_gather"]) == (6 * 1_536, 9 * 1_536)
 

@@ -22,7 +22,8 @@ def _cp(rotate: str = "allgather", heads: str = "kv", recompute: str = "none", l
         tp: int = 2) -> dict[str, int]:
     cfg = from_hf_config(SMALL_GQA, "small-gqa")
     workload = Workload(seq_len=16, batch=1, attention="flash", recompute=recompute, recompute_layers=layers)
-    layout = Layout(tp=tp, cp=2, microbatches=2, cp_rotate=rotate, cp_kv_heads=heads, framework="megatron")
+    # torch's ring (torchtitan's: FSDP2); Megatron's is Transformer Engine's (tests/test_te_ring.py)
+    layout = Layout(tp=tp, cp=2, microbatches=2, cp_rotate=rotate, cp_kv_heads=heads, framework="fsdp2", zero=3)
     return ParallelEstimate(cfg, workload, layout).to_dict()["communication"]["cp"]
 
 

@@ -341,16 +341,16 @@ def test_context_parallel_exchange_moves_the_ranks_tensor_parallel_share_of_the_
     attention holds 4 / 2 = 2 KV heads (Transformer Engine's num_gqa_groups_per_partition) of its
     16 / 2 = 8 tokens, and the ring moves those, not all 4 heads. By hand, per layer and
     micro-batch: kv = 2 (K and V) x 1 x 2 heads x 8 tokens x 8 x 2 bytes = 512; its fp32
-    gradient 4 x 256 = 1,024. allgather: all-gathers 2 x cp x kv = 2,048, gradient sends
-    cp x 1,024 = 2,048; ring: sends 2 (cp - 1) kv + cp x 1,024 = 3,072. With and without
-    sequence parallelism alike (the exchange is inside the tensor-parallel region)."""
+    gradient 4 x 256 = 1,024. allgather: all-gathers 2 x cp x kv = 2,048, gradient sends cp x 1,024
+    = 2,048; ring (Transformer Engine's: kv, kv and its bf16 gradient, cp - 1 sends each) 3 (cp - 1)
+    kv = 1,536. With and without sequence parallelism alike (inside the tensor-parallel region)."""
     from costmodel.hf import from_hf_config
 
     cfg = from_hf_config(SMALL_GQA, "small-gqa")
     assert (cfg.n_kv_heads, cfg.d_head, cfg.n_layers) == (4, 8, 2)
     workload = Workload(seq_len=16, batch=1, attention="flash")
     layers, microbatches = 2, 2
-    per_layer = {"allgather": {"all_gather": 2048, "send": 2048}, "ring": {"send": 3072}}[rotate]
+    per_layer = {"allgather": {"all_gather": 2048, "send": 2048}, "ring": {"send": 1536}}[rotate]
     expected = {kind: layers * microbatches * value for kind, value in per_layer.items()}
     for sp_on in (False, True):
         rank = ParallelEstimate(cfg, workload, Layout(tp=2, cp=2, sp=sp_on, microbatches=microbatches,

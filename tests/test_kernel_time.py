@@ -272,7 +272,7 @@ def test_flash1_runs_both_passes_at_its_published_forward_plus_backward_rate():
     assert (h100.padded_head_dim(112), h100.padded_head_dim(80), h100.padded_head_dim(48)) == (128, 128, 64)
     assert KernelTimer(load_hardware("h100-sxm"), "bf16", "flash").padded_head_dim(80) == 96
     with pytest.raises(ConfigError, match="attention kernel 'flash4' has no published figures; "
-                                          "known: cudnn, flash1, flash2, flash3."):
+                                          "known: cudnn, cudnn-9.1, flash1, flash2, flash3."):
         KernelTimer(load_hardware("h100-sxm"), "bf16", "flash", attention_kernel="flash4")
 
 
@@ -286,6 +286,10 @@ CUDNN_B200_FORWARD = [[2048, 478.921], [4096, 855.678], [8192, 1171.278], [16384
                       [65536, 1382.33], [131072, 1355.418]]
 CUDNN_B200_BACKWARD = [[2048, 371.486], [4096, 701.265], [8192, 942.509], [16384, 1074.776], [32768, 1108.688],
                        [65536, 1073.059], [131072, 1047.843]]
+#: cuDNN 9.1.0 on an H200 (cudnn-frontend b740542, benchmark/benchmark_results.csv, causal, head 128,
+#: 16 heads), 4k-64k: the release of spring 2024.
+CUDNN91_HOPPER_FORWARD = [[4096, 542.318], [8192, 572.863], [16384, 586.815], [32768, 577.348], [65536, 567.022]]
+CUDNN91_HOPPER_BACKWARD = [[4096, 443.603], [8192, 463.541], [16384, 497.68], [32768, 499.664], [65536, 503.807]]
 #: FlashAttention-2 as PyTorch's sdpa FLASH_ATTENTION backend runs it on a B200 (the same B200 file's
 #: pyt_flash_attention rows, torch 2.9.0a0 nv25.09), 2k and longer.
 FA2_B200_FORWARD = [[2048, 242.386], [4096, 324.899], [8192, 373.392], [16384, 394.495], [32768, 403.739],
@@ -301,6 +305,7 @@ FA3_H100_BACKWARD = [[512, 316], [1024, 424], [2048, 501], [4096, 542], [8192, 5
 @pytest.mark.parametrize("kernel, architecture, hardware, peak, forward, backward", [
     ("cudnn", "hopper", "h100-sxm", 989.4, CUDNN_HOPPER_FORWARD, CUDNN_HOPPER_BACKWARD),
     ("cudnn", "hopper", "h200", 989.4, CUDNN_HOPPER_FORWARD, CUDNN_HOPPER_BACKWARD),
+    ("cudnn-9.1", "hopper", "h100-sxm", 989.4, CUDNN91_HOPPER_FORWARD, CUDNN91_HOPPER_BACKWARD),
     ("cudnn", "blackwell", "b200", 2250.0, CUDNN_B200_FORWARD, CUDNN_B200_BACKWARD),
     ("flash2", "blackwell", "b200", 2250.0, FA2_B200_FORWARD, FA2_B200_BACKWARD),
     ("flash3", "hopper", "h100-sxm", 989.4, FA3_H100_FORWARD, FA3_H100_BACKWARD),

@@ -66,7 +66,8 @@ class RankCommunication:
             full = self.workload.recompute == "full"
             recomputed = self.layer_count(stage, "attentions", recomputed_only=True) if full else 0
             moved = exchange(self.cfg, self.workload, layout.cp, layout.cp_rotate, attention, layout.tp,
-                             layout.cp_kv_heads, recomputed) if attention else {}
+                             layout.cp_kv_heads, recomputed,
+                             transformer_engine=layout.framework == "megatron") if attention else {}
             mixers = self.layer_count(stage, "mamba_mixers")
             if mixers:  # Megatron-Core's all-to-alls around each Mamba-2 mixer
                 rerun = self.layer_count(stage, "mamba_mixers", recomputed_only=True) if full else 0

@@ -30,7 +30,8 @@ sends are of the same tensors:
                 gradients around the ring, accumulated in fp32 (kv x 4 / e each)
   ring (set_rotate_method("alltoall"))
       forward   cp - 1 sends of kv to the next rank
-      backward  cp - 1 sends of kv, and cp sends of the fp32 gradients
+      backward  cp - 1 sends of kv, and cp sends of the fp32 gradients; Transformer Engine's
+                ring (Megatron's p2p) cp - 1 sends of the gradients in the attention's dtype
 Under full recomputation a layer's forward runs again in backward, its ring with it: one more
 forward exchange a recomputed layer (torch.utils.checkpoint re-runs the checkpointed forward, and
 torchtitan 9dec370 wraps each TransformerBlock whole, parallelize_llama.py apply_ac 'full'; the
@@ -60,6 +61,7 @@ cp and G / tp by cp or cp by G / tp (check_context_parallel); repeated groups (r
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any
 
 from ..config import ConfigError, ModelConfig, Workload
@@ -135,16 +137,23 @@ def attention_widths(cfg: ModelConfig, tp: int, kv_heads: str = "kv") -> tuple[i
 
 
 def exchange(cfg: ModelConfig, workload: Workload, cp: int, rotate: str, attention_layers: int,
-             tp: int = 1, kv_heads: str = "kv", recomputed_layers: int = 0) -> dict[str, int]:
+             tp: int = 1, kv_heads: str = "kv", recomputed_layers: int = 0,
+             transformer_engine: bool = False) -> dict[str, int]:
     """Payload bytes one rank moves for one micro-batch over `attention_layers` layers: its own
     keys and values, the n / cp tokens of the heads its attention kernel receives: the KV heads it
     holds (split.kv_heads_per_rank), or under kv_heads "repeated" its h / tp query heads; and the
-    forward's exchange again for the `recomputed_layers` whose forward full recomputation re-runs."""
+    forward's exchange again for the `recomputed_layers` whose forward full recomputation re-runs.
+    transformer_engine: Transformer Engine's ring (Megatron's p2p), whose backward sends the keys
+    and values at steps 0 to cp - 2 and their gradients, accumulated in the attention's dtype, at
+    steps 1 to cp - 1 (v1.4 attention.py AttnFuncWithCP.backward: p2p_comm_buffers of kv.dtype,
+    send_tensor[0] at step 0, send_tensor[1] at the last): 2 (cp - 1) kv."""
     e = workload.bytes_per_element
     elements = 2 * workload.batch * (workload.seq_len // cp) * attention_widths(cfg, tp, kv_heads)[1]
     kv, gradients = e * elements, 4 * elements
     if rotate == "allgather":
         forward, backward = {"all_gather": cp * kv}, {"all_gather": cp * kv, "send": cp * gradients}
+    elif transformer_engine:
+        forward, backward = {"send": (cp - 1) * kv}, {"send": 2 * (cp - 1) * kv}
     else:
         forward, backward = {"send": (cp - 1) * kv}, {"send": (cp - 1) * kv + cp * gradients}
     moved = {kind: (attention_layers + recomputed_layers) * value for kind, value in forward.items()}
@@ -188,3 +197,74 @@ def ring_merge_bytes(cfg: ModelConfig, workload: Workload, cp: int, tp: int = 1,
     forward = 12 * out + 10 * (cp - 1) * out
     backward = 4 * out + 8 * key + cp * (10 * out + 36 * key) + 8 * (cp - 1) * key + 6 * out + 12 * key
     return int(forward), int(backward)
+
+
+def te_ring_bytes(cfg: ModelConfig, workload: Workload, cp: int, tp: int = 1,
+                  kv_heads: str = "kv") -> tuple[int, int]:
+    """Bytes one rank's Transformer Engine ring moves through memory beside its attention calls,
+    for one layer and micro-batch: (forward, backward), each the slowest CP rank's (the ring's
+    steps wait on each other). Read at Transformer Engine v1.4 (0fbc76af3),
+    transformer_engine/pytorch/attention.py AttnFuncWithCP with FusedAttention (cuDNN) and the
+    causal mask, the path Megatron-Core's p2p context parallelism takes: a rank r holds its two
+    chunks, at step i the keys and values of rank r - i. Counted from the source lines, each a
+    read and a write of its tensors in the attention's dtype (jit_fuser = torch.compile: a
+    correction one pass); the log-sum-exp tensors (1 / d_h of these) are left out, and so are
+    the sbhd <-> bshd transposes, which copy nothing at micro-batch 1. Q and K are the rank's
+    query (and output) and key elements (attention_widths; its values as many as its keys):
+      forward   k and v into the first send buffer (torch.cat: 4 K); the output zeroed (Q); at
+                each step 1 <= i <= r the first half of the received keys and values made
+                contiguous (2 K), at each later step the second half of q (Q); after the loop
+                flash_attn_fwd_out_correction at every step, out += out_per_step x exp(...):
+                3 Q at steps 0..r, 1.5 Q (the second half) after;
+      backward  the saved keys and values into the send buffer (copy_: 4 K); then with
+                c = cp - 1 - r, at each step i: the first half of the keys and values made
+                contiguous where c <= i < cp - 1 (2 K), the second halves of q, out and dout
+                where i < c (3 Q); dq accumulated (add_ 3 Q after c; at c a copy, 2 Q, on the
+                last rank, else half copied and half added, 2.5 Q; before c the second half
+                added, 1.5 Q, or at step 0 copied, Q); dk and dv cat into one tensor (4 K, or 2 K
+                where the step had half the keys); and added into the received dkv (at the last
+                step 6 K, rank 0 5 K: half added, half copied; where c <= i < cp - 1 half added,
+                3 K, or 2 K copied at step 0 on the last rank; before c 6 K, or 4 K copied at
+                step 0)."""
+    tokens = workload.batch * (workload.seq_len // cp)
+    q, k = (tokens * width for width in attention_widths(cfg, tp, kv_heads))
+    forward, backward = _te_slowest_halves(cp, q, k)
+    e = workload.bytes_per_element
+    return e * forward // 2, e * backward // 2
+
+
+@lru_cache(maxsize=256)
+def _te_slowest_halves(cp: int, q: int, k: int) -> tuple[int, int]:
+    """The slowest rank's forward and backward elements (doubled): plan times many layouts."""
+    return (max(_te_forward_halves(cp, rank, q, k) for rank in range(cp)),
+            max(_te_backward_halves(cp, rank, q, k) for rank in range(cp)))
+
+
+def _te_forward_halves(cp: int, rank: int, q: int, k: int) -> int:
+    """te_ring_bytes' forward elements read and written on CP rank `rank`, doubled (halves stay integers)."""
+    total = 2 * (4 * k + q)
+    total += sum(4 * k if i <= rank else 2 * q for i in range(1, cp))
+    return total + sum(6 * q if i <= rank else 3 * q for i in range(cp))
+
+
+def _te_backward_halves(cp: int, rank: int, q: int, k: int) -> int:
+    """te_ring_bytes' backward elements read and written on CP rank `rank`, doubled."""
+    c, total = cp - 1 - rank, 8 * k
+    for i in range(cp):
+        last, half = i == cp - 1, c <= i < cp - 1  # half: this step's keys were the first half
+        total += 4 * k if half else 0
+        total += 6 * q if i < c else 0  # q, out and dout's second halves
+        if i > c:
+            total += 6 * q
+        elif i == c:
+            total += 4 * q if rank == cp - 1 else 5 * q
+        else:
+            total += 3 * q if i > 0 else 2 * q
+        total += 4 * k if half else 8 * k  # torch.cat((dk_, dv_))
+        if last:
+            total += 10 * k if rank == 0 else 12 * k
+        elif half:
+            total += 4 * k if i == 0 and rank == cp - 1 else 6 * k
+        else:
+            total += 12 * k if i > 0 else 8 * k
+    return total

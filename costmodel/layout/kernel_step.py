@@ -261,6 +261,7 @@ class KernelStepTime(StepTime):
         # rank's shapes); fp8 weights W8A8 where StepTime found the hardware runs it.
         self.timer = _timer(hardware, workload.dtype, workload.attention, efficiency, compiled, sustained=sustained,
                             w8a8=self.w8a8, attention_kernel=attention_kernel)
+        self.attention_kernel = attention_kernel
         # --fp8: the linear layers' GEMMs on the recipe's tensor cores (layout/fp8.py Recipe.peak: fp8,
         # mxfp8 or fp4, at that peak's measured efficiency or fp8's: Hardware.efficiency_dtype;
         # StepTime checked the peak).
@@ -386,22 +387,50 @@ class KernelStepTime(StepTime):
                                   [w.get("attention_core", False) for w in work], self.casts,
                                   [w.get("experts", False) for w in work])
         out, self.attention_seconds, self.expert_seconds = _PARTS[memo]
-        return self._with_ring_merges(out, entries, work)
+        return self._with_ring_steps(self._with_ring_merges(out, entries, work), entries, work)
+
+    def _with_ring_steps(self, out: dict[str, tuple[float, int]], entries: list[Entry],
+                         work: list[dict]) -> dict[str, tuple[float, int]]:
+        """Under context parallelism the ring's cp - 1 unmasked half-block calls in place of cp - 1 of
+        the tree's causal calls, where the kernel publishes unmasked figures (layout/ring_steps.py);
+        the forward's again where the layer is recomputed."""
+        layout = self.estimate.layout
+        if layout.cp == 1 or self.estimate.phase != "train":
+            return out
+        from .ring_steps import ring_step_delta, unmasked_points
+
+        points = unmasked_points(self.attention_kernel, self.hardware.architecture)
+        if points is None:
+            return out
+        out, self.attention_seconds = dict(out), dict(self.attention_seconds)  # not the memo's own
+        for (key, rerun, _, kernels), entry in zip(entries, work):
+            calls = [kernel for kernel in kernels if isinstance(kernel, AttentionCall)]
+            if entry.get("attention_core") and calls:
+                forward, backward = ring_step_delta(calls[0], layout.cp, self.timer, points)
+                total, active = out[key]
+                delta = forward * (2 if rerun else 1) + backward
+                out[key] = (total + delta, active)
+                # the calls the ring's sends hide under (time.py): the steps' own seconds
+                self.attention_seconds[key] = self.attention_seconds.get(key, 0.0) + delta
+        return out
 
     def _with_ring_merges(self, out: dict[str, tuple[float, int]], entries: list[Entry],
                           work: list[dict]) -> dict[str, tuple[float, int]]:
-        """Under torch's context parallelism (FSDP2's framework: torch's context_parallel ring)
-        each attention core's ring also merges its blocks in fp32 (context.ring_merge_bytes),
-        memory-bound at the timer's bandwidth: the forward's again where the layer is recomputed.
-        Megatron's (Transformer Engine's) ring corrects its outputs in its own kernels, not read
-        here: not added."""
+        """Under context parallelism each attention core's ring also moves memory-bound passes
+        beside its attention calls, at the timer's bandwidth, the forward's again where the layer
+        is recomputed: torch's ring (FSDP2's framework: context_parallel) merges its blocks in fp32
+        (context.ring_merge_bytes); Transformer Engine's (Megatron's p2p ring) copies half-blocks,
+        corrects its output and accumulates dq and dkv in the attention's dtype
+        (context.te_ring_bytes)."""
         layout = self.estimate.layout
-        if layout.cp == 1 or self.estimate.phase != "train" or layout.framework != "fsdp2":
+        if layout.cp == 1 or self.estimate.phase != "train" or layout.framework not in ("fsdp2", "megatron"):
             return out
-        from .context import ring_merge_bytes
+        if layout.framework == "megatron" and layout.cp_rotate != "ring":
+            return out  # Transformer Engine's all-gather path (AttnFuncWithCPAndKVAllGather) not read
+        from .context import ring_merge_bytes, te_ring_bytes
 
-        forward, backward = ring_merge_bytes(self.estimate.cfg, self.estimate.workload, layout.cp, layout.tp,
-                                             layout.cp_kv_heads)
+        merges = ring_merge_bytes if layout.framework == "fsdp2" else te_ring_bytes
+        forward, backward = merges(self.estimate.cfg, self.estimate.workload, layout.cp, layout.tp, layout.cp_kv_heads)
         out = dict(out)
         for (key, rerun, _, kernels), entry in zip(entries, work):
             # the core's leaves share one fused call: the merges go with the leaf that runs it
