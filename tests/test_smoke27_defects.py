@@ -1,0 +1,29 @@
+"""Defects found by the twenty-seventh new user (wt29_user27, session 29): a pretraining lead, a user
+with hand-typed Hub config.json files, a student checking the classic rules of thumb."""
+
+from __future__ import annotations
+
+import json
+
+from tests.cli_run import one_error_line, run_main
+
+
+def test_korthikanti_beside_a_fused_attention_kernel_is_the_row_without_the_s2_terms(capsys):
+    """`estimate --attention flash` printed Table 2's eager row, sbh(34 + 5as/h), beside a model that
+    keeps no n x n matrix: 1.73 TiB beside 169.87 GiB for llama3-70b at 8,192 under --impl megatron.
+    A fused kernel keeps none of the a s^2 b terms, so the selective row, 34 sbh, is the one that applies."""
+    sbh, layers, heads, n = 2048 * 4096, 32, 32, 2048  # llama2-7b, b = 1, n = 2048
+    for attention, per_layer, words in (
+        ("eager", 34 * sbh + 5 * heads * n**2, "sbh(34 + 5as/h) in 2 bytes"),
+        ("sdpa", 34 * sbh, "sdpa attention keeps no as^2*b matrix"),
+        ("flash", 34 * sbh, "flash attention keeps no as^2*b matrix"),
+    ):
+        code, out, err = run_main(["estimate", "--model", "llama2-7b", "--attention", attention, "--json"], capsys)
+        memory = json.loads(out)["memory"]
+        assert code == 0 and memory["korthikanti_2022_activations"] == layers * per_layer, attention
+        assert words in memory["korthikanti_2022_variant"]
+    # 80 layers x 34 x 8,192 x 8,192 bytes = 182,536,110,080 = 170.00 GiB beside the model's 169.87 GiB
+    code, out, _ = run_main(["estimate", "--model", "llama3-70b", "--impl", "megatron", "--attention", "flash",
+                             "--seq-len", "8192"], capsys)
+    assert code == 0 and "activations          169.87 GiB" in out
+    assert "Korthikanti et al. 2022's formula for GPT layers: 170.00 GiB (flash attention" in out
