@@ -27,3 +27,19 @@ def test_korthikanti_beside_a_fused_attention_kernel_is_the_row_without_the_s2_t
                              "--seq-len", "8192"], capsys)
     assert code == 0 and "activations          169.87 GiB" in out
     assert "Korthikanti et al. 2022's formula for GPT layers: 170.00 GiB (flash attention" in out
+
+
+def test_llama4_chunked_attention_is_not_called_a_sliding_window_and_the_layers_are_counted(capsys):
+    """Llama-4-Scout's config.json (attention_chunk_size 8,192, hand-typed from the Hub) was warned of as
+    "attends within a sliding window of 8,192 tokens", and Gemma 3 27B's as if every layer slid: Scout's
+    RoPE layers attend in chunks (36 of 48: every 4th is a NoPE layer over every key, Llama4TextConfig's
+    no_rope_layer_interval 4); Gemma 3 slides on 5 of each 6 layers (52 of 62), gpt-oss on every other (12 of 24)."""
+    code, _, err = run_main(["estimate", "--model", "meta-llama/Llama-4-Scout-17B-16E", "--seq-len", "16384"], capsys)
+    assert code == 0 and ("warning: model 'llama4-scout' attends in chunks of 8,192 tokens (a query sees its own "
+                          "chunk's keys up to itself) on 36 of its 48 layers: ") in err and "sliding window" not in err
+    for model, words in (("google/gemma-3-27b-it", "sliding window of 1,024 tokens on 52 of its 62 layers: "),
+                         ("gpt-oss-20b", "sliding window of 128 tokens on 12 of its 24 layers: ")):
+        code, _, err = run_main(["estimate", "--model", model, "--seq-len", "4096"], capsys)
+        assert code == 0 and words in err, model
+    code, _, err = run_main(["estimate", "--model", "mistral-7b", "--seq-len", "8192"], capsys)
+    assert code == 0 and "sliding window of 4,096 tokens: " in err  # every layer slides: no count
