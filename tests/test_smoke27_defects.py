@@ -43,3 +43,19 @@ def test_llama4_chunked_attention_is_not_called_a_sliding_window_and_the_layers_
         assert code == 0 and words in err, model
     code, _, err = run_main(["estimate", "--model", "mistral-7b", "--seq-len", "8192"], capsys)
     assert code == 0 and "sliding window of 4,096 tokens: " in err  # every layer slides: no count
+
+
+def test_estimate_json_units_say_which_flop_convention(capsys):
+    """`estimate --json`'s units said "FLOP over the whole batch" for flops: nothing of the convention the text
+    states (matrix products only, 2 m n k, dense attention scores), so the classic counts could not be set
+    beside the JSON alone. Under it GPT-2's training FLOPs a token at s = 1,024 are Narayanan et al.'s
+    72 l h^2 (1 + s/(6h) + V/(12 l h)) exactly (dense attention, the tied head's product counted)."""
+    data = json.loads(run_main(["estimate", "--model", "gpt2", "--seq-len", "1024", "--json"], capsys)[1])
+    units = data["units"]
+    assert "matrix products only, 2*m*n*k each" in units["flops"] and "causal mask saves none" in units["flops"]
+    assert "forward matrix products" in units["regime"] and "crossover_seq_len: tokens" in units["regime"]
+    layers, h, s, vocab = 12, 768, 1024, 50257
+    # 509,607,936 (72 l h^2, the 6 N of the layers' 12 l h^2) + 113,246,208 (attention) + 231,584,256 (head)
+    assert 72 * layers * h**2 + 12 * layers * s * h + 6 * h * vocab == 854438400
+    assert data["flops"]["training_per_token"] == 854438400
+    assert data["regime"]["attention_flops"] == 4 * s**2 * h * layers  # 2 n^2 d each for scores and weighted sum
