@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from tests.cli_run import one_error_line, run_main
 
 
@@ -59,3 +61,27 @@ def test_estimate_json_units_say_which_flop_convention(capsys):
     assert 72 * layers * h**2 + 12 * layers * s * h + 6 * h * vocab == 854438400
     assert data["flops"]["training_per_token"] == 854438400
     assert data["regime"]["attention_flops"] == 4 * s**2 * h * layers  # 2 n^2 d each for scores and weighted sum
+
+
+def test_simulate_train_says_which_block_the_compute_is(capsys):
+    """`simulate --train` with a layout split the step into compute, each group's exposed communication, the
+    bubble and the optimizer, but not the compute into blocks: "which block is to blame" had no answer for
+    time. The kernel model's compute of the slowest stage now comes by block (an attention core's fused call
+    as one), largest first: llama3-8b with CP 8 on 8 H100s has its FFN first at 4,096 tokens (n < n* =
+    26,624, the n d^2 regime) and its attention core first at 65,536 (the n^2 d regime)."""
+    first = {}
+    for n in (4096, 65536):
+        args = ["simulate", "--train", "--model", "llama3-8b", "--hardware", "h100-sxm", "--gpus", "8",
+                "--framework", "megatron", "--cp", "8", "--seq-len", str(n), "--global-batch", "8"]
+        step = json.loads(run_main([*args, "--json"], capsys)[1])["step"]
+        blocks = step["compute_by_block_seconds"]
+        assert list(blocks.values()) == sorted(blocks.values(), reverse=True) and min(blocks.values()) > 0
+        assert "decoder.layer.self_attention.scores" not in blocks  # one fused call: the core
+        assert sum(blocks.values()) == pytest.approx(step["compute_seconds"], rel=1e-12)  # launches included
+        assert 0 < blocks["launches and other"] < 0.15 * step["compute_seconds"]
+        first[n] = list(blocks)[0]
+        code, out, _ = run_main(args, capsys)
+        assert code == 0 and f"by block: {first[n]} " in out
+    assert first == {4096: "decoder.layer.ffn.mlp", 65536: "decoder.layer.self_attention.core"}
+    code, out, _ = run_main(["estimate", "--model", "llama3-8b", "--json"], capsys)
+    assert json.loads(out)["regime"]["crossover_seq_len"] == 26624  # d (3 d_ff + 2 d_h h + 2 d_h h_kv) / (2 d_h h)
