@@ -85,3 +85,13 @@ def test_simulate_train_says_which_block_the_compute_is(capsys):
     assert first == {4096: "decoder.layer.ffn.mlp", 65536: "decoder.layer.self_attention.core"}
     code, out, _ = run_main(["estimate", "--model", "llama3-8b", "--json"], capsys)
     assert json.loads(out)["regime"]["crossover_seq_len"] == 26624  # d (3 d_ff + 2 d_h h + 2 d_h h_kv) / (2 d_h h)
+
+
+def test_llama4_scout_instruct_id_is_an_alias(capsys):
+    """`estimate --model meta-llama/Llama-4-Scout-17B-16E-Instruct` (the id a user copies from the Hub) said
+    "cannot reach the Hugging Face Hub ... Pass --config" offline, though the instruct checkpoint's language
+    model is the base's (MaxText's llama4 code quotes its config.json: 40 heads, 8 KV heads, head_dim 128,
+    rope_theta 500,000, llama3 rope scaling x16 from 8,192; 16 experts of 8,192, one a token)."""
+    data = json.loads(run_main(["estimate", "--model", "meta-llama/Llama-4-Scout-17B-16E-Instruct", "--json"],
+                               capsys)[1])
+    assert data["inputs"]["model"] == "llama4-scout" and data["params"]["total"] == 107769861120
