@@ -95,3 +95,17 @@ def test_llama4_scout_instruct_id_is_an_alias(capsys):
     data = json.loads(run_main(["estimate", "--model", "meta-llama/Llama-4-Scout-17B-16E-Instruct", "--json"],
                                capsys)[1])
     assert data["inputs"]["model"] == "llama4-scout" and data["params"]["total"] == 107769861120
+
+
+def test_report_says_its_flop_convention():
+    """`report`'s summary gave "forward FLOPs / token" and "training FLOPs (batch)" with no word of what a FLOP
+    counts (the estimate text says it, the report did not): its introduction now states the convention, in
+    report.md and index.html alike (both render reports/pages.py's introduction)."""
+    from reports.made import Report
+    from reports.pages import html_page, markdown
+
+    report = Report(cfgs=[], made=[], summary=([], []), claims=[], table1=[], notes=[], command="", batch=1,
+                    dtype="bf16")
+    words = "FLOPs are matrix products only, 2·m·n·k each as torch"
+    assert words in markdown(report) and "6·N·D's convention plus the attention" in markdown(report)
+    assert words in html_page(report) and "the causal mask saves none" in html_page(report)
