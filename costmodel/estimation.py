@@ -110,7 +110,7 @@ def _expressions(cfg: ModelConfig, workload: Workload) -> tuple[dict[str, Any], 
     per_param = mem.param_bytes
     for name in ("weights", "gradients", "optimizer"):
         exprs[f"per_param.{name}"] = getattr(per_param, name)
-    korthikanti, variant = korthikanti_activation_bytes(cfg.n_layers, workload.recompute)
+    korthikanti, variant = korthikanti_activation_bytes(cfg.n_layers, workload.recompute, workload.attention)
     exprs["memory.korthikanti"] = korthikanti
     exprs["regime.attention"] = model.attention_flops()
     exprs["regime.linear"] = model.projection_ffn_flops()

@@ -337,10 +337,18 @@ _COST_UNITS = ("tokens: tokens; train_seconds: seconds; train_days: days; gpus: 
                "flops: FLOP; price_per_gpu_hour: dollars a GPU-hour; dollars: dollars")
 
 JSON_UNITS = {
-    "estimate": {"params": "parameters (a count)", "flops": "FLOP over the whole batch; *_per_token: FLOP a token",
+    "estimate": {"params": "parameters (a count)",
+                 "flops": ("FLOP over the whole batch; *_per_token: FLOP a token. forward, backward, training and "
+                           "by_block count matrix products only, 2*m*n*k each as torch's FlopCounterMode counts "
+                           "them: every score of the n_q x n_k attention matrix (the causal mask saves none), "
+                           "bias adds not counted, backward 2x forward for a product with a trained operand; "
+                           "other_*: the other ops (norms, softmax, activations, adds) at a stated FLOP an "
+                           "element (costmodel/blocks/base.py OTHER_FLOPS_PER_ELEMENT)"),
                  "memory": "bytes; bytes_per_param: bytes a parameter; fp8_parameters: parameters (a count)",
                  "fit": "bytes (memory, capacity)", "parallel": "bytes (per_rank, stages, communication, wire)",
-                 "regime": "FLOP; crossover_seq_len: tokens"},
+                 "regime": ("FLOP of the layers' forward matrix products (attention_flops: the n^2 d scores and "
+                            "weighted sums; projection_ffn_flops: the n d^2 projections and FFN; the head apart); "
+                            "crossover_seq_len: tokens (the n where the two are equal)")},
     "simulate": {"seconds": "seconds (every key ending in seconds, time_per_output_token, step_time)",
                  "flops": "FLOP", "bytes": "bytes (memory, per_rank, stages, memory_capacity, *_bytes; but "
                                            "memory.max_batch: sequences, memory.max_context and model_context: tokens)",

@@ -321,7 +321,11 @@ class Workload:
                             f"{show(cfg.name)} ({cfg.max_positions} tokens).")
         decoder = self.decoder_len + self.gen_tokens
         if cfg.sliding_window is not None and cfg.n_decoder_layers and decoder > cfg.sliding_window:
-            window = f"model {show(cfg.name)} attends within a sliding window of {cfg.sliding_window:,} tokens"
+            window = (f"model {show(cfg.name)} attends in chunks of {cfg.sliding_window:,} tokens (a query sees "
+                      "its own chunk's keys up to itself)" if cfg.chunked_window else
+                      f"model {show(cfg.name)} attends within a sliding window of {cfg.sliding_window:,} tokens")
+            if cfg.n_window_layers < cfg.n_decoder_layers:
+                window += f" on {cfg.n_window_layers} of its {cfg.n_decoder_layers} layers"
             if self.impl == "reference":
                 warnings.append(f"{window}; the reference implementation has no window: attention and "
                                 f"the KV cache are counted over all {decoder:,} tokens.")

@@ -36,7 +36,10 @@ def _intro(report: Report) -> str:
             f"context length; the summary's training memory with a fused attention kernel "
             f"({SUMMARY_ATTENTION}, or flash where the model's Hugging Face class has no {SUMMARY_ATTENTION} path; no "
             f"n x n matrix kept; eager, which keeps it, where the class has neither: the attention column). "
-            f"Measured points come from validate/'s reference model.")
+            f"FLOPs are matrix products only, 2·m·n·k each as torch's FlopCounterMode counts them, with every "
+            f"score of the n x n attention matrix (the causal mask saves none) and the head at every position; "
+            f"training FLOPs are the forward and the backward (twice the forward), 6·N·D's convention plus the "
+            f"attention. Measured points come from validate/'s reference model.")
 
 
 def _claims_rows(report: Report) -> list[list[str]]:

@@ -27,6 +27,7 @@ def render_parallel_training(r: dict[str, Any]) -> str:
         f"({step['tflops_per_gpu']:.0f} TFLOP/s per GPU"
         + (" with recomputation)" if i["recompute"] != "none" else ")"),
         f"  {'compute':<22}{seconds(step['compute_seconds']):>10}   (the slowest stage's micro-batches)",
+        *_by_block(step),
         f"  {'exposed communication':<22}{seconds(sum(exposed.values())):>10}   "
         + ", ".join(f"{group} {seconds(value)}" for group, value in exposed.items()),
         f"  {'pipeline bubble':<22}{seconds(step['bubble_seconds']):>10}   "
@@ -58,6 +59,19 @@ def render_parallel_training(r: dict[str, Any]) -> str:
     out += ["", render_parallel(p),
             f"The most loaded rank {fits} in {binary_bytes(r['memory_capacity'])}."]
     return "\n".join(out)
+
+
+def _by_block(step: dict[str, Any], shown: int = 4) -> list[str]:
+    """The compute's largest blocks (the kernel model's compute_by_block_seconds), as shares of it."""
+    blocks = step.get("compute_by_block_seconds")
+    if not blocks:
+        return []
+    total = step["compute_seconds"]
+    top = ", ".join(f"{path} {seconds(value)} ({100 * value / total:.0f}%)"
+                    for path, value in list(blocks.items())[:shown])
+    rest = len(blocks) - shown
+    return [f"  {'':<22}{'':>10}   by block: {top}" + (f"; {rest} more in --json's compute_by_block_seconds"
+                                                       if rest > 0 else "")]
 
 
 def _verdict_first(r: dict[str, Any], needed: int, what: str) -> list[str]:

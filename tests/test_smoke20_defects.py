@@ -93,15 +93,15 @@ def test_finetune_warns_of_a_window_without_a_kv_cache_line(capsys):
     no KV cache and decodes nothing. estimate keeps the clause (it prints the line)."""
     code, out, err = run_main(["finetune", "--model", "google/gemma-3-27b-it", "--method", "qlora"], capsys)
     assert code == 0 and "attention eager" in out
-    assert ("warning: model 'gemma3-27b' attends within a sliding window of 1,024 tokens: eager attention still "
-            "computes every score (a masked full matrix).\n") in err and "KV cache" not in err
+    assert ("warning: model 'gemma3-27b' attends within a sliding window of 1,024 tokens on 52 of its 62 layers: "
+            "eager attention still computes every score (a masked full matrix).\n") in err and "KV cache" not in err
     code, _, err = run_main(["estimate", "--model", "google/gemma-3-27b-it"], capsys)
     assert code == 0 and "once decoding begins (see the KV cache line)." in err
 
 
 def test_training_commands_warn_of_a_window_without_a_kv_cache_line(capsys):
     """simulate --train (one GPU and a layout) and plan for training print no KV cache either."""
-    window = ("warning: model 'gemma2-9b' attends within a sliding window of 4,096 tokens: eager attention still "
+    window = ("warning: model 'gemma2-9b' attends within a sliding window of 4,096 tokens on 21 of its 42 layers: eager attention still "
               "computes every score (a masked full matrix).\n")
     for args in (["simulate", "--train"], ["simulate", "--train", "--gpus", "8"], ["plan", "--gpus", "8"]):
         code, _, err = run_main([*args, "--model", "gemma2-9b", "--hardware", "h100", "--seq-len", "8192"], capsys)

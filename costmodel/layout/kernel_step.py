@@ -40,7 +40,7 @@ from ..kernel_time import (AttentionCall, Gemm, KernelTimer, PassKernel, Pointwi
                            check_kernel_model, kernels_seconds)
 from .frameworks import layout_vocabulary
 from .fp8 import RECIPES
-from .parts import fp8_activations
+from .parts import Stage, fp8_activations
 from .rank import FRAMEWORKS, ParallelEstimate, uses_loss_parallel
 from .time import StepTime, leaf_factor, runs_fp8
 
@@ -386,7 +386,7 @@ class KernelStepTime(StepTime):
             _PARTS[memo] = _parts(entries, rules, timer, fp8_timer, estimate.phase == "train",
                                   [w.get("attention_core", False) for w in work], self.casts,
                                   [w.get("experts", False) for w in work])
-        out, self.attention_seconds, self.expert_seconds = _PARTS[memo]
+        out, self.attention_seconds, self.expert_seconds, self.leaf_seconds = _PARTS[memo]
         return self._with_ring_steps(self._with_ring_merges(out, entries, work), entries, work)
 
     def _with_ring_steps(self, out: dict[str, tuple[float, int]], entries: list[Entry],
@@ -403,16 +403,35 @@ class KernelStepTime(StepTime):
         if points is None:
             return out
         out, self.attention_seconds = dict(out), dict(self.attention_seconds)  # not the memo's own
-        for (key, rerun, _, kernels), entry in zip(entries, work):
+        self.leaf_seconds = list(self.leaf_seconds)
+        for index, ((key, rerun, _, kernels), entry) in enumerate(zip(entries, work)):
             calls = [kernel for kernel in kernels if isinstance(kernel, AttentionCall)]
             if entry.get("attention_core") and calls:
                 forward, backward = ring_step_delta(calls[0], layout.cp, self.timer, points)
                 total, active = out[key]
                 delta = forward * (2 if rerun else 1) + backward
                 out[key] = (total + delta, active)
+                self.leaf_seconds[index] += delta  # the steps are the attention core's (compute_by_block)
                 # the calls the ring's sends hide under (time.py): the steps' own seconds
                 self.attention_seconds[key] = self.attention_seconds.get(key, 0.0) + delta
         return out
+
+    def compute_by_block(self, stage: Stage) -> dict[str, float]:
+        """One micro-batch's compute() on this pipeline rank by block (a leaf's path, summed over the
+        rank's layers), largest first: the part_seconds split by leaf, an attention core's scores,
+        softmax and weighted sum as one (a fused kernel runs them in one call), and what compute()
+        adds beyond the leaves' kernels (the launches, FSDP2's ring merges) as "launches and other".
+        Which block is to blame for the compute."""
+        _ = self.part_seconds  # fills leaf_seconds
+        runs, blocks = self.part_runs(stage), {}
+        for leaf, seconds in zip(self.estimate.structure["work"], self.leaf_seconds):
+            path = leaf["path"].rsplit(".", 1)[0] + ".core" if leaf.get("attention_core") else leaf["path"]
+            if runs.get(leaf["key"]) and seconds:
+                blocks[path] = blocks.get(path, 0.0) + runs[leaf["key"]] * seconds
+        rest = self.compute(stage) - sum(blocks.values())
+        if rest > 0:
+            blocks["launches and other"] = rest
+        return dict(sorted(blocks.items(), key=lambda item: -item[1]))
 
     def _with_ring_merges(self, out: dict[str, tuple[float, int]], entries: list[Entry],
                           work: list[dict]) -> dict[str, tuple[float, int]]:
@@ -479,11 +498,12 @@ def cast_kernel(gemms: list, casts: tuple | None, rerun: bool) -> list[Pointwise
 def _parts(entries: list[Entry], rules: tuple[tuple[float, bool], ...], timer: KernelTimer,
            fp8_timer: KernelTimer | None, training: bool, attention: list[bool], casts: tuple | None = None,
            experts: list[bool] | None = None
-           ) -> tuple[dict[str, tuple[float, int]], dict[str, float], dict[str, float]]:
-    """Each part's seconds and active leaves, its attention core's seconds and its routed
-    experts' (what the combined 1F1B's mlp phases run): a leaf's kernels times its layout factor,
-    an FP8 leaf's GEMMs on the FP8 timer and its recipe's casts (fp8_casts) on the dtype's."""
+           ) -> tuple[dict[str, tuple[float, int]], dict[str, float], dict[str, float], list[float]]:
+    """Each part's seconds and active leaves, its attention core's seconds, its routed experts'
+    (what the combined 1F1B's mlp phases run) and each leaf's: a leaf's kernels times its layout
+    factor, an FP8 leaf's GEMMs on the FP8 timer and its recipe's casts (fp8_casts) on the dtype's."""
     out: dict[str, tuple[float, int]] = {}
+    leaves: list[float] = []
     attention_seconds: dict[str, float] = {}
     expert_seconds: dict[str, float] = {}
     experts = experts or [False] * len(entries)
@@ -498,13 +518,14 @@ def _parts(entries: list[Entry], rules: tuple[tuple[float, bool], ...], timer: K
     for (key, rerun, launches, kernels), (factor, fp8), core, routed in zip(entries, rules, attention, experts):
         seconds = run(kernels, training, fp8) + (run(rerun, False, fp8, rerun=True) if training else 0.0)
         seconds *= factor
+        leaves.append(seconds)
         if core:
             attention_seconds[key] = attention_seconds.get(key, 0.0) + seconds
         if routed:
             expert_seconds[key] = expert_seconds.get(key, 0.0) + seconds
         total, active = out.get(key, (0.0, 0))
         out[key] = (total + seconds, active + int(launches))
-    return out, attention_seconds, expert_seconds
+    return out, attention_seconds, expert_seconds, leaves
 
 
 def kernel_step(estimate: ParallelEstimate, hardware: Hardware, **options: Any) -> dict[str, Any]:

@@ -182,7 +182,7 @@ def part_expressions(cfg: ModelConfig, workload: Workload, layout: Layout, phase
                 "b_o": cost.bytes_other + again("bytes_other") + backwards * cost.bytes_other_backward}
         index = len(structure["work"])
         w8a8 = w8a8_leaf(leaf, True)  # fp8 weights: W8A8 where the hardware runs it (quantization.runs_w8a8)
-        structure["work"].append({"key": key, "active": cost.is_active(),
+        structure["work"].append({"key": key, "path": leaf.path, "active": cost.is_active(),
             "experts": isinstance(leaf.block, B.Experts), "fp8": isinstance(leaf.block, FP8_BLOCKS),
             "attention_core": isinstance(leaf.block, B.AttentionCore), "w8a8": w8a8})
         if w8a8:  # its inputs read in one byte, after their quantization pass

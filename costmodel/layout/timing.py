@@ -51,8 +51,12 @@ def simulate_training(cfg: Any, workload: Any, layout: Any, hardware: Hardware,
             raise ConfigError(f"--cuda-graph-scope is Megatron-Core's cuda_graph_scope: it needs --framework "
                               f"megatron, not {layout.framework}.")
         options["host_syncs"] = tuple(graph_scopes)
-    step = step_time(estimate, hardware, efficiency, time_model, flops_convention=flops_convention,
-                     overlap=overlap, **options).step()
+    timer = step_time(estimate, hardware, efficiency, time_model, flops_convention=flops_convention,
+                      overlap=overlap, **options)
+    step = timer.step()
+    if isinstance(timer, KernelStepTime):  # which block the compute is: the slowest stage's micro-batches
+        blocks = timer.compute_by_block(estimate.stages[step["slowest_stage"]])
+        step["compute_by_block_seconds"] = {path: layout.microbatches * value for path, value in blocks.items()}
     parallel = estimate.to_dict()
     capacity = hardware.training_memory_bytes
     result = {"step": step, "parallel": parallel, "fits": parallel["per_rank"]["total"] <= capacity,
