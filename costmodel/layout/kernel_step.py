@@ -42,6 +42,7 @@ from .frameworks import layout_vocabulary
 from .fp8 import RECIPES
 from .parts import fp8_activations
 from .rank import FRAMEWORKS, ParallelEstimate, uses_loss_parallel
+from .router_fusion import stage_seconds as router_stage_seconds
 from .time import StepTime, leaf_factor, runs_fp8
 
 #: One leaf's entry in a rank's kernels: its part key, the kernels recomputation reruns of its
@@ -281,6 +282,8 @@ class KernelStepTime(StepTime):
     def stage(self, stage: Any) -> dict[str, float]:
         """StepTime's stage, with the host time the MoE layers' syncs expose (prices_host_syncs)."""
         times = super().stage(stage)
+        # Megatron-Core's router without --moe-router-fusion: its eager kernels (layout/router_fusion.py)
+        times["compute"] += router_stage_seconds(self.estimate, self.hardware, stage, self.timer.bandwidth)
         if self.prices_host_syncs:
             from .host_syncs import stage_host_seconds
 
