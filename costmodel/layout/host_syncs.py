@@ -95,6 +95,12 @@ def applies(estimate: Any, scopes: tuple[str, ...] = ()) -> bool:
             and syncs(estimate.cfg, estimate.layout, scopes))
 
 
+def moe_layers(estimate: Any, stage: Any) -> int:
+    """The MoE blocks one micro-batch runs on this pipeline rank's layers."""
+    kinds = {key: kind for key, (_, kind) in estimate.structure["layers"].items()}
+    return sum(count for key, count in estimate.layer_runs(stage).items() if "moe" in layer_blocks(kinds[key]))
+
+
 def stage_calls(estimate: Any, stage: Any, scopes: tuple[str, ...] = ()) -> tuple[int, int]:
     """(forward, backward) host calls of one micro-batch on this pipeline rank's layers."""
     cfg, layout = estimate.cfg, estimate.layout

@@ -42,6 +42,8 @@ from .frameworks import layout_vocabulary
 from .fp8 import RECIPES
 from .parts import fp8_activations
 from .rank import FRAMEWORKS, ParallelEstimate, uses_loss_parallel
+from .host_syncs import moe_layers
+from .router_fusion import applies as router_applies
 from .router_fusion import stage_seconds as router_stage_seconds
 from .time import StepTime, leaf_factor, runs_fp8
 
@@ -283,7 +285,9 @@ class KernelStepTime(StepTime):
         """StepTime's stage, with the host time the MoE layers' syncs expose (prices_host_syncs)."""
         times = super().stage(stage)
         # Megatron-Core's router without --moe-router-fusion: its eager kernels (layout/router_fusion.py)
-        times["compute"] += router_stage_seconds(self.estimate, self.hardware, stage, self.timer.bandwidth)
+        if router_applies(self.estimate):
+            times["compute"] += router_stage_seconds(self.estimate, self.hardware, moe_layers(self.estimate, stage),
+                                                     self.timer.bandwidth)
         if self.prices_host_syncs:
             from .host_syncs import stage_host_seconds
 

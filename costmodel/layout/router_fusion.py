@@ -90,12 +90,7 @@ def layer_seconds(estimate: Any, hardware: Any, bandwidth: float) -> float:
     return kernels * launch + moved / bandwidth
 
 
-def stage_seconds(estimate: Any, hardware: Any, stage: Any, bandwidth: float) -> float:
-    """What the unfused router adds to one micro-batch of this pipeline rank (0 where fused)."""
-    if not applies(estimate):
-        return 0.0
-    from .host_syncs import layer_blocks
-
-    kinds = {key: kind for key, (_, kind) in estimate.structure["layers"].items()}
-    layers = sum(count for key, count in estimate.layer_runs(stage).items() if "moe" in layer_blocks(kinds[key]))
-    return layers * layer_seconds(estimate, hardware, bandwidth)
+def stage_seconds(estimate: Any, hardware: Any, moe_layers: int, bandwidth: float) -> float:
+    """What the unfused router adds to one micro-batch of a pipeline rank running `moe_layers` MoE
+    layers a micro-batch (host_syncs.moe_layers); 0 where fused."""
+    return moe_layers * layer_seconds(estimate, hardware, bandwidth) if applies(estimate) else 0.0
