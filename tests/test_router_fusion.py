@@ -27,6 +27,7 @@ def _cfg(router: str, experts: int, k: int, groups: int = 1, per_token: int = 1)
                                         expert_bias=True)),
     (_cfg("sigmoid", 30, 4, 5, 4), dict(score_function="sigmoid", groups=5, group_topk=4, scaling_factor=2.5,
                                         expert_bias=True)),
+    (_cfg("sigmoid", 36, 5), dict(score_function="sigmoid", scaling_factor=5.0, expert_bias=True)),
     (_cfg("softmax", 20, 3), dict(score_function="softmax")),
 ])
 def test_the_counts_are_megatrons_unfused_router_measured(cfg, kwargs):
@@ -35,11 +36,12 @@ def test_the_counts_are_megatrons_unfused_router_measured(cfg, kwargs):
     pytest.importorskip("torch")
     from validate.router_fusion_ops import unfused_router_kernels
 
-    ops = unfused_router_kernels(37, cfg.n_experts, cfg.top_k, **kwargs)
-    counted = router_fusion.variant(cfg)
-    for side in ("forward", "backward"):
-        assert len(ops[side]) == counted[f"{side}_kernels"]
-        assert sum(b for _, b in ops[side]) == router_fusion.unfused_bytes(counted[f"{side}_bytes"], cfg, 37)
+    for part, aux_loss in (("with_aux_loss", True), ("router", False)):
+        ops = unfused_router_kernels(37, cfg.n_experts, cfg.top_k, aux_loss=aux_loss, **kwargs)
+        counted = router_fusion.variant(cfg)[part]
+        for side in ("forward", "backward"):
+            assert len(ops[side]) == counted[f"{side}_kernels"]
+            assert sum(b for _, b in ops[side]) == router_fusion.unfused_bytes(counted[f"{side}_bytes"], cfg, 37)
 
 
 def test_deepseek_v3s_router_at_the_guides_shapes():
@@ -49,11 +51,11 @@ def test_deepseek_v3s_router_at_the_guides_shapes():
     data = other_runs_data()
     run = dict(next(r for r in data["runs"] if r["id"] == GUIDE_01))
     estimate, hardware, options = train_setup(run, data["sources"]["megatron-lm-dsv3-gb200"])
-    counted = router_fusion.variant(estimate.cfg)
+    counted = router_fusion.variant(estimate.cfg)["with_aux_loss"]
     assert router_fusion.router_tokens(estimate) == 4096
     assert router_fusion.unfused_bytes(counted["forward_bytes"], estimate.cfg, 4096) == 166_534_156
     assert router_fusion.unfused_bytes(counted["backward_bytes"], estimate.cfg, 4096) == 120_721_416
-    assert router_fusion.extra_calls(estimate.cfg) == (33, -2)
+    assert router_fusion.extra_calls(estimate) == (33, -2)
     seconds = router_fusion.layer_seconds(estimate, hardware, 8e12 * 0.8)
     assert seconds == pytest.approx(53 * 5e-6 + 287_255_572 / 6.4e12, rel=1e-12)
 

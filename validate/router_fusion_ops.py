@@ -105,29 +105,39 @@ def _aux_loss(probs, tokens_per_expert, total_num_tokens, topk, num_experts, coe
 
 def unfused_router_kernels(tokens: int, experts: int, topk: int, score_function: str = "sigmoid",
                            groups: int | None = None, group_topk: int | None = None,
-                           scaling_factor: float | None = None, expert_bias: bool = False) -> dict[str, Any]:
+                           scaling_factor: float | None = None, expert_bias: bool = False,
+                           aux_loss: bool = True) -> dict[str, Any]:
     """The kernels (and their bytes) of one unfused router forward and backward in fp32 (the router's
-    moe_router_dtype fp32), with an aux loss, at these sizes: {"forward": [(op, bytes)...], "backward": [...]}."""
+    moe_router_dtype fp32) at these sizes, with an aux loss (Megatron's aux_loss, seq_aux_loss or
+    global_aux_loss: the same scores and loss) or without (moe_router_load_balancing_type none):
+    {"forward": [(op, bytes)...], "backward": [...]}."""
     torch.manual_seed(0)
     logits = torch.randn(tokens, experts, dtype=torch.float32, requires_grad=True)
     bias = torch.zeros(experts) if expert_bias else None
     with KernelRecorder() as forward:
         probs, _ = _topk_routing(logits, topk, groups, group_topk, scaling_factor, score_function, bias)
-        routing_map, scores = _aux_scores(logits, topk, score_function)
-    tokens_per_expert = routing_map.sum(dim=0)  # common to the fused path (not counted)
-    with KernelRecorder() as loss:
-        aux = _aux_loss(scores, tokens_per_expert, tokens, topk, experts, 1e-4)
-    grads = (torch.ones_like(probs), torch.ones_like(aux))
+        if aux_loss:
+            routing_map, scores = _aux_scores(logits, topk, score_function)
+    outputs, grads = [probs], [torch.ones_like(probs)]
+    if aux_loss:
+        tokens_per_expert = routing_map.sum(dim=0)  # common to the fused path (not counted)
+        with KernelRecorder() as loss:
+            aux = _aux_loss(scores, tokens_per_expert, tokens, topk, experts, 1e-4)
+        forward.ops += loss.ops
+        outputs.append(aux)
+        grads.append(torch.ones_like(aux))
     with KernelRecorder() as backward:
-        torch.autograd.backward((probs, aux), grads)
-    return {"forward": forward.ops + loss.ops, "backward": backward.ops}
+        torch.autograd.backward(outputs, grads)
+    return {"forward": forward.ops, "backward": backward.ops}
 
 
 def main() -> int:
-    for label, kwargs in (("DeepSeek-V3 (sigmoid, bias, 8 groups, top 4 groups, x2.5)",
-                           dict(score_function="sigmoid", groups=8, group_topk=4, scaling_factor=2.5, expert_bias=True)),
-                          ("softmax, top k then softmax", dict(score_function="softmax"))):
-        ops = unfused_router_kernels(4096, 256 if "Deep" in label else 128, 8, **kwargs)
+    deepseek = dict(score_function="sigmoid", groups=8, group_topk=4, scaling_factor=2.5, expert_bias=True)
+    for label, experts, kwargs in (("DeepSeek-V3 (sigmoid, bias, 8 groups, top 4 groups, x2.5), aux loss", 256, deepseek),
+                                   ("the same, no aux loss", 256, dict(deepseek, aux_loss=False)),
+                                   ("softmax (top k, then softmax), aux loss", 128, dict(score_function="softmax")),
+                                   ("the same, no aux loss", 128, dict(score_function="softmax", aux_loss=False))):
+        ops = unfused_router_kernels(4096, experts, 8, **kwargs)
         for side in ("forward", "backward"):
             names = [name for name, _ in ops[side]]
             print(f"{label} {side}: {len(names)} kernels, {sum(b for _, b in ops[side]):,} bytes: {' '.join(names)}")

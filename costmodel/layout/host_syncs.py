@@ -106,7 +106,7 @@ def stage_calls(estimate: Any, stage: Any, scopes: tuple[str, ...] = ()) -> tupl
     cfg, layout = estimate.cfg, estimate.layout
     local = cfg.n_experts // layout.ep if cfg.n_experts else 0
     kinds = {key: kind for key, (_, kind) in estimate.structure["layers"].items()}
-    router = extra_calls(cfg) if router_applies(estimate) else (0, 0)
+    router = extra_calls(estimate) if router_applies(estimate) else (0, 0)
     forward = backward = 0
     for key, count in estimate.layer_runs(stage).items():
         for block in layer_blocks(kinds[key]):

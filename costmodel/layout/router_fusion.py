@@ -3,14 +3,15 @@ torch ops of its top-k, its aux-loss scores and its aux loss in place of Transfo
 kernels, a training step's kernel-level term (KernelStepTime.stage) and host calls (layout/host_syncs.py).
 
 The counts are kernel_facts.json "megatron_router_unfused" (measured from Megatron-Core's code:
-validate/router_fusion_ops.py). Per MoE layer and micro-batch of a rank, beside what the tree's router
-leaf prices (the fused kernels' bytes and launch):
+validate/router_fusion_ops.py), for the top-k alone or with an aux loss (Layout.moe_router_load_balancing_type,
+Megatron-Core's --moe-router-load-balancing-type: none, or aux_loss / seq_aux_loss / global_aux_loss). Per
+MoE layer and micro-batch of a rank, beside what the tree's router leaf prices (the fused kernels' bytes):
     GPU  (K_f + K_b) x launch + (B_f + B_b) / bandwidth
-    host +C_f calls forward, -2 Python backward Functions
-K: the unfused kernels less the fused ones (3 a pass); B: the unfused kernels' bytes at the router's
-tokens (exact coefficients in T, E, k, G, g); launch: overhead_s_per_block over its launches a block (2);
-bandwidth: the timer's memory-bound rate (KernelTimer.bandwidth, as every pointwise kernel's); C_f: the
-unfused forward ops (each a call issued from Python) less the three fused calls.
+    host +C_f calls forward, -C_b Python backward Functions
+K: the unfused kernels less the fused ones; B: the unfused kernels' bytes at the router's tokens (exact
+coefficients in T, E, k, G, g); launch: overhead_s_per_block over its launches a block (2); bandwidth: the
+timer's memory-bound rate (KernelTimer.bandwidth, as every pointwise kernel's); C_f: the unfused forward ops
+(each a call issued from Python) less the fused calls; C_b: the fused Functions' Python backward.
 """
 
 from __future__ import annotations
@@ -19,6 +20,9 @@ from typing import Any
 
 from ..config import ConfigError, show
 from ..kernel_rates import kernel_facts
+
+#: Megatron-Core's --moe-router-load-balancing-type values this count knows (sinkhorn is not counted).
+LOAD_BALANCING = ("aux_loss", "seq_aux_loss", "global_aux_loss", "none")
 
 
 def facts() -> dict[str, Any]:
@@ -29,6 +33,9 @@ def check(layout: Any) -> None:
     """Layout.__post_init__'s check: a bool, and off only on Megatron-Core (the flag is its own)."""
     if not isinstance(layout.moe_router_fusion, bool):
         raise ConfigError(f"layout: moe_router_fusion must be true or false, got {show(layout.moe_router_fusion)}.")
+    if layout.moe_router_load_balancing_type not in LOAD_BALANCING:
+        raise ConfigError(f"layout: moe_router_load_balancing_type must be {', '.join(LOAD_BALANCING)}, "
+                          f"got {show(layout.moe_router_load_balancing_type)}.")
     if not layout.moe_router_fusion and layout.framework != "megatron":
         raise ConfigError("layout: --no-moe-router-fusion is Megatron-Core's router without its fused kernels "
                           f"(--framework megatron); here {layout.framework}.")
@@ -45,11 +52,24 @@ def variant(cfg: Any) -> dict[str, Any]:
     """The counted unfused router of this model (kernel_facts' variants), or one error line."""
     if cfg.router == "sigmoid" and cfg.expert_groups > 1 and cfg.top_k >= 2:
         return facts()["variants"]["sigmoid_grouped"]
-    if cfg.router == "softmax" and cfg.expert_groups == 1 and cfg.top_k >= 2:
+    if cfg.router == "sigmoid" and cfg.expert_groups == 1 and cfg.top_k >= 2:
+        return facts()["variants"]["sigmoid"]
+    if cfg.router in ("softmax", "topk_softmax") and cfg.expert_groups == 1 and cfg.top_k >= 2:
         return facts()["variants"]["softmax"]
-    raise ConfigError(f"--no-moe-router-fusion: the unfused router is counted for DeepSeek-V3's grouped sigmoid "
-                      f"router and a softmax router with top k >= 2 (kernel_facts.json megatron_router_unfused); "
+    raise ConfigError(f"--no-moe-router-fusion: the unfused router is counted for sigmoid routers (grouped or not) "
+                      f"and softmax routers with top k >= 2 (kernel_facts.json megatron_router_unfused); "
                       f"not for router {show(cfg.router)} with {cfg.expert_groups} groups and top {cfg.top_k}.")
+
+
+def part(layout: Any) -> str:
+    """The counted part: the top-k alone ('router', no aux loss) or with the aux loss's scores and loss."""
+    return "router" if layout.moe_router_load_balancing_type == "none" else "with_aux_loss"
+
+
+def counts(estimate: Any) -> tuple[dict[str, Any], dict[str, int]]:
+    """(the unfused kernels and bytes, the fused path's kernels and calls) of this step's router."""
+    name = part(estimate.layout)
+    return variant(estimate.cfg)[name], facts()["fused"][name]
 
 
 def applies(estimate: Any) -> bool:
@@ -73,19 +93,19 @@ def unfused_bytes(coefficients: list[int], cfg: Any, tokens: int) -> int:
     return sum(c * t for c, t in zip(coefficients, terms))
 
 
-def extra_calls(cfg: Any) -> tuple[int, int]:
-    """(forward, backward) host calls one MoE layer adds: the unfused forward ops less the three fused
-    calls; the fused path's two Python backward Functions gone (torch's engine runs the rest)."""
-    counted = variant(cfg)
-    return counted["forward_kernels"] - facts()["fused_kernels"]["forward"], -2
+def extra_calls(estimate: Any) -> tuple[int, int]:
+    """(forward, backward) host calls one MoE layer adds: the unfused forward ops less the fused calls;
+    the fused Functions' Python backward gone (torch's engine runs the unfused one)."""
+    unfused, fused = counts(estimate)
+    return unfused["forward_kernels"] - fused["forward_calls"], -fused["backward_calls"]
 
 
 def layer_seconds(estimate: Any, hardware: Any, bandwidth: float) -> float:
     """The GPU seconds the unfused router adds to one MoE layer's forward and backward of a micro-batch."""
-    counted, fused = variant(estimate.cfg), facts()["fused_kernels"]
-    kernels = (counted["forward_kernels"] - fused["forward"]) + (counted["backward_kernels"] - fused["backward"])
+    unfused, fused = counts(estimate)
+    kernels = sum(unfused[f"{side}_kernels"] - fused[f"{side}_kernels"] for side in ("forward", "backward"))
     tokens = router_tokens(estimate)
-    moved = sum(unfused_bytes(counted[side], estimate.cfg, tokens) for side in ("forward_bytes", "backward_bytes"))
+    moved = sum(unfused_bytes(unfused[f"{side}_bytes"], estimate.cfg, tokens) for side in ("forward", "backward"))
     launch = hardware.overhead_s_per_block / facts()["launches_per_block"]
     return kernels * launch + moved / bandwidth
 

@@ -215,6 +215,7 @@ class Layout:
     tp_only_amax_red: bool = False  # Megatron-Core's --tp-only-amax-red: delayed scaling's amaxes over TP x CP
     fp8_autocast: str | None = None  # the script's fp8_autocast scope, --fp8 delayed off Megatron-Core
     moe_router_fusion: bool = True  # Megatron-Core's --moe-router-fusion (layout/router_fusion.py; False: eager ops)
+    moe_router_load_balancing_type: str = "aux_loss"  # Megatron-Core's; read where the router is unfused
 
     def __post_init__(self) -> None:
         for name in ("dp", "tp", "pp", "microbatches", "virtual_stages", "ep", "cp"):
@@ -561,7 +562,9 @@ class Layout:
                    if self.precision_aware_optimizer else {}),
                 **({"fp8_param_gather": True} if self.fp8_param_gather else {}),
                 **({"tp_only_amax_red": True} if self.tp_only_amax_red else {}),
-                **({"moe_router_fusion": False} if not self.moe_router_fusion else {}),
+                **({"moe_router_fusion": False,
+                    "moe_router_load_balancing_type": self.moe_router_load_balancing_type}
+                   if not self.moe_router_fusion else {}),
                 **({"fp8_autocast": self.fp8_autocast} if self.fp8_autocast else {}),
                 **({"offload": self.offload, "offload_device": self.offload_device,
                     "gpus_per_node": self.gpus_per_node} if self.offload != "none" else {})}
