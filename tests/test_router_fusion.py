@@ -110,6 +110,12 @@ def test_simulate_no_moe_router_fusion_on_a_host_bound_step():
         assert result.exit_code == 0, result.output
         steps.append(json.loads(result.output[result.output.index("{"):])["step"])
     assert steps[1]["seconds"] - steps[0]["seconds"] == pytest.approx(624 * 37.08e-6, rel=1e-9)
+    text = _simulate("--no-moe-router-fusion", "--moe-router-load-balancing-type", "none")
+    assert text.exit_code == 0 and "(ep 8 of dp), the MoE router unfused (no aux loss), ZeRO 0" in text.output
+    # without the aux loss: 48 x (8 - 1) forward calls less 48 x 1 backward, 288 calls over the fused step
+    result = _simulate("--no-moe-router-fusion", "--moe-router-load-balancing-type", "none", "--json")
+    no_aux = json.loads(result.output[result.output.index("{"):])["step"]
+    assert no_aux["seconds"] - steps[0]["seconds"] == pytest.approx(288 * 37.08e-6, rel=1e-9)
 
 
 def test_bad_input_is_one_line():
