@@ -22,8 +22,10 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 
-#: aten ops that return a view or an alias: no kernel.
-VIEWS = {"view", "expand", "unsqueeze", "detach", "_unsafe_view", "alias", "reshape", "t", "transpose"}
+#: aten ops that return a view or an alias, or allocate without writing: no kernel.
+VIEWS = {"view", "expand", "unsqueeze", "detach", "_unsafe_view", "alias", "reshape", "t", "transpose", "permute",
+         "slice", "split", "split_with_sizes", "squeeze", "select", "narrow", "unbind", "as_strided",
+         "empty", "empty_strided", "new_empty", "new_empty_strided"}
 
 
 class KernelRecorder(TorchDispatchMode):

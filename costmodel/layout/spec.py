@@ -57,6 +57,8 @@ from ..spec import PRECISION_AWARE_OPTIMIZERS as PRECISION_AWARE_OPTIMIZERS_CHOI
 from .experts import check_expert_parallel
 from .fp8 import RECIPES
 from .fp8_options import check_fp8_options
+from .permute_fusion import check as check_permute_fusion
+from .permute_fusion import check_model as check_permute_model
 from .router_fusion import check as check_router_fusion
 from .router_fusion import check_model as check_router_model
 from .frameworks import FLEX_DISPATCH_FRAMEWORKS, FRAMEWORKS, PRECISION_AWARE_OPTIMIZERS
@@ -216,6 +218,7 @@ class Layout:
     fp8_autocast: str | None = None  # the script's fp8_autocast scope, --fp8 delayed off Megatron-Core
     moe_router_fusion: bool = True  # Megatron-Core's --moe-router-fusion (layout/router_fusion.py; False: eager ops)
     moe_router_load_balancing_type: str = "aux_loss"  # Megatron-Core's; read where the router is unfused
+    moe_permute_fusion: bool = True  # Megatron-Core's --moe-permute-fusion (layout/permute_fusion.py)
 
     def __post_init__(self) -> None:
         for name in ("dp", "tp", "pp", "microbatches", "virtual_stages", "ep", "cp"):
@@ -300,6 +303,7 @@ class Layout:
             self._check_precision_aware(framework)
         check_fp8_options(self)
         check_router_fusion(self)
+        check_permute_fusion(self)
         if self.device not in DEVICES:
             raise ConfigError(f"layout: device must be {DEVICES.listed()}, got {show(self.device)}.")
         self._check_hybrid()
@@ -446,6 +450,8 @@ class Layout:
                               etp=self.etp, sp=self.sp, inference=inference, cp=self.cp)
         if not self.moe_router_fusion:
             check_router_model(cfg)
+        if not self.moe_permute_fusion:
+            check_permute_model(cfg, self)
         if self.cp > 1:
             from .context import check_context_parallel
 
@@ -565,6 +571,7 @@ class Layout:
                 **({"moe_router_fusion": False,
                     "moe_router_load_balancing_type": self.moe_router_load_balancing_type}
                    if not self.moe_router_fusion else {}),
+                **({"moe_permute_fusion": False} if not self.moe_permute_fusion else {}),
                 **({"fp8_autocast": self.fp8_autocast} if self.fp8_autocast else {}),
                 **({"offload": self.offload, "offload_device": self.offload_device,
                     "gpus_per_node": self.gpus_per_node} if self.offload != "none" else {})}
