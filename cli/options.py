@@ -178,7 +178,8 @@ workload_options = stack(
 LAYOUT_OPTIONS = ("dp", "tp", "pp", "sp", "zero", "microbatches", "schedule", "virtual_stages",
                   "framework", "stage_layers", "gpus", "device", "ep", "etp", "ep_dispatcher", "capacity_factor", "fp8", "cp",
                   "cp_rotate", "cp_kv_heads", "all_reduce", "vocab_parallel", "dp_shard", "grad_reduce_dtype",
-                  "precision_aware_optimizer", "fp8_param_gather", "tp_only_amax_red", "fp8_autocast")
+                  "precision_aware_optimizer", "fp8_param_gather", "tp_only_amax_red", "fp8_autocast",
+                  "moe_router_fusion", "moe_router_load_balancing_type", "moe_permute_fusion")
 FP8_HELP = ("FP8 training: the layers' linear products at the FP8 peak, as torchao's tensorwise or rowwise recipe, "
             "Transformer Engine's current or delayed scaling or DeepSeek-V3's blockwise one; mxfp8 (1 x 32 blocks) at the "
             "MXFP8 peak and nvfp4 (FP4) at the fp4 peak, which only Blackwell hardware files carry (docs/layouts.md).")
@@ -240,6 +241,18 @@ layout_options = stack(
     click.option("--tp-only-amax-red", is_flag=True, default=None,
                  help="Megatron-Core's --tp-only-amax-red (--framework megatron --fp8 delayed): the amaxes "
                  "all-reduced over TP x CP, not TP x DP x CP (Megatron-Core r0.8.0's only group)."),
+    click.option("--moe-router-fusion/--no-moe-router-fusion", "moe_router_fusion", default=None,
+                 help="Megatron-Core's --moe-router-fusion (--framework megatron; default on, as Megatron-Bridge's "
+                 "recipes set it; off is Megatron-LM's own default): off, the router's top-k, aux-loss scores and aux "
+                 "loss run as eager torch ops, each a kernel and a host call (kernel model, training)."),
+    click.option("--moe-permute-fusion/--no-moe-permute-fusion", "moe_permute_fusion", default=None,
+                 help="Megatron-Core's --moe-permute-fusion (--framework megatron, the all-to-all dispatcher; default "
+                 "on, as Megatron-Bridge's recipes set it): off, permute, the chunks' sort and unpermute run as eager "
+                 "torch ops (argsort, index_select, cat, zeros + scatter_add), each a kernel and a host call."),
+    click.option("--moe-router-load-balancing-type", "moe_router_load_balancing_type", default=None,
+                 type=click.Choice(("aux_loss", "seq_aux_loss", "global_aux_loss", "none")),
+                 help="Megatron-Core's --moe-router-load-balancing-type (default aux_loss): none runs no aux-loss "
+                 "scores or loss; read with --no-moe-router-fusion (the fused kernels price the same)."),
     choice_option("--fp8-autocast", spec.FP8_AUTOCASTS, "Where the training script opens Transformer Engine's "
                   "fp8_autocast, for --fp8 delayed under --framework fsdp2 (Megatron-Core opens one a model "
                   f"chunk itself): {spec.FP8_AUTOCASTS.described()}."),

@@ -94,7 +94,9 @@ TRAINING_LAYOUT_ONLY = {"microbatches": "--microbatches", "zero": "--zero", "sp"
                         "grad_reduce_dtype": "--grad-reduce-dtype",
                         "precision_aware_optimizer": "--precision-aware-optimizer", "schedule": "--schedule",
                         "fp8_param_gather": "--fp8-param-gather", "tp_only_amax_red": "--tp-only-amax-red", "fp8_autocast": "--fp8-autocast",
-                        "virtual_stages": "--virtual-stages", "cp_rotate": "--cp-rotate",
+                        "moe_router_fusion": "--no-moe-router-fusion",
+                        "moe_router_load_balancing_type": "--moe-router-load-balancing-type",
+                        "moe_permute_fusion": "--no-moe-permute-fusion", "virtual_stages": "--virtual-stages", "cp_rotate": "--cp-rotate",
                         "cp_kv_heads": "--cp-kv-heads"}
 
 

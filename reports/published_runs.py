@@ -286,6 +286,9 @@ def train_setup(run: dict[str, Any], source: dict[str, Any]) -> tuple[ParallelEs
                     precision_aware_optimizer=_stated(run, source, "precision_aware_optimizer"),
                     fp8_param_gather=_stated(run, source, "fp8_param_gather", False),  # FP8 parameters
                     tp_only_amax_red=_stated(run, source, "tp_only_amax_red", False),  # delayed scaling's amax group
+                    moe_router_fusion=_stated(run, source, "moe_router_fusion", True),  # Megatron's --moe-router-fusion
+                    moe_router_load_balancing_type=_stated(run, source, "moe_router_load_balancing_type", "aux_loss"),
+                    moe_permute_fusion=_stated(run, source, "moe_permute_fusion", True),  # --moe-permute-fusion
                     # the script's fp8_autocast scope (delayed scaling off Megatron-Core): its delayed rows only
                     fp8_autocast=_stated(run, source, "fp8_autocast") if _stated(run, source, "fp8") == "delayed" else None)
     workload = Workload(seq_len=run["seq_len"], batch=micro, dtype=source["dtype"],

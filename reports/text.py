@@ -224,6 +224,10 @@ def render_parallel(p: dict[str, Any]) -> str:
             + (" with FP8 parameters" if lay.get("fp8_param_gather") else "")
             + (" (amaxes over TP x CP)" if lay.get("tp_only_amax_red") else "")
             + (f" (fp8_autocast {lay['fp8_autocast']})" if lay.get("fp8_autocast") else "")
+            + (", the MoE router unfused (" + ("no aux loss" if lay["moe_router_load_balancing_type"] == "none" else
+                                               lay["moe_router_load_balancing_type"]) + ")"
+               if lay.get("moe_router_fusion") is False else "")
+            + (", the permutations unfused" if lay.get("moe_permute_fusion") is False else "")
             + (f" ({'Megatron-FSDP HFSDP' if lay['framework'] == 'megatron' else 'HSDP'}: {lay['dp_replicate']} replicas "
                f"of shard groups of {lay['dp_shard']})" if lay.get("dp_shard") else "")
             + (" + SP" if lay["sp"] else "") + f", ZeRO {lay['zero']}, {lay['framework']} ({p['precision']} "

@@ -38,6 +38,10 @@ from typing import Any
 from ..config import ConfigError
 from ..kernel_rates import kernel_facts
 from ..spec import CUDA_GRAPH_SCOPES
+from .permute_fusion import applies as permute_applies
+from .permute_fusion import extra_calls as permute_calls
+from .router_fusion import applies as router_applies
+from .router_fusion import extra_calls
 
 #: The layer kinds (ModelConfig.layer_kind_at) whose layers are one block, not attention + MLP.
 _ONE_BLOCK = {"mamba": ("mamba",), "moe": ("moe",), "attention": ("attention",), "dense": ("attention", "dense_mlp")}
@@ -57,11 +61,19 @@ def layer_blocks(kind: str | None) -> tuple[str, ...]:
 
 
 def block_calls(block: str, local_experts: int, qk_norm: bool, biased_experts: bool,
-                scopes: tuple[str, ...] = ()) -> tuple[int, int]:
-    """(forward, backward) host calls of one block; a captured scope's calls are one graph replay."""
+                scopes: tuple[str, ...] = (), router_calls: tuple[int, int] = (0, 0),
+                permute_calls: tuple[int, int] = (0, 0)) -> tuple[int, int]:
+    """(forward, backward) host calls of one block; a captured scope's calls are one graph replay.
+    router_calls: what an unfused router adds to a MoE block (router_fusion.extra_calls), which a
+    moe_router graph captures with the rest of the router; permute_calls: what the dispatcher's unfused
+    permutations add (permute_fusion.extra_calls), outside every graph scope."""
     facts = host_facts()
     forward = len(facts["forward"][block])
     backward = len(facts["backward"][block])
+    if block == "moe" and "moe_router" not in scopes:
+        forward, backward = forward + router_calls[0], backward + router_calls[1]
+    if block == "moe":
+        forward, backward = forward + permute_calls[0], backward + permute_calls[1]
     if block == "attention" and not qk_norm:  # q_layernorm and k_layernorm are the QK norm's
         forward, backward = forward - 2, backward - 2
     if block == "moe" and biased_experts:  # GPT-OSS: TEGroupedMLP._apply_bias's loop
@@ -89,15 +101,23 @@ def applies(estimate: Any, scopes: tuple[str, ...] = ()) -> bool:
             and syncs(estimate.cfg, estimate.layout, scopes))
 
 
+def moe_layers(estimate: Any, stage: Any) -> int:
+    """The MoE blocks one micro-batch runs on this pipeline rank's layers."""
+    kinds = {key: kind for key, (_, kind) in estimate.structure["layers"].items()}
+    return sum(count for key, count in estimate.layer_runs(stage).items() if "moe" in layer_blocks(kinds[key]))
+
+
 def stage_calls(estimate: Any, stage: Any, scopes: tuple[str, ...] = ()) -> tuple[int, int]:
     """(forward, backward) host calls of one micro-batch on this pipeline rank's layers."""
     cfg, layout = estimate.cfg, estimate.layout
     local = cfg.n_experts // layout.ep if cfg.n_experts else 0
     kinds = {key: kind for key, (_, kind) in estimate.structure["layers"].items()}
+    router = extra_calls(estimate) if router_applies(estimate) else (0, 0)
+    permute = permute_calls() if permute_applies(estimate) else (0, 0)
     forward = backward = 0
     for key, count in estimate.layer_runs(stage).items():
         for block in layer_blocks(kinds[key]):
-            f, b = block_calls(block, local, bool(cfg.qk_norm), bool(cfg.expert_bias), scopes)
+            f, b = block_calls(block, local, bool(cfg.qk_norm), bool(cfg.expert_bias), scopes, router, permute)
             forward, backward = forward + count * f, backward + count * b
     return forward, backward
 

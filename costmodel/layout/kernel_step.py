@@ -42,6 +42,11 @@ from .frameworks import layout_vocabulary
 from .fp8 import RECIPES
 from .parts import Stage, fp8_activations
 from .rank import FRAMEWORKS, ParallelEstimate, uses_loss_parallel
+from .host_syncs import moe_layers
+from .permute_fusion import applies as permute_applies
+from .permute_fusion import stage_seconds as permute_stage_seconds
+from .router_fusion import applies as router_applies
+from .router_fusion import stage_seconds as router_stage_seconds
 from .time import StepTime, leaf_factor, runs_fp8
 
 #: One leaf's entry in a rank's kernels: its part key, the kernels recomputation reruns of its
@@ -285,6 +290,12 @@ class KernelStepTime(StepTime):
     def stage(self, stage: Any) -> dict[str, float]:
         """StepTime's stage, with the host time the MoE layers' syncs expose (prices_host_syncs)."""
         times = super().stage(stage)
+        # Megatron-Core's router without --moe-router-fusion: its eager kernels (layout/router_fusion.py)
+        # ... and its dispatcher's permutations without --moe-permute-fusion (layout/permute_fusion.py)
+        if router_applies(self.estimate) or permute_applies(self.estimate):
+            layers = moe_layers(self.estimate, stage)
+            times["compute"] += (router_stage_seconds(self.estimate, self.hardware, layers, self.timer.bandwidth)
+                                 + permute_stage_seconds(self.estimate, self.hardware, layers, self.timer.bandwidth))
         if self.prices_host_syncs:
             from .host_syncs import stage_host_seconds
 

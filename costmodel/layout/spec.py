@@ -57,6 +57,10 @@ from ..spec import PRECISION_AWARE_OPTIMIZERS as PRECISION_AWARE_OPTIMIZERS_CHOI
 from .experts import check_expert_parallel
 from .fp8 import RECIPES
 from .fp8_options import check_fp8_options
+from .permute_fusion import check as check_permute_fusion
+from .permute_fusion import check_model as check_permute_model
+from .router_fusion import check as check_router_fusion
+from .router_fusion import check_model as check_router_model
 from .frameworks import FLEX_DISPATCH_FRAMEWORKS, FRAMEWORKS, PRECISION_AWARE_OPTIMIZERS
 
 V_SCHEDULES = ("zbv", "dualpipev")  # two stages a rank, r and 2p - 1 - r
@@ -212,6 +216,9 @@ class Layout:
     fp8_param_gather: bool = False  # Megatron-Core's --fp8-param-gather: FP8 parameters, gathered in FP8
     tp_only_amax_red: bool = False  # Megatron-Core's --tp-only-amax-red: delayed scaling's amaxes over TP x CP
     fp8_autocast: str | None = None  # the script's fp8_autocast scope, --fp8 delayed off Megatron-Core
+    moe_router_fusion: bool = True  # Megatron-Core's --moe-router-fusion (layout/router_fusion.py; False: eager ops)
+    moe_router_load_balancing_type: str = "aux_loss"  # Megatron-Core's; read where the router is unfused
+    moe_permute_fusion: bool = True  # Megatron-Core's --moe-permute-fusion (layout/permute_fusion.py)
 
     def __post_init__(self) -> None:
         for name in ("dp", "tp", "pp", "microbatches", "virtual_stages", "ep", "cp"):
@@ -295,6 +302,8 @@ class Layout:
         if self.precision_aware_optimizer is not None:
             self._check_precision_aware(framework)
         check_fp8_options(self)
+        check_router_fusion(self)
+        check_permute_fusion(self)
         if self.device not in DEVICES:
             raise ConfigError(f"layout: device must be {DEVICES.listed()}, got {show(self.device)}.")
         self._check_hybrid()
@@ -439,6 +448,10 @@ class Layout:
             check_inference_model(cfg)
         check_expert_parallel(cfg, self.ep, self.tp, self.dp, self.zero, self.framework, self.capacity_factor,
                               etp=self.etp, sp=self.sp, inference=inference, cp=self.cp)
+        if not self.moe_router_fusion:
+            check_router_model(cfg)
+        if not self.moe_permute_fusion:
+            check_permute_model(cfg, self)
         if self.cp > 1:
             from .context import check_context_parallel
 
@@ -555,6 +568,10 @@ class Layout:
                    if self.precision_aware_optimizer else {}),
                 **({"fp8_param_gather": True} if self.fp8_param_gather else {}),
                 **({"tp_only_amax_red": True} if self.tp_only_amax_red else {}),
+                **({"moe_router_fusion": False,
+                    "moe_router_load_balancing_type": self.moe_router_load_balancing_type}
+                   if not self.moe_router_fusion else {}),
+                **({"moe_permute_fusion": False} if not self.moe_permute_fusion else {}),
                 **({"fp8_autocast": self.fp8_autocast} if self.fp8_autocast else {}),
                 **({"offload": self.offload, "offload_device": self.offload_device,
                     "gpus_per_node": self.gpus_per_node} if self.offload != "none" else {})}
