@@ -79,7 +79,7 @@ def _multi_head(entry: dict) -> dict:
 def _matching(table: str, cfg: Any, runs: Any) -> dict | None:
     """The first implementation of kernel_facts.json's `table` whose family and stated config
     fields are this config's and whose own conditions `runs(entry)` holds; None where none does."""
-    from .kernel_time import kernel_facts
+    from .kernel_facts_file import kernel_facts
 
     for entry in kernel_facts()[table]["implementations"]:
         if (cfg.family == entry["family"] and runs(entry)
