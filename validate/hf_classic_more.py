@@ -46,7 +46,8 @@ def _mpt_dict(cfg: ModelConfig) -> dict[str, Any]:
                 tie_word_embeddings=cfg.tie_embeddings)
 
 
-def _gptj_dict(cfg: ModelConfig) -> dict[str, Any]:
+def gptj_dict(cfg: ModelConfig) -> dict[str, Any]:
+    """GPTJConfig's fields of a config (CodeGen's config has the same: validate/hf_dense_extra.py)."""
     return dict(model_type="gptj", vocab_size=cfg.vocab_size, n_embd=cfg.d_model,
                 n_layer=cfg.n_decoder_layers, n_head=cfg.n_heads, n_inner=cfg.d_ff,
                 n_positions=cfg.max_positions, rotary_dim=cfg.rotary_dim or cfg.d_head,
@@ -101,6 +102,6 @@ def _cohere2_moe_dict(cfg: ModelConfig) -> dict[str, Any]:
 
 #: family -> its config.json builder.
 CLASSIC_MORE_DICTS = {"stablelm": _stablelm_dict, "gpt_bigcode": _gpt_bigcode_dict, "mpt": _mpt_dict,
-                      "gptj": _gptj_dict, "gpt_neo": _gpt_neo_dict,
+                      "gptj": gptj_dict, "gpt_neo": _gpt_neo_dict,
                       "cohere": _cohere_dict, "cohere2": _cohere2_dict,
                       "cohere2_moe": _cohere2_moe_dict}
