@@ -8,6 +8,8 @@ from typing import Any
 
 from costmodel.config import ModelConfig
 
+from .hf_experts import shared_experts
+
 
 def rotary_factor(cfg: ModelConfig) -> float:
     """A partial_rotary_factor whose int(d_head * factor) is rotary_dim again (also
@@ -90,10 +92,7 @@ def _cohere2_dict(cfg: ModelConfig) -> dict[str, Any]:
 def _cohere2_moe_dict(cfg: ModelConfig) -> dict[str, Any]:
     """Cohere2-MoE's: Cohere 2's fields and windows, the head width, experts in every layer,
     shared experts (a whole number of experts) added to the routed ones."""
-    shared, rest = divmod(cfg.d_shared or 0, cfg.d_expert)
-    if rest:
-        raise ValueError(f"model {cfg.name!r}: Hugging Face cohere2_moe cannot build a shared width "
-                         "that is not a whole number of experts.")
+    shared = shared_experts(cfg, "cohere2_moe")
     return dict(_cohere2_dict(cfg), model_type="cohere2_moe", head_dim=cfg.d_head,
                 intermediate_size=cfg.d_expert, num_experts=cfg.n_experts, num_experts_per_tok=cfg.top_k,
                 num_shared_experts=shared, shared_expert_combination_strategy="sum",
