@@ -32,3 +32,21 @@ def causal_lm_flops(fields: dict[str, Any], b: int, n: int, backward: bool, use_
         if backward:
             loss.backward()
     return counter.get_total_flops()
+
+
+def causal_lm_flops_both(fields: dict[str, Any], b: int, n: int, use_cache: bool | None = False) -> tuple[int, int]:
+    """(forward, training) of causal_lm_flops from one build and one pass: the count when the forward
+    with its loss ends, then with the backward added. The same two numbers as
+    causal_lm_flops(backward=False) and (backward=True), which build the same seeded model and run the
+    same forward twice."""
+    import transformers
+
+    config = transformers.AutoConfig.for_model(**fields, attn_implementation="eager")
+    torch.manual_seed(0)
+    model = transformers.AutoModelForCausalLM.from_config(config).train()
+    ids = torch.randint(0, fields["vocab_size"], (b, n))
+    with FlopCounterMode(display=False, custom_mapping=dict(GROUPED_CONV_FORMULAS)) as counter:
+        loss = model(ids, labels=ids, **({} if use_cache is None else {"use_cache": use_cache})).loss
+        forward = counter.get_total_flops()
+        loss.backward()
+    return forward, counter.get_total_flops()
