@@ -23,7 +23,7 @@ transformers module (validate/eager_op_counts.py, checked again by tests/test_ea
     "eager_step_ops": gpt-fast's Transformer, validate/gpt_fast_ops.py; Hugging Face generate,
     validate/generate_ops.py): on a GPU the host issues
     them ahead of the GPU, so an eager step takes the longer of their host time and the kernels'
-    (kernel_time.host_bound_seconds);
+    (eager_step_seconds, as kernel_time.host_bound_seconds applies it);
   - the ops one eager training step of a counted Hugging Face model issues on one GPU, all told
     (kernel_facts.json "eager_training_ops": forward with the loss, backward, AdamW's foreach step,
     zero_grad; validate/training_ops.py): the same rule, in layout/kernel_step.KernelStepTime.step.
@@ -33,6 +33,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
+
+
+def eager_step_seconds(kernels: Any, launches: Any, host: Any) -> Any:
+    """The one rule of an eager step whose host issues its ops ahead of the GPU: the longer of its
+    kernels less their per-block launches (the host's term stands for them) and its ops' host time,
+    max(kernels - launches, host). Numbers (a float back) or numpy arrays alike. Applied here for
+    simulate's steps (kernel_time.host_bound_seconds), serve's eager steps (serving/host_step.HostBound,
+    launches 0: its step is built without them) and a layout's eager stages (layout/kernel_step.py)."""
+    import numpy as np
+
+    if isinstance(kernels, np.ndarray) or isinstance(launches, np.ndarray) or isinstance(host, np.ndarray):
+        return np.maximum(kernels - launches, host)
+    return float(max(kernels - launches, host))
 
 
 def eager_implementation(cfg: Any, attention: str, weight_format: Any = None) -> dict | None:
@@ -66,7 +79,7 @@ def _multi_head(entry: dict) -> dict:
 def _matching(table: str, cfg: Any, runs: Any) -> dict | None:
     """The first implementation of kernel_facts.json's `table` whose family and stated config
     fields are this config's and whose own conditions `runs(entry)` holds; None where none does."""
-    from .kernel_time import kernel_facts
+    from .kernel_facts_file import kernel_facts
 
     for entry in kernel_facts()[table]["implementations"]:
         if (cfg.family == entry["family"] and runs(entry)

@@ -177,12 +177,14 @@ class Estimate:
     # The symbolic side, built only when asked for.
     @cached_property
     def model(self) -> Any:
+        """The cost tree (costmodel.tree.CostModel): every block's sympy expressions, by path."""
         from .tree import CostModel, profile_for
 
         return CostModel(self.cfg, profile_for(self.cfg, self.workload))
 
     @cached_property
     def values(self) -> dict[Any, Any]:
+        """Each symbol of the tree -> its value in this model and workload (sympy Integers)."""
         import sympy as sp
 
         from .evaluate import values
@@ -191,17 +193,20 @@ class Estimate:
 
     @cached_property
     def memory(self) -> Any:
+        """The memory's sympy expressions (costmodel.memory); memory_numbers() gives their values."""
         from .memory import memory
 
         return memory(self.cfg, self.workload, self.model)
 
     def number(self, expr: Any) -> int:
+        """A sympy expression of the tree's symbols, evaluated exactly at this model and workload."""
         from .evaluate import exact
 
         return exact(expr, self.values)
 
     # Numbers.
     def total(self, quantity: str) -> int:
+        """The whole model's value of one Cost field ("params", "flops_matmul", "saved_bytes", ...)."""
         return self.numbers[f"total.{quantity}"]
 
     @cached_property
@@ -285,6 +290,7 @@ class Estimate:
         }
 
     def flops(self) -> dict[str, Any]:
+        """to_dict()'s "flops": forward, backward and training FLOPs, per token and by block."""
         forward = self.total("flops_matmul")
         backward = self.total("flops_matmul_backward")
         return {**self._flops(forward, backward), **self._flop_variants(),
@@ -345,6 +351,7 @@ class Estimate:
         return fp8_parameter_saving(self.numbers["per_param.weights"], self.numbers["total.fp8_params"])
 
     def memory_numbers(self) -> dict[str, Any]:
+        """to_dict()'s "memory": weights, gradients, optimizer state, activations, KV cache, in bytes."""
         n = self.numbers
         out = {name: n[f"memory.{name}"] for name in MEMORY}
         out["bytes_per_param"] = {
@@ -394,6 +401,8 @@ class Estimate:
         return Fraction(n["regime.crossover_numerator"], n["regime.crossover_denominator"])
 
     def regime(self) -> dict[str, Any]:
+        """to_dict()'s "regime": the crossover sequence length, and whether attention or the
+        projections dominate."""
         value = self.crossover
         attention, linear = self.numbers["regime.attention"], self.numbers["regime.linear"]
         return {
@@ -431,6 +440,7 @@ class Estimate:
         }
 
     def inputs(self) -> dict[str, Any]:
+        """to_dict()'s "inputs": the model and the workload's fields as they were used."""
         w = self.workload
         quantized = {k: getattr(w, k) for k in ("weight_dtype", "weight_group", "weight_dtype_source", "kv_dtype")
                      if getattr(w, k) is not None}
@@ -465,6 +475,7 @@ class Estimate:
         return ParallelEstimate(self.cfg, self.workload, self.layout)
 
     def to_dict(self) -> dict[str, Any]:
+        """Every number, exactly as `estimate --json` prints it."""
         data = {
             "inputs": self.inputs(),
             "params": self.params(),

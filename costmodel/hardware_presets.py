@@ -13,6 +13,7 @@ import os
 from functools import lru_cache
 from pathlib import Path
 
+from .aliases import read_aliases
 from .errors import ConfigError, show
 
 HARDWARE_DIR = Path(__file__).resolve().parent / "hardware"
@@ -40,12 +41,7 @@ HARDWARE_ALIASES_FILE = Path(__file__).resolve().parent / "hardware_aliases.json
 @lru_cache(maxsize=None)
 def hardware_aliases() -> dict[str, tuple[str, ...]]:
     """Each preset's other names (hardware_aliases.json: short and driver's names), in order; () if none."""
-    data = json.loads(HARDWARE_ALIASES_FILE.read_text(encoding="utf-8"))
-    names = hardware_names()
-    unknown = [key for key in data if not key.startswith("_") and key not in names]
-    if unknown:
-        raise ConfigError(f"{HARDWARE_ALIASES_FILE.name}: {show(unknown[0])} is not a hardware preset.")
-    return {name: tuple(data.get(name, ())) for name in names}
+    return read_aliases(HARDWARE_ALIASES_FILE, hardware_names(), "hardware preset")
 
 
 @lru_cache(maxsize=None)

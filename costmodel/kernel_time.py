@@ -557,14 +557,14 @@ def leaves_time(leaves: Iterable[Any], subs: dict, timer: KernelTimer, training:
 def host_bound_seconds(times: LeavesTime, host_ops: int | None, timer: KernelTimer) -> float:
     """An eager step's seconds on a device its host drives asynchronously (a GPU): the host issues the step's
     `host_ops` ops (eager_ops.step_ops) at the hardware's eager_op_s each while the GPU runs the kernels queued
-    so far, so the step takes the longer of the two: max(kernels, ops x eager_op_s). The kernels' time is
-    `times` less its per-block launches (the host's term stands for them). No synchronisation is charged:
-    gpt-fast's decoding loop has none inside a step, and generate's one wait a step (its stopping check) costs a
-    host-bound step only the last kernel's tail (kernel_facts.json "eager_step_ops" "runs"). Where the timer has
-    no host term (compiled, CUDA graphs, a CPU, no dispatch time) or the ops are not counted: `times` as
-    leaves_time gives it. The one place this rule is applied."""
+    so far, so the step takes the longer of the two (the rule: eager_ops.eager_step_seconds, `times` less its
+    per-block launches against the ops' time). No synchronisation is charged: gpt-fast's decoding loop has none
+    inside a step, and generate's one wait a step (its stopping check) costs a host-bound step only the last
+    kernel's tail (kernel_facts.json "eager_step_ops" "runs"). Where the timer has no host term (compiled, CUDA
+    graphs, a CPU, no dispatch time) or the ops are not counted: `times` as leaves_time gives it."""
+    from .eager_ops import eager_step_seconds
     host = timer.host_seconds(host_ops)
-    return times.seconds if host is None else max(times.seconds - times.launch_seconds, host)
+    return times.seconds if host is None else eager_step_seconds(times.seconds, times.launch_seconds, host)
 
 
 def _seconds(timer: KernelTimer, kernel: Any, backward: bool = False) -> float:

@@ -37,18 +37,21 @@ class PlanResult:
         self.warnings = warnings
         self.notes = notes or []  # facts about the code run, not doubts: `note:` as simulate's
 
-    feasible = property(lambda self: self.data["feasible"])
-    infeasible = property(lambda self: self.data["infeasible"])
-    inputs = property(lambda self: self.data["inputs"])
+    feasible = property(lambda self: self.data["feasible"], doc="The layouts that fit, best first (dicts).")
+    infeasible = property(lambda self: self.data["infeasible"], doc="The layouts that do not fit, with why.")
+    inputs = property(lambda self: self.data["inputs"], doc="The model, hardware, GPUs and workload searched.")
 
     @property
     def best(self) -> dict[str, Any] | None:
+        """The first feasible layout, or None where none fits."""
         return self.feasible[0] if self.feasible else None
 
     def to_dict(self) -> dict[str, Any]:
+        """Every layout, exactly as `plan --json` prints it."""
         return {**self.data, "units": spec.JSON_UNITS["plan"]}  # as `plan --json` prints it
 
     def text(self, top: int = 10) -> str:
+        """The `plan` command's table, its `top` best layouts."""
         from reports.plan_text import render_plan
 
         return render_plan(self.data, self.inputs["serve"], top, self.inputs["memory_capacity"])

@@ -23,9 +23,11 @@ class SimulationResult:
         self.data, self.train, self.parallel, self.warnings = data, train, parallel, warnings
 
     def to_dict(self) -> dict[str, Any]:
+        """Every number, exactly as `simulate --json` prints it."""
         return {**self.data, "units": spec.JSON_UNITS["simulate"]}  # as `simulate --json` prints it
 
     def text(self) -> str:
+        """The `simulate` command's text."""
         from reports import simulate_text
 
         if self.parallel:

@@ -107,6 +107,32 @@ def test_the_step_takes_the_longer_of_kernels_and_host_not_their_sum():
     assert host_bound_seconds(times, 2000, _timer(load_hardware("h100-sxm"))) == 2000 * 6.545241752576789e-06
 
 
+def test_one_rule_serves_numbers_and_arrays_simulate_and_serve():
+    """eager_ops.eager_step_seconds is the rule host_bound_seconds, serve's HostBound and a layout's
+    eager stages apply: max(kernels - launches, host), a float for numbers, an array for arrays (serve's
+    decode runs). Dyadic seconds, so each value is exact: 0.75 s of kernels less 0.25 s of launches
+    against 0.375 s (kernels win, 0.5) and 0.625 s (the host wins)."""
+    import numpy as np
+
+    from costmodel.eager_ops import eager_step_seconds
+    from costmodel.serving.host_step import HostBound
+
+    assert eager_step_seconds(0.75, 0.25, 0.375) == 0.5 and eager_step_seconds(0.75, 0.25, 0.625) == 0.625
+    assert type(eager_step_seconds(np.float64(0.75), 0.0, 1)) is float
+    assert eager_step_seconds(np.array([0.5, 1.0]), 0.0, 0.75).tolist() == [0.75, 1.0]
+
+    class Kernels:  # a StepTime built without per-block launches: 0.5 s a step, 0.25 s more per decode step
+        def seconds(self, query, context, emitting):
+            return 0.5
+
+        def decode_run(self, keys, steps):
+            return 0.5 + 0.25 * np.arange(steps)
+
+    bound = HostBound(Kernels(), lambda query, keys, emitting: 3, 0.25)  # 3 ops x 0.25 s = 0.75 s
+    assert bound.seconds([1, 1], [7, 9]) == 0.75
+    assert bound.decode_run([7, 9], 3).tolist() == [0.75, 0.75, 1.0]
+
+
 def test_a_cpu_keeps_its_per_leaf_dispatch_and_a_gpu_does_not_add_it_per_leaf():
     """A CPU runs each op in the dispatching thread (KernelTimer.eager_ops, summed per leaf); on a
     GPU the serving step's per-leaf counts are not charged on top of the kernels."""

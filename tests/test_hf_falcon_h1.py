@@ -83,20 +83,18 @@ def test_training_matmul_flops(name, b, n):
     backward counted with its groups): 3 x every matmul and scan product, the conv's two gradients
     each a conv of the forward's size."""
     from costmodel import estimate
-    from validate.hf_mamba1 import causal_lm_flops
+    from validate.hf_mamba1 import causal_lm_flops_both
 
     flops = estimate(dict(VARIANTS[name], name=name), seq_len=n, batch=b, dtype="fp32").to_dict()["flops"]
-    assert flops["forward"] == causal_lm_flops(VARIANTS[name], b, n, backward=False)
-    assert flops["training"] == causal_lm_flops(VARIANTS[name], b, n, backward=True)
+    assert (flops["forward"], flops["training"]) == causal_lm_flops_both(VARIANTS[name], b, n)
 
 
 def test_training_step_flops_exact_integer():
     """The odd config at b 2, n 9 (FlopCounterMode, as the tree gives them): 3,706,704 forward
     matmul FLOPs, 11,120,112 forward and backward."""
-    from validate.hf_mamba1 import causal_lm_flops
+    from validate.hf_mamba1 import causal_lm_flops_both
 
-    assert causal_lm_flops(FALCON_H1, 2, 9, backward=False) == 3_706_704
-    assert causal_lm_flops(FALCON_H1, 2, 9, backward=True) == 11_120_112
+    assert causal_lm_flops_both(FALCON_H1, 2, 9) == (3_706_704, 11_120_112)
 
 
 @pytest.mark.parametrize("name", ["falcon_h1", "gated_norm_mup", "groups_heads"])

@@ -142,20 +142,19 @@ def test_training_forward_and_step_matmul_flops(name, b, n):
     (fp32, eager): the AltUp projections, routers, coefficient linears and each token's
     (d, A) x (A, A) product, LAuReL, the per-layer inputs and the shared layers' missing k/v."""
     from costmodel import estimate
-    from validate.hf_mamba1 import causal_lm_flops
+    from validate.hf_mamba1 import causal_lm_flops_both
 
     ours = estimate(dict(CONFIGS[name], name=name), seq_len=n, batch=b, dtype="fp32").to_dict()["flops"]
-    assert ours["forward"] == causal_lm_flops(CONFIGS[name], b, n, backward=False)
-    assert ours["training"] == causal_lm_flops(CONFIGS[name], b, n, backward=True)
+    assert (ours["forward"], ours["training"]) == causal_lm_flops_both(CONFIGS[name], b, n)
 
 
 def test_training_flops_exact_integers():
     """The tiny Gemma 3n at b 2, n 9: 3,503,088 forward matmul FLOPs, 10,509,264 for the step
     (every weight and both sides of the AltUp product train: 3 x the forward)."""
-    from validate.hf_mamba1 import causal_lm_flops
+    from validate.hf_mamba1 import causal_lm_flops_both
 
-    assert causal_lm_flops(BASE, 2, 9, backward=False) == 3_503_088
-    assert causal_lm_flops(BASE, 2, 9, backward=True) == 10_509_264 == 3 * 3_503_088
+    forward, step = causal_lm_flops_both(BASE, 2, 9)
+    assert (forward, step) == (3_503_088, 10_509_264) and step == 3 * forward
 
 
 @pytest.mark.parametrize("name", sorted(CONFIGS))

@@ -103,21 +103,19 @@ def test_training_forward_and_step_flops(name, b, n):
     than the conv's K is padded to K first) and the step with the backward; each token's top k
     experts only (the experts' loop or grouped_mm runs the chosen rows)."""
     from costmodel import estimate
-    from validate.hf_mamba1 import causal_lm_flops
+    from validate.hf_mamba1 import causal_lm_flops_both
 
     fields = ROWS[name]
     ours = estimate(dict(fields, name=name), seq_len=n, batch=b, dtype="fp32").to_dict()["flops"]
-    assert ours["forward"] == causal_lm_flops(fields, b, n, backward=False, use_cache=None)
-    assert ours["training"] == causal_lm_flops(fields, b, n, backward=True, use_cache=None)
+    assert (ours["forward"], ours["training"]) == causal_lm_flops_both(fields, b, n, use_cache=None)
 
 
 def test_training_flops_exact_integers():
     """The tiny LFM2 at b 2, n 9: 6,773,760 forward FLOPs, 20,321,280 for the step (the conv's
     weight gradient counted with its groups)."""
-    from validate.hf_mamba1 import causal_lm_flops
+    from validate.hf_mamba1 import causal_lm_flops_both
 
-    assert causal_lm_flops(LFM2, 2, 9, backward=False, use_cache=None) == 6_773_760
-    assert causal_lm_flops(LFM2, 2, 9, backward=True, use_cache=None) == 20_321_280
+    assert causal_lm_flops_both(LFM2, 2, 9, use_cache=None) == (6_773_760, 20_321_280)
 
 
 @pytest.mark.parametrize("name", ["lfm2", "lfm2_bias_untied", "lfm2_moe", "lfm2_moe_bias_untied"])

@@ -73,10 +73,9 @@ def test_training_step_flops_exact_integer():
     """The tiny mamba at b 2, n 9: 1,982,016 forward FLOPs (in_proj 331,776, x_proj 58,752,
     dt_proj 10,368, out_proj 165,888, conv 12,672, scan 24,192 a layer; the head 1,764 x 99 x 2...),
     5,946,048 for the step."""
-    from validate.hf_mamba1 import causal_lm_flops
+    from validate.hf_mamba1 import causal_lm_flops_both
 
-    assert causal_lm_flops(MAMBA, 2, 9, backward=False) == 1_982_016
-    assert causal_lm_flops(MAMBA, 2, 9, backward=True) == 5_946_048
+    assert causal_lm_flops_both(MAMBA, 2, 9) == (1_982_016, 5_946_048)
 
 
 @pytest.mark.parametrize("name", ["mamba", "falcon_mamba_biases"])

@@ -79,21 +79,19 @@ def test_training_forward_and_step_flops(name, b, n):
     path) and the step with the backward: a sequence of whole blocks, one with a short last block,
     one shorter than a block; each token's top k experts only."""
     from costmodel import estimate
-    from validate.hf_mamba1 import causal_lm_flops
+    from validate.hf_mamba1 import causal_lm_flops_both
 
     fields = VARIANTS[name]
     ours = estimate(dict(fields, name=name), seq_len=n, batch=b, dtype="fp32").to_dict()["flops"]
-    assert ours["forward"] == causal_lm_flops(fields, b, n, backward=False, use_cache=None)
-    assert ours["training"] == causal_lm_flops(fields, b, n, backward=True, use_cache=None)
+    assert (ours["forward"], ours["training"]) == causal_lm_flops_both(fields, b, n, use_cache=None)
 
 
 def test_training_flops_exact_integers():
     """The tiny MiniMax at b 2, n 9 (blocks of 4, 4 and 1): 2,589,120 forward FLOPs, 7,738,560 for
     the step."""
-    from validate.hf_mamba1 import causal_lm_flops
+    from validate.hf_mamba1 import causal_lm_flops_both
 
-    assert causal_lm_flops(MINIMAX, 2, 9, backward=False, use_cache=None) == 2_589_120
-    assert causal_lm_flops(MINIMAX, 2, 9, backward=True, use_cache=None) == 7_738_560
+    assert causal_lm_flops_both(MINIMAX, 2, 9, use_cache=None) == (2_589_120, 7_738_560)
 
 
 def test_lightning_block_flops_on_the_module():

@@ -101,10 +101,9 @@ def test_training_flops_exact_integers():
     """The odd config at b 2, n 9: 2,280,672 forward FLOPs (a recurrent block 354,144: linear_y,
     linear_x and linear_out 96,768 each, the conv over 11 positions 7,392, the two gates 28,224
     each; the attention 279,936, an MLP 191,808, the head 171,072), 6,842,016 for the step."""
-    from validate.hf_mamba1 import causal_lm_flops
+    from validate.hf_mamba1 import causal_lm_flops_both
 
-    assert causal_lm_flops(RG, 2, 9, backward=False) == 2_280_672
-    assert causal_lm_flops(RG, 2, 9, backward=True) == 6_842_016
+    assert causal_lm_flops_both(RG, 2, 9) == (2_280_672, 6_842_016)
 
 
 @pytest.mark.parametrize("name", VARIANTS)

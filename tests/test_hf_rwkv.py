@@ -44,22 +44,20 @@ def test_class_default_exact_integer():
 def test_training_flops(name, b, n):
     """Forward, and forward with backward (3 x every linear; the WKV loop is elementwise)."""
     from costmodel import estimate
-    from validate.hf_mamba1 import causal_lm_flops
+    from validate.hf_mamba1 import causal_lm_flops_both
 
     ours = estimate(dict(VARIANTS[name], name=name), seq_len=n, batch=b, dtype="fp32").to_dict()["flops"]
     fields = VARIANTS[name]
-    assert (ours["forward"], ours["training"]) == (causal_lm_flops(fields, b, n, backward=False),
-                                                   causal_lm_flops(fields, b, n, backward=True))
+    assert (ours["forward"], ours["training"]) == causal_lm_flops_both(fields, b, n)
 
 
 def test_training_flops_exact_integers():
     """The odd config at b 2, n 9: 2,182,464 forward FLOPs (a time mix 4 x 2 x 18 x 48 x 48 =
     331,776, a channel mix 2 x 18 x (2 x 48 x 74 + 48 x 48) = 338,688, the head 171,072), 6,547,392
     for the step."""
-    from validate.hf_mamba1 import causal_lm_flops
+    from validate.hf_mamba1 import causal_lm_flops_both
 
-    assert causal_lm_flops(RW, 2, 9, backward=False) == 2_182_464
-    assert causal_lm_flops(RW, 2, 9, backward=True) == 6_547_392
+    assert causal_lm_flops_both(RW, 2, 9) == (2_182_464, 6_547_392)
 
 
 @pytest.mark.parametrize("name", VARIANTS)

@@ -46,22 +46,20 @@ def test_class_default_exact_integer():
 def test_training_flops(name, b, n):
     """Forward, and forward with backward (3 x every product): whole chunks, then steps."""
     from costmodel import estimate
-    from validate.hf_mamba1 import causal_lm_flops
+    from validate.hf_mamba1 import causal_lm_flops_both
 
     fields = VARIANTS[name]
     ours = estimate(dict(fields, name=name), seq_len=n, batch=b, dtype="fp32").to_dict()["flops"]
-    assert (ours["forward"], ours["training"]) == (causal_lm_flops(fields, b, n, backward=False),
-                                                   causal_lm_flops(fields, b, n, backward=True))
+    assert (ours["forward"], ours["training"]) == causal_lm_flops_both(fields, b, n)
 
 
 def test_training_flops_exact_integers():
     """The odd config: 9,109,504 forward FLOPs at b 2, n 8 (two chunks a sequence); 10,242,048 at
     n 9 (and one recurrent step); the step 3 x each."""
-    from validate.hf_mamba1 import causal_lm_flops
+    from validate.hf_mamba1 import causal_lm_flops, causal_lm_flops_both
 
     assert causal_lm_flops(XL, 2, 8, backward=False) == 9_109_504
-    assert causal_lm_flops(XL, 2, 9, backward=False) == 10_242_048
-    assert causal_lm_flops(XL, 2, 9, backward=True) == 30_726_144
+    assert causal_lm_flops_both(XL, 2, 9) == (10_242_048, 30_726_144)
 
 
 @pytest.mark.parametrize("name", VARIANTS)

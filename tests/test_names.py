@@ -114,3 +114,18 @@ def test_the_hardware_table_lists_the_aliases(capsys):
     assert "NVIDIA H100 80GB HBM3" in rows["h100-sxm"]["aliases"]
     # gb200 was the one preset without an alias until session 19 gave it nvidia-smi's name, as gb300's
     assert rows["gb200"]["aliases"] == ["NVIDIA GB200", "gb200-nvl72", "dgx-gb200"]
+
+
+def test_read_aliases_is_the_one_reader_of_both_names_files(tmp_path):
+    """costmodel/aliases.read_aliases reads presets/aliases.json and hardware_aliases.json alike: each
+    name's aliases in order, () where none, "_" keys skipped, and a key naming no preset refused."""
+    from costmodel.aliases import read_aliases
+    from costmodel.errors import ConfigError
+
+    path = tmp_path / "names.json"
+    path.write_text(json.dumps({"_about": "x", "b": ["B2", "b-two"], "a": ["A1"]}))
+    assert read_aliases(path, ["a", "b", "c"], "widget") == {"a": ("A1",), "b": ("B2", "b-two"), "c": ()}
+    with pytest.raises(ConfigError, match=r"^names\.json: 'b' is not a widget\.$"):
+        read_aliases(path, ["a", "c"], "widget")
+    with pytest.raises(ConfigError, match=r"^names\.json: 'b' is not a preset\.$"):
+        read_aliases(path, ["a"], "preset")

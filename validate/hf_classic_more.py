@@ -8,6 +8,8 @@ from typing import Any
 
 from costmodel.config import ModelConfig
 
+from .hf_experts import shared_experts
+
 
 def rotary_factor(cfg: ModelConfig) -> float:
     """A partial_rotary_factor whose int(d_head * factor) is rotary_dim again (also
@@ -46,7 +48,8 @@ def _mpt_dict(cfg: ModelConfig) -> dict[str, Any]:
                 tie_word_embeddings=cfg.tie_embeddings)
 
 
-def _gptj_dict(cfg: ModelConfig) -> dict[str, Any]:
+def gptj_dict(cfg: ModelConfig) -> dict[str, Any]:
+    """GPTJConfig's fields of a config (CodeGen's config has the same: validate/hf_dense_extra.py)."""
     return dict(model_type="gptj", vocab_size=cfg.vocab_size, n_embd=cfg.d_model,
                 n_layer=cfg.n_decoder_layers, n_head=cfg.n_heads, n_inner=cfg.d_ff,
                 n_positions=cfg.max_positions, rotary_dim=cfg.rotary_dim or cfg.d_head,
@@ -89,10 +92,7 @@ def _cohere2_dict(cfg: ModelConfig) -> dict[str, Any]:
 def _cohere2_moe_dict(cfg: ModelConfig) -> dict[str, Any]:
     """Cohere2-MoE's: Cohere 2's fields and windows, the head width, experts in every layer,
     shared experts (a whole number of experts) added to the routed ones."""
-    shared, rest = divmod(cfg.d_shared or 0, cfg.d_expert)
-    if rest:
-        raise ValueError(f"model {cfg.name!r}: Hugging Face cohere2_moe cannot build a shared width "
-                         "that is not a whole number of experts.")
+    shared = shared_experts(cfg, "cohere2_moe")
     return dict(_cohere2_dict(cfg), model_type="cohere2_moe", head_dim=cfg.d_head,
                 intermediate_size=cfg.d_expert, num_experts=cfg.n_experts, num_experts_per_tok=cfg.top_k,
                 num_shared_experts=shared, shared_expert_combination_strategy="sum",
@@ -101,6 +101,6 @@ def _cohere2_moe_dict(cfg: ModelConfig) -> dict[str, Any]:
 
 #: family -> its config.json builder.
 CLASSIC_MORE_DICTS = {"stablelm": _stablelm_dict, "gpt_bigcode": _gpt_bigcode_dict, "mpt": _mpt_dict,
-                      "gptj": _gptj_dict, "gpt_neo": _gpt_neo_dict,
+                      "gptj": gptj_dict, "gpt_neo": _gpt_neo_dict,
                       "cohere": _cohere_dict, "cohere2": _cohere2_dict,
                       "cohere2_moe": _cohere2_moe_dict}

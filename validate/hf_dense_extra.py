@@ -8,7 +8,7 @@ from typing import Any
 
 from costmodel.config import ModelConfig
 
-from .hf_classic_more import rotary_factor
+from .hf_classic_more import gptj_dict, rotary_factor
 
 
 def _nemotron_dict(cfg: ModelConfig) -> dict[str, Any]:
@@ -82,13 +82,8 @@ def _hyperclovax_dict(cfg: ModelConfig) -> dict[str, Any]:
 
 
 def _codegen_dict(cfg: ModelConfig) -> dict[str, Any]:
-    return dict(model_type="codegen", vocab_size=cfg.vocab_size, n_embd=cfg.d_model,
-                n_layer=cfg.n_decoder_layers, n_head=cfg.n_heads, n_inner=cfg.d_ff,
-                n_positions=cfg.max_positions, rotary_dim=cfg.rotary_dim or cfg.d_head,
-                activation_function={"gelu_tanh": "gelu_new"}.get(cfg.activation, cfg.activation),
-                resid_pdrop=cfg.dropout, embd_pdrop=cfg.dropout,
-                attn_pdrop=cfg.dropout if cfg.attention_dropout is None else cfg.attention_dropout,
-                tie_word_embeddings=cfg.tie_embeddings, bos_token_id=None, eos_token_id=None)
+    """CodeGenConfig's fields are GPT-J's (GPT-J's layers with a fused qkv_proj), no bos or eos token."""
+    return {**gptj_dict(cfg), "model_type": "codegen", "bos_token_id": None, "eos_token_id": None}
 
 
 def _biogpt_dict(cfg: ModelConfig) -> dict[str, Any]:

@@ -11,6 +11,7 @@ from typing import Any, Callable
 
 from costmodel.config import ModelConfig
 
+from .hf_experts import shared_experts
 from .hf_gemma4 import GEMMA4_DICTS
 
 
@@ -107,10 +108,7 @@ def _glm4_moe(cfg: ModelConfig, llama: dict[str, Any]) -> dict[str, Any]:
     layers = cfg.n_decoder_layers
     experts: dict[str, Any] = dict(first_k_dense_replace=layers)
     if cfg.n_experts:
-        shared, rest = divmod(cfg.d_shared, cfg.d_expert)
-        if rest:
-            raise ValueError(f"model {cfg.name!r}: Hugging Face glm4_moe cannot build a shared width "
-                             "that is not a whole number of experts.")
+        shared = shared_experts(cfg, "glm4_moe")
         experts = dict(first_k_dense_replace=cfg.n_dense_layers, n_routed_experts=cfg.n_experts,
                        num_experts_per_tok=cfg.top_k, moe_intermediate_size=cfg.d_expert,
                        n_shared_experts=shared, norm_topk_prob=cfg.renormalize_top_k, n_group=1,

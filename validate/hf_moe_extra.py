@@ -10,6 +10,7 @@ from typing import Any, Callable
 
 from costmodel.config import ModelConfig
 
+from .hf_experts import shared_experts
 from .hf_llama_variants import granite_swa_fields
 
 
@@ -87,10 +88,7 @@ def _aria_text(cfg: ModelConfig, llama: dict[str, Any]) -> dict[str, Any]:
     """Aria's language model: the experts' width as intermediate_size, the shared MLP a whole number
     of experts wide (moe_num_shared_experts), its biases as mlp_bias."""
     width = cfg.d_expert or cfg.d_ff
-    shared, rest = divmod(cfg.d_shared or 0, width)
-    if rest:
-        raise ValueError(f"model {cfg.name!r}: Hugging Face aria_text cannot build a shared width that is "
-                         "not a whole number of experts.")
+    shared = shared_experts(cfg, "aria_text", width)
     return dict(llama, intermediate_size=width, moe_num_experts=cfg.n_experts, moe_topk=cfg.top_k,
                 moe_num_shared_experts=shared, mlp_bias=cfg.ffn_bias)
 

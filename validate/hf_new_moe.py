@@ -8,6 +8,8 @@ from typing import Any, Callable
 
 from costmodel.config import ModelConfig
 
+from .hf_experts import shared_experts
+
 
 def _hy_v3(cfg: ModelConfig, llama: dict[str, Any]) -> dict[str, Any]:
     """Hy3's config.json: mlp_layer_types from the layer pattern, the shared MLP as a whole
@@ -37,10 +39,7 @@ def _afmoe(cfg: ModelConfig, llama: dict[str, Any]) -> dict[str, Any]:
     types = ["sliding_attention" if cfg.layer_slides(i) else "full_attention" for i in range(layers)]
     experts: dict[str, Any] = dict(num_dense_layers=layers)
     if cfg.n_experts:
-        shared, rest = divmod(cfg.d_shared, cfg.d_expert)
-        if rest:
-            raise ValueError(f"model {cfg.name!r}: Hugging Face afmoe cannot build a shared width "
-                             "that is not a whole number of experts.")
+        shared = shared_experts(cfg, "afmoe")
         experts = dict(num_dense_layers=cfg.n_dense_layers, num_experts=cfg.n_experts,
                        num_experts_per_tok=cfg.top_k, moe_intermediate_size=cfg.d_expert,
                        num_shared_experts=shared)

@@ -109,7 +109,10 @@ def llm_analysis(case: dict[str, Any], python: str) -> dict[str, Any]:
 # LLM-Viewer (model_analyzer.ModelAnalyzer.analyze): OPs, weights, KV cache and time of a prefill
 # of n tokens and of one decode step at context n
 
-LLM_VIEWER = """
+#: The start of every script run in an LLM-Viewer checkout: the spec from stdin, its analyzer and
+#: `result`, its analysis of the spec's sequence at 16-bit weights and activations
+#: (validate/other_tools_time.py's per-layer script starts the same way).
+LLM_VIEWER_ANALYSIS = """
 import json, sys
 sys.path.insert(0, ".")
 spec = json.load(sys.stdin)
@@ -117,7 +120,9 @@ from model_analyzer import ModelAnalyzer
 analyzer = ModelAnalyzer(spec["config_dir"], spec["hardware"])
 result = analyzer.analyze(seqlen=spec["seq_len"], batchsize=spec["batch"], w_bit=16, a_bit=16,
                           use_flashattention=spec["flash"])
-layers = {stage: {name: row["OPs"] for name, row in result[stage].items()} for stage in ("prefill", "decode")}
+"""
+
+LLM_VIEWER = LLM_VIEWER_ANALYSIS + """layers = {stage: {name: row["OPs"] for name, row in result[stage].items()} for stage in ("prefill", "decode")}
 decode = None
 if spec.get("gen"):  # analyze_generate_task's decode loop, without its prefill
     steps = range(spec["seq_len"], spec["seq_len"] + spec["gen"])

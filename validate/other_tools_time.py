@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from validate import other_tools as ot
+from validate import other_tools_peers as peers
 
 RECORD = ot.ROOT / "validate" / "other_tools_time.json"
 TOOLS = ot.TOOLS
@@ -213,8 +214,6 @@ def ours_vllm(log: dict[str, Any] = VLLM_LOG) -> dict[str, Any]:
 def calculon_split(spec: dict[str, Any], python: str, checkout: Path) -> dict[str, Any]:
     """Calculon's get_total_time parts (llm.py: fw + bw + optim + offload + recompute + recomm
     exposed + bubble + tp, pp, dp exposed)."""
-    from validate import other_tools_peers as peers
-
     execution = spec["execution"]
     if isinstance(execution, str):
         path = checkout / execution
@@ -233,8 +232,6 @@ def calculon_split(spec: dict[str, Any], python: str, checkout: Path) -> dict[st
 def llm_analysis_split(name: str, python: str, efficiency: float | None = None) -> dict[str, Any]:
     """llm-analysis's train() on the case of other_tools.py (its bundled or written config), at
     its default flops_efficiency (1) or the one given; its time has one part."""
-    from validate import other_tools_peers as peers
-
     spec = dict(ot.CASES[CASES[name]["other_case"]]["llm_analysis"])
     if "model_config" in spec:
         spec["model_config"] = ot.llm_analysis_model(spec["model_config"])
@@ -246,15 +243,7 @@ def llm_analysis_split(name: str, python: str, efficiency: float | None = None) 
             "raw": raw}
 
 
-LLM_VIEWER_LAYERS = """
-import json, sys
-sys.path.insert(0, ".")
-spec = json.load(sys.stdin)
-from model_analyzer import ModelAnalyzer
-analyzer = ModelAnalyzer(spec["config_dir"], spec["hardware"])
-result = analyzer.analyze(seqlen=spec["seq_len"], batchsize=spec["batch"], w_bit=16, a_bit=16,
-                          use_flashattention=spec["flash"])
-keep = ("OPs", "memory_access", "inference_time", "bound")
+LLM_VIEWER_LAYERS = peers.LLM_VIEWER_ANALYSIS + """keep = ("OPs", "memory_access", "inference_time", "bound")
 layers = {stage: {name: {k: row[k] for k in keep} for name, row in result[stage].items()}
           for stage in ("prefill", "decode")}
 totals = {stage: {k: result["total_results"][stage][k] for k in ("OPs", "memory_access", "inference_time")}
@@ -267,8 +256,6 @@ print(json.dumps({"layers": layers, "total": totals, "num_layers": analyzer.conf
 def llm_viewer_layers(name: str, python: str, checkout: Path) -> dict[str, Any]:
     """LLM-Viewer's per-layer OPs, bytes and roofline seconds for the case, grouped as ours."""
     import tempfile
-
-    from validate import other_tools_peers as peers
 
     spec = dict(ot.CASES[LAYER_CASES[name]["other_case"]]["llm_viewer"])
     if not (checkout / "model_analyzer.py").exists():
@@ -295,8 +282,6 @@ LLM_ANALYSIS_PREFILL = {"attention block": "prefill_latency_fwd_attn", "mlp": "p
 
 def llm_analysis_layers(name: str, python: str) -> dict[str, Any]:
     """llm-analysis's infer() on the case of other_tools.py: its prefill latency by part."""
-    from validate import other_tools_peers as peers
-
     spec = dict(ot.CASES[LAYER_CASES[name]["other_case"]]["llm_analysis"])
     if "model_config" in spec:
         spec["model_config"] = ot.llm_analysis_model(spec["model_config"])
@@ -308,8 +293,6 @@ def llm_analysis_layers(name: str, python: str) -> dict[str, Any]:
 def deepspeed_estimate(checkout: Path, zero: int, total_params: int, largest: int, gpus: int) -> int:
     """Bytes per GPU of DeepSpeed's estimator for the stage (no offload, one node of `gpus`), its
     function cut out of the checkout with ast (the file imports torch and the rest of DeepSpeed)."""
-    from validate import other_tools_peers as peers
-
     relative, function = DEEPSPEED_FILES[zero]
     path = checkout / relative
     if not path.exists():
@@ -333,7 +316,6 @@ def korthikanti_rows(where: argparse.Namespace, skipped: set[str]) -> list[dict[
     """Every row of Table 5 (full recomputation, and SP + selective): the published step, ours
     split, Calculon's split on its own model and execution files for the row."""
     from reports.published_runs import korthikanti_runs
-    from validate import other_tools_peers as peers
 
     rows = []
     for row, key, cfg, workload, layout in korthikanti_runs():
@@ -382,8 +364,6 @@ def run_split(name: str, where: argparse.Namespace, skipped: set[str]) -> dict[s
 def run_each(runners: dict[str, Any], skipped: set[str]) -> dict[str, Any]:
     """Each tool's runner's result; a tool not installed is said once and skipped from then on (a
     variant "X at ..." with X)."""
-    from validate import other_tools_peers as peers
-
     out = {}
     for tool, runner in runners.items():
         if tool.split(" at ")[0] in skipped:
@@ -502,8 +482,6 @@ def main(argv: list[str] | None = None) -> int:
         tools = run_split(name, where, skipped)
         print("\n".join(split_table(name, our, tools)) + "\n")
         record["cases"][name] = {"ours": our, "tools": tools}
-    from validate import other_tools_peers as peers
-
     record["korthikanti"] = korthikanti_rows(where, skipped)
     print("\n".join(korthikanti_table(record["korthikanti"])) + "\n")
     record["layers"] = {}

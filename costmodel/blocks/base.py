@@ -405,6 +405,27 @@ def quantized_bytes(matrices: tuple[tuple[Expr, Expr, Expr], ...], fmt: Any) -> 
     return parts
 
 
+#: The phases a mixer with a recurrent state (Mamba, linear attention, RWKV, RG-LRU, mLSTM) is built
+#: for: "train" (no cache), "prefill" (a cache filled from the prompt), "chunk" (n new tokens after a
+#: cached prefix) or "decode" (one new token per sequence).
+MIXER_PHASES = ("train", "prefill", "chunk", "decode")
+
+
+class MixerPhases:
+    """A mixer built for one of MIXER_PHASES (its dataclass's `phase` field): its tokens a sequence,
+    one in a decode step; check_phase() refuses any other phase (the mixer's __post_init__)."""
+
+    phase: str
+
+    def check_phase(self) -> None:
+        if self.phase not in MIXER_PHASES:
+            raise ValueError(f"{type(self).__name__} phase {self.phase!r} is not train, prefill, chunk or decode.")
+
+    @property
+    def seq(self) -> Expr:
+        return sp.Integer(1) if self.phase == "decode" else S.n
+
+
 class Block:
     """A piece of the model with formulas; subclasses are frozen dataclasses."""
 

@@ -117,8 +117,7 @@ class GatedDeltaNetMixer(ShortConvPhases, Block):
     title = "Gated DeltaNet mixer"
 
     def __post_init__(self) -> None:
-        if self.phase not in ("train", "prefill", "chunk", "decode"):
-            raise ValueError(f"GatedDeltaNetMixer phase {self.phase!r} is not train, prefill, chunk or decode.")
+        self.check_phase()
 
     def projections(self) -> list[tuple[Expr, Expr]]:
         """(d_in, d_out) of each linear, in registration order: in_proj_qkvz, in_proj_ba, out_proj;

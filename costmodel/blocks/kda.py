@@ -120,8 +120,7 @@ class KimiDeltaAttentionMixer(ShortConvPhases, Block):
         return super().conv_len if self.phase != "train" else sp.Max(S.n, S.K_m) + S.K_m - 1
 
     def __post_init__(self) -> None:
-        if self.phase not in ("train", "prefill", "chunk", "decode"):
-            raise ValueError(f"KimiDeltaAttentionMixer phase {self.phase!r} is not train, prefill, chunk or decode.")
+        self.check_phase()
 
     def tensors(self) -> tuple[Tensor, ...]:
         """In registration order: q, k, v, conv1d (channels, 1, K), f_a, f_b, dt_bias, A_log, b,

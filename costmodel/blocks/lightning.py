@@ -32,7 +32,7 @@ import sympy as sp
 
 from .. import symbols as S
 from ..terms import FP32, Expr
-from .base import Block, Cost, Tensor, make_cost, projection_costs, weight_and_bias
+from .base import Block, Cost, MixerPhases, Tensor, make_cost, projection_costs, weight_and_bias
 
 #: The width of the heads' queries, keys and values together (h P) and the projections' (d_in,
 #: d_out) in the order they run: qkv_proj, output_gate, out_proj.
@@ -117,7 +117,7 @@ def lightning_buffer_bytes() -> Expr:
 
 
 @dataclass(frozen=True)
-class LightningAttentionMixer(Block):
+class LightningAttentionMixer(MixerPhases, Block):
     """One lightning attention over b sequences. phase "train" and "prefill" (the block path: a
     fresh cache holds no state), "chunk" (n new tokens after a cached prefix) or "decode" (one new
     token per sequence): the recurrent branch."""
@@ -126,12 +126,7 @@ class LightningAttentionMixer(Block):
     title = "lightning attention"
 
     def __post_init__(self) -> None:
-        if self.phase not in ("train", "prefill", "chunk", "decode"):
-            raise ValueError(f"LightningAttentionMixer phase {self.phase!r} is not train, prefill, chunk or decode.")
-
-    @property
-    def seq(self) -> Expr:
-        return sp.Integer(1) if self.phase == "decode" else S.n
+        self.check_phase()
 
     def tensors(self) -> tuple[Tensor, ...]:
         """In registration order: norm, qkv_proj, out_proj, output_gate."""

@@ -25,7 +25,8 @@ from .. import symbols as S
 from ..kernel_shapes import PassKernel
 from ..mamba_kernels import ssd_training_kernels
 from ..terms import FP32, Expr, unless_fp32
-from .base import Block, Cost, Tensor, linear_bytes, linear_flops, make_cost, weight_and_bias, weight_matrix
+from .base import (Block, Cost, MixerPhases, Tensor, linear_bytes, linear_flops, make_cost, weight_and_bias,
+                   weight_matrix)
 
 #: The mixer's inner width (z and x each) and the channels its conv runs over (x, B and C).
 INNER = S.H_m * S.P_m
@@ -133,16 +134,10 @@ def mamba_state_bytes(batch: Expr = S.b, conv_columns: Expr = S.K_m, ssm_bytes: 
     return batch * (CONV_CHANNELS * conv_columns * S.e + ssm_bytes * S.H_m * S.P_m * S.N_m)
 
 
-class ShortConvPhases:
+class ShortConvPhases(MixerPhases):
     """What a mixer with a causal depthwise convolution of K_m taps (Mamba-2's, Gated DeltaNet's)
-    runs in each phase: its tokens a sequence (one in a decode step) and the conv's input length
+    runs in each phase: its tokens a sequence (MixerPhases.seq) and the conv's input length
     (the sequence after its K_m - 1 cached or zero-padded positions)."""
-
-    phase: str
-
-    @property
-    def seq(self) -> Expr:
-        return sp.Integer(1) if self.phase == "decode" else S.n
 
     @property
     def conv_len(self) -> Expr:
@@ -172,8 +167,7 @@ class Mamba2Mixer(ShortConvPhases, Block):
     title = "Mamba-2 mixer"
 
     def __post_init__(self) -> None:
-        if self.phase not in ("train", "prefill", "chunk", "decode"):
-            raise ValueError(f"Mamba2Mixer phase {self.phase!r} is not train, prefill, chunk or decode.")
+        self.check_phase()
         if self.path not in ("torch", "mamba_ssm"):
             raise ValueError(f"Mamba2Mixer path {self.path!r} is not torch or mamba_ssm.")
 

@@ -165,8 +165,7 @@ class Mamba1Mixer(ShortConvPhases, Block):
     title = "Mamba-1 mixer"
 
     def __post_init__(self) -> None:
-        if self.phase not in ("train", "prefill", "chunk", "decode"):
-            raise ValueError(f"Mamba1Mixer phase {self.phase!r} is not train, prefill, chunk or decode.")
+        self.check_phase()
         if self.norms not in NORMS:
             raise ValueError(f"Mamba1Mixer norms {self.norms!r} is not one of {', '.join(NORMS)}.")
 

@@ -30,7 +30,7 @@ import sympy as sp
 
 from .. import symbols as S
 from ..terms import Expr
-from .base import Block, Cost, Tensor, make_cost, projection_costs, weight_and_bias
+from .base import Block, Cost, MixerPhases, Tensor, make_cost, projection_costs, weight_and_bias
 
 QK, V = S.h * S.d_h, S.h * S.d_v
 #: (d_in, d_out) of q, k, v, ogate, igate, fgate and out_proj, in the order they run.
@@ -68,7 +68,7 @@ def kernel_bytes(batch: Expr, seq: Expr, decode: bool) -> Expr:
 
 
 @dataclass(frozen=True)
-class MLSTMMixer(Block):
+class MLSTMMixer(MixerPhases, Block):
     """One mLSTM layer over b sequences. phase "train", "prefill", "chunk" (after a cached prefix:
     the same kernels from the cached state) or "decode" (one recurrent step)."""
 
@@ -76,12 +76,7 @@ class MLSTMMixer(Block):
     title = "mLSTM layer"
 
     def __post_init__(self) -> None:
-        if self.phase not in ("train", "prefill", "chunk", "decode"):
-            raise ValueError(f"MLSTMMixer phase {self.phase!r} is not train, prefill, chunk or decode.")
-
-    @property
-    def seq(self) -> Expr:
-        return sp.Integer(1) if self.phase == "decode" else S.n
+        self.check_phase()
 
     def tensors(self) -> tuple[Tensor, ...]:
         """In registration order: q, k, v, ogate, igate (with its bias), fgate (with its bias),

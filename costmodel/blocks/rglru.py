@@ -30,11 +30,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import sympy as sp
-
 from .. import symbols as S
 from ..terms import FP32, Expr, if_batch_of_one, if_fp32, unless_fp32
-from .base import Block, Cost, Tensor, make_cost, projection_costs, weight_and_bias
+from .base import Block, Cost, MixerPhases, Tensor, make_cost, projection_costs, weight_and_bias
 
 WIDTH = S.D_rg
 
@@ -99,7 +97,7 @@ def rglru_state_bytes(batch: Expr = S.b) -> Expr:
 
 
 @dataclass(frozen=True)
-class RGLRUMixer(Block):
+class RGLRUMixer(MixerPhases, Block):
     """One recurrent block over b sequences. phase "train" (no cache), "prefill" (a cache filled
     from the prompt), "chunk" (n new tokens after a cached prefix: the class convolves them alone,
     zero-padded, as a prefill) or "decode" (one new token per sequence, the conv as a sum of
@@ -109,12 +107,7 @@ class RGLRUMixer(Block):
     title = "RG-LRU recurrent block"
 
     def __post_init__(self) -> None:
-        if self.phase not in ("train", "prefill", "chunk", "decode"):
-            raise ValueError(f"RGLRUMixer phase {self.phase!r} is not train, prefill, chunk or decode.")
-
-    @property
-    def seq(self) -> Expr:
-        return sp.Integer(1) if self.phase == "decode" else S.n
+        self.check_phase()
 
     def tensors(self) -> tuple[Tensor, ...]:
         """In registration order: linear_y, linear_x, linear_out (each with its bias), conv_1d

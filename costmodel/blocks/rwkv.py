@@ -32,7 +32,7 @@ import sympy as sp
 
 from .. import symbols as S
 from ..terms import FP32, Expr, if_fp32, unless_fp32
-from .base import Block, Cost, Tensor, make_cost, projection_costs, weight_and_bias
+from .base import Block, Cost, MixerPhases, Tensor, make_cost, projection_costs, weight_and_bias
 
 #: (d_in, d_out) of each mixer's linears, in the order they run.
 TIME_PROJECTIONS = ((S.d, S.d), (S.d, S.d), (S.d, S.d), (S.d, S.d))
@@ -89,19 +89,14 @@ def mix_bytes(batch: Expr, seq: Expr, widths: Expr, state: Expr, decode: bool) -
 
 
 @dataclass(frozen=True)
-class _RwkvMixer(Block):
+class _RwkvMixer(MixerPhases, Block):
     """phase "train" (no state), "prefill", "chunk" (after a cached prefix: the same products) or
     "decode" (one new token per sequence)."""
 
     phase: str = "train"
 
     def __post_init__(self) -> None:
-        if self.phase not in ("train", "prefill", "chunk", "decode"):
-            raise ValueError(f"{type(self).__name__} phase {self.phase!r} is not train, prefill, chunk or decode.")
-
-    @property
-    def seq(self) -> Expr:
-        return sp.Integer(1) if self.phase == "decode" else S.n
+        self.check_phase()
 
     def mixer_cost(self, tensors: tuple[Tensor, ...], projections: tuple, widths: Expr, state: Expr,
                    saved: Expr) -> Cost:

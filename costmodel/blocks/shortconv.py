@@ -89,8 +89,7 @@ class ShortConvMixer(ShortConvPhases, Block):
         return super().conv_len if self.phase != "train" else sp.Max(S.n, S.K_m) + S.K_m - 1
 
     def __post_init__(self) -> None:
-        if self.phase not in ("train", "prefill", "chunk", "decode"):
-            raise ValueError(f"ShortConvMixer phase {self.phase!r} is not train, prefill, chunk or decode.")
+        self.check_phase()
 
     def tensors(self) -> tuple[Tensor, ...]:
         """In registration order: conv (weight (d, 1, K), bias), in_proj, out_proj."""

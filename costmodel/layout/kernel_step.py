@@ -34,6 +34,7 @@ from typing import Any
 
 from .. import compiled as compiled_cache
 from ..attention_kernels import DEFAULT_KERNEL
+from ..eager_ops import eager_step_seconds
 from ..hardware import Efficiency, Hardware
 from ..kernel_facts_file import fuses_qkv, host_op_fields
 from ..kernel_time import (AttentionCall, Gemm, KernelTimer, PassKernel, Pointwise, MatmulCompute,
@@ -318,7 +319,7 @@ class KernelStepTime(StepTime):
         the file's or borrowed, "op_time_note" says so) takes the longer of its kernels (less the
         slowest stage's per-block launches in each pass it charges, m micro-batches and the bubble's,
         which the host's term stands for) and the busiest rank's ops at that time (training_host_ops,
-        stage_host_ops; kernel_time.host_bound_seconds, as an eager decoding step does): a rank cannot
+        stage_host_ops; eager_ops.eager_step_seconds, as an eager decoding step does): a rank cannot
         finish its step before its host has issued it. One GPU: its whole step. "host" says which."""
         step = {**super().step(), **self.host_syncs_note()}
         split = training_host_ops(self.estimate, self.timer, self.autocast)
@@ -331,7 +332,7 @@ class KernelStepTime(StepTime):
         launches = (layout.microbatches + layout.bubble()) * 3 * self.overhead_s * sum(
             count * self.part_seconds.get(key, (0.0, 0))[1] for key, count in self.part_runs(slowest).items())
         kernels = step["seconds"] - launches
-        seconds = max(kernels, host)
+        seconds = eager_step_seconds(step["seconds"], launches, host)
         tokens = step["tokens_per_second"] * step["seconds"]
         scale = step["seconds"] / seconds
         step.update(seconds=seconds, tokens_per_second=tokens / seconds, mfu=step["mfu"] * scale,
@@ -346,7 +347,7 @@ class KernelStepTime(StepTime):
         from a CUDA graph) whose ops are counted (inference_host_ops) takes, on each stage, the longer
         of its kernels with their exposed communication (less the per-block launches, which the host's
         term stands for) and its hosts' ops (stage_host_ops) at the hardware's eager_op_s (the file's or
-        borrowed), as one GPU's eager step does (kernel_time.host_bound_seconds): at tp 1 the same
+        borrowed), as one GPU's eager step does (eager_ops.eager_step_seconds): at tp 1 the same
         seconds. The stages one after the other (a stage's host issues once its input is on the way: a
         pipeline does not hide the host). "host" says which bound."""
         token = super().token()
@@ -364,7 +365,7 @@ class KernelStepTime(StepTime):
             kernels = stage_compute + times["tp"] + times["ep"] + times["cp"] + times["pp"]  # StepTime.token's order
             host = stage_host_ops(estimate, split, stage) * self.timer.host_s_per_op
             compute, kernels_total, host_total = compute + stage_compute, kernels_total + kernels, host_total + host
-            seconds += max(kernels, host)
+            seconds += eager_step_seconds(kernels, 0.0, host)
             bound = bound or host >= kernels
         token.update(seconds_per_token=seconds, compute_seconds=compute,
                      tokens_per_second=estimate.workload.batch * estimate.layout.dp / seconds,

@@ -17,6 +17,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from ..aliases import read_aliases
 from ..config import ConfigError, ModelConfig, show
 from ..hf import from_hf_config
 from ..hub_cache import repo_id, snapshot_config
@@ -33,12 +34,7 @@ def preset_names() -> list[str]:
 @lru_cache(maxsize=None)
 def preset_aliases() -> dict[str, tuple[str, ...]]:
     """Each preset's other names (aliases.json), in the file's order; () for a preset without."""
-    data = json.loads(ALIASES_FILE.read_text(encoding="utf-8"))
-    names = preset_names()
-    unknown = [key for key in data if not key.startswith("_") and key not in names]
-    if unknown:
-        raise ConfigError(f"{ALIASES_FILE.name}: {show(unknown[0])} is not a preset.")
-    return {name: tuple(data.get(name, ())) for name in names}
+    return read_aliases(ALIASES_FILE, preset_names(), "preset")
 
 
 @lru_cache(maxsize=None)

@@ -42,6 +42,8 @@ class ServeRun:
     setup: dict[str, Any] = field(default_factory=dict)
 
     def summary(self, slo_ttft: float | None = None, slo_tpot: float | None = None) -> dict[str, Any]:
+        """What `serve --json` prints: the setup, TTFT/TPOT percentiles, throughput, goodput at the SLOs
+        (the run's unless given) and, with a price, the cost."""
         slo_ttft = self.setup.get("slo_ttft_s") if slo_ttft is None else slo_ttft
         slo_tpot = self.setup.get("slo_tpot_s") if slo_tpot is None else slo_tpot
         summary = {"setup": self.setup, **metrics.summarize(self.requests, self.steps, self.itl, slo_ttft, slo_tpot)}

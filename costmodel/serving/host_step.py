@@ -1,4 +1,4 @@
-"""The host's term of an eager serving step on a GPU, as simulate weighs it (kernel_time.host_bound_seconds):
+"""The host's term of an eager serving step on a GPU, as simulate weighs it (eager_ops.eager_step_seconds):
 the host issues the step's ops while the GPU runs the kernels queued so far, so a step takes the longer
 of its kernels (less their per-block launches, which the host's term stands for) and its ops at the
 hardware's op time (Hardware.eager_op_s: the file's, else the borrowed kernel_facts.json
@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..eager_ops import eager_implementation, step_ops
+from ..eager_ops import eager_implementation, eager_step_seconds, step_ops
 from .eager_step import CHARGED, EagerStep
 
 #: The schedulers whose step runs a code with counted ops, and whose: "generate" or "engine".
@@ -31,7 +31,7 @@ COUNTED_CODE = {"static": "generate", "hf-fifo": "engine", "hf-prefill-first": "
 
 class HostBound:
     """A StepTime (built without per-block launches) whose steps take the longer of their kernels and
-    `ops(query, context, emitting)` x op_s."""
+    `ops(query, context, emitting)` x op_s (eager_ops.eager_step_seconds, the rule simulate's steps take)."""
 
     def __init__(self, step: Any, ops: Any, op_s: float, code: str = ""):
         self.step, self.ops, self.op_s, self.code = step, ops, op_s, code
@@ -49,7 +49,8 @@ class HostBound:
 
         query = np.asarray(query, dtype=np.int64)
         emitting = len(query) if emitting is None else emitting
-        return max(self.step.seconds(query, context, emitting), self.ops(query, np.asarray(context), emitting) * self.op_s)
+        return eager_step_seconds(self.step.seconds(query, context, emitting), 0.0,
+                                  self.ops(query, np.asarray(context), emitting) * self.op_s)
 
     def decode_run(self, keys: Any, steps: int) -> Any:
         import numpy as np
@@ -57,7 +58,7 @@ class HostBound:
         keys = np.asarray(keys, dtype=np.int64)
         ones = np.ones(len(keys), dtype=np.int64)
         host = np.array([self.ops(ones, keys + i, len(keys)) for i in range(steps)]) * self.op_s
-        return np.maximum(self.step.decode_run(keys, steps), host)
+        return eager_step_seconds(self.step.decode_run(keys, steps), 0.0, host)
 
 
 def engine_ops(step: Any, entry: dict) -> Any:
