@@ -212,6 +212,10 @@ class Layout:
     fp8_param_gather: bool = False  # Megatron-Core's --fp8-param-gather: FP8 parameters, gathered in FP8
     tp_only_amax_red: bool = False  # Megatron-Core's --tp-only-amax-red: delayed scaling's amaxes over TP x CP
     fp8_autocast: str | None = None  # the script's fp8_autocast scope, --fp8 delayed off Megatron-Core
+    # the model's code calls Megatron's vocabulary-parallel cross-entropy on the fp32 logits, unfused,
+    # whatever the family (Megatron-Core's GPTModel before cross_entropy_loss_fusion: core_v0.6.0
+    # language_module.py compute_language_model_loss); False: the family's code decides (facts.loss_passes)
+    unfused_loss: bool = False
 
     def __post_init__(self) -> None:
         for name in ("dp", "tp", "pp", "microbatches", "virtual_stages", "ep", "cp"):
@@ -232,6 +236,9 @@ class Layout:
         if self.framework == "deepspeed" and self.pp > 1 and self.zero > 1:
             raise ConfigError("layout: DeepSpeed's pipeline engine shards the optimizer state only "
                               "(--zero 0 or 1 with --pp > 1).")
+        if self.unfused_loss and FRAMEWORKS[self.framework].loss != "vocab_parallel":
+            raise ConfigError("layout: unfused_loss is Megatron's vocabulary-parallel cross-entropy "
+                              f"(--framework megatron); the framework is {show(self.framework)}.")
         if self.sp and self.tp == 1:
             raise ConfigError("layout: sequence parallelism (--sp) splits over the tensor-parallel ranks; it needs --tp > 1.")
         if self.schedule in V_SCHEDULES:
