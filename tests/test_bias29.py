@@ -45,3 +45,38 @@ def test_the_unfused_loss_is_megatrons():
     with pytest.raises(ConfigError, match="unfused_loss is Megatron's"):
         Layout(framework="fsdp2", unfused_loss=True)
     assert Layout(framework="megatron", unfused_loss=True).unfused_loss
+
+
+def _norm_kernel(run_id: str, fp32_input: bool):
+    from dataclasses import replace
+
+    from costmodel.kernel_time import Pointwise
+    from costmodel.layout.kernel_step import rank_kernels
+    from costmodel.layout.rank import ParallelEstimate
+
+    data = other_runs_data()
+    run = next(r for r in data["runs"] if r["id"] == run_id)
+    estimate, _, _ = train_setup(run, data["sources"][run_id.split()[0]])
+    estimate = ParallelEstimate(estimate.cfg, estimate.workload, replace(estimate.layout, fp32_norm_input=fp32_input))
+    layer = [kernels for key, _, _, kernels in rank_kernels(estimate, True, False) if key.startswith("layer")]
+    return next(k for kernels in layer for k in kernels if isinstance(k, Pointwise))  # the attention norm
+
+
+def test_internlm_norms_read_an_fp32_copy_and_rerun_in_backward():
+    # InternLM's 8-GPU TP 1 row: 2 x 2,048 tokens x 4,096 a micro-batch. Forward: the cast (2 + 4)
+    # and the norm on the fp32 copy (4 + 2): 12 bytes a value; backward: the checkpointed forward
+    # again (12), the norm's (2 + 4 + 4) and the cast's (4 + 2): 28; the weight's 4,096 bf16 values
+    # once forward and twice backward.
+    values, weight = 2 * 2048 * 4096, 2 * 4096
+    kernel = _norm_kernel("internlm-train 7b tp1 zero1-all 8xa100-80gb", True)
+    assert (kernel.bytes, kernel.backward_bytes) == (12 * values + weight, 28 * values + 2 * weight)
+    plain = _norm_kernel("internlm-train 7b tp1 zero1-all 8xa100-80gb", False)
+    assert (plain.bytes, plain.backward_bytes) == (4 * values + weight, None)  # read and write in bf16; backward 2x
+
+
+def test_with_the_whole_layer_recomputed_the_norm_is_not_rerun_twice():
+    # the FLOPS table's row with activation checkpointing: dropout_selective_checkpoint is off
+    # (checkpoint True), the full recomputation reruns the norm's forward (Leaf.rerun), not its backward bytes
+    values, weight = 8 * 2048 * 4096, 2 * 4096
+    kernel = _norm_kernel("internlm-train 7b tp1 packed ckpt mbs8 8xa100-80gb", True)
+    assert (kernel.bytes, kernel.backward_bytes) == (12 * values + weight, 16 * values + 2 * weight)

@@ -149,7 +149,8 @@ def _rank_key(estimate: ParallelEstimate, fused_attention: bool, compiled: bool,
             "fused_attention": fused_attention, "compiled": compiled, "framework": layout.framework,
             "fp8_activations": fp8_activations(layout), "ep": layout.ep, "folded": layout.folded,
             "eager_training": (eager_training(estimate, compiled, autocast) or {}).get("name"),
-            **({"unfused_loss": True} if layout.unfused_loss else {})}
+            **({"unfused_loss": True} if layout.unfused_loss else {}),
+            **({"fp32_norm_input": True} if layout.fp32_norm_input else {})}
 
 
 def rank_kernels(estimate: ParallelEstimate, fused_attention: bool, compiled: bool,
@@ -159,7 +160,7 @@ def rank_kernels(estimate: ParallelEstimate, fused_attention: bool, compiled: bo
     cfg, layout = estimate.cfg, estimate.layout
     memo = (cfg, estimate.workload, layout.tp, layout.cp, layout.sp, layout.framework, layout.loss_parallel,
             layout_vocabulary(layout), layout.device, estimate.phase, fused_attention, compiled,
-            fp8_activations(layout), autocast, layout.ep, layout.folded, layout.unfused_loss)
+            fp8_activations(layout), autocast, layout.ep, layout.folded, layout.unfused_loss, layout.fp32_norm_input)
     if memo in _RANK_KERNELS:
         return _RANK_KERNELS[memo]
     name = compiled_cache.key_name("kernels", _rank_key(estimate, fused_attention, compiled, autocast))
@@ -187,7 +188,8 @@ def _from_tree(estimate: ParallelEstimate, fused_attention: bool, compiled: bool
     profile = profile_for(cfg, workload, precision=framework.precision, device=layout.device,
                           optimizer_impl="foreach" if layout.device == "cuda" else "single",
                           fp8_activations=fp8_activations(layout) and estimate.phase == "train",
-                          framework_loss=layout_loss(layout), routed_experts=True, expert_parallel=layout.ep)
+                          framework_loss=layout_loss(layout), routed_experts=True, expert_parallel=layout.ep,
+                          fp32_norm_input=layout.fp32_norm_input)
     tree = CostModel(cfg, profile, phase=estimate.phase)
     values = _rank_key(estimate, fused_attention, compiled, autocast)["values"]
     eager = training_bytes(eager_training(estimate, compiled, autocast))

@@ -41,7 +41,8 @@ def _options(layout: Layout) -> dict[str, Any]:
             "device": layout.device, "vocabulary": layout_vocabulary(layout),
             "fp8_activations": fp8_activations(layout), "ep": layout.ep, "folded": layout.folded,
             **({"grad_reduce": layout.grad_reduce_dtype} if layout.grad_reduce_dtype else {}),
-            **({"unfused_loss": True} if layout.unfused_loss else {})}
+            **({"unfused_loss": True} if layout.unfused_loss else {}),
+            **({"fp32_norm_input": True} if layout.fp32_norm_input else {})}
 
 
 def layout_loss(layout: Layout) -> str | None:
@@ -100,7 +101,8 @@ def part_expressions(cfg: ModelConfig, workload: Workload, layout: Layout, phase
     profile = profile_for(cfg, workload, precision=precision, device=layout.device,
                           optimizer_impl="foreach" if layout.device == "cuda" else "single",
                           fp8_activations=fp8_activations(layout) and phase == "train",
-                          framework_loss=layout_loss(layout), routed_experts=True, expert_parallel=layout.ep)
+                          framework_loss=layout_loss(layout), routed_experts=True, expert_parallel=layout.ep,
+                          fp32_norm_input=layout.fp32_norm_input)
     tree = CostModel(cfg, profile, phase=phase)
     parts = part_of(tree)
     loss_parallel = uses_loss_parallel(layout)

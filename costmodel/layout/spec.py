@@ -216,6 +216,9 @@ class Layout:
     # whatever the family (Megatron-Core's GPTModel before cross_entropy_loss_fusion: core_v0.6.0
     # language_module.py compute_language_model_loss); False: the family's code decides (facts.loss_passes)
     unfused_loss: bool = False
+    # each norm reads an fp32 copy of its input in a checkpointed dropout-and-norm function, as
+    # InternLM's layer runs it (blocks/norms.py fp32_input_norm_bytes); False: the norm reads its input
+    fp32_norm_input: bool = False
 
     def __post_init__(self) -> None:
         for name in ("dp", "tp", "pp", "microbatches", "virtual_stages", "ep", "cp"):
