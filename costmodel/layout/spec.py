@@ -566,6 +566,8 @@ class Layout:
                 **({"fp8_param_gather": True} if self.fp8_param_gather else {}),
                 **({"tp_only_amax_red": True} if self.tp_only_amax_red else {}),
                 **({"fp8_autocast": self.fp8_autocast} if self.fp8_autocast else {}),
+                **({"unfused_loss": True} if self.unfused_loss else {}),
+                **({"fp32_norm_input": True} if self.fp32_norm_input else {}),
                 **({"offload": self.offload, "offload_device": self.offload_device,
                     "gpus_per_node": self.gpus_per_node} if self.offload != "none" else {})}
 
