@@ -95,7 +95,8 @@ TRAINING_LAYOUT_ONLY = {"microbatches": "--microbatches", "zero": "--zero", "sp"
                         "precision_aware_optimizer": "--precision-aware-optimizer", "schedule": "--schedule",
                         "fp8_param_gather": "--fp8-param-gather", "tp_only_amax_red": "--tp-only-amax-red", "fp8_autocast": "--fp8-autocast",
                         "virtual_stages": "--virtual-stages", "cp_rotate": "--cp-rotate",
-                        "cp_kv_heads": "--cp-kv-heads"}
+                        "cp_kv_heads": "--cp-kv-heads", "unfused_loss": "--unfused-loss",
+                        "fp32_norm_input": "--fp32-norm-input"}
 
 
 def add_generation_cost(result: dict[str, Any], hardware: Any, price: float | None) -> None:

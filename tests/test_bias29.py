@@ -80,3 +80,22 @@ def test_with_the_whole_layer_recomputed_the_norm_is_not_rerun_twice():
     values, weight = 8 * 2048 * 4096, 2 * 4096
     kernel = _norm_kernel("internlm-train 7b tp1 packed ckpt mbs8 8xa100-80gb", True)
     assert (kernel.bytes, kernel.backward_bytes) == (12 * values + weight, 16 * values + 2 * weight)
+
+
+def test_the_cli_takes_both_flags_and_refuses_the_loss_off_megatron():
+    from click.testing import CliRunner
+
+    import cli
+
+    base = ["simulate", "--model", "llama3-8b", "--hardware", "a100-80gb", "--train", "--seq-len", "8192", "--batch",
+            "1", "--framework", "megatron", "--pp", "2", "--dp", "4", "--global-batch", "512", "--json"]
+    runner = CliRunner()
+    plain, unfused = (runner.invoke(cli.cli, base + extra) for extra in ([], ["--unfused-loss"]))
+    assert plain.exit_code == 0 and unfused.exit_code == 0
+    import json
+
+    seconds = [json.loads(r.output)["step"]["seconds"] for r in (plain, unfused)]
+    assert seconds[1] > seconds[0]  # the fp32 loss's passes on the last stage, 128 micro-batches
+    refused = runner.invoke(cli.cli, ["simulate", "--model", "llama3-8b", "--train", "--framework", "fsdp2", "--dp", "8",
+                                   "--unfused-loss"])
+    assert refused.exit_code == 2 and "unfused_loss is Megatron's" in refused.output
