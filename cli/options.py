@@ -179,7 +179,8 @@ LAYOUT_OPTIONS = ("dp", "tp", "pp", "sp", "zero", "microbatches", "schedule", "v
                   "framework", "stage_layers", "gpus", "device", "ep", "etp", "ep_dispatcher", "capacity_factor", "fp8", "cp",
                   "cp_rotate", "cp_kv_heads", "all_reduce", "vocab_parallel", "dp_shard", "grad_reduce_dtype",
                   "precision_aware_optimizer", "fp8_param_gather", "tp_only_amax_red", "fp8_autocast",
-                  "moe_router_fusion", "moe_router_load_balancing_type", "moe_permute_fusion")
+                  "moe_router_fusion", "moe_router_load_balancing_type", "moe_permute_fusion",
+                  "unfused_loss", "fp32_norm_input")
 FP8_HELP = ("FP8 training: the layers' linear products at the FP8 peak, as torchao's tensorwise or rowwise recipe, "
             "Transformer Engine's current or delayed scaling or DeepSeek-V3's blockwise one; mxfp8 (1 x 32 blocks) at the "
             "MXFP8 peak and nvfp4 (FP4) at the fp4 peak, which only Blackwell hardware files carry (docs/layouts.md).")
@@ -259,6 +260,13 @@ layout_options = stack(
     click.option("--capacity-factor", type=float, default=None,
                  help="Mixture of experts: each expert takes at most this times its balanced share of "
                  "the routed tokens, the rest are dropped (default: dropless)."),
+    click.option("--unfused-loss", is_flag=True, default=None,
+                 help="--framework megatron: the model's code runs Megatron's vocabulary-parallel cross-entropy "
+                 "on fp32 logits, unfused, whatever the model family (Megatron-Core's GPTModel before "
+                 "cross_entropy_loss_fusion, core_v0.6.0: 38 + 14 bytes a logit)."),
+    click.option("--fp32-norm-input", is_flag=True, default=None,
+                 help="Each norm reads an fp32 copy of its input inside a checkpointed dropout-and-norm "
+                 "function, as InternLM's layer runs it (norm(residual.float()), dropout_selective_checkpoint)."),
 )
 
 #: DeepSpeed's ZeRO-Offload and ZeRO-Infinity (costmodel/offload.py), for estimate's layout.

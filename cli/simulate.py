@@ -97,7 +97,8 @@ TRAINING_LAYOUT_ONLY = {"microbatches": "--microbatches", "zero": "--zero", "sp"
                         "moe_router_fusion": "--no-moe-router-fusion",
                         "moe_router_load_balancing_type": "--moe-router-load-balancing-type",
                         "moe_permute_fusion": "--no-moe-permute-fusion", "virtual_stages": "--virtual-stages", "cp_rotate": "--cp-rotate",
-                        "cp_kv_heads": "--cp-kv-heads"}
+                        "cp_kv_heads": "--cp-kv-heads", "unfused_loss": "--unfused-loss",
+                        "fp32_norm_input": "--fp32-norm-input"}
 
 
 def add_generation_cost(result: dict[str, Any], hardware: Any, price: float | None) -> None:

@@ -2,7 +2,8 @@
 efficiencies by sequence length, forward and backward, for kernel_time.KernelTimer: stated
 points, or the authors' TFLOP/s over the peak they ran at: the backward's own figures where
 published (cuDNN, FlashAttention-3), else derived where the forward and the forward-plus-backward
-are both published (FlashAttention-2 on the H100); and a kernel's figures measured at one head width and
+are both published (FlashAttention-2 on the H100; on the A100 its stated forward range and its measured
+forward-plus-backward figure); and a kernel's figures measured at one head width and
 window (kernel_facts.json "attention_shape_efficiency": cuDNN at GPT-OSS's sliding-window shape), which
 time the calls of that shape in place of the kernel's figures by length alone."""
 
@@ -47,13 +48,19 @@ def attention_points(entry: dict[str, Any], backward_factor: float) -> tuple[Poi
     """One kernel_facts.json attention_efficiency entry as (forward, backward) efficiencies by
     length: its stated points (backward None: the forward's times backward_ratio), or, where it
     states the published TFLOP/s, those over its reference peak: the backward's own figures where
-    published (backward_tflops), else derived from the forward and forward-plus-backward figures;
+    published (backward_tflops), else derived from the forward (its figures, or its stated points)
+    and the forward-plus-backward figures;
     where only the forward-plus-backward figure is published, that efficiency for both passes
     (what reproduces the figure's time)."""
     if "forward_backward_tflops" not in entry and "backward_tflops" not in entry:
         points = entry.get("points")
         return (tuple((int(n), float(e)) for n, e in points) if points else None), None
     peak = float(entry["reference_peak_tflops"])
+    if "points" in entry:  # a forward stated as efficiencies (FlashAttention-2's A100 range), the sum measured
+        forward = tuple((int(n), float(e)) for n, e in entry["points"])
+        backward = tuple((int(n), backward_tflops(log_linear(forward, int(n)) * peak, tf, backward_factor) / peak)
+                         for n, tf in entry["forward_backward_tflops"])
+        return forward, backward
     if "backward_tflops" in entry:  # both passes measured
         return (tuple((int(n), tf / peak) for n, tf in entry["forward_tflops"]),
                 tuple((int(n), tf / peak) for n, tf in entry["backward_tflops"]))

@@ -117,9 +117,11 @@ def test_llm_analysis_step_is_its_flops_over_the_model_parallel_gpus_at_one_effi
     assert split(KORTHIKANTI, "llm-analysis at our HFU")["raw"]["flops_efficiency"] == 0.5226
     ours = RECORD["cases"][KORTHIKANTI]["ours"]
     assert split(KORTHIKANTI, "llm-analysis at our HFU")["seconds"] == pytest.approx(ours["seconds"], rel=1e-4)
-    # at Llama-2-70B its 16 n d^2 MLP (other_tools.py) leaves it 19% under ours even at our HFU
+    # at Llama-2-70B its 16 n d^2 MLP (other_tools.py) leaves it 19% under ours even at our HFU (0.813 when
+    # recorded; 0.812 since wt29_bias's FlashAttention-2 A100 backward made our step 0.14% longer, the
+    # tool's figure kept at the HFU it was run at)
     ours70 = RECORD["cases"][LLAMA70B]["ours"]
-    assert round(split(LLAMA70B, "llm-analysis at our HFU")["seconds"] / ours70["seconds"], 3) == 0.813
+    assert round(split(LLAMA70B, "llm-analysis at our HFU")["seconds"] / ours70["seconds"], 3) == 0.812
 
 
 def test_calculon_counts_llama2_70b_k_and_v_at_full_width():
@@ -138,11 +140,12 @@ def test_calculon_counts_llama2_70b_k_and_v_at_full_width():
     block = split(LLAMA70B, "Calculon")["raw"]["block_fw_flops"]
     assert calculon_matmuls // 8 == 1_065_151_889_408 and 0 < block - calculon_matmuls // 8 < 0.0011 * block
     assert round(calculon_matmuls / llama_matmuls, 3) == 1.127
-    # so its step is 1.37x ours: 1.23x the compute (1.127 of it FLOPs), TP and DP communication
+    # so its step is 1.37x ours: 1.22x the compute (1.23x before wt29_bias's FlashAttention-2 A100
+    # backward; 1.127 of it FLOPs), TP and DP communication
     # 1.5x and 2.2x, its bubble scaling with its slower micro-batch
     ours, calculon = RECORD["cases"][LLAMA70B]["ours"], split(LLAMA70B, "Calculon")
     assert round(calculon["seconds"] / ours["seconds"], 2) == 1.37
-    assert round(calculon["compute"] / ours["compute"], 2) == 1.23
+    assert round(calculon["compute"] / ours["compute"], 2) == 1.22
 
 
 def viewer(case: str) -> dict:

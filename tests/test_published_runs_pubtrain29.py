@@ -90,7 +90,25 @@ RATIOS = {
 }
 
 
+#: The ratios after wt29_bias (session 29) where they moved: FlashAttention-2's A100 backward from its
+#: paper's forward+backward figure (the A800 rows' TE flash attention), Megatron-Core 0.6's unfused
+#: fp32 loss on the Llama 3 rows (their sources' unfused_loss), and InternLM's norms of an fp32 copy,
+#: checkpointed (its source's fp32_norm_input); RATIOS keeps the figures as first computed.
+AFTER_BIAS = {
+    "internlm-train 7b tp1 zero1-all 8xa100-80gb": 1.137,
+    "internlm-train 7b tp1 zero1-all 1024xa100-80gb": 1.806,
+    "internlm-train 7b tp2 zero1-all 1024xa100-80gb": 1.364,
+    "internlm-train 7b tp1 packed ckpt mbs8 8xa100-80gb": 1.088,
+    "flagperf-llama3-a800 llama3-8b pp2dp4tp1 8xa800": 1.054,
+    "flagperf-llama3 llama3-8b pp1dp4tp2 fp8 8xh100": 1.055,
+    "flagperf-llama3 llama3-70b pp4dp2tp8 64xh100": 1.028,
+    "flagperf-qwen-moe-bf16 qwen1.5-moe-2.7b-8e pp2dp4tp1 8xa800": 1.463,
+}
+
+
 @pytest.mark.parametrize("run_id", sorted(RATIOS))
 def test_ratios_as_first_computed(run_id):
+    """As first computed (RATIOS), or after wt29_bias where it moved them (AFTER_BIAS)."""
     run, source = _run(run_id)
-    assert round(train_tokens(run, source, "kernels") / run["published_tokens_per_s_per_gpu"], 3) == RATIOS[run_id]
+    expected = AFTER_BIAS.get(run_id, RATIOS[run_id])
+    assert round(train_tokens(run, source, "kernels") / run["published_tokens_per_s_per_gpu"], 3) == expected

@@ -32,11 +32,15 @@ def stats(values: list[float]) -> tuple:
             sum(e <= 0.10 for e in errors), sum(e <= 0.05 for e in errors))
 
 
-# (rows, median error %, within 0.75-1.33x, within 10%, within 5%)
-SUMMARY = (36, 15.1, 31, 6, 2)
-INTERN = (18, 16.2, 15, 0, 0)
-FLAG = (18, 11.5, 16, 6, 2)
-SMALL_RANGE = (1.038, 1.209)
+# (rows, median error %, within 0.75-1.33x, within 10%, within 5%), as first computed (wt29_pubtrain):
+# 36 rows (15.1, 31, 6, 2), InternLM (16.2, 15, 0, 0), FlagPerf (11.5, 16, 6, 2), the small rows 1.038-1.209.
+# After wt29_bias (FlashAttention-2's A100 backward from its paper's forward+backward figure; Megatron-Core
+# 0.6's unfused fp32 loss on FlagPerf's Llama 3 rows, Layout.unfused_loss; InternLM's norms of an fp32 copy,
+# checkpointed, Layout.fp32_norm_input), asserted below:
+SUMMARY = (36, 12.0, 31, 14, 4)
+INTERN = (18, 13.4, 15, 1, 0)
+FLAG = (18, 7.3, 16, 13, 4)
+SMALL_RANGE = (1.028, 1.184)
 
 
 def test_the_36_rows_as_the_docs_state_them():
@@ -45,7 +49,7 @@ def test_the_36_rows_as_the_docs_state_them():
     intern = [r for name, r in every.items() if name.startswith("internlm")]
     flag = [r for name, r in every.items() if name.startswith("flagperf")]
     assert stats(intern) == INTERN and stats(flag) == FLAG
-    # every row but the 8 above 128 GPUs (InternLM's scaling) and the MoE pair is 1.04-1.21x too fast
+    # every row but the 8 above 128 GPUs (InternLM's scaling) and the MoE pair is 1.03-1.18x too fast
     small = [r for name, r in every.items() if "moe" not in name and not any(f" {g}x" in name for g in (256, 512, 1024))]
     assert (round(min(small), 3), round(max(small), 3)) == SMALL_RANGE
     assert all(r > 1 for r in every.values())

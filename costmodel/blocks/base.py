@@ -105,8 +105,13 @@ class Profile:
     # The loss code of the training framework a layout runs (Framework.loss): "vocab_parallel",
     # Megatron-LM's _VocabParallelCrossEntropy; None: not a framework's (one device, or a framework
     # that leaves the loss to the model's code). Its passes are timed where the model's code calls
-    # it unfused (facts.loss_passes).
+    # it unfused (facts.loss_passes), or everywhere under "vocab_parallel_unfused" (a layout whose
+    # model code calls it whatever the family: Layout.unfused_loss, layout/parts.layout_loss).
     framework_loss: str | None = None
+    # Each norm reads an fp32 copy of its input in a checkpointed dropout-and-norm function
+    # (InternLM's layer at c18bec93: norm(residual.float()) under dropout_selective_checkpoint;
+    # Layout.fp32_norm_input, blocks/norms.py fp32_input_norm_bytes)
+    fp32_norm_input: bool = False
     # A serving engine's or a training framework's MoE kernel (vLLM's fused_moe, Megatron's
     # grouped GEMM) runs each token through its top k experts only, whatever transformers' class
     # does: facts.experts_every_token (Llama 4's Llama4TextExperts) does not apply.

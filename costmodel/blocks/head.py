@@ -131,8 +131,10 @@ class CrossEntropy(Block):
         if facts.shifted_labels:
             saved += if_batch_of_one(INDEX)
         # the passes' traffic where the model's code calls Megatron's loss unfused (facts.loss_passes)
-        # and the framework runs it (Profile.framework_loss); else none is modelled
-        megatron = facts.loss_passes == self.profile.framework_loss == "vocab_parallel"
+        # and the framework runs it (Profile.framework_loss), or the layout says its code calls it
+        # whatever the family ("vocab_parallel_unfused": layout/parts.layout_loss); else none is modelled
+        loss = self.profile.framework_loss
+        megatron = loss == "vocab_parallel_unfused" or facts.loss_passes == loss == "vocab_parallel"
         forward, backward = vocab_parallel_loss_bytes(self.tokens * S.V) if megatron else (0, None)
         return make_cost(
             elements=[("log_softmax", self.tokens * S.V)],

@@ -70,6 +70,21 @@ def rmsnorm_x_hat(values: Expr, facts: Facts, affine: bool = True) -> Expr:
     return S.e * values if affine else ZERO
 
 
+def fp32_input_norm_bytes(values: Expr, rerun: bool) -> tuple[Expr, Expr]:
+    """Traffic of a norm over `values` elements that reads an fp32 copy of its input, forward and
+    backward, as InternLM's layer runs it (InternLM/InternLM c18bec93 internlm/model/modeling_internlm.py
+    _dropout_and_norm_attn / _ffn: self.norm1(_residual.float()) with apex's MixedFusedRMSNorm, whose
+    output takes the bf16 weight's dtype and whose input gradient the input's, fp32):
+      forward   the cast (read e, write 4) and the norm (read 4, write e): 2e + 8 bytes a value;
+      backward  the norm's (read the output's gradient e and the fp32 input 4, write the fp32 input
+                gradient 4) and the cast's (read 4, write e): 2e + 12; with `rerun` (the function
+                checkpointed: dropout_selective_checkpoint, on where the layer is not recomputed whole)
+                the forward again first: 4e + 20. The dropout (p 0 there) launches nothing."""
+    forward = (2 * S.e + 2 * FP32) * values
+    backward = (2 * S.e + 3 * FP32) * values
+    return forward, backward + (forward if rerun else 0)
+
+
 @dataclass(frozen=True)
 class Norm(Block):
     """LayerNorm (weight and bias, or weight only: bias False) or RMSNorm (weight only) over d
@@ -91,11 +106,17 @@ class Norm(Block):
                    if self.kind == "layernorm" and self.bias else [self.width])
         values = self.tokens * self.width
         python = self.kind == "layernorm" and self.profile.facts.layernorm_python_fp32
+        weights = S.e * sp.Add(*tensors)
+        forward, backward = elementwise_bytes(values) + weights, None
+        if self.profile.fp32_norm_input:  # InternLM's norm(residual.float()), checkpointed
+            forward, backward = fp32_input_norm_bytes(values, rerun=self.profile.recompute != "full")
+            forward, backward = forward + weights, backward + 2 * weights
         return make_cost(
             tensors=tensors,
             elements=[("layernorm_python" if python else self.kind, values)],
             saved_bytes=self.saved(),
-            bytes_other=elementwise_bytes(values) + S.e * sp.Add(*tensors),
+            bytes_other=forward,
+            backward_bytes_other=backward,
         )
 
     def saved(self) -> Expr:

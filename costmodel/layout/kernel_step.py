@@ -41,7 +41,7 @@ from ..kernel_time import (AttentionCall, Gemm, KernelTimer, PassKernel, Pointwi
                            check_kernel_model, kernels_seconds)
 from .frameworks import layout_vocabulary
 from .fp8 import RECIPES
-from .parts import Stage, fp8_activations
+from .parts import Stage, fp8_activations, layout_loss
 from .rank import FRAMEWORKS, ParallelEstimate, uses_loss_parallel
 from .host_syncs import moe_layers
 from .permute_fusion import applies as permute_applies
@@ -154,7 +154,9 @@ def _rank_key(estimate: ParallelEstimate, fused_attention: bool, compiled: bool,
             "sp": layout.sp, "vocabulary": layout_vocabulary(layout), "loss_parallel": uses_loss_parallel(layout),
             "fused_attention": fused_attention, "compiled": compiled, "framework": layout.framework,
             "fp8_activations": fp8_activations(layout), "ep": layout.ep, "folded": layout.folded,
-            "eager_training": (eager_training(estimate, compiled, autocast) or {}).get("name"), "fused_qkv": fused_qkv}
+            "eager_training": (eager_training(estimate, compiled, autocast) or {}).get("name"), "fused_qkv": fused_qkv,
+            **({"unfused_loss": True} if layout.unfused_loss else {}),
+            **({"fp32_norm_input": True} if layout.fp32_norm_input else {})}
 
 
 def rank_kernels(estimate: ParallelEstimate, fused_attention: bool, compiled: bool,
@@ -165,7 +167,8 @@ def rank_kernels(estimate: ParallelEstimate, fused_attention: bool, compiled: bo
     cfg, layout = estimate.cfg, estimate.layout
     memo = (cfg, estimate.workload, layout.tp, layout.cp, layout.sp, layout.framework, layout.loss_parallel,
             layout_vocabulary(layout), layout.device, estimate.phase, fused_attention, compiled,
-            fp8_activations(layout), autocast, layout.ep, layout.folded, fused_qkv)
+            fp8_activations(layout), autocast, layout.ep, layout.folded, fused_qkv, layout.unfused_loss,
+            layout.fp32_norm_input)
     if memo in _RANK_KERNELS:
         return _RANK_KERNELS[memo]
     name = compiled_cache.key_name("kernels", _rank_key(estimate, fused_attention, compiled, autocast, fused_qkv))
@@ -194,7 +197,8 @@ def _from_tree(estimate: ParallelEstimate, fused_attention: bool, compiled: bool
     profile = profile_for(cfg, workload, precision=framework.precision, device=layout.device,
                           optimizer_impl="foreach" if layout.device == "cuda" else "single",
                           fp8_activations=fp8_activations(layout) and estimate.phase == "train",
-                          framework_loss=framework.loss, routed_experts=True, expert_parallel=layout.ep)
+                          framework_loss=layout_loss(layout), routed_experts=True, expert_parallel=layout.ep,
+                          fp32_norm_input=layout.fp32_norm_input)
     tree = CostModel(cfg, profile, phase=estimate.phase)
     values = _rank_key(estimate, fused_attention, compiled, autocast)["values"]
     eager = training_bytes(eager_training(estimate, compiled, autocast))

@@ -40,7 +40,16 @@ def _options(layout: Layout) -> dict[str, Any]:
     return {"framework": layout.framework, "sp": layout.sp, "loss_parallel": uses_loss_parallel(layout),
             "device": layout.device, "vocabulary": layout_vocabulary(layout),
             "fp8_activations": fp8_activations(layout), "ep": layout.ep, "folded": layout.folded,
-            **({"grad_reduce": layout.grad_reduce_dtype} if layout.grad_reduce_dtype else {})}
+            **({"grad_reduce": layout.grad_reduce_dtype} if layout.grad_reduce_dtype else {}),
+            **({"unfused_loss": True} if layout.unfused_loss else {}),
+            **({"fp32_norm_input": True} if layout.fp32_norm_input else {})}
+
+
+def layout_loss(layout: Layout) -> str | None:
+    """The loss code a layout's ranks run (Profile.framework_loss): the framework's, or
+    "vocab_parallel_unfused" where the layout says the model's code calls Megatron's unfused
+    vocabulary-parallel cross-entropy whatever its family (Layout.unfused_loss; blocks/head.py)."""
+    return "vocab_parallel_unfused" if layout.unfused_loss else FRAMEWORKS[layout.framework].loss
 
 
 def fp8_activations(layout: Layout) -> bool:
@@ -92,7 +101,8 @@ def part_expressions(cfg: ModelConfig, workload: Workload, layout: Layout, phase
     profile = profile_for(cfg, workload, precision=precision, device=layout.device,
                           optimizer_impl="foreach" if layout.device == "cuda" else "single",
                           fp8_activations=fp8_activations(layout) and phase == "train",
-                          framework_loss=framework.loss, routed_experts=True, expert_parallel=layout.ep)
+                          framework_loss=layout_loss(layout), routed_experts=True, expert_parallel=layout.ep,
+                          fp32_norm_input=layout.fp32_norm_input)
     tree = CostModel(cfg, profile, phase=phase)
     parts = part_of(tree)
     loss_parallel = uses_loss_parallel(layout)

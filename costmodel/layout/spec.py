@@ -219,6 +219,13 @@ class Layout:
     moe_router_fusion: bool = True  # Megatron-Core's --moe-router-fusion (layout/router_fusion.py; False: eager ops)
     moe_router_load_balancing_type: str = "aux_loss"  # Megatron-Core's; read where the router is unfused
     moe_permute_fusion: bool = True  # Megatron-Core's --moe-permute-fusion (layout/permute_fusion.py)
+    # the model's code calls Megatron's vocabulary-parallel cross-entropy on the fp32 logits, unfused,
+    # whatever the family (Megatron-Core's GPTModel before cross_entropy_loss_fusion: core_v0.6.0
+    # language_module.py compute_language_model_loss); False: the family's code decides (facts.loss_passes)
+    unfused_loss: bool = False
+    # each norm reads an fp32 copy of its input in a checkpointed dropout-and-norm function, as
+    # InternLM's layer runs it (blocks/norms.py fp32_input_norm_bytes); False: the norm reads its input
+    fp32_norm_input: bool = False
 
     def __post_init__(self) -> None:
         for name in ("dp", "tp", "pp", "microbatches", "virtual_stages", "ep", "cp"):
@@ -239,6 +246,9 @@ class Layout:
         if self.framework == "deepspeed" and self.pp > 1 and self.zero > 1:
             raise ConfigError("layout: DeepSpeed's pipeline engine shards the optimizer state only "
                               "(--zero 0 or 1 with --pp > 1).")
+        if self.unfused_loss and FRAMEWORKS[self.framework].loss != "vocab_parallel":
+            raise ConfigError("layout: unfused_loss is Megatron's vocabulary-parallel cross-entropy "
+                              f"(--framework megatron); the framework is {show(self.framework)}.")
         if self.sp and self.tp == 1:
             raise ConfigError("layout: sequence parallelism (--sp) splits over the tensor-parallel ranks; it needs --tp > 1.")
         if self.schedule in V_SCHEDULES:
@@ -573,6 +583,8 @@ class Layout:
                    if not self.moe_router_fusion else {}),
                 **({"moe_permute_fusion": False} if not self.moe_permute_fusion else {}),
                 **({"fp8_autocast": self.fp8_autocast} if self.fp8_autocast else {}),
+                **({"unfused_loss": True} if self.unfused_loss else {}),
+                **({"fp32_norm_input": True} if self.fp32_norm_input else {}),
                 **({"offload": self.offload, "offload_device": self.offload_device,
                     "gpus_per_node": self.gpus_per_node} if self.offload != "none" else {})}
 
