@@ -64,6 +64,11 @@ def test_the_cli_default_is_megatrons_and_overlap_grad_reduce_puts_it_under_the_
     assert round(under["step"]["seconds"], 4) == 1.4927
     assert cli.main([*LAYOUT, "--overlap-grad-reduce", "--dp-overlap", "0"]) == 2
     assert "--dp-overlap and --overlap-grad-reduce both set" in capsys.readouterr().err
+    # Megatron-LM asserts --overlap-param-gather with --overlap-grad-reduce (arguments.py lines 1028-1029)
+    assert cli.main([*LAYOUT, "--zero", "1", "--param-gather-overlap", "1"]) == 2
+    assert "add --overlap-grad-reduce" in capsys.readouterr().err
+    assert cli.main([*LAYOUT, "--zero", "1", "--param-gather-overlap", "1", "--overlap-grad-reduce"]) == 0
+    assert json.loads(capsys.readouterr().out)["inputs"]["overlap"]["params"] == 1.0
 
 
 #: One row of each Megatron source of costmodel/published_runs.json and the share of its last micro-batch

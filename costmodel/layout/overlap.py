@@ -131,7 +131,12 @@ def framework_overlap(layout: Layout, stated: dict[str, Any] | None = None,
                           "the gradient reduction overlaps the backward: give one of them.")
     stated.setdefault("pp", framework_pp_overlap(layout.framework, layout.schedule, layout.pp))
     stated.setdefault("dp", framework_dp_overlap(layout.framework, overlap_grad_reduce))
-    return Overlap(**stated)
+    overlap = Overlap(**stated)
+    if layout.framework == "megatron" and overlap.params and not overlap.dp:
+        raise ConfigError("--param-gather-overlap is Megatron-Core's --overlap-param-gather, which Megatron-LM runs "
+                          "only with --overlap-grad-reduce ('Must use --overlap-param-gather with --overlap-grad-reduce', "
+                          "megatron/training/arguments.py lines 1028-1029 at d98e8a64d): add --overlap-grad-reduce.")
+    return overlap
 
 
 def check_ep_overlap(estimate: ParallelEstimate) -> None:
