@@ -71,6 +71,16 @@ def test_the_cli_default_is_megatrons_and_overlap_grad_reduce_puts_it_under_the_
     assert json.loads(capsys.readouterr().out)["inputs"]["overlap"]["params"] == 1.0
 
 
+def test_the_python_api_takes_the_commands_default():
+    """costmodel.simulate with a megatron layout times the step as `simulate` does (it passed no overlap,
+    so Overlap()'s 2/3 and exposed pipeline sends: 1.4927 s + the sends before session 29)."""
+    import costmodel
+
+    layout = dict(framework="megatron", tp=8, pp=4, dp=2, schedule="interleaved", virtual_stages=5, microbatches=16)
+    step = costmodel.simulate("llama3-70b", hardware="h100-sxm", train=True, layout=layout).to_dict()["step"]
+    assert round(step["seconds"], 4) == 1.5782
+
+
 #: One row of each Megatron source of costmodel/published_runs.json and the share of its last micro-batch
 #: its gradient reduction runs under, as its recipe states it (2/3: overlap_grad_reduce on; 0: off, or
 #: not stated and Megatron-LM's default): validate/FINDINGS.md, wt29_mgaudit, has each file and line.
