@@ -71,6 +71,24 @@ def test_the_cli_default_is_megatrons_and_overlap_grad_reduce_puts_it_under_the_
     assert json.loads(capsys.readouterr().out)["inputs"]["overlap"]["params"] == 1.0
 
 
+def test_plan_overlap_grad_reduce_times_every_megatron_candidate_under_the_backward(capsys):
+    """Llama 2 7B on 8 H100s: the best layout, megatron 1 x 1 x 8 ZeRO-1, 1.3551 s a step with
+    Megatron-LM's reduction after the backward, 1.3004 s with --overlap-grad-reduce (the default before
+    session 29); the setting is in the JSON's inputs and the text's first line."""
+    args = ["plan", "--model", "llama2-7b", "--gpus", "8", "--top", "1"]
+    steps = []
+    for extra in ([], ["--overlap-grad-reduce"]):
+        assert cli.main([*args, *extra, "--json"]) == 0
+        data = json.loads(capsys.readouterr().out)
+        best = data["feasible"][0]
+        assert (best["layout"]["framework"], best["layout"]["tp"], best["layout"]["pp"], best["layout"]["dp"]) == \
+            ("megatron", 1, 1, 8)
+        steps.append((round(best["step_time"], 4), data["inputs"].get("overlap_grad_reduce")))
+    assert steps == [(1.3551, None), (1.3004, True)]
+    assert cli.main([*args, "--overlap-grad-reduce"]) == 0
+    assert "bf16, gradient reduces under the backward:" in capsys.readouterr().out.splitlines()[0]
+
+
 def test_the_python_api_takes_the_commands_default():
     """costmodel.simulate with a megatron layout times the step as `simulate` does (it passed no overlap,
     so Overlap()'s 2/3 and exposed pipeline sends: 1.4927 s + the sends before session 29)."""
