@@ -26,7 +26,7 @@ TRAINING_ONLY = {"seq_len": "--seq-len", "global_batch": "--global-batch", "impl
                  "fp8": "--fp8", "recompute": "--recompute", "mtp": "--mtp", "flops_convention": "--flops-convention",
                  "fp8_param_gather": "--fp8-param-gather", "tp_only_amax_red": "--tp-only-amax-red",
                  "no_align_grad_reduce": "--no-align-grad-reduce", "grad_reduce_dtype": "--grad-reduce-dtype",
-                 "optimizer": "--optimizer"}
+                 "overlap_grad_reduce": "--overlap-grad-reduce", "optimizer": "--optimizer"}
 SEARCH_IGNORES = {"batch": "--batch", "dtype": "--dtype", "attention": "--attention", "kv_cache": "--kv-cache",
                   "dp": "--dp", "gpus": "--gpus", "rank_by": "--rank-by", "tokens": "--tokens", "compiled": "--compile"}
 
@@ -124,6 +124,10 @@ def serving_lengths(prompt: str | None, gen: str, rate: float | None) -> tuple:
 @click.option("--no-align-grad-reduce", is_flag=True, default=False,
               help="Megatron's interleaved layouts start each chunk's gradient reduce as its last backward ends "
                    "(the other layouts have no chunks to align), as simulate's option.")
+@click.option("--overlap-grad-reduce", is_flag=True, default=False,
+              help="Megatron's layouts reduce their gradients under the last micro-batch's backward, as "
+                   "Megatron-LM's --overlap-grad-reduce and NeMo's and Megatron-Bridge's recipes do (default: "
+                   "Megatron-LM's, after the backward; the other frameworks' already overlap), as simulate's option.")
 @choice_option("--grad-reduce-dtype", spec.GRAD_REDUCE_DTYPES, "Every layout reduces its gradients in this dtype "
                "(--dtype bf16; megatron and fsdp2 layouts, the others are not candidates; default each framework's), "
                "as simulate's.")
@@ -170,7 +174,7 @@ def serving_lengths(prompt: str | None, gen: str, rate: float | None) -> tuple:
                    "('local' starts one here; needs pip install '.[ray]') instead of a local process pool.")
 def plan(model, config, hardware_name, gpus, seq_len, global_batch, serve, batch, prompt, gen, dtype, impl,
          attention, kv_cache, tp, pp, dp, zero, dp_shard, sp, framework, ep, cp, schedule, fp8, recompute, optimizer,
-         fp8_param_gather, tp_only_amax_red, no_align_grad_reduce, grad_reduce_dtype, mtp, tokens,
+         fp8_param_gather, tp_only_amax_red, no_align_grad_reduce, grad_reduce_dtype, overlap_grad_reduce, mtp, tokens,
          flops_convention, compiled, price,
          rank_by, top, time_model, as_json, rate, slo_ttft, slo_tpot, requests, weight_dtype, weight_group, quantize_head,
          quant_layout, kv_dtype, fp8_gemm, mla, mamba_ssm_cache_dtype, attention_backend, ray_address,
@@ -245,7 +249,7 @@ def plan(model, config, hardware_name, gpus, seq_len, global_batch, serve, batch
                            ep=ep, cp=cp,
                            schedule=schedule, fp8=fp8, fp8_param_gather=fp8_param_gather,
                            tp_only_amax_red=tp_only_amax_red, no_align_grad_reduce=no_align_grad_reduce,
-                           grad_reduce_dtype=grad_reduce_dtype,
+                           grad_reduce_dtype=grad_reduce_dtype, overlap_grad_reduce=overlap_grad_reduce,
                            weight_dtype=weight_dtype, weight_group=weight_group,
                            quantize_head=quantize_head, quant_layout=quant_layout, kv_dtype=kv_dtype, fp8_gemm=fp8_gemm, cuda_graphs=cuda_graphs == "on",
                            flops_convention=flops_convention or "dense", compiled=compiled,

@@ -160,9 +160,14 @@ def refuse_other_mode(ctx: click.Context, train: bool) -> None:
                f"{spec.FLOPS_CONVENTIONS.phrase()}. Never counts recomputation.", "dense")
 @click.option("--tp-overlap", type=float, default=0.0, show_default=True,
               help="Training with a layout: the fraction of tensor-parallel communication hidden behind compute.")
-@click.option("--dp-overlap", type=float, default=2 / 3, show_default=True,
+@click.option("--dp-overlap", type=float, default=None,
               help="Training with a layout: the fraction of the last micro-batch's compute a gradient reduction "
-              "(DDP, ZeRO-1/2) overlaps (0: reduced after backward).")
+              "(DDP, ZeRO-1/2) overlaps (0: reduced after backward; default the framework's: 0 under --framework "
+              "megatron, whose --overlap-grad-reduce is off unless given, else 2/3, the backward).")
+@click.option("--overlap-grad-reduce", is_flag=True,
+              help="Training with a layout: the gradient reduction under the last micro-batch's backward (2/3 of its "
+              "compute), as Megatron-LM's --overlap-grad-reduce and every NeMo, Megatron-Bridge and Primus recipe "
+              "read run it; --framework megatron's default is Megatron-LM's, after the backward.")
 @click.option("--no-prefetch", is_flag=True, help="Training with a layout: FSDP/ZeRO-3 collectives exposed, not prefetched.")
 @click.option("--pp-overlap", type=float, default=None,
               help="Training with a layout: the fraction of each micro-batch's pipeline sends hidden behind compute "
@@ -227,7 +232,7 @@ def refuse_other_mode(ctx: click.Context, train: bool) -> None:
 @json_option("As JSON on stdout.")
 def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention, kv_cache, mla, train, seq_len,
              recompute, recompute_layers, optimizer, tokens, price, step_time, compute_efficiency, memory_efficiency, global_batch, impl,
-             flops_convention, tp_overlap, dp_overlap, no_prefetch, pp_overlap, param_gather_overlap, ep_overlap, overlap_slowdown,
+             flops_convention, tp_overlap, dp_overlap, overlap_grad_reduce, no_prefetch, pp_overlap, param_gather_overlap, ep_overlap, overlap_slowdown,
              no_align_grad_reduce, compiled, cuda_graphs, graph_scopes,
              launch_overhead, graph_kernel_gap, host_op_time, time_model, weight_dtype, weight_group, quantize_head, quant_layout, kv_dtype, fp8_gemm,
              decode_code, mtp,
@@ -274,10 +279,14 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
             require_decoder(cfg)  # before the workload warns that generated tokens are ignored
         layout = make_layout(cfg, layout_given, inference=not train)
         overlap_given = [name for name, given in (
-            ("--tp-overlap", tp_overlap != 0.0), ("--dp-overlap", dp_overlap != 2 / 3), ("--pp-overlap", pp_overlap is not None),
+            ("--tp-overlap", tp_overlap != 0.0), ("--dp-overlap", dp_overlap is not None),
+            ("--overlap-grad-reduce", overlap_grad_reduce), ("--pp-overlap", pp_overlap is not None),
             ("--param-gather-overlap", param_gather_overlap != 0.0), ("--ep-overlap", ep_overlap != 0.0),
             ("--no-prefetch", no_prefetch), ("--overlap-slowdown", overlap_slowdown is not None),
             ("--no-align-grad-reduce", no_align_grad_reduce)) if given]
+        if dp_overlap is not None and overlap_grad_reduce:
+            raise ConfigError("--dp-overlap and --overlap-grad-reduce both set how the gradient reduction overlaps "
+                              "the backward (--overlap-grad-reduce is --dp-overlap 2/3): give one of them.")
         if overlap_given and not (train and layout is not None):
             raise ConfigError(f"{', '.join(overlap_given)}: the overlap options time training with a layout "
                               "(--train with --tp/--pp/--dp/...); nothing here would read them.")
@@ -316,11 +325,13 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
                 workload = make_workload(cfg, seq_len, holds_cache=False, batch=batch, dtype=dtype, recompute=recompute,
                                          recompute_layers=recompute_layers, attention=attention, impl=impl,
                                          optimizer=optimizer)
-                stated = dict(tp=tp_overlap, dp=dp_overlap, prefetch=not no_prefetch, slowdown=overlap_slowdown,
+                stated = dict(tp=tp_overlap, prefetch=not no_prefetch, slowdown=overlap_slowdown,
                               params=param_gather_overlap, ep=ep_overlap, align_grad=not no_align_grad_reduce)
                 if pp_overlap is not None:  # else the framework's (Megatron's interleaved overlap_p2p_comm)
                     stated["pp"] = pp_overlap
-                overlap = framework_overlap(layout, stated)
+                if dp_overlap is not None:  # else the framework's (Megatron's --overlap-grad-reduce off)
+                    stated["dp"] = dp_overlap
+                overlap = framework_overlap(layout, stated, True if overlap_grad_reduce else None)
                 result = parallel_time.simulate_training(cfg, workload, layout, hardware, efficiency,
                                                          tokens, step_time, flops_convention, time_model, overlap,
                                                          compiled, price, graph_scopes)

@@ -121,8 +121,12 @@ def simulate(model: Any, hardware: str = spec.DEFAULT_HARDWARE, *, train: bool =
         if train:
             workload, warnings = make_workload(cfg, seq_len, holds_cache=False, batch=batch, dtype=dtype,
                                                recompute=recompute, attention=attention, impl=impl)
+            from .layout.overlap import framework_overlap
+
+            # the framework's overlap, as the command's defaults (Megatron's sends and gradient reduction)
             data = parallel_time.simulate_training(cfg, workload, chosen_layout, chosen, tokens=tokens,
-                                                   step_seconds=step_time, price=price)
+                                                   step_seconds=step_time, price=price,
+                                                   overlap=framework_overlap(chosen_layout))
         else:
             workload, warnings = make_workload(cfg, prompt, batch=batch, dtype=dtype, attention=attention,
                                                gen_tokens=gen, precision="pure", kv_cache=kv_cache,

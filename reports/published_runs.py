@@ -302,9 +302,10 @@ def train_setup(run: dict[str, Any], source: dict[str, Any]) -> tuple[ParallelEs
         options["compiled"] = True
     if _stated(run, source, "attention_kernel"):  # the fused attention kernel the run calls (KernelTimer)
         options["attention_kernel"] = _stated(run, source, "attention_kernel")
-    # the overlap a run's recipe states (Overlap's fields), the pipeline sends' share else the framework's
+    # the overlap a run's recipe states (Overlap's fields; its overlap_grad_reduce, the gradient
+    # reduction under the backward or after it), the pipeline sends' and the gradients' share else the framework's
     stated = _stated(run, source, "overlap")
-    overlap = framework_overlap(layout, stated)
+    overlap = framework_overlap(layout, stated, _stated(run, source, "overlap_grad_reduce"))
     if stated or overlap != Overlap():
         options["overlap"] = overlap
     return ParallelEstimate(cfg, workload, layout), hardware, options

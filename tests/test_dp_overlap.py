@@ -125,7 +125,7 @@ def test_the_cli_moves_the_reduce_only_where_there_are_chunks(capsys):
 
     base = ["simulate", "--model", "llama2-7b", "--hardware", "h100-sxm", "--train", "--tp", "2", "--pp", "4",
             "--dp", "2", "--framework", "megatron", "--zero", "1", "--global-batch", "16",
-            "--param-gather-overlap", "1", "--json"]
+            "--param-gather-overlap", "1", "--overlap-grad-reduce", "--json"]
     interleaved = base + ["--schedule", "interleaved", "--virtual-stages", "2"]
     seconds = []
     for extra in ([], ["--no-align-grad-reduce"]):

@@ -37,8 +37,10 @@ def test_megatron_interleaved_hides_its_sends_by_default_and_nothing_else_does()
 def test_the_cli_default_is_megatrons_overlap_p2p_comm(capsys):
     """Llama 3 70B, TP 8 x PP 4 (VP 5) x DP 2, 16 micro-batches on H100s: the default equals
     --pp-overlap 1 (the sends hidden: 0 s exposed, 1.4927 s a step), --pp-overlap 0 exposes them
-    (0.0333 s of sends, 1.5218 s a step: the figure the CLI gave before this default)."""
-    interleaved = ["--schedule", "interleaved", "--virtual-stages", "5"]
+    (0.0333 s of sends, 1.5218 s a step: the figure the CLI gave before this default); each with
+    --overlap-grad-reduce, the gradient reduction under the backward (Megatron-LM's default, after it,
+    is tests/test_framework_dp_overlap.py's)."""
+    interleaved = ["--schedule", "interleaved", "--virtual-stages", "5", "--overlap-grad-reduce"]
     default, hidden, exposed = _step(capsys, *interleaved), _step(capsys, *interleaved, "--pp-overlap", "1"), \
         _step(capsys, *interleaved, "--pp-overlap", "0")
     assert default["step"] == hidden["step"]

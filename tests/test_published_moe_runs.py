@@ -215,7 +215,7 @@ def test_an_expressible_moe_row_builds_the_recipes_layout(run_id):
 QWEN3_30B_COMMAND = ("simulate --train --model qwen3-30b-a3b --hardware h100-sxm --seq-len 4096 --batch 1 "
                      "--dtype bf16 --attention flash --impl megatron --framework megatron --zero 1 --dp 16 "
                      "--ep 16 --global-batch 1024 --fp8 current --ep-dispatcher hybridep --grad-reduce-dtype bf16 "
-                     "--fp8-param-gather --json")
+                     "--fp8-param-gather --overlap-grad-reduce --json")
 
 
 def test_the_documented_command_is_the_row_with_flash_attention(capsys):

@@ -54,8 +54,9 @@ CARD_COMMANDS = {
         f"--model llama3-70b {_LLAMA31}{_FSDP}--tp 8 --sp --dp 2048 --global-batch 2048 --tokens 15e12",
     "gpu-hours-llama3.1 405b 15T tokens":
         f"--model llama3.1-405b {_LLAMA31}--framework megatron --zero 1 --tp 8 --sp --pp 16 --dp 128 "
-        f"--schedule interleaved --virtual-stages 8 --pp-overlap 0 --stage-layers {_EDGES} --global-batch 2048 "
-        "--tokens 15e12",  # --pp-overlap 0: the row's stated exposed sends (megatron's default hides them)
+        f"--schedule interleaved --virtual-stages 8 --pp-overlap 0 --overlap-grad-reduce --stage-layers {_EDGES} "
+        "--global-batch 2048 --tokens 15e12",  # --pp-overlap 0: the row's stated exposed sends (megatron's
+    # default hides them); --overlap-grad-reduce: FSDP's reduce under the backward (megatron's default: after it)
     # {config}: bloom-560m's config.json at BLOOM's sizes (BLOOM_176B below), as a user writes it
     "gpu-hours-bloom 176b 366B tokens":
         "--config {config} --hardware a100-80gb --train --seq-len 2048 --batch 2 --dtype bf16 --attention eager "

@@ -16,14 +16,20 @@ from .rank import ParallelEstimate
 from .spec import Layout
 
 
+#: The share of the last micro-batch's compute a gradient reduction that overlaps the backward runs
+#: under (Overlap.dp's convention: its backward, two thirds of its compute).
+BACKWARD_SHARE = 2 / 3
+
+
 @dataclass(frozen=True)
 class Overlap:
     """The overlap conventions, each settable (stated, not measured):
     tp: the fraction of tensor-parallel communication hidden behind compute (0: exposed, as
         Megatron without its TP-communication overlap);
     dp: the fraction of the last micro-batch's compute a gradient reduction (DDP, ZeRO-1/2) runs
-        under (2/3: its backward; 0: reduced after backward, Megatron-LM before
-        --overlap-grad-reduce);
+        under (2/3: its backward; 0: reduced after backward, Megatron-LM without
+        --overlap-grad-reduce, its default; where a framework is chosen and no share is stated, the
+        framework's: framework_dp_overlap);
     prefetch: FSDP/ZeRO-3 gather and scatter each micro-batch while it computes (False: exposed);
     pp: the fraction of each micro-batch's pipeline exchange hidden behind compute (0: exposed, as
         Megatron-LM's blocking sends; 1: Megatron-Core's overlap_p2p_comm, which Megatron-Bridge
@@ -56,7 +62,7 @@ class Overlap:
         (None: nccl_facts.json "overlap_compute_slowdown", a published average; 0: free overlap)."""
 
     tp: float = 0.0
-    dp: float = 2 / 3
+    dp: float = BACKWARD_SHARE
     prefetch: bool = True
     slowdown: float | None = None
     pp: float = 0.0
@@ -93,15 +99,44 @@ def framework_pp_overlap(framework: str, schedule: str, pp: int) -> float:
     return 1.0 if framework == "megatron" and schedule == "interleaved" and pp > 1 else 0.0
 
 
-def framework_overlap(layout: Layout, stated: dict[str, Any] | None = None) -> Overlap:
+def framework_dp_overlap(framework: str, overlap_grad_reduce: bool | None = None) -> float:
+    """The share of the last micro-batch's compute the gradient reduction runs under when no share is
+    stated: BACKWARD_SHARE where the gradients are reduced under the backward (overlap_grad_reduce
+    True: Megatron's --overlap-grad-reduce, NeMo's overlap_grad_sync), 0 where after it (False).
+    Unsaid (None), the framework's default: 0 for megatron, whose '--overlap-grad-reduce' is
+    action='store_true' (NVIDIA/Megatron-LM megatron/training/arguments.py line 3121 at d98e8a64d,
+    line 1413 at core_r0.8.0; DistributedDataParallelConfig.overlap_grad_reduce False; its README:
+    'Fine-grained overlapping with DP (--overlap-grad-reduce, --overlap-param-gather), TP
+    (--tp-comm-overlap), and PP (enabled by default)', line 104); BACKWARD_SHARE for the others
+    (DDP's and FSDP2's backward hooks; DeepSpeed's overlap_comm not audited)."""
+    if overlap_grad_reduce is not None and not isinstance(overlap_grad_reduce, bool):
+        raise ConfigError(f"overlap_grad_reduce must be true or false, got {overlap_grad_reduce!r}.")
+    if overlap_grad_reduce is None:
+        overlap_grad_reduce = framework != "megatron"
+    return BACKWARD_SHARE if overlap_grad_reduce else 0.0
+
+
+def framework_overlap(layout: Layout, stated: dict[str, Any] | None = None,
+                      overlap_grad_reduce: bool | None = None) -> Overlap:
     """The overlap a step runs under where a framework is chosen (`simulate --framework`, `plan`, a
-    published row's framework): the stated fields, and the pipeline sends' share, when not stated,
-    the framework's (framework_pp_overlap). The papers' tables built in code (reports/published_runs.py
-    narayanan_runs, korthikanti_runs) keep Overlap's 0: their Megatron-LM predates overlap_p2p_comm
-    (added 2023-05-31, f9283c5a8a 'Add option to overlap p2p communication')."""
+    published row's framework): the stated fields; the pipeline sends' share, when not stated, the
+    framework's (framework_pp_overlap); the gradient reduction's, when not stated, the framework's
+    or the recipe's overlap_grad_reduce (framework_dp_overlap; both stated is refused). The papers'
+    tables built in code (reports/published_runs.py narayanan_runs, korthikanti_runs) keep their own:
+    their Megatron-LM predates overlap_p2p_comm (added 2023-05-31, f9283c5a8a 'Add option to overlap
+    p2p communication')."""
     stated = dict(stated or {})
+    if overlap_grad_reduce is not None and "dp" in stated:
+        raise ConfigError(f"overlap dp {stated['dp']!r} and overlap_grad_reduce {overlap_grad_reduce!r} both say how "
+                          "the gradient reduction overlaps the backward: give one of them.")
     stated.setdefault("pp", framework_pp_overlap(layout.framework, layout.schedule, layout.pp))
-    return Overlap(**stated)
+    stated.setdefault("dp", framework_dp_overlap(layout.framework, overlap_grad_reduce))
+    overlap = Overlap(**stated)
+    if layout.framework == "megatron" and overlap.params and not overlap.dp:
+        raise ConfigError("--param-gather-overlap is Megatron-Core's --overlap-param-gather, which Megatron-LM runs "
+                          "only with --overlap-grad-reduce ('Must use --overlap-param-gather with --overlap-grad-reduce', "
+                          "megatron/training/arguments.py lines 1028-1029 at d98e8a64d): add --overlap-grad-reduce.")
+    return overlap
 
 
 def check_ep_overlap(estimate: ParallelEstimate) -> None:

@@ -61,8 +61,9 @@ GRID = ("tp", "pp", "dp", "cp")
 #: Megatron-Core's FP8 parameters and TP-only amax group and the gradient reduce dtype (Layout fields: a
 #: candidate the layout refuses, another framework or ZeRO stage, is not one), and gradient reduces not
 #: aligned in the interleaved schedule (Overlap.align_grad False on megatron's interleaved layouts, the
-#: only ones with chunks to align; the others run as they would).
-SETTINGS = ("fp8_param_gather", "tp_only_amax_red", "no_align_grad_reduce", "grad_reduce_dtype")
+#: only ones with chunks to align; the others run as they would), and the gradient reduction under the
+#: backward (overlap_grad_reduce: megatron's --overlap-grad-reduce, off by default; the others' already).
+SETTINGS = ("fp8_param_gather", "tp_only_amax_red", "no_align_grad_reduce", "grad_reduce_dtype", "overlap_grad_reduce")
 #: The settings that are Layout fields, as each candidate is built with them.
 LAYOUT_SETTINGS = ("fp8_param_gather", "tp_only_amax_red", "grad_reduce_dtype")
 
@@ -87,11 +88,13 @@ def check_settings(fixed: dict[str, Any], dtype: str) -> None:
 
 def plan_overlap(layout: Layout, fixed: dict[str, Any]) -> Overlap:
     """The overlap a candidate is timed under: the framework's (framework_overlap: Megatron's
-    interleaved schedule hides its pipeline sends), gradient reduces not aligned on an interleaved
-    megatron layout when no_align_grad_reduce is fixed."""
+    interleaved schedule hides its pipeline sends, and reduces its gradients after the backward
+    unless overlap_grad_reduce is fixed), gradient reduces not aligned on an interleaved megatron
+    layout when no_align_grad_reduce is fixed."""
+    grad = True if fixed.get("overlap_grad_reduce") else None
     if fixed.get("no_align_grad_reduce") and layout.framework == "megatron" and layout.schedule == "interleaved":
-        return framework_overlap(layout, {"align_grad": False})
-    return framework_overlap(layout)
+        return framework_overlap(layout, {"align_grad": False}, grad)
+    return framework_overlap(layout, overlap_grad_reduce=grad)
 
 
 def check_fixed(fixed: dict[str, Any], gpus: int) -> None:

@@ -1,0 +1,175 @@
+"""The gradient reduction's overlap a framework gives when none is stated (costmodel/layout/overlap.py
+framework_dp_overlap): Megatron-LM's '--overlap-grad-reduce' is action='store_true' (megatron/training/
+arguments.py line 3121 at d98e8a64d), so `simulate --framework megatron` and `plan` reduce the gradients
+after the last backward unless --overlap-grad-reduce (or --dp-overlap) says otherwise; the published
+Megatron rows state what their recipes set (costmodel/published_runs.json overlap_grad_reduce, audited
+source by source in validate/FINDINGS.md, wt29_mgaudit)."""
+
+import json
+
+import pytest
+
+import cli
+from costmodel.config import ConfigError
+from costmodel.layout.overlap import BACKWARD_SHARE, Overlap, framework_dp_overlap, framework_overlap
+from costmodel.layout.plan import plan_overlap
+from costmodel.layout.spec import Layout
+
+LAYOUT = ("simulate -m llama3-70b --train --framework megatron --tp 8 --pp 4 --dp 2 --schedule interleaved "
+          "--virtual-stages 5 --microbatches 16 --hardware h100-sxm --json").split()
+
+
+def _step(capsys, *extra: str) -> dict:
+    assert cli.main([*LAYOUT, *extra]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_megatron_reduces_after_the_backward_unless_told_and_the_others_under_it():
+    assert BACKWARD_SHARE == 2 / 3 == Overlap().dp
+    assert framework_dp_overlap("megatron") == 0.0
+    assert framework_dp_overlap("megatron", True) == 2 / 3
+    assert framework_dp_overlap("deepspeed") == 2 / 3
+    assert framework_dp_overlap("fsdp2") == 2 / 3
+    assert framework_dp_overlap("fsdp2", False) == 0.0
+    for bad in (1, 0, "true"):
+        with pytest.raises(ConfigError, match="overlap_grad_reduce must be true or false"):
+            framework_dp_overlap("megatron", bad)
+    layout = Layout(tp=1, pp=1, dp=4, microbatches=2, framework="megatron")
+    assert framework_overlap(layout).dp == 0.0
+    assert framework_overlap(layout, {"dp": 0.5}).dp == 0.5
+    assert framework_overlap(layout, overlap_grad_reduce=True).dp == 2 / 3
+    with pytest.raises(ConfigError, match="give one of them"):
+        framework_overlap(layout, {"dp": 0.5}, True)
+
+
+def test_plan_times_megatron_candidates_with_megatrons_default():
+    megatron = Layout(tp=1, pp=1, dp=4, microbatches=2, framework="megatron")
+    fsdp2 = Layout(tp=1, pp=1, dp=4, microbatches=2, framework="fsdp2")
+    assert plan_overlap(megatron, {}).dp == 0.0
+    assert plan_overlap(megatron, {"overlap_grad_reduce": True}).dp == 2 / 3
+    assert plan_overlap(fsdp2, {}).dp == 2 / 3
+
+
+def test_the_cli_default_is_megatrons_and_overlap_grad_reduce_puts_it_under_the_backward(capsys):
+    """Llama 3 70B, TP 8 x PP 4 (VP 5) x DP 2, 16 micro-batches on H100s: the default (the reduction
+    after the backward) 1.5782 s a step, as --dp-overlap 0; --overlap-grad-reduce 1.4927 s, as
+    --dp-overlap 2/3 (the default before session 29)."""
+    default, after = _step(capsys), _step(capsys, "--dp-overlap", "0")
+    under, share = _step(capsys, "--overlap-grad-reduce"), _step(capsys, "--dp-overlap", repr(2 / 3))
+    assert default["inputs"]["overlap"]["dp"] == 0.0
+    assert default["step"] == after["step"]
+    assert round(default["step"]["seconds"], 4) == 1.5782
+    assert under["inputs"]["overlap"]["dp"] == 2 / 3
+    assert under["step"] == share["step"]
+    assert round(under["step"]["seconds"], 4) == 1.4927
+    assert cli.main([*LAYOUT, "--overlap-grad-reduce", "--dp-overlap", "0"]) == 2
+    assert "--dp-overlap and --overlap-grad-reduce both set" in capsys.readouterr().err
+    # Megatron-LM asserts --overlap-param-gather with --overlap-grad-reduce (arguments.py lines 1028-1029)
+    assert cli.main([*LAYOUT, "--zero", "1", "--param-gather-overlap", "1"]) == 2
+    assert "add --overlap-grad-reduce" in capsys.readouterr().err
+    assert cli.main([*LAYOUT, "--zero", "1", "--param-gather-overlap", "1", "--overlap-grad-reduce"]) == 0
+    assert json.loads(capsys.readouterr().out)["inputs"]["overlap"]["params"] == 1.0
+
+
+def test_plan_overlap_grad_reduce_times_every_megatron_candidate_under_the_backward(capsys):
+    """Llama 2 7B on 8 H100s: the best layout, megatron 1 x 1 x 8 ZeRO-1, 1.3551 s a step with
+    Megatron-LM's reduction after the backward, 1.3004 s with --overlap-grad-reduce (the default before
+    session 29); the setting is in the JSON's inputs and the text's first line."""
+    args = ["plan", "--model", "llama2-7b", "--gpus", "8", "--top", "1"]
+    steps = []
+    for extra in ([], ["--overlap-grad-reduce"]):
+        assert cli.main([*args, *extra, "--json"]) == 0
+        data = json.loads(capsys.readouterr().out)
+        best = data["feasible"][0]
+        assert (best["layout"]["framework"], best["layout"]["tp"], best["layout"]["pp"], best["layout"]["dp"]) == \
+            ("megatron", 1, 1, 8)
+        steps.append((round(best["step_time"], 4), data["inputs"].get("overlap_grad_reduce")))
+    assert steps == [(1.3551, None), (1.3004, True)]
+    assert cli.main([*args, "--overlap-grad-reduce"]) == 0
+    assert "bf16, gradient reduces under the backward:" in capsys.readouterr().out.splitlines()[0]
+
+
+def test_the_python_api_takes_the_commands_default():
+    """costmodel.simulate with a megatron layout times the step as `simulate` does (it passed no overlap,
+    so Overlap()'s 2/3 and exposed pipeline sends: 1.4927 s + the sends before session 29)."""
+    import costmodel
+
+    layout = dict(framework="megatron", tp=8, pp=4, dp=2, schedule="interleaved", virtual_stages=5, microbatches=16)
+    step = costmodel.simulate("llama3-70b", hardware="h100-sxm", train=True, layout=layout).to_dict()["step"]
+    assert round(step["seconds"], 4) == 1.5782
+
+
+#: One row of each Megatron source of costmodel/published_runs.json and the share of its last micro-batch
+#: its gradient reduction runs under, as its recipe states it (2/3: overlap_grad_reduce on; 0: off, or
+#: not stated and Megatron-LM's default): validate/FINDINGS.md, wt29_mgaudit, has each file and line.
+ROWS = {
+    "dgxc-25.02 llama3.1-8b bf16 8xh100": 2 / 3,  # llama3.1_8b.yaml line 148, overlap_grad_sync true
+    "dgxc-25.02-nemotron nemotron4-15b bf16 16xh100": 2 / 3,  # nemotron4-15b-synth.yaml line 181
+    "gpu-hours-deepseek-67b 67b per 1T tokens": 0.0,  # not stated: HAI-LLM as Megatron, its default
+    "gpu-hours-deepseek-v2 236b per 1T tokens": 0.0,
+    "gpu-hours-deepseek-v3 671b 14.8T tokens": 0.0,
+    "gpu-hours-llama3.1 405b 15T tokens": 2 / 3,  # FSDP's backward hooks, as the llama3 rows
+    "gpu-hours-smollm3 3b 11.1T tokens": 2 / 3,  # nanotron ZeRO-0: DDP's bucket hook
+    "llama 65b 2048 GPUs": 2 / 3,  # section 2.4: the all_reduce overlapped
+    "llama3 405b 8k GPUs": 2 / 3,
+    "megatron-bridge 25.11 llama3-70b fp8-cs 64xh100": 2 / 3,  # llama3.py DDP config, comm_overlap.py dp > 1
+    "megatron-bridge-cards qwen3-30b-a3b pretrain bf16 16xh100": 2 / 3,
+    "megatron-bridge-cards deepseek-v3 perf bf16 1024xh100": 0.0,  # perf_recipes/deepseek/h100 lines 45-46
+    "megatron-bridge-cards nemotron-3-super pretrain bf16 64xh100": 0.0,  # h100/nemotron_3_super.py line 232
+    "megatron-bridge-cards nemotron-3-super perf bf16 64xh100": 0.0,
+    "megatron-bridge-cards nemotron-3-super perf bf16 64xgb200": 2 / 3,  # its base recipe sets it True
+    "megatron-bridge-moe 26.08 deepseek-v3 mxfp8 256xgb200": 2 / 3,
+    "megatron-bridge-moe 25.09 deepseek-v3 fp8 1024xh100": 0.0,  # run_script.py line 102 at a28844195
+    "megatron-core-moe-readme mixtral-8x7b v0.8 64xh100": 2 / 3,  # README line 255, --overlap-grad-reduce
+    "megatron-core-r0.8.0 gpt-1.7b 48xh100": 2 / 3,  # README line 66
+    "megatron-lm-dsv3-gb200 01 baseline mxfp8 256xgb200": 2 / 3,  # reproduce guide line 157
+    "megatron-lm-gpt3 175b 1024 GPUs": 0.0,  # stated: Megatron-LM of 2021
+    "modelzoo-qwen3 235b deepep tp2 ep32 pp8 vpp4 256xh100": 2 / 3,  # Qwen3-235B-A22B.yaml line 23
+    "modelzoo-qwen3-gb 235b bf16 hybridep tp1 pp8 ep8 256xgb200": 2 / 3,
+    "modelzoo-qwen3-long 235b bf16 deepep tp4 cp1 ep8 pp8 vpp4 16k 256xh100": 2 / 3,
+    "nanotron-playbook llama-1.34b dp128 tp2 pp2 gas1 mbs2 zero1 512xh100": 0.0,  # ZeRO-1: no DDP hook
+    "nanotron-playbook llama-8.86b dp128 tp4 pp1 gas1 mbs2 zero0 512xh100": 2 / 3,  # ZeRO-0: DDP's hook
+    "nemo-24.07 gpt3-5b 64xh100": 2 / 3,  # gpt3/5b.yaml line 172
+    "nemo-25.02 gpt3-175b 512xb200": 2 / 3,  # megatron_comm_overlap.py lines 185-187
+    "nemo-25.04 gpt3-175b 128xgb200": 2 / 3,
+    "nemo-launcher-2022 gpt3-5b 256xa100-80gb": 2 / 3,  # Apex's overlap_grad_sync default at PP 1
+    "nemo-launcher-2022 gpt3-175b 1024xa100-80gb": 0.0,  # NeMo v1.11.0: off with PP > 1 or SP
+    "nemo-long-b200 llama3-8b 8k 2xb200": 2 / 3,
+    "nemo-long-h100 llama2-7b 4k 4xh100": 2 / 3,  # llama2_7b.yaml line 150
+    "nemotron-4 340b 6144 GPUs": 0.0,  # not stated: Megatron-LM's default
+    "primus-projection llama3.1-8b fp8 8xmi325x": 2 / 3,  # llama3.1_8B-FP8-pretrain.yaml line 46
+    "primus-projection-repo mixtral-8x22b mbs2 pp4 vp2 ep8 64xmi355x": 2 / 3,
+    # session 29's unseen rows (merged beside this audit): InternLM's configs/7B_sft.py zero_overlap_communication=True;
+    # FlagPerf's scripts pass no --overlap-grad-reduce to Megatron-Core 0.6 (their sources' overlap dp 0)
+    "internlm-train 7b tp1 zero1-all 8xa100-80gb": 2 / 3,
+    "flagperf-llama3 llama3-8b pp1dp4tp2 8xh100": 0.0,
+    "flagperf-llama3-a800 llama3-8b pp2dp4tp1 8xa800": 0.0,
+    "flagperf-llama2-70b-h800 llama2-70b tp8pp4dp1 gbs44 32xh800": 0.0,
+    "flagperf-qwen-moe-bf16 qwen1.5-moe-2.7b-8e pp2dp4tp1 8xa800": 0.0,
+    "flagperf-qwen-moe-fp16 qwen1.5-moe-2.7b-8e pp2dp4tp1 8xa800": 0.0,
+}
+
+
+def test_each_megatron_source_reduces_as_its_recipe_states():
+    """One row a source (35 sources: all whose framework is megatron), and the counts over the 390
+    Megatron training rows: 334 reduce under the backward, 45 after it (the 6 whose recipes turn it off,
+    the 16 nanotron ZeRO-1 rows, Megatron-LM of 2021, Nemotron-4 340B's and the three DeepSeek GPU-hours
+    rows by Megatron-LM's default, and session 29's 18 FlagPerf rows), and the 11 ZeRO-3 rows, whose sharded data parallelism reads no
+    Overlap.dp, take 2/3."""
+    from reports.published_runs import other_runs_data, stated, train_setup
+
+    data = other_runs_data()
+    shares, sources = {}, set()
+    for run in data["runs"]:
+        source = data["sources"][run["id"].split()[0]]
+        if run["kind"] == "decode" or stated(run, source, "framework", "megatron") != "megatron":
+            continue
+        estimate, _, options = train_setup(run, source)
+        shares[run["id"]] = (options.get("overlap", Overlap()).dp, estimate.layout.zero)
+        sources.add(run["id"].split()[0])
+    assert len(sources) == 35 and {row.split()[0] for row in ROWS} == sources
+    assert {row: shares[row][0] for row in ROWS} == ROWS
+    assert len(shares) == 390
+    assert sum(dp == 2 / 3 and zero != 3 for dp, zero in shares.values()) == 334
+    assert sum(dp == 0.0 for dp, _ in shares.values()) == 45
+    assert sum(zero == 3 for _, zero in shares.values()) == 11
