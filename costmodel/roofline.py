@@ -19,7 +19,7 @@ from . import spec
 from .config import DTYPE_BYTES, ConfigError, ModelConfig, Workload
 from .workload import logits_kept
 from .decode_sums import NoClosedForm, Rates, StepSums
-from .eager_ops import step_ops
+from .eager_ops import step_ops, step_syncs
 from .evaluate import values
 from .hardware import Efficiency, Hardware, time_model_for
 from .kernel_facts_file import host_op_fields
@@ -404,8 +404,10 @@ def simulate_inference(cfg: ModelConfig, hardware: Hardware, *, prompt: int, gen
     if steps:
         if host is not None:  # an eager step whose host time the kernel model weighs (host_bound_seconds);
             # op_time_borrowed: the file states none, so the project's H200 host's (Hardware.host_op_borrowed)
+            syncs = step_syncs(cfg, implementation, roof.dtype, attention, kv_cache)  # eager_ops: a loop's syncs
             result["decode"]["host"] = {"ops_per_step": kernels.step_ops, "seconds_per_step": host,
-                                        "bound": host >= first_s, **host_op_fields(hardware)}
+                                        "bound": host >= first_s, **host_op_fields(hardware),
+                                        **({"syncs_per_step": syncs} if syncs else {})}
         elif kernels and kernels.decode_timer.host_s_per_op is not None:  # eager on a GPU host, ops not counted
             result["decode"]["host"] = {"ops_per_step": None, "seconds_per_step": None, "bound": None}
     # whether it fits, with no token generated too (the prefill alone: --gen 0)

@@ -57,7 +57,10 @@ def counts() -> dict[str, Any]:
     import transformers
 
     if transformers.__version__ != "4.51.3":
-        raise SystemExit(f"error: transformers 4.51.3 must come first on the path, found {transformers.__version__}.")
+        import sys
+
+        print(f"error: transformers 4.51.3 must come first on the path, found {transformers.__version__}.", file=sys.stderr)
+        raise SystemExit(2)
     few, many = EXPERTS
     runs = {(layers, e): counted(layers, e) for layers in (1, 2) for e in EXPERTS}
     per_layer = {e: runs[2, e][0] - runs[1, e][0] for e in EXPERTS}
