@@ -168,8 +168,23 @@ def step_ops_split(cfg: Any, implementation: str, dtype: str, attention: str, kv
     grouped = counts.get("grouped_kv_per_layer", 0) if cfg.n_kv_heads < cfg.n_heads else 0
     sliding = cfg.n_window_layers if "sliding_per_layer" in counts else 0  # decoder-only families here
     per_layer = counts["per_layer"] + counts.get("per_expert", 0) * cfg.n_experts  # a loop over every expert
+    per_layer += (step_copies(cfg, implementation, attention) or {}).get("ops_per_layer", 0)  # 4.46's repeat_kv
     return ((per_layer + grouped) * (cfg.n_layers - sliding)
             + (counts.get("sliding_per_layer", 0) + grouped) * sliding, counts["per_step"])
+
+
+def step_copies(cfg: Any, implementation: str, attention: str) -> dict | None:
+    """The copies one eager decoding step of this implementation makes beyond the tree's bytes
+    (kernel_facts.json "eager_step_copies": transformers 4.46's Qwen2 FlashAttention2 repeats the
+    cached K and V heads before flash), or None where none is stated: the entry, its "parts" the
+    CopyParts by name (per cached key and attention layer). A "grouped_only" entry applies only
+    where the KV heads are fewer than the query heads (repeat_kv returns its input otherwise)."""
+    entry = _matching("eager_step_copies", cfg, lambda entry: (
+        entry["name"] == implementation and attention == entry["attention"]))
+    if entry is None or (entry.get("grouped_only") and cfg.n_kv_heads >= cfg.n_heads):
+        return None
+    return {**entry, "parts": {name: CopyPart(str(part["op"]), int(part["calls"]), _expression(part["bytes_per_key"]))
+                               for name, part in entry["copies"].items()}}
 
 
 def step_syncs(cfg: Any, implementation: str, dtype: str, attention: str, kv_cache: str) -> int:

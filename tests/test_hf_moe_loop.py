@@ -47,7 +47,7 @@ def test_the_qwen3_speed_source_states_4_51_and_its_moe_rows_charge_the_loop():
     data = other_runs_data()
     source = data["sources"]["qwen3-speed-hf"]
     assert source["implementation"] == "transformers-4.51" and "Transformers 4.51.3" in source["source"]
-    assert data["sources"]["qwen2.5-speed-hf"]["implementation"] == "transformers"
+    assert data["sources"]["qwen2.5-speed-hf"]["implementation"] == "transformers-4.46"
     run = next(r for r in data["runs"] if r["id"] == "qwen3-speed-hf qwen3-30b-a3b input 1")
     # host-bound: every step is its ops at the borrowed op time; (1 + 2,048) tokens over the prefill and 2,047 steps
     rate = decode_run(run, source, "kernels")
