@@ -168,7 +168,6 @@ def step_ops_split(cfg: Any, implementation: str, dtype: str, attention: str, kv
     grouped = counts.get("grouped_kv_per_layer", 0) if cfg.n_kv_heads < cfg.n_heads else 0
     sliding = cfg.n_window_layers if "sliding_per_layer" in counts else 0  # decoder-only families here
     per_layer = counts["per_layer"] + counts.get("per_expert", 0) * cfg.n_experts  # a loop over every expert
-    per_layer += (step_copies(cfg, implementation, attention) or {}).get("ops_per_layer", 0)  # 4.46's repeat_kv
     return ((per_layer + grouped) * (cfg.n_layers - sliding)
             + (counts.get("sliding_per_layer", 0) + grouped) * sliding, counts["per_step"])
 

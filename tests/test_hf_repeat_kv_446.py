@@ -39,15 +39,37 @@ def test_the_copies_apply_to_grouped_heads_under_flash_in_4_46_only():
     assert step_copies(multi_head, "transformers-4.46", "flash") is None  # repeat_kv returns its input
     assert step_copies(SimpleNamespace(family="qwen2", n_heads=28, n_kv_heads=4), "transformers-4.46", "flash")
     assert step_copies(load_preset("llama3-8b"), "transformers-4.46", "flash") is None  # Llama's 4.46 FA2 does not repeat
-    # its ops: 5.24's counts plus repeat_kv's 8 a layer
-    assert step_ops(cfg, "transformers", "bf16", "flash", "dynamic") == 2184
-    assert step_ops(cfg, "transformers-4.46", "bf16", "flash", "dynamic") == 2184 + 8 * 28 == 2408
+    # its ops: 4.46's own count (validate/generate_ops_446.py), 28 x (81 + 8 of repeat_kv) + 73, against 5.24's 28 x 76 + 56
+    assert step_ops(cfg, "transformers", "bf16", "flash", "dynamic") == 28 * 76 + 56 == 2184
+    assert step_ops(cfg, "transformers-4.46", "bf16", "flash", "dynamic") == 28 * (81 + 8) + 73 == 2565
+    assert step_ops(load_preset("qwen2.5-0.5b"), "transformers-4.46", "bf16", "flash", "dynamic") == 24 * 89 + 73
+    assert step_ops(load_preset("llama3-8b"), "transformers-4.46", "bf16", "flash", "dynamic") == 2488  # 5.24's (no entry)
+    assert step_ops(load_preset("qwen3-30b-a3b"), "transformers-4.46", "bf16", "flash", "dynamic") is None  # experts
+
+
+def test_the_4_46_count_is_stated_and_the_script_refuses_another_transformers(capsys):
+    from costmodel.kernel_time import kernel_facts
+
+    entry = next(e for e in kernel_facts()["eager_step_ops"]["implementations"] if e["name"] == "transformers-4.46")
+    assert (entry["family"], entry["attention"]) == ("qwen2", "flash")
+    assert entry["ops"] == {"bf16": {"per_layer": 81, "per_step": 73, "grouped_kv_per_layer": 8}}
+    transformers = pytest.importorskip("transformers")
+    from validate import generate_ops_446
+
+    assert generate_ops_446.FLASH_CALL_OPS == 5
+    if transformers.__version__ == "4.46.0":  # the wheel first on the path: count again
+        assert generate_ops_446.counts() == {"per_layer": 81, "grouped_kv_per_layer": 8, "per_step": 73}
+        return
+    with pytest.raises(SystemExit) as exit_:
+        generate_ops_446.counts()
+    assert exit_.value.code == 2
+    assert capsys.readouterr().err.startswith("error: transformers 4.46.0 must come first on the path")
 
 
 def test_a_step_adds_the_copies_bytes_at_the_bandwidth():
     cfg, hardware = load_preset("qwen2.5-7b-instruct"), load_hardware("a100-80gb")
     roof = Roofline(cfg, hardware, "bf16", None, "flash", "dynamic", False, None, "naive")
-    steps = KernelSteps(roof, False, False, 2408, step_copies(cfg, "transformers-4.46", "flash"))
+    steps = KernelSteps(roof, False, False, 2565, step_copies(cfg, "transformers-4.46", "flash"))
     subs = inference_subs(cfg, "bf16", 1, 1, context=30721)
     assert steps.copy_seconds(subs, 30721) == pytest.approx(28 * 28_672 * 30721 / A100_BANDWIDTH, rel=1e-12)
     assert KernelSteps(roof, False, False, 2184).copy_seconds(subs, 30721) == 0.0
@@ -65,4 +87,4 @@ def test_the_qwen25_rows_charge_4_46s_copies():
     runs = {r["id"]: r for r in data["runs"]}
     ratio = {p: decode_run(runs[f"qwen2.5-speed-hf qwen2.5-7b-instruct input {p}"], source, "kernels") / rate
              for p, rate in ((1, 40.38), (30720, 18.83))}
-    assert ratio[1] == pytest.approx(1.45, abs=0.005) and ratio[30720] == pytest.approx(1.80, abs=0.005)
+    assert ratio[1] == pytest.approx(1.36, abs=0.005) and ratio[30720] == pytest.approx(1.80, abs=0.005)
