@@ -39,7 +39,7 @@ def per_step(layers: int, kv_heads: int) -> float:
     flash_utils.flash_attn_func = lambda q, k, v, *args, **kwargs: torch.ops.aten.clone(q)
     flash_utils._flash_supports_window_size = False  # set at import only where flash_attn is installed
     modeling_qwen2._flash_attention_forward = flash_utils._flash_attention_forward  # likewise
-    model = g._model(layers, kv_heads, "sdpa", "bf16", "qwen2")
+    model = g.tiny_model(layers, kv_heads, "sdpa", "bf16", "qwen2")
     for layer in model.model.layers:
         layer.self_attn.__class__ = modeling_qwen2.Qwen2FlashAttention2
         layer.self_attn._flash_attn_uses_top_left_mask = False  # flash-attn >= 2.1

@@ -40,7 +40,7 @@ def counted(layers: int, experts: int) -> tuple[float, dict[str, float]]:
             return func(*args, **(kwargs or {}))
 
     g.FAMILIES["qwen3_moe"] = dict(g.FAMILIES["qwen3_moe"], num_experts=experts)
-    model = g._model(layers, 2, "sdpa", "bf16", "qwen3_moe")
+    model = g.tiny_model(layers, 2, "sdpa", "bf16", "qwen3_moe")
     ids = torch.tensor([g.PROMPT])
     runs = {}
     for k in (g.K_SHORT, g.K_LONG):
