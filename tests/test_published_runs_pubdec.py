@@ -126,8 +126,9 @@ def test_the_prompt_and_generation_rate_counts_the_prompt_over_the_same_seconds(
 
 
 def test_the_qwen_steps_issue_the_counted_ops_of_transformers_generate():
-    """The host term these eager rows take: transformers' counted ops a decoding step (eager_step_ops),
-    per layer times the layers plus the step's own, under flash attention and the dynamic cache."""
+    """transformers 5.24's counted ops a decoding step (eager_step_ops), per layer times the layers plus the
+    step's own, under flash attention and the dynamic cache: the Qwen3 dense rows' host term (transformers-4.51
+    takes them for a family without experts); the Qwen2.5 rows take 4.46's own (tests/test_hf_repeat_kv_446.py)."""
     from costmodel.eager_ops import step_ops
     from costmodel.presets import load_preset
 
