@@ -175,16 +175,56 @@ def step_ops_split(cfg: Any, implementation: str, dtype: str, attention: str, kv
     """step_ops as (the layers' ops, the step's own ops: "per_step"), what a pipeline splits."""
     if any((quantization or {}).get(key) is not None for key in ("weight_dtype", "fp8_gemm")):
         return None
-    entry = _matching("eager_step_ops", cfg, lambda entry: (
-        entry["name"] == implementation and kv_cache == entry.get("kv_cache", kv_cache)
-        and attention in (entry.get("attention", attention), *entry.get("stands_for", ()))))
-    counts = None if entry is None else entry["ops"].get("bf16" if dtype == "fp16" else dtype)
+    counts = _step_counts(cfg, implementation, dtype, attention, kv_cache)
     if counts is None:
         return None
     grouped = counts.get("grouped_kv_per_layer", 0) if cfg.n_kv_heads < cfg.n_heads else 0
     sliding = cfg.n_window_layers if "sliding_per_layer" in counts else 0  # decoder-only families here
-    return ((counts["per_layer"] + grouped) * (cfg.n_layers - sliding)
+    per_layer = counts["per_layer"] + counts.get("per_expert", 0) * cfg.n_experts  # a loop over every expert
+    return ((per_layer + grouped) * (cfg.n_layers - sliding)
             + (counts.get("sliding_per_layer", 0) + grouped) * sliding, counts["per_step"])
+
+
+def step_copies(cfg: Any, implementation: str, attention: str) -> dict | None:
+    """The copies one eager decoding step of this implementation makes beyond the tree's bytes
+    (kernel_facts.json "eager_step_copies": transformers 4.46's Qwen2 FlashAttention2 repeats the
+    cached K and V heads before flash), or None where none is stated: the entry, its "parts" the
+    CopyParts by name (per cached key and attention layer). A "grouped_only" entry applies only
+    where the KV heads are fewer than the query heads (repeat_kv returns its input otherwise)."""
+    entry = _matching("eager_step_copies", cfg, lambda entry: (
+        entry["name"] == implementation and attention == entry["attention"]))
+    if entry is None or (entry.get("grouped_only") and cfg.n_kv_heads >= cfg.n_heads):
+        return None
+    return {**entry, "parts": {name: CopyPart(str(part["op"]), int(part["calls"]), _expression(part["bytes_per_key"]))
+                               for name, part in entry["copies"].items()}}
+
+
+def step_syncs(cfg: Any, implementation: str, dtype: str, attention: str, kv_cache: str) -> int:
+    """The device-to-host syncs one eager decoding step of this implementation issues inside its
+    layers (kernel_facts.json "eager_step_ops" syncs_per_expert: transformers 4.51's Qwen3-MoE block,
+    a torch.where over each of its experts, every layer; generate's own stopping check not counted
+    here), 0 where none is stated."""
+    counts = _step_counts(cfg, implementation, dtype, attention, kv_cache) or {}
+    return counts.get("syncs_per_expert", 0) * cfg.n_experts * cfg.n_layers
+
+
+def _step_counts(cfg: Any, implementation: str, dtype: str, attention: str, kv_cache: str) -> dict | None:
+    """The counted entry's ops in this dtype (fp16 takes bf16's) for this implementation, or for the
+    code it is based on where kernel_facts.json "code_bases" says so (a family without experts:
+    transformers-4.51 takes transformers' counts); None where none matches."""
+    from .kernel_facts_file import kernel_facts
+
+    def counted(name: str) -> dict | None:
+        entry = _matching("eager_step_ops", cfg, lambda entry: (
+            entry["name"] == name and kv_cache == entry.get("kv_cache", kv_cache)
+            and attention in (entry.get("attention", attention), *entry.get("stands_for", ()))))
+        return None if entry is None else entry["ops"].get("bf16" if dtype == "fp16" else dtype)
+
+    counts = counted(implementation)
+    base = kernel_facts()["eager_step_ops"].get("code_bases", {}).get(implementation)
+    if counts is None and base is not None and not cfg.n_experts:
+        counts = counted(base["base"])
+    return counts
 
 
 def training_step_ops(cfg: Any, workload: Any) -> int | None:

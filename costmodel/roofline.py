@@ -19,7 +19,7 @@ from . import spec
 from .config import DTYPE_BYTES, ConfigError, ModelConfig, Workload
 from .workload import logits_kept
 from .decode_sums import NoClosedForm, Rates, StepSums
-from .eager_ops import step_ops
+from .eager_ops import step_copies, step_ops, step_syncs
 from .evaluate import values
 from .hardware import Efficiency, Hardware, time_model_for
 from .kernel_facts_file import host_op_fields
@@ -124,12 +124,13 @@ class KernelSteps:
     as one GEMM (kernel_facts_file.fuses_qkv: gpt-fast's wqkv), in the prefill and the steps alike."""
 
     def __init__(self, roof: Roofline, cuda_graphs: bool, compiled: bool = False, step_ops: int | None = None,
-                 fused_qkv: bool = False):
+                 fused_qkv: bool = False, copies: dict | None = None):
         from .kernel_time import KernelTimer, check_kernel_model
 
         check_kernel_model(roof.hardware)
         self.roof = roof
         self.step_ops = step_ops
+        self.copies = copies  # eager_ops.step_copies: what the decoding code copies per cached key and layer
         self.timer = KernelTimer(roof.hardware, roof.dtype, roof.workload.attention,
                                  efficiency=roof.efficiency_given, compiled=compiled, w8a8=roof.w8a8, fused_qkv=fused_qkv)
         self.decode_timer = KernelTimer(roof.hardware, roof.dtype, roof.workload.attention,
@@ -153,16 +154,33 @@ class KernelSteps:
     def decode_curve(self, batch: int, contexts: Any, source: int) -> tuple[list[int], list[float]]:
         """The decode step's seconds at each of `contexts` (sorted): the points linear_sum and
         np.interp take."""
+        from dataclasses import replace
+
         from .kernel_time import host_bound_seconds, inference_subs, leaves_time
 
         sampled = sorted({int(c) for c in contexts})
         leaves, rerun = self.roof.step_leaves()  # a class without a cache: the prefix rerun, n = c
-        times = [host_bound_seconds(leaves_time(leaves, inference_subs(self.roof.cfg, self.roof.dtype, batch,
-                                                                       c if rerun else 1, context=c,
-                                                                       source_len=source),
-                                                self.decode_timer), self.step_ops, self.decode_timer)
-                 for c in sampled]
+        times = []
+        for c in sampled:
+            subs = inference_subs(self.roof.cfg, self.roof.dtype, batch, c if rerun else 1, context=c, source_len=source)
+            kernels = leaves_time(leaves, subs, self.decode_timer)
+            kernels = replace(kernels, seconds=kernels.seconds + self.copy_seconds(subs, batch * c))
+            times.append(host_bound_seconds(kernels, self.step_ops, self.decode_timer))
         return sampled, times
+
+    def copy_seconds(self, subs: dict, keys: int) -> float:
+        """What the decoding code's stated copies (self.copies' parts) add to a step attending `keys`
+        cached keys in all: per attention layer, each part's calls x the op's fixed time + its bytes a
+        key x keys at its rate (Hardware.cold_copies, else no fixed time and the timer's bandwidth, as
+        the serving step's copies, serving/eager_step.EagerStep.copy_seconds); 0 without copies."""
+        if not self.copies:
+            return 0.0
+        timer = self.decode_timer
+        total = 0.0
+        for part in self.copies["parts"].values():
+            fixed, rate = timer.cold_copies.get(part.op, (0.0, timer.bandwidth))
+            total += part.calls * fixed + float(part.bytes_per_key.xreplace(subs)) * keys / rate
+        return self.roof.cfg.n_layers * total
 
 
 def linear_sum(curve: tuple[list[int], list[float]], lo: int, hi: int) -> float:
@@ -327,7 +345,9 @@ def simulate_inference(cfg: ModelConfig, hardware: Hardware, *, prompt: int, gen
     prefill_total, prefill_s, prefill_blocks = roof.prefill(batch, decoder_prompt, source_len=source)
     prefill_s = roofline_prefill_s = float(prefill_s)
     ops = step_ops(cfg, implementation, roof.dtype, attention, kv_cache, quantization)
-    kernels = KernelSteps(roof, cuda_graphs, compiled, ops, fuses_qkv(implementation)) if time_model == "kernels" else None
+    copies = step_copies(cfg, implementation, attention)
+    kernels = (KernelSteps(roof, cuda_graphs, compiled, ops, fuses_qkv(implementation), copies)
+               if time_model == "kernels" else None)
     if kernels:
         prefill_s = kernels.prefill(batch, decoder_prompt, source)
     first = last = None
@@ -407,8 +427,10 @@ def simulate_inference(cfg: ModelConfig, hardware: Hardware, *, prompt: int, gen
     if steps:
         if host is not None:  # an eager step whose host time the kernel model weighs (host_bound_seconds);
             # op_time_borrowed: the file states none, so the project's H200 host's (Hardware.host_op_borrowed)
+            syncs = step_syncs(cfg, implementation, roof.dtype, attention, kv_cache)  # eager_ops: a loop's syncs
             result["decode"]["host"] = {"ops_per_step": kernels.step_ops, "seconds_per_step": host,
-                                        "bound": host >= first_s, **host_op_fields(hardware)}
+                                        "bound": host >= first_s, **host_op_fields(hardware),
+                                        **({"syncs_per_step": syncs} if syncs else {})}
         elif kernels and kernels.decode_timer.host_s_per_op is not None:  # eager on a GPU host, ops not counted
             result["decode"]["host"] = {"ops_per_step": None, "seconds_per_step": None, "bound": None}
     # whether it fits, with no token generated too (the prefill alone: --gen 0)

@@ -186,6 +186,8 @@ def mla_not_applicable(cfg: Any) -> str | None:
 #: The code that decodes (simulate's eager host term: kernel_facts.json "eager_step_ops").
 DECODE_CODES = Choices({
     "transformers": "Hugging Face generate",
+    "transformers-4.46": "Hugging Face generate under transformers 4.46.0 (Qwen2's FlashAttention2 repeats the cached K/V heads)",
+    "transformers-4.51": "Hugging Face generate under transformers 4.51.3 (Qwen3-MoE's block loops over every expert)",
     "gpt-fast": "gpt-fast's Transformer and generate loop (as torchao's benchmarks run it)",
     "gpt-fast-mixtral": "gpt-fast's mixtral-moe model (its ops not counted)",
 })

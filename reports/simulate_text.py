@@ -216,6 +216,10 @@ def render_inference(r: dict[str, Any]) -> str:
                f"{seconds(d['host']['seconds_per_step'])} to issue; the GPU runs behind them, a step takes the "
                "longer of the two" + (" (host-bound: the first step's kernels take less)" if d["host"]["bound"] else "")]
               if d.get("host") and d["host"]["ops_per_step"] is not None else []),
+            *([f"  host syncs: {d['host']['syncs_per_step']:,} a step inside the layers (a loop over every expert, "
+               "a torch.where each): the host cannot run ahead across them; each window between two takes the "
+               "longer of its ops and its kernels, here charged as the step's longer (a lower bound)"]
+              if d.get("host") and d["host"].get("syncs_per_step") else []),
             *([f"  {d['host']['op_time_note']}"] if d.get("host") and d["host"].get("op_time_note") else []),
             *([f"  host: the eager ops a {i.get('implementation', 'transformers')} step issues are not counted for this "
                "model, attention or cache (kernel_facts.json \"eager_step_ops\"): the steps are the kernels' alone, "

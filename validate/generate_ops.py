@@ -57,7 +57,7 @@ FAMILIES: dict[str, dict[str, Any]] = {
 }
 
 
-def _model(layers: int, kv_heads: int, attention: str, dtype: str, family: str = "llama",
+def tiny_model(layers: int, kv_heads: int, attention: str, dtype: str, family: str = "llama",
            layer_type: str | None = None, top_k: int | None = None) -> Any:
     """A tiny `family` model of `layers` layers (all of `layer_type` where the family has kinds:
     "sliding_attention" or "full_attention"), random weights, its EOS never emitted."""
@@ -99,7 +99,7 @@ def per_step(layers: int, kv_heads: int, attention: str, dtype: str, short: int 
              long: int = K_LONG, batch: int = 1, family: str = "llama", layer_type: str | None = None,
              top_k: int | None = None) -> float:
     """One decoding step's ops: the ops of the steps between `short` and `long` new tokens, per step."""
-    model = _model(layers, kv_heads, attention, dtype, family, layer_type, top_k)
+    model = tiny_model(layers, kv_heads, attention, dtype, family, layer_type, top_k)
     return (generate_ops(model, long, batch) - generate_ops(model, short, batch)) / (long - short)
 
 
