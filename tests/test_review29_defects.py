@@ -1,0 +1,46 @@
+"""Defects found by the session-29 review of integ29 (wt29_review): options of the session's new CLI paths that
+were typed and silently dropped, which the CLI's rule (cli/options.refuse_typed: a typed option is read or
+refused) forbids."""
+
+from __future__ import annotations
+
+from tests.cli_run import one_error_line, run_json
+
+MOE = ["simulate", "--train", "--model", "mixtral-8x7b", "--hardware", "h100-sxm", "--gpus", "8", "--seq-len", "4096",
+       "--global-batch", "64", "--framework", "megatron", "--tp", "2", "--ep", "4", "--etp", "1", "--sp"]
+
+
+def test_the_load_balancing_type_is_refused_where_no_unfused_router_reads_it(capsys):
+    """`--moe-router-load-balancing-type none` ran (exit 0) with the router fused, and on a dense model, and
+    changed nothing: only layout/router_fusion.py's unfused router reads it. Where it is read, it moves the step
+    (none drops the aux-loss scores' kernels), so it is kept there."""
+    why = ("error: --moe-router-load-balancing-type: read only by Megatron-Core's unfused router of routed experts "
+           "(--framework megatron --no-moe-router-fusion with a mixture of experts); the fused kernels price every "
+           "type the same.")
+    assert one_error_line([*MOE, "--moe-router-load-balancing-type", "none"], capsys) == why
+    dense = ["simulate", "--train", "--model", "llama3-8b", "--hardware", "h100-sxm", "--gpus", "8",
+             "--framework", "megatron", "--tp", "8", "--moe-router-load-balancing-type", "aux_loss"]
+    assert one_error_line(dense, capsys) == why
+    aux = run_json([*MOE, "--no-moe-router-fusion"], capsys)["step"]["compute_seconds"]
+    none = run_json([*MOE, "--no-moe-router-fusion", "--moe-router-load-balancing-type", "none"], capsys)
+    assert none["step"]["compute_seconds"] < aux
+
+
+def test_the_unfused_router_and_permute_are_refused_under_the_roofline(capsys):
+    """--no-moe-router-fusion and --no-moe-permute-fusion add eager kernels and host calls to the kernel model's
+    step; under --time-model roofline the step was the fused one to the last digit (4.6459 s compute), the option
+    dropped. Refused as --host-op-time is (the roofline counts no ops); --moe-router-fusion (the default) is read."""
+    for option in ("--no-moe-router-fusion", "--no-moe-permute-fusion"):
+        assert one_error_line([*MOE, option, "--time-model", "roofline"], capsys) == (
+            f"error: {option}: the unfused router's and permutations' eager kernels and host calls are the kernel "
+            "model's terms; the roofline counts no ops: drop one of them.")
+    run_json([*MOE, "--moe-router-fusion", "--time-model", "roofline"], capsys)
+
+
+def test_an_inference_run_names_the_fusion_option_as_typed(capsys):
+    """`simulate` (inference) with --moe-router-fusion said "--no-moe-router-fusion: training layout options":
+    an option the user had not typed."""
+    for typed, named in (("--moe-router-fusion", "--[no-]moe-router-fusion"),
+                         ("--no-moe-permute-fusion", "--[no-]moe-permute-fusion")):
+        line = one_error_line(["simulate", "--model", "mixtral-8x7b", "--hardware", "h100-sxm", typed], capsys)
+        assert line.startswith(f"error: {named}: training layout options, read only with --train")
