@@ -44,3 +44,18 @@ def test_an_inference_run_names_the_fusion_option_as_typed(capsys):
                          ("--no-moe-permute-fusion", "--[no-]moe-permute-fusion")):
         line = one_error_line(["simulate", "--model", "mixtral-8x7b", "--hardware", "h100-sxm", typed], capsys)
         assert line.startswith(f"error: {named}: training layout options, read only with --train")
+
+
+def test_docs_commands_names_every_moe_option_and_its_refusals():
+    """docs/commands.md named --no-moe-router-fusion and --no-moe-permute-fusion but neither
+    --moe-router-load-balancing-type (no doc anywhere said what it does) nor --moe-permute-fusion."""
+    import cli
+
+    doc = (__import__("pathlib").Path(__file__).resolve().parent.parent / "docs" / "commands.md").read_text()
+    simulate = cli.cli.commands["simulate"]
+    moe = [o for p in simulate.params for o in p.opts + p.secondary_opts if o.startswith("--moe-") or
+           o.startswith("--no-moe-")]
+    assert sorted(moe) == ["--moe-permute-fusion", "--moe-router-fusion", "--moe-router-load-balancing-type",
+                           "--no-moe-permute-fusion", "--no-moe-router-fusion"]
+    assert [o for o in moe if f"`{o}" not in doc] == []
+    assert "Typed beside a fused router or a dense model it is refused" in doc
