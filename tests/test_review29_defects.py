@@ -59,3 +59,26 @@ def test_docs_commands_names_every_moe_option_and_its_refusals():
                            "--no-moe-permute-fusion", "--no-moe-router-fusion"]
     assert [o for o in moe if f"`{o}" not in doc] == []
     assert "Typed beside a fused router or a dense model it is refused" in doc
+
+
+def test_serve_takes_a_vllm_release_by_the_rule_the_published_runs_take(capsys):
+    """host_time.json's release rules picked the published vLLM runs' host time (Lambda's, Krai's, Qwen2.5's),
+    but a user with a vLLM release could type only a profile's name: `--host-time 0.6.3` was refused. Now
+    `--host-time vllm==RELEASE` takes the profile its engine's rule gives (the engine --scheduler models), the
+    one path krai_host_time takes too; a release no rule covers, or not a release, is one line."""
+    from benchmarks.published_mlperf_vllm import krai_host_time
+
+    base = ["serve", "--model", "llama3.1-8b", "--rate", "20", "--requests", "20"]
+    for scheduler, release, profile, fixed_ms in (("vllm-v0", "0.6.3", "vllm-v0.6.0", 6.3211),
+                                                   ("vllm-v0", "0.5.4", "vllm-v0.5.4", 6.3211),
+                                                   ("vllm", "0.9.2", "none", None)):
+        setup = run_json([*base, "--scheduler", scheduler, "--host-time", f"vllm=={release}"], capsys)["setup"]
+        assert setup["host_time"] == profile and setup.get("host_fixed_ms") == fixed_ms
+    assert one_error_line([*base, "--scheduler", "vllm-v0", "--host-time", "vllm==0.11.0"], capsys) == (
+        "error: no host-time rule covers vLLM '0.11.0' on engine 'v0' (host_time.json releases).")
+    assert one_error_line([*base, "--scheduler", "vllm-v0", "--host-time", "vllm==0.6.x"], capsys) == (
+        "error: a vLLM release is numbers joined by dots, like 0.6.4; got '0.6.x'.")
+    assert one_error_line([*base, "--scheduler", "trtllm", "--host-time", "vllm==0.6.3"], capsys).endswith(
+        "modelled for the vllm and vllm-v0 schedulers only, not trtllm.")
+    assert krai_host_time({"system": "xd670_h200_x8_vllm_073", "engine": "vllm-v0"}) == "vllm-v0.6.0"
+    assert krai_host_time({"system": "xd670_h200_x8_vllm_092", "engine": "vllm"}) == "none"
