@@ -96,3 +96,19 @@ def test_qwen_vllm_figures_are_pinned():
     assert qv.qwen_vllm_tokens_per_s("qwen2.5-0.5b", 1, 1) == pytest.approx(157.3267213589608, rel=1e-9)
     assert qv.qwen_vllm_tokens_per_s("qwen2.5-0.5b", 1, 30720) == pytest.approx(128.6656830492759, rel=1e-9)
     assert qv.qwen_vllm_tokens_per_s("qwen2.5-7b-instruct", 1, 14336) == pytest.approx(58.46156501902791, rel=1e-9)
+
+
+def test_estimate_refuses_the_router_and_permute_options(capsys):
+    """estimate takes every layout option; --no-moe-router-fusion, --moe-router-load-balancing-type and
+    --no-moe-permute-fusion (session 29's) change only kernels and host calls, which estimate has no time for, and
+    were dropped: `estimate --model mixtral-8x7b ... --no-moe-router-fusion` printed the fused run's memory."""
+    base = ["estimate", "--model", "mixtral-8x7b", "--framework", "megatron", "--tp", "2", "--ep", "4", "--etp", "1",
+            "--sp", "--gpus", "8"]
+    for typed, named in (("--no-moe-router-fusion", "--[no-]moe-router-fusion"),
+                         ("--moe-router-fusion", "--[no-]moe-router-fusion"),
+                         ("--no-moe-permute-fusion", "--[no-]moe-permute-fusion")):
+        assert one_error_line([*base, typed], capsys) == (
+            f"error: {named}: the MoE router's and permutations' unfused kernels and host calls are modelled as "
+            "`simulate --train`'s time only; estimate counts memory and FLOPs.")
+    assert one_error_line([*base, "--moe-router-load-balancing-type", "none"], capsys).startswith(
+        "error: --moe-router-load-balancing-type: the MoE router's")
