@@ -173,14 +173,14 @@ KRAI_RELEASES = {"xd670_h200_x8_vllm_064": "0.6.4", "xd670_h200_x8_vllm_064_flas
                  "xe9680_mi300x_x8_vllm_073": "0.7.3", "xd670_h200_x8_vllm_092": "0.9.2",
                  "xe9680_h100_x8_vllm_092": "0.9.2", "xe9680_mi300x_x8_vllm_091": "0.9.1",
                  "xe9680_mi300x_x8_vllm_065": "0.6.5"}
-KRAI_ENGINES = {"vllm-v0": "v0", "vllm": "v1"}  # serve's scheduler -> the vLLM engine it models
 
 
 def krai_host_time(system: dict) -> str:
-    """The host_time.json version a system's runs take: its named release on its engine (host_time_for_release)."""
-    from costmodel.serving.host_time import host_time_for_release
+    """The host_time.json version a system's runs take: its named release on the engine its scheduler models, as
+    `serve --scheduler ENGINE --host-time vllm==RELEASE` takes it (host_time.profile_for)."""
+    from costmodel.serving.host_time import RELEASE_PREFIX, profile_for
 
-    return host_time_for_release(KRAI_ENGINES[system["engine"]], KRAI_RELEASES[system["system"]])
+    return profile_for(RELEASE_PREFIX + KRAI_RELEASES[system["system"]], system["engine"])
 
 
 def capture_len(system: dict, scenario: str) -> dict:

@@ -77,7 +77,6 @@ def qwen_vllm_tokens_per_s(model: str, tp: int, prompt: int) -> float:
     from costmodel.serving.api import build_replica
     from costmodel.serving.engine import simulate_replicas
     from costmodel.serving.kvcache import BlockPool
-    from costmodel.serving.host_time import host_time_for_release
     from costmodel.serving.workload import Request
 
     cfg = costmodel.load_model(model)
@@ -85,7 +84,7 @@ def qwen_vllm_tokens_per_s(model: str, tp: int, prompt: int) -> float:
         cfg, load_hardware("a100-80gb"), scheduler="vllm-v0", tp=tp, dtype="bf16",
         max_batched_tokens=max(QWEN_VLLM_MAX_MODEL_LEN, 2048), max_num_seqs=QWEN_VLLM_MAX_NUM_SEQS,
         gpu_memory_utilization=QWEN_VLLM_MEMORY, num_scheduler_steps=1, prefix_caching=False,
-        host_time=host_time_for_release("v0", "0.6.3"))
+        host_time="vllm==0.6.3")  # the release's V0 profile by host_time.json's rules, as `serve --host-time` takes it
     timeline, = simulate_replicas([Request(0, 0.0, prompt, QWEN_VLLM_OUTPUT)], [cls(BlockPool(blocks, block_size), seqs, tokens)],
                                   step.seconds, QWEN_VLLM_MAX_MODEL_LEN, record=False, decode_run=step.decode_run,
                                   host=step.host_time)

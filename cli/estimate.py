@@ -14,7 +14,7 @@ from reports.output import finite
 
 from .inputs import InputError, hardware_and_dtype, load_model, make_layout, make_workload, with_mtp
 from .options import (LAYOUT_OPTIONS, OFFLOAD_OPTIONS, hardware_option, json_option, layout_options, model_options,
-                      mtp_option, offload_options, workload_options)
+                      mtp_option, offload_options, refuse_typed, workload_options)
 
 
 @click.command()
@@ -39,6 +39,11 @@ def estimate(model, config, seq_len, hardware_name, mtp, as_json, price, **optio
                          "`serve --price P` or "
                          "`plan --serve --rate R --price P`.")
 
+    refuse_typed(click.get_current_context(), {"moe_router_fusion": "--[no-]moe-router-fusion",
+                                                "moe_router_load_balancing_type": "--moe-router-load-balancing-type",
+                                                "moe_permute_fusion": "--[no-]moe-permute-fusion"},
+                 "the MoE router's and permutations' unfused kernels and host calls are modelled as `simulate --train`'s "
+                 "time only; estimate counts memory and FLOPs.")
     layout_given = {k: options.pop(k) for k in list(options)
                     if k in LAYOUT_OPTIONS or k in OFFLOAD_OPTIONS or k == "layout_device"}
     cfg = with_mtp(load_model(model, config), mtp)

@@ -94,9 +94,9 @@ TRAINING_LAYOUT_ONLY = {"microbatches": "--microbatches", "zero": "--zero", "sp"
                         "grad_reduce_dtype": "--grad-reduce-dtype",
                         "precision_aware_optimizer": "--precision-aware-optimizer", "schedule": "--schedule",
                         "fp8_param_gather": "--fp8-param-gather", "tp_only_amax_red": "--tp-only-amax-red", "fp8_autocast": "--fp8-autocast",
-                        "moe_router_fusion": "--no-moe-router-fusion",
+                        "moe_router_fusion": "--[no-]moe-router-fusion",
                         "moe_router_load_balancing_type": "--moe-router-load-balancing-type",
-                        "moe_permute_fusion": "--no-moe-permute-fusion", "virtual_stages": "--virtual-stages", "cp_rotate": "--cp-rotate",
+                        "moe_permute_fusion": "--[no-]moe-permute-fusion", "virtual_stages": "--virtual-stages", "cp_rotate": "--cp-rotate",
                         "cp_kv_heads": "--cp-kv-heads", "unfused_loss": "--unfused-loss",
                         "fp32_norm_input": "--fp32-norm-input"}
 
@@ -116,6 +116,20 @@ def add_generation_cost(result: dict[str, Any], hardware: Any, price: float | No
 
     gpus = result["layout"]["gpus"] if "layout" in result else 1
     result["cost"] = serving_cost(rates["end_to_end_tokens_per_second"], gpus, price)
+
+
+def refuse_unread_moe_options(ctx: click.Context, cfg: Any, layout: Any, time_model: str) -> None:
+    """A typed MoE router or permute option that nothing would read, one line: the unfused router's and
+    permutations' eager kernels are the kernel model's terms (the roofline counts no ops), and the load-balancing
+    type is read only by the unfused router of routed experts (layout/router_fusion.py)."""
+    if time_model != "kernels" and layout is not None and not (layout.moe_router_fusion and layout.moe_permute_fusion):
+        refuse_typed(ctx, {"moe_router_fusion": "--no-moe-router-fusion", "moe_permute_fusion": "--no-moe-permute-fusion"},
+                     "the unfused router's and permutations' eager kernels and host calls are the kernel model's "
+                     "terms; the roofline counts no ops: drop one of them.")
+    if layout is None or not cfg.n_experts or layout.moe_router_fusion:
+        refuse_typed(ctx, {"moe_router_load_balancing_type": "--moe-router-load-balancing-type"},
+                     "read only by Megatron-Core's unfused router of routed experts (--framework megatron "
+                     "--no-moe-router-fusion with a mixture of experts); the fused kernels price every type the same.")
 
 
 def refuse_other_mode(ctx: click.Context, train: bool) -> None:
@@ -278,6 +292,9 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
         if not train:
             require_decoder(cfg)  # before the workload warns that generated tokens are ignored
         layout = make_layout(cfg, layout_given, inference=not train)
+        if train:
+            refuse_unread_moe_options(click.get_current_context(), cfg, layout,
+                                      time_model_for(hardware, time_model, dtype))
         overlap_given = [name for name, given in (
             ("--tp-overlap", tp_overlap != 0.0), ("--dp-overlap", dp_overlap is not None),
             ("--overlap-grad-reduce", overlap_grad_reduce), ("--pp-overlap", pp_overlap is not None),

@@ -221,7 +221,10 @@ def latency_figure(rows: list[dict[str, Any]], title: str) -> Any:
 @click.option("--host-time", type=str, default="none", show_default=True,
               help="vllm, vllm-v0: a vLLM version's host (CPU) time a step beside the GPU's kernels "
                    "(costmodel/serving/host_time.json: vllm-v0.5.4, vllm-v0.6.0, vllm-v1): fixed + per sequence, "
-                   "serial, once per decision or overlapped with the next step as that version runs it.")
+                   "serial, once per decision or overlapped with the next step as that version runs it; or a "
+                   "release, vllm==0.6.3, which takes its engine's profile by host_time.json's release rules "
+                   "(the engine --scheduler models: vllm-v0 V0, vllm V1; a V0 run with chunked prefill, timed "
+                   "by --scheduler vllm, names its version instead).")
 @click.option("--mamba-ssm-cache-dtype", type=click.Choice(MAMBA_SSM_CACHE_DTYPES), default="auto", show_default=True,
               help="vllm, vllm-v0: a hybrid's Mamba-2 / Gated DeltaNet SSM state in the model dtype (auto) or "
                    "float32, as vLLM's option.")

@@ -53,7 +53,7 @@ def test_v1_gap_through_the_origin():
     assert (v1.fixed_s, v1.per_sequence_s * 1e6) == (0.0, pytest.approx(21.484375, rel=1e-12))
     assert v1.seconds(256) == pytest.approx(5.5e-3, rel=1e-12)
     assert host_time("none") is None and host_time(None) is None
-    with pytest.raises(ConfigError, match="--host-time must be none or one of vllm-v0.5.4, vllm-v0.6.0, vllm-v1"):
+    with pytest.raises(ConfigError, match="--host-time must be none, one of vllm-v0.5.4, vllm-v0.6.0, vllm-v1 or vllm==RELEASE"):
         host_time("vllm-0.7")
 
 
@@ -89,7 +89,8 @@ def test_steady_runs_add_it_each_step():
 def test_serve_option(capsys):
     base = ["serve", "--model", "llama3.1-8b", "--rate", "20", "--requests", "20"]
     assert cli.main(base + ["--host-time", "vllm-0.7"]) == 2
-    assert "error: --host-time must be none or one of vllm-v0.5.4, vllm-v0.6.0, vllm-v1, got 'vllm-0.7'." \
+    assert ("error: --host-time must be none, one of vllm-v0.5.4, vllm-v0.6.0, vllm-v1 or vllm==RELEASE "
+            "(host_time.json's release rules), got 'vllm-0.7'.") \
         in capsys.readouterr().err
     assert cli.main(base + ["--scheduler", "trtllm", "--host-time", "vllm-v1"]) == 2
     assert "modelled for the vllm and vllm-v0 schedulers only, not trtllm." in capsys.readouterr().err

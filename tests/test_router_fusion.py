@@ -133,4 +133,4 @@ def test_bad_input_is_one_line():
     assert dense.exit_code == 2 and "no routed experts" in dense.output
     inference = CliRunner().invoke(cli.cli, ["simulate", "--model", "qwen3-30b-a3b", "--tp", "8",
                                              "--no-moe-router-fusion"])
-    assert inference.exit_code == 2 and "--no-moe-router-fusion: training layout options" in inference.output
+    assert inference.exit_code == 2 and "--[no-]moe-router-fusion: training layout options" in inference.output

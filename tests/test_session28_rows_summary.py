@@ -11,31 +11,14 @@ A100 backward (wt29_bias: TinyLlama 1.099x, Pythia's hours 1.582x; docs/time.md 
 
 from __future__ import annotations
 
-import statistics
-
-from reports.published_runs import COST_UNITS, TRAIN_UNITS, other_runs_data
+from tests.rows_summary import ratios as source_ratios, stats
 
 SOURCES = ("olmo-core", "tinyllama", "gpt-neox-20b", "flash-attention-training", "gpu-hours-pythia",
            "gpu-hours-deepseek-v2", "gpu-hours-deepseek-v3", "gpu-hours-smollm3", "gpu-hours-deepseek-67b")
 
 
 def ratios() -> dict[str, float]:
-    data = other_runs_data()
-    out = {}
-    for run in data["runs"]:
-        source = run["id"].split()[0]
-        if source in SOURCES:
-            key = next(k for k in TRAIN_UNITS if k in run)
-            unit, ours = TRAIN_UNITS[key]
-            value = ours(run, data["sources"][source], "kernels")
-            out[run["id"]] = run[key] / value if unit in COST_UNITS else value / run[key]
-    return out
-
-
-def stats(values: list[float]) -> tuple:
-    errors = [abs(r - 1) for r in values]
-    return (len(values), round(100 * statistics.median(errors), 1), sum(0.75 <= r <= 1.33 for r in values),
-            sum(e <= 0.10 for e in errors), sum(e <= 0.05 for e in errors))
+    return source_ratios(SOURCES)
 
 
 def test_the_twenty_rows_as_the_docs_state_them():

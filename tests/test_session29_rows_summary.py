@@ -6,30 +6,14 @@ training runs: these rows apart from the set the model has seen."""
 
 from __future__ import annotations
 
-import statistics
-
-from reports.published_runs import TRAIN_UNITS, other_runs_data
+from tests.rows_summary import ratios as source_ratios, stats
 
 SOURCES = ("internlm-train", "flagperf-llama3", "flagperf-llama3-a800", "flagperf-llama2-70b-h800",
            "flagperf-qwen-moe-bf16", "flagperf-qwen-moe-fp16")
 
 
 def ratios() -> dict[str, float]:
-    data = other_runs_data()
-    out = {}
-    for run in data["runs"]:
-        source = run["id"].split()[0]
-        if source in SOURCES:
-            key = next(k for k in TRAIN_UNITS if k in run)
-            _, ours = TRAIN_UNITS[key]
-            out[run["id"]] = ours(run, data["sources"][source], "kernels") / run[key]
-    return out
-
-
-def stats(values: list[float]) -> tuple:
-    errors = [abs(r - 1) for r in values]
-    return (len(values), round(100 * statistics.median(errors), 1), sum(0.75 <= r <= 1.33 for r in values),
-            sum(e <= 0.10 for e in errors), sum(e <= 0.05 for e in errors))
+    return source_ratios(SOURCES)
 
 
 # (rows, median error %, within 0.75-1.33x, within 10%, within 5%), as first computed (wt29_pubtrain):

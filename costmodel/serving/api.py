@@ -21,7 +21,7 @@ from ..tree import check_weight_scope
 from . import metrics
 from .engine import ROUTERS, simulate_replicas
 from .graphs import engine_graphs
-from .host_time import NO_HOST_TIME, host_time as host_time_of
+from .host_time import NO_HOST_TIME, host_time as host_time_of, profile_for
 from .kv_paging import PAGED_SCHEDULERS, kv_paging
 from .kvcache import BlockPool, cache_sizing, profile_run_facts
 from .budgets import DEFAULT_BUDGETS, NO_TOKEN_BUDGET, VLLM_LARGE_GPU_BUDGETS, default_budget  # noqa: F401 (re-exported)
@@ -339,7 +339,7 @@ def with_host_time(step: Any, version: str | None, scheduler: str) -> Any:
     refused for engines other than vLLM's."""
     import copy
 
-    host = host_time_of(version)
+    host = host_time_of(profile_for(version, scheduler))
     if host is not None and scheduler not in ("vllm", "vllm-v0"):
         raise ConfigError(f"--host-time {version} is vLLM's host time a step, modelled for the vllm and vllm-v0 "
                           f"schedulers only, not {scheduler}.")

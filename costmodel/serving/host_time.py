@@ -60,6 +60,23 @@ def host_time_for_release(engine: str, release: str) -> str:
     raise ConfigError(f"no host-time rule covers vLLM {show(release)} on engine {show(engine)} (host_time.json releases).")
 
 
+#: serve's scheduler -> the vLLM engine it models (the release rules' "engine")
+SCHEDULER_ENGINES = {"vllm-v0": "v0", "vllm": "v1"}
+#: serve's --host-time names a release as pip pins it: vllm==0.6.3
+RELEASE_PREFIX = "vllm=="
+
+
+def profile_for(version: str | None, scheduler: str) -> str | None:
+    """serve's --host-time: a host_time.json profile as named, or `vllm==RELEASE` resolved by the release rules
+    for the engine `scheduler` models (vllm-v0: V0, vllm: V1), as the published vLLM runs take theirs."""
+    if version is None or not version.startswith(RELEASE_PREFIX):
+        return version
+    if scheduler not in SCHEDULER_ENGINES:
+        raise ConfigError(f"--host-time {version} is vLLM's host time a step, modelled for the vllm and vllm-v0 "
+                          f"schedulers only, not {scheduler}.")
+    return host_time_for_release(SCHEDULER_ENGINES[scheduler], version.removeprefix(RELEASE_PREFIX))
+
+
 def host_versions() -> tuple[str, ...]:
     """The versions serve's host_time option takes (besides none)."""
     return tuple(host_time_facts())
@@ -127,7 +144,8 @@ def host_time(version: str | None) -> HostTime | None:
         return None
     facts = host_time_facts()
     if version not in facts:
-        raise ConfigError(f"--host-time must be {NO_HOST_TIME} or one of {', '.join(facts)}, got {show(version)}.")
+        raise ConfigError(f"--host-time must be {NO_HOST_TIME}, one of {', '.join(facts)} or {RELEASE_PREFIX}RELEASE "
+                          f"(host_time.json's release rules), got {show(version)}.")
     entry = facts[version]
     costs = facts[entry["same_costs_as"]] if "same_costs_as" in entry else entry
     fixed_ms, per_sequence_ms = line_through(costs["points_ms"])

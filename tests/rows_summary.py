@@ -1,0 +1,30 @@
+"""Exact ratios and summary counts of a set of published sources' rows, as `published`'s summary counts them
+(our speed over the published one; a GPU-hours row's published hours over ours; error |ratio - 1|, kernel
+model): the helper of the per-session summaries of unseen rows (tests/test_session*_rows_summary.py)."""
+
+from __future__ import annotations
+
+import statistics
+
+from reports.published_runs import COST_UNITS, TRAIN_UNITS, other_runs_data
+
+
+def ratios(sources: tuple[str, ...]) -> dict[str, float]:
+    """Each row of `sources` (its id's first word) -> ours / published, the GPU-hours rows inverted."""
+    data = other_runs_data()
+    out = {}
+    for run in data["runs"]:
+        source = run["id"].split()[0]
+        if source in sources:
+            key = next(k for k in TRAIN_UNITS if k in run)
+            unit, ours = TRAIN_UNITS[key]
+            value = ours(run, data["sources"][source], "kernels")
+            out[run["id"]] = run[key] / value if unit in COST_UNITS else value / run[key]
+    return out
+
+
+def stats(values: list[float]) -> tuple:
+    """(rows, median error %, within 0.75-1.33x, within 10%, within 5%)."""
+    errors = [abs(r - 1) for r in values]
+    return (len(values), round(100 * statistics.median(errors), 1), sum(0.75 <= r <= 1.33 for r in values),
+            sum(e <= 0.10 for e in errors), sum(e <= 0.05 for e in errors))
