@@ -53,7 +53,10 @@ def local_experts(estimate: Any) -> int:
 
 
 def loop_kernels(experts: int) -> tuple[int, int]:
-    """(forward, backward) kernels of the loop around E local experts' products (coefficients of [E, 1])."""
+    """(forward, backward) kernels of the loop around E local experts' products (coefficients of [E, 1]; E = 1
+    as measured)."""
+    if experts == 1:
+        return tuple(facts()["one_local_expert"]["kernels"])  # type: ignore[return-value]
     counts = facts()["loop_kernels"]
     return tuple(a * experts + b for a, b in (counts["forward"], counts["backward"]))  # type: ignore[return-value]
 
@@ -61,6 +64,9 @@ def loop_kernels(experts: int) -> tuple[int, int]:
 def loop_bytes(tokens_bytes: int, experts: int) -> tuple[int, int]:
     """(forward, backward) bytes the loop moves: coefficients of [E X, X, X / E], X the permuted tokens' bytes
     (split evenly over the E experts)."""
+    if experts == 1:
+        forward, backward = facts()["one_local_expert"]["bytes"]
+        return forward * tokens_bytes, backward * tokens_bytes
     counts = facts()["loop_bytes"]
     def side(c: list[int]) -> int:
         return c[0] * experts * tokens_bytes + c[1] * tokens_bytes + c[2] * tokens_bytes // experts
