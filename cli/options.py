@@ -252,8 +252,9 @@ layout_options = stack(
                  "torch ops (argsort, index_select, cat, zeros + scatter_add), each a kernel and a host call."),
     click.option("--moe-grouped-gemm/--no-moe-grouped-gemm", "moe_grouped_gemm", default=None,
                  help="Megatron-Core's --moe-grouped-gemm (--framework megatron; default on, one grouped GEMM a product "
-                 "over the rank's experts): off, SequentialMLP runs the experts one after another, each its own GEMMs "
-                 "at its tokens, the loop's copies and launches (kernel model, training; Megatron-LM's own default)."),
+                 "over the rank's experts): off, Megatron-Core r0.6's SequentialMLP runs the experts one after another, "
+                 "each its own GEMMs at its tokens, the loop's copies and launches (kernel model, training; "
+                 "Megatron-LM's own default)."),
     click.option("--moe-router-load-balancing-type", "moe_router_load_balancing_type", default=None,
                  type=click.Choice(("aux_loss", "seq_aux_loss", "global_aux_loss", "none")),
                  help="Megatron-Core's --moe-router-load-balancing-type (default aux_loss): none runs no aux-loss "
