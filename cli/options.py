@@ -179,7 +179,7 @@ LAYOUT_OPTIONS = ("dp", "tp", "pp", "sp", "zero", "microbatches", "schedule", "v
                   "framework", "stage_layers", "gpus", "device", "ep", "etp", "ep_dispatcher", "capacity_factor", "fp8", "cp",
                   "cp_rotate", "cp_kv_heads", "all_reduce", "vocab_parallel", "dp_shard", "grad_reduce_dtype",
                   "precision_aware_optimizer", "fp8_param_gather", "tp_only_amax_red", "fp8_autocast",
-                  "moe_router_fusion", "moe_router_load_balancing_type", "moe_permute_fusion",
+                  "moe_router_fusion", "moe_router_load_balancing_type", "moe_permute_fusion", "moe_grouped_gemm",
                   "unfused_loss", "fp32_norm_input")
 FP8_HELP = ("FP8 training: the layers' linear products at the FP8 peak, as torchao's tensorwise or rowwise recipe, "
             "Transformer Engine's current or delayed scaling or DeepSeek-V3's blockwise one; mxfp8 (1 x 32 blocks) at the "
@@ -250,6 +250,11 @@ layout_options = stack(
                  help="Megatron-Core's --moe-permute-fusion (--framework megatron, the all-to-all dispatcher; default "
                  "on, as Megatron-Bridge's recipes set it): off, permute, the chunks' sort and unpermute run as eager "
                  "torch ops (argsort, index_select, cat, zeros + scatter_add), each a kernel and a host call."),
+    click.option("--moe-grouped-gemm/--no-moe-grouped-gemm", "moe_grouped_gemm", default=None,
+                 help="Megatron-Core's --moe-grouped-gemm (--framework megatron; default on, one grouped GEMM a product "
+                 "over the rank's experts): off, Megatron-Core r0.6's SequentialMLP runs the experts one after another, "
+                 "each its own GEMMs at its tokens, the loop's copies and launches (kernel model, training; "
+                 "Megatron-LM's own default)."),
     click.option("--moe-router-load-balancing-type", "moe_router_load_balancing_type", default=None,
                  type=click.Choice(("aux_loss", "seq_aux_loss", "global_aux_loss", "none")),
                  help="Megatron-Core's --moe-router-load-balancing-type (default aux_loss): none runs no aux-loss "

@@ -96,7 +96,8 @@ TRAINING_LAYOUT_ONLY = {"microbatches": "--microbatches", "zero": "--zero", "sp"
                         "fp8_param_gather": "--fp8-param-gather", "tp_only_amax_red": "--tp-only-amax-red", "fp8_autocast": "--fp8-autocast",
                         "moe_router_fusion": "--[no-]moe-router-fusion",
                         "moe_router_load_balancing_type": "--moe-router-load-balancing-type",
-                        "moe_permute_fusion": "--[no-]moe-permute-fusion", "virtual_stages": "--virtual-stages", "cp_rotate": "--cp-rotate",
+                        "moe_permute_fusion": "--[no-]moe-permute-fusion", "moe_grouped_gemm": "--no-moe-grouped-gemm",
+                        "virtual_stages": "--virtual-stages", "cp_rotate": "--cp-rotate",
                         "cp_kv_heads": "--cp-kv-heads", "unfused_loss": "--unfused-loss",
                         "fp32_norm_input": "--fp32-norm-input"}
 

@@ -289,6 +289,7 @@ def train_setup(run: dict[str, Any], source: dict[str, Any]) -> tuple[ParallelEs
                     moe_router_fusion=_stated(run, source, "moe_router_fusion", True),  # Megatron's --moe-router-fusion
                     moe_router_load_balancing_type=_stated(run, source, "moe_router_load_balancing_type", "aux_loss"),
                     moe_permute_fusion=_stated(run, source, "moe_permute_fusion", True),  # --moe-permute-fusion
+                    moe_grouped_gemm=_stated(run, source, "moe_grouped_gemm", True),  # off: SequentialMLP
                     # the script's fp8_autocast scope (delayed scaling off Megatron-Core): its delayed rows only
                     fp8_autocast=_stated(run, source, "fp8_autocast") if _stated(run, source, "fp8") == "delayed" else None,
                     unfused_loss=_stated(run, source, "unfused_loss", False),  # Megatron's loss, whatever the family

@@ -55,8 +55,9 @@ def test_docs_commands_names_every_moe_option_and_its_refusals():
     simulate = cli.cli.commands["simulate"]
     moe = [o for p in simulate.params for o in p.opts + p.secondary_opts if o.startswith("--moe-") or
            o.startswith("--no-moe-")]
-    assert sorted(moe) == ["--moe-permute-fusion", "--moe-router-fusion", "--moe-router-load-balancing-type",
-                           "--no-moe-permute-fusion", "--no-moe-router-fusion"]
+    assert sorted(moe) == ["--moe-grouped-gemm", "--moe-permute-fusion", "--moe-router-fusion",
+                           "--moe-router-load-balancing-type", "--no-moe-grouped-gemm", "--no-moe-permute-fusion",
+                           "--no-moe-router-fusion"]
     assert [o for o in moe if f"`{o}" not in doc] == []
     assert "Typed beside a fused router or a dense model it is refused" in doc
 

@@ -40,6 +40,8 @@ from ..kernel_rates import kernel_facts
 from ..spec import CUDA_GRAPH_SCOPES
 from .permute_fusion import applies as permute_applies
 from .permute_fusion import extra_calls as permute_calls
+from .sequential_mlp import applies as sequential_applies
+from .sequential_mlp import extra_calls as sequential_calls
 from .router_fusion import applies as router_applies
 from .router_fusion import extra_calls
 
@@ -114,6 +116,9 @@ def stage_calls(estimate: Any, stage: Any, scopes: tuple[str, ...] = ()) -> tupl
     kinds = {key: kind for key, (_, kind) in estimate.structure["layers"].items()}
     router = extra_calls(estimate) if router_applies(estimate) else (0, 0)
     permute = permute_calls() if permute_applies(estimate) else (0, 0)
+    if sequential_applies(estimate):  # SequentialMLP's loop, beside the grouped path's calls (sequential_mlp.py)
+        loop = sequential_calls(local)
+        permute = (permute[0] + loop[0], permute[1] + loop[1])
     forward = backward = 0
     for key, count in estimate.layer_runs(stage).items():
         for block in layer_blocks(kinds[key]):

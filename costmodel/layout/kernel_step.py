@@ -403,7 +403,27 @@ class KernelStepTime(StepTime):
                                   [w.get("attention_core", False) for w in work], self.casts,
                                   [w.get("experts", False) for w in work])
         out, self.attention_seconds, self.expert_seconds, self.leaf_seconds = _PARTS[memo]
+        out = self._with_sequential_experts(out, entries, work, rules)
         return self._with_ring_steps(self._with_ring_merges(out, entries, work), entries, work)
+
+    def _with_sequential_experts(self, out: dict[str, tuple[float, int]], entries: list[Entry],
+                                 work: list[dict], rules: tuple) -> dict[str, tuple[float, int]]:
+        """Without --moe-grouped-gemm, Megatron-Core's SequentialMLP on each routed-expert leaf: its experts' own
+        GEMMs, the loop's copies and launches (layout/sequential_mlp.py), times the leaf's layout factor."""
+        from .sequential_mlp import applies, layer_seconds
+
+        if not applies(self.estimate):
+            return out
+        out, self.expert_seconds, self.leaf_seconds = dict(out), dict(self.expert_seconds), list(self.leaf_seconds)
+        for index, ((key, rerun, _, kernels), entry, (factor, fp8)) in enumerate(zip(entries, work, rules)):
+            if entry.get("experts") and any(isinstance(k, Gemm) and k.count > 1 for k in kernels):
+                timer = self.fp8_timer if fp8 and self.fp8_timer is not None else self.timer
+                delta = factor * layer_seconds(self.estimate, self.hardware, kernels, rerun, timer)
+                total, active = out[key]
+                out[key] = (total + delta, active)
+                self.leaf_seconds[index] += delta
+                self.expert_seconds[key] = self.expert_seconds.get(key, 0.0) + delta
+        return out
 
     def _with_ring_steps(self, out: dict[str, tuple[float, int]], entries: list[Entry],
                          work: list[dict]) -> dict[str, tuple[float, int]]:

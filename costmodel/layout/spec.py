@@ -59,6 +59,7 @@ from .fp8 import RECIPES
 from .fp8_options import check_fp8_options
 from .permute_fusion import check as check_permute_fusion
 from .permute_fusion import check_model as check_permute_model
+from . import sequential_mlp
 from .router_fusion import check as check_router_fusion
 from .router_fusion import check_model as check_router_model
 from .frameworks import FLEX_DISPATCH_FRAMEWORKS, FRAMEWORKS, PRECISION_AWARE_OPTIMIZERS
@@ -161,8 +162,7 @@ def check_inference_model(cfg: ModelConfig) -> None:
 
 
 def check_hybrid_framework(framework: str, zero: int | None = None) -> None:
-    """Hybrid sharding (dp_shard < dp) is FSDP2's HSDP or Megatron-FSDP's HFSDP (megatron --zero 3);
-    the others' variants are refused by name."""
+    """Hybrid sharding (dp_shard < dp) is FSDP2's HSDP or Megatron-FSDP's HFSDP (--zero 3); others refused by name."""
     if framework == "megatron" and zero == 3:
         return
     if framework != "fsdp2":
@@ -188,15 +188,13 @@ class Layout:
     framework: str = "deepspeed"
     stage_layers: tuple[int, ...] | None = None
     loss_parallel: bool = True  # fsdp2/DTensor: logits stay vocabulary-sharded (torchtitan's default)
-    # fsdp2: fully_shard's reshard_after_forward. None (the default with --zero 3): every layer
-    # is gathered again in backward, the root group (embeddings, final norm, head) is not;
-    # True: the root too; False (--zero 2): nothing is gathered again.
+    # fsdp2: fully_shard's reshard_after_forward. None (the default with --zero 3): every layer is gathered again
+    # in backward, the root group (embeddings, final norm, head) is not; True: the root too; False (--zero 2): none.
     reshard_after_forward: bool | None = None
     device: str = "cuda"  # where AdamW's step counters live (torch keeps them on the host on CUDA)
     ep: int = 1
-    # the experts' own tensor parallelism (Megatron-Core's expert_tensor_parallel_size): None, the
-    # experts split as a dense FFN by tp; 1 with tp > 1 and ep > 1, parallel folding
-    # (costmodel/layout/experts.py)
+    # the experts' own tensor parallelism (Megatron-Core's expert_tensor_parallel_size): None, the experts split as
+    # a dense FFN by tp; 1 with tp > 1 and ep > 1, parallel folding (costmodel/layout/experts.py)
     etp: int | None = None
     dp_shard: int | None = None  # hybrid sharding: the shard group (None: dp, plain FSDP)
     capacity_factor: float | None = None
@@ -219,6 +217,7 @@ class Layout:
     moe_router_fusion: bool = True  # Megatron-Core's --moe-router-fusion (layout/router_fusion.py; False: eager ops)
     moe_router_load_balancing_type: str = "aux_loss"  # Megatron-Core's; read where the router is unfused
     moe_permute_fusion: bool = True  # Megatron-Core's --moe-permute-fusion (layout/permute_fusion.py)
+    moe_grouped_gemm: bool = True  # Megatron-Core's --moe-grouped-gemm (layout/sequential_mlp.py; False: SequentialMLP)
     # the model's code calls Megatron's vocabulary-parallel cross-entropy on the fp32 logits, unfused,
     # whatever the family (Megatron-Core's GPTModel before cross_entropy_loss_fusion: core_v0.6.0
     # language_module.py compute_language_model_loss); False: the family's code decides (facts.loss_passes)
@@ -462,6 +461,7 @@ class Layout:
             check_router_model(cfg)
         if not self.moe_permute_fusion:
             check_permute_model(cfg, self)
+        sequential_mlp.check(cfg, self)
         if self.cp > 1:
             from .context import check_context_parallel
 
@@ -578,10 +578,10 @@ class Layout:
                    if self.precision_aware_optimizer else {}),
                 **({"fp8_param_gather": True} if self.fp8_param_gather else {}),
                 **({"tp_only_amax_red": True} if self.tp_only_amax_red else {}),
-                **({"moe_router_fusion": False,
-                    "moe_router_load_balancing_type": self.moe_router_load_balancing_type}
+                **({"moe_router_fusion": False, "moe_router_load_balancing_type": self.moe_router_load_balancing_type}
                    if not self.moe_router_fusion else {}),
                 **({"moe_permute_fusion": False} if not self.moe_permute_fusion else {}),
+                **({"moe_grouped_gemm": False} if not self.moe_grouped_gemm else {}),
                 **({"fp8_autocast": self.fp8_autocast} if self.fp8_autocast else {}),
                 **({"unfused_loss": True} if self.unfused_loss else {}),
                 **({"fp32_norm_input": True} if self.fp32_norm_input else {}),
