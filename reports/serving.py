@@ -61,7 +61,7 @@ def render_setup(summary: dict[str, Any], requests: str | None = None) -> list[s
            f"us a sequence"
            + (f" from {small[2]} sequences, below it straight from {small[1]:g} ms at {small[0]}"
               if (small := setup.get("host_small_batch")) else "")
-           + "; shares serial {setup['host_shares']['serial']:g}, once a decision "
+           + f"; shares serial {setup['host_shares']['serial']:g}, once a decision "
            f"{setup['host_shares']['decision']:g}, overlapped {setup['host_shares']['overlapped']:g}: "
            "costmodel/serving/host_time.json)"] if setup.get("host_time", "none") != "none" else []),
         f"KV cache per replica: {setup['num_blocks']:,} blocks of {setup['block_size']} tokens "

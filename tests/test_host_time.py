@@ -116,6 +116,11 @@ def test_serve_option(capsys):
         in capsys.readouterr().err
     assert cli.main(base + ["--scheduler", "trtllm", "--host-time", "vllm-v1"]) == 2
     assert "modelled for the vllm and vllm-v0 schedulers only, not trtllm." in capsys.readouterr().err
+    # the setup's line names the line's range and the small batch below it
+    assert cli.main(base + ["--scheduler", "vllm-v0", "--host-time", "vllm-v0.6.0"]) == 0
+    printed = capsys.readouterr().out
+    assert ("host time a step: vllm-v0.6.0 (6.3211 ms + 35.1182 us a sequence from 128 sequences, below it straight "
+            "from 0.5888 ms at 1; shares serial 0.0682, once a decision 0.5921, overlapped 0.3397") in printed
 
 
 def test_a_named_release_takes_its_engines_profile():

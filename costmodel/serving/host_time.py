@@ -8,7 +8,8 @@ H(b) = fixed + per_sequence x b (the line through the version's profiled points:
 point, through the origin), from the lowest profiled point up. Below it, where a version's file gives a
 measured small batch (host_time.json "small_batch": one part's ms at b0 sequences, H(b0) = ms / that
 part's profiled share), H runs straight from H(b0) to the line's value at the lowest profiled point
-(the line's fixed part is an extrapolation there; issue 6913 measures far less at batch 1). H splits into parts by their profiled shares, and a step whose GPU
+(the line's fixed part is an extrapolation there; issue 6913 measures far less at batch 1). H splits
+into parts by their profiled shares, and a step whose GPU
 kernels take g seconds takes
 
     g + serial + (decision if the step starts a scheduling decision) + max(0, overlapped - g)
