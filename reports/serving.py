@@ -58,7 +58,10 @@ def render_setup(summary: dict[str, Any], requests: str | None = None) -> list[s
         f"CUDA graphs: {setup['cuda_graphs']} ({setup['cuda_graphs_source']})" if setup.get("cuda_graphs_source")
         else f"CUDA graphs: {setup.get('cuda_graphs', 'off')}",
         *([f"host time a step: {setup['host_time']} ({setup['host_fixed_ms']:g} ms + {setup['host_per_sequence_us']:g} "
-           f"us a sequence; shares serial {setup['host_shares']['serial']:g}, once a decision "
+           f"us a sequence"
+           + (f" from {small[2]} sequences, below it straight from {small[1]:g} ms at {small[0]}"
+              if (small := setup.get("host_small_batch")) else "")
+           + f"; shares serial {setup['host_shares']['serial']:g}, once a decision "
            f"{setup['host_shares']['decision']:g}, overlapped {setup['host_shares']['overlapped']:g}: "
            "costmodel/serving/host_time.json)"] if setup.get("host_time", "none") != "none" else []),
         f"KV cache per replica: {setup['num_blocks']:,} blocks of {setup['block_size']} tokens "

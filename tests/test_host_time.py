@@ -29,6 +29,28 @@ def test_v054_line_through_wuklabs_bars():
     assert v054.step(0.018, 256) == pytest.approx(0.018 + 15.311351351351351e-3, rel=1e-12)
 
 
+def test_small_batches_from_issue_6913():
+    # vLLM issue 6913: _process_model_outputs (the outputs part) 0.2 ms a step at batch 1; outputs are 7.607 of the
+    # profile's 22.396 ms, so H(1) = 0.2 x 22396 / 7607 = 0.58883 ms (the line's extrapolation gave 6.3562 ms)
+    v054 = host_time("vllm-v0.5.4")
+    assert v054.seconds(1) == pytest.approx(0.2e-3 * 22396 / 7607, rel=1e-12)
+    assert v054.seconds(1) == pytest.approx(0.5888260812409623e-3, rel=1e-12)
+    # the line from the lowest profiled point up: H(128) = 6.3211 + 128 x 0.035118 = 10.81622 ms, unchanged
+    h128 = 6.321081081081079e-3 + 128 * 3.511824324324325e-5
+    assert v054.seconds(128) == pytest.approx(h128, rel=1e-12)
+    assert v054.seconds(128) == pytest.approx(10.816216216216219e-3, rel=1e-12)
+    # straight between: H(44) = 0.58883 + 43/127 x (10.81622 - 0.58883) = 4.05164 ms (issue 6854's ~4 ms bubble)
+    assert v054.seconds(44) == pytest.approx(0.5888260812409623e-3 + (h128 - 0.5888260812409623e-3) * 43 / 127,
+                                             rel=1e-12)
+    assert [round(v054.seconds(b) * 1e3, 4) for b in (1, 8, 32, 64, 127)] == [0.5888, 1.1525, 3.0853, 5.6623,
+                                                                               10.7357]
+    # vllm-v0.6.0 takes v0.5.4's costs, small batch included; V1 has none (through the origin at every b)
+    assert host_time("vllm-v0.6.0").seconds(1) == v054.seconds(1)
+    assert host_time("vllm-v0.6.0").describe()["host_small_batch"] == [1, 0.5888, 128]
+    assert host_time("vllm-v1").seconds(1) == pytest.approx(21.484375e-6, rel=1e-12)
+    assert "host_small_batch" not in host_time("vllm-v1").describe()
+
+
 def test_v060_shares_from_the_breakdown():
     # WukLab's Figure 4 breakdown (22.396 ms): schedule 3.937 + inputs 9.324 once a decision, outputs 7.607
     # overlapped (asynchronous output processing), engine loop 1.528 every step
@@ -65,7 +87,8 @@ def test_the_event_loop_adds_it():
     steps = lambda query, keys, emitting: 0.010  # noqa: E731
     timeline = simulate(requests, VLLMV0Scheduler(BlockPool(100, 16), 4, 2048, num_scheduler_steps=3), steps,
                         512, host=v060)
-    h2 = (6.321081081081079 + 2 * 0.03511824324324325) / 1e3  # 6.3913 ms
+    # H(2) below the profiled 128: a 127th of the way from H(1) = 0.58883 ms to H(128) = 10.81622 ms: 0.66936 ms
+    h2 = 0.6693567122250194e-3
     decided, looped = 0.010 + h2 * 14789 / 22396, 0.010 + h2 * 1528 / 22396
     assert [s.seconds for s in timeline.steps] == pytest.approx([decided, decided, looped, looped, decided, looped,
                                                                  looped], rel=1e-12)
@@ -94,6 +117,11 @@ def test_serve_option(capsys):
         in capsys.readouterr().err
     assert cli.main(base + ["--scheduler", "trtllm", "--host-time", "vllm-v1"]) == 2
     assert "modelled for the vllm and vllm-v0 schedulers only, not trtllm." in capsys.readouterr().err
+    # the setup's line names the line's range and the small batch below it
+    assert cli.main(base + ["--scheduler", "vllm-v0", "--host-time", "vllm-v0.6.0"]) == 0
+    printed = capsys.readouterr().out
+    assert ("host time a step: vllm-v0.6.0 (6.3211 ms + 35.1182 us a sequence from 128 sequences, below it straight "
+            "from 0.5888 ms at 1; shares serial 0.0682, once a decision 0.5921, overlapped 0.3397") in printed
 
 
 def test_a_named_release_takes_its_engines_profile():

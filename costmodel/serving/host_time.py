@@ -5,7 +5,11 @@ inside the forward).
 
 The one rule, per engine version: the host milliseconds of a step of b sequences are
 H(b) = fixed + per_sequence x b (the line through the version's profiled points: least squares; one
-point, through the origin). H splits into parts by their profiled shares, and a step whose GPU
+point, through the origin), from the lowest profiled point up. Below it, where a version's file gives a
+measured small batch (host_time.json "small_batch": one part's ms at b0 sequences, H(b0) = ms / that
+part's profiled share), H runs straight from H(b0) to the line's value at the lowest profiled point
+(the line's fixed part is an extrapolation there; issue 6913 measures far less at batch 1). H splits
+into parts by their profiled shares, and a step whose GPU
 kernels take g seconds takes
 
     g + serial + (decision if the step starts a scheduling decision) + max(0, overlapped - g)
@@ -106,9 +110,17 @@ class HostTime:
     serial: float  # shares of H(b), summing to 1
     decision: float
     overlapped: float
+    profiled_from: int = 0  # the lowest profiled sequences; below it, the straight run from the small batch
+    small_sequences: int = 0  # b0 of the measured small batch (0: none; the line holds at every b)
+    small_s: float = 0.0  # H(b0)
 
     def seconds(self, sequences: int) -> float:
-        """H(b): the host seconds of a step of `sequences` sequences."""
+        """H(b): the host seconds of a step of `sequences` sequences (the line from the lowest profiled point
+        up; below it, straight from the measured small batch's H(b0) to the line's value there)."""
+        if self.small_sequences and sequences < self.profiled_from:
+            top = self.fixed_s + self.per_sequence_s * self.profiled_from
+            return self.small_s + (top - self.small_s) * (sequences - self.small_sequences) / (
+                self.profiled_from - self.small_sequences)
         return self.fixed_s + self.per_sequence_s * sequences
 
     def step(self, gpu_s: Any, sequences: int, decides: bool = True) -> Any:
@@ -133,6 +145,8 @@ class HostTime:
         """The setup's fields: the version, its line and how its parts run."""
         return {"host_time": self.version, "host_fixed_ms": round(1e3 * self.fixed_s, 4),
                 "host_per_sequence_us": round(1e6 * self.per_sequence_s, 4),
+                **({"host_small_batch": [self.small_sequences, round(1e3 * self.small_s, 4), self.profiled_from]}
+                   if self.small_sequences else {}),
                 "host_shares": {"serial": round(self.serial, 4), "decision": round(self.decision, 4),
                                 "overlapped": round(self.overlapped, 4)}}
 
@@ -152,5 +166,8 @@ def host_time(version: str | None) -> HostTime | None:
     parts = costs["parts_ms"]
     total = sum(parts.values())
     shares = {mode: sum(ms for part, ms in parts.items() if entry["modes"][part] == mode) / total for mode in MODES}
+    small = costs.get("small_batch")
+    small_ms = small["ms"] * total / parts[small["part"]] if small else 0.0
     return HostTime(version, fixed_ms / 1e3, per_sequence_ms / 1e3, shares["serial"], shares["decision"],
-                    shares["overlapped"])
+                    shares["overlapped"], min(b for b, _ in costs["points_ms"]), small["sequences"] if small else 0,
+                    small_ms / 1e3)
