@@ -256,7 +256,7 @@ layout_options = stack(
                  "each its own GEMMs at its tokens, the loop's copies and launches (kernel model, training; "
                  "Megatron-LM's own default)."),
     click.option("--moe-router-load-balancing-type", "moe_router_load_balancing_type", default=None,
-                 type=click.Choice(("aux_loss", "seq_aux_loss", "global_aux_loss", "none")),
+                 type=click.Choice(spec.MOE_LOAD_BALANCING),
                  help="Megatron-Core's --moe-router-load-balancing-type (default aux_loss): none runs no aux-loss "
                  "scores or loss; read with --no-moe-router-fusion (the fused kernels price the same)."),
     choice_option("--fp8-autocast", spec.FP8_AUTOCASTS, "Where the training script opens Transformer Engine's "

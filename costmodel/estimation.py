@@ -16,6 +16,7 @@ from typing import Any
 
 from . import compiled, spec
 from .config import ConfigError, ModelConfig, Workload
+from .defaults import has_attention
 from .facts import facts_for
 from .workload import logits_kept
 
@@ -110,7 +111,8 @@ def _expressions(cfg: ModelConfig, workload: Workload) -> tuple[dict[str, Any], 
     per_param = mem.param_bytes
     for name in ("weights", "gradients", "optimizer"):
         exprs[f"per_param.{name}"] = getattr(per_param, name)
-    korthikanti, variant = korthikanti_activation_bytes(cfg.n_layers, workload.recompute, workload.attention)
+    korthikanti, variant = korthikanti_activation_bytes(cfg.n_layers, workload.recompute,
+                                                        workload.attention if has_attention(cfg) else "none")
     exprs["memory.korthikanti"] = korthikanti
     exprs["regime.attention"] = model.attention_flops()
     exprs["regime.linear"] = model.projection_ffn_flops()

@@ -29,7 +29,8 @@ def korthikanti_activation_bytes(layers: int, recompute: str = "none",
     strategy and an attention kernel, in the activation dtype (e bytes; masks 1 byte), and which
     variant it is. A fused kernel (sdpa, flash) keeps no a s^2 b matrix (the softmax, its mask and
     the dropout output are Table 2's only s^2 terms), as selective recomputation keeps none: Table
-    2's selective row is the one that applies."""
+    2's selective row is the one that applies; so for attention "none" (a stack without attention
+    layers, whatever --attention says)."""
     sbh = S.n * S.b * S.d
     attention_matrices = S.h * S.b * S.n**2
     if recompute == "full":
@@ -37,8 +38,9 @@ def korthikanti_activation_bytes(layers: int, recompute: str = "none",
     per_layer = (16 * S.e + 2) * sbh
     if recompute == "selective":
         return layers * per_layer, "selective recomputation: (16e + 2)*sbh per layer, 34*sbh in 2 bytes"
-    if attention in ("sdpa", "flash"):
-        return layers * per_layer, (f"{attention} attention keeps no as^2*b matrix, as the selective row: "
+    if attention in ("sdpa", "flash", "none"):
+        kept = "no attention layer keeps" if attention == "none" else f"{attention} attention keeps"
+        return layers * per_layer, (f"{kept} no as^2*b matrix, as the selective row: "
                                     "(16e + 2)*sbh per layer, 34*sbh in 2 bytes")
     per_layer += (2 * S.e + 1) * attention_matrices
     return layers * per_layer, "(16e + 2)*sbh + (2e + 1)*as^2*b per layer, sbh(34 + 5as/h) in 2 bytes"

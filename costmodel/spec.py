@@ -284,6 +284,10 @@ OFFLOAD_DEVICES = Choices({"cpu": "", "nvme": "needs --zero 3"})
 
 #: Megatron-Core's cuda_graph_scope values (simulate --train --cuda-graph-scope; layout/host_syncs.py
 #: counts the MoE layers' host syncs a captured scope replays instead of issuing).
+#: Megatron-Core's --moe-router-load-balancing-type values the unfused router's count knows (layout/router_fusion.py;
+#: sinkhorn is not counted)
+MOE_LOAD_BALANCING = Choices({"aux_loss": "Megatron-Core's default", "seq_aux_loss": "counted as aux_loss",
+                              "global_aux_loss": "counted as aux_loss", "none": "the top-k alone"})
 CUDA_GRAPH_SCOPES = Choices({"attn": "the attention block", "moe_router": "the MoE router",
                              "moe_preprocess": "the MoE dispatch's preprocess", "mamba": "the Mamba mixer",
                              "full_iteration": "the whole step: no host sync"})

@@ -98,7 +98,8 @@ def test_the_field_round_trips_and_bad_names_are_one_line(tmp_path, capsys):
 def test_the_nanotron_rows_run_on_the_books_cluster():
     """The source states the cluster; of its 26 cells only the 80B's TP 16 over two nodes has calls of
     the measured shape (8 ranks a node, 134 MB sequence-parallel gathers): 227.2 -> 214.7 TFLOP/s a GPU
-    (240.6 -> 226.7 with the gradient reduction hidden as before session 28's exposed ZeRO-1 reduction)."""
+    (240.6 -> 226.7 with the gradient reduction hidden as before session 28's exposed ZeRO-1 reduction: Overlap
+    dp 2/3, stated, since session 29's Megatron default reduces after the backward where nothing is stated)."""
     from reports.published_runs import other_runs_data, train_run
 
     data = other_runs_data()
@@ -107,7 +108,7 @@ def test_the_nanotron_rows_run_on_the_books_cluster():
     run = next(r for r in data["runs"] if r["id"] == "nanotron-playbook llama-80b dp32 tp16 pp1 gas4 mbs2 zero1 512xh100")
     bare = {k: v for k, v in source.items() if k != "hardware_overrides"}
     assert (round(train_run(run, bare, "kernels"), 1), round(train_run(run, source, "kernels"), 1)) == (227.2, 214.7)
-    hidden = {k: v for k, v in run.items() if k != "overlap"}
+    hidden = {**run, "overlap": {**run["overlap"], "dp": 2 / 3}}
     assert (round(train_run(hidden, bare, "kernels"), 1), round(train_run(hidden, source, "kernels"), 1)) == (240.6, 226.7)
 
 

@@ -20,9 +20,10 @@ from typing import Any
 
 from ..config import ConfigError, show
 from ..kernel_rates import kernel_facts
+from ..spec import MOE_LOAD_BALANCING
 
 #: Megatron-Core's --moe-router-load-balancing-type values this count knows (sinkhorn is not counted).
-LOAD_BALANCING = ("aux_loss", "seq_aux_loss", "global_aux_loss", "none")
+LOAD_BALANCING = MOE_LOAD_BALANCING
 
 
 def facts() -> dict[str, Any]:
