@@ -35,15 +35,20 @@ NO_HOST_TIME = "none"
 
 
 @lru_cache(maxsize=1)
+def host_time_file() -> dict[str, Any]:
+    """host_time.json, read once."""
+    return json.loads(HOST_TIME_FILE.read_text(encoding="utf-8"))
+
+
 def host_time_facts() -> dict[str, Any]:
     """host_time.json's versions."""
-    return json.loads(HOST_TIME_FILE.read_text(encoding="utf-8"))["versions"]
+    return host_time_file()["versions"]
 
 
 @lru_cache(maxsize=1)
 def release_rules() -> tuple[dict[str, str], ...]:
     """host_time.json's rules from a vLLM release to the profile its runs take."""
-    return tuple(json.loads(HOST_TIME_FILE.read_text(encoding="utf-8"))["releases"]["rules"])
+    return tuple(host_time_file()["releases"]["rules"])
 
 
 def release_key(release: str) -> tuple[int, ...]:
