@@ -7,8 +7,8 @@ validate/permute_fusion_ops.py). Per MoE layer and micro-batch of a rank, beside
 tree's expert leaf prices (e d (2T + 6S) a direction):
     GPU  (K_f + K_b) x launch + (B_unfused - B_fused) / bandwidth
     host +7 calls forward, -4 Python backward Functions
-T: the tokens one MoE layer routes on the rank (router_fusion.router_tokens), S = T k; launch and bandwidth as
-router_fusion's. Counted for the all-to-all dispatcher with more than one expert a rank (sort_chunks_by_idxs
+T: the tokens one MoE layer routes on the rank (router_fusion.router_tokens), S = T k; launch and bandwidth are
+layout/unfused.py's. Counted for the all-to-all dispatcher with more than one expert a rank (sort_chunks_by_idxs
 runs), dropless.
 """
 
@@ -19,8 +19,8 @@ from typing import Any
 from ..config import ConfigError, show
 from ..kernel_rates import kernel_facts
 from ..spec import DTYPE_BYTES
-from .router_fusion import facts as router_facts
 from .router_fusion import router_tokens
+from .unfused import eager_seconds
 
 
 def facts() -> dict[str, Any]:
@@ -76,8 +76,7 @@ def layer_seconds(estimate: Any, hardware: Any, bandwidth: float) -> float:
                 + f["expanded_index_bytes"] * slots - layer_bytes(f["fused_bytes"], element, tokens, cfg.d_model,
                                                                    cfg.n_experts, slots)
                 for side in ("forward", "backward"))
-    launch = hardware.overhead_s_per_block / router_facts()["launches_per_block"]
-    return kernels * launch + moved / bandwidth
+    return eager_seconds(kernels, moved, hardware, bandwidth)
 
 
 def stage_seconds(estimate: Any, hardware: Any, moe_layers: int, bandwidth: float) -> float:

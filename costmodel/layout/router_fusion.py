@@ -9,8 +9,8 @@ MoE layer and micro-batch of a rank, beside what the tree's router leaf prices (
     GPU  (K_f + K_b) x launch + (B_f + B_b) / bandwidth
     host +C_f calls forward, -C_b Python backward Functions
 K: the unfused kernels less the fused ones; B: the unfused kernels' bytes at the router's tokens (exact
-coefficients in T, E, k, G, g); launch: overhead_s_per_block over its launches a block (2); bandwidth: the
-timer's memory-bound rate (KernelTimer.bandwidth, as every pointwise kernel's); C_f: the unfused forward ops
+coefficients in T, E, k, G, g); launch and bandwidth: layout/unfused.py's, the term all three unfused MoE
+paths share; C_f: the unfused forward ops
 (each a call issued from Python) less the fused calls; C_b: the fused Functions' Python backward.
 """
 
@@ -21,6 +21,7 @@ from typing import Any
 from ..config import ConfigError, show
 from ..kernel_rates import kernel_facts
 from ..spec import MOE_LOAD_BALANCING
+from .unfused import eager_seconds
 
 #: Megatron-Core's --moe-router-load-balancing-type values this count knows (sinkhorn is not counted).
 LOAD_BALANCING = MOE_LOAD_BALANCING
@@ -107,8 +108,7 @@ def layer_seconds(estimate: Any, hardware: Any, bandwidth: float) -> float:
     kernels = sum(unfused[f"{side}_kernels"] - fused[f"{side}_kernels"] for side in ("forward", "backward"))
     tokens = router_tokens(estimate)
     moved = sum(unfused_bytes(unfused[f"{side}_bytes"], estimate.cfg, tokens) for side in ("forward", "backward"))
-    launch = hardware.overhead_s_per_block / facts()["launches_per_block"]
-    return kernels * launch + moved / bandwidth
+    return eager_seconds(kernels, moved, hardware, bandwidth)
 
 
 def stage_seconds(estimate: Any, hardware: Any, moe_layers: int, bandwidth: float) -> float:

@@ -11,7 +11,7 @@ factor, the most loaded EP rank's share):
     loop    bytes (b_E E X + b_1 X + b_inv X / E) / bandwidth, X = e S d, S = b n k / cp the rank's slots
     launch  ((E - 1)(expert kernels) + loop kernels) x overhead_s_per_block / launches_per_block
     host    +4 E + 1 calls forward, +3 E - 3 Python backward Functions
-Launch and bandwidth as router_fusion's and permute_fusion's.
+Launch and bandwidth: layout/unfused.py's (the term the router's and permutations' unfused paths share).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from ..config import ConfigError, show
 from ..kernel_rates import kernel_facts
 from ..kernel_shapes import Gemm
 from ..spec import DTYPE_BYTES
-from .router_fusion import facts as router_facts
+from .unfused import eager_seconds
 
 
 def facts() -> dict[str, Any]:
@@ -117,5 +117,4 @@ def layer_seconds(estimate: Any, hardware: Any, kernels: list, rerun: list, time
     experts = local_experts(estimate)
     forward, backward = loop_bytes(tokens_bytes(estimate), experts)
     moved = forward * (2 if rerun else 1) + backward
-    launch = hardware.overhead_s_per_block / router_facts()["launches_per_block"]
-    return gemm_delta(kernels, rerun, timer) + moved / timer.bandwidth + extra_launches(experts) * launch
+    return gemm_delta(kernels, rerun, timer) + eager_seconds(extra_launches(experts), moved, hardware, timer.bandwidth)
