@@ -67,3 +67,15 @@ def test_the_h100_rows_run_on_the_torchtitan_rows_hardware():
     assert ours["hardware_overrides"] == titan["hardware_overrides"]
     assert ours["power_limit_watts"] == titan["power_limit_watts"] == 500
     assert "custom to Meta's H100 variant" in ours["amended"]
+
+
+def test_the_b200_tables_suspect_figures_name_the_rows_they_are_checked_against():
+    """The B200 source's not_modelled quotes the H200 and Megatron-Bridge B200 figures it weighs its
+    own against: each must be the figure of the row it names (a transcription check)."""
+    data = other_runs_data()
+    runs = {r["id"]: r["published_tokens_per_s_per_gpu"] for r in data["runs"] if r["kind"] == "train"
+            and "published_tokens_per_s_per_gpu" in r}
+    note = data["sources"]["torchao-mx-b200"]["not_modelled"]
+    assert runs["torchtitan-h200 llama3.1-8b fsdp compile float8 32 GPUs"] == 10938 and "10,938" in note
+    assert runs["megatron-bridge 25.11 llama3-8b fp8-cs 8xb200"] == 30624 and "30,624" in note
+    assert f"{30624 / 10417.0:.1f}x" == "2.9x" and "2.9x" in note
