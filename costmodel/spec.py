@@ -270,7 +270,7 @@ FP8_RECIPES = Choices({  # layout/fp8.py has each recipe's scales and sources
     "current": "Transformer Engine's Float8CurrentScaling, one scale per tensor",
     "delayed": "Transformer Engine's DelayedScaling, one scale per tensor from an amax history",
     "blockwise": "DeepSeek-V3's 1 x 128 and 128 x 128 blocks",
-    "mxfp8": "Transformer Engine's MXFP8BlockScaling, 1 x 32 blocks (Blackwell)",
+    "mxfp8": "Transformer Engine's MXFP8BlockScaling, 1 x 32 blocks (Blackwell); torchao's MXLinear under --framework fsdp2 (torchtitan)",
     "nvfp4": "Transformer Engine's NVFP4BlockScaling, FP4 in 1 x 16 blocks (Blackwell)",
 })
 #: Where the training script opens Transformer Engine's fp8_autocast, for --fp8 delayed outside

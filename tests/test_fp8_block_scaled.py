@@ -134,3 +134,36 @@ def test_the_commands_take_the_recipes(capsys):
     code, out, _ = run(["plan", "--model", "gpt2", "--hardware", "b200", "--gpus", "8", "--fp8", "mxfp8", "--json"],
                        capsys)
     assert code == 0 and {row["layout"]["fp8"] for row in json.loads(out)["feasible"]} == {"mxfp8"}
+
+
+def test_torchao_mxfp8_one_linear_casts_each_operand_twice():
+    """torchao's MXLinear (mx_linear.py at e4e681be6, the MX rows' torchao): the input and the weight
+    cast along rows in forward, the output gradient along rows and the weight, the gradient and the
+    saved bf16 input along columns in backward, each cast a read of the bf16 tensor (2) and one
+    byte and one E8M0 byte a 32 written: 3.03125 bytes an element; the weight cast in each forward
+    (no cache across micro-batches), and a recomputed forward casts both again."""
+    from costmodel.layout.fp8 import FRAMEWORK_CAST_PASSES
+
+    casts = FRAMEWORK_CAST_PASSES[("mxfp8", "fsdp2")]
+    forward = (15_360 + 35_840) * 3.03125  # 155,200
+    backward = (21_504 + 15_360 + 35_840 + 21_504) * 3.03125  # 285,568
+    for needs_tn in (True, False):
+        assert cast_bytes([Gemm(M, N, K)], casts, needs_tn=needs_tn) == (forward, backward) == (155_200, 285_568)
+    assert cast_bytes([Gemm(M, N, K)], casts, needs_tn=True, microbatches=4) == (155_200, 285_568)
+    assert cast_bytes([Gemm(M, N, K)], casts, needs_tn=True, rerun=True) == (155_200, 0)
+
+
+@pytest.mark.parametrize("framework, torchao", [("fsdp2", True), ("megatron", False)])
+def test_torchtitan_runs_torchaos_mx_and_megatron_transformer_engines(framework, torchao):
+    """--fp8 mxfp8 under --framework fsdp2 (torchtitan's MX converter: torchao's MXLinear) takes
+    torchao's casts; under megatron, Transformer Engine's MXFP8BlockScaling."""
+    from costmodel.layout.fp8 import FRAMEWORK_CAST_PASSES
+    from costmodel.layout.kernel_step import fp8_casts
+    from costmodel.layout.rank import Layout, ParallelEstimate
+    from costmodel.presets import load_preset
+    from costmodel.workload import Workload
+
+    layout = Layout(dp=8, zero=3 if torchao else 1, framework=framework, fp8="mxfp8")
+    estimate = ParallelEstimate(load_preset("llama3-8b"), Workload(seq_len=8192, batch=1, dtype="bf16"), layout)
+    casts = fp8_casts(estimate, load_hardware("b200"))[0]
+    assert casts is (FRAMEWORK_CAST_PASSES[("mxfp8", "fsdp2")] if torchao else CAST_PASSES["mxfp8"])

@@ -35,7 +35,9 @@ def test_each_torchao_row_is_its_table_and_script(run_id):
     """The table's figure, its speedup column recomputed from the two figures (a check of the
     transcription, to the table's own rounding); FSDP2 over all 8 GPUs (data_parallel_shard_degree
     -1), one micro-batch of the local batch 1 at seq_len 8192, per-op SAC, torch.compile, the
-    recipe the script's converter names; the B200s capped at the first version's 750 W."""
+    recipe the script's converter names; the B200s capped at the first version's 750 W, the H100s
+    Meta's variant (torchao's roofline_utils.py at 8c81863ba: 2.4 TB/s; torchtitan's docs/performance.md:
+    96 GB of HBM2e, the default 500 W power limit)."""
     recipe, tokens, speedup = TABLES[run_id]
     data = other_runs_data()
     source_name = run_id.split()[0]
@@ -52,4 +54,28 @@ def test_each_torchao_row_is_its_table_and_script(run_id):
     assert layout.fp8 == recipe and options == {"autocast": False, "compiled": True, **kernel}
     assert (estimate.cfg.d_model, estimate.cfg.n_layers, estimate.cfg.vocab_size) == (4096, 32, 128256)
     b200 = source_name == "torchao-mx-b200"
-    assert (hardware.name, hardware.power_limit_watts) == (("b200", 750) if b200 else ("h100-sxm", 0.0))
+    assert (hardware.name, hardware.power_limit_watts) == (("b200", 750) if b200 else ("h100-sxm", 500))
+    if not b200:
+        assert (hardware.bandwidth_bytes_per_s, hardware.memory_bytes) == (2.4e12, 96 * 2**30)
+
+
+def test_the_h100_rows_run_on_the_torchtitan_rows_hardware():
+    """torchao's H100 is the Meta H100 variant the torchtitan source states (the same overrides and
+    cap): one H100 for both sources' Llama 3 8B rows, so the two tables are timed alike."""
+    sources = other_runs_data()["sources"]
+    ours, titan = sources["torchao-float8-h100"], sources["torchtitan"]
+    assert ours["hardware_overrides"] == titan["hardware_overrides"]
+    assert ours["power_limit_watts"] == titan["power_limit_watts"] == 500
+    assert "custom to Meta's H100 variant" in ours["amended"]
+
+
+def test_the_b200_tables_suspect_figures_name_the_rows_they_are_checked_against():
+    """The B200 source's not_modelled quotes the H200 and Megatron-Bridge B200 figures it weighs its
+    own against: each must be the figure of the row it names (a transcription check)."""
+    data = other_runs_data()
+    runs = {r["id"]: r["published_tokens_per_s_per_gpu"] for r in data["runs"] if r["kind"] == "train"
+            and "published_tokens_per_s_per_gpu" in r}
+    note = data["sources"]["torchao-mx-b200"]["not_modelled"]
+    assert runs["torchtitan-h200 llama3.1-8b fsdp compile float8 32 GPUs"] == 10938 and "10,938" in note
+    assert runs["megatron-bridge 25.11 llama3-8b fp8-cs 8xb200"] == 30624 and "30,624" in note
+    assert f"{30624 / 10417.0:.1f}x" == "2.9x" and "2.9x" in note

@@ -386,6 +386,25 @@ def _block_scaled(tensors: tuple[tuple[str, str], ...], fmt: BlockFormat, *, ama
 _TE_MXFP8 = _block_scaled((("input", "forward"), ("normed_input", "forward"), ("weight", "forward"),
                            ("grad", "backward")), BLOCK_FORMATS["mxfp8"], amax=False)
 
+#: torchao's MX training (torchao/prototype/mx_formats/mx_linear.py at e4e681be6, the torchao of the
+#: MX rows; torchtitan's MX converter at 6fc499f, torchtitan/components/quantization/mx.py, applies
+#: its MXLinearConfig with config/job_config.py's mxfp8_dim1_cast_kernel_choice default "triton"):
+#: mx_mm.forward saves the bf16 input and weight (ctx.save_for_backward(input_hp, weight_hp)) and
+#: casts the input and the weight along rows (MXTensor.to_mx: one read of the bf16 tensor, one
+#: byte an element and an E8M0 scale per 32 written); backward casts the output gradient along rows
+#: and then, each in a kernel of its own (_to_mxfp8_dim1_kernel_wrapper, triton_to_mxfp8_dim1), the
+#: weight, the output gradient and the saved input along columns: each operand read twice in bf16
+#: where Transformer Engine's one kernel writes both copies (_TE_MXFP8). The weight is cast in each
+#: forward (no cache across micro-batches). torchtitan runs torchao's MX (--framework fsdp2 with
+#: --fp8 mxfp8: FRAMEWORK_CAST_PASSES).
+_MXFP8 = BLOCK_FORMATS["mxfp8"]
+_TORCHAO_MXFP8 = (
+    _block_scaled((("input", "forward"), ("normed_input", "forward"), ("weight", "forward"), ("grad", "backward")),
+                  _MXFP8, amax=False, copies=1)
+    + _block_scaled((("input", "backward"), ("normed_input", "backward"), ("weight", "backward"),
+                     ("grad", "backward")), _MXFP8, amax=False, copies=1)
+)
+
 #: Transformer Engine v2.9 NVFP4BlockScaling: NVFP4Quantizer::quantize_impl (csrc/quantizer.cpp
 #: lines 1438-1640) computes the per-tensor amax first (lines 1480-1521: with RHT one kernel,
 #: nvte_hadamard_transform_amax, gives the input's and its transform's; else nvte_compute_amax:
@@ -432,6 +451,13 @@ CAST_PASSES: dict[str, Casts | None] = {
     "blockwise": None,
     "mxfp8": Casts(_TE_MXFP8, "tn_only", True),
     "nvfp4": Casts(_TE_NVFP4, "tn_only", True),
+}
+
+
+#: A framework's own casts for a recipe, in place of CAST_PASSES' (the FP8 library the framework
+#: runs): FSDP2 (torchtitan) runs MXFP8 as torchao's MXLinear, not Transformer Engine's.
+FRAMEWORK_CAST_PASSES: dict[tuple[str, str], Casts] = {
+    ("mxfp8", "fsdp2"): Casts(_TORCHAO_MXFP8, "always", False),
 }
 
 

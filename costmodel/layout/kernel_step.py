@@ -501,10 +501,11 @@ def fp8_casts(estimate: ParallelEstimate, hardware: Hardware) -> tuple | None:
     whether the GPU needs column-major copies, the micro-batches, tp, sequence parallelism and FP8
     parameters (Layout.fp8_param_gather);
     None where nothing is cast or no source states the recipe's casts."""
-    from .fp8 import CAST_PASSES, NON_TN_FP8_ARCHITECTURES
+    from .fp8 import CAST_PASSES, FRAMEWORK_CAST_PASSES, NON_TN_FP8_ARCHITECTURES
 
     layout = estimate.layout
-    casts = None if layout.fp8 is None or estimate.phase != "train" else CAST_PASSES[layout.fp8]
+    casts = (None if layout.fp8 is None or estimate.phase != "train"
+             else FRAMEWORK_CAST_PASSES.get((layout.fp8, layout.framework), CAST_PASSES[layout.fp8]))
     if casts is None:
         return None
     if layout.fp8_autocast is not None:  # the training script's te.Linear layers (layout/fp8_options.py)
