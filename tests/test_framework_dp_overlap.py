@@ -118,6 +118,7 @@ ROWS = {
     "megatron-bridge-cards nemotron-3-super pretrain bf16 64xh100": 0.0,  # h100/nemotron_3_super.py line 232
     "megatron-bridge-cards nemotron-3-super perf bf16 64xh100": 0.0,
     "megatron-bridge-cards nemotron-3-super perf bf16 64xgb200": 2 / 3,  # its base recipe sets it True
+    "megatron-bridge-docs qwen3-30b-a3b cuda-graphs eager bf16 16xh100": 2 / 3,  # session 30: the recipe's DDP config
     "megatron-bridge-moe 26.08 deepseek-v3 mxfp8 256xgb200": 2 / 3,
     "megatron-bridge-moe 25.09 deepseek-v3 fp8 1024xh100": 0.0,  # run_script.py line 102 at a28844195
     "megatron-core-moe-readme mixtral-8x7b v0.8 64xh100": 2 / 3,  # README line 255, --overlap-grad-reduce
@@ -151,8 +152,8 @@ ROWS = {
 
 
 def test_each_megatron_source_reduces_as_its_recipe_states():
-    """One row a source (35 sources: all whose framework is megatron), and the counts over the 390
-    Megatron training rows: 334 reduce under the backward, 45 after it (the 6 whose recipes turn it off,
+    """One row a source (36 sources: all whose framework is megatron), and the counts over the 392
+    Megatron training rows: 336 reduce under the backward, 45 after it (the 6 whose recipes turn it off,
     the 16 nanotron ZeRO-1 rows, Megatron-LM of 2021, Nemotron-4 340B's and the three DeepSeek GPU-hours
     rows by Megatron-LM's default, and session 29's 18 FlagPerf rows), and the 11 ZeRO-3 rows, whose sharded data parallelism reads no
     Overlap.dp, take 2/3."""
@@ -167,9 +168,9 @@ def test_each_megatron_source_reduces_as_its_recipe_states():
         estimate, _, options = train_setup(run, source)
         shares[run["id"]] = (options.get("overlap", Overlap()).dp, estimate.layout.zero)
         sources.add(run["id"].split()[0])
-    assert len(sources) == 35 and {row.split()[0] for row in ROWS} == sources
+    assert len(sources) == 36 and {row.split()[0] for row in ROWS} == sources
     assert {row: shares[row][0] for row in ROWS} == ROWS
-    assert len(shares) == 390
-    assert sum(dp == 2 / 3 and zero != 3 for dp, zero in shares.values()) == 334
+    assert len(shares) == 392
+    assert sum(dp == 2 / 3 and zero != 3 for dp, zero in shares.values()) == 336
     assert sum(dp == 0.0 for dp, _ in shares.values()) == 45
     assert sum(zero == 3 for _, zero in shares.values()) == 11
