@@ -91,3 +91,41 @@ def autocast_bytes_per_parameter(microbatches: int, element_bytes: int) -> int:
     gradient = element_bytes + FP32  # the weight gradient cast back to fp32
     accumulate = in_place_add_bytes(FP32)  # .grad += gradient
     return microbatches * (cast + gradient) + (microbatches - 1) * accumulate
+
+
+def deepspeed_zero3_step_bytes(element_bytes: int) -> int:
+    """Bytes one parameter of the rank's partition moves in DeepSpeed ZeRO-3's optimizer step with
+    16-bit parameters (fp16 or bf16; deepspeed/runtime/zero/stage3.py DeepSpeedZeroOptimizer_Stage3
+    .step at v0.11.1, e9503fe4, lines 1894-1938, no offload, one sub-group), each pass a kernel of its own:
+      has_overflow (lines 2016-2048, in bf16 too)  torch.isinf and torch.isnan of the 16-bit gradient
+                                       partition, each a bool tensor then .any(): 2 x (read e, write 1, read 1)
+      get_grad_norm_direct (1600-1650)  g.double().norm(2) per gradient: read e, write 8, read 8
+      _prepare_fp32_grad_for_sub_group (1726-1745)  self.flatten (torch's _flatten_dense_tensors, a
+                                       cat: read e, write e) .to(fp32) (read e, write 4)
+      unscale_and_clip_grads (1986-1993)  the fp32 gradient's mul_: read 4, write 4
+      _optimizer_step (884-890)        the fused Adam over the fp32 partition: read the parameter,
+                                       gradient and two moments, write the parameter and moments: 28
+      _reassign_or_swap_out_partitioned_parameters (1877-1885)  the 16-bit partition copy_ of the
+                                       fp32 one: read 4, write e
+    7e + 64 bytes (78 in 16-bit), where one fused pass (ParamBytes.step_traffic) moves about 30.
+    zero_grad sets the gradients to None (no pass); the persistent parameters' all-gather
+    (_post_step) is left out (parameters under stage3_param_persistence_threshold, 1e5 elements)."""
+    overflow = 2 * (element_bytes + 1 + 1)
+    norm = element_bytes + 8 + 8
+    fp32_gradient = 2 * element_bytes + element_bytes + FP32
+    unscale = 2 * FP32
+    adam = 4 * FP32 + 3 * FP32
+    copy_parameters = FP32 + element_bytes
+    return overflow + norm + fp32_gradient + unscale + adam + copy_parameters
+
+
+def framework_step_bytes(estimate) -> int | None:
+    """Bytes one updated parameter moves where the framework's optimizer step runs its own passes
+    (time.py StepTime.step_traffic): Megatron-LM's fp16 optimizer (Framework.fp16_optimizer_passes
+    "megatron") and DeepSpeed's ZeRO-3 with 16-bit parameters; None where one fused pass stands."""
+    framework, e = estimate.framework, estimate.workload.bytes_per_element
+    if estimate.workload.dtype == "fp16" and framework.fp16_optimizer_passes == "megatron":
+        return megatron_fp16_step_bytes(e)
+    if estimate.layout.framework == "deepspeed" and estimate.layout.zero == 3 and e < FP32:
+        return deepspeed_zero3_step_bytes(e)
+    return None

@@ -46,12 +46,14 @@ def test_the_36_rows_as_the_docs_state_them():
 # computing: FlagPerf's DeepSpeed tables (ZeRO-3 Llama 2 7B on 8 A800 and 8 H800, ChatGLM3-6B on 8 H100,
 # ZeRO-1 Baichuan2-13B at GAS 8 and 64 on 16 H800, Megatron-DeepSpeed Llama 2 7B TP 4 on 8 A100 40GB) and
 # Colossal-AI's Gemini LLaMA rows (Llama 2 7B and LLaMA-65B on 32 A800). As first computed: median 36.1%,
-# 3 within 0.75-1.33x (1.13x, 1.24x, 1.27x), none within 10%, every row too fast (1.13-1.67x).
+# 3 within 0.75-1.33x (1.13x, 1.24x, 1.27x), none within 10%, every row too fast (1.13-1.67x). After
+# wt30_zero3 (session 30: Gemini's synchronous chunk collectives exposed, DeepSpeed ZeRO-3's optimizer
+# passes and its embedding's edge collectives): 34.0%, 3 within, 1 within 10%, 1.10-1.67x.
 PUBTRAIN2_SOURCES = ("flagperf-llama2-7b-ds-a800", "flagperf-llama2-7b-ds-h800", "flagperf-chatglm3-6b-ds-h100",
                      "flagperf-baichuan2-13b-ds-h800", "flagperf-llama2-7b-megatron-ds-a100", "colossalai-llama2-7b",
                      "colossalai-llama-65b")
-PUBTRAIN2 = (8, 36.1, 3, 0, 0)
-PUBTRAIN2_RANGE = (1.127, 1.668)
+PUBTRAIN2 = (8, 34.0, 3, 1, 0)
+PUBTRAIN2_RANGE = (1.098, 1.668)
 
 
 def test_the_second_set_as_the_docs_state_it():

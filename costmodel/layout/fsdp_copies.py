@@ -75,8 +75,13 @@ def edge_seconds(step_time: Any, stage: Any) -> float:
     device), so each micro-batch's reduce-scatters and the next one's first all-gathers run back
     to back with the compute stream waiting. The last layer's all-gather in the backward is not
     among them: the root's pre-backward prefetches it (_backward_prefetch) under the head's
-    backward. The plain loop's only (pp 1), as copy_bytes."""
+    backward. The plain loop's only (pp 1), as copy_bytes. DeepSpeed's ZeRO-3 has its own edges
+    (layout/deepspeed_zero3.py: the embedding's all-gather and reduce-scatter)."""
     estimate = step_time.estimate
+    from . import deepspeed_zero3
+
+    if deepspeed_zero3.applies(estimate):
+        return deepspeed_zero3.edge_seconds(step_time, stage)
     layout = estimate.layout
     communication = estimate.communication(stage).get("dp", {})
     if estimate.framework.sharding != "per_tensor" or "reduce_scatter" not in communication or layout.pp > 1:

@@ -480,18 +480,18 @@ class StepTime:
 
     def step_traffic(self) -> float:
         """Bytes the optimizer step moves per parameter it updates: one fused pass over the
-        parameter's copies (ParamBytes.step_traffic), or in fp16 the framework's own passes where
-        it states them (Framework.fp16_optimizer_passes); with Megatron-Core's bf16 gradient reduce
-        (Layout.grad_reduce_dtype) the cast of the gradient to fp32 too, whose copy the fused pass
-        reads in place of the bf16 one (step_bytes.megatron_gradient_cast_bytes); with a
-        precision-aware optimizer's narrower state (ParallelEstimate.precision_aware_change), that
-        state read and written once."""
+        parameter's copies (ParamBytes.step_traffic), or the framework's own passes where it runs
+        them (step_bytes.framework_step_bytes: Megatron-LM's fp16, DeepSpeed ZeRO-3's); with
+        Megatron-Core's bf16 gradient reduce (Layout.grad_reduce_dtype) the gradient's cast to fp32
+        too, whose copy the fused pass reads in place of the bf16 one (megatron_gradient_cast_bytes);
+        with a precision-aware optimizer's narrower state (precision_aware_change), that state read
+        and written once."""
         estimate = self.estimate
-        if estimate.workload.dtype == "fp16" and estimate.framework.fp16_optimizer_passes == "megatron" \
-                and not self.autocast:
-            from ..step_bytes import megatron_fp16_step_bytes
+        from ..step_bytes import framework_step_bytes  # Megatron-LM's fp16 passes, DeepSpeed ZeRO-3's
 
-            return megatron_fp16_step_bytes(estimate.workload.bytes_per_element)
+        passes = None if self.autocast else framework_step_bytes(estimate)
+        if passes is not None:
+            return passes
         traffic = float(estimate.numbers["step_traffic"]) + 2 * estimate.precision_aware_change
         if estimate.gradient_cast_at_step:  # bf16 main_grad: cast to fp32, which the fused step then reads
             from ..step_bytes import FP32, megatron_gradient_cast_bytes
