@@ -1,12 +1,13 @@
 """Exact ratios and summary counts of a set of published sources' rows, as `published`'s summary counts them
 (our speed over the published one; a GPU-hours row's published hours over ours; error |ratio - 1|, kernel
-model): the helper of the per-session summaries of unseen rows (tests/test_session*_rows_summary.py)."""
+model; a decode row's tokens/s a sequence, reports/published_runs.decode_run): the helper of the per-session
+summaries of unseen rows (tests/test_session*_rows_summary.py, tests/test_session30_unseen_rows.py)."""
 
 from __future__ import annotations
 
 import statistics
 
-from reports.published_runs import COST_UNITS, TRAIN_UNITS, other_runs_data
+from reports.published_runs import COST_UNITS, TRAIN_UNITS, decode_run, other_runs_data
 
 
 def ratios(sources: tuple[str, ...]) -> dict[str, float]:
@@ -15,7 +16,9 @@ def ratios(sources: tuple[str, ...]) -> dict[str, float]:
     out = {}
     for run in data["runs"]:
         source = run["id"].split()[0]
-        if source in sources:
+        if source in sources and run["kind"] == "decode":
+            out[run["id"]] = decode_run(run, data["sources"][source], "kernels") / run["published_tokens_per_s"]
+        elif source in sources:
             key = next(k for k in TRAIN_UNITS if k in run)
             unit, ours = TRAIN_UNITS[key]
             value = ours(run, data["sources"][source], "kernels")

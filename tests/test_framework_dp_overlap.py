@@ -108,6 +108,7 @@ ROWS = {
     "gpu-hours-deepseek-67b 67b per 1T tokens": 0.0,  # not stated: HAI-LLM as Megatron, its default
     "gpu-hours-deepseek-v2 236b per 1T tokens": 0.0,
     "gpu-hours-deepseek-v3 671b 14.8T tokens": 0.0,
+    "gpu-hours-falcon-180b 180b 3.5T tokens": 0.0,  # not stated: TII's Gigatron as Megatron, its default (session 30)
     "gpu-hours-llama3.1 405b 15T tokens": 2 / 3,  # FSDP's backward hooks, as the llama3 rows
     "gpu-hours-smollm3 3b 11.1T tokens": 2 / 3,  # nanotron ZeRO-0: DDP's bucket hook
     "llama 65b 2048 GPUs": 2 / 3,  # section 2.4: the all_reduce overlapped
@@ -152,10 +153,10 @@ ROWS = {
 
 
 def test_each_megatron_source_reduces_as_its_recipe_states():
-    """One row a source (36 sources: all whose framework is megatron), and the counts over the 392
-    Megatron training rows: 336 reduce under the backward, 45 after it (the 6 whose recipes turn it off,
-    the 16 nanotron ZeRO-1 rows, Megatron-LM of 2021, Nemotron-4 340B's and the three DeepSeek GPU-hours
-    rows by Megatron-LM's default, and session 29's 18 FlagPerf rows), and the 11 ZeRO-3 rows, whose sharded data parallelism reads no
+    """One row a source (37 sources: all whose framework is megatron), and the counts over the 393
+    Megatron training rows: 336 reduce under the backward, 46 after it (the 6 whose recipes turn it off,
+    the 16 nanotron ZeRO-1 rows, Megatron-LM of 2021, Nemotron-4 340B's, the three DeepSeek and session 30's
+    Falcon-180B GPU-hours rows by Megatron-LM's default, and session 29's 18 FlagPerf rows), and the 11 ZeRO-3 rows, whose sharded data parallelism reads no
     Overlap.dp, take 2/3."""
     from reports.published_runs import other_runs_data, stated, train_setup
 
@@ -168,9 +169,9 @@ def test_each_megatron_source_reduces_as_its_recipe_states():
         estimate, _, options = train_setup(run, source)
         shares[run["id"]] = (options.get("overlap", Overlap()).dp, estimate.layout.zero)
         sources.add(run["id"].split()[0])
-    assert len(sources) == 36 and {row.split()[0] for row in ROWS} == sources
+    assert len(sources) == 37 and {row.split()[0] for row in ROWS} == sources
     assert {row: shares[row][0] for row in ROWS} == ROWS
-    assert len(shares) == 392
+    assert len(shares) == 393
     assert sum(dp == 2 / 3 and zero != 3 for dp, zero in shares.values()) == 336
-    assert sum(dp == 0.0 for dp, _ in shares.values()) == 45
+    assert sum(dp == 0.0 for dp, _ in shares.values()) == 46
     assert sum(zero == 3 for _, zero in shares.values()) == 11

@@ -94,9 +94,10 @@ STORED_AS = {"gpt-fast": "gpt-fast", "gpt-fast-mixtral": "gpt-fast", "gpt-fast-a
 def test_every_decode_run_is_typed_here_from_its_source():
     """AMD's own vLLM rows (batch 1-128, 2,048 tokens generated) are typed in
     tests/test_published_runs_amd.py, torchao's long-cache rows and Qwen's speed benchmarks in
-    tests/test_published_runs_pubdec.py; every other decode row here."""
+    tests/test_published_runs_pubdec.py, TensorRT-LLM v0.6.1's static batches in
+    tests/test_session30_unseen_rows.py; every other decode row here."""
     data = other_runs_data()
-    elsewhere = ("amd-vllm ", "torchao-kv-long ", "qwen2.5-speed-hf ", "qwen3-speed-hf ")
+    elsewhere = ("amd-vllm ", "torchao-kv-long ", "qwen2.5-speed-hf ", "qwen3-speed-hf ", "trtllm-v0.6.1 ")
     decode = {r["id"] for r in data["runs"] if r["kind"] == "decode" and not r["id"].startswith(elsewhere)}
     assert decode == set(STATED)
 
