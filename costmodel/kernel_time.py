@@ -450,8 +450,7 @@ def _gemms(leaf: Any, subs: dict, flops: float) -> list[Kernel]:
     dtype = leaf.weight_format.dtype if stored else None
     fp8 = [(tokens, inner) for tokens, _, inner, kernel in each if kernel and dtype == "fp8"]
     first = iter(quantizing_inputs(fp8))
-    # A norm writes the input of Q/K/V, of the FFN's first matrices (pre- or post-norm alike) and of
-    # a Mamba-2 mixer's in_proj (Megatron-Core's TELayerNormColumnParallelLinear: layout/fp8.py fp8_blocks).
+    # A norm writes the input of Q/K/V, the FFN's first matrices and Mamba's in_proj (layout/fp8.py fp8_blocks).
     normed = each[0][::2] if isinstance(block, (QKVProjection, FeedForward, Mamba2Mixer)) else None
     return [Gemm(tokens, out, inner, weight_bytes=_stored(leaf, out, inner, subs) if quantized else None,
                  weight_dtype=dtype if kernel else None,
