@@ -349,7 +349,10 @@ def fp8_blocks() -> tuple[type, ...]:
     TELayerNormColumnParallelLinear, its pre-mixer norm fused, out_proj TERowParallelLinear;
     ssm/mamba_mixer.py lines 253-257 assert in_proj's width a multiple of 16 "For FP8"). The rest of
     the mixer (conv1d, the SSD scan's Triton kernels, the gated norm: mamba_ssm, no TE module) runs in
-    the activations' dtype: fp8_weights takes the mixer's two matrices alone."""
+    the activations' dtype: the kernel model times its PassKernels at the dtype's rate (kernel_step
+    `_parts`) and fp8_weights takes the two matrices alone; the roofline, one rate a leaf, times the
+    conv and scan products at the FP8 peak too (7.0% of the mixer's matmul FLOPs at Nemotron 3 Nano's
+    8,192 tokens: an overstatement of its speed)."""
     from .. import blocks as B
 
     return (B.QKVProjection, B.AttentionOutput, B.FeedForward, B.Experts, B.LatentProjection, B.Mamba2Mixer)
