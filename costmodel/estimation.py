@@ -82,10 +82,10 @@ def _expressions(cfg: ModelConfig, workload: Workload) -> tuple[dict[str, Any], 
             exprs[f"leaf{i}.{field}"] = leaf.total(quantity)
     for quantity in TOTALS:
         exprs[f"total.{quantity}"] = model.total(quantity, leaves)
-    from .layout.fp8 import fp8_blocks  # the parameters --fp8-param-gather holds in FP8 (Estimate.fp8_parameter_saving)
+    from .layout.fp8 import fp8_blocks, fp8_weights  # what --fp8-param-gather holds in FP8 (Estimate.fp8_parameter_saving)
 
-    exprs["total.fp8_params"] = sum((leaf.total("params") for leaf in leaves if isinstance(leaf.block, fp8_blocks())),
-                                    sp.Integer(0))
+    exprs["total.fp8_params"] = sp.Add(*(leaf.copies * sum(rows * cols for rows, cols in fp8_weights(leaf.block, leaf.cost))
+                                         for leaf in leaves if isinstance(leaf.block, fp8_blocks())))
     if cfg.moe:
         exprs["total.active_params"] = model.total("active_params", leaves)
         experts = next(leaf for leaf in leaves if leaf.name == "experts")

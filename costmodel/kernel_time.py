@@ -412,7 +412,7 @@ def _gemms(leaf: Any, subs: dict, flops: float) -> list[Kernel]:
     """A projection's GEMMs from its weight matrices; the attention core's batched GEMMs
     (eager); any other product as one memory-or-compute kernel of its FLOPs and bytes."""
     from . import symbols as S
-    from .blocks import AttentionScores, FeedForward, QKVProjection, WeightedSum
+    from .blocks import AttentionScores, FeedForward, Mamba2Mixer, QKVProjection, WeightedSum
     from .expert_kernels import grouped_experts, grouped_gemms
     from .quantization import gemm_rows, matrix_rows, quantizing_inputs, runs_quantized
 
@@ -450,8 +450,8 @@ def _gemms(leaf: Any, subs: dict, flops: float) -> list[Kernel]:
     dtype = leaf.weight_format.dtype if stored else None
     fp8 = [(tokens, inner) for tokens, _, inner, kernel in each if kernel and dtype == "fp8"]
     first = iter(quantizing_inputs(fp8))
-    # A norm writes the input of Q/K/V and of the FFN's first matrices (pre- or post-norm alike).
-    normed = each[0][::2] if isinstance(block, (QKVProjection, FeedForward)) else None
+    # A norm writes the input of Q/K/V, the FFN's first matrices and Mamba's in_proj (layout/fp8.py fp8_blocks).
+    normed = each[0][::2] if isinstance(block, (QKVProjection, FeedForward, Mamba2Mixer)) else None
     return [Gemm(tokens, out, inner, weight_bytes=_stored(leaf, out, inner, subs) if quantized else None,
                  weight_dtype=dtype if kernel else None,
                  quantizes_input=kernel and dtype == "fp8" and next(first),

@@ -205,6 +205,12 @@ ESTIMATE = ["estimate", "--seq-len", "4096", "--batch", "1", "--dtype", "bf16", 
     # Mixtral 8x7B: 32 layers of attention (4096 x 6144 + 4096 x 4096 = 41,943,040) and eight experts
     # (8 x 3 x 4096 x 14,336 = 1,409,286,144); the router, norms and 32,000-row tables stay bf16
     ("mixtral-8x7b", ["--ep", "8"], 46_702_792_704, 32 * (41_943_040 + 1_409_286_144)),
+    # Nemotron 3 Nano: 23 Mamba-2 mixers' in_proj (2,688 x 10,304: z, x, B, C, dt) and out_proj
+    # (4,096 x 2,688), TE modules under the recipe's context (layout/fp8.py fp8_blocks), 890,265,600;
+    # 6 attention layers (2,688 x 4,608 + 4,096 x 2,688), 140,378,112; 23 MoE layers' 128 experts
+    # (2 x 2,688 x 1,856 each) and shared expert (2 x 2,688 x 3,712), 29,833,789,440. The mixers'
+    # conv1d, gated norm, dt_bias, A_log and D, the router, norms and tables stay bf16.
+    ("nemotron-3-nano", ["--ep", "8"], 31_577_937_344, 890_265_600 + 140_378_112 + 29_833_789_440),
 ])
 def test_estimate_whole_model_weights_under_fp8_parameters(capsys, model, extra, params, fp8_params):
     """estimate's whole-model lines hold what Megatron-Core keeps under --fp8-param-gather: the FP8

@@ -113,3 +113,35 @@ def test_a_nano_training_step_pays_the_mixers_kernels(monkeypatch):
     added = kernels_seconds(listed[2:], timer, True) - kernels_seconds(fallback[2:], timer, True)
     assert with_kernels - without == pytest.approx(added)
     assert round(added * 1e3, 3) == 0.900
+
+
+def test_fp8_runs_a_nano_mixers_projections_not_its_scan():
+    """Under an FP8 recipe Megatron-Core's hybrid stack runs each Mamba layer inside the recipe's
+    context, and the mixer's in_proj (TELayerNormColumnParallelLinear) and out_proj
+    (TERowParallelLinear) are TE modules (layout/fp8.py fp8_blocks, NVIDIA/Megatron-LM d98e8a64dd
+    hybrid_block.py and hybrid_layer_specs.py): the mixer's leaf is an FP8 leaf, so its two GEMMs run
+    on the FP8 timer and its SSD kernels (PassKernel, not GEMMs) on the dtype's; in_proj's input is
+    cast in the fused pre-mixer norm; the weights held in FP8 are the two matrices alone."""
+    from costmodel.config import Workload
+    from costmodel.layout import Layout, ParallelEstimate
+    from costmodel.layout.fp8 import fp8_blocks, fp8_weights
+    from costmodel.presets import load_preset
+    from costmodel.tree import CostModel, model_values, profile_for, workload_values
+
+    cfg = load_preset("nemotron-3-nano")
+    workload = Workload(seq_len=8192, batch=1, dtype="bf16", impl="megatron")
+    model = CostModel(cfg, profile_for(cfg, workload), phase="train")
+    subs = {**model_values(cfg), **workload_values(cfg, workload)}
+    leaf = next(leaf for leaf in model.leaves if leaf.name == "mamba")
+    assert isinstance(leaf.block, fp8_blocks())
+    weights = [(int(sympy.sympify(r).subs(subs)), int(sympy.sympify(c).subs(subs)))
+               for r, c in fp8_weights(leaf.block, leaf.cost)]
+    assert weights == [(10_304, 2_688), (2_688, 4_096)]  # in_proj (2 x 4,096 + 2 x 8 x 128 + 64), out_proj
+    listed = leaf_kernels(leaf, subs, fused_attention=True)
+    in_proj, out_proj = listed[:2]
+    assert (in_proj.m, in_proj.n, in_proj.k, in_proj.normed_input) == (8192, 10_304, 2_688, True)
+    assert (out_proj.m, out_proj.n, out_proj.k, out_proj.normed_input) == (8192, 2_688, 4_096, False)
+    estimate = ParallelEstimate(cfg, workload, Layout(dp=8, ep=8, framework="megatron", fp8="current"))
+    work = {w["path"]: w["fp8"] for w in estimate.structure["work"]}
+    assert [fp8 for path, fp8 in work.items() if path.endswith("mamba.mamba")] == [True]
+    assert not any(fp8 for path, fp8 in work.items() if path.endswith("mamba.norm"))

@@ -83,18 +83,18 @@ CARD_MODEL = {
     "gpt-oss-120b perf bf16 64xgb200": (25768.1, 26648.1),
     "gpt-oss-120b perf mxfp8 64xgb300": (32485.3, 36742.8),
     "gpt-oss-20b pretrain bf16 16xh100": (11433.4, 12278.8),  # router unfused, no aux loss (wt29_dsv3)
-    "nemotron-3-nano perf mxfp8 8xgb300": (57107.8, 52813.0),
+    "nemotron-3-nano perf mxfp8 8xgb300": (63013.6, 56540.8),
     "nemotron-3-super pretrain bf16 64xh100": (3389.6, 3305.7),
     "nemotron-3-super perf bf16 64xh100": (3389.6, 3305.7),
     "nemotron-3-super perf bf16 64xgb200": (11121.4, 9908.8),
-    "nemotron-3-super perf nvfp4 64xgb300": (16392.5, 14052.3),
+    "nemotron-3-super perf nvfp4 64xgb300": (20914.1, 16620.7),
     "nemotron-3.5-lightning perf bf16 16xh100": (16072.0, 16152.6),
     "nemotron-3.5-lightning perf bf16 8xgb200": (38882.7, 35055.4),
     "qwen3-8b pretrain bf16 16xh100": (10707.1, 11292.5),
     "nemotron-3.5-lightning pretrain bf16 16xh100": (12761.2, 12646.1),
     "nemotron-3.5-lightning pretrain bf16 8xgb200": (38882.7, 35055.4),
     "nemotron-3.5-lightning fsdp bf16 8xgb200": (38674.9, 34886.4),
-    "nemotron-3.5-lightning fsdp mxfp8 8xgb200": (45617.0, 39535.3),
+    "nemotron-3.5-lightning fsdp mxfp8 8xgb200": (49308.5, 41975.0),
 }
 #: Why the model refuses a row (a ConfigError matching this).
 REFUSED: dict[str, str] = {}

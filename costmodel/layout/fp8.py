@@ -50,6 +50,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -337,10 +338,37 @@ FP8_PARAM_BYTES = 1
 
 def fp8_blocks() -> tuple[type, ...]:
     """The cost tree's blocks whose linear weights FP8 recipes convert (Transformer Engine's linear
-    layers): attention's projections, the feed-forward and experts' GEMMs, a latent MoE's projections."""
+    layers): attention's projections, the feed-forward and experts' GEMMs, a latent MoE's projections,
+    and a Mamba-2 mixer's in_proj and out_proj. Megatron-Core's hybrid stack builds and runs every
+    layer, its Mamba layers included, inside the recipe's quantization context
+    (NVIDIA/Megatron-LM d98e8a64dd megatron/core/models/hybrid/hybrid_block.py: get_fp8_context /
+    get_fp4_context(config, layer, is_init=True) around each layer's build, lines 127-133, and
+    get_inner_quant_context around each layer's forward, lines 341-379; ssm/mamba_block.py
+    MambaStack the same at core_v0.14.0 and core_v0.15.0, lines 165 and 318-328), and the mixer's
+    projections are Transformer Engine modules (hybrid_layer_specs.py line 116: in_proj
+    TELayerNormColumnParallelLinear, its pre-mixer norm fused, out_proj TERowParallelLinear;
+    ssm/mamba_mixer.py lines 253-257 assert in_proj's width a multiple of 16 "For FP8"). The rest of
+    the mixer (conv1d, the SSD scan's Triton kernels, the gated norm: mamba_ssm, no TE module) runs in
+    the activations' dtype: the kernel model times its PassKernels at the dtype's rate (kernel_step
+    `_parts`) and fp8_weights takes the two matrices alone; the roofline, one rate a leaf, times the
+    conv and scan products at the FP8 peak too (7.0% of the mixer's matmul FLOPs at Nemotron 3 Nano's
+    8,192 tokens: an overstatement of its speed)."""
     from .. import blocks as B
 
-    return (B.QKVProjection, B.AttentionOutput, B.FeedForward, B.Experts, B.LatentProjection)
+    return (B.QKVProjection, B.AttentionOutput, B.FeedForward, B.Experts, B.LatentProjection, B.Mamba2Mixer)
+
+
+def fp8_weights(block: Any, cost: Any) -> tuple[tuple[Any, Any], ...]:
+    """(rows, columns) of the weights an FP8 block's recipe holds in FP8 (--fp8-param-gather): a
+    Mamba-2 mixer's in_proj and out_proj matrices (Cost.matrices), not its conv1d, gated norm weight,
+    dt_bias, A_log or D, which are no Transformer Engine module's (fp8_blocks); every other FP8
+    block's tensors whole. The one rule for a rank's count (layout/parts.py) and the model's
+    (estimation.py)."""
+    from .. import blocks as B
+
+    if isinstance(block, B.Mamba2Mixer):
+        return tuple((rows * count, cols) for rows, cols, count in cost.matrices)
+    return tuple((t.rows, t.cols) for t in cost.tensors)
 
 
 def fp8_parameter_saving(weight_bytes: int, fp8_params: int) -> int:

@@ -22,7 +22,7 @@ from .. import compiled
 from ..config import ModelConfig, Workload
 from ..model_flops import leaf_model_flops
 from ..quantization import w8a8_leaf, w8a8_run_bytes
-from .fp8 import RECIPES, fp8_blocks
+from .fp8 import RECIPES, fp8_blocks, fp8_weights
 from .frameworks import FRAMEWORKS, layout_vocabulary
 from .spec import Layout
 
@@ -167,7 +167,8 @@ def part_expressions(cfg: ModelConfig, workload: Workload, layout: Layout, phase
             if layout.sp:  # its duplicated weights' gradients, all-reduced over tp with the norms'
                 add(f"{key}.norm_params", copies * local(leaf.block.replicated_params(), subs))
         if isinstance(leaf.block, FP8_BLOCKS):  # the linear layers FP8 recipes convert (layout/fp8.py)
-            add(f"{key}.fp8_params", copies * sum(local(t.rows, subs) * local(t.cols, subs) for t in cost.tensors))
+            add(f"{key}.fp8_params", copies * sum(local(rows, subs) * local(cols, subs)
+                                                  for rows, cols in fp8_weights(leaf.block, cost)))
         if isinstance(leaf.block, B.Experts):  # what expert parallelism divides (layout/experts.py)
             add(f"{key}.expert_params", copies * sum(local(t.rows, subs) * local(t.cols, subs) for t in cost.tensors))
             add(f"{key}.expert_saved", 0 if leaf.checkpointed else saved)
