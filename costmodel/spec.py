@@ -252,6 +252,11 @@ GRAD_REDUCE_DTYPES = Choices({
     "fp32": "grad_reduce_in_fp32 True: fp32 main_grad buffers and data-parallel gradient collectives (Megatron-LM's default with --bf16)",
     "bf16": "grad_reduce_in_fp32 False (--grad-reduce-in-bf16): bf16 main_grad buffers and collectives, each updated parameter's gradient cast to fp32 at the step",
 })
+#: How --zero 1 reduces the data-parallel gradients (costmodel/layout/zero_reduce.py).
+ZERO_GRAD_REDUCES = Choices({
+    "reduce_scatter": "each rank receives its shard's reduced gradient (Megatron-Core's distributed optimizer, DeepSpeed ZeRO-1)",
+    "all_reduce": "the whole gradient buffer all-reduced, each rank then steps its shard and the parameters are all-gathered (nanotron's trainer: sync_gradients_across_dp with reduce_scatter=False)",
+})
 #: Megatron-Core's OptimizerConfig.use_precision_aware_optimizer under the dtypes a recipe sets
 #: (costmodel/layout/frameworks.py PRECISION_AWARE_OPTIMIZERS has each one's bytes and sources).
 PRECISION_AWARE_OPTIMIZERS = Choices({
