@@ -17,7 +17,7 @@ from .experts import expert_width
 from .fp8 import FP8_PARAM_BYTES
 from .fsdp_pipeline import gathers, pipelined
 from .parts import LATENT_GATHERS, Stage, uses_loss_parallel
-from .zero_reduce import all_reduces
+from .zero_optimizer import all_reduces
 
 COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter")
 
@@ -413,7 +413,7 @@ class RankCommunication:
             return {"all_reduce": grad * params}
         if self.runs_bf16_optimizer:  # its fp32 gradient all-reduced whole in bf16, then the bf16 shards gathered
             return {"all_reduce": e * padded, "all_gather": e * padded}
-        if all_reduces(layout):  # nanotron's ZeRO-1: the whole gradient all-reduced (layout/zero_reduce.py)
+        if all_reduces(layout):  # nanotron's ZeRO-1: the whole gradient all-reduced (layout/zero_optimizer.py)
             return {"all_reduce": grad * params, "all_gather": e * padded - (e - FP8_PARAM_BYTES) * fp8}
         if layout.zero in (1, 2):
             return {"reduce_scatter": grad * padded, "all_gather": e * padded - (e - FP8_PARAM_BYTES) * fp8}

@@ -34,7 +34,7 @@
   grad_reduce_dtype  Megatron-Core's grad_reduce_in_fp32 (fsdp2: MixedPrecisionPolicy's reduce_dtype):
                    "fp32" or "bf16", the dtype of the main_grad buffers and the data-parallel gradient
                    collectives (None: the default, fp32; frameworks.py bf16_grad_reduce_precision)
-  zero_grad_reduce how --zero 1 reduces the gradients: "reduce_scatter" or nanotron's "all_reduce" (layout/zero_reduce.py)
+  zero_optimizer   whose ZeRO-1 reduces and gathers: "flat" (Megatron-Core's, DeepSpeed's) or "nanotron" (layout/zero_optimizer.py)
   precision_aware_optimizer  Megatron-Core's use_precision_aware_optimizer under a recipe's dtypes:
                    "fp32", "bf16-moments" or "te-master" (None: off; costmodel/layout/frameworks.py
                    PRECISION_AWARE_OPTIMIZERS); megatron's distributed optimizer (--zero 1) only
@@ -63,7 +63,7 @@ from .permute_fusion import check_model as check_permute_model
 from . import sequential_mlp
 from .router_fusion import check as check_router_fusion
 from .router_fusion import check_model as check_router_model
-from .zero_reduce import check as check_zero_reduce
+from .zero_optimizer import check as check_zero_optimizer
 from .frameworks import FLEX_DISPATCH_FRAMEWORKS, FRAMEWORKS, PRECISION_AWARE_OPTIMIZERS
 
 V_SCHEDULES = ("zbv", "dualpipev")  # two stages a rank, r and 2p - 1 - r
@@ -222,7 +222,7 @@ class Layout:
     # Core's GPTModel before cross_entropy_loss_fusion: core_v0.6.0 language_module.py); False: the family's (facts.loss_passes)
     unfused_loss: bool = False
     fp32_norm_input: bool = False  # each norm reads an fp32 copy of its input, as InternLM's layer (blocks/norms.py)
-    zero_grad_reduce: str = "reduce_scatter"  # how --zero 1 reduces the gradients (layout/zero_reduce.py)
+    zero_optimizer: str = "flat"  # whose ZeRO-1 reduces the gradients and gathers the parameters (layout/zero_optimizer.py)
 
     def __post_init__(self) -> None:
         for name in ("dp", "tp", "pp", "microbatches", "virtual_stages", "ep", "cp"):
@@ -309,7 +309,7 @@ class Layout:
         if self.precision_aware_optimizer is not None:
             self._check_precision_aware(framework)
         check_fp8_options(self)
-        check_zero_reduce(self)
+        check_zero_optimizer(self)
         check_router_fusion(self)
         check_permute_fusion(self)
         if self.device not in DEVICES:
@@ -584,7 +584,7 @@ class Layout:
                 **({"fp8_autocast": self.fp8_autocast} if self.fp8_autocast else {}),
                 **({"unfused_loss": True} if self.unfused_loss else {}),
                 **({"fp32_norm_input": True} if self.fp32_norm_input else {}),
-                **({"zero_grad_reduce": self.zero_grad_reduce} if self.zero_grad_reduce != "reduce_scatter" else {}),
+                **({"zero_optimizer": self.zero_optimizer} if self.zero_optimizer != "flat" else {}),
                 **({"offload": self.offload, "offload_device": self.offload_device,
                     "gpus_per_node": self.gpus_per_node} if self.offload != "none" else {})}
 

@@ -29,8 +29,8 @@ The overlap model (stated conventions, not measurements; each settable with Over
   its warm-up forwards and cool-down backwards run alone, exposed; in a paired step the MoE layers'
   comm and compute streams are walked phase by phase, the compute beside an exchange on the SMs
   the dispatcher leaves: layout/combined_1f1b.py, StepTime.ep_paired_hidden);
-- the optimizer step is a memory-bound pass over the rank's shard, as a fused optimizer makes it
-  (Megatron-LM's fp16 optimizer: its five passes, Framework.fp16_optimizer_passes);
+- the optimizer step is a memory-bound pass over the rank's shard, as a fused optimizer makes it (Megatron-LM's
+  fp16 optimizer: its five passes, Framework.fp16_optimizer_passes; nanotron's ZeRO-1: its copy loop, zero_optimizer.py);
 - under torch.autocast (`autocast=True`: fp32 parameters, as PyTorch Lightning's precision "bf16"
   runs them) each micro-batch casts the rank's weights and their gradients and accumulates the
   gradients in fp32 (autocast_bytes_per_parameter in costmodel/precision.py), a memory-bound
@@ -70,6 +70,7 @@ from .fsdp_copies import copy_seconds, edge_seconds
 from .fsdp_pipeline import step_reduce
 from .overlap import Overlap, check_ep_overlap  # noqa: F401 (Overlap: callers import it from here)
 from .rank import ParallelEstimate, Stage
+from .zero_optimizer import gather_copy_seconds
 
 
 def leaf_factor(leaf: dict[str, Any], estimate: ParallelEstimate) -> float:
@@ -476,7 +477,7 @@ class StepTime:
             from ..step_bytes import bf16_optimizer_step_bytes
 
             seconds += params * bf16_optimizer_step_bytes(estimate.workload.bytes_per_element) / self.bytes_per_s
-        return seconds
+        return seconds + gather_copy_seconds(self, stage)  # nanotron's ZeRO-1 copies its gathered slices back
 
     def step_traffic(self) -> float:
         """Bytes the optimizer step moves per parameter it updates: one fused pass over the
