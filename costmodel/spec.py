@@ -257,6 +257,7 @@ GRAD_REDUCE_DTYPES = Choices({
 ZERO_OPTIMIZERS = Choices({
     "flat": "the gradient reduce-scattered into each rank's shard of a flat buffer, the updated shards all-gathered in one call (Megatron-Core's distributed optimizer, DeepSpeed ZeRO-1)",
     "nanotron": "nanotron's ZeroDistributedOptimizer: the whole fp32 gradient all-reduced (reduce_scatter=False), each rank stepping its slice of every parameter, the slices all-gathered and copied back one parameter and rank at a time from Python",
+    "internlm": "InternLM's HybridZeroOptimizer: the gradient all-reduced in 512 Mi-element buckets, whole tensors assigned to ranks, each rank holding any broadcasting its parameters after the step (one call a rank)",
 })
 #: Megatron-Core's OptimizerConfig.use_precision_aware_optimizer under the dtypes a recipe sets
 #: (costmodel/layout/frameworks.py PRECISION_AWARE_OPTIMIZERS has each one's bytes and sources).

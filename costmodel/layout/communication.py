@@ -17,7 +17,7 @@ from .experts import expert_width
 from .fp8 import FP8_PARAM_BYTES
 from .fsdp_pipeline import gathers, pipelined
 from .parts import LATENT_GATHERS, Stage, uses_loss_parallel
-from .zero_optimizer import all_reduces
+from .zero_optimizer import all_reduces, flat_calls
 
 COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter")
 
@@ -429,9 +429,9 @@ class RankCommunication:
         (the layers; the root too under reshard_after_forward True; none at --zero 2), a
         reduce-scatter (or HSDP's all-reduce over the replicas) per unit; the experts' own group
         (edp) one per MoE layer. Flat sharding (DeepSpeed, Megatron-FSDP): 1 (their buckets are
-        not counted, a stated simplification)."""
+        not counted, a stated simplification), but InternLM's ZeRO-1 (layout/zero_optimizer.py flat_calls)."""
         if self.framework.sharding != "per_tensor":
-            return 1
+            return flat_calls(self, stage, group, kind)
         runs = self.layer_runs(stage)
         if group == "edp":
             layers = sum(count for key, count in runs.items() if self.part(key, "expert_params"))

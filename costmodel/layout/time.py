@@ -397,10 +397,10 @@ class StepTime:
             step = sum(self.collective(group, kind, value) for group in once for kind, value in communication.get(group, {}).items())
             step_exposed = max(0.0, each + step - compute) - max(0.0, each - compute) if self.overlap.prefetch else step
             return m * exposed + step_exposed + reduced, m * (each - exposed) + step - step_exposed
-        gradients = sum(self.collective(group, kind, value) for group, kind, value in groups
-                        if kind in ("all_reduce", "reduce_scatter"))
-        parameters = sum(self.collective(group, kind, value) for group, kind, value in groups
-                         if kind == "all_gather")
+        gradients = sum(self.collective(group, kind, value, self.estimate.data_parallel_calls(stage, group, kind))
+                        for group, kind, value in groups if kind in ("all_reduce", "reduce_scatter"))
+        parameters = sum(self.collective(group, kind, value, self.estimate.data_parallel_calls(stage, group, kind))
+                         for group, kind, value in groups if kind == "all_gather")  # flat: 1 call, InternLM's: zero_optimizer.py
         # DeepSpeed's pipeline engine reduces after the schedule's last backward: nothing overlaps
         after_backward = self.estimate.framework.pp_reduce_after_backward and layout.pp > 1
         if layout.schedule == "interleaved" and layout.framework == "megatron" and not after_backward:

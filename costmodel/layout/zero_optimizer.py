@@ -1,7 +1,8 @@
 """Whose ZeRO-1 optimizer a --zero 1 layout runs (Layout.zero_optimizer): "flat", Megatron-Core's
 distributed optimizer and DeepSpeed's (the gradient reduce-scattered into each rank's shard of a flat
-buffer, the updated shards all-gathered in one call), or "nanotron", nanotron's ZeroDistributedOptimizer
-as the Ultra-Scale Playbook's benchmark ran it (huggingface/nanotron at c252843039cc, src/nanotron):
+buffer, the updated shards all-gathered in one call), "internlm" (below) or "nanotron", nanotron's
+ZeroDistributedOptimizer as the Ultra-Scale Playbook's benchmark ran it (huggingface/nanotron at
+c252843039cc, src/nanotron):
 
 - the gradient all-reduced whole: trainer.py lines 510-518 call sync_gradients_across_dp(...,
   reduce_scatter=False) ("TODO @thomasw21: This is too memory hungry, instead we run all_reduce"), which
@@ -21,10 +22,29 @@ as the Ultra-Scale Playbook's benchmark ran it (huggingface/nanotron at c2528430
   step grows by the loop less the gather it runs beside: gather_copy_seconds. Left out, so a lower
   bound: the dp x n slices zero.py builds before the gather (views: host time only, while the GPU may
   still run the gradient all-reduce) and the loop's C++ narrow and view ops.
+
+"internlm", InternLM's HybridZeroOptimizer (InternLM/InternLM at c18bec93, the 7B throughput table's code;
+zero1=-1: its ZeRO group is all of dp):
+- the gradient all-reduced whole, bucket by bucket in the backward's hooks: every hook passes
+  reduce_rank=None (internlm/solver/optimizer/hybrid_zero_optim.py lines 306-327), and reduce_tensor runs
+  dist.all_reduce when dst_rank is None (optim/utils.py lines 87-92), in the model's dtype; a bucket is
+  reduced once it would pass reduce_bucket_size elements (hybrid_zero_optim.py line 335; configs/7B_sft.py
+  line 67: 512 x 1024 x 1024), so ceil(params / 512 Mi) calls.
+- whole tensors assigned to ranks, largest first, each to the rank holding the fewest elements
+  (_partition_param_list, lines 272-297; train.py line 229: one parameter group), so min(dp, tensors)
+  ranks hold any; after the step each of them broadcasts its flat bf16 parameters to the group
+  (broadcast_params, lines 629-652, one dist.broadcast a rank, 'TODO: support broadcast overlap'): one
+  call a holding rank, each paying the ring's latency. Timed as that many all-gather calls of the whole
+  parameter payload (collective_seconds has no broadcast: a ring broadcast puts each rank's received
+  bytes on the wire once, an all-gather (dp - 1) / dp of them, the same at large dp).
+InternLM's 7B tensors (internlm_tensors): nine a layer (modeling_internlm.py PackedFlashBaseLayer1D:
+norm1, norm2; multi_head_attention.py MHA: Wqkv and out_proj, each with its bias; linear.py FeedForward:
+w1, w2, w3 with bias=False), the embedding, the final norm and the head (bias=False).
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from ..config import ConfigError, show
@@ -32,18 +52,40 @@ from ..spec import ZERO_OPTIMIZERS
 
 
 def check(layout: Any) -> None:
-    """One of ZERO_OPTIMIZERS; nanotron's only where the optimizer state is sharded (--zero 1)."""
+    """One of ZERO_OPTIMIZERS; nanotron's and InternLM's only where the optimizer state is sharded (--zero 1)."""
     if layout.zero_optimizer not in ZERO_OPTIMIZERS:
         raise ConfigError(f"layout: zero_optimizer must be {ZERO_OPTIMIZERS.listed()}, "
                           f"got {show(layout.zero_optimizer)}.")
-    if layout.zero_optimizer == "nanotron" and layout.zero != 1:
-        raise ConfigError("layout: --zero-optimizer nanotron is nanotron's ZeRO-1 optimizer (ZeroDistributedOptimizer); "
+    if layout.zero_optimizer != "flat" and layout.zero != 1:
+        raise ConfigError(f"layout: --zero-optimizer {layout.zero_optimizer} names a ZeRO-1 optimizer; "
                           f"it needs --zero 1 (here {layout.zero}).")
 
 
 def all_reduces(layout: Any) -> bool:
-    """Whether the layout's data-parallel gradients are all-reduced whole (nanotron's ZeRO-1)."""
-    return layout.zero == 1 and layout.zero_optimizer == "nanotron"
+    """Whether the layout's data-parallel gradients are all-reduced whole (nanotron's and InternLM's ZeRO-1)."""
+    return layout.zero == 1 and layout.zero_optimizer in ("nanotron", "internlm")
+
+
+#: InternLM's reduce_bucket_size in elements (configs/7B_sft.py line 67 at c18bec93).
+INTERNLM_BUCKET_ELEMENTS = 512 * 1024 * 1024
+
+
+def internlm_tensors(estimate: Any, stage: Any) -> int:
+    """The parameter tensors of a rank of InternLM's model (module docstring): nine a layer, the
+    embedding on the first stage, the final norm and the head on the last."""
+    return 9 * sum(stage.layers) + int(stage.first) + 2 * int(stage.last)
+
+
+def flat_calls(estimate: Any, stage: Any, group: str, kind: str) -> int:
+    """Calls of a flat-sharded layout's data-parallel `kind` a step: 1 (Megatron-Core's and DeepSpeed's
+    buckets not counted, a stated simplification), but under InternLM's ZeRO-1 its gradient buckets
+    (all_reduce) and its holding ranks' broadcasts (all_gather) over the dp group."""
+    if estimate.layout.zero_optimizer != "internlm" or group != "dp" or estimate.layout.zero != 1:
+        return 1
+    if kind == "all_gather":
+        return min(estimate.layout.dp, internlm_tensors(estimate, stage))
+    params = estimate.on_stage(stage, "params") + estimate.tied_copy(stage)
+    return max(1, math.ceil(params / INTERNLM_BUCKET_ELEMENTS))
 
 
 def nanotron_tensors(estimate: Any, stage: Any) -> int:
