@@ -36,7 +36,9 @@ zero1=-1: its ZeRO group is all of dp):
   (broadcast_params, lines 629-652, one dist.broadcast a rank, 'TODO: support broadcast overlap'): one
   call a holding rank, each paying the ring's latency. Timed as that many all-gather calls of the whole
   parameter payload (collective_seconds has no broadcast: a ring broadcast puts each rank's received
-  bytes on the wire once, an all-gather (dp - 1) / dp of them, the same at large dp).
+  bytes on the wire once, an all-gather (dp - 1) / dp of them, the same at large dp; NCCL's
+  src/graph/tuning.cc counts a ring broadcast's network steps as nNodes, an all-gather's nNodes - 1,
+  so this is one step a call short).
 InternLM's 7B tensors (internlm_tensors): nine a layer (modeling_internlm.py PackedFlashBaseLayer1D:
 norm1, norm2; multi_head_attention.py MHA: Wqkv and out_proj, each with its bias; linear.py FeedForward:
 w1, w2, w3 with bias=False), the embedding, the final norm and the head (bias=False).
