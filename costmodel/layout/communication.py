@@ -413,7 +413,7 @@ class RankCommunication:
             return {"all_reduce": grad * params}
         if self.runs_bf16_optimizer:  # its fp32 gradient all-reduced whole in bf16, then the bf16 shards gathered
             return {"all_reduce": e * padded, "all_gather": e * padded}
-        if all_reduces(layout):  # nanotron's ZeRO-1: the whole gradient all-reduced (layout/zero_optimizer.py)
+        if all_reduces(layout):  # nanotron's and InternLM's ZeRO-1: the whole gradient all-reduced (layout/zero_optimizer.py)
             return {"all_reduce": grad * params, "all_gather": e * padded - (e - FP8_PARAM_BYTES) * fp8}
         if layout.zero in (1, 2):
             return {"reduce_scatter": grad * padded, "all_gather": e * padded - (e - FP8_PARAM_BYTES) * fp8}
