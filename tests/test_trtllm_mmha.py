@@ -93,3 +93,20 @@ def test_the_roofline_leaves_the_decode_kernel_to_the_kernel_model():
     times = [simulate_decode(cfg, workload, Layout(tp=1), H100, time_model="roofline", decode_kernel=kernel)
              ["token"]["seconds_per_token"] for kernel in (None, "trtllm-mmha")]
     assert times[0] == times[1]
+
+
+def test_serves_step_and_static_batches_take_the_kernel():
+    """serve's kernel-model step (benchmarks/published_trtllm_static.py's static batches): the same decode step,
+    4 sequences at 513 keys, longer by the same extra loads; the roofline refuses the kernel in one line."""
+    import numpy as np
+
+    from costmodel.serving.api import build_replica
+    from costmodel.serving.steptime import StepTime
+
+    cfg = load_preset("llama3-8b")
+    seconds = [StepTime(cfg, H100, "bf16", None, None, 1, 1, "kernels", decode_kernel=kernel)
+               .seconds(np.array([1] * 4), np.array([513] * 4)) for kernel in (None, "trtllm-mmha")]
+    assert seconds[1] - seconds[0] == pytest.approx(32 * 4 * 24 * 513 * 256 * 2 / BANDWIDTH, rel=1e-9)
+    with pytest.raises(ConfigError, match="decode kernel trtllm-mmha is the kernel model's"):
+        build_replica(cfg, H100, scheduler="static", max_num_seqs=4, num_blocks=10**6, host=False,
+                      time_model="roofline", decode_kernel="trtllm-mmha")
