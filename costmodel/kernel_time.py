@@ -76,7 +76,7 @@ from .config import DTYPE_BYTES, ConfigError, Workload
 from .hardware import Efficiency, Hardware
 from .kernel_rates import gemm_k_points, k_efficiency, kernel_facts, log_linear, sustained_efficiency  # noqa: F401
 from .kernel_shapes import (AttentionCall, Gemm, Kernel, PassKernel, Pointwise, fused_gemm,  # noqa: F401 (re-exported)
-                            inference_subs)
+                            inference_subs)  # noqa: F401 (re-exported: its readers import it here)
 
 class KernelTimer:
     """Seconds of one kernel on one hardware in one dtype."""
