@@ -1,0 +1,51 @@
+"""Defects found by the twenty-eighth new user (wt30_user28, session 30): an ML engineer who read only the
+README, asking late-2026 questions (does Llama 3.1 8B fine-tune on a 16 GB T4, what an H200 hour costs
+in a fine-tuning run, ...)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.cli_run import one_error_line, run_json, run_main
+
+
+def test_finetune_on_a_t4_offers_qlora_with_recomputation_not_only_78_tokens(capsys):
+    """`finetune --model llama3.1-8b --hardware t4` (LoRA, 2,048 tokens: 26.59 GiB in 15.50 GiB) offered
+    only `--seq-len 78`: the pair QLoRA recipes run, nf4 base with gradient checkpointing (7.25 GiB at
+    the full 2,048 tokens), was tried only where no single change fits, and a shorter sequence, a
+    change of what is trained, counted as one. A change that keeps the workload now comes first."""
+    fit = run_json(["finetune", "--model", "llama3.1-8b", "--hardware", "t4"], capsys)["fit"]
+    lean = run_json(["finetune", "--model", "llama3.1-8b", "--hardware", "t4", "--method", "qlora",
+                     "--recompute", "full"], capsys)
+    assert fit["fits"] is False and lean["fit"]["fits"] is True
+    assert [o["change"] for o in fit["options"]] == ["--method qlora --recompute full", "--seq-len 78"]
+    assert fit["options"][0]["memory"] == lean["memory"]["total"] <= fit["capacity"]
+    code, out, _ = run_main(["finetune", "--model", "llama3.1-8b", "--hardware", "t4"], capsys)
+    assert code == 0 and "--method qlora --recompute full" in out
+
+
+def test_finetune_prices_a_run_at_the_hardware_files_price_as_simulate_and_plan_do(capsys, tmp_path):
+    """A hardware file with price_per_gpu_hour 3.5: `simulate --train --tokens` and `plan --tokens` cost the
+    run at it, `finetune --tokens` printed the GPU-hours and no dollars. And `finetune --price 0` was taken
+    (a $0 run) where simulate and plan refuse it: finetune kept its own copy of the cost rule. It now
+    prices through costmodel/cost.py's training_cost, the hardware's price by default."""
+    from pathlib import Path
+
+    import costmodel
+
+    spec = json.loads((Path(costmodel.__file__).parent / "hardware" / "h200.json").read_text())
+    spec |= {"name": "priced-h200", "price_per_gpu_hour": 3.5}
+    path = tmp_path / "priced.json"
+    path.write_text(json.dumps(spec))
+    args = ["finetune", "--model", "llama3.1-8b", "--hardware", str(path), "--tokens", "1M"]
+    time = run_json(args, capsys)["time"]
+    assert time["steps"] == 489  # ceil(1e6 / 2,048)
+    assert time["price_per_gpu_hour"] == 3.5
+    assert time["dollars"] == time["gpu_hours"] * 3.5
+    assert time["gpu_hours"] == pytest.approx(time["steps"] * time["step_seconds"] / 3600, rel=1e-12)
+    given = run_json([*args, "--price", "2"], capsys)["time"]
+    assert given["dollars"] == given["gpu_hours"] * 2
+    assert one_error_line([*args, "--price", "0"], capsys) == (
+        "error: --price must be a positive number of dollars per GPU-hour, got 0.0.")  # as simulate and plan say it
