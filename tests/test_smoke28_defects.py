@@ -49,3 +49,25 @@ def test_finetune_prices_a_run_at_the_hardware_files_price_as_simulate_and_plan_
     assert given["dollars"] == given["gpu_hours"] * 2
     assert one_error_line([*args, "--price", "0"], capsys) == (
         "error: --price must be a positive number of dollars per GPU-hour, got 0.0.")  # as simulate and plan say it
+
+
+
+def test_a_warm_simulate_reuses_its_trees_and_memory_expressions():
+    """A warm `simulate --model llama3.1-8b --prompt 1024 --gen 256 --batch 32` took 0.37-0.40 s in one process
+    (the brief's bar: 0.3 s): every call rebuilt the prefill and decode trees and the phases' memory (three
+    trees and a sympy Max) from nothing. They are now one per (config, profile, phase): the second
+    Roofline shares the first's trees, and memory.inference_phases hands each caller its own dict."""
+    import costmodel
+    from costmodel.hardware import load_hardware
+    from costmodel.memory import decode_phase_bytes, inference_phases
+    from costmodel.roofline_model import Roofline
+
+    cfg, h100 = costmodel.load_model("llama3.1-8b"), load_hardware("h100")
+    first, second = Roofline(cfg, h100, attention="sdpa"), Roofline(cfg, h100, attention="sdpa")
+    assert first.prefill_model is second.prefill_model and first.decode_model is second.decode_model
+    assert Roofline(cfg, h100, attention="eager").prefill_model is not first.prefill_model  # another profile
+    profile = first.prefill_model.profile
+    phases = inference_phases(cfg, profile)
+    phases["prefill"] = None  # a caller's dict is its own
+    assert inference_phases(cfg, profile)["prefill"] is not None
+    assert decode_phase_bytes(cfg, profile) is decode_phase_bytes(cfg, profile)
