@@ -89,3 +89,40 @@ def test_plan_serve_says_when_every_layout_is_host_bound(capsys):
     assert code == 0 and "host-bound" not in err
     graphed = run_json([*args, "--cuda-graphs", "on"], capsys)["feasible"]
     assert "host" not in graphed[0] and graphed[0]["layout"]["tp"] == 8  # replayed: tp 8 first, 5.65 ms
+
+
+def _h200_with(tmp_path, **changes) -> str:
+    """A copy of the h200 preset's file with `changes` (None: the field removed), as a user edits one."""
+    from pathlib import Path
+
+    import costmodel
+
+    spec = json.loads((Path(costmodel.__file__).parent / "hardware" / "h200.json").read_text())
+    spec |= {"name": "my-h200", **{k: v for k, v in changes.items() if v is not None}}
+    for key in [k for k, v in changes.items() if v is None]:
+        spec.pop(key)
+    path = tmp_path / "my-h200.json"
+    path.write_text(json.dumps(spec))
+    return str(path)
+
+
+def test_a_hardware_file_in_tb_per_s_or_gb_or_half_an_efficiency_is_one_error_line(capsys, tmp_path):
+    """A hardware file with "bandwidth_bytes_per_s": 4.8 (the datasheet's TB/s) printed "prefill 931 years", and
+    "bf16": 989.4 (TFLOP/s) "1.29e+03 years", exit 0; "memory_bytes": 141 (GB) blamed memory_reserve_bytes;
+    "efficiency": {"compute": 0.7} timed the memory at the whole bandwidth (1.0), unsaid. Each is now one
+    line naming the field and the unit it is read in."""
+    base = ["simulate", "--model", "llama3.1-8b", "--gen", "16", "--hardware"]
+    for changes, words in (
+            ({"bandwidth_bytes_per_s": 4.8}, "bandwidth_bytes_per_s must be at least 1,000,000,000, got 4.8 (bytes per "
+                                             "second: an H200's 4.8 TB/s is 4.8e12)."),
+            ({"flops_per_s": {"bf16": 989.4, "fp32": 6.7e13}}, "flops_per_s.bf16 must be at least 1,000,000,000, got "
+                                                               "989.4 (FLOP/s: an H200's 989.4 TFLOP/s in bf16 is 9.894e14)."),
+            ({"memory_bytes": 141}, "memory_bytes must be at least 1,073,741,824, got 141 (bytes: 141 GB is 141e9, "
+                                    "80 GiB 85899345920)."),
+            ({"efficiency": {"compute": 0.7}}, "efficiency.memory is missing (state compute and memory both, or leave "
+                                               "efficiency out for 1 and 1, the peaks).")):
+        path = _h200_with(tmp_path, **changes)
+        assert one_error_line([*base, path], capsys) == f"error: {path}: not a valid hardware file: {words}"
+    ok = _h200_with(tmp_path, efficiency=None)  # left out whole: 1 and 1, as docs/time.md says
+    code, out, _ = run_main([*base, ok], capsys)
+    assert code == 0 and "efficiency compute 1 / memory 1" in out
