@@ -50,7 +50,7 @@ ONE_GPU = ("finetune sizes one GPU's LoRA/QLoRA step (with --offload-optimizer, 
                spec.DEFAULT_RECOMPUTE)
 @hardware_option(None, "A GPU (see `hardware`): whether the step fits, and what would make it fit.")
 @click.option("--tokens", type=TOKENS, default=None, help="With --hardware: the tokens of an epoch (or run), timed at the step's time.")
-@click.option("--price", type=float, default=None, help="With --hardware and --tokens: $ per GPU-hour; the run's cost.")
+@click.option("--price", type=float, default=None, help="With --hardware and --tokens: $ per GPU-hour (default: the hardware file's price_per_gpu_hour, if it has one); the run's cost.")
 @click.option("--gpus", type=int, default=None, hidden=True, help="Refused: the error names what sizes more GPUs.")
 @json_option("As JSON on stdout.")
 def finetune(model, config, method, rank, alpha, targets, adapter_dtype, optimizer, offload_optimizer,

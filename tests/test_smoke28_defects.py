@@ -126,3 +126,19 @@ def test_a_hardware_file_in_tb_per_s_or_gb_or_half_an_efficiency_is_one_error_li
     ok = _h200_with(tmp_path, efficiency=None)  # left out whole: 1 and 1, as docs/time.md says
     code, out, _ = run_main([*base, ok], capsys)
     assert code == 0 and "efficiency compute 1 / memory 1" in out
+
+
+def test_a_suggested_layout_says_it_is_sized_under_its_frameworks_attention(capsys):
+    """`estimate --model llama3.1-8b --seq-len 8192 --hardware h100` (eager: 440.17 GiB of activations, 559.83 GiB)
+    offered "--dp 1 --zero 2 --offload optimizer 68.16 GiB: ZeRO-Offload ..." as if the offload took 490 GiB
+    off; the layout's figure is DeepSpeed's code, sdpa (53.20 GiB of activations), which the user's eager run
+    would not get. A layout suggestion now says so where its attention is not the estimate's own."""
+    args = ["estimate", "--model", "llama3.1-8b", "--seq-len", "8192", "--hardware", "h100"]
+    options = run_json(args, capsys)["fit"]["training"]["options"]
+    offload = next(o for o in options if o["change"] == "--dp 1 --zero 2 --offload optimizer")
+    assert offload["cost"].endswith(" (sized under deepspeed's attention sdpa, not eager)")
+    assert all(o["cost"].endswith("not eager)") for o in options if o["change"].startswith(("--dp ", "--gpus ")))
+    typed = run_json([*args, "--dp", "1", "--zero", "2", "--offload", "optimizer"], capsys)["fit"]["training"]
+    assert typed["memory"] == offload["memory"]  # typing it prints the same figure, as before
+    sdpa = run_json([*args, "--attention", "sdpa"], capsys)["fit"]["training"]["options"]
+    assert not any("sized under" in o["cost"] for o in sdpa)  # the same code: nothing to say
