@@ -142,3 +142,22 @@ def test_a_suggested_layout_says_it_is_sized_under_its_frameworks_attention(caps
     assert typed["memory"] == offload["memory"]  # typing it prints the same figure, as before
     sdpa = run_json([*args, "--attention", "sdpa"], capsys)["fit"]["training"]["options"]
     assert not any("sized under" in o["cost"] for o in sdpa)  # the same code: nothing to say
+
+
+def test_simulate_says_its_rates_are_summed_over_the_batch(capsys):
+    """"How many tokens/s at batch 32?": `simulate --batch 32` printed "decode rate 1,491 tokens/s", the batch's sum,
+    with nothing that told it from one user's rate (46.6 a sequence, one token each 21.5 ms step). Both rates
+    now say the sequences they are summed over and each sequence's share (x dp with a layout)."""
+    args = ["simulate", "--model", "llama3.1-8b", "--hardware", "h100", "--prompt", "1024", "--gen", "256"]
+    data = run_json([*args, "--batch", "32"], capsys)
+    generation = data["decode"]
+    assert data["units"]["tokens_per_second"] == "tokens a second, summed over the batch's sequences (x dp with a layout)"
+    decode, end = generation["decode_tokens_per_second"], generation["end_to_end_tokens_per_second"]
+    assert decode == 32 * 255 / generation["decode_seconds"] and end == 32 * 256 / generation["end_to_end_seconds"]
+    code, out, _ = run_main([*args, "--batch", "32"], capsys)
+    assert code == 0 and f"decode rate {decode:,.0f} tokens/s over the 32 sequences ({decode / 32:.1f} each)" in out
+    assert f"end-to-end rate {end:,.0f} tokens/s over the 32 sequences ({end / 32:.1f} each; every new token" in out
+    code, out, _ = run_main([*args, "--batch", "4", "--tp", "2", "--dp", "2"], capsys)
+    assert code == 0 and "tokens/s over the 8 sequences (" in out  # 4 a replica, 2 replicas
+    code, out, _ = run_main(args, capsys)
+    assert code == 0 and "sequences" not in out.split("Generation step by step")[0].split("prefill  ")[1]
