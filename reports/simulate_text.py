@@ -56,8 +56,12 @@ def render_parallel_training(r: dict[str, Any]) -> str:
         out.append(f"  MFU of the measured step: {100 * r['mfu_measured']:.1f}%")
     out += _train_cost(r)
     fits = "fits" if r["fits"] else "does NOT fit"
+    # where it does not fit, the two commands that answer "what does": a bare "does NOT fit" after a
+    # priced run (1T tokens of llama3.1-70b on 256 H100s at dp 256, ZeRO 0) left the user there
+    advice = "" if r["fits"] else (f": `plan --hardware {i['hardware']} --gpus {p['layout']['gpus']}` ranks the layouts "
+                                   f"that fit; `estimate --hardware {i['hardware']}` with this layout says what to change")
     out += ["", render_parallel(p),
-            f"The most loaded rank {fits} in {binary_bytes(r['memory_capacity'])}."]
+            f"The most loaded rank {fits} in {binary_bytes(r['memory_capacity'])}{advice}."]
     return "\n".join(out)
 
 

@@ -161,3 +161,20 @@ def test_simulate_says_its_rates_are_summed_over_the_batch(capsys):
     assert code == 0 and "tokens/s over the 8 sequences (" in out  # 4 a replica, 2 replicas
     code, out, _ = run_main(args, capsys)
     assert code == 0 and "sequences" not in out.split("Generation step by step")[0].split("prefill  ")[1]
+
+
+def test_a_training_layout_that_does_not_fit_names_the_commands_that_say_what_does(capsys):
+    """"How long to train 1T tokens on 256 H100s?": `simulate --train --model llama3.1-70b --gpus 256` (dp 256,
+    ZeRO 0: 1.09 TiB a rank) priced the run and ended "The most loaded rank does NOT fit in 78.72 GiB." with
+    nothing of what would. It now names plan (the layouts that fit on those GPUs) and estimate --hardware (what
+    to change in this one), each of which answers: plan's first row fits, estimate offers ZeRO 3."""
+    args = ["--model", "llama3.1-70b", "--hardware", "h100", "--seq-len", "8192"]
+    code, out, _ = run_main(["simulate", "--train", *args, "--gpus", "256", "--global-batch", "512"], capsys)
+    assert code == 0 and out.rstrip().endswith(
+        "The most loaded rank does NOT fit in 78.72 GiB: `plan --hardware h100-sxm --gpus 256` ranks the layouts that "
+        "fit; `estimate --hardware h100-sxm` with this layout says what to change.")
+    fit = run_json(["estimate", *args, "--dp", "256"], capsys)["fit"]["training"]
+    assert not fit["fits"] and any(o["fits"] and "--zero 3" in o["change"] for o in fit["options"])
+    code, out, _ = run_main(["simulate", "--train", *args, "--gpus", "256", "--zero", "3", "--recompute", "full"],
+                            capsys)
+    assert code == 0 and out.rstrip().endswith("The most loaded rank fits in 78.72 GiB.")
