@@ -39,7 +39,10 @@ def grouped_gemms(leaf: Any, flops: float, shapes: list[tuple[int, int, int]], s
     torch._grouped_mm (integrations/moe.py) alike. Each expert's GEMM has as rows the slots it
     gets, slots / touched rounded up (the mean load, taken as the most loaded expert's, which
     sets the last tile; under random routing the most loaded gets more). A Gemm of count the experts touched: its bytes every touched expert's weights,
-    its tiles every expert's tiles, one DRAM start and one launch for all."""
+    its tiles every expert's tiles, one DRAM start and one launch for all; grouped_rows the rows
+    an expert, which keys the grouped kernel's measured share of the tile model (kernel_facts.json
+    "grouped_gemm_efficiency": Transformer Engine's on Hopper in BF16), 0 where one expert gets a
+    slot (one GEMM: TE's grouped GEMM of one matrix is one cuBLAS call)."""
     from .quantization import quantizing_inputs, runs_quantized
 
     experts = max(1, math.ceil(shapes[0][2] * share - 1e-9))
@@ -55,5 +58,5 @@ def grouped_gemms(leaf: Any, flops: float, shapes: list[tuple[int, int, int]], s
                  weight_bytes=one,
                  weight_dtype=dtype if stored and kernel else None,
                  quantizes_input=stored and kernel and dtype == "fp8" and next(first),
-                 normed_input=False)
+                 normed_input=False, grouped_rows=rows if experts > 1 else 0)
             for (out, inner, _), kernel, one in zip(shapes, kernels, weight_bytes)]

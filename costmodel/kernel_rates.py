@@ -1,5 +1,5 @@
 """The measured rates the kernel-level time model reads beside a hardware file: the facts file
-(kernel_facts.json, each entry with its source), a training step's sustained GEMM rate, and the
+(kernel_facts.json, each entry with its source), a training step's sustained GEMM rate, the
 log-linear reading of a measured table (costmodel/kernel_time.py)."""
 
 from __future__ import annotations
@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from .config import ConfigError
 from .hardware import Hardware
 from .kernel_facts_file import FACTS_PATH, kernel_facts  # noqa: F401 (read there, re-exported: its readers import it here)
 
@@ -39,11 +40,12 @@ def log_linear(points: tuple[tuple[int, float], ...], x: int) -> float:
     return points[-1][1]
 
 
-def gemm_k_points(hardware: Hardware, dtype: str) -> tuple[tuple[int, float], ...]:
+def gemm_k_points(hardware: Hardware, dtype: str, fact: str = "gemm_efficiency_by_k") -> tuple[tuple[int, float], ...]:
     """A GEMM's rate by its inner width K relative to the large-GEMM rate, published for this
     hardware's architecture in `dtype` (kernel_facts.json "gemm_efficiency_by_k"), as (K, fraction)
-    points by K; () where none is published."""
-    for entry in kernel_facts()["gemm_efficiency_by_k"]["values"]:
+    points by K; () where none is published. fact: another table of that form (architecture,
+    dtypes, points), e.g. "grouped_gemm_efficiency" (by the rows an expert)."""
+    for entry in kernel_facts()[fact]["values"]:
         if entry["architecture"] == hardware.architecture and dtype in entry["dtypes"]:
             return tuple(sorted((int(k), float(e)) for k, e in entry["points"].items()))
     return ()
@@ -52,3 +54,9 @@ def gemm_k_points(hardware: Hardware, dtype: str) -> tuple[tuple[int, float], ..
 def k_efficiency(points: tuple[tuple[int, float], ...], k: int) -> float:
     """A GEMM of inner width k's fraction of the large-GEMM rate (gemm_k_points, log-linear); 1 where none is published."""
     return log_linear(points, k) if points else 1.0
+
+
+def check_kernel_model(hardware: Hardware) -> None:
+    if not (hardware.sm_count or hardware.gemm_efficiency_by_rows):
+        raise ConfigError(f"hardware {hardware.name}: the kernel time model needs sm_count (tiles per wave) "
+                          "or a measured gemm_efficiency_by_rows.")

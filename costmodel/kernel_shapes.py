@@ -28,6 +28,10 @@ class Gemm:
     # the input is a norm's output (Q/K/V's, the FFN's first): a recipe may fuse its amax into the
     # norm (layout/fp8.py CAST_PASSES, "normed_input"); not part of the shape (equality, memo keys)
     normed_input: bool = field(default=False, compare=False)
+    # routed experts' grouped GEMM (expert_kernels.grouped_gemms): the rows an expert of its forward,
+    # which keys the grouped kernel's measured share (kernel_facts.json "grouped_gemm_efficiency")
+    # in the forward and both backward GEMMs; 0: not a grouped GEMM
+    grouped_rows: int = 0
 
     @property
     def flops(self) -> int:

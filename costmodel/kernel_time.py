@@ -22,7 +22,8 @@ A kernel's time:
     the SM's share of the large-GEMM rate (the hardware's matmul_efficiency, a microbenchmark; in a
     training step its sustained rate (kernel_rates.sustained_efficiency): the GPU runs saturated at
     the clock its power limit allows) x its share at its inner width K (kernel_facts.json
-    "gemm_efficiency_by_k": each tile's fixed start and store against a main loop of K); no GEMM
+    "gemm_efficiency_by_k": each tile's fixed start and store against a main loop of K); routed experts'
+    grouped GEMMs x their kernel's measured share at its rows an expert ("grouped_gemm_efficiency"); no GEMM
     runs faster than its bytes at the bandwidth a read-and-reduce stream reaches (the hardware's
     gemv_bandwidth, a microbenchmark; else the achievable bandwidth); a weight-only quantized GEMM
     of no more tokens than its kernel's published small-batch speed covers (kernel_facts.json
@@ -74,7 +75,8 @@ from .attention_kernels import (DEFAULT_KERNEL, attention_points, decode_kernel_
                                 shape_points, shape_rate)
 from .config import DTYPE_BYTES, ConfigError, Workload
 from .hardware import Efficiency, Hardware
-from .kernel_rates import gemm_k_points, k_efficiency, kernel_facts, log_linear, sustained_efficiency  # noqa: F401
+from .kernel_rates import (check_kernel_model, gemm_k_points, k_efficiency, kernel_facts, log_linear,  # noqa: F401
+                           sustained_efficiency)
 from .kernel_shapes import (AttentionCall, Gemm, Kernel, PassKernel, Pointwise, fused_gemm,  # noqa: F401 (re-exported)
                             inference_subs)  # noqa: F401 (re-exported: its readers import it here)
 
@@ -142,7 +144,8 @@ class KernelTimer:
         # A CPU's measured GEMM efficiency by rows (no tiles), and its GEMVs' by their inner width K.
         self.gemm_rows = hardware.gemm_efficiency_by_rows.get(matmul, ())
         self.gemv_inner = hardware.gemv_efficiency_by_inner.get(matmul, ()) if self.gemm_rows else ()
-        self.gemm_by_k = gemm_k_points(hardware, matmul)  # a GPU's published share by a GEMM's K
+        self.gemm_by_k = gemm_k_points(hardware, matmul)  # a GPU's published share by a GEMM's K; experts' by rows:
+        self.grouped_by_rows = gemm_k_points(hardware, matmul, "grouped_gemm_efficiency")
         self.attention_queries = hardware.attention_efficiency_by_queries.get(self.dtype, ())  # a CPU's, by query rows
         op_s = hardware.engine_op_s if eager_ops is not None else hardware.eager_op_s  # the engine's ops: its own
         eager = not (cuda_graphs or compiled) and op_s is not None
@@ -245,7 +248,8 @@ class KernelTimer:
             return self.dram_startup_s + moved / (self.gemv_bandwidth * fraction)
         if gemm.m == 1 and gemm.weight_dtype is None and not self.gemm_rows:  # a GEMV (gemv2T; compiled: a reduction)
             return self.dram_startup_s + max(moved / self.gemv_bandwidth, gemm.flops / self.vector)
-        compute = self.gemm_compute_seconds(gemm, tile) / k_efficiency(self.gemm_by_k, gemm.k)
+        compute = self.gemm_compute_seconds(gemm, tile) / k_efficiency(self.gemm_by_k, gemm.k) \
+            / (k_efficiency(self.grouped_by_rows, gemm.grouped_rows) if gemm.grouped_rows else 1.0)  # experts'
         return self.dram_startup_s + max(compute, moved / self.gemv_bandwidth)
 
     def w8a8_gemm_seconds(self, gemm: Gemm, weights: float, tile: tuple[int, int] | None = None) -> float:
@@ -582,16 +586,10 @@ def _seconds(timer: KernelTimer, kernel: Any, backward: bool = False) -> float:
     if isinstance(kernel, MatmulCompute):
         return (2 if backward else 1) * kernel.flops / (timer.peak * timer.matmul_efficiency)
     if isinstance(kernel, Gemm) and backward:
-        return timer.gemm_seconds(Gemm(kernel.m, kernel.k, kernel.n, kernel.count)) + \
-            timer.gemm_seconds(Gemm(kernel.k, kernel.n, kernel.m, kernel.count))
+        return timer.gemm_seconds(Gemm(kernel.m, kernel.k, kernel.n, kernel.count, grouped_rows=kernel.grouped_rows)) + \
+            timer.gemm_seconds(Gemm(kernel.k, kernel.n, kernel.m, kernel.count, grouped_rows=kernel.grouped_rows))
     if isinstance(kernel, Pointwise) and backward:
         if kernel.backward_bytes is None:  # the convention: twice the forward's bytes and FLOPs
             return 2 * timer.pointwise_seconds(kernel)
         return timer.pointwise_seconds(Pointwise(kernel.backward_bytes, 2 * kernel.flops))
     return timer.seconds(kernel, backward)
-
-
-def check_kernel_model(hardware: Hardware) -> None:
-    if not (hardware.sm_count or hardware.gemm_efficiency_by_rows):
-        raise ConfigError(f"hardware {hardware.name}: the kernel time model needs sm_count (tiles per wave) "
-                          "or a measured gemm_efficiency_by_rows.")

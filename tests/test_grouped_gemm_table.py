@@ -44,11 +44,11 @@ def test_the_model_beside_each_layout():
 
 
 def test_every_moe_training_rows_experts_run_512_rows_or_more():
-    """178 MoE training rows (FlagPerf's two Qwen1.5-MoE rows, session 29, run 2,048); one runs 512 rows an expert (the model zoo's Qwen3 235B at TP 4, EP 8:
+    """180 MoE training rows (FlagPerf's two Qwen1.5-MoE rows, session 29, run 2,048; two more since); one runs 512 rows an expert (the model zoo's Qwen3 235B at TP 4, EP 8:
     4,096 tokens / TP 4 x top-8 / 128 experts x EP 8), 12 run 1,024, the rest 1,536 to 32,768:
     the shapes where the table's grouped entries sit at 1.04-1.28x."""
     got = expert_rows()
-    assert len(got) == 178
+    assert len(got) == 180
     sizes = sorted(m for _, m, _ in got)
     assert sizes[:14] == [512] + [1024] * 12 + [1536] and sizes[-1] == 32768
     zoo = dict((run, (m, count)) for run, m, count in got)["modelzoo-qwen3 235b deepep tp4 ep8 pp8 vpp4 256xh100"]

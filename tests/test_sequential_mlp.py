@@ -76,7 +76,7 @@ def test_one_layer_on_the_flagperf_row():
     experts = [kernels for (_, _, _, kernels), work in zip(entries, estimate.structure["work"]) if work.get("experts")]
     assert len(experts) == 1
     gemms = [k for k in experts[0] if isinstance(k, Gemm)]
-    assert gemms == [Gemm(2048, 11008, 2048, 8), Gemm(2048, 2048, 5504, 8)]
+    assert gemms == [Gemm(2048, 11008, 2048, 8, grouped_rows=2048), Gemm(2048, 2048, 5504, 8, grouped_rows=2048)]
     def pair(g: Gemm) -> float:
         return 8 * kernels_seconds([replace(g, count=1)], timer, True) - kernels_seconds([g], timer, True)
     gemm = pair(gemms[0]) + pair(gemms[1])
