@@ -84,7 +84,8 @@ def test_the_tensorrt_llm_rows_are_its_tables(gpu, row):
     cfg, hardware, settings, quantization = decode_setup(run, source)
     assert (run["tp"], hardware.name) == (tp, {"h100": "h100-sxm", "a100": "a100-80gb"}[gpu])
     assert (settings["prompt"], settings["gen"], settings["batch"], settings["dtype"]) == (prompt, gen, batch, "fp16")
-    assert (settings["kv_cache"], settings["cuda_graphs"], settings["implementation"]) == ("static", True, "gpt-fast")
+    # typed as gpt-fast (the nearest code then); tensorrt-llm since wt30_kvdec (its KV cache: decode_codes.json)
+    assert (settings["kv_cache"], settings["cuda_graphs"], settings["implementation"]) == ("static", True, "tensorrt-llm")
     fp8 = {"weight_dtype": "fp8", "fp8_gemm": "w8a8", "kv_dtype": "fp8"}
     assert quantization == (fp8 if gpu == "h100" else {})
 
@@ -102,12 +103,20 @@ def test_nanogpts_rate_is_its_four_days():
 
 # (rows, median error %, within 0.75-1.33x, within 10%, within 5%) as first computed (wt30_unseen,
 # before any change to the model): all 21; the 5 training rates, the 2 GPU-hours rows, the 14 decode rows;
-# the TensorRT-LLM rows by model.
+# the TensorRT-LLM rows by model. A record: the model has moved since (NOW).
 FIRST = {"all": (21, 23.3, 12, 4, 3), "training rates": (5, 14.3, 4, 2, 2), "GPU-hours": (2, 23.9, 1, 0, 0),
          "decoding": (14, 29.7, 7, 2, 1), "llama2-7b": (4, 39.8, 1, 0, 0), "llama2-70b": (4, 36.2, 2, 1, 0),
          "falcon-180b": (6, 19.2, 4, 1, 1)}
-RANGES = {"training rates": (1.010, 1.950), "llama2-7b": (0.532, 0.768), "llama2-70b": (1.073, 1.631),
-          "falcon-180b": (0.504, 1.003)}
+FIRST_RANGES = {"training rates": (1.010, 1.950), "llama2-7b": (0.532, 0.768), "llama2-70b": (1.073, 1.631),
+                "falcon-180b": (0.504, 1.003)}
+# Since wt30_kvdec: the rows run TensorRT-LLM's code (costmodel/decode_codes.py), whose FP8 cache the
+# attention reads at one byte an element and whose cache holds Falcon's 8 KV heads, not transformers'
+# 232. Llama-2-7B 0.53-0.77 -> 0.90-1.07; Llama-2-70B 1.07-1.63 -> 1.12-1.96 and Falcon-180B
+# 0.50-1.00 -> 1.12-1.89, too fast at 2,048 new tokens (v0.6.1's pre-XQA attention: validate/FINDINGS.md).
+NOW = {**FIRST, "all": (21, 14.7, 14, 6, 3), "decoding": (14, 17.7, 9, 4, 1), "llama2-7b": (4, 6.2, 4, 4, 1),
+       "llama2-70b": (4, 53.6, 2, 0, 0), "falcon-180b": (6, 44.9, 3, 0, 0)}
+RANGES = {"training rates": (1.010, 1.950), "llama2-7b": (0.904, 1.070), "llama2-70b": (1.120, 1.959),
+          "falcon-180b": (1.117, 1.887)}
 
 
 def test_the_rows_as_first_computed():
@@ -118,9 +127,10 @@ def test_the_rows_as_first_computed():
     groups.update({m: [k for k in groups["decoding"] if f" {m} " in k] for m in ("llama2-7b", "llama2-70b", "falcon-180b")})
     for name, keys in groups.items():
         values = [every[k] for k in keys]
-        assert stats(values) == FIRST[name], name
+        assert stats(values) == NOW[name], name
         if name in RANGES:
             assert (round(min(values), 3), round(max(values), 3)) == RANGES[name], name
-    # every training rate too fast; the Llama-2-7B decode rows all too slow, the Llama-2-70B ones all too fast
-    assert all(every[k] > 1 for k in groups["training rates"])
+    # every training rate too fast; the Llama-2-70B and Falcon-180B decode rows all too fast (first computed:
+    # the Llama-2-7B rows all too slow, 5 Falcon rows too slow)
+    assert all(every[k] > 1 for k in groups["training rates"] + groups["llama2-70b"] + groups["falcon-180b"])
     assert every["gpu-hours-falcon-180b 180b 3.5T tokens"] == pytest.approx(0.661, abs=5e-4)
