@@ -5,14 +5,18 @@ published (cuDNN, FlashAttention-3), else derived where the forward and the forw
 are both published (FlashAttention-2 on the H100; on the A100 its stated forward range and its measured
 forward-plus-backward figure); and a kernel's figures measured at one head width and
 window (kernel_facts.json "attention_shape_efficiency": cuDNN at GPT-OSS's sliding-window shape), which
-time the calls of that shape in place of the kernel's figures by length alone."""
+time the calls of that shape in place of the kernel's figures by length alone; and the decode
+kernels whose loads and products are stated from their code (kernel_facts.json
+"decode_attention_kernels": TensorRT-LLM v0.6.1's masked MHA), which time a decode step's single-query
+calls (decode_terms)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from .config import ConfigError
-from .kernel_rates import log_linear
+from .kernel_rates import kernel_facts, log_linear
 
 Points = tuple[tuple[int, float], ...]
 ShapePoints = dict[tuple[int, int], tuple[Points, Points]]  # (head width, window) -> (forward, backward)
@@ -122,3 +126,29 @@ def serving_kernel(backends: dict[str, Any], backend: str) -> str:
                           f"decode is in kernel_facts.json (serving_attention_backends); backends with figures: "
                           f"{timed}.")
     return entry["kernel"]
+
+
+def decode_kernel_entry(kernel: str | None) -> dict[str, Any] | None:
+    """A decode attention kernel's facts (kernel_facts.json "decode_attention_kernels"); None where none
+    is named (a decode call is then timed as any fused attention call); an unknown one is refused."""
+    if kernel is None:
+        return None
+    kernels = kernel_facts()["decode_attention_kernels"]["kernels"]
+    if kernel not in kernels:
+        raise ConfigError(f"decode attention kernel {kernel!r} is not known; known: {', '.join(sorted(kernels))}.")
+    return kernels[kernel]
+
+
+def decode_terms(entry: dict[str, Any], call: Any, element_bytes: int, vector: float,
+                 bandwidth: float) -> tuple[float, float]:
+    """A single-query call's two terms, in seconds, under a decode kernel (decode_kernel_entry): its
+    products over every key it sees (the window's at most), Q*K^T and P*V, on the CUDA cores (products
+    "cuda_cores": at the vector rate, no tensor-core tiles); and its bytes, the queries and output as
+    any call's and each KV head's cache loaded once by each query head that shares it (kv_loads
+    "query_head": as if the heads were not grouped) or once (kv_loads "kv_head")."""
+    if entry["products"] != "cuda_cores":
+        raise ConfigError(f"decode kernel products {entry['products']!r}: only 'cuda_cores' is modelled.")
+    keys = call.n_kv if call.window is None else min(call.n_kv, call.window)
+    shared = None if entry["kv_loads"] == "query_head" else call.kv_heads
+    read = replace(call, n_kv=keys, window=None, chunked=False, kv_heads=shared)
+    return read.dense_flops() / vector, read.moved_bytes(element_bytes) / bandwidth

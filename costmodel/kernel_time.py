@@ -41,6 +41,9 @@ A kernel's time:
     unmasked pairs' FLOPs at those rates; where the hardware file measures the call's efficiency by
     its query rows (attention_efficiency_by_queries, a CPU's torch sdpa), at that fraction of the
     peak instead (log-linear between the measured query counts, the end values beyond them);
+    a decode step's single-query call under a decode kernel stated from its code (kernel_facts.json
+    "decode_attention_kernels": TensorRT-LLM v0.6.1's masked MHA), its products at the vector peak and
+    each KV head's cache loaded once per query head (attention_kernels.decode_terms);
   - memory-bound kernels: the larger of bytes / achievable bandwidth and FLOPs / vector peak; their
     bytes the tree's bytes_other (less torch.compile's fusions), or in an eager training step of a
     measured implementation what its aten ops move (costmodel/eager_ops.py);
@@ -67,11 +70,13 @@ import math
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterable
 
-from .attention_kernels import DEFAULT_KERNEL, attention_points, kernel_entry, shape_points, shape_rate
+from .attention_kernels import (DEFAULT_KERNEL, attention_points, decode_kernel_entry, decode_terms, kernel_entry,
+                                shape_points, shape_rate)
 from .config import DTYPE_BYTES, ConfigError, Workload
 from .hardware import Efficiency, Hardware
 from .kernel_rates import gemm_k_points, k_efficiency, kernel_facts, log_linear, sustained_efficiency  # noqa: F401
-from .kernel_shapes import AttentionCall, Gemm, Kernel, PassKernel, Pointwise, fused_gemm  # noqa: F401 (re-exported)
+from .kernel_shapes import (AttentionCall, Gemm, Kernel, PassKernel, Pointwise, fused_gemm,  # noqa: F401 (re-exported)
+                            inference_subs)  # noqa: F401 (re-exported: its readers import it here)
 
 class KernelTimer:
     """Seconds of one kernel on one hardware in one dtype."""
@@ -80,7 +85,7 @@ class KernelTimer:
                  cuda_graphs: bool = False, efficiency: Efficiency | None = None, compiled: bool = False,
                  matmul_dtype: str | None = None, sustained: bool = False,
                  eager_ops: dict[str, int] | None = None, w8a8: bool = False,
-                 attention_kernel: str = DEFAULT_KERNEL, fused_qkv: bool = False):
+                 attention_kernel: str = DEFAULT_KERNEL, fused_qkv: bool = False, decode_kernel: str | None = None):
         """matmul_dtype: the tensor cores' dtype where it is not the data's (FP8 training: bf16 tensors,
         products at the FP8 peak and its large-GEMM efficiency); None: the data's. w8a8: GEMMs on fp8-stored
         weights (Gemm.weight_dtype "fp8") run W8A8 (inference, quantization.runs_w8a8 decides): at the FP8 peak
@@ -93,7 +98,9 @@ class KernelTimer:
         attention_kernel: the fused attention kernel whose published figures time attention calls
         (kernel_facts.json attention_efficiency: "flash2", the default, "flash1", "flash3" or "cudnn"); one
         without figures on this hardware's architecture is refused (attention_kernels.kernel_entry). fused_qkv:
-        the code runs Q, K and V as one GEMM (leaf_kernels; kernel_facts_file.fuses_qkv)."""
+        the code runs Q, K and V as one GEMM (leaf_kernels; kernel_facts_file.fuses_qkv). decode_kernel: the kernel
+        that runs a decode step's single-query calls (kernel_facts.json decode_attention_kernels: "trtllm-mmha";
+        attention_kernels.decode_terms); None: the fused kernel's figures time them too."""
         self.hardware = hardware
         self.dtype = Workload(dtype=dtype).dtype
         self.element_bytes = DTYPE_BYTES[self.dtype]
@@ -168,6 +175,7 @@ class KernelTimer:
                                  for e in facts["weight_only_gemv"] if e["architecture"] == hardware.architecture}
         # The backward's efficiency over the forward's, where a paper gives both maxima only.
         self.attention_backward_ratio = float(entry.get("backward_ratio", 1.0))
+        self.decode_entry = decode_kernel_entry(decode_kernel)  # a decode step's kernel stated from its code, or None
         self.memo: dict[tuple[Any, bool], float] = {}  # (kernel, backward) -> seconds
 
     def host_seconds(self, ops: int | None) -> float | None:
@@ -274,7 +282,10 @@ class KernelTimer:
         """A fused attention call's two terms, in seconds: the FLOPs it executes (its blocks, its head
         widths padded to the compiled ones; at a shape the kernel is measured at, its unmasked pairs',
         shape_rate) at its efficiency, and the bytes it moves (the head's own widths) at the bandwidth.
-        The one formula of simulate's kernel model (attention_seconds) and serving/steptime.py's call."""
+        The one formula of simulate's kernel model (attention_seconds) and serving/steptime.py's call; a
+        single-query call under a decode kernel its own terms (decode_terms)."""
+        if self.decode_entry is not None and call.n_q == 1 and not backward:
+            return decode_terms(self.decode_entry, call, self.element_bytes, self.vector, self.bandwidth)
         measured = shape_rate(self.shape_points, call, backward, self.backward_factor)  # its own width and window
         if measured is not None:
             flops, efficiency = measured[0], measured[1] * self.attention_clock
@@ -578,20 +589,6 @@ def _seconds(timer: KernelTimer, kernel: Any, backward: bool = False) -> float:
             return 2 * timer.pointwise_seconds(kernel)
         return timer.pointwise_seconds(Pointwise(kernel.backward_bytes, 2 * kernel.flops))
     return timer.seconds(kernel, backward)
-
-
-def inference_subs(cfg: Any, dtype: str, batch: int, seq_len: int, context: int | None = None,
-                   source_len: int | None = None) -> dict:
-    """The values a prefill (context None) or a decode step at `context` keys evaluates at."""
-    import sympy as sp
-
-    from . import symbols as S
-    from .tree import model_values
-
-    values = {**model_values(cfg), S.b: batch, S.n: seq_len, S.T: 0,
-              S.s: seq_len if source_len is None else source_len,
-              S.c: seq_len if context is None else context, S.e: DTYPE_BYTES[Workload(dtype=dtype).dtype]}
-    return {k: sp.Integer(v) for k, v in values.items()}
 
 
 def check_kernel_model(hardware: Hardware) -> None:

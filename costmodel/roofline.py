@@ -121,10 +121,11 @@ class KernelSteps:
     does the prefill, whose forward runs the same modules once (the step's count, a lower bound:
     generate's prefill issues a few more, 305 against 279 in validate/generate_ops.py's tiny
     model, the same for prompts of 5 and 20 tokens). fused_qkv: the decoding code runs Q, K and V
-    as one GEMM (kernel_facts_file.fuses_qkv: gpt-fast's wqkv), in the prefill and the steps alike."""
+    as one GEMM (kernel_facts_file.fuses_qkv: gpt-fast's wqkv), in the prefill and the steps alike.
+    decode_kernel: the decode steps' attention kernel (KernelTimer's; the prefill keeps the fused one's)."""
 
     def __init__(self, roof: Roofline, cuda_graphs: bool, compiled: bool = False, step_ops: int | None = None,
-                 fused_qkv: bool = False, copies: dict | None = None):
+                 fused_qkv: bool = False, copies: dict | None = None, decode_kernel: str | None = None):
         from .kernel_time import KernelTimer, check_kernel_model
 
         check_kernel_model(roof.hardware)
@@ -135,7 +136,7 @@ class KernelSteps:
                                  efficiency=roof.efficiency_given, compiled=compiled, w8a8=roof.w8a8, fused_qkv=fused_qkv)
         self.decode_timer = KernelTimer(roof.hardware, roof.dtype, roof.workload.attention,
                                         cuda_graphs=cuda_graphs, efficiency=roof.efficiency_given, compiled=compiled,
-                                        w8a8=roof.w8a8, fused_qkv=fused_qkv)
+                                        w8a8=roof.w8a8, fused_qkv=fused_qkv, decode_kernel=decode_kernel)
 
     def prefill(self, batch: int, prompt: int, source: int) -> float:
         from .kernel_time import inference_subs, leaves_time
@@ -306,7 +307,8 @@ def simulate_inference(cfg: ModelConfig, hardware: Hardware, *, prompt: int, gen
                        decoder_prompt: int = spec.DECODER_START_PROMPT, cuda_graphs: bool = False,
                        quantization: dict[str, Any] | None = None,
                        time_model: str | None = None, compiled: bool = False,
-                       mla: str = "naive", implementation: str = "transformers") -> dict[str, Any]:
+                       mla: str = "naive", implementation: str = "transformers",
+                       decode_kernel: str | None = None) -> dict[str, Any]:
     """Prefill latency, time per output token as the context grows, tokens/s, the decode
     crossover batch, what fits in memory, and a step table with and without a KV cache.
 
@@ -320,7 +322,9 @@ def simulate_inference(cfg: ModelConfig, hardware: Hardware, *, prompt: int, gen
     (kernel_facts.json "eager_step_ops") and the hardware has an op's time (eager_op_s: the file's; on a
     GPU whose file states none, borrowed from the project's H200 host, Hardware.host_op_borrowed), the kernel
     model's eager steps (the prefill, the cached steps and the table's reruns, at any batch) take
-    the longer of their kernels and their host time.
+    the longer of their kernels and their host time. decode_kernel: the kernel a decode step's
+    attention runs where its code is stated (kernel_facts.json "decode_attention_kernels":
+    "trtllm-mmha"; the kernel model's cached steps only); None: the fused kernel's figures.
 
     An encoder-decoder's prompt is its source: the prefill runs the encoder over it and the
     decoder over its own prompt (decoder_prompt tokens, the start token by default); each decode
@@ -351,7 +355,7 @@ def simulate_inference(cfg: ModelConfig, hardware: Hardware, *, prompt: int, gen
     prefill_s = roofline_prefill_s = float(prefill_s)
     ops = step_ops(cfg, implementation, roof.dtype, attention, kv_cache, quantization)
     copies = step_copies(cfg, implementation, attention)
-    kernels = (KernelSteps(roof, cuda_graphs, compiled, ops, fuses_qkv(implementation), copies)
+    kernels = (KernelSteps(roof, cuda_graphs, compiled, ops, fuses_qkv(implementation), copies, decode_kernel)
                if time_model == "kernels" else None)
     if kernels:
         prefill_s = kernels.prefill(batch, decoder_prompt, source)

@@ -255,6 +255,13 @@ GRAD_REDUCE_DTYPES = Choices({
     "fp32": "grad_reduce_in_fp32 True: fp32 main_grad buffers and data-parallel gradient collectives (Megatron-LM's default with --bf16)",
     "bf16": "grad_reduce_in_fp32 False (--grad-reduce-in-bf16): bf16 main_grad buffers and collectives, each updated parameter's gradient cast to fp32 at the step",
 })
+#: Whose ZeRO-1 optimizer a --zero 1 layout runs: how it reduces the gradients and gathers the
+#: parameters (costmodel/layout/zero_optimizer.py).
+ZERO_OPTIMIZERS = Choices({
+    "flat": "the gradient reduce-scattered into each rank's shard of a flat buffer, the updated shards all-gathered in one call (Megatron-Core's distributed optimizer, DeepSpeed ZeRO-1)",
+    "nanotron": "nanotron's ZeroDistributedOptimizer: the whole fp32 gradient all-reduced (reduce_scatter=False), each rank stepping its slice of every parameter, the slices all-gathered and copied back one parameter and rank at a time from Python",
+    "internlm": "InternLM's HybridZeroOptimizer: the gradient all-reduced in 512 Mi-element buckets, whole tensors assigned to ranks, each rank holding any broadcasting its parameters after the step (one call a rank)",
+})
 #: Megatron-Core's OptimizerConfig.use_precision_aware_optimizer under the dtypes a recipe sets
 #: (costmodel/layout/frameworks.py PRECISION_AWARE_OPTIMIZERS has each one's bytes and sources).
 PRECISION_AWARE_OPTIMIZERS = Choices({

@@ -149,8 +149,11 @@ def decode_layout(run: dict[str, Any], source: dict[str, Any]) -> Layout:
 
 #: What a decode run may state for itself over its source's setup (a table's eager row beside its
 #: compiled ones: cuda_graphs false; an fp32 row: dtype), and the quantization keys it may carry
-#: (kv_dtype: a quantized KV cache, torchao's --kv_cache_quantization as int8).
-DECODE_SETTINGS = ("prompt", "gen", "batch", "attention", "kv_cache", "cuda_graphs", "dtype", "implementation")
+#: (kv_dtype: a quantized KV cache, torchao's --kv_cache_quantization as int8). decode_kernel: the
+#: kernel a decode step's attention runs where the source's engine states one from its code
+#: (kernel_facts.json "decode_attention_kernels": TensorRT-LLM v0.6.1's masked MHA); none: the fused one.
+DECODE_SETTINGS = ("prompt", "gen", "batch", "attention", "kv_cache", "cuda_graphs", "dtype", "implementation",
+                   "decode_kernel")
 DECODE_QUANTIZATION = ("weight_dtype", "weight_group", "fp8_gemm", "kv_dtype")
 
 
@@ -215,7 +218,7 @@ def decode_run(run: dict[str, Any], source: dict[str, Any], time_model: str) -> 
     result = simulate_inference(cfg, hardware, prompt=s["prompt"], gen=s["gen"], batch=s["batch"],
                                 dtype=s["dtype"], attention=s["attention"], kv_cache=s["kv_cache"],
                                 cuda_graphs=s["cuda_graphs"], quantization=quantization, time_model=time_model,
-                                implementation=s["implementation"])
+                                implementation=s["implementation"], decode_kernel=s["decode_kernel"])
     return sequence_rate(result["decode"], rate, s["prompt"], s["gen"], s["batch"])
 
 
@@ -230,7 +233,8 @@ def decode_layout_run(run: dict[str, Any], source: dict[str, Any], time_model: s
     workload = Workload(seq_len=s["prompt"], gen_tokens=s["gen"], batch=s["batch"], dtype=s["dtype"],
                         attention=s["attention"], precision="pure", kv_cache=s["kv_cache"], **quantization)
     return simulate_decode(cfg, workload, decode_layout(run, source), hardware, cuda_graphs=s["cuda_graphs"],
-                           time_model=time_model, prefill=prefill, implementation=s["implementation"])
+                           time_model=time_model, prefill=prefill, implementation=s["implementation"],
+                           decode_kernel=s["decode_kernel"])
 
 
 def _stated(run: dict[str, Any], source: dict[str, Any], key: str, default: Any = None) -> Any:
@@ -293,7 +297,8 @@ def train_setup(run: dict[str, Any], source: dict[str, Any]) -> tuple[ParallelEs
                     # the script's fp8_autocast scope (delayed scaling off Megatron-Core): its delayed rows only
                     fp8_autocast=_stated(run, source, "fp8_autocast") if _stated(run, source, "fp8") == "delayed" else None,
                     unfused_loss=_stated(run, source, "unfused_loss", False),  # Megatron's loss, whatever the family
-                    fp32_norm_input=_stated(run, source, "fp32_norm_input", False))  # InternLM's norm(x.float())
+                    fp32_norm_input=_stated(run, source, "fp32_norm_input", False),  # InternLM's norm(x.float())
+                    zero_optimizer=_stated(run, source, "zero_optimizer", "flat"))  # nanotron's ZeRO-1
     workload = Workload(seq_len=run["seq_len"], batch=micro, dtype=source["dtype"],
                         impl=source.get("impl", "megatron"), attention=source["attention"],
                         recompute=_stated(run, source, "recompute", "none"),

@@ -17,6 +17,7 @@ from .experts import expert_width
 from .fp8 import FP8_PARAM_BYTES
 from .fsdp_pipeline import gathers, pipelined
 from .parts import LATENT_GATHERS, Stage, uses_loss_parallel
+from .zero_optimizer import all_reduces, flat_calls
 
 COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter")
 
@@ -412,6 +413,8 @@ class RankCommunication:
             return {"all_reduce": grad * params}
         if self.runs_bf16_optimizer:  # its fp32 gradient all-reduced whole in bf16, then the bf16 shards gathered
             return {"all_reduce": e * padded, "all_gather": e * padded}
+        if all_reduces(layout):  # nanotron's and InternLM's ZeRO-1: the whole gradient all-reduced (layout/zero_optimizer.py)
+            return {"all_reduce": grad * params, "all_gather": e * padded - (e - FP8_PARAM_BYTES) * fp8}
         if layout.zero in (1, 2):
             return {"reduce_scatter": grad * padded, "all_gather": e * padded - (e - FP8_PARAM_BYTES) * fp8}
         return {"all_gather": m * 2 * e * padded, "reduce_scatter": m * grad * padded}
@@ -426,9 +429,9 @@ class RankCommunication:
         (the layers; the root too under reshard_after_forward True; none at --zero 2), a
         reduce-scatter (or HSDP's all-reduce over the replicas) per unit; the experts' own group
         (edp) one per MoE layer. Flat sharding (DeepSpeed, Megatron-FSDP): 1 (their buckets are
-        not counted, a stated simplification)."""
+        not counted, a stated simplification), but InternLM's ZeRO-1 (layout/zero_optimizer.py flat_calls)."""
         if self.framework.sharding != "per_tensor":
-            return 1
+            return flat_calls(self, stage, group, kind)
         runs = self.layer_runs(stage)
         if group == "edp":
             layers = sum(count for key, count in runs.items() if self.part(key, "expert_params"))

@@ -62,15 +62,16 @@ _TIMERS: dict[tuple, tuple[Hardware, KernelTimer]] = {}
 
 def _timer(hardware: Hardware, dtype: str, attention: str, efficiency: Efficiency | None,
            compiled: bool, matmul_dtype: str | None = None, sustained: bool = False,
-           w8a8: bool = False, attention_kernel: str = DEFAULT_KERNEL) -> KernelTimer:
+           w8a8: bool = False, attention_kernel: str = DEFAULT_KERNEL, decode_kernel: str | None = None) -> KernelTimer:
     """One KernelTimer (and so one memo of kernel seconds) per hardware object and options."""
-    key = (id(hardware), dtype, attention, efficiency, compiled, matmul_dtype, sustained, w8a8, attention_kernel)
+    key = (id(hardware), dtype, attention, efficiency, compiled, matmul_dtype, sustained, w8a8, attention_kernel,
+           decode_kernel)
     held = _TIMERS.get(key)
     if held is None or held[0] is not hardware:
         held = _TIMERS[key] = (hardware, KernelTimer(hardware, dtype, attention, efficiency=efficiency,
                                                      compiled=compiled, matmul_dtype=matmul_dtype,
                                                      sustained=sustained, w8a8=w8a8,
-                                                     attention_kernel=attention_kernel))
+                                                     attention_kernel=attention_kernel, decode_kernel=decode_kernel))
     return held[1]
 
 
@@ -248,14 +249,16 @@ class KernelStepTime(StepTime):
     def __init__(self, estimate: ParallelEstimate, hardware: Hardware, efficiency: Efficiency | None = None,
                  flops_convention: str = "dense", cuda_graphs: bool = False, overlap: Any = None,
                  compiled: bool = False, autocast: bool = False, attention_kernel: str = DEFAULT_KERNEL,
-                 host_syncs: tuple[str, ...] | None = (), implementation: str | None = None):
+                 host_syncs: tuple[str, ...] | None = (), implementation: str | None = None,
+                 decode_kernel: str | None = None):
         """attention_kernel: the fused attention kernel the run calls (KernelTimer's). host_syncs: the
         CUDA graph scopes a Megatron-Core training run captures (default none: eager), each
         micro-batch adding what its MoE layers' host syncs expose (layout/host_syncs.py: Megatron's
         default, priced where the hardware states a module call's host time); cuda_graphs: the whole
         iteration captured (no sync); None: the host runs ahead (no host term). implementation:
         the code an inference step runs (spec.DECODE_CODES), whose counted ops an eager step's host
-        issues (inference_host_ops; token); None: no host term."""
+        issues (inference_host_ops; token); None: no host term. decode_kernel: the kernel a decode step's
+        attention runs (KernelTimer's; kernel_facts.json decode_attention_kernels), a decode step's only."""
         super().__init__(estimate, hardware, efficiency, flops_convention, cuda_graphs, overlap, autocast)
         # a training step captured whole (cuda_graphs) syncs nowhere: Megatron's full_iteration scope
         self.host_syncs = host_syncs if host_syncs is None or not cuda_graphs else (*host_syncs, "full_iteration")
@@ -272,7 +275,8 @@ class KernelStepTime(StepTime):
         # Quantized weights: each GEMM reads the rank's shard as stored (kernel_time._gemms at the
         # rank's shapes); fp8 weights W8A8 where StepTime found the hardware runs it.
         self.timer = _timer(hardware, workload.dtype, workload.attention, efficiency, compiled, sustained=sustained,
-                            w8a8=self.w8a8, attention_kernel=attention_kernel)
+                            w8a8=self.w8a8, attention_kernel=attention_kernel,
+                            decode_kernel=decode_kernel if estimate.phase == "decode" else None)
         self.attention_kernel = attention_kernel
         # --fp8: the linear layers' GEMMs on the recipe's tensor cores (layout/fp8.py Recipe.peak: fp8,
         # mxfp8 or fp4, at that peak's measured efficiency or fp8's: Hardware.efficiency_dtype;

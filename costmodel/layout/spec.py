@@ -34,6 +34,7 @@
   grad_reduce_dtype  Megatron-Core's grad_reduce_in_fp32 (fsdp2: MixedPrecisionPolicy's reduce_dtype):
                    "fp32" or "bf16", the dtype of the main_grad buffers and the data-parallel gradient
                    collectives (None: the default, fp32; frameworks.py bf16_grad_reduce_precision)
+  zero_optimizer   whose ZeRO-1 reduces and gathers: "flat" (Megatron-Core's, DeepSpeed's) or "nanotron" (layout/zero_optimizer.py)
   precision_aware_optimizer  Megatron-Core's use_precision_aware_optimizer under a recipe's dtypes:
                    "fp32", "bf16-moments" or "te-master" (None: off; costmodel/layout/frameworks.py
                    PRECISION_AWARE_OPTIMIZERS); megatron's distributed optimizer (--zero 1) only
@@ -62,6 +63,7 @@ from .permute_fusion import check_model as check_permute_model
 from . import sequential_mlp
 from .router_fusion import check as check_router_fusion
 from .router_fusion import check_model as check_router_model
+from .zero_optimizer import check as check_zero_optimizer
 from .frameworks import FLEX_DISPATCH_FRAMEWORKS, FRAMEWORKS, PRECISION_AWARE_OPTIMIZERS
 
 V_SCHEDULES = ("zbv", "dualpipev")  # two stages a rank, r and 2p - 1 - r
@@ -77,10 +79,9 @@ def tensor_split_sizes(cfg: ModelConfig) -> list[tuple[str, int]]:
     the key/value heads apart (tensor_split_error: inference may replicate them)."""
     sizes = [("query heads", cfg.n_heads), ("FFN width", cfg.d_ff)]
     if cfg.mamba_heads is not None:
-        # Megatron-Core's MambaMixer asserts "nheads must be evenly divisble by tp_size" and "ngroups
-        # must be evenly divisible by tp_size" (megatron/core/ssm/mamba_mixer.py at d98e8a64;
-        # split.mamba_split). vLLM's MambaMixer2 can instead replicate groups that tp does not
-        # divide: not modelled, refused as in training.
+        # Megatron-Core's MambaMixer asserts "nheads must be evenly divisble by tp_size" and "ngroups must be
+        # evenly divisible by tp_size" (megatron/core/ssm/mamba_mixer.py at d98e8a64; split.mamba_split). vLLM's
+        # MambaMixer2 can instead replicate groups that tp does not divide: not modelled, refused as in training.
         sizes += [("Mamba-2 heads", cfg.mamba_heads), ("Mamba-2 groups", cfg.mamba_groups)]
     if cfg.moe:
         sizes.append(("experts' FFN width", cfg.d_expert))
@@ -94,9 +95,8 @@ def tensor_split_error(cfg: ModelConfig, tp: int, inference: bool) -> str | None
     can). Every size of tensor_split_sizes must divide by tp. The key/value heads too in training:
     Megatron-LM's TransformerConfig.__post_init__ raises "num_query_groups must be a multiple of
     tensor_model_parallel_size" (megatron/core/transformer/transformer_config.py at d2c5e8b).
-    Inference also takes tp a multiple
-    of them, each head replicated over tp / h_kv ranks as vLLM does (split.kv_heads_per_rank;
-    QKVParallelLinear's divide(tp_size, total_num_kv_heads) needs the multiple)."""
+    Inference also takes tp a multiple of them, each head replicated over tp / h_kv ranks as vLLM
+    does (split.kv_heads_per_rank; QKVParallelLinear's divide(tp_size, total_num_kv_heads) needs it)."""
     name, kv = show(cfg.name), cfg.n_kv_heads
     if tp > 1 and cfg.n_mixer_layers("shared"):  # costmodel/shared_block.py: no tensor-parallel split modelled
         return f"splits Zamba's shared attention-and-MLP blocks, not modelled under tensor parallelism (model {name})"
@@ -218,13 +218,11 @@ class Layout:
     moe_router_load_balancing_type: str = "aux_loss"  # Megatron-Core's; read where the router is unfused
     moe_permute_fusion: bool = True  # Megatron-Core's --moe-permute-fusion (layout/permute_fusion.py)
     moe_grouped_gemm: bool = True  # Megatron-Core's --moe-grouped-gemm (layout/sequential_mlp.py; False: SequentialMLP)
-    # the model's code calls Megatron's vocabulary-parallel cross-entropy on the fp32 logits, unfused,
-    # whatever the family (Megatron-Core's GPTModel before cross_entropy_loss_fusion: core_v0.6.0
-    # language_module.py compute_language_model_loss); False: the family's code decides (facts.loss_passes)
+    # the model's code calls Megatron's vocabulary-parallel cross-entropy on the fp32 logits, unfused, whatever the family (Megatron-
+    # Core's GPTModel before cross_entropy_loss_fusion: core_v0.6.0 language_module.py); False: the family's (facts.loss_passes)
     unfused_loss: bool = False
-    # each norm reads an fp32 copy of its input in a checkpointed dropout-and-norm function, as
-    # InternLM's layer runs it (blocks/norms.py fp32_input_norm_bytes); False: the norm reads its input
-    fp32_norm_input: bool = False
+    fp32_norm_input: bool = False  # each norm reads an fp32 copy of its input, as InternLM's layer (blocks/norms.py)
+    zero_optimizer: str = "flat"  # whose ZeRO-1 reduces the gradients and gathers the parameters (layout/zero_optimizer.py)
 
     def __post_init__(self) -> None:
         for name in ("dp", "tp", "pp", "microbatches", "virtual_stages", "ep", "cp"):
@@ -311,6 +309,7 @@ class Layout:
         if self.precision_aware_optimizer is not None:
             self._check_precision_aware(framework)
         check_fp8_options(self)
+        check_zero_optimizer(self)
         check_router_fusion(self)
         check_permute_fusion(self)
         if self.device not in DEVICES:
@@ -585,6 +584,7 @@ class Layout:
                 **({"fp8_autocast": self.fp8_autocast} if self.fp8_autocast else {}),
                 **({"unfused_loss": True} if self.unfused_loss else {}),
                 **({"fp32_norm_input": True} if self.fp32_norm_input else {}),
+                **({"zero_optimizer": self.zero_optimizer} if self.zero_optimizer != "flat" else {}),
                 **({"offload": self.offload, "offload_device": self.offload_device,
                     "gpus_per_node": self.gpus_per_node} if self.offload != "none" else {})}
 

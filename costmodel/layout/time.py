@@ -29,8 +29,8 @@ The overlap model (stated conventions, not measurements; each settable with Over
   its warm-up forwards and cool-down backwards run alone, exposed; in a paired step the MoE layers'
   comm and compute streams are walked phase by phase, the compute beside an exchange on the SMs
   the dispatcher leaves: layout/combined_1f1b.py, StepTime.ep_paired_hidden);
-- the optimizer step is a memory-bound pass over the rank's shard, as a fused optimizer makes it
-  (Megatron-LM's fp16 optimizer: its five passes, Framework.fp16_optimizer_passes);
+- the optimizer step is a memory-bound pass over the rank's shard, as a fused optimizer makes it (Megatron-LM's
+  fp16 optimizer: its five passes, Framework.fp16_optimizer_passes; nanotron's ZeRO-1: its copy loop, zero_optimizer.py);
 - under torch.autocast (`autocast=True`: fp32 parameters, as PyTorch Lightning's precision "bf16"
   runs them) each micro-batch casts the rank's weights and their gradients and accumulates the
   gradients in fp32 (autocast_bytes_per_parameter in costmodel/precision.py), a memory-bound
@@ -70,6 +70,7 @@ from .fsdp_copies import copy_seconds, edge_seconds
 from .fsdp_pipeline import step_reduce
 from .overlap import Overlap, check_ep_overlap  # noqa: F401 (Overlap: callers import it from here)
 from .rank import ParallelEstimate, Stage
+from .zero_optimizer import gather_copy_seconds
 
 
 def leaf_factor(leaf: dict[str, Any], estimate: ParallelEstimate) -> float:
@@ -396,10 +397,10 @@ class StepTime:
             step = sum(self.collective(group, kind, value) for group in once for kind, value in communication.get(group, {}).items())
             step_exposed = max(0.0, each + step - compute) - max(0.0, each - compute) if self.overlap.prefetch else step
             return m * exposed + step_exposed + reduced, m * (each - exposed) + step - step_exposed
-        gradients = sum(self.collective(group, kind, value) for group, kind, value in groups
-                        if kind in ("all_reduce", "reduce_scatter"))
-        parameters = sum(self.collective(group, kind, value) for group, kind, value in groups
-                         if kind == "all_gather")
+        gradients = sum(self.collective(group, kind, value, self.estimate.data_parallel_calls(stage, group, kind))
+                        for group, kind, value in groups if kind in ("all_reduce", "reduce_scatter"))
+        parameters = sum(self.collective(group, kind, value, self.estimate.data_parallel_calls(stage, group, kind))
+                         for group, kind, value in groups if kind == "all_gather")  # flat: 1 call, InternLM's: zero_optimizer.py
         # DeepSpeed's pipeline engine reduces after the schedule's last backward: nothing overlaps
         after_backward = self.estimate.framework.pp_reduce_after_backward and layout.pp > 1
         if layout.schedule == "interleaved" and layout.framework == "megatron" and not after_backward:
@@ -476,7 +477,7 @@ class StepTime:
             from ..step_bytes import bf16_optimizer_step_bytes
 
             seconds += params * bf16_optimizer_step_bytes(estimate.workload.bytes_per_element) / self.bytes_per_s
-        return seconds
+        return seconds + gather_copy_seconds(self, stage)  # nanotron's ZeRO-1 copies its gathered slices back
 
     def step_traffic(self) -> float:
         """Bytes the optimizer step moves per parameter it updates: one fused pass over the

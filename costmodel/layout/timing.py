@@ -28,6 +28,7 @@ def step_time(estimate: ParallelEstimate, hardware: Hardware, efficiency: Effici
         raise ConfigError("--compile is modelled by the kernel-level time model only; add --time-model kernels.")
     options.pop("attention_kernel", None)  # the roofline times attention at its one efficiency
     options.pop("implementation", None)  # the roofline has no host term
+    options.pop("decode_kernel", None)  # nor kernels: its attention is the tree's bytes and FLOPs
     options.pop("host_syncs", None)
     return StepTime(estimate, hardware, efficiency, **options)
 
@@ -74,7 +75,7 @@ def simulate_training(cfg: Any, workload: Any, layout: Any, hardware: Hardware,
 def simulate_decode(cfg: Any, workload: Any, layout: Any, hardware: Hardware,
                     efficiency: Efficiency | None = None, cuda_graphs: bool = False,
                     time_model: str | None = None, compiled: bool = False, prefill: bool = True,
-                    implementation: str = DEFAULT_DECODE_CODE) -> dict[str, Any]:
+                    implementation: str = DEFAULT_DECODE_CODE, decode_kernel: str | None = None) -> dict[str, Any]:
     """Inference with a layout: the prefill's time (the prompt's forward, stage after stage, with
     its tensor-parallel all-reduces: the time to the first token), the time per output token at
     the last step's context, its tensor-parallel all-reduce time, and each rank's weights and KV
@@ -85,7 +86,8 @@ def simulate_decode(cfg: Any, workload: Any, layout: Any, hardware: Hardware,
     the code that decodes (spec.DECODE_CODES, simulate's --decode-code): under the kernel model each
     eager step (the prefill; a decode step without CUDA graphs; not compiled) takes the longer of a
     rank's kernels with its exposed communication and its host's counted ops
-    (kernel_step.KernelStepTime.token), as simulate without a layout (equal at tp 1)."""
+    (kernel_step.KernelStepTime.token), as simulate without a layout (equal at tp 1). decode_kernel:
+    the decode steps' attention kernel (kernel_facts.json decode_attention_kernels), the kernel model's."""
     import dataclasses
 
     from ..roofline import generation_rates
@@ -97,13 +99,14 @@ def simulate_decode(cfg: Any, workload: Any, layout: Any, hardware: Hardware,
     # the code's KV cache (costmodel/decode_codes.py): its heads in per_rank's memory and the steps alike
     workload = dataclasses.replace(workload, decode_code=implementation)
     estimate = ParallelEstimate(cfg, workload, layout, phase="decode")
-    options = {"implementation": implementation, **({"compiled": True} if compiled else {})}
+    options = {"implementation": implementation, "decode_kernel": decode_kernel,
+               **({"compiled": True} if compiled else {})}
     token = step_time(estimate, hardware, efficiency, time_model, cuda_graphs=cuda_graphs, **options).token()
     first = {}
     if prefill:
         generate = dataclasses.replace(workload, logits_to_keep=generate_logits_to_keep(cfg, workload.impl))
         forward = step_time(ParallelEstimate(cfg, generate, layout, phase="prefill"), hardware, efficiency,
-                            time_model, **options).token()
+                            time_model, **options).token()  # decode_kernel: a decode step's alone (KernelStepTime)
         first = {"prefill": {"seconds": forward["seconds_per_token"], "compute_seconds": forward["compute_seconds"],
                              "tp_all_reduce_seconds": forward["tp_all_reduce_seconds"],
                              "ep_all_to_all_seconds": forward["ep_all_to_all_seconds"],
@@ -111,7 +114,7 @@ def simulate_decode(cfg: Any, workload: Any, layout: Any, hardware: Hardware,
                              **({"host": forward["host"]} if "host" in forward else {})}}
     if first and workload.gen_tokens:
         decode_s = generation_decode_seconds(cfg, workload, layout, hardware, efficiency, time_model,
-                                             cuda_graphs, compiled, implementation)
+                                             cuda_graphs, compiled, implementation, decode_kernel)
         first["generation"] = generation_rates(workload.batch * layout.dp, workload.gen_tokens,
                                                first["prefill"]["seconds"], decode_s)
     per_rank = serving_memory(estimate)
@@ -125,7 +128,7 @@ def simulate_decode(cfg: Any, workload: Any, layout: Any, hardware: Hardware,
 def generation_decode_seconds(cfg: Any, workload: Any, layout: Any, hardware: Hardware,
                               efficiency: Efficiency | None = None, time_model: str | None = None,
                               cuda_graphs: bool = False, compiled: bool = False,
-                              implementation: str = DEFAULT_DECODE_CODE) -> float:
+                              implementation: str = DEFAULT_DECODE_CODE, decode_kernel: str | None = None) -> float:
     """Seconds of the gen - 1 decode steps a generation of workload.gen_tokens tokens runs after
     the prefill's first token, step k at context prompt + k (k = 1 .. gen - 1), as
     simulate_inference counts them: the token time at up to 8 of those contexts (a workload of k + 1
@@ -137,7 +140,8 @@ def generation_decode_seconds(cfg: Any, workload: Any, layout: Any, hardware: Ha
     steps = workload.gen_tokens - 1
     if steps < 1:
         return 0.0
-    options = {"implementation": implementation, **({"compiled": True} if compiled else {})}
+    options = {"implementation": implementation, "decode_kernel": decode_kernel,
+               **({"compiled": True} if compiled else {})}
     workload = dataclasses.replace(workload, decode_code=implementation)  # its KV cache (decode_codes.py)
     shown = shown_steps(steps)
     # a workload of k + 1 generated tokens has its last step at context prompt + k

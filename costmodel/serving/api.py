@@ -174,7 +174,7 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
                   step: StepTime | None = None, attention_backend: str | None = None,
                   sizings: dict | None = None, mamba_ssm_cache_dtype: str = "auto",
                   max_capture_len: int | None = None, host: bool = True,
-                  host_time: str = NO_HOST_TIME) -> tuple[Any, Any, dict[str, Any]]:
+                  host_time: str = NO_HOST_TIME, decode_kernel: str | None = None) -> tuple[Any, Any, dict[str, Any]]:
     """The scheduler class's arguments, a StepTime and the setup dict of one replica (a search
     passes the StepTime it built for this hardware and tp, and a dict that keeps the cache
     sizings by token budget). cuda_graphs: "auto" (the scheduler's engine's default: graphs.py
@@ -189,7 +189,9 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
     static batching, whose C++ runtime issues no Python ops). host_time: a vLLM version's host time a step
     between forward passes (host_time.json: vllm-v0.5.4, vllm-v0.6.0, vllm-v1; none: the GPU's kernels alone),
     the step's `host_time` attribute, which run_replicas hands the event loop (apart from host_step.py's ops,
-    which the vLLM schedulers do not take)."""
+    which the vLLM schedulers do not take). decode_kernel: the kernel a decode sequence's attention runs where the
+    engine's code states one (kernel_facts.json decode_attention_kernels: "trtllm-mmha", TensorRT-LLM v0.6.1's masked
+    MHA, as benchmarks/published_trtllm_static.py runs its rows); None: the attention backend's kernel."""
     require_decoder_only(cfg)
     from ..defaults import serving_attention
 
@@ -275,6 +277,11 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
         raise ConfigError(f"--attention-backend {backend} runs its own FlashAttention kernel; --attention {attention} "
                           f"names another: drop one of them.")
     timed = {"attention_kernel": kernel} if kernel != DEFAULT_KERNEL else {}
+    if decode_kernel is not None:  # a decode sequence's attention under a kernel stated from its code (kernel model)
+        if time_model_for(hardware, time_model, dtype or hardware.default_dtype) != "kernels":
+            raise ConfigError(f"decode kernel {decode_kernel} is the kernel model's; the roofline times attention at "
+                              "the hardware's efficiencies: drop one of them.")
+        timed["decode_kernel"] = decode_kernel
     step = step or StepTime(cfg, hardware, dtype, efficiency, profile, tp, pp, time_model, **timed)
     step = step.with_graphs(graphs)
     if host:  # an eager counted code on a GPU: host_step.py

@@ -325,8 +325,9 @@ class KernelStepTime(StepTime):
 
     def __init__(self, cfg: ModelConfig, hardware: Hardware, dtype: str = "bf16",
                  efficiency: Efficiency | None = None, profile: Any = None, tp: int = 1, pp: int = 1,
-                 time_model: str | None = None, timer: KernelTimer | None = None, attention_kernel: str = "flash2"):
-        """timer: a KernelTimer (default: this hardware's and dtype's, attention at attention_kernel's figures)."""
+                 time_model: str | None = None, timer: KernelTimer | None = None, attention_kernel: str = "flash2",
+                 decode_kernel: str | None = None):
+        """timer: a KernelTimer (default: this hardware's and dtype's, attention_kernel's figures, decode_kernel's)."""
         import numpy as np
 
         check_kernel_model(hardware)
@@ -338,15 +339,14 @@ class KernelStepTime(StepTime):
         eager = eager_implementation(cfg, model.profile.attention, weight_format)
         self.timer = timer or KernelTimer(hardware, self.dtype, model.profile.attention, efficiency=efficiency,
                                           eager_ops=eager_op_counts(cfg, model.profile.attention, weight_format),
-                                          w8a8=runs_w8a8(weight_format, hardware), attention_kernel=attention_kernel)
-        if self.timer.eager_ops is None:
-            eager = None  # the implementation's copies go with its eager ops (transformers' engine)
+                                          w8a8=runs_w8a8(weight_format, hardware), attention_kernel=attention_kernel,
+                                          decode_kernel=decode_kernel)
+        eager = eager if self.timer.eager_ops is not None else None  # its copies go with its eager ops (transformers')
         # The launches of the leaves a CUDA graph replays (graphs.py): graph_kernel_s per kernel.
         self.graph_timer = KernelTimer(hardware, self.dtype, model.profile.attention, cuda_graphs=True,
                                        efficiency=efficiency, w8a8=runs_w8a8(weight_format, hardware))
-        subs = {**{k: sp.Integer(v) for k, v in model_values(cfg).items()},
-                S.b: sp.Integer(1), S.s: sp.Integer(1), S.T: sp.Integer(0), S.e: sp.Integer(self.e),
-                S.tp: sp.Integer(tp)}
+        subs = {**{k: sp.Integer(v) for k, v in model_values(cfg).items()}, S.b: sp.Integer(1), S.s: sp.Integer(1),
+                S.T: sp.Integer(0), S.e: sp.Integer(self.e), S.tp: sp.Integer(tp)}
         quantized = getattr(model.profile, "weight_format", None) is not None
         # Per group: (leaf's kernels, runs per step, launches) for each leaf.
         self.groups: dict[str, list] = {"context": [], "head": [], "tokens": []}
@@ -370,8 +370,7 @@ class KernelStepTime(StepTime):
         self.eager_step = EagerStep(eager, self.groups["context"], self.timer, subs, tp)
         self._token_seconds: dict[tuple[str, int], float] = {}
         self._layout = self._context_layout()
-        self._decode_table = np.zeros((0, self._layout[1]))
-        self._known = np.zeros(0, dtype=bool)  # which contexts' rows the table holds
+        self._decode_table, self._known = np.zeros((0, self._layout[1])), np.zeros(0, dtype=bool)  # rows, contexts held
         self._chunks: dict[tuple[int, int], Any] = {}
 
     # -- the leaves that depend on the token count only ------------------------------------------
