@@ -50,7 +50,7 @@ ONE_GPU = ("finetune sizes one GPU's LoRA/QLoRA step (with --offload-optimizer, 
                spec.DEFAULT_RECOMPUTE)
 @hardware_option(None, "A GPU (see `hardware`): whether the step fits, and what would make it fit.")
 @click.option("--tokens", type=TOKENS, default=None, help="With --hardware: the tokens of an epoch (or run), timed at the step's time.")
-@click.option("--price", type=float, default=None, help="With --hardware and --tokens: $ per GPU-hour; the run's cost.")
+@click.option("--price", type=float, default=None, help="With --hardware and --tokens: $ per GPU-hour (default: the hardware file's price_per_gpu_hour, if it has one); the run's cost.")
 @click.option("--gpus", type=int, default=None, hidden=True, help="Refused: the error names what sizes more GPUs.")
 @json_option("As JSON on stdout.")
 def finetune(model, config, method, rank, alpha, targets, adapter_dtype, optimizer, offload_optimizer,
@@ -120,15 +120,16 @@ def finetune(model, config, method, rank, alpha, targets, adapter_dtype, optimiz
 
 def _step_time(cfg, workload, tune, hardware, tokens: int | None, price: float | None) -> dict:
     """The step's seconds (costmodel/lora_time.py) and, with --tokens, the run's steps, seconds,
-    GPU-hours and, with --price, dollars."""
+    GPU-hours and, at --price or the hardware file's price_per_gpu_hour, dollars: a whole number of
+    steps costed by costmodel/cost.py's training_cost, as simulate --train and plan cost theirs."""
+    from costmodel.cost import check_price, check_tokens, training_cost
     from costmodel.lora_time import lora_step
 
     if price is not None and tokens is None:
         raise InputError("--price: needs --tokens (the run it prices).")
-    if price is not None and not price >= 0:
-        raise InputError(f"--price must not be negative, got {price}.")
-    if tokens is not None and tokens <= 0:
-        raise InputError(f"--tokens must be positive, got {tokens}.")
+    check_price(price)
+    check_tokens(tokens)
+    price = hardware.price_per_gpu_hour if price is None else price
     try:
         step = lora_step(cfg, workload, tune, hardware)
     except ConfigError as error:  # asked for a run's time: one line; else the memory stands, with the reason
@@ -140,10 +141,11 @@ def _step_time(cfg, workload, tune, hardware, tokens: int | None, price: float |
            "skipped_weight_gradient_seconds": step["skipped_weight_gradient_seconds"], "counted": step["counted"]}
     if tokens is not None:
         steps = math.ceil(tokens / step["tokens"])
-        seconds = steps * step["seconds"]
-        out |= {"tokens": tokens, "steps": steps, "seconds": seconds, "gpu_hours": seconds / 3600}
+        run = training_cost(steps * step["tokens"], step["tokens"] / step["seconds"], 1, sum(step["gemm_flops"].values()),
+                            step["tokens"], price)
+        out |= {"tokens": tokens, "steps": steps, "seconds": run["train_seconds"], "gpu_hours": run["gpu_hours"]}
         if price is not None:
-            out |= {"price_per_gpu_hour": price, "dollars": seconds / 3600 * price}
+            out |= {"price_per_gpu_hour": price, "dollars": run["dollars"]}
     return out
 
 

@@ -28,6 +28,16 @@ WORKLOAD_DTYPES = ("fp32", "fp16", "bf16")
 EFFICIENCY_STAND_IN = {"mxfp8": "fp8", "fp4": "fp8"}
 
 
+#: The least peak FLOP/s and memory bandwidth a hardware file may state: 1e9 (1 GFLOP/s, 1 GB/s), below
+#: any GPU's or CPU's (a T4 reads 320 GB/s; one DDR4-3200 channel 25.6 GB/s), so a figure typed in TB/s
+#: or TFLOP/s (4.8 for an H200's bandwidth: "prefill 931 years") is one error line. A check of the
+#: input's unit, not a fitted figure.
+FLOOR = 1e9
+BYTES_PER_S = "bytes per second: an H200's 4.8 TB/s is 4.8e12"
+FLOP_PER_S = "FLOP/s: an H200's 989.4 TFLOP/s in bf16 is 9.894e14"
+BYTES = "bytes: 141 GB is 141e9, 80 GiB 85899345920"
+
+
 @dataclass(frozen=True)
 class Field:
     kind: type  # float, int or str
@@ -36,6 +46,7 @@ class Field:
     low: float | None = None  # smallest allowed value (inclusive unless strict)
     strict: bool = False  # low is exclusive
     high: float | None = None  # largest allowed value (inclusive)
+    units: str | None = None  # said beside a value under `low`: a figure typed in TB/s, TFLOP/s or GB
 
     def problem(self, name: str, value: Any) -> str | None:
         """What is wrong with `value` for this field, as a sentence; None when it is right."""
@@ -50,7 +61,8 @@ class Field:
             return f"{name} must be a whole number, got {show(value)}"
         if self.low is not None and (value <= self.low if self.strict else value < self.low):
             bound = "greater than" if self.strict else "at least"
-            return f"{name} must be {bound} {self.low:g}, got {show(value)}"
+            low = f"{int(self.low):,}" if self.low >= 1e6 and self.low == int(self.low) else f"{self.low:g}"
+            return f"{name} must be {bound} {low}, got {show(value)}" + (f" ({self.units})" if self.units else "")
         if self.high is not None and value > self.high:
             return f"{name} must be at most {self.high:g}, got {show(value)}"
         return None
@@ -63,9 +75,11 @@ SCHEMA: dict[str, Field] = {
     "flops_per_s": Field(dict, f"dense matmul FLOP/s per dtype ({', '.join(PEAK_DTYPES)}); no sparsity",
                          required=True),
     "vector_flops_per_s": Field(float, "FLOP/s of the non-matmul ops (the FP32 non-tensor peak); 0: the fp32 peak", low=0),
-    "bandwidth_bytes_per_s": Field(float, "memory bandwidth, bytes/s", required=True, low=0, strict=True),
+    "bandwidth_bytes_per_s": Field(float, "memory bandwidth, bytes/s (at least 1 GB/s: a figure in TB/s or GB/s "
+                                   "is refused, not timed as bytes)", required=True, low=FLOOR, units=BYTES_PER_S),
     "copy_bandwidth_bytes_per_s": Field(float, "a measured copy bandwidth (calibration, informational)", low=0),
-    "memory_bytes": Field(int, "memory capacity, bytes", required=True, low=0, strict=True),
+    "memory_bytes": Field(int, "memory capacity, bytes (at least 1 GiB: a figure in GB is refused)", required=True,
+                          low=2**30, units=BYTES),
     "device_memory_bytes": Field(int, "the memory the device reports to CUDA (torch.cuda.mem_get_info's total), "
                                  "bytes: below memory_bytes, as the driver keeps the rest; where given, every fit "
                                  "and serving budget is taken of it instead of memory_bytes (its source in "
@@ -192,6 +206,9 @@ def schema_problems(data: Any) -> list[str]:
     problems += _peak_problems(data)
     problems += _section_problems(data, "efficiency", {k: Field(float, "", low=0, strict=True, high=1)
                                                       for k in ("compute", "memory")})
+    if isinstance(data.get("efficiency"), dict):  # half of it read 1 for the other half, unsaid
+        problems += [f"efficiency.{k} is missing (state compute and memory both, or leave efficiency out "
+                     "for 1 and 1, the peaks)" for k in ("compute", "memory") if k not in data["efficiency"]]
     problems += _section_problems(data, "interconnect", INTERCONNECT)
     for section in ("matmul_efficiency", "sustained_matmul_efficiency"):
         problems += _section_problems(data, section, {k: Field(float, "", low=0, strict=True, high=1)
@@ -366,7 +383,7 @@ def _peak_problems(data: dict) -> list[str | None]:
         return [f"flops_per_s must be an object of dtype: FLOP/s, got {show(peaks)}"]
     problems = [f"flops_per_s has an unknown dtype {show(k)} (known: {', '.join(PEAK_DTYPES)})"
                 for k in peaks if k not in PEAK_DTYPES]
-    problems += [Field(float, "", low=0, strict=True).problem(f"flops_per_s.{k}", v) for k, v in peaks.items()]
+    problems += [Field(float, "", low=FLOOR, units=FLOP_PER_S).problem(f"flops_per_s.{k}", v) for k, v in peaks.items()]
     default = data.get("default_dtype", "bf16")
     if isinstance(default, str) and default not in WORKLOAD_DTYPES and "default_dtype" in data:
         # fp8 has a peak but is no --dtype: it passed here and every command then blamed the workload

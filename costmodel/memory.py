@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 import sympy as sp
@@ -71,9 +72,11 @@ def phase_bytes(model: CostModel) -> sp.Expr:
     return held + (logits if transient == 0 else sp.Max(logits, transient))
 
 
+@lru_cache(maxsize=64)
 def decode_phase_bytes(cfg: ModelConfig, profile: Any) -> sp.Expr:
     """Memory of one decode step at context c (its cache holds c tokens). A class that holds no
-    cache (facts.kv_cache_held false: OpenAI GPT's) reruns the prefix instead: a prefill of c tokens."""
+    cache (facts.kv_cache_held false: OpenAI GPT's) reruns the prefix instead: a prefill of c tokens.
+    Cached by (cfg, profile), both frozen: a warm simulate built its trees and Max anew each call."""
     if not profile.facts.kv_cache_held:
         return phase_bytes(CostModel(cfg, profile, phase="prefill")).xreplace({S.n: S.c})
     return phase_bytes(CostModel(cfg, profile, phase="decode"))
@@ -82,10 +85,16 @@ def decode_phase_bytes(cfg: ModelConfig, profile: Any) -> sp.Expr:
 def inference_phases(cfg: ModelConfig, profile: Any) -> dict[str, sp.Expr]:
     """The prefill's memory and, for a model with a decoder, the last decode step's at c = n + T - 1
     (symbols.LAST_CONTEXT; decode_phase_bytes is that step's at any context c)."""
+    return dict(_inference_phases(cfg, profile))
+
+
+@lru_cache(maxsize=64)
+def _inference_phases(cfg: ModelConfig, profile: Any) -> tuple[tuple[str, sp.Expr], ...]:
+    """inference_phases' pairs, cached by (cfg, profile) (a new dict to each caller)."""
     phases = {"prefill": phase_bytes(CostModel(cfg, profile, phase="prefill"))}
     if cfg.n_decoder_layers:
         phases["decode"] = decode_phase_bytes(cfg, profile).xreplace({S.c: S.LAST_CONTEXT})
-    return phases
+    return tuple(phases.items())
 
 
 def inference_bytes(cfg: ModelConfig, profile: Any) -> sp.Expr:

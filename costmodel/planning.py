@@ -189,7 +189,7 @@ def plan(model: Any, gpus: int | Sequence[int], hardware: str = DEFAULT_HARDWARE
         feasible += result["feasible"]
         infeasible += result["infeasible"]
         nearest = result.get("nearest", nearest)
-    host_bound = host_note(feasible, chosen)
+    host_bound = serving_host_note(feasible) if serve else host_note(feasible, chosen)
     notes += [host_bound] if host_bound else []
     data: dict[str, Any] = {"feasible": feasible, "infeasible": infeasible}
     if serve:
@@ -216,6 +216,26 @@ def plan(model: Any, gpus: int | Sequence[int], hardware: str = DEFAULT_HARDWARE
                       "rank_by": rank_by,
                       "memory_capacity": chosen.serving_memory_bytes if serve else chosen.training_memory_bytes}
     return PlanResult(data, warnings, notes)
+
+
+def serving_host_note(feasible: list[dict[str, Any]]) -> str | None:
+    """Where every serving layout's decode step is host-bound (Hugging Face generate's eager ops
+    issued on each rank's host outlast its kernels: layout/kernel_step.py token), one line saying
+    that their times per token are the host's, not the layouts', and how to time the kernels; else
+    None (`plan --serve --gpus 8` ranked ten layouts of llama3.1-8b, each 16.3 ms a token, in an
+    order that said nothing, and did not say why)."""
+    if not feasible or not all(entry.get("host", {}).get("bound") for entry in feasible):
+        return None
+    ops = sorted({entry["host"]["ops_per_step"] for entry in feasible})
+    return (f"every layout's decode step is host-bound: Hugging Face generate's eager step issues {ops[0]:,} "
+            f"to {ops[-1]:,} ops on each rank's host, longer than the rank's kernels, so the times per "
+            "token rank the hosts, not the layouts (ties go to the most tokens a second); "
+            "--cuda-graphs on times each layout's decode step replayed from a graph, as an engine runs it."
+            if ops[0] != ops[-1] else
+            f"every layout's decode step is host-bound: Hugging Face generate's eager step issues {ops[0]:,} ops "
+            "on each rank's host, longer than the rank's kernels, so the times per token rank the hosts, not "
+            "the layouts (ties go to the most tokens a second); --cuda-graphs on times each layout's decode "
+            "step replayed from a graph, as an engine runs it.")
 
 
 def host_note(feasible: list[dict[str, Any]], hardware: Any) -> str | None:

@@ -36,7 +36,7 @@ from .hardware import Efficiency, Hardware, kernel_times
 from .memory import decode_phase_bytes, inference_phases
 from .leaf import Leaf
 from .quantization import blended_peak, runs_w8a8, w8a8_leaf_adjustment, w8a8_peak
-from .tree import CostModel, generate_logits_to_keep, model_values, profile_for
+from .tree import CostModel, generate_logits_to_keep, model_values, profile_for, shared_model
 from .workload import logits_kept
 
 KERNEL_QUANTITIES = ("flops_matmul", "bytes_matmul", "flops_other", "bytes_other")  # per block
@@ -126,10 +126,10 @@ class Roofline:
         # the FP8 peak, their inputs read in one byte after a quantization pass (w8a8_leaf_bytes).
         self.w8a8 = runs_w8a8(profile.weight_format, hardware)
         self.fp8_flops_per_s = w8a8_peak(hardware, eff) if self.w8a8 else None
-        self.prefill_model = CostModel(cfg, profile, phase="prefill")
+        self.prefill_model = shared_model(cfg, profile, phase="prefill")
         # A class without a KV cache (OpenAI GPT's) reruns the decoder over the prefix at every step.
         self.cacheless = bool(cfg.n_decoder_layers) and not profile.facts.kv_cache_held
-        self.decode_model = (CostModel(cfg, profile, phase="decode")
+        self.decode_model = (shared_model(cfg, profile, phase="decode")
                              if cfg.n_decoder_layers and not self.cacheless else None)
         self.encoder_decoder = cfg.architecture == "encoder-decoder"
 

@@ -368,7 +368,7 @@ JSON_UNITS = {
     "simulate": {"seconds": "seconds (every key ending in seconds, time_per_output_token, step_time)",
                  "flops": "FLOP", "bytes": "bytes (memory, per_rank, stages, memory_capacity, *_bytes; but "
                                            "memory.max_batch: sequences, memory.max_context and model_context: tokens)",
-                 "tokens_per_second": "tokens a second",
+                 "tokens_per_second": "tokens a second, summed over the batch's sequences (x dp with a layout)",
                  "parallel": "bytes (per_rank, stages, communication, wire; but stage, layers, "
                              "virtual_stage_layers, micro_batches_in_flight: counts)",
                  "step": "mfu, hfu, bubble_fraction: fractions of 1; model_flops: FLOP a step; "

@@ -16,7 +16,7 @@ to c keys).
 from __future__ import annotations
 
 import dataclasses
-from functools import cached_property
+from functools import cached_property, lru_cache
 from typing import Callable, Iterable
 
 import sympy as sp
@@ -98,6 +98,14 @@ _PARAMETER_ORDERS: dict[str, Callable[[list[Leaf]], list[Leaf]]] = {
     "norms_last": lambda layer: sorted(layer, key=lambda leaf: isinstance(leaf.block, B.Norm)),
 }
 
+
+
+@lru_cache(maxsize=64)
+def shared_model(cfg: ModelConfig, profile: B.Profile, phase: str = "train") -> "CostModel":
+    """One CostModel per (cfg, profile, phase), both frozen, shared by the callers that only read
+    it (an inference simulation's trees): a warm `simulate` rebuilt its prefill and decode trees,
+    their leaves and sympy sums, on every call."""
+    return CostModel(cfg, profile, phase)
 
 
 class CostModel:

@@ -317,4 +317,24 @@ def verdict(cfg: ModelConfig, workload: Workload, layout: Any, capacity: int, gp
     if not result["fits"]:
         result["options"] = [o.to_dict() for o in options(cfg, workload, layout, capacity, gpus, phase, memory,
                                                            extra, flash)]
+        if layout is None and typed_code is not None:
+            _say_layout_code(result["options"], cfg, workload, typed_code, flash)
     return result
+
+
+def _say_layout_code(found: list[dict[str, Any]], cfg: ModelConfig, workload: Workload,
+                     typed_code: dict[str, str | None], flash: bool) -> None:
+    """A suggested layout (--dp, --gpus, --tp) is sized under its framework's code where none was typed
+    (framework_code: sdpa under DeepSpeed), which the verdict of no layout does not run (eager): its
+    cost says so. llama3.1-8b at 8,192 tokens on one H100 was offered "--dp 1 --zero 2 --offload
+    optimizer 68.16 GiB" as if ZeRO-Offload alone took 559.83 GiB there: the 387 GiB were sdpa's."""
+    from .defaults import implied
+    from .layout import Layout
+
+    framework = Layout().framework  # a suggestion's layout names none: the default's
+    code = implied(framework, typed_code.get("impl"), typed_code.get("attention"), cfg.family, flash)
+    if code["attention"] == workload.attention:
+        return
+    for option in found:
+        if option["change"].startswith(("--dp ", "--gpus ")) and "--attention" not in option["change"]:
+            option["cost"] += f" (sized under {framework}'s attention {code['attention']}, not {workload.attention})"

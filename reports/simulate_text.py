@@ -56,8 +56,12 @@ def render_parallel_training(r: dict[str, Any]) -> str:
         out.append(f"  MFU of the measured step: {100 * r['mfu_measured']:.1f}%")
     out += _train_cost(r)
     fits = "fits" if r["fits"] else "does NOT fit"
+    # where it does not fit, the two commands that answer "what does": a bare "does NOT fit" after a
+    # priced run (1T tokens of llama3.1-70b on 256 H100s at dp 256, ZeRO 0) left the user there
+    advice = "" if r["fits"] else (f": `plan --hardware {i['hardware']} --gpus {p['layout']['gpus']}` ranks the layouts "
+                                   f"that fit; `estimate --hardware {i['hardware']}` with this layout says what to change")
     out += ["", render_parallel(p),
-            f"The most loaded rank {fits} in {binary_bytes(r['memory_capacity'])}."]
+            f"The most loaded rank {fits} in {binary_bytes(r['memory_capacity'])}{advice}."]
     return "\n".join(out)
 
 
@@ -260,12 +264,23 @@ def _generation_lines(d: dict[str, Any], gen: int, width: int = 22) -> list[str]
     steps = d["decode_steps"]
     counted = (f"{steps:,} decode step{'s' if steps != 1 else ''} after the prefill's first token"
                if steps else "no decode step: the prefill gives the one token")
+    # the sequences the rates are summed over (batch, x dp with a layout): "decode rate 1,491 tokens/s"
+    # at batch 32 read as one user's rate; each sequence's own is the rate over them
+    sequences = round(d["end_to_end_tokens_per_second"] * d["end_to_end_seconds"] / gen)
+
+    def over(tokens_per_second: float, why: str = "") -> str:
+        each = f"{rate(tokens_per_second / sequences)} each" if sequences > 1 else ""
+        return (f" over the {sequences:,} sequences" if sequences > 1 else "") + (
+            f" ({'; '.join(part for part in (each, why) if part)})" if each or why else "")
+
     return [f"  {'generation':<{width}}{seconds(d['decode_seconds']):>10}   {gen:,} token{'s' if gen != 1 else ''} "
             f"a sequence: {counted}"
-            + (f"; decode rate {rate(d['decode_tokens_per_second'])} tokens/s" if steps else ""),
+            + (f"; decode rate {rate(d['decode_tokens_per_second'])} tokens/s"
+               f"{over(d['decode_tokens_per_second'])}" if steps else ""),
             f"  {'prefill + generation':<{width}}{seconds(d['end_to_end_seconds']):>10}   "
-            f"end-to-end rate {rate(d['end_to_end_tokens_per_second'])} tokens/s (every new token, "
-            "the first included, over the prefill and the steps)"]
+            f"end-to-end rate {rate(d['end_to_end_tokens_per_second'])} tokens/s"
+            + over(d["end_to_end_tokens_per_second"],
+                   "every new token, the first included, over the prefill and the steps")]
 
 
 def _generation_cost(r: dict[str, Any], width: int = 22) -> list[str]:

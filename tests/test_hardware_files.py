@@ -99,7 +99,7 @@ def test_malformed_files_get_one_line_naming_every_bad_field(tmp_path, capsys):
     path.write_text(json.dumps(bad))
     code, out, err = run(["simulate", "--model", "gpt2", "--hardware", str(path)], capsys)
     assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
-    for phrase in ("memory_bytes must be greater than 0, got -1", "unknown field 'bandwidth'",
+    for phrase in ("memory_bytes must be at least 1,073,741,824, got -1", "unknown field 'bandwidth'",
                    "bandwidth_bytes_per_s is missing", "unknown dtype 'fp9'",
                    "serving_memory_utilization must be at most 1, got 1.5",
                    "interconnect.gpus_per_node must be at least 1, got 0"):

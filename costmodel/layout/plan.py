@@ -367,6 +367,8 @@ def serving_token_times(cfg: ModelConfig, workload: Workload, layout: Layout, ha
     out = {"time_per_output_token": last["seconds_per_token"], "tokens_per_second": last["tokens_per_second"],
            "tp_all_reduce_seconds": last["tp_all_reduce_seconds"], "ep_all_to_all_seconds": last["ep_all_to_all_seconds"],
            "last_step": {"context": workload.seq_len + workload.fed_back_tokens(), "seconds": last["seconds_per_token"]}}
+    if last.get("host"):  # an eager step's host ops weighed against its kernels (kernel_step.token)
+        out["host"] = last["host"]
     if workload.gen_tokens > 1:
         decode_s = generation_decode_seconds(cfg, workload, layout, hardware, efficiency, time_model,
                                              cuda_graphs, compiled)
