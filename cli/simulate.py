@@ -237,11 +237,12 @@ def refuse_other_mode(ctx: click.Context, train: bool) -> None:
               "(default: bf16, as bitsandbytes, AWQ, GPTQ and vLLM leave it); the embedding stays in --dtype.")
 @choice_option("--quant-layout", spec.QUANT_LAYOUTS, "Inference, --weight-dtype int8 or int4: how the weights are "
                f"stored and read: {spec.QUANT_LAYOUTS.described()}.", spec.DEFAULT_QUANT_LAYOUT)
-@click.option("--kv-dtype", type=click.Choice(spec.KV_DTYPES), default=None, help=f"Inference: a quantized KV cache ({spec.KV_DTYPES.listed()}): its memory.")
+@click.option("--kv-dtype", type=click.Choice(spec.KV_DTYPES), default=None, help=f"Inference: a quantized KV cache ({spec.KV_DTYPES.listed()}): its memory, and its reads where --decode-code's attention reads it as stored (tensorrt-llm).")
 @choice_option("--fp8-gemm", spec.FP8_GEMMS, f"Inference, --weight-dtype fp8: how its GEMMs multiply: "
                f"{spec.FP8_GEMMS.described()}.", spec.DEFAULT_FP8_GEMM)
-@choice_option("--decode-code", spec.DECODE_CODES, "Inference, eager on a GPU: whose decoding loop issues the "
-               f"ops the host time counts: {spec.DECODE_CODES.described()}.", spec.DEFAULT_DECODE_CODE)
+@choice_option("--decode-code", spec.DECODE_CODES, "Inference: the code that decodes: the ops an eager step's host "
+               "time counts, the heads its KV cache holds and how its attention reads a quantized cache "
+               f"(costmodel/decode_codes.json): {spec.DECODE_CODES.described()}.", spec.DEFAULT_DECODE_CODE)
 @layout_options
 @mtp_option
 @json_option("As JSON on stdout.")

@@ -136,7 +136,9 @@ def _expressions(cfg: ModelConfig, workload: Workload) -> tuple[dict[str, Any], 
 
 def structure_key(cfg: ModelConfig, workload: Workload) -> dict[str, Any]:
     """What the expressions depend on besides the symbols' values (the compiled cache's key)."""
-    return {"model": cfg.structure(), "workload": workload.options(),
+    from .decode_codes import tree_options
+
+    return {"model": cfg.structure(), "workload": {**workload.options(), **tree_options(cfg, workload)},
             "layers": cfg.n_layers}
 
 

@@ -226,9 +226,12 @@ def generation_seconds(roof: "Roofline", batch: int, lo: int, hi: int, source_le
     no launches under CUDA graphs) and without one (every step reruns the decoder over its prefix;
     an encoder-decoder keeps the encoder's output): summed in closed form
     (costmodel/decode_sums.py), at once for any number of steps; step by step where a cost is not
-    piecewise polynomial in the context, or where quantized weights or KV change the bytes the
-    closed form does not model."""
-    if roof.quantized:
+    piecewise polynomial in the context, or where quantized weights or KV, or a decode code's own
+    cache (decode_codes.tree_options: the KV heads where transformers' class caches more), change
+    the bytes the closed form (transformers' tree) does not model."""
+    from .decode_codes import tree_options
+
+    if roof.quantized or tree_options(roof.cfg, roof.workload):
         return stepwise_generation_seconds(roof, batch, lo, hi, source_len)
     rates = (roof.flops_per_s, roof.vector_flops_per_s, roof.bytes_per_s)
     if roof.cacheless:  # no cache to decode with: every step is the rerun (OpenAI GPT's class)
@@ -314,7 +317,8 @@ def simulate_inference(cfg: ModelConfig, hardware: Hardware, *, prompt: int, gen
     prefill and the cached decode steps (the table's uncached reruns stay the roofline's).
     cuda_graphs: decode steps replayed from a CUDA graph, with no launch overhead.
     implementation: the code that decodes ("transformers": Hugging Face generate; "gpt-fast":
-    gpt-fast's Transformer, as torchao's benchmarks run it): where its eager step's ops are counted
+    gpt-fast's Transformer, as torchao's benchmarks run it; "tensorrt-llm"): its KV cache (the heads
+    it holds, how its attention reads a quantized one: costmodel/decode_codes.py), and where its eager step's ops are counted
     (kernel_facts.json "eager_step_ops") and the hardware has an op's time (eager_op_s: the file's; on a
     GPU whose file states none, borrowed from the project's H200 host, Hardware.host_op_borrowed), the kernel
     model's eager steps (the prefill, the cached steps and the table's reruns, at any batch) take
@@ -342,7 +346,8 @@ def simulate_inference(cfg: ModelConfig, hardware: Hardware, *, prompt: int, gen
     time_model = time_model_for(hardware, time_model, dtype)
     if compiled and time_model != "kernels":
         raise ConfigError("--compile is modelled by the kernel-level time model only; add --time-model kernels.")
-    roof = Roofline(cfg, hardware, dtype, efficiency, attention, kv_cache, cuda_graphs, quantization, mla)
+    roof = Roofline(cfg, hardware, dtype, efficiency, attention, kv_cache, cuda_graphs, quantization, mla,
+                    decode_code=implementation)
     encoder_decoder = cfg.architecture == "encoder-decoder"
     source = prompt if encoder_decoder else 1
     decoder_prompt = decoder_prompt if encoder_decoder else prompt

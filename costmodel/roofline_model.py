@@ -96,7 +96,8 @@ class Roofline:
     def __init__(self, cfg: ModelConfig, hardware: Hardware, dtype: str = "bf16",
                  efficiency: Efficiency | None = None, attention: str = "eager",
                  kv_cache: str = "dynamic", cuda_graphs: bool = False,
-                 quantization: dict[str, Any] | None = None, mla: str = "naive"):
+                 quantization: dict[str, Any] | None = None, mla: str = "naive",
+                 decode_code: str = "transformers"):
         self.cfg = cfg
         self.hardware = hardware
         self.attention, self.kv_cache = attention, kv_cache
@@ -112,7 +113,10 @@ class Roofline:
         self.decode_overhead_s = 0.0 if cuda_graphs else self.overhead_s
         if kv_cache not in KV_CACHES:
             raise ConfigError(f"kv_cache must be one of {', '.join(KV_CACHES)}, got {show(kv_cache)}.")
-        self.workload = Workload(attention=attention, dtype=self.dtype, mla=mla, **(quantization or {}))
+        # decode_code: the code that decodes (costmodel/decode_codes.py): its KV cache's heads and
+        # how its attention reads a quantized cache, in the memory and the passes alike
+        self.workload = Workload(attention=attention, dtype=self.dtype, mla=mla, decode_code=decode_code,
+                                 **(quantization or {}))
         # Quantized weights or KV cache change the bytes the closed-form sums do not model.
         self.quantized = any(v is not None for v in (quantization or {}).values())
         # HF generate: its prefill (and an uncached rerun) computes the last position's logits only.

@@ -81,6 +81,7 @@ QUANT_LAYOUTS = Choices({
 DEFAULT_QUANT_LAYOUT = "gptq"
 #: --kv-dtype: one byte per cached element, plus two fp32 scales per layer (blocks.kv_cache_bytes).
 KV_DTYPES = Choices({"fp8": "", "int8": ""})
+KV_DTYPE_BYTES = {"fp8": 1, "int8": 1}  # bytes an element (blocks.attention.kv_element_bytes)
 #: The adapters' dtype of a LoRA fine-tune.
 ADAPTER_DTYPES = Choices({"fp32": "", "bf16": "", "fp16": ""})
 
@@ -190,6 +191,8 @@ DECODE_CODES = Choices({
     "transformers-4.51": "Hugging Face generate under transformers 4.51.3 (Qwen3-MoE's block loops over every expert)",
     "gpt-fast": "gpt-fast's Transformer and generate loop (as torchao's benchmarks run it)",
     "gpt-fast-mixtral": "gpt-fast's mixtral-moe model (its ops not counted)",
+    "tensorrt-llm": "TensorRT-LLM's engine (its ops not counted): one QKV GEMM, the KV heads cached, a quantized "
+                    "cache read as stored by its attention plugin",
 })
 DEFAULT_DECODE_CODE = "transformers"
 FLOPS_CONVENTIONS = Choices({

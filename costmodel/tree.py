@@ -50,7 +50,7 @@ def profile_for(cfg: ModelConfig, workload: Workload | None = None, **changes) -
         attention_dropout=attention_dropout, family=cfg.family, recompute=workload.recompute,
         recompute_layers=workload.recompute_layers,
         precision=workload.precision, optimizer=workload.optimizer, kv_dtype=workload.kv_dtype,
-        kv_cache=workload.kv_cache,
+        kv_cache=workload.kv_cache, decode_code=workload.decode_code,
         mla=workload.mla,
         weight_format=workload.weight_format,
         logits_to_keep=workload.logits_to_keep,

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import spec
+from .decode_codes import codes as decode_codes
 from .errors import ConfigError, check_bool, check_choice, check_int, show
 from .layer_pattern import states_context
 from .facts import facts_for
@@ -158,6 +159,10 @@ class Workload:
     # heads are narrower than its query/key heads: the CPU runs sdpa's math path, CUDA its
     # memory-efficient kernel (tree.sdpa_runs_math).
     sdpa_device: str = "cuda"
+    # The code that decodes (costmodel/decode_codes.py: spec.DECODE_CODES, simulate's --decode-code;
+    # a serve scheduler's engine): the heads its KV cache holds and how its attention reads a
+    # quantized one (Profile.decode_code), in the memory and the time alike.
+    decode_code: str = spec.DEFAULT_DECODE_CODE
 
     def __post_init__(self) -> None:
         owner = "workload"
@@ -201,6 +206,7 @@ class Workload:
         if self.kv_dtype is not None:
             check_choice(owner, "kv_dtype", self.kv_dtype, spec.KV_DTYPES)
         check_choice(owner, "mla", self.mla, MLA_FORMS)
+        check_choice(owner, "decode_code", self.decode_code, decode_codes())
         if self.expert_load is not None:
             load = tuple(self.expert_load)
             if not load or any(isinstance(x, bool) or not isinstance(x, (int, float)) or x < 0

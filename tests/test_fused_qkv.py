@@ -15,12 +15,13 @@ from costmodel.presets import load_preset
 from costmodel.roofline import Roofline, simulate_inference
 
 
-def test_the_fact_names_gpt_fasts_code_only():
+def test_the_fact_names_gpt_fasts_and_tensorrt_llms_code_only():
     fact = kernel_facts()["fused_projections"]
-    assert fact["implementations"] == {"gpt-fast": ["qkv"], "gpt-fast-mixtral": ["qkv"]}
+    assert fact["implementations"] == {"gpt-fast": ["qkv"], "gpt-fast-mixtral": ["qkv"], "tensorrt-llm": ["qkv"]}
     assert "self.wqkv = nn.Linear(config.dim, total_head_dim, bias=False)" in fact["source"]
-    assert (fuses_qkv("gpt-fast"), fuses_qkv("gpt-fast-mixtral"), fuses_qkv("transformers"), fuses_qkv(None)) == \
-        (True, True, False, False)
+    assert "self.qkv = ColumnLinear(hidden_size, hidden_size + 2 * tp_size" in fact["source_tensorrt_llm"]
+    assert (fuses_qkv("gpt-fast"), fuses_qkv("gpt-fast-mixtral"), fuses_qkv("tensorrt-llm"), fuses_qkv("transformers"),
+            fuses_qkv(None)) == (True, True, True, False, False)
 
 
 def test_one_gemm_of_the_summed_outputs_and_stored_bytes():

@@ -271,13 +271,13 @@ def test_a_quantized_cache_is_read_as_stored_by_an_engines_fused_kernel():
 
     for block in (AttentionScores, WeightedSum):
         engine = block(q_len=1, k_len=S.c,
-                       profile=Profile(attention="flash", kv_cache="static", kv_dtype="fp8", kv_read_as_stored=True))
+                       profile=Profile(attention="flash", kv_cache="static", kv_dtype="fp8", decode_code="vllm"))
         assert engine.cache_element_bytes == 1
         for profile in (Profile(attention="flash", kv_cache="dynamic", kv_dtype="fp8"),
                         Profile(attention="flash", kv_cache="static"),
                         # generate's static cache (simulate --kv-cache static): torch's sdpa takes no FP8
                         Profile(attention="sdpa", kv_cache="static", kv_dtype="fp8"),
-                        Profile(attention="eager", kv_cache="static", kv_dtype="fp8", kv_read_as_stored=True)):
+                        Profile(attention="eager", kv_cache="static", kv_dtype="fp8", decode_code="vllm")):
             assert block(q_len=1, k_len=S.c, profile=profile).cache_element_bytes == S.e
     # the kernel model's call: the keys and values at the cache's bytes, the queries and output not
     call = AttentionCall(batch=4, heads=64, n_q=1, n_kv=5000, head_dim=128, kv_heads=8)

@@ -12,6 +12,7 @@ import sympy as sp
 
 from .. import symbols as S
 from ..kernels import Kernel
+from ..spec import KV_DTYPE_BYTES
 from ..terms import FP32, INDEX, ZERO, Expr, dtype_bytes, elementwise_bytes, unless_fp32
 from .base import (
     Backward, BackwardStep, Block, Cost, LinearOp, Profile, Tensor, linear_bytes, linear_flops, make_cost, weight_and_bias,
@@ -25,12 +26,20 @@ from .base import (
 KV_SCALE_BYTES = 2 * FP32
 
 
+def kv_element_bytes(profile: Profile) -> Expr:
+    """Bytes of one cached key or value element as the cache stores it: the activation dtype, or
+    one byte in a quantized cache (profile.kv_dtype fp8 or int8: spec.KV_DTYPES). The cache's size
+    (kv_cache_bytes) and a kernel's reads of it as stored (AttentionCore.cache_element_bytes) both
+    take it from here."""
+    return S.e if profile.kv_dtype is None else sp.Integer(KV_DTYPE_BYTES[profile.kv_dtype])
+
+
 def kv_cache_bytes(elements: Expr, profile: Profile) -> Expr:
-    """Bytes of one layer's cached key/value elements: the activation dtype, or with a quantized
-    cache (profile.kv_dtype fp8 or int8) one byte each plus the layer's two scales."""
+    """Bytes of one layer's cached key/value elements (kv_element_bytes each), plus a quantized
+    cache's two per-tensor scales for the layer."""
     if elements == 0 or profile.kv_dtype is None:
-        return elements * S.e
-    return elements + KV_SCALE_BYTES
+        return elements * kv_element_bytes(profile)
+    return elements * kv_element_bytes(profile) + KV_SCALE_BYTES
 
 
 @dataclass(frozen=True)
@@ -262,15 +271,16 @@ class AttentionCore(Block):
 
     @property
     def cache_element_bytes(self) -> Expr:
-        """Bytes of each key and value element the kernel reads: one where a serving engine keeps a
-        quantized cache and its fused kernel attends on it as stored (Profile.kv_read_as_stored,
-        which serving_profile sets for vLLM-style engines: vLLM's FlashAttention-3 backend runs
-        attention in FP8 on an FP8 cache, its queries quantized too: vLLM docs,
-        features/quantization/quantized_kvcache.md), the activation dtype's otherwise
-        (transformers' QuantizedCache hands the kernel the dequantized cache; torch's sdpa takes
-        no FP8 inputs)."""
-        if self.profile.kv_dtype is not None and self.profile.kv_read_as_stored and not self.kernel.dense:
-            return sp.Integer(1)
+        """Bytes of each key and value element the kernel reads: the cache's as stored
+        (kv_element_bytes, the rule its size takes: one byte in an FP8 or int8 cache) where the
+        decode code's fused kernel attends on a quantized cache as stored (Profile.kv_read_as_stored,
+        costmodel/decode_codes.py: vLLM's FlashAttention-3 backend runs attention in FP8 on an FP8
+        cache, vLLM docs features/quantization/quantized_kvcache.md; TensorRT-LLM's masked MHA
+        converts the FP8 or int8 cache as it loads it, with one fp32 scale a layer passed to the
+        kernel, not read per element), the activation dtype's otherwise (transformers' QuantizedCache
+        and torchao's cache hand the kernel a dequantized copy; a dense kernel runs torch ops)."""
+        if self.profile.kv_read_as_stored and not self.kernel.dense:
+            return kv_element_bytes(self.profile)
         return S.e
 
     @property

@@ -9,6 +9,7 @@ in the package's docstring (costmodel/blocks/__init__.py).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -17,6 +18,7 @@ from typing import Any
 import sympy as sp
 
 from .. import symbols as S
+from ..decode_codes import cache_code
 from ..facts import Facts, facts_for
 from ..kernels import Kernel, choose
 from ..precision import ParamBytes, param_bytes
@@ -91,10 +93,10 @@ class Profile:
     # CPU's, which every measurement here was taken on (validate/FINDINGS.md, "The first GPU check")
     kernel_device: str = "cpu"
     kv_dtype: str | None = None  # a quantized KV cache (fp8, int8): one byte per element + scales
-    # A serving engine's fused attention kernel attends on a quantized cache as stored (vLLM's
-    # FlashAttention-3 backend on an FP8 cache), reading its keys and values at one byte each;
-    # False: the kernel is handed the cache in the activations' dtype (transformers' QuantizedCache).
-    kv_read_as_stored: bool = False
+    # The code that decodes (costmodel/decode_codes.py: spec.DECODE_CODES, a serve scheduler's
+    # engine): which heads its KV cache holds (facts.kv_cache_heads applies to transformers' classes
+    # only) and whether its attention reads a quantized cache as stored (kv_read_as_stored).
+    decode_code: str = "transformers"
     weight_format: Any = None  # quantization.WeightFormat of the weights (inference), or None
     mla: str = "naive"  # latent attention's form: "naive" or "absorbed" (inference only)
     # DeepSeek-V3's low-precision activations (layout --fp8 blockwise; report section 3.3.3): the
@@ -140,7 +142,20 @@ class Profile:
 
     @cached_property
     def facts(self) -> Facts:
-        return facts_for(self.impl, self.family)
+        """The (impl, family) facts; under a code whose cache is not transformers' class's
+        (decode_codes.CacheCode.class_heads), the cache holds the KV heads (kv_cache_heads "kv")."""
+        facts = facts_for(self.impl, self.family)
+        if facts.kv_cache_heads != "kv" and not cache_code(self.decode_code).class_heads:
+            return dataclasses.replace(facts, kv_cache_heads="kv")
+        return facts
+
+    @property
+    def kv_read_as_stored(self) -> bool:
+        """Whether the attention reads a quantized KV cache as stored (one byte an element: vLLM's
+        FlashAttention-3 on an FP8 cache, TensorRT-LLM's masked MHA), rather than handed it in the
+        activations' dtype (transformers' QuantizedCache, torchao's dequantized copy): the decode
+        code's (decode_codes.CacheCode.reads_as_stored)."""
+        return cache_code(self.decode_code).reads_as_stored
 
     def kernel(self, bias_needs_grad: bool = False) -> Kernel:
         """The attention kernel that runs (a position bias that needs gradients can change it).

@@ -150,7 +150,9 @@ def _rank_key(estimate: ParallelEstimate, fused_attention: bool, compiled: bool,
     cfg, workload, layout = estimate.cfg, estimate.workload, estimate.layout
     framework = FRAMEWORKS[layout.framework]
     values = {k: v for k, v in estimate.values.items() if k != "dp"}
-    return {"model": cfg.structure(), "values": values, "workload": workload.options(),
+    from ..decode_codes import tree_options
+
+    return {"model": cfg.structure(), "values": values, "workload": {**workload.options(), **tree_options(cfg, workload)},
             "precision": framework.precision, "device": layout.device, "phase": estimate.phase,
             "sp": layout.sp, "vocabulary": layout_vocabulary(layout), "loss_parallel": uses_loss_parallel(layout),
             "fused_attention": fused_attention, "compiled": compiled, "framework": layout.framework,

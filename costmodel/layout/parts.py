@@ -265,10 +265,13 @@ _EVALUATORS: dict[tuple, tuple[Any, dict[str, Any]]] = {}
 def part_evaluator(cfg: ModelConfig, workload: Workload, layout: Layout, phase: str) -> tuple[Any, dict[str, Any]]:
     """The compiled per-part expressions of a structure (memoised in this process: a plan asks
     for the same few structures thousands of times)."""
+    from ..decode_codes import tree_options
+
     options = _options(layout)
-    memo = (cfg, tuple(workload.options().items()), tuple(options.items()), phase)
+    shaping = {**workload.options(), **tree_options(cfg, workload)}  # the decode code's cache too
+    memo = (cfg, tuple(shaping.items()), tuple(options.items()), phase)
     if memo not in _EVALUATORS:
-        key = {"model": cfg.structure(), "workload": workload.options(), "layout": options,
+        key = {"model": cfg.structure(), "workload": shaping, "layout": options,
                "layers": cfg.n_layers, "phase": phase}
         _EVALUATORS[memo] = compiled.cached("layout", key, lambda: part_expressions(cfg, workload, layout, phase))
     return _EVALUATORS[memo]

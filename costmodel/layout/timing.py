@@ -96,6 +96,8 @@ def simulate_decode(cfg: Any, workload: Any, layout: Any, hardware: Hardware,
     from .serving_memory import serving_memory
 
     check_inference(layout.cp)  # it printed a decode step alone, no prefill, each rank with the whole KV cache
+    # the code's KV cache (costmodel/decode_codes.py): its heads in per_rank's memory and the steps alike
+    workload = dataclasses.replace(workload, decode_code=implementation)
     estimate = ParallelEstimate(cfg, workload, layout, phase="decode")
     options = {"implementation": implementation, "decode_kernel": decode_kernel,
                **({"compiled": True} if compiled else {})}
@@ -140,6 +142,7 @@ def generation_decode_seconds(cfg: Any, workload: Any, layout: Any, hardware: Ha
         return 0.0
     options = {"implementation": implementation, "decode_kernel": decode_kernel,
                **({"compiled": True} if compiled else {})}
+    workload = dataclasses.replace(workload, decode_code=implementation)  # its KV cache (decode_codes.py)
     shown = shown_steps(steps)
     # a workload of k + 1 generated tokens has its last step at context prompt + k
     times = [step_time(ParallelEstimate(cfg, dataclasses.replace(workload, gen_tokens=k + 1), layout, phase="decode"),

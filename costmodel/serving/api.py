@@ -11,6 +11,7 @@ from typing import Any
 from ..checkpoint import inference_weights
 from ..config import ConfigError, show
 from ..cost import check_price, serving_cost
+from ..decode_codes import scheduler_code
 from ..attention_kernels import DEFAULT_KERNEL, DEFAULT_SERVING_BACKEND, kernel_entry, serving_kernel
 from ..hardware import time_model_for
 from ..kernel_rates import kernel_facts
@@ -132,7 +133,7 @@ def replica_profile(cfg: Any, scheduler: str = "vllm", *, weight_dtype: str | No
                           f"schedulers.")
     weight_dtype, weight_group, _ = inference_weights(cfg, weight_dtype, weight_group)  # the checkpoint's by default
     profile = serving_profile(cfg, attention, weight_dtype, kv_dtype, mla, fp8_gemm, weight_group, quant_layout=quant_layout,
-                              kv_read_as_stored=scheduler != "static",
+                              decode_code=scheduler_code(scheduler),
                               routed_experts=scheduler != "static" and not scheduler.startswith("hf-"))
     check_weight_scope(cfg, getattr(profile, "weight_format", None))
     return profile

@@ -16,21 +16,22 @@ from ..tree import CostModel, model_values, profile_for
 
 def serving_profile(cfg: ModelConfig, attention: str = "flash", weight_dtype: str | None = None,
                     kv_dtype: str | None = None, mla: str = "absorbed", fp8_gemm: str = "auto",
-                    weight_group: int | None = None, kv_read_as_stored: bool = True,
+                    weight_group: int | None = None, decode_code: str = "vllm",
                     routed_experts: bool = True, quant_layout: str = "gptq") -> Any:
     """The implementation profile of a paged engine: no dropout, a cache written in place, latent
     attention absorbed (as vLLM's MLA backend runs it); fp8 weights' GEMMs as fp8_gemm says
     (spec.FP8_GEMMS); weight_group: values per scale of weight_dtype (its default when None);
-    kv_read_as_stored: its fused attention reads a quantized cache as stored (Profile's field;
-    False for Hugging Face generate's static batching, whose QuantizedCache dequantizes);
+    decode_code: the engine's code (costmodel/decode_codes.py, decode_codes.scheduler_code): the
+    heads its cache holds and whether its attention reads a quantized cache as stored (vLLM's and
+    TensorRT-LLM's do; Hugging Face generate's static batching, whose QuantizedCache dequantizes, not);
     routed_experts: its MoE kernel runs each token through its top k experts (Profile's field;
     False for transformers' own serving, which runs its class's experts as they are); quant_layout:
     how int8 and int4 weights are stored (spec.QUANT_LAYOUTS). The engines whose MoE kernel routes
     (vLLM's FusedMoE) also load the routed experts alone: LongCat-Flash's zero-compute experts hold no
     weights there (Profile.zero_experts_held), where transformers' class allocates their rows."""
     workload = Workload(attention=attention, weight_dtype=weight_dtype, kv_dtype=kv_dtype, mla=mla,
-                        fp8_gemm=fp8_gemm, weight_group=weight_group, quant_layout=quant_layout)
-    return profile_for(cfg, workload, dropout=False, kv_cache="static", kv_read_as_stored=kv_read_as_stored,
+                        fp8_gemm=fp8_gemm, weight_group=weight_group, quant_layout=quant_layout, decode_code=decode_code)
+    return profile_for(cfg, workload, dropout=False, kv_cache="static",
                        routed_experts=routed_experts, zero_experts_held=not routed_experts)
 
 

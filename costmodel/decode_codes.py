@@ -1,0 +1,75 @@
+"""Which code runs a decode, and what KV cache it keeps: the one rule every decode path takes
+(simulate, a layout's decode, serve and plan --serve, the roofline and the kernel model alike).
+
+A code (spec.DECODE_CODES, simulate's --decode-code; a serve scheduler's engine) states two facts,
+each with its source in decode_codes.json: which heads its cache holds (transformers' class's, as
+facts.json says, or the model's KV heads), and whether its attention kernel reads a quantized cache
+(--kv-dtype) as stored or is handed it dequantized. The Profile carries the code
+(blocks.base.Profile.decode_code) and takes both from here: the cache's size
+(blocks.attention.kv_cache_bytes) and the bytes an element the attention reads
+(AttentionCore.cache_element_bytes) then follow from the same profile.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from .errors import ConfigError
+
+DATA = Path(__file__).resolve().parent / "decode_codes.json"
+DEFAULT = "transformers"
+
+
+@dataclass(frozen=True)
+class CacheCode:
+    """One code's KV cache: `class_heads`, the heads transformers' class caches (facts.json
+    kv_cache_heads; False: the model's KV heads); `reads_as_stored`, its attention reads a
+    quantized cache at the cache's bytes an element (False: in the activations' dtype)."""
+
+    name: str
+    class_heads: bool
+    reads_as_stored: bool
+
+
+@lru_cache(maxsize=None)
+def _data() -> dict:
+    return json.loads(DATA.read_text())
+
+
+def codes() -> tuple[str, ...]:
+    """Every code the table states."""
+    return tuple(_data()["codes"])
+
+
+@lru_cache(maxsize=None)
+def cache_code(name: str) -> CacheCode:
+    """The KV cache of code `name` (a "base" entry takes its base's facts); ConfigError if unknown."""
+    table = _data()["codes"]
+    if name not in table:
+        raise ConfigError(f"decode code must be one of {', '.join(table)}, got {name!r}.")
+    entry = table[name]
+    facts = table[entry["base"]] if "base" in entry else entry
+    return CacheCode(name, facts["heads"] == "class", facts["quantized_read"] == "as_stored")
+
+
+def scheduler_code(scheduler: str) -> str:
+    """The code a serve scheduler's engine runs (decode_codes.json "schedulers")."""
+    return _data()["schedulers"][scheduler]
+
+
+def tree_options(cfg, workload) -> dict:
+    """What the workload's decode code changes in cfg's cost tree, for the caches' keys beside
+    Workload.options(): nothing where it caches as transformers' class does and reads as
+    transformers does (so that those keys stay as they were), else the facts that differ."""
+    from .facts import facts_for
+
+    code = cache_code(workload.decode_code)
+    out = {}
+    if workload.kv_dtype is not None and code.reads_as_stored:
+        out["kv_read_as_stored"] = True
+    if not code.class_heads and facts_for(workload.impl, cfg.family).kv_cache_heads != "kv":
+        out["kv_cache_heads"] = "kv"
+    return out
