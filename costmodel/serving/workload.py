@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import numbers
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -129,11 +130,20 @@ class Lengths:
 MAX_REQUESTS = 10**7
 
 
+def check_whole(option: str, value: Any, minimum: int | None = 1) -> None:
+    """A count option (--requests, --max-num-seqs, --block-size, ...) from Python: an int, not a bool,
+    a float or text (which int() would cut or read), at least `minimum` (None: the caller words the
+    range); else one line naming it."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise ConfigError(f"{option} must be a whole number, got {show(value)}.")
+    if minimum is not None and value < minimum:
+        raise ConfigError(f"{option} must be at least {minimum}, got {value}.")
+
+
 def check_requests(count: int) -> None:
     """--requests: at least 1 and at most MAX_REQUESTS, else one line (serve, and plan --serve before
     its search, which reported every configuration 'not feasible' and exited 0)."""
-    if count < 1:
-        raise ConfigError(f"--requests must be at least 1, got {count}.")
+    check_whole("--requests", count)
     if count > MAX_REQUESTS:
         raise ConfigError(f"--requests {count} is beyond {MAX_REQUESTS:,}; is it a typo?")
 
@@ -143,7 +153,7 @@ def poisson(rate: float, count: int, prompt: Lengths, output: Lengths, seed: int
     the first at time 0's first gap; lengths drawn from their distributions. rate=inf: all at 0."""
     import numpy as np
 
-    if not rate > 0:
+    if isinstance(rate, bool) or not isinstance(rate, numbers.Real) or not rate > 0:  # "5" is text, not a rate
         raise ConfigError(f"--rate must be a positive number of requests per second, got {show(rate)}.")
     check_requests(count)
     rng = np.random.default_rng(seed)

@@ -1,0 +1,65 @@
+"""Defects found by the twenty-ninth new user (wt30_user29, session 30): an engineer who read only the
+README and docs/serving.md, asking serving and planning questions (`serve`, `plan --serve`,
+`costmodel.serve`)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.cli_run import one_error_line, run_json, run_main
+
+SERVE = ["serve", "--model", "llama3-8b", "--hardware", "h100-sxm", "--rate", "5", "--requests", "10"]
+
+
+def test_a_kv_cache_larger_than_the_gpu_is_refused_not_simulated(capsys):
+    """`serve --num-blocks 100000000` simulated 100 million blocks of 16 tokens (2.1e17 B of cache on one
+    80 GB H100) without a word. vLLM's --num-gpu-blocks-override allocates what it is told and runs out of
+    memory where the blocks pass what the weights and the profile run leave; serve now refuses a count past
+    what the whole memory (utilisation 1) less the reserve, the weights and the activations holds."""
+    kv = run_json(SERVE, capsys)["setup"]["kv_cache"]
+    block = kv["kv_bytes_per_token"] * kv["block_size"]
+    most = (kv["memory_bytes"] - kv["memory_reserve_bytes"] - kv["weight_bytes"] - kv["activation_bytes"]) // block
+    assert most == 32_486  # (85,057,339,392 - 536,870,912 - 16,060,522,496 - 329,843,200) // 2,097,152
+    assert run_json([*SERVE, "--num-blocks", str(most)], capsys)["setup"]["num_blocks"] == most
+    line = one_error_line([*SERVE, "--num-blocks", str(most + 1)], capsys)
+    assert "--num-blocks 32,487" in line and "32,486" in line
+    assert one_error_line([*SERVE, "--num-blocks", "100000000"], capsys).startswith("error: --num-blocks 100,000,000")
+
+
+@pytest.mark.parametrize("option, value", [
+    ("max_num_seqs", 2.5), ("max_batched_tokens", 512.0), ("block_size", True), ("num_blocks", 100.5),
+    ("requests", 5.5), ("rate", "5"), ("replicas", 2.0),
+])
+def test_the_python_serve_refuses_a_number_of_the_wrong_kind(option, value):
+    """`costmodel.serve(..., max_num_seqs=2.5)` died in a TypeError deep in the scheduler; requests=5.5 ran 5
+    requests (int() cut it), rate="5" ran at 5 (float() read the text) and block_size=True ran blocks of one
+    token. Each is now one ConfigError naming the option, as the CLI's types would."""
+    import costmodel
+    from costmodel.config import ConfigError
+
+    kwargs = {"rate": 5, "requests": 4, option: value}
+    with pytest.raises(ConfigError, match=option.replace("_", "[-_]")):
+        costmodel.serve("llama3-8b", "h100-sxm", **kwargs)
+
+
+def test_a_vllm_release_whose_engine_takes_no_host_time_says_so(capsys):
+    """`serve --host-time vllm==0.6.3` with the default (V1) scheduler resolved, by host_time.json's release
+    rules, to none: the run was the GPU's kernels alone, and neither the text nor the JSON said that the
+    option had been read (setup host_time "none", as if it had not been given). The setup now keeps the
+    release asked for and the profile it took, and the text names both."""
+    setup = run_json([*SERVE, "--host-time", "vllm==0.6.3"], capsys)["setup"]
+    assert setup["host_time"] == "none" and setup["host_time_asked"] == "vllm==0.6.3"
+    code, out, _ = run_main([*SERVE, "--host-time", "vllm==0.6.3"], capsys)
+    assert code == 0
+    assert "host time a step: none (--host-time vllm==0.6.3 on the vllm scheduler's engine, V1" in out
+    v0 = run_json([*SERVE, "--host-time", "vllm==0.6.3", "--scheduler", "vllm-v0"], capsys)["setup"]
+    assert (v0["host_time"], v0["host_time_asked"]) == ("vllm-v0.6.0", "vllm==0.6.3")
+    assert "host_time_asked" not in run_json(SERVE, capsys)["setup"]
+
+
+def test_rates_beside_concurrency_names_rates(capsys):
+    """`serve --concurrency 4 --rates 1,2` said "--concurrency and --rate are two load generators": the user
+    gave --rates, not --rate."""
+    line = one_error_line(["serve", "--model", "llama3-8b", "--requests", "10", "--concurrency", "4",
+                           "--rates", "1,2"], capsys)
+    assert line == "error: --concurrency and --rates are two load generators: give one of them."
