@@ -63,3 +63,23 @@ def test_rates_beside_concurrency_names_rates(capsys):
     line = one_error_line(["serve", "--model", "llama3-8b", "--requests", "10", "--concurrency", "4",
                            "--rates", "1,2"], capsys)
     assert line == "error: --concurrency and --rates are two load generators: give one of them."
+
+
+def test_a_rate_whose_arrivals_pass_the_clocks_resolution_is_refused(capsys, tmp_path):
+    """`serve --rate 1e-300 --requests 3` ran: arrivals near 1e300 s, where a float64's seconds step by about
+    1e284 s, so every request took "0.0 ms" end to end (below its own prefill) "over 1039403764...0.0 s" (a
+    300-digit duration). A run's last arrival must now be below 2^33 s, where the clock still resolves a
+    microsecond (ulp 2^-20 s below it, 2^-19 s from it); a trace's likewise."""
+    import math
+
+    from costmodel.serving.workload import CLOCK_LIMIT_S
+
+    assert math.ulp(CLOCK_LIMIT_S * (1 - 2**-52)) < 1e-6 < math.ulp(CLOCK_LIMIT_S)
+    line = one_error_line(["serve", "--model", "llama3-8b", "--rate", "1e-300", "--requests", "3"], capsys)
+    assert line.startswith("error: --rate 1e-300 with 3 requests: the last request arrives at ")
+    trace = tmp_path / "late.jsonl"
+    trace.write_text('{"arrival": 1e10, "prompt_tokens": 8, "output_tokens": 2}\n')
+    assert "past 2^33 s" in one_error_line(["serve", "--model", "llama3-8b", "--trace", str(trace)], capsys)
+    trace.write_text('{"arrival": 8e9, "prompt_tokens": 8, "output_tokens": 2}\n')  # below it: runs
+    ttft = run_json(["serve", "--model", "llama3-8b", "--trace", str(trace)], capsys)["ttft"]["p50"]
+    assert ttft > 0

@@ -148,6 +148,19 @@ def check_requests(count: int) -> None:
         raise ConfigError(f"--requests {count} is beyond {MAX_REQUESTS:,}; is it a typo?")
 
 
+#: The latest arrival a run's clock (seconds in a float64) times to a microsecond: from 2^33 s (272 years) on,
+#: one unit in the last place is 2^-19 s = 1.9 us, and a step's milliseconds begin to round away (at 1e300 s a
+#: whole request took "0.0 ms" end to end).
+CLOCK_LIMIT_S = 2.0**33
+
+
+def check_clock(last_arrival: float, source: str) -> None:
+    """The run's clock must still resolve a microsecond at its last arrival (CLOCK_LIMIT_S), else one line."""
+    if last_arrival >= CLOCK_LIMIT_S:
+        raise ConfigError(f"{source}: the last request arrives at {last_arrival:.3g} s, past 2^33 s (272 years), where "
+                          "seconds in a double no longer resolve a microsecond and the latencies would round away.")
+
+
 def poisson(rate: float, count: int, prompt: Lengths, output: Lengths, seed: int = 0) -> list[Request]:
     """`count` requests arriving as a Poisson process of `rate` per second (exponential gaps),
     the first at time 0's first gap; lengths drawn from their distributions. rate=inf: all at 0."""
@@ -159,6 +172,7 @@ def poisson(rate: float, count: int, prompt: Lengths, output: Lengths, seed: int
     rng = np.random.default_rng(seed)
     gaps = np.zeros(count) if math.isinf(rate) else rng.exponential(1.0 / rate, size=count)
     arrivals = np.cumsum(gaps)
+    check_clock(float(arrivals[-1]), f"--rate {rate:g} with {count:,} requests")
     prompts, outputs = prompt.sample(rng, count), output.sample(rng, count)
     return [Request(i, float(arrivals[i]), int(prompts[i]), int(outputs[i])) for i in range(count)]
 
@@ -206,5 +220,6 @@ def read_trace(path: str | Path) -> list[Request]:
     if not requests:
         raise ConfigError(f"the trace {show(str(path))} holds no requests.")
     order = sorted(requests, key=lambda r: r.arrival_s)
+    check_clock(order[-1].arrival_s, f"the trace {show(str(path))}")
     return [Request(i, r.arrival_s, r.prompt_tokens, r.output_tokens, r.prefix_id, prefix_tokens=r.prefix_tokens)
             for i, r in enumerate(order)]
