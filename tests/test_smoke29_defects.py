@@ -83,3 +83,25 @@ def test_a_rate_whose_arrivals_pass_the_clocks_resolution_is_refused(capsys, tmp
     trace.write_text('{"arrival": 8e9, "prompt_tokens": 8, "output_tokens": 2}\n')  # below it: runs
     ttft = run_json(["serve", "--model", "llama3-8b", "--trace", str(trace)], capsys)["ttft"]["p50"]
     assert ttft > 0
+
+
+PLAN70 = ["plan", "--serve", "--model", "llama3-70b", "--hardware", "h100-sxm", "--gpus", "8", "--gen", "128",
+          "--prompt", "2048", "--batch", "16"]
+
+
+def test_plan_serve_says_when_the_host_sets_every_layouts_decode_step(capsys):
+    """`plan --serve --model llama3-70b --gpus 8 --batch 16` (eager, as generate runs) printed 40.2 ms a token and
+    398 tokens/s for tp 2 x dp 4, tp 4 x dp 2 and tp 8 alike, with no word why: each is host-bound (6,136 eager
+    ops x 6.55 us, the borrowed op time, against 29.6 ms of tp 2's kernels), which only the JSON's `host`
+    said. The text now says how many of the layouts shown are host-bound, at what, and what replays them."""
+    plan = run_json(PLAN70, capsys)
+    bound = [e for e in plan["feasible"] if e["host"]["bound"]]
+    first = plan["feasible"][0]["host"]
+    assert (len(bound), len(plan["feasible"]), first["ops_per_step"]) == (6, 9, 6136)
+    assert first["seconds_per_step"] == pytest.approx(6136 * first["op_seconds"], rel=1e-12)
+    code, out, _ = run_main(PLAN70, capsys)
+    assert code == 0
+    assert ("host-bound: 6 of the 9 layouts shown: the host issues each decode step's eager ops (6,136 at "
+            "6.55 us, borrowed: 40.2 ms)") in out
+    graphed = run_main([*PLAN70, "--cuda-graphs", "on"], capsys)[1]
+    assert "host-bound" not in graphed
