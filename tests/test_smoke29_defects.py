@@ -105,3 +105,26 @@ def test_plan_serve_says_when_the_host_sets_every_layouts_decode_step(capsys):
             "6.55 us, borrowed: 40.2 ms)") in out
     graphed = run_main([*PLAN70, "--cuda-graphs", "on"], capsys)[1]
     assert "host-bound" not in graphed
+
+
+@pytest.mark.parametrize("args", [
+    ["serve", "--model", "llama3-8b", "--rate", "5", "--requests", "5"],
+    ["plan", "--serve", "--model", "llama3-8b", "--rate", "10", "--slo-ttft", "1", "--slo-tpot", "0.05",
+     "--requests", "30"],
+    ["simulate", "--model", "llama3-8b", "--prompt", "512", "--gen", "16"],
+])
+def test_a_hardware_file_priced_at_zero_is_refused_as_the_file_it_is(args, capsys, tmp_path):
+    """A hardware file with "price_per_gpu_hour": 0 passed the schema (at least 0), then `serve` died in a
+    ConfigError traceback (exit 1) while costing the run, `plan --serve --rate` showed no price ("-") and
+    `simulate` said "--price must be a positive number", a flag nobody typed. The schema now asks what
+    costmodel/cost.py's check_price asks, a price above 0, and each command names the file in one line."""
+    import json
+    from pathlib import Path
+
+    import costmodel
+
+    spec = json.loads((Path(costmodel.__file__).parent / "hardware" / "h100-sxm.json").read_text())
+    path = tmp_path / "free.json"
+    path.write_text(json.dumps({**spec, "name": "free-h100", "price_per_gpu_hour": 0}))
+    assert one_error_line([*args, "--hardware", str(path)], capsys) == (
+        f"error: {path}: not a valid hardware file: price_per_gpu_hour must be greater than 0, got 0.")
