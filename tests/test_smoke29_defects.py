@@ -128,3 +128,13 @@ def test_a_hardware_file_priced_at_zero_is_refused_as_the_file_it_is(args, capsy
     path.write_text(json.dumps({**spec, "name": "free-h100", "price_per_gpu_hour": 0}))
     assert one_error_line([*args, "--hardware", str(path)], capsys) == (
         f"error: {path}: not a valid hardware file: price_per_gpu_hour must be greater than 0, got 0.")
+
+
+def test_a_histogram_of_zero_weights_is_told_its_sum(capsys, tmp_path):
+    """`--prompt histogram:FILE` with weights [0, 0] was refused as needing "non-negative weights, finite and
+    with a finite sum": every part of that holds for [0, 0]; what fails is the sum, 0, which no length can
+    be drawn from. The sentence now asks for a positive sum."""
+    path = tmp_path / "zero.json"
+    path.write_text('{"values": [100, 200], "weights": [0, 0]}')
+    line = one_error_line([*SERVE[:-4], "--rate", "5", "--requests", "5", "--prompt", f"histogram:{path}"], capsys)
+    assert line.endswith("as many non-negative weights, finite and with a positive, finite sum).")

@@ -74,7 +74,7 @@ class Lengths:
                                          or not 0 < sum(self.weights) < math.inf):
             # 100.5 read as 100, true as 1; an Infinity weight or two of 1e308 raised numpy's traceback (round 23)
             raise ConfigError("a length histogram needs whole, positive values (tokens) and as many non-negative "
-                              "weights, finite and with a finite sum.")
+                              "weights, finite and with a positive, finite sum.")
         largest = max(self.values, default=0) if self.kind == "histogram" else max(self.mean, self.high
                                                                                    if self.kind != "fixed" else 0)
         if largest > MAX_TOKENS:
