@@ -11,22 +11,6 @@ from .simulate_text import latent_form, weight_group
 from .text import binary_bytes, dollars, gpu_hours, plural, rate, seconds, si, table
 
 
-def _host_bound(shown: list[dict[str, Any]]) -> list[str]:
-    """A line where the host's eager ops, not the kernels, set shown layouts' decode steps (each layout's
-    `host`, layout/kernel_step.py): else equal rows across tp read as the GPUs' doing."""
-    bound = [e["host"] for e in shown if (e.get("host") or {}).get("bound")]
-    if not bound:
-        return []
-    ops = sorted({h["ops_per_step"] for h in bound})
-    host = bound[0]
-    at = (f"{ops[0]:,} at {host['op_seconds'] * 1e6:.2f} us{', borrowed' if host.get('op_time_borrowed') else ''}: "
-          f"{seconds(host['seconds_per_step'])}" if len(ops) == 1 else
-          f"{ops[0]:,} to {ops[-1]:,} at {host['op_seconds'] * 1e6:.2f} us")
-    return [f"host-bound: {len(bound)} of the {len(shown)} layouts shown: the host issues each decode step's eager ops "
-            f"({at}) slower than their GPUs run its kernels, so more GPUs do not shorten it there; --cuda-graphs on "
-            "replays the step" + (f" ({host['op_time_note']})" if host.get("op_time_note") else "") + "."]
-
-
 def render_plan(result: dict[str, Any], serve: bool, top: int, capacity: int) -> str:
     """`plan`: the best layouts, then how many were set aside and why."""
     feasible, infeasible = result["feasible"], result["infeasible"]
@@ -82,7 +66,6 @@ def render_plan(result: dict[str, Any], serve: bool, top: int, capacity: int) ->
                    f"`simulate` with the layout and `--attention {i.get('attention') or 'flash'}"
                    + (f" --mla {i['mla']}" if i.get("mla") else "") + "` times them; last step: the one at context "
                    f"{feasible[0]['last_step']['context']:,}, where the memory is sized.")
-        out += _host_bound(feasible[:top])
         return "\n".join(out)
     rows = []
     for i, e in enumerate(feasible[:top]):
