@@ -164,7 +164,8 @@ SCHEMA: dict[str, Field] = {
     "serving_memory_utilization": Field(float, "the fraction of memory a serving engine plans with "
                                         "(vLLM's gpu_memory_utilization)", low=0, strict=True, high=1),
     "price_per_gpu_hour": Field(float, "dollars per GPU-hour (optional: a rental price, its source in "
-                                "`source`); what --price gives when not set", low=0),
+                                "`source`); what --price gives when not set; above 0, as --price (cost.py check_price)",
+                                low=0, strict=True),
 }
 #: A hardware file's architecture as its vendor names the generation (the unsupported-dtype line); the
 #: keys are the only values `architecture` takes: kernel_facts.json keys its attention and GEMV figures

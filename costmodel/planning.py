@@ -219,21 +219,21 @@ def plan(model: Any, gpus: int | Sequence[int], hardware: str = DEFAULT_HARDWARE
 
 
 def serving_host_note(feasible: list[dict[str, Any]]) -> str | None:
-    """Where every serving layout's decode step is host-bound (Hugging Face generate's eager ops
-    issued on each rank's host outlast its kernels: layout/kernel_step.py token), one line saying
-    that their times per token are the host's, not the layouts', and how to time the kernels; else
-    None (`plan --serve --gpus 8` ranked ten layouts of llama3.1-8b, each 16.3 ms a token, in an
-    order that said nothing, and did not say why)."""
-    if not feasible or not all(entry.get("host", {}).get("bound") for entry in feasible):
+    """Where serving layouts' decode steps are host-bound (Hugging Face generate's eager ops issued on
+    each rank's host outlast its kernels: layout/kernel_step.py token), one line saying how many, that
+    their times per token are the host's, not the layouts', and how to time the kernels; else None
+    (`plan --serve --gpus 8` ranked ten layouts of llama3.1-8b, each 16.3 ms a token, in an order that
+    said nothing, and did not say why; llama3-70b's tp 2, 4 and 8 tied at 40.2 ms beside three pp-only
+    layouts that were not bound, and, not every layout being bound, nothing was said)."""
+    bound = [entry for entry in feasible if entry.get("host", {}).get("bound")]
+    if not bound:
         return None
-    ops = sorted({entry["host"]["ops_per_step"] for entry in feasible})
-    return (f"every layout's decode step is host-bound: Hugging Face generate's eager step issues {ops[0]:,} "
-            f"to {ops[-1]:,} ops on each rank's host, longer than the rank's kernels, so the times per "
-            "token rank the hosts, not the layouts (ties go to the most tokens a second); "
-            "--cuda-graphs on times each layout's decode step replayed from a graph, as an engine runs it."
-            if ops[0] != ops[-1] else
-            f"every layout's decode step is host-bound: Hugging Face generate's eager step issues {ops[0]:,} ops "
-            "on each rank's host, longer than the rank's kernels, so the times per token rank the hosts, not "
+    ops = sorted({entry["host"]["ops_per_step"] for entry in bound})
+    which = ("every layout's decode step is" if len(bound) == len(feasible) else
+             f"{len(bound)} of the {len(feasible)} layouts' decode steps are")
+    return (f"{which} host-bound: Hugging Face generate's eager step issues "
+            + (f"{ops[0]:,} to {ops[-1]:,} ops" if ops[0] != ops[-1] else f"{ops[0]:,} ops")
+            + " on each rank's host, longer than the rank's kernels, so the times per token rank the hosts, not "
             "the layouts (ties go to the most tokens a second); --cuda-graphs on times each layout's decode "
             "step replayed from a graph, as an engine runs it.")
 

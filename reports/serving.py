@@ -63,7 +63,12 @@ def render_setup(summary: dict[str, Any], requests: str | None = None) -> list[s
               if (small := setup.get("host_small_batch")) else "")
            + f"; shares serial {setup['host_shares']['serial']:g}, once a decision "
            f"{setup['host_shares']['decision']:g}, overlapped {setup['host_shares']['overlapped']:g}: "
-           "costmodel/serving/host_time.json)"] if setup.get("host_time", "none") != "none" else []),
+           "costmodel/serving/host_time.json)"
+           + (f", from --host-time {setup['host_time_asked']}" if setup.get("host_time_asked") else "")]
+          if setup.get("host_time", "none") != "none" else
+          [f"host time a step: none (--host-time {setup['host_time_asked']} on the {setup['scheduler']} scheduler's "
+           f"engine, {setup['host_time_engine']}: host_time.json's release rules give it no profile, so the steps are "
+           "the GPU's kernels alone)"] if setup.get("host_time_asked") else []),
         f"KV cache per replica: {setup['num_blocks']:,} blocks of {setup['block_size']} tokens "
         f"({kv['kv_bytes_per_token']:,} B per token per GPU; weights {kv['weight_bytes'] / 2**30:.1f} GiB and "
         f"activations {kv['activation_bytes'] / 2**30:.2f} GiB per GPU; {kv['gpu_memory_utilization']:.0%} of "
@@ -292,8 +297,9 @@ def serve(model, config, hardware_name, rate, concurrency, count, trace, prompt,
     if (model is None) == (config is None):
         raise ReportInputError("give exactly one of --model NAME or --config PATH.")
     if concurrency is not None:
-        if rate is not None or rates is not None:
-            raise ReportInputError("--concurrency and --rate are two load generators: give one of them.")
+        if rate is not None or rates is not None:  # named as the user gave it
+            raise ReportInputError(f"--concurrency and {'--rate' if rate is not None else '--rates'} are two load "
+                                   "generators: give one of them.")
         if concurrency < 1:
             raise ReportInputError(f"--concurrency must be a positive number of clients, got {concurrency}.")
     if rates is not None:

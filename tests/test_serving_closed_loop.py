@@ -145,7 +145,7 @@ def test_make_requests_refuses(options, message) -> None:
     (["--concurrency", "4", "--rate", "3"], "--concurrency and --rate are two load generators: give one of them."),
     (["--concurrency", "0"], "--concurrency must be a positive number of clients, got 0."),
     (["--concurrency", "-1"], "--concurrency must be a positive number of clients, got -1."),
-    (["--concurrency", "4", "--rates", "1,2"], "--concurrency and --rate are two load generators"),
+    (["--concurrency", "4", "--rates", "1,2"], "--concurrency and --rates are two load generators"),
     (["--concurrency", "4", "--disaggregate", "1:1"], "--concurrency runs aggregated replicas"),
     (["--concurrency", "x"], "--concurrency"),
     ([], "give exactly one of --rate (requests per second), --concurrency N or --trace FILE."),

@@ -22,7 +22,7 @@ from ..tree import check_weight_scope
 from . import metrics
 from .engine import ROUTERS, simulate_replicas
 from .graphs import engine_graphs
-from .host_time import NO_HOST_TIME, host_time as host_time_of, profile_for
+from .host_time import NO_HOST_TIME, RELEASE_PREFIX, SCHEDULER_ENGINES, host_time as host_time_of, profile_for
 from .kv_paging import PAGED_SCHEDULERS, kv_paging
 from .kvcache import BlockPool, cache_sizing, profile_run_facts
 from .budgets import DEFAULT_BUDGETS, NO_TOKEN_BUDGET, VLLM_LARGE_GPU_BUDGETS, default_budget  # noqa: F401 (re-exported)
@@ -31,7 +31,7 @@ from .state_slots import STATE_PREFIX_NOTE, check_ssm_cache_dtype, vllm_layer_st
 from .host_step import host_bound, host_fields
 from .profile import held_weights_note
 from .steptime import StepTime, check_tensor_parallel_groups, serving_profile
-from .workload import Lengths, Request, poisson, read_trace
+from .workload import Lengths, Request, check_whole, poisson, read_trace
 
 @dataclass
 class ServeRun:
@@ -87,7 +87,7 @@ def make_requests(rate: float | None = None, requests: int = 1000, trace: str | 
     if rate is None and concurrency is None:
         raise ConfigError("give --rate (requests per second), --concurrency (clients) or --trace.")
     # A closed loop draws its lengths as the all-at-once Poisson stream does (rate inf: no gaps).
-    return poisson(math.inf if concurrency is not None else float(rate), int(requests),
+    return poisson(math.inf if concurrency is not None else rate, requests,
                    as_lengths(prompt, "--prompt"), as_lengths(output, "--output"), seed)
 
 
@@ -196,6 +196,10 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
     from ..defaults import serving_attention
 
     attention, attention_note = serving_attention(attention, hardware, cfg.family)
+    for option, value in (("--block-size", block_size), ("--tp", tp), ("--pp", pp), ("--num-blocks", num_blocks),
+                          ("--max-num-seqs", max_num_seqs), ("--max-batched-tokens", max_batched_tokens)):
+        if value is not None:  # from Python: 2.5 sequences or True tokens are refused, not cut (the ranges below)
+            check_whole(option, value, None)
     if scheduler not in SCHEDULERS:
         raise ConfigError(f"--scheduler must be one of {', '.join(SCHEDULERS)}, got {show(scheduler)}.")
     if block_size < 1:
@@ -295,7 +299,8 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
              "scheduler": scheduler, "scheduler_source": SCHEDULERS[scheduler].source,
              "max_num_seqs": max_num_seqs, "max_batched_tokens": max_batched_tokens,
              "budget_source": budget_source if (max_num_seqs, max_batched_tokens) == (seqs, tokens) else "given",
-             "block_size": block_size, "num_blocks": blocks, "kv_cache": sizing.to_dict(blocks),
+             "block_size": block_size, "num_blocks": blocks,
+             "kv_cache": {**sizing.to_dict(blocks), **({} if num_blocks is None else {"most_blocks": sizing.most_blocks})},
              "weight_dtype": weight_dtype, "weight_group": profile.weight_format.group if weight_dtype else None,
              "weight_dtype_source": weight_source,
              "quant_layout": profile.weight_format.quant_layout if weight_dtype else None,
@@ -306,7 +311,9 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
                                if weight_dtype == "fp8" else None),  # what auto chose on this hardware
              "mla": mla if cfg.mla else None,
              "max_model_len": cfg.max_positions,
-             **(step.host_time.describe() if step.host_time is not None else {"host_time": NO_HOST_TIME})}
+             **(step.host_time.describe() if step.host_time is not None else {"host_time": NO_HOST_TIME}),
+             **({"host_time_asked": host_time, "host_time_engine": SCHEDULER_ENGINES[scheduler].upper()}
+                if str(host_time).startswith(RELEASE_PREFIX) else {})}  # a release: what it resolved to, said
     host = host_fields(step, hardware)
     if host:
         setup["host"] = host
@@ -425,8 +432,7 @@ def serve(model: Any, hardware: Any = "h100-sxm", *, rate: float | None = None, 
     cfg = load_model(model)
     require_decoder_only(cfg)  # before the requests: BERT's 512 + 128 default lengths read as "pass the context"
     hw = hardware if isinstance(hardware, Hardware) else load_hardware(str(hardware))
-    if replicas < 1:
-        raise ConfigError(f"--replicas must be at least 1, got {replicas}.")
+    check_whole("--replicas", replicas)
     check_price(price)
     for name, value in (("--slo-ttft", slo_ttft), ("--slo-tpot", slo_tpot)):
         if value is not None and not (value > 0 and math.isfinite(value)):
@@ -446,6 +452,14 @@ def serve(model: Any, hardware: Any = "h100-sxm", *, rate: float | None = None, 
         raise ConfigError(f"--disaggregate {':'.join(map(str, disaggregate))} replaces --replicas (its P + D replicas "
                           f"are the deployment); give one of them.")
     replica, step, setup = build_replica(cfg, hw, **replica_options)
+    most = setup["kv_cache"].get("most_blocks")
+    if most is not None and setup["num_blocks"] > most:  # (build_replica's own callers may ask for an unbounded pool)
+        kv = setup["kv_cache"]
+        raise ConfigError(f"--num-blocks {setup['num_blocks']:,}: {hw.name} holds at most {most:,} blocks of "
+                          f"{setup['block_size']} tokens at tp {setup['tp']} (all of its {kv['memory_bytes'] / 2**30:.4g} "
+                          f"GiB less the reserve, weights {kv['weight_bytes'] / 2**30:.1f} GiB and activations "
+                          f"{kv['activation_bytes'] / 2**30:.2f} GiB per GPU); the engine would run out of memory "
+                          "allocating more.")
     if disaggregate is not None and "state_bytes_per_request" in setup["kv_cache"]:
         raise ConfigError(f"--disaggregate: moving {cfg.name}'s recurrent states to the decode pool is not modelled.")
     if disaggregate is not None:

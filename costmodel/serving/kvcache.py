@@ -144,6 +144,14 @@ class CacheSizing:
         return max(0, self.kv_budget_bytes // self.block_bytes)
 
     @property
+    def most_blocks(self) -> int:
+        """The blocks the whole memory holds (utilisation 1) less the reserve, the weights and the
+        activations: the most a given --num-blocks may ask for (vLLM's --num-gpu-blocks-override
+        allocates the count it is told, and runs out of memory past this)."""
+        return max(0, (serving_memory(self.memory_bytes, 1.0, self.reserve_bytes) - self.weight_bytes
+                       - self.activation_bytes) // self.block_bytes)
+
+    @property
     def state_blocks(self) -> int:
         """Pool blocks each running request's states hold (vLLM v1: a block per request per Mamba group)."""
         return state_blocks(self.state_bytes, self.block_bytes)

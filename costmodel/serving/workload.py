@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import numbers
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -73,7 +74,7 @@ class Lengths:
                                          or not 0 < sum(self.weights) < math.inf):
             # 100.5 read as 100, true as 1; an Infinity weight or two of 1e308 raised numpy's traceback (round 23)
             raise ConfigError("a length histogram needs whole, positive values (tokens) and as many non-negative "
-                              "weights, finite and with a finite sum.")
+                              "weights, finite and with a positive, finite sum.")
         largest = max(self.values, default=0) if self.kind == "histogram" else max(self.mean, self.high
                                                                                    if self.kind != "fixed" else 0)
         if largest > MAX_TOKENS:
@@ -129,13 +130,35 @@ class Lengths:
 MAX_REQUESTS = 10**7
 
 
+def check_whole(option: str, value: Any, minimum: int | None = 1) -> None:
+    """A count option (--requests, --max-num-seqs, --block-size, ...) from Python: an int, not a bool,
+    a float or text (which int() would cut or read), at least `minimum` (None: the caller words the
+    range); else one line naming it."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise ConfigError(f"{option} must be a whole number, got {show(value)}.")
+    if minimum is not None and value < minimum:
+        raise ConfigError(f"{option} must be at least {minimum}, got {value}.")
+
+
 def check_requests(count: int) -> None:
     """--requests: at least 1 and at most MAX_REQUESTS, else one line (serve, and plan --serve before
     its search, which reported every configuration 'not feasible' and exited 0)."""
-    if count < 1:
-        raise ConfigError(f"--requests must be at least 1, got {count}.")
+    check_whole("--requests", count)
     if count > MAX_REQUESTS:
         raise ConfigError(f"--requests {count} is beyond {MAX_REQUESTS:,}; is it a typo?")
+
+
+#: The latest arrival a run's clock (seconds in a float64) times to a microsecond: from 2^33 s (272 years) on,
+#: one unit in the last place is 2^-19 s = 1.9 us, and a step's milliseconds begin to round away (at 1e300 s a
+#: whole request took "0.0 ms" end to end).
+CLOCK_LIMIT_S = 2.0**33
+
+
+def check_clock(last_arrival: float, source: str) -> None:
+    """The run's clock must still resolve a microsecond at its last arrival (CLOCK_LIMIT_S), else one line."""
+    if last_arrival >= CLOCK_LIMIT_S:
+        raise ConfigError(f"{source}: the last request arrives at {last_arrival:.3g} s, past 2^33 s (272 years), where "
+                          "seconds in a double no longer resolve a microsecond and the latencies would round away.")
 
 
 def poisson(rate: float, count: int, prompt: Lengths, output: Lengths, seed: int = 0) -> list[Request]:
@@ -143,12 +166,13 @@ def poisson(rate: float, count: int, prompt: Lengths, output: Lengths, seed: int
     the first at time 0's first gap; lengths drawn from their distributions. rate=inf: all at 0."""
     import numpy as np
 
-    if not rate > 0:
+    if isinstance(rate, bool) or not isinstance(rate, numbers.Real) or not rate > 0:  # "5" is text, not a rate
         raise ConfigError(f"--rate must be a positive number of requests per second, got {show(rate)}.")
     check_requests(count)
     rng = np.random.default_rng(seed)
     gaps = np.zeros(count) if math.isinf(rate) else rng.exponential(1.0 / rate, size=count)
     arrivals = np.cumsum(gaps)
+    check_clock(float(arrivals[-1]), f"--rate {rate:g} with {count:,} requests")
     prompts, outputs = prompt.sample(rng, count), output.sample(rng, count)
     return [Request(i, float(arrivals[i]), int(prompts[i]), int(outputs[i])) for i in range(count)]
 
@@ -196,5 +220,6 @@ def read_trace(path: str | Path) -> list[Request]:
     if not requests:
         raise ConfigError(f"the trace {show(str(path))} holds no requests.")
     order = sorted(requests, key=lambda r: r.arrival_s)
+    check_clock(order[-1].arrival_s, f"the trace {show(str(path))}")
     return [Request(i, r.arrival_s, r.prompt_tokens, r.output_tokens, r.prefix_id, prefix_tokens=r.prefix_tokens)
             for i, r in enumerate(order)]
