@@ -1,0 +1,143 @@
+"""The kernel model's GEMM time beside published matmul microbenchmarks (wt30_gemm, session 30):
+Bekman's MAMF table (each GPU's best rate and shape), NVIDIA's cuBLAS m = n = k curve on the A100,
+thonking.ai's randn 8,192^3 on the A100, and OpenXLA's measured matmul tables for the H100, B200
+and MI300X (validate/gemm_microbenchmarks.json, each with its source).
+
+Each published figure is one GEMM kernel's rate, so the model's figure is KernelTimer.gemm_seconds
+of the same Gemm(M, N, K, count=b) on the named preset: at the burst rate (the hardware's
+matmul_efficiency, MAMF), except the randn row, a power-limited rate, at the sustained one. A
+ratio is model TFLOP/s over published TFLOP/s (above 1: the model is fast).
+
+    PYTHONPATH=. python validate/gemm_microbenchmarks.py [--rows]
+
+Nothing here enters the model.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from costmodel.hardware import load_hardware
+from costmodel.kernel_time import Gemm, KernelTimer
+
+TABLE = Path(__file__).with_name("gemm_microbenchmarks.json")
+# A GEMM the XLA table calls large: at least 8M outputs (b x m x n; 4 waves of 128 x 128 tiles on
+# 132 SMs and more) and an inner width of 1,024 or more, where the tiles' rate, not a kernel's
+# fixed start or its last wave's latency, sets the time.
+LARGE_OUTPUTS = 2 ** 23
+LARGE_K = 1024
+
+
+@dataclass(frozen=True)
+class Point:
+    """One published GEMM rate and the model's at the same shape."""
+
+    source: str
+    hardware: str
+    dtype: str
+    b: int
+    m: int
+    n: int
+    k: int
+    published: float  # TFLOP/s
+    model: float  # TFLOP/s
+
+    @property
+    def ratio(self) -> float:
+        return self.model / self.published
+
+    @property
+    def large(self) -> bool:
+        return self.b * self.m * self.n >= LARGE_OUTPUTS and self.k >= LARGE_K
+
+
+@lru_cache(maxsize=1)
+def table() -> dict:
+    return json.loads(TABLE.read_text())
+
+
+@lru_cache(maxsize=None)
+def timer(hardware: str, dtype: str, sustained: bool = False) -> KernelTimer:
+    return KernelTimer(load_hardware(hardware), "bf16", matmul_dtype=dtype, sustained=sustained)
+
+
+def model_tflops(hardware: str, dtype: str, b: int, m: int, n: int, k: int, sustained: bool = False) -> float:
+    gemm = Gemm(m, n, k, count=b)
+    return gemm.flops / timer(hardware, dtype, sustained).gemm_seconds(gemm) / 1e12
+
+
+def point(source: str, hardware: str, dtype: str, b: int, m: int, n: int, k: int, published: float,
+          sustained: bool = False) -> Point:
+    return Point(source, hardware, dtype, b, m, n, k, float(published),
+                 model_tflops(hardware, dtype, b, m, n, k, sustained))
+
+
+def mamf_points() -> list[Point]:
+    return [point("mamf", hw, dtype, 1, m, n, k, tflops)
+            for hw, dtype, tflops, m, n, k, _ in table()["mamf"]["rows"]]
+
+
+def a100_square_points(hardware: str = "a100-40gb") -> list[Point]:
+    return [point("a100_cublas_square", hardware, "bf16", 1, s, s, s, tflops)
+            for s, tflops in table()["a100_cublas_square"]["rows"]]
+
+
+def a100_square_shape(points: list[Point] | None = None) -> list[tuple[int, float, float]]:
+    """(m = n = k, published / published at 8,192, model / model at 8,192): the curve's shape."""
+    points = points or a100_square_points()
+    last = points[-1]
+    return [(p.m, p.published / last.published, p.model / last.model) for p in points]
+
+
+def randn_points() -> list[Point]:
+    return [point("a100_randn_8192", hw, "bf16", 1, m, n, k, tflops, sustained=rate == "sustained")
+            for hw, m, n, k, tflops, rate in table()["a100_randn_8192"]["rows"]]
+
+
+def xla_points(name: str) -> list[Point]:
+    hardware, dtype = name.split()
+    return [point("xla " + name, hardware, dtype, b, m, n, k, tflops)
+            for b, m, n, k, tflops in table()["xla_matmul_table"]["tables"][name]]
+
+
+def spread(ratios: list[float]) -> tuple[int, float, float, float]:
+    """(count, median, min, max) of model / published ratios."""
+    return len(ratios), statistics.median(ratios), min(ratios), max(ratios)
+
+
+def summary() -> list[tuple[str, int, float, float, float]]:
+    """(label, count, median, min, max) of model / published for each source and subset."""
+    out = [("MAMF (best shape, burst)", *spread([p.ratio for p in mamf_points()]))]
+    square = a100_square_points()
+    out.append(("A100 cuBLAS m=n=k >= 2048", *spread([p.ratio for p in square if p.m >= 2048])))
+    out.append(("A100 cuBLAS m=n=k >= 2048, shape", *spread(
+        [model / published for s, published, model in a100_square_shape(square) if s >= 2048])))
+    out.append(("A100 randn 8192^3 (sustained)", *spread([p.ratio for p in randn_points()])))
+    for name in table()["xla_matmul_table"]["tables"]:
+        points = xla_points(name)
+        out.append((f"XLA {name}, large", *spread([p.ratio for p in points if p.large])))
+        out.append((f"XLA {name}, all", *spread([p.ratio for p in points])))
+    return out
+
+
+def main(argv: list[str]) -> int:
+    if argv and argv != ["--rows"]:
+        print("usage: python validate/gemm_microbenchmarks.py [--rows]", file=sys.stderr)
+        return 2
+    print(f"{'source':40} {'n':>4} {'median':>7} {'min':>6} {'max':>6}   (model / published TFLOP/s)")
+    for label, count, median, low, high in summary():
+        print(f"{label:40} {count:4d} {median:7.3f} {low:6.3f} {high:6.3f}")
+    if argv:
+        for p in mamf_points() + a100_square_points() + randn_points():
+            print(f"{p.source:20} {p.hardware:12} {p.dtype:5} {p.b}x{p.m}x{p.n}x{p.k:<6} "
+                  f"published {p.published:7.1f}  model {p.model:7.1f}  {p.ratio:.3f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
