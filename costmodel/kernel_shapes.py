@@ -1,15 +1,13 @@
 """The kernels a leaf runs, as shapes: a GEMM's (M, N, K), a fused attention call's heads and
 lengths, a memory-bound kernel's bytes (costmodel/kernel_time.py times them on a hardware file;
-docs/time.md, "The kernel-level model"). Plain integers: no torch, no sympy (but in inference_subs,
-the values a prefill or a decode step evaluates the tree's leaves at, which imports it when called).
+docs/time.md, "The kernel-level model"). Plain integers: no torch, no sympy (the values a prefill or a
+decode step evaluates the tree's leaves at are costmodel/kernel_subs.py's, apart: they need the tree).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
-from .config import DTYPE_BYTES, Workload
 
 
 @dataclass(frozen=True)
@@ -152,17 +150,3 @@ class PassKernel:
 
 
 Kernel = Gemm | AttentionCall | Pointwise | PassKernel
-
-
-def inference_subs(cfg: Any, dtype: str, batch: int, seq_len: int, context: int | None = None,
-                   source_len: int | None = None) -> dict:
-    """The values a prefill (context None) or a decode step at `context` keys evaluates at."""
-    import sympy as sp
-
-    from . import symbols as S
-    from .tree import model_values
-
-    values = {**model_values(cfg), S.b: batch, S.n: seq_len, S.T: 0,
-              S.s: seq_len if source_len is None else source_len,
-              S.c: seq_len if context is None else context, S.e: DTYPE_BYTES[Workload(dtype=dtype).dtype]}
-    return {k: sp.Integer(v) for k, v in values.items()}

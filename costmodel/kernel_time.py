@@ -77,8 +77,8 @@ from .config import DTYPE_BYTES, ConfigError, Workload
 from .hardware import Efficiency, Hardware
 from .kernel_rates import (check_kernel_model, gemm_k_points, k_efficiency, kernel_facts, log_linear,  # noqa: F401
                            sustained_efficiency)
-from .kernel_shapes import (AttentionCall, Gemm, Kernel, PassKernel, Pointwise, fused_gemm,  # noqa: F401 (re-exported)
-                            inference_subs)  # noqa: F401 (re-exported: its readers import it here)
+from .kernel_shapes import AttentionCall, Gemm, Kernel, PassKernel, Pointwise, fused_gemm  # noqa: F401 (re-exported)
+from .kernel_subs import inference_subs  # noqa: F401 (re-exported: its readers import it here)
 
 class KernelTimer:
     """Seconds of one kernel on one hardware in one dtype."""
