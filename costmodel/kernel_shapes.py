@@ -9,7 +9,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 
-
 @dataclass(frozen=True)
 class Gemm:
     """count independent products (M x K) @ (K x N), as one launch (a batched GEMM)."""
