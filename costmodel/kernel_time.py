@@ -72,6 +72,7 @@ from typing import Any, Iterable
 
 from .attention_kernels import (DEFAULT_KERNEL, attention_points, decode_kernel_entry, decode_terms, kernel_entry,
                                 shape_points, shape_rate)
+from .compiled import exact_value
 from .config import DTYPE_BYTES, ConfigError, Workload
 from .hardware import Efficiency, Hardware
 from .kernel_rates import gemm_k_points, k_efficiency, kernel_facts, log_linear, sustained_efficiency  # noqa: F401
@@ -321,8 +322,10 @@ class KernelTimer:
 # Leaves as kernels (the shapes are the tree's: matrices, lengths, heads)
 
 def _number(expr: Any, subs: dict) -> float:
-    import sympy as sp
-    return float(sp.sympify(expr).xreplace(subs))
+    """The exact value at subs (compiled.exact_value, else sympy's substitution) rounded once."""
+    from sympy import sympify
+    value = exact_value(expr := sympify(expr), subs)
+    return float(expr.xreplace(subs) if value is None else value)
 
 
 def _sdpa_mask(block: Any, n_kv: int, window: int | None) -> str | None:

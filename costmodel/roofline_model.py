@@ -351,9 +351,14 @@ def longest_context(needed: sp.Expr, capacity: int) -> int | float:
     """The most keys c at which `needed` (bytes, nondecreasing in c: a cache that grows by a key
     each step, or stops at a sliding window) stays within capacity; math.inf where it never
     passes it (every layer windowed), 0 where one key does not fit. Exact: the integer search
-    evaluates the expression itself, so the windows' Min(c, w) need no special case."""
+    evaluates the expression itself (compiled to exact Python once, compiled.exact_value), so
+    the windows' Min(c, w) need no special case."""
+    from .compiled import exact_value
+
     def at(keys: int) -> int:
-        return int(needed.xreplace({S.c: sp.Integer(keys)}))
+        subs = {S.c: sp.Integer(keys)}
+        value = exact_value(needed, subs)
+        return int(needed.xreplace(subs) if value is None else value)
 
     beyond = 2**62  # more keys than any context; fitting there means fitting at any length
     if at(1) > capacity:
