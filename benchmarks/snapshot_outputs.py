@@ -33,8 +33,8 @@ sys.path.insert(0, str(ROOT))
 
 REPORT_MODELS = ("gpt2", "llama2-7b")
 PLAN = ["--hardware", "h100-sxm", "--gpus", "8", "--seq-len", "2048", "--global-batch", "64"]
-#: simulate's workloads: (file name, arguments after `simulate`); benchmarks/bench_simulate_warm.py
-#: times the first five.
+#: simulate's workloads: (file name, arguments after `simulate`); the first five are those
+#: benchmarks/bench_simulate_warm.py times.
 SIMULATE = (
     ("qwen3-30b-a3b-b32", ["--model", "qwen3-30b-a3b", "--batch", "32", "--prompt", "1024", "--gen", "256"]),
     ("deepseek-v3-b32", ["--model", "deepseek-v3", "--batch", "32", "--prompt", "1024", "--gen", "256"]),

@@ -26,7 +26,6 @@ import json
 import marshal
 import os
 import tempfile
-from fractions import Fraction
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable
@@ -180,7 +179,26 @@ def python_source(expressions: dict[str, Any], constants: dict[str, Any],
         "from fractions import Fraction",
         f"CONSTANTS = {json.dumps(constants, sort_keys=True)!r}",
         "CONSTANTS = __import__('json').loads(CONSTANTS)",
-        *HELPERS,
+        "",
+        "",
+        "def _ceil(x):",
+        "    return -((-x.numerator) // x.denominator) if type(x) is Fraction else x",
+        "",
+        "",
+        "def _floor(x):",
+        "    return x.numerator // x.denominator if type(x) is Fraction else x",
+        "",
+        "",
+        "def _div(a, b):",
+        "    if type(a) is int and type(b) is int and a % b == 0:",
+        "        return a // b",
+        "    return Fraction(a, b)",
+        "",
+        "",
+        "def _exact(x):",
+        "    if type(x) is Fraction and x.denominator == 1:",
+        "        return x.numerator",
+        "    return x",
         "",
         "",
         "def evaluate(values):",
@@ -191,75 +209,6 @@ def python_source(expressions: dict[str, Any], constants: dict[str, Any],
     lines += [f"        {name!r}: _exact({to_python(expr)})," for name, expr in zip(names, reduced)]
     lines.append("    }")
     return "\n".join(lines + numpy_source(arrays or {})) + "\n"
-
-
-def exact_value(expr: Any, subs: dict) -> Any:
-    """The sympy expression's exact value at subs (symbols to ints or sympy Integers and
-    Rationals), as an int or a Fraction: the same rational sympy's substitution gives, from its
-    code (to_python's, compiled once per expression, _exact_code), without building sympy numbers
-    (a substituted Min or Max alone costs ~1 ms). None where the code cannot say: a node the
-    printer has no rule for, a symbol not in subs, a value not rational, a result not rational
-    (a power to a fractional exponent): the caller substitutes with sympy then."""
-    code = _exact_code(expr)
-    if code is None:
-        return None
-    function, symbols = code
-    values = []
-    for symbol in symbols:
-        value = subs.get(symbol)
-        if type(value) is not int:
-            if not getattr(value, "is_Rational", False):
-                return None
-            value = int(value.p) if value.q == 1 else Fraction(int(value.p), int(value.q))
-        values.append(value)
-    value = function(*values)
-    return value if type(value) in (int, Fraction) else None
-
-
-@lru_cache(maxsize=8192)
-def _exact_code(expr: Any) -> tuple[Callable[..., Any], tuple[Any, ...]] | None:
-    """exact_value's function of the expression's free symbols (sorted by name), or None where
-    to_python has no rule for a node or a symbol's name would not be a plain parameter."""
-    import keyword
-
-    symbols = tuple(sorted(expr.free_symbols, key=lambda symbol: symbol.name))
-    names = [symbol.name for symbol in symbols]
-    reserved = {"min", "max", "Fraction", "_ceil", "_floor", "_div", "_exact"}
-    if len(set(names)) != len(names) or any(
-            not name.isidentifier() or keyword.iskeyword(name) or name in reserved for name in names):
-        return None
-    try:
-        body = to_python(expr)
-    except NotImplementedError:
-        return None
-    namespace: dict[str, Any] = {"Fraction": Fraction}
-    exec("\n".join(HELPERS), namespace)  # noqa: S102 (the printer's own helpers)
-    return eval(f"lambda {', '.join(names)}: {body}", namespace), symbols  # noqa: S307
-
-
-#: The generated code's helpers (python_source, _exact_code).
-HELPERS = (
-    "",
-    "",
-    "def _ceil(x):",
-    "    return -((-x.numerator) // x.denominator) if type(x) is Fraction else x",
-    "",
-    "",
-    "def _floor(x):",
-    "    return x.numerator // x.denominator if type(x) is Fraction else x",
-    "",
-    "",
-    "def _div(a, b):",
-    "    if type(a) is int and type(b) is int and a % b == 0:",
-    "        return a // b",
-    "    return Fraction(a, b)",
-    "",
-    "",
-    "def _exact(x):",
-    "    if type(x) is Fraction and x.denominator == 1:",
-    "        return x.numerator",
-    "    return x",
-)
 
 
 def numpy_source(expressions: dict[str, Any]) -> list[str]:

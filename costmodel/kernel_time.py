@@ -72,7 +72,7 @@ from typing import Any, Iterable
 
 from .attention_kernels import (DEFAULT_KERNEL, attention_points, decode_kernel_entry, decode_terms, kernel_entry,
                                 shape_points, shape_rate)
-from .compiled import exact_value
+from .exact_eval import exact_value
 from .config import DTYPE_BYTES, ConfigError, Workload
 from .hardware import Efficiency, Hardware
 from .kernel_rates import gemm_k_points, k_efficiency, kernel_facts, log_linear, sustained_efficiency  # noqa: F401
@@ -322,7 +322,7 @@ class KernelTimer:
 # Leaves as kernels (the shapes are the tree's: matrices, lengths, heads)
 
 def _number(expr: Any, subs: dict) -> float:
-    """The exact value at subs (compiled.exact_value, else sympy's substitution) rounded once."""
+    """The exact value at subs (exact_eval.exact_value, else sympy's substitution) rounded once."""
     from sympy import sympify
     value = exact_value(expr := sympify(expr), subs)
     return float(expr.xreplace(subs) if value is None else value)

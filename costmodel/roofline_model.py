@@ -351,9 +351,9 @@ def longest_context(needed: sp.Expr, capacity: int) -> int | float:
     """The most keys c at which `needed` (bytes, nondecreasing in c: a cache that grows by a key
     each step, or stops at a sliding window) stays within capacity; math.inf where it never
     passes it (every layer windowed), 0 where one key does not fit. Exact: the integer search
-    evaluates the expression itself (compiled to exact Python once, compiled.exact_value), so
+    evaluates the expression itself (as exact Python closures, built once: exact_eval.exact_value), so
     the windows' Min(c, w) need no special case."""
-    from .compiled import exact_value
+    from .exact_eval import exact_value
 
     def at(keys: int) -> int:
         subs = {S.c: sp.Integer(keys)}
