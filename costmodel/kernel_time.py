@@ -73,6 +73,7 @@ from typing import Any, Iterable
 
 from .attention_kernels import (DEFAULT_KERNEL, attention_points, decode_kernel_entry, decode_terms, kernel_entry,
                                 shape_points, shape_rate)
+from .exact_eval import exact_value
 from .config import DTYPE_BYTES, ConfigError, Workload
 from .hardware import Efficiency, Hardware
 from .kernel_rates import (check_kernel_model, gemm_k_points, k_efficiency, kernel_facts, log_linear,  # noqa: F401
@@ -325,8 +326,10 @@ class KernelTimer:
 # Leaves as kernels (the shapes are the tree's: matrices, lengths, heads)
 
 def _number(expr: Any, subs: dict) -> float:
-    import sympy as sp
-    return float(sp.sympify(expr).xreplace(subs))
+    """The exact value at subs (exact_eval.exact_value, else sympy's substitution) rounded once."""
+    from sympy import sympify
+    value = exact_value(expr := sympify(expr), subs)
+    return float(expr.xreplace(subs) if value is None else value)
 
 
 def _sdpa_mask(block: Any, n_kv: int, window: int | None) -> str | None:

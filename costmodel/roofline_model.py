@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, lru_cache
 from typing import Any
 
 import sympy as sp
@@ -140,22 +140,10 @@ class Roofline:
                 S.c: seq_len if context is None else context, S.e: DTYPE_BYTES[self.dtype]}
         return {k: sp.Integer(v) for k, v in subs.items()}
 
-    def _sweep(self, model: CostModel, leaves: tuple[Leaf, ...] | None = None
-               ) -> tuple[dict[str, tuple[int, bool]], Sweep]:
+    def _sweep(self, model: CostModel, decoder_only: bool = False) -> tuple[dict[str, tuple[int, bool]], Sweep]:
         """One lambdified function for every leaf's FLOPs and bytes moved, matmul and other, and
-        how many times each leaf runs (its layers) and whether it runs any op."""
-        runs, expressions = {}, {}
-        fixed = {k: sp.Integer(v) for k, v in model_values(model.cfg).items()}
-        for leaf in model.leaves if leaves is None else leaves:
-            fp8_flops, read, quantize = w8a8_leaf_adjustment(leaf, self.w8a8, S.e)
-            peak = blended_peak(leaf.total("flops_matmul"), fp8_flops, self.flops_per_s, self.fp8_flops_per_s, fixed,
-                                leaf.path)
-            runs[leaf.path] = (int(leaf.count.xreplace(fixed)), leaf.cost.is_active(), peak)
-            for quantity in KERNEL_QUANTITIES:
-                expressions[f"{leaf.path}|{quantity}"] = (matmul_traffic(leaf) + read if quantity == "bytes_matmul"
-                                                          else leaf.total(quantity) + quantize
-                                                          if quantity == "bytes_other" else leaf.total(quantity))
-        return runs, Sweep(model, expressions)
+        how many times each leaf runs (its layers) and whether it runs any op (shared_sweep's)."""
+        return shared_sweep(model, decoder_only, self.w8a8, self.flops_per_s, self.fp8_flops_per_s)
 
     @cached_property
     def _prefill_sweep(self) -> tuple[dict[str, tuple[int, bool]], Sweep]:
@@ -165,7 +153,7 @@ class Roofline:
     def _rerun_sweep(self) -> tuple[dict[str, tuple[int, bool]], Sweep]:
         """A generation step without a KV cache reruns the decoder side over every token so far;
         an encoder-decoder keeps its encoder's output."""
-        return self._sweep(self.prefill_model, self.prefill_model.select(stack="decoder"))
+        return self._sweep(self.prefill_model, decoder_only=True)
 
     @cached_property
     def _decode_sweep(self) -> tuple[dict[str, tuple[int, bool]], Sweep]:
@@ -320,6 +308,28 @@ class Roofline:
         }
 
 
+@lru_cache(maxsize=64)
+def shared_sweep(model: CostModel, decoder_only: bool, w8a8: bool, peak: float, fp8_peak: float | None
+                 ) -> tuple[dict[str, tuple[int, bool, float]], Sweep]:
+    """Per leaf of the model (of its decoder side where decoder_only: a rerun's), its runs, whether
+    it runs an op and its matmul rate (blended_peak: `peak`, and `fp8_peak` for its W8A8 share),
+    and one Sweep of its four kernel quantities. Built once per model (tree.shared_model's, one a
+    frozen config, profile and phase) and rates, for the Rooflines that only read them: a warm
+    `simulate` rebuilt the sympy sums and their substitution on every call (a third of a second
+    for DeepSeek-V3). Callers must not change the dict."""
+    runs, expressions = {}, {}
+    fixed = {k: sp.Integer(v) for k, v in model_values(model.cfg).items()}
+    for leaf in model.select(stack="decoder") if decoder_only else model.leaves:
+        fp8_flops, read, quantize = w8a8_leaf_adjustment(leaf, w8a8, S.e)
+        rate = blended_peak(leaf.total("flops_matmul"), fp8_flops, peak, fp8_peak, fixed, leaf.path)
+        runs[leaf.path] = (int(leaf.count.xreplace(fixed)), leaf.cost.is_active(), rate)
+        for quantity in KERNEL_QUANTITIES:
+            expressions[f"{leaf.path}|{quantity}"] = (matmul_traffic(leaf) + read if quantity == "bytes_matmul"
+                                                      else leaf.total(quantity) + quantize
+                                                      if quantity == "bytes_other" else leaf.total(quantity))
+    return runs, Sweep(model, expressions)
+
+
 def matmul_traffic(leaf: Leaf) -> sp.Expr:
     """A leaf's matrix-product traffic over all its runs, its weights as stored
     (Leaf.matmul_bytes_as_stored)."""
@@ -345,9 +355,14 @@ def longest_context(needed: sp.Expr, capacity: int) -> int | float:
     """The most keys c at which `needed` (bytes, nondecreasing in c: a cache that grows by a key
     each step, or stops at a sliding window) stays within capacity; math.inf where it never
     passes it (every layer windowed), 0 where one key does not fit. Exact: the integer search
-    evaluates the expression itself, so the windows' Min(c, w) need no special case."""
+    evaluates the expression itself (as exact Python closures, built once: exact_eval.exact_value), so
+    the windows' Min(c, w) need no special case."""
+    from .exact_eval import exact_value
+
     def at(keys: int) -> int:
-        return int(needed.xreplace({S.c: sp.Integer(keys)}))
+        subs = {S.c: sp.Integer(keys)}
+        value = exact_value(needed, subs)
+        return int(needed.xreplace(subs) if value is None else value)
 
     beyond = 2**62  # more keys than any context; fitting there means fitting at any length
     if at(1) > capacity:
