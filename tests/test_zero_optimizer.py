@@ -147,3 +147,20 @@ def test_internlm_s_buckets_and_broadcasts():
     flat = ParallelEstimate(load_preset("llama3-8b"), Workload(seq_len=4096, batch=1, dtype="bf16"),
                             Layout(dp=8, zero=1, framework="megatron"))
     assert flat.data_parallel_calls(flat.stages[0], "dp", "all_gather") == 1
+
+
+def test_internlm_has_no_copy_loop():
+    """nanotron's Python loop of dp x n copy_ ops is nanotron's (distributed.py update_output); InternLM's
+    holding ranks broadcast their flat parameters (broadcast_params) with no such loop. Merging session 30
+    found the loop priced on InternLM's rows too (all_reduces() was true for both): at 1,024 A100s it added
+    dp x 170 x the host's op time to a step InternLM's code does not run."""
+    from costmodel.layout.timing import step_time
+    from costmodel.layout.zero_optimizer import gather_copy_seconds
+
+    data = other_runs_data()
+    source = data["sources"]["internlm-train"]
+    run = next(r for r in data["runs"] if r["id"] == "internlm-train 7b tp1 zero1-all 1024xa100-80gb")
+    estimate, hardware, options = train_setup(run, source)
+    timer = step_time(estimate, hardware, time_model="kernels", **options)
+    assert estimate.layout.zero_optimizer == "internlm" and timer.hardware.eager_op_s is not None
+    assert gather_copy_seconds(timer, estimate.stages[0]) == 0.0

@@ -106,7 +106,7 @@ def gather_copy_seconds(step_time: Any, stage: Any) -> float:
     before gathering) or where the hardware states no host time per op."""
     estimate = step_time.estimate
     layout, op = estimate.layout, step_time.hardware.eager_op_s
-    if not all_reduces(layout) or layout.dp == 1 or op is None:
+    if layout.zero != 1 or layout.zero_optimizer != "nanotron" or layout.dp == 1 or op is None:
         return 0.0
     loop = layout.dp * nanotron_tensors(estimate, stage) * op
     gathered = step_time.collective("dp", "all_gather", estimate.communication(stage)["dp"]["all_gather"])
