@@ -7,16 +7,18 @@ from __future__ import annotations
 
 from typing import Any
 
-import sympy as sp
-
-from . import symbols as S
 from .config import DTYPE_BYTES, Workload
-from .tree import model_values
 
 
 def inference_subs(cfg: Any, dtype: str, batch: int, seq_len: int, context: int | None = None,
                    source_len: int | None = None) -> dict:
-    """The values a prefill (context None) or a decode step at `context` keys evaluates at."""
+    """The values a prefill (context None) or a decode step at `context` keys evaluates at (sympy and the
+    tree imported here: a warm plan, which imports kernel_time, imports no sympy)."""
+    import sympy as sp
+
+    from . import symbols as S
+    from .tree import model_values
+
     values = {**model_values(cfg), S.b: batch, S.n: seq_len, S.T: 0,
               S.s: seq_len if source_len is None else source_len,
               S.c: seq_len if context is None else context, S.e: DTYPE_BYTES[Workload(dtype=dtype).dtype]}
