@@ -60,6 +60,13 @@ def scheduler_code(scheduler: str) -> str:
     return _data()["schedulers"][scheduler]
 
 
+def caches_kv_heads(name: str, class_heads: str) -> bool:
+    """Whether code `name` caches the model's KV heads where transformers' class caches `class_heads`
+    (facts.json kv_cache_heads: "query" for a class that broadcasts K and V to every query head): the
+    one rule Profile.facts and tree_options both take."""
+    return class_heads != "kv" and not cache_code(name).class_heads
+
+
 def tree_options(cfg, workload) -> dict:
     """What the workload's decode code changes in cfg's cost tree, for the caches' keys beside
     Workload.options(): nothing where it caches as transformers' class does and reads as
@@ -70,6 +77,6 @@ def tree_options(cfg, workload) -> dict:
     out = {}
     if workload.kv_dtype is not None and code.reads_as_stored:
         out["kv_read_as_stored"] = True
-    if not code.class_heads and facts_for(workload.impl, cfg.family).kv_cache_heads != "kv":
+    if caches_kv_heads(workload.decode_code, facts_for(workload.impl, cfg.family).kv_cache_heads):
         out["kv_cache_heads"] = "kv"
     return out

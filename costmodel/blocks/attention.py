@@ -37,9 +37,8 @@ def kv_element_bytes(profile: Profile) -> Expr:
 def kv_cache_bytes(elements: Expr, profile: Profile) -> Expr:
     """Bytes of one layer's cached key/value elements (kv_element_bytes each), plus a quantized
     cache's two per-tensor scales for the layer."""
-    if elements == 0 or profile.kv_dtype is None:
-        return elements * kv_element_bytes(profile)
-    return elements * kv_element_bytes(profile) + KV_SCALE_BYTES
+    cached = elements * kv_element_bytes(profile)
+    return cached if elements == 0 or profile.kv_dtype is None else cached + KV_SCALE_BYTES
 
 
 @dataclass(frozen=True)

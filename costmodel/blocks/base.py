@@ -18,7 +18,7 @@ from typing import Any
 import sympy as sp
 
 from .. import symbols as S
-from ..decode_codes import cache_code
+from ..decode_codes import cache_code, caches_kv_heads
 from ..facts import Facts, facts_for
 from ..kernels import Kernel, choose
 from ..precision import ParamBytes, param_bytes
@@ -145,7 +145,7 @@ class Profile:
         """The (impl, family) facts; under a code whose cache is not transformers' class's
         (decode_codes.CacheCode.class_heads), the cache holds the KV heads (kv_cache_heads "kv")."""
         facts = facts_for(self.impl, self.family)
-        if facts.kv_cache_heads != "kv" and not cache_code(self.decode_code).class_heads:
+        if caches_kv_heads(self.decode_code, facts.kv_cache_heads):
             return dataclasses.replace(facts, kv_cache_heads="kv")
         return facts
 

@@ -132,9 +132,9 @@ def replica_profile(cfg: Any, scheduler: str = "vllm", *, weight_dtype: str | No
                           f"cache is modelled for the {', '.join(s for s in SCHEDULERS if not s.startswith('hf-'))} "
                           f"schedulers.")
     weight_dtype, weight_group, _ = inference_weights(cfg, weight_dtype, weight_group)  # the checkpoint's by default
+    code = scheduler_code(scheduler)  # transformers' classes run their experts as they are; the engines route
     profile = serving_profile(cfg, attention, weight_dtype, kv_dtype, mla, fp8_gemm, weight_group, quant_layout=quant_layout,
-                              decode_code=scheduler_code(scheduler),
-                              routed_experts=scheduler != "static" and not scheduler.startswith("hf-"))
+                              decode_code=code, routed_experts=code != "transformers")
     check_weight_scope(cfg, getattr(profile, "weight_format", None))
     return profile
 
