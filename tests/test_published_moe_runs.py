@@ -118,8 +118,14 @@ def test_each_moe_row_is_expressed_as_the_page_prints_it(run_id, release, headin
     # 'layernorm'] (scripts/performance/configs/nemotronh/nemotron_3_workload_base_configs.py at 21d102f5e
     # and v0.4.0); its NVFP4_V1 None, its GB200 configs none
     super_b200 = run["model"] == "nemotron-3-super" and run["hardware"] == "b200" and run.get("fp8") == "mxfp8"
+    # Nemotron 3 Nano's H100 FP8_CS_V1, recompute_modules ['moe', 'layernorm', 'core_attn', 'moe_act'] (the
+    # whole MoE layer, its norm and the attention core: layernorm-moe-core-attn) at v0.3.1 and cfeddcd94
+    # (nemotron_3_nano_workload_base_configs.py), v0.4.0, 21d102f5e and 63b08b397 (nemotron_3_workload_base_configs.py);
+    # its Blackwell configs (BASE_NEMOTRON_3_NANO_CONFIG, no recompute_modules) none
+    nano_h100 = run["model"] == "nemotron-3-nano" and run.get("hardware") == "h100-sxm"
     assert run.get("recompute") == ("layernorm-moe-act" if gpt_oss_bf16 or super_b200
-                                    else "mla-up-proj" if deepseek else None)
+                                    else "mla-up-proj" if deepseek
+                                    else "layernorm-moe-core-attn" if nano_h100 else None)
     # Every Nemotron 3 Super and Ultra recipe read (v0.4.0, 21d102f5e, 067f987df) states
     # expert_tensor_parallel_size 1 and the hybridep flex dispatcher
     if run["model"] in ("nemotron-3-super", "nemotron-3-ultra"):
