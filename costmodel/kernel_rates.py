@@ -56,6 +56,27 @@ def k_efficiency(points: tuple[tuple[int, float], ...], k: int) -> float:
     return log_linear(points, k) if points else 1.0
 
 
+def weight_only_rates(entries: list[dict[str, Any]], hardware: Hardware,
+                      gemv_bandwidth: float) -> dict[str, tuple[int, float]]:
+    """A weight-only GEMV kernel's published or measured speed on this hardware's architecture
+    (kernel_facts.json "weight_only_gemv"): weight dtype -> (tokens it covers, bytes/s). An entry's
+    `bandwidth_fraction`: that fraction of the GPU's GEMV rate; its `bytes_per_s`, measured on a GPU
+    of `measured_sms` SMs at `measured_clock_mhz` (a rate the SMs set, the DRAM being faster): that
+    rate per SM and clock on this GPU's SMs and clock, or its GEMV rate where that is lower (the
+    DRAM then binds)."""
+    rates = {}
+    for entry in entries:
+        if entry["architecture"] != hardware.architecture:
+            continue
+        if "bytes_per_s" in entry:
+            scale = hardware.sm_count * hardware.clock_mhz / (entry["measured_sms"] * entry["measured_clock_mhz"])
+            rate = min(gemv_bandwidth, float(entry["bytes_per_s"]) * scale)
+        else:
+            rate = gemv_bandwidth * float(entry["bandwidth_fraction"])
+        rates[entry["weight_dtype"]] = (int(entry["tokens"]), rate)
+    return rates
+
+
 def check_kernel_model(hardware: Hardware) -> None:
     if not (hardware.sm_count or hardware.gemm_efficiency_by_rows):
         raise ConfigError(f"hardware {hardware.name}: the kernel time model needs sm_count (tiles per wave) "

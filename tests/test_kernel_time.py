@@ -4,6 +4,7 @@ attention kernel executes, the kernels' shapes read from the tree, launch overhe
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -131,8 +132,34 @@ def test_an_int4_gemv_moves_its_bytes_at_the_published_fraction_of_the_dense_rat
                   Gemm(3, 4096, 11008, weight_bytes=stored, weight_dtype="int4")):
         assert timer.gemm_seconds(other) == pytest.approx(A100_STARTUP + timer.gemm_compute_seconds(other))
         assert timer.gemm_seconds(other) > timer.gemm_seconds(gemv)
-    # The fraction is the Ampere figure: a Hopper GPU has none (no published batch-1 figure).
-    assert KernelTimer(load_hardware("h100-sxm"), "bf16").weight_only_gemv == {}
+    # The fraction is the Ampere figure: a Hopper GPU has its own (measured on an H200, below).
+    assert KernelTimer(load_hardware("h100-sxm"), "bf16").weight_only_gemv["int4"][1] != A100_DOT * 0.928
+
+
+def test_an_int4_gemv_on_hopper_moves_its_bytes_at_the_h200_measured_rate_per_sm_and_clock():
+    # The repository's H200 measurements (validate/int4_hopper_gemv.py, three runs of hardware
+    # --measure): _weight_int4pack_mm at one token moves its stored bytes at 1.941 TB/s, 0.437 of
+    # the bf16 GEMV's rate measured alike, the SMs binding (132 at 1,980 MHz). The H100 SXM has the
+    # same SMs and clock and a faster GEMV rate (3,016.5 GB/s): the same 1.941 TB/s.
+    stored = 4096 * 11008 // 2 + 4096 * (11008 // 64) * 4  # 4-bit values, a bf16 scale and zero per group of 64
+    moved = 2 * (11008 + 4096) + stored
+    gemv = Gemm(1, 4096, 11008, weight_bytes=stored, weight_dtype="int4")
+    h100 = KernelTimer(load_hardware("h100-sxm"), "bf16")
+    assert h100.weight_only_gemv == {"int4": (1, 1.941e12)}
+    assert h100.gemm_seconds(gemv) == pytest.approx(1.955e-6 + moved / 1.941e12)
+    assert h100.gemm_seconds(gemv) == pytest.approx((1.955 + 13.0822) * 1e-6, rel=1e-5)  # 25,362,432 B stored
+    # The H100 PCIe: 114 SMs at 1,755 MHz, its GEMV rate (2.0 TB/s x 0.8) above that: per SM and clock.
+    pcie = load_hardware("h100-pcie")
+    assert (pcie.sm_count, pcie.clock_mhz) == (114, 1755)
+    assert KernelTimer(pcie, "bf16").weight_only_gemv["int4"][1] == pytest.approx(1.941e12 * 114 * 1755 / (132 * 1980))
+    # A GPU whose GEMV rate is below the SMs' rate: the DRAM binds (torchao's H100 of 2.4 TB/s, no
+    # measured GEMV rate: 0.8 x 2.4 = 1.92 TB/s).
+    slow = replace(load_hardware("h100-sxm"), bandwidth_bytes_per_s=2.4e12, gemv_bandwidth_bytes_per_s=0.0)
+    assert KernelTimer(slow, "bf16").weight_only_gemv["int4"] == (1, pytest.approx(1.92e12))
+    # Two tokens are past the measurement's one: the tile model.
+    two = Gemm(2, 4096, 11008, weight_bytes=stored, weight_dtype="int4")
+    assert h100.gemm_seconds(two) == pytest.approx(
+        1.955e-6 + max(h100.gemm_compute_seconds(two), (2 * 2 * (11008 + 4096) + stored) / 3016.544e9))
 
 
 def test_an_int8_gemv_moves_its_bytes_at_the_inductor_kernels_derived_fraction():
@@ -150,8 +177,8 @@ def test_an_int8_gemv_moves_its_bytes_at_the_inductor_kernels_derived_fraction()
     bytes_two = 2 * (2 * 4096 + 2 * 4096) + stored
     assert timer.gemm_seconds(two) == pytest.approx(
         A100_STARTUP + max(timer.gemm_compute_seconds(two), bytes_two / A100_DOT))
-    assert timer.weight_only_gemv["int8"] == (1, 0.946)
-    assert KernelTimer(load_hardware("h100-sxm"), "bf16").weight_only_gemv == {}
+    assert timer.weight_only_gemv["int8"] == (1, pytest.approx(A100_DOT * 0.946))
+    assert "int8" not in KernelTimer(load_hardware("h100-sxm"), "bf16").weight_only_gemv
 
 
 def test_causal_flash_executes_about_half_of_dense_at_long_n():
