@@ -38,3 +38,9 @@ def test_the_70b_tp8_shards_with_few_blocks_run_slower():
     assert rates[(1280, 8192)] == pytest.approx(0.53, abs=0.01)
     assert rates[(3584, 8192)] == pytest.approx(0.90, abs=0.01)
     assert rates[(8192, 1024)] > 1.0 and rates[(8192, 3584)] > 0.95
+    # The facts carry them by blocks (N / 8) on the measured 132 SMs; 512 blocks, the fitted
+    # shapes' fewest, at the fitted rate.
+    (entry,) = [e for e in kernel_facts()["weight_only_gemv"] if e["architecture"] == "hopper"]
+    assert entry["block_columns"] == 8
+    assert entry["by_blocks"] == {"160": pytest.approx(rates[(1280, 8192)], abs=0.005),
+                                  "448": pytest.approx(rates[(3584, 8192)], abs=0.005), "512": 1.0}
