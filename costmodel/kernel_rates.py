@@ -5,6 +5,7 @@ log-linear reading of a measured table (costmodel/kernel_time.py)."""
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
 from .config import ConfigError
@@ -54,6 +55,51 @@ def gemm_k_points(hardware: Hardware, dtype: str, fact: str = "gemm_efficiency_b
 def k_efficiency(points: tuple[tuple[int, float], ...], k: int) -> float:
     """A GEMM of inner width k's fraction of the large-GEMM rate (gemm_k_points, log-linear); 1 where none is published."""
     return log_linear(points, k) if points else 1.0
+
+
+@dataclass(frozen=True)
+class WeightOnlyKernel:
+    """A weight-only GEMV kernel on one GPU: the tokens its figure covers, the bytes/s it moves a large
+    weight at, and (where measured) its rate by thread blocks an SM: `block_columns` output columns a
+    block at one token, `by_blocks` the (blocks on `measured_sms` SMs, fraction of `rate`) points."""
+    tokens: int
+    rate: float
+    block_columns: int = 0
+    by_blocks: tuple[tuple[float, float], ...] = ()
+    measured_sms: int = 0
+    cap: float = math.inf  # the GPU's GEMV rate, where `rate` is the SMs' (the DRAM binds above it)
+
+    def rate_at(self, n: int, sms: int) -> float:
+        """Its bytes/s for a weight of n output columns on `sms` SMs: log-linear in the blocks an SM
+        between the measured points (the blocks the measured GPU would hold as many of an SM), the end
+        values beyond them; at most `cap`."""
+        if not self.by_blocks:
+            return min(self.cap, self.rate)
+        blocks = math.ceil(n / self.block_columns) * self.measured_sms / sms
+        return min(self.cap, self.rate * log_linear(self.by_blocks, blocks))
+
+
+def weight_only_rates(entries: list[dict[str, Any]], hardware: Hardware,
+                      gemv_bandwidth: float) -> dict[str, WeightOnlyKernel]:
+    """A weight-only GEMV kernel's published or measured speed on this hardware's architecture
+    (kernel_facts.json "weight_only_gemv"), by weight dtype. An entry's `bandwidth_fraction`: that
+    fraction of the GPU's GEMV rate; its `bytes_per_s`, measured on a GPU of `measured_sms` SMs at
+    `measured_clock_mhz` (a rate the SMs set, the DRAM being faster): that rate per SM and clock on
+    this GPU's SMs and clock, or its GEMV rate where that is lower (the DRAM then binds)."""
+    rates = {}
+    for entry in entries:
+        if entry["architecture"] != hardware.architecture:
+            continue
+        cap = math.inf
+        if "bytes_per_s" in entry:
+            scale = hardware.sm_count * hardware.clock_mhz / (entry["measured_sms"] * entry["measured_clock_mhz"])
+            rate, cap = float(entry["bytes_per_s"]) * scale, gemv_bandwidth
+        else:
+            rate = gemv_bandwidth * float(entry["bandwidth_fraction"])
+        points = tuple(sorted((float(x), float(f)) for x, f in entry.get("by_blocks", {}).items()))
+        rates[entry["weight_dtype"]] = WeightOnlyKernel(int(entry["tokens"]), rate, int(entry.get("block_columns", 0)),
+                                                        points, int(entry.get("measured_sms", 0)), cap)
+    return rates
 
 
 def check_kernel_model(hardware: Hardware) -> None:

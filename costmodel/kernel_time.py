@@ -27,11 +27,12 @@ A kernel's time:
     runs faster than its bytes at the bandwidth a read-and-reduce stream reaches (the hardware's
     gemv_bandwidth, a microbenchmark; else the achievable bandwidth); a weight-only quantized GEMM
     of no more tokens than its kernel's published small-batch speed covers (kernel_facts.json
-    "weight_only_gemv": int4 one or two, int8 one) moves its stored bytes at that fraction of the
-    GEMV rate, in place of the tile model (whose tiles of 64 rows and more a GEMV's kernel does not
-    use); a product of one row with unquantized weights is a GEMV (cuBLAS's gemv2T in eager mode,
-    Inductor's reduction when compiled): its bytes at the GEMV rate or its FLOPs at the vector peak,
-    whichever is longer, no tiles; where the hardware file measures a GEMM's efficiency by its rows
+    "weight_only_gemv": int4 one or two, int8 one) moves its stored bytes at that fraction of the GEMV rate
+    (one measured where the SMs bind: per SM and clock, at most the GEMV rate, by its thread blocks an SM
+    where measured; kernel_rates.weight_only_rates), not by the tile model (whose tiles of 64 rows and more a
+    GEMV's kernel does not use); a product of one row with unquantized weights is a GEMV (cuBLAS's gemv2T in
+    eager mode, Inductor's reduction when compiled): its bytes at the GEMV rate or its FLOPs at the vector
+    peak, whichever is longer, no tiles; where the hardware file measures a GEMM's efficiency by its rows
     (gemm_efficiency_by_rows, a CPU's), its FLOPs at that fraction of the peak instead of the tiles
     (log-linear between the measured row counts, the end values beyond them);
   - fused attention: the FLOPs the kernel executes (blocks of 128 x 128; a causal mask skips the
@@ -77,7 +78,7 @@ from .exact_eval import exact_value
 from .config import DTYPE_BYTES, ConfigError, Workload
 from .hardware import Efficiency, Hardware
 from .kernel_rates import (check_kernel_model, gemm_k_points, k_efficiency, kernel_facts, log_linear,  # noqa: F401
-                           sustained_efficiency)
+                           sustained_efficiency, weight_only_rates)
 from .kernel_shapes import AttentionCall, Gemm, Kernel, PassKernel, Pointwise, fused_gemm  # noqa: F401 (re-exported)
 from .kernel_subs import inference_subs  # noqa: F401 (re-exported: its readers import it here)
 
@@ -174,9 +175,8 @@ class KernelTimer:
         # next one up, padded): the entry's own, else FlashAttention-2's; elsewhere the head's own.
         self.attention_head_dims = tuple(entry.get("head_dims", facts["attention_head_dims"]["values"])) \
             if entry else ()
-        # Weight-only GEMV kernels' published speed on this architecture: dtype -> (tokens, fraction).
-        self.weight_only_gemv = {e["weight_dtype"]: (int(e["tokens"]), float(e["bandwidth_fraction"]))
-                                 for e in facts["weight_only_gemv"] if e["architecture"] == hardware.architecture}
+        # Weight-only GEMV kernels' published speed on this architecture, by weight dtype.
+        self.weight_only_gemv = weight_only_rates(facts["weight_only_gemv"], hardware, self.gemv_bandwidth)
         # The backward's efficiency over the forward's, where a paper gives both maxima only.
         self.attention_backward_ratio = float(entry.get("backward_ratio", 1.0))
         self.decode_entry = decode_kernel_entry(decode_kernel)  # a decode step's kernel stated from its code, or None
@@ -244,9 +244,9 @@ class KernelTimer:
         if self.w8a8 and gemm.weight_dtype == "fp8":
             return self.w8a8_gemm_seconds(gemm, weights, tile)
         moved = gemm.count * (self.element_bytes * (gemm.m * gemm.k + gemm.m * gemm.n) + weights)
-        tokens, fraction = self.weight_only_gemv.get(gemm.weight_dtype, (0, 1.0))
-        if gemm.m <= tokens:  # a published weight-only GEMV: its bytes at its measured rate
-            return self.dram_startup_s + moved / (self.gemv_bandwidth * fraction)
+        kernel = self.weight_only_gemv.get(gemm.weight_dtype)
+        if kernel and gemm.m <= kernel.tokens:  # a published weight-only GEMV: its bytes at its measured rate
+            return self.dram_startup_s + moved / kernel.rate_at(gemm.n, self.sms)
         if gemm.m == 1 and gemm.weight_dtype is None and not self.gemm_rows:  # a GEMV (gemv2T; compiled: a reduction)
             return self.dram_startup_s + max(moved / self.gemv_bandwidth, gemm.flops / self.vector)
         compute = self.gemm_compute_seconds(gemm, tile) / k_efficiency(self.gemm_by_k, gemm.k) \

@@ -298,10 +298,10 @@ def test_quantized_weights_are_read_as_stored() -> None:
     byte per value plus scales) the step's memory traffic falls by the difference, exactly."""
     cfg = costmodel.load_model("llama3-8b")
     hw = load_hardware("h100-sxm")
-    # The kernel model's bound is looser: it reads bf16 weights at the H100's measured GEMV rate
-    # (3.0 TB/s, Vidur's profiles; 0.8 x 3.35 before), so the step's parts that int4 does not
-    # shrink (launches, attention, the norms) are a larger share of it: 8.42 -> 5.06 ms, 0.601.
-    for time_model, bound in (("roofline", 0.6), ("kernels", 0.65)):
+    # The kernel model's bound is looser: bf16 weights at the H100's GEMV rate (3.0 TB/s, Vidur's), the
+    # parts int4 does not shrink a larger share, and int4 at tinygemm's measured 1.941 TB/s (kernel_facts,
+    # the H200 runs; 0.643 of that rate): 8.42 -> 5.73 ms, 0.680 (5.06 ms, 0.601, at the GEMV rate before).
+    for time_model, bound in (("roofline", 0.6), ("kernels", 0.69)):
         full = StepTime(cfg, hw, profile=serving_profile(cfg), time_model=time_model)
         int4 = StepTime(cfg, hw, profile=serving_profile(cfg, weight_dtype="int4"), time_model=time_model)
         assert int4.seconds([1], [600]) < bound * full.seconds([1], [600])
