@@ -2,10 +2,11 @@
 (KernelStepTime.stage), priced as layout/permute_fusion.py prices the unfused permutations:
 
 - the clamp of weighted_bias_quick_geglu_impl (NVIDIA/Megatron-LM 44151194 megatron/core/fusions/
-  fused_bias_geglu.py lines 424-433, unchanged since 2e29a5e1e3): where the routed experts clamp their gated
-  activation (ModelConfig.swiglu_limit, GPT-OSS's activation_func_clamp_value 7.0), the fc1 output is
-  chunked, each half clamped and the halves concatenated in eager torch before the compiled weighted
-  quick-GEGLU that the tree's expert leaf prices (facts.json fused_swiglu). TEGroupedMLP takes that path
+  fused_bias_geglu.py lines 424-433, unchanged since 2e29a5e1e3): where the routed experts run GPT-OSS's
+  clamped gated activation (ModelConfig.swiglu_limit and swiglu_alpha: Megatron-Core's quick-GEGLU with
+  activation_func_clamp_value 7.0), the fc1 output is chunked, each half clamped and the halves
+  concatenated in eager torch before the compiled weighted quick-GEGLU that the tree's expert leaf prices
+  (facts.json fused_swiglu). TEGroupedMLP takes that path
   (experts.py lines 660-670) wherever Transformer Engine's op fuser is off (KernelStepTime's moe_op_fuser,
   Megatron-Core's use_transformer_engine_op_fuser: its default, and forced off by Megatron-Bridge's
   performance overrides, scripts/performance/utils/overrides.py lines 64-65 at 21d102f5e, perf_recipes/
@@ -46,9 +47,11 @@ def _megatron_training(estimate: Any) -> bool:
 
 
 def clamp_applies(estimate: Any, op_fuser: bool) -> bool:
-    """Routed experts with a clamped gated activation, trained by Megatron-Core without the op fuser."""
+    """Routed experts with GPT-OSS's clamped gated activation (swiglu_limit and swiglu_alpha: Megatron-Core's
+    quick-GEGLU with activation_func_clamp_value), trained by Megatron-Core without the op fuser."""
     cfg = estimate.cfg
-    return _megatron_training(estimate) and bool(cfg.n_experts) and cfg.swiglu_limit is not None and not op_fuser
+    clamped = cfg.swiglu_limit is not None and cfg.swiglu_alpha is not None
+    return _megatron_training(estimate) and bool(cfg.n_experts) and clamped and not op_fuser
 
 
 def rope_applies(estimate: Any) -> bool:
