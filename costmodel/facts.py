@@ -255,6 +255,10 @@ class Facts:
     # "forward" tables d_h / 2 wide, one value per rotated pair (gpt-oss's rotary module returns
     # cos and sin of the frequencies without repeating them; its rotation multiplies each half)
     rotary_tables_half: bool = False
+    # Megatron-Core rotates the query and the key with its unfused eager code (rope_utils.py
+    # _apply_rotary_pos_emb_bshd: GPT-OSS's YaRN); a training step's kernel model adds its kernels
+    # beside the tree's one pass (costmodel/layout/gpt_oss_eager.py)
+    rotary_unfused: bool = False
     # the rotation takes the first half of cos and sin and repeat_interleaves it in every layer
     # (interleaved RoPE: GLM, Helium, ERNIE 4.5): each layer with RoPE keeps its own cos and sin
     # (the "forward" tables' dtype and width), the stack's tables are kept by no one

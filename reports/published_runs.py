@@ -306,6 +306,8 @@ def train_setup(run: dict[str, Any], source: dict[str, Any]) -> tuple[ParallelEs
     options: dict[str, Any] = {"autocast": _stated(run, source, "autocast", False)}
     if _stated(run, source, "compiled", False):
         options["compiled"] = True
+    if _stated(run, source, "moe_op_fuser", False):  # Megatron-Core's use_transformer_engine_op_fuser
+        options["moe_op_fuser"] = True  # (layout/gpt_oss_eager.py: no eager clamp)
     if _stated(run, source, "attention_kernel"):  # the fused attention kernel the run calls (KernelTimer)
         options["attention_kernel"] = _stated(run, source, "attention_kernel")
     # the overlap a run's recipe states (Overlap's fields; its overlap_grad_reduce, the gradient

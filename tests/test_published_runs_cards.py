@@ -79,10 +79,10 @@ CARD_MODEL = {
     "deepseek-v3 perf bf16 1024xh100": (1013.8, 1020.4),
     "deepseek-v4-flash perf mxfp8 128xgb200": (8036.8, 6654.2),
     "deepseek-v4-flash perf mxfp8 128xgb300": (8106.7, 7708.5),
-    "gpt-oss-120b pretrain bf16 64xh100": (5904.2, 5814.0),  # router unfused, no aux loss (wt29_dsv3)
-    "gpt-oss-120b perf bf16 64xgb200": (25768.1, 26648.1),
-    "gpt-oss-120b perf mxfp8 64xgb300": (32485.3, 36742.8),
-    "gpt-oss-20b pretrain bf16 16xh100": (11433.4, 11288.2),  # router unfused, no aux loss (wt29_dsv3)
+    "gpt-oss-120b pretrain bf16 64xh100": (5996.0, 5438.6),  # router unfused, no aux (wt29_dsv3)
+    "gpt-oss-120b perf bf16 64xgb200": (26475.4, 23757.8),
+    "gpt-oss-120b perf mxfp8 64xgb300": (33617.6, 36233.0),
+    "gpt-oss-20b pretrain bf16 16xh100": (11656.0, 10391.0),  # router unfused, no aux (wt29_dsv3)
     "nemotron-3-nano perf mxfp8 8xgb300": (63013.6, 56540.8),
     "nemotron-3-super pretrain bf16 64xh100": (3389.6, 3187.5),
     "nemotron-3-super perf bf16 64xh100": (3389.6, 3187.5),

@@ -64,8 +64,8 @@ def decode_step_split(run: dict, source: dict, context: int) -> dict[str, float]
     return dict(split)
 
 
-def train_step_kernels(estimate, hardware, overlap=None, autocast=False, compiled=False, attention_kernel=DEFAULT_KERNEL
-                       ) -> tuple[dict, list[tuple[str, float, float | None]]]:
+def train_step_kernels(estimate, hardware, overlap=None, autocast=False, compiled=False, attention_kernel=DEFAULT_KERNEL,
+                       moe_op_fuser=False) -> tuple[dict, list[tuple[str, float, float | None]]]:
     """A training step under the kernel model (issue 18, fourth round): the step's parts
     (KernelStepTime.step()) and, for the first pipeline stage, each kernel's seconds per step
     (forward, backward and recomputed forward, all micro-batches), GEMMs by shape with the
@@ -76,7 +76,7 @@ def train_step_kernels(estimate, hardware, overlap=None, autocast=False, compile
     from costmodel.layout.time import runs_fp8
 
     step_time = KernelStepTime(estimate, hardware, overlap=overlap, autocast=autocast, compiled=compiled,
-                               attention_kernel=attention_kernel)
+                               attention_kernel=attention_kernel, moe_op_fuser=moe_op_fuser)
     step, timer = step_time.step(), step_time.timer
     runs = step_time.part_runs(estimate.stages[0])
     microbatches = estimate.layout.microbatches
@@ -158,10 +158,11 @@ def pipelined_splits() -> None:
 
 
 def print_train_breakdown(name: str, published: float, estimate, hardware, overlap=None, autocast=False,
-                          compiled=False, unit: str = "TFLOP/s", attention_kernel: str = DEFAULT_KERNEL) -> None:
+                          compiled=False, unit: str = "TFLOP/s", attention_kernel: str = DEFAULT_KERNEL,
+                          moe_op_fuser: bool = False) -> None:
     """One training step's split and its first stage's kernels; `published` in `unit` (TFLOP/s
     per GPU, or tokens/s per GPU beside ours from the step's seconds)."""
-    step, rows = train_step_kernels(estimate, hardware, overlap, autocast, compiled, attention_kernel)
+    step, rows = train_step_kernels(estimate, hardware, overlap, autocast, compiled, attention_kernel, moe_op_fuser)
     if unit == "TFLOP/s":
         ours = f"{step['tflops_per_gpu']:.1f} (hardware FLOPs)"
     else:

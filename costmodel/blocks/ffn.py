@@ -422,16 +422,19 @@ class Experts(Block):
                 2 * elementwise_bytes(hidden) + 2 * elementwise_bytes(hidden)
                 + elementwise_bytes(hidden) + 2 * elementwise_bytes(hidden, reads=2))
 
-    def bias_bytes(self, slots: Expr) -> Expr:
-        """Forward traffic of adding the two grouped products' biases (facts.expert_bias). "add"
-        (transformers): each bias added in place to its product's output, 2 d_x + d values a slot
-        read twice and written once. "megatron" (TEGroupedMLP, the fact's source): fc1's inside
-        the fused activation (its E x 2 d_x values left out); fc2's by _apply_bias: b * p written
-        in fp32 (4), the output read (e) plus that product read (4) and the sum written in fp32
-        (4), the cat's copy (4 + 4), the cast back (4 + e): (24 + 2 e) bytes a value of the S d."""
+    def bias_bytes(self, slots: Expr) -> tuple[Expr, Expr]:
+        """(forward, backward) traffic of adding the two grouped products' biases (facts.expert_bias).
+        "add" (transformers): each bias added in place to its product's output, 2 d_x + d values a slot
+        read twice and written once, backward twice that. "megatron" (TEGroupedMLP, the fact's source):
+        fc1's inside the fused activation (its E x 2 d_x values left out); fc2's by _apply_bias: b * p in
+        fp32 (4), the output read (e) plus that product read (4) and the sum written in fp32 (4), the cat
+        (4 + 4), the cast back (4 + e): (24 + 2 e) bytes a value of the S d; its autograd as measured
+        (validate/gpt_oss_megatron_ops.py): the gradient cast to fp32 (e + 4), per expert the cast back
+        (4 + e), grad * p (8) and its row sum (4), grad * b (8) and its sum (4), the split's cat (2 e): 32 + 4 e."""
         if self.profile.facts.expert_bias == "megatron":
-            return (24 + 2 * S.e) * slots * self.width
-        return elementwise_bytes(slots * (2 * S.d_x + self.width), reads=2)
+            return (24 + 2 * S.e) * slots * self.width, (32 + 4 * S.e) * slots * self.width
+        forward = elementwise_bytes(slots * (2 * S.d_x + self.width), reads=2)
+        return forward, 2 * forward
 
     def dispatch_bytes(self) -> tuple[Expr, Expr | None]:
         """(forward, backward) traffic of taking the S = T k slots of T tokens to their experts and
@@ -485,7 +488,7 @@ class Experts(Block):
             # added in place to its product's output
             saved += INDEX * slots
             elements.append(("add", slots * (2 * S.d_x + self.width)))
-        biases_moved = self.bias_bytes(slots) if self.bias else ZERO
+        biases_moved, biases_back = self.bias_bytes(slots) if self.bias else (ZERO, ZERO)
         dispatch, dispatch_back = self.dispatch_bytes()
         if self.profile.recomputes("moe_layer"):  # the MoE layer checkpointed whole: nothing kept
             saved = ZERO
@@ -504,7 +507,7 @@ class Experts(Block):
             bytes_matmul=S.e * (read * one_expert + slots * (2 * self.width + (self.inputs + 1) * S.d_x)),
             matrix_read_share=read / S.E,
             bytes_other=glu_moved + biases_moved + dispatch,
-            backward_bytes_other=None if dispatch_back is None else 2 * (glu_moved + biases_moved) + dispatch_back,
+            backward_bytes_other=None if dispatch_back is None else 2 * glu_moved + biases_back + dispatch_back,
         )
 
 

@@ -43,6 +43,7 @@ from .frameworks import layout_vocabulary
 from .fp8 import RECIPES
 from .parts import Stage, fp8_activations, layout_loss
 from .rank import FRAMEWORKS, ParallelEstimate, uses_loss_parallel
+from .gpt_oss_eager import stage_seconds as gpt_oss_seconds
 from .host_syncs import moe_layers
 from .permute_fusion import applies as permute_applies
 from .permute_fusion import stage_seconds as permute_stage_seconds
@@ -250,7 +251,7 @@ class KernelStepTime(StepTime):
                  flops_convention: str = "dense", cuda_graphs: bool = False, overlap: Any = None,
                  compiled: bool = False, autocast: bool = False, attention_kernel: str = DEFAULT_KERNEL,
                  host_syncs: tuple[str, ...] | None = (), implementation: str | None = None,
-                 decode_kernel: str | None = None):
+                 decode_kernel: str | None = None, moe_op_fuser: bool = False):
         """attention_kernel: the fused attention kernel the run calls (KernelTimer's). host_syncs: the
         CUDA graph scopes a Megatron-Core training run captures (default none: eager), each
         micro-batch adding what its MoE layers' host syncs expose (layout/host_syncs.py: Megatron's
@@ -258,11 +259,13 @@ class KernelStepTime(StepTime):
         iteration captured (no sync); None: the host runs ahead (no host term). implementation:
         the code an inference step runs (spec.DECODE_CODES), whose counted ops an eager step's host
         issues (inference_host_ops; token); None: no host term. decode_kernel: the kernel a decode step's
-        attention runs (KernelTimer's; kernel_facts.json decode_attention_kernels), a decode step's only."""
+        attention runs (KernelTimer's; kernel_facts.json decode_attention_kernels), a decode step's only.
+        moe_op_fuser: Megatron-Core's use_transformer_engine_op_fuser (layout/gpt_oss_eager.py)."""
         super().__init__(estimate, hardware, efficiency, flops_convention, cuda_graphs, overlap, autocast)
         # a training step captured whole (cuda_graphs) syncs nowhere: Megatron's full_iteration scope
         self.host_syncs = host_syncs if host_syncs is None or not cuda_graphs else (*host_syncs, "full_iteration")
         self.implementation = implementation
+        self.moe_op_fuser = moe_op_fuser
         self.fused_qkv = fuses_qkv(implementation)  # gpt-fast's wqkv: one GEMM (rank_kernels)
         self.replayed = cuda_graphs and estimate.phase == "decode"  # a decode step from a CUDA graph: no host term
         check_kernel_model(hardware)
@@ -307,6 +310,8 @@ class KernelStepTime(StepTime):
             layers = moe_layers(self.estimate, stage)
             times["compute"] += (router_stage_seconds(self.estimate, self.hardware, layers, self.timer.bandwidth)
                                  + permute_stage_seconds(self.estimate, self.hardware, layers, self.timer.bandwidth))
+        # ... and GPT-OSS's eager clamp and rotary embedding beside its fused kernels (layout/gpt_oss_eager.py)
+        times["compute"] += gpt_oss_seconds(self.estimate, self.hardware, stage, self.timer.bandwidth, self.moe_op_fuser)
         if self.prices_host_syncs:
             from .host_syncs import stage_host_seconds
 

@@ -30,6 +30,7 @@ def step_time(estimate: ParallelEstimate, hardware: Hardware, efficiency: Effici
     options.pop("implementation", None)  # the roofline has no host term
     options.pop("decode_kernel", None)  # nor kernels: its attention is the tree's bytes and FLOPs
     options.pop("host_syncs", None)
+    options.pop("moe_op_fuser", None)  # the roofline prices the tree's fused kernels only
     return StepTime(estimate, hardware, efficiency, **options)
 
 
