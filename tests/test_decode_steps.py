@@ -111,7 +111,8 @@ SCRIPTS = {"gpt-fast": ("generate.py", "32971d3"), "gpt-fast-amd": ("generate.py
            "torchao-kv-long": ("torchao/_models/llama/generate.py", "b4d0768"),
            "qwen2.5-speed-hf": ("examples/speed-benchmark/speed_benchmark_transformers.py", "8205ba2"),
            "qwen3-speed-hf": ("docs/source/getting_started/speed_benchmark.md", "c7f51a1"),
-           "trtllm-v0.6.1": ("cpp/benchmarks/gptSessionBenchmark.cpp", "23bc5b7")}
+           "trtllm-v0.6.1": ("cpp/benchmarks/gptSessionBenchmark.cpp", "23bc5b7"),
+           "lmdeploy-v0.1.0": ("benchmark/profile_generation.py", "379a2d5a6")}
 #: The sources whose tokens/s counts the prompt's tokens too (Qwen3's docs: (prompt + generation) / time).
 PROMPT_COUNTED = ("qwen3-speed-hf",)
 
