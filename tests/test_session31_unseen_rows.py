@@ -1,6 +1,7 @@
 """Session 31's unseen rows (costmodel/published_runs.json sources "kempnerforge-mfu", "kempnerforge-weak",
-"gpu-hours-starcoder", "gpu-hours-falcon-cards", "gpu-hours-mpt-7b" and "lmdeploy-v0.1.0"), typed before any
-was computed (75412bf1): each row's figure and layout as its source prints them, and the kernel model's
+"gpu-hours-starcoder", "gpu-hours-falcon-cards", "gpu-hours-mpt-7b" and "lmdeploy-v0.1.0", typed before any
+was computed (75412bf1); then "torchtitan-2024" and "torchtitan-405b-2024", typed before they were computed
+(94a80a82)): each row's figure and layout as its source prints them, and the kernel model's
 ratios as first computed (our speed over the published one; a GPU-hours row's published hours over ours),
 the honest estimate validate/FINDINGS.md quotes ("Unseen rows, session 31")."""
 
@@ -15,6 +16,7 @@ from reports.published_runs import decode_setup, other_runs_data, train_gpu_hour
 from tests.rows_summary import ratios, stats
 
 EXPRESSIBLE = ("kempnerforge-mfu", "kempnerforge-weak", "gpu-hours-falcon-cards", "gpu-hours-mpt-7b", "lmdeploy-v0.1.0")
+TORCHTITAN_2024 = ("torchtitan-2024", "torchtitan-405b-2024")  # typed after the first set was computed (94a80a82)
 
 
 def _run(run_id: str) -> tuple[dict, dict]:
@@ -154,3 +156,50 @@ def test_the_rows_as_first_computed():
     assert all(every[k] < 1 for k in every if k.startswith("kempnerforge-mfu") and " tp" not in k)
     assert [k for k in every if not 0.75 <= every[k] <= 1.33] == ["kempnerforge-weak 70b tp4 fsdp2 8xh200",
                                                                   "gpu-hours-mpt-7b mpt-7b 1T tokens"]
+
+
+# torchtitan docs/performance.md (157a12c56; 3faaa1a0d for the 405B): id -> (WPS a GPU, MFU %, local batch, seq,
+# recompute, recomputed layers)
+TORCHTITAN = {"llama3-8b selective-layer": (2904, 56.8, 1, 8192, "full", 16),
+              "llama3-8b selective-op": (2973, 58.2, 1, 8192, "torchtitan-op", None),
+              "llama3-70b full": (331, 51.7, 1, 8192, "full", None), "llama2-13b no-ac": (2162, 61.1, 2, 4096, "none", None),
+              "llama2-13b selective-layer": (1914, 54.1, 2, 4096, "full", 20),
+              "llama2-13b selective-op": (1904, 53.8, 2, 4096, "torchtitan-op", None),
+              "llama2-70b selective-op": (355, 50.8, 1, 4096, "torchtitan-op", None),
+              "llama2-70b full": (353, 50.5, 2, 4096, "full", None)}
+
+
+def test_torchtitans_2024_a100_table():
+    """FSDP2 over 64 A100 80GB, global batch 64 x the local batch; 'selective layer' the config's default '2':
+    every second block checkpointed whole; no compile (the tomls)."""
+    rows = {" ".join(r["id"].split()[1:3]): r for r in _rows("torchtitan-2024")}
+    assert set(rows) == set(TORCHTITAN)
+    source = other_runs_data()["sources"]["torchtitan-2024"]
+    for name, (wps, mfu, batch, seq, recompute, layers) in TORCHTITAN.items():
+        run = rows[name]
+        assert (run["published_tokens_per_s_per_gpu"], run["published_mfu_percent"]) == (wps, mfu)
+        estimate, hardware, options = train_setup(run, source)
+        layout, workload = estimate.layout, estimate.workload
+        assert (layout.dp, layout.zero, layout.framework, workload.batch, workload.seq_len) == (64, 3, "fsdp2", batch, seq)
+        assert (workload.recompute, workload.recompute_layers, hardware.name) == (recompute, layers, "a100-80gb")
+        assert not options.get("compiled", False)
+
+
+def test_torchtitans_405b_rows():
+    """FSDP 16 x TP 8 on 128 of the 'torchtitan' source's H100s (96 GB, 500 W), local batch 2, full AC, compiled."""
+    rows = _rows("torchtitan-405b-2024")
+    assert [(r["published_tokens_per_s_per_gpu"], r.get("fp8")) for r in rows] == [(109, None), (177, "tensorwise"),
+                                                                                 (185, "tensorwise")]
+    estimate, hardware, options = train_setup(rows[0], other_runs_data()["sources"]["torchtitan-405b-2024"])
+    assert (estimate.layout.tp, estimate.layout.dp, estimate.workload.batch, options["compiled"]) == (8, 16, 2, True)
+    assert (hardware.power_limit_watts, hardware.memory_bytes) == (500, 103079215104)
+
+
+@pytest.mark.slow
+def test_torchtitans_2024_rows_as_first_computed():
+    every = ratios(TORCHTITAN_2024)
+    a100 = [v for k, v in every.items() if k.startswith("torchtitan-2024 ")]
+    assert (stats(a100), round(min(a100), 3), round(max(a100), 3)) == ((8, 6.2, 8, 5, 1), 1.045, 1.112)
+    h100 = [round(v, 3) for k, v in every.items() if k.startswith("torchtitan-405b-2024 ")]
+    assert h100 == [1.135, 0.81, 0.775]
+    assert stats(list(ratios(EXPRESSIBLE + TORCHTITAN_2024).values())) == (66, 6.1, 64, 42, 27)
