@@ -203,3 +203,22 @@ def test_torchtitans_2024_rows_as_first_computed():
     h100 = [round(v, 3) for k, v in every.items() if k.startswith("torchtitan-405b-2024 ")]
     assert h100 == [1.135, 0.81, 0.775]
     assert stats(list(ratios(EXPRESSIBLE + TORCHTITAN_2024).values())) == (66, 6.1, 64, 42, 27)
+
+
+# The Phi cards (a3d6478d, typed before computed): GPUs, days, tokens; ratio as first computed (published / ours)
+PHI = {"phi3-mini 3.3T tokens apr-2024": (512, 7, 3.3e12, 1.115), "phi3-mini 4.9T tokens jun-2024": (512, 10, 4.9e12, 1.073),
+       "phi3-medium 4.8T tokens": (512, 42, 4.8e12, 1.599), "phi3.5-mini 3.4T tokens": (512, 10, 3.4e12, 1.539),
+       "phi-4 9.8T tokens": (1920, 21, 9.8e12, 0.985)}
+
+
+def test_the_phi_cards_gpu_hours():
+    rows = {r["id"].split(" ", 1)[1]: r for r in _rows("gpu-hours-phi-cards")}
+    assert set(rows) == set(PHI)
+    for name, (gpus, days, tokens, _) in PHI.items():
+        assert (rows[name]["published_gpu_hours"], rows[name]["tokens"], rows[name]["dp"]) == (gpus * days * 24, tokens, gpus)
+
+
+@pytest.mark.slow
+def test_the_phi_cards_as_first_computed():
+    every = ratios(("gpu-hours-phi-cards",))
+    assert {k.split(" ", 1)[1]: round(v, 3) for k, v in every.items()} == {k: v[3] for k, v in PHI.items()}
