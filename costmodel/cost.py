@@ -58,6 +58,23 @@ def check_run_inputs(tokens: float | None, price: float | None, step_time: float
     check_price_has_tokens(tokens, price)
 
 
+def measured_mfu(model_flops: float, step_seconds: float, peak_flops_per_s: float, gpus: int = 1,
+                 fastest_flops_per_s: float | None = None) -> float:
+    """The MFU of a measured step (--step-time): the step's model FLOPs over its seconds x gpus x the
+    datasheet peak MFU divides by (the dtype's). A step shorter than the model FLOPs take at the fastest peak
+    its GEMMs can run at (fastest_flops_per_s: an FP8 recipe's, which MFU does not divide by; else the same
+    peak) is refused: no run does its model FLOPs faster than its tensor cores' datasheet rate, so such a time
+    is mistyped (0.01 for 10 s) or another step's (a smaller batch or model)."""
+    mfu = model_flops / (step_seconds * gpus * peak_flops_per_s)
+    floor = model_flops / (gpus * (fastest_flops_per_s or peak_flops_per_s))
+    if step_seconds < floor:
+        on = f"{gpus:,} GPUs'" if gpus > 1 else "the GPU's"
+        raise ConfigError(f"--step-time {show(step_seconds)} s: MFU {mfu:,.1%}, above 100%: no step of this run is "
+                          f"shorter than {floor:.3g} s, its {model_flops:.4g} model FLOPs at {on} datasheet peak; "
+                          "give one step's measured seconds (of this model, batch and layout).")
+    return mfu
+
+
 def training_cost(tokens: float, tokens_per_second: float, gpus: int, step_model_flops: float,
                   step_tokens: float, price_per_gpu_hour: float | None = None) -> dict[str, Any]:
     """Time to train on `tokens`, GPU-hours, total model FLOPs and (with a price) dollars."""

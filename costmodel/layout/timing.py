@@ -68,7 +68,12 @@ def simulate_training(cfg: Any, workload: Any, layout: Any, hardware: Hardware,
                                        step_tokens, hardware.price_per_gpu_hour if price is None else price)
         result["train_seconds"] = result["cost"]["train_seconds"]
     if step_seconds is not None:
-        result["mfu_measured"] = step["model_flops"] / (step_seconds * hardware.datasheet_peak(workload.dtype) * layout.gpus)
+        from ..cost import measured_mfu
+        from .fp8 import RECIPES
+
+        fastest = hardware.datasheet_peak(RECIPES[layout.fp8].peak) if layout.fp8 else None  # an FP8 run's GEMMs
+        result["mfu_measured"] = measured_mfu(step["model_flops"], step_seconds, hardware.datasheet_peak(workload.dtype),
+                                              layout.gpus, fastest)
     return result
 
 
