@@ -24,9 +24,15 @@ from .config import ConfigError, show
 from .spec import RANK_BY as RANKINGS
 
 
+def is_number(value: Any) -> bool:
+    """A real number as the commands' FLOAT options take one: an int or a float, not a bool or text
+    (`costmodel.simulate(tokens="1e9")` died comparing text with 0; tokens=True trained on 1 token)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
 def check_price(price: float | None) -> None:
     """A price per GPU-hour must be a positive, finite number of dollars."""
-    if price is not None and not (price > 0 and math.isfinite(price)):
+    if price is not None and not (is_number(price) and price > 0 and math.isfinite(price)):
         raise ConfigError(f"--price must be a positive number of dollars per GPU-hour, got {show(price)}.")
 
 
@@ -38,8 +44,8 @@ def check_dollars(dollars: float | None, price: float) -> None:
 
 def check_tokens(tokens: float | None) -> None:
     """--tokens: a positive, finite count (inf printed 'time to train inf on inf Y tokens')."""
-    if tokens is not None and not (tokens > 0 and math.isfinite(tokens)):
-        raise ConfigError(f"--tokens must be positive and finite, got {tokens}.")
+    if tokens is not None and not (is_number(tokens) and tokens > 0 and math.isfinite(tokens)):
+        raise ConfigError(f"--tokens must be positive and finite, got {show(tokens)}.")
 
 
 def check_price_has_tokens(tokens: float | None, price: float | None) -> None:
@@ -53,8 +59,8 @@ def check_run_inputs(tokens: float | None, price: float | None, step_time: float
     tokens: the one check simulate (CLI and API) and plan make."""
     check_tokens(tokens)
     check_price(price)
-    if step_time is not None and not (step_time > 0 and math.isfinite(step_time)):
-        raise ConfigError(f"--step-time must be positive and finite, got {step_time}.")
+    if step_time is not None and not (is_number(step_time) and step_time > 0 and math.isfinite(step_time)):
+        raise ConfigError(f"--step-time must be positive and finite, got {show(step_time)}.")
     check_price_has_tokens(tokens, price)
 
 

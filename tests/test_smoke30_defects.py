@@ -151,3 +151,56 @@ def test_the_gpu_count_a_plan_suggests_is_a_command_that_gives_what_it_says(caps
     assert plan["inputs"]["global_batch"] == 32
     named = [e for e in plan["feasible"] if e["layout"] == nearest["layout"]]
     assert [e["per_rank"]["total"] for e in named] == [nearest["per_rank"]]
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"tokens": "1e9"}, "--tokens must be positive and finite, got '1e9'."),
+    ({"tokens": True}, "--tokens must be positive and finite, got True."),
+    ({"tokens": 1e9, "price": "2"}, "--price must be a positive number of dollars per GPU-hour, got '2'."),
+    ({"step_time": "1"}, "--step-time must be positive and finite, got '1'."),
+])
+def test_the_python_simulate_and_plan_refuse_a_run_figure_of_the_wrong_kind(kwargs, message):
+    """`costmodel.simulate("llama3.2-1b", train=True, tokens="1e9")` (and plan's, price="2", step_time="1") died in a
+    TypeError ('>' not supported between 'str' and 'int') inside cost.py; tokens=True trained on 1 token. Each is
+    now the ConfigError the command's own check gives."""
+    import costmodel
+    from costmodel.config import ConfigError
+
+    with pytest.raises(ConfigError) as simulated:
+        costmodel.simulate("llama3.2-1b", train=True, **kwargs)
+    assert str(simulated.value) == message
+    if "step_time" not in kwargs:
+        with pytest.raises(ConfigError) as planned:
+            costmodel.plan("llama3.2-1b", gpus=8, **kwargs)
+        assert str(planned.value) == message
+
+
+@pytest.mark.parametrize("fixed, message", [
+    ({"framework": "jax"}, "plan: framework must be one of megatron, deepspeed, fsdp2, got 'jax'."),
+    ({"sp": "yes"}, "plan: sp must be true or false, got 'yes'."),
+    ({"tp": True}, "plan: tp must be a positive integer, got True."),
+    ({"zero": 5}, "plan: zero must be a ZeRO stage, 0 to 3, got 5."),
+    ({"overlap_grad_reduce": 1}, "plan: overlap_grad_reduce must be true or false, got 1."),
+])
+def test_the_python_plan_refuses_a_fixed_setting_of_the_wrong_kind(fixed, message):
+    """`costmodel.plan("llama3.2-1b", gpus=8, framework="jax")` died in KeyError 'jax'; sp="yes" planned sequence
+    parallelism, tp=True planned as tp 1 and zero=5 said "megatron supports --zero 0, 1, 3" (of a framework nobody
+    named). plan's fixed settings are now checked as the command's types check them."""
+    import costmodel
+    from costmodel.config import ConfigError
+
+    with pytest.raises(ConfigError) as planned:
+        costmodel.plan("llama3.2-1b", gpus=8, **fixed)
+    assert str(planned.value) == message
+
+
+def test_a_figure_past_the_largest_prefix_is_written_as_a_power_of_ten(capsys):
+    """`plan --tokens 1e30` said "To train on 1000000.00 Y tokens (8219787264000001.00 YFLOP, ...)": the float's
+    noise printed as sixteen digits before the point. A figure 1,000 times the largest prefix or more is now
+    written in powers of ten; below it, the prefixes as before."""
+    from reports.text import si
+
+    assert (si(999.99e24, "FLOP"), si(1.5e24)) == ("999.99 YFLOP", "1.50 Y")
+    code, out, _ = run_main(["plan", "--model", "llama3.2-1b", "--gpus", "8", "--tokens", "1e30", "--top", "1"], capsys)
+    assert code == 0
+    assert out.strip().splitlines()[-1].startswith("To train on 1e+30 tokens (8.21979e+39 FLOP, recomputation aside)")
