@@ -204,3 +204,17 @@ def test_a_figure_past_the_largest_prefix_is_written_as_a_power_of_ten(capsys):
     code, out, _ = run_main(["plan", "--model", "llama3.2-1b", "--gpus", "8", "--tokens", "1e30", "--top", "1"], capsys)
     assert code == 0
     assert out.strip().splitlines()[-1].startswith("To train on 1e+30 tokens (8.21979e+39 FLOP, recomputation aside)")
+
+
+@pytest.mark.parametrize("args, option", [
+    (["--quick"], "--quick"), (["--like", "h100"], "--like"), (["--device", "cpu"], "--device"),
+    (["--measure", "--quick"], "--quick"), (["--dtype", "bf16"], "--dtype"),
+    (["--show", "h200", "--out", "h200.json"], "--out"), (["--show", "h200", "--measure"], "--measure"),
+])
+def test_the_hardware_commands_options_are_read_or_refused(args, option, capsys):
+    """`hardware --quick`, `--like h100`, `--device cpu` and `--dtype bf16` listed the presets as if not typed;
+    `hardware --measure --quick` ran the full calibration (15 s, not the small grid asked for: --quick is read with
+    --out only); `hardware --show h200 --out F` measured a device instead of showing h200. Each is now one line."""
+    line = one_error_line(["hardware", *args], capsys)
+    assert line.startswith(f"error: {option}: ")
+    assert run_main(["hardware", "--show", "h200"], capsys)[0] == 0
