@@ -218,3 +218,10 @@ def test_the_hardware_commands_options_are_read_or_refused(args, option, capsys)
     line = one_error_line(["hardware", *args], capsys)
     assert line.startswith(f"error: {option}: ")
     assert run_main(["hardware", "--show", "h200"], capsys)[0] == 0
+
+
+def test_the_context_parallel_chunks_refusal_reads_as_a_product(capsys):
+    """`simulate --train --gpus 8 --cp 8 --seq-len 100` said "--cp 8 cuts each sequence into 2 cp = 16 chunks"."""
+    line = one_error_line(["simulate", "--train", "--model", "llama3-8b", "--gpus", "8", "--cp", "8", "--seq-len",
+                           "100"], capsys)
+    assert line == "error: layout: --cp 8 cuts each sequence into 2 x cp = 16 chunks; 100 tokens do not divide."
