@@ -44,6 +44,12 @@ def estimate(model, config, seq_len, hardware_name, mtp, as_json, price, **optio
                                                 "moe_permute_fusion": "--[no-]moe-permute-fusion"},
                  "the MoE router's and permutations' unfused kernels and host calls are modelled as `simulate --train`'s "
                  "time only; estimate counts memory and FLOPs.")
+    # the same for the layout's other settings that only a step's time reads (its memory and bytes are the same)
+    refuse_typed(click.get_current_context(), {"moe_grouped_gemm": "--[no-]moe-grouped-gemm",
+                                                "all_reduce": "--all-reduce", "tp_only_amax_red": "--tp-only-amax-red"},
+                 "read only by a training or decode step's time (`simulate --train`, `simulate`, `plan`): the "
+                 "kernels and group that run it, not what a rank holds or sends; estimate counts memory, FLOPs and "
+                 "bytes.")
     layout_given = {k: options.pop(k) for k in list(options)
                     if k in LAYOUT_OPTIONS or k in OFFLOAD_OPTIONS or k == "layout_device"}
     cfg = with_mtp(load_model(model, config), mtp)

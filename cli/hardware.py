@@ -12,7 +12,7 @@ from costmodel.config import ConfigError, Workload
 from reports.output import DtypeChoice
 
 from .inputs import InputError, require_measure_extra
-from .options import json_option
+from .options import json_option, refuse_typed
 
 
 def measure_hardware_file(out: str, device: str, like: str | None, dtypes: tuple[str, ...], quick: bool) -> None:
@@ -108,6 +108,19 @@ def hardware(name, measure, dtypes, shown, out, device, like, quick, as_json) ->
         click.echo(f"source: {hw.source}")
         return
 
+    # each option is read in one mode: --measure --quick ran the full 15 s calibration, `hardware --like h100`
+    # listed the presets, `--show h200 --out F` measured; a typed option is read or refused, never dropped
+    context = click.get_current_context()
+    if shown is not None:
+        refuse_typed(context, {"measure": "--measure", "out": "--out", "device": "--device", "like": "--like",
+                               "quick": "--quick", "dtypes": "--dtype"},
+                     "--show prints a hardware as a file; it measures nothing: leave one of them out.")
+    if out is None:
+        refuse_typed(context, {"device": "--device", "like": "--like", "quick": "--quick"},
+                     "read only with --out FILE (a hardware file measured on a device); `hardware --measure` "
+                     "alone calibrates `local` on this CPU.")
+        if not measure:
+            refuse_typed(context, {"dtypes": "--dtype"}, "the dtypes --measure (or --out FILE) measures: add it.")
     if out is not None:
         measure_hardware_file(out, device, like, dtypes, quick)
         return

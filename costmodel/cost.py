@@ -24,9 +24,15 @@ from .config import ConfigError, show
 from .spec import RANK_BY as RANKINGS
 
 
+def is_number(value: Any) -> bool:
+    """A real number as the commands' FLOAT options take one: an int or a float, not a bool or text
+    (`costmodel.simulate(tokens="1e9")` died comparing text with 0; tokens=True trained on 1 token)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
 def check_price(price: float | None) -> None:
     """A price per GPU-hour must be a positive, finite number of dollars."""
-    if price is not None and not (price > 0 and math.isfinite(price)):
+    if price is not None and not (is_number(price) and price > 0 and math.isfinite(price)):
         raise ConfigError(f"--price must be a positive number of dollars per GPU-hour, got {show(price)}.")
 
 
@@ -38,8 +44,8 @@ def check_dollars(dollars: float | None, price: float) -> None:
 
 def check_tokens(tokens: float | None) -> None:
     """--tokens: a positive, finite count (inf printed 'time to train inf on inf Y tokens')."""
-    if tokens is not None and not (tokens > 0 and math.isfinite(tokens)):
-        raise ConfigError(f"--tokens must be positive and finite, got {tokens}.")
+    if tokens is not None and not (is_number(tokens) and tokens > 0 and math.isfinite(tokens)):
+        raise ConfigError(f"--tokens must be positive and finite, got {show(tokens)}.")
 
 
 def check_price_has_tokens(tokens: float | None, price: float | None) -> None:
@@ -53,9 +59,26 @@ def check_run_inputs(tokens: float | None, price: float | None, step_time: float
     tokens: the one check simulate (CLI and API) and plan make."""
     check_tokens(tokens)
     check_price(price)
-    if step_time is not None and not (step_time > 0 and math.isfinite(step_time)):
-        raise ConfigError(f"--step-time must be positive and finite, got {step_time}.")
+    if step_time is not None and not (is_number(step_time) and step_time > 0 and math.isfinite(step_time)):
+        raise ConfigError(f"--step-time must be positive and finite, got {show(step_time)}.")
     check_price_has_tokens(tokens, price)
+
+
+def measured_mfu(model_flops: float, step_seconds: float, peak_flops_per_s: float, gpus: int = 1,
+                 fastest_flops_per_s: float | None = None) -> float:
+    """The MFU of a measured step (--step-time): the step's model FLOPs over its seconds x gpus x the
+    datasheet peak MFU divides by (the dtype's). A step shorter than the model FLOPs take at the fastest peak
+    its GEMMs can run at (fastest_flops_per_s: an FP8 recipe's, which MFU does not divide by; else the same
+    peak) is refused: no run does its model FLOPs faster than its tensor cores' datasheet rate, so such a time
+    is mistyped (0.01 for 10 s) or another step's (a smaller batch or model)."""
+    mfu = model_flops / (step_seconds * gpus * peak_flops_per_s)
+    floor = model_flops / (gpus * (fastest_flops_per_s or peak_flops_per_s))
+    if step_seconds < floor:
+        on = f"{gpus:,} GPUs'" if gpus > 1 else "the GPU's"
+        raise ConfigError(f"--step-time {show(step_seconds)} s: MFU {mfu:,.1%}, above 100%: no step of this run is "
+                          f"shorter than {floor:.3g} s, its {model_flops:.4g} model FLOPs at {on} datasheet peak; "
+                          "give one step's measured seconds (of this model, batch and layout).")
+    return mfu
 
 
 def training_cost(tokens: float, tokens_per_second: float, gpus: int, step_model_flops: float,

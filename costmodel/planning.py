@@ -166,11 +166,10 @@ def plan(model: Any, gpus: int | Sequence[int], hardware: str = DEFAULT_HARDWARE
         workload, warnings = make_workload(cfg, prompt, dtype=dtype, gen_tokens=gen, kv_cache=kv_cache,
                                            attention=attention, **quantization)
     else:
-        workload, warnings = make_workload(cfg, seq_len, holds_cache=False, dtype=dtype,
-                                           **({"optimizer": optimizer} if optimizer else {}),
-                                           **implied(fixed.get("framework"), impl, attention, cfg.family,
-                                                     runs_flash(chosen)))
         frameworks = tuple([fixed["framework"]] if fixed.get("framework") else list(FRAMEWORK_CODE))
+        workload, warnings = training_workload(cfg, seq_len, dtype, optimizer, frameworks,
+                                               {fw: implied(fw, impl, attention, cfg.family, runs_flash(chosen))
+                                                for fw in frameworks})
         notes = [note for note in (fallback_note(frameworks, impl, attention, cfg.family, has_attention(cfg)),
                                    unfused_note(frameworks, attention, runs_flash(chosen), has_attention(cfg))) if note]
     feasible, infeasible, nearest, batches, ran = [], [], None, {}, None
@@ -216,6 +215,29 @@ def plan(model: Any, gpus: int | Sequence[int], hardware: str = DEFAULT_HARDWARE
                       "rank_by": rank_by,
                       "memory_capacity": chosen.serving_memory_bytes if serve else chosen.training_memory_bytes}
     return PlanResult(data, warnings, notes)
+
+
+def training_workload(cfg: Any, seq_len: int | None, dtype: str | None, optimizer: str | None,
+                      frameworks: tuple[str, ...], codes: dict[str, dict[str, str]]) -> tuple[Any, list[str]]:
+    """A training plan's workload (its length, dtype and optimizer; plan_training runs each layout under its
+    framework's code, codes[framework]) and the warnings of the code its layouts run: a warning every
+    framework's code gives once, one that differs for each code's frameworks, named ("megatron layouts:
+    ..."). `plan --model gemma3-4b` warned of eager attention's scores, the code of no framework, where
+    Megatron's layouts run flash and DeepSpeed's and FSDP2's sdpa."""
+    from .api import make_workload
+
+    optimizer_given = {"optimizer": optimizer} if optimizer else {}
+    made = {fw: make_workload(cfg, seq_len, holds_cache=False, dtype=dtype, **optimizer_given, **codes[fw])
+            for fw in frameworks}
+    workload = made[frameworks[0]][0]
+    warnings: list[str] = []
+    for fw in frameworks:
+        for warning in made[fw][1]:
+            which = [other for other in frameworks if warning in made[other][1]]
+            line = warning if len(which) == len(frameworks) else f"{' and '.join(which)} layouts: {warning}"
+            if line not in warnings:
+                warnings.append(line)
+    return workload, warnings
 
 
 def serving_host_note(feasible: list[dict[str, Any]]) -> str | None:

@@ -478,7 +478,9 @@ def simulate_training(cfg: ModelConfig, workload: Workload, hardware: Hardware, 
         "memory_capacity": hardware.training_memory_bytes,
     }
     if step_seconds is not None:
-        result["mfu_measured"] = mfu(step["model_flops"], step_seconds, step["peak_flops_per_s"])
+        from .cost import measured_mfu
+
+        result["mfu_measured"] = measured_mfu(step["model_flops"], step_seconds, step["peak_flops_per_s"])
     if tokens is not None:
         result["cost"] = training_cost(tokens, tokens_per_second, 1, step["model_flops"], step["tokens"],
                                        hardware.price_per_gpu_hour if price is None else price)

@@ -32,14 +32,14 @@ def _stacked_bars(ax: Any, labels: Sequence[str], parts: Sequence[tuple[str, str
 
 def layout_memory(rows: Sequence[dict], capacity_bytes: float, title: str) -> Any:
     """Per-rank memory of several layouts (the most loaded rank of each), stacked by kind,
-    against the GPU's memory."""
+    against capacity_bytes, what a training run can use of the GPU (Hardware.training_memory_bytes)."""
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(12, 0.6 * len(rows) + 2))
     labels = [row["label"] for row in rows]
     values = {name: [row[name] / GiB for row in rows] for name, _ in LAYOUT_PARTS}
     _stacked_bars(ax, labels, LAYOUT_PARTS, values)
     ax.axvline(capacity_bytes / GiB, color="black", linestyle="--", linewidth=1,
-               label=f"GPU memory ({binary_bytes(capacity_bytes)})")
+               label=f"usable for training ({binary_bytes(capacity_bytes)})")
     ax.set_xlim(0, max(capacity_bytes, *(row["total"] for row in rows)) / GiB * 1.05)
     ax.set_xlabel("memory of the most loaded rank (GiB)")
     ax.set_title(title)

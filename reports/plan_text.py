@@ -117,7 +117,9 @@ def _nearest(nearest: dict[str, Any], serve: bool) -> list[str]:
         out.append(f"On {nearest['gpus']:,} GPUs it fits: {_layout_words(nearest['layout'])}, "
                    f"{binary_bytes(nearest['per_rank'])} per GPU"
                    + (f", global batch {nearest['global_batch']:,}" if "global_batch" in nearest else "")
-                   + " (`plan --gpus " + str(nearest["gpus"]) + "`).")
+                   # the global batch it was sized at: a plan's default grows with the GPUs (8 a GPU)
+                   + f" (`plan --gpus {nearest['gpus']}"
+                   + (f" --global-batch {nearest['global_batch']}" if "global_batch" in nearest else "") + "`).")
     elif "unsupported" in nearest and "smallest_memory" not in nearest:
         out.append("No layout was set aside for memory; the layouts were unsupported: "
                    + " ".join(nearest["unsupported"]))

@@ -330,8 +330,15 @@ def _layout_label(lay: dict) -> str:
 def make_layouts(cfg: ModelConfig, workload: Workload, layout: Any, hardware_name: str,
                  top: int = 8) -> list[Made]:
     """Per-rank memory of the layout asked for beside the plan's best ones (stacked by kind,
-    against the GPU), and the step time of the plan's best layouts split into compute, exposed
-    communication, bubble and optimizer."""
+    against what a training run can use of the GPU), and the step time of the plan's best layouts
+    split into compute, exposed communication, bubble and optimizer. Each layout, the asked one too,
+    runs its framework's code (costmodel/defaults.py implied: Megatron's layers under flash, DeepSpeed's
+    and FSDP2's Hugging Face model under sdpa), as plan and simulate run it; the workload's own impl
+    and attention are not used."""
+    import dataclasses
+
+    from costmodel.defaults import implied
+    from costmodel.flash_support import runs_flash
     from costmodel.hardware import load_hardware
     from costmodel.layout import ParallelEstimate
     from costmodel.layout.plan import plan_training
@@ -341,7 +348,8 @@ def make_layouts(cfg: ModelConfig, workload: Workload, layout: Any, hardware_nam
     hardware = load_hardware(hardware_name)
     global_batch = workload.batch * layout.microbatches * layout.dp
     plan = plan_training(cfg, hardware, layout.gpus, workload.seq_len, global_batch, workload)
-    asked = ParallelEstimate(cfg, workload, layout).per_rank
+    code = implied(layout.framework, None, None, cfg.family, runs_flash(hardware))
+    asked = ParallelEstimate(cfg, dataclasses.replace(workload, **code), layout).per_rank
     asked_layout = {"tp": layout.tp, "pp": layout.pp, "dp": layout.dp, "framework": layout.framework,
                     "zero": layout.zero, "sp": layout.sp, "batch": workload.batch,
                     "microbatches": layout.microbatches, "recompute": workload.recompute,
@@ -355,8 +363,9 @@ def make_layouts(cfg: ModelConfig, workload: Workload, layout: Any, hardware_nam
         "weights, gradients, optimizer state (as the framework shards them), activations (micro-batches in "
         "flight x the stage's saved bytes) and buffers (modules' and communication buffers), for the layout "
         f"asked for and the fastest layouts `plan` finds for the same {layout.gpus} GPUs, n = {workload.seq_len}, "
-        f"global batch {global_batch}; the dashed line is the GPU's memory.",
-        layout_figures.layout_memory(memory_rows, hardware.memory_bytes,
+        f"global batch {global_batch}; the dashed line is what a training run can use of the GPU's memory "
+        "(less the hardware file's reserve, as plan and simulate count it).",
+        layout_figures.layout_memory(memory_rows, hardware.training_memory_bytes,
                               f"{cfg.name}: memory of the most loaded rank ({layout.gpus} x {hardware.name})"),
         ["layout", *(f"{k}_bytes" for k in kinds), "total_bytes"],
         [[row["label"], *(row[k] for k in kinds), row["total"]] for row in memory_rows],
@@ -418,7 +427,7 @@ def build(cfgs: Sequence[ModelConfig], batch: int = 1, dtype: str = "bf16", meas
         for cfg in cfgs:
             say(f"parallel layouts: {cfg.name}")
             length = seq_len or min(2048, cfg.max_positions)
-            made += make_layouts(cfg, Workload(seq_len=length, batch=batch, dtype=dtype, attention="sdpa"),
+            made += make_layouts(cfg, Workload(seq_len=length, batch=batch, dtype=dtype),
                                  layout, hardware)
     if measure:
         say("formula vs measurement")

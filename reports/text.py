@@ -25,10 +25,13 @@ BINARY_UNITS = ((2**80, "YiB"), (2**70, "ZiB"), (2**60, "EiB"), (2**50, "PiB"), 
 def _scaled(value: float, steps: tuple[tuple[float, str], ...]) -> tuple[str, str] | None:
     """value / factor with two decimals and its prefix, for the largest factor <= |value| (the
     next one up where the rounding reaches 1000: 999,999 -> '1.00' 'M', not '1000.00' 'k');
-    None below the smallest factor."""
+    None below the smallest factor, and from 1000 of the largest up, which no prefix writes in
+    three digits (1e30 tokens were '1000000.00 Y', 8.2e33 FLOP '8219787264000001.00 YFLOP')."""
     for index, (factor, prefix) in enumerate(steps):
         if abs(value) >= factor:
             text = f"{value / factor:.2f}"
+            if not index and abs(float(text)) >= 1000:
+                return None
             if index and abs(float(text)) >= 1000:
                 factor, prefix = steps[index - 1]
                 text = f"{value / factor:.2f}"

@@ -115,7 +115,7 @@ def check_workload(workload: Workload, cp: int, sp_ranks: int = 1) -> None:
         raise ConfigError("layout: context parallelism runs fused attention (sdpa or flash), not eager "
                           "(Transformer Engine's unfused attention, Megatron's below sm80, refuses it too).")
     if workload.seq_len % (2 * cp):
-        raise ConfigError(f"layout: --cp {cp} cuts each sequence into 2 cp = {2 * cp} chunks; "
+        raise ConfigError(f"layout: --cp {cp} cuts each sequence into 2 x cp = {2 * cp} chunks; "
                           f"{workload.seq_len} tokens do not divide.")
     if sp_ranks > 1 and (workload.seq_len // cp) % sp_ranks:
         raise ConfigError(f"layout: sequence parallelism splits a rank's {workload.seq_len // cp} tokens "

@@ -18,7 +18,7 @@ from dataclasses import replace
 from functools import lru_cache
 from typing import Any, Iterator
 
-from ..config import ConfigError, ModelConfig, Workload, require_decoder
+from ..config import ConfigError, ModelConfig, Workload, require_decoder, show
 from ..defaults import implied
 from ..flash_support import runs_flash
 from ..spec import DEFAULT_DECODE_CODE, DEFAULT_SERVE_ATTENTION, RECOMPUTES
@@ -100,7 +100,19 @@ def plan_overlap(layout: Layout, fixed: dict[str, Any]) -> Overlap:
 def check_fixed(fixed: dict[str, Any], gpus: int) -> None:
     """The dimensions a user fixed must fit the GPUs: their product divides them, and equals them
     when all four (tp, pp, cp, dp) are fixed, or tp, pp and dp are (context parallelism is not
-    chosen for the user)."""
+    chosen for the user). Each fixed value of the right kind first (`costmodel.plan(framework="jax")` died in a
+    KeyError, sp="yes" ran as SP and tp=True as tp 1): the command's types, for the Python API."""
+    for name in (*GRID, "ep", "dp_shard"):
+        value = fixed.get(name)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+            raise ConfigError(f"plan: {name} must be a positive integer, got {show(value)}.")
+    if fixed.get("zero") is not None and (isinstance(fixed["zero"], bool) or fixed["zero"] not in (0, 1, 2, 3)):
+        raise ConfigError(f"plan: zero must be a ZeRO stage, 0 to 3, got {show(fixed['zero'])}.")
+    if fixed.get("framework") is not None and fixed["framework"] not in FRAMEWORKS:
+        raise ConfigError(f"plan: framework must be one of {', '.join(FRAMEWORKS)}, got {show(fixed['framework'])}.")
+    for name in ("sp", *(setting for setting in SETTINGS if setting != "grad_reduce_dtype")):
+        if fixed.get(name) is not None and not isinstance(fixed[name], bool):
+            raise ConfigError(f"plan: {name} must be true or false, got {show(fixed[name])}.")
     given = {k: fixed[k] for k in GRID if fixed.get(k)}
     product = 1
     for size in given.values():
