@@ -5,7 +5,7 @@ The A100 tables: TensorRT-LLM's documented performance (docs/source/performance.
 "data updated for v0.6.1"; gptSessionBenchmark, i.e. static batches: B requests of the given
 input and output lengths started together), A100 GPUs in FP16. Throughput is output tokens per
 second of the batch; first-token latency is at batch 1. Ours: the `static` scheduler (Hugging
-Face generate-style lockstep batches) on the a100-80gb preset in fp16, same model, batch, lengths
+Face generate-style lockstep batches) with TensorRT-LLM's decoding code (DECODE_CODE) on the a100-80gb preset in fp16, same model, batch, lengths
 and tensor parallelism, each decode step's attention the engine's masked MHA of that commit
 (DECODE_KERNEL: each query head's thread block loads its KV head's cache, so Llama-2-70B's eight query
 heads a KV head load it eight times; Llama-2-7B's heads are not grouped), a FlashAttention-style decode
@@ -31,6 +31,11 @@ from costmodel.serving.workload import Request
 SOURCE = "TensorRT-LLM docs/source/performance.md (commit 138f96d, v0.6.1 data), A100 FP16"
 # The engine's generation-phase attention at that commit: its masked MHA (kernel_facts.json decode_attention_kernels)
 DECODE_KERNEL = "trtllm-mmha"
+# The engine's decoding code (costmodel/decode_codes.json "tensorrt-llm", read at 138f96d): its cache holds the
+# model's KV heads and its attention reads an FP8 cache as stored; the static scheduler's own code is transformers'
+# (generate's), which reads a quantized cache dequantized. Every row here runs TensorRT-LLM's code on the static
+# schedule (session 31; before it the H200 FP8 rows read their cache at 2 bytes an element).
+DECODE_CODE = "tensorrt-llm"
 # (model, tp, batch, input, output, published output tokens/s) -- "Peak Throughput" table
 THROUGHPUT = [
     ("llama2-7b", 1, 384, 128, 128, 5586),
@@ -68,13 +73,16 @@ def static_run(model: str, tp: int, batch: int, prompt: int, output: int, hardwa
     cfg = costmodel.load_model(model)
     options = options or {"dtype": "fp16"}
     replica, step, _ = build_replica(cfg, load_hardware(hardware), scheduler="static", max_num_seqs=batch,
-                                     tp=tp, num_blocks=10**9, host=False, decode_kernel=decode_kernel, **options)
+                                     tp=tp, num_blocks=10**9, host=False, decode_kernel=decode_kernel,
+                                     decode_code=DECODE_CODE, **options)
     cls, blocks, block_size, seqs, tokens = replica
     requests = [Request(i, 0.0, prompt, output) for i in range(batch)]
     return simulate(requests, cls(BlockPool(blocks, block_size), seqs, tokens), step.seconds, cfg.max_positions)
 
 
 def print_static() -> None:
+    from reports.serving_published import record
+
     print(f"Source: {SOURCE}\n")
     print("| model | tp | batch | in | out | published out tok/s | ours | ours per GPU | ours / published "
           "| per GPU / published | flash decode per GPU | / published |")
@@ -85,6 +93,8 @@ def print_static() -> None:
             timeline = static_run(model, tp, batch, prompt, output, decode_kernel=kernel)
             rates.append(batch * output / max(s.token_times[-1] for s in timeline.sequences))
         ours, flash = rates
+        record("trtllm-static", f"{model} tp {tp} batch {batch} {prompt}/{output}", "out tok/s per GPU", published,
+               ours / tp)
         print(f"| {model} | {tp} | {batch} | {prompt} | {output} | {published:,} | {ours:,.0f} | {ours / tp:,.0f} "
               f"| {ours / published:.2f} | {ours / tp / published:.2f} | {flash / tp:,.0f} | {flash / tp / published:.2f} |")
     print("\n| model | tp | in | published first token (ms), batch 1 | ours (ms) | ours / published |")
@@ -92,6 +102,7 @@ def print_static() -> None:
     for model, tp, prompt, published in FIRST_TOKEN:
         timeline = static_run(model, tp, 1, prompt, 1)
         ours = 1e3 * timeline.sequences[0].token_times[0]
+        record("trtllm-static", f"{model} tp {tp} {prompt}", "first token ms, batch 1", published, ours)
         print(f"| {model} | {tp} | {prompt} | {published} | {ours:.0f} | {ours / published:.2f} |")
     print(f"\nSource: {H200_SOURCE}\n")
     print("| model | tp | batch | in | out | published out tok/s per GPU | ours | ours / published |")
@@ -101,4 +112,5 @@ def print_static() -> None:
                               kv_dtype="fp8")
         end = max(s.token_times[-1] for s in timeline.sequences)
         ours = batch * output / end / tp  # per GPU, as the table states every row
+        record("trtllm-h200", f"{model} tp {tp} batch {batch} {prompt}/{output}", "out tok/s per GPU", published, ours)
         print(f"| {model} | {tp} | {batch} | {prompt} | {output} | {published:,} | {ours:,.0f} | {ours / published:.2f} |")
