@@ -31,6 +31,7 @@ def test_one_rule_names_the_code():
         serving_code("vllm", "no-such-code")
 
 
+@pytest.mark.slow
 def test_layouts_take_the_code_typed():
     """Llama 3.1 8B, 32 sequences of 2,048 + 128 tokens, an FP8 cache on one H100: transformers' code reads it
     dequantized (2 bytes an element), TensorRT-LLM's as stored (1): the decode steps' cache reads halve."""
@@ -43,6 +44,7 @@ def test_layouts_take_the_code_typed():
     assert 1e3 * second["time_per_output_token"] == pytest.approx(13.37, abs=0.01)
 
 
+@pytest.mark.slow
 def test_the_capacity_search_takes_the_same_option():
     base = ["--rate", "2", "--slo-ttft", "1", "--slo-tpot", "0.1", "--requests", "20", "--tp", "1"]
     assert run(*base)["decode_code"] == "vllm"  # the search's scheduler's engine

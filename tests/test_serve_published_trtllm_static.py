@@ -50,6 +50,7 @@ def test_tensorrt_llm_figures_are_the_sources(script):
     assert "1555478" in script.H200_SOURCE and "out tok/s/GPU" in script.H200_SOURCE
 
 
+@pytest.mark.slow
 def test_static_rows_run_tensorrt_llms_decode_code(script, monkeypatch):
     """The static schedule with TensorRT-LLM's decoding code (decode_codes.json "tensorrt-llm": the FP8 cache read
     as stored), not the static scheduler's own (transformers', which reads it dequantized at 2 bytes): the H200
@@ -70,6 +71,7 @@ def test_static_rows_run_tensorrt_llms_decode_code(script, monkeypatch):
     assert round(64 * 128 / max(s.token_times[-1] for s in timeline.sequences)) == 1337
 
 
+@pytest.mark.slow
 def test_h200_rows_decode_with_the_engines_masked_mha(script):
     """The launch note's v0.5.0 precedes v0.6.1, whose generation phase is the masked MHA alone (XQA came
     later): Llama 2 70B, batch 32 of 2,048 + 128 on one H200 in FP8 (published 303 out tok/s/GPU) gives 288

@@ -48,6 +48,7 @@ def fast():
     return script, collect([script.SELECTORS[name][0] for name in FAST])
 
 
+@pytest.mark.slow
 def test_each_fast_table_feeds_its_rows(fast):
     from benchmarks.published_qwen_vllm import qwen_vllm_rows
     from benchmarks.published_trtllm_static import FIRST_TOKEN, H200_FP8, THROUGHPUT
@@ -65,6 +66,7 @@ def test_each_fast_table_feeds_its_rows(fast):
     assert (h200["within_0.75_1.33"], round(h200["highest"], 2)) == (7, 1.21)  # 13B 1024 x 128/128 the highest
 
 
+@pytest.mark.slow
 def test_the_command_prints_the_functions_counts(fast, capsys):
     script, fed = fast
     script.print_summary(*FAST)
@@ -77,6 +79,7 @@ def test_the_command_prints_the_functions_counts(fast, capsys):
         assert float(row[2]) == pytest.approx(100 * counts["median_error"], abs=0.05)
 
 
+@pytest.mark.slow
 def test_docs_record_the_fast_sources_counts(fast):
     """docs/serving.md's summary table: the fast sources' rows as the function computes them now."""
     _, fed = fast

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from click.testing import CliRunner
 
 from cli.simulate import simulate
@@ -32,6 +33,7 @@ def test_each_default_names_itself():
     assert attention_source(None, None, "sdpa", "llama") is None  # typed: nothing to explain
 
 
+@pytest.mark.slow
 def test_one_gpu_and_a_layout_say_which_they_timed():
     one, layout = run(*LLAMA), run(*LLAMA, "--tp", "1")
     assert (one["inputs"]["attention"], layout["inputs"]["attention"]) == ("eager", "sdpa")
