@@ -81,6 +81,8 @@ def amd_vllm_tokens_per_s(model: str, prompt: int, output: int, prompts: int, ma
 
 
 def print_amd_vllm() -> None:
+    from reports.serving_published import record
+
     print(f"\nAMD's vLLM throughput table, all prompts at once. Source: {AMD_VLLM_SOURCE}\n")
     print("| model (ours) | in / out | prompts / max_num_seqs | published tok/s | ours (total tok/s) "
           "| ours / published |")
@@ -88,5 +90,6 @@ def print_amd_vllm() -> None:
     for table in AMD_VLLM_THROUGHPUT:
         for prompt, output, prompts, seqs, published in table["rows"]:
             ours = amd_vllm_tokens_per_s(table["model"], prompt, output, prompts, seqs)
+            record("amd-vllm", f"{table['model']} {prompt}/{output} {prompts} prompts", "total tok/s", published, ours)
             print(f"| {table['published_model']} ({table['model']}) | {prompt} / {output} | {prompts:,} / {seqs:,} "
                   f"| {published:,.1f} | {ours:,.0f} | {ours / published:.2f} |")

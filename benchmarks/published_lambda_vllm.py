@@ -148,6 +148,8 @@ def lambda_vllm_figures(table: dict, engine: tuple, pairs: list[tuple[int, int]]
 def print_lambda_vllm(path: str | Path = LAMBDA_VLLM_LENGTHS) -> None:
     from benchmarks.published_lengths import sharegpt_lengths
 
+    from reports.serving_published import record
+
     pairs = sharegpt_lengths(Path(path), at_least=max(table["prompts"] for table in LAMBDA_VLLM))
     print(f"\nLambda's vLLM v0.5.4 / v0.6.0 runs on H100, every ShareGPT prompt at once. Source: {LAMBDA_VLLM_SOURCE}\n")
     print("| model (ours) | tp | prompts | engine | metric | published | ours | ours / published |")
@@ -158,5 +160,6 @@ def print_lambda_vllm(path: str | Path = LAMBDA_VLLM_LENGTHS) -> None:
             label = f"{version}, " + ("chunked prefill" if chunked else f"{steps} scheduler step" + "s" * (steps > 1))
             ours = lambda_vllm_figures(table, engine, pairs)
             for (metric, name), figure in zip(LAMBDA_VLLM_METRICS, published):
+                record("lambda-vllm", f"{table['model']} tp {table['tp']} {label}", name, figure, ours[metric])
                 print(f"| {table['published_model']} ({table['model']}) | {table['tp']} | {table['prompts']:,} "
                       f"| {label} | {name} | {figure:,.2f} | {ours[metric]:,.2f} | {ours[metric] / figure:.2f} |")

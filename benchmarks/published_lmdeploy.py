@@ -96,11 +96,15 @@ def lmdeploy_tokens_per_s(table: dict, concurrency: int, prompt: int, output: in
 
 
 def print_lmdeploy() -> None:
+    from reports.serving_published import record
+
     print(f"\nLMDeploy's static inference benchmark, closed loop. Source: {LMDEPLOY_SOURCE}\n")
     print("| model (ours) | tp | concurrency | prompt / output | published out tok/s | ours | ours / published |")
     print("|---|---|---|---|---|---|---|")
     for table in LMDEPLOY:
         for concurrency, prompt, output, published in table["rows"]:
             ours = lmdeploy_tokens_per_s(table, concurrency, prompt, output)
+            record("lmdeploy", f"{table['model']} concurrency {concurrency} {prompt}/{output}", "out tok/s", published,
+                   ours)
             print(f"| {table['published_model']} ({table['model']}) | {table['tp']} | {concurrency} | {prompt} / "
                   f"{output} | {published:,.2f} | {ours:,.1f} | {ours / published:.2f} |")

@@ -261,9 +261,14 @@ SERVER_METRICS = (("tokens_per_s", "completed output tok/s", 1, ",.0f"), ("p99_t
                   ("p99_tpot_s", "p99 TPOT (ms)", 1e3, ",.1f"))
 
 
-def server_rows(cells: str, server: dict, ours: dict) -> list[str]:
+def server_rows(cells: str, server: dict, ours: dict, fed: tuple[str, str] | None = None) -> list[str]:
     """An MLPerf Server run's three table rows after `cells` (completed output tokens/s, p99 TTFT
-    and p99 TPOT): the published figure, ours and their ratio."""
+    and p99 TPOT): the published figure, ours and their ratio; fed: (source, row) under which each
+    comparison is recorded for reports/serving_published.py (None: not fed)."""
+    from reports.serving_published import record
+
+    for metric, name, _, _ in SERVER_METRICS if fed else ():
+        record(*fed, name, server[metric], ours[metric])
     return [f"{cells} | {name} | {server[metric] * scale:{fmt}} | {ours[metric] * scale:{fmt}} "
             f"| {ours[metric] / server[metric]:.2f} |" for metric, name, scale, fmt in SERVER_METRICS]
 
@@ -273,6 +278,8 @@ def print_mlperf_vllm(path=None) -> None:
 
     from benchmarks.published_lengths import MLPERF_LENGTHS, mlperf_input_lengths
 
+    from reports.serving_published import record
+
     lengths = mlperf_input_lengths(Path(path or MLPERF_LENGTHS), at_least=KRAI_SAMPLES)
     print(f"\nMLPerf Inference v5.0 / v5.1 open, Krai's vLLM runs. Sources: {KRAI_V50_SOURCE}; {KRAI_V51_SOURCE}\n")
     print("| round | system (ours) | engines x tp | scenario | metric | published | ours | ours / published |")
@@ -281,11 +288,12 @@ def print_mlperf_vllm(path=None) -> None:
         head = (f"| {system['round']} | {system['name']} ({system['model']}, {system['hardware']}, {system['engine']}) "
                 f"| {system['replicas']} x {system['tp']}")
         ours, published = krai_offline(system, lengths), system["offline"]["tokens_per_s"]
+        record("mlperf-vllm", f"{system['system']} Offline", "output tok/s", published, ours)
         print(f"{head} | Offline | output tok/s | {published:,.0f} | {ours:,.0f} | {ours / published:.2f} |")
         if system["server"] is None:  # an Offline-only submission
             continue
         print("\n".join(server_rows(f"{head} | Server, {system['server']['rate']} req/s", system["server"],
-                                     krai_server(system, lengths))))
+                                     krai_server(system, lengths), ("mlperf-vllm", f"{system['system']} Server"))))
     print_load_table(lengths)
 
 

@@ -56,6 +56,8 @@ def nim_row(table: dict, concurrency: int, requests: int | None = None) -> dict:
 
 
 def print_nim() -> None:
+    from reports.serving_published import record
+
     print(f"\nNVIDIA NIM at a fixed concurrency. Source: {NIM_SOURCE}\n")
     print("| model (ours) | GPUs | in / out | concurrency | TTFT ms: published | ours | ratio | ITL ms: published "
           "| ours | ratio | tokens/s: published | ours | ratio |")
@@ -63,6 +65,10 @@ def print_nim() -> None:
     for table in NIM:
         for concurrency, ttft, itl, tokens in table["rows"]:
             ours = nim_row(table, concurrency)
+            for metric, key, published in (("TTFT ms", "ttft_ms", ttft), ("ITL ms", "itl_ms", itl),
+                                           ("tokens/s", "tokens_per_s", tokens)):
+                record("nim", f"{table['prompt']}/{table['output']} concurrency {concurrency}", metric, published,
+                       ours[key])
             print(f"| {table['published_model']} ({table['model']}) | {table['gpus']} {table['precision']} tp "
                   f"{table['tp']} | {table['prompt']} / {table['output']} | {concurrency} | {ttft:,.1f} "
                   f"| {ours['ttft_ms']:,.1f} | {ours['ttft_ms'] / ttft:.2f} | {itl:.2f} | {ours['itl_ms']:.2f} "

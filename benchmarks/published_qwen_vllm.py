@@ -93,10 +93,13 @@ def qwen_vllm_tokens_per_s(model: str, tp: int, prompt: int) -> float:
 
 
 def print_qwen_vllm() -> None:
+    from reports.serving_published import record
+
     print(f"\nQwen2.5's vLLM 0.6.3 speed benchmark on A100 80GB, one request at a time. Source: {QWEN_VLLM_SOURCE}\n")
     print("| model (ours) | tp | input tokens | published tokens/s | ours | ours / published |")
     print("|---|---|---|---|---|---|")
     for row in qwen_vllm_rows():
         ours = qwen_vllm_tokens_per_s(row["model"], row["tp"], row["input"])
+        record("qwen-vllm", f"{row['model']} tp {row['tp']} input {row['input']}", "tokens/s", row["published"], ours)
         print(f"| {row['published_model']} ({row['model']}) | {row['tp']} | {row['input']:,} | {row['published']:,.2f} "
               f"| {ours:,.2f} | {ours / row['published']:.2f} |")

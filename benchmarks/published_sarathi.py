@@ -100,12 +100,15 @@ def sarathi_rows() -> list[dict]:
 
 
 def print_sarathi() -> None:
+    from reports.serving_published import record
+
     print(f"\nSarathi-Serve Table 2, Yi-34B-200K fp16, tp 2 on 2 x A100 80GB PCIe. Source: {SARATHI_SOURCE}\n")
     print("| batch: prefill + decode tokens (sequences) | our steps of that kind | published (ms) | ours (ms) "
           "| ours / published | published linear (ms) | ours linear (ms) | ours / published | published attention (ms) |")
     print("|---|---|---|---|---|---|---|---|---|")
     for row in sarathi_rows():
         prefill, decode, sequences = row["kind"]
+        record("sarathi", f"{prefill} + {decode} ({sequences})", "median step ms", row["published_ms"], row["ours_ms"])
         print(f"| {prefill} + {decode} ({sequences}) | {row['steps']} | {row['published_ms']:.1f} | {row['ours_ms']:.1f} "
               f"| {row['ours_ms'] / row['published_ms']:.2f} | {row['published_linear_ms']:.1f} "
               f"| {row['ours_linear_ms']:.1f} | {row['ours_linear_ms'] / row['published_linear_ms']:.2f} "

@@ -104,6 +104,8 @@ def torchao_vllm_tokens_per_s(table: dict, recipe: str, run: str, prompts: int |
 
 
 def print_torchao_vllm() -> None:
+    from reports.serving_published import record
+
     print(f"\ntorchao's vLLM throughput runs. Source: {TORCHAO_VLLM_SOURCE}\n")
     print("| GPU | recipe | run (prompts x in / out) | published total tok/s | ours | ours / published |")
     print("|---|---|---|---|---|---|")
@@ -116,5 +118,6 @@ def print_torchao_vllm() -> None:
                     print(f"| {table['gpu']} | {recipe} | {shape} | {published:,.1f} | not expressible | - |")
                     continue
                 ours = torchao_vllm_tokens_per_s(table, recipe, run)
+                record("torchao-vllm", f"{table['gpu']} {recipe} {run}", "total tok/s", published, ours)
                 print(f"| {table['gpu']} | {recipe} | {shape} | {published:,.1f} | {ours:,.0f} "
                       f"| {ours / published:.2f} |")

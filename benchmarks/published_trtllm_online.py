@@ -82,6 +82,8 @@ def trtllm_online_run(table: dict, prompt: int, output: int, qps: float,
 
 
 def print_trtllm_online() -> None:
+    from reports.serving_published import record
+
     print(f"\nTensorRT-LLM 0.14 online serving. Source: {TRTLLM_ONLINE_SOURCE}\n")
     print("| model (ours) | tp | in / out | QPS | metric | published | ours | ours / published |")
     print("|---|---|---|---|---|---|---|---|")
@@ -90,6 +92,8 @@ def print_trtllm_online() -> None:
             ours = trtllm_online_run(table, prompt, output, qps)
             for name, key, published in (("mean TTFT (ms)", "ttft_ms", ttft), ("mean ITL (ms)", "itl_ms", itl),
                                          ("output tok/s", "output_tokens_per_s", out)):
+                record("trtllm-online", f"{table['model']} tp {table['tp']} {prompt}/{output} QPS "
+                       f"{'INF' if math.isinf(qps) else qps}", name, published, ours[key])
                 print(f"| {table['published_model']} ({table['model']}) | {table['tp']} | {prompt} / {output} "
                       f"| {'INF' if math.isinf(qps) else qps} | {name} | {published:,} | {ours[key]:,.1f} "
                       f"| {ours[key] / published:.2f} |")

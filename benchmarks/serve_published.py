@@ -70,11 +70,16 @@ Llama 3.1 8B on one A100 80G and 70B on four H100 80G, ShareGPT through sglang.b
 once) throughputs and online (4 and 8 req/s) medians. Ours: vllm_options with max_model_len 4,096's budget, the
 first 5,000 pairs of vLLM's ShareGPT sample (sharegpt_vllm_lengths_5000.json beside this script), Poisson arrivals.
 
-    python benchmarks/serve_published.py [nim | trtllm-bench | sglang-vllm [SHAREGPT.json] | vllm [SHAREGPT.json]
+    python benchmarks/serve_published.py [trtllm-static | sarathi | nim | trtllm-bench | sglang-vllm [SHAREGPT.json] | vllm [SHAREGPT.json]
                                           | mlperf [LENGTHS.json] | torchao-vllm | lmdeploy
                                           | amd-vllm | trtllm-v017
                                           | trtllm-online | mlperf-vllm [LENGTHS.json]
-                                          | lambda-vllm [SHAREGPT.json] | qwen-vllm]
+                                          | lambda-vllm [SHAREGPT.json] | qwen-vllm
+                                          | summary [TABLE ...]]
+
+`summary` runs the named tables (every one if none) with their tables discarded and prints what they fed
+reports/serving_published.py: per source the comparisons, the median of |ours / published - 1|, how many within
+0.75-1.33x and the range, then over all of them, and the ten furthest from 1.
 """
 
 from __future__ import annotations
@@ -103,6 +108,7 @@ from benchmarks.published_trtllm_online import print_trtllm_online  # noqa: E402
 from benchmarks.published_trtllm_static import print_static  # noqa: E402
 from benchmarks.published_trtllm_v017 import (  # noqa: E402
     TRTLLM_V017, TRTLLM_V017_REQUESTS, TRTLLM_V017_SOURCE)
+from reports.serving_published import collect, record, render, summarise, worst  # noqa: E402
 
 # MLPerf Inference, Llama-2-70B (closed), from the LoadGen summaries. Shared by every system: the model and the
 # output tokens per sample (language/llama2-70b/README.md of mlcommons/inference: "Tokens per sample: 294.45").
@@ -259,10 +265,13 @@ def print_vllm(path: str | Path = VLLM_SHAREGPT) -> None:
     for (model, dataset), (gridlines, top_row) in VLLM_CHART.items():
         published, ours = chart_reading(gridlines, top_row), vllm_throughput(model, dataset)
         prompt, output = VLLM_DATASETS[dataset]
+        if dataset != "ShareGPT":  # ShareGPT's bar is fed with the sampled requests' own lengths, below
+            record("vllm", f"{model} {dataset}", "req/s", published, ours)
         print(f"| {model} | {VLLM_TP[model]} | {dataset} | {prompt} / {output} (means, fixed) | {published:.1f} "
               f"| {ours:.1f} | {ours / published:.2f} |")
         if dataset == "ShareGPT":  # the same bar with the sampled requests' own lengths
             ours = vllm_throughput(model, dataset, pairs=pairs)
+            record("vllm", f"{model} {dataset} (own lengths)", "req/s", published, ours)
             print(f"| {model} | {VLLM_TP[model]} | {dataset} | each request's own (means {mean_in:.0f} / "
                   f"{mean_out:.0f}) | {published:.1f} | {ours:.1f} | {ours / published:.2f} |")
 
@@ -376,6 +385,7 @@ def print_trtllm_bench() -> None:
         for prompt, output, published in table["rows"]:
             options = trtllm_bench_options(table, prompt, output)
             ours = trtllm_bench_throughput(table, prompt, output)
+            record("trtllm-bench", f"{table['model']} {table['gpu']} {prompt}/{output}", "out tok/s", published, ours)
             print(f"| {table['published_model']} ({table['model']}) | {table['gpu']} | {prompt} / {output} "
                   f"| {TRTLLM_BENCH_REQUESTS[(prompt, output)]:,} | {options['max_num_seqs']:,} / "
                   f"{options['max_batched_tokens']:,} | {published:,} | {ours:,.0f} | {ours / published:.2f} |")
@@ -411,6 +421,7 @@ def print_trtllm_v017() -> None:
         for prompt, output, published in table["rows"]:
             options, requests = trtllm_v017_options(table, prompt, output), TRTLLM_V017_REQUESTS[(prompt, output)]
             ours = trtllm_v017_throughput(table, prompt, output)
+            record("trtllm-v017", f"{table['model']} {table['gpu']} {prompt}/{output}", "tok/s", published, ours)
             print(f"| {table['published_model']} ({table['model']}) | {table['gpu']} | {prompt} / {output} "
                   f"| {requests:,} | {options['max_num_seqs']:,} / {options['max_batched_tokens']:,} | {published:,} "
                   f"| {ours:,.0f} | {ours / published:.2f} |")
@@ -492,32 +503,36 @@ def print_sglang_vllm(path: str | Path = SGLANG_VLLM_LENGTHS) -> None:
         ours, offline = sglang_vllm_offline(table, pairs), table["offline"]
         for metric, name in (("requests_per_s", "request throughput (req/s)"),
                              ("output_tokens_per_s", "output token throughput (tok/s)")):
+            record("sglang-vllm", f"{table['model']} offline", name, offline[metric], ours[metric])
             print(f"{head} | {offline['requests']:,} prompts at once | {name} | {offline[metric]:,.2f} "
                   f"| {ours[metric]:,.2f} | {ours[metric] / offline[metric]:.2f} |")
         for rate, requests, e2e, ttft, tpot, _itl in table["online"]:
             ours = sglang_vllm_online(table, rate, requests, pairs)
             for published, metric, name in ((e2e, "e2e_ms", "median E2E latency (ms)"),
                                             (ttft, "ttft_ms", "median TTFT (ms)"), (tpot, "tpot_ms", "median TPOT (ms)")):
+                record("sglang-vllm", f"{table['model']} {rate} req/s", name, published, ours[metric])
                 print(f"{head} | {rate} req/s, {requests:,} prompts | {name} | {published:,.2f} | {ours[metric]:,.2f} "
                       f"| {ours[metric] / published:.2f} |")
 
 
 def main() -> None:
-    print_static()
-    print_sarathi()
-    print_vllm()
-    print_nim()
-    print_trtllm_bench()
-    print_sglang_vllm()
-    print_torchao_vllm()
-    print_lmdeploy()
-    print_amd_vllm()
-    print_trtllm_v017()
-    print_trtllm_online()
-    print_mlperf()
-    print_mlperf_vllm()
-    print_lambda_vllm()
-    print_qwen_vllm()
+    for name in TABLES:
+        SELECTORS[name][0]()
+
+
+def print_summary(*names: str) -> None:
+    """The comparisons of the named tables (every table if none), as reports/serving_published.py summarises
+    them: per source and overall, then the ten furthest from 1."""
+    unknown = next((name for name in names if name not in TABLES), None)
+    if unknown is not None:
+        raise ConfigError(f"summary: unknown table {unknown!r}; the tables are {', '.join(TABLES)}.")
+    comparisons = collect([SELECTORS[name][0] for name in names or TABLES])
+    print("Published serving runs beside ours (reports/serving_published.py; ratio: ours / published, as each "
+          "table prints it)\n")
+    print(render(summarise(comparisons)))
+    print("\nFurthest from 1:\n\n| source | row | metric | published | ours | ours / published |\n|---|---|---|---|---|---|")
+    for c in worst(comparisons):
+        print(f"| {c.source} | {c.row} | {c.metric} | {c.published:,.2f} | {c.ours:,.2f} | {c.ratio:.2f} |")
 
 
 def print_mlperf(path: str | Path = MLPERF_LENGTHS) -> None:
@@ -530,24 +545,31 @@ def print_mlperf(path: str | Path = MLPERF_LENGTHS) -> None:
         print("|---|---|---|---|---|---|")
         for label, prompt in prompts:
             ours, published = mlperf_offline(system, prompt), system["offline"]["tokens_per_s"]
+            if prompt is lengths:  # fed with the dataset's prompts (the fixed mean prompt stays in the table)
+                record("mlperf", f"{system['system']} Offline", "output tok/s", published, ours)
             print(f"| Offline | {label} | output tok/s | {published:,.0f} | {ours:,.0f} | {ours / published:.2f} |")
         for label, prompt in prompts:
             print("\n".join(server_rows(f"| Server, {system['server']['rate']} req/s | {label}", system["server"],
-                                         mlperf_server(system, prompt))))
+                                         mlperf_server(system, prompt),
+                                         ("mlperf", f"{system['system']} Server") if prompt is lengths else None)))
 
 
 # The selectors: each table alone (vllm and mlperf from another length file if one is named), with the
 # most arguments each takes after its name; no selector runs every table.
-SELECTORS = {"nim": (print_nim, 0), "trtllm-bench": (print_trtllm_bench, 0), "sglang-vllm": (print_sglang_vllm, 1),
+SELECTORS = {"trtllm-static": (print_static, 0), "sarathi": (print_sarathi, 0), "nim": (print_nim, 0), "trtllm-bench": (print_trtllm_bench, 0), "sglang-vllm": (print_sglang_vllm, 1),
              "vllm": (print_vllm, 1), "mlperf": (print_mlperf, 1), "torchao-vllm": (print_torchao_vllm, 0),
              "lmdeploy": (print_lmdeploy, 0), "amd-vllm": (print_amd_vllm, 0),
              "trtllm-v017": (print_trtllm_v017, 0),
              "trtllm-online": (print_trtllm_online, 0), "mlperf-vllm": (print_mlperf_vllm, 1),
              "lambda-vllm": (print_lambda_vllm, 1), "qwen-vllm": (print_qwen_vllm, 0)}
-USAGE = ("nim, trtllm-bench, sglang-vllm [SHAREGPT.json], vllm [SHAREGPT.json], mlperf [LENGTHS.json], torchao-vllm, "
+# Every table, in the order `main` prints them (the summary's sources: trtllm-static feeds trtllm-h200 too).
+TABLES = ("trtllm-static", "sarathi", "vllm", "nim", "trtllm-bench", "sglang-vllm", "torchao-vllm", "lmdeploy",
+          "amd-vllm", "trtllm-v017", "trtllm-online", "mlperf", "mlperf-vllm", "lambda-vllm", "qwen-vllm")
+SELECTORS["summary"] = (print_summary, len(TABLES))
+USAGE = ("trtllm-static, sarathi, nim, trtllm-bench, sglang-vllm [SHAREGPT.json], vllm [SHAREGPT.json], mlperf [LENGTHS.json], torchao-vllm, "
          "lmdeploy, amd-vllm, trtllm-v017, trtllm-online, mlperf-vllm [LENGTHS.json], lambda-vllm [SHAREGPT.json] or "
          "qwen-vllm "
-         "(none: every table)")
+         "(none: every table); summary [TABLE ...] (the comparisons of those tables, or of every one, summarised)")
 
 
 def command(argv: list[str]):

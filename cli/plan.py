@@ -19,7 +19,8 @@ from .options import (ATTENTION_HELP, FP8_HELP, IMPL_HELP, choice_option, dtype_
 #: The options each mode of plan reads and the others would ignore (parameter name: option).
 SERVE_ONLY = {"prompt": "--prompt", "gen": "--gen", "kv_cache": "--kv-cache", "mla": "--mla",
               "slo_ttft": "--slo-ttft", "slo_tpot": "--slo-tpot", "requests": "--requests",
-              "mamba_ssm_cache_dtype": "--mamba-ssm-cache-dtype", "attention_backend": "--attention-backend"}
+              "mamba_ssm_cache_dtype": "--mamba-ssm-cache-dtype", "attention_backend": "--attention-backend",
+              "decode_code": "--decode-code"}
 TRAINING_ONLY = {"seq_len": "--seq-len", "global_batch": "--global-batch", "impl": "--impl", "zero": "--zero",
                  "sp": "--sp", "framework": "--framework", "ep": "--ep", "cp": "--cp", "dp_shard": "--dp-shard",
                  "schedule": "--schedule",
@@ -169,6 +170,11 @@ def serving_lengths(prompt: str | None, gen: str, rate: float | None) -> tuple:
 @click.option("--attention-backend", type=str, default=None,
               help="--serve --rate: the engine's attention backend, whose kernel's published figures time each "
                    "step's attention, as serve's: flash-attn2 (default) or flash-attn3 (Hopper).")
+@choice_option("--decode-code", spec.DECODE_CODES, "--serve: the code that decodes (costmodel/decode_codes.json): "
+               "its KV cache's heads, how its attention reads a quantized cache, an eager step's host ops. One rule "
+               "for both modes (decode_codes.serving_code): the code typed, else the engine's: without --rate "
+               "Hugging Face generate's (transformers, as simulate's default), with --rate the search's vllm "
+               f"scheduler's. {spec.DECODE_CODES.described()}.")
 @click.option("--ray", "ray_address", type=str, default=None,
               help="--serve --rate: run the search's configurations as Ray tasks in the cluster at this address "
                    "('local' starts one here; needs pip install '.[ray]') instead of a local process pool.")
@@ -178,7 +184,7 @@ def plan(model, config, hardware_name, gpus, seq_len, global_batch, serve, batch
          flops_convention, compiled, price,
          rank_by, top, time_model, as_json, rate, slo_ttft, slo_tpot, requests, weight_dtype, weight_group, quantize_head,
          quant_layout, kv_dtype, fp8_gemm, mla, mamba_ssm_cache_dtype, attention_backend, ray_address,
-         cuda_graphs) -> None:
+         cuda_graphs, decode_code) -> None:
     """Every layout of a model on N GPUs: those that do not fit (and why, in a word), the rest
     ranked by step time (training) or time per output token (--serve); with --tokens, the days,
     GPU-hours, FLOPs and dollars of the run. With --serve --rate: the deployments (GPUs, tp,
@@ -220,6 +226,7 @@ def plan(model, config, hardware_name, gpus, seq_len, global_batch, serve, batch
                               cuda_graphs=cuda_graphs or "auto", weight_dtype=weight_dtype,
                               weight_group=weight_group, kv_dtype=kv_dtype,
                               fp8_gemm=fp8_gemm or spec.DEFAULT_FP8_GEMM, time_model=time_model,
+                              decode_code=decode_code,
                               **({"mamba_ssm_cache_dtype": mamba_ssm_cache_dtype} if mamba_ssm_cache_dtype else {}),
                               **({"attention_backend": attention_backend} if attention_backend else {}))
         if not met:  # no deployment meets the targets: 1, as when no layout fits below (README, "Exit status")
@@ -253,7 +260,7 @@ def plan(model, config, hardware_name, gpus, seq_len, global_batch, serve, batch
                            weight_dtype=weight_dtype, weight_group=weight_group,
                            quantize_head=quantize_head, quant_layout=quant_layout, kv_dtype=kv_dtype, fp8_gemm=fp8_gemm, cuda_graphs=cuda_graphs == "on",
                            flops_convention=flops_convention or "dense", compiled=compiled,
-                           optimizer=optimizer)
+                           optimizer=optimizer, decode_code=decode_code)
     except ConfigError as error:
         raise InputError(str(error)) from None
     for warning in result.warnings:

@@ -16,7 +16,7 @@ from costmodel.api import generation_start
 from costmodel.checkpoint import inference_options
 from costmodel.config import ConfigError, require_decoder
 from costmodel.hardware import time_model_for
-from costmodel.defaults import fallback_note, unfused_note, has_attention, implied
+from costmodel.defaults import attention_source, fallback_note, unfused_note, has_attention, implied
 from costmodel.flash_support import require_attention, runs_flash
 
 from costmodel.simulate_api import decode_inputs
@@ -315,6 +315,7 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
             if attention_note:
                 click.echo(f"note: {attention_note}", err=True)
         code = implied(framework, impl, attention, cfg.family, runs_flash(hardware))
+        why = attention_source(framework, impl, attention, cfg.family, runs_flash(hardware)) if has_attention(cfg) else None
         impl, attention = code["impl"], code["attention"]
         if train and weight_dtype == spec.UNQUANTIZED and weight_group is None:
             weight_dtype = None  # unquantized weights: what training holds anyway
@@ -391,6 +392,8 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
                                             kv_cache=kv_cache, cuda_graphs=cuda_graphs,
                                             quantization=quantization, time_model=time_model, compiled=compiled,
                                             mla=mla, implementation=decode_code)
+        if why is not None:  # which attention was timed and why, where none was typed
+            result["inputs"]["attention_source"] = why
         if not train:
             add_generation_cost(result, hardware, price)  # a price that overflows the cost: one line
         if host_op_time is not None:

@@ -60,6 +60,18 @@ def scheduler_code(scheduler: str) -> str:
     return _data()["schedulers"][scheduler]
 
 
+def serving_code(scheduler: str | None, given: str | None = None) -> str:
+    """The code a serving path decodes with, the one rule of serve, plan --serve and plan --serve --rate:
+    the code typed (--decode-code, checked against the table), else the scheduler's engine's
+    (scheduler_code), else, where no scheduler runs (plan --serve's layouts, timed as simulate times
+    one), simulate's default: Hugging Face generate's (DEFAULT). A typed code under a scheduler keeps
+    that scheduler's schedule and takes the code's cache and kernels (TensorRT-LLM's static batches:
+    the static schedule, the tensorrt-llm code)."""
+    if given is not None:
+        return cache_code(given).name
+    return DEFAULT if scheduler is None else scheduler_code(scheduler)
+
+
 def caches_kv_heads(name: str, class_heads: str) -> bool:
     """Whether code `name` caches the model's KV heads where transformers' class caches `class_heads`
     (facts.json kv_cache_heads: "query" for a class that broadcasts K and V to every query head): the

@@ -61,6 +61,30 @@ def implied(framework: str | None, impl: str | None = None, attention: str | Non
     return chosen
 
 
+def attention_source(framework: str | None, impl: str | None, attention: str | None, family: str | None,
+                     flash: bool = True) -> str | None:
+    """Why simulate times the attention `implied` picks, for its output (None where --attention was typed):
+    without a layout, eager, the path the memory and op counts are proven against, where transformers
+    itself (and a deepspeed or fsdp2 layout) runs sdpa; with one, its framework's code; a class or a GPU
+    that cannot run that default, the kernel it falls back to. The defaults stay two (session 31's choice,
+    docs/time.md): a one-GPU simulate is the eager reference, a layout the framework's code."""
+    if attention is not None:
+        return None
+    chosen = implied(framework, impl, None, family, flash)["attention"]
+    stated = implied(framework, impl, None, None, flash)["attention"]  # before the class's fallback
+    if chosen != stated:
+        return (f"{chosen} attention: the {family} class runs no {stated} (transformers falls back to {chosen}; "
+                f"facts.json)")
+    if framework is None and family is not None and not runs_attention(impl or DEFAULT_IMPL, family, "sdpa"):
+        return f"eager attention: the default without a layout (the {family} class runs no sdpa either; facts.json)"
+    if framework is None:
+        return ("eager attention: the default without a layout (transformers' eager path, which the memory and op "
+                "counts are proven against); transformers itself, and a layout, run sdpa: --attention sdpa times it")
+    if chosen != FRAMEWORK_CODE[framework][1]:
+        return f"{chosen} attention: {framework}'s {FRAMEWORK_CODE[framework][1]} does not run on this GPU"
+    return f"{chosen} attention: the {framework} layout's default code"
+
+
 def layout_precision(layout: Any, dtype: str, typed: str | None = None) -> str:
     """The precision policy (costmodel/precision.py) of estimate's whole-model memory: without a
     layout the typed one, else spec.DEFAULT_PRECISION; with one, the policy its ranks keep, its

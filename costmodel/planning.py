@@ -77,7 +77,7 @@ def plan(model: Any, gpus: int | Sequence[int], hardware: str = DEFAULT_HARDWARE
          mla: str = "absorbed", weight_dtype: str | None = None, weight_group: int | None = None,
          quantize_head: bool = False, quant_layout: str | None = None, kv_dtype: str | None = None, fp8_gemm: str | None = None, cuda_graphs: bool = False,
          flops_convention: str = "dense", compiled: bool = False, optimizer: str | None = None,
-         **fixed: Any) -> PlanResult:
+         decode_code: str | None = None, **fixed: Any) -> PlanResult:
     """Every layout of `model` on each count in `gpus` (training, or serving with serve=True):
     those that fit ranked by time (step time; time per output token when serving) or by cost
     (GPU-seconds per token), those that do not with their reason. fixed: tp, pp, dp, zero, sp,
@@ -99,10 +99,12 @@ def plan(model: Any, gpus: int | Sequence[int], hardware: str = DEFAULT_HARDWARE
     step replayed from a CUDA graph (no launch overhead), as simulate --cuda-graphs.
     flops_convention (training): the model FLOPs MFU and the run's FLOPs count, dense or causal.
     compiled: torch.compile's fusions (the kernel-level model), as simulate --compile. optimizer
-    (training): the optimizer whose state each rank holds (spec.OPTIMIZERS; None: AdamW)."""
+    (training): the optimizer whose state each rank holds (spec.OPTIMIZERS; None: AdamW). decode_code
+    (serving): the code that decodes (decode_codes.serving_code: None, Hugging Face generate's, as simulate's)."""
     from .api import load_model, make_workload
     from .checkpoint import inference_options
     from .cost import check_price_has_tokens, gpus_of, price_plan
+    from .decode_codes import serving_code
     from .defaults import FRAMEWORK_CODE, fallback_note, has_attention, implied, serving_attention, unfused_note
     from .flash_support import require_attention, runs_flash
     from .hardware import load_hardware
@@ -141,6 +143,8 @@ def plan(model: Any, gpus: int | Sequence[int], hardware: str = DEFAULT_HARDWARE
         raise ConfigError("--weight-dtype, --weight-group, --quantize-head, --quant-layout, --kv-dtype and --fp8-gemm plan "
                           "serving (add --serve); "
                           "training on quantized weights (QLoRA) is `finetune`'s.")
+    if decode_code is not None and not serve:
+        raise ConfigError("--decode-code names the code that decodes a serving plan's layouts; add --serve.")
     if serve and optimizer not in (None, spec.DEFAULT_OPTIMIZER):  # (AdamW: the default, read by no serving plan)
         raise ConfigError("--optimizer names a training step's optimizer; leave it out with --serve.")
     if serve and flops_convention != "dense":
@@ -161,6 +165,7 @@ def plan(model: Any, gpus: int | Sequence[int], hardware: str = DEFAULT_HARDWARE
         quantization = {k: v for k, v in quantization.items() if v is not None}
         # the default fused kernel where FlashAttention-2 does not run (Volta, Turing): sdpa, said so
         attention, note = serving_attention(attention, chosen, cfg.family)
+        decode_code = serving_code(None, decode_code)  # plan --serve --rate's rule too (its scheduler's engine)
         notes = [note] if note else []
         # under the kernel the layouts run, so that its warnings (a window's scores) name it, not eager
         workload, warnings = make_workload(cfg, prompt, dtype=dtype, gen_tokens=gen, kv_cache=kv_cache,
@@ -178,7 +183,8 @@ def plan(model: Any, gpus: int | Sequence[int], hardware: str = DEFAULT_HARDWARE
             result = planner.plan_serving(cfg, chosen, count, batch, workload.seq_len, gen, workload.dtype,
                                           fixed, kv_cache=kv_cache, quantization=quantization,
                                           time_model=time_model, mla=mla,
-                                          attention=attention, cuda_graphs=cuda_graphs, compiled=compiled)
+                                          attention=attention, cuda_graphs=cuda_graphs, compiled=compiled,
+                                          decode_code=decode_code)
         else:
             batches[count] = 8 * count if global_batch is None else global_batch
             result = planner.plan_training(cfg, chosen, count, workload.seq_len, batches[count], workload,
@@ -206,7 +212,7 @@ def plan(model: Any, gpus: int | Sequence[int], hardware: str = DEFAULT_HARDWARE
                       "serve": serve, "time_model": ran, "compiled": compiled, "seq_len": workload.seq_len,
                       "dtype": workload.dtype, **quantization,
                       **({"weight_dtype_source": source} if serve and source else {}),
-                      **({"gen": gen, "batch": batch, "attention": attention,
+                      **({"gen": gen, "batch": batch, "attention": attention, "decode_code": decode_code,
                           "kv_cache": kv_cache, "cuda_graphs": cuda_graphs, "mla": mla if cfg.mla else None} if serve else
                          {"global_batch": batches[counts[0]] if one else batches, "batch": batch,
                           "fp8": fixed.get("fp8"), **{k: fixed[k] for k in planner.SETTINGS if fixed.get(k)},

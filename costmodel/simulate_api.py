@@ -70,7 +70,7 @@ def simulate(model: Any, hardware: str = spec.DEFAULT_HARDWARE, *, train: bool =
     from .api import generation_start, load_model, make_layout, make_workload
     from .checkpoint import inference_options
     from .config import require_decoder
-    from .defaults import implied
+    from .defaults import attention_source, has_attention, implied
     from .flash_support import runs_flash
     from .hardware import load_hardware
 
@@ -109,8 +109,9 @@ def simulate(model: Any, hardware: str = spec.DEFAULT_HARDWARE, *, train: bool =
         quantization = inference_options(cfg, quantization)
         source = quantization.pop("weight_dtype_source")
     chosen_layout = make_layout(layout)
-    code = implied(chosen_layout.framework if chosen_layout is not None else None, impl, attention, cfg.family,
-                   runs_flash(chosen))
+    framework = chosen_layout.framework if chosen_layout is not None else None
+    code = implied(framework, impl, attention, cfg.family, runs_flash(chosen))
+    why = attention_source(framework, impl, attention, cfg.family, runs_flash(chosen)) if has_attention(cfg) else None
     impl, attention = code["impl"], code["attention"]
     if chosen_layout is not None:
         from .layout import timing as parallel_time
@@ -152,4 +153,6 @@ def simulate(model: Any, hardware: str = spec.DEFAULT_HARDWARE, *, train: bool =
                                       quantization=quantization, implementation=decode_code)
     if source:
         data["inputs"]["weight_dtype_source"] = source
+    if why is not None:  # which attention was timed and why, where none was given (as the CLI's)
+        data["inputs"]["attention_source"] = why
     return SimulationResult(data, train, chosen_layout is not None, warnings)

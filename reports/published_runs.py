@@ -450,7 +450,7 @@ def paper_ratios(tables: dict[str, list[dict[str, Any]]], model: str) -> list[fl
     return ratios
 
 
-def _counts(ratios: list[float]) -> dict[str, Any]:
+def ratio_counts(ratios: list[float]) -> dict[str, Any]:
     """How many comparisons, the median of |ratio - 1|, the range, and how many fall within
     0.75-1.33x, 5% and 10%."""
     import statistics
@@ -465,12 +465,12 @@ def summary_by_kind(tables: dict[str, list[dict[str, Any]]]) -> dict[str, dict[s
     """The kernel model's comparisons split by what they time: Narayanan's and Korthikanti's tables,
     then the other runs' rates by kind (KINDS); the GPU-hours rows apart, as in `summary`. Every
     comparison of `summary`'s "kernels" falls in exactly one."""
-    out = {"Narayanan's and Korthikanti's tables": _counts(paper_ratios(tables, "kernels"))}
+    out = {"Narayanan's and Korthikanti's tables": ratio_counts(paper_ratios(tables, "kernels"))}
     for kind in KINDS:
         ratios = [r["kernels"] / r["published"] for r in tables["other_runs"]
                   if r["kind"] == kind and r["kernels"] is not None and r.get("unit") not in COST_UNITS]
         if ratios:
-            out[kind] = _counts(ratios)
+            out[kind] = ratio_counts(ratios)
     return out
 
 
@@ -484,5 +484,5 @@ def summary(tables: dict[str, list[dict[str, Any]]]) -> dict[str, dict[str, Any]
     for model, costs in (("roofline", False), ("kernels", False), ("roofline", True), ("kernels", True)):
         ratios = speed_ratios(tables, model, costs)
         if ratios:
-            out[f"{model}, GPU-hours" if costs else model] = _counts(ratios)
+            out[f"{model}, GPU-hours" if costs else model] = ratio_counts(ratios)
     return out

@@ -19,7 +19,7 @@ def render_parallel_training(r: dict[str, Any]) -> str:
     out = [
         f"{i['model']} training on {p['layout']['gpus']} x {i['hardware']} ({i['dtype']}): seq_len "
         f"{i['seq_len']}, " + (f"impl {i['impl']}, attention {i['attention']}, " if "attention" in i else "")
-        + f"recompute {i['recompute']}" + mtp_note(i),
+        + f"recompute {i['recompute']}" + mtp_note(i) + attention_why(i),
         *_verdict_first(r, p["per_rank"]["total"], "the most loaded rank"),
         "",
         f"  {'step':<22}{seconds(step['seconds']):>10}   {rate(step['tokens_per_second'])} tokens/s "
@@ -94,6 +94,12 @@ def _does_not_fit(fits: bool, needed: int, capacity: int, what: str, usable: str
             f"the {shown} below are for a run that cannot start (memory at the end)."]
 
 
+def attention_why(inputs: dict[str, Any]) -> str:
+    """ "; eager attention: the default without a layout ...": which attention a run timed and why, where
+    none was typed (defaults.attention_source, simulate's inputs "attention_source"); "" otherwise."""
+    return f"; {inputs['attention_source']}" if inputs.get("attention_source") else ""
+
+
 def latent_form(inputs: dict[str, Any]) -> str:
     """ ", latent attention absorbed": the form a decode ran latent attention in (simulate's --mla,
     naive by default; plan --serve's and serve's, absorbed), "" for a model without it."""
@@ -137,7 +143,7 @@ def render_parallel_decode(r: dict[str, Any]) -> str:
            + (f", weights {i['weight_dtype']}" if i.get("weight_dtype") else "")
            + weight_group(i)
            + (", CUDA graphs" if i.get("cuda_graphs") else "")
-           + (", compiled" if i.get("compiled") else "")] if "kv_cache" in i else []),
+           + (", compiled" if i.get("compiled") else "") + attention_why(i)] if "kv_cache" in i else []),
         *([note] if (note := weights_note(i.get("weight_dtype"), i.get("weight_dtype_source"))) else []),
         *_does_not_fit(r["fits"], rank["total"], r["memory_capacity"], "the most loaded rank",
                        "a GPU serves with", "times"),
@@ -198,7 +204,7 @@ def render_inference(r: dict[str, Any]) -> str:
         + (f", weights {i['weight_dtype']}" if i.get("weight_dtype") else "")
         + weight_group(i)
         + (", CUDA graphs" if i.get("cuda_graphs") else "")
-        + (", compiled" if i.get("compiled") else ""),
+        + (", compiled" if i.get("compiled") else "") + attention_why(i),
         *([note] if (note := weights_note(i.get("weight_dtype"), i.get("weight_dtype_source"))) else []),
         *_does_not_fit(r["memory"]["fits"], r["memory"]["bytes"], hw["serving_memory_bytes"],
                        f"batch {i['batch']}", "a GPU serves with", "times"),
@@ -350,7 +356,8 @@ def render_training(r: dict[str, Any]) -> str:
     i, m = r["inputs"], r["memory"]
     out = [
         f"{i['model']} training on {i['hardware']} ({i['dtype']}): seq_len {i['seq_len']}, "
-        f"batch {i['batch']}, impl {i['impl']}, attention {i['attention']}, recompute {i['recompute']}" + mtp_note(i),
+        f"batch {i['batch']}, impl {i['impl']}, attention {i['attention']}, recompute {i['recompute']}" + mtp_note(i)
+        + attention_why(i),
         *_verdict_first(r, m["total"], "one GPU"),
         "times: the roofline (docs/time.md), one GPU's training without a layout; --dp 1 for the kernel-level model",
         "",

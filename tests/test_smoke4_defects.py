@@ -71,15 +71,18 @@ def test_the_inference_header_names_every_option_that_changes_the_run(capsys):
     code, out, err = run_main(base, capsys)
     assert code == 0, err
     assert out.splitlines()[1] == ("prompt 2048, generate 2, batch 1, attention eager, static KV cache in fp8, "
-                                   "weights int4 g128, CUDA graphs, compiled")
+                                   "weights int4 g128, CUDA graphs, compiled; eager attention: the default without a "
+                                   "layout (transformers' eager path, which the memory and op counts are proven "
+                                   "against); transformers itself, and a layout, run sdpa: --attention sdpa times it")
     code, out, err = run_main(base + ["--tp", "2"], capsys)
     assert code == 0, err
     assert out.splitlines()[1] == ("prompt 2048, generate 2, attention sdpa, static KV cache in fp8, "
-                                   "weights int4 g128, CUDA graphs, compiled")
+                                   "weights int4 g128, CUDA graphs, compiled; sdpa attention: the deepspeed layout's "
+                                   "default code")
     # without --weight-group, the format's default group the run used (gpt-fast's int4 runs g32)
     for dtype, shown in (("int4", "int4 g128"), ("nf4", "nf4 g64"), ("int8", "int8")):
         code, out, err = run_main(["simulate", "--model", "llama2-7b", "--gen", "2", "--weight-dtype", dtype], capsys)
-        assert out.splitlines()[1].endswith(f"dynamic KV cache, weights {shown}")
+        assert f"dynamic KV cache, weights {shown}; eager attention: the default" in out.splitlines()[1]
 
 
 def test_h800_by_the_names_papers_and_the_driver_give_it(capsys):

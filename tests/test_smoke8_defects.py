@@ -187,7 +187,8 @@ def test_a_training_layout_names_the_code_it_timed(capsys):
     the activation profile, in the text or the JSON; one GPU's report says both."""
     assert cli.main(TRAIN) == 0
     assert capsys.readouterr().out.splitlines()[0] == ("llama3-8b training on 8 x h100-sxm (bf16): seq_len 4096, "
-                                                       "impl hf, attention sdpa, recompute none")
+                                                       "impl hf, attention sdpa, recompute none; sdpa attention: "
+                                                       "the deepspeed layout's default code")  # and why (session 31)
     inputs = run_json(TRAIN + ["--framework", "megatron"], capsys)["inputs"]
     assert (inputs["impl"], inputs["attention"]) == ("megatron", "flash")
 

@@ -87,7 +87,9 @@ def test_one_gpu_training_names_its_attention(capsys):
     assert cli.main(args) == 0
     first = capsys.readouterr().out.splitlines()[0]
     assert first == ("llama3-8b training on h100-sxm (bf16): seq_len 4096, batch 1, impl hf, attention eager, "
-                     "recompute none")
+                     "recompute none; eager attention: the default without a layout (transformers' eager path, "
+                     "which the memory and op counts are proven against); transformers itself, and a layout, run "
+                     "sdpa: --attention sdpa times it")  # and why (session 31, defaults.attention_source)
     assert run_json(args, capsys)["memory"]["activations"] == 133_235_294_220
 
 
@@ -169,8 +171,11 @@ def test_mtp_is_named_where_it_is_counted(capsys):
         heads.append(capsys.readouterr().out.splitlines()[0])
     assert heads == [
         "llama3-8b (decoder, llama): seq_len 2048, batch 1, bf16, impl hf, attention eager, recompute none, MTP 1",
-        "llama3-8b training on h100-sxm (bf16): seq_len 4096, batch 1, impl hf, attention eager, recompute none, MTP 1",
-        "llama3-8b training on 8 x h100-sxm (bf16): seq_len 4096, impl megatron, attention flash, recompute none, MTP 1",
+        "llama3-8b training on h100-sxm (bf16): seq_len 4096, batch 1, impl hf, attention eager, recompute none, MTP 1; "
+        "eager attention: the default without a layout (transformers' eager path, which the memory and op counts are "
+        "proven against); transformers itself, and a layout, run sdpa: --attention sdpa times it",
+        "llama3-8b training on 8 x h100-sxm (bf16): seq_len 4096, impl megatron, attention flash, recompute none, MTP 1; "
+        "flash attention: the megatron layout's default code",
         "llama3-8b on 8 x h100-sxm, bf16, MTP 1: global batch 64 of 4,096 tokens; time model kernels"]
 
 

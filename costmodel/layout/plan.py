@@ -373,8 +373,9 @@ def serving_token_times(cfg: ModelConfig, workload: Workload, layout: Layout, ha
     last step stands for it."""
     from ..roofline import decode_rates
 
-    # an eager step's host issues Hugging Face generate's counted ops (simulate's default --decode-code)
-    options = {"implementation": DEFAULT_DECODE_CODE, **({"compiled": True} if compiled else {})}
+    # an eager step's host issues the workload's decode code's counted ops (plan --decode-code; Hugging Face
+    # generate's by default, decode_codes.serving_code), its KV cache that code's
+    options = {"implementation": workload.decode_code, **({"compiled": True} if compiled else {})}
     last = step_time(estimate, hardware, efficiency, time_model, cuda_graphs=cuda_graphs, **options).token()
     out = {"time_per_output_token": last["seconds_per_token"], "tokens_per_second": last["tokens_per_second"],
            "tp_all_reduce_seconds": last["tp_all_reduce_seconds"], "ep_all_to_all_seconds": last["ep_all_to_all_seconds"],
@@ -383,7 +384,7 @@ def serving_token_times(cfg: ModelConfig, workload: Workload, layout: Layout, ha
         out["host"] = last["host"]
     if workload.gen_tokens > 1:
         decode_s = generation_decode_seconds(cfg, workload, layout, hardware, efficiency, time_model,
-                                             cuda_graphs, compiled)
+                                             cuda_graphs, compiled, workload.decode_code)
         rates = decode_rates(workload.batch * layout.dp, workload.gen_tokens, decode_s)
         out.update(time_per_output_token=rates["time_per_output_token"],
                    tokens_per_second=rates["decode_tokens_per_second"])
@@ -396,14 +397,17 @@ def plan_serving(cfg: ModelConfig, hardware: Hardware, gpus: int, batch: int, pr
                  quantization: dict[str, Any] | None = None,
                  time_model: str | None = None, nearest: bool = True,
                  mla: str = "absorbed", attention: str = DEFAULT_SERVE_ATTENTION,
-                 cuda_graphs: bool = False, compiled: bool = False) -> dict[str, Any]:
+                 cuda_graphs: bool = False, compiled: bool = False,
+                 decode_code: str = DEFAULT_DECODE_CODE) -> dict[str, Any]:
     """Every serving layout for `batch` sequences generating gen tokens after a prompt: the memory
     per rank (weights and the KV cache at the last step, context prompt + gen - 1), ranked by the time
     per output token, the mean of the generation's decode steps (serving_token_times). kv_cache
     and quantization (weight_dtype, weight_group, kv_dtype) are the Workload's; latent attention
     is absorbed unless mla="naive", as engines serve it; attention: the kernel, flash unless given
     (as `serve`'s engines run it, serving/profile.py); cuda_graphs: each decode step replayed
-    from a CUDA graph, as simulate --cuda-graphs times a layout's; compiled: torch.compile's fusions."""
+    from a CUDA graph, as simulate --cuda-graphs times a layout's; compiled: torch.compile's fusions;
+    decode_code: the code that decodes (costmodel/decode_codes.py: its cache's heads, how it reads a
+    quantized cache, its eager host ops), as simulate --decode-code times a layout's."""
     fixed = fixed or {}
     check_fixed(fixed, gpus)
     require_decoder(cfg)
@@ -415,7 +419,7 @@ def plan_serving(cfg: ModelConfig, hardware: Hardware, gpus: int, batch: int, pr
 
     def workload_of(sequences: int) -> Workload:
         return Workload(seq_len=prompt, gen_tokens=gen, batch=sequences, dtype=dtype, precision="pure",
-                        attention=attention, kv_cache=kv_cache, mla=mla,
+                        attention=attention, kv_cache=kv_cache, mla=mla, decode_code=decode_code,
                         **{k: v for k, v in (quantization or {}).items() if v is not None})
 
     # the model-wide checks (quantization.check_whole_groups: GPTQ groups that split a K) once, in one
@@ -464,7 +468,7 @@ def plan_serving(cfg: ModelConfig, hardware: Hardware, gpus: int, batch: int, pr
             try:
                 return plan_serving(cfg, hardware, count, batch, prompt, gen, dtype, {}, efficiency, kv_cache,
                                     quantization, time_model, nearest=False, mla=mla, attention=attention,
-                                    cuda_graphs=cuda_graphs, compiled=compiled)
+                                    cuda_graphs=cuda_graphs, compiled=compiled, decode_code=decode_code)
             except ConfigError:
                 return None
 

@@ -11,7 +11,7 @@ from typing import Any
 from ..checkpoint import inference_weights
 from ..config import ConfigError, show
 from ..cost import check_price, serving_cost
-from ..decode_codes import scheduler_code
+from ..decode_codes import serving_code
 from ..attention_kernels import DEFAULT_KERNEL, DEFAULT_SERVING_BACKEND, kernel_entry, serving_kernel
 from ..hardware import time_model_for
 from ..kernel_rates import kernel_facts
@@ -121,9 +121,10 @@ def load_mode(rate: float | None, trace: str | None, concurrency: int | None) ->
 def replica_profile(cfg: Any, scheduler: str = "vllm", *, weight_dtype: str | None = None,
                     kv_dtype: str | None = None, attention: str = "flash", mla: str = "absorbed",
                     fp8_gemm: str = spec.DEFAULT_FP8_GEMM, weight_group: int | None = None,
-                    quant_layout: str = spec.DEFAULT_QUANT_LAYOUT) -> Any:
+                    quant_layout: str = spec.DEFAULT_QUANT_LAYOUT, decode_code: str | None = None) -> Any:
     """The serving profile of cfg's formats under `scheduler`'s engine, or a ConfigError about the
-    options (no hardware, tp or budget in it: a search checks them once, before its configurations)."""
+    options (no hardware, tp or budget in it: a search checks them once, before its configurations).
+    decode_code: the code that decodes (decode_codes.serving_code: None, the scheduler's engine's)."""
     if mla not in MLA_FORMS:
         raise ConfigError(f"--mla must be {MLA_FORMS.listed()}, got {show(mla)}.")
     if kv_dtype is not None and scheduler.startswith("hf-"):
@@ -132,7 +133,7 @@ def replica_profile(cfg: Any, scheduler: str = "vllm", *, weight_dtype: str | No
                           f"cache is modelled for the {', '.join(s for s in SCHEDULERS if not s.startswith('hf-'))} "
                           f"schedulers.")
     weight_dtype, weight_group, _ = inference_weights(cfg, weight_dtype, weight_group)  # the checkpoint's by default
-    code = scheduler_code(scheduler)  # transformers' classes run their experts as they are; the engines route
+    code = serving_code(scheduler, decode_code)  # transformers' classes run their experts as they are; the engines route
     profile = serving_profile(cfg, attention, weight_dtype, kv_dtype, mla, fp8_gemm, weight_group, quant_layout=quant_layout,
                               decode_code=code, routed_experts=code != "transformers")
     check_weight_scope(cfg, getattr(profile, "weight_format", None))
@@ -174,7 +175,8 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
                   step: StepTime | None = None, attention_backend: str | None = None,
                   sizings: dict | None = None, mamba_ssm_cache_dtype: str = "auto",
                   max_capture_len: int | None = None, host: bool = True,
-                  host_time: str = NO_HOST_TIME, decode_kernel: str | None = None) -> tuple[Any, Any, dict[str, Any]]:
+                  host_time: str = NO_HOST_TIME, decode_kernel: str | None = None,
+                  decode_code: str | None = None) -> tuple[Any, Any, dict[str, Any]]:
     """The scheduler class's arguments, a StepTime and the setup dict of one replica (a search
     passes the StepTime it built for this hardware and tp, and a dict that keeps the cache
     sizings by token budget). cuda_graphs: "auto" (the scheduler's engine's default: graphs.py
@@ -191,7 +193,9 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
     the step's `host_time` attribute, which run_replicas hands the event loop (apart from host_step.py's ops,
     which the vLLM schedulers do not take). decode_kernel: the kernel a decode sequence's attention runs where the
     engine's code states one (kernel_facts.json decode_attention_kernels: "trtllm-mmha", TensorRT-LLM v0.6.1's masked
-    MHA, as benchmarks/published_trtllm_static.py runs its rows); None: the attention backend's kernel."""
+    MHA, as benchmarks/published_trtllm_static.py runs its rows); None: the attention backend's kernel.
+    decode_code: the code that decodes (costmodel/decode_codes.py: its KV cache's heads, how its attention reads a
+    quantized cache, whether its experts are routed); None: the scheduler's engine's (decode_codes.serving_code)."""
     require_decoder_only(cfg)
     from ..defaults import serving_attention
 
@@ -242,7 +246,8 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
         raise ConfigError(f"--num-scheduler-steps (vLLM v0's multi-step scheduling) is modelled for the vllm-v0 "
                           f"scheduler only, not {scheduler}.")
     profile = replica_profile(cfg, scheduler, weight_dtype=weight_dtype, kv_dtype=kv_dtype, attention=attention,
-                              mla=mla, fp8_gemm=fp8_gemm, weight_group=weight_group, quant_layout=quant_layout)
+                              mla=mla, fp8_gemm=fp8_gemm, weight_group=weight_group, quant_layout=quant_layout,
+                              decode_code=decode_code)
     weight_dtype, _, weight_source = inference_weights(cfg, weight_dtype, weight_group)  # as replica_profile's
     check_tensor_parallel_groups(cfg, profile, tp)
     from ..config import DTYPE_BYTES, Workload
@@ -304,7 +309,7 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
              "weight_dtype": weight_dtype, "weight_group": profile.weight_format.group if weight_dtype else None,
              "weight_dtype_source": weight_source,
              "quant_layout": profile.weight_format.quant_layout if weight_dtype else None,
-             "kv_dtype": kv_dtype, "attention": attention, "attention_backend": backend,
+             "kv_dtype": kv_dtype, "decode_code": profile.decode_code, "attention": attention, "attention_backend": backend,
              **({"attention_note": attention_note} if attention_note else {}),
              "fp8_gemm": fp8_gemm if weight_dtype == "fp8" else None,
              "fp8_gemm_runs": (("w8a8" if runs_w8a8(profile.weight_format, hardware) else "w8a16")

@@ -258,7 +258,7 @@ def plan_capacity(cfg: Any, hardwares: list[Any], target: Target, *, scheduler: 
     if price is not None and len(hardwares) > 1:
         raise ConfigError("--price is one hardware's dollars per GPU-hour; to compare several, give each hardware "
                           "file its price_per_gpu_hour.")
-    formats = ("weight_dtype", "kv_dtype", "attention", "mla", "fp8_gemm", "weight_group", "quant_layout")
+    formats = ("weight_dtype", "kv_dtype", "attention", "mla", "fp8_gemm", "weight_group", "quant_layout", "decode_code")
     profile = replica_profile(cfg, scheduler, **{name: replica_options[name] for name in formats
                                                  if name in replica_options})
     require_w8a8_somewhere(getattr(profile, "weight_format", None), hardwares)
@@ -315,7 +315,8 @@ def plan_capacity(cfg: Any, hardwares: list[Any], target: Target, *, scheduler: 
     feasible.sort(key=lambda r: (r["gpus"], r["dollars_per_hour"] or 0.0, r["p99_ttft_s"]))
     weight_dtype, _, source = inference_weights(cfg, replica_options.get("weight_dtype"),
                                                 replica_options.get("weight_group"))  # as build_replica's
-    return {"target": target.__dict__, "scheduler": scheduler, "attention_backend": backend,
+    return {"target": target.__dict__, "scheduler": scheduler, "decode_code": profile.decode_code,
+            "attention_backend": backend,
             "configurations": configurations,
             "weight_dtype": weight_dtype, "weight_dtype_source": source,
             "feasible": feasible, "infeasible": infeasible}

@@ -1,0 +1,102 @@
+"""reports/serving_published.py: the serving tables' comparisons, fed as each printer prints them and summarised
+per source and overall; `serve_published.py summary` prints those counts, and docs/serving.md records them.
+The fast tables are run here (TensorRT-LLM's static rows, Sarathi-Serve's, the vLLM post's, torchao's, Qwen's:
+seconds); the slow ones (trtllm-bench, trtllm-v017, sglang-vllm, lambda-vllm and both MLPerf tables: minutes
+each) only by the command, their docs rows as it printed them."""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from reports.serving_published import Comparison, collect, collecting, record, render, summarise, worst  # noqa: E402
+
+FAST = ("trtllm-static", "sarathi", "vllm", "torchao-vllm", "qwen-vllm")
+
+
+def test_summary_counts_per_source_and_overall():
+    fed = [Comparison("a", "r1", "tok/s", 100.0, 120.0), Comparison("a", "r2", "tok/s", 100.0, 200.0),
+           Comparison("a", "r3", "ms", 10.0, 7.0), Comparison("b", "r1", "ms", 50.0, 51.0)]
+    summary = summarise(fed)
+    assert list(summary) == ["a", "b", "overall"]
+    a, overall = summary["a"], summary["overall"]
+    assert (a["comparisons"], a["within_0.75_1.33"]) == (3, 1)  # 1.2 in; 2.0 and 0.7 out
+    assert a["median_error"] == pytest.approx(0.3) and (a["lowest"], a["highest"]) == (0.7, 2.0)
+    assert (overall["comparisons"], overall["within_0.75_1.33"]) == (4, 2)
+    assert overall["median_error"] == pytest.approx(0.25)  # errors 0.02, 0.2, 0.3, 1.0
+    assert [c.row for c in worst(fed, 2)] == ["r2", "r3"]  # 2.0, then 0.7 (1 / 0.7 = 1.43 > 1.2)
+    assert "| **overall** | 4 | 25.0% | 2 | 0.70 | 2.00 |" in render(summary)
+
+
+def test_record_keeps_only_while_collecting():
+    record("x", "row", "m", 1.0, 2.0)  # outside: dropped
+    with collecting() as fed:
+        record("x", "row", "m", 4.0, 2.0)
+    assert fed == [Comparison("x", "row", "m", 4.0, 2.0)] and fed[0].ratio == 0.5
+
+
+@pytest.fixture(scope="module")
+def fast():
+    import benchmarks.serve_published as script
+
+    return script, collect([script.SELECTORS[name][0] for name in FAST])
+
+
+@pytest.mark.slow
+def test_each_fast_table_feeds_its_rows(fast):
+    from benchmarks.published_qwen_vllm import qwen_vllm_rows
+    from benchmarks.published_trtllm_static import FIRST_TOKEN, H200_FP8, THROUGHPUT
+
+    script, fed = fast
+    sources = [c.source for c in fed]
+    assert sources.count("trtllm-static") == len(THROUGHPUT) + len(FIRST_TOKEN) == 11
+    assert sources.count("trtllm-h200") == len(H200_FP8) == 7
+    assert sources.count("sarathi") == 3  # its three kinds of batch (the projections' ms not fed)
+    assert sources.count("vllm") == len(script.VLLM_CHART) == 6  # ShareGPT's bars once, with the own lengths
+    assert sources.count("torchao-vllm") == 10  # 12 figures less nvfp4's two (not expressible)
+    assert sources.count("qwen-vllm") == len(qwen_vllm_rows()) == 25
+    # the H200 launch note's rows run TensorRT-LLM's decode code (the FP8 cache read as stored) and its masked MHA
+    h200 = summarise([c for c in fed if c.source == "trtllm-h200"])["trtllm-h200"]
+    assert (h200["within_0.75_1.33"], round(h200["highest"], 2)) == (7, 1.21)  # 13B 1024 x 128/128 the highest
+
+
+@pytest.mark.slow
+def test_the_command_prints_the_functions_counts(fast, capsys):
+    script, fed = fast
+    script.print_summary(*FAST)
+    printed = capsys.readouterr().out
+    for source, counts in summarise(fed).items():
+        name = f"**{source}**" if source == "overall" else source
+        row = re.search(rf"^\| {re.escape(name)} \| (\d+) \| ([\d.]+)% \| (\d+) \|", printed, re.M)
+        assert row, source
+        assert (int(row[1]), int(row[3])) == (counts["comparisons"], counts["within_0.75_1.33"])
+        assert float(row[2]) == pytest.approx(100 * counts["median_error"], abs=0.05)
+
+
+@pytest.mark.slow
+def test_docs_record_the_fast_sources_counts(fast):
+    """docs/serving.md's summary table: the fast sources' rows as the function computes them now."""
+    _, fed = fast
+    text = (ROOT / "docs" / "serving.md").read_text()
+    for source, counts in summarise(fed).items():
+        if source == "overall":
+            continue
+        row = re.search(rf"^\| {re.escape(source)} \| (\d+) \| ([\d.]+)% \| (\d+) \| ([\d.]+) \| ([\d.]+) \|", text, re.M)
+        assert row, source
+        assert (int(row[1]), int(row[3])) == (counts["comparisons"], counts["within_0.75_1.33"]), source
+        assert float(row[2]) == pytest.approx(100 * counts["median_error"], abs=0.05), source
+        assert (float(row[4]), float(row[5])) == (round(counts["lowest"], 2), round(counts["highest"], 2)), source
+
+
+def test_summary_refuses_an_unknown_table():
+    import benchmarks.serve_published as script
+    from costmodel.config import ConfigError
+
+    with pytest.raises(ConfigError, match="unknown table 'no-such'"):
+        script.print_summary("no-such")
