@@ -30,7 +30,7 @@ The overlap model (stated conventions, not measurements; each settable with Over
   comm and compute streams are walked phase by phase, the compute beside an exchange on the SMs
   the dispatcher leaves: layout/combined_1f1b.py, StepTime.ep_paired_hidden);
 - the optimizer step is a memory-bound pass over the rank's shard, as a fused optimizer makes it (Megatron-LM's
-  fp16 optimizer: its five passes, Framework.fp16_optimizer_passes; nanotron's ZeRO-1: its copy loop, zero_optimizer.py);
+  fp16 optimizer: its five passes; nanotron's ZeRO-1: its copy loop; torchtitan's AdamW and clipping: torch_optimizer.py);
 - under torch.autocast (`autocast=True`: fp32 parameters, as PyTorch Lightning's precision "bf16"
   runs them) each micro-batch casts the rank's weights and their gradients and accumulates the
   gradients in fp32 (autocast_bytes_per_parameter in costmodel/precision.py), a memory-bound
