@@ -36,8 +36,12 @@ Under full recomputation a layer's forward runs again in backward, its ring with
 forward exchange a recomputed layer (torch.utils.checkpoint re-runs the checkpointed forward, and
 torchtitan 9dec370 wraps each TransformerBlock whole, parallelize_llama.py apply_ac 'full'; the
 all-gather is a functional collective inside that forward, _AllGatherRotater.exchange_buffers).
-A ring step's send overlaps the attention computing on the previous block; the all-gather runs
-before it and is exposed (costmodel/layout/time.py). Parameters are replicated over cp and their
+A ring step's send overlaps the attention computing on the previous block. torch's all-gather overlaps
+the ring's first call, the causal one (n / cp x n / cp: 1 / cp of the ring's attention), and only it:
+_templated_ring_attention issues it at i = 0 (exchange_buffers: ft_c.all_gather_single, asynchronous)
+before that call and waits at i = 1 (next_buffer: _maybe_wait), torch 2.13 and the 2025 tree alike,
+forward and backward (the key and value gradients' sends after); Transformer Engine's all-gather path
+is not read, and stays exposed (costmodel/layout/time.py). Parameters are replicated over cp and their
 gradients reduced over dp x cp (Layout.shard_ranks). Beside the attention calls torch's ring
 merges each block in fp32, memory-bound passes the kernel model times (ring_merge_bytes).
 Only the layers that attend exchange keys and values (a hybrid's Mamba-2 and MoE layers do not).
