@@ -265,7 +265,7 @@ class StepTime:
         # What each collective hides under the micro-batch's compute, in turn, never more than the
         # compute left: DualPipe's all-to-alls (a chunk's beside another's compute) or Overlap.ep's
         # share of them (Megatron-Core's combined 1F1B, the same idea), a ring's sends
-        # (beside the attention on the block before; torch's all-gather beside the first, causal call), the tp and pp shares.
+        # (beside the attention on the block before; an all-gather hides nothing), the tp and pp shares.
         left = compute
         if layout.schedule == "dualpipev":
             hidden_ep = min(all_to_all, left)
@@ -281,10 +281,9 @@ class StepTime:
                             for key, count in self.part_runs(stage).items())
             gathered = self.collective("cp", "all_gather", cp.get("all_gather", 0) / m)
             sent = self.collective("cp", "send", cp.get("send", 0) / m)
-            mixers = self.collective("cp", "all_to_all", cp.get("all_to_all", 0) / m)  # Mamba-2's (context.py): exposed
+            # the Mamba-2 mixers' all-to-alls (layout/context.py): on the mixer's path, exposed
+            mixers = self.collective("cp", "all_to_all", cp.get("all_to_all", 0) / m)
             hidden_sends = min(sent, attention, left)
-            # torch's all-gather (FSDP2's _AllGatherRotater) is waited after the ring's first call, causal: 1 / cp of it
-            hidden_sends += min(gathered, attention / layout.cp, left - hidden_sends) if layout.framework == "fsdp2" else 0.0
             left -= hidden_sends
             context = gathered + sent - hidden_sends + mixers
         hidden_tp = min(self.overlap.tp * tp_microbatch, left)
@@ -489,7 +488,8 @@ class StepTime:
         with a precision-aware optimizer's narrower state (precision_aware_change), that state read
         and written once."""
         estimate = self.estimate
-        from ..step_bytes import framework_step_bytes  # Megatron-LM's fp16 passes, DeepSpeed ZeRO-3's, torch's
+        from ..step_bytes import framework_step_bytes  # Megatron-LM's fp16 passes, DeepSpeed ZeRO-3's
+
         passes = None if self.autocast else framework_step_bytes(estimate)
         if passes is not None:
             return passes
