@@ -263,6 +263,7 @@ class KernelStepTime(StepTime):
         # a training step captured whole (cuda_graphs) syncs nowhere: Megatron's full_iteration scope
         self.host_syncs = host_syncs if host_syncs is None or not cuda_graphs else (*host_syncs, "full_iteration")
         self.implementation = implementation
+        self.traced_ring = compiled and estimate.layout.framework == "fsdp2"  # torch's CP ring compiled (context.py)
         self.fused_qkv = fuses_qkv(implementation)  # gpt-fast's wqkv: one GEMM (rank_kernels)
         self.replayed = cuda_graphs and estimate.phase == "decode"  # a decode step from a CUDA graph: no host term
         check_kernel_model(hardware)
