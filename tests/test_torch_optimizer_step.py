@@ -63,3 +63,21 @@ def test_torchtitan_8b_step_on_8_gpus():
 def test_to_dict_names_a_torch_step_only():
     assert Layout(dp=8, framework="fsdp2", zero=3, optimizer_step="torch-fused").to_dict(2)["optimizer_step"] == "torch-fused"
     assert "optimizer_step" not in Layout(dp=8, framework="fsdp2", zero=3).to_dict(2)
+
+
+def test_simulate_takes_optimizer_step(capsys):
+    """--optimizer-step on the command line: the optimizer's seconds 92 / 28 of the fused pass's; off FSDP2 exit 2."""
+    import json
+
+    import cli
+
+    base = ["simulate", "--model", "llama3-8b", "--hardware", "h100-sxm", "--train", "--seq-len", "8192", "--batch", "2",
+            "--attention", "flash", "--framework", "fsdp2", "--zero", "3", "--dp", "8", "--json"]
+    seconds = []
+    for extra in ([], ["--optimizer-step", "torch-foreach"]):
+        assert cli.main(base + extra) == 0
+        seconds.append(json.loads(capsys.readouterr().out)["step"]["optimizer_seconds"])
+    assert seconds[1] == pytest.approx(seconds[0] * 92 / 28, rel=1e-9)
+    assert cli.main(["simulate", "--model", "llama3-8b", "--train", "--framework", "megatron", "--dp", "8",
+                     "--optimizer-step", "torch-foreach"]) == 2
+    assert "needs --framework fsdp2" in capsys.readouterr().err
