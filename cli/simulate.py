@@ -99,7 +99,8 @@ TRAINING_LAYOUT_ONLY = {"microbatches": "--microbatches", "zero": "--zero", "sp"
                         "moe_permute_fusion": "--[no-]moe-permute-fusion", "moe_grouped_gemm": "--no-moe-grouped-gemm",
                         "virtual_stages": "--virtual-stages", "cp_rotate": "--cp-rotate",
                         "cp_kv_heads": "--cp-kv-heads", "unfused_loss": "--unfused-loss",
-                        "fp32_norm_input": "--fp32-norm-input", "zero_optimizer": "--zero-optimizer"}
+                        "fp32_norm_input": "--fp32-norm-input", "zero_optimizer": "--zero-optimizer",
+                        "optimizer_step": "--optimizer-step"}
 
 
 def add_generation_cost(result: dict[str, Any], hardware: Any, price: float | None) -> None:

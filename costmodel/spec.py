@@ -262,6 +262,13 @@ ZERO_OPTIMIZERS = Choices({
     "nanotron": "nanotron's ZeroDistributedOptimizer: the whole fp32 gradient all-reduced (reduce_scatter=False), each rank stepping its slice of every parameter, the slices all-gathered and copied back one parameter and rank at a time from Python",
     "internlm": "InternLM's HybridZeroOptimizer: the gradient all-reduced in 512 Mi-element buckets, whole tensors assigned to ranks, each rank holding any broadcasting its parameters after the step (one call a rank)",
 })
+#: Whose code runs the optimizer step of an FSDP2 layout (costmodel/layout/torch_optimizer.py): one
+#: fused pass over the fp32 shard (the default), or torch's AdamW and clip_grad_norm_ as torchtitan calls them.
+OPTIMIZER_STEPS = Choices({
+    "fused": "one fused pass over each updated parameter's copies: read the parameter, gradient and moments, write the parameter and moments",
+    "torch-foreach": "torch.optim.AdamW(foreach=True) (decoupled weight decay) and torch.nn.utils.clip_grad_norm_(foreach=True) over the fp32 shard, each op a pass (torchtitan before February 2025)",
+    "torch-fused": "torch.optim.AdamW(fused=True) and torch.nn.utils.clip_grad_norm_(foreach=True) over the fp32 shard (torchtitan's default since February 2025)",
+})
 #: Megatron-Core's OptimizerConfig.use_precision_aware_optimizer under the dtypes a recipe sets
 #: (costmodel/layout/frameworks.py PRECISION_AWARE_OPTIMIZERS has each one's bytes and sources).
 PRECISION_AWARE_OPTIMIZERS = Choices({

@@ -122,10 +122,13 @@ def deepspeed_zero3_step_bytes(element_bytes: int) -> int:
 def framework_step_bytes(estimate) -> int | None:
     """Bytes one updated parameter moves where the framework's optimizer step runs its own passes
     (time.py StepTime.step_traffic): Megatron-LM's fp16 optimizer (Framework.fp16_optimizer_passes
-    "megatron") and DeepSpeed's ZeRO-3 with 16-bit parameters; None where one fused pass stands."""
+    "megatron"), DeepSpeed's ZeRO-3 with 16-bit parameters and torch's AdamW and clip_grad_norm_ on
+    FSDP2 (Layout.optimizer_step, layout/torch_optimizer.py); None where one fused pass stands."""
+    from .layout.torch_optimizer import step_bytes as torch_step_bytes
+
     framework, e = estimate.framework, estimate.workload.bytes_per_element
     if estimate.workload.dtype == "fp16" and framework.fp16_optimizer_passes == "megatron":
         return megatron_fp16_step_bytes(e)
     if estimate.layout.framework == "deepspeed" and estimate.layout.zero == 3 and e < FP32:
         return deepspeed_zero3_step_bytes(e)
-    return None
+    return torch_step_bytes(estimate.layout)

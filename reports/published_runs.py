@@ -298,7 +298,8 @@ def train_setup(run: dict[str, Any], source: dict[str, Any]) -> tuple[ParallelEs
                     fp8_autocast=_stated(run, source, "fp8_autocast") if _stated(run, source, "fp8") == "delayed" else None,
                     unfused_loss=_stated(run, source, "unfused_loss", False),  # Megatron's loss, whatever the family
                     fp32_norm_input=_stated(run, source, "fp32_norm_input", False),  # InternLM's norm(x.float())
-                    zero_optimizer=_stated(run, source, "zero_optimizer", "flat"))  # nanotron's ZeRO-1
+                    zero_optimizer=_stated(run, source, "zero_optimizer", "flat"),  # nanotron's ZeRO-1
+                    optimizer_step=_stated(run, source, "optimizer_step", "fused"))  # torch's AdamW (torchtitan)
     workload = Workload(seq_len=run["seq_len"], batch=micro, dtype=source["dtype"],
                         impl=source.get("impl", "megatron"), attention=source["attention"],
                         recompute=_stated(run, source, "recompute", "none"),

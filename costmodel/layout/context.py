@@ -36,8 +36,16 @@ Under full recomputation a layer's forward runs again in backward, its ring with
 forward exchange a recomputed layer (torch.utils.checkpoint re-runs the checkpointed forward, and
 torchtitan 9dec370 wraps each TransformerBlock whole, parallelize_llama.py apply_ac 'full'; the
 all-gather is a functional collective inside that forward, _AllGatherRotater.exchange_buffers).
-A ring step's send overlaps the attention computing on the previous block; the all-gather runs
-before it and is exposed (costmodel/layout/time.py). Parameters are replicated over cp and their
+Eager, a ring step's send overlaps the attention computing on the previous block; the all-gather is
+exposed (costmodel/layout/time.py). torch's ring traced (torch.compile, which every torch context-parallel
+row runs: torchtitan compiles each block whole) exposes its sends too (StepTime.traced_ring): a traced
+functional collective is waited at once (_functional_collectives.py _maybe_wrap_tensor: `if
+_are_we_tracing(): return wait_tensor(self)`, all_gather_single's and all_to_all_single's, which
+permute_tensor, the gradients' rotater, calls; torch 2.13 as in 2024), and inductor moves a wait only
+under reorder_for_compute_comm_overlap, which torchtitan 9dec370 leaves off (it sets only
+_micro_pipeline_tp). Eager, _templated_ring_attention would also hide the all-gather under the ring's
+first, causal call (issued at i = 0, waited at i = 1): not modelled apart (no published row runs eager).
+Parameters are replicated over cp and their
 gradients reduced over dp x cp (Layout.shard_ranks). Beside the attention calls torch's ring
 merges each block in fp32, memory-bound passes the kernel model times (ring_merge_bytes).
 Only the layers that attend exchange keys and values (a hybrid's Mamba-2 and MoE layers do not).

@@ -266,6 +266,7 @@ class KernelStepTime(StepTime):
         self.host_syncs = host_syncs if host_syncs is None or not cuda_graphs else (*host_syncs, "full_iteration")
         self.implementation = implementation
         self.moe_op_fuser = moe_op_fuser
+        self.traced_ring = compiled and estimate.layout.framework == "fsdp2"  # torch's CP ring compiled (context.py)
         self.fused_qkv = fuses_qkv(implementation)  # gpt-fast's wqkv: one GEMM (rank_kernels)
         self.replayed = cuda_graphs and estimate.phase == "decode"  # a decode step from a CUDA graph: no host term
         check_kernel_model(hardware)

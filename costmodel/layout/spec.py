@@ -35,15 +35,15 @@
                    "fp32" or "bf16", the dtype of the main_grad buffers and the data-parallel gradient
                    collectives (None: the default, fp32; frameworks.py bf16_grad_reduce_precision)
   zero_optimizer   whose ZeRO-1 reduces and gathers: "flat" (Megatron-Core's, DeepSpeed's) or "nanotron" (layout/zero_optimizer.py)
+  optimizer_step   "fused" (one pass) or torch's AdamW and clip_grad_norm_ (FSDP2: layout/torch_optimizer.py)
   precision_aware_optimizer  Megatron-Core's use_precision_aware_optimizer under a recipe's dtypes:
                    "fp32", "bf16-moments" or "te-master" (None: off; costmodel/layout/frameworks.py
                    PRECISION_AWARE_OPTIMIZERS); megatron's distributed optimizer (--zero 1) only
   fp8_autocast     where the training script opens Transformer Engine's fp8_autocast, for --fp8
                    delayed under fsdp2 (costmodel/layout/fp8_options.py FP8_AUTOCASTS)
   vocab_parallel   tensor parallelism splits the embedding and the output head by the vocabulary
-                   (True: Megatron's, DTensor's); False: every rank holds both whole and computes
-                   every logit, so no embedding all-reduce and no logits all-gather (gpt-fast's
-                   tp.py shards only attention and the FFN); decoding only
+                   (True: Megatron's, DTensor's); False: every rank holds both whole and computes every logit, so
+                   no embedding all-reduce and no logits all-gather (gpt-fast's tp.py shards attention and the FFN only); decoding only
 """
 
 from __future__ import annotations
@@ -58,12 +58,11 @@ from ..spec import PRECISION_AWARE_OPTIMIZERS as PRECISION_AWARE_OPTIMIZERS_CHOI
 from .experts import check_expert_parallel
 from .fp8 import RECIPES
 from .fp8_options import check_fp8_options
-from .permute_fusion import check as check_permute_fusion
-from .permute_fusion import check_model as check_permute_model
+from .permute_fusion import check as check_permute_fusion, check_model as check_permute_model
 from . import sequential_mlp
-from .router_fusion import check as check_router_fusion
-from .router_fusion import check_model as check_router_model
+from .router_fusion import check as check_router_fusion, check_model as check_router_model
 from .zero_optimizer import check as check_zero_optimizer
+from .torch_optimizer import check as check_optimizer_step
 from .frameworks import FLEX_DISPATCH_FRAMEWORKS, FRAMEWORKS, PRECISION_AWARE_OPTIMIZERS
 
 V_SCHEDULES = ("zbv", "dualpipev")  # two stages a rank, r and 2p - 1 - r
@@ -223,6 +222,7 @@ class Layout:
     unfused_loss: bool = False
     fp32_norm_input: bool = False  # each norm reads an fp32 copy of its input, as InternLM's layer (blocks/norms.py)
     zero_optimizer: str = "flat"  # whose ZeRO-1 reduces the gradients and gathers the parameters (layout/zero_optimizer.py)
+    optimizer_step: str = "fused"  # whose code runs the step (spec.OPTIMIZER_STEPS; layout/torch_optimizer.py)
 
     def __post_init__(self) -> None:
         for name in ("dp", "tp", "pp", "microbatches", "virtual_stages", "ep", "cp"):
@@ -309,7 +309,7 @@ class Layout:
         if self.precision_aware_optimizer is not None:
             self._check_precision_aware(framework)
         check_fp8_options(self)
-        check_zero_optimizer(self)
+        check_zero_optimizer(self), check_optimizer_step(self)
         check_router_fusion(self)
         check_permute_fusion(self)
         if self.device not in DEVICES:
@@ -573,8 +573,7 @@ class Layout:
                 **({"etp": self.etp} if self.folded else {}),
                 **({"ep_dispatcher": self.ep_dispatcher} if self.ep_dispatcher != "alltoall" else {}),
                 **({"grad_reduce_dtype": self.grad_reduce_dtype} if self.grad_reduce_dtype else {}),
-                **({"precision_aware_optimizer": self.precision_aware_optimizer}
-                   if self.precision_aware_optimizer else {}),
+                **({"precision_aware_optimizer": self.precision_aware_optimizer} if self.precision_aware_optimizer else {}),
                 **({"fp8_param_gather": True} if self.fp8_param_gather else {}),
                 **({"tp_only_amax_red": True} if self.tp_only_amax_red else {}),
                 **({"moe_router_fusion": False, "moe_router_load_balancing_type": self.moe_router_load_balancing_type}
@@ -585,6 +584,7 @@ class Layout:
                 **({"unfused_loss": True} if self.unfused_loss else {}),
                 **({"fp32_norm_input": True} if self.fp32_norm_input else {}),
                 **({"zero_optimizer": self.zero_optimizer} if self.zero_optimizer != "flat" else {}),
+                **({"optimizer_step": self.optimizer_step} if self.optimizer_step != "fused" else {}),
                 **({"offload": self.offload, "offload_device": self.offload_device,
                     "gpus_per_node": self.gpus_per_node} if self.offload != "none" else {})}
 

@@ -30,7 +30,7 @@ The overlap model (stated conventions, not measurements; each settable with Over
   comm and compute streams are walked phase by phase, the compute beside an exchange on the SMs
   the dispatcher leaves: layout/combined_1f1b.py, StepTime.ep_paired_hidden);
 - the optimizer step is a memory-bound pass over the rank's shard, as a fused optimizer makes it (Megatron-LM's
-  fp16 optimizer: its five passes, Framework.fp16_optimizer_passes; nanotron's ZeRO-1: its copy loop, zero_optimizer.py);
+  fp16 optimizer: its five passes; nanotron's ZeRO-1: its copy loop; torchtitan's AdamW and clipping: torch_optimizer.py);
 - under torch.autocast (`autocast=True`: fp32 parameters, as PyTorch Lightning's precision "bf16"
   runs them) each micro-batch casts the rank's weights and their gradients and accumulates the
   gradients in fp32 (autocast_bytes_per_parameter in costmodel/precision.py), a memory-bound
@@ -94,6 +94,7 @@ def runs_fp8(leaf: dict[str, Any], estimate: ParallelEstimate) -> bool:
 
 class StepTime:
     """The step time of one ParallelEstimate on one machine."""
+    traced_ring = False  # torch's CP ring under torch.compile, its collectives waited at once (layout/context.py)
 
     def __init__(self, estimate: ParallelEstimate, hardware: Hardware, efficiency: Efficiency | None = None,
                  flops_convention: str = "dense", cuda_graphs: bool = False, overlap: Overlap | None = None,
@@ -265,7 +266,7 @@ class StepTime:
         # What each collective hides under the micro-batch's compute, in turn, never more than the
         # compute left: DualPipe's all-to-alls (a chunk's beside another's compute) or Overlap.ep's
         # share of them (Megatron-Core's combined 1F1B, the same idea), a ring's sends
-        # (beside the attention on the block before; an all-gather hides nothing), the tp and pp shares.
+        # (beside the attention on the block before, eager; an all-gather hides nothing), the tp and pp shares.
         left = compute
         if layout.schedule == "dualpipev":
             hidden_ep = min(all_to_all, left)
@@ -283,7 +284,7 @@ class StepTime:
             sent = self.collective("cp", "send", cp.get("send", 0) / m)
             # the Mamba-2 mixers' all-to-alls (layout/context.py): on the mixer's path, exposed
             mixers = self.collective("cp", "all_to_all", cp.get("all_to_all", 0) / m)
-            hidden_sends = min(sent, attention, left)
+            hidden_sends = 0.0 if self.traced_ring else min(sent, attention, left)
             left -= hidden_sends
             context = gathered + sent - hidden_sends + mixers
         hidden_tp = min(self.overlap.tp * tp_microbatch, left)
@@ -488,8 +489,7 @@ class StepTime:
         with a precision-aware optimizer's narrower state (precision_aware_change), that state read
         and written once."""
         estimate = self.estimate
-        from ..step_bytes import framework_step_bytes  # Megatron-LM's fp16 passes, DeepSpeed ZeRO-3's
-
+        from ..step_bytes import framework_step_bytes  # Megatron-LM's fp16 passes, DeepSpeed ZeRO-3's, torch's
         passes = None if self.autocast else framework_step_bytes(estimate)
         if passes is not None:
             return passes
