@@ -72,8 +72,9 @@ def test_other_shapes_and_kernels_keep_the_figures_by_length():
 
 @pytest.mark.slow
 def test_the_gpt_oss_gb200_row_moves_with_the_measured_shape(monkeypatch):
-    """`python cli.py published`'s 26.04 GPT-OSS 120B GB200 row: 26,498.7 tokens/s a GPU with the
-    measured shape, 26,866.4 without it (the entry dropped: the figures by length alone); 26,646.3 and
+    """`python cli.py published`'s 26.04 GPT-OSS 120B GB200 row: 26,374.5 tokens/s a GPU with the
+    measured shape, 26,738.7 without it (the entry dropped: the figures by length alone); 26,498.7 and
+    26,866.4 before session 31's loss traffic (blocks/head.py fused_loss_bytes); 26,646.3 and
     27,018.1 before session 27's in-node all-to-all ceiling (NVLink 5: 640 GB/s); 26,792.9
     and 27,168.9 before session 25's paired layers walked phase by phase (compute beside HybridEP on
     the SMs it leaves), 27,345.5 and 27,737.2 before session 24's combined-1F1B exposure."""
@@ -86,8 +87,8 @@ def test_the_gpt_oss_gb200_row_moves_with_the_measured_shape(monkeypatch):
     run = next(r for r in data["runs"] if r["id"] == "megatron-bridge-moe 26.04 gpt-oss-120b bf16 64xgb200")
     estimate, hardware, options = train_setup(run, data["sources"]["megatron-bridge-moe"])
     measured = step_time(estimate, hardware, time_model="kernels", **options)
-    assert measured.step()["tokens_per_second"] / run["gpus"] == pytest.approx(26_498.7, abs=0.05)
+    assert measured.step()["tokens_per_second"] / run["gpus"] == pytest.approx(26_374.5, abs=0.05)
     monkeypatch.setattr(kernel_time, "shape_points", lambda *args: {})
     fresh = Hardware.from_dict(hardware.to_dict(), "gb200")  # a new hardware object: new timers (one per object)
     by_length = step_time(estimate, fresh, time_model="kernels", **options)
-    assert by_length.step()["tokens_per_second"] / run["gpus"] == pytest.approx(26_866.4, abs=0.05)
+    assert by_length.step()["tokens_per_second"] / run["gpus"] == pytest.approx(26_738.7, abs=0.05)
