@@ -59,11 +59,12 @@ def test_our_flops_are_megatron_v0_9s():
 
 
 def test_the_kernel_model_against_both_figures():
-    """One layout, so one step: 489.6 TFLOP/s a GPU (2.7755 s a step), 1.12x the v0.8 figure and
-    1.05x the v0.9 one; the roofline 471.1 (1.08x, 1.01x)."""
+    """One layout, so one step: 488.6 TFLOP/s a GPU, 1.12x the v0.8 figure and 1.04x the v0.9 one; the
+    roofline 470.3 (1.07x, 1.00x). Before session 31's loss traffic (blocks/head.py fused_loss_bytes) 489.6
+    (2.7755 s a step) and 471.1."""
     from reports.published_runs import other_runs
 
     rows = {r["run"].split(" ", 1)[1]: r for r in other_runs() if r["run"].split()[0] == SOURCE}
     assert {k: (round(r["kernels"], 1), round(r["roofline"], 1)) for k, r in rows.items()} == \
-        {k: (489.6, 471.1) for k in PUBLISHED}
-    assert [round(rows[k]["kernels"] / PUBLISHED[k], 2) for k in sorted(PUBLISHED)] == [1.12, 1.05]
+        {k: (488.6, 470.3) for k in PUBLISHED}
+    assert [round(rows[k]["kernels"] / PUBLISHED[k], 2) for k in sorted(PUBLISHED)] == [1.12, 1.04]

@@ -81,13 +81,15 @@ def test_colossalai_rows_are_their_readmes_arithmetic():
 # others as below). Moved by wt30_zero3 (session 30), each from code read: Gemini's chunks gathered and
 # reduced synchronously (the sources' overlap prefetch false), DeepSpeed ZeRO-3's optimizer passes
 # (step_bytes.deepspeed_zero3_step_bytes) and its embedding's edge collectives (layout/deepspeed_zero3.py).
+# Moved by wt31_small (session 31): the loss's fused-kernel traffic (blocks/head.py fused_loss_bytes), the six
+# FlagPerf rows 0.001-0.002 each (were 1.333, 1.432, 1.422, 1.668, 1.346, 1.271; NO_PREFETCH's 1.164, 0.982, 1.169).
 RATIOS = {
-    "flagperf-llama2-7b-ds-a800 llama2-7b zero3 8xa800": 1.333,
-    "flagperf-llama2-7b-ds-h800 llama2-7b zero3 8xh800": 1.432,
-    "flagperf-chatglm3-6b-ds-h100 chatglm3-6b zero3 8xh100": 1.422,
-    "flagperf-baichuan2-13b-ds-h800 baichuan2-13b zero1 gas8 16xh800": 1.668,
-    "flagperf-baichuan2-13b-ds-h800 baichuan2-13b zero1 gas64 16xh800": 1.346,
-    "flagperf-llama2-7b-megatron-ds-a100 llama2-7b tp4dp2 8xa100-40gb": 1.271,
+    "flagperf-llama2-7b-ds-a800 llama2-7b zero3 8xa800": 1.332,
+    "flagperf-llama2-7b-ds-h800 llama2-7b zero3 8xh800": 1.431,
+    "flagperf-chatglm3-6b-ds-h100 chatglm3-6b zero3 8xh100": 1.420,
+    "flagperf-baichuan2-13b-ds-h800 baichuan2-13b zero1 gas8 16xh800": 1.666,
+    "flagperf-baichuan2-13b-ds-h800 baichuan2-13b zero1 gas64 16xh800": 1.345,
+    "flagperf-llama2-7b-megatron-ds-a100 llama2-7b tp4dp2 8xa100-40gb": 1.270,
     "colossalai-llama2-7b llama2-7b gemini 32xa800": 1.098,
     "colossalai-llama-65b llama-65b gemini 32xa800": 1.144,
 }
@@ -102,9 +104,9 @@ def test_ratios(run_id):
 # The ZeRO-3 rows with every gather exposed (--no-prefetch), a bound DeepSpeed's code does not run: its
 # host runs ahead of the compute, so the 1e7 prefetch bucket limits how many gathers one hook issues, not
 # how far ahead they run (layout/deepspeed_zero3.py). As first computed: 1.194, 1.008, 1.210.
-NO_PREFETCH = {"flagperf-llama2-7b-ds-a800 llama2-7b zero3 8xa800": 1.164,
-               "flagperf-llama2-7b-ds-h800 llama2-7b zero3 8xh800": 0.982,
-               "flagperf-chatglm3-6b-ds-h100 chatglm3-6b zero3 8xh100": 1.169}
+NO_PREFETCH = {"flagperf-llama2-7b-ds-a800 llama2-7b zero3 8xa800": 1.163,
+               "flagperf-llama2-7b-ds-h800 llama2-7b zero3 8xh800": 0.981,
+               "flagperf-chatglm3-6b-ds-h100 chatglm3-6b zero3 8xh100": 1.167}
 
 
 def test_zero3_rows_with_their_gathers_exposed():

@@ -170,14 +170,15 @@ def test_plan_sets_no_gpt_oss_layout_aside_for_sdpa(capsys):
 def test_the_api_simulates_what_the_command_does(capsys):
     """costmodel.simulate defaulted to the A100 80GB and to eager attention with any layout while
     `simulate` defaults to the H100 and to the layout's framework's kernel (sdpa under DeepSpeed):
-    Llama 3 8B, dp 8, 4,096 tokens: 0.7157 s from the API, 0.5290 s from the command."""
+    Llama 3 8B, dp 8, 4,096 tokens: 0.7157 s from the API, 0.5290 s from the command (0.5302 s since session 31's
+    loss traffic, blocks/head.py fused_loss_bytes)."""
     import costmodel
 
     command = run_json(TRAIN + ["--seq-len", "4096"], capsys)
     api = costmodel.simulate("llama3-8b", train=True, seq_len=4096, batch=1, layout={"dp": 8}).to_dict()
     assert api["step"]["seconds"] == command["step"]["seconds"]
     assert api["inputs"]["hardware"] == "h100-sxm" and api["inputs"]["attention"] == "sdpa"
-    assert round(command["step"]["seconds"], 4) == 0.5290
+    assert round(command["step"]["seconds"], 4) == 0.5302
     one = run_json(["simulate", "--model", "llama3-8b"], capsys)
     assert costmodel.simulate("llama3-8b").to_dict()["prefill"] == one["prefill"]
 

@@ -132,10 +132,11 @@ class CrossEntropy(Block):
             saved += if_batch_of_one(INDEX)
         # the passes' traffic where the model's code calls Megatron's loss unfused (facts.loss_passes)
         # and the framework runs it (Profile.framework_loss), or the layout says its code calls it
-        # whatever the family ("vocab_parallel_unfused": layout/parts.layout_loss); else none is modelled
+        # whatever the family ("vocab_parallel_unfused": layout/parts.layout_loss); else a fused
+        # loss kernel's, the least any code moves (fused_loss_bytes)
         loss = self.profile.framework_loss
         megatron = loss == "vocab_parallel_unfused" or facts.loss_passes == loss == "vocab_parallel"
-        forward, backward = vocab_parallel_loss_bytes(self.tokens * S.V) if megatron else (0, None)
+        forward, backward = (vocab_parallel_loss_bytes if megatron else fused_loss_bytes)(self.tokens * S.V)
         return make_cost(
             elements=[("log_softmax", self.tokens * S.V)],
             bytes_other=forward,
@@ -162,6 +163,20 @@ def vocab_parallel_loss_bytes(logits: Expr) -> tuple[Expr, Expr]:
     forward = cast + FP32 + 2 * FP32 + 2 * FP32 + FP32 + 2 * FP32
     backward = 2 * FP32 + cast
     return forward * logits, backward * logits
+
+
+def fused_loss_bytes(logits: Expr) -> tuple[Expr, Expr]:
+    """Traffic of a fused cross-entropy over `logits` elements (in the activation dtype, as the
+    head's GEMM writes them), forward and backward: the least any loss code moves, since the loss
+    reads every logit and its gradient writes one value per logit. FlashAttention's Triton loss
+    (Dao-AILab/flash-attention flash_attn/ops/triton/cross_entropy.py at 058ad35a, the fused loss
+    TinyLlama and llm-foundry call): cross_entropy_fwd_kernel reads each row of logits and writes a
+    loss and a log-sum-exp per token; CrossEntropyLoss.backward saves the logits and
+    cross_entropy_bwd_kernel reads them again and writes dlogits (a token's values left out):
+      forward   e bytes a logit; backward 2 e bytes a logit.
+    An unfused loss (torch's F.cross_entropy over logits.float(), torch.compile's, which keeps the
+    normalized logits) moves more: not counted here, this being a lower bound."""
+    return S.e * logits, 2 * S.e * logits
 
 
 @dataclass(frozen=True)

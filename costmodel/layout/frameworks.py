@@ -81,10 +81,11 @@ class Framework:
     fp16_optimizer_passes: str | None = None
     # The loss code the framework runs (Profile.framework_loss): "vocab_parallel", Megatron-LM's
     # _VocabParallelCrossEntropy (megatron/mpu/cross_entropy.py), timed where the model's code
-    # calls it unfused (facts.loss_passes: Megatron-LM's GPTModel). None: not timed, whatever the
-    # model's code runs (DeepSpeed, FSDP2): Megatron-DeepSpeed's GPTModel calls the same
+    # calls it unfused (facts.loss_passes: Megatron-LM's GPTModel). None: those passes not timed,
+    # whatever the model's code runs (DeepSpeed, FSDP2): Megatron-DeepSpeed's GPTModel calls the same
     # vocab_parallel_cross_entropy, so its runs (BLOOM, MT-NLG) leave those passes out, as do runs
-    # whose own code fuses the loss (FlashAttention-2's GPTs), which this field keeps apart.
+    # whose own code fuses the loss (FlashAttention-2's GPTs), which this field keeps apart; such a
+    # loss moves a fused kernel's traffic, the least any code moves (blocks/head.py fused_loss_bytes).
     loss: str | None = None
     # DeepSpeed's pipeline engine (deepspeed/runtime/pipe/engine.py at v0.6.5, 8164ea9, 2022-05):
     # with tensor parallelism its sends are PartitionedTensors (is_pipe_partitioned and, since
