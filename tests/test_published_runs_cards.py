@@ -81,10 +81,10 @@ CARD_MODEL = {
     "deepseek-v3 perf bf16 1024xh100": (1009.7, 1015.7),
     "deepseek-v4-flash perf mxfp8 128xgb200": (8025.7, 6644.1),
     "deepseek-v4-flash perf mxfp8 128xgb300": (8095.4, 7695.0),
-    "gpt-oss-120b pretrain bf16 64xh100": (5848.4, 5752.7),  # router unfused, no aux loss (wt29_dsv3)
-    "gpt-oss-120b perf bf16 64xgb200": (25679.0, 26522.5),
-    "gpt-oss-120b perf mxfp8 64xgb300": (32343.8, 36504.4),
-    "gpt-oss-20b pretrain bf16 16xh100": (11232.8, 11066.9),  # router unfused, no aux loss (wt29_dsv3)
+    "gpt-oss-120b pretrain bf16 64xh100": (5938.4, 5385.0),  # router unfused, no aux loss (wt29_dsv3)
+    "gpt-oss-120b perf bf16 64xgb200": (26381.4, 23657.9),
+    "gpt-oss-120b perf mxfp8 64xgb300": (33466.1, 36001.2),
+    "gpt-oss-20b pretrain bf16 16xh100": (11447.5, 10203.3),  # router unfused, no aux loss (wt29_dsv3)
     "nemotron-3-nano perf mxfp8 8xgb300": (62667.0, 56172.8),
     "nemotron-3-super pretrain bf16 64xh100": (3371.9, 3169.7),
     "nemotron-3-super perf bf16 64xh100": (3371.9, 3169.7),

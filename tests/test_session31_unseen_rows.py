@@ -131,16 +131,18 @@ def test_the_lmdeploy_rows_are_its_tables():
             assert (settings["batch"], settings["prompt"], settings["gen"]) == (batch, prompt, gen)
 
 
-# (rows, median error %, within 0.75-1.33x, within 10%, within 5%) as first computed (wt31_unseen, before any
-# change to the model), with each group's lowest and highest ratio
-FIRST = {"all": ((55, 5.3, 53, 37, 26), (0.838, 1.731)), "training rates": ((25, 12.3, 24, 12, 6), (0.838, 1.731)),
-         "GPU-hours": ((3, 3.2, 2, 2, 2), (0.986, 1.456)), "decoding": ((27, 2.9, 27, 23, 18), (0.98, 1.247)),
-         "kempnerforge 7b tp": ((6, 21.0, 6, 0, 0), (1.123, 1.256)), "kempnerforge 13b": ((9, 2.6, 9, 9, 6), (0.965, 1.075)),
-         "kempnerforge 70b": ((7, 14.8, 6, 1, 0), (0.838, 1.731)), "lmdeploy batch 1": ((15, 2.8, 15, 15, 11), (0.982, 1.081))}
+# (rows, median error %, within 0.75-1.33x, within 10%, within 5%) as the model computes them now, with each
+# group's lowest and highest ratio; as first computed (wt31_unseen, before any change to the model) they differed
+# only where session 31's loss traffic (wt31_small, blocks/head.py fused_loss_bytes) moved them: training rates
+# 12.3% (now 12.1%), GPU-hours 3.2% (0.986-1.456), KempnerForge 7B with TP 21.0% (1.123-1.256), 13B's lowest 0.965
+NOW = {"all": ((55, 5.3, 53, 37, 26), (0.838, 1.731)), "training rates": ((25, 12.1, 24, 12, 6), (0.838, 1.731)),
+       "GPU-hours": ((3, 2.9, 2, 2, 2), (0.985, 1.454)), "decoding": ((27, 2.9, 27, 23, 18), (0.98, 1.247)),
+       "kempnerforge 7b tp": ((6, 20.8, 6, 0, 0), (1.121, 1.254)), "kempnerforge 13b": ((9, 2.6, 9, 9, 6), (0.964, 1.075)),
+       "kempnerforge 70b": ((7, 14.8, 6, 1, 0), (0.838, 1.731)), "lmdeploy batch 1": ((15, 2.8, 15, 15, 11), (0.982, 1.081))}
 
 
 @pytest.mark.slow
-def test_the_rows_as_first_computed():
+def test_the_rows_as_computed_now():
     every = ratios(EXPRESSIBLE)
     groups = {"all": list(every), "training rates": [k for k in every if k.startswith("kempnerforge")],
               "GPU-hours": [k for k in every if k.startswith("gpu-hours")],
@@ -151,7 +153,7 @@ def test_the_rows_as_first_computed():
               "lmdeploy batch 1": [k for k in every if k.startswith("lmdeploy") and " batch 1 " in k]}
     for name, keys in groups.items():
         values = [every[k] for k in keys]
-        assert (stats(values), (round(min(values), 3), round(max(values), 3))) == FIRST[name], name
+        assert (stats(values), (round(min(values), 3), round(max(values), 3))) == NOW[name], name
     # FSDP alone too slow, TP at 7B too fast; the 70B's memory-bound 8-GPU point the one outside the band
     assert all(every[k] < 1 for k in every if k.startswith("kempnerforge-mfu") and " tp" not in k)
     assert [k for k in every if not 0.75 <= every[k] <= 1.33] == ["kempnerforge-weak 70b tp4 fsdp2 8xh200",
@@ -196,18 +198,20 @@ def test_torchtitans_405b_rows():
 
 
 @pytest.mark.slow
-def test_torchtitans_2024_rows_as_first_computed():
+def test_torchtitans_2024_rows_as_computed_now():
     every = ratios(TORCHTITAN_2024)
     a100 = [v for k, v in every.items() if k.startswith("torchtitan-2024 ")]
     assert (stats(a100), round(min(a100), 3), round(max(a100), 3)) == ((8, 6.2, 8, 5, 1), 1.045, 1.112)
     h100 = [round(v, 3) for k, v in every.items() if k.startswith("torchtitan-405b-2024 ")]
     assert h100 == [1.135, 0.81, 0.775]
-    assert stats(list(ratios(EXPRESSIBLE + TORCHTITAN_2024).values())) == (66, 6.1, 64, 42, 27)
+    # (66, 6.1, 64, 42, 27) as first computed, before session 31's loss traffic
+    assert stats(list(ratios(EXPRESSIBLE + TORCHTITAN_2024).values())) == (66, 6.0, 64, 42, 27)
 
 
-# The Phi cards (a3d6478d, typed before computed): GPUs, days, tokens; ratio as first computed (published / ours)
+# The Phi cards (a3d6478d, typed before computed): GPUs, days, tokens; ratio now (published / ours; as first
+# computed the same but Phi-3.5-mini's 1.539, before session 31's loss traffic)
 PHI = {"phi3-mini 3.3T tokens apr-2024": (512, 7, 3.3e12, 1.115), "phi3-mini 4.9T tokens jun-2024": (512, 10, 4.9e12, 1.073),
-       "phi3-medium 4.8T tokens": (512, 42, 4.8e12, 1.599), "phi3.5-mini 3.4T tokens": (512, 10, 3.4e12, 1.539),
+       "phi3-medium 4.8T tokens": (512, 42, 4.8e12, 1.599), "phi3.5-mini 3.4T tokens": (512, 10, 3.4e12, 1.538),
        "phi-4 9.8T tokens": (1920, 21, 9.8e12, 0.985)}
 
 
@@ -219,7 +223,7 @@ def test_the_phi_cards_gpu_hours():
 
 
 @pytest.mark.slow
-def test_the_phi_cards_as_first_computed():
+def test_the_phi_cards_as_computed_now():
     every = ratios(("gpu-hours-phi-cards",))
     assert {k.split(" ", 1)[1]: round(v, 3) for k, v in every.items()} == {k: v[3] for k, v in PHI.items()}
 
