@@ -400,12 +400,15 @@ class RankCommunication:
             everything, layers = dp * stage_padded, dp * layer_padded
             reshard = False if layout.zero == 2 else layout.reshard_after_forward
             backward = {None: layers, True: everything, False: 0}[reshard]
+            # torchao's float8 all-gather (layout/fp8_options.py): the layers' FP8 weights at FP8_PARAM_BYTES
+            light = (e - FP8_PARAM_BYTES) * fp8
+            whole, again = e * everything - light, e * backward - (light if backward else 0)
             if pipelined(layout, self.framework):  # torch's pipeline runtime (layout/fsdp_pipeline.py)
                 local = layout.virtual_stages if layout.schedule == "interleaved" else 1
-                gathered = (e * everything * gathers(layout, stage.rank) // local if reshard is False
-                            else m * e * (everything + backward))
+                gathered = (whole * gathers(layout, stage.rank) // local if reshard is False
+                            else m * (whole + again))
                 return {"all_gather": gathered, "reduce_scatter": grad * everything}
-            return {"all_gather": m * e * (everything + backward), "reduce_scatter": m * grad * everything}
+            return {"all_gather": m * (whole + again), "reduce_scatter": m * grad * everything}
         if params is None:
             params = self.on_stage(stage, "params") + self.tied_copy(stage) - exclude
         padded = dp * math.ceil(params / dp)
