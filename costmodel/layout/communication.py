@@ -17,6 +17,7 @@ from .experts import expert_width
 from .fp8 import FP8_PARAM_BYTES
 from .fsdp_pipeline import gathers, pipelined
 from .parts import LATENT_GATHERS, Stage, uses_loss_parallel
+from .replicated_kv import kv_gradient_all_reduce
 from .zero_optimizer import all_reduces, flat_calls
 
 COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter")
@@ -256,6 +257,9 @@ class RankCommunication:
             # Forward: the row-parallel outputs and the embedding's; backward: the inputs of the
             # column-parallel layers and of the head.
             events.append(("all_reduce", rows + first + columns + head_loss, x))
+            kv = kv_gradient_all_reduce(self.cfg, self.phase, layout.tp, x)  # a replicated K/V head (replicated_kv.py)
+            if kv:
+                events.append(("all_reduce", per_layer("attentions"), kv))
             latents = per_layer("latents")  # latent attention: its latents' gradient, each layer
             if latents:
                 events.append(("all_reduce", latents, self.layer_sum(stage, "latent_gradient") // latents))
