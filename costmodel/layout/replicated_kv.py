@@ -36,10 +36,15 @@ from ..config import ConfigError
 def replicates_kv_head(cfg: Any, layout: Any, inference: bool) -> bool:
     """Whether a training layout holds the one key/value head of a multi-query model on each of its
     tp ranks (bigcode's rule); refuses, in one line, the training layouts below the key/value heads
-    that no modelled code runs."""
+    that no modelled code runs (where the model's other sizes split: else spec.tensor_split_error's
+    refusal, in its order)."""
     heads = cfg.n_kv_heads
     if inference or layout.tp <= 1 or heads is None or heads % layout.tp == 0 or cfg.global_kv_heads is not None:
         return False
+    from .spec import tensor_split_error
+
+    if tensor_split_error(cfg, layout.tp, inference=True) is not None:
+        return False  # another size tp ranks cannot split: the layout's own refusal names it first
     if heads != 1 or layout.framework != "megatron" or layout.sp or layout.cp > 1:
         raise ConfigError(
             f"layout: tp = {layout.tp} does not divide the key/value heads ({heads}) of model {cfg.name}: training "
