@@ -43,7 +43,8 @@ def fused_share(estimate: Any) -> float:
     """The share of a micro-batch's tensor-parallel bytes the micro-pipeline pass fuses, the least over
     the stages (Overlap.tp is one share for every stage): all but the embedding's reduce-scatter and
     its backward all-gather (the first stage), the head's all-gather and its backward reduce-scatter
-    and the loss's collectives (the last stage); the once-a-step norm gradients are not counted."""
+    and the loss's collectives (the last stage); the once-a-step norm gradients are not counted (Overlap.tp
+    hides that share of them too, layout/time.py: a small overstatement)."""
     x, logits = estimate.numbers["boundary"], estimate.numbers["logits"]
     shares = []
     for stage in estimate.stages:

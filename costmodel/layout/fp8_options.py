@@ -45,16 +45,17 @@ def check_fp8_options(layout: Any) -> None:
 #: whose fsdp_pre_all_gather casts the rank's shard to float8 with the precomputed scale
 #: (hp_tensor_and_scale_to_float8, lines 203-220) and hands FSDP2 `(float8_tensor._data,)` to gather,
 #: the scale as metadata (not gathered); fsdp_post_all_gather wraps the gathered bytes as a Float8Tensor
-#: (lines 222-253), so the layer's forward runs on it with no weight cast (float8_linear.py casts
-#: only a weight that is not already a Float8Tensor). precompute_float8_dynamic_scale_for_fsdp (lines
-#: 30-72), once a step after the optimizer: one torch._foreach_norm(ord=inf) over every float8
+#: (lines 222-253), so the layer's forward runs on it with no weight cast (float8_linear.py lines 278-316,
+#: cast_weight_to_float8: "if isinstance(self.weight, Float8Tensor):  # cast by FSDP").
+#: precompute_float8_dynamic_scale_for_fsdp (lines 30-72), once a step after the optimizer: one torch._foreach_norm(ord=inf) over every float8
 #: weight's shard and one all-reduce of the stacked amaxes (4 bytes a weight), not charged (small).
 #: torchtitan 3faaa1a0d torchtitan/float8.py: on only where FSDP is (dp_enabled and dp_type 'fsdp'),
 #: every nn.Linear but 'output' converted. So: the layers' linear weights are all-gathered at
 #: FP8_PARAM_BYTES an element (layout/communication.py _data_parallel), their forward casts do not run
 #: (the backward's column-major copy does: layout/fp8.py _charged). Not charged: the shard's cast
 #: (1/dp of the weight, every gather) and the gathered layer's buffer at one byte (rank.py buffers
-#: keeps the bf16 one: an overstatement); the sharded parameters stay as FSDP2 holds them (no
+#: keeps the bf16 one: an overstatement; fsdp_copies.edge_seconds times the first layer's gather at the
+#: dtype's bytes, as before); the sharded parameters stay as FSDP2 holds them (no
 #: Megatron-style saving). Without precomputed scales each weight's gather would all-reduce its own
 #: amax: not modelled (the rows that set one set both).
 FSDP_FLOAT8_RECIPES = ("tensorwise",)  # torchao's WeightWithDynamicFloat8CastTensor: dynamic tensorwise only
