@@ -26,12 +26,14 @@ def test_the_fused_share_of_the_405b_at_tp_8():
     """Llama 3.1 405B, one stage of 126 layers, batch 2 x 8,192 tokens x 16,384 x 2 B = 536,870,912 bytes a
     collective. A micro-batch reduce-scatters 506 times (252 row outputs, the embedding's, 253 gradients of
     the gathers: the layers' 252 and the head's) and all-gathers 506 times, full recomputation 252 more of
-    each, the loss 196,608 bytes: 1,516 x 536,870,912 + 196,608. Outside the compiled blocks: the
-    embedding's and the head's collectives, two each, and the loss's; the rest, 1,512, fused."""
+    each, the loss 196,608 bytes: 1,516 x 536,870,912 + 196,608. Not fused: the 252 sublayers' backward
+    reduce-scatters of their input gradients (sums of dgrads, no single producer matmul), and outside the
+    compiled blocks the embedding's and the head's collectives, two each, and the loss's; the rest, 1,260."""
     estimate, _, options = _estimate()
     x = 536_870_912
     assert estimate.numbers["boundary"] == 2 * 8192 * 16384 * 2 == x
-    share = 1512 * x / (1516 * x + 196_608)
+    assert estimate.layer_count(estimate.stages[0], "sublayers") == 252
+    share = 1260 * x / (1516 * x + 196_608)
     assert async_tp.fused_share(estimate) == pytest.approx(share, rel=1e-12)
     assert options["overlap"].tp == pytest.approx(share, rel=1e-12)
 
