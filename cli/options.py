@@ -238,7 +238,9 @@ layout_options = stack(
                   f"bf16, AdamW; default off): {spec.PRECISION_AWARE_OPTIMIZERS.described()}."),
     click.option("--fp8-param-gather", is_flag=True, default=None,
                  help="Megatron-Core's FP8 parameters (--framework megatron --zero 1, --fp8 current or delayed): "
-                 "the linear layers' weights held in FP8, one byte each with no bf16 copy, and all-gathered so."),
+                 "the linear layers' weights held in FP8, one byte each with no bf16 copy, and all-gathered so; "
+                 "under --framework fsdp2 --fp8 tensorwise, torchao's FSDP float8 all-gather (torchtitan's "
+                 "enable_fsdp_float8_all_gather with precomputed scales): the weights gathered in FP8, no forward cast."),
     click.option("--tp-only-amax-red", is_flag=True, default=None,
                  help="Megatron-Core's --tp-only-amax-red (--framework megatron --fp8 delayed): the amaxes "
                  "all-reduced over TP x CP, not TP x DP x CP (Megatron-Core r0.8.0's only group)."),

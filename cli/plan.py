@@ -118,7 +118,8 @@ def serving_lengths(prompt: str | None, gen: str, rate: float | None) -> tuple:
 @optimizer_option
 @click.option("--fp8-param-gather", is_flag=True, default=False,
               help="Every layout holds Megatron-Core's FP8 parameters (--fp8 current or delayed; only --framework "
-                   "megatron --zero 1 or 2 layouts take them), as simulate's option.")
+                   "megatron --zero 1 or 2 layouts take them), or gathers FSDP2's in float8 (--framework fsdp2 "
+                   "--fp8 tensorwise), as simulate's option.")
 @click.option("--tp-only-amax-red", is_flag=True, default=False,
               help="Every layout all-reduces delayed scaling's amaxes over TP x CP (--fp8 delayed; megatron "
                    "layouts), as simulate's option.")

@@ -176,6 +176,10 @@ def refuse_other_mode(ctx: click.Context, train: bool) -> None:
                f"{spec.FLOPS_CONVENTIONS.phrase()}. Never counts recomputation.", "dense")
 @click.option("--tp-overlap", type=float, default=0.0, show_default=True,
               help="Training with a layout: the fraction of tensor-parallel communication hidden behind compute.")
+@click.option("--async-tp", is_flag=True, default=False,
+              help="Training with a layout: torchtitan's Async TP (--framework fsdp2, --sp, --compile): the tensor-parallel "
+              "collectives torch's micro-pipeline pass fuses into the blocks' matmuls hidden behind compute, the "
+              "embedding's, the head's and the loss's exposed (costmodel/layout/async_tp.py).")
 @click.option("--dp-overlap", type=float, default=None,
               help="Training with a layout: the fraction of the last micro-batch's compute a gradient reduction "
               "(DDP, ZeRO-1/2) overlaps (0: reduced after backward; default the framework's: 0 under --framework "
@@ -249,7 +253,7 @@ def refuse_other_mode(ctx: click.Context, train: bool) -> None:
 @json_option("As JSON on stdout.")
 def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention, kv_cache, mla, train, seq_len,
              recompute, recompute_layers, optimizer, tokens, price, step_time, compute_efficiency, memory_efficiency, global_batch, impl,
-             flops_convention, tp_overlap, dp_overlap, overlap_grad_reduce, no_prefetch, pp_overlap, param_gather_overlap, ep_overlap, overlap_slowdown,
+             flops_convention, tp_overlap, async_tp, dp_overlap, overlap_grad_reduce, no_prefetch, pp_overlap, param_gather_overlap, ep_overlap, overlap_slowdown,
              no_align_grad_reduce, compiled, cuda_graphs, graph_scopes,
              launch_overhead, graph_kernel_gap, host_op_time, time_model, weight_dtype, weight_group, quantize_head, quant_layout, kv_dtype, fp8_gemm,
              decode_code, mtp,
@@ -299,11 +303,13 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
             refuse_unread_moe_options(click.get_current_context(), cfg, layout,
                                       time_model_for(hardware, time_model, dtype))
         overlap_given = [name for name, given in (
-            ("--tp-overlap", tp_overlap != 0.0), ("--dp-overlap", dp_overlap is not None),
+            ("--tp-overlap", tp_overlap != 0.0), ("--async-tp", async_tp), ("--dp-overlap", dp_overlap is not None),
             ("--overlap-grad-reduce", overlap_grad_reduce), ("--pp-overlap", pp_overlap is not None),
             ("--param-gather-overlap", param_gather_overlap != 0.0), ("--ep-overlap", ep_overlap != 0.0),
             ("--no-prefetch", no_prefetch), ("--overlap-slowdown", overlap_slowdown is not None),
             ("--no-align-grad-reduce", no_align_grad_reduce)) if given]
+        if async_tp and tp_overlap != 0.0:
+            raise ConfigError("--async-tp and --tp-overlap both set the tensor-parallel share hidden: give one of them.")
         if dp_overlap is not None and overlap_grad_reduce:
             raise ConfigError("--dp-overlap and --overlap-grad-reduce both set how the gradient reduction overlaps "
                               "the backward (--overlap-grad-reduce is --dp-overlap 2/3): give one of them.")
@@ -353,6 +359,13 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
                 if dp_overlap is not None:  # else the framework's (Megatron's --overlap-grad-reduce off)
                     stated["dp"] = dp_overlap
                 overlap = framework_overlap(layout, stated, True if overlap_grad_reduce else None)
+                if async_tp:  # torchtitan's Async TP: the fused collectives' share (costmodel/layout/async_tp.py)
+                    from dataclasses import replace
+
+                    from costmodel.layout import ParallelEstimate, async_tp as micro_pipeline
+
+                    micro_pipeline.check(layout, compiled)
+                    overlap = replace(overlap, tp=micro_pipeline.fused_share(ParallelEstimate(cfg, workload, layout)))
                 result = parallel_time.simulate_training(cfg, workload, layout, hardware, efficiency,
                                                          tokens, step_time, flops_convention, time_model, overlap,
                                                          compiled, price, graph_scopes)

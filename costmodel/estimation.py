@@ -348,8 +348,8 @@ class Estimate:
         """Bytes of the whole model's weights not held under the layout's --fp8-param-gather (its FP8
         layers' parameters one byte each, no bf16 copy: layout/fp8.py); 0 without it. The training
         lines (weights, training total) subtract it; inference is served without the training layout."""
-        if self.layout is None or not self.layout.fp8_param_gather:
-            return 0
+        if self.layout is None or not self.layout.fp8_param_gather or self.layout.framework == "fsdp2":
+            return 0  # (FSDP2's float8 all-gather keeps its shards as they were: layout/fp8_options.py)
         from .layout.fp8 import fp8_parameter_saving
 
         return fp8_parameter_saving(self.numbers["per_param.weights"], self.numbers["total.fp8_params"])

@@ -315,9 +315,17 @@ def train_setup(run: dict[str, Any], source: dict[str, Any]) -> tuple[ParallelEs
     # reduction under the backward or after it), the pipeline sends' and the gradients' share else the framework's
     stated = _stated(run, source, "overlap")
     overlap = framework_overlap(layout, stated, _stated(run, source, "overlap_grad_reduce"))
+    estimate = ParallelEstimate(cfg, workload, layout)
+    if _stated(run, source, "async_tp", False):  # torchtitan's Async TP: the fused share hidden (layout/async_tp.py)
+        from dataclasses import replace
+
+        from costmodel.layout import async_tp
+
+        async_tp.check(layout, options.get("compiled", False))
+        overlap = replace(overlap, tp=async_tp.fused_share(estimate))
     if stated or overlap != Overlap():
         options["overlap"] = overlap
-    return ParallelEstimate(cfg, workload, layout), hardware, options
+    return estimate, hardware, options
 
 
 def _train_step(run: dict[str, Any], source: dict[str, Any], time_model: str,

@@ -108,8 +108,12 @@ def test_no_amax_all_reduce_without_delayed_scaling_or_a_group(capsys):
      "current or delayed (Transformer Engine's per-tensor Float8Tensor); here --fp8 mxfp8."),
     (["--fp8-param-gather", "--framework", "megatron"], "layout: FP8 parameters (--fp8-param-gather) are modelled "
      "with --fp8 current or delayed (Transformer Engine's per-tensor Float8Tensor); here no --fp8."),
-    (["--fp8", "delayed", "--fp8-param-gather", "--framework", "fsdp2"], "layout: --fp8-param-gather is "
-     "Megatron-Core's, on its distributed optimizer (--framework megatron --zero 1); here fsdp2 with --zero 3."),
+    (["--fp8", "delayed", "--fp8-param-gather", "--framework", "fsdp2"], "layout: --fp8-param-gather under "
+     "--framework fsdp2 is torchao's float8 all-gather (enable_fsdp_float8_all_gather), for --fp8 tensorwise; "
+     "here --fp8 delayed."),
+    (["--fp8", "current", "--fp8-param-gather", "--framework", "deepspeed"], "layout: --fp8-param-gather is "
+     "Megatron-Core's, on its distributed optimizer (--framework megatron --zero 1), and torchao's FSDP2 float8 "
+     "all-gather (--framework fsdp2 --fp8 tensorwise); here deepspeed with --zero 0."),
     (["--fp8", "current", "--tp-only-amax-red", "--framework", "megatron"], "layout: --tp-only-amax-red is "
      "Megatron-Core's amax reduction group of delayed scaling (--framework megatron --fp8 delayed)."),
 ])

@@ -100,8 +100,8 @@ def test_tp_only_amax_reduction_in_every_layout(capsys):
     (["--fp8-param-gather"], "error: layout: FP8 parameters (--fp8-param-gather) are modelled with --fp8 current "
                              "or delayed (Transformer Engine's per-tensor Float8Tensor); here no --fp8."),
     (["--fp8", "delayed", "--fp8-param-gather", "--framework", "fsdp2"],
-     "error: layout: --fp8-param-gather is Megatron-Core's, on its distributed optimizer (--framework megatron "
-     "--zero 1); here fsdp2 with --zero 3."),
+     "error: layout: --fp8-param-gather under --framework fsdp2 is torchao's float8 all-gather "
+     "(enable_fsdp_float8_all_gather), for --fp8 tensorwise; here --fp8 delayed."),
     (["--fp8", "current", "--tp-only-amax-red"], "error: layout: --tp-only-amax-red is Megatron-Core's amax "
                                                  "reduction group of delayed scaling (--framework megatron --fp8 delayed)."),
     (["--grad-reduce-dtype", "bf16", "--framework", "deepspeed"],

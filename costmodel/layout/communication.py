@@ -17,6 +17,7 @@ from .experts import expert_width
 from .fp8 import FP8_PARAM_BYTES
 from .fsdp_pipeline import gathers, pipelined
 from .parts import LATENT_GATHERS, Stage, uses_loss_parallel
+from .replicated_kv import kv_gradient_all_reduce
 from .zero_optimizer import all_reduces, flat_calls
 
 COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter")
@@ -256,6 +257,9 @@ class RankCommunication:
             # Forward: the row-parallel outputs and the embedding's; backward: the inputs of the
             # column-parallel layers and of the head.
             events.append(("all_reduce", rows + first + columns + head_loss, x))
+            kv = kv_gradient_all_reduce(self.cfg, self.phase, layout.tp, x)  # a replicated K/V head (replicated_kv.py)
+            if kv:
+                events.append(("all_reduce", per_layer("attentions"), kv))
             latents = per_layer("latents")  # latent attention: its latents' gradient, each layer
             if latents:
                 events.append(("all_reduce", latents, self.layer_sum(stage, "latent_gradient") // latents))
@@ -400,12 +404,15 @@ class RankCommunication:
             everything, layers = dp * stage_padded, dp * layer_padded
             reshard = False if layout.zero == 2 else layout.reshard_after_forward
             backward = {None: layers, True: everything, False: 0}[reshard]
+            # torchao's float8 all-gather (layout/fp8_options.py): the layers' FP8 weights at FP8_PARAM_BYTES
+            light = (e - FP8_PARAM_BYTES) * fp8
+            whole, again = e * everything - light, e * backward - (light if backward else 0)
             if pipelined(layout, self.framework):  # torch's pipeline runtime (layout/fsdp_pipeline.py)
                 local = layout.virtual_stages if layout.schedule == "interleaved" else 1
-                gathered = (e * everything * gathers(layout, stage.rank) // local if reshard is False
-                            else m * e * (everything + backward))
+                gathered = (whole * gathers(layout, stage.rank) // local if reshard is False
+                            else m * (whole + again))
                 return {"all_gather": gathered, "reduce_scatter": grad * everything}
-            return {"all_gather": m * e * (everything + backward), "reduce_scatter": m * grad * everything}
+            return {"all_gather": m * (whole + again), "reduce_scatter": m * grad * everything}
         if params is None:
             params = self.on_stage(stage, "params") + self.tied_copy(stage) - exclude
         padded = dp * math.ceil(params / dp)

@@ -19,8 +19,7 @@ recomputed, the flash kernel's output (the input of the linear after attention) 
 What stays in the activation dtype: the norms' inputs and outputs (DeepSeek recomputes the norms:
 --recompute deepseek), latent attention's latents, the router's input and the experts' down output
 (the routing weights' gradient reads it), and an eager kernel's output projection input. Not
-modelled: FSDP2's FP8 all-gather (torchao enable_fsdp_float8_all_gather), Transformer Engine's FP8
-all-gather under sequence parallelism (its bytes: the collectives stay at the activation dtype).
+modelled: Transformer Engine's FP8 all-gather under sequence parallelism (its bytes: the collectives stay at the activation dtype).
 torchao 0.18's tensorwise and rowwise save the bf16 input and weight and cast again in backward:
 measured, validate/fp8.py (FINDINGS 22.5); torchao eab345c (the torchtitan rows) saved the FP8 copies.
 
@@ -189,8 +188,9 @@ class CastPass:
 #: `b.t().contiguous().t()` where they are not, which in backward is the weight (dgrad's second
 #: operand), the output gradient transposed (wgrad's first) and the saved input (wgrad's second):
 #: each one FP8 read and one FP8 write. torchtitan 9dec370 leaves enable_fsdp_float8_all_gather off
-#: unless asked (torchtitan/config_manager.py line 542, store_true; the published tables do not
-#: say), so the whole weight is cast in each forward. Under torch.compile (the rows are compiled) no
+#: unless asked (torchtitan/config_manager.py line 542, store_true), so the whole weight is cast in
+#: each forward; train_configs/llama3_405b.toml turns it on (line 59 at 9dec370, 58 at 3faaa1a0d):
+#: there the weight arrives in FP8 (--fp8-param-gather, layout/fp8_options.py). Under torch.compile (the rows are compiled) no
 #: pass is credited as fused: the amax must finish before its cast, and no source shows the amax in
 #: its producer's kernel (a norm's is a row reduction, the amax a whole-tensor one) or the backward's
 #: copies in the casts' kernels.
@@ -496,8 +496,8 @@ def _charged(gemms: list, casts: Casts, *, needs_tn: bool, microbatches: int, tp
     many tensors it runs on. Each distinct input (rows, inner width) is cast once (two inputs of one
     shape in a leaf, an FFN with d_ff = d, count once: an understatement); a weight cast once a step is
     spread over the step's micro-batches; rerun: a recomputed forward (no backward, no cached weight's
-    cast); fp8_params: FP8 parameters (FP8_PARAM_RECIPES), whose weight is not cast (its transpose
-    still made)."""
+    cast); fp8_params: FP8 parameters (FP8_PARAM_RECIPES) or FSDP2's float8 all-gather
+    (layout/fp8_options.py), whose weight is not cast (its transpose still made)."""
     elements = dict.fromkeys(("input", "normed_input", "weight", "grad", "grad_input", "grad_weight"), 0)
     tensors = dict(elements)
     seen: set = set()
@@ -519,8 +519,10 @@ def _charged(gemms: list, casts: Casts, *, needs_tn: bool, microbatches: int, tp
             continue
         count: float = elements[one.tensor]
         runs: float = tensors[one.tensor]
+        if one.tensor == "weight" and fp8_params and one.what != "transpose":
+            continue  # FP8 parameters (or FSDP2's float8 all-gather): the weight is FP8 already
         if one.tensor == "weight" and casts.weight_once_per_step:
-            if rerun or (fp8_params and one.what != "transpose"):  # FP8 parameters: the weight is FP8 already
+            if rerun:
                 continue
             count /= microbatches
             runs /= microbatches

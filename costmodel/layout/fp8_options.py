@@ -21,18 +21,63 @@ def check_fp8_options(layout: Any) -> None:
     if layout.fp8_param_gather:
         from .fp8 import FP8_PARAM_RECIPES
 
-        if layout.fp8 not in FP8_PARAM_RECIPES:
+        if layout.fp8 not in FP8_PARAM_RECIPES and layout.framework != "fsdp2":
             raise ConfigError(f"layout: FP8 parameters (--fp8-param-gather) are modelled with --fp8 "
                               f"{' or '.join(FP8_PARAM_RECIPES)} (Transformer Engine's per-tensor Float8Tensor); "
                               f"here {'--fp8 ' + str(layout.fp8) if layout.fp8 else 'no --fp8'}.")
-        if layout.framework != "megatron" or layout.zero not in (1, 2):
+        if layout.framework == "fsdp2":
+            check_fsdp_float8_all_gather(layout)
+        elif layout.framework != "megatron" or layout.zero not in (1, 2):
             raise ConfigError("layout: --fp8-param-gather is Megatron-Core's, on its distributed optimizer "
-                              f"(--framework megatron --zero 1); here {layout.framework} with --zero {layout.zero}.")
+                              "(--framework megatron --zero 1), and torchao's FSDP2 float8 all-gather "
+                              f"(--framework fsdp2 --fp8 tensorwise); here {layout.framework} with --zero {layout.zero}.")
     if layout.tp_only_amax_red and (layout.fp8 != "delayed" or layout.framework != "megatron"):
         raise ConfigError("layout: --tp-only-amax-red is Megatron-Core's amax reduction group of delayed "
                           "scaling (--framework megatron --fp8 delayed).")
     if layout.fp8_autocast is not None or (layout.fp8 == "delayed" and layout.framework != "megatron"):
         check_fp8_autocast(layout)
+
+
+#: torchao's FSDP2 float8 all-gather (torchtitan's [float8] enable_fsdp_float8_all_gather and
+#: precompute_float8_dynamic_scale_for_fsdp; --fp8-param-gather under --framework fsdp2). torchao
+#: c0b0731d8 (the last change to the file before torchtitan 3faaa1a0d's 2024-08-23 tables)
+#: torchao/float8/fsdp_utils.py: each Float8Linear weight is a WeightWithDynamicFloat8CastTensor
+#: whose fsdp_pre_all_gather casts the rank's shard to float8 with the precomputed scale
+#: (hp_tensor_and_scale_to_float8, lines 203-220) and hands FSDP2 `(float8_tensor._data,)` to gather,
+#: the scale as metadata (not gathered); fsdp_post_all_gather wraps the gathered bytes as a Float8Tensor
+#: (lines 222-253), so the layer's forward runs on it with no weight cast (float8_linear.py lines 278-316,
+#: cast_weight_to_float8: "if isinstance(self.weight, Float8Tensor):  # cast by FSDP").
+#: precompute_float8_dynamic_scale_for_fsdp (lines 30-72), once a step after the optimizer: one torch._foreach_norm(ord=inf) over every float8
+#: weight's shard and one all-reduce of the stacked amaxes (4 bytes a weight), not charged (small).
+#: torchtitan 3faaa1a0d torchtitan/float8.py: on only where FSDP is (dp_enabled and dp_type 'fsdp'),
+#: every nn.Linear but 'output' converted. So: the layers' linear weights are all-gathered at
+#: FP8_PARAM_BYTES an element (layout/communication.py _data_parallel), their forward casts do not run
+#: (the backward's column-major copy does: layout/fp8.py _charged). Not charged: the shard's cast
+#: (1/dp of the weight, every gather) and the gathered layer's buffer at one byte (rank.py buffers
+#: keeps the bf16 one: an overstatement; fsdp_copies.edge_seconds times the first layer's gather at the
+#: dtype's bytes, as before); the sharded parameters stay as FSDP2 holds them (no
+#: Megatron-style saving). Without precomputed scales each weight's gather would all-reduce its own
+#: amax: not modelled (the rows that set one set both).
+FSDP_FLOAT8_RECIPES = ("tensorwise",)  # torchao's WeightWithDynamicFloat8CastTensor: dynamic tensorwise only
+
+
+def check_fsdp_float8_all_gather(layout: Any) -> None:
+    """--fp8-param-gather under --framework fsdp2: torchao's float8 all-gather (FSDP_FLOAT8_RECIPES),
+    under FSDP, without expert parallelism (the experts' own group is not modelled with it)."""
+    if layout.fp8 not in FSDP_FLOAT8_RECIPES:
+        raise ConfigError("layout: --fp8-param-gather under --framework fsdp2 is torchao's float8 all-gather "
+                          f"(enable_fsdp_float8_all_gather), for --fp8 {' or '.join(FSDP_FLOAT8_RECIPES)}; "
+                          f"here {'--fp8 ' + str(layout.fp8) if layout.fp8 else 'no --fp8'}.")
+    if layout.ep > 1:
+        raise ConfigError("layout: torchao's FSDP2 float8 all-gather (--fp8-param-gather) is modelled without "
+                          f"expert parallelism (the experts' own group); here --ep {layout.ep}.")
+
+
+def fp8_parameters_held(layout: Any) -> bool:
+    """Whether the layers' linear weights reach their GEMMs in FP8 (no forward weight cast): Megatron-Core's
+    FP8 parameters, or torchao's FSDP2 float8 all-gather where FSDP shards over more than one rank
+    (torchtitan 3faaa1a0d torchtitan/float8.py turns it on only where dp_enabled and dp_type is 'fsdp')."""
+    return layout.fp8_param_gather and (layout.framework != "fsdp2" or layout.shard_ranks > 1)
 
 
 def check_fp8_autocast(layout: Any) -> None:

@@ -514,6 +514,7 @@ def fp8_casts(estimate: ParallelEstimate, hardware: Hardware) -> tuple | None:
     parameters (Layout.fp8_param_gather);
     None where nothing is cast or no source states the recipe's casts."""
     from .fp8 import CAST_PASSES, FRAMEWORK_CAST_PASSES, NON_TN_FP8_ARCHITECTURES
+    from .fp8_options import fp8_parameters_held
 
     layout = estimate.layout
     casts = (None if layout.fp8 is None or estimate.phase != "train"
@@ -528,7 +529,7 @@ def fp8_casts(estimate: ParallelEstimate, hardware: Hardware) -> tuple | None:
         scope = FP8_AUTOCASTS[layout.fp8_autocast]
         casts = replace(casts, fused_norm=scope.fused_norm, weight_once_per_step=scope.weight_once_per_step)
     return (casts, hardware.architecture not in NON_TN_FP8_ARCHITECTURES, layout.microbatches, layout.tp,
-            bool(layout.sp), layout.fp8_param_gather)
+            bool(layout.sp), fp8_parameters_held(layout))
 
 
 def cast_kernel(gemms: list, casts: tuple | None, rerun: bool) -> list[Pointwise]:

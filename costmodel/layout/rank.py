@@ -354,6 +354,8 @@ class ParallelEstimate(RankCommunication):
     def fp8_parameter_saving(self, stage: Stage) -> int:
         """Bytes of weights the rank does not hold under --fp8-param-gather: its FP8 parameters take
         FP8_PARAM_BYTES each, not the dtype's (no bf16 copy kept: layout/fp8.py)."""
+        if self.layout.framework == "fsdp2":  # torchao's float8 all-gather: the shards stay as FSDP2 holds them
+            return 0
         dense, experts = self.fp8_parameters(stage)
         return fp8_parameter_saving(self.numbers["bytes.weights"], dense + experts // self.layout.ep)
 

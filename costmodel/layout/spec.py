@@ -59,7 +59,7 @@ from .experts import check_expert_parallel
 from .fp8 import RECIPES
 from .fp8_options import check_fp8_options
 from .permute_fusion import check as check_permute_fusion, check_model as check_permute_model
-from . import sequential_mlp
+from . import replicated_kv, sequential_mlp
 from .router_fusion import check as check_router_fusion, check_model as check_router_model
 from .zero_optimizer import check as check_zero_optimizer
 from .torch_optimizer import check as check_optimizer_step
@@ -465,7 +465,7 @@ class Layout:
             from .context import check_context_parallel
 
             check_context_parallel(cfg, self)
-        reason = tensor_split_error(cfg, self.tp, inference)
+        reason = tensor_split_error(cfg, self.tp, inference or replicated_kv.replicates_kv_head(cfg, self, inference))
         if reason:
             raise ConfigError(f"layout: tp = {self.tp} {reason}.")
         if self.sp and cfg.moe and not self.folded:  # folding: its experts on the SP tokens
