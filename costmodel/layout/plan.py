@@ -48,7 +48,7 @@ def _divisors(n: int) -> list[int]:
 
 def tensor_sizes(cfg: ModelConfig, hardware: Hardware, gpus: int, inference: bool = False) -> list[int]:
     """The tensor-parallel sizes to try: divisors of a node's GPUs that split the model
-    (spec.tensor_split_error; inference may replicate key/value heads)."""
+    (tensor_split.tensor_split_error; inference may replicate key/value heads)."""
     return [t for t in _divisors(min(hardware.gpus_per_node, gpus)) if gpus % t == 0
             and tensor_split_error(cfg, t, inference) is None]
 

@@ -1,7 +1,7 @@
 """Multi-query attention under tensor parallelism in training: the one key/value head replicated on
 every tensor-parallel rank, as bigcode's Megatron-LM fork trains it (--attention-head-type
 multiquery; StarCoderBase at TP 4). The one place for that rule: which training layouts take it
-(spec.tensor_split_error is asked as inference asks it, split.kv_heads_per_rank then gives each rank
+(tensor_split.tensor_split_error is asked as inference asks it, split.kv_heads_per_rank then gives each rank
 the one head), and the collective it adds (layout/communication.py tensor_parallel_collectives).
 
 bigcode-project/Megatron-LM at 7c325cd3, megatron/model/transformer.py ParallelAttention:
@@ -36,12 +36,12 @@ from ..config import ConfigError
 def replicates_kv_head(cfg: Any, layout: Any, inference: bool) -> bool:
     """Whether a training layout holds the one key/value head of a multi-query model on each of its
     tp ranks (bigcode's rule); refuses, in one line, the training layouts below the key/value heads
-    that no modelled code runs (where the model's other sizes split: else spec.tensor_split_error's
+    that no modelled code runs (where the model's other sizes split: else tensor_split.tensor_split_error's
     refusal, in its order)."""
     heads = cfg.n_kv_heads
     if inference or layout.tp <= 1 or heads is None or heads % layout.tp == 0 or cfg.global_kv_heads is not None:
         return False
-    from .spec import tensor_split_error
+    from .tensor_split import tensor_split_error
 
     if tensor_split_error(cfg, layout.tp, inference=True) is not None:
         return False  # another size tp ranks cannot split: the layout's own refusal names it first

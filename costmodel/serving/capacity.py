@@ -184,7 +184,7 @@ def _ray_results(address: str, cfg: Any, hardwares: list[Any], scheduler: str, k
 
 def tensor_sizes(cfg: Any, hardware: Any) -> list[int]:
     """1, 2, 4 and 8 where a node holds them and they split the model as serving does (key/value
-    heads replicated where tp exceeds them: layout/spec.tensor_split_error)."""
+    heads replicated where tp exceeds them: layout/tensor_split.tensor_split_error)."""
     return [tp for tp in (1, 2, 4, 8) if tp <= max(1, hardware.gpus_per_node)
             and tensor_split_error(cfg, tp, inference=True) is None]
 
