@@ -300,11 +300,12 @@ class PartNumbers(dict):
     layers and edges), which every layout sharing these values shares. Read-only by convention,
     as the lru_cache that hands one instance to many estimates already requires."""
 
-    __slots__ = ("sums",)
+    __slots__ = ("sums", "seconds")
 
     def __init__(self, numbers: dict[str, Any]):
         super().__init__(numbers)
         self.sums: dict[tuple, int] = {}
+        self.seconds: dict[tuple, Any] = {}  # the roofline's part seconds at these values (layout/roofline_parts.py)
 
 
 @lru_cache(maxsize=4096)
