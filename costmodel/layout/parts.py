@@ -276,6 +276,8 @@ def part_evaluator(cfg: ModelConfig, workload: Workload, layout: Layout, phase: 
     memo = (id(cfg), tuple(shaping.items()), tuple(options.items()), phase)
     entry = _EVALUATORS.get(memo)
     if entry is None or entry[0] is not cfg:
+        if len(_EVALUATORS) >= 4096:  # a process that builds configs by the thousand: keep the memo bounded
+            _EVALUATORS.clear()
         key = {"model": cfg.structure(), "workload": shaping, "layout": options,
                "layers": cfg.n_layers, "phase": phase}
         entry = _EVALUATORS[memo] = (cfg, compiled.cached("layout", key,
