@@ -38,6 +38,7 @@ other nodes crosses the NIC at the inter-node rate and the rest moves inside the
 
 from __future__ import annotations
 
+import bisect
 import json
 import math
 from functools import lru_cache
@@ -113,11 +114,18 @@ def interpolated_busbw(curve: list[tuple[float, float]], payload: float) -> floa
     if payload <= curve[0][0]:
         # Below the smallest size the time is the smallest call's (latency-bound): busbw scales.
         return curve[0][1] * payload / curve[0][0]
-    for (s0, b0), (s1, b1) in zip(curve, curve[1:]):
-        if payload <= s1:
-            t = math.log(payload / s0) / math.log(s1 / s0)
-            return b0 + t * (b1 - b0)
-    return curve[-1][1]
+    # the first measured size at or above the payload (sizes ascend, as nccl_facts.json's do):
+    # found by bisection, since plan reads a curve some ten thousand times
+    above = bisect.bisect_left(curve, payload, key=_size)
+    if above == len(curve):
+        return curve[-1][1]
+    (s0, b0), (s1, b1) = curve[above - 1], curve[above]
+    t = math.log(payload / s0) / math.log(s1 / s0)
+    return b0 + t * (b1 - b0)
+
+
+def _size(point: tuple[float, float]) -> float:
+    return point[0]
 
 
 def intra_node_all_reduce(hardware: Hardware, payload: float, ranks: int, dtype: str) -> float | None:

@@ -24,6 +24,7 @@ from typing import Any
 
 #: The table; COSTMODEL_FACTS names another file (a what-if, or a test of the design).
 FACTS_PATH = Path(__file__).resolve().parent / "facts.json"
+_FACTS_FILE = str(FACTS_PATH)
 
 
 @dataclass(frozen=True)
@@ -349,7 +350,15 @@ def _matching(impl: str, family: str, key: str) -> dict[str, Any]:
 
 
 def facts_for(impl: str, family: str) -> Facts:
-    """The facts of one implementation running one family's code."""
+    """The facts of one implementation running one family's code (one Facts per table version,
+    implementation and family: plan asks for them once per layout, thousands of times)."""
+    path = os.environ.get("COSTMODEL_FACTS") or _FACTS_FILE  # facts_path() without building a Path
+    return _facts(path, os.stat(path).st_mtime_ns, impl, family)
+
+
+@lru_cache(maxsize=256)
+def _facts(path: str, mtime_ns: int, impl: str, family: str) -> Facts:
+    """facts_for's Facts for the table at path as it was at mtime_ns (Facts is frozen: shared)."""
     values = _matching(impl, family, "value")
     return Facts(**{k: tuple(v) if isinstance(v, list) else v for k, v in values.items()})
 

@@ -59,3 +59,50 @@ def test_stages_and_sums_match_the_layout_s_own_rules():
     assert other.on_stage(first, "params") == expected  # computed again, the same
     assert other.on_stage(first, "saved", per_stage=True) == 8 * estimate.part("layer.decoder", "saved") \
         + 2 * estimate.part("shared", "saved") + estimate.part("embedding", "saved")
+
+
+def test_facts_are_one_object_per_table_and_follow_a_rewritten_table(tmp_path, monkeypatch):
+    import json
+    import os
+
+    from costmodel import facts
+
+    first = facts.facts_for("hf", "llama")
+    assert facts.facts_for("hf", "llama") is first  # built once: plan asks for it per layout
+    assert first.kv_cache_held is True
+    rows = [row for row in facts.table() if row["fact"] != "kv_cache_held"]
+    rows.append({"fact": "kv_cache_held", "impl": "hf", "families": ["llama"], "value": False, "source": "a test"})
+    table = tmp_path / "facts.json"
+    table.write_text(json.dumps(rows))
+    monkeypatch.setenv("COSTMODEL_FACTS", str(table))
+    assert facts.facts_for("hf", "llama").kv_cache_held is False  # the table in force, not the memo
+    rows[-1]["value"] = True
+    table.write_text(json.dumps(rows))
+    os.utime(table, ns=(1, 1))  # rewritten: a new modification time, so read again
+    assert facts.facts_for("hf", "llama").kv_cache_held is True
+
+
+def test_busbw_by_bisection_is_the_segment_the_scan_took():
+    from costmodel.collectives import interpolated_busbw
+
+    curve = [(1e3, 1e9), (1e6, 50e9), (1e8, 200e9), (1e9, 300e9)]
+    assert interpolated_busbw(curve, 500.0) == 0.5e9  # below the smallest size: latency-bound, scaled
+    assert interpolated_busbw(curve, 1e6) == 50e9  # a measured size: its own value (the segment ending there)
+    assert interpolated_busbw(curve, 1e7) == 50e9 + 0.5 * 150e9  # halfway in log between 1e6 and 1e8
+    assert interpolated_busbw(curve, 1e12) == 300e9  # beyond the largest: the largest's
+
+
+def test_a_plan_s_trees_and_dimensions_are_built_once_per_model():
+    from costmodel.layout.parts import model_dimensions, part_expressions
+    from costmodel.tree import shared_model
+
+    cfg = load_preset("gpt2")
+    assert model_dimensions(cfg) is model_dimensions(cfg) and model_dimensions(cfg) == cfg.dimensions()
+    assert model_dimensions(load_preset("llama2-13b"))["d"] == 5120 and model_dimensions(cfg)["d"] == 768
+    shared_model.cache_clear()
+    workload = Workload(seq_len=1024, batch=1, attention="sdpa")
+    # two part structures (sp off and on: another cache key) read one cost tree
+    exprs = [part_expressions(cfg, workload, Layout(dp=4 // tp, tp=tp, sp=sp, framework="megatron"), "train")[0]
+             for tp, sp in ((1, False), (2, True))]
+    assert shared_model.cache_info().misses == 1 and shared_model.cache_info().hits == 1
+    assert exprs[0]["layer.decoder.params"] == exprs[1]["layer.decoder.params"]

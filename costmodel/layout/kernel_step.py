@@ -192,7 +192,7 @@ def _from_tree(estimate: ParallelEstimate, fused_attention: bool, compiled: bool
     from .. import symbols as S
     from ..eager_ops import training_bytes
     from ..kernel_time import launches_of, leaf_kernels, rerun_kernels
-    from ..tree import CostModel, profile_for
+    from ..tree import profile_for, shared_model
     from .rank import part_of
     from .split import rank_leaf, substitution
 
@@ -203,7 +203,7 @@ def _from_tree(estimate: ParallelEstimate, fused_attention: bool, compiled: bool
                           fp8_activations=fp8_activations(layout) and estimate.phase == "train",
                           framework_loss=layout_loss(layout), routed_experts=True, expert_parallel=layout.ep,
                           fp32_norm_input=layout.fp32_norm_input)
-    tree = CostModel(cfg, profile, phase=estimate.phase)
+    tree = shared_model(cfg, profile, estimate.phase)  # built once for every rank shape it serves
     values = _rank_key(estimate, fused_attention, compiled, autocast)["values"]
     eager = training_bytes(eager_training(estimate, compiled, autocast))
     subs = {getattr(S, k): sp.Integer(v) for k, v in values.items()}

@@ -90,7 +90,7 @@ def part_expressions(cfg: ModelConfig, workload: Workload, layout: Layout, phase
     from .. import blocks as B
     from .. import symbols as S
     from ..precision import inference_precision
-    from ..tree import CostModel, profile_for
+    from ..tree import profile_for, shared_model
     from .split import column_inputs, local, rank_leaf, row_outputs, substitution
 
     framework = FRAMEWORKS[layout.framework]
@@ -103,7 +103,7 @@ def part_expressions(cfg: ModelConfig, workload: Workload, layout: Layout, phase
                           fp8_activations=fp8_activations(layout) and phase == "train",
                           framework_loss=layout_loss(layout), routed_experts=True, expert_parallel=layout.ep,
                           fp32_norm_input=layout.fp32_norm_input)
-    tree = CostModel(cfg, profile, phase=phase)
+    tree = shared_model(cfg, profile, phase)  # one tree for every layout option and shape it serves
     parts = part_of(tree)
     loss_parallel = uses_loss_parallel(layout)
     exprs: dict[str, Any] = {}
@@ -259,7 +259,11 @@ def row_parallel_widths(leaf: Any, subs: dict, exprs: dict[str, Any]) -> None:
         exprs[f"row_parallel_width.{cols}"] = cols
 
 
-_EVALUATORS: dict[tuple, tuple[Any, dict[str, Any]]] = {}
+#: part_evaluator's memo, by the config object's id (with the config, so that the id stays its
+#: own): hashing a whole ModelConfig, a hundred fields, for each of a plan's thousands of
+#: estimates cost more than the lookup saved.
+_EVALUATORS: dict[tuple, tuple[ModelConfig, tuple[Any, dict[str, Any]]]] = {}
+_DIMENSIONS: dict[int, tuple[ModelConfig, dict[str, int]]] = {}
 
 
 def part_evaluator(cfg: ModelConfig, workload: Workload, layout: Layout, phase: str) -> tuple[Any, dict[str, Any]]:
@@ -269,12 +273,27 @@ def part_evaluator(cfg: ModelConfig, workload: Workload, layout: Layout, phase: 
 
     options = _options(layout)
     shaping = {**workload.options(), **tree_options(cfg, workload)}  # the decode code's cache too
-    memo = (cfg, tuple(shaping.items()), tuple(options.items()), phase)
-    if memo not in _EVALUATORS:
+    memo = (id(cfg), tuple(shaping.items()), tuple(options.items()), phase)
+    entry = _EVALUATORS.get(memo)
+    if entry is None or entry[0] is not cfg:
+        if len(_EVALUATORS) >= 4096:  # a process that builds configs by the thousand: keep the memo bounded
+            _EVALUATORS.clear()
         key = {"model": cfg.structure(), "workload": shaping, "layout": options,
                "layers": cfg.n_layers, "phase": phase}
-        _EVALUATORS[memo] = compiled.cached("layout", key, lambda: part_expressions(cfg, workload, layout, phase))
-    return _EVALUATORS[memo]
+        entry = _EVALUATORS[memo] = (cfg, compiled.cached("layout", key,
+                                                          lambda: part_expressions(cfg, workload, layout, phase)))
+    return entry[1]
+
+
+def model_dimensions(cfg: ModelConfig) -> dict[str, int]:
+    """cfg.dimensions(), once per config object (a built config does not change; a plan builds
+    thousands of estimates of one). Shared: the caller copies it before adding to it."""
+    entry = _DIMENSIONS.get(id(cfg))
+    if entry is None or entry[0] is not cfg:
+        if len(_DIMENSIONS) >= 256:  # configs built by the thousand (tests, sweeps): keep the memo small
+            _DIMENSIONS.clear()
+        entry = _DIMENSIONS[id(cfg)] = (cfg, cfg.dimensions())
+    return entry[1]
 
 
 class PartNumbers(dict):
@@ -283,11 +302,12 @@ class PartNumbers(dict):
     layers and edges), which every layout sharing these values shares. Read-only by convention,
     as the lru_cache that hands one instance to many estimates already requires."""
 
-    __slots__ = ("sums",)
+    __slots__ = ("sums", "seconds")
 
     def __init__(self, numbers: dict[str, Any]):
         super().__init__(numbers)
         self.sums: dict[tuple, int] = {}
+        self.seconds: dict[tuple, Any] = {}  # the roofline's part seconds at these values (layout/roofline_parts.py)
 
 
 @lru_cache(maxsize=4096)

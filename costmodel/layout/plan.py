@@ -214,19 +214,20 @@ def training_layouts(cfg: ModelConfig, hardware: Hardware, gpus: int, global_bat
                                 # At dp = 1 every ZeRO stage shards over one rank: the same layout.
                                 for zero in zeros if dp > 1 or fixed.get("zero") is not None else zeros[:1]:
                                     for ep in expert_sizes(cfg, framework, tp, dp, zero, fixed, sp, cp):
+                                        # one (frozen) layout, built and checked once, for every recomputation
+                                        try:
+                                            layout = Layout(dp=dp, tp=tp, pp=pp, sp=sp, zero=zero, microbatches=m,
+                                                            schedule=schedule, virtual_stages=v,
+                                                            framework=framework, ep=ep, etp=expert_layout(tp, ep), cp=cp,
+                                                            fp8=fixed.get("fp8"), dp_shard=fixed.get("dp_shard"),
+                                                            **_layout_settings(fixed))
+                                            layout.check(cfg, gpus)
+                                            layout.check_schedule()
+                                            problem = None
+                                        except ConfigError as error:
+                                            layout, problem = None, str(error)
                                         for recompute in [fixed["recompute"]] if fixed.get("recompute") else PLANNED_RECOMPUTES:
-                                            try:
-                                                layout = Layout(dp=dp, tp=tp, pp=pp, sp=sp, zero=zero, microbatches=m,
-                                                                schedule=schedule, virtual_stages=v,
-                                                                framework=framework, ep=ep, etp=expert_layout(tp, ep), cp=cp,
-                                                                fp8=fixed.get("fp8"), dp_shard=fixed.get("dp_shard"),
-                                                                **_layout_settings(fixed))
-                                                layout.check(cfg, gpus)
-                                                layout.check_schedule()
-                                            except ConfigError as error:
-                                                yield None, b, recompute, str(error)
-                                                continue
-                                            yield layout, b, recompute, None
+                                            yield layout, b, recompute, problem
 
 
 @lru_cache(maxsize=1024)

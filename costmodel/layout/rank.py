@@ -22,7 +22,7 @@ from .experts import check_flex_load, expert_load, fsdp_gathered, fsdp_split
 from .fp8 import RECIPES, TE_GEMMS_PER_DENSE_LAYER, amax_reduction_bytes, fp8_parameter_saving
 from .fp8_options import FP8_AUTOCASTS
 from .frameworks import FRAMEWORKS, Framework
-from .parts import Stage, evaluate_parts, part_evaluator, part_of, uses_loss_parallel
+from .parts import Stage, evaluate_parts, model_dimensions, part_evaluator, part_of, uses_loss_parallel
 from ..spec import RECOMPUTED_LAYERS
 from .spec import Layout
 
@@ -142,7 +142,7 @@ class ParallelEstimate(RankCommunication):
         self.phase = phase
         self._memo: dict[Any, Any] = {}
         evaluate, self.structure = part_evaluator(cfg, workload, layout, phase)
-        values = {**cfg.dimensions(), **workload.dimensions(cfg), "tp": layout.tp, "dp": layout.shard_ranks}
+        values = {**model_dimensions(cfg), **workload.dimensions(cfg), "tp": layout.tp, "dp": layout.shard_ranks}
         if layout.cp > 1:  # each rank holds n / cp tokens of every sequence (layout/context.py)
             from .context import check_workload
 

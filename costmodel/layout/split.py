@@ -17,6 +17,7 @@ per-rank cost is its cost with these symbols replaced; no block is written twice
 from __future__ import annotations
 
 from dataclasses import replace
+from functools import lru_cache
 from typing import Any
 
 import sympy as sp
@@ -101,7 +102,14 @@ def heads_split(tp: Any) -> dict[sp.Symbol, Any]:
     """A rank's attention heads at tp ranks (a symbol or an int): h / tp query heads, and
     kv_heads_per_rank key/value heads, of every layer kind: h_kv, and h_kvg where the full layers
     have their own (Gemma 4's num_global_key_value_heads, MiMo-V2-Flash's full layers), split as
-    vLLM's QKVParallelLinear splits each layer's own total_num_kv_heads."""
+    vLLM's QKVParallelLinear splits each layer's own total_num_kv_heads. A fresh dict (callers add
+    to it) of expressions built once per tp: sympy's Max, which proves its arguments apart, cost
+    a plan's first run more than a minute when built for every leaf of every rank shape."""
+    return dict(_heads_split(tp))
+
+
+@lru_cache(maxsize=64)
+def _heads_split(tp: Any) -> dict[sp.Symbol, Any]:
     return {S.h: S.h / tp, S.h_kv: kv_heads_per_rank(S.h_kv, tp), S.h_kvg: kv_heads_per_rank(S.h_kvg, tp)}
 
 

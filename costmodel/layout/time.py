@@ -61,7 +61,7 @@ from typing import Any
 
 from ..collectives import collective_seconds, ring_factor
 from ..config import ConfigError
-from ..hardware import Efficiency, Hardware, kernel_times
+from ..hardware import Efficiency, Hardware
 from ..model_flops import check_convention
 from ..quantization import runs_w8a8, w8a8_peak
 from ..spec import RECOMPUTED_LAYERS
@@ -70,6 +70,7 @@ from .fsdp_copies import copy_seconds, edge_seconds
 from .fsdp_pipeline import step_reduce
 from .overlap import Overlap, check_ep_overlap  # noqa: F401 (Overlap: callers import it from here)
 from .rank import ParallelEstimate, Stage
+from .roofline_parts import roofline_part_seconds
 from .zero_optimizer import gather_copy_seconds
 
 
@@ -183,25 +184,9 @@ class StepTime:
 
     @cached_property
     def part_seconds(self) -> dict[str, tuple[float, int]]:
-        """Per part (one run of its leaves): its kernels' roofline seconds, and how many run an op (overhead)."""
-        estimate, numbers = self.estimate, self.estimate.numbers
-        out: dict[str, tuple[float, int]] = {}
-        self.attention_seconds: dict[str, float] = {}
-        self.expert_seconds: dict[str, float] = {}  # the routed experts' (the combined 1F1B's mlp phases)
-        for index, leaf in enumerate(estimate.structure["work"]):
-            work = [float(numbers[f"work.{index}.{q}"]) for q in ("f_mm", "b_mm", "f_o", "b_o")]
-            rate = self.fp8_per_s if runs_fp8(leaf, estimate) else self.flops_per_s
-            if self.w8a8 and leaf.get("w8a8"):  # inputs in one byte after their quantization pass
-                work[1] += float(numbers[f"work.{index}.w8a8_b_mm"])
-                work[3] += float(numbers[f"work.{index}.w8a8_b_o"])
-                rate = self.w8a8_per_s
-            busy = kernel_times(*work, rate, self.vector_per_s, self.bytes_per_s)[2] * leaf_factor(leaf, estimate)
-            if leaf.get("attention_core"):  # what a ring's sends overlap (stage())
-                self.attention_seconds[leaf["key"]] = self.attention_seconds.get(leaf["key"], 0.0) + busy
-            if leaf.get("experts"):
-                self.expert_seconds[leaf["key"]] = self.expert_seconds.get(leaf["key"], 0.0) + busy
-            seconds, active = out.get(leaf["key"], (0.0, 0))
-            out[leaf["key"]] = (seconds + busy, active + int(leaf["active"]))
+        """Per part (one run of its leaves): its kernels' roofline seconds, and how many run an op
+        (overhead); attention_seconds and expert_seconds beside (layout/roofline_parts.py)."""
+        out, self.attention_seconds, self.expert_seconds = roofline_part_seconds(self)
         return out
 
     @property

@@ -1,0 +1,52 @@
+"""The roofline's seconds per part of one rank (StepTime.part_seconds), kept with the part numbers
+they are read from (PartNumbers.seconds): the layouts of a plan that share a rank's values (tp,
+the micro-batch, ...; PartNumbers is one object for them all) and its rates share them, summed
+once, not once per layout. The same sums in the same order: the same floats."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..hardware import kernel_times
+
+#: part -> (seconds, blocks that run an op); attention cores' and routed experts' seconds by part
+Parts = tuple[dict[str, tuple[float, int]], dict[str, float], dict[str, float]]
+
+
+def roofline_part_seconds(step: Any) -> Parts:
+    """Per part (one run of its leaves): its kernels' roofline seconds, and how many run an op
+    (the overhead); and the attention cores' (what a ring's sends overlap) and the routed
+    experts' (the combined 1F1B's mlp phases) seconds. Read-only: shared by layouts."""
+    estimate = step.estimate
+    numbers, layout = estimate.numbers, estimate.layout
+    fp8 = layout.fp8 is not None
+    # everything leaf_factor and runs_fp8 (layout/time.py) read of the layout, and the rates
+    memo = ("roofline", step.flops_per_s, step.fp8_per_s if fp8 else None, step.w8a8, step.w8a8_per_s,
+            step.vector_per_s, step.bytes_per_s, layout.cp,
+            None if estimate.load is None else float(estimate.load.factor))
+    if memo not in numbers.seconds:
+        numbers.seconds[memo] = _sums(step, estimate, numbers)
+    return numbers.seconds[memo]
+
+
+def _sums(step: Any, estimate: Any, numbers: Any) -> Parts:
+    from .time import leaf_factor, runs_fp8
+
+    out: dict[str, tuple[float, int]] = {}
+    attention: dict[str, float] = {}
+    experts: dict[str, float] = {}
+    for index, leaf in enumerate(estimate.structure["work"]):
+        work = [float(numbers[f"work.{index}.{q}"]) for q in ("f_mm", "b_mm", "f_o", "b_o")]
+        rate = step.fp8_per_s if runs_fp8(leaf, estimate) else step.flops_per_s
+        if step.w8a8 and leaf.get("w8a8"):  # inputs in one byte after their quantization pass
+            work[1] += float(numbers[f"work.{index}.w8a8_b_mm"])
+            work[3] += float(numbers[f"work.{index}.w8a8_b_o"])
+            rate = step.w8a8_per_s
+        busy = kernel_times(*work, rate, step.vector_per_s, step.bytes_per_s)[2] * leaf_factor(leaf, estimate)
+        if leaf.get("attention_core"):
+            attention[leaf["key"]] = attention.get(leaf["key"], 0.0) + busy
+        if leaf.get("experts"):
+            experts[leaf["key"]] = experts.get(leaf["key"], 0.0) + busy
+        seconds, active = out.get(leaf["key"], (0.0, 0))
+        out[leaf["key"]] = (seconds + busy, active + int(leaf["active"]))
+    return out, attention, experts
