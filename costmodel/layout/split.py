@@ -75,7 +75,7 @@ def kv_heads_per_rank(kv_heads: Any, tp: Any) -> Any:
     num_kv_head_replicas = divide(tp_size, total_num_kv_heads) when tp_size >= total_num_kv_heads,
     vllm/model_executor/layers/linear.py at 0036d38; ModelConfig.get_num_kv_heads:
     max(1, total_num_kv_heads // tensor_parallel_size), vllm/config/model.py at 0052a5b). Layout
-    checks (spec.tensor_split_error) allow no other tp, and training only the first. Two ints give
+    checks (tensor_split.tensor_split_error) allow no other tp, and training only the first. Two ints give
     an int, anything else a sympy expression (max(1, kv_heads / tp) equals both cases)."""
     if isinstance(kv_heads, int) and isinstance(tp, int):
         return max(1, kv_heads // tp)
@@ -94,7 +94,7 @@ def mamba_split(tp: Any) -> dict[sp.Symbol, Any]:
     (input_is_parallel) from the rank's d_inner / tp. Nothing of the mixer is replicated (it asserts
     no bias). Every per-rank quantity of the block (parameters, FLOPs, saved bytes, the cache,
     mamba_kernels' shapes) is its expression at these values; tp must divide both
-    (spec.tensor_split_sizes)."""
+    (tensor_split.tensor_split_sizes)."""
     return {S.H_m: S.H_m / tp, S.G_m: S.G_m / tp}
 
 
