@@ -1,4 +1,4 @@
-"""The serving step with the kernel-level model (costmodel/serving/kernel_steptime.py KernelStepTime):
+"""The serving step with the kernel-level model (costmodel/serving/steptime.py KernelStepTime):
 a decode-only step equals the kernel model's decode step of the same batch and context (the decode
 tree's leaves through kernel_time.leaves_time, as simulate's KernelSteps times them), the fitted
 kernels equal the tree's, a step is monotone in its tokens, tensor parallelism adds the two

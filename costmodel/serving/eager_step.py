@@ -1,6 +1,6 @@
 """What a step of a counted eager implementation (costmodel/kernel_facts.json "eager_ops":
 transformers' engine running its Llama under the paged sdpa path) does beyond its sequences'
-own leaves, decided by the step's mix: the kernel model's serving step (kernel_steptime.KernelStepTime)
+own leaves, decided by the step's mix: the kernel model's serving step (steptime.KernelStepTime)
 adds it to every step.
 
 - The packed attention call ("packed_attention"): a masked step runs one attention call per layer
