@@ -1,5 +1,5 @@
 """The kernel-level time model under expert parallelism, context parallelism and FP8 training:
-the roofline's three rules (costmodel/layout/time.py: leaf_factor, runs_fp8) applied to a rank's
+the roofline's three rules (costmodel/layout/roofline_parts.py: leaf_factor, runs_fp8) applied to a rank's
 kernels (costmodel/layout/kernel_step.py), each checked against kernels timed here by hand."""
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ from typing import Any
 from costmodel.config import ConfigError
 from costmodel.kernel_time import AttentionCall, Gemm, MatmulCompute, kernels_seconds
 from costmodel.layout.kernel_step import KernelStepTime, cast_kernel, rank_kernels
-from costmodel.layout.time import leaf_factor, runs_fp8
+from costmodel.layout.roofline_parts import leaf_factor, runs_fp8
 from reports.published_runs import other_runs_data, train_setup
 
 #: Each pair: a model, AutoModel's row, and the Megatron-Bridge rows on the same GPU (their ids in

@@ -73,7 +73,7 @@ def train_step_kernels(estimate, hardware, overlap=None, autocast=False, compile
     per-leaf factors are left out here)."""
     from costmodel.kernel_time import Pointwise, kernels_seconds
     from costmodel.layout.kernel_step import KernelStepTime, cast_kernel, rank_kernels
-    from costmodel.layout.time import runs_fp8
+    from costmodel.layout.roofline_parts import runs_fp8
 
     step_time = KernelStepTime(estimate, hardware, overlap=overlap, autocast=autocast, compiled=compiled,
                                attention_kernel=attention_kernel, moe_op_fuser=moe_op_fuser)

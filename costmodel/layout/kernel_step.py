@@ -8,7 +8,7 @@ at the measured large-GEMM efficiency, attention's executed FLOPs), the leaves' 
 share (layout/split.py's substitution: h -> h / tp, d_ff -> d_ff / tp, the vocabulary, and the
 tokens of the norms and adds under sequence parallelism) at the rank's n (n / cp under context
 parallelism). What a layout does to a leaf's time is the roofline's rule, from the same work
-entries' flags (layout/time.py: leaf_factor, runs_fp8): the attention core cp times the rank's
+entries' flags (layout/roofline_parts.py: leaf_factor, runs_fp8): the attention core cp times the rank's
 tree's, the experts at the most loaded EP rank's share, and under --fp8 the linear layers' GEMMs
 at the FP8 peak and its large-GEMM efficiency (a second KernelTimer; memory-bound kernels as bf16).
 
@@ -49,7 +49,8 @@ from .permute_fusion import applies as permute_applies
 from .permute_fusion import stage_seconds as permute_stage_seconds
 from .router_fusion import applies as router_applies
 from .router_fusion import stage_seconds as router_stage_seconds
-from .time import StepTime, leaf_factor, runs_fp8
+from .roofline_parts import leaf_factor, runs_fp8
+from .time import StepTime
 
 #: One leaf's entry in a rank's kernels: its part key, the kernels recomputation reruns of its
 #: forward (kernel_time.rerun_kernels; none, all or a part), whether it launches any kernel, and

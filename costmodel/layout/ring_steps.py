@@ -1,7 +1,7 @@
 """The attention calls of one context-parallel ring, step by step, for the kernel model.
 
 The layout model times a rank's attention core as cp times the tree's causal call at n / cp
-(layout/time.py leaf_factor): the same FLOPs as the ring's. Under the load-balanced causal split
+(layout/roofline_parts.py leaf_factor): the same FLOPs as the ring's. Under the load-balanced causal split
 (each rank two chunks of n / 2cp; layout/context.py) the ring runs one causal (n / cp) x (n / cp)
 call (its own keys) and cp - 1 unmasked calls of half the pairs: at a step whose keys come from an
 earlier rank the queries (n / cp) against the first half of the keys (n / 2cp), at the others the

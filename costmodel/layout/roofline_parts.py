@@ -1,13 +1,34 @@
 """The roofline's seconds per part of one rank (StepTime.part_seconds), kept with the part numbers
 they are read from (PartNumbers.seconds): the layouts of a plan that share a rank's values (tp,
 the micro-batch, ...; PartNumbers is one object for them all) and its rates share them, summed
-once, not once per layout. The same sums in the same order: the same floats."""
+once, not once per layout. The same sums in the same order: the same floats. And the two factors every
+time model reads of a leaf's flags in a layout (leaf_factor, runs_fp8: the roofline here, the kernel model in
+layout/kernel_step.py)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from ..hardware import kernel_times
+
+def leaf_factor(leaf: dict[str, Any], estimate: Any) -> float:
+    """The factor one run of a leaf's time on one rank's tree takes in this layout, from its work
+    entry's flags (layout/parts.py), under every time model:
+    - the attention core under context parallelism: the rank's tree has n / cp queries against
+      n / cp keys; its queries see all n keys, cp times that work (layout/context.py);
+    - the experts under expert parallelism: the most loaded rank's share (layout/experts.py)."""
+    factor = 1.0
+    if leaf.get("attention_core"):
+        factor *= estimate.layout.cp
+    if leaf.get("experts") and estimate.load is not None:
+        factor *= float(estimate.load.factor)
+    return factor
+
+
+def runs_fp8(leaf: dict[str, Any], estimate: Any) -> bool:
+    """Whether a leaf's matrix products run at the FP8 peak (--fp8: the linear layers, layout/fp8.py)."""
+    return estimate.layout.fp8 is not None and bool(leaf.get("fp8"))
+
 
 #: part -> (seconds, blocks that run an op); attention cores' and routed experts' seconds by part
 Parts = tuple[dict[str, tuple[float, int]], dict[str, float], dict[str, float]]
@@ -20,7 +41,7 @@ def roofline_part_seconds(step: Any) -> Parts:
     estimate = step.estimate
     numbers, layout = estimate.numbers, estimate.layout
     fp8 = layout.fp8 is not None
-    # everything leaf_factor and runs_fp8 (layout/time.py) read of the layout, and the rates
+    # everything leaf_factor and runs_fp8 (above) read of the layout, and the rates
     memo = ("roofline", step.flops_per_s, step.fp8_per_s if fp8 else None, step.w8a8, step.w8a8_per_s,
             step.vector_per_s, step.bytes_per_s, layout.cp,
             None if estimate.load is None else float(estimate.load.factor))
@@ -30,8 +51,6 @@ def roofline_part_seconds(step: Any) -> Parts:
 
 
 def _sums(step: Any, estimate: Any, numbers: Any) -> Parts:
-    from .time import leaf_factor, runs_fp8
-
     out: dict[str, tuple[float, int]] = {}
     attention: dict[str, float] = {}
     experts: dict[str, float] = {}

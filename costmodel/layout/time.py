@@ -74,25 +74,6 @@ from .roofline_parts import roofline_part_seconds
 from .zero_optimizer import gather_copy_seconds
 
 
-def leaf_factor(leaf: dict[str, Any], estimate: ParallelEstimate) -> float:
-    """The factor one run of a leaf's time on one rank's tree takes in this layout, from its work
-    entry's flags (layout/parts.py), under every time model:
-    - the attention core under context parallelism: the rank's tree has n / cp queries against
-      n / cp keys; its queries see all n keys, cp times that work (layout/context.py);
-    - the experts under expert parallelism: the most loaded rank's share (layout/experts.py)."""
-    factor = 1.0
-    if leaf.get("attention_core"):
-        factor *= estimate.layout.cp
-    if leaf.get("experts") and estimate.load is not None:
-        factor *= float(estimate.load.factor)
-    return factor
-
-
-def runs_fp8(leaf: dict[str, Any], estimate: ParallelEstimate) -> bool:
-    """Whether a leaf's matrix products run at the FP8 peak (--fp8: the linear layers, layout/fp8.py)."""
-    return estimate.layout.fp8 is not None and bool(leaf.get("fp8"))
-
-
 class StepTime:
     """The step time of one ParallelEstimate on one machine."""
     traced_ring = False  # torch's CP ring under torch.compile, its collectives waited at once (layout/context.py)

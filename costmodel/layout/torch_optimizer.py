@@ -33,8 +33,9 @@ from __future__ import annotations
 from typing import Any
 
 from ..config import ConfigError, show
-from ..spec import OPTIMIZER_STEPS
-from ..step_bytes import FP32
+from ..spec import DTYPE_BYTES, OPTIMIZER_STEPS
+
+FP32 = DTYPE_BYTES["fp32"]  # as step_bytes.FP32 (step_bytes reads this module's step_bytes: no import back)
 
 #: torch.nn.utils.clip_grad_norm_(foreach=True): the norm reads each gradient, the scale reads and writes it.
 CLIP_PASSES = FP32 + 2 * FP32
