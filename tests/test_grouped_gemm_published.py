@@ -4,13 +4,12 @@ issue #107 on H200), and kernel_facts.json "grouped_gemm_efficiency" (session 30
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 from costmodel.hardware import load_hardware
 from costmodel.kernel_time import Gemm, KernelTimer, kernels_seconds
 from validate.grouped_gemm_published import rows, sets
+from tests.cli_run import run_script
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -64,11 +63,9 @@ def test_the_grouped_share_on_hopper_bf16_only():
     assert round(backward / (kernels_seconds([dense], h100, True) - kernels_seconds([dense], h100)), 3) == 1.321  # 1 / 0.7547 on the tiles, the two DRAM starts unscaled
 
 
-def test_the_script_and_its_bad_option():
-    env = {"PYTHONPATH": str(ROOT)}
-    done = subprocess.run([sys.executable, "validate/grouped_gemm_published.py"], cwd=ROOT, env=env,
-                          capture_output=True, text=True, check=True)
-    assert "| te-pr2045 | TE 2.7 multi-stream cuBLAS | 16 | 2,048 | 768 | 2,048 | 554 | 556 | 1.00 |" in done.stdout
-    bad = subprocess.run([sys.executable, "validate/grouped_gemm_published.py", "--nope"], cwd=ROOT, env=env,
-                         capture_output=True, text=True)
-    assert bad.returncode == 2 and bad.stderr.startswith("error: ") and bad.stdout == ""
+def test_the_script_and_its_bad_option(monkeypatch, capsys):
+    script = ROOT / "validate" / "grouped_gemm_published.py"
+    code, out, _ = run_script(script, [], monkeypatch, capsys)
+    assert code == 0 and "| te-pr2045 | TE 2.7 multi-stream cuBLAS | 16 | 2,048 | 768 | 2,048 | 554 | 556 | 1.00 |" in out
+    code, out, err = run_script(script, ["--nope"], monkeypatch, capsys)
+    assert code == 2 and err.startswith("error: ") and out == ""

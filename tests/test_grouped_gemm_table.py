@@ -4,11 +4,10 @@ table (DeepGEMM README at 327ec92), and the rows per expert of the published MoE
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 from validate.grouped_gemm_table import expert_rows, rows, table
+from tests.cli_run import run_script
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -55,11 +54,9 @@ def test_every_moe_training_rows_experts_run_512_rows_or_more():
     assert zoo == (4096 // 4 * 8 // 128 * 8, 16) == (512, 16)
 
 
-def test_the_script_and_its_bad_option():
-    env = {"PYTHONPATH": str(ROOT)}
-    done = subprocess.run([sys.executable, "validate/grouped_gemm_table.py"], cwd=ROOT, env=env,
-                          capture_output=True, text=True, check=True)
-    assert "| contiguous | 4 | 8,192 | 4,096 | 7,168 | 1,346 | 1,397 | 1.04 |" in done.stdout
-    bad = subprocess.run([sys.executable, "validate/grouped_gemm_table.py", "--nope"], cwd=ROOT, env=env,
-                         capture_output=True, text=True)
-    assert bad.returncode == 2 and bad.stderr.startswith("error: ") and bad.stdout == ""
+def test_the_script_and_its_bad_option(monkeypatch, capsys):
+    script = ROOT / "validate" / "grouped_gemm_table.py"
+    code, out, _ = run_script(script, [], monkeypatch, capsys)
+    assert code == 0 and "| contiguous | 4 | 8,192 | 4,096 | 7,168 | 1,346 | 1,397 | 1.04 |" in out
+    code, out, err = run_script(script, ["--nope"], monkeypatch, capsys)
+    assert code == 2 and err.startswith("error: ") and out == ""
