@@ -29,6 +29,13 @@ sublayer's input once), is an add and stays a plain collective, one a sublayer a
 Not modelled: the exposed shard copy, barriers and partial sum of each fused op (memory-bound, of
 one chunk), a chunk's copy outlasting its matmul (the step's compute caps the hidden time, not each
 matmul's), and the copies' own cost to the compute beside them beyond Overlap.slowdown's convention.
+
+Under a recipe that casts after the gather (GATHER_THEN_CAST_RECIPES) no all-gather is fused: the
+pass's consumers of a gathered tensor are the matmuls that take it as their left operand, and the
+scaled matmul's operand scales must not descend from it ("The matmuls are only fusible if non-A args
+don't depend on the all-gather result node"); torchao's rowwise casts the gathered bf16 tensor (a
+row amax, a scale, the cast), so the gather's users are the cast's ops and the scaled matmul's A is
+the FP8 copy with a scale computed from the gathered tensor.
 """
 
 from __future__ import annotations
@@ -36,6 +43,22 @@ from __future__ import annotations
 from typing import Any
 
 from ..config import ConfigError
+
+#: FP8 recipes (layout/fp8.py RECIPES) under which torchtitan gathers the sequence-parallel activations in
+#: bf16 and casts them after the gather, so torch's micro-pipeline pass fuses none of the tensor-parallel
+#: all-gathers (only the matmul-reduce-scatters: the forward's and the recomputed forward's row-parallel
+#: outputs, which come straight from torch._scaled_mm). torchtitan 820504e (the async-TP benchmark's)
+#: torchtitan/models/llama3/parallelize_llama.py lines 56-65: "For now, float8 all-gather with TP is only
+#: supported for tensorwise float8 scaling recipes. For rowwise recipes, we use regular TP and all-gather
+#: happens in high precision" (ColwiseParallel, not Float8ColwiseParallel, whose FP8 gather feeds
+#: torch._scaled_mm directly). torch/_inductor/fx_passes/micro_pipeline_tp.py (pytorch/pytorch
+#: 5f65158a as stored; the same rule in the 2024 file, 00122fb1): fuse_all_gather_matmul takes
+#: _find_consumer_matmuls(ag_res_node), the aten.mm / aten._scaled_mm users of the gathered tensor (or
+#: of its reshape), and drops every matmul whose non-A arguments (the scales among them) descend from
+#: it. torchao 6243040 float8_linear.py matmul_with_hp_or_float8_args.forward casts the input with
+#: hp_tensor_to_float8_dynamic along dim -1 (its amax, scale and cast read the gathered tensor), and
+#: backward casts the gathered output gradient along each dim before dgrad and wgrad.
+GATHER_THEN_CAST_RECIPES = ("rowwise",)
 
 
 def check(layout: Any, compiled: bool) -> None:
@@ -53,16 +76,22 @@ def fused_share(estimate: Any) -> float:
     of its input gradient (a sum of dgrads, not one matmul's output), the embedding's reduce-scatter and
     its backward all-gather (the first stage), the head's all-gather and its backward reduce-scatter
     and the loss's collectives (the last stage); the once-a-step norm gradients are not counted (Overlap.tp
-    hides that share of them too, layout/time.py: a small overstatement)."""
+    hides that share of them too, layout/time.py: a small overstatement). Under a recipe that casts after
+    the gather (GATHER_THEN_CAST_RECIPES) every all-gather is outside too."""
     x, logits = estimate.numbers["boundary"], estimate.numbers["logits"]
+    gathers_fused = getattr(estimate.layout, "fp8", None) not in GATHER_THEN_CAST_RECIPES
     shares = []
     for stage in estimate.stages:
         events = estimate.tensor_parallel_collectives(stage) + estimate.recomputed_collectives(stage)
         total = sum(calls * payload for kind, calls, payload in events if kind != "optimizer_all_reduce")
         head = stage.last and estimate.cfg.head == "lm"
         summed = x * estimate.layer_count(stage, "sublayers")  # the backward's reduce-scatters of summed dgrads
-        outside = summed + 2 * x * (int(stage.first) + int(head)) + sum(
-            calls * payload for kind, calls, payload in events
-            if kind == "loss_all_reduce" or (head and kind == "all_gather" and payload == logits))
+        scatters = summed + x * (int(stage.first) + int(head))  # and the embedding's, the head's gradient's
+        gathers = x * (int(stage.first) + int(head)) + sum(  # the embedding's gradient's, the head's input's
+            calls * payload for kind, calls, payload in events if head and kind == "all_gather" and payload == logits)
+        if not gathers_fused:
+            gathers = sum(calls * payload for kind, calls, payload in events if kind == "all_gather")
+        outside = scatters + gathers + sum(calls * payload for kind, calls, payload in events
+                                           if kind == "loss_all_reduce")
         shares.append((total - outside) / total if total else 0.0)
     return min(shares)
