@@ -57,7 +57,10 @@ from ..config import ConfigError
 #: of its reshape), and drops every matmul whose non-A arguments (the scales among them) descend from
 #: it. torchao 6243040 float8_linear.py matmul_with_hp_or_float8_args.forward casts the input with
 #: hp_tensor_to_float8_dynamic along dim -1 (its amax, scale and cast read the gathered tensor), and
-#: backward casts the gathered output gradient along each dim before dgrad and wgrad.
+#: backward casts the gathered output gradient along each dim before dgrad and wgrad. The maintainers' trace
+#: says the same: pytorch/pytorch issue 149990 (2025-03-25, open), "[Async TP] all-gather-matmuls not fusing
+#: properly when rowwise scales are used": "the matmul-reduce-scatters were being fused properly ... however,
+#: the all-gather-matmul patterns were NOT being fused" (the reduce-scatter side: pull request 149247).
 GATHER_THEN_CAST_RECIPES = ("rowwise",)
 
 
