@@ -179,7 +179,8 @@ def refuse_other_mode(ctx: click.Context, train: bool) -> None:
 @click.option("--async-tp", is_flag=True, default=False,
               help="Training with a layout: torchtitan's Async TP (--framework fsdp2, --sp, --compile): the tensor-parallel "
               "collectives torch's micro-pipeline pass fuses into the blocks' matmuls hidden behind compute, the "
-              "embedding's, the head's and the loss's exposed (costmodel/layout/async_tp.py).")
+              "embedding's, the head's and the loss's exposed; under --fp8 rowwise no all-gather is fused, the "
+              "gathered bf16 tensor being cast before its matmul (costmodel/layout/async_tp.py).")
 @click.option("--dp-overlap", type=float, default=None,
               help="Training with a layout: the fraction of the last micro-batch's compute a gradient reduction "
               "(DDP, ZeRO-1/2) overlaps (0: reduced after backward; default the framework's: 0 under --framework "
