@@ -64,3 +64,24 @@ def test_gpt_7b_row_step():
     assert extra == pytest.approx((3_574_722_560 * 16 + 74_473_387 * 4) / 2.68e12, rel=1e-9)
     assert steps["fused"]["seconds"] == pytest.approx(0.73478, abs=1e-5)
     assert steps["megatron-lm"]["seconds"] == pytest.approx(0.75623, abs=1e-5)
+
+
+def test_simulate_takes_megatron_lm(capsys):
+    """--optimizer-step megatron-lm on the command line: llama3-8b at TP 1 DP 8, ZeRO-1, its 8,030,261,248 parameters
+    a rank (fp32 buffer, 16 bytes each) and 1,003,782,656 updated (4): the optimizer's seconds grow by those bytes at
+    0.8 x 3.35 TB/s; off Megatron exit 2 with one line."""
+    import json
+
+    import cli
+
+    base = ["simulate", "--model", "llama3-8b", "--hardware", "h100-sxm", "--train", "--seq-len", "8192", "--batch", "1",
+            "--attention", "flash", "--framework", "megatron", "--zero", "1", "--dp", "8", "--json"]
+    seconds = []
+    for extra in ([], ["--optimizer-step", "megatron-lm"]):
+        assert cli.main(base + extra) == 0
+        seconds.append(json.loads(capsys.readouterr().out)["step"]["optimizer_seconds"])
+    assert seconds[1] - seconds[0] == pytest.approx((8_030_261_248 * 16 + 1_003_782_656 * 4) / 2.68e12, rel=1e-9)
+    assert cli.main(["simulate", "--model", "llama3-8b", "--train", "--framework", "fsdp2", "--zero", "3", "--dp", "8",
+                     "--optimizer-step", "megatron-lm"]) == 2
+    err = capsys.readouterr().err
+    assert "needs --framework megatron with --zero 0 or 1" in err and err.count("\n") == 1
