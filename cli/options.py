@@ -276,7 +276,7 @@ layout_options = stack(
                  "function, as InternLM's layer runs it (norm(residual.float()), dropout_selective_checkpoint)."),
     choice_option("--zero-optimizer", spec.ZERO_OPTIMIZERS, "Whose ZeRO-1 optimizer (--zero 1) reduces the gradients "
                   f"and gathers the parameters (default {spec.ZERO_OPTIMIZERS[0]}): {spec.ZERO_OPTIMIZERS.described()}."),
-    choice_option("--optimizer-step", spec.OPTIMIZER_STEPS, "Whose code runs an FSDP2 (--framework fsdp2) optimizer step "
+    choice_option("--optimizer-step", spec.OPTIMIZER_STEPS, "Whose code runs the training step's optimizer passes "
                   f"(default {spec.OPTIMIZER_STEPS[0]}): {spec.OPTIMIZER_STEPS.described()}."),
 )
 

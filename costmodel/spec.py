@@ -262,12 +262,14 @@ ZERO_OPTIMIZERS = Choices({
     "nanotron": "nanotron's ZeroDistributedOptimizer: the whole fp32 gradient all-reduced (reduce_scatter=False), each rank stepping its slice of every parameter, the slices all-gathered and copied back one parameter and rank at a time from Python",
     "internlm": "InternLM's HybridZeroOptimizer: the gradient all-reduced in 512 Mi-element buckets, whole tensors assigned to ranks, each rank holding any broadcasting its parameters after the step (one call a rank)",
 })
-#: Whose code runs the optimizer step of an FSDP2 layout (costmodel/layout/torch_optimizer.py): one
-#: fused pass over the fp32 shard (the default), or torch's AdamW and clip_grad_norm_ as torchtitan calls them.
+#: Whose code runs the optimizer step (costmodel/layout/torch_optimizer.py, megatron_step.py): one fused pass
+#: over the updated copies (the default), torch's AdamW and clip_grad_norm_ as torchtitan calls them on FSDP2,
+#: or Megatron-LM's step with its gradient-buffer passes.
 OPTIMIZER_STEPS = Choices({
     "fused": "one fused pass over each updated parameter's copies: read the parameter, gradient and moments, write the parameter and moments",
     "torch-foreach": "torch.optim.AdamW(foreach=True) (decoupled weight decay) and torch.nn.utils.clip_grad_norm_(foreach=True) over the fp32 shard, each op a pass (torchtitan before February 2025)",
     "torch-fused": "torch.optim.AdamW(fused=True) and torch.nn.utils.clip_grad_norm_(foreach=True) over the fp32 shard (torchtitan's default since February 2025)",
+    "megatron-lm": "Megatron-LM's train_step at its defaults (--framework megatron, --zero 0 or 1): the fused pass, the clipping's norm of the updated fp32 gradients, and each step over the rank's whole gradient buffer zero_grad_buffer's zero, the NaN check's norm and the scale by 1 / dp (Megatron-Core r0.6-r0.8)",
 })
 #: Megatron-Core's OptimizerConfig.use_precision_aware_optimizer under the dtypes a recipe sets
 #: (costmodel/layout/frameworks.py PRECISION_AWARE_OPTIMIZERS has each one's bytes and sources).

@@ -29,11 +29,12 @@ def ratios(sources: tuple[str, ...] = SOURCES) -> dict[str, float]:
 # 1.187 / 1.105 as merged, with nanotron's copy loop priced on InternLM's rows too, which the lead removed),
 # (8.7, 35, 20, 6), InternLM (11.2, 17, 7, 2), FlagPerf (7.3, 18, 13, 4). After wt31_small (session 31: a loss
 # outside Megatron's passes moves a fused kernel's traffic, blocks/head.py fused_loss_bytes; Qwen1.5-MoE 1.326 ->
-# 1.312), asserted below:
-SUMMARY = (36, 8.6, 35, 20, 6)
+# 1.312): (8.6, 35, 20, 6). After wt32_bias (session 32: Megatron-LM's train_step passes over its DDP gradient buffer
+# on FlagPerf's Llama 3 rows, optimizer_step megatron-lm; the fp8 8xh100 row 1.055 -> 1.054), asserted below:
+SUMMARY = (36, 8.5, 35, 20, 6)
 INTERN = (18, 11.1, 17, 7, 2)
 FLAG = (18, 7.2, 18, 13, 4)
-SMALL_RANGE = (1.028, 1.184)
+SMALL_RANGE = (1.028, 1.177)  # 1.184 before wt32_bias (FlagPerf 440 GPUs)
 
 
 def test_the_36_rows_as_the_docs_state_them():

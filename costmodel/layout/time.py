@@ -30,7 +30,8 @@ The overlap model (stated conventions, not measurements; each settable with Over
   comm and compute streams are walked phase by phase, the compute beside an exchange on the SMs
   the dispatcher leaves: layout/combined_1f1b.py, StepTime.ep_paired_hidden);
 - the optimizer step is a memory-bound pass over the rank's shard, as a fused optimizer makes it (Megatron-LM's
-  fp16 optimizer: its five passes; nanotron's ZeRO-1: its copy loop; torchtitan's AdamW and clipping: torch_optimizer.py);
+  fp16 optimizer: its five passes; nanotron's ZeRO-1: its copy loop; torchtitan's AdamW and clipping: torch_optimizer.py;
+  Megatron-LM's step, Layout.optimizer_step "megatron-lm": its gradient buffer's zero, NaN check and scale: megatron_step.py);
 - under torch.autocast (`autocast=True`: fp32 parameters, as PyTorch Lightning's precision "bf16"
   runs them) each micro-batch casts the rank's weights and their gradients and accumulates the
   gradients in fp32 (autocast_bytes_per_parameter in costmodel/precision.py), a memory-bound
@@ -68,6 +69,7 @@ from ..spec import RECOMPUTED_LAYERS
 from .fp8 import FP8_PARAM_BYTES, RECIPES
 from .fsdp_copies import copy_seconds, edge_seconds
 from .fsdp_pipeline import step_reduce
+from .megatron_step import step_seconds as megatron_step_seconds
 from .overlap import Overlap, check_ep_overlap  # noqa: F401 (Overlap: callers import it from here)
 from .rank import ParallelEstimate, Stage
 from .roofline_parts import roofline_part_seconds
@@ -444,6 +446,9 @@ class StepTime:
             from ..step_bytes import bf16_optimizer_step_bytes
 
             seconds += params * bf16_optimizer_step_bytes(estimate.workload.bytes_per_element) / self.bytes_per_s
+        if layout.optimizer_step == "megatron-lm":  # Megatron-LM's passes over its gradient buffer (megatron_step.py)
+            seconds += megatron_step_seconds(params, updated, int(estimate.numbers["bytes.gradients"]), layout.dp,
+                                             estimate.workload.dtype != "fp16", self.bytes_per_s)
         return seconds + gather_copy_seconds(self, stage)  # nanotron's ZeRO-1 copies its gathered slices back
 
     def step_traffic(self) -> float:

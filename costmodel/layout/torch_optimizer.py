@@ -56,9 +56,15 @@ def step_bytes(layout: Any) -> int | None:
 
 
 def check(layout: Any) -> None:
-    """One of OPTIMIZER_STEPS; torch's optimizer code only on FSDP2 (whose shard it updates in fp32)."""
+    """One of OPTIMIZER_STEPS; torch's optimizer code only on FSDP2 (whose shard it updates in fp32),
+    Megatron-LM's only on Megatron with its DDP buffers (ZeRO 0 or 1: layout/megatron_step.py)."""
     if layout.optimizer_step not in OPTIMIZER_STEPS:
         raise ConfigError(f"layout: optimizer_step must be {OPTIMIZER_STEPS.listed()}, got {show(layout.optimizer_step)}.")
+    if layout.optimizer_step == "megatron-lm":
+        if layout.framework != "megatron" or layout.zero > 1:
+            raise ConfigError(f"layout: optimizer_step megatron-lm is Megatron-LM's step over Megatron-Core's DDP buffers; "
+                              f"it needs --framework megatron with --zero 0 or 1 (here {layout.framework}, --zero {layout.zero}).")
+        return
     if layout.optimizer_step != "fused" and layout.framework != "fsdp2":
         raise ConfigError(f"layout: optimizer_step {layout.optimizer_step} is torch's AdamW over FSDP2's fp32 shard; "
                           f"it needs --framework fsdp2 (here {layout.framework}).")
