@@ -112,7 +112,13 @@ SCRIPTS = {"gpt-fast": ("generate.py", "32971d3"), "gpt-fast-amd": ("generate.py
            "qwen2.5-speed-hf": ("examples/speed-benchmark/speed_benchmark_transformers.py", "8205ba2"),
            "qwen3-speed-hf": ("docs/source/getting_started/speed_benchmark.md", "c7f51a1"),
            "trtllm-v0.6.1": ("cpp/benchmarks/gptSessionBenchmark.cpp", "23bc5b7"),
-           "lmdeploy-v0.1.0": ("benchmark/profile_generation.py", "379a2d5a6")}
+           "lmdeploy-v0.1.0": ("benchmark/profile_generation.py", "379a2d5a6"),
+           "hf-bloom-ds-inference": ("bloom-inference-scripts/bloom-ds-inference.py", "132d99d"),
+           "fastertransformer-gpt": ("docs/gpt_guide.md", "07fdd2f"),
+           "evalscope-qwq-hf": ("evalscope/perf/utils/db_util.py", "01ee08c"),
+           "evalscope-qwq-vllm": ("evalscope/perf/utils/db_util.py", "01ee08c"),
+           "torchchat-blog": ("torchchat/generate.py", "c0be124"),
+           "gpt-fast-blog": ("generate.py", "32971d3")}
 #: The sources whose figure is the decode steps' own rate (the prefill's token apart): the IBM blog's median latency.
 DECODE_STEPS_ONLY = ("ibm-compile-llama2",)
 #: The sources whose tokens/s counts the prompt's tokens too (Qwen3's docs: (prompt + generation) / time).

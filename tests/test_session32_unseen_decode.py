@@ -1,0 +1,128 @@
+"""Session 32's unseen decoding rows (costmodel/published_runs.json sources "hf-bloom-ds-inference",
+"fastertransformer-gpt", "evalscope-qwq-hf", "evalscope-qwq-vllm", "torchchat-blog" and "gpt-fast-blog", typed
+before any was computed, 153914ee): each row's figure as its source prints it, the setup the model reads, and the
+kernel model's ratios as first computed (our speed over the published one), the honest error estimate
+validate/FINDINGS.md quotes ("Unseen decoding rows, session 32")."""
+
+from __future__ import annotations
+
+import pytest
+
+from reports.published_runs import decode_setup, other_runs_data
+from tests.rows_summary import ratios, stats
+
+SOURCES = ("hf-bloom-ds-inference", "fastertransformer-gpt", "evalscope-qwq-hf", "evalscope-qwq-vllm", "torchchat-blog",
+           "gpt-fast-blog")
+
+# The HF blog's 'Throughput in msecs 8x80GB gpus' (walltime / (batch x 100 new tokens)), DeepSpeed-Inference rows
+BLOOM = {"fp16": {1: 44.02, 8: 5.70, 16: 3.01, 32: 1.68, 64: 1.00, 128: 0.69},
+         "int8": {1: 89.09, 8: 11.44, 16: 5.88, 32: 3.09, 64: 1.71, 128: 1.02, 256: 0.71}}
+# FasterTransformer docs/gpt_guide.md (07fdd2f): (model, tp) -> {(batch, input, output): FT latency ms}
+FT = {("gpt-6.7b", 1): {(1, 128, 8): 98.29, (8, 128, 8): 162.51, (64, 128, 8): 718.07, (1, 512, 32): 384.70,
+                        (8, 512, 32): 699.62, (64, 512, 32): 3306.41},
+      ("gpt-175b", 8): {(1, 128, 8): 488.86, (8, 128, 8): 749.86, (32, 128, 8): 1547.44, (1, 512, 32): 1719.96,
+                        (16, 512, 32): 3706.23}}
+QWQ = {"hf": {1: 17.92, 6144: 12.61, 14336: 9.01, 30720: 5.61}, "vllm": {1: 38.17, 6144: 36.63, 14336: 35.01, 30720: 31.68}}
+
+
+def _rows(source: str) -> list[dict]:
+    return [r for r in other_runs_data()["runs"] if r["id"].split()[0] == source]
+
+
+def _setup(run: dict) -> tuple:
+    return decode_setup(run, other_runs_data()["sources"][run["id"].split()[0]])
+
+
+def test_the_bloom_rows_are_the_blogs_table():
+    rows = _rows("hf-bloom-ds-inference")
+    assert len(rows) == 13
+    for dtype, table in BLOOM.items():
+        for batch, ms in table.items():
+            run = next(r for r in rows if r["id"] == f"hf-bloom-ds-inference bloom-176b {dtype} tp8 batch {batch}")
+            assert run["published_ms_per_token"] == ms and run["published_tokens_per_s"] == round(1000 / (ms * batch), 4)
+            cfg, hardware, settings, quantization = _setup(run)
+            assert (cfg.name, hardware.name, run["tp"], settings["dtype"], settings["cuda_graphs"]) == \
+                ("bloom-176b", "a100-80gb", 8, "fp16", False)
+            assert (settings["batch"], settings["prompt"], settings["gen"], settings["implementation"]) == \
+                (batch, 8, 100, "tensorrt-llm")
+            assert quantization == ({"weight_dtype": "int8"} if dtype == "int8" else {})
+
+
+def test_the_fastertransformer_rows_are_its_guides_tables():
+    rows = _rows("fastertransformer-gpt")
+    assert len(rows) == 11
+    for (model, tp), table in FT.items():
+        for (batch, prompt, gen), ms in table.items():
+            run = next(r for r in rows if r["id"] == f"fastertransformer-gpt {model} tp{tp} batch {batch} {prompt}/{gen}")
+            assert run["published_latency_s"] == round(ms / 1000, 6)
+            assert run["published_tokens_per_s"] == round(gen / (ms / 1000), 4)
+            cfg, hardware, settings, _ = _setup(run)
+            assert (cfg.name, run["tp"], settings["batch"], settings["prompt"], settings["gen"]) == \
+                ({"gpt-6.7b": "gpt3-6.7b", "gpt-175b": "gpt3-175b"}[model], tp, batch, prompt, gen)
+            assert (settings["decode_kernel"], settings["dtype"], hardware.name) == ("trtllm-mmha", "fp16", "a100-80gb")
+
+
+def test_the_qwq_rows_are_evalscopes_tables():
+    for engine, table in QWQ.items():
+        rows = _rows(f"evalscope-qwq-{engine}")
+        assert sorted((r["prompt"], r["published_tokens_per_s"]) for r in rows) == sorted(table.items())
+        cfg, _, settings, _ = _setup(rows[0])
+        assert (cfg.name, rows[0]["tp"], settings["gen"], settings["cuda_graphs"], settings["kv_cache"]) == \
+            (("qwen2.5-32b-instruct", 1, 2048, False, "dynamic") if engine == "hf" else
+             ("qwen2.5-32b-instruct", 2, 2048, True, "static"))
+
+
+def test_the_blog_rows():
+    """torchchat's 'CUDA Compile' row of Llama 3 8B on an A100 (83.23, 118.17, 135.16: int4 at cuda.json's group
+    256) and the 'GPT, Fast' post's headings (25.5 eager, 107.0, 157.4 int8, 202.1 int4 g32) at 330 W."""
+    torchchat = {r["id"].split()[2]: (r["published_tokens_per_s"], _setup(r)[3]) for r in _rows("torchchat-blog")}
+    assert torchchat == {"bf16": (83.23, {}), "int8": (118.17, {"weight_dtype": "int8", "quantize_head": True,
+                                                                 "quant_layout": "gpt-fast"}),
+                         "int4": (135.16, {"weight_dtype": "int4", "weight_group": 256, "quantize_head": True,
+                                           "quant_layout": "gpt-fast"})}
+    blog = {r["id"].split(" ", 2)[2]: r for r in _rows("gpt-fast-blog")}
+    assert {k: r["published_tokens_per_s"] for k, r in blog.items()} == \
+        {"eager": 25.5, "compile": 107.0, "int8": 157.4, "int4 g32": 202.1}
+    _, hardware, settings, _ = _setup(blog["eager"])
+    assert (hardware.power_limit_watts, settings["cuda_graphs"], _setup(blog["compile"])[2]["cuda_graphs"]) == (330, False, True)
+
+
+# As first computed (kernel model, before any change to the model): id -> ours / published
+FIRST = {"hf-bloom-ds-inference bloom-176b fp16 tp8 batch 1": 0.995,
+         "hf-bloom-ds-inference bloom-176b fp16 tp8 batch 128": 1.495,
+         "hf-bloom-ds-inference bloom-176b int8 tp8 batch 1": 2.834,
+         "fastertransformer-gpt gpt-6.7b tp1 batch 1 128/8": 1.286,
+         "fastertransformer-gpt gpt-175b tp8 batch 1 128/8": 1.5,
+         "evalscope-qwq-vllm qwq-32b-preview tp2 input 1": 1.019,
+         "evalscope-qwq-hf qwq-32b-preview input 30720": 1.583,
+         "torchchat-blog llama3-8b int4 g256 compile": 2.076,
+         "gpt-fast-blog llama2-7b compile": 0.998}
+
+
+def test_first_computed_ratios_of_a_few_rows():
+    every = ratios(SOURCES)
+    assert {k: round(every[k], 3) for k in FIRST} == FIRST
+
+
+# (rows, median error %, within 0.75-1.33x, within 10%, within 5%) and (lowest, highest) as first computed
+NOW = {"all": ((39, 31.6, 21, 9, 9), (0.977, 2.834)),
+       "hf-bloom-ds-inference": ((13, 101.0, 5, 4, 4), (0.977, 2.834)),
+       "fastertransformer-gpt": ((11, 29.3, 7, 0, 0), (1.129, 1.5)),
+       "evalscope-qwq-hf": ((4, 43.0, 1, 0, 0), (1.283, 1.583)),
+       "evalscope-qwq-vllm": ((4, 2.4, 4, 4, 4), (1.019, 1.025)),
+       "torchchat-blog": ((3, 42.8, 1, 0, 0), (1.148, 2.076)),
+       "gpt-fast-blog": ((4, 25.1, 3, 1, 1), (0.998, 1.358))}
+
+
+@pytest.mark.slow
+def test_the_rows_as_first_computed():
+    every = ratios(SOURCES)
+    groups = {"all": list(every), **{s: [k for k in every if k.split()[0] == s] for s in SOURCES}}
+    for name, keys in groups.items():
+        values = [every[k] for k in keys]
+        assert (stats(values), (round(min(values), 3), round(max(values), 3))) == NOW[name], name
+    # too fast but for the DeepSpeed fp16 rows at batch 8 and 16 and the compiled 'GPT, Fast' row
+    assert sorted(k for k in every if every[k] < 1) == ["gpt-fast-blog llama2-7b compile",
+                                                        "hf-bloom-ds-inference bloom-176b fp16 tp8 batch 1",
+                                                        "hf-bloom-ds-inference bloom-176b fp16 tp8 batch 16",
+                                                        "hf-bloom-ds-inference bloom-176b fp16 tp8 batch 8"]
