@@ -30,7 +30,8 @@ Rules and their data:
 - c: the collective's own time (collectives.py, the NCCL curve at that payload) over tp - 1: the copies move the
   bytes the ring moves, (tp - 1) / tp of the tensor a rank, over the same NVLink (stated: no copy-engine P2P
   bandwidth is in the facts; torch's NOTE [low-contention collectives] says a copy-engine copy 'may not have a
-  significant advantage when there's no ambient compute');
+  significant advantage when there's no ambient compute'; a copy-engine P2P copy measures 376-380 GB/s one way on
+  HGX H100, NVIDIA/nccl#1264, against the curve's ~353 GB/s busbw at these payloads: one hardware's, not taken);
 - m: the kernel model's tile and wave rule (kernel_time.KernelTimer.gemm_seconds) on the chunk's shape; the op's
   matmuls run as tp chunks, so the step's compute pays tp x m less the whole GEMM's time (the chunks' lower
   efficiency: D. Vega-Myhre, 'Deep dive: overlapping compute and comms in tensor parallelism', 2025-05-26,
@@ -53,6 +54,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..config import ConfigError
+from ..kernel_shapes import Gemm
 
 #: The --fp8 recipes under which torch's pass fuses the matmul-reduce-scatters only, its all-gather-matmuls left
 #: NCCL's: pytorch/pytorch#149990 (D. Vega-Myhre, 2025-03-25, open as stored), '[Async TP] all-gather-matmuls not
@@ -75,7 +77,6 @@ def stage_terms(step: Any, stage: Any) -> tuple[float, float]:
     """One micro-batch's fused ops on this pipeline rank under a kernel-level StepTime `step`: (the seconds of
     tensor-parallel collectives they hide, the seconds they add to the compute: the chunks' GEMMs over the whole
     GEMMs', the shard copies and the partial sums), the rules of the module's docstring."""
-    from ..kernel_shapes import Gemm
     from ..kernel_time import kernels_seconds
     from .roofline_parts import runs_fp8
 
@@ -94,17 +95,9 @@ def stage_terms(step: Any, stage: Any) -> tuple[float, float]:
             continue
         gemm_timer = step.fp8_timer if runs_fp8(work, estimate) and step.fp8_timer is not None else timer
 
-        def ops(listed: list, forward: bool = True) -> list[tuple[str, list]]:
-            gemms = [g for g in listed if isinstance(g, Gemm) and g.count == 1]
-            producers = [g for g in gemms if not g.normed_input and g.n == width]
-            consumers = [[g for g in gemms if g.normed_input]] if any(g.normed_input for g in gemms) else []
-            if not forward:  # the backward: each producer's dgrad reads the gathered output gradient
-                return [("all_gather", [Gemm(g.m, g.k, g.n)]) for g in producers]
-            return [("all_gather", c) for c in consumers] + [("reduce_scatter", [g]) for g in producers]
-
-        passes = ops(kernels) + ops(kernels, forward=False)
+        passes = _fused_ops(kernels, width) + _fused_ops(kernels, width, forward=False)
         if estimate.recomputed_kind(key):
-            passes += [(kind, gemms) for kind, gemms in ops(reruns) if kind in rerun]
+            passes += [(kind, gemms) for kind, gemms in _fused_ops(reruns, width) if kind in rerun]
         if estimate.layout.fp8 in REDUCE_SCATTERS_ONLY:
             passes = [(kind, gemms) for kind, gemms in passes if kind == "reduce_scatter"]
         for kind, gemms in passes:
@@ -113,3 +106,16 @@ def stage_terms(step: Any, stage: Any) -> tuple[float, float]:
             hidden += runs[key] * (tp - 1) * min(copy[kind], chunk)
             added += runs[key] * (tp * chunk - whole + own[kind] / timer.bandwidth)
     return hidden, added
+
+
+def _fused_ops(kernels: list, width: int, forward: bool = True) -> list[tuple[str, list]]:
+    """A leaf's fused ops as (collective, the GEMMs beside it): forward, the all-gather into the GEMMs that read the
+    normed (gathered) input, one op for all of them, and a reduce-scatter out of each GEMM that writes the model's
+    width from an unnormed input (wo, w2); backward, the all-gather of each such GEMM's output gradient into its
+    dgrad (its input's width out, the model's width in)."""
+    gemms = [g for g in kernels if isinstance(g, Gemm) and g.count == 1]
+    producers = [g for g in gemms if not g.normed_input and g.n == width]
+    if not forward:
+        return [("all_gather", [Gemm(g.m, g.k, g.n)]) for g in producers]
+    consumers = [g for g in gemms if g.normed_input]
+    return ([("all_gather", consumers)] if consumers else []) + [("reduce_scatter", [g]) for g in producers]

@@ -392,7 +392,7 @@ class KernelStepTime(StepTime):
 
     @cached_property
     def kernel_entries(self) -> list[Entry]:
-        """The rank's leaves' kernels as this step's timer runs them (rank_kernels; layout/async_tp.py reads them)."""
+        """The rank's leaves' kernels as this step's timer runs them (rank_kernels; read by layout/async_tp.py)."""
         return rank_kernels(self.estimate, self.timer.fused_attention, self.timer.compiled, self.autocast, self.fused_qkv)
 
     @cached_property

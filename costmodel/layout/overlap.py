@@ -89,7 +89,8 @@ class Overlap:
             if not isinstance(getattr(self, name), bool):
                 raise ConfigError(f"overlap {name} must be true or false, got {getattr(self, name)!r}.")
         if self.async_tp and self.tp:
-            raise ConfigError(f"overlap async_tp prices what Async TP hides op by op: tp must be 0 beside it, got {self.tp!r}.")
+            raise ConfigError(f"overlap async_tp prices what Async TP hides op by op: tp must be 0 beside it, "
+                              f"got {self.tp!r}.")
         for name in ("tp", "dp", "pp", "params", "ep"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
