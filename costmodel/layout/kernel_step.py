@@ -393,7 +393,8 @@ class KernelStepTime(StepTime):
     @cached_property
     def kernel_entries(self) -> list[Entry]:
         """The rank's leaves' kernels as this step's timer runs them (rank_kernels; read by layout/async_tp.py)."""
-        return rank_kernels(self.estimate, self.timer.fused_attention, self.timer.compiled, self.autocast, self.fused_qkv)
+        timer = self.timer
+        return rank_kernels(self.estimate, timer.fused_attention, timer.compiled, self.autocast, self.fused_qkv)
 
     @cached_property
     def part_kernels(self) -> dict[str, int]:
