@@ -178,9 +178,9 @@ def refuse_other_mode(ctx: click.Context, train: bool) -> None:
               help="Training with a layout: the fraction of tensor-parallel communication hidden behind compute.")
 @click.option("--async-tp", is_flag=True, default=False,
               help="Training with a layout: torchtitan's Async TP (--framework fsdp2, --sp, --compile): the tensor-parallel "
-              "collectives torch's micro-pipeline pass fuses into the blocks' matmuls hidden behind compute, the "
-              "embedding's, the head's and the loss's exposed; under --fp8 rowwise no all-gather is fused, the "
-              "gathered bf16 tensor being cast before its matmul (costmodel/layout/async_tp.py).")
+              "collectives torch's micro-pipeline pass fuses into the blocks' matmuls, each hidden up to its own chunked "
+              "matmuls, the rest exposed; under --fp8 rowwise no all-gather is fused, the gathered bf16 tensor being "
+              "cast before its matmul (costmodel/layout/async_tp.py).")
 @click.option("--dp-overlap", type=float, default=None,
               help="Training with a layout: the fraction of the last micro-batch's compute a gradient reduction "
               "(DDP, ZeRO-1/2) overlaps (0: reduced after backward; default the framework's: 0 under --framework "
@@ -360,13 +360,13 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
                 if dp_overlap is not None:  # else the framework's (Megatron's --overlap-grad-reduce off)
                     stated["dp"] = dp_overlap
                 overlap = framework_overlap(layout, stated, True if overlap_grad_reduce else None)
-                if async_tp:  # torchtitan's Async TP: the fused collectives' share (costmodel/layout/async_tp.py)
+                if async_tp:  # torchtitan's Async TP: its fused ops priced one by one (costmodel/layout/async_tp.py)
                     from dataclasses import replace
 
-                    from costmodel.layout import ParallelEstimate, async_tp as micro_pipeline
+                    from costmodel.layout import async_tp as micro_pipeline
 
                     micro_pipeline.check(layout, compiled)
-                    overlap = replace(overlap, tp=micro_pipeline.fused_share(ParallelEstimate(cfg, workload, layout)))
+                    overlap = replace(overlap, async_tp=True)
                 result = parallel_time.simulate_training(cfg, workload, layout, hardware, efficiency,
                                                          tokens, step_time, flops_convention, time_model, overlap,
                                                          compiled, price, graph_scopes)

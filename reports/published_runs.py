@@ -316,13 +316,13 @@ def train_setup(run: dict[str, Any], source: dict[str, Any]) -> tuple[ParallelEs
     stated = _stated(run, source, "overlap")
     overlap = framework_overlap(layout, stated, _stated(run, source, "overlap_grad_reduce"))
     estimate = ParallelEstimate(cfg, workload, layout)
-    if _stated(run, source, "async_tp", False):  # torchtitan's Async TP: the fused share hidden (layout/async_tp.py)
+    if _stated(run, source, "async_tp", False):  # torchtitan's Async TP: its fused ops priced (layout/async_tp.py)
         from dataclasses import replace
 
         from costmodel.layout import async_tp
 
         async_tp.check(layout, options.get("compiled", False))
-        overlap = replace(overlap, tp=async_tp.fused_share(estimate))
+        overlap = replace(overlap, async_tp=True)
     if stated or overlap != Overlap():
         options["overlap"] = overlap
     return estimate, hardware, options

@@ -108,7 +108,7 @@ def test_training_json_names_the_overlap_it_was_timed_under(capsys):
     # pp 1.0: Megatron's default overlap_p2p_comm on this interleaved layout, dp 0.0 its default
     # --overlap-grad-reduce off (layout/overlap.py framework_overlap)
     assert aligned["inputs"]["overlap"] == {"tp": 0.0, "dp": 0.0, "prefetch": True, "slowdown": 0.189, "pp": 1.0,
-                                            "params": 0.0, "ep": 0.0, "align_grad": True}
+                                            "params": 0.0, "ep": 0.0, "align_grad": True, "async_tp": False}
     assert (moved["inputs"]["overlap"]["align_grad"], moved["inputs"]["overlap"]["dp"]) == (False, 0.5)
     assert moved["step"]["seconds"] != aligned["step"]["seconds"]
     assert "inputs.overlap" in aligned["units"] == spec.JSON_UNITS["simulate"]

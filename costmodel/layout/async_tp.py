@@ -1,41 +1,52 @@
 """Async TP (torchtitan's enable_async_tensor_parallel): torch's micro-pipelined all-gather-matmul and
-matmul-reduce-scatter over SymmetricMemory, as the share of the tensor-parallel collectives hidden
-behind compute (Overlap.tp) that the code fuses: `simulate --async-tp`, a published row's "async_tp".
+matmul-reduce-scatter over SymmetricMemory, priced op by op: what each fused op's copies hide under its own
+chunked matmuls, and what the decomposition adds (`simulate --async-tp`, a row's "async_tp"; Overlap.async_tp).
 
-torchtitan 3faaa1a0d torchtitan/parallelisms/parallelize_llama.py: "Async TP requires
+Which collectives fuse. torchtitan 3faaa1a0d torchtitan/parallelisms/parallelize_llama.py: "Async TP requires
 --training.compile" (lines 50-54); apply_tp sets torch._inductor.config._micro_pipeline_tp and
-enable_symm_mem_for_group on the TP group (lines 185-189); compile wraps each TransformerBlock (lines
-66-72), so inductor's micro-pipeline pass (torch/_inductor/fx_passes/micro_pipeline_tp.py) sees the
-blocks' sequence-parallel all-gathers feeding a matmul (the normed input of wq/wk/wv and of w1/w3)
-and the matmuls feeding a reduce-scatter (wo, w2), forward, backward and recomputed forward; the
-embedding's reduce-scatter and the head's all-gather (with their backward's), outside the compiled
-blocks, and the loss's all-reduces stay as they were. torch/distributed/_symmetric_memory/__init__.py
-(_pipelined_multi_all_gather_and_consume, _pipelined_produce_and_all2all): each fused op splits its
-tensor into tp chunks; the rank's own chunk is consumed first (all-gather: after an exposed copy of
-the shard into its p2p buffer and a barrier, "giving up the chance to overlap mv and b with the
-first shard_consumer"), then tp - 1 p2p copies alternate over two streams, each beside the other
-stream's matmul of the previous chunk; matmul-reduce-scatter produces a chunk, copies it, and ends
-with the rank's own chunk and a sum of the partials. So each fused collective's copies run beside
-matmuls, the first chunk's compute and the last chunk's reduction apart: the fused share is hidden
-(up to the compute beside it, layout/time.py), the rest exposed. Which collectives the pass fuses
-(micro_pipeline_tp.py, pytorch/pytorch as stored): fuse_all_gather_matmul takes the matmuls that read
-the gathered tensor as their left operand (_find_consumer_matmuls: the forward's Q/K/V and w1/w3, the
-backward's dgrad of wo and w2 on the gathered output gradient); fuse_matmul_reduce_scatter needs the
-reduce-scatter's input to come straight from one matmul (_find_producer_matmul: aten.mm or _scaled_mm,
-with its reshapes; else "no producer matmul found for reduce scatter, skipping"): the forward's wo and
-w2 outputs fuse, but the backward's reduce-scatter of a sublayer's input gradient, the sum of its
-column-parallel matmuls' dgrads (wq + wk + wv, w1 + w3: torchtitan's PrepareModuleInput gathers the
-sublayer's input once), is an add and stays a plain collective, one a sublayer a micro-batch.
-Not modelled: the exposed shard copy, barriers and partial sum of each fused op (memory-bound, of
-one chunk), a chunk's copy outlasting its matmul (the step's compute caps the hidden time, not each
-matmul's), and the copies' own cost to the compute beside them beyond Overlap.slowdown's convention.
+enable_symm_mem_for_group on the TP group (lines 185-189); compile wraps each TransformerBlock (lines 66-72), so
+inductor's micro-pipeline pass (torch/_inductor/fx_passes/micro_pipeline_tp.py) sees each block's sequence-parallel
+all-gathers feeding matmuls and matmuls feeding reduce-scatters. fuse_all_gather_matmul takes the matmuls that read
+the gathered tensor as their left operand (_find_consumer_matmuls): the forward's Q/K/V and w1/w3 (one op each,
+fused_all_gather_matmul with several Bs), the backward's dgrad of wo and of w2 on the gathered output gradient;
+fuse_matmul_reduce_scatter needs one producer matmul (_find_producer_matmul: "no producer matmul found for reduce
+scatter, skipping"): the forward's wo and w2 fuse, the backward's reduce-scatter of a sublayer's input gradient (a
+sum of dgrads) stays NCCL's, as do the embedding's, the head's and the loss's collectives (outside the blocks) and
+the norms' once-a-step all-reduce; under float8 rowwise only the reduce-scatters fuse (REDUCE_SCATTERS_ONLY). A
+recomputed forward (layout/communication.py recomputed_collectives) fuses as the forward, its consumers the matmuls
+it reruns (the rank's rerun kernels).
 
-Under a recipe that casts after the gather (GATHER_THEN_CAST_RECIPES) no all-gather is fused: the
-pass's consumers of a gathered tensor are the matmuls that take it as their left operand, and the
-scaled matmul's operand scales must not descend from it ("The matmuls are only fusible if non-A args
-don't depend on the all-gather result node"); torchao's rowwise casts the gathered bf16 tensor (a
-row amax, a scale, the cast), so the gather's users are the cast's ops and the scaled matmul's A is
-the FP8 copy with a scale computed from the gathered tensor.
+What a fused op hides (pytorch/pytorch torch/distributed/_symmetric_memory/__init__.py, as stored):
+_pipelined_multi_all_gather_and_consume splits the gathered tensor into tp chunks; the rank first copies its shard
+into its p2p buffer and passes a barrier, exposed ("we are giving up the chance to overlap mv and b with the first
+shard_consumer"), consumes its own chunk, then for each of the tp - 1 peers copies the peer's chunk (copy_, a copy
+engine's P2P copy) and consumes it, on two alternating streams; "cp from different streams cannot overlap", so the
+copies run one after another. _pipelined_produce_and_all2all mirrors it: produce a chunk, barrier, the peer pulls
+it, tp - 1 times, then the rank's own chunk, then _fused_matmul_reduce_scatter_impl's reduce_fn sums the tp
+stacked partials (torch.sum over dim 0: reads the matmul's whole output, writes 1/tp of it), exposed. So with one
+chunk's copy c and one chunk's matmul m (the op's GEMMs at 1/tp of the rows), the tp - 1 copies each run beside one
+chunk's matmul: the op hides (tp - 1) x min(c, m) of its collective and exposes (tp - 1) x max(0, c - m).
+Rules and their data:
+- c: the collective's own time (collectives.py, the NCCL curve at that payload) over tp - 1: the copies move the
+  bytes the ring moves, (tp - 1) / tp of the tensor a rank, over the same NVLink (stated: no copy-engine P2P
+  bandwidth is in the facts; torch's NOTE [low-contention collectives] says a copy-engine copy 'may not have a
+  significant advantage when there's no ambient compute'; a copy-engine P2P copy measures 376-380 GB/s one way on
+  HGX H100, NVIDIA/nccl#1264, against the curve's ~353 GB/s busbw at these payloads: one hardware's, not taken);
+- m: the kernel model's tile and wave rule (kernel_time.KernelTimer.gemm_seconds) on the chunk's shape; the op's
+  matmuls run as tp chunks, so the step's compute pays tp x m less the whole GEMM's time (the chunks' lower
+  efficiency: D. Vega-Myhre, 'Deep dive: overlapping compute and comms in tensor parallelism', 2025-05-26,
+  'Amplified wave quantization due to decomposition'; the two streams' overlap of one chunk's partial wave with
+  the next chunk, which that post credits, is not);
+- the all-gather's shard copy into the p2p buffer (2 x tensor / tp bytes) and the reduce-scatter's sum
+  (tensor + tensor / tp bytes), memory-bound at the step's bandwidth, exposed; the barriers' latency is not
+  charged;
+- the hidden copies take no SM (copy engines: the same post, 'This prevents any SM contention issues'), so they
+  pay no Overlap.slowdown (whose source is the SMs an NCCL kernel holds); the copies' HBM traffic beside the
+  matmuls is not charged (not measured for this pattern).
+Not modelled: the copies' start waiting on the other stream's matmul (each stream's copy follows its own previous
+matmul), the float8 ops' gathered tensor in one byte (the rows' TP collectives stay at the activations' dtype, as
+their vanilla rows'), and torch's native and multimem variants (small M only: 2048 < M <= 4096 behind an
+environment variable; multimem for small global M).
 """
 
 from __future__ import annotations
@@ -43,25 +54,14 @@ from __future__ import annotations
 from typing import Any
 
 from ..config import ConfigError
+from ..kernel_shapes import Gemm
 
-#: FP8 recipes (layout/fp8.py RECIPES) under which torchtitan gathers the sequence-parallel activations in
-#: bf16 and casts them after the gather, so torch's micro-pipeline pass fuses none of the tensor-parallel
-#: all-gathers (only the matmul-reduce-scatters: the forward's and the recomputed forward's row-parallel
-#: outputs, which come straight from torch._scaled_mm). torchtitan 820504e (the async-TP benchmark's)
-#: torchtitan/models/llama3/parallelize_llama.py lines 56-65: "For now, float8 all-gather with TP is only
-#: supported for tensorwise float8 scaling recipes. For rowwise recipes, we use regular TP and all-gather
-#: happens in high precision" (ColwiseParallel, not Float8ColwiseParallel, whose FP8 gather feeds
-#: torch._scaled_mm directly). torch/_inductor/fx_passes/micro_pipeline_tp.py (pytorch/pytorch
-#: 5f65158a as stored; the same rule in the 2024 file, 00122fb1): fuse_all_gather_matmul takes
-#: _find_consumer_matmuls(ag_res_node), the aten.mm / aten._scaled_mm users of the gathered tensor (or
-#: of its reshape), and drops every matmul whose non-A arguments (the scales among them) descend from
-#: it. torchao 6243040 float8_linear.py matmul_with_hp_or_float8_args.forward casts the input with
-#: hp_tensor_to_float8_dynamic along dim -1 (its amax, scale and cast read the gathered tensor), and
-#: backward casts the gathered output gradient along each dim before dgrad and wgrad. The maintainers' trace
-#: says the same: pytorch/pytorch issue 149990 (2025-03-25, open), "[Async TP] all-gather-matmuls not fusing
-#: properly when rowwise scales are used": "the matmul-reduce-scatters were being fused properly ... however,
-#: the all-gather-matmul patterns were NOT being fused" (the reduce-scatter side: pull request 149247).
-GATHER_THEN_CAST_RECIPES = ("rowwise",)
+#: The --fp8 recipes under which torch's pass fuses the matmul-reduce-scatters only, its all-gather-matmuls left
+#: NCCL's: pytorch/pytorch#149990 (D. Vega-Myhre, 2025-03-25, open as stored), '[Async TP] all-gather-matmuls not
+#: fusing properly when rowwise scales are used': 'the matmul-reduce-scatters were being fused properly ...
+#: however, the all-gather-matmul patterns were NOT being fused properly' (torchao float8 rowwise, torchtitan Llama 3
+#: 70B); taken as still so in the torch of the benchmark's rows (38410cf9, June 2025: the issue open after it).
+REDUCE_SCATTERS_ONLY = ("rowwise",)
 
 
 def check(layout: Any, compiled: bool) -> None:
@@ -73,28 +73,49 @@ def check(layout: Any, compiled: bool) -> None:
                           f"{'compiled' if compiled else 'not compiled'}.")
 
 
-def fused_share(estimate: Any) -> float:
-    """The share of a micro-batch's tensor-parallel bytes the micro-pipeline pass fuses, the least over
-    the stages (Overlap.tp is one share for every stage): all but each sublayer's backward reduce-scatter
-    of its input gradient (a sum of dgrads, not one matmul's output), the embedding's reduce-scatter and
-    its backward all-gather (the first stage), the head's all-gather and its backward reduce-scatter
-    and the loss's collectives (the last stage); the once-a-step norm gradients are not counted (Overlap.tp
-    hides that share of them too, layout/time.py: a small overstatement). Under a recipe that casts after
-    the gather (GATHER_THEN_CAST_RECIPES) every all-gather is outside too."""
-    x, logits = estimate.numbers["boundary"], estimate.numbers["logits"]
-    gathers_fused = getattr(estimate.layout, "fp8", None) not in GATHER_THEN_CAST_RECIPES
-    shares = []
-    for stage in estimate.stages:
-        events = estimate.tensor_parallel_collectives(stage) + estimate.recomputed_collectives(stage)
-        total = sum(calls * payload for kind, calls, payload in events if kind != "optimizer_all_reduce")
-        head = stage.last and estimate.cfg.head == "lm"
-        summed = x * estimate.layer_count(stage, "sublayers")  # the backward's reduce-scatters of summed dgrads
-        scatters = summed + x * (int(stage.first) + int(head))  # and the embedding's, the head's gradient's
-        gathers = x * (int(stage.first) + int(head)) + sum(  # the embedding's gradient's, the head's input's
-            calls * payload for kind, calls, payload in events if head and kind == "all_gather" and payload == logits)
-        if not gathers_fused:
-            gathers = sum(calls * payload for kind, calls, payload in events if kind == "all_gather")
-        outside = scatters + gathers + sum(calls * payload for kind, calls, payload in events
-                                           if kind == "loss_all_reduce")
-        shares.append((total - outside) / total if total else 0.0)
-    return min(shares)
+def stage_terms(step: Any, stage: Any) -> tuple[float, float]:
+    """One micro-batch's fused ops on this pipeline rank under a kernel-level StepTime `step`: (the seconds of
+    tensor-parallel collectives they hide, the seconds they add to the compute: the chunks' GEMMs over the whole
+    GEMMs', the shard copies and the partial sums), the rules of the module's docstring."""
+    from ..kernel_time import kernels_seconds
+    from .roofline_parts import runs_fp8
+
+    estimate, timer = step.estimate, getattr(step, "timer", None)
+    if not hasattr(step, "kernel_entries"):
+        raise ConfigError("--async-tp is priced by the kernel-level time model only; add --time-model kernels.")
+    tp, x, width = estimate.layout.tp, estimate.numbers["boundary"], estimate.cfg.d_model
+    copy = {kind: step.collective("tp", kind, x) / (tp - 1) for kind in ("all_gather", "reduce_scatter")}
+    own = {"all_gather": 2 * x / tp, "reduce_scatter": x + x / tp}  # the shard's copy; the partials' sum
+    rerun = {kind for kind, calls, _ in estimate.recomputed_collectives(stage) if calls}
+    entries = step.kernel_entries
+    runs = estimate.layer_runs(stage)
+    hidden = added = 0.0
+    for (key, reruns, _, kernels), work in zip(entries, estimate.structure["work"]):
+        if key not in runs:
+            continue
+        gemm_timer = step.fp8_timer if runs_fp8(work, estimate) and step.fp8_timer is not None else timer
+
+        passes = _fused_ops(kernels, width) + _fused_ops(kernels, width, forward=False)
+        if estimate.recomputed_kind(key):
+            passes += [(kind, gemms) for kind, gemms in _fused_ops(reruns, width) if kind in rerun]
+        if estimate.layout.fp8 in REDUCE_SCATTERS_ONLY:
+            passes = [(kind, gemms) for kind, gemms in passes if kind == "reduce_scatter"]
+        for kind, gemms in passes:
+            chunk = kernels_seconds([Gemm(-(-g.m // tp), g.n, g.k) for g in gemms], gemm_timer)
+            whole = kernels_seconds([Gemm(g.m, g.n, g.k) for g in gemms], gemm_timer)
+            hidden += runs[key] * (tp - 1) * min(copy[kind], chunk)
+            added += runs[key] * (tp * chunk - whole + own[kind] / timer.bandwidth)
+    return hidden, added
+
+
+def _fused_ops(kernels: list, width: int, forward: bool = True) -> list[tuple[str, list]]:
+    """A leaf's fused ops as (collective, the GEMMs beside it): forward, the all-gather into the GEMMs that read the
+    normed (gathered) input, one op for all of them, and a reduce-scatter out of each GEMM that writes the model's
+    width from an unnormed input (wo, w2); backward, the all-gather of each such GEMM's output gradient into its
+    dgrad (its input's width out, the model's width in)."""
+    gemms = [g for g in kernels if isinstance(g, Gemm) and g.count == 1]
+    producers = [g for g in gemms if not g.normed_input and g.n == width]
+    if not forward:
+        return [("all_gather", [Gemm(g.m, g.k, g.n)]) for g in producers]
+    consumers = [g for g in gemms if g.normed_input]
+    return ([("all_gather", consumers)] if consumers else []) + [("reduce_scatter", [g]) for g in producers]

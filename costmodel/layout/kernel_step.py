@@ -391,6 +391,12 @@ class KernelStepTime(StepTime):
         return token
 
     @cached_property
+    def kernel_entries(self) -> list[Entry]:
+        """The rank's leaves' kernels as this step's timer runs them (rank_kernels; read by layout/async_tp.py)."""
+        timer = self.timer
+        return rank_kernels(self.estimate, timer.fused_attention, timer.compiled, self.autocast, self.fused_qkv)
+
+    @cached_property
     def part_kernels(self) -> dict[str, int]:
         """Per part (one run of its leaves on one rank): the kernels its leaves launch (launches_of)."""
         out: dict[str, int] = {}

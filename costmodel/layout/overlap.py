@@ -59,7 +59,9 @@ class Overlap:
         layout/dp_overlap.py;
     slowdown: how much slower compute runs while a hidden collective runs beside it (its kernels
         hold SMs and memory bandwidth): the step pays hidden x slowdown / (1 + slowdown) more
-        (None: nccl_facts.json "overlap_compute_slowdown", a published average; 0: free overlap)."""
+        (None: nccl_facts.json "overlap_compute_slowdown", a published average; 0: free overlap);
+    async_tp: torchtitan's Async TP in place of `tp`'s share: each fused op hides what its own chunked matmuls
+        cover and adds what its decomposition costs, its copies on copy engines (no slowdown): layout/async_tp.py."""
 
     tp: float = 0.0
     dp: float = BACKWARD_SHARE
@@ -69,6 +71,7 @@ class Overlap:
     params: float = 0.0
     ep: float = 0.0
     align_grad: bool = True
+    async_tp: bool = False
 
     def contention(self, hidden: float) -> float:
         """The seconds compute loses while `hidden` seconds of communication run beside it."""
@@ -82,8 +85,12 @@ class Overlap:
         rate = self.slowdown
         if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not 0 <= rate <= 1:
             raise ConfigError(f"overlap slowdown must be a rate in [0, 1] (0.4 the largest published), got {rate!r}.")
-        if not isinstance(self.align_grad, bool):
-            raise ConfigError(f"overlap align_grad must be true or false, got {self.align_grad!r}.")
+        for name in ("align_grad", "async_tp"):
+            if not isinstance(getattr(self, name), bool):
+                raise ConfigError(f"overlap {name} must be true or false, got {getattr(self, name)!r}.")
+        if self.async_tp and self.tp:
+            raise ConfigError(f"overlap async_tp prices what Async TP hides op by op: tp must be 0 beside it, "
+                              f"got {self.tp!r}.")
         for name in ("tp", "dp", "pp", "params", "ep"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:

@@ -228,6 +228,11 @@ class StepTime:
         all_to_all = self.collective("ep", "all_to_all", communication.get("ep", {}).get("all_to_all", 0) / m) \
             + self.flex_dispatch(communication.get("ep", {}).get("flex", 0) / m)
         compute = self.compute(stage)
+        if self.overlap.async_tp:  # torchtitan's Async TP: what its fused ops hide and add (layout/async_tp.py)
+            from .async_tp import stage_terms
+
+            fused, added = stage_terms(self, stage)
+            compute += added
         # Delayed scaling's amax all-reduces (ParallelEstimate.amax_reductions): synchronous, on the
         # critical path, each latency-bound.
         amax = sum(self.collective("amax", "all_reduce", payload) for payload in self.estimate.amax_reductions(stage))
@@ -255,7 +260,7 @@ class StepTime:
             hidden_sends = 0.0 if self.traced_ring else min(sent, attention, left)
             left -= hidden_sends
             context = gathered + sent - hidden_sends + mixers
-        hidden_tp = min(self.overlap.tp * tp_microbatch, left)
+        hidden_tp = min(fused if self.overlap.async_tp else self.overlap.tp * tp_microbatch, tp_microbatch, left)
         left -= hidden_tp
         hidden_pp = min(self.overlap.pp * exchange, left)
         hidden = hidden_ep + hidden_sends + hidden_tp + hidden_pp
@@ -269,7 +274,9 @@ class StepTime:
                 # beside it runs slower (Overlap.slowdown: the collectives' kernels hold SMs)
                 "hidden": hidden, "hidden_step": self.overlap.tp * tp_step,
                 # (the combined 1F1B's hidden all-to-all is net of its own SMs' cost: ep_paired_hidden)
-                "contention": self.overlap.contention(hidden if layout.schedule == "dualpipev" else hidden - hidden_ep)}
+                # (Async TP's copies run on copy engines, no SM held: layout/async_tp.py)
+                "contention": self.overlap.contention((hidden if layout.schedule == "dualpipev" else hidden - hidden_ep)
+                                                      - (hidden_tp if self.overlap.async_tp else 0.0))}
 
     def ep_paired_hidden(self, stage: Stage, all_to_all: float) -> tuple[float, float]:
         """All-to-all seconds a paired step of the combined 1F1B hides, and the compute beside (paired_hidden)."""
