@@ -60,8 +60,9 @@ def _bloom(dtype: str, batch: int, time_model: str) -> dict:
 def test_the_bloom_int8_rows_read_the_deepspeed_layout():
     data = other_runs_data()
     run = next(r for r in data["runs"] if r["id"] == "hf-bloom-ds-inference bloom-176b int8 tp8 batch 1")
-    _, hardware, _, quantization = decode_setup(run, data["sources"]["hf-bloom-ds-inference"])
-    assert quantization == {"weight_dtype": "int8", "quant_layout": "deepspeed"}
+    source = data["sources"]["hf-bloom-ds-inference"]
+    assert decode_setup(run, source)[3] == {"weight_dtype": "int8", "quant_layout": "deepspeed"}
+    assert all(quote in source["quant_layout_source"] for quote in ("v0.7.3", "quantized_gemm", "launch_dequantize"))
 
 
 @pytest.mark.parametrize("time_model", ["kernels", "roofline"])
