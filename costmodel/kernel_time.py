@@ -23,18 +23,18 @@ A kernel's time:
     training step its sustained rate (kernel_rates.sustained_efficiency): the GPU runs saturated at
     the clock its power limit allows) x its share at its inner width K (kernel_facts.json
     "gemm_efficiency_by_k": each tile's fixed start and store against a main loop of K); routed experts'
-    grouped GEMMs x their kernel's measured share at its rows an expert ("grouped_gemm_efficiency"); no GEMM
-    runs faster than its bytes at the bandwidth a read-and-reduce stream reaches (the hardware's
-    gemv_bandwidth, a microbenchmark; else the achievable bandwidth); a weight-only quantized GEMM
-    of no more tokens than its kernel's published small-batch speed covers (kernel_facts.json
-    "weight_only_gemv": int4 one or two, int8 one) moves its stored bytes at that fraction of the GEMV rate
-    (one measured where the SMs bind: per SM and clock, at most the GEMV rate, by its thread blocks an SM
-    where measured; kernel_rates.weight_only_rates), not by the tile model (whose tiles of 64 rows and more a
-    GEMV's kernel does not use); a product of one row with unquantized weights is a GEMV (cuBLAS's gemv2T in
-    eager mode, Inductor's reduction when compiled): its bytes at the GEMV rate or its FLOPs at the vector
-    peak, whichever is longer, no tiles; where the hardware file measures a GEMM's efficiency by its rows
-    (gemm_efficiency_by_rows, a CPU's), its FLOPs at that fraction of the peak instead of the tiles
-    (log-linear between the measured row counts, the end values beyond them);
+    grouped GEMMs x their kernel's measured share at its rows an expert ("grouped_gemm_efficiency"); no GEMM runs
+    faster than its bytes at the bandwidth a read-and-reduce stream reaches (the hardware's gemv_bandwidth, a
+    microbenchmark; else the achievable bandwidth); a weight-only quantized GEMM of no more tokens than its kernel's
+    published small-batch speed covers (kernel_facts.json "weight_only_gemv": int4 one or two, int8 one) moves its
+    stored bytes at that fraction of the GEMV rate (one measured where the SMs bind: per SM and clock, at most the
+    GEMV rate, by its thread blocks an SM where measured; kernel_rates.weight_only_rates), not by the tile model
+    (whose tiles of 64 rows and more a GEMV's kernel does not use); a product of one row with unquantized weights is
+    a GEMV (cuBLAS's gemv2T in eager mode, Inductor's reduction when compiled): its bytes at the GEMV rate or its
+    FLOPs at the vector peak, whichever is longer, no tiles; where the hardware file measures a GEMM's efficiency by
+    its rows (gemm_efficiency_by_rows, a CPU's), its FLOPs at that fraction of the peak instead of the tiles
+    (log-linear between the measured row counts, the end values beyond them); a layout that dequantizes into memory
+    (DeepSpeed's int8, quantization.in_memory_dequant): a memory-bound pass, then the unquantized GEMM;
   - fused attention: the FLOPs the kernel executes (blocks of 128 x 128; a causal mask skips the
     blocks above the diagonal, a window those before it; a head width the kernel is not compiled for
     padded to the next one) at the kernel's published efficiency for the GPU's architecture and the
@@ -355,6 +355,7 @@ def leaf_kernels(leaf: Any, subs: dict, fused_attention: bool, local: dict | Non
     from . import symbols as S
     from .blocks import AttentionCore, QKVProjection, WeightedSum
     from .kernels import SDPA
+    from .quantization import in_memory_dequant
 
     if local:
         subs = {**subs, **{symbol: sp.sympify(value).xreplace(subs) for symbol, value in local.items()}}
@@ -384,8 +385,9 @@ def leaf_kernels(leaf: Any, subs: dict, fused_attention: bool, local: dict | Non
     flops = _number(cost.flops_matmul, subs)
     if flops:  # the weights' GEMMs, then any product of two activations (the indexer's scores)
         gemms = _gemms(leaf, subs, flops)  # one GEMM where the code stores Q, K and V as one matrix
-        kernels += ([fused_gemm(gemms)] if fused_qkv and isinstance(block, QKVProjection) and len(gemms) > 1
-                    else gemms) + [Gemm(*(int(_number(x, subs)) for x in g)) for g in block.activation_products()]
+        gemms = [fused_gemm(gemms)] if fused_qkv and isinstance(block, QKVProjection) and len(gemms) > 1 else gemms
+        kernels += in_memory_dequant(getattr(leaf, "weight_format", None), gemms, _number(S.e, subs)) \
+            + [Gemm(*(int(_number(x, subs)) for x in g)) for g in block.activation_products()]  # DeepSpeed's int8
     other_flops = sum(_number(x, subs) for _, x in cost.elements)
     measured = None if eager is None else eager.get(leaf.path)  # the eager implementation's
     if measured is not None:

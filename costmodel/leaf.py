@@ -11,6 +11,7 @@ import sympy as sp
 
 from . import blocks as B
 from . import symbols as S
+from .quantization import dequant_bytes
 
 ONE = sp.Integer(1)
 #: Quantities a leaf derives from its parameters and the precision policy (bytes per parameter).
@@ -83,7 +84,9 @@ class Leaf:
         """One run's matrix-product traffic with its weights as stored: a quantized leaf reads its
         quantized matrices (data, scales, zeros, tables) instead of e bytes per weight. The
         dequantisation runs in the GEMM's registers (weight-only kernels: gpt-fast, Marlin,
-        bitsandbytes): no traffic of its own, a stated convention. Routed experts read the share of
+        bitsandbytes): no traffic of its own, a stated convention; where the layout dequantizes into
+        memory (DeepSpeed's, quantization.dequant_bytes) the GEMM reads e bytes a weight after a pass
+        that reads the stored matrix and writes that copy. Routed experts read the share of
         their matrices that gets a token (Cost.matrix_read_share: each chosen expert's matrices with
         their scales, as gpt-fast's Mixtral gathers them, self.w1[expert_indices]). At a
         tensor-parallel rank's substitution (layout/split.py) the matrices are the rank's shards,
@@ -92,6 +95,8 @@ class Leaf:
         if self.weight_format is None or not self.cost.matrices:
             return moved
         stored = sp.Add(*B.quantized_bytes(self.cost.matrices, self.weight_format).values())
+        if self.weight_format.storage.in_memory_dequant:  # DeepSpeed's: the unquantized GEMM's e bytes in `moved`
+            return moved + self.cost.matrix_read_share * dequant_bytes(stored, self.cost.matrix_params, S.e)
         return moved - self.cost.matrix_read_share * (S.e * self.cost.matrix_params - stored)
 
     def total(self, quantity: str) -> sp.Expr:

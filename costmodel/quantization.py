@@ -79,8 +79,30 @@ store the same bits with other scales, zeros and padding:
             point torchao's int8_weight_only also keeps per row (8 bytes a row, stored but not read by
             its weight-only matmul), and the padding's split under tensor parallelism (gpt-fast pads
             before sharding; here a rank's shard is padded as its own matrix).
-The layout changes the stored bytes only (quantized_bytes), which every path reads: estimate's
-weights, both time models' weight reads (the weight-only GEMV kernel's included) and memory.
+  deepspeed DeepSpeed-Inference's int8 (0.7.3 to 0.9.0, the kernel-injected layers): GroupQuantizer
+            (deepspeed/module_inject/replace_module.py at v0.7.3, num_groups=32) keeps one int8 per
+            value and, per matrix, `out.scale` of (32, 3) fp32 (a scale per 1/32 of the matrix, and
+            the same for each half of it): 384 bytes a matrix, whatever its rows (matrix_scale_bytes);
+            a tensor-parallel checkpoint (microsoft/bloom-deepspeed-inference-int8) stores it per
+            rank (load_checkpoint.py: p.scale = scale, each shard's own). Its GEMMs do not multiply
+            int8: quantized_gemm (csrc/transformer/inference/csrc/pt_binding.cpp at v0.7.3, 15923810;
+            the same at 00d3be68) allocates `weight16 = at::empty({weight.size(0), weight.size(1)})`
+            in the activations' dtype, runs launch_dequantize (csrc/.../dequantize.cu: each thread
+            reads four int8 values as one float, multiplies them by its group's fp32 scale and writes
+            four halves) and then cublas_gemm_ex (CUBLAS_OP_T, CUBLAS_GEMM_DEFAULT_TENSOR_OP) on the
+            fp16 copy: the fp16 GEMM, reading 2 bytes a weight, after a memory-bound pass that reads
+            the stored bytes and writes 2 bytes a weight (in_memory_dequant, dequant_bytes). Every
+            call dequantizes again: no fp16 copy is kept between calls (v0.7.4 to v0.8.0 write it into
+            the workspace, GetWorkSpace() + 12 hidden bsz; v0.8.3 and v0.9.0 a temporary again).
+            qkv_gemm_fp16, vector_matmul_fp16 and mlp_gemm_fp16 with q_int8 (transformer_inference.py
+            selfAttention_fp and the MLP at v0.7.3) send the fused QKV, the attention output and both
+            MLP matrices through it. int8 only (DeepSpeed 0.7 has no int4 kernel), no weight_group.
+            Not modelled: the scales' read (the kernel reads 32 of the 96 fp32, 128 bytes; the
+            stored 384 are counted) and the transient fp16 copy's memory (one matrix a rank).
+The layout changes the stored bytes (quantized_bytes), which every path reads: estimate's weights,
+both time models' weight reads (the weight-only GEMV kernel's included) and memory; deepspeed's also
+how its GEMMs run (in_memory_dequant: the roofline's Leaf.matmul_bytes_as_stored and the kernel
+model's leaf_kernels read it).
 
 How an FP8 checkpoint multiplies (--fp8-gemm, spec.FP8_GEMMS; runs_w8a8 is the rule):
   - vLLM's fp8 ("FP8 W8A8", docs.vllm.ai/en/stable/features/quantization/fp8/): "FP8 computation
@@ -151,6 +173,11 @@ class QuantLayout:
     aligned_k: int = 128  # tinygemm's inner_k_tiles (8) x 16
     pad_n: int = 1
     groups: tuple[int, ...] | None = None  # the group sizes the engine accepts (None: any)
+    matrix_scale_bytes: int = 0  # scale bytes a matrix keeps whatever its rows (DeepSpeed's 32 x 3 fp32)
+    dtypes: tuple[str, ...] = ("int8", "int4")  # the formats the engine stores this way
+    # the engine dequantizes each matrix into a copy in the activations' dtype in memory, then runs
+    # the unquantized GEMM on it (DeepSpeed's quantized_gemm); False: dequantized in the GEMM's registers
+    in_memory_dequant: bool = False
 
 
 #: --quant-layout -> its storage (spec.QUANT_LAYOUTS says each in words; sources: the docstring).
@@ -159,6 +186,8 @@ QUANT_LAYOUT_FACTS = {
     "gpt-fast": QuantLayout(row_scale_bytes=2, group_pair_bytes=4, pad="unaligned", groups=(32, 64, 128, 256)),
     "torchao": QuantLayout(row_scale_bytes=2, group_pair_bytes=4, pad="always", pad_n=8,
                            groups=(32, 64, 128, 256)),
+    "deepspeed": QuantLayout(row_scale_bytes=0, group_pair_bytes=None, matrix_scale_bytes=32 * 3 * 4,
+                             dtypes=("int8",), in_memory_dequant=True),
 }
 
 
@@ -256,11 +285,13 @@ def check_quant_layout(dtype: str | None, group: int | None, quant_layout: str) 
                           f"{QUANT_LAYOUTS.listed(first=DEFAULT_QUANT_LAYOUT)}.")
     if quant_layout == DEFAULT_QUANT_LAYOUT:
         return
-    if dtype not in ("int8", "int4"):
-        raise ConfigError(f"workload: quant_layout {quant_layout} applies to int8 and int4 weights "
-                          f"(--weight-dtype int8 or int4), not {dtype or 'unquantized ones'}.")
+    dtypes = QUANT_LAYOUT_FACTS[quant_layout].dtypes
+    if dtype not in dtypes:
+        raise ConfigError(f"workload: quant_layout {quant_layout} applies to {' and '.join(dtypes)} weights "
+                          f"(--weight-dtype {' or '.join(dtypes)}), not {dtype or 'unquantized ones'}.")
     if dtype == "int8" and group is not None:
-        raise ConfigError(f"workload: {quant_layout}'s int8 keeps one scale per output row; no weight_group.")
+        scales = "32 groups of scales a matrix" if quant_layout == "deepspeed" else "one scale per output row"
+        raise ConfigError(f"workload: {quant_layout}'s int8 keeps {scales}; no weight_group.")
     groups = QUANT_LAYOUT_FACTS[quant_layout].groups
     if dtype == "int4" and group is not None and group not in groups:
         raise ConfigError(f"workload: {quant_layout}'s int4 takes groups of {', '.join(map(str, groups))} "
@@ -444,3 +475,32 @@ def w8a8_run_bytes(leaf: Any, element_bytes: Any) -> tuple[Any, Any]:
     shapes = [(rows, cols) for rows, cols, _ in products]
     distinct = sum(rows * cols for (rows, cols), first in zip(shapes, quantizing_inputs(shapes)) if first)
     return (1 - element_bytes) * inputs, activation_quant_bytes(distinct, element_bytes)
+
+
+def dequant_bytes(stored: Any, values: Any, element_bytes: Any) -> Any:
+    """Bytes of one in-memory dequantization of a matrix (QuantLayout.in_memory_dequant: DeepSpeed's
+    launch_dequantize, the module's docstring): it reads the matrix as stored (`stored`: values and
+    scales) and writes its `values` in the activations' dtype (`element_bytes` each). The GEMM after it
+    reads that copy as an unquantized weight. The one rule both time models read."""
+    return stored + element_bytes * values
+
+
+def in_memory_dequant(fmt: WeightFormat | None, kernels: list[Any], element_bytes: float) -> list[Any]:
+    """A leaf's kernels where its format's engine dequantizes into memory (QuantLayout.in_memory_dequant):
+    each quantized GEMM (Gemm.weight_dtype set) becomes a memory-bound pass of dequant_bytes (count
+    matrices of its stored weight_bytes) and the unquantized GEMM on the copy (e bytes a weight, the
+    timer's GEMM rule for unquantized weights); other kernels and formats as they are."""
+    if fmt is None or not fmt.storage.in_memory_dequant:
+        return kernels
+    from dataclasses import replace
+
+    from .kernel_shapes import Gemm, Pointwise
+
+    out: list[Any] = []
+    for kernel in kernels:
+        if isinstance(kernel, Gemm) and kernel.weight_dtype is not None:
+            moved = kernel.count * dequant_bytes(kernel.weight_bytes, kernel.k * kernel.n, element_bytes)
+            out += [Pointwise(moved, 0.0), replace(kernel, weight_bytes=None, weight_dtype=None)]
+        else:
+            out.append(kernel)
+    return out

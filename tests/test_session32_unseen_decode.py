@@ -45,7 +45,7 @@ def test_the_bloom_rows_are_the_blogs_table():
                 ("bloom-176b", "a100-80gb", 8, "fp16", False)
             assert (settings["batch"], settings["prompt"], settings["gen"], settings["implementation"]) == \
                 (batch, 8, 100, "tensorrt-llm")
-            assert quantization == ({"weight_dtype": "int8"} if dtype == "int8" else {})
+            assert quantization == ({"weight_dtype": "int8", "quant_layout": "deepspeed"} if dtype == "int8" else {})
 
 
 def test_the_fastertransformer_rows_are_its_guides_tables():
@@ -99,14 +99,21 @@ FIRST = {"hf-bloom-ds-inference bloom-176b fp16 tp8 batch 1": 0.995,
          "gpt-fast-blog llama2-7b compile": 0.998}
 
 
+# Moved since by a model change from code read (the first figure stays above and in validate/FINDINGS.md): the
+# DeepSpeed int8 rows' quant_layout deepspeed (wt32_dsint8: quantized_gemm dequantizes into memory, then fp16 GEMM)
+AMENDED = {"hf-bloom-ds-inference bloom-176b int8 tp8 batch 1": 1.061}
+
+
 def test_first_computed_ratios_of_a_few_rows():
     every = ratios(SOURCES)
-    assert {k: round(every[k], 3) for k in FIRST} == FIRST
+    assert {k: round(every[k], 3) for k in FIRST} == {**FIRST, **AMENDED}
 
 
-# (rows, median error %, within 0.75-1.33x, within 10%, within 5%) and (lowest, highest) as first computed
-NOW = {"all": ((39, 31.6, 21, 9, 9), (0.977, 2.834)),
-       "hf-bloom-ds-inference": ((13, 101.0, 5, 4, 4), (0.977, 2.834)),
+# (rows, median error %, within 0.75-1.33x, within 10%, within 5%) and (lowest, highest): as first computed
+# (all: (39, 31.6, 21, 9, 9), (0.977, 2.834); the DeepSpeed rows (13, 101.0, 5, 4, 4), (0.977, 2.834)), since
+# wt32_dsint8's DeepSpeed int8 layout as below
+NOW = {"all": ((39, 21.1, 27, 13, 9), (0.977, 2.076)),
+       "hf-bloom-ds-inference": ((13, 6.1, 11, 8, 4), (0.977, 1.495)),
        "fastertransformer-gpt": ((11, 29.3, 7, 0, 0), (1.129, 1.5)),
        "evalscope-qwq-hf": ((4, 43.0, 1, 0, 0), (1.283, 1.583)),
        "evalscope-qwq-vllm": ((4, 2.4, 4, 4, 4), (1.019, 1.025)),

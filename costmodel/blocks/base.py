@@ -389,7 +389,8 @@ def quantized_bytes(matrices: tuple[tuple[Expr, Expr, Expr], ...], fmt: Any) -> 
             zeros G bits/8 (packed); in gpt-fast's and torchao's layout (fmt.storage) a bf16
             (scale, zero) pair per group, 4 G, no zeros part
     R and C as the layout stores them (quantization.stored_shape: tinygemm's padding of int4), and
-    int8's row scales of fmt.storage.row_scale_bytes (fp32 in LLM.int8, bf16 in gpt-fast and torchao).
+    int8's row scales of fmt.storage.row_scale_bytes (fp32 in LLM.int8, bf16 in gpt-fast and torchao),
+    plus fmt.storage.matrix_scale_bytes a matrix (DeepSpeed's 32 x 3 fp32, no row scales).
       mx    data N bits/8, per block of g columns of a row (G = R ceil(C/g)): scales G (one E8M0
             byte each; mxfp4)
       nf4   data N/2; per block of g values (B = ceil(N/g)): scales 4 B, tables 64 (the code); with
@@ -404,7 +405,8 @@ def quantized_bytes(matrices: tuple[tuple[Expr, Expr, Expr], ...], fmt: Any) -> 
         values = rows * cols
         parts["data"] += count * sp.ceiling(values * fmt.bits / 8)
         if fmt.layout == "row":
-            parts["scales"] += count * (FP32 if fmt.dtype == "fp8" else fmt.storage.row_scale_bytes) * rows
+            parts["scales"] += count * ((FP32 if fmt.dtype == "fp8" else fmt.storage.row_scale_bytes) * rows
+                                        + fmt.storage.matrix_scale_bytes)
         elif fmt.layout == "block":
             parts["scales"] += count * FP32 * sp.ceiling(rows / fmt.group) * sp.ceiling(cols / fmt.group)
         elif fmt.layout == "gptq" and fmt.storage.group_pair_bytes:
