@@ -32,6 +32,7 @@ from __future__ import annotations
 
 from typing import Any
 
+
 def applies(estimate: Any) -> bool:
     """Whether the layout's tensor-parallel collectives are DTensor's on sequence-sharded tensors:
     PyTorch's FSDP2 framework (DTensor tensor parallelism) with sequence parallelism, training."""
@@ -51,6 +52,7 @@ def copy_bytes(estimate: Any, stage: Any) -> int:
 
     def copies(kind: str, payload: int) -> bool:
         return kind == "reduce_scatter" or (kind == "all_gather" and (not one_sequence or payload == logits))
+
     return 2 * sum(calls * payload for kind, calls, payload in events if copies(kind, payload))
 
 
