@@ -11,6 +11,10 @@ NCCL achieves at that message size (costmodel/nccl_facts.json), hierarchical acr
   measured on 8 ranks; NCCL's busbw is normalised to be independent of the rank count for ring
   algorithms, so smaller groups use it as it is (stated) where a switch joins the node; on a full
   mesh (the MI300X's xGMI, nccl_facts.json "full_mesh") a group has only its own links (mesh_links).
+- A cluster measured inside one of its nodes (nccl_facts.json cluster_busbw "in_node": KempnerForge's
+  4x H200 nodes, whose TP all-gathers and reduce-scatters its own profile times at 0.54 and 0.46 of
+  the NVSwitch curve) scales the curve by that share for a group of the measured size
+  (in_node_fraction).
 - Elsewhere: alpha + beta, collective_latency_s per call plus payload x factor / (link x 0.8),
   the ~80% of the unidirectional spec collectives reach.
 - A group that spans nodes runs hierarchically (NCCL's tree/ring over nodes): reduce-scatter
@@ -162,6 +166,7 @@ def within_node(hardware: Hardware, kind: str, payload: float, ranks: int, calls
         if each is not None:
             return calls * each
     links = mesh_links(hardware, kind, ranks)  # the share of a full mesh's links the group has, else 1
+    measured = in_node_fraction(hardware, kind, ranks)  # a cluster's node measured below the curve, else 1
     curve = busbw_curve(hardware, kind)
     ceiling = all_to_all_ceiling(hardware) if kind == "all_to_all" else None
     if curve is not None:
@@ -170,9 +175,26 @@ def within_node(hardware: Hardware, kind: str, payload: float, ranks: int, calls
         # the curve's own collective's factor at the node's ranks (the all-reduce's where it stands in)
         node = each * factor / (links * ring_factor(curve_kind(hardware, kind), hardware.gpus_per_node)) \
             if links < 1 else each
-        return calls * each * factor / min(links * interpolated_busbw(curve, node), ceiling or math.inf)
-    link = node_link(hardware, ranks) * links
+        return calls * each * factor / min(links * measured * interpolated_busbw(curve, node), ceiling or math.inf)
+    link = node_link(hardware, ranks) * links * measured
     return payload * factor / min(link, ceiling or math.inf) + calls * hardware.collective_latency_s
+
+
+def in_node_fraction(hardware: Hardware, kind: str, ranks: int) -> float:
+    """The share of the node's busbw curve a `kind` call over `ranks` GPUs of one node reaches on the
+    cluster the hardware names, where that cluster was measured inside a node (nccl_facts.json
+    cluster_busbw's "in_node": KempnerForge's 4x H200 nodes, its profile's TP all-gathers and
+    reduce-scatters): the measured busbw over the curve's at the measured payload, taken to hold at
+    every size (the curve's shape). 1 where the hardware names no such cluster, for a group of
+    another size and for a collective not measured (none says how those run there)."""
+    cluster = nccl_facts()["cluster_busbw"].get(hardware.cluster, {}) if hardware.cluster else {}
+    point = cluster.get("in_node")
+    if not point or kind not in point or ranks != point["ranks"]:
+        return 1.0
+    curve = busbw_curve(hardware, kind)
+    reference = interpolated_busbw(curve, point["payload_bytes"]) if curve is not None else \
+        node_link(hardware, ranks) * mesh_links(hardware, kind, ranks)
+    return min(1.0, point[kind] * 1e9 / reference)
 
 
 def all_to_all_ceiling(hardware: Hardware) -> float | None:

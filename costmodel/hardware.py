@@ -83,7 +83,8 @@ class Hardware:
     collective_latency_s: float = 0.0
     # The preset whose measured collectives (nccl_facts.json, keyed by preset names) this GPU's
     # nodes share; "" means the file's own name (network_name). cluster: the cluster whose collectives
-    # were measured across its nodes (nccl_facts.json "cluster_busbw"; collectives.cluster_busbw); "": none.
+    # were measured across its nodes (nccl_facts.json "cluster_busbw"; collectives.cluster_busbw) or inside
+    # one (its "in_node": collectives.in_node_fraction); "": none.
     network_of: str = ""
     cluster: str = ""
     # Streaming multiprocessors (compute units on AMD): what GEMM wave quantization divides over.

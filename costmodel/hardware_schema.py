@@ -145,7 +145,9 @@ SCHEMA: dict[str, Field] = {
     "cluster": Field(str, "a cluster whose collectives were measured across its nodes (nccl_facts.json's "
                      "cluster_busbw, by name; its nodes the file's network_of): an all-reduce, all-gather or "
                      "reduce-scatter spanning N of its nodes with all their GPUs, no larger than the measured size, "
-                     "takes at least bytes x ring factor / the busbw measured at N nodes; default: none"),
+                     "takes at least bytes x ring factor / the busbw measured at N nodes; one measured inside a "
+                     "node (in_node) runs a group of its measured size at that share of the node's curve; "
+                     "default: none"),
     "interconnect": Field(dict, "gpus_per_node, intra_node_bandwidth_bytes_per_s, "
                           "inter_node_bandwidth_bytes_per_s (per GPU, per direction), collective_latency_s, source"),
     "architecture": Field(str, "the GPU generation (volta, turing, ampere, ada, hopper, blackwell, cdna2, cdna3, cdna4): which "

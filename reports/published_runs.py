@@ -297,6 +297,7 @@ def train_setup(run: dict[str, Any], source: dict[str, Any]) -> tuple[ParallelEs
                     # the script's fp8_autocast scope (delayed scaling off Megatron-Core): its delayed rows only
                     fp8_autocast=_stated(run, source, "fp8_autocast") if _stated(run, source, "fp8") == "delayed" else None,
                     unfused_loss=_stated(run, source, "unfused_loss", False),  # Megatron's loss, whatever the family
+                    loss_parallel=_stated(run, source, "loss_parallel", True),  # DTensor's head: logits gathered when off
                     fp32_norm_input=_stated(run, source, "fp32_norm_input", False),  # InternLM's norm(x.float())
                     zero_optimizer=_stated(run, source, "zero_optimizer", "flat"),  # nanotron's ZeRO-1
                     optimizer_step=_stated(run, source, "optimizer_step", "fused"))  # torch's AdamW (torchtitan)

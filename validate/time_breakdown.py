@@ -112,7 +112,8 @@ def step_split(step: dict) -> str:
             + "".join(f"{group} {exposed[group]:.3f} + " for group in ("tp", "ep", "cp", "pp") if group in exposed)
             + f"dp {exposed['dp']:.3f} + bubble {step['bubble_seconds']:.3f} + optimizer "
             f"{step['optimizer_seconds']:.3f} + gradient accumulation {step['gradient_accumulation_seconds']:.3f}"
-            + (f" + autocast casts {step['autocast_seconds']:.3f}" if step["autocast_seconds"] else ""))
+            + (f" + autocast casts {step['autocast_seconds']:.3f}" if step["autocast_seconds"] else "")
+            + (f" + DTensor copies {step['dtensor_copy_seconds']:.3f}" if step.get("dtensor_copy_seconds") else ""))
 
 
 def pipeline_split(estimate, step_time) -> str:

@@ -67,6 +67,7 @@ from ..model_flops import check_convention
 from ..quantization import runs_w8a8, w8a8_peak
 from ..spec import RECOMPUTED_LAYERS
 from .fp8 import FP8_PARAM_BYTES, RECIPES
+from .dtensor_copies import copy_seconds as dtensor_copy_seconds
 from .fsdp_copies import copy_seconds, edge_seconds
 from .fsdp_pipeline import step_reduce
 from .megatron_step import step_seconds as megatron_step_seconds
@@ -270,6 +271,8 @@ class StepTime:
                 "pp_step": self.tied_embedding(stage), "accumulation": self.gradient_accumulation(stage),
                 "accumulation_microbatch": self.microbatch_accumulation(stage),
                 "fsdp_copies": copy_seconds(self.estimate, stage, self.bytes_per_s),
+                # DTensor's cat around each sequence-sharded TP collective (layout/dtensor_copies.py)
+                "dtensor_copies": dtensor_copy_seconds(self.estimate, stage, self.bytes_per_s),
                 # what runs hidden under this micro-batch's compute, and under the step's; the compute
                 # beside it runs slower (Overlap.slowdown: the collectives' kernels hold SMs)
                 "hidden": hidden, "hidden_step": self.overlap.tp * tp_step,
@@ -519,7 +522,7 @@ class StepTime:
         ranks = sorted({0, min(1, p - 1), p - 1})
         stages = [(estimate.stages[r], self.stage(estimate.stages[r])) for r in ranks]
         parts = ("compute", "tp", "ep", "cp", "pp", "amax", "contention", "accumulation_microbatch", "host",
-                 "fsdp_copies")
+                 "fsdp_copies", "dtensor_copies")
         slowest_stage, slowest = max(stages, key=lambda item: sum(item[1][k] for k in parts))
         per_microbatch = sum(slowest[k] for k in parts)
         # The bubble's passes are the pipeline's fill and drain: under the combined 1F1B (Overlap.ep)
@@ -565,6 +568,7 @@ class StepTime:
             "autocast_seconds": casts,
             **({"host_sync_seconds": m * slowest["host"]} if slowest["host"] else {}),
             **({"fsdp_copy_seconds": m * slowest["fsdp_copies"]} if slowest["fsdp_copies"] else {}),
+            **({"dtensor_copy_seconds": m * slowest["dtensor_copies"]} if slowest["dtensor_copies"] else {}),
             "hidden_communication_seconds": hidden,
             "overlap_contention_seconds": contention,
             "bubble_fraction": layout.bubble() / m,
