@@ -1,0 +1,57 @@
+"""Defects found by the thirty-first new user (wt32_user, session 32): an ML engineer who read only the README and
+docs/commands.md (and the docs it links), asking how many parameters, FLOPs and bytes, whether it fits, how long and
+what it costs, which block is to blame, with every command and the Python API."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.cli_run import one_error_line, run_json, run_main
+
+BERT8 = ["--model", "bert-base-uncased", "--gpus", "8", "--seq-len", "512"]
+# plan's fastest BERT layout on 8 H100s: Hugging Face's eager code under FSDP2, whose host ops the kernel model weighs
+BERT_LAYOUT = ["--pp", "2", "--dp", "4", "--framework", "fsdp2", "--zero", "2", "--schedule", "interleaved",
+               "--virtual-stages", "2", "--batch", "4", "--microbatches", "4"]
+
+
+def _parts(step: dict) -> float:
+    """simulate --train --json's step parts, which the step's seconds are the sum of."""
+    return (step["compute_seconds"] + sum(step["exposed_communication_seconds"].values()) + step["bubble_seconds"]
+            + step["optimizer_seconds"] + step["gradient_accumulation_seconds"] + step["autocast_seconds"]
+            + step["overlap_contention_seconds"] + step.get("host_wait_seconds", 0.0)
+            + step.get("host_sync_seconds", 0.0) + step.get("fsdp_copy_seconds", 0.0))
+
+
+def test_an_eager_layouts_split_adds_up_to_its_step(capsys):
+    """`plan --model bert-base-uncased --gpus 8 --seq-len 512` ranked first a step of 10.7 ms whose "compute" column
+    read 16 ms, more than the step (bubble 2.06 ms, communication 1.11 ms besides): 492 of its 732 layouts had a
+    split summing to more than step_time, and `simulate --train` with that layout printed "step 10.7 ms" over
+    "compute 16 ms". An eager step's per-block launches (8.78 ms here) are replaced by its host's ops, which the
+    step takes the longer of (eager_ops.eager_step_seconds), but the split kept them. The split now holds the
+    kernels alone and, as `host`, what the host adds past them; simulate's parts and its by-block line the same."""
+    plan = run_json(["plan", *BERT8], capsys)
+    assert len(plan["feasible"]) == 732
+    for entry in plan["feasible"]:
+        assert sum(entry["split"].values()) == pytest.approx(entry["step_time"], rel=1e-9), entry["layout"]
+        assert entry["split"]["compute"] < entry["step_time"]
+    sim = run_json(["simulate", "--train", *BERT8, *BERT_LAYOUT], capsys)
+    step = sim["step"]
+    assert step["seconds"] == pytest.approx(plan["feasible"][0]["step_time"], rel=1e-12)
+    assert _parts(step) == pytest.approx(step["seconds"], rel=1e-9)
+    host = step["host"]
+    # kernel-bound: the kernels less their launches are the step, the host adds nothing
+    assert not host["bound"] and step["seconds"] == pytest.approx(host["kernels_seconds"], rel=1e-12)
+    assert step["host_wait_seconds"] == 0.0 and step["compute_seconds"] < step["seconds"]
+    assert sum(step["compute_by_block_seconds"].values()) == pytest.approx(step["compute_seconds"], rel=1e-9)
+    code, out, _ = run_main(["simulate", "--train", *BERT8, *BERT_LAYOUT], capsys)
+    assert code == 0 and "  step                     10.7 ms" in out and "  compute                  8.24 ms" in out
+
+
+def test_a_host_bound_layouts_split_carries_the_hosts_wait(capsys):
+    """A step whose host issues its ops slower than the GPU runs them: the host's excess is a part of the split."""
+    sim = run_json(["simulate", "--train", *BERT8, *BERT_LAYOUT, "--host-op-time", "20e-6"], capsys)
+    step = sim["step"]
+    assert step["host"]["bound"]
+    assert step["seconds"] == pytest.approx(step["host"]["seconds_per_step"], rel=1e-12)
+    assert step["host_wait_seconds"] == pytest.approx(step["seconds"] - step["host"]["kernels_seconds"], rel=1e-9)
+    assert step["host_wait_seconds"] > 0 and _parts(step) == pytest.approx(step["seconds"], rel=1e-9)
