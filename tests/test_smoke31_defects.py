@@ -55,3 +55,27 @@ def test_a_host_bound_layouts_split_carries_the_hosts_wait(capsys):
     assert step["seconds"] == pytest.approx(step["host"]["seconds_per_step"], rel=1e-12)
     assert step["host_wait_seconds"] == pytest.approx(step["seconds"] - step["host"]["kernels_seconds"], rel=1e-9)
     assert step["host_wait_seconds"] > 0 and _parts(step) == pytest.approx(step["seconds"], rel=1e-9)
+
+
+@pytest.mark.parametrize("args", [["--model", "llama2-7b"], ["--model", "mixtral-8x7b"],
+                                  ["--model", "gemma3-4b", "--attention", "sdpa"],
+                                  ["--model", "llama2-7b", "--cuda-graphs"],
+                                  ["--model", "llama2-7b", "--time-model", "roofline"]])
+def test_the_prefills_blocks_add_up_to_the_prefill(args, capsys):
+    """`simulate --model llama2-7b --json`: prefill.seconds 65.9 ms (the kernel model), its prefill_blocks summed to
+    73.9 ms (Mixtral: 112.9 ms beside 119.5 ms): the blocks were the roofline's, the prefill the kernel model's, so
+    "which block is to blame" for a prefill answered with another model's times. Under the kernel model they are
+    its own leaves (their kernels, and where an eager step's host ops stand for the launches, a row for what the
+    host adds past the kernels), each with the roofline's bound; under the roofline, the roofline's."""
+    run = run_json(["simulate", *args], capsys)
+    blocks = run["prefill_blocks"]
+    assert sum(block["seconds"] for block in blocks) == pytest.approx(run["prefill"]["seconds"], rel=1e-9)
+    assert all(block["seconds"] >= 0 for block in blocks)
+
+
+def test_the_prefills_largest_block_is_the_kernel_models(capsys):
+    """Llama 2 7B's prefill of 2,048 tokens on an H100: the FFN (17.7 TFLOP of its 28.8) is the largest block."""
+    blocks = run_json(["simulate", "--model", "llama2-7b"], capsys)["prefill_blocks"]
+    largest = max(blocks, key=lambda block: block["seconds"])
+    assert (largest["path"], largest["bound"]) == ("decoder.layer.ffn.mlp", "compute")
+    assert [block["path"] for block in blocks if block["bound"] is None] == ["host (eager ops)"]
