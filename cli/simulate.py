@@ -322,7 +322,8 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
             if attention_note:
                 click.echo(f"note: {attention_note}", err=True)
         code = implied(framework, impl, attention, cfg.family, runs_flash(hardware))
-        why = attention_source(framework, impl, attention, cfg.family, runs_flash(hardware)) if has_attention(cfg) else None
+        why = (attention_source(framework, impl, attention, cfg.family, runs_flash(hardware), inference=not train)
+               if has_attention(cfg) else None)
         impl, attention = code["impl"], code["attention"]
         if train and weight_dtype == spec.UNQUANTIZED and weight_group is None:
             weight_dtype = None  # unquantized weights: what training holds anyway

@@ -111,7 +111,8 @@ def simulate(model: Any, hardware: str = spec.DEFAULT_HARDWARE, *, train: bool =
     chosen_layout = make_layout(layout)
     framework = chosen_layout.framework if chosen_layout is not None else None
     code = implied(framework, impl, attention, cfg.family, runs_flash(chosen))
-    why = attention_source(framework, impl, attention, cfg.family, runs_flash(chosen)) if has_attention(cfg) else None
+    why = (attention_source(framework, impl, attention, cfg.family, runs_flash(chosen), inference=not train)
+           if has_attention(cfg) else None)
     impl, attention = code["impl"], code["attention"]
     if chosen_layout is not None:
         from .layout import timing as parallel_time

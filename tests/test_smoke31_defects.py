@@ -79,3 +79,23 @@ def test_the_prefills_largest_block_is_the_kernel_models(capsys):
     largest = max(blocks, key=lambda block: block["seconds"])
     assert (largest["path"], largest["bound"]) == ("decoder.layer.ffn.mlp", "compute")
     assert [block["path"] for block in blocks if block["bound"] is None] == ["host (eager ops)"]
+
+
+def test_an_inference_layout_names_no_framework(capsys):
+    """`simulate --model llama3-8b --tp 2` (inference) said "sdpa attention: the deepspeed layout's default code",
+    and `costmodel.simulate(..., layout=...)` the same: an inference layout refuses --framework (a training
+    option), and DeepSpeed runs none of it. It now says whose kernel it is; training layouts still name theirs."""
+    import costmodel
+
+    said = run_json(["simulate", "--model", "llama3-8b", "--tp", "2"], capsys)["inputs"]["attention_source"]
+    assert said == "sdpa attention: an inference layout's default, transformers' own kernel"
+    assert costmodel.simulate("llama3-8b", layout={"tp": 2}).to_dict()["inputs"]["attention_source"] == said
+    code, out, _ = run_main(["simulate", "--model", "llama3-8b", "--tp", "2"], capsys)
+    assert code == 0 and "deepspeed" not in out
+    assert one_error_line(["simulate", "--model", "llama3-8b", "--tp", "2", "--framework", "megatron"],
+                          capsys).startswith("error: ")
+    train = run_json(["simulate", "--train", "--model", "llama3-8b", "--dp", "8"], capsys)["inputs"]
+    assert train["attention_source"] == "sdpa attention: the deepspeed layout's default code"
+    options = run_json(["estimate", "--model", "llama3-70b", "--hardware", "h100-sxm"], capsys)["fit"]["inference"]
+    assert options["options"][0]["cost"] == (
+        "2 GPUs: tensor parallel (sized under an inference layout's attention sdpa, not eager)")
