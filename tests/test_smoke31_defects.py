@@ -99,3 +99,24 @@ def test_an_inference_layout_names_no_framework(capsys):
     options = run_json(["estimate", "--model", "llama3-70b", "--hardware", "h100-sxm"], capsys)["fit"]["inference"]
     assert options["options"][0]["cost"] == (
         "2 GPUs: tensor parallel (sized under an inference layout's attention sdpa, not eager)")
+
+
+def test_a_run_is_whole_steps_in_every_command(capsys):
+    """`simulate --train --model llama2-7b --dp 8 --tokens 1k` said "time to train 16.5 ms" beside a step of 270 ms
+    (a run of 6% of a step), where `finetune --tokens` counted whole steps (its docstring: "as simulate --train and
+    plan cost theirs"): costmodel/cost.py's training_cost divided the tokens by the throughput. A run is now whole
+    steps everywhere, the last one whole."""
+    args = ["simulate", "--train", "--model", "llama2-7b", "--dp", "8", "--gpus", "8"]
+    run = run_json([*args, "--tokens", "1k"], capsys)
+    step = run["step"]
+    assert run["cost"]["steps"] == 1 and run["cost"]["train_seconds"] == pytest.approx(step["seconds"], rel=1e-12)
+    assert run["cost"]["flops"] == step["model_flops"]
+    step_tokens = 8 * 2048  # dp 8 x one sequence of 2,048
+    more = run_json([*args, "--tokens", str(10 * step_tokens + 1)], capsys)["cost"]
+    assert more["steps"] == 11 and more["train_seconds"] == pytest.approx(11 * step["seconds"], rel=1e-12)
+    exact = run_json([*args, "--tokens", str(10 * step_tokens)], capsys)["cost"]
+    assert exact["steps"] == 10
+    plan = run_json(["plan", "--model", "llama2-7b", "--gpus", "8", "--tokens", "1k", "--top", "3"], capsys)
+    for entry in plan["feasible"]:
+        assert entry["cost"]["steps"] == 1
+        assert entry["cost"]["train_seconds"] == pytest.approx(entry["step_time"], rel=1e-12)
