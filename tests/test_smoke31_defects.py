@@ -120,3 +120,21 @@ def test_a_run_is_whole_steps_in_every_command(capsys):
     for entry in plan["feasible"]:
         assert entry["cost"]["steps"] == 1
         assert entry["cost"]["train_seconds"] == pytest.approx(entry["step_time"], rel=1e-12)
+
+
+def test_commands_md_states_the_inference_capacity_the_verdict_uses(capsys):
+    """docs/commands.md said `estimate --hardware` fits inference in "its capacity less the hardware file's reserve,
+    512 MiB on the presets" (79.5 GiB on an H100 SXM); the verdict, simulate and docs/fit-and-cost.md use a serving
+    engine's 0.9 of the device's reported memory less the reserve: 70.79 GiB."""
+    from pathlib import Path
+
+    from costmodel.hardware import load_hardware
+
+    fit = run_json(["estimate", "--model", "llama2-7b", "--hardware", "h100-sxm"], capsys)["fit"]
+    h100 = load_hardware("h100-sxm")
+    assert (fit["training"]["capacity"], fit["inference"]["capacity"]) == (
+        h100.training_memory_bytes, h100.serving_memory_bytes)
+    said = f"{h100.training_memory_bytes / 2**30:.2f} and {h100.serving_memory_bytes / 2**30:.2f} GiB on an H100 SXM"
+    assert said == "78.72 and 70.79 GiB on an H100 SXM"
+    doc = " ".join(Path(__file__).parent.parent.joinpath("docs", "commands.md").read_text().split())
+    assert f"inference: a serving engine's share of it, `serving_memory_utilization`, vLLM's 0.9, less the reserve; {said}" in doc
