@@ -138,3 +138,17 @@ def test_commands_md_states_the_inference_capacity_the_verdict_uses(capsys):
     assert said == "78.72 and 70.79 GiB on an H100 SXM"
     doc = " ".join(Path(__file__).parent.parent.joinpath("docs", "commands.md").read_text().split())
     assert f"inference: a serving engine's share of it, `serving_memory_utilization`, vLLM's 0.9, less the reserve; {said}" in doc
+
+
+@pytest.mark.parametrize("args, api", [
+    (["--model", "llama2-7b"], {}),
+    (["--model", "llama2-7b", "--train", "--dp", "8", "--tokens", "1e9"],
+     {"train": True, "layout": {"dp": 8}, "tokens": 1e9}),
+    (["--model", "llama2-7b", "--tp", "2"], {"layout": {"tp": 2}})])
+def test_the_apis_simulate_to_dict_is_simulate_json(args, api, capsys):
+    """SimulationResult.to_dict() says "Every number, exactly as `simulate --json` prints it", but an inference's
+    decode.crossover_batch_at_context was inf where the JSON has null, and a layout's training inputs lacked the
+    optimizer, cuda_graph_scope and overlap conventions the command prints (two copies of the inputs)."""
+    import costmodel
+
+    assert costmodel.simulate(args[1], **api).to_dict() == run_json(["simulate", *args], capsys)
