@@ -152,3 +152,14 @@ def test_the_apis_simulate_to_dict_is_simulate_json(args, api, capsys):
     import costmodel
 
     assert costmodel.simulate(args[1], **api).to_dict() == run_json(["simulate", *args], capsys)
+
+
+def test_commands_md_states_gpt2s_default_prompt(capsys):
+    """docs/commands.md: "`--prompt` defaults to 2048 tokens, or what the model's context leaves after `--gen` (896 for
+    GPT-2)"; simulate prompts GPT-2 with 897 tokens: 1,024 less the 127 generated tokens fed back (the last is never
+    fed back, as the same paragraph says)."""
+    from pathlib import Path
+
+    assert run_json(["simulate", "--model", "gpt2"], capsys)["inputs"]["prompt"] == 1024 - (128 - 1) == 897
+    doc = " ".join(Path(__file__).parent.parent.joinpath("docs", "commands.md").read_text().split())
+    assert "what the model's context leaves after the `--gen` - 1 tokens fed back (897 for GPT-2 at the default" in doc
