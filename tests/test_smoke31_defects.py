@@ -163,3 +163,15 @@ def test_commands_md_states_gpt2s_default_prompt(capsys):
     assert run_json(["simulate", "--model", "gpt2"], capsys)["inputs"]["prompt"] == 1024 - (128 - 1) == 897
     doc = " ".join(Path(__file__).parent.parent.joinpath("docs", "commands.md").read_text().split())
     assert "what the model's context leaves after the `--gen` - 1 tokens fed back (897 for GPT-2 at the default" in doc
+
+
+def test_finetunes_run_prints_its_time_in_its_own_unit(capsys):
+    """`finetune --model llama3.2-1b --hardware h100 --tokens 1k` printed "1,000 tokens: 1 steps, 0.00 h, 0.00
+    GPU-hours" (a 39 ms run): its own hours-with-two-decimals where simulate and plan print the run in its own unit
+    (reports/text.py seconds) and GPU-hours to three figures (gpu_hours)."""
+    code, out, _ = run_main(["finetune", "--model", "llama3.2-1b", "--hardware", "h100", "--tokens", "1k"], capsys)
+    line = next(line for line in out.splitlines() if "tokens:" in line)
+    assert code == 0 and line.startswith("  1,000 tokens: 1 step, ") and " ms, " in line and "0.00" not in line
+    code, out, _ = run_main(["finetune", "--model", "llama3-8b", "--method", "qlora", "--hardware", "rtx-4090",
+                             "--tokens", "1e8", "--price", "0.5"], capsys)
+    assert "  100,000,000 tokens: 48,829 steps, 10.7 h, 10.7 GPU-hours, $5.36 at $0.5/GPU-hour" in out
