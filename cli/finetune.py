@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import json
-import math
 
 import click
 
@@ -140,10 +139,9 @@ def _step_time(cfg, workload, tune, hardware, tokens: int | None, price: float |
            "gemm_flops": step["gemm_flops"], "dequant_bytes": step["dequant_bytes"],
            "skipped_weight_gradient_seconds": step["skipped_weight_gradient_seconds"], "counted": step["counted"]}
     if tokens is not None:
-        steps = math.ceil(tokens / step["tokens"])
-        run = training_cost(steps * step["tokens"], step["tokens"] / step["seconds"], 1, sum(step["gemm_flops"].values()),
+        run = training_cost(tokens, step["tokens"] / step["seconds"], 1, sum(step["gemm_flops"].values()),
                             step["tokens"], price)
-        out |= {"tokens": tokens, "steps": steps, "seconds": run["train_seconds"], "gpu_hours": run["gpu_hours"]}
+        out |= {"tokens": tokens, "steps": run["steps"], "seconds": run["train_seconds"], "gpu_hours": run["gpu_hours"]}
         if price is not None:
             out |= {"price_per_gpu_hour": price, "dollars": run["dollars"]}
     return out

@@ -4,7 +4,6 @@ GPU (costmodel/roofline.py) or with a layout (costmodel/layout/timing.py)."""
 
 from __future__ import annotations
 
-import dataclasses
 
 import json
 from typing import Any
@@ -19,7 +18,7 @@ from costmodel.hardware import time_model_for
 from costmodel.defaults import attention_source, fallback_note, unfused_note, has_attention, implied
 from costmodel.flash_support import require_attention, runs_flash
 
-from costmodel.simulate_api import decode_inputs
+from costmodel.simulate_api import decode_inputs, training_inputs
 
 from .inputs import InputError, finite, load_model, make_layout, make_workload, microbatches_for, with_mtp
 from .options import (ATTENTION_HELP, IMPL_HELP, batch_option, choice_option, dtype_option, hardware_option,
@@ -323,7 +322,8 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
             if attention_note:
                 click.echo(f"note: {attention_note}", err=True)
         code = implied(framework, impl, attention, cfg.family, runs_flash(hardware))
-        why = attention_source(framework, impl, attention, cfg.family, runs_flash(hardware)) if has_attention(cfg) else None
+        why = (attention_source(framework, impl, attention, cfg.family, runs_flash(hardware), inference=not train)
+               if has_attention(cfg) else None)
         impl, attention = code["impl"], code["attention"]
         if train and weight_dtype == spec.UNQUANTIZED and weight_group is None:
             weight_dtype = None  # unquantized weights: what training holds anyway
@@ -381,11 +381,7 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
                                 "batch": workload.batch, "recompute": workload.recompute,
                                 "tokens": tokens, **{k: v for k, v in quantization.items() if v is not None}}
             if train:  # the code the step was timed as (the framework's unless given), as one GPU's says
-                result["inputs"].update(impl=workload.impl, attention=workload.attention, mtp=cfg.mtp_layers,
-                                        optimizer=workload.optimizer, cuda_graph_scope=list(graph_scopes),
-                                        # the overlap conventions the step was timed under (--dp-overlap,
-                                        # --no-align-grad-reduce...), so two outputs tell why their steps differ
-                                        overlap=dataclasses.asdict(overlap))
+                result["inputs"].update(training_inputs(cfg, workload, overlap, graph_scopes))
             else:
                 result["inputs"].update(decode_inputs(workload, cuda_graphs, compiled, latent=bool(cfg.mla)),
                                         implementation=decode_code)  # whose counted ops an eager step's hosts issue

@@ -2,10 +2,11 @@
 at a price per GPU-hour, dollars. Arithmetic on a step's figures (costmodel/roofline.py and
 costmodel/layout/time.py), no formulas of its own.
 
-  time to train  tokens / (tokens per second of the whole job)
+  steps          ceil(tokens / a step's tokens): a run is whole steps, the last one whole
+  time to train  steps x a step's tokens / (tokens per second of the whole job)
   GPU-hours      time to train x GPUs / 3600
-  total FLOPs    model FLOPs per token (a step's model FLOPs / its tokens) x tokens: the
-                 forward and backward matmuls, recomputation aside (what MFU counts)
+  total FLOPs    a step's model FLOPs x steps: the forward and backward matmuls, recomputation
+                 aside (what MFU counts)
   dollars        GPU-hours x price per GPU-hour
 
 What serving costs (serve --price), at a simulated throughput: the deployment's GPUs billed by the
@@ -83,19 +84,23 @@ def measured_mfu(model_flops: float, step_seconds: float, peak_flops_per_s: floa
 
 def training_cost(tokens: float, tokens_per_second: float, gpus: int, step_model_flops: float,
                   step_tokens: float, price_per_gpu_hour: float | None = None) -> dict[str, Any]:
-    """Time to train on `tokens`, GPU-hours, total model FLOPs and (with a price) dollars."""
+    """Time to train on `tokens`, GPU-hours, total model FLOPs and (with a price) dollars: a run is a
+    whole number of steps of `step_tokens` each, the last one whole (`steps`: a run of 1,000 tokens on a
+    step of 16,384 takes that step, not 6% of it), one rule for simulate --train, plan and finetune."""
     check_tokens(tokens)
     check_price(price_per_gpu_hour)
-    seconds = tokens / tokens_per_second
+    steps = max(1, math.ceil(round(tokens / step_tokens, 6)))  # (6 places: a step's tokens as a float product)
+    seconds = steps * step_tokens / tokens_per_second
     gpu_hours = seconds * gpus / 3600
     check_dollars(None if price_per_gpu_hour is None else gpu_hours * price_per_gpu_hour, price_per_gpu_hour)
     return {
         "tokens": tokens,
+        "steps": steps,
         "train_seconds": seconds,
         "train_days": seconds / 86400,
         "gpus": gpus,
         "gpu_hours": gpu_hours,
-        "flops": step_model_flops / step_tokens * tokens,
+        "flops": step_model_flops * steps,
         "price_per_gpu_hour": price_per_gpu_hour,
         "dollars": None if price_per_gpu_hour is None else gpu_hours * price_per_gpu_hour,
     }

@@ -62,12 +62,13 @@ def implied(framework: str | None, impl: str | None = None, attention: str | Non
 
 
 def attention_source(framework: str | None, impl: str | None, attention: str | None, family: str | None,
-                     flash: bool = True) -> str | None:
+                     flash: bool = True, inference: bool = False) -> str | None:
     """Why simulate times the attention `implied` picks, for its output (None where --attention was typed):
     without a layout, eager, the path the memory and op counts are proven against, where transformers
     itself (and a deepspeed or fsdp2 layout) runs sdpa; with one, its framework's code; a class or a GPU
     that cannot run that default, the kernel it falls back to. The defaults stay two (session 31's choice,
-    docs/time.md): a one-GPU simulate is the eager reference, a layout the framework's code."""
+    docs/time.md): a one-GPU simulate is the eager reference, a layout the framework's code. An inference
+    layout names no framework (--framework is a training option): its code is transformers' own."""
     if attention is not None:
         return None
     chosen = implied(framework, impl, None, family, flash)["attention"]
@@ -80,6 +81,8 @@ def attention_source(framework: str | None, impl: str | None, attention: str | N
     if framework is None:
         return ("eager attention: the default without a layout (transformers' eager path, which the memory and op "
                 "counts are proven against); transformers itself, and a layout, run sdpa: --attention sdpa times it")
+    if inference:
+        return f"{chosen} attention: an inference layout's default, transformers' own kernel"
     if chosen != FRAMEWORK_CODE[framework][1]:
         return f"{chosen} attention: {framework}'s {FRAMEWORK_CODE[framework][1]} does not run on this GPU"
     return f"{chosen} attention: the {framework} layout's default code"

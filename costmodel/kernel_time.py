@@ -504,6 +504,7 @@ class LeafTime:
     count: int
     kernels: int  # kernels per run
     seconds: float  # all runs (count x one run), launches included
+    launch_seconds: float = 0.0  # the launches among them
 
 
 @dataclass(frozen=True)
@@ -570,7 +571,7 @@ def leaves_time(leaves: Iterable[Any], subs: dict, timer: KernelTimer, training:
         seconds = count * (one_run + launch)
         total += seconds
         launches += count * launch
-        rows.append(LeafTime(leaf.path, count, kernels, seconds))
+        rows.append(LeafTime(leaf.path, count, kernels, seconds, count * launch))
     return LeavesTime(total, launches, rows)
 
 

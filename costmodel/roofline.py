@@ -138,14 +138,21 @@ class KernelSteps:
                                         cuda_graphs=cuda_graphs, efficiency=roof.efficiency_given, compiled=compiled,
                                         w8a8=roof.w8a8, fused_qkv=fused_qkv, decode_kernel=decode_kernel)
 
-    def prefill(self, batch: int, prompt: int, source: int) -> float:
-        from .kernel_time import inference_subs, leaves_time
-
-        from .kernel_time import host_bound_seconds
+    def prefill(self, batch: int, prompt: int, source: int) -> tuple[float, list[dict[str, Any]]]:
+        """The prefill's seconds and its blocks' (simulate's prefill_blocks), which add up to them: each
+        leaf's kernels with their launches, or, where the host's ops stand for the launches (an eager
+        step, host_bound_seconds), its kernels alone and the host's wait past them as one more row."""
+        from .kernel_time import host_bound_seconds, inference_subs, leaves_time
 
         subs = inference_subs(self.roof.cfg, self.roof.dtype, batch, prompt, source_len=source)
-        return host_bound_seconds(leaves_time(self.roof.prefill_model.leaves, subs, self.timer), self.step_ops,
-                                  self.timer)
+        times = leaves_time(self.roof.prefill_model.leaves, subs, self.timer)
+        seconds = host_bound_seconds(times, self.step_ops, self.timer)
+        hosted = self.timer.host_seconds(self.step_ops) is not None
+        blocks = [{"path": leaf.path, "seconds": leaf.seconds - (leaf.launch_seconds if hosted else 0.0)}
+                  for leaf in times.leaves]
+        if hosted:
+            blocks.append({"path": "host (eager ops)", "seconds": seconds - (times.seconds - times.launch_seconds)})
+        return seconds, blocks
 
     def host_seconds(self) -> float | None:
         """The host's time to issue one eager decoding step (its counted ops at the hardware's
@@ -357,8 +364,11 @@ def simulate_inference(cfg: ModelConfig, hardware: Hardware, *, prompt: int, gen
     copies = step_copies(cfg, implementation, attention)
     kernels = (KernelSteps(roof, cuda_graphs, compiled, ops, fuses_qkv(implementation), copies, decode_kernel)
                if time_model == "kernels" else None)
-    if kernels:
-        prefill_s = kernels.prefill(batch, decoder_prompt, source)
+    blocks = [{"path": b.path, "seconds": b.seconds, "bound": b.timing.bound} for b in prefill_blocks]
+    if kernels:  # the kernel model's blocks, each with the roofline's bound (None: a row of its own)
+        prefill_s, timed = kernels.prefill(batch, decoder_prompt, source)
+        bounds = {block["path"]: block["bound"] for block in blocks}
+        blocks = [{**block, "bound": bounds.get(block["path"])} for block in timed]
     first = last = None
     table: list[dict[str, Any]] = []
     decode_seconds = 0.0
@@ -418,8 +428,7 @@ def simulate_inference(cfg: ModelConfig, hardware: Hardware, *, prompt: int, gen
                      "serving_memory_bytes": hardware.serving_memory_bytes, "source": hardware.source},
         "prefill": {**_timing_dict(prefill_total, prefill_s, roofline_prefill_s),
                     "logits": logits_kept(roof.prefill_model.profile.logits_to_keep)},
-        "prefill_blocks": [{"path": b.path, "seconds": b.seconds, "bound": b.timing.bound}
-                           for b in prefill_blocks],
+        "prefill_blocks": blocks,  # they add up to prefill's seconds
     }
     if gen:
         result["decode"] = {

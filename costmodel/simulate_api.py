@@ -23,8 +23,11 @@ class SimulationResult:
         self.data, self.train, self.parallel, self.warnings = data, train, parallel, warnings
 
     def to_dict(self) -> dict[str, Any]:
-        """Every number, exactly as `simulate --json` prints it."""
-        return {**self.data, "units": spec.JSON_UNITS["simulate"]}  # as `simulate --json` prints it
+        """Every number, exactly as `simulate --json` prints it (an unbounded figure, a crossover that never
+        comes, as null: JSON has no infinity)."""
+        from reports.output import finite
+
+        return finite({**self.data, "units": spec.JSON_UNITS["simulate"]})  # as `simulate --json` prints it
 
     def text(self) -> str:
         """The `simulate` command's text."""
@@ -40,6 +43,18 @@ class SimulationResult:
 
     def _repr_html_(self) -> str:
         return f"<pre>{html.escape(self.text())}</pre>"
+
+
+def training_inputs(cfg: Any, workload: Any, overlap: Any, graph_scopes: tuple[str, ...] = ()) -> dict[str, Any]:
+    """What a training step with a layout ran with, beside its model and workload (simulate --json's and
+    SimulationResult.to_dict()'s inputs alike): the code it was timed as (the framework's unless given), the
+    optimizer, what a Megatron-Core run captures in CUDA graphs, and the overlap conventions it was timed under
+    (--dp-overlap, --no-align-grad-reduce...), so two outputs tell why their steps differ."""
+    import dataclasses
+
+    return {"impl": workload.impl, "attention": workload.attention, "mtp": cfg.mtp_layers,
+            "optimizer": workload.optimizer, "cuda_graph_scope": list(graph_scopes),
+            "overlap": dataclasses.asdict(overlap)}
 
 
 def decode_inputs(workload: Any, cuda_graphs: bool, compiled: bool = False, latent: bool = False) -> dict[str, Any]:
@@ -111,7 +126,8 @@ def simulate(model: Any, hardware: str = spec.DEFAULT_HARDWARE, *, train: bool =
     chosen_layout = make_layout(layout)
     framework = chosen_layout.framework if chosen_layout is not None else None
     code = implied(framework, impl, attention, cfg.family, runs_flash(chosen))
-    why = attention_source(framework, impl, attention, cfg.family, runs_flash(chosen)) if has_attention(cfg) else None
+    why = (attention_source(framework, impl, attention, cfg.family, runs_flash(chosen), inference=not train)
+           if has_attention(cfg) else None)
     impl, attention = code["impl"], code["attention"]
     if chosen_layout is not None:
         from .layout import timing as parallel_time
@@ -125,9 +141,9 @@ def simulate(model: Any, hardware: str = spec.DEFAULT_HARDWARE, *, train: bool =
             from .layout.overlap import framework_overlap
 
             # the framework's overlap, as the command's defaults (Megatron's sends and gradient reduction)
+            overlap = framework_overlap(chosen_layout)
             data = parallel_time.simulate_training(cfg, workload, chosen_layout, chosen, tokens=tokens,
-                                                   step_seconds=step_time, price=price,
-                                                   overlap=framework_overlap(chosen_layout))
+                                                   step_seconds=step_time, price=price, overlap=overlap)
         else:
             workload, warnings = make_workload(cfg, prompt, batch=batch, dtype=dtype, attention=attention,
                                                gen_tokens=gen, precision="pure", kv_cache=kv_cache,
@@ -136,8 +152,8 @@ def simulate(model: Any, hardware: str = spec.DEFAULT_HARDWARE, *, train: bool =
         data["inputs"] = {"model": cfg.name, "hardware": chosen.name, "dtype": workload.dtype,
                           "seq_len": workload.seq_len, "gen": workload.gen_tokens, "batch": workload.batch,
                           "recompute": workload.recompute, "tokens": tokens}
-        if train:  # the code the step was timed as (the framework's unless given), as one GPU's says
-            data["inputs"].update(impl=workload.impl, attention=workload.attention, mtp=cfg.mtp_layers)
+        if train:  # the code the step was timed as, the optimizer, the overlap: as the command's
+            data["inputs"].update(training_inputs(cfg, workload, overlap))
         else:
             data["inputs"].update({**{k: v for k, v in quantization.items() if v is not None},
                                    **decode_inputs(workload, False, latent=bool(cfg.mla)), "implementation": decode_code})

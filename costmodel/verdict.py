@@ -318,12 +318,12 @@ def verdict(cfg: ModelConfig, workload: Workload, layout: Any, capacity: int, gp
         result["options"] = [o.to_dict() for o in options(cfg, workload, layout, capacity, gpus, phase, memory,
                                                            extra, flash)]
         if layout is None and typed_code is not None:
-            _say_layout_code(result["options"], cfg, workload, typed_code, flash)
+            _say_layout_code(result["options"], cfg, workload, typed_code, flash, phase)
     return result
 
 
 def _say_layout_code(found: list[dict[str, Any]], cfg: ModelConfig, workload: Workload,
-                     typed_code: dict[str, str | None], flash: bool) -> None:
+                     typed_code: dict[str, str | None], flash: bool, phase: str = "training") -> None:
     """A suggested layout (--dp, --gpus, --tp) is sized under its framework's code where none was typed
     (framework_code: sdpa under DeepSpeed), which the verdict of no layout does not run (eager): its
     cost says so. llama3.1-8b at 8,192 tokens on one H100 was offered "--dp 1 --zero 2 --offload
@@ -337,4 +337,5 @@ def _say_layout_code(found: list[dict[str, Any]], cfg: ModelConfig, workload: Wo
         return
     for option in found:
         if option["change"].startswith(("--dp ", "--gpus ")) and "--attention" not in option["change"]:
-            option["cost"] += f" (sized under {framework}'s attention {code['attention']}, not {workload.attention})"
+            whose = f"{framework}'s" if phase == "training" else "an inference layout's"  # (it names no framework)
+            option["cost"] += f" (sized under {whose} attention {code['attention']}, not {workload.attention})"

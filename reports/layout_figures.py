@@ -13,7 +13,7 @@ LAYOUT_PARTS = (("weights", "#1f77b4"), ("gradients", "#ff7f0e"), ("optimizer", 
                 ("activations", "#d62728"), ("buffers", "#9467bd"))
 STEP_PARTS = (("compute", "#1f77b4"), ("communication", "#ff7f0e"), ("bubble", "#7f7f7f"),
               ("optimizer", "#2ca02c"), ("gradient_accumulation", "#9467bd"), ("autocast", "#8c564b"),
-              ("overlap_contention", "#d62728"))
+              ("overlap_contention", "#d62728"), ("host", "#e377c2"), ("fsdp_copies", "#bcbd22"))
 
 
 def _stacked_bars(ax: Any, labels: Sequence[str], parts: Sequence[tuple[str, str]],
@@ -49,8 +49,8 @@ def layout_memory(rows: Sequence[dict], capacity_bytes: float, title: str) -> An
 
 def step_split(rows: Sequence[dict], title: str) -> Any:
     """Step time of a plan's top layouts, split into compute, exposed communication, pipeline
-    bubble, the optimizer step, gradient accumulation, autocast's casts and overlap contention:
-    the parts of layout/time.py's step, which add up to it."""
+    bubble, the optimizer step, gradient accumulation, autocast's casts, overlap contention, the
+    host's wait and FSDP2's copies: the parts of layout/step_parts.py's split, which add up to it."""
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(12, 0.6 * len(rows) + 2))
     labels = [row["label"] for row in rows]

@@ -26,7 +26,8 @@ def render_parallel_training(r: dict[str, Any]) -> str:
         f"({rate(step['tokens_per_second'] / p['layout']['gpus'])} a GPU); MFU {100 * step['mfu']:.1f}% ({step.get('flops_convention', 'dense')} model FLOPs over the {i['dtype']} datasheet peak{'' if p['layout'].get('fp8') is None else ', as FP8 runs are reported: it may pass 100%'}), HFU {100 * step['hfu']:.1f}% "
         f"({step['tflops_per_gpu']:.0f} TFLOP/s per GPU"
         + (" with recomputation)" if i["recompute"] != "none" else ")"),
-        f"  {'compute':<22}{seconds(step['compute_seconds']):>10}   (the slowest stage's micro-batches)",
+        f"  {'compute':<22}{seconds(step['compute_seconds']):>10}   (the slowest stage's micro-batches"
+        + ("; their kernels, the host's ops below standing for the launches)" if "host_wait_seconds" in step else ")"),
         *_by_block(step),
         f"  {'exposed communication':<22}{seconds(sum(exposed.values())):>10}   "
         + ", ".join(f"{group} {seconds(value)}" for group, value in exposed.items()),
@@ -44,7 +45,8 @@ def render_parallel_training(r: dict[str, Any]) -> str:
         out.append(f"  {'host (eager ops)':<22}{seconds(host['seconds_per_step']):>10}   "
                    f"({host['ops_per_step']:,.0f} ops issued on the busiest rank's host; the kernels take "
                    f"{seconds(host['kernels_seconds'])}: the step is the longer, "
-                   f"{'host-bound' if host['bound'] else 'kernel-bound'})")
+                   + (f"host-bound: {seconds(step.get('host_wait_seconds', 0.0))} past the kernels)" if host['bound']
+                      else "kernel-bound)"))
         if host.get("op_time_note"):
             out.append(f"  {'':<22}{'':>10}   {host['op_time_note']}")
     if step.get("host_sync_seconds"):  # the MoE layers' host syncs (layout/host_syncs.py)

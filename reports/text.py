@@ -379,8 +379,11 @@ def render_finetune(r: dict[str, Any]) -> str:
                 f"{p['launches']:.3f} s; the frozen weights skip {t['skipped_weight_gradient_seconds']:.3f} s of "
                 "weight-gradient GEMMs full fine-tuning runs"]
         if "steps" in t:
-            out.append(f"  {t['tokens']:,.0f} tokens: {t['steps']:,} steps, {t['seconds'] / 3600:,.2f} h, "
-                       f"{t['gpu_hours']:,.2f} GPU-hours" + (f", ${t['dollars']:,.2f} at ${t['price_per_gpu_hour']:g}/GPU-hour"
-                                                           if "dollars" in t else ""))
+            # the run's time in its own unit and the GPU-hours and dollars as simulate and plan print them
+            # (a 1,000-token run read "0.00 h, 0.00 GPU-hours")
+            out.append(f"  {t['tokens']:,.0f} tokens: {plural(t['steps'], 'step')}, {seconds(t['seconds'])}, "
+                       f"{gpu_hours(t['gpu_hours'])} GPU-hours" + (f", {dollars(t['dollars'])} at "
+                                                                    f"${t['price_per_gpu_hour']:g}/GPU-hour"
+                                                                    if "dollars" in t else ""))
         out.append(f"  note: {t['counted']}.")
     return "\n".join(out)

@@ -168,7 +168,8 @@ def test_llm_viewer_flash_attention_bytes_store_an_n_by_n_output_and_every_query
     """LLM-Viewer's prefill fused_attention: o_numel = n x n x b x h x 2 bytes stored twice, and K
     and V read ceil(n / 128) times with num_attention_heads. FlashAttention-2's output is b x n x h x
     d_h, and a GQA layer reads h_kv heads: so its attention is memory-bound (4.35 s at 64 x 4,096)
-    where ours is compute-bound at the attention kernel's measured rate (3.14 s)."""
+    where ours is compute-bound at the attention kernel's measured rate (1.46 s: the kernel model's
+    causal flash kernel; before session 32 the record held the roofline's blocks, 3.14 s, as ours)."""
     cfg = load_preset("llama3-8b")
     b, n, h, d_h = 64, 4096, cfg.n_heads, cfg.d_model // cfg.n_heads
     q = n * d_h * b * h * 2
@@ -178,7 +179,7 @@ def test_llm_viewer_flash_attention_bytes_store_an_n_by_n_output_and_every_query
     assert row["memory_access"] == q + o_twice + kv == 277_025_390_592 and row["bound"] == "memory"
     ours = RECORD["layers"]["llama3-8b batch 64 at 4096 by layer"]["ours"]["prefill"]["attention"]
     assert round(viewer("llama3-8b batch 64 at 4096 by layer")["prefill"]["attention"], 2) == 4.35
-    assert round(ours, 2) == 3.14
+    assert round(ours, 2) == 1.46
     # decode: the cache read at 32 heads, 4x Llama 3's 8 KV heads
     decode = viewer("llama3-8b batch 64 at 4096 by layer")["raw"]["layers"]["decode"]["fused_attention"]
     cache_at_query_heads = n * d_h * b * h * 2 * 2
@@ -190,15 +191,16 @@ def test_the_measured_gemm_times_support_ours_not_the_datasheet_roofline():
     """Every projection is compute-bound at 2,048 tokens in both: LLM-Viewer at 100% of 312
     TFLOP/s, ours at the kernel model's rate for the shape. Vidur's measured A100 80GB kernel
     times of the same layer (validate/vidur_profiles.json: attn_pre_proj 0.97925 ms, attn_post_proj
-    0.301 ms, mlp_up_proj 1.6935 + mlp_down_proj 0.8505 + mlp_act 0.135 ms, x 32 layers) are ours
-    within 8% and 1.37-1.49x LLM-Viewer's."""
+    0.301 ms, mlp_up_proj 1.6935 + mlp_down_proj 0.8505 + mlp_act 0.135 ms, x 32 layers) are
+    1.18-1.28x ours and 1.37-1.49x LLM-Viewer's. (Until session 32 simulate's prefill_blocks were the
+    roofline's at 0.7 of the peak, read here as the kernel model's: 0.97-1.08x of the measured.)"""
     case = "llama2-7b prefill 2048 + decode by layer"
     ours, theirs = RECORD["layers"][case]["ours"]["prefill"], viewer(case)["prefill"]
     measured = ott.measured_layers(case)
     assert measured == pytest.approx({"qkv": 0.979_25 * 32e-3, "out": 0.301 * 32e-3,
                                       "mlp": (1.6935 + 0.8505 + 0.135) * 32e-3}, rel=1e-12)
     assert theirs["qkv"] == pytest.approx(3 * 32 * 2 * 2048 * 4096**2 / A100_PEAK, rel=1e-12)
-    assert [round(ours[g] / measured[g], 2) for g in ("qkv", "out", "mlp")] == [0.97, 1.08, 1.0]
+    assert [round(ours[g] / measured[g], 2) for g in ("qkv", "out", "mlp")] == [0.78, 0.85, 0.82]
     assert [round(theirs[g] / measured[g], 2) for g in ("qkv", "out", "mlp")] == [0.67, 0.73, 0.67]
     # llm-analysis's infer(): its MLP is 16 n d^2 at 100% of the peak whatever the FFN
     # (get_num_flops_fwd_per_layer_mlp; its bundled Llama-2-7B has two matrices of 16,384):

@@ -38,7 +38,8 @@ def test_one_gpu_and_a_layout_say_which_they_timed():
     one, layout = run(*LLAMA), run(*LLAMA, "--tp", "1")
     assert (one["inputs"]["attention"], layout["inputs"]["attention"]) == ("eager", "sdpa")
     assert "--attention sdpa times it" in one["inputs"]["attention_source"]
-    assert layout["inputs"]["attention_source"] == "sdpa attention: the deepspeed layout's default code"
+    # an inference layout names no framework (session 32: it read "the deepspeed layout's default code")
+    assert layout["inputs"]["attention_source"] == "sdpa attention: an inference layout's default, transformers' own kernel"
     assert "attention_source" not in run(*LLAMA, "--attention", "sdpa")["inputs"]
     text = CliRunner().invoke(simulate, LLAMA).output.splitlines()[1]
     assert text.startswith("prompt 2048, generate 128, batch 8, attention eager, dynamic KV cache; eager attention: "

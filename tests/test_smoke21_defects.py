@@ -38,7 +38,7 @@ def test_report_step_figure_stacks_every_part():
     from reports import layout_figures
     assert [name for name, _ in layout_figures.STEP_PARTS] == [
         "compute", "communication", "bubble", "optimizer", "gradient_accumulation", "autocast",
-        "overlap_contention"]
+        "overlap_contention", "host", "fsdp_copies"]  # the last two since session 32 (test_smoke31_defects)
 
 
 # 2. plot generation (and report) on a model of Mamba-1, Gated DeltaNet or post-normed mixers

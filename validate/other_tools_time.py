@@ -173,7 +173,7 @@ def ours_layers(name: str) -> dict[str, Any]:
     run = costmodel.simulate(case["preset"], ot.HARDWARE, prompt=case["prompt"], gen=2, batch=case["batch"],
                              attention="sdpa").to_dict()
     seconds = {block["path"]: block["seconds"] for block in run["prefill_blocks"]}
-    groups = {group: sum(seconds[path] for path in paths) for group, (_, paths) in LAYER_GROUPS.items()}
+    groups = {group: sum(seconds.get(path, 0.0) for path in paths) for group, (_, paths) in LAYER_GROUPS.items()}
     decode = run["decode"]["first_token"]
     return {"prefill": groups, "prefill_seconds": run["prefill"]["seconds"], "decode_seconds": decode["seconds"],
             "decode_memory_seconds": decode["memory_seconds"], "decode_bytes": decode["bytes"],

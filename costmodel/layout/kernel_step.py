@@ -50,6 +50,7 @@ from .permute_fusion import stage_seconds as permute_stage_seconds
 from .router_fusion import applies as router_applies
 from .router_fusion import stage_seconds as router_stage_seconds
 from .roofline_parts import leaf_factor, runs_fp8
+from .step_parts import eager_launch_seconds, host_bound_parts
 from .time import StepTime
 
 #: One leaf's entry in a rank's kernels: its part key, the kernels recomputation reruns of its
@@ -345,10 +346,9 @@ class KernelStepTime(StepTime):
         estimate, layout = self.estimate, self.estimate.layout
         ops = max(stage_host_ops(estimate, split, stage) for stage in estimate.stages)
         host = self.timer.host_seconds(ops)
-        slowest = estimate.stages[step["slowest_stage"]]  # the stage StepTime.step charges per micro-batch
-        launches = (layout.microbatches + layout.bubble()) * 3 * self.overhead_s * sum(
-            count * self.part_seconds.get(key, (0.0, 0))[1] for key, count in self.part_runs(slowest).items())
-        kernels = step["seconds"] - launches
+        # the launches of the stage StepTime.step charges per micro-batch, m times and the bubble's
+        per_microbatch = eager_launch_seconds(self, estimate.stages[step["slowest_stage"]])
+        kernels = step["seconds"] - (launches := (layout.microbatches + layout.bubble()) * per_microbatch)
         seconds = eager_step_seconds(step["seconds"], launches, host)
         tokens = step["tokens_per_second"] * step["seconds"]
         scale = step["seconds"] / seconds
@@ -356,7 +356,8 @@ class KernelStepTime(StepTime):
                     hfu=step["hfu"] * scale, tflops_per_gpu=step["tflops_per_gpu"] * scale,
                     host={"ops_per_step": ops, "seconds_per_step": host, "kernels_seconds": kernels,
                           "without_host_seconds": step["seconds"], "bound": host >= kernels,
-                          **host_op_fields(self.hardware)})
+                          **host_op_fields(self.hardware)},
+                    **host_bound_parts(step, per_microbatch, layout.microbatches, layout.bubble(), seconds, kernels))
         return step
 
     def token(self) -> dict[str, Any]:
@@ -483,7 +484,8 @@ class KernelStepTime(StepTime):
             path = leaf["path"].rsplit(".", 1)[0] + ".core" if leaf.get("attention_core") else leaf["path"]
             if runs.get(leaf["key"]) and seconds:
                 blocks[path] = blocks.get(path, 0.0) + runs[leaf["key"]] * seconds
-        rest = self.compute(stage) - sum(blocks.values())
+        rest = self.compute(stage) - sum(blocks.values()) - (  # less the launches an eager step's host stands for
+            eager_launch_seconds(self, stage) if training_host_ops(self.estimate, self.timer, self.autocast) else 0.0)
         if rest > 0:
             blocks["launches and other"] = rest
         return dict(sorted(blocks.items(), key=lambda item: -item[1]))

@@ -36,6 +36,7 @@ from .overlap import Overlap, framework_overlap
 from .rank import ParallelEstimate, check_grad_reduce_dtype
 from .serving_memory import serving_memory
 from .spec import Layout, check_hybrid_framework, check_inference_model, tensor_split_error
+from .step_parts import step_split
 from .timing import generation_decode_seconds, step_time
 
 MICRO_BATCHES = (1, 2, 4, 8)
@@ -290,14 +291,7 @@ def plan_training(cfg: ModelConfig, hardware: Hardware, gpus: int, seq_len: int,
             infeasible.append({**entry, "reason": "unsupported", "detail": str(error)})
             continue
         feasible.append({**entry, "per_rank": per_rank, "step_time": step["seconds"], "mfu": step["mfu"],
-                         "hfu": step["hfu"], "split": {
-                             "compute": step["compute_seconds"],
-                             "communication": sum(step["exposed_communication_seconds"].values()),
-                             "bubble": step["bubble_seconds"], "optimizer": step["optimizer_seconds"],
-                             "gradient_accumulation": step["gradient_accumulation_seconds"],
-                             # the rest of the step, so that the parts add up to step_time
-                             "autocast": step["autocast_seconds"],
-                             "overlap_contention": step["overlap_contention_seconds"]},
+                         "hfu": step["hfu"], "split": step_split(step),  # its parts add up to step_time
                          "tokens_per_second": step["tokens_per_second"], "model_flops": step["model_flops"],
                          # an eager step whose counted host ops the kernel model weighs (layout/kernel_step.py)
                          **({"host": step["host"]} if "host" in step else {})})
