@@ -15,8 +15,7 @@ A leaf already knows its work; here it becomes kernels with shapes, read from th
     only the weighted sum states); under eager its two batched GEMMs and the softmax, each a kernel;
   - a Mamba-2 mixer in training: its projections' GEMMs, then mamba_ssm's kernels, each in one pass
     (kernel_shapes.PassKernel: its products' tiles or its bytes, the longer; mamba_kernels.py);
-  - everything else: bytes and FLOPs of memory-bound kernels.
-A kernel's time:
+  - everything else: bytes and FLOPs of memory-bound kernels.  A kernel's time:
   - GEMM: tile and wave quantization over the SMs (NVIDIA's matrix-multiplication guide): the output
     is cut into tiles, each SM computes one tile per wave, and a wave takes a whole tile's FLOPs at
     the SM's share of the large-GEMM rate (the hardware's matmul_efficiency, a microbenchmark; in a
