@@ -477,7 +477,7 @@ def test_published_frontier_runs_with_their_error_stated():
     from reports.published_frontier import DEEPSEEK_V3, frontier
 
     deepseek, llama = frontier()
-    # 1.29 and 1.29: an EP64 rank reads its own 4 experts' weights (blocks/ffn.py Experts.cost,
+    # 1.29 and 1.29: an EP64 rank reads its own 4 experts' weights (blocks/experts.py Experts.cost,
     # Profile.expert_parallel), not all 256 of the tree, which made its grouped GEMMs 256 experts
     # of 128 rows (11 GB of fp8 weights a layer and micro-batch) where it runs 4 of 8,192: 1.40
     # and 1.40 before that (validate/FINDINGS.md, "Routed experts touched").
