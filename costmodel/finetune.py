@@ -37,15 +37,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .config import ConfigError, ModelConfig, Workload
+from .spec import DTYPE_BYTES
 from .lora_adapters import (FAMILIES, FineTune, family_of, layer_kinds, linear_shapes, model_adapter_tensors,
                             targets_of)
 
+FP32 = DTYPE_BYTES["fp32"]
 #: bitsandbytes 8-bit optimizers: tensors of at least this many values get 8-bit state
 #: (min_8bit_size), quantized in blocks of this many values (one fp32 absmax each).
 BNB_MIN_8BIT_SIZE = 4096
 BNB_BLOCK = 256
-BNB_QMAP_BYTES = 2 * 256 * 4  # the signed and unsigned dynamic maps, 256 fp32 each, shared
-FP32 = 4
+BNB_QMAP_BYTES = 2 * 256 * FP32  # the signed and unsigned dynamic maps, 256 fp32 each, shared
 
 
 def optimizer_state_bytes(shapes: list[tuple[int, int]], optimizer: str, dtype_bytes: int) -> int:
