@@ -57,7 +57,9 @@ def finetune(model, config, method, rank, alpha, targets, adapter_dtype, optimiz
              as_json) -> None:
     """Memory of a LoRA or QLoRA fine-tuning step: the frozen base, the adapters, their gradients
     and optimizer state, and the activations; with --hardware, whether it fits and what would."""
-    from costmodel.finetune import FineTune, family_of, finetune_memory, finetune_verdict, targets_of
+    from costmodel.finetune import finetune_memory
+    from costmodel.finetune_verdict import finetune_verdict
+    from costmodel.lora_adapters import FineTune, family_of, targets_of
 
     for name, value, why in (("--tokens", tokens, NOT_TIMED), ("--price", price, NOT_TIMED), ("--gpus", gpus, ONE_GPU)):
         if value is not None and (name == "--gpus" or hardware_name is None):  # click's "No such option" named nothing that answers it
@@ -99,7 +101,7 @@ def finetune(model, config, method, rank, alpha, targets, adapter_dtype, optimiz
                     option["change"] += " --attention eager"
     except ConfigError as error:
         raise InputError(str(error)) from None
-    from costmodel.finetune import checkpoint_note, rank_warning
+    from costmodel.lora_adapters import checkpoint_note, rank_warning
 
     too_wide = rank_warning(cfg, tune)
     if too_wide:

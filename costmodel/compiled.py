@@ -214,7 +214,7 @@ def python_source(expressions: dict[str, Any], constants: dict[str, Any],
 def numpy_source(expressions: dict[str, Any]) -> list[str]:
     """Lines of evaluate_arrays(values): the expressions in float64, vectorised over whatever
     values are numpy arrays, printed by sympy's NumPyPrinter. Where evaluate's exact integers
-    would grow with a value (a power to a count of tokens, blocks/ffn.py experts_touched: the
+    would grow with a value (a power to a count of tokens, blocks/experts.py experts_touched: the
     exact (E - k)^T / E^T of (1 - k/E)^T has T log2(E) bits), this is O(1) per point: the
     printer keeps (1 - k/E)^T a power of a float in [0, 1], never a quotient of two that overflow."""
     import sympy as sp
@@ -258,7 +258,7 @@ def to_python(expr: Any) -> str:
     if expr.is_Mul:
         numerator, denominator = expr.as_numer_denom()
         if any(not power.exp.is_number for power in sp.sympify(denominator).atoms(sp.Pow)):
-            # a power to a count of tokens below the line (blocks/ffn.py experts_touched: E^T of
+            # a power to a count of tokens below the line (blocks/experts.py experts_touched: E^T of
             # (1 - k/E)^T): one quotient over E^T would reduce two numbers of T log2(E) bits by their
             # gcd (~4 ms at T = 5,120, E = 128; 30 ms at E = 256), at every evaluation. As the
             # product of its factors, (1 - k/E)^T is a Fraction raised to T (coprime powers, never
@@ -272,7 +272,7 @@ def to_python(expr: Any) -> str:
         base, exponent = to_python(expr.base), int(expr.exp)
         return f"({base} ** {exponent})" if exponent >= 0 else f"Fraction(1, {base} ** {-exponent})"
     if expr.is_Pow and not expr.exp.is_number:
-        # a power to a count of tokens (blocks/ffn.py experts_touched: E^T and (E - k)^T, T >= 0;
+        # a power to a count of tokens (blocks/experts.py experts_touched: E^T and (E - k)^T, T >= 0;
         # cse's symbols carry no assumptions), exact: ints stay ints, a Fraction a Fraction
         return f"({to_python(expr.base)} ** {to_python(expr.exp)})"
     if isinstance(expr, sp.Piecewise):

@@ -3,7 +3,7 @@
 A decode step's FLOPs and bytes, leaf by leaf, are polynomials in its context c (the prompt plus
 the tokens so far), piecewise where a Min caps them (a sliding window caps the keys at w). The
 same holds for a step without a KV cache, which reruns the decoder over its prefix, but for an MoE
-layer's expert weights: its b c tokens touch E (1 - (1 - k/E)^(b c)) experts (blocks/ffn.py
+layer's expert weights: its b c tokens touch E (1 - (1 - k/E)^(b c)) experts (blocks/experts.py
 experts_touched), not a polynomial until the exponent stops at 40 E tokens, c = 40 E / b. Those
 at most 40 E / b steps (10,240 for DeepSeek-V3 at batch 1) are summed one by one, in float64 over
 one numpy array (compiled.numpy_source), whatever the number of steps beyond; every other quantity
@@ -49,7 +49,7 @@ def _expressions(cfg: ModelConfig, phase: str, attention: str, kv_cache: str, ml
     """Per leaf: its four kernel quantities and its run count, in the context symbol x (c for a
     decode step with n = 1; n = c for a rerun), and the breakpoints where a Min/Max/Piecewise in
     them switches, each solved for x. Constants: the leaves' paths, whether each runs an op, and
-    the quantities with a power of x (an MoE rerun's experts, blocks/ffn.py experts_touched),
+    the quantities with a power of x (an MoE rerun's experts, blocks/experts.py experts_touched),
     which are also compiled to floats over arrays of contexts (compiled.numpy_source)."""
     import sympy as sp
 
@@ -185,7 +185,7 @@ class StepSums:
         on the piece (D: MAX_DEGREE, or the piece's length minus one when it is shorter: then they
         interpolate it exactly), and the names of those that are not: only a powered quantity may
         be (the experts that a rerun's prefix of b c tokens touches, E (1 - (1 - k/E)^(b c)),
-        blocks/ffn.py experts_touched, until b c reaches 40 E tokens, where the exponent stops;
+        blocks/experts.py experts_touched, until b c reaches 40 E tokens, where the exponent stops;
         so at most 40 E / b steps). Any other raises NoClosedForm: the caller sums every step."""
         degree = min(MAX_DEGREE, end - start)
         samples = [self.at(start + j, **workload) for j in range(degree + 1)]

@@ -26,7 +26,7 @@ def grouped_gemms(leaf: Any, flops: float, shapes: list[tuple[int, int, int]], s
     """Routed experts as engines run them: one grouped GEMM per weight matrix of an expert
     (gate_up, down), one launch over the experts that get a slot (`shapes`: (out, inner, how many)
     per matrix, the tree's E experts; `share`: Cost.matrix_read_share, the expected touched / E
-    (blocks/ffn.py experts_touched: E (1 - (1 - k/E)^T) at T tokens, uniform random top-k routing;
+    (blocks/experts.py experts_touched: E (1 - (1 - k/E)^T) at T tokens, uniform random top-k routing;
     under expert parallelism the rank's own touched experts, of its E / ep, over E); a share that
     splits an expert counts it whole; `weight_bytes`: one
     expert's matrix of each kind as stored, None where unquantized). vLLM's fused_moe (vllm-project/vllm,

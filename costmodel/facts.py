@@ -154,11 +154,11 @@ class Facts:
     # the clamp keeps its input, one more fp32 value per token
     topk_sum_clamped: bool = False
     # DeepSeek-V4's sqrt(softplus(logits)) scores: softplus keeps its input (the logits), sqrt its
-    # output, where a sigmoid keeps its output alone (blocks/ffn.py Router)
+    # output, where a sigmoid keeps its output alone (blocks/router.py Router)
     router_softplus_scores: bool = False
     # DeepSeek-V4's SwiGLU clamped before the SiLU (gate.clamp(max=limit), up.clamp(-limit, limit)):
     # each clamp keeps its input, SiLU the clamped gate and the product the clamped up, two hidden
-    # tensors more than SwiGLU keeps (blocks/ffn.py Experts.glu and FeedForward.saved)
+    # tensors more than SwiGLU keeps (blocks/experts.py Experts.glu and FeedForward.saved)
     swiglu_clamped_copies: bool = False
     # a softmax or sigmoid router's score-correction bias (E values added for the choice only) is
     # a frozen nn.Parameter (ERNIE 4.5 MoE's e_score_correction_bias, AFMoE's expert_bias,
@@ -178,14 +178,14 @@ class Facts:
     # then; DeepSeek-V3's builds one of width 0, whose linears keep their input)
     router_input_alone: bool = False
     # how many times a training forward multiplies a MoE layer's input in place by fresh uniform
-    # noise where the config asks for it (ModelConfig.moe_input_noise; blocks/ffn.py InputNoise)
+    # noise where the config asks for it (ModelConfig.moe_input_noise; blocks/router.py InputNoise)
     moe_input_noise_multiplies: int = 1
     # dtype of a "softmax" router's scores and their renormalisation (fp32 in most classes; DBRX
     # softmaxes in the logits' dtype and divides by their p-norm there)
     router_scores_dtype: str = "fp32"
     # dtype of the routing weights the experts' output is multiplied by
     routing_weights_dtype: str = "fp32"
-    # how the routed slots reach the experts and come back (blocks/ffn.py Experts.dispatch_bytes):
+    # how the routed slots reach the experts and come back (blocks/experts.py Experts.dispatch_bytes):
     # "index_add" (transformers: each expert gathers its tokens, its output is multiplied by the
     # routing weights and index_add-ed into the layer's output), "loop" (DBRX: the same as a Python
     # loop over the experts hit, one matmul per weight, no grouped_mm), "parallel_experts" (JetMoE's
@@ -193,7 +193,7 @@ class Facts:
     # (Megatron-Core's MoEAlltoAllTokenDispatcher with moe_permute_fusion: Transformer Engine's
     # fused permute, sort-chunks and unpermute passes)
     expert_dispatch: str = "index_add"
-    # how routed experts with biases (gpt-oss) add them (blocks/ffn.py Experts.bias_bytes): "add"
+    # how routed experts with biases (gpt-oss) add them (blocks/experts.py Experts.bias_bytes): "add"
     # (transformers: each grouped product's bias gathered per slot and added in place) or
     # "megatron" (fc1's inside the fused activation, fc2's by TEGroupedMLP._apply_bias in fp32)
     expert_bias: str = "add"

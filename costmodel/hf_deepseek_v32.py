@@ -1,7 +1,7 @@
 """config.json readers of DeepSeek Sparse Attention's families: DeepSeek-V3.2 (deepseek_v32) and
 GLM-5 (glm_moe_dsa). Both are DeepSeek-V3's layers (latent attention with a query rank, its experts)
 plus DeepSeek Sparse Attention's lightning indexer in every layer (costmodel/blocks/indexer.py).
-Read through hf.py's Llama reader as deepseek_v3 with each configuration class's defaults
+Read through hf_llama.py's Llama reader as deepseek_v3 with each configuration class's defaults
 (transformers 5.24, models/deepseek_v32/configuration_deepseek_v32.py and
 models/glm_moe_dsa/configuration_glm_moe_dsa.py); costmodel/hf.py dispatches on model_type."""
 

@@ -5,7 +5,7 @@ LayerNorm1P), VaultGemma (Gemma 2 without the norms after the sublayers), Minist
 Nemotron's MLP, LayerNorms), HyperCLOVA X (Granite with post-sublayer norms), CodeGen (GPT-J's
 layers with a fused Q/K/V projection without a bias), BioGPT (OPT's pre-norm layers with
 scaled embeddings) and MiniCPM3 (DeepSeek-V2's latent attention in dense layers, multipliers).
-The Llama-like ones read their fields through costmodel/hf.py's Llama reader (Gemma 2's,
+The Llama-like ones read their fields through costmodel/hf_llama.py's Llama reader (Gemma 2's,
 Mistral's, Granite's, DeepSeek-V2's rules), which hf.py passes in, and change what their own
 code does otherwise. costmodel/hf.py dispatches on model_type. Defaults are those of
 transformers 5.24's configuration classes."""

@@ -1,7 +1,7 @@
 """config.json readers of Llama-like families whose blocks costmodel/hf.py mostly has already: OLMo
 1 and 3, OLMoE, EXAONE 4, Seed-OSS, Helium, Arcee, GLM-4 (glm and glm4), ERNIE 4.5, Apertus,
 Hunyuan dense, GraniteSWA and BitNet. Each reads Llama's
-fields through hf.py's Llama reader (with its own defaults) and then changes what its own code does
+fields through hf_llama.py's Llama reader (with its own defaults) and then changes what its own code does
 otherwise (norms, biases, windows, RoPE, experts, the MLP). costmodel/hf.py dispatches on
 model_type. Defaults are those of transformers 5.24's configuration classes."""
 
@@ -16,7 +16,7 @@ from .hf_fields import LLAMA_NAMES, Fields, rotary_fraction
 
 @dataclass(frozen=True)
 class LlamaReader:
-    """costmodel/hf.py's Llama reader and its per-layer helpers, which hf.py passes to these
+    """costmodel/hf_llama.py's Llama reader and its per-layer helpers, which hf.py passes to these
     readers (it imports this module, so this module cannot import it): read(f, name, family,
     defaults) is a Llama-like family's ModelConfig, layer_types(f, layers) the config's checked
     layer_types list (None where it has none), pattern(layers, sliding, moe) the layer_pattern."""

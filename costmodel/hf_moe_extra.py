@@ -7,7 +7,7 @@ MoE (ernie4_5_moe: ERNIE 4.5's layers with experts on a start/end/interval patte
 (phimoe: Mixtral's layers with LayerNorms, biases and the sparsemixer router), DBRX (dbrx: its
 own nested fields, a fused clamped Wqkv, a router in the model's dtype, the experts as a loop)
 and Sarvam MoE (sarvam_moe: GLM-4.5's class under its own defaults). Most read Llama's fields
-through hf.py's Llama reader (with their own defaults) and then set what their code does
+through hf_llama.py's Llama reader (with their own defaults) and then set what their code does
 otherwise; costmodel/hf.py dispatches on model_type. Defaults are those of transformers 5.24's
 configuration classes (models/<model_type>/configuration_<model_type>.py)."""
 
@@ -241,7 +241,7 @@ def _dbrx(f: Fields, name: str, llama: LlamaReader) -> ModelConfig:
 
 
 #: SarvamMoEConfig's defaults where they differ from Glm4MoeConfig's, and Glm4MoeConfig's for the
-#: fields hf.py's Llama reader requires (transformers 5.24, models/sarvam_moe and glm4_moe).
+#: fields hf_llama.py's Llama reader requires (transformers 5.24, models/sarvam_moe and glm4_moe).
 _SARVAM_DEFAULTS: dict[str, Any] = dict(
     vocab_size=262144, hidden_size=4096, intermediate_size=8192, num_hidden_layers=19,
     num_attention_heads=64, num_key_value_heads=4, head_dim=64, moe_intermediate_size=1024,

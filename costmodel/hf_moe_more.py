@@ -4,7 +4,7 @@ latent attention), dots.llm1 (dots1: the same layers with Qwen3's attention), GL
 (glm4_moe_lite: DeepSeek-V3's layers, latent attention included, under its own field defaults),
 EXAONE-MoE (exaone_moe: EXAONE 4.0's attention and windows in pre-norm layers with DeepSeek-V3's
 MoE) and MiniMax-M2 (minimax_m2: Mixtral's sparse layers with a sigmoid router and OLMo 2's
-whole-projection q/k norms). Each reads Llama's fields through hf.py's Llama reader (with its own
+whole-projection q/k norms). Each reads Llama's fields through hf_llama.py's Llama reader (with its own
 defaults) and then sets what its code does otherwise. costmodel/hf.py dispatches on model_type.
 Defaults are those of transformers 5.24's configuration classes
 (models/glm4_moe/configuration_glm4_moe.py, models/dots1/configuration_dots1.py,

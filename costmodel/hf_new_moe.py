@@ -7,7 +7,7 @@ same attention with a per-head softplus gate and RoPE per layer type, Hy3's dens
 layers with an ungated shared MLP) and MiMo-V2-Flash (mimo_v2_flash: Qwen2's attention with
 narrower values, twice the KV heads and a sink per head on its sliding layers, DeepSeek-V3's MoE
 without a shared expert). Each reads Llama's fields through
-hf.py's Llama reader (with its own defaults) and then sets what its code does otherwise;
+hf_llama.py's Llama reader (with its own defaults) and then sets what its code does otherwise;
 costmodel/hf.py dispatches on model_type. Defaults are those of transformers 5.24's configuration
 classes (models/hy_v3, models/afmoe, models/laguna and models/mimo_v2_flash configuration_*.py).
 

@@ -75,7 +75,7 @@ def _weight_gemm(leaf: Any, kernel: Any) -> bool:
 
 def _adapter_gemms(cfg: ModelConfig, tune: Any, tokens: int) -> list[tuple[int, Any]]:
     """(layers, GEMM) of every adapter product, forward only (its backward: kernel_time's two)."""
-    from .finetune import layer_kinds, linear_shapes, targets_of
+    from .lora_adapters import layer_kinds, linear_shapes, targets_of
     from .kernel_time import Gemm
 
     out = []
@@ -95,7 +95,8 @@ def lora_step(cfg: ModelConfig, workload: Workload, tune: Any, hardware: Hardwar
 
     from .eager_ops import eager_training_implementation, training_bytes
     from .evaluate import values
-    from .finetune import model_adapter_tensors, optimizer_state_bytes
+    from .finetune import optimizer_state_bytes
+    from .lora_adapters import model_adapter_tensors
     from .kernel_time import (Gemm, KernelTimer, Pointwise, check_kernel_model, kernels_seconds,
                               leaf_kernels, rerun_kernels)
     from .blocks.optimizer import OptimizerStep

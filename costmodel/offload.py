@@ -36,9 +36,9 @@ import math
 from typing import Any
 
 from .config import ConfigError
-from .spec import OFFLOAD_DEVICES, OFFLOADS
+from .spec import DTYPE_BYTES, OFFLOAD_DEVICES, OFFLOADS
 
-FP32 = 4  # bytes of the gradient partition DeepSpeed keeps on the host for its CPU Adam
+FP32 = DTYPE_BYTES["fp32"]  # bytes of the gradient partition DeepSpeed keeps on the host for its CPU Adam
 
 #: DeepSpeed's model-state estimators, read from the release whose functions the tests call
 #: through recorded outputs (tests/test_offload.py's DEEPSPEED_CASES).

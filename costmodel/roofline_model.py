@@ -227,7 +227,7 @@ class Roofline:
         Their FLOPs are linear in b, F = f*b; their bytes B = W(b) + B1*b (B1: each sequence's
         activations and KV cache at `context`; W: the weights read). A dense model reads all its
         weights whatever b; a mixture of experts reads an expert's weights once per step if any
-        token routes to it, blocks/ffn.py experts_touched: k experts at b = 1, towards all E as b k
+        token routes to it, blocks/experts.py experts_touched: k experts at b = 1, towards all E as b k
         grows, so W is nondecreasing and concave in b. Compute time equals memory time where
         g(b) = f*b/P - B(b)/W_bw = 0 (P peak FLOP/s, W_bw bandwidth; both with efficiencies): g is
         convex and negative at b = 0 (the weights), so it crosses zero once, found by bisection to

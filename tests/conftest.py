@@ -1,7 +1,7 @@
 """Fixtures shared by several test files, and the two ways the suite is cut.
 
-Tiers: `pytest -m "not slow"` is the fast tier for development (about two minutes on 2 cores);
-plain `pytest` is the full run. A test is slow when it takes more than about 3 s: it carries
+Tiers: `pytest -m "not slow"` is the fast tier for development (the README gives its count and
+time on 2 cores); plain `pytest` is the full run. A test is slow when it takes more than about 3 s: it carries
 @pytest.mark.slow, and every test that needs one of HEAVY_FIXTURES (each takes 8-60 s to set up
 once: the gloo ranks below, the figures and report folders of tests/test_reports*.py) is made
 slow here.

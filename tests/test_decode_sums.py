@@ -53,7 +53,7 @@ def test_closed_form_equals_the_step_sum_exactly(name, phase, batch):
     closed = sums.totals(2, 37, **workload)
     assert_sums_equal(sums, closed, exact_step_sum(sums, 2, 37, **workload))
     # FLOPs and bytes: integers, but the routed experts' weight bytes, an expectation over the
-    # routing (blocks/ffn.py experts_touched: 5 (1 - (3/5)^T) of 5 experts at T tokens)
+    # routing (blocks/experts.py experts_touched: 5 (1 - (3/5)^T) of 5 experts at T tokens)
     assert all(type(v) is int for k, v in closed.items() if not k.endswith("experts|bytes_matmul"))
 
 
@@ -72,7 +72,7 @@ def test_caps_cut_the_range_where_they_switch():
     # Mistral's window of 4 keys: a decode step's keys are min(c, 4).
     assert StepSums(odd_config("mistral-window-4"), "decode").pieces(2, 37, **workload) == [(2, 4), (5, 37)]
     # 5 experts, top-2: a prefix of n tokens touches 5 (1 - (3/5)^n) experts, the exponent held at
-    # 40 x 5 = 200 tokens from there on (blocks/ffn.py experts_touched); at batch 4, from n = 50.
+    # 40 x 5 = 200 tokens from there on (blocks/experts.py experts_touched); at batch 4, from n = 50.
     experts = StepSums(odd_config("mixtral-window-4-experts"), "rerun")
     assert experts.pieces(1, 300, **workload) == [(1, 200), (201, 300)]
     assert experts.pieces(1, 300, **{**workload, "batch": 4}) == [(1, 50), (51, 300)]
@@ -104,7 +104,7 @@ def test_encoder_decoder_steps_attend_to_the_source():
     ("llama3-8b", 1, 1, 1500),  # reruns turn compute-bound as the prefix grows
     ("t5-small", 2, 1, 700),
     # 8 experts, top-2: a rerun's prefix touches 8 (1 - (3/4)^c) of them, summed step by step up to
-    # c = 40 x 8 = 320 (blocks/ffn.py experts_touched), in closed form beyond
+    # c = 40 x 8 = 320 (blocks/experts.py experts_touched), in closed form beyond
     ("mixtral-8x7b", 1, 300, 400),
     # 64 experts, top-6, batch 3: step by step up to c = 40 x 64 / 3 = 853, MLA's reruns around it
     ("deepseek-v2-lite", 3, 1, 1000),

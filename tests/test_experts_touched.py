@@ -1,4 +1,4 @@
-"""The experts that T tokens touch (blocks/ffn.py experts_touched): the expectation under uniform
+"""The experts that T tokens touch (blocks/experts.py experts_touched): the expectation under uniform
 random top-k routing, E (1 - (1 - k/E)^T), which sets the routed experts' weight bytes and the
 grouped GEMM's expert count. Exact at one token (k experts), all E at many, and the formula itself
 checked against simulated routing."""
@@ -11,7 +11,7 @@ import sympy as sp
 
 from costmodel import symbols as S
 from costmodel.blocks import Experts
-from costmodel.blocks.ffn import experts_touched
+from costmodel.blocks.experts import experts_touched
 
 # Odd sizes no real model has: hidden 37, expert width 11, 13 experts, top-3, 2-byte weights.
 ODD = {S.d: 37, S.d_x: 11, S.E: 13, S.k: 3, S.e: 2}

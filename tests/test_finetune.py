@@ -13,7 +13,8 @@ import pytest
 
 import cli
 from costmodel.config import ConfigError, Workload
-from costmodel.finetune import FineTune, adapter_tensors, finetune_memory, optimizer_state_bytes
+from costmodel.finetune import finetune_memory, optimizer_state_bytes
+from costmodel.lora_adapters import FineTune, adapter_tensors
 from costmodel.presets import load_preset
 
 
@@ -78,7 +79,7 @@ def test_lora_70b_on_one_80_gb_gpu_gets_qlora_with_recomputation_together(capsys
     70.82 GiB, and on an L40S at 8,192 tokens it fits with the longest sequence it allows."""
     import dataclasses
 
-    from costmodel.finetune import finetune_verdict
+    from costmodel.finetune_verdict import finetune_verdict
 
     cfg = load_preset("llama3-70b")
     workload = Workload(seq_len=4096, batch=4, attention="sdpa")

@@ -13,7 +13,8 @@ import pytest
 
 import cli
 from costmodel.config import ConfigError, Workload
-from costmodel.finetune import FineTune, finetune_memory
+from costmodel.finetune import finetune_memory
+from costmodel.lora_adapters import FineTune
 from costmodel.presets import load_preset
 from tests.test_finetune import assert_adamw_run_equals_peft
 

@@ -53,7 +53,7 @@ def test_the_rotary_counts_are_measured(dtype, seq, batch, heads, head_dim):
 def test_apply_bias_autograd_is_the_trees_backward(rows, width, experts):
     """_apply_bias in bf16 over L local experts of r rows: forward 2L + 2 kernels, (24 + 2e) V + L (e w + 4 r)
     bytes (V = L r w; the tree's 28 a value); backward 6L + 3 kernels, (32 + 4e) V + L (16 r + (8 + 2e) w): the
-    tree's 40 a value (blocks/ffn.py Experts.bias_bytes), each bias's and weight's own few left out."""
+    tree's 40 a value (blocks/experts.py Experts.bias_bytes), each bias's and weight's own few left out."""
     pytest.importorskip("torch")
     from validate.gpt_oss_megatron_ops import bias_kernels
 

@@ -11,7 +11,7 @@ import pytest
 
 import cli
 from costmodel.config import Workload
-from costmodel.finetune import FineTune
+from costmodel.lora_adapters import FineTune
 from costmodel.hardware import load_hardware
 from costmodel.lora_time import dequant_bytes, lora_linear_flops, lora_step
 from costmodel.presets import load_preset

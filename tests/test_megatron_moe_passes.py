@@ -1,7 +1,7 @@
 """Megatron-Core's routed-expert memory-bound passes (issue 18, Megatron-Bridge's MoE rows): the
 all-to-all dispatcher's fused permute, sort-chunks and unpermute (facts.expert_dispatch
 "alltoall_permute"), the fused gated activation (facts.fused_swiglu) and the experts' fp32 bias
-pass (facts.expert_bias) in blocks/ffn.py Experts, as exact bytes on a small odd layer, worked by hand from the code the facts cite
+pass (facts.expert_bias) in blocks/experts.py Experts, as exact bytes on a small odd layer, worked by hand from the code the facts cite
 (NVIDIA/Megatron-LM d98e8a64dd token_dispatcher.py, experts.py at d98e8a64dd and 44151194; Transformer Engine d0067d0d
 transformer_engine/common/triton/permutation.py)."""
 

@@ -50,7 +50,7 @@ BEFORE = {
 
 
 # The odd config's routed experts (2 MoE layers of E 8, top 3, d_x 16): since the expected count of
-# experts touched replaced min(E, T k) (blocks/ffn.py experts_touched), each MoE layer reads
+# experts touched replaced min(E, T k) (blocks/experts.py experts_touched), each MoE layer reads
 # E (1 - (1 - k/E)^T) experts' weights, not min(E, T k): T = b = 3 tokens in a decode step, b n = 15
 # in a prefill or a chunk.
 MOE_LAYERS, EXPERTS, TOP_K, EXPERT_WIDTH = 2, 8, 3, 16

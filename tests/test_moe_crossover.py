@@ -1,5 +1,5 @@
 """The decode crossover batch of a mixture of experts: an expert's weights are read once per step
-if any token routes to it (E (1 - (1 - k/E)^b) experts expected, blocks/ffn.py experts_touched), so
+if any token routes to it (E (1 - (1 - k/E)^b) experts expected, blocks/experts.py experts_touched), so
 a step turns compute-bound only once the experts' weights, nearly all of them read, are amortised
 over b k / E tokens each."""
 

@@ -44,7 +44,7 @@ DOWN_BYTES = 7168 * 256 + 4 * (7168 // 128) * (256 // 128)  # 1,835,456
 def test_deepseek_v3_decode_runs_two_grouped_gemms_over_the_touched_experts(batch, touched, rows):
     """Whatever the batch, a layer's experts are two GEMM launches (gate_up, down) and the gating's
     memory-bound kernel; each GEMM covers the experts that b tokens' top-8 of 256 touch under
-    uniform random routing, 256 (1 - (31/32)^b) (blocks/ffn.py experts_touched), rounded up:
+    uniform random routing, 256 (1 - (31/32)^b) (blocks/experts.py experts_touched), rounded up:
     b = 1: 8 exactly; b = 8: 57.42 -> 58; b = 25: 140.25 -> 141; b = 64: 222.44 -> 223 (the worst
     case min(256, 8 b) read 64, 200 and 256). Each has the most loaded expert's rows,
     ceil(8 b / touched): 1, ceil(64 / 58) = 2, ceil(200 / 141) = 2, ceil(512 / 223) = 3 (before:
@@ -68,7 +68,7 @@ def test_deepseek_v3_batch_25_reads_141_experts_weights_once_each():
 @pytest.mark.parametrize("batch, touched, rows", [(1, 8, 1), (25, 32, 7)])
 def test_an_expert_parallel_rank_reads_the_experts_it_holds(batch, touched, rows):
     """EP 8 over dp 8: a rank holds 256 / 8 = 32 experts and takes the slots that the 8 ranks'
-    tokens route to them, so it touches 32 (1 - (31/32)^(8 b)) of its own (blocks/ffn.py
+    tokens route to them, so it touches 32 (1 - (31/32)^(8 b)) of its own (blocks/experts.py
     Experts.cost): b = 1: 7.18 -> 8, each with ceil(8 / 8) = 1 row (its b k = 8 slots, balanced);
     b = 25: 31.94 -> 32, ceil(200 / 32) = 7 rows. Untouched by tensor parallelism, each expert's
     matrices whole: gate_up 7,168 -> 4,096, down 2,048 -> 7,168. Before, the rank's tree read the

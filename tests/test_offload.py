@@ -226,7 +226,8 @@ def test_a_tiny_vocabulary_leaves_the_largest_layer_unknown():
 
 
 def test_finetune_optimizer_on_nvme_moves_the_hosts_bytes():
-    from costmodel.finetune import FineTune, finetune_memory
+    from costmodel.finetune import finetune_memory
+    from costmodel.lora_adapters import FineTune
 
     cfg, workload = load_preset("llama3-8b"), Workload(seq_len=2048, batch=1, attention="sdpa")
     host = finetune_memory(cfg, workload, FineTune(offload_optimizer=True))

@@ -201,7 +201,7 @@ def test_a_decode_step_runs_each_chosen_experts_matrices_as_a_weight_only_gemv()
 
 def test_a_step_with_more_slots_than_experts_reads_every_expert():
     """With many more slots than experts (a decode step of 64 sequences: 128 slots over 8 experts)
-    every expert is read but for a share (3/4)^64 = 1.0e-8 (blocks/ffn.py experts_touched: each
+    every expert is read but for a share (3/4)^64 = 1.0e-8 (blocks/experts.py experts_touched: each
     token's top-2 of 8 misses an expert with probability 3/4): the quantized traffic is all 8
     experts' int8 matrices times 1 - (3/4)^64 (the worst case, min(8, 128), read them all)."""
     import sympy as sp

@@ -14,7 +14,7 @@ import sympy as sp
 
 from costmodel import compiled, exact_eval
 from costmodel import symbols as S
-from costmodel.blocks.ffn import experts_touched
+from costmodel.blocks.experts import experts_touched
 from tests.cli_run import run_main
 
 # DeepSeek-V3's routing (E 256, k 8) and its hidden size, the exponent held at 40 E = 10,240 tokens

@@ -13,7 +13,7 @@ from typing import Any
 import torch
 
 from costmodel.config import ModelConfig, Workload
-from costmodel.finetune import FineTune, targets_of
+from costmodel.lora_adapters import FineTune, targets_of
 
 from .hf_models import build_hf_model, hf_config
 from .measure import saved_activation_bytes

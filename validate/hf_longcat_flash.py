@@ -3,7 +3,7 @@ validate rows are measured under.
 
 LongcatFlashForCausalLM routes each token to moe_topk of n_routed_experts + zero_expert_num experts,
 the zero ones identities that cost no matmul. The tree counts every slot on a real expert (the most a
-token can cost: costmodel/blocks/ffn.py Experts.zero_experts), so its numbers are measured with the
+token can cost: costmodel/blocks/experts.py Experts.zero_experts), so its numbers are measured with the
 router held to the real experts: counted_routing sets the zero experts' score-correction bias (a
 buffer the router adds to the softmax scores for the choice alone, LongcatFlashTopkRouter
 .get_topk_indices) to -1e4, below any score (a softmax's are in (0, 1)). The routing weights are the

@@ -4,9 +4,10 @@ By kind, one module each: base.py (Profile, Tensor, Cost, Block and the helpers 
 embedding.py (token, position and token-type embeddings, rotary tables, ALiBi, masks), norms.py
 (norms, residual adds, dropout, a recomputed layer's input), attention.py (Q, K, V, RoPE, scores,
 softmax, weighted sum, output; the KV cache), mla.py (latent attention), mamba.py (the Mamba-2
-mixer), ffn.py (the FFN, a mixture of experts' router, experts and shared-expert gate), head.py
-(LM head, soft-capping, pooler, losses), per_layer.py (Gemma 4's per-layer inputs), altup.py (Gemma
-3n's AltUp streams and LAuReL) and optimizer.py (the optimizer step). This package re-exports them all.
+mixer), ffn.py (the FFN), router.py (a mixture of experts' router and input noise), experts.py (its
+experts, latent projections and shared-expert gate), head.py (LM head, soft-capping, pooler,
+losses), per_layer.py (Gemma 4's per-layer inputs), altup.py (Gemma 3n's AltUp streams and LAuReL)
+and optimizer.py (the optimizer step). This package re-exports them all.
 
 A block's cost() returns a Cost: parameters, forward matmul FLOPs, the elements of every other op
 (norms, softmax, activations, residual adds, scaling, RoPE), backward matmul FLOPs, bytes saved for
@@ -45,10 +46,9 @@ from .embedding import (
     AlibiSlopes, EmbeddingProjection, LearnedPositions, RelativePositionBias, RotaryTables,
     KeptCausalMask, SharedAttentionMask, SinusoidalPositions, TokenEmbedding, TokenTypes,
 )
-from .ffn import (
-    ACTIVATION_OPS, EveryTokenExperts, Experts, FeedForward, InputNoise, LatentProjection, Router, SharedExpertGate,
-    router_reads_norm_alone,
-)
+from .experts import EveryTokenExperts, Experts, LatentProjection, SharedExpertGate
+from .ffn import ACTIVATION_OPS, FeedForward
+from .router import InputNoise, Router, router_reads_norm_alone
 from .head import CrossEntropy, LMHead, LogitScale, LogitSoftcap, Pooler, SumLoss
 from .deltanet import AttentionOutputGate, GatedDeltaNetMixer, deltanet_state_bytes
 from .mamba import Mamba2Mixer, mamba_state_bytes

@@ -1,6 +1,6 @@
 """JetMoE's mixture of attention heads (transformers 5.24 modeling_jetmoe.py JetMoeMoA, run by
 JetMoeAttention; ModelConfig.attention_experts): E experts each own a query projection d -> h_kv d_h
-and an output projection h_kv d_h -> d; the layer's router (blocks/ffn.py Router, JetMoeTopKGating)
+and an output projection h_kv d_h -> d; the layer's router (blocks/router.py Router, JetMoeTopKGating)
 picks each token's top k, so a token's k query groups are its h = k h_kv query heads, which attend
 to the h_kv heads of one shared kv_proj's keys and values repeated k times (copies, whatever k).
 
@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from .. import symbols as S
 from ..terms import INDEX, Expr, elementwise_bytes
 from .base import Block, Cost, Profile, Tensor, make_cost, weight_matrix
-from .ffn import experts_touched
+from .experts import experts_touched
 
 
 @dataclass(frozen=True)
@@ -72,7 +72,7 @@ class AttentionExperts(Block):
             elements=elements,
             saved_bytes=saved,
             inactive_params=(S.E - S.k) * d_in * d_out,
-            # each expert that gets a slot reads its matrix once (blocks/ffn.py experts_touched)
+            # each expert that gets a slot reads its matrix once (blocks/experts.py experts_touched)
             bytes_matmul=S.e * (read * d_in * d_out + slots * (d_in + d_out)),
             matrix_read_share=read / S.E,
             bytes_other=moved,

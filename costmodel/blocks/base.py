@@ -126,7 +126,7 @@ class Profile:
     zero_experts_held: bool = True
     # Expert parallelism (layout --ep): a rank holds E / ep of the routed experts and runs the
     # slots that the ep ranks' tokens route to them, so it reads the experts of its own share
-    # that ep times its tokens touch (blocks/ffn.py Experts.cost).
+    # that ep times its tokens touch (blocks/experts.py Experts.cost).
     expert_parallel: int = 1
     # Hugging Face generate's prefill (transformers 5.24 GenerationMixin.generate sets
     # model_kwargs["logits_to_keep"] = 1 where the model's forward accepts it): the LM head, and

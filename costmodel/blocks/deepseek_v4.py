@@ -3,7 +3,7 @@ DeepseekV4ForCausalLM): the hyper-connections around each sublayer and before th
 attention's projections (a query rank, one shared key = value head), its compressors (compressed
 sparse attention with its indexer, heavily compressed attention) and the grouped output projection.
 The attention core (scores, softmax with sinks, weighted sum) is attention.py's, over the prompt's
-keys plus the compressed entries; the experts are ffn.py's.
+keys plus the compressed entries; the experts are experts.py's.
 
 Measured exactly against the class (tests/test_hf_deepseek_v4.py): parameters, forward matmul
 FLOPs (FlopCounterMode, eager attention and eager experts) and the bytes saved for backward (fp32

@@ -236,7 +236,7 @@ def check_expert_parallel(cfg: ModelConfig, ep: int, tp: int, dp: int, zero: int
     if cfg.n_experts % ep:
         raise ConfigError(f"layout: ep = {ep} does not divide the {cfg.n_experts} experts of model {cfg.name!r}.")
     # no framework places JetMoE's attention experts (blocks/attention_experts.py) nor LongCat-Flash's
-    # zero-compute ones (blocks/ffn.py Experts.zero_experts) over expert-parallel ranks
+    # zero-compute ones (blocks/experts.py Experts.zero_experts) over expert-parallel ranks
     for field, what in (("attention_experts", "JetMoE's mixture of attention heads"),
                         ("zero_experts", "LongCat-Flash's zero-compute experts")):
         if getattr(cfg, field):
@@ -289,7 +289,7 @@ def check_folding(cfg: ModelConfig, ep: int, tp: int, dp: int, framework: str, s
 
 
 def _expert_bias_elements(cfg: ModelConfig, edp: int = 1) -> int:
-    """One expert's biases (gpt-oss's gate_up (2 d_x) and down (d), blocks/ffn.py Experts), each split
+    """One expert's biases (gpt-oss's gate_up (2 d_x) and down (d), blocks/experts.py Experts), each split
     on its last dim over edp ranks (Shard(1) of the (E / ep, 2 d_x) and (E / ep, d) tensors); 0 without."""
     return (2 * cfg.d_expert // edp + expert_width(cfg) // edp) if cfg.expert_bias else 0
 

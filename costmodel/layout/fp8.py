@@ -51,6 +51,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from ..spec import DTYPE_BYTES
+
 
 @dataclass(frozen=True)
 class Recipe:
@@ -293,7 +295,7 @@ _TE_DELAYED = (
 #: bwd"; quantization.py DelayedScalingRecipeState lines 1039-1077: per mode an fp32 scale a
 #: quantizer and an fp32 amax history of amax_history_len x quantizers).
 QUANTIZERS_PER_GEMM = {"forward": 3, "backward": 2}
-FP32_BYTES = 4
+FP32_BYTES = DTYPE_BYTES["fp32"]
 
 #: What runs once per forward autocast (at its exit, quantization.py autocast_exit lines 590-601) and
 #: once per backward (the first FP8 module's, layernorm_linear.py lines 1000-1003, linear.py 960-964):

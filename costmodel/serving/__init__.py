@@ -14,6 +14,7 @@ The parts, each in its module and each replaceable on its own:
                 transformers' FIFO and prefill-first), each with its source
   vllm_v0.py    vLLM v0's scheduler and its multi-step scheduling (--num-scheduler-steps)
   steptime.py   the seconds of one step's mix of prefill chunks and decode tokens, from the tree
+                (step_base.py the base class; kernel_steptime.py and roofline_steptime.py the two models)
   engine.py     the event loop: arrivals, step start, step end
   metrics.py    per-request and aggregate figures
   capacity.py   `plan --serve`: the deployments that meet an SLO at a rate, in a process pool
