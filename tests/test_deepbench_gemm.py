@@ -1,7 +1,7 @@
-"""The V100 SXM2 presets' large-GEMM efficiency (matmul_efficiency) is DeepBench's measured V100 rate
-(baidu-research/DeepBench, results/train/DeepBench_NV_V100.xlsx at commit 30c5115, a DGX-1 under
-CUDA 10.1): the best of its training GEMMs, M=4096 N=7000 K=4096, over the datasheet peak; the
-PCIe boards, which it did not measure, keep efficiency.compute (validate/FINDINGS.md, wt32_v100).
+"""The V100 SXM2 and T4 presets' large-GEMM efficiency (matmul_efficiency) is DeepBench's measured rate
+(baidu-research/DeepBench, results/train/DeepBench_NV_V100.xlsx and DeepBench_NV_T4.xlsx at commit
+30c5115, CUDA 10.1): the best of each sheet's training GEMMs over the datasheet peak; the V100 PCIe
+boards, which it did not measure, keep efficiency.compute (validate/FINDINGS.md, wt32_v100).
 """
 
 from __future__ import annotations
@@ -48,3 +48,18 @@ def test_a_training_step_runs_at_the_burst_rate():
     assert KernelTimer(v100, "fp16", sustained=True).matmul_efficiency == 0.898
     assert KernelTimer(v100, "fp16").matmul_efficiency == 0.898
     assert KernelTimer(v100, "fp32").matmul_efficiency == 0.941
+
+
+# DeepBench's T4 sheet (the same commit and harness): its best row on each sheet, (M, N, K), ms, TFLOP/s column
+T4_FP16 = ((4096, 7000, 4096), 5.049, 46.520305803129325)  # A transposed
+T4_FP32 = ((1024, 48000, 2048), 43.086, 4.672668430580699)  # A transposed
+
+
+def test_t4_matmul_efficiency_is_deepbench_best_gemm():
+    t4 = load_hardware("t4")
+    for (m, n, k), ms, tflops in (T4_FP16, T4_FP32):
+        assert 2 * m * n * k / (ms * 1e-3) / 1e12 == pytest.approx(tflops, rel=1e-12)
+    assert t4.matmul_efficiency == {"fp16": round(T4_FP16[2] * 1e12 / t4.flops_per_s["fp16"], 3),
+                                    "fp32": round(T4_FP32[2] * 1e12 / t4.flops_per_s["fp32"], 3)}
+    assert t4.matmul_efficiency == {"fp16": 0.716, "fp32": 0.577}
+    assert KernelTimer(t4, "fp16", sustained=True).matmul_efficiency == 0.716
