@@ -63,3 +63,49 @@ def test_t4_matmul_efficiency_is_deepbench_best_gemm():
                                     "fp32": round(T4_FP32[2] * 1e12 / t4.flops_per_s["fp32"], 3)}
     assert t4.matmul_efficiency == {"fp16": 0.716, "fp32": 0.577}
     assert KernelTimer(t4, "fp16", sustained=True).matmul_efficiency == 0.716
+
+
+def test_deepbench_sheets_typed_as_published():
+    from validate.gemm_microbenchmarks import table
+
+    tables = table()["deepbench_train"]["tables"]
+    assert {name: len(rows) for name, rows in tables.items()} == {
+        "v100-sxm2-32gb fp16": 136, "v100-sxm2-32gb fp32": 136, "t4 fp16": 136, "t4 fp32": 136}
+    assert [4096, 7000, 4096, "NN", FP16[0]] in tables["v100-sxm2-32gb fp16"]
+    assert [4096, 7000, 4096, "NN", FP32[0]] in tables["v100-sxm2-32gb fp32"]
+    assert [4096, 7000, 4096, "TN", T4_FP16[1]] in tables["t4 fp16"]
+    assert [1024, 48000, 2048, "TN", T4_FP32[1]] in tables["t4 fp32"]
+
+
+# DeepBench's V100 sweep of one output shape, M 5124 x N 9124, A not transposed and transposed: ms at each K
+SWEEP = {"fp16": {1760: (1.744, 1.733), 2048: (1.993, 1.955), 2560: (2.478, 2.598), 4096: (3.702, 3.678)},
+         "fp32": {1760: (13.004, 12.147), 2048: (14.924, 14.039), 2560: (18.587, 17.542), 4096: (29.61, 27.882)}}
+
+
+@pytest.mark.parametrize("dtype", ["fp16", "fp32"])
+def test_volta_rate_by_k_is_the_sweeps_layout_mean_over_k_4096(dtype):
+    from costmodel.kernel_rates import gemm_k_points
+    from validate.gemm_microbenchmarks import table
+
+    rows = table()["deepbench_train"]["tables"][f"v100-sxm2-32gb {dtype}"]
+    for k, times in SWEEP[dtype].items():
+        assert [[5124, 9124, k, "NN", times[0]], [5124, 9124, k, "TN", times[1]]] == \
+            [r for r in rows if r[:3] == [5124, 9124, k]]
+
+    def rate(k: int) -> float:
+        return sum(2 * 5124 * 9124 * k / (ms * 1e-3) for ms in SWEEP[dtype][k]) / 2
+
+    expected = tuple((k, round(rate(k) / rate(4096), 3)) for k in SWEEP[dtype])
+    assert gemm_k_points(load_hardware("v100-sxm2-32gb"), dtype) == expected
+    assert gemm_k_points(load_hardware("v100-pcie-32gb"), dtype) == expected  # by architecture: the same SMs
+    assert gemm_k_points(load_hardware("t4"), dtype) == ()  # its sweep is not monotonic in K
+
+
+def test_deepbench_v100_large_gemms_within_fifteen_percent():
+    """The V100 sheet's 62 GEMMs of 8M outputs and more and K 1024 and more: the model at its burst rate
+    (0.898, the best row) with the rate by K, model over published; without the rate by K the median
+    was 1.114 (1.10-1.19x at K 1530-2816, 1.02x at K 4096)."""
+    from validate.gemm_microbenchmarks import deepbench_points, spread
+
+    count, median, low, high = spread([p.ratio for p in deepbench_points("v100-sxm2-32gb fp16") if p.large])
+    assert count == 62 and median == pytest.approx(1.032, abs=0.002) and low > 0.93 and high < 1.14
