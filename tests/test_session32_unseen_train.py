@@ -118,11 +118,14 @@ def test_the_tr8_104b_rows_are_its_page():
 
 
 # (rows, median error %, within 0.75-1.33x, within 10%, within 5%) and the lowest and highest ratio, as first
-# computed (before any change to the model: 2422d603 and dd267b1c)
-FIRST_COMPUTED = {"training rates": ((30, 24.9, 23, 0, 0), (1.106, 1.77)),
+# computed (before any change to the model: 2422d603 and dd267b1c); since wt32_v100 the V100 SXM2's GEMMs run at
+# DeepBench's measured 0.898 of the peak, not the default 0.7, and Volta's rate by K (tests/test_deepbench_gemm.py),
+# which moved the tr8-104B rows from 1.535-1.77x (median error 65.5%) to 1.903-2.181x: the gap is not the GEMM rate
+# (validate/FINDINGS.md, wt32_v100)
+FIRST_COMPUTED = {"training rates": ((30, 24.9, 23, 0, 0), (1.106, 2.181)),
                   "bloom-prequel": ((19, 22.6, 18, 0, 0), (1.171, 1.349)),
                   "megatron-llama": ((5, 23.5, 4, 0, 0), (1.137, 1.354)),
-                  "bigscience-tr8-104b": ((5, 65.5, 0, 0, 0), (1.535, 1.77)),
+                  "bigscience-tr8-104b": ((5, 103.6, 0, 0, 0), (1.903, 2.181)),
                   "GPU-hours": ((6, 105.9, 2, 1, 0), (0.286, 4.798))}
 
 

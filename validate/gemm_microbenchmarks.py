@@ -1,7 +1,8 @@
 """The kernel model's GEMM time beside published matmul microbenchmarks (wt30_gemm, session 30):
 Bekman's MAMF table (each GPU's best rate and shape), NVIDIA's cuBLAS m = n = k curve on the A100,
-thonking.ai's randn 8,192^3 on the A100, and OpenXLA's measured matmul tables for the H100, B200
-and MI300X (validate/gemm_microbenchmarks.json, each with its source).
+thonking.ai's randn 8,192^3 on the A100, OpenXLA's measured matmul tables for the H100, B200
+and MI300X, and DeepBench's training GEMMs on the V100 and T4 (validate/gemm_microbenchmarks.json,
+each with its source).
 
 Each published figure is one GEMM kernel's rate, so the model's figure is KernelTimer.gemm_seconds
 of the same Gemm(M, N, K, count=b) on the named preset: at the burst rate (the hardware's
@@ -105,6 +106,13 @@ def xla_points(name: str) -> list[Point]:
             for b, m, n, k, tflops in table()["xla_matmul_table"]["tables"][name]]
 
 
+def deepbench_points(name: str) -> list[Point]:
+    """DeepBench's training GEMMs on one sheet ("v100-sxm2-32gb fp16"): its time as a rate, 2 M N K / time."""
+    hardware, dtype = name.split()
+    return [point("deepbench " + name, hardware, dtype, 1, m, n, k, 2 * m * n * k / (ms * 1e-3) / 1e12)
+            for m, n, k, _, ms in table()["deepbench_train"]["tables"][name]]
+
+
 def spread(ratios: list[float]) -> tuple[int, float, float, float]:
     """(count, median, min, max) of model / published ratios."""
     return len(ratios), statistics.median(ratios), min(ratios), max(ratios)
@@ -122,6 +130,10 @@ def summary() -> list[tuple[str, int, float, float, float]]:
         points = xla_points(name)
         out.append((f"XLA {name}, large", *spread([p.ratio for p in points if p.large])))
         out.append((f"XLA {name}, all", *spread([p.ratio for p in points])))
+    for name in table()["deepbench_train"]["tables"]:
+        points = deepbench_points(name)
+        out.append((f"DeepBench {name}, large", *spread([p.ratio for p in points if p.large])))
+        out.append((f"DeepBench {name}, all", *spread([p.ratio for p in points])))
     return out
 
 
