@@ -13,6 +13,7 @@ import click
 
 from costmodel import spec
 
+from reports.options import decode_code_option  # noqa: F401 (serve's too: one definition)
 from reports.output import DtypeChoice
 
 from .inputs import InputError
