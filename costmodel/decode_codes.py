@@ -78,6 +78,15 @@ def serving_code(scheduler: str | None, given: str | None = None) -> str:
     return name
 
 
+def serving_cache(scheduler: str | None, code: str) -> str:
+    """The KV cache a serving step keeps (the tree's kv_cache): Hugging Face generate's static batch under a
+    transformers release (runs_classes) keeps generate's default DynamicCache, whose update concatenates each
+    step's keys and values onto the layer's whole cache (transformers 5.24 cache_utils DynamicLayer.update:
+    torch.cat, as simulate's default dynamic cache counts it); every engine, and gpt-fast's and TensorRT-LLM's
+    preallocated caches, write in place ("static")."""
+    return "dynamic" if scheduler == "static" and runs_classes(code) else "static"
+
+
 def runs_classes(name: str) -> bool:
     """Whether code `name` runs transformers' classes as they are (transformers and its releases: a
     "base" of transformers), so that their facts hold (Llama 4's every token through every expert), where

@@ -11,7 +11,7 @@ from typing import Any
 from ..checkpoint import inference_weights
 from ..config import ConfigError, show
 from ..cost import check_price, serving_cost
-from ..decode_codes import runs_classes, serving_code
+from ..decode_codes import runs_classes, serving_cache, serving_code
 from ..attention_kernels import DEFAULT_KERNEL, DEFAULT_SERVING_BACKEND, kernel_entry, serving_kernel
 from ..hardware import time_model_for
 from ..kernel_rates import kernel_facts
@@ -135,7 +135,8 @@ def replica_profile(cfg: Any, scheduler: str = "vllm", *, weight_dtype: str | No
     weight_dtype, weight_group, _ = inference_weights(cfg, weight_dtype, weight_group)  # the checkpoint's by default
     code = serving_code(scheduler, decode_code)  # transformers' classes run their experts as they are; the engines route
     profile = serving_profile(cfg, attention, weight_dtype, kv_dtype, mla, fp8_gemm, weight_group, quant_layout=quant_layout,
-                              decode_code=code, routed_experts=not runs_classes(code))
+                              decode_code=code, routed_experts=not runs_classes(code),
+                              kv_cache=serving_cache(scheduler, code))
     check_weight_scope(cfg, getattr(profile, "weight_format", None))
     return profile
 
