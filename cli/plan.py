@@ -154,7 +154,7 @@ def serving_lengths(prompt: str | None, gen: str, rate: float | None) -> tuple:
 @click.option("--requests", type=int, default=300, show_default=True, help="--serve --rate: requests simulated per point.")
 @choice_option("--weight-dtype", spec.WEIGHT_DTYPE_CHOICES, "--serve: quantized weights, each tensor-parallel "
                f"rank's shards as stored (as simulate's). {spec.WEIGHT_DTYPE_DEFAULT}")
-@click.option("--weight-group", type=int, default=None, help="--serve: values per scale of --weight-dtype.")
+@click.option("--weight-group", type=click.IntRange(min=1), default=None, help="--serve: values per scale of --weight-dtype.")
 @click.option("--quantize-head", is_flag=True, default=False,
               help="--serve: the output head in --weight-dtype too (gpt-fast's, torchao's); default bf16.")
 @choice_option("--quant-layout", spec.QUANT_LAYOUTS, "--serve, --weight-dtype int8 or int4: how the weights are "

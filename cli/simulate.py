@@ -237,7 +237,7 @@ def refuse_other_mode(ctx: click.Context, train: bool) -> None:
 @click.option("--weight-dtype", type=click.Choice(spec.WEIGHT_DTYPE_CHOICES), default=None,
               help=f"Inference: quantized weights ({spec.WEIGHT_DTYPE_CHOICES.listed()}), read as stored. "
               f"{spec.WEIGHT_DTYPE_DEFAULT}")
-@click.option("--weight-group", type=int, default=None, help="Inference: values per scale of --weight-dtype.")
+@click.option("--weight-group", type=click.IntRange(min=1), default=None, help="Inference: values per scale of --weight-dtype.")
 @click.option("--quantize-head", is_flag=True, default=False,
               help="Inference: the output head in --weight-dtype too, as gpt-fast and torchao quantize it "
               "(default: bf16, as bitsandbytes, AWQ, GPTQ and vLLM leave it); the embedding stays in --dtype.")

@@ -259,7 +259,7 @@ def latency_figure(rows: list[dict[str, Any]], title: str) -> Any:
               help="P:D: P prefill-only and D decode-only replicas, the KV cache sent between them (replaces --replicas).")
 @click.option("--dtype", type=DtypeChoice(DTYPES), default=None, help="Default: the hardware's.")
 @click.option("--weight-dtype", type=click.Choice(WEIGHT_DTYPE_CHOICES), default=None, help=WEIGHT_DTYPE_DEFAULT)
-@click.option("--weight-group", type=int, default=None,
+@click.option("--weight-group", type=click.IntRange(min=1), default=None,
               help="Values per scale of --weight-dtype (int4 128, nf4 64 by default); with --tp, whole groups "
                    "on each row-parallel shard.")
 @click.option("--quant-layout", type=click.Choice(QUANT_LAYOUTS), default=DEFAULT_QUANT_LAYOUT, show_default=True,

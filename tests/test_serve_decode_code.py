@@ -143,3 +143,14 @@ def test_the_codes_one_qkv_gemm_reaches_serves_steps(capsys):
     decode = json.loads(capsys.readouterr().out)["decode"]
     assert tpot == pytest.approx(decode["time_per_output_token"], rel=1e-12)
     assert 1e3 * tpot == pytest.approx(6.2252, abs=1e-4)
+
+
+@pytest.mark.parametrize("command", [["serve", "--model", "llama2-7b", "--rate", "1"],
+                                     ["simulate", "--model", "llama2-7b"],
+                                     ["plan", "--model", "llama2-7b", "--serve", "--gpus", "1"],
+                                     ["estimate", "--model", "llama2-7b"]])
+def test_a_weight_group_below_one_names_the_option(capsys, command):
+    """--weight-group 0 said "workload: weight_group must be at least 1" (the Python field) in every command."""
+    assert main([*command, "--weight-dtype", "int4", "--weight-group", "0"]) == 2
+    err = capsys.readouterr().err
+    assert "'--weight-group': 0 is not in the range x>=1" in err and err.count("\n") == 1
