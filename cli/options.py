@@ -13,6 +13,7 @@ import click
 
 from costmodel import spec
 
+from reports.options import decode_code_option  # noqa: F401 (serve's too: one definition)
 from reports.output import DtypeChoice
 
 from .inputs import InputError
@@ -133,7 +134,7 @@ weight_dtype_option = click.option(
     help=f"Quantized inference weights: {spec.WEIGHT_DTYPE_CHOICES.phrase()}; embeddings, head and norms "
     f"stay in --dtype. {spec.WEIGHT_DTYPE_DEFAULT}")
 weight_group_option = click.option(
-    "--weight-group", type=int, default=None,
+    "--weight-group", type=click.IntRange(min=1), default=None,
     help="Values per scale (and zero): int4 128, nf4 64 by default; int8 per row unless given.")
 quant_layout_option = choice_option(
     "--quant-layout", spec.QUANT_LAYOUTS,

@@ -13,8 +13,9 @@ from costmodel.config import ConfigError
 from costmodel.cost import check_tokens
 
 from .inputs import InputError, finite, load_model, with_mtp
-from .options import (ATTENTION_HELP, FP8_HELP, IMPL_HELP, choice_option, dtype_option, hardware_option, json_option,
-                      model_options, mtp_option, optimizer_option, refuse_mla_without_latent, refuse_typed, TOKENS)
+from .options import (ATTENTION_HELP, FP8_HELP, IMPL_HELP, choice_option, decode_code_option, dtype_option,
+                      hardware_option, json_option, model_options, mtp_option, optimizer_option,
+                      refuse_mla_without_latent, refuse_typed, TOKENS)
 
 #: The options each mode of plan reads and the others would ignore (parameter name: option).
 SERVE_ONLY = {"prompt": "--prompt", "gen": "--gen", "kv_cache": "--kv-cache", "mla": "--mla",
@@ -153,7 +154,7 @@ def serving_lengths(prompt: str | None, gen: str, rate: float | None) -> tuple:
 @click.option("--requests", type=int, default=300, show_default=True, help="--serve --rate: requests simulated per point.")
 @choice_option("--weight-dtype", spec.WEIGHT_DTYPE_CHOICES, "--serve: quantized weights, each tensor-parallel "
                f"rank's shards as stored (as simulate's). {spec.WEIGHT_DTYPE_DEFAULT}")
-@click.option("--weight-group", type=int, default=None, help="--serve: values per scale of --weight-dtype.")
+@click.option("--weight-group", type=click.IntRange(min=1), default=None, help="--serve: values per scale of --weight-dtype.")
 @click.option("--quantize-head", is_flag=True, default=False,
               help="--serve: the output head in --weight-dtype too (gpt-fast's, torchao's); default bf16.")
 @choice_option("--quant-layout", spec.QUANT_LAYOUTS, "--serve, --weight-dtype int8 or int4: how the weights are "
@@ -171,11 +172,9 @@ def serving_lengths(prompt: str | None, gen: str, rate: float | None) -> tuple:
 @click.option("--attention-backend", type=str, default=None,
               help="--serve --rate: the engine's attention backend, whose kernel's published figures time each "
                    "step's attention, as serve's: flash-attn2 (default) or flash-attn3 (Hopper).")
-@choice_option("--decode-code", spec.DECODE_CODES, "--serve: the code that decodes (costmodel/decode_codes.json): "
-               "its KV cache's heads, how its attention reads a quantized cache, an eager step's host ops. One rule "
-               "for both modes (decode_codes.serving_code): the code typed, else the engine's: without --rate "
-               "Hugging Face generate's (transformers, as simulate's default), with --rate the search's vllm "
-               f"scheduler's. {spec.DECODE_CODES.described()}.")
+@decode_code_option("--serve: ", None, "Default, one rule for both modes and serve's (decode_codes.serving_code): "
+                    "without --rate Hugging Face generate's (transformers, as simulate's default), with --rate the "
+                    "search's vllm scheduler's engine's (vllm).")
 @click.option("--ray", "ray_address", type=str, default=None,
               help="--serve --rate: run the search's configurations as Ray tasks in the cluster at this address "
                    "('local' starts one here; needs pip install '.[ray]') instead of a local process pool.")

@@ -21,8 +21,8 @@ from costmodel.flash_support import require_attention, runs_flash
 from costmodel.simulate_api import decode_inputs, training_inputs
 
 from .inputs import InputError, finite, load_model, make_layout, make_workload, microbatches_for, with_mtp
-from .options import (ATTENTION_HELP, IMPL_HELP, batch_option, choice_option, dtype_option, hardware_option,
-                      json_option, layout_options, model_options, mtp_option, optimizer_option,
+from .options import (ATTENTION_HELP, IMPL_HELP, batch_option, choice_option, decode_code_option, dtype_option,
+                      hardware_option, json_option, layout_options, model_options, mtp_option, optimizer_option,
                       refuse_mla_without_latent, refuse_typed, TOKENS)
 
 TIME_MODEL_HELP = (f"kernels (the default: {spec.TIME_MODELS.meanings['kernels']}) or roofline "
@@ -236,7 +236,7 @@ def refuse_other_mode(ctx: click.Context, train: bool) -> None:
 @click.option("--weight-dtype", type=click.Choice(spec.WEIGHT_DTYPE_CHOICES), default=None,
               help=f"Inference: quantized weights ({spec.WEIGHT_DTYPE_CHOICES.listed()}), read as stored. "
               f"{spec.WEIGHT_DTYPE_DEFAULT}")
-@click.option("--weight-group", type=int, default=None, help="Inference: values per scale of --weight-dtype.")
+@click.option("--weight-group", type=click.IntRange(min=1), default=None, help="Inference: values per scale of --weight-dtype.")
 @click.option("--quantize-head", is_flag=True, default=False,
               help="Inference: the output head in --weight-dtype too, as gpt-fast and torchao quantize it "
               "(default: bf16, as bitsandbytes, AWQ, GPTQ and vLLM leave it); the embedding stays in --dtype.")
@@ -245,9 +245,7 @@ def refuse_other_mode(ctx: click.Context, train: bool) -> None:
 @click.option("--kv-dtype", type=click.Choice(spec.KV_DTYPES), default=None, help=f"Inference: a quantized KV cache ({spec.KV_DTYPES.listed()}): its memory, and its reads where --decode-code's attention reads it as stored (tensorrt-llm).")
 @choice_option("--fp8-gemm", spec.FP8_GEMMS, f"Inference, --weight-dtype fp8: how its GEMMs multiply: "
                f"{spec.FP8_GEMMS.described()}.", spec.DEFAULT_FP8_GEMM)
-@choice_option("--decode-code", spec.DECODE_CODES, "Inference: the code that decodes: the ops an eager step's host "
-               "time counts, the heads its KV cache holds and how its attention reads a quantized cache "
-               f"(costmodel/decode_codes.json): {spec.DECODE_CODES.described()}.", spec.DEFAULT_DECODE_CODE)
+@decode_code_option("Inference: ", spec.DEFAULT_DECODE_CODE)
 @layout_options
 @mtp_option
 @json_option("As JSON on stdout.")

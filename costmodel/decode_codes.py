@@ -67,9 +67,32 @@ def serving_code(scheduler: str | None, given: str | None = None) -> str:
     one), simulate's default: Hugging Face generate's (DEFAULT). A typed code under a scheduler keeps
     that scheduler's schedule and takes the code's cache and kernels (TensorRT-LLM's static batches:
     the static schedule, the tensorrt-llm code)."""
-    if given is not None:
-        return cache_code(given).name
-    return DEFAULT if scheduler is None else scheduler_code(scheduler)
+    if given is None:
+        return DEFAULT if scheduler is None else scheduler_code(scheduler)
+    name = cache_code(given).name
+    own = _data()["own_code_only"].get(scheduler)
+    if own is not None and name != own:
+        raise ConfigError(f"--decode-code {name}: the {scheduler} scheduler is transformers' continuous batching, "
+                          f"which runs its own code ({own}, decode_codes.json own_code_only); Hugging Face generate "
+                          f"under {name} is --scheduler static.")
+    return name
+
+
+def serving_cache(scheduler: str | None, code: str) -> str:
+    """The KV cache a serving step keeps (the tree's kv_cache): Hugging Face generate's static batch under a
+    transformers release (runs_classes) keeps generate's default DynamicCache, whose update concatenates each
+    step's keys and values onto the layer's whole cache (transformers 5.24 cache_utils DynamicLayer.update:
+    torch.cat, as simulate's default dynamic cache counts it); every engine, and gpt-fast's and TensorRT-LLM's
+    preallocated caches, write in place ("static")."""
+    return "dynamic" if scheduler == "static" and runs_classes(code) else "static"
+
+
+def runs_classes(name: str) -> bool:
+    """Whether code `name` runs transformers' classes as they are (transformers and its releases: a
+    "base" of transformers), so that their facts hold (Llama 4's every token through every expert), where
+    an engine's or gpt-fast's code routes each token to its top k (blocks.base.Profile.routed_experts)."""
+    entry = _data()["codes"].get(name, {})
+    return entry.get("base", name) == DEFAULT
 
 
 def caches_kv_heads(name: str, class_heads: str) -> bool:

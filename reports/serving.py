@@ -17,6 +17,7 @@ from costmodel.spec import (CUDA_GRAPHS, DEFAULT_HARDWARE, JSON_UNITS, DEFAULT_S
                             DEFAULT_QUANT_LAYOUT, KV_DTYPES, MAMBA_SSM_CACHE_DTYPES, MLA_FORMS, QUANT_LAYOUTS, ROUTERS, SCHEDULERS,
                             SERVE_ATTENTIONS, WEIGHT_DTYPE_CHOICES, WEIGHT_DTYPE_DEFAULT)
 
+from .options import decode_code_option
 from .output import DtypeChoice, ReportInputError, atomic_file, check_destination, finite, write_text
 
 
@@ -84,7 +85,8 @@ def render_setup(summary: dict[str, Any], requests: str | None = None) -> list[s
           if kv.get("state_bytes_per_request") else []),
         *([note] if (note := weights_note(setup.get("weight_dtype"), setup.get("weight_dtype_source"))) else []),
         *([setup["weights_note"]] if setup.get("weights_note") else []),
-        *([host_line(setup["host"])] if setup.get("host") else []),
+        *([code_line(setup["decode_code"], setup["scheduler"])] if setup.get("decode_code") else []),
+        *([host_line(setup["host"], setup.get("decode_code"))] if setup.get("host") else []),
         *([fp8_gemm_line(setup)] if setup.get("fp8_gemm_runs") else []),
         *([f"{setup['attention_note']}"] if setup.get("attention_note") else []),
         *backend_line(setup.get("attention_backend")),
@@ -98,9 +100,21 @@ def render_setup(summary: dict[str, Any], requests: str | None = None) -> list[s
     return lines
 
 
-def host_line(host: dict[str, Any]) -> str:
+def code_line(code: str, scheduler: str) -> str:
+    """The code that decodes (decode_codes.serving_code): the scheduler's engine's, or the one typed."""
+    from costmodel.decode_codes import scheduler_code
+
+    why = (f"the {scheduler} scheduler's engine's" if code == scheduler_code(scheduler) else
+           f"--decode-code, on the {scheduler} scheduler's schedule")
+    return f"decode code: {code} ({why}: its KV cache's heads, its quantized-cache reads; costmodel/decode_codes.json)"
+
+
+def host_line(host: dict[str, Any], decode_code: str | None = None) -> str:
     """An eager step's host on a GPU (costmodel/serving/host_step.py): whose counted ops, at which time."""
-    code = "Hugging Face generate's" if host["code"] == "generate" else "transformers' engine's"
+    from costmodel.decode_codes import runs_classes
+
+    code = ("transformers' engine's" if host["code"] != "generate" else "Hugging Face generate's"
+            if decode_code is None or runs_classes(decode_code) else f"{decode_code}'s decoding loop's")
     return (f"host: each eager step takes the longer of its kernels and {code} counted ops at "
             f"{host['op_seconds'] * 1e6:.2f} us each" + (f" ({host['op_time_note']})" if host.get("op_time_note") else ""))
 
@@ -245,7 +259,7 @@ def latency_figure(rows: list[dict[str, Any]], title: str) -> Any:
               help="P:D: P prefill-only and D decode-only replicas, the KV cache sent between them (replaces --replicas).")
 @click.option("--dtype", type=DtypeChoice(DTYPES), default=None, help="Default: the hardware's.")
 @click.option("--weight-dtype", type=click.Choice(WEIGHT_DTYPE_CHOICES), default=None, help=WEIGHT_DTYPE_DEFAULT)
-@click.option("--weight-group", type=int, default=None,
+@click.option("--weight-group", type=click.IntRange(min=1), default=None,
               help="Values per scale of --weight-dtype (int4 128, nf4 64 by default); with --tp, whole groups "
                    "on each row-parallel shard.")
 @click.option("--quant-layout", type=click.Choice(QUANT_LAYOUTS), default=DEFAULT_QUANT_LAYOUT, show_default=True,
@@ -274,6 +288,10 @@ def latency_figure(rows: list[dict[str, Any]], title: str) -> Any:
               help="Steps replayed from CUDA graphs (graph_kernel_s per kernel, no launch overhead): auto, the "
                    "engine's default (vllm-v0, trtllm: decode-only steps; vllm: piecewise, attention eager; the others "
                    "eager); on (an error where the engine has none); off (eager everywhere).")
+@decode_code_option("", None, "Default (decode_codes.serving_code, plan --serve's rule): the --scheduler's engine's "
+                    "(vllm for vllm, vllm-v0, sarathi and orca; tensorrt-llm for trtllm; transformers for static, "
+                    "hf-fifo and hf-prefill-first); a typed code keeps the scheduler's schedule (static with "
+                    "tensorrt-llm: TensorRT-LLM's static batches); hf-fifo and hf-prefill-first run transformers only.")
 @click.option("--slo-ttft", type=float, default=None, help="Seconds, for goodput.")
 @click.option("--slo-tpot", type=float, default=None, help="Seconds per output token, for goodput.")
 @click.option("--csv", "csv_path", type=str, default=None, help="Write the per-request table here.")
@@ -289,7 +307,7 @@ def serve(model, config, hardware_name, rate, concurrency, count, trace, prompt,
           max_batched_tokens, block_size, gpu_memory_utilization, num_blocks, tp, replicas, dtype, weight_dtype,
           kv_dtype, attention, attention_backend, slo_ttft, slo_tpot, csv_path, steps_csv, plot_path, rates, as_json, router,
           disaggregate, mla, pp, prefix_caching, time_model, fp8_gemm, weight_group, num_scheduler_steps,
-          cuda_graphs, max_capture_len, quant_layout, mamba_ssm_cache_dtype, price, host_time) -> None:
+          cuda_graphs, max_capture_len, quant_layout, mamba_ssm_cache_dtype, price, host_time, decode_code) -> None:
     """Serve a stream of requests on an engine replica, simulated step by step (continuous
     batching, paged KV cache): latency percentiles, throughput and goodput."""
     from costmodel.serving import serve as run_serve
@@ -344,6 +362,7 @@ def serve(model, config, hardware_name, rate, concurrency, count, trace, prompt,
                    **({"quant_layout": quant_layout} if quant_layout != DEFAULT_QUANT_LAYOUT else {}),
                    time_model=time_model, fp8_gemm=fp8_gemm, cuda_graphs=cuda_graphs,
                    **({"host_time": host_time} if host_time != "none" else {}),
+                   **({"decode_code": decode_code} if decode_code is not None else {}),
                    **({"max_capture_len": max_capture_len} if max_capture_len is not None else {}),
                    **({"mamba_ssm_cache_dtype": mamba_ssm_cache_dtype} if mamba_ssm_cache_dtype != "auto" else {}))
     if rates is not None:
@@ -443,6 +462,7 @@ def render_capacity(result: dict[str, Any], top: int = 10) -> str:
              f"{t['requests']} simulated requests per point); {result['configurations']} configurations, "
              f"{len(result['feasible'])} meet it",
              *([note] if (note := weights_note(result.get("weight_dtype"), result.get("weight_dtype_source"))) else []),
+             *([code_line(result["decode_code"], result["scheduler"])] if result.get("decode_code") else []),
              *backend_line(result.get("attention_backend")),
              f"{'gpus':>5} {'hardware':<12}{'tp':>3}{'pp':>3}{'replicas':>9}{'seqs':>6}{'tokens':>7}{'p99 TTFT ms':>12}"
              f"{'p99 TPOT ms':>12}{'$/h':>8}{'$/M out':>9}"]

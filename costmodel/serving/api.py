@@ -11,7 +11,7 @@ from typing import Any
 from ..checkpoint import inference_weights
 from ..config import ConfigError, show
 from ..cost import check_price, serving_cost
-from ..decode_codes import serving_code
+from ..decode_codes import runs_classes, serving_cache, serving_code
 from ..attention_kernels import DEFAULT_KERNEL, DEFAULT_SERVING_BACKEND, kernel_entry, serving_kernel
 from ..hardware import time_model_for
 from ..kernel_rates import kernel_facts
@@ -28,7 +28,7 @@ from .kvcache import BlockPool, cache_sizing, profile_run_facts
 from .budgets import DEFAULT_BUDGETS, NO_TOKEN_BUDGET, VLLM_LARGE_GPU_BUDGETS, default_budget  # noqa: F401 (re-exported)
 from .schedulers import SCHEDULERS
 from .state_slots import STATE_PREFIX_NOTE, check_ssm_cache_dtype, vllm_layer_states, with_state_traffic
-from .host_step import host_bound, host_fields
+from .host_step import host_bound, host_fields, refuse_uncounted_parts
 from .profile import held_weights_note
 from .steptime import StepTime, check_tensor_parallel_groups, serving_profile
 from .workload import Lengths, Request, check_whole, poisson, read_trace
@@ -135,7 +135,8 @@ def replica_profile(cfg: Any, scheduler: str = "vllm", *, weight_dtype: str | No
     weight_dtype, weight_group, _ = inference_weights(cfg, weight_dtype, weight_group)  # the checkpoint's by default
     code = serving_code(scheduler, decode_code)  # transformers' classes run their experts as they are; the engines route
     profile = serving_profile(cfg, attention, weight_dtype, kv_dtype, mla, fp8_gemm, weight_group, quant_layout=quant_layout,
-                              decode_code=code, routed_experts=code != "transformers")
+                              decode_code=code, routed_experts=not runs_classes(code),
+                              kv_cache=serving_cache(scheduler, code))
     check_weight_scope(cfg, getattr(profile, "weight_format", None))
     return profile
 
@@ -249,6 +250,7 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
                               mla=mla, fp8_gemm=fp8_gemm, weight_group=weight_group, quant_layout=quant_layout,
                               decode_code=decode_code)
     weight_dtype, _, weight_source = inference_weights(cfg, weight_dtype, weight_group)  # as replica_profile's
+    refuse_uncounted_parts(cfg, profile.decode_code, spec.CANONICAL_DTYPE.get(dtype, dtype), profile.attention)
     check_tensor_parallel_groups(cfg, profile, tp)
     from ..config import DTYPE_BYTES, Workload
 

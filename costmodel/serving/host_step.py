@@ -7,9 +7,12 @@ hardware's op time (Hardware.eager_op_s: the file's, else the borrowed kernel_fa
 Which serving steps take it: those of a code whose ops are counted, run eagerly, on a GPU, under the
 kernel model (the roofline counts no ops; a CPU runs each op in its thread: steptime.py charges the
 engine's per-leaf ops there):
-- static (Hugging Face generate's batch): generate's counted step (kernel_facts.json "eager_step_ops",
-  implementation "transformers": eager_ops.step_ops, the count simulate's one-GPU steps take), the same
-  count for its prefill and each decode step, at any batch (one op per tensor, not per row);
+- static (Hugging Face generate's batch): the decoding loop's counted step (kernel_facts.json "eager_step_ops",
+  implementation: the replica's decode code, Profile.decode_code, transformers unless --decode-code names
+  another: eager_ops.step_ops, the count simulate's one-GPU steps take under that code), the same count for
+  its prefill and each decode step, at any batch (one op per tensor, not per row); a code whose ops are not
+  counted (tensorrt-llm, gpt-fast-mixtral) none, its eager leaves keeping the per-block launch overhead, as
+  simulate's steps under it do;
 - hf-fifo, hf-prefill-first (transformers' continuous batching): the engine's counted ops per leaf
   (kernel_facts.json "eager_ops", what steptime.py charges on a CPU): each leaf that runs in the step
   once, and the attention module's case by the step's mix (eager_step.EagerStep.case);
@@ -95,7 +98,7 @@ def host_bound(step: Any, cfg: Any, hardware: Any, scheduler: str, graphs: Any, 
         return step
     fmt = profile.weight_format
     if code == "generate":
-        count = step_ops(cfg, "transformers", step.dtype, profile.attention, "dynamic",
+        count = step_ops(cfg, profile.decode_code, step.dtype, profile.attention, "dynamic",
                          {"weight_dtype": fmt.dtype} if fmt is not None else None)
         if count is None:
             return step
@@ -106,6 +109,20 @@ def host_bound(step: Any, cfg: Any, hardware: Any, scheduler: str, graphs: Any, 
         return step
     bare = make_step(hardware.replace(overhead_s_per_block=0.0))
     return HostBound(bare, engine_ops(bare, entry), hardware.engine_op_s, code)
+
+
+def refuse_uncounted_parts(cfg: Any, code: str, dtype: str, attention: str) -> None:
+    """One line where the decode code's eager step has parts simulate times and a serving step does not
+    (eager_ops.step_copies: transformers 4.46's Qwen2 flash path repeats the cached K/V heads; step_syncs:
+    transformers 4.51's Qwen3-MoE loop syncs with the host each expert): serve would drop them."""
+    from ..config import ConfigError
+    from ..eager_ops import step_copies, step_syncs
+
+    parts = [what for what, stated in (("copies of the cache", step_copies(cfg, code, attention)),
+                                       ("host syncs", step_syncs(cfg, code, dtype, attention, "dynamic"))) if stated]
+    if parts:
+        raise ConfigError(f"--decode-code {code}: its eager step's {' and '.join(parts)} for {cfg.name} are timed by "
+                          f"simulate --decode-code {code}, not by a serving step (costmodel/serving/host_step.py).")
 
 
 def host_fields(step: Any, hardware: Any) -> dict[str, Any] | None:

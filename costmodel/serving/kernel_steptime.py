@@ -44,6 +44,7 @@ from ..config import DTYPE_BYTES, ModelConfig, Workload
 from ..blocks import AttentionScores, WeightedSum
 from ..hardware import Efficiency, Hardware
 from ..eager_ops import eager_implementation, eager_op_counts
+from ..kernel_facts_file import fuses_qkv
 from ..kernel_time import (AttentionCall, Gemm, KernelTimer, MatmulCompute, Pointwise, check_kernel_model,
                            kernels_seconds)
 from ..layout.split import substitution
@@ -65,7 +66,7 @@ class KernelStepTime(StepTime):
                  efficiency: Efficiency | None = None, profile: Any = None, tp: int = 1, pp: int = 1,
                  time_model: str | None = None, timer: KernelTimer | None = None, attention_kernel: str = "flash2",
                  decode_kernel: str | None = None):
-        """timer: a KernelTimer (default: this hardware's and dtype's, attention_kernel's figures, decode_kernel's)."""
+        """timer: a KernelTimer (default: this hardware's, dtype's, attention and decode kernels', code's fuses_qkv)."""
         import numpy as np
 
         check_kernel_model(hardware)
@@ -78,11 +79,11 @@ class KernelStepTime(StepTime):
         self.timer = timer or KernelTimer(hardware, self.dtype, model.profile.attention, efficiency=efficiency,
                                           eager_ops=eager_op_counts(cfg, model.profile.attention, weight_format),
                                           w8a8=runs_w8a8(weight_format, hardware), attention_kernel=attention_kernel,
-                                          decode_kernel=decode_kernel)
+                                          decode_kernel=decode_kernel, fused_qkv=fuses_qkv(model.profile.decode_code))
         eager = eager if self.timer.eager_ops is not None else None  # its copies go with its eager ops (transformers')
         # The launches of the leaves a CUDA graph replays (graphs.py): graph_kernel_s per kernel.
-        self.graph_timer = KernelTimer(hardware, self.dtype, model.profile.attention, cuda_graphs=True,
-                                       efficiency=efficiency, w8a8=runs_w8a8(weight_format, hardware))
+        self.graph_timer = KernelTimer(hardware, self.dtype, model.profile.attention, cuda_graphs=True, efficiency=efficiency,
+                                       w8a8=runs_w8a8(weight_format, hardware), fused_qkv=self.timer.fused_qkv)
         subs = {**{k: sp.Integer(v) for k, v in model_values(cfg).items()}, S.b: sp.Integer(1), S.s: sp.Integer(1),
                 S.T: sp.Integer(0), S.e: sp.Integer(self.e), S.tp: sp.Integer(tp)}
         quantized = getattr(model.profile, "weight_format", None) is not None
@@ -98,7 +99,7 @@ class KernelStepTime(StepTime):
                      else "head" if leaf.path.startswith("head") else "tokens")
             split = substitution(leaf.block, sp_on=False, vocabulary="ceil", loss_parallel=False,
                                  encoder=False) if tp > 1 else None
-            kernels = LeafKernels(leaf, subs, self.timer.fused_attention, split)
+            kernels = LeafKernels(leaf, subs, self.timer.fused_attention, split, self.timer.fused_qkv)
             self.groups[group].append((kernels, count))
             if group == "context":
                 weights = leaf.total("weight_bytes") if quantized else S.e * leaf.total("params")

@@ -24,15 +24,16 @@ class LeafKernels:
     (experts touched at a token count, a window's min) is read from the tree at each (n, c) and
     kept."""
 
-    def __init__(self, leaf: Any, subs: dict, fused_attention: bool, local: dict | None):
-        self.leaf, self.subs, self.fused, self.local = leaf, subs, fused_attention, local
+    def __init__(self, leaf: Any, subs: dict, fused_attention: bool, local: dict | None, fused_qkv: bool = False):
+        """fused_qkv: the decode code runs Q, K and V as one GEMM (kernel_facts_file.fuses_qkv), as simulate's steps."""
+        self.leaf, self.subs, self.fused, self.local, self.fused_qkv = leaf, subs, fused_attention, local, fused_qkv
         self.read: dict[tuple[int, int], list] = {}
         self.fit = self._fit()
 
     def _tree(self, n: int, c: int) -> list:
         if (n, c) not in self.read:
             subs = {**self.subs, S.n: sp.Integer(n), S.c: sp.Integer(c)}
-            self.read[(n, c)] = leaf_kernels(self.leaf, subs, self.fused, self.local)
+            self.read[(n, c)] = leaf_kernels(self.leaf, subs, self.fused, self.local, fused_qkv=self.fused_qkv)
         return self.read[(n, c)]
 
     def _fit(self) -> list | None:

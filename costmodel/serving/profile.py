@@ -17,7 +17,7 @@ from ..tree import CostModel, model_values, profile_for
 def serving_profile(cfg: ModelConfig, attention: str = "flash", weight_dtype: str | None = None,
                     kv_dtype: str | None = None, mla: str = "absorbed", fp8_gemm: str = "auto",
                     weight_group: int | None = None, decode_code: str = "vllm",
-                    routed_experts: bool = True, quant_layout: str = "gptq") -> Any:
+                    routed_experts: bool = True, quant_layout: str = "gptq", kv_cache: str = "static") -> Any:
     """The implementation profile of a paged engine: no dropout, a cache written in place, latent
     attention absorbed (as vLLM's MLA backend runs it); fp8 weights' GEMMs as fp8_gemm says
     (spec.FP8_GEMMS); weight_group: values per scale of weight_dtype (its default when None);
@@ -28,10 +28,12 @@ def serving_profile(cfg: ModelConfig, attention: str = "flash", weight_dtype: st
     False for transformers' own serving, which runs its class's experts as they are); quant_layout:
     how int8 and int4 weights are stored (spec.QUANT_LAYOUTS). The engines whose MoE kernel routes
     (vLLM's FusedMoE) also load the routed experts alone: LongCat-Flash's zero-compute experts hold no
-    weights there (Profile.zero_experts_held), where transformers' class allocates their rows."""
+    weights there (Profile.zero_experts_held), where transformers' class allocates their rows. kv_cache:
+    "static", written in place (a paged or preallocated cache), or "dynamic" (Hugging Face generate's
+    DynamicCache, each step's keys and values concatenated onto a layer's whole cache: decode_codes.serving_cache)."""
     workload = Workload(attention=attention, weight_dtype=weight_dtype, kv_dtype=kv_dtype, mla=mla,
                         fp8_gemm=fp8_gemm, weight_group=weight_group, quant_layout=quant_layout, decode_code=decode_code)
-    return profile_for(cfg, workload, dropout=False, kv_cache="static",
+    return profile_for(cfg, workload, dropout=False, kv_cache=kv_cache,
                        routed_experts=routed_experts, zero_experts_held=not routed_experts)
 
 
