@@ -59,7 +59,7 @@ CARD_COMMANDS = {
     # default hides them); --overlap-grad-reduce: FSDP's reduce under the backward (megatron's default: after it)
     # {config}: bloom-560m's config.json at BLOOM's sizes (BLOOM_176B below), as a user writes it
     "gpu-hours-bloom 176b 366B tokens":
-        "--config {config} --hardware a100-80gb --train --seq-len 2048 --batch 2 --dtype bf16 --attention eager "
+        "--config {config} --hardware {hardware} --train --seq-len 2048 --batch 2 --dtype bf16 --attention eager "
         "--impl megatron --recompute full --framework deepspeed --zero 1 --tp 4 --pp 12 --dp 8 "
         "--stage-layers 5,6,6,6,6,6,6,6,6,6,6,5 --global-batch 2048 --tokens 366e9",
 }
@@ -118,14 +118,17 @@ def test_each_gpu_hours_row_is_its_cli_command(run_id, capsys, tmp_path):
     from pathlib import Path
 
     import costmodel
-    from reports.published_runs import train_gpu_hours
+    from reports.published_runs import run_hardware, train_gpu_hours
 
     runs, sources = _runs()
     run, source = runs[run_id], sources[run_id.split()[0]]
     config = tmp_path / "bloom-176b.json"
     preset = json.loads((Path(costmodel.__file__).parent / "presets" / "bloom-560m.json").read_text())
     config.write_text(json.dumps({**preset, **BLOOM_176B}))
-    command = CARD_COMMANDS[run_id].format(config=config).split()
+    # {hardware}: the a100-80gb file with Jean Zay's network (the source's hardware_overrides), as a user writes it
+    hardware = tmp_path / "jean-zay-a100-80gb.json"
+    hardware.write_text(json.dumps(run_hardware(sources["gpu-hours-bloom"]).to_dict()))
+    command = CARD_COMMANDS[run_id].format(config=config, hardware=hardware).split()
     for model in ("roofline", "kernels"):
         assert cli.main(["simulate", *command, "--time-model", model, "--json"]) == 0
         cost = json.loads(capsys.readouterr().out)["cost"]

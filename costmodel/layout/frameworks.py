@@ -74,6 +74,12 @@ class Framework:
     # February 2022, is switched off in fp16 by arguments.py). None: not modelled (bf16 Megatron
     # fuses it into the weight-gradient GEMM's fp32 output).
     fp16_gradient_accumulation: str | None = None
+    # The ZeRO stages that accumulation runs at (None: every stage). DeepSpeed's engine leaves each
+    # micro-batch's fp16 gradient to autograd's AccumulateGrad at stages 0 and 1 (FP16_Optimizer;
+    # ZeRO-1's reduce_ready_partitions_and_remove_grads reduces only at the accumulation boundary:
+    # deepspeed/runtime/zero/stage2.py line 1236 at v0.5.8, "if self.partition_gradients or
+    # self.is_gradient_accumulation_boundary"); ZeRO-2 moves each one into its partition instead.
+    fp16_accumulation_stages: tuple[int, ...] | None = None
     # The optimizer step in fp16 as the framework runs it, where it is not one fused pass over the
     # parameter's copies (ParamBytes.step_traffic): "megatron", FP16OptimizerWithFP16Params' five
     # passes (precision.megatron_fp16_step_bytes: the fp16 gradients copied to fp32, unscaled and
@@ -265,6 +271,7 @@ FRAMEWORKS = {
         fp32_gradient_partition_stages=(2, 3),
         pp_scatter_gather=True, pp_partition_meta=True, pp_output_regather=True, pp_reduce_after_backward=True,
         bf16_pipeline_optimizer=True, pipeline_schedules=("1f1b",),
+        fp16_gradient_accumulation="in_place", fp16_accumulation_stages=(0, 1),
     ),
     "fsdp2": Framework(
         name="fsdp2", precision="fsdp2", zero_stages=(2, 3),

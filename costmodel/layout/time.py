@@ -328,9 +328,10 @@ class StepTime:
         writing one, 3 x the gradient dtype's bytes per parameter of the rank, memory-bound."""
         estimate, m = self.estimate, self.estimate.layout.microbatches
         params = self.rank_params(stage)
-        if m == 1 or estimate.workload.dtype != "fp16" or estimate.framework.fp16_gradient_accumulation is None \
-                or self.autocast:  # autocast_casts accumulates in fp32 itself
-            return 0.0
+        framework, stages = estimate.framework, estimate.framework.fp16_accumulation_stages
+        if m == 1 or estimate.workload.dtype != "fp16" or framework.fp16_gradient_accumulation is None \
+                or self.autocast or (stages is not None and estimate.layout.zero not in stages):
+            return 0.0  # (autocast_casts accumulates in fp32 itself)
         from ..step_bytes import in_place_add_bytes
 
         return (m - 1) * in_place_add_bytes(estimate.workload.bytes_per_element) * params / self.bytes_per_s
