@@ -44,3 +44,18 @@ def test_the_by_k_report(capsys):
     assert vidur.main(["--by-k"]) == 0
     out = capsys.readouterr().out
     assert "a100  K  1024+" in out and "median / burst 0.863" in out
+
+
+def test_the_facts_file_states_what_the_sweep_shows_and_ampere_has_no_entry(data):
+    from costmodel.hardware import load_hardware
+    from costmodel.kernel_rates import gemm_k_points, kernel_facts
+
+    wide = {}
+    for x in vidur.k_sweep(data, "a100"):
+        if x["n"] == 8192:
+            wide.setdefault(x["k"], []).append(round(x["tflops"]))
+    assert {k: (min(v), max(v)) for k, v in wide.items()} == {1024: (225, 231), 2048: (189, 193),
+                                                              4096: (210, 215), 8192: (223, 230)}
+    source = kernel_facts()["gemm_efficiency_by_k"]["source"]
+    assert "225-231 TFLOP/s at K 1,024, 189-193 at 2,048, 210-215 at 4,096 and 223-230 at 8,192" in source
+    assert gemm_k_points(load_hardware("a100-80gb"), "bf16") == ()
