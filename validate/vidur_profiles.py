@@ -26,6 +26,7 @@ a100-80gb and h100-sxm in fp16; collectives.collective_seconds for the all-reduc
 
   python validate/vidur_profiles.py                 # the tables, from validate/vidur_profiles.json
   python validate/vidur_profiles.py --gemv          # the one-row streaming rate fitted per GPU
+  python validate/vidur_profiles.py --by-k          # the projections' measured rate by inner width K
   python validate/vidur_profiles.py --extract DIR   # rewrite the json from a vidur checkout (bare git dir)
 """
 
@@ -154,6 +155,66 @@ def gemv_fit(data: dict, gpu: str) -> tuple[float, float, int]:
     return my - slope * mx, 1 / slope, len(xs)
 
 
+#: The inner widths by_k bands the projections into (each K goes to the largest band at or below it).
+K_BANDS = (512, 1024, 2048, 4096, 8192, 16384)
+
+
+def tflops(g: Gemm, seconds: float) -> float:
+    return 2 * g.m * g.n * g.k / seconds / 1e12
+
+
+def k_sweep(data: dict, gpu: str, tokens: int = 4096) -> list[dict]:
+    """The one projection that sweeps K at a fixed output: the attention output (row-parallel, K =
+    d / tp, N = d) of each model at `tokens` rows, its measured TFLOP/s at each tp."""
+    out = []
+    for model, entry in data["compute"][gpu].items():
+        for p in entry["points"]:
+            if p["num_tokens"] == tokens:
+                g = gemms(entry["shape"], tokens, p["tp"])["attn_post_proj"]
+                out.append({"model": model, "tp": p["tp"], "n": g.n, "k": g.k,
+                            "tflops": tflops(g, p["attn_post_proj"] * 1e-3)})
+    return out
+
+
+def ratios_by_k(data: dict, min_tokens: int = 1024) -> dict[tuple[str, int], list[float]]:
+    """ours / Vidur of the four projections at >= min_tokens rows (past the tile model's wave
+    quantization's largest steps), by (gpu, K band)."""
+    out: dict = {}
+    for r in op_ratios(data):
+        if r["op"].endswith("proj") and r["num_tokens"] >= min_tokens:
+            k = gemms(data["compute"][r["gpu"]][r["model"]]["shape"], r["num_tokens"], r["tp"])[r["op"]].k
+            band = max(b for b in K_BANDS if b <= k)
+            out.setdefault((r["gpu"], band), []).append(r["ours_s"] / r["vidur_s"])
+    return out
+
+
+def large_rates(data: dict, gpu: str, tokens: int = 4096) -> list[float]:
+    """The measured TFLOP/s of every projection at `tokens` rows, every model and tp."""
+    return [tflops(g, p[op] * 1e-3) for entry in data["compute"][gpu].values() for p in entry["points"]
+            if p["num_tokens"] == tokens for op, g in gemms(entry["shape"], tokens, p["tp"]).items()]
+
+
+def by_k_report(data: dict) -> str:
+    lines = ["the attention output at 4,096 rows (K = d / tp, N = d): measured TFLOP/s by K, and over tp 1's (K = d)"]
+    for gpu in GPUS:
+        rows = k_sweep(data, gpu)
+        for model in MODELS:
+            r = sorted((x for x in rows if x["model"] == model), key=lambda x: x["k"])
+            top = r[-1]["tflops"]
+            lines.append(f"{gpu:5} {model:38} N {r[0]['n']:5}  " + "  ".join(
+                f"K {x['k']:5}: {x['tflops']:5.0f} ({x['tflops'] / top:.2f})" for x in r))
+    lines += ["", "ours / Vidur of the four projections at >= 1,024 rows, by K band (min, quartiles, max)"]
+    for (gpu, band), r in sorted(ratios_by_k(data).items()):
+        lines.append(f"{gpu:5} K {band:>5}+ {len(r):>3} {_quantiles(r)}")
+    lines += ["", "every projection at 4,096 rows: measured TFLOP/s against the hardware file's large-GEMM rate"]
+    for gpu, name in GPUS.items():
+        hw, r = load_hardware(name), large_rates(data, gpu)
+        burst = hw.flops_per_s["fp16"] * hw.matmul_efficiency["fp16"] / 1e12
+        lines.append(f"{gpu:5} n {len(r)}  median {statistics.median(r):5.1f}  (min {min(r):.0f}, max {max(r):.0f})"
+                     f"  file's burst rate {burst:.1f}: median / burst {statistics.median(r) / burst:.3f}")
+    return "\n".join(lines)
+
+
 def all_reduce_rows(data: dict, max_bytes: int = 65536) -> list[dict]:
     out = []
     for node, rows in data["all_reduce"].items():
@@ -212,6 +273,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--extract", type=Path, metavar="DIR", help="a microsoft/vidur git directory")
     parser.add_argument("--gemv", action="store_true", help="the one-row streaming rate fitted per GPU")
+    parser.add_argument("--by-k", action="store_true", help="the projections' measured rate by inner width K")
     args = parser.parse_args(argv)
     if args.extract:
         if not (args.extract / "HEAD").exists() and not (args.extract / ".git").exists():
@@ -221,7 +283,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"wrote {DATA}")
         return 0
     data = load()
-    print(gemv_report(data) if args.gemv else report(data))
+    print(gemv_report(data) if args.gemv else by_k_report(data) if args.by_k else report(data))
     return 0
 
 
