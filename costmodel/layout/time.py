@@ -458,8 +458,11 @@ class StepTime:
 
             seconds += params * bf16_optimizer_step_bytes(estimate.workload.bytes_per_element) / self.bytes_per_s
         if layout.optimizer_step == "megatron-lm":  # Megatron-LM's passes over its gradient buffer (megatron_step.py)
+            from ..step_bytes import framework_step_bytes  # fp16: its passes hold the clipping's norm already
+
+            own_passes = not self.autocast and framework_step_bytes(estimate) is not None
             seconds += megatron_step_seconds(params, updated, int(estimate.numbers["bytes.gradients"]), layout.dp,
-                                             estimate.workload.dtype != "fp16", self.bytes_per_s)
+                                             estimate.workload.dtype != "fp16", self.bytes_per_s, not own_passes)
         return seconds + gather_copy_seconds(self, stage)  # nanotron's ZeRO-1 copies its gathered slices back
 
     def step_traffic(self) -> float:
