@@ -229,11 +229,13 @@ class StepTime:
         all_to_all = self.collective("ep", "all_to_all", communication.get("ep", {}).get("all_to_all", 0) / m) \
             + self.flex_dispatch(communication.get("ep", {}).get("flex", 0) / m)
         compute = self.compute(stage)
+        fused_calls = None
         if self.overlap.async_tp:  # torchtitan's Async TP: what its fused ops hide and add (layout/async_tp.py)
-            from .async_tp import stage_terms
+            from .async_tp import fused_calls as async_fused_calls, stage_terms
 
             fused, added = stage_terms(self, stage)
             compute += added
+            fused_calls = async_fused_calls(self, stage)  # their DTensor cats taken into the fused ops
         # Delayed scaling's amax all-reduces (ParallelEstimate.amax_reductions): synchronous, on the
         # critical path, each latency-bound.
         amax = sum(self.collective("amax", "all_reduce", payload) for payload in self.estimate.amax_reductions(stage))
@@ -272,7 +274,7 @@ class StepTime:
                 "accumulation_microbatch": self.microbatch_accumulation(stage),
                 "fsdp_copies": copy_seconds(self.estimate, stage, self.bytes_per_s),
                 # DTensor's cat around each sequence-sharded TP collective (layout/dtensor_copies.py)
-                "dtensor_copies": dtensor_copy_seconds(self.estimate, stage, self.bytes_per_s),
+                "dtensor_copies": dtensor_copy_seconds(self.estimate, stage, self.bytes_per_s, fused_calls),
                 # what runs hidden under this micro-batch's compute, and under the step's; the compute
                 # beside it runs slower (Overlap.slowdown: the collectives' kernels hold SMs)
                 "hidden": hidden, "hidden_step": self.overlap.tp * tp_step,
