@@ -95,9 +95,11 @@ def test_the_benchmarks_async_gain_against_its_vanilla_columns():
         for recipe in ("", " float8 tensorwise", " float8 rowwise"):
             rows = [BENCHMARK.format(size, dp, flag + recipe).replace("256", gpus) for flag in ("", " asynctp")]
             gains[size + recipe] = round(_tokens(rows[1]) / _tokens(rows[0]), 3)
-    # 1.146, 1.149, 1.035 and 1.147, 1.101, 1.009 before wt32_tpsmall's DTensor copies (both columns pay them)
-    assert gains == {"70b": 1.133, "70b float8 tensorwise": 1.132, "70b float8 rowwise": 1.032,
-                     "8b": 1.13, "8b float8 tensorwise": 1.088, "8b float8 rowwise": 1.008}
+    # 1.146, 1.149, 1.035 and 1.147, 1.101, 1.009 before wt32_tpsmall's DTensor copies; 1.133, 1.132, 1.032 and
+    # 1.13, 1.088, 1.008 with them in both columns; the vanilla column pays every copy, the async one only the
+    # unfused calls' (the micro-pipeline pass takes each fused call's split + cat into its op: wt32_review)
+    assert gains == {"70b": 1.225, "70b float8 tensorwise": 1.246, "70b float8 rowwise": 1.065,
+                     "8b": 1.246, "8b float8 tensorwise": 1.205, "8b float8 rowwise": 1.028}
 
 
 def test_async_tp_is_torchtitans_compiled_sequence_parallel_tp():

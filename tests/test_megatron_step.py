@@ -85,3 +85,20 @@ def test_simulate_takes_megatron_lm(capsys):
                      "--optimizer-step", "megatron-lm"]) == 2
     err = capsys.readouterr().err
     assert "needs --framework megatron with --zero 0 or 1" in err and err.count("\n") == 1
+
+
+def test_fp16_clip_norm_counted_once(capsys):
+    """Under fp16 Megatron's fp16 optimizer passes (step_bytes.megatron_fp16_step_bytes) already read each updated
+    fp32 gradient for clip_grad_norm's l2 norm: megatron-lm adds only the fp16 buffer's zero (2) and the scale by
+    1 / dp (read 2, write 2), the NaN check off under dynamic loss scaling: 8,030,261,248 x 6 bytes, no norm."""
+    import json
+
+    import cli
+
+    base = ["simulate", "--model", "llama3-8b", "--hardware", "h100-sxm", "--train", "--seq-len", "8192", "--batch", "1",
+            "--attention", "flash", "--framework", "megatron", "--zero", "1", "--dp", "8", "--dtype", "fp16", "--json"]
+    seconds = []
+    for extra in ([], ["--optimizer-step", "megatron-lm"]):
+        assert cli.main(base + extra) == 0
+        seconds.append(json.loads(capsys.readouterr().out)["step"]["optimizer_seconds"])
+    assert seconds[1] - seconds[0] == pytest.approx(8_030_261_248 * 6 / 2.68e12, rel=1e-9)

@@ -93,3 +93,24 @@ def test_one_sequence_gathers_by_a_view_and_megatron_copies_nothing():
     assert copy_bytes(one, one.stages[0]) == 2 * ((130 + 64) * x + 4_096 * 128_256 * 2)
     megatron = ParallelEstimate(estimate.cfg, estimate.workload, replace(estimate.layout, framework="megatron", zero=1))
     assert copy_bytes(megatron, megatron.stages[0]) == 0
+
+
+def test_async_tp_fused_collectives_copy_no_cat():
+    """Under Async TP torch's micro-pipeline pass matches each fused collective with its split + cat
+    (torch/_inductor/fx_passes/micro_pipeline_tp.py: the non-zero-dim all-gather pattern ends in aten.cat,
+    the reduce-scatter's input is the cat of the split; the matched nodes are erased), so only the unfused
+    calls keep DTensor's copy. torchtitan's 8B at TP 8 with Async TP: 32 layers x (the forward's gathers into
+    Q/K/V and w1/w3, the backward's into wo's and w2's dgrads, op SAC's rerun gathers: 6) = 192 fused all-gathers
+    and 32 x 2 (out of wo and w2) = 64 fused reduce-scatters of the 805,306,368-byte activation leave
+    521,838,526,464 - 2 x 256 x 805,306,368 = 109,521,666,048 bytes a micro-batch."""
+    from costmodel.layout.timing import step_time
+
+    titan, hardware, options = row("torchtitan-asynctp llama3.1-8b fsdp8 tp8 compile asynctp 64 GPUs")
+    assert options["overlap"].async_tp
+    step = step_time(titan, hardware, time_model="kernels", **options)
+    y = 12 * 8_192 * 4_096 * 2
+    assert y == 805_306_368
+    kept = 521_838_526_464 - 2 * (192 + 64) * y
+    assert kept == 109_521_666_048
+    m = titan.layout.microbatches
+    assert step.step()["dtensor_copy_seconds"] == pytest.approx(m * kept / step.bytes_per_s, rel=1e-12)

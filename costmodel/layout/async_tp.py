@@ -78,34 +78,54 @@ def stage_terms(step: Any, stage: Any) -> tuple[float, float]:
     tensor-parallel collectives they hide, the seconds they add to the compute: the chunks' GEMMs over the whole
     GEMMs', the shard copies and the partial sums), the rules of the module's docstring."""
     from ..kernel_time import kernels_seconds
+
+    passes = _stage_passes(step, stage)  # refuses a StepTime without the kernel model's entries first
+    estimate, timer = step.estimate, step.timer
+    tp, x = estimate.layout.tp, estimate.numbers["boundary"]
+    copy = {kind: step.collective("tp", kind, x) / (tp - 1) for kind in ("all_gather", "reduce_scatter")}
+    own = {"all_gather": 2 * x / tp, "reduce_scatter": x + x / tp}  # the shard's copy; the partials' sum
+    hidden = added = 0.0
+    for runs, kind, gemms, gemm_timer in passes:
+        chunk = kernels_seconds([Gemm(-(-g.m // tp), g.n, g.k) for g in gemms], gemm_timer)
+        whole = kernels_seconds([Gemm(g.m, g.n, g.k) for g in gemms], gemm_timer)
+        hidden += runs * (tp - 1) * min(copy[kind], chunk)
+        added += runs * (tp * chunk - whole + own[kind] / timer.bandwidth)
+    return hidden, added
+
+
+def fused_calls(step: Any, stage: Any) -> dict[str, int]:
+    """One micro-batch's fused collectives on this pipeline rank by kind: the calls whose DTensor chunk-and-cat the
+    micro-pipeline pass takes into its fused op (micro_pipeline_tp.py matches the split + cat with the collective
+    and erases them), so layout/dtensor_copies.py charges them no copy (each fused op's own copies are above)."""
+    calls = {"all_gather": 0, "reduce_scatter": 0}
+    for runs, kind, _, _ in _stage_passes(step, stage):
+        calls[kind] += runs
+    return calls
+
+
+def _stage_passes(step: Any, stage: Any) -> list[tuple[int, str, list, Any]]:
+    """The fused ops of one micro-batch on this pipeline rank: (the layer's runs, the collective, the GEMMs beside
+    it, the timer of those GEMMs)."""
     from .roofline_parts import runs_fp8
 
     estimate, timer = step.estimate, getattr(step, "timer", None)
     if not hasattr(step, "kernel_entries"):
         raise ConfigError("--async-tp is priced by the kernel-level time model only; add --time-model kernels.")
-    tp, x, width = estimate.layout.tp, estimate.numbers["boundary"], estimate.cfg.d_model
-    copy = {kind: step.collective("tp", kind, x) / (tp - 1) for kind in ("all_gather", "reduce_scatter")}
-    own = {"all_gather": 2 * x / tp, "reduce_scatter": x + x / tp}  # the shard's copy; the partials' sum
+    width = estimate.cfg.d_model
     rerun = {kind for kind, calls, _ in estimate.recomputed_collectives(stage) if calls}
-    entries = step.kernel_entries
     runs = estimate.layer_runs(stage)
-    hidden = added = 0.0
-    for (key, reruns, _, kernels), work in zip(entries, estimate.structure["work"]):
+    out = []
+    for (key, reruns, _, kernels), work in zip(step.kernel_entries, estimate.structure["work"]):
         if key not in runs:
             continue
         gemm_timer = step.fp8_timer if runs_fp8(work, estimate) and step.fp8_timer is not None else timer
-
         passes = _fused_ops(kernels, width) + _fused_ops(kernels, width, forward=False)
         if estimate.recomputed_kind(key):
             passes += [(kind, gemms) for kind, gemms in _fused_ops(reruns, width) if kind in rerun]
         if estimate.layout.fp8 in REDUCE_SCATTERS_ONLY:
             passes = [(kind, gemms) for kind, gemms in passes if kind == "reduce_scatter"]
-        for kind, gemms in passes:
-            chunk = kernels_seconds([Gemm(-(-g.m // tp), g.n, g.k) for g in gemms], gemm_timer)
-            whole = kernels_seconds([Gemm(g.m, g.n, g.k) for g in gemms], gemm_timer)
-            hidden += runs[key] * (tp - 1) * min(copy[kind], chunk)
-            added += runs[key] * (tp * chunk - whole + own[kind] / timer.bandwidth)
-    return hidden, added
+        out += [(runs[key], kind, gemms, gemm_timer) for kind, gemms in passes]
+    return out
 
 
 def _fused_ops(kernels: list, width: int, forward: bool = True) -> list[tuple[str, list]]:

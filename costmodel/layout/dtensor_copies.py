@@ -40,10 +40,13 @@ def applies(estimate: Any) -> bool:
     return layout.framework == "fsdp2" and layout.tp > 1 and layout.sp and estimate.phase == "train"
 
 
-def copy_bytes(estimate: Any, stage: Any) -> int:
+def copy_bytes(estimate: Any, stage: Any, fused: dict[str, int] | None = None) -> int:
     """Bytes one micro-batch's DTensor collective copies read and write on a rank of `stage`: twice
     the payload of every tensor-parallel all-gather and reduce-scatter it runs, the recomputed
-    forward's included (0 where the rule does not apply)."""
+    forward's included (0 where the rule does not apply), less the calls Async TP fuses (`fused`, by
+    kind, each of the blocks' activation: layout/async_tp.py fused_calls), whose chunk-and-cat
+    torch's micro-pipeline pass takes into the fused op (torch/_inductor/fx_passes/micro_pipeline_tp.py:
+    its non-zero-dim all-gather and reduce-scatter patterns match the split + cat, and erase them)."""
     if not applies(estimate):
         return 0
     events = estimate.tensor_parallel_collectives(stage) + estimate.recomputed_collectives(stage)
@@ -53,9 +56,11 @@ def copy_bytes(estimate: Any, stage: Any) -> int:
     def copies(kind: str, payload: int) -> bool:
         return kind == "reduce_scatter" or (kind == "all_gather" and (not one_sequence or payload == logits))
 
-    return 2 * sum(calls * payload for kind, calls, payload in events if copies(kind, payload))
+    x = estimate.numbers["boundary"]
+    taken = sum(calls * x for kind, calls in (fused or {}).items() if copies(kind, x))
+    return 2 * (sum(calls * payload for kind, calls, payload in events if copies(kind, payload)) - taken)
 
 
-def copy_seconds(estimate: Any, stage: Any, bytes_per_s: float) -> float:
+def copy_seconds(estimate: Any, stage: Any, bytes_per_s: float, fused: dict[str, int] | None = None) -> float:
     """Seconds of one micro-batch's DTensor collective copies (copy_bytes) at the memory-bound rate."""
-    return copy_bytes(estimate, stage) / bytes_per_s
+    return copy_bytes(estimate, stage, fused) / bytes_per_s

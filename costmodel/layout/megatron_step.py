@@ -52,7 +52,9 @@ def buffer_bytes(gradient_bytes: int, dp: int, nan_check: bool = True) -> int:
 
 
 def step_seconds(rank_params: int, updated_params: int, gradient_bytes: int, dp: int, nan_check: bool,
-                 bytes_per_s: float) -> float:
+                 bytes_per_s: float, clip_norm: bool = True) -> float:
     """Seconds of these passes on one rank: its whole buffer (rank_params) and its updated shard's
-    gradient norm (updated_params), at the memory-bound rate."""
-    return (rank_params * buffer_bytes(gradient_bytes, dp, nan_check) + updated_params * NORM_BYTES) / bytes_per_s
+    gradient norm (updated_params; clip_norm False where the step's own passes already read it: Megatron's
+    fp16 optimizer, step_bytes.megatron_fp16_step_bytes), at the memory-bound rate."""
+    norm = updated_params * NORM_BYTES if clip_norm else 0
+    return (rank_params * buffer_bytes(gradient_bytes, dp, nan_check) + norm) / bytes_per_s

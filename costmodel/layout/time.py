@@ -229,11 +229,13 @@ class StepTime:
         all_to_all = self.collective("ep", "all_to_all", communication.get("ep", {}).get("all_to_all", 0) / m) \
             + self.flex_dispatch(communication.get("ep", {}).get("flex", 0) / m)
         compute = self.compute(stage)
+        fused_calls = None
         if self.overlap.async_tp:  # torchtitan's Async TP: what its fused ops hide and add (layout/async_tp.py)
-            from .async_tp import stage_terms
+            from .async_tp import fused_calls as async_fused_calls, stage_terms
 
             fused, added = stage_terms(self, stage)
             compute += added
+            fused_calls = async_fused_calls(self, stage)  # their DTensor cats taken into the fused ops
         # Delayed scaling's amax all-reduces (ParallelEstimate.amax_reductions): synchronous, on the
         # critical path, each latency-bound.
         amax = sum(self.collective("amax", "all_reduce", payload) for payload in self.estimate.amax_reductions(stage))
@@ -272,7 +274,7 @@ class StepTime:
                 "accumulation_microbatch": self.microbatch_accumulation(stage),
                 "fsdp_copies": copy_seconds(self.estimate, stage, self.bytes_per_s),
                 # DTensor's cat around each sequence-sharded TP collective (layout/dtensor_copies.py)
-                "dtensor_copies": dtensor_copy_seconds(self.estimate, stage, self.bytes_per_s),
+                "dtensor_copies": dtensor_copy_seconds(self.estimate, stage, self.bytes_per_s, fused_calls),
                 # what runs hidden under this micro-batch's compute, and under the step's; the compute
                 # beside it runs slower (Overlap.slowdown: the collectives' kernels hold SMs)
                 "hidden": hidden, "hidden_step": self.overlap.tp * tp_step,
@@ -458,8 +460,11 @@ class StepTime:
 
             seconds += params * bf16_optimizer_step_bytes(estimate.workload.bytes_per_element) / self.bytes_per_s
         if layout.optimizer_step == "megatron-lm":  # Megatron-LM's passes over its gradient buffer (megatron_step.py)
+            from ..step_bytes import framework_step_bytes  # fp16: its passes hold the clipping's norm already
+
+            own_passes = not self.autocast and framework_step_bytes(estimate) is not None
             seconds += megatron_step_seconds(params, updated, int(estimate.numbers["bytes.gradients"]), layout.dp,
-                                             estimate.workload.dtype != "fp16", self.bytes_per_s)
+                                             estimate.workload.dtype != "fp16", self.bytes_per_s, not own_passes)
         return seconds + gather_copy_seconds(self, stage)  # nanotron's ZeRO-1 copies its gathered slices back
 
     def step_traffic(self) -> float:
