@@ -77,8 +77,8 @@ def test_the_inference_header_names_every_option_that_changes_the_run(capsys):
     code, out, err = run_main(base + ["--tp", "2"], capsys)
     assert code == 0, err
     assert out.splitlines()[1] == ("prompt 2048, generate 2, attention sdpa, static KV cache in fp8, "
-                                   "weights int4 g128, CUDA graphs, compiled; sdpa attention: the deepspeed layout's "
-                                   "default code")
+                                   "weights int4 g128, CUDA graphs, compiled; sdpa attention: an inference layout's default, "
+                                   "transformers' own kernel")  # not 'the deepspeed layout's' (wt32_user, session 32)
     # without --weight-group, the format's default group the run used (gpt-fast's int4 runs g32)
     for dtype, shown in (("int4", "int4 g128"), ("nf4", "nf4 g64"), ("int8", "int8")):
         code, out, err = run_main(["simulate", "--model", "llama2-7b", "--gen", "2", "--weight-dtype", dtype], capsys)
