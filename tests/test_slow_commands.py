@@ -1,5 +1,7 @@
-"""plot params' counts compiled to plain Python (reports/series.py param_numbers) give sympy's
-integers: the cost tree's expressions substituted exactly, group by group."""
+"""The commands a new user found slow (validate/FINDINGS.md, wt32_speed): plot params' counts
+compiled to plain Python (reports/series.py param_numbers) give sympy's integers, the cost tree's
+expressions substituted exactly, group by group; the reference model's measurements run on one
+CPU thread (reports/measured.py build_model) and count what they counted on several."""
 
 from __future__ import annotations
 
@@ -30,3 +32,21 @@ def test_published_totals():
     assert series.total_params(mixtral) == 46_702_792_704
     assert series.active_params(mixtral) == 12_879_925_248
     assert series.active_params(load_preset("gpt2")) is None
+
+
+def test_measurements_run_on_one_thread_and_count_the_same():
+    torch = pytest.importorskip("torch")
+    from reports.measured import build_model, measure_generation, tiny
+
+    threads = torch.get_num_threads()
+    try:
+        torch.set_num_threads(2)
+        build_model(tiny(load_preset("gpt2")))
+        assert torch.get_num_threads() == 1
+        counted = measure_generation(tiny(load_preset("gpt2")), 3)
+    finally:
+        torch.set_num_threads(threads)
+    # gpt2-tiny's counts per step as `plot generation -m gpt2 --csv` gave them on two threads before
+    # (cumulative 210,048 / 631,168 / 1,264,384 without a cache, 210,048 / 420,608 / 631,680 with one),
+    # equal to the cost tree's columns of the same rows
+    assert counted == {"without_cache": [210_048, 421_120, 633_216], "with_cache": [210_048, 210_560, 211_072]}
