@@ -34,6 +34,7 @@ def test_published_totals():
     assert series.active_params(load_preset("gpt2")) is None
 
 
+@pytest.mark.measured
 def test_measurements_run_on_one_thread_and_count_the_same():
     torch = pytest.importorskip("torch")
     from reports.measured import build_model, measure_generation, tiny
