@@ -191,10 +191,16 @@ def probe_loss(output: Any) -> Any:
 
 
 def build_model(cfg: ModelConfig) -> Any:
+    """The reference model, seeded; sets torch to one CPU thread for the process (its
+    measurements' callers, reports/ and claims, count and time nothing else). They count FLOPs and
+    bytes (the same at any thread count) on tiny tensors, where torch's default of a thread per core
+    made `plot generation`'s 47 FlopCounterMode passes over gpt2-tiny 3.4-6.1 s on a 2-core
+    machine under load against 0.34-0.39 s on one (validate/FINDINGS.md, wt32_speed)."""
     import torch
 
     from validate.reference import build_reference
 
+    torch.set_num_threads(1)
     torch.manual_seed(0)
     return build_reference(cfg)
 

@@ -130,21 +130,50 @@ def flop_group_expressions(model: CostModel) -> dict[str, sp.Expr]:
     return out
 
 
-def param_groups(cfg: ModelConfig) -> dict[str, int]:
-    """Exact parameters per PARAM_GROUPS label (anything else lands in 'norms')."""
+def param_expressions(cfg: ModelConfig) -> dict[str, sp.Expr]:
+    """Parameters per PARAM_GROUPS label (anything else lands in 'norms'), "total" and, for a
+    mixture of experts, "active" (per token): the cost tree's expressions of the model's sizes."""
     model = CostModel(cfg)
-    subs = model_values(cfg)
     named = {name: label for label, names in PARAM_GROUPS for name in names}
-    out = {label: 0 for label, _ in PARAM_GROUPS}
+    out: dict[str, sp.Expr] = {label: sp.Integer(0) for label, _ in PARAM_GROUPS}
     for leaf in model.leaves:
         embedding = leaf.part == "embedding" or leaf.name == "project_out"
-        label = "embeddings" if embedding else named.get(leaf.name, "norms")
-        out[label] += exact(leaf.total("params"), subs)
+        out["embeddings" if embedding else named.get(leaf.name, "norms")] += leaf.total("params")
+    out["total"] = model.total("params")
+    if cfg.moe:
+        out["active"] = model.total("active_params")
+    sizes = set(model_values(cfg))
+    for name, expr in out.items():
+        if not sp.sympify(expr).free_symbols <= sizes:
+            raise ValueError(f"{cfg.name}: {name} parameters depend on more than the model's sizes: {expr}")
     return out
 
 
+def param_numbers(cfg: ModelConfig) -> dict[str, int]:
+    """param_expressions' exact values for the config. Compiled to plain Python once per model
+    structure (costmodel/compiled.py, as estimate's numbers): `plot params` counts every preset's
+    parameters, and building each one's cost tree with sympy took most of its ~4 s."""
+    from costmodel import compiled
+
+    key = {"model": cfg.structure(), "layers": cfg.n_layers}
+    evaluate, _ = compiled.cached("params", key, lambda: (param_expressions(cfg), {}))
+    dimensions = cfg.dimensions()
+    # every argument must be given; the expressions hold none but the model's sizes (checked above)
+    numbers = evaluate({**dict.fromkeys(compiled.ARGUMENTS, 1), **dimensions})
+    for name, value in numbers.items():
+        if type(value) is not int:
+            raise ValueError(f"{cfg.name}: {name} parameters did not evaluate to an integer: {value}")
+    return numbers
+
+
+def param_groups(cfg: ModelConfig) -> dict[str, int]:
+    """Exact parameters per PARAM_GROUPS label (anything else lands in 'norms')."""
+    numbers = param_numbers(cfg)
+    return {label: numbers[label] for label, _ in PARAM_GROUPS}
+
+
 def total_params(cfg: ModelConfig) -> int:
-    return exact(CostModel(cfg).total("params"), model_values(cfg))
+    return param_numbers(cfg)["total"]
 
 
 def kv_cache_per_token(cfg: ModelConfig, long_context: int) -> tuple[int, float, int]:
@@ -182,9 +211,7 @@ def attention_kind(cfg: ModelConfig) -> str:
 
 def active_params(cfg: ModelConfig) -> int | None:
     """A mixture of experts' parameters per token (None for a dense model)."""
-    if not cfg.moe:
-        return None
-    return exact(CostModel(cfg).total("active_params"), model_values(cfg))
+    return param_numbers(cfg)["active"] if cfg.moe else None
 
 
 def crossover(cfg: ModelConfig) -> tuple[sp.Expr, float]:

@@ -390,7 +390,7 @@ def run_replicas(requests: list[Request], replica: tuple, step: StepTime, replic
                  max_model_len: int, record: bool = True, router: str = "round-robin",
                  concurrency: int | None = None) -> tuple[list, list, list]:
     """Simulate the replicas behind the router (steady decoding advanced several steps at a time;
-    record=False keeps no per-step timeline).
+    record=False keeps no per-step timeline, and gives no inter-token latencies: an empty array).
 
     A replica of pp pipeline stages is pp virtual engines, as vLLM's pipeline parallelism runs it
     (v0: one scheduler and 1/pp of the KV blocks per virtual engine; v1 keeps pp batches in flight
@@ -408,8 +408,9 @@ def run_replicas(requests: list[Request], replica: tuple, step: StepTime, replic
     for index, timeline in enumerate(timelines):
         rows += metrics.request_rows(timeline, index)
         steps += metrics.step_rows(timeline, index)
-        itl.append(metrics.inter_token_latencies(timeline))
-    return rows, steps, [np.concatenate(itl)]
+        if record:  # (record=False: a search's point, which reads the request rows alone)
+            itl.append(metrics.inter_token_latencies(timeline))
+    return rows, steps, [np.concatenate(itl) if itl else np.zeros(0)]
 
 
 def serve(model: Any, hardware: Any = "h100-sxm", *, rate: float | None = None, requests: int = 1000,

@@ -219,7 +219,7 @@ def cache_sizing(cfg: Any, profile: Any, dtype_bytes: int, memory_bytes: int, ut
     token (layers split evenly; the embedding and the head counted as spread too, a stated
     approximation), and the whole activation peak / tp (the last stage's logits; conservative; a
     replicated key/value head's activations are not added)."""
-    from ..tree import CostModel, model_values
+    from ..tree import model_values
 
     if not 0 < utilization <= 1:
         raise ConfigError(f"--gpu-memory-utilization must be in (0, 1], got {utilization}.")
@@ -228,13 +228,13 @@ def cache_sizing(cfg: Any, profile: Any, dtype_bytes: int, memory_bytes: int, ut
     tokens = sp.Integer(max_batched_tokens)
     subs = {**fixed, S.b: sp.Integer(1), S.n: tokens, S.T: sp.Integer(0), S.s: tokens, S.c: tokens,
             S.e: sp.Integer(dtype_bytes)}
-    decode = CostModel(cfg, profile, phase="decode")
+    decode = _tree(cfg, profile, "decode")
     kv_symbolic = decode.total("kv_cache_bytes")
     kv = sp.expand(kv_symbolic.xreplace({k: v for k, v in subs.items() if k != S.c}))
     as_full = lambda expr: sp.expand(expr.replace(sp.Min, lambda *args: S.c if S.c in args else sp.Min(*args)))  # noqa: E731
     # a GPU's share: the decode tree's KV bytes with the heads split as layout/split.py splits them
     per_token, window_per_token = rank_kv_per_token(kv_symbolic, subs, tp, as_full)
-    prefill = CostModel(cfg, profile, phase="prefill")
+    prefill = _tree(cfg, profile, "prefill")
     if profile_run is None:
         activations = -(-held_besides_weights(cfg, prefill, subs) // tp)
     else:
@@ -243,6 +243,16 @@ def cache_sizing(cfg: Any, profile: Any, dtype_bytes: int, memory_bytes: int, ut
     return CacheSizing(memory_bytes, utilization, reserve_bytes, -(-rank_weight_bytes(prefill, subs, tp) // pp),
                        activations, -(-per_token // pp), block_size, block_bytes,
                        -(-window_per_token // pp), state_bytes(decode, subs, tp, pp, layer_states))
+
+
+@lru_cache(maxsize=32)
+def _tree(cfg: Any, profile: Any, phase: str) -> Any:
+    """The cost tree of (cfg, profile, phase), built once a process: `plan --serve --rate` sizes
+    each of its configurations (72 in docs/commands.md's example) with the same few trees, whatever
+    the tensor-parallel size and budgets (each sizing substitutes its own values)."""
+    from ..tree import CostModel
+
+    return CostModel(cfg, profile, phase=phase)
 
 
 def held_besides_weights(cfg: Any, prefill: Any, subs: dict) -> int:
@@ -272,11 +282,9 @@ def profile_run_bytes(cfg: Any, profile: Any, subs: dict, engine: str, max_num_s
     working set, and the final hidden states the forward leaves held."""
     import dataclasses
 
-    from ..tree import CostModel
-
     tokens = int(subs[S.n])
     rows = min(max_num_seqs, tokens)
-    sampled = CostModel(cfg, dataclasses.replace(profile, logits_to_keep=rows), phase="prefill")
+    sampled = _tree(cfg, dataclasses.replace(profile, logits_to_keep=rows), "prefill")
     logits = rows * int(subs[S.V]) * profile_run_facts()[engine]["sampler_bytes_per_logit"]
     hidden = tokens * int(subs[S.d]) * int(subs[S.e])
     return held_besides_weights(cfg, sampled, subs) + logits + hidden
