@@ -230,7 +230,6 @@ def cache_sizing(cfg: Any, profile: Any, dtype_bytes: int, memory_bytes: int, ut
             S.e: sp.Integer(dtype_bytes)}
     decode = _tree(cfg, profile, "decode")
     kv_symbolic = decode.total("kv_cache_bytes")
-    kv = sp.expand(kv_symbolic.xreplace({k: v for k, v in subs.items() if k != S.c}))
     as_full = lambda expr: sp.expand(expr.replace(sp.Min, lambda *args: S.c if S.c in args else sp.Min(*args)))  # noqa: E731
     # a GPU's share: the decode tree's KV bytes with the heads split as layout/split.py splits them
     per_token, window_per_token = rank_kv_per_token(kv_symbolic, subs, tp, as_full)
