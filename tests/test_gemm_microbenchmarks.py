@@ -63,11 +63,13 @@ def test_xla_h100_large_gemms_within_eight_percent():
     assert count == 57 and median == pytest.approx(0.983, abs=0.002) and low > 0.92 and high < 1.05
 
 
-@pytest.mark.parametrize("name, median", [("b200 bf16", 1.352), ("b200 fp8", 1.401), ("mi300x bf16", 1.307)])
+@pytest.mark.parametrize("name, median", [("b200 bf16", 1.352), ("b200 fp8", 1.401), ("mi300x bf16", 1.218)])
 def test_xla_b200_and_mi300x_large_gemms_the_model_is_fast(name, median):
-    """A disagreement found, not fixed: on the B200 and MI300X the model's large GEMMs run 1.04-2.5x
-    faster than XLA measured them (its tiles fill the SMs at the MAMF rate; B200's cuBLAS runs 2-SM
-    tiles, MI300X's hipBLASLt 256 x 256 ones). Pinned so a change that moves it says so."""
+    """Found, and on the MI300X narrowed (wt33_bwgemm): its short-K loss is now the gfx942 table's rate by K
+    (kernel_facts.json gemm_efficiency_by_k, cdna3; 1.307 before), the rest a level XLA's ROCm kernels
+    measure 0.85-0.9 of hipBLASLt's (Bekman's MAMF, AMD's MAF at K 32,896). The B200 stays: XLA's sm_100
+    kernels pay an output store that does not overlap the main loop (test_gemm_rates_by_source.py), which
+    cuBLAS's best shapes at K 1,024-3,072 show it does not pay. Pinned so a change that moves it says so."""
     count, got, low, _ = spread([p.ratio for p in xla_points(name) if p.large])
     assert count == 57 and got == pytest.approx(median, abs=0.002) and low > 1.03
 
@@ -75,5 +77,7 @@ def test_xla_b200_and_mi300x_large_gemms_the_model_is_fast(name, median):
 def test_cli_prints_the_summary_and_refuses_other_arguments(capsys):
     assert main([]) == 0
     assert "MAMF (best shape, burst)" in capsys.readouterr().out
+    assert main(["--fit"]) == 0
+    assert "b200 bf16" in capsys.readouterr().out
     assert main(["--bogus"]) == 2
     assert capsys.readouterr().err.count("\n") == 1

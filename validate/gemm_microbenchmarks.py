@@ -9,7 +9,11 @@ of the same Gemm(M, N, K, count=b) on the named preset: at the burst rate (the h
 matmul_efficiency, MAMF), except the randn row, a power-limited rate, at the sustained one. A
 ratio is model TFLOP/s over published TFLOP/s (above 1: the model is fast).
 
-    PYTHONPATH=. python validate/gemm_microbenchmarks.py [--rows]
+    PYTHONPATH=. python validate/gemm_microbenchmarks.py [--rows | --fit]
+
+--fit splits each XLA table's time at its largest outputs into a part that grows with K and one that
+does not (fixed_and_marginal): where the kernel's output store does not overlap its main loop, the
+fixed part grows with the outputs (kernel_facts.json "gemm_efficiency_by_k", why Blackwell has no entry).
 
 Nothing here enters the model.
 """
@@ -113,6 +117,26 @@ def deepbench_points(name: str) -> list[Point]:
             for m, n, k, _, ms in table()["deepbench_train"]["tables"][name]]
 
 
+def fixed_and_marginal(name: str) -> list[tuple[int, int, float, float]]:
+    """For each output count b x m x n of 8M and more in one XLA table: (outputs, shapes, fixed microseconds,
+    marginal TFLOP/s), each the median over the table's shapes of that many outputs of a least-squares line
+    time = fixed + K x slope through K = 1,024, 2,048 and 4,096 (marginal: 2 b m n / slope)."""
+    by_shape: dict[tuple[int, int, int], dict[int, float]] = {}
+    for b, m, n, k, tflops in table()["xla_matmul_table"]["tables"][name]:
+        by_shape.setdefault((b, m, n), {})[k] = 2 * b * m * n * k / (tflops * 1e12)
+    inner = (1024, 2048, 4096)
+    mean_k = sum(inner) / len(inner)
+    fits: dict[int, list[tuple[float, float]]] = {}
+    for (b, m, n), times in by_shape.items():
+        if b * m * n < LARGE_OUTPUTS:
+            continue
+        mean_t = sum(times[k] for k in inner) / len(inner)
+        slope = sum((k - mean_k) * (times[k] - mean_t) for k in inner) / sum((k - mean_k) ** 2 for k in inner)
+        fits.setdefault(b * m * n, []).append(((mean_t - slope * mean_k) * 1e6, 2 * b * m * n / slope / 1e12))
+    return [(outputs, len(f), statistics.median(x for x, _ in f), statistics.median(r for _, r in f))
+            for outputs, f in sorted(fits.items())]
+
+
 def spread(ratios: list[float]) -> tuple[int, float, float, float]:
     """(count, median, min, max) of model / published ratios."""
     return len(ratios), statistics.median(ratios), min(ratios), max(ratios)
@@ -138,13 +162,19 @@ def summary() -> list[tuple[str, int, float, float, float]]:
 
 
 def main(argv: list[str]) -> int:
-    if argv and argv != ["--rows"]:
-        print("usage: python validate/gemm_microbenchmarks.py [--rows]", file=sys.stderr)
+    if argv and argv not in (["--rows"], ["--fit"]):
+        print("usage: python validate/gemm_microbenchmarks.py [--rows | --fit]", file=sys.stderr)
         return 2
+    if argv == ["--fit"]:
+        print(f"{'XLA table':16} {'outputs':>8} {'shapes':>6} {'fixed us':>9} {'marginal TFLOP/s':>17}")
+        for name in table()["xla_matmul_table"]["tables"]:
+            for outputs, shapes, fixed, marginal in fixed_and_marginal(name):
+                print(f"{name:16} {outputs // 2 ** 20:>7}M {shapes:6d} {fixed:9.1f} {marginal:17.1f}")
+        return 0
     print(f"{'source':40} {'n':>4} {'median':>7} {'min':>6} {'max':>6}   (model / published TFLOP/s)")
     for label, count, median, low, high in summary():
         print(f"{label:40} {count:4d} {median:7.3f} {low:6.3f} {high:6.3f}")
-    if argv:
+    if argv == ["--rows"]:
         for p in mamf_points() + a100_square_points() + randn_points():
             print(f"{p.source:20} {p.hardware:12} {p.dtype:5} {p.b}x{p.m}x{p.n}x{p.k:<6} "
                   f"published {p.published:7.1f}  model {p.model:7.1f}  {p.ratio:.3f}")
