@@ -140,11 +140,12 @@ def test_a_sustained_matmul_efficiency_round_trips():
     assert h100.sustained_matmul_efficiency == {"bf16": 0.716, "fp16": 0.716, "fp8": 0.651}
     assert Hardware.from_dict(h100.to_dict(), "again") == h100
     assert "sustained_matmul_efficiency" not in load_hardware("gb200").to_dict()  # not measured
-    # The A100s (80 and 40 GB SXM): 258 of 312 TFLOP/s with the power limit binding (H. He, thonking.ai)
+    # The A100s (80 and 40 GB SXM): bf16 258 of 312 TFLOP/s with the power limit binding (H. He, thonking.ai);
+    # fp16 251.5 (FlagPerf's 8-card torch.mm soak, whose bf16 reads 259.2: random fp16 draws more power)
     for name in ("a100-80gb", "a100-40gb"):
         a100 = load_hardware(name)
-        assert a100.sustained_matmul_efficiency == {"bf16": 0.827, "fp16": 0.827} == {
-            k: round(258 / 312, 3) for k in ("bf16", "fp16")}
+        assert a100.sustained_matmul_efficiency == {"bf16": 0.827, "fp16": 0.806} == {
+            "bf16": round(258 / 312, 3), "fp16": round(251.5 / 312, 3)}
         assert a100.matmul_efficiency == {"bf16": 0.869, "fp16": 0.869}  # the burst MAMF stays
         assert Hardware.from_dict(a100.to_dict(), "again") == a100
 

@@ -148,9 +148,9 @@ def test_narayanan_rows_reduce_their_gradients_as_the_script_ran_them():
     # The 7.5B row (tp 4, dp 32, one micro-batch of 16): its fp16 gradients' all-reduce, 0.2091 s
     # after the backward (0.2086 s before it paid NCCL's ring steps over 16 nodes of 2 ranks,
     # 2 x 15 x (3.4 + 14) us = 0.52 ms, instead of 10 us: nccl_facts.json inter_node_latency),
-    # fits under 2/3 of the micro-batch's 3.0000 s, so none of it is exposed
-    # and the step is 3.7212 - 0.2091 = 3.5121 s (kernel model, GEMMs at the A100's sustained
-    # 0.827, each GEMM and attention call starting with 1.96 us from DRAM, Megatron's
+    # fits under 2/3 of the micro-batch's 3.0493 s, so none of it is exposed
+    # and the step is 3.7705 - 0.2091 = 3.5614 s (kernel model, GEMMs at the A100's sustained fp16
+    # 0.806, FlagPerf's fp16 soak, wt33_gemmrate; 3.0000 s and 3.7212 s at bf16's 0.827; each GEMM and attention call starting with 1.96 us from DRAM, Megatron's
     # vocabulary-parallel loss over the fp32 logits, the head and loss not recomputed, the fp16
     # optimizer's five passes: tests/test_megatron_step_costs.py; before those three, 3.0013 s of
     # compute and 3.6967 - 0.2086 s; at the burst 0.869 and no start it was 3.6023 - 0.2086 =
@@ -161,14 +161,14 @@ def test_narayanan_rows_reduce_their_gradients_as_the_script_ran_them():
     local = _step(cfg, workload, layout, "kernels", overlap=Overlap(dp=0.0))
     reduce = local["exposed_communication_seconds"]["dp"]
     assert reduce == pytest.approx(0.2091, abs=5e-4)
-    assert reduce < 2 / 3 * torch_ddp["compute_seconds"] == pytest.approx(2 / 3 * 3.0000, abs=5e-4)
+    assert reduce < 2 / 3 * torch_ddp["compute_seconds"] == pytest.approx(2 / 3 * 3.0493, abs=5e-4)
     assert torch_ddp["exposed_communication_seconds"]["dp"] == 0.0
-    assert local["seconds"] == pytest.approx(3.7212, abs=5e-4)
+    assert local["seconds"] == pytest.approx(3.7705, abs=5e-4)
     assert torch_ddp["hidden_communication_seconds"] == pytest.approx(reduce, rel=1e-12)
     assert torch_ddp["overlap_contention_seconds"] == pytest.approx(reduce * 0.189 / 1.189, rel=1e-12)
     assert torch_ddp["seconds"] == pytest.approx(local["seconds"] - reduce + reduce * 0.189 / 1.189)
-    assert torch_ddp["tflops_per_gpu"] / 142 == pytest.approx(1.0426, abs=5e-4)
-    assert local["tflops_per_gpu"] / 142 == pytest.approx(0.9934, abs=5e-4)
+    assert torch_ddp["tflops_per_gpu"] / 142 == pytest.approx(1.0283, abs=5e-4)  # 1.0426 at 0.827
+    assert local["tflops_per_gpu"] / 142 == pytest.approx(0.9803, abs=5e-4)  # 0.9934 at 0.827
 
 
 def test_published_runs_are_reproduced_within_fifteen_percent():
@@ -186,7 +186,9 @@ def test_published_runs_are_reproduced_within_fifteen_percent():
         # (StepTime.recomputed_collectives, validate/FINDINGS.md "Issue 18, fourth round").
         assert 0.88 <= row["tflops_ours"] / row["tflops_published"] <= 1.15, row["model"]
         # The kernel model (hierarchical NCCL collectives, measured GEMM efficiency, in a training
-        # step the A100's power-limited 0.827 of peak): every row too fast, by 1% to 8%: the
+        # step the A100's power-limited fp16 rate, 0.806 of peak, FlagPerf's fp16 soak (wt33_gemmrate):
+        # 0.997 to 1.063, the 1.7B and 39.1B rows 0.997 and 0.991; at bf16's 0.827 before it: every row
+        # too fast, by 1% to 8%: the
         # unpipelined rows 1.01 to 1.05 with torch DDP's overlap, the pipelined 1.01 to 1.08 with
         # Megatron's loss passes, the layers alone recomputed and the fp16 optimizer's passes
         # (tests/test_megatron_step_costs.py; before them 1.04 to 1.07 and 1.01 to 1.08, at
@@ -196,7 +198,7 @@ def test_published_runs_are_reproduced_within_fifteen_percent():
         # 15% without the recomputed forward's all-reduces; 2% to 13% before Megatron's fp16 runs
         # kept fp16 gradients and reduced them in fp16, half the data-parallel bytes,
         # docs/layouts.md, which these fp16 runs do).
-        assert 1.0 <= row["tflops_kernels"] / row["tflops_published"] <= 1.09, row["model"]
+        assert 0.99 <= row["tflops_kernels"] / row["tflops_published"] <= 1.07, row["model"]
     for row in korthikanti():
         # The roofline: its tensor-parallel all-reduces now at NCCL's measured bus bandwidth (they
         # were at NVLink's line rate, which hid its flat 0.7 compute efficiency being too slow, as

@@ -56,11 +56,12 @@ def test_the_36_rows_as_the_docs_state_them():
 # 3 within 0.75-1.33x (1.13x, 1.24x, 1.27x), none within 10%, every row too fast (1.13-1.67x). After
 # wt30_zero3 (session 30: Gemini's synchronous chunk collectives exposed, DeepSpeed ZeRO-3's optimizer
 # passes and its embedding's edge collectives): 34.0%, 3 within, 1 within 10%, 1.10-1.67x. After wt31_small
-# (session 31, the loss's fused-kernel traffic): 33.9%, 1.098-1.666x.
+# (session 31, the loss's fused-kernel traffic): 33.9%, 1.098-1.666x. After wt33_gemmrate (session 33, the
+# A100's fp16 sustained GEMM rate 0.806 from FlagPerf's fp16 soak): 32.4%, 4 within (the A800 ZeRO-3 row 1.30x).
 PUBTRAIN2_SOURCES = ("flagperf-llama2-7b-ds-a800", "flagperf-llama2-7b-ds-h800", "flagperf-chatglm3-6b-ds-h100",
                      "flagperf-baichuan2-13b-ds-h800", "flagperf-llama2-7b-megatron-ds-a100", "colossalai-llama2-7b",
                      "colossalai-llama-65b")
-PUBTRAIN2 = (8, 33.9, 3, 1, 0)
+PUBTRAIN2 = (8, 32.4, 4, 1, 0)
 PUBTRAIN2_RANGE = (1.098, 1.666)
 
 

@@ -50,7 +50,8 @@ def test_int4_weights_at_batch_one_move_at_the_int4_kernels_published_fraction()
 def test_a_training_step_splits_into_its_kernels():
     """--training (issue 18, fourth round): Narayanan et al.'s 7.5B row, its first stage's kernels
     over the step add up to the step's compute less the launches, and its GEMMs run at the A100's
-    sustained (power-limited) efficiency, 0.827, or below, their bytes bounding the attention's."""
+    sustained (power-limited) fp16 efficiency, 0.806 (FlagPerf's fp16 soak; bf16's is 0.827), or below,
+    their bytes bounding the attention's."""
     from costmodel.config import Workload
     from costmodel.hardware import load_hardware
     from costmodel.layout import Layout, ParallelEstimate
@@ -64,8 +65,8 @@ def test_a_training_step_splits_into_its_kernels():
     kernels = sum(seconds for _, seconds, _ in rows)
     assert 0.99 * step["compute_seconds"] < kernels < step["compute_seconds"]  # launches: 0.013 s
     gemms = {label: efficiency for label, _, efficiency in rows if label.startswith("GEMM")}
-    assert gemms["GEMM 32768x4096x4096"] == pytest.approx(0.827, abs=0.003)  # 0.869 at the burst MAMF
-    assert all(0.5 < e <= 0.827 + 1e-9 for e in gemms.values())
+    assert gemms["GEMM 32768x4096x4096"] == pytest.approx(0.806, abs=0.003)  # 0.869 at the burst MAMF
+    assert all(0.5 < e <= 0.806 + 1e-9 for e in gemms.values())
     assert gemms["GEMM 2048x2048x128 x128"] < 0.7  # attention's batched products: their bytes
     assert "memory-bound kernels" in dict((label, s) for label, s, _ in rows)
 

@@ -113,7 +113,8 @@ def test_training_steps_run_their_gemms_at_the_sustained_efficiency_where_it_is_
     # none measured: MAMF x the B200's one-run MSMF / MAMF
     assert KernelTimer(gb200, "bf16", sustained=True).matmul_efficiency == pytest.approx(0.729 * 1456.3 / 1770.9)
     assert KernelTimer(a100, "bf16").matmul_efficiency == 0.869  # MAMF, 271.2 of 312
-    assert KernelTimer(a100, "fp16", sustained=True).matmul_efficiency == 0.827  # power-limited, 258 of 312
+    assert KernelTimer(a100, "bf16", sustained=True).matmul_efficiency == 0.827  # power-limited, 258 of 312
+    assert KernelTimer(a100, "fp16", sustained=True).matmul_efficiency == 0.806  # fp16's soak, 251.5 (FlagPerf)
     assert KernelTimer(h100, "bf16", efficiency=Efficiency(0.5, 0.8), sustained=True).matmul_efficiency == 0.5
     estimate = ParallelEstimate(load_preset("llama2-7b"), Workload(seq_len=4096, attention="flash"), Layout(dp=8))
     step = KernelStepTime(estimate, h100)

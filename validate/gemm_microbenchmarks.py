@@ -2,14 +2,17 @@
 Bekman's MAMF table (each GPU's best rate and shape), NVIDIA's cuBLAS m = n = k curve on the A100,
 thonking.ai's randn 8,192^3 on the A100, OpenXLA's measured matmul tables for the H100, B200
 and MI300X, and DeepBench's training GEMMs on the V100 and T4 (validate/gemm_microbenchmarks.json,
-each with its source).
+each with its source); session 33 (wt33_gemmrate) added cuBLAS rates at the shapes LLM layers run
+("cublas_llm_shapes": FlagPerf's A100 soak and burst runs, EleutherAI's cookbook layer GEMMs, vLLM's H100
+decode GEMMs, a crowd-sourced H100 square sweep, ml-engineering's SwiGLU sweep), reported by source and
+shape class (`--classes`).
 
 Each published figure is one GEMM kernel's rate, so the model's figure is KernelTimer.gemm_seconds
 of the same Gemm(M, N, K, count=b) on the named preset: at the burst rate (the hardware's
 matmul_efficiency, MAMF), except the randn row, a power-limited rate, at the sustained one. A
 ratio is model TFLOP/s over published TFLOP/s (above 1: the model is fast).
 
-    PYTHONPATH=. python validate/gemm_microbenchmarks.py [--rows | --fit]
+    PYTHONPATH=. python validate/gemm_microbenchmarks.py [--rows | --fit | --classes]
 
 --fit splits each XLA table's time at its largest outputs into a part that grows with K and one that
 does not (fixed_and_marginal): where the kernel's output store does not overlap its main loop, the
@@ -137,6 +140,29 @@ def fixed_and_marginal(name: str) -> list[tuple[int, int, float, float]]:
             for outputs, f in sorted(fits.items())]
 
 
+def llm_shape_points(name: str | None = None) -> list[Point]:
+    """Session 33's cuBLAS rates ("cublas_llm_shapes"): one source's, or all; each against the model at the
+    row's regime (sustained: the power-limited rate; burst and zeros: MAMF's)."""
+    sources = table()["cublas_llm_shapes"]["sources"]
+    return [point(source, hw, dtype, b, m, n, k, tflops, sustained=regime == "sustained")
+            for source in ([name] if name else sources)
+            for hw, dtype, b, m, n, k, tflops, regime in sources[source]["rows"]]
+def regime(p: Point) -> str:
+    """The regime a session 33 row was typed with (its JSON row's last column)."""
+    rows = table()["cublas_llm_shapes"]["sources"][p.source]["rows"]
+    return next(r[7] for r in rows if (r[0], r[1], r[2], r[3], r[4], r[5], r[6]) ==
+                (p.hardware, p.dtype, p.b, p.m, p.n, p.k, p.published))
+def shape_class(p: Point) -> str:
+    """square (M = N = K), decode (at most 256 rows in all: a decoding step's batch) or llm (tokens x widths)."""
+    if p.m == p.n == p.k:
+        return "square"
+    return "decode" if p.b * p.m <= 256 else "llm"
+def class_summary() -> list[tuple[str, int, float, float, float]]:
+    """(source / GPU / class / regime, count, median, min, max) of model / published over session 33's rows."""
+    groups: dict[str, list[float]] = {}
+    for p in llm_shape_points():
+        groups.setdefault(f"{p.source} {p.hardware} {shape_class(p)} {regime(p)}", []).append(p.ratio)
+    return [(label, *spread(ratios)) for label, ratios in groups.items()]
 def spread(ratios: list[float]) -> tuple[int, float, float, float]:
     """(count, median, min, max) of model / published ratios."""
     return len(ratios), statistics.median(ratios), min(ratios), max(ratios)
@@ -158,12 +184,14 @@ def summary() -> list[tuple[str, int, float, float, float]]:
         points = deepbench_points(name)
         out.append((f"DeepBench {name}, large", *spread([p.ratio for p in points if p.large])))
         out.append((f"DeepBench {name}, all", *spread([p.ratio for p in points])))
+    for name in table()["cublas_llm_shapes"]["sources"]:
+        out.append((name, *spread([p.ratio for p in llm_shape_points(name)])))
     return out
 
 
 def main(argv: list[str]) -> int:
-    if argv and argv not in (["--rows"], ["--fit"]):
-        print("usage: python validate/gemm_microbenchmarks.py [--rows | --fit]", file=sys.stderr)
+    if argv and argv not in (["--rows"], ["--fit"], ["--classes"]):
+        print("usage: python validate/gemm_microbenchmarks.py [--rows | --fit | --classes]", file=sys.stderr)
         return 2
     if argv == ["--fit"]:
         print(f"{'XLA table':16} {'outputs':>8} {'shapes':>6} {'fixed us':>9} {'marginal TFLOP/s':>17}")
@@ -171,6 +199,13 @@ def main(argv: list[str]) -> int:
             for outputs, shapes, fixed, marginal in fixed_and_marginal(name):
                 print(f"{name:16} {outputs // 2 ** 20:>7}M {shapes:6d} {fixed:9.1f} {marginal:17.1f}")
         return 0
+    if argv == ["--classes"]:
+        print(f"{'source, GPU, shape class, regime':52} {'n':>3} {'median':>7} {'min':>6} {'max':>6}   (model / published)")
+        for label, count, median, low, high in class_summary():
+            print(f"{label:52} {count:3d} {median:7.3f} {low:6.3f} {high:6.3f}")
+        for p in llm_shape_points():
+            print(f"{p.source:26} {p.hardware:9} {p.dtype:4} {p.b}x{p.m}x{p.n}x{p.k:<6} {shape_class(p):6} "
+                  f"{regime(p):9} published {p.published:7.1f}  model {p.model:7.1f}  {p.ratio:.3f}")
     print(f"{'source':40} {'n':>4} {'median':>7} {'min':>6} {'max':>6}   (model / published TFLOP/s)")
     for label, count, median, low, high in summary():
         print(f"{label:40} {count:4d} {median:7.3f} {low:6.3f} {high:6.3f}")
