@@ -85,10 +85,11 @@ def weight_only_rates(entries: list[dict[str, Any]], hardware: Hardware,
     (kernel_facts.json "weight_only_gemv"), by weight dtype. An entry's `bandwidth_fraction`: that
     fraction of the GPU's GEMV rate; its `bytes_per_s`, measured on a GPU of `measured_sms` SMs at
     `measured_clock_mhz` (a rate the SMs set, the DRAM being faster): that rate per SM and clock on
-    this GPU's SMs and clock, or its GEMV rate where that is lower (the DRAM then binds)."""
+    this GPU's SMs and clock, or its GEMV rate where that is lower (the DRAM then binds). An entry
+    naming its GPUs (`hardware`) is theirs alone and replaces their architecture's entry of its dtype."""
     rates = {}
-    for entry in entries:
-        if entry["architecture"] != hardware.architecture:
+    for entry in sorted(entries, key=lambda e: "hardware" in e):  # the named GPUs' entries last: they win
+        if entry["architecture"] != hardware.architecture or hardware.name not in entry.get("hardware", [hardware.name]):
             continue
         cap = math.inf
         if "bytes_per_s" in entry:

@@ -47,4 +47,8 @@ def test_the_splits_counts_are_the_codes():
     # two all-reduces a layer (gpt-fast's tp.py hooks on attention and the FFN): 80 and 126 layers
     assert (got["gpt-fast llama2-70b int4 g32 tp8"]["all_reduces"], got["gpt-fast llama3.1-405b int8 tp8"]["all_reduces"]) \
         == (160, 252)
-    assert all(got[r]["ratio"] > 1.33 for r in ROWS)
+    # The three A100 int4 rows came within 0.75-1.33x in session 33 (kernel_facts.json weight_only_gemv:
+    # gemlite's A100 figures for PyTorch's int4 kernel, 0.61-0.73 of the GEMV rate, not the A10's 0.928).
+    int4 = ("torchao llama2-7b int4wo-64", "torchao llama3-8b int4wo-64", "gpt-fast llama2-70b int4 g32 tp8")
+    assert all(got[r]["ratio"] > 1.33 for r in ROWS if r not in int4)
+    assert all(1.0 < got[r]["ratio"] < 1.25 for r in int4)

@@ -17,6 +17,7 @@ import costmodel
 from costmodel.blocks import quantized_bytes
 from costmodel.config import ConfigError
 from costmodel.hardware import load_hardware
+from costmodel.kernel_time import KernelTimer
 from costmodel.presets import load_preset
 from costmodel.quantization import weight_format
 from costmodel.tree import CostModel, model_values, profile_for, workload_values
@@ -112,18 +113,23 @@ def _simulate(*args: str) -> tuple[int, object]:
 
 def test_the_kernel_models_int4_gemv_reads_the_stored_bytes():
     """simulate (the kernel model): a decode step in gpt-fast's layout reads 309,706,752 bytes more
-    than in GPTQ's (4,392,099,840 - 4,082,393,088: the scales' pairs, no packed zeros), and takes
-    exactly those bytes longer at the int4 weight-only GEMV's rate (kernel_facts.json
-    weight_only_gemv: 0.928 of the A100's gemv_bandwidth): the fact moves the stored bytes."""
+    than in GPTQ's (4,392,099,840 - 4,082,393,088: the scales' pairs, no packed zeros: 1.5 bytes a
+    group of 32 more), and takes exactly those bytes longer, each matrix's at the int4 weight-only
+    GEMV's rate for its width (kernel_facts.json weight_only_gemv, the A100 entry: by its N / 8
+    thread blocks): the fact moves the stored bytes."""
     code, gptq = _simulate()
     code_fast, fast = _simulate("--quant-layout", "gpt-fast")
     assert code == code_fast == 0
     step, step_fast = gptq["decode"]["last_token"], fast["decode"]["last_token"]
     assert step_fast["bytes"] - step["bytes"] == 4_392_099_840 - 4_082_393_088 == 309_706_752
-    facts = json.loads((Path(costmodel.__file__).parent / "kernel_facts.json").read_text())["weight_only_gemv"]
-    fraction = next(e["bandwidth_fraction"] for e in facts if (e["weight_dtype"], e["architecture"]) == ("int4", "ampere"))
-    rate = load_hardware("a100-80gb").gemv_bandwidth_bytes_per_s * fraction
-    assert step_fast["seconds"] - step["seconds"] == pytest.approx(309_706_752 / rate, rel=1e-9)
+    # Llama-2-7B's int4 matrices (N, K, how many): 32 layers' Q, K, V and O (no --decode-code: three
+    # projections, not gpt-fast's fused wqkv), w1 and w3, w2; the head.
+    matrices = ((4096, 4096, 128), (11008, 4096, 64), (4096, 11008, 32), (32000, 4096, 1))
+    extra = {(n, k): count * n * (k // 32) * 1.5 for n, k, count in matrices}
+    assert sum(extra.values()) == 309_706_752
+    kernel = KernelTimer(load_hardware("a100-80gb"), "bf16").weight_only_gemv["int4"]
+    seconds = sum(b / kernel.rate_at(n, 108) for (n, _), b in extra.items())
+    assert step_fast["seconds"] - step["seconds"] == pytest.approx(seconds, rel=1e-9)
     assert fast["memory"]["weights"] - gptq["memory"]["weights"] == 309_706_752
 
 
