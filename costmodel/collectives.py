@@ -16,7 +16,10 @@ NCCL achieves at that message size (costmodel/nccl_facts.json), hierarchical acr
   the NVSwitch curve) scales the curve by that share for a group of the measured size
   (in_node_fraction).
 - Elsewhere: alpha + beta, collective_latency_s per call plus payload x factor / (link x 0.8),
-  the ~80% of the unidirectional spec collectives reach.
+  the ~80% of the unidirectional spec collectives reach; on a node whose GPUs meet over PCIe only
+  (interconnect intra_node_fabric "pcie"), a ring collective's alpha is NCCL's own tuning model's for
+  a PCIe ring of the group's size in its fastest protocol (pcie_ring_seconds: LL, 6.6 us + 1.0 us a
+  step at half the bandwidth, or Simple, 8.4 + 5.7 us a step), not the flat collective_latency_s.
 - A group that spans nodes runs hierarchically (NCCL's tree/ring over nodes): reduce-scatter
   within the node, the all-reduce of each GPU's 1/g share between the nodes at 73% of the NIC's
   bandwidth (a published 4-node measurement), all-gather within the node. The crossing's latency
@@ -177,7 +180,29 @@ def within_node(hardware: Hardware, kind: str, payload: float, ranks: int, calls
             if links < 1 else each
         return calls * each * factor / min(links * measured * interpolated_busbw(curve, node), ceiling or math.inf)
     link = node_link(hardware, ranks) * links * measured
+    if (ring := pcie_ring_seconds(hardware, kind, payload / calls, ranks, link)) is not None:
+        return calls * ring
     return payload * factor / min(link, ceiling or math.inf) + calls * hardware.collective_latency_s
+
+
+RING_STEPS = {"all_reduce": 2, "all_gather": 1, "reduce_scatter": 1}  # a ring's steps a rank beyond the first
+
+
+def pcie_ring_seconds(hardware: Hardware, kind: str, each: float, ranks: int, link: float) -> float | None:
+    """One all-reduce, all-gather or reduce-scatter call of `each` bytes over `ranks` GPUs of a node whose
+    GPUs meet over PCIe only (the interconnect's intra_node_fabric "pcie"), as NCCL's tuner times a ring there
+    and picks its fastest protocol (ncclTopoGetAlgoTime; nccl_facts.json "inter_node_latency", its tuning.cc
+    constants): LL, 6.6 us + 1.0 us a step at half the bus bandwidth, or Simple, 8.4 us + 5.7 us a step at
+    the bus bandwidth (LL128 is off where a ring crosses PCIe); steps 2(ranks - 1) for an all-reduce,
+    ranks - 1 for the others; the bus bandwidth `link`, the link's achieved rate. LL's llMaxBw cap (39 GB/s
+    and more in one node) is above PCIe's and not applied. None: another node or collective (the caller's
+    collective_latency_s applies)."""
+    if hardware.intra_node_fabric != "pcie" or kind not in RING_STEPS or ranks <= 1:
+        return None
+    facts, us = nccl_facts()["inter_node_latency"], 1e-6
+    ll, steps, moved = facts["ring_protocols"]["ll"], RING_STEPS[kind] * (ranks - 1), each * ring_factor(kind, ranks)
+    simple = (facts["base_latency_us"]["ring"] + steps * facts["hw_latency_us"]["pci"]["ring"]) * us + moved / link
+    return min(simple, (ll["base_latency_us"] + steps * ll["pci_ring_us"]) * us + moved / (ll["bandwidth_factor"] * link))
 
 
 def in_node_fraction(hardware: Hardware, kind: str, ranks: int) -> float:

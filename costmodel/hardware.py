@@ -81,6 +81,9 @@ class Hardware:
     intra_node_bandwidth_bytes_per_s: float = 0.0
     inter_node_bandwidth_bytes_per_s: float = 0.0
     collective_latency_s: float = 0.0
+    # "pcie" where a node's GPUs meet over PCIe only (no NVLink, no NVSwitch): its rings' collectives take NCCL's
+    # own latency model for a PCIe ring (collectives.pcie_ring_seconds) in place of collective_latency_s.
+    intra_node_fabric: str = ""
     # The preset whose measured collectives (nccl_facts.json, keyed by preset names) this GPU's
     # nodes share; "" means the file's own name (network_name). cluster: the cluster whose collectives
     # were measured across its nodes (nccl_facts.json "cluster_busbw"; collectives.cluster_busbw) or inside
@@ -198,6 +201,9 @@ class Hardware:
         return bandwidth
 
     def __post_init__(self) -> None:
+        if self.intra_node_fabric not in ("", "pcie"):
+            raise ConfigError(f"hardware {self.name}: interconnect intra_node_fabric must be \"pcie\" (a node whose GPUs "
+                              f"meet over PCIe only) or left out, got {show(self.intra_node_fabric)}.")
         if not self.vector_flops_per_s > 0:
             object.__setattr__(self, "vector_flops_per_s", self.flops_per_s.get("fp32", 0.0))
         if not self.vector_flops_per_s > 0:
@@ -358,6 +364,7 @@ class Hardware:
             intra_node_bandwidth_bytes_per_s=float(network.get("intra_node_bandwidth_bytes_per_s", 0.0)),
             inter_node_bandwidth_bytes_per_s=float(network.get("inter_node_bandwidth_bytes_per_s", 0.0)),
             collective_latency_s=float(network.get("collective_latency_s", 0.0)),
+            intra_node_fabric=str(network.get("intra_node_fabric", "")),
             matmul_efficiency={str(k): float(v) for k, v in data.get("matmul_efficiency", {}).items()},
             sustained_matmul_efficiency={str(k): float(v)
                                          for k, v in data.get("sustained_matmul_efficiency", {}).items()},
@@ -390,6 +397,8 @@ class Hardware:
                 "collective_latency_s": self.collective_latency_s,
             },
         }
+        if self.intra_node_fabric:
+            out["interconnect"]["intra_node_fabric"] = self.intra_node_fabric
         if self.sustained_matmul_efficiency:
             out["sustained_matmul_efficiency"] = dict(self.sustained_matmul_efficiency)
         if self.gemm_efficiency_by_rows:

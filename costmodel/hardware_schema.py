@@ -189,6 +189,8 @@ INTERCONNECT: dict[str, Field] = {
     "inter_node_bandwidth_bytes_per_s": Field(float, "between nodes, per GPU, per direction", low=0),
     "collective_latency_s": Field(float, "fixed latency of one collective call (inside a node without a measured "
                                  "busbw curve, sends, all-to-alls; across nodes NCCL's ring/tree steps instead)", low=0),
+    "intra_node_fabric": Field(str, "\"pcie\" where a node's GPUs meet over PCIe only: rings take NCCL's PCIe latency "
+                               "model (collectives.pcie_ring_seconds) in place of collective_latency_s"),
     "source": Field(str, "where the interconnect's numbers come from"),
 }
 

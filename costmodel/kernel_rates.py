@@ -5,11 +5,12 @@ log-linear reading of a measured table (costmodel/kernel_time.py)."""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from .config import ConfigError
 from .hardware import Hardware
+from .kernel_shapes import Gemm
 from .kernel_facts_file import FACTS_PATH, kernel_facts  # noqa: F401 (read there, re-exported: its readers import it here)
 
 
@@ -101,6 +102,20 @@ def weight_only_rates(entries: list[dict[str, Any]], hardware: Hardware,
         rates[entry["weight_dtype"]] = WeightOnlyKernel(int(entry["tokens"]), rate, int(entry.get("block_columns", 0)),
                                                         points, int(entry.get("measured_sms", 0)), cap)
     return rates
+
+
+def unquantized_gemv(gemm: Gemm, rows_table: bool) -> Gemm | None:
+    """The unquantized GEMV a one-row product of quantized weights is never timed above, where no
+    weight-only kernel is published for it (kernel_facts.json "weight_only_gemv" has none for this
+    architecture and dtype: an L4, an MI300X, a user's file): the same shape in the data's dtype, which
+    KernelTimer.gemm_seconds times as a GEMV (its bytes at the GEMV rate or its FLOPs at the vector peak).
+    The tile model it otherwise takes pads the one row to a tile of 64 and more rows at the tensor cores'
+    rate, which no weight-only GEMV kernel does; a published one reads its fewer bytes at 0.44-0.93 of the
+    GEMV rate (0.27 of the bytes at 4 bits: 0.29-0.61 of the GEMV's time), so the unquantized GEMV's time is
+    an upper bound, not a rate. None: the product has more rows, unquantized weights, or a rows table (a CPU)."""
+    if gemm.m != 1 or gemm.weight_dtype is None or rows_table:
+        return None
+    return replace(gemm, weight_bytes=None, weight_dtype=None, quantizes_input=False)
 
 
 def check_kernel_model(hardware: Hardware) -> None:

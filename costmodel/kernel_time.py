@@ -77,7 +77,7 @@ from .exact_eval import exact_value
 from .config import DTYPE_BYTES, ConfigError, Workload
 from .hardware import Efficiency, Hardware
 from .kernel_rates import (check_kernel_model, gemm_k_points, k_efficiency, kernel_facts, log_linear,  # noqa: F401
-                           sustained_efficiency, weight_only_rates)
+                           sustained_efficiency, unquantized_gemv, weight_only_rates)
 from .kernel_shapes import AttentionCall, Gemm, Kernel, PassKernel, Pointwise, fused_gemm  # noqa: F401 (re-exported)
 from .kernel_subs import inference_subs  # noqa: F401 (re-exported: its readers import it here)
 
@@ -250,7 +250,8 @@ class KernelTimer:
             return self.dram_startup_s + max(moved / self.gemv_bandwidth, gemm.flops / self.vector)
         compute = self.gemm_compute_seconds(gemm, tile) / k_efficiency(self.gemm_by_k, gemm.k) \
             / (k_efficiency(self.grouped_by_rows, gemm.grouped_rows) if gemm.grouped_rows else 1.0)  # experts'
-        return self.dram_startup_s + max(compute, moved / self.gemv_bandwidth)
+        bound = unquantized_gemv(gemm, bool(self.gemm_rows))  # no published kernel: at most the unquantized GEMV
+        return min(self.dram_startup_s + max(compute, moved / self.gemv_bandwidth), self.gemm_seconds(bound) if bound else math.inf)
 
     def w8a8_gemm_seconds(self, gemm: Gemm, weights: float, tile: tuple[int, int] | None = None) -> float:
         """A W8A8 GEMM: the tile model at the FP8 rate against its bytes (input in one byte, output
@@ -421,7 +422,6 @@ def _fused_away(leaf: Any, subs: dict) -> float:
 def launches_of(leaf: Any, kernels: int, compiled: bool) -> int:
     """Kernels a leaf launches: a layer's norm runs inside the residual add's kernel when compiled."""
     from .blocks import Norm
-
     if compiled and isinstance(leaf.block, Norm) and leaf.part == "layer" and kernels == 1:
         return 0
     return kernels
