@@ -1,0 +1,62 @@
+"""Defects found by the thirty-second new user (wt33_user, session 33): an ML engineer who read only the README and
+docs/commands.md (and the docs it links), asking how many parameters, FLOPs and bytes, whether it fits, how long and
+what it costs, which block is to blame, with local config.json files of recent families, every command and the
+Python API."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.cli_run import one_error_line, run_json, run_main
+
+ROOT = Path(__file__).resolve().parent.parent
+LLAMA3_8B = ["--model", "llama3-8b", "--seq-len", "4096", "--global-batch", "64"]
+
+
+@pytest.mark.parametrize("layout, option, lacks", [
+    (["--gpus", "16", "--dp", "16", "--framework", "megatron", "--zero", "1"], ["--tp-overlap", "0.5"], "tp 1"),
+    (["--gpus", "16", "--dp", "16", "--framework", "megatron", "--zero", "1"], ["--pp-overlap", "0.5"], "pp 1"),
+    (["--gpus", "16", "--dp", "16", "--framework", "megatron", "--zero", "1"], ["--no-prefetch"], "once a step"),
+    (["--gpus", "8", "--tp", "8", "--dp", "1", "--framework", "megatron"], ["--dp-overlap", "0.5"], "dp 1"),
+    (["--gpus", "8", "--tp", "8", "--dp", "1", "--framework", "megatron"], ["--overlap-grad-reduce"], "dp 1"),
+    (["--gpus", "8", "--tp", "8", "--dp", "1", "--framework", "megatron"], ["--no-prefetch"], "dp 1"),
+    (["--gpus", "8", "--dp", "8", "--framework", "fsdp2", "--zero", "3"], ["--dp-overlap", "0.5"], "each micro-batch"),
+    (["--gpus", "16", "--pp", "2", "--dp", "8", "--framework", "deepspeed", "--zero", "1"], ["--dp-overlap", "0.5"],
+     "after the schedule's last backward"),
+])
+def test_an_overlap_option_the_layout_has_nothing_for_is_refused(layout, option, lacks, capsys):
+    """`simulate --train --model llama3-8b --gpus 16 --dp 16 --framework megatron --zero 1 --tp-overlap 0.5` printed
+    the very step it printed without the option (so did --pp-overlap at pp 1, --no-prefetch on a ZeRO-1 layout,
+    --dp-overlap and --overlap-grad-reduce at dp 1, --dp-overlap on FSDP2, whose collectives run each micro-batch under
+    --no-prefetch's rule, and on DeepSpeed's pipeline engine, which reduces after its last backward): the option was
+    read by no collective, where --param-gather-overlap, --no-align-grad-reduce and --ep-overlap are refused in one
+    line on a layout without theirs. Each is now refused the same way, naming what the layout lacks."""
+    line = one_error_line(["simulate", "--train", *LLAMA3_8B, *layout, *option], capsys)
+    assert option[0] in line and lacks in line
+
+
+@pytest.mark.parametrize("layout, option", [
+    (["--gpus", "16", "--tp", "2", "--dp", "8", "--framework", "megatron", "--zero", "1"], ["--tp-overlap", "0.5"]),
+    (["--gpus", "16", "--tp", "2", "--dp", "8", "--framework", "megatron", "--zero", "1"], ["--overlap-grad-reduce"]),
+    (["--gpus", "8", "--dp", "8", "--framework", "fsdp2", "--zero", "3"], ["--no-prefetch"]),
+    (["--gpus", "16", "--pp", "2", "--dp", "8", "--framework", "megatron", "--zero", "1", "--schedule", "1f1b"],
+     ["--pp-overlap", "1"]),
+])
+def test_an_overlap_option_the_layout_reads_moves_its_step(layout, option, capsys):
+    """Where the layout has the collective, the option still moves the step (it hides or exposes it)."""
+    before = run_json(["simulate", "--train", *LLAMA3_8B, *layout], capsys)["step"]["seconds"]
+    after = run_json(["simulate", "--train", *LLAMA3_8B, *layout, *option], capsys)["step"]["seconds"]
+    assert after != before
+
+
+def test_commands_md_lists_the_options_an_inference_layout_takes(capsys):
+    """docs/commands.md listed `--cp` among the options of an inference layout ("with `--cp` no prefill figure, its
+    key/value exchange is not modelled"); `simulate --model llama3-8b --cp 2` is refused in one line (since f5fab7a7:
+    it printed a decode step alone with each rank holding the whole cache). The doc now says it is refused."""
+    line = one_error_line(["simulate", "--model", "llama3-8b", "--cp", "2", "--prompt", "8000", "--gen", "16"], capsys)
+    assert "context parallelism (--cp) is modelled for training only" in line
+    text = " ".join((ROOT / "docs" / "commands.md").read_text().split())
+    assert "with `--cp` no prefill figure" not in text
+    assert "`--cp`, `--stage-layers`;" not in text and "and so is `--cp` above 1" in text
