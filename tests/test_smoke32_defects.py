@@ -60,3 +60,24 @@ def test_commands_md_lists_the_options_an_inference_layout_takes(capsys):
     text = " ".join((ROOT / "docs" / "commands.md").read_text().split())
     assert "with `--cp` no prefill figure" not in text
     assert "`--cp`, `--stage-layers`;" not in text and "and so is `--cp` above 1" in text
+
+
+@pytest.mark.parametrize("recompute, rerun", [
+    # full: every layer's forward again (the 32 layers' 28,724,741,177,344 of the 29,261,612,187,648 forward
+    # FLOPs: all but the head's 2 x 2,048 x 4,096 x 32,000 = 536,870,912,000)
+    ("full", 29_261_612_187_648 - 536_870_912_000),
+    # selective (Korthikanti et al.'s): the attention core's two matmuls, 2 x 2 x 2,048^2 x 4,096 x 32 layers
+    ("selective", 2 * 2 * 2048 ** 2 * 4096 * 32),
+])
+def test_estimate_says_what_recomputation_adds_to_the_training_flops(recompute, rerun, capsys):
+    """`estimate --model llama2-7b --recompute full` printed "training (fwd+bwd) 87.78 TFLOP", the figure without
+    recomputation, and nothing of the 28.72 TFLOP its backward reruns (a third more matmul FLOPs, as `finetune`'s
+    suggestion says): the user asking how many FLOPs a step with recomputation costs read the same figure as without
+    it. The rerun's matmul FLOPs are now their own line (JSON `flops.recomputed_forward`), beside the training
+    figure kept as the model FLOPs MFU divides by; none without recomputation."""
+    args = ["estimate", "--model", "llama2-7b", "--recompute", recompute]
+    flops = run_json(args, capsys)["flops"]
+    assert flops["training"] == 87_784_836_562_944 and flops["recomputed_forward"] == rerun
+    code, out, _ = run_main(args, capsys)
+    assert code == 0 and "  recomputed forward " in out
+    assert "recomputed_forward" not in run_json(["estimate", "--model", "llama2-7b"], capsys)["flops"]
