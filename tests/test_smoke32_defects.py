@@ -81,3 +81,28 @@ def test_estimate_says_what_recomputation_adds_to_the_training_flops(recompute, 
     code, out, _ = run_main(args, capsys)
     assert code == 0 and "  recomputed forward " in out
     assert "recomputed_forward" not in run_json(["estimate", "--model", "llama2-7b"], capsys)["flops"]
+
+
+# Qwen3-4B's config.json (Qwen/Qwen3-4B, as its Hub page shows it), with an unsloth-style bitsandbytes nf4 quantization_config
+QWEN3_4B = {"architectures": ["Qwen3ForCausalLM"], "attention_bias": False, "head_dim": 128, "hidden_act": "silu",
+            "hidden_size": 2560, "intermediate_size": 9728, "max_position_embeddings": 40960, "model_type": "qwen3",
+            "num_attention_heads": 32, "num_hidden_layers": 36, "num_key_value_heads": 8, "rms_norm_eps": 1e-06,
+            "rope_theta": 1000000, "tie_word_embeddings": True, "torch_dtype": "bfloat16", "vocab_size": 151936}
+BNB_NF4 = {"quant_method": "bitsandbytes", "load_in_4bit": True, "bnb_4bit_quant_type": "nf4",
+           "bnb_4bit_use_double_quant": True}
+
+
+def test_a_lora_on_a_bitsandbytes_nf4_checkpoint_names_qlora(capsys, tmp_path):
+    """`finetune --config qwen3-4b-bnb-4bit/config.json` (method lora, the default) noted "a LoRA on the stored format
+    is not modelled" and counted the base in bf16 (7.49 GiB), while a LoRA on a bitsandbytes nf4 base is QLoRA, which
+    `--method qlora` counts as stored (2.47 GiB, no note). The note now names it."""
+    import json
+
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({**QWEN3_4B, "quantization_config": BNB_NF4}))
+    code, out, err = run_main(["finetune", "--config", str(config)], capsys)
+    assert code == 0 and "base weights           7.49 GiB   frozen, bf16" in out
+    note = next(line for line in err.splitlines() if line.startswith("note: the checkpoint's quantization_config"))
+    assert "--method qlora counts it as stored" in note and "not modelled" not in note
+    code, out, err = run_main(["finetune", "--config", str(config), "--method", "qlora"], capsys)
+    assert code == 0 and "base weights           2.47 GiB   nf4" in out and "quantization_config" not in err
