@@ -106,3 +106,16 @@ def test_a_lora_on_a_bitsandbytes_nf4_checkpoint_names_qlora(capsys, tmp_path):
     assert "--method qlora counts it as stored" in note and "not modelled" not in note
     code, out, err = run_main(["finetune", "--config", str(config), "--method", "qlora"], capsys)
     assert code == 0 and "base weights           2.47 GiB   nf4" in out and "quantization_config" not in err
+
+
+def test_commands_md_quotes_sweeps_weight_formats_as_it_computes_them():
+    """docs/commands.md: "gpt-oss-20b: MXFP4 experts, 13.68 GiB at n = 2048 where `--weight-dtype none` gives 39.82
+    GiB"; `sweep --model gpt-oss-20b --seq-len 2048 --batch 1` gives 13.91 GiB and 40.05 GiB (estimate's inference
+    total, the same figures): the doc kept the figures of the commit that added the option (9c4ce50d)."""
+    import costmodel
+
+    text = " ".join((ROOT / "docs" / "commands.md").read_text().split())
+    mxfp4, none = (costmodel.sweep("gpt-oss-20b", seq_len=[2048], batch=[1], **kw)["inference_bytes"].iloc[0] / 2 ** 30
+                   for kw in ({}, {"weight_dtype": "none"}))
+    assert (round(mxfp4, 2), round(none, 2)) == (13.91, 40.05)
+    assert f"MXFP4 experts, {mxfp4:.2f} GiB at n = 2048 where `--weight-dtype none` gives {none:.2f} GiB" in text
