@@ -119,3 +119,26 @@ def test_commands_md_quotes_sweeps_weight_formats_as_it_computes_them():
                    for kw in ({}, {"weight_dtype": "none"}))
     assert (round(mxfp4, 2), round(none, 2)) == (13.91, 40.05)
     assert f"MXFP4 experts, {mxfp4:.2f} GiB at n = 2048 where `--weight-dtype none` gives {none:.2f} GiB" in text
+
+
+GPT2_TP_SP = ["--model", "gpt2", "--gpus", "8", "--seq-len", "1024"]
+GPT2_LAYOUT = ["--tp", "2", "--dp", "4", "--zero", "2", "--microbatches", "2", "--batch", "8", "--sp",
+               "--framework", "fsdp2"]
+
+
+def test_a_sequence_parallel_fsdp2_steps_split_holds_dtensors_copies(capsys):
+    """`plan --model gpt2 --gpus 8 --seq-len 1024 --json`: 48 of its 888 layouts (FSDP2 with tp 2 and SP) had a
+    `split` summing to 26.6 ms beside a step_time of 28.4 ms; `simulate --train` with one of them printed "step 28.4
+    ms" over lines adding up to 26.1 ms. Session 32 charged DTensor's cat around each sequence-sharded TP collective
+    (1.88 ms here, `dtensor_copy_seconds`) in the step but not in the split (layout/step_parts.py), and simulate's text
+    printed neither it nor FSDP2's copies (467 us). The split now holds it, and the text prints both."""
+    from reports.layout_figures import STEP_PARTS
+
+    plan = run_json(["plan", *GPT2_TP_SP], capsys)
+    assert [name for name, _ in STEP_PARTS] == list(plan["feasible"][0]["split"])  # report's bars: every part
+    for entry in plan["feasible"]:
+        assert sum(entry["split"].values()) == pytest.approx(entry["step_time"], rel=1e-9), entry["layout"]
+    step = run_json(["simulate", "--train", *GPT2_TP_SP, *GPT2_LAYOUT], capsys)["step"]
+    assert step["dtensor_copy_seconds"] > 0 and step["fsdp_copy_seconds"] > 0
+    code, out, _ = run_main(["simulate", "--train", *GPT2_TP_SP, *GPT2_LAYOUT], capsys)
+    assert code == 0 and "  DTensor copies           1.88 ms" in out and "  FSDP2 copies              467 us" in out
