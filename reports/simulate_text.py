@@ -43,7 +43,7 @@ def render_parallel_training(r: dict[str, Any]) -> str:
     if step.get("fsdp_copy_seconds"):  # FSDP2's copy-in / copy-out around its collectives (layout/fsdp_copies.py)
         out.append(f"  {'FSDP2 copies':<22}{seconds(step['fsdp_copy_seconds']):>10}   (FSDP2's copies into and out of "
                    "its collectives' buffers)")
-    if step.get("dtensor_copy_seconds"):  # DTensor's cat around sequence-sharded TP collectives (layout/dtensor_copies.py)
+    if step.get("dtensor_copy_seconds"):  # DTensor's cat around sequence-sharded TP collectives (dtensor_copies.py)
         out.append(f"  {'DTensor copies':<22}{seconds(step['dtensor_copy_seconds']):>10}   (DTensor's copies around "
                    "each sequence-sharded tensor-parallel collective)")
     host = step.get("host")

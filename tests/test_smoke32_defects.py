@@ -83,7 +83,8 @@ def test_estimate_says_what_recomputation_adds_to_the_training_flops(recompute, 
     assert "recomputed_forward" not in run_json(["estimate", "--model", "llama2-7b"], capsys)["flops"]
 
 
-# Qwen3-4B's config.json (Qwen/Qwen3-4B, as its Hub page shows it), with an unsloth-style bitsandbytes nf4 quantization_config
+# Qwen3-4B's config.json (Qwen/Qwen3-4B, as its Hub page shows it), with an unsloth-style bitsandbytes nf4
+# quantization_config
 QWEN3_4B = {"architectures": ["Qwen3ForCausalLM"], "attention_bias": False, "head_dim": 128, "hidden_act": "silu",
             "hidden_size": 2560, "intermediate_size": 9728, "max_position_embeddings": 40960, "model_type": "qwen3",
             "num_attention_heads": 32, "num_hidden_layers": 36, "num_key_value_heads": 8, "rms_norm_eps": 1e-06,
