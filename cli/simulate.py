@@ -84,6 +84,9 @@ TRAINING_ONLY = {"seq_len": "--seq-len", "recompute": "--recompute", "recompute_
                  "tokens": "--tokens", "step_time": "--step-time",
                  "global_batch": "--global-batch", "impl": "--impl", "flops_convention": "--flops-convention",
                  "mtp": "--mtp", "graph_scopes": "--cuda-graph-scope"}
+#: The overlap options' Overlap fields, refused on a layout without the collective each hides (unread_overlaps).
+OVERLAP_FIELDS = {"--tp-overlap": "tp", "--async-tp": "tp", "--pp-overlap": "pp", "--dp-overlap": "dp",
+                  "--overlap-grad-reduce": "dp", "--no-prefetch": "prefetch"}
 INFERENCE_ONLY = {"prompt": "--prompt", "gen": "--gen", "kv_cache": "--kv-cache", "mla": "--mla",
                   "cuda_graphs": "--cuda-graphs", "decode_code": "--decode-code"}
 #: Layout options only a training step reads: an inference layout's decode and prefill ignore them.
@@ -314,6 +317,14 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
         if overlap_given and not (train and layout is not None):
             raise ConfigError(f"{', '.join(overlap_given)}: the overlap options time training with a layout "
                               "(--train with --tp/--pp/--dp/...); nothing here would read them.")
+        if overlap_given:  # each on a layout with the collective it hides (layout/overlap.py unread_overlaps)
+            from costmodel.layout.overlap import unread_overlaps
+
+            unread = unread_overlaps(layout)
+            for name in overlap_given:
+                field = OVERLAP_FIELDS.get(name)
+                if field in unread:
+                    raise ConfigError(f"{name} sets an overlap this layout has nothing for ({unread[field]}).")
         framework = layout.framework if layout else None
         for attention_note in (fallback_note(framework, impl, attention, cfg.family, has_attention(cfg)),
                                unfused_note(framework, attention, runs_flash(hardware), has_attention(cfg))):

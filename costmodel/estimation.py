@@ -93,6 +93,9 @@ def _expressions(cfg: ModelConfig, workload: Workload) -> tuple[dict[str, Any], 
         exprs["moe.routed_slots"] = experts.block.tokens * S.k
     if cfg.n_window_layers:
         exprs["flops.windowed_kernel_forward"] = model.variant_flops("windowed", leaves)
+    if any(leaf.rerun is not None for leaf in leaves):  # what --recompute reruns in backward (as layout/parts.py)
+        exprs["flops.recomputed_forward"] = sp.Add(*(leaf.count * leaf.rerun.flops_matmul for leaf in leaves
+                                                     if leaf.rerun is not None))
     if cfg.mla:
         decode = CostModel(cfg, model.profile, phase="decode")
         last_step = {S.c: S.LAST_CONTEXT}  # the step that brings the cache to n + T - 1 (as memory's)
@@ -303,6 +306,11 @@ class Estimate:
     def _flop_variants(self) -> dict[str, Any]:
         """What a windowed kernel would compute, and MLA's decode step computed and absorbed."""
         n, out = self.numbers, {}
+        if "flops.recomputed_forward" in n:
+            out["recomputed_forward"] = n["flops.recomputed_forward"]
+            out["recomputed_note"] = (
+                f"the matmuls --recompute {self.workload.recompute} reruns in backward: not in training above "
+                "(the model FLOPs MFU divides by); the executed FLOPs (HFU's) are training plus these")
         if "flops.windowed_kernel_forward" in n:
             out["windowed_kernel_forward"] = n["flops.windowed_kernel_forward"]
             out["windowed_kernel_note"] = (

@@ -229,8 +229,10 @@ def checkpoint_note(cfg: ModelConfig, method: str, dtype: str) -> str | None:
     method_name, stored_dtype, group = stored
     form = f"{stored_dtype}{f' g{group}' if group else ''}, " if stored_dtype else ""
     base = f"in {dtype} (--dtype)" if method == "lora" else "in bitsandbytes' nf4, quantized from unquantized weights"
+    stored_as = ("--method qlora counts it as stored (a LoRA on a bitsandbytes nf4 base is QLoRA)"
+                 if stored_dtype == "nf4" else "a LoRA on the stored format is not modelled")
     return (f"the checkpoint's quantization_config ({form}quant_method {method_name}) is not read: the frozen "
-            f"base is counted {base}; a LoRA on the stored format is not modelled.")
+            f"base is counted {base}; {stored_as}.")
 
 
 def model_adapter_tensors(cfg: ModelConfig, tune: FineTune) -> list[tuple[int, int]]:

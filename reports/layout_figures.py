@@ -13,7 +13,8 @@ LAYOUT_PARTS = (("weights", "#1f77b4"), ("gradients", "#ff7f0e"), ("optimizer", 
                 ("activations", "#d62728"), ("buffers", "#9467bd"))
 STEP_PARTS = (("compute", "#1f77b4"), ("communication", "#ff7f0e"), ("bubble", "#7f7f7f"),
               ("optimizer", "#2ca02c"), ("gradient_accumulation", "#9467bd"), ("autocast", "#8c564b"),
-              ("overlap_contention", "#d62728"), ("host", "#e377c2"), ("fsdp_copies", "#bcbd22"))
+              ("overlap_contention", "#d62728"), ("host", "#e377c2"), ("fsdp_copies", "#bcbd22"),
+              ("dtensor_copies", "#17becf"))
 
 
 def _stacked_bars(ax: Any, labels: Sequence[str], parts: Sequence[tuple[str, str]],

@@ -381,7 +381,7 @@ def make_layouts(cfg: ModelConfig, workload: Workload, layout: Any, hardware_nam
         f"{len(plan['feasible']) + len(plan['infeasible'])} do), their step time split into the slowest "
         "stage's compute, the communication that cannot overlap, the pipeline bubble, the optimizer "
         "step, gradient accumulation, autocast's casts, the slowdown of compute under hidden communication "
-        "(overlap contention), the host's wait past the kernels and FSDP2's copies, which add up to the step (costmodel/layout/time.py states the overlap model), "
+        "(overlap contention), the host's wait past the kernels, FSDP2's copies and DTensor's, which add up to the step (costmodel/layout/time.py states the overlap model), "
         "with MFU.",
         layout_figures.step_split(step_rows, f"{cfg.name} on {layout.gpus} x {hardware.name}: step time by layout"),
         ["layout", *(f"{p}_seconds" for p in parts), "step_seconds", "mfu"],

@@ -40,6 +40,12 @@ def render_parallel_training(r: dict[str, Any]) -> str:
     if step.get("overlap_contention_seconds"):  # compute slowed under the hidden collectives
         out.append(f"  {'overlap contention':<22}{seconds(step['overlap_contention_seconds']):>10}   "
                    f"(compute under {seconds(step['hidden_communication_seconds'])} of hidden communication)")
+    if step.get("fsdp_copy_seconds"):  # FSDP2's copy-in / copy-out around its collectives (layout/fsdp_copies.py)
+        out.append(f"  {'FSDP2 copies':<22}{seconds(step['fsdp_copy_seconds']):>10}   (FSDP2's copies into and out of "
+                   "its collectives' buffers)")
+    if step.get("dtensor_copy_seconds"):  # DTensor's cat around sequence-sharded TP collectives (dtensor_copies.py)
+        out.append(f"  {'DTensor copies':<22}{seconds(step['dtensor_copy_seconds']):>10}   (DTensor's copies around "
+                   "each sequence-sharded tensor-parallel collective)")
     host = step.get("host")
     if host:  # an eager step whose counted ops the kernel model weighs (layout/kernel_step.py)
         out.append(f"  {'host (eager ops)':<22}{seconds(host['seconds_per_step']):>10}   "

@@ -136,6 +136,9 @@ def render_estimate(result: dict[str, Any], rows: Sequence[Any]) -> str:
         f"FLOPs (matmul, 2*m*n*k as FlopCounterMode counts them; whole batch; the head's logits at {f['logits']})",
         f"  forward            {si(f['forward'], 'FLOP'):>14}   {tokens_note} {si(f['forward_per_token'], 'FLOP')}",
         f"  training (fwd+bwd) {si(f['training'], 'FLOP'):>14}   {tokens_note} {si(f['training_per_token'], 'FLOP')}",
+        *([f"  recomputed forward {si(f['recomputed_forward'], 'FLOP'):>14}   (rerun in backward by --recompute "
+           f"{i['recompute']}: not in the training line, the model FLOPs; executed, HFU's, adds it)"]
+          if "recomputed_forward" in f else []),
         f"  other ops, forward {si(f['other_forward'], 'FLOP'):>14}   (norms, softmax, activations, adds)",
         *([f"  windowed kernel    {si(f['windowed_kernel_forward'], 'FLOP'):>14}   (forward if the "
            "sliding layers computed only their windows; eager computes every score)"]

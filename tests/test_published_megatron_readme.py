@@ -83,12 +83,12 @@ def test_a_megatron_core_r080_row_is_its_cli_command(run_id, capsys, tmp_path):
         dropout=0.1, tie_embeddings=False).to_dict()))
     command = (f"--config {config} --hardware h100-sxm --train --seq-len 4096 --batch 1 --dtype bf16 "
                f"--attention flash --impl megatron --framework megatron --zero 1 --tp {tp} --pp {pp} --dp {dp} "
-               f"--global-batch {batch} --tp-overlap 1 --pp-overlap 1 --param-gather-overlap 1 --overlap-grad-reduce "
+               f"--global-batch {batch} --param-gather-overlap 1 --overlap-grad-reduce "
                f"--optimizer-step megatron-lm").split()
-    if tp > 1:
-        command.append("--sp")
+    if tp > 1:  # (an overlap of a collective the layout lacks is refused: tests/test_smoke32_defects.py)
+        command += ["--sp", "--tp-overlap", "1"]
     if pp > 1:
-        command += ["--schedule", "interleaved", "--virtual-stages", str(layers // pp)]
+        command += ["--schedule", "interleaved", "--virtual-stages", str(layers // pp), "--pp-overlap", "1"]
     peak = load_hardware("h100-sxm").peak("bf16") / 1e12
     for model in ("roofline", "kernels"):
         assert cli.main(["simulate", *command, "--time-model", model, "--json"]) == 0

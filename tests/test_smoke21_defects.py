@@ -38,7 +38,8 @@ def test_report_step_figure_stacks_every_part():
     from reports import layout_figures
     assert [name for name, _ in layout_figures.STEP_PARTS] == [
         "compute", "communication", "bubble", "optimizer", "gradient_accumulation", "autocast",
-        "overlap_contention", "host", "fsdp_copies"]  # the last two since session 32 (test_smoke31_defects)
+        "overlap_contention", "host", "fsdp_copies",  # host, fsdp_copies since session 32 (test_smoke31_defects)
+        "dtensor_copies"]  # since session 33 (test_smoke32_defects): every part of layout/step_parts.py's split
 
 
 # 2. plot generation (and report) on a model of Mamba-1, Gated DeltaNet or post-normed mixers

@@ -1,6 +1,8 @@
 """The overlap conventions of a training step's communication (Overlap: which share of each kind of
 collective runs hidden behind compute, and what the compute loses beside it), and the refusal of
-Overlap.ep where Megatron-Core's --overlap-moe-expert-parallel-comm cannot run (check_ep_overlap).
+Overlap.ep where Megatron-Core's --overlap-moe-expert-parallel-comm cannot run (check_ep_overlap);
+which of a layout's data-parallel collectives each field reads (gathers_per_microbatch,
+reduces_after_backward) and the fields a layout has no collective for (unread_overlaps).
 
 Stated conventions, not measurements, each settable; costmodel/layout/time.py (StepTime) applies
 them and states the model in its docstring. Overlap is importable from there too.
@@ -12,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..config import ConfigError
+from .frameworks import FRAMEWORKS
 from .rank import ParallelEstimate
 from .spec import Layout
 
@@ -164,3 +167,41 @@ def check_ep_overlap(estimate: ParallelEstimate) -> None:
     for refused, why in refusals:
         if refused:
             raise ConfigError(f"--ep-overlap is Megatron-Core's --overlap-moe-expert-parallel-comm: {why}.")
+
+
+def gathers_per_microbatch(layout: Layout) -> bool:
+    """Whether the layout's data-parallel collectives run each micro-batch under its compute (FSDP2's
+    per-tensor sharding, ZeRO-3 and Megatron-FSDP: Overlap.prefetch hides them) rather than once a step
+    (DDP and ZeRO-1/2: the gradient reduction under Overlap.dp's share of the last backward)."""
+    return FRAMEWORKS[layout.framework].sharding == "per_tensor" or layout.zero == 3
+
+
+def reduces_after_backward(layout: Layout) -> bool:
+    """Whether the gradients are reduced after the schedule's last backward, nothing under them (DeepSpeed's
+    pipeline engine: Framework.pp_reduce_after_backward)."""
+    return FRAMEWORKS[layout.framework].pp_reduce_after_backward and layout.pp > 1
+
+
+def unread_overlaps(layout: Layout) -> dict[str, str]:
+    """The Overlap fields a training layout has no collective for, each with what it lacks: tp at tp 1,
+    pp at pp 1; dp and prefetch where no rank reduces gradients; on a layout that gathers each micro-batch
+    dp (prefetch sets it), on one that reduces once a step prefetch, and dp too after the last backward
+    (StepTime.data_parallel_split reads them so). A single layout's options refuse them (`simulate`);
+    plan's settings apply to the layouts that have them."""
+    unread = {}
+    if layout.tp == 1:
+        unread["tp"] = "tp 1: no tensor-parallel collective to hide"
+    if layout.pp == 1:
+        unread["pp"] = "pp 1: no pipeline send to hide"
+    if not layout.reduces_gradients:
+        unread["dp"] = unread["prefetch"] = "dp 1: no data-parallel collective"
+    elif gathers_per_microbatch(layout):
+        unread["dp"] = ("its data-parallel collectives run each micro-batch under its compute (FSDP2, ZeRO-3): "
+                        "--no-prefetch exposes them")
+    else:
+        unread["prefetch"] = ("it reduces its gradients once a step (DDP, ZeRO-1/2), nothing gathered each "
+                              "micro-batch: --dp-overlap or --overlap-grad-reduce set their overlap")
+        if reduces_after_backward(layout):
+            unread["dp"] = ("DeepSpeed's pipeline engine reduces the gradients after the schedule's last backward: "
+                            "nothing overlaps them")
+    return unread

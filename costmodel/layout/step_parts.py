@@ -7,7 +7,8 @@ the step is max(kernels - launches, host)), so where the host term is charged th
 bubble hold the kernels alone, and `host_wait_seconds` is what the host adds past them (0 where the
 step is kernel-bound). The parts: compute, exposed communication, the pipeline bubble, the optimizer,
 gradient accumulation, autocast's casts, overlap contention, the host (that wait and the MoE layers'
-host syncs, layout/host_syncs.py) and FSDP2's copies (layout/fsdp_copies.py)."""
+host syncs, layout/host_syncs.py), FSDP2's copies (layout/fsdp_copies.py) and DTensor's copies around
+sequence-sharded TP collectives (layout/dtensor_copies.py)."""
 
 from __future__ import annotations
 
@@ -41,4 +42,5 @@ def step_split(step: dict[str, Any]) -> dict[str, float]:
             "autocast": step["autocast_seconds"],
             "overlap_contention": step["overlap_contention_seconds"],
             "host": step.get("host_wait_seconds", 0.0) + step.get("host_sync_seconds", 0.0),
-            "fsdp_copies": step.get("fsdp_copy_seconds", 0.0)}
+            "fsdp_copies": step.get("fsdp_copy_seconds", 0.0),
+            "dtensor_copies": step.get("dtensor_copy_seconds", 0.0)}

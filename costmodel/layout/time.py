@@ -71,7 +71,7 @@ from .dtensor_copies import copy_seconds as dtensor_copy_seconds
 from .fsdp_copies import copy_seconds, edge_seconds
 from .fsdp_pipeline import step_reduce
 from .megatron_step import step_seconds as megatron_step_seconds
-from .overlap import Overlap, check_ep_overlap  # noqa: F401 (Overlap: callers import it from here)
+from .overlap import Overlap, check_ep_overlap, gathers_per_microbatch, reduces_after_backward  # noqa: F401 (Overlap)
 from .rank import ParallelEstimate, Stage
 from .roofline_parts import roofline_part_seconds
 from .zero_optimizer import gather_copy_seconds
@@ -366,7 +366,7 @@ class StepTime:
         once = ("dp_replicate",) if layout.megatron_fsdp else ()
         groups = [(group, kind, value) for group in ("dp", "dp_replicate", "edp") if group not in once
                   for kind, value in communication.get(group, {}).items()]
-        per_microbatch = self.estimate.framework.sharding == "per_tensor" or layout.zero == 3
+        per_microbatch = gathers_per_microbatch(layout)
         reduced, groups = step_reduce(self, stage, groups)  # FSDP2 under torch's pipelining: once a step
         if per_microbatch:
             # one call per FSDP2 unit (layer, root) and micro-batch (data_parallel_calls)
@@ -384,7 +384,7 @@ class StepTime:
         parameters = sum(self.collective(group, kind, value, self.estimate.data_parallel_calls(stage, group, kind))
                          for group, kind, value in groups if kind == "all_gather")  # flat: 1 call, InternLM's: zero_optimizer.py
         # DeepSpeed's pipeline engine reduces after the schedule's last backward: nothing overlaps
-        after_backward = self.estimate.framework.pp_reduce_after_backward and layout.pp > 1
+        after_backward = reduces_after_backward(layout)
         if layout.schedule == "interleaved" and layout.framework == "megatron" and not after_backward:
             return self.interleaved_data_parallel(stage, compute, groups, gradients, parameters)
         exposed = max(0.0, gradients - (0.0 if after_backward else self.overlap.dp) * compute)
