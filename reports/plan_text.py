@@ -60,9 +60,11 @@ def render_plan(result: dict[str, Any], serve: bool, top: int, capacity: int) ->
                  seconds(e["last_step"]["seconds"]), seconds(e["tp_all_reduce_seconds"]),
                  rate(e["tokens_per_second"])]
                 for rank, e in enumerate(feasible[:top]))
-        out.append(table(["rank", "tp x pp x dp", "weights", "KV cache", "ids+logits", "memory", "per token",
+        out.append(table(["rank", "tp x pp x dp", "weights", "KV cache", "transients", "memory", "per token",
                           "last step", "all-reduce", "tokens/s"], rows))
-        out.append("per token: the mean of the generation's decode steps, each at its own context, as "
+        out.append("transients: the ids and the larger of the logits and the forward's largest no-grad tensor (the "
+                   "FFN's hidden ones, an eager softmax's scores) of the phase that peaks; "
+                   "per token: the mean of the generation's decode steps, each at its own context, as "
                    f"`simulate` with the layout and `--attention {i.get('attention') or 'flash'}"
                    + (f" --mla {i['mla']}" if i.get("mla") else "") + "` times them; last step: the one at context "
                    f"{feasible[0]['last_step']['context']:,}, where the memory is sized.")

@@ -74,7 +74,7 @@ def test_serving_with_a_layout_says_whether_it_fits(capsys):
     # 64 x 2048 x 32000 x 2 B = 7.81 GiB, made it peak at 92.05 GiB.)
     # Since session 26 the prefill peaks: its FFN's no-grad hidden tensors, 3 x 64 x 2048 x 28,672 / 2
     # x 2 B = 10.50 GiB on each rank (the layout's sdpa keeps no n x n scores), beside the prompt's cache.
-    assert "KV cache 20.00 GiB, ids and logits 10.50 GiB, total 94.74 GiB (does NOT fit in 70.79 GiB)" in out
+    assert "KV cache 20.00 GiB, ids, logits and transients 10.50 GiB, total 94.74 GiB (does NOT fit in 70.79 GiB)" in out
     data = run_json(["simulate", "--model", "llama2-13b", "--hardware", "h100-sxm", "--tp", "2", "--batch", "64"],
                     capsys)
     assert data["fits"] is True
