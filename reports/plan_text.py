@@ -103,7 +103,9 @@ def render_plan(result: dict[str, Any], serve: bool, top: int, capacity: int) ->
 
 
 def _layout_words(lay: dict[str, Any]) -> str:
+    # the framework too: ZeRO 3 is DeepSpeed's, FSDP2's or Megatron-FSDP's, gigabytes apart a rank
     return (f"tp {lay['tp']} x pp {lay['pp']} x dp {lay['dp']}"
+            + (f", {lay['framework']}" if lay.get("framework") else "")
             + (f", ZeRO {lay['zero']}" if "zero" in lay else "")
             + (f", recompute {lay['recompute']}, micro-batch {lay['batch']}" if "recompute" in lay else ""))
 

@@ -198,7 +198,7 @@ def test_plan_with_nothing_feasible_says_what_would_fit_and_exits_1(capsys):
     assert code == 1
     assert "No layout fits." in out
     assert "needs 121.59 GiB per GPU; a GPU holds 78.72 GiB." in out  # 81,117 MiB reported less the 512 MiB reserve
-    assert "On 2 GPUs it fits: tp 1 x pp 1 x dp 2, ZeRO 3, recompute full, micro-batch 1" in out
+    assert "On 2 GPUs it fits: tp 1 x pp 1 x dp 2, megatron, ZeRO 3, recompute full, micro-batch 1" in out
     data = json.loads(run(["plan", "--model", "llama3-8b", "--gpus", "1", "--hardware", "h100-sxm", "--json"],
                           capsys)[1])
     nearest = data["nearest"]
