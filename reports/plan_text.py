@@ -134,4 +134,13 @@ def _nearest(nearest: dict[str, Any], serve: bool) -> list[str]:
                    + "; use a GPU with more memory" + (" or quantized weights." if serve else " or a shorter sequence.")
                    + (" The other layouts were unsupported: " + " ".join(nearest["unsupported"])
                       if "unsupported" in nearest else ""))
+    if "offload" in nearest:  # not timed, so never ranked: what estimate's verdict offers on the same GPUs
+        o = nearest["offload"]
+        lay = o["layout"]
+        options = (f"--dp {lay['dp']} --zero 3 --offload {o['offload']} --recompute {lay['recompute']} "
+                   f"--batch {lay['batch']}")
+        out.append(f"On these GPUs DeepSpeed's {'ZeRO-Offload' if o['offload'] == 'optimizer' else 'ZeRO-Infinity'} "
+                   f"fits, which plan does not time (the host's share of the step is not modelled): {options}, "
+                   f"attention {lay['attention']}, {binary_bytes(o['per_rank'])} per GPU (`estimate --hardware` "
+                   f"with the plan's --seq-len and {options}).")
     return out
