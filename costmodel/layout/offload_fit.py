@@ -26,7 +26,8 @@ def offload_fit(cfg: ModelConfig, workload: Workload, hardware: Hardware, gpus: 
     data-parallel layout out, or where the hardware file states no bandwidth for its data-parallel group
     (plan refuses such layouts as unsupported)."""
     if any(fixed.get(size) not in (None, 1) for size in ("tp", "pp", "ep", "cp")) \
-            or fixed.get("framework") not in (None, "deepspeed") or fixed.get("zero") not in (None, 3):
+            or fixed.get("framework") not in (None, "deepspeed") or fixed.get("zero") not in (None, 3) \
+            or fixed.get("dp") not in (None, gpus) or fixed.get("fp8"):  # (FP8 training is not DeepSpeed's here)
         return None
     try:
         if gpus > 1:
