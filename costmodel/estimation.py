@@ -484,7 +484,8 @@ class Estimate:
             return None
         from .layout import ParallelEstimate
 
-        return ParallelEstimate(self.cfg, self.workload, self.layout)
+        # a training layout's ranks: in the training dtype beside the inference formats (Workload.for_training)
+        return ParallelEstimate(self.cfg, self.workload.for_training(asked=True), self.layout)
 
     def to_dict(self) -> dict[str, Any]:
         """Every number, exactly as `estimate --json` prints it."""

@@ -164,7 +164,8 @@ SCHEMA: dict[str, Field] = {
     "memory_reserve_bytes": Field(int, "memory no run can use: CUDA context, cuBLAS and NCCL workspaces; "
                                   "less than memory_bytes x serving_memory_utilization", low=0),
     "serving_memory_utilization": Field(float, "the fraction of memory a serving engine plans with "
-                                        "(vLLM's gpu_memory_utilization)", low=0, strict=True, high=1),
+                                        "(vLLM's gpu_memory_utilization; 0.9, vLLM's default, where a file states none)", low=0,
+                                        strict=True, high=1),
     "price_per_gpu_hour": Field(float, "dollars per GPU-hour (optional: a rental price, its source in "
                                 "`source`); what --price gives when not set; above 0, as --price (cost.py check_price)",
                                 low=0, strict=True),
@@ -227,8 +228,10 @@ def schema_problems(data: Any) -> list[str]:
     return [p for p in problems if p]
 
 
-#: Hardware.serving_memory_utilization's default (all of the memory).
-SERVING_MEMORY_UTILIZATION = 1.0
+#: Hardware.serving_memory_utilization's default where a file states none: vLLM's own default
+#: gpu_memory_utilization, 0.90 (vllm/engine/arg_utils.py EngineArgs; every preset states it), so a hand-written
+#: or measured file's serve, plan --serve and inference verdicts plan with what vLLM plans with, not all the memory.
+SERVING_MEMORY_UTILIZATION = 0.9
 
 
 def serving_memory(memory_bytes: int, utilization: float, reserve_bytes: int) -> int:

@@ -66,7 +66,8 @@ def training_memory(cfg: ModelConfig, workload: Workload, layout: Any = None) ->
         return Estimate(cfg, workload).memory_numbers()["training_total"]
     from .layout import ParallelEstimate
 
-    return ParallelEstimate(cfg, workload, layout).per_rank["total"]
+    # estimate's training figure beside its inference formats, as the one-GPU tree sizes it (Workload.for_training)
+    return ParallelEstimate(cfg, workload.for_training(asked=True), layout).per_rank["total"]
 
 
 def inference_memory(cfg: ModelConfig, workload: Workload, layout: Any = None) -> int:

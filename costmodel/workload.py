@@ -235,14 +235,18 @@ class Workload:
     def replace(self, **changes: Any) -> "Workload":
         return dataclasses.replace(self, **changes)
 
-    def for_training(self) -> "Workload":
+    def for_training(self, asked: bool = False) -> "Workload":
         """The workload a training path runs: weights the checkpoint's quantization_config chose
         for inference are held in the training dtype instead (an asked-for format stays, and the
-        training paths refuse it as before)."""
-        if self.weight_dtype_source != "checkpoint":
+        training paths refuse it as before). asked: an asked-for --weight-dtype and --kv-dtype too,
+        for estimate's training figures beside its inference ones (its one-GPU tree sizes training
+        in the training dtype whatever the inference formats; a layout's ranks the same)."""
+        if self.weight_dtype_source != "checkpoint" and not (asked and (self.weight_dtype or self.kv_dtype)):
             return self
+        formats = {"kv_dtype": None, "double_quant": True, "quantize_head": False,
+                   "fp8_gemm": spec.DEFAULT_FP8_GEMM} if asked else {}
         return dataclasses.replace(self, weight_dtype=None, weight_group=None, weight_dtype_source=None,
-                                   quant_layout=spec.DEFAULT_QUANT_LAYOUT)
+                                   quant_layout=spec.DEFAULT_QUANT_LAYOUT, **formats)
 
     def options(self) -> dict[str, Any]:
         """The choices that shape the cost tree (everything but the sizes)."""

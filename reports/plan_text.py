@@ -60,9 +60,11 @@ def render_plan(result: dict[str, Any], serve: bool, top: int, capacity: int) ->
                  seconds(e["last_step"]["seconds"]), seconds(e["tp_all_reduce_seconds"]),
                  rate(e["tokens_per_second"])]
                 for rank, e in enumerate(feasible[:top]))
-        out.append(table(["rank", "tp x pp x dp", "weights", "KV cache", "ids+logits", "memory", "per token",
+        out.append(table(["rank", "tp x pp x dp", "weights", "KV cache", "transients", "memory", "per token",
                           "last step", "all-reduce", "tokens/s"], rows))
-        out.append("per token: the mean of the generation's decode steps, each at its own context, as "
+        out.append("transients: the ids and the larger of the logits and the forward's largest no-grad tensor (the "
+                   "FFN's hidden ones, an eager softmax's scores) of the phase that peaks; "
+                   "per token: the mean of the generation's decode steps, each at its own context, as "
                    f"`simulate` with the layout and `--attention {i.get('attention') or 'flash'}"
                    + (f" --mla {i['mla']}" if i.get("mla") else "") + "` times them; last step: the one at context "
                    f"{feasible[0]['last_step']['context']:,}, where the memory is sized.")
@@ -101,7 +103,9 @@ def render_plan(result: dict[str, Any], serve: bool, top: int, capacity: int) ->
 
 
 def _layout_words(lay: dict[str, Any]) -> str:
+    # the framework too: ZeRO 3 is DeepSpeed's, FSDP2's or Megatron-FSDP's, gigabytes apart a rank
     return (f"tp {lay['tp']} x pp {lay['pp']} x dp {lay['dp']}"
+            + (f", {lay['framework']}" if lay.get("framework") else "")
             + (f", ZeRO {lay['zero']}" if "zero" in lay else "")
             + (f", recompute {lay['recompute']}, micro-batch {lay['batch']}" if "recompute" in lay else ""))
 
@@ -130,4 +134,13 @@ def _nearest(nearest: dict[str, Any], serve: bool) -> list[str]:
                    + "; use a GPU with more memory" + (" or quantized weights." if serve else " or a shorter sequence.")
                    + (" The other layouts were unsupported: " + " ".join(nearest["unsupported"])
                       if "unsupported" in nearest else ""))
+    if "offload" in nearest:  # not timed, so never ranked: what estimate's verdict offers on the same GPUs
+        o = nearest["offload"]
+        lay = o["layout"]
+        options = (f"--dp {lay['dp']} --zero 3 --offload {o['offload']} --recompute {lay['recompute']} "
+                   f"--batch {lay['batch']}")
+        out.append(f"On these GPUs DeepSpeed's {'ZeRO-Offload' if o['offload'] == 'optimizer' else 'ZeRO-Infinity'} "
+                   f"fits, which plan does not time (the host's share of the step is not modelled): {options}, "
+                   f"attention {lay['attention']}, {binary_bytes(o['per_rank'])} per GPU (`estimate --hardware` "
+                   f"with the plan's --seq-len and {options}).")
     return out

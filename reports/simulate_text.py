@@ -172,7 +172,7 @@ def render_parallel_decode(r: dict[str, Any]) -> str:
           # contradicted the line above it, "no decode step")
           if i["gen"] > 1 or "prefill" not in r else []),
         f"Memory of the most loaded rank: weights {binary_bytes(rank['weights'])}, KV cache "
-        f"{binary_bytes(rank['kv_cache'])}, ids and logits {binary_bytes(rank['transient'])}, total "
+        f"{binary_bytes(rank['kv_cache'])}, ids, logits and transients {binary_bytes(rank['transient'])}, total "
         f"{binary_bytes(rank['total'])} "
         f"({'fits' if r['fits'] else 'does NOT fit'} in {binary_bytes(r['memory_capacity'])})"
         + (f"; the prefill's logits at {r['logits']}" if "logits" in r else ""),

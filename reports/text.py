@@ -311,7 +311,10 @@ def gpu_hours(value: float) -> str:
 
 
 def dollars(value: float) -> str:
-    """$ with thousands separators: 1234567.8 -> '$1,234,568'; below $100 with cents."""
+    """$ with thousands separators: 1234567.8 -> '$1,234,568'; below $100 with cents; below half a cent three
+    figures, as gpu_hours keeps them ('$0.00431', not a priced run shown as '$0.00')."""
+    if 0 < value < 0.005:
+        return f"${value:.3g}"
     return f"${value:,.0f}" if value >= 100 else f"${value:,.2f}"
 
 

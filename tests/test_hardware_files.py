@@ -202,7 +202,7 @@ def test_a_reserve_that_leaves_no_memory_is_one_error_line(tmp_path, capsys):
                "memory_bytes": 48 * 2**30}
     assert schema_problems(dict(minimal, memory_reserve_bytes=100 * 2**30)) == [
         "memory_reserve_bytes (107374182400) must be less than the memory a serving engine plans with, "
-        "memory_bytes x serving_memory_utilization (51539607552 x 1 = 51539607552)"]
+        "memory_bytes x serving_memory_utilization (51539607552 x 0.9 = 46385646796)"]
     assert schema_problems(dict(minimal, memory_reserve_bytes=2**30, serving_memory_utilization=0.01)) == [
         "memory_reserve_bytes (1073741824) must be less than the memory a serving engine plans with, "
         "memory_bytes x serving_memory_utilization (51539607552 x 0.01 = 515396075)"]

@@ -74,7 +74,7 @@ def test_serving_with_a_layout_says_whether_it_fits(capsys):
     # 64 x 2048 x 32000 x 2 B = 7.81 GiB, made it peak at 92.05 GiB.)
     # Since session 26 the prefill peaks: its FFN's no-grad hidden tensors, 3 x 64 x 2048 x 28,672 / 2
     # x 2 B = 10.50 GiB on each rank (the layout's sdpa keeps no n x n scores), beside the prompt's cache.
-    assert "KV cache 20.00 GiB, ids and logits 10.50 GiB, total 94.74 GiB (does NOT fit in 70.79 GiB)" in out
+    assert "KV cache 20.00 GiB, ids, logits and transients 10.50 GiB, total 94.74 GiB (does NOT fit in 70.79 GiB)" in out
     data = run_json(["simulate", "--model", "llama2-13b", "--hardware", "h100-sxm", "--tp", "2", "--batch", "64"],
                     capsys)
     assert data["fits"] is True
@@ -198,7 +198,7 @@ def test_plan_with_nothing_feasible_says_what_would_fit_and_exits_1(capsys):
     assert code == 1
     assert "No layout fits." in out
     assert "needs 121.59 GiB per GPU; a GPU holds 78.72 GiB." in out  # 81,117 MiB reported less the 512 MiB reserve
-    assert "On 2 GPUs it fits: tp 1 x pp 1 x dp 2, ZeRO 3, recompute full, micro-batch 1" in out
+    assert "On 2 GPUs it fits: tp 1 x pp 1 x dp 2, megatron, ZeRO 3, recompute full, micro-batch 1" in out
     data = json.loads(run(["plan", "--model", "llama3-8b", "--gpus", "1", "--hardware", "h100-sxm", "--json"],
                           capsys)[1])
     nearest = data["nearest"]

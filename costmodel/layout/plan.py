@@ -323,6 +323,10 @@ def plan_training(cfg: ModelConfig, hardware: Hardware, gpus: int, seq_len: int,
                 return None
 
         result["nearest"] = nearest_fit(gpus, hardware.training_memory_bytes, infeasible, retry)
+        from .offload_fit import offload_fit  # what estimate's verdict offers on these GPUs, not timed here
+
+        if offload := offload_fit(cfg, workload, hardware, gpus, seq_len, fixed):
+            result["nearest"]["offload"] = offload
         kept = {size: fixed[size] for size in ("tp", "pp") if fixed.get(size)}
         if kept:  # the sizes every count tried kept (the text says so where none fits)
             result["nearest"]["kept"] = kept
