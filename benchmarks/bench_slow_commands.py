@@ -8,6 +8,10 @@ system: plan --serve --rate's search runs in a process pool), the range beside t
 machine's cores and load average before and after (on a shared machine the wall time moves with
 the load; the CPU time much less).
 
+Session 33 (wt33_house; validate/FINDINGS.md), warm medians of 3, wall / CPU, load 8-11 on 2 shared cores,
+before = 85d5f640: plan --serve --rate 29.69 s / 9.81 s -> 25.78 s / 9.54 s; plot params (no code changed)
+11.15 s / 3.69 s -> 7.24 s / 3.50 s. At that load compare the CPU times.
+
     python benchmarks/bench_slow_commands.py [--rounds 3] [--only params,generation,claims,rate]
     python benchmarks/bench_slow_commands.py --only readme   # every command the README's tour prints
 
