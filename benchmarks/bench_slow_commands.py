@@ -103,6 +103,7 @@ def main() -> None:
     names = [each for name in names for each in (readme_commands(out) if name == "readme" else [name])]
     unknown = [name for name in names if name not in table]
     if unknown:
+        shutil.rmtree(out, ignore_errors=True)  # (the tour's config.json is already written there)
         parser.error(f"--only: unknown {', '.join(unknown)} (choose from {', '.join(table)})")
     print(f"machine: {os.cpu_count()} cores, load {os.getloadavg()[0]:.2f}; {args.rounds} rounds")
     try:
