@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from tests.cli_run import run_json, run_main
 
 
@@ -87,6 +89,7 @@ def test_no_room_for_a_kv_block_names_the_token_budget_when_activations_fill_the
     assert code == 2 and "--max-batched-tokens" not in err and "spread it over more GPUs (--tp, --pp)" in err
 
 
+@pytest.mark.slow  # the whole `published` run (~15 s idle; 158 s of the fast tier at load 8-12, session 33)
 def test_published_json_names_its_units(capsys):
     """`published --json` was the one command's JSON without a `units` object: Korthikanti's
     full_published 1.42 (seconds an iteration), mfu_ours 37.6 (percent) and the summary's

@@ -117,10 +117,15 @@ class Replica:
         if self.static:
             query, keys = scheduler.padded(batch)
             emitting = sum(1 for s, q in batch if q and s.computed + q >= s.known)
-        else:
-            query = [tokens for _, tokens in batch]
-            keys = [sequence.computed + tokens for sequence, tokens in batch]
-            emitting = sum([reach >= sequence.known for (sequence, _), reach in zip(batch, keys)])
+        else:  # (one pass over the batch: this runs every step)
+            query, keys, emitting = [], [], 0
+            add_query, add_keys = query.append, keys.append
+            for sequence, tokens in batch:
+                reach = sequence.computed + tokens
+                add_query(tokens)
+                add_keys(reach)
+                if reach >= sequence.known:
+                    emitting += 1
         seconds = float(self.step_seconds(np.asarray(query), np.asarray(keys), emitting))
         if self.host is not None:  # each step a decision (a window's steps: window())
             seconds = float(self.host.step(seconds, len(batch)))
@@ -132,9 +137,10 @@ class Replica:
             if sequence.first_scheduled_s is None:
                 sequence.first_scheduled_s = start
             computed = sequence.computed = sequence.computed + tokens
-            if tokens and computed >= sequence.known:  # it emits a token; with all its output, finishes
+            known = sequence.known
+            if tokens and computed >= known:  # it emits a token; with all its output, finishes
                 generated = sequence.generated = sequence.generated + 1
-                sequence.known += 1
+                sequence.known = known + 1
                 sequence.token_times.append(now)
                 if generated >= sequence.output:
                     finished.append(sequence.request.id)
@@ -275,6 +281,8 @@ def _steady_steps(scheduler: Scheduler, decode_run: Any, now: float, arrival: fl
 
     running = scheduler.running
     if not running or len(running) > scheduler.max_batched_tokens:
+        return None
+    if running[-1].known - running[-1].computed != 1:  # the newest admitted still prefills (often): no run
         return None
     pool = scheduler.pool
     size, paging = pool.block_size, pool.paging

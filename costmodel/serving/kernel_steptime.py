@@ -287,6 +287,8 @@ class KernelStepTime(StepTime):
             if pair not in self._chunks:
                 self._chunks[pair] = np.array(self._row(*pair))
             rows.append(self._chunks[pair])
+        if len(rows) == 1:  # one chunk (most mixed steps): its row is the sum (the caller adds it to a new array)
+            return rows[0]
         return np.sum(rows, axis=0)
 
     def packing_seconds(self, query: Any, context: Any) -> float:

@@ -50,19 +50,21 @@ class VLLMScheduler(Scheduler):
         index = 0
         capacity = self.pool.block_size
         paged = self.pool.paging  # with layer groups every step allocates (and frees what left the window)
-        while index < len(self.running) and budget > 0:
-            sequence = self.running[index]
-            tokens = sequence.known - sequence.computed
+        running, add = self.running, batch.append  # (a loop over every running sequence of every step: kept lean)
+        while index < len(running) and budget > 0:
+            sequence = running[index]
+            computed = sequence.computed
+            tokens = sequence.known - computed
             if tokens > budget:
                 tokens = budget
-            if paged is None and sequence.computed + tokens <= sequence.blocks * capacity:  # its blocks hold it
-                batch.append((sequence, tokens))
+            if paged is None and computed + tokens <= sequence.blocks * capacity:  # its blocks hold it
+                add((sequence, tokens))
                 budget -= tokens
                 index += 1
                 continue
-            running = len(self.running)
-            allocated = self._allocate_or_preempt(sequence, sequence.computed + tokens, batch)
-            preempted = preempted or len(self.running) < running
+            count = len(running)
+            allocated = self._allocate_or_preempt(sequence, computed + tokens, batch)
+            preempted = preempted or len(running) < count
             if not allocated:
                 break
             batch.append((sequence, tokens))
