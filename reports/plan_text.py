@@ -43,7 +43,7 @@ def render_plan(result: dict[str, Any], serve: bool, top: int, capacity: int) ->
              + (latent_form(i) if serve else "")
              + (f"; time model {i['time_model']}" if i.get("time_model") else "")
              + (", compiled" if i.get("compiled") else "")
-             + (f"; ranked by cost (GPU-seconds per token)" if i.get("rank_by") == "cost" else "")
+             + ("; ranked by cost (GPU-seconds per token)" if i.get("rank_by") == "cost" else "")
              + (f"; MFU of {i['flops_convention']} model FLOPs" if i.get("flops_convention", "dense") != "dense"
                 else ""))
     out = [asked, f"{plural(len(feasible) + len(infeasible), 'layout')}: {len(feasible):,} fit in "

@@ -6,8 +6,6 @@ published TFLOP/s (above 1: the model is fast). The figures pinned are the ones 
 
 from __future__ import annotations
 
-import pytest
-
 from costmodel.hardware import load_hardware
 from validate.gemm_microbenchmarks import class_summary, llm_shape_points, main, regime, shape_class, table
 

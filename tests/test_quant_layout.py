@@ -6,14 +6,12 @@ group and pads K. Exact bytes, each derived by hand below from the code the layo
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 import sympy as sp
 from click.testing import CliRunner
 
 import cli
-import costmodel
 from costmodel.blocks import quantized_bytes
 from costmodel.config import ConfigError
 from costmodel.hardware import load_hardware

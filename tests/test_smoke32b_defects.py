@@ -5,9 +5,7 @@ and the same bytes for the same inputs."""
 
 from __future__ import annotations
 
-import pytest
-
-from tests.cli_run import one_error_line, run_json, run_main
+from tests.cli_run import run_json, run_main
 
 L70_INT4 = ["--model", "llama3-70b", "--hardware", "l40s", "--weight-dtype", "int4", "--attention", "sdpa"]
 
