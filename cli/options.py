@@ -12,6 +12,7 @@ from typing import Any, Callable
 import click
 
 from costmodel import spec
+from costmodel.layout.megatron_step import release_choices
 
 from reports.options import decode_code_option  # noqa: F401 (serve's too: one definition)
 from reports.output import DtypeChoice
@@ -181,11 +182,14 @@ LAYOUT_OPTIONS = ("dp", "tp", "pp", "sp", "zero", "microbatches", "schedule", "v
                   "cp_rotate", "cp_kv_heads", "all_reduce", "vocab_parallel", "dp_shard", "grad_reduce_dtype",
                   "precision_aware_optimizer", "fp8_param_gather", "tp_only_amax_red", "fp8_autocast",
                   "moe_router_fusion", "moe_router_load_balancing_type", "moe_permute_fusion", "moe_grouped_gemm",
-                  "unfused_loss", "fp32_norm_input", "zero_optimizer", "optimizer_step")
+                  "unfused_loss", "fp32_norm_input", "zero_optimizer", "optimizer_step",
+                  "megatron_release")
 FP8_HELP = ("FP8 training: the layers' linear products at the FP8 peak, as torchao's tensorwise or rowwise recipe, "
             "Transformer Engine's current or delayed scaling or DeepSeek-V3's blockwise one; mxfp8 (1 x 32 blocks) at the "
             "MXFP8 peak and nvfp4 (FP4) at the fp4 peak, which only Blackwell hardware files carry (docs/layouts.md).")
 
+#: --megatron-release: the Megatron-Core releases costmodel/megatron_releases.json holds, its default first.
+MEGATRON_RELEASES = release_choices()
 #: The parallel layout: group sizes, schedule, ZeRO stage, framework (costmodel/layout).
 layout_options = stack(
     click.option("--dp", type=int, default=None, help="Data-parallel ranks (--batch is per rank)."),
@@ -279,6 +283,9 @@ layout_options = stack(
                   f"and gathers the parameters (default {spec.ZERO_OPTIMIZERS[0]}): {spec.ZERO_OPTIMIZERS.described()}."),
     choice_option("--optimizer-step", spec.OPTIMIZER_STEPS, "Whose code runs the training step's optimizer passes "
                   f"(default {spec.OPTIMIZER_STEPS[0]}): {spec.OPTIMIZER_STEPS.described()}."),
+    choice_option("--megatron-release", MEGATRON_RELEASES, "The Megatron-Core release whose step --optimizer-step "
+                  f"megatron-lm runs (default {MEGATRON_RELEASES[0]}; costmodel/megatron_releases.json): "
+                  "before core_v0.7.0 the gradient buffer is scaled by 1 / dp at dp 1 too."),
 )
 
 #: DeepSpeed's ZeRO-Offload and ZeRO-Infinity (costmodel/offload.py), for estimate's layout.

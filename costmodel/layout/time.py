@@ -464,7 +464,8 @@ class StepTime:
 
             own_passes = not self.autocast and framework_step_bytes(estimate) is not None
             seconds += megatron_step_seconds(params, updated, int(estimate.numbers["bytes.gradients"]), layout.dp,
-                                             estimate.workload.dtype != "fp16", self.bytes_per_s, not own_passes)
+                                             estimate.workload.dtype != "fp16", self.bytes_per_s, not own_passes,
+                                             layout.megatron_release)
         return seconds + gather_copy_seconds(self, stage)  # nanotron's ZeRO-1 copies its gathered slices back
 
     def step_traffic(self) -> float:
