@@ -28,7 +28,10 @@ table too (under 1e-4 of it). Not priced here: what other frameworks do with the
 reduce-scatter copy and DeepSpeed's bucket copies are their own rules); a tied embedding at pp 1, where
 autograd adds the head's weight gradient to this one before the hook (an add of two tables, e + e + e),
 is priced as an untied one. Assumed: the NeMo 24.07 rows (Apex's DistributedFusedAdam, whose own grad hook
-copies or adds each gradient into its buckets: not read) as Megatron-Core's hook.
+copies or adds each gradient into its buckets: not read) as Megatron-Core's hook. nanotron's ZeRO-0 rows
+(framework megatron, the flat default) take the add too, as nanotron's FP32GradientAccumulator runs it
+(huggingface/nanotron c2528430 src/nanotron/optim/gradient_accumulator.py lines 219 and 341: each gradient
+added into its fp32 buffer); its ZeRO-1 rows (zero_optimizer nanotron) the zero alone, as InternLM's.
 """
 
 from __future__ import annotations
