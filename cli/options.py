@@ -12,7 +12,6 @@ from typing import Any, Callable
 import click
 
 from costmodel import spec
-from costmodel.layout.megatron_step import release_choices
 
 from reports.options import decode_code_option  # noqa: F401 (serve's too: one definition)
 from reports.output import DtypeChoice
@@ -188,8 +187,6 @@ FP8_HELP = ("FP8 training: the layers' linear products at the FP8 peak, as torch
             "Transformer Engine's current or delayed scaling or DeepSeek-V3's blockwise one; mxfp8 (1 x 32 blocks) at the "
             "MXFP8 peak and nvfp4 (FP4) at the fp4 peak, which only Blackwell hardware files carry (docs/layouts.md).")
 
-#: --megatron-release: the Megatron-Core releases costmodel/megatron_releases.json holds, its default first.
-MEGATRON_RELEASES = release_choices()
 #: The parallel layout: group sizes, schedule, ZeRO stage, framework (costmodel/layout).
 layout_options = stack(
     click.option("--dp", type=int, default=None, help="Data-parallel ranks (--batch is per rank)."),
@@ -283,8 +280,8 @@ layout_options = stack(
                   f"and gathers the parameters (default {spec.ZERO_OPTIMIZERS[0]}): {spec.ZERO_OPTIMIZERS.described()}."),
     choice_option("--optimizer-step", spec.OPTIMIZER_STEPS, "Whose code runs the training step's optimizer passes "
                   f"(default {spec.OPTIMIZER_STEPS[0]}): {spec.OPTIMIZER_STEPS.described()}."),
-    choice_option("--megatron-release", MEGATRON_RELEASES, "The Megatron-Core release whose step --optimizer-step "
-                  f"megatron-lm runs (default {MEGATRON_RELEASES[0]}; costmodel/megatron_releases.json): "
+    choice_option("--megatron-release", spec.MEGATRON_RELEASES, "The Megatron-Core release whose step --optimizer-step "
+                  f"megatron-lm runs (default {spec.MEGATRON_RELEASES[0]}; costmodel/megatron_releases.json): "
                   "before core_v0.7.0 the gradient buffer is scaled by 1 / dp at dp 1 too."),
 )
 

@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from ..config import ConfigError
-from ..spec import DTYPE_BYTES, Choices
+from ..spec import DTYPE_BYTES, MEGATRON_RELEASES, Choices
 
 FP32 = DTYPE_BYTES["fp32"]
 #: clip_grad_norm's multi_tensor_l2norm: each updated parameter's fp32 main gradient read once.
@@ -61,10 +61,8 @@ DEFAULT_RELEASE: str = releases()["default"]
 
 
 def release_choices() -> Choices:
-    """The releases as a spec list (--megatron-release), the default first."""
-    facts = releases()
-    names = sorted(facts["releases"], key=lambda name: name != facts["default"])
-    return Choices({name: facts["releases"][name]["source"] for name in names})
+    """The releases as a spec list (--megatron-release), the default first (spec.MEGATRON_RELEASES)."""
+    return MEGATRON_RELEASES
 
 
 def check_release(release: str) -> None:
