@@ -74,7 +74,7 @@ def test_other_shapes_and_kernels_keep_the_figures_by_length():
 def test_the_gpt_oss_gb200_row_moves_with_the_measured_shape(monkeypatch):
     """`python cli.py published`'s 26.04 GPT-OSS 120B GB200 row: 23,515.6 tokens/s a GPU with the
     measured shape, 23,804.7 without it (the entry dropped: the figures by length alone); 23,540.1 and 23,829.8
-    before session 33's embedding dense gradient (layout/embedding_grad.py); 23,639.0 and
+    before session 33's embedding dense gradient (costmodel/embedding_grad.py); 23,639.0 and
     23,931.2 before session 31's loss traffic (blocks/head.py fused_loss_bytes); 26,498.7 and 26,866.4
     before session 31's eager clamp and rotary embedding (layout/gpt_oss_eager.py); 26,646.3 and
     27,018.1 before session 27's in-node all-to-all ceiling (NVLink 5: 640 GB/s); 26,792.9

@@ -1,4 +1,4 @@
-"""The embedding's dense weight gradient each training micro-batch (costmodel/layout/embedding_grad.py): torch's
+"""The embedding's dense weight gradient each training micro-batch (costmodel/embedding_grad.py): torch's
 embedding backward writes a zeroed (rows x hidden) table gradient (Embedding.cu embedding_dense_backward_cuda,
 EmbeddingBackwardKernel.cu: at::zeros({num_weights, hidden})), and Megatron-Core's DDP hook adds it into the
 fp32 main_grad buffer (distributed_data_parallel.py line 224 at baf94af3: main_grad.add_(grad)): e + e + 4 + 4
@@ -11,7 +11,7 @@ import dataclasses
 import pytest
 
 from costmodel.layout import ParallelEstimate
-from costmodel.layout.embedding_grad import dense_grad_bytes
+from costmodel.embedding_grad import dense_grad_bytes
 from tests.optimizer_step_runs import row_setup, row_steps
 
 GPT_7B = ("megatron-core-r0.8.0 gpt-7.1b 96xh100", "megatron-core-r0.8.0")

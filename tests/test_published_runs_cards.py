@@ -64,7 +64,7 @@ VIRTUAL = {"qwen3-235b-a22b perf mxfp8 256xgb200": 3, "qwen3-235b-a22b perf mxfp
 # (costmodel/published_runs.json "megatron-bridge-cards" 'assumed' says every choice behind them). Since
 # wt31_small (session 31) with the loss's fused-kernel traffic (blocks/head.py fused_loss_bytes; Megatron-Core's
 # cross_entropy_loss_fusion): 0.1-1.9% slower each (qwen3-30b-a3b pretrain bf16 was 10,039.6 / 10,279.4). Since
-# wt33_small (session 33) with the embedding's dense gradient each micro-batch (layout/embedding_grad.py): 0-0.5%
+# wt33_small (session 33) with the embedding's dense gradient each micro-batch (costmodel/embedding_grad.py): 0-0.5%
 # slower (that row was 10,010.3 / 10,244.6).
 CARD_MODEL = {
     "qwen3-30b-a3b pretrain bf16 16xh100": (9987.7, 10220.9),

@@ -89,7 +89,7 @@ def test_the_fp8_rows_all_reduce_their_amaxes_as_composer_runs_them():
 
 # each FP8 row's predicted tokens/s a GPU: (kernel-level model, roofline), kept whatever their error; since wt31_small
 # (session 31) with the fused loss's traffic (blocks/head.py fused_loss_bytes: mpt-3b 32768 was 4476.0, 9730.8); since
-# wt33_small (session 33) with the embedding's zeroed dense gradient each micro-batch (layout/embedding_grad.py: was
+# wt33_small (session 33) with the embedding's zeroed dense gradient each micro-batch (costmodel/embedding_grad.py: was
 # 4473.9, 9721.6)
 FP8_PREDICTED = {
     "llm-foundry-2024 mpt-3b 32768 fp8 8xh100-sxm": (4473.8, 9721.5),

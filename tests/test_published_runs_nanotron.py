@@ -143,7 +143,7 @@ def test_the_zero1_cells_reduce_their_gradients_after_the_backward():
     session 28, a reduce-scatter and no loop: 0.1768 -> 0.2224 s). Since session 31 its loss runs Megatron's
     passes over the fp32 logits (sharded_cross_entropy, Layout.unfused_loss: 5.2 ms): 0.3341 -> 0.3967 s, the
     longer backward hiding 74.4 ms with DDP's 2/3; since session 33 the embedding's zeroed dense gradient
-    (layout/embedding_grad.py: 131,072 x 3,072 / 4 in bf16, 0.075 ms a micro-batch) makes DDP's step 0.3342 s."""
+    (costmodel/embedding_grad.py: 131,072 x 3,072 / 4 in bf16, 0.075 ms a micro-batch) makes DDP's step 0.3342 s."""
     from costmodel.layout.timing import step_time
 
     data = other_runs_data()

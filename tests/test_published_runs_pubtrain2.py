@@ -83,7 +83,7 @@ def test_colossalai_rows_are_their_readmes_arithmetic():
 # (step_bytes.deepspeed_zero3_step_bytes) and its embedding's edge collectives (layout/deepspeed_zero3.py).
 # Moved by wt31_small (session 31): the loss's fused-kernel traffic (blocks/head.py fused_loss_bytes), the six
 # FlagPerf rows 0.001-0.002 each (were 1.333, 1.432, 1.422, 1.668, 1.346, 1.271; NO_PREFETCH's 1.164, 0.982, 1.169).
-# Moved by wt33_small (session 33): the embedding's zeroed dense gradient each micro-batch (layout/embedding_grad.py),
+# Moved by wt33_small (session 33): the embedding's zeroed dense gradient each micro-batch (costmodel/embedding_grad.py),
 # 0.001 each on three rows (were 1.420, 1.666, 1.345).
 RATIOS = {
     "flagperf-llama2-7b-ds-a800 llama2-7b zero3 8xa800": 1.332,

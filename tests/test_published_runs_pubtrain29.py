@@ -128,7 +128,7 @@ AFTER_LOSS = {
 #: ... and after wt32_bias: Megatron-LM's train_step passes over the DDP gradient buffer (zero, NaN-check norm,
 #: scale by 1 / dp) and the clipping's norm on FlagPerf's Llama 3 rows (their sources' optimizer_step megatron-lm).
 AFTER_STEP = {"flagperf-llama3 llama3-8b pp1dp4tp2 fp8 8xh100": 1.054}
-#: ... and after wt33_small: the embedding's dense gradient each micro-batch (layout/embedding_grad.py: torch's zeroed
+#: ... and after wt33_small: the embedding's dense gradient each micro-batch (costmodel/embedding_grad.py: torch's zeroed
 #: table; on Megatron-Core's DDP buffers its add into main_grad).
 AFTER_EMBEDDING = {"flagperf-llama3 llama3-8b pp1dp4tp2 fp8 8xh100": 1.051,
                    "internlm-train 7b tp1 zero1-all 8xa100-80gb": 1.131,

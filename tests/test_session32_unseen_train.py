@@ -134,7 +134,7 @@ NOW = dict(FIRST_COMPUTED, **{"training rates": ((30, 23.3, 24, 0, 0), (1.106, 2
                               "bigscience-tr8-104b": ((5, 93.5, 0, 0, 0), (1.807, 2.076)),
                               "GPU-hours": ((6, 105.9, 2, 2, 0), (0.284, 4.794)),
                               # wt33_small (session 33): the embedding's dense gradient each micro-batch
-                              # (layout/embedding_grad.py; megatron-llama was 23.5% and 1.137-1.354, GPU-hours 106.0%,
+                              # (costmodel/embedding_grad.py; megatron-llama was 23.5% and 1.137-1.354, GPU-hours 106.0%,
                               # 1 within 10%, 4.798)
                               "megatron-llama": ((5, 23.4, 4, 0, 0), (1.136, 1.353))})
 

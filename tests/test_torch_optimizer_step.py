@@ -44,7 +44,7 @@ def test_the_sources_state_whose_optimizer_their_torchtitan_ran():
 def test_torchtitan_8b_step_on_8_gpus():
     """The 8B row's rank updates 8,030,261,248 / 8 fp32 parameters at the kernel model's bandwidth: one fused pass
     14.64 ms, torch's foreach AdamW with the clipping 48.10 ms (92 / 28 of it); the step 2.6243 -> 2.6577 s (2.6237 -> 2.6572
-    before the embedding's zeroed gradient, 0.547 ms: layout/embedding_grad.py; 2.6173 -> 2.6508 before session 31's
+    before the embedding's zeroed gradient, 0.547 ms: costmodel/embedding_grad.py; 2.6173 -> 2.6508 before session 31's
     loss traffic, blocks/head.py fused_loss_bytes)."""
     seconds = row_steps(ROW, "torchtitan", ("fused", "torch-foreach"))
     assert seconds["fused"]["optimizer_seconds"] == pytest.approx(0.014638, rel=1e-4)

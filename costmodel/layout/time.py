@@ -71,7 +71,7 @@ from .dtensor_copies import copy_seconds as dtensor_copy_seconds
 from .fsdp_copies import copy_seconds, edge_seconds
 from .fsdp_pipeline import step_reduce
 from .megatron_step import step_seconds as megatron_step_seconds
-from .embedding_grad import dense_grad_bytes
+from ..embedding_grad import dense_grad_bytes
 from .overlap import Overlap, check_ep_overlap  # noqa: F401 (Overlap: callers import it from here)
 from .rank import ParallelEstimate, Stage
 from .roofline_parts import roofline_part_seconds
@@ -344,7 +344,7 @@ class StepTime:
         framework runs one (0 elsewhere): DeepSpeed's BF16_Optimizer casts the rank's gradients to
         fp32 and adds them into its fp32 gradients (precision.bf16_optimizer_microbatch_bytes),
         memory-bound, inside the pipeline engine's backward step, so the bubble's micro-batches
-        carry it too. With it, the embedding's dense gradient (layout/embedding_grad.py: torch's zeroed
+        carry it too. With it, the embedding's dense gradient (costmodel/embedding_grad.py: torch's zeroed
         table, Megatron-Core's add into main_grad), on the first stage."""
         estimate = self.estimate
         embedding = dense_grad_bytes(estimate, stage, self.autocast) / self.bytes_per_s

@@ -1,5 +1,6 @@
 """The embedding's dense weight gradient, priced as the bytes each training micro-batch's backward moves for it
-on the rank that holds the embedding (the first pipeline stage), beside the rows' scatter the embedding
+on the rank that holds the embedding (the first pipeline stage; on one device without a layout,
+roofline.training_step adds the zeroed table to the embedding leaves' bytes), beside the rows' scatter the embedding
 block's own backward already counts (blocks/embedding.py: twice the forward's gather). Memory-bound, on the
 compute stream, at the step's memory-bound rate; StepTime.microbatch_accumulation adds it to each micro-batch.
 
@@ -41,16 +42,22 @@ from typing import Any
 FP32 = 4
 
 
+def zeroed_table_bytes(tables: float, element: int) -> float:
+    """torch's zeroed table gradient each backward: e bytes a table element (one rule for both step paths: the
+    layouts' StepTime and the single device's roofline.training_step)."""
+    return tables * element
+
+
 def dense_grad_bytes(estimate: Any, stage: Any, autocast: bool = False) -> int:
     """Bytes one micro-batch's backward moves for the embedding's dense gradient on this stage's rank:
     torch's zeroed table (e a table element) and, on Megatron-Core's DDP buffers, the hook's add into
     main_grad (e + 2 g); 0 off the first stage and outside training."""
     if estimate.phase != "train" or not stage.first:
         return 0
-    tables = estimate.part("embedding", "params")
+    tables = int(estimate.part("embedding", "params"))
     element = FP32 if autocast else estimate.workload.bytes_per_element
-    per_element = element
+    added = 0
     layout = estimate.layout
     if layout.framework == "megatron" and layout.zero <= 1 and layout.zero_optimizer == "flat":
-        per_element += element + 2 * int(estimate.numbers["bytes.gradients"])
-    return int(tables) * per_element
+        added = tables * (element + 2 * int(estimate.numbers["bytes.gradients"]))
+    return int(zeroed_table_bytes(tables, element)) + added
