@@ -181,7 +181,8 @@ LAYOUT_OPTIONS = ("dp", "tp", "pp", "sp", "zero", "microbatches", "schedule", "v
                   "cp_rotate", "cp_kv_heads", "all_reduce", "vocab_parallel", "dp_shard", "grad_reduce_dtype",
                   "precision_aware_optimizer", "fp8_param_gather", "tp_only_amax_red", "fp8_autocast",
                   "moe_router_fusion", "moe_router_load_balancing_type", "moe_permute_fusion", "moe_grouped_gemm",
-                  "unfused_loss", "fp32_norm_input", "zero_optimizer", "optimizer_step")
+                  "unfused_loss", "fp32_norm_input", "zero_optimizer", "optimizer_step",
+                  "megatron_release")
 FP8_HELP = ("FP8 training: the layers' linear products at the FP8 peak, as torchao's tensorwise or rowwise recipe, "
             "Transformer Engine's current or delayed scaling or DeepSeek-V3's blockwise one; mxfp8 (1 x 32 blocks) at the "
             "MXFP8 peak and nvfp4 (FP4) at the fp4 peak, which only Blackwell hardware files carry (docs/layouts.md).")
@@ -279,6 +280,9 @@ layout_options = stack(
                   f"and gathers the parameters (default {spec.ZERO_OPTIMIZERS[0]}): {spec.ZERO_OPTIMIZERS.described()}."),
     choice_option("--optimizer-step", spec.OPTIMIZER_STEPS, "Whose code runs the training step's optimizer passes "
                   f"(default {spec.OPTIMIZER_STEPS[0]}): {spec.OPTIMIZER_STEPS.described()}."),
+    choice_option("--megatron-release", spec.MEGATRON_RELEASES, "The Megatron-Core release whose step --optimizer-step "
+                  f"megatron-lm runs (default {spec.MEGATRON_RELEASES[0]}; costmodel/megatron_releases.json): "
+                  "before core_v0.7.0 the gradient buffer is scaled by 1 / dp at dp 1 too."),
 )
 
 #: DeepSpeed's ZeRO-Offload and ZeRO-Infinity (costmodel/offload.py), for estimate's layout.

@@ -102,7 +102,7 @@ TRAINING_LAYOUT_ONLY = {"microbatches": "--microbatches", "zero": "--zero", "sp"
                         "virtual_stages": "--virtual-stages", "cp_rotate": "--cp-rotate",
                         "cp_kv_heads": "--cp-kv-heads", "unfused_loss": "--unfused-loss",
                         "fp32_norm_input": "--fp32-norm-input", "zero_optimizer": "--zero-optimizer",
-                        "optimizer_step": "--optimizer-step"}
+                        "optimizer_step": "--optimizer-step", "megatron_release": "--megatron-release"}
 
 
 def add_generation_cost(result: dict[str, Any], hardware: Any, price: float | None) -> None:

@@ -20,6 +20,7 @@ from .config import DTYPE_BYTES, ConfigError, ModelConfig, Workload
 from .workload import logits_kept
 from .decode_sums import NoClosedForm, Rates, StepSums
 from .eager_ops import step_copies, step_ops, step_syncs
+from .embedding_grad import zeroed_table_bytes
 from .evaluate import values
 from .hardware import Efficiency, Hardware, time_model_for
 from .kernel_facts_file import host_op_fields
@@ -62,8 +63,10 @@ def training_step(cfg: ModelConfig, workload: Workload, hardware: Hardware,
         again = lambda quantity: n(leaf.count * getattr(leaf.rerun, quantity)) if leaf.rerun is not None else 0.0  # noqa: E731
         matmul = (q("flops_matmul") + again("flops_matmul") + q("flops_matmul_backward"),
                   q("bytes_matmul") + again("bytes_matmul") + q("bytes_matmul_backward"))
+        # an embedding's backward zeroes its table's gradient first (costmodel/embedding_grad.py)
+        zeroed = zeroed_table_bytes(q("params"), workload.bytes_per_element) if leaf.part == "embedding" else 0.0
         others = (q("flops_other") + again("flops_other") + q("flops_other_backward"),
-                  q("bytes_other") + again("bytes_other") + q("bytes_other_backward") + q("bytes_optimizer"))
+                  q("bytes_other") + again("bytes_other") + q("bytes_other_backward") + q("bytes_optimizer") + zeroed)
         timing = timing + Timing.of(matmul, others, peak, vector, bandwidth)
     overhead = 3 * block_runs(model) * hardware.overhead_s_per_block
     timing = timing + Timing(0.0, 0.0, 0.0, 0.0, 0.0, overhead)

@@ -273,6 +273,18 @@ OPTIMIZER_STEPS = Choices({
     "torch-fused": "torch.optim.AdamW(fused=True) and torch.nn.utils.clip_grad_norm_(foreach=True) over the fp32 shard (torchtitan's default since February 2025)",
     "megatron-lm": "Megatron-LM's train_step at its defaults (--framework megatron, --zero 0 or 1): the fused pass, the clipping's norm of the updated fp32 gradients, and each step over the rank's whole gradient buffer zero_grad_buffer's zero, the NaN check's norm and the scale by 1 / dp (Megatron-Core r0.6-r0.8)",
 })
+#: The Megatron-Core releases whose step optimizer_step "megatron-lm" runs (Layout.megatron_release), the default
+#: first, each meaning its cited line: the data is costmodel/megatron_releases.json's (layout/megatron_step.py).
+def _megatron_releases() -> Choices:
+    import json
+    from pathlib import Path
+
+    facts = json.loads((Path(__file__).resolve().parent / "megatron_releases.json").read_text())
+    names = sorted(facts["releases"], key=lambda name: name != facts["default"])
+    return Choices({name: facts["releases"][name]["source"] for name in names})
+
+
+MEGATRON_RELEASES = _megatron_releases()
 #: Megatron-Core's OptimizerConfig.use_precision_aware_optimizer under the dtypes a recipe sets
 #: (costmodel/layout/frameworks.py PRECISION_AWARE_OPTIMIZERS has each one's bytes and sources).
 PRECISION_AWARE_OPTIMIZERS = Choices({

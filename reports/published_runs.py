@@ -16,6 +16,7 @@ from costmodel.config import ModelConfig, Workload
 from costmodel.hardware import load_hardware
 from costmodel.layout import Layout, ParallelEstimate
 from costmodel.layout.spec import empty_edge_chunks
+from costmodel.layout.megatron_step import DEFAULT_RELEASE
 from costmodel.layout.overlap import framework_overlap
 from costmodel.layout.time import Overlap
 from costmodel.published import (KORTHIKANTI_TABLE_5, NARAYANAN_DDP, NARAYANAN_DP_OVERLAP,
@@ -300,7 +301,8 @@ def train_setup(run: dict[str, Any], source: dict[str, Any]) -> tuple[ParallelEs
                     loss_parallel=_stated(run, source, "loss_parallel", True),  # DTensor's head: logits gathered when off
                     fp32_norm_input=_stated(run, source, "fp32_norm_input", False),  # InternLM's norm(x.float())
                     zero_optimizer=_stated(run, source, "zero_optimizer", "flat"),  # nanotron's ZeRO-1
-                    optimizer_step=_stated(run, source, "optimizer_step", "fused"))  # torch's AdamW (torchtitan)
+                    optimizer_step=_stated(run, source, "optimizer_step", "fused"),  # torch's AdamW (torchtitan)
+                    megatron_release=_stated(run, source, "megatron_release", DEFAULT_RELEASE))  # Megatron-LM's step
     workload = Workload(seq_len=run["seq_len"], batch=micro, dtype=source["dtype"],
                         impl=source.get("impl", "megatron"), attention=source["attention"],
                         recompute=_stated(run, source, "recompute", "none"),

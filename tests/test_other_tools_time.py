@@ -277,7 +277,7 @@ def test_vllm_block_counts_it_logged_at_tp_1_and_4_against_ours():
 
 def test_every_table_5_row_ours_and_calculon_against_the_published_step():
     """Korthikanti et al. 2022's Table 5, 22B to 1T, full recomputation and SP + selective: ours
-    (the kernel model) is 0.96-1.03x of all eight published steps, Calculon (its own model and
+    (the kernel model) is 0.96-1.04x of all eight published steps, Calculon (its own model and
     execution files for each row) 0.91-1.03x; both are sums of their parts."""
     rows = RECORD["korthikanti"]
     assert [(r["model"], r["recompute"], r["published"]) for r in rows] == [
@@ -290,7 +290,7 @@ def test_every_table_5_row_ours_and_calculon_against_the_published_step():
         assert calculon["total_time"] == pytest.approx(sum(calculon[p] for p in parts), rel=1e-12)
     ours = [round(r["ours"]["seconds"] / r["published"], 2) for r in rows]
     theirs = [round(r["tools"]["Calculon"]["seconds"] / r["published"], 2) for r in rows]
-    assert ours == [1.03, 1.03, 1.0, 0.99, 0.98, 0.96, 0.99, 1.0]
+    assert ours == [1.04, 1.03, 1.0, 0.99, 0.98, 0.96, 0.99, 1.0]  # 22B full 1.03 before session 33's embedding gradient
     assert theirs == [0.98, 1.03, 0.99, 0.99, 1.02, 0.91, 0.95, 0.92]
     compute = [round((r["tools"]["Calculon"]["compute"] + r["tools"]["Calculon"]["recompute"]) / r["ours"]["compute"], 2)
                for r in rows]

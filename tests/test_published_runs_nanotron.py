@@ -142,7 +142,8 @@ def test_the_zero1_cells_reduce_their_gradients_after_the_backward():
     gather), a step of 0.3318 -> 0.3915 s with the gather's copy loop (0.1148 s: tests/test_zero_optimizer.py;
     session 28, a reduce-scatter and no loop: 0.1768 -> 0.2224 s). Since session 31 its loss runs Megatron's
     passes over the fp32 logits (sharded_cross_entropy, Layout.unfused_loss: 5.2 ms): 0.3341 -> 0.3967 s, the
-    longer backward hiding 74.4 ms with DDP's 2/3."""
+    longer backward hiding 74.4 ms with DDP's 2/3; since session 33 the embedding's zeroed dense gradient
+    (costmodel/embedding_grad.py: 131,072 x 3,072 / 4 in bf16, 0.075 ms a micro-batch) makes DDP's step 0.3342 s."""
     from costmodel.layout.timing import step_time
 
     data = other_runs_data()
@@ -158,4 +159,4 @@ def test_the_zero1_cells_reduce_their_gradients_after_the_backward():
         step = step_time(estimate, hardware, time_model="kernels", **options).step()
         steps.append((round(step["seconds"], 4), round(step["exposed_communication_seconds"]["dp"], 4),
                       round(step["hidden_communication_seconds"], 4)))
-    assert steps == [(0.3967, 0.1363, 0.0), (0.3341, 0.0619, 0.0744)]
+    assert steps == [(0.3967, 0.1363, 0.0), (0.3342, 0.0619, 0.0744)]

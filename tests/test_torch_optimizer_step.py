@@ -4,15 +4,13 @@ AdamW, foreach at torchtitan 9dec370 (eight passes, 80 bytes) and fused from 6e4
 
 from __future__ import annotations
 
-import dataclasses
-
 import pytest
 
 from costmodel.config import ConfigError
-from costmodel.layout import Layout, ParallelEstimate
-from costmodel.layout.timing import step_time
+from costmodel.layout import Layout
 from costmodel.layout.torch_optimizer import step_bytes
-from reports.published_runs import other_runs_data, train_setup
+from reports.published_runs import other_runs_data
+from tests.optimizer_step_runs import row_steps, simulate_optimizer_seconds
 
 ROW = "torchtitan llama3.1-8b fsdp 8 GPUs"
 
@@ -45,20 +43,14 @@ def test_the_sources_state_whose_optimizer_their_torchtitan_ran():
 
 def test_torchtitan_8b_step_on_8_gpus():
     """The 8B row's rank updates 8,030,261,248 / 8 fp32 parameters at the kernel model's bandwidth: one fused pass
-    14.64 ms, torch's foreach AdamW with the clipping 48.10 ms (92 / 28 of it); the step 2.6237 -> 2.6572 s (2.6173 -> 2.6508 before
-    session 31's loss traffic, blocks/head.py fused_loss_bytes)."""
-    data = other_runs_data()
-    run = next(r for r in data["runs"] if r["id"] == ROW)
-    estimate, hardware, options = train_setup(run, data["sources"]["torchtitan"])
-    seconds = {}
-    for step in ("fused", "torch-foreach"):
-        layout = dataclasses.replace(estimate.layout, optimizer_step=step)
-        seconds[step] = step_time(ParallelEstimate(estimate.cfg, estimate.workload, layout), hardware,
-                                  time_model="kernels", **options).step()
+    14.64 ms, torch's foreach AdamW with the clipping 48.10 ms (92 / 28 of it); the step 2.6243 -> 2.6577 s (2.6237 -> 2.6572
+    before the embedding's zeroed gradient, 0.547 ms: costmodel/embedding_grad.py; 2.6173 -> 2.6508 before session 31's
+    loss traffic, blocks/head.py fused_loss_bytes)."""
+    seconds = row_steps(ROW, "torchtitan", ("fused", "torch-foreach"))
     assert seconds["fused"]["optimizer_seconds"] == pytest.approx(0.014638, rel=1e-4)
     assert seconds["torch-foreach"]["optimizer_seconds"] == pytest.approx(0.014638 * 92 / 28, rel=1e-4)
-    assert seconds["fused"]["seconds"] == pytest.approx(2.6237, abs=1e-4)
-    assert seconds["torch-foreach"]["seconds"] == pytest.approx(2.6572, abs=1e-4)
+    assert seconds["fused"]["seconds"] == pytest.approx(2.6243, abs=1e-4)
+    assert seconds["torch-foreach"]["seconds"] == pytest.approx(2.6577, abs=1e-4)
 
 
 def test_to_dict_names_a_torch_step_only():
@@ -68,16 +60,11 @@ def test_to_dict_names_a_torch_step_only():
 
 def test_simulate_takes_optimizer_step(capsys):
     """--optimizer-step on the command line: the optimizer's seconds 92 / 28 of the fused pass's; off FSDP2 exit 2."""
-    import json
-
     import cli
 
     base = ["simulate", "--model", "llama3-8b", "--hardware", "h100-sxm", "--train", "--seq-len", "8192", "--batch", "2",
             "--attention", "flash", "--framework", "fsdp2", "--zero", "3", "--dp", "8", "--json"]
-    seconds = []
-    for extra in ([], ["--optimizer-step", "torch-foreach"]):
-        assert cli.main(base + extra) == 0
-        seconds.append(json.loads(capsys.readouterr().out)["step"]["optimizer_seconds"])
+    seconds = simulate_optimizer_seconds(capsys, base, [[], ["--optimizer-step", "torch-foreach"]])
     assert seconds[1] == pytest.approx(seconds[0] * 92 / 28, rel=1e-9)
     assert cli.main(["simulate", "--model", "llama3-8b", "--train", "--framework", "megatron", "--dp", "8",
                      "--optimizer-step", "torch-foreach"]) == 2

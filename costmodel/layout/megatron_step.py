@@ -17,8 +17,10 @@ with Megatron-LM's defaults:
       scaling, arguments.py lines 289-298)                                        read g
       `if self.gradient_scaling_factor != 1.0: self.grad_data *= self.gradient_scaling_factor`
       (r0.8.0 lines 122-123; distributed_data_parallel.py lines 147-158: 1 / dp unless
-      --ddp-average-in-collective, default off; core_v0.6.0 lines 127 and 139: unconditional, 1 / dp)
+      --ddp-average-in-collective, default off; core_v0.6.0 line 127: unconditional, so at dp 1 too)
                                                                                     read g, write g
+      which releases scale at dp 1 is data: costmodel/megatron_releases.json (Layout.megatron_release,
+      a source's "megatron_release"), each release's line cited there
   megatron/core/optimizer/optimizer.py MixedPrecisionOptimizer.step -> clip_grad_norm(clip_grad)
       (--clip-grad default 1.0): clip_grads.py get_grad_norm_fp32, amp_C.multi_tensor_l2norm over the
       main gradients the rank updates (the distributed optimizer's fp32 shard)   read 4
@@ -34,27 +36,61 @@ loss's `assert not loss[0].isnan()` once a micro-batch; no published measurement
 
 from __future__ import annotations
 
-from ..spec import DTYPE_BYTES
+import json
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from ..config import ConfigError
+from ..spec import DTYPE_BYTES, MEGATRON_RELEASES, Choices
 
 FP32 = DTYPE_BYTES["fp32"]
 #: clip_grad_norm's multi_tensor_l2norm: each updated parameter's fp32 main gradient read once.
 NORM_BYTES = FP32
+RELEASES_PATH = Path(__file__).resolve().parents[1] / "megatron_releases.json"
 
 
-def buffer_bytes(gradient_bytes: int, dp: int, nan_check: bool = True) -> int:
+@lru_cache(maxsize=None)
+def releases() -> dict[str, Any]:
+    """costmodel/megatron_releases.json: the Megatron-Core releases read, what each does, its line."""
+    return json.loads(RELEASES_PATH.read_text())
+
+
+#: the release a layout names none of: the newest read (megatron_releases.json "default")
+DEFAULT_RELEASE: str = releases()["default"]
+
+
+def release_choices() -> Choices:
+    """The releases as a spec list (--megatron-release), the default first (spec.MEGATRON_RELEASES)."""
+    return MEGATRON_RELEASES
+
+
+def check_release(release: str) -> None:
+    """A release megatron_releases.json holds, else one clear error."""
+    if release not in releases()["releases"]:
+        raise ConfigError(f"layout: megatron_release must be {release_choices().listed()}, got {release!r}.")
+
+
+def scales_at_dp(release: str, dp: int) -> bool:
+    """Whether start_grad_sync multiplies the buffer by 1 / dp at this dp under `release`."""
+    return dp > 1 or releases()["releases"][release]["scale_when_factor_is_one"]
+
+
+def buffer_bytes(gradient_bytes: int, dp: int, nan_check: bool = True, release: str | None = None) -> int:
     """Bytes each parameter of the rank's gradient buffer moves once a step: zero_grad_buffer's zero_
-    (write g), the NaN check's norm (read g; not under fp16's dynamic loss scaling) and, with dp > 1,
-    the scale by 1 / dp before the gradient collective (read g, write g)."""
+    (write g), the NaN check's norm (read g; not under fp16's dynamic loss scaling) and the scale by
+    1 / dp before the gradient collective (read g, write g) where the release runs it (scales_at_dp:
+    dp > 1, or dp 1 too before core_v0.7.0); release None: megatron_releases.json's default."""
     zero = gradient_bytes
     norm = gradient_bytes if nan_check else 0
-    scale = 2 * gradient_bytes if dp > 1 else 0
+    scale = 2 * gradient_bytes if scales_at_dp(release or DEFAULT_RELEASE, dp) else 0
     return zero + norm + scale
 
 
 def step_seconds(rank_params: int, updated_params: int, gradient_bytes: int, dp: int, nan_check: bool,
-                 bytes_per_s: float, clip_norm: bool = True) -> float:
+                 bytes_per_s: float, clip_norm: bool = True, release: str | None = None) -> float:
     """Seconds of these passes on one rank: its whole buffer (rank_params) and its updated shard's
     gradient norm (updated_params; clip_norm False where the step's own passes already read it: Megatron's
     fp16 optimizer, step_bytes.megatron_fp16_step_bytes), at the memory-bound rate."""
     norm = updated_params * NORM_BYTES if clip_norm else 0
-    return (rank_params * buffer_bytes(gradient_bytes, dp, nan_check) + norm) / bytes_per_s
+    return (rank_params * buffer_bytes(gradient_bytes, dp, nan_check, release) + norm) / bytes_per_s

@@ -63,6 +63,7 @@ from . import replicated_kv, sequential_mlp
 from .router_fusion import check as check_router_fusion, check_model as check_router_model
 from .zero_optimizer import check as check_zero_optimizer
 from .torch_optimizer import check as check_optimizer_step
+from .megatron_step import DEFAULT_RELEASE
 from .frameworks import FLEX_DISPATCH_FRAMEWORKS, FRAMEWORKS, PRECISION_AWARE_OPTIMIZERS
 from .tensor_split import tensor_split_error, tensor_split_sizes  # noqa: F401 (re-exported: plan.py)
 
@@ -147,6 +148,7 @@ class Layout:
     fp32_norm_input: bool = False  # each norm reads an fp32 copy of its input, as InternLM's layer (blocks/norms.py)
     zero_optimizer: str = "flat"  # whose ZeRO-1 reduces the gradients and gathers the parameters (layout/zero_optimizer.py)
     optimizer_step: str = "fused"  # whose code runs the step (spec.OPTIMIZER_STEPS; layout/torch_optimizer.py)
+    megatron_release: str = DEFAULT_RELEASE  # optimizer_step megatron-lm's release (costmodel/megatron_releases.json)
 
     def __post_init__(self) -> None:
         for name in ("dp", "tp", "pp", "microbatches", "virtual_stages", "ep", "cp"):
@@ -509,6 +511,7 @@ class Layout:
                 **({"fp32_norm_input": True} if self.fp32_norm_input else {}),
                 **({"zero_optimizer": self.zero_optimizer} if self.zero_optimizer != "flat" else {}),
                 **({"optimizer_step": self.optimizer_step} if self.optimizer_step != "fused" else {}),
+                **({"megatron_release": self.megatron_release} if self.megatron_release != DEFAULT_RELEASE else {}),
                 **({"offload": self.offload, "offload_device": self.offload_device,
                     "gpus_per_node": self.gpus_per_node} if self.offload != "none" else {})}
 

@@ -71,6 +71,7 @@ from .dtensor_copies import copy_seconds as dtensor_copy_seconds
 from .fsdp_copies import copy_seconds, edge_seconds
 from .fsdp_pipeline import step_reduce
 from .megatron_step import step_seconds as megatron_step_seconds
+from ..embedding_grad import dense_grad_bytes
 from .overlap import Overlap, check_ep_overlap, gathers_per_microbatch, reduces_after_backward  # noqa: F401 (Overlap)
 from .rank import ParallelEstimate, Stage
 from .roofline_parts import roofline_part_seconds
@@ -343,14 +344,16 @@ class StepTime:
         framework runs one (0 elsewhere): DeepSpeed's BF16_Optimizer casts the rank's gradients to
         fp32 and adds them into its fp32 gradients (precision.bf16_optimizer_microbatch_bytes),
         memory-bound, inside the pipeline engine's backward step, so the bubble's micro-batches
-        carry it too."""
+        carry it too. With it, the embedding's dense gradient (costmodel/embedding_grad.py: torch's zeroed
+        table, Megatron-Core's add into main_grad), on the first stage."""
         estimate = self.estimate
+        embedding = dense_grad_bytes(estimate, stage, self.autocast) / self.bytes_per_s
         if not estimate.runs_bf16_optimizer or self.autocast:
-            return 0.0
+            return embedding
         from ..step_bytes import bf16_optimizer_microbatch_bytes
 
         per_parameter = bf16_optimizer_microbatch_bytes(estimate.workload.bytes_per_element)
-        return per_parameter * self.rank_params(stage) / self.bytes_per_s
+        return embedding + per_parameter * self.rank_params(stage) / self.bytes_per_s
 
     def data_parallel(self, stage: Stage, compute: float) -> float:
         """Exposed seconds of the step's data-parallel collectives (see the overlap model)."""
@@ -464,7 +467,8 @@ class StepTime:
 
             own_passes = not self.autocast and framework_step_bytes(estimate) is not None
             seconds += megatron_step_seconds(params, updated, int(estimate.numbers["bytes.gradients"]), layout.dp,
-                                             estimate.workload.dtype != "fp16", self.bytes_per_s, not own_passes)
+                                             estimate.workload.dtype != "fp16", self.bytes_per_s, not own_passes,
+                                             layout.megatron_release)
         return seconds + gather_copy_seconds(self, stage)  # nanotron's ZeRO-1 copies its gathered slices back
 
     def step_traffic(self) -> float:

@@ -34,6 +34,7 @@ from typing import Any
 
 from ..config import ConfigError, show
 from ..spec import DTYPE_BYTES, OPTIMIZER_STEPS
+from .megatron_step import DEFAULT_RELEASE, check_release
 
 FP32 = DTYPE_BYTES["fp32"]  # as step_bytes.FP32 (step_bytes reads this module's step_bytes: no import back)
 
@@ -60,6 +61,10 @@ def check(layout: Any) -> None:
     Megatron-LM's only on Megatron with its DDP buffers (ZeRO 0 or 1: layout/megatron_step.py)."""
     if layout.optimizer_step not in OPTIMIZER_STEPS:
         raise ConfigError(f"layout: optimizer_step must be {OPTIMIZER_STEPS.listed()}, got {show(layout.optimizer_step)}.")
+    check_release(layout.megatron_release)
+    if layout.megatron_release != DEFAULT_RELEASE and layout.optimizer_step != "megatron-lm":
+        raise ConfigError(f"layout: megatron_release {layout.megatron_release} is the release of Megatron-LM's step; "
+                          f"it needs --optimizer-step megatron-lm (here {layout.optimizer_step}).")
     if layout.optimizer_step == "megatron-lm":
         if layout.framework != "megatron" or layout.zero > 1:
             raise ConfigError(f"layout: optimizer_step megatron-lm is Megatron-LM's step over Megatron-Core's DDP buffers; "
