@@ -29,3 +29,24 @@ def test_a_renamed_a100_keeps_the_a100s_int4_figure_and_a_renamed_a10_the_a10s()
         assert kernel.by_blocks[0] == (512.0, 0.833)
     a10 = KernelTimer(_renamed("a10", "my-a10"), "bf16").weight_only_gemv["int4"]
     assert a10.by_blocks == () and a10.rate == pytest.approx(KernelTimer(load_hardware("a10"), "bf16").gemv_bandwidth * 0.928)
+
+
+def test_the_serving_roofline_times_a_pcie_rings_calls_as_the_kernel_model_does():
+    # 2 x L40S (intra_node_fabric "pcie", 32 GB/s a direction, collective_latency_s 10 us), Llama 2 7B
+    # (32 layers, d 4,096, bf16), one decode token a step: each of the 64 all-reduces moves 8,192 B,
+    # a ring of 2 ranks 2 steps: LL 6.6 + 2 x 1.0 us + 8,192 B / 16 GB/s = 9.112 us (Simple: 8.4 +
+    # 2 x 5.7 + 0.256 = 20.056), NCCL's tuning.cc constants; the flat rule gave 10.256 us a call.
+    from costmodel import load_model
+    from costmodel.collectives import within_node
+    from costmodel.serving.roofline_steptime import RooflineStepTime
+
+    hardware = load_hardware("l40s")
+    step = RooflineStepTime(load_model("llama2-7b"), hardware, tp=2)
+    assert step.communication_seconds(1) == pytest.approx(64 * 9.112e-6)
+    # the kernel model's within_node reads the same rule (collectives.call_seconds) at its own link, 0.8
+    # of the spec (nccl_facts.json link_efficiency): LL 8.6 us + 8,192 B / 12.8 GB/s = 9.24 us a call
+    assert within_node(hardware, "all_reduce", 64 * 8192, 2, calls=64) == pytest.approx(64 * 9.24e-6)
+    # a node without the PCIe fabric keeps its flat latency: the A100's NVLink ring, 10 us a call
+    a100 = load_hardware("a100-80gb")
+    nvlink = RooflineStepTime(load_model("llama2-7b"), a100, tp=2)
+    assert nvlink.communication_seconds(1) == pytest.approx(64 * (8192 / a100.link(2) + a100.collective_latency_s))
