@@ -92,7 +92,8 @@ def weight_only_rates(entries: list[dict[str, Any]], hardware: Hardware,
     its dtype there."""
     rates = {}
     for entry in sorted(entries, key=lambda e: "sm_counts" in e):  # a die's own entries last: they win
-        if entry["architecture"] != hardware.architecture or hardware.sm_count not in entry.get("sm_counts", [hardware.sm_count]):
+        die = entry.get("sm_counts", [hardware.sm_count])
+        if entry["architecture"] != hardware.architecture or hardware.sm_count not in die:
             continue
         cap = math.inf
         if "bytes_per_s" in entry:

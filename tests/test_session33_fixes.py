@@ -50,3 +50,19 @@ def test_the_serving_roofline_times_a_pcie_rings_calls_as_the_kernel_model_does(
     a100 = load_hardware("a100-80gb")
     nvlink = RooflineStepTime(load_model("llama2-7b"), a100, tp=2)
     assert nvlink.communication_seconds(1) == pytest.approx(64 * (8192 / a100.link(2) + a100.collective_latency_s))
+
+
+def test_the_two_offload_suggesters_say_which_question_each_answers(capsys):
+    # Llama 3 8B at 2,048 tokens on 2 x RTX 4090: estimate's list keeps the run's recompute and offers
+    # ZeRO-Infinity (14.11 GiB); plan's line takes the leanest DeepSpeed layout and names ZeRO-Offload with
+    # full recomputation (10.22 GiB). Each output now says which question it answers.
+    from tests.cli_run import run_main
+
+    args = ["--model", "llama3-8b", "--hardware", "rtx-4090", "--gpus", "2", "--seq-len", "2048"]
+    _, estimate, _ = run_main(["estimate", *args], capsys)
+    assert "To make it fit (cheapest first; each changes only what it names, the run as given otherwise):" in estimate
+    assert "--dp 2 --zero 3 --offload params" in estimate and "14.11 GiB" in estimate
+    code, plan, _ = run_main(["plan", *args], capsys)
+    assert code == 1  # no layout plan times fits
+    assert "--dp 2 --zero 3 --offload optimizer --recompute full --batch 1" in plan and "10.22 GiB" in plan
+    assert "the first of ZeRO-Offload and ZeRO-Infinity that fits in the leanest DeepSpeed layout" in plan
