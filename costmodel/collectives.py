@@ -19,7 +19,8 @@ NCCL achieves at that message size (costmodel/nccl_facts.json), hierarchical acr
   the ~80% of the unidirectional spec collectives reach; on a node whose GPUs meet over PCIe only
   (interconnect intra_node_fabric "pcie"), a ring collective's alpha is NCCL's own tuning model's for
   a PCIe ring of the group's size in its fastest protocol (pcie_ring_seconds: LL, 6.6 us + 1.0 us a
-  step at half the bandwidth, or Simple, 8.4 + 5.7 us a step), not the flat collective_latency_s.
+  step at half the bandwidth, or Simple, 8.4 + 5.7 us a step), not the flat collective_latency_s
+  (call_seconds, which the serving roofline reads too).
 - A group that spans nodes runs hierarchically (NCCL's tree/ring over nodes): reduce-scatter
   within the node, the all-reduce of each GPU's 1/g share between the nodes at 73% of the NIC's
   bandwidth (a published 4-node measurement), all-gather within the node. The crossing's latency
@@ -180,9 +181,17 @@ def within_node(hardware: Hardware, kind: str, payload: float, ranks: int, calls
             if links < 1 else each
         return calls * each * factor / min(links * measured * interpolated_busbw(curve, node), ceiling or math.inf)
     link = node_link(hardware, ranks) * links * measured
-    if (ring := pcie_ring_seconds(hardware, kind, payload / calls, ranks, link)) is not None:
-        return calls * ring
-    return payload * factor / min(link, ceiling or math.inf) + calls * hardware.collective_latency_s
+    return calls * call_seconds(hardware, kind, payload / calls, ranks, min(link, ceiling or math.inf))
+
+
+def call_seconds(hardware: Hardware, kind: str, each: float, ranks: int, link: float) -> float:
+    """One `kind` call of `each` bytes over `ranks` GPUs of one node at `link` bytes/s, where no measured
+    curve times it: a PCIe ring's as NCCL's tuner times it (pcie_ring_seconds), else its ring bytes at the
+    link plus the file's collective_latency_s. The one rule of a call's latency for the kernel model
+    (within_node) and the serving roofline (serving/roofline_steptime.py)."""
+    if (ring := pcie_ring_seconds(hardware, kind, each, ranks, link)) is not None:
+        return ring
+    return each * ring_factor(kind, ranks) / link + hardware.collective_latency_s
 
 
 RING_STEPS = {"all_reduce": 2, "all_gather": 1, "reduce_scatter": 1}  # a ring's steps a rank beyond the first

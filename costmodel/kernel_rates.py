@@ -87,10 +87,13 @@ def weight_only_rates(entries: list[dict[str, Any]], hardware: Hardware,
     fraction of the GPU's GEMV rate; its `bytes_per_s`, measured on a GPU of `measured_sms` SMs at
     `measured_clock_mhz` (a rate the SMs set, the DRAM being faster): that rate per SM and clock on
     this GPU's SMs and clock, or its GEMV rate where that is lower (the DRAM then binds). An entry
-    naming its GPUs (`hardware`) is theirs alone and replaces their architecture's entry of its dtype."""
+    naming its die (`sm_counts`: the SM counts of that die's parts in the architecture, what a hardware
+    file carries of the die whatever its name) is theirs alone and replaces the architecture's entry of
+    its dtype there."""
     rates = {}
-    for entry in sorted(entries, key=lambda e: "hardware" in e):  # the named GPUs' entries last: they win
-        if entry["architecture"] != hardware.architecture or hardware.name not in entry.get("hardware", [hardware.name]):
+    for entry in sorted(entries, key=lambda e: "sm_counts" in e):  # a die's own entries last: they win
+        die = entry.get("sm_counts", [hardware.sm_count])
+        if entry["architecture"] != hardware.architecture or hardware.sm_count not in die:
             continue
         cap = math.inf
         if "bytes_per_s" in entry:

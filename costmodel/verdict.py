@@ -15,7 +15,9 @@ for one GPU, costmodel.layout for several), and listed in the order of what it c
                with full recomputation fits
   offload      DeepSpeed's ZeRO-Offload (the optimizer on the host) or ZeRO-Infinity (the
                weights too), alone or, where neither fits alone, beside ZeRO 3 and full
-               recomputation: no more GPUs, a slower step (costmodel/offload.py)
+               recomputation: no more GPUs, a slower step (costmodel/offload.py). Each a change to
+               the run as given (its recompute kept): plan's offload line answers another question,
+               the leanest DeepSpeed layout's (costmodel/layout/offload_fit.py says how they differ)
   more GPUs    inference: the fewest GPUs of one replica that hold it, tensor parallel up to 8,
                then pipeline stages of tp 8
   int8 / int4  quantized weights (inference only: training needs the full-precision copy)

@@ -142,5 +142,7 @@ def _nearest(nearest: dict[str, Any], serve: bool) -> list[str]:
         out.append(f"On these GPUs DeepSpeed's {'ZeRO-Offload' if o['offload'] == 'optimizer' else 'ZeRO-Infinity'} "
                    f"fits, which plan does not time (the host's share of the step is not modelled): {options}, "
                    f"attention {lay['attention']}, {binary_bytes(o['per_rank'])} per GPU (`estimate --hardware` "
-                   f"with the plan's --seq-len and {options}).")
+                   f"with the plan's --seq-len and {options}): the first of ZeRO-Offload and ZeRO-Infinity that "
+                   f"fits in the leanest DeepSpeed layout (ZeRO 3, full recomputation and micro-batch 1 unless given); "
+                   f"`estimate` lists the changes to a run as given, its recomputation and batch kept.")
     return out

@@ -341,7 +341,7 @@ def _fit_options(verdict: dict[str, Any], width: int, none: str) -> list[str]:
     if not verdict["options"]:
         return [f"  {none}"]
     width = max(width, *(len(o["change"]) for o in verdict["options"]))  # the memories in one column
-    return ["  To make it fit (cheapest first):"] + [
+    return ["  To make it fit (cheapest first; each changes only what it names, the run as given otherwise):"] + [
         f"    {o['change']:<{width}} {binary_bytes(o['memory']):>12}   {o['cost']}" for o in verdict["options"]]
 
 

@@ -18,7 +18,7 @@ def test_the_entry_states_the_published_speedups_and_names_the_a100s():
     assert published(1) == {4096: 2.06, 8192: 2.33, 16384: 2.66, 32768: 2.74}
     assert published(2) == {4096: 2.12, 8192: 2.37, 16384: 2.56, 32768: 2.65}
     entry = int4_entry()
-    assert entry["hardware"] == ["a100-80gb", "a100-40gb", "a100-pcie"]
+    assert (entry["die"], entry["sm_counts"]) == ("GA100", [108])
     assert (entry["architecture"], entry["tokens"], entry["block_columns"], entry["measured_sms"]) == ("ampere", 2, 8, 108)
 
 

@@ -141,7 +141,7 @@ def test_an_int4_gemv_moves_its_bytes_at_the_published_fraction_of_the_dense_rat
         # 26.0-26.1 us: below the int4 kernel's measured 29.0 at one token. The tile model knows no
         # dequantisation; gemlite's figures for batches 4 and up are not modelled (validate/FINDINGS.md).
         assert timer.gemm_seconds(other) < timer.gemm_seconds(gemv)
-    # The A100 entry names its GPUs: the other Ampere GPUs keep the A10's Marlin figure (0.928, no
+    # The A100 entry names its die (108 Ampere SMs): the other Ampere GPUs keep the A10's Marlin figure (0.928, no
     # blocks), and a Hopper GPU has its own (measured on an H200, below).
     a10 = KernelTimer(load_hardware("a10"), "bf16")
     assert a10.weight_only_gemv["int4"].rate == pytest.approx(a10.gemv_bandwidth * 0.928)

@@ -32,9 +32,9 @@ GROUP = 128
 
 
 def int4_entry() -> dict[str, Any]:
-    """kernel_facts.json's int4 entry for the A100s (the one naming them)."""
+    """kernel_facts.json's int4 entry for the A100s (the one naming their die's 108 SMs)."""
     (entry,) = [e for e in kernel_facts()["weight_only_gemv"]
-                if e["weight_dtype"] == "int4" and "a100-80gb" in e.get("hardware", ())]
+                if e["weight_dtype"] == "int4" and 108 in e.get("sm_counts", ())]
     return entry
 
 

@@ -1,8 +1,16 @@
 """What a training plan with no layout that fits still has on the GPUs given: DeepSpeed's ZeRO-Offload
 (the optimizer state and its step on the host) or ZeRO-Infinity (the weights too), which `plan` does not
 time (the host's update is not modelled) and so never ranks, but which `estimate --hardware` offers on
-the same GPUs (costmodel/verdict.py): sized here with the same per-rank estimate, so the plan's line and
-estimate's verdict give one figure, and "no layout fits" is not read as "more GPUs are needed"."""
+the same GPUs (costmodel/verdict.py), so that "no layout fits" is not read as "more GPUs are needed".
+
+The two answer different questions on purpose, and each output says which: this line, the first of
+ZeRO-Offload and ZeRO-Infinity that fits in the leanest DeepSpeed layout (ZeRO 3, full recomputation,
+micro-batch 1, unless the plan fixes them), as plan's other lines name its leanest layout; estimate's
+verdict, changes to the run as the user typed it, each changing only what it names (its recomputation and
+batch kept unless named), so the two may name different layouts on the same GPUs (Llama 3 8B at 2,048 tokens
+on 2 x RTX 4090: plan --offload optimizer --recompute full 10.22 GiB; estimate at its default recompute
+--zero 3 --offload params 14.11 GiB). Both size a layout with the same per-rank estimate
+(ParallelEstimate), so the plan's printed options give its figure in `estimate`."""
 
 from __future__ import annotations
 

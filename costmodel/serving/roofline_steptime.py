@@ -10,9 +10,10 @@ leaf's at the dtype's: quantization.blended_peak), with quantization.w8a8_leaf_b
 and bytes at one rank's share as the layout model splits it (layout/split.py substitution, as the
 kernel model and serve's memory: heads and widths divided, replicated key/value heads, norms,
 routers and latent attention's down-projections and cache reads whole), plus two
-ring all-reduces of the step's activations per layer over the hardware's link and its latency per
-call. pp > 1: the sum of the stages' times plus
-pp - 1 sends of the hidden states over the link. The pipeline's concurrency (pp batches in
+ring all-reduces of the step's activations per layer over the hardware's link, each call timed as
+collectives.call_seconds times it (the kernel model's rule where no curve is measured: NCCL's PCIe
+ring model on a PCIe node, else the bytes at the link plus collective_latency_s). pp > 1: the sum of
+the stages' times plus pp - 1 sends of the hidden states over the link (call_seconds alike). The pipeline's concurrency (pp batches in
 flight) is the event loop's: run_replicas gives each replica pp virtual engines (serving/api.py).
 """
 
@@ -95,17 +96,19 @@ class RooflineStepTime(StepTime):
         self._tables: dict[str, Any] = {}
         self._chunks: dict[tuple[int, int], Any] = {}
         self.layers = cfg.n_decoder_layers
-        self.all_reduce = self._all_reduce_seconds_per_token() if tp > 1 else 0.0
-        self.per_call = 2 * self.layers * hardware.collective_latency_s if tp > 1 else 0.0
-        if pp > 1:  # pp - 1 sends of the hidden states between stages
-            self.all_reduce += (pp - 1) * cfg.d_model * self.e / hardware.link(tp * pp)
-            self.per_call += (pp - 1) * hardware.collective_latency_s
+        self._links = (hardware.link(tp) if tp > 1 else 0.0, hardware.link(tp * pp) if pp > 1 else 0.0)
 
-    def _all_reduce_seconds_per_token(self) -> float:
-        """Bytes per token of the two all-reduces per layer, ring over tp GPUs, as seconds."""
-        link = self.hardware.link(self.tp)
-        per_token = 2 * self.layers * self.cfg.d_model * self.e * 2 * (self.tp - 1) / self.tp
-        return per_token / link
+    def communication_seconds(self, tokens: int) -> float:
+        """tp > 1: two ring all-reduces of the step's activations per layer over tp GPUs; pp > 1: pp - 1
+        sends of its hidden states between stages; each call as collectives.call_seconds times it."""
+        from ..collectives import call_seconds
+
+        activations, (tp_link, pp_link) = tokens * self.cfg.d_model * self.e, self._links
+        seconds = 2 * self.layers * call_seconds(self.hardware, "all_reduce", activations, self.tp, tp_link) \
+            if self.tp > 1 else 0.0
+        if self.pp > 1:
+            seconds += (self.pp - 1) * call_seconds(self.hardware, "send", activations, 2, pp_link)
+        return seconds
 
     def _evaluate(self, name: str, n: Any, c: Any, b: Any = 1) -> Any:
         """The group's (F_mm, B_mm, F_o, B_o) per leaf as a (leaves*4, points) array."""
@@ -190,7 +193,7 @@ class RooflineStepTime(StepTime):
         seconds = overhead + self._per_token_group("tokens", tokens)
         if emitting:
             seconds += self._per_token_group("head", emitting)
-        return seconds + tokens * self.all_reduce + self.per_call
+        return seconds + self.communication_seconds(tokens)
 
     def seconds(self, query: Any, context: Any, emitting: int | None = None) -> float:
         """One step's seconds: query and context are integer arrays, one entry per sequence."""
