@@ -327,11 +327,25 @@ class KernelStepTime(StepTime):
         context = np.asarray(context, dtype=np.int64)
         emitting = len(query) if emitting is None else emitting
         plan = self.graphs.plan(query, context)
-        seconds = self._fixed_seconds(plan, int(query.sum()), emitting)
-        if self.groups["context"]:
-            graphed = plan is not None and plan.context
-            seconds += self._finish(np.asarray(self.context_sums(query, context)), graphed)
+        seconds = self._fixed_seconds(plan, int(query.sum()), emitting) + self._context_seconds(query, context, plan)
         return seconds + self.eager_step.seconds(query, context)
+
+    def context_seconds(self, query: Any, context: Any) -> float:
+        """The part of seconds() that the sequences' contexts make: the context leaves (each layer's attention
+        call and the kernels beside it), launched as the step's graph plan launches them."""
+        import numpy as np
+
+        query = np.asarray(query, dtype=np.int64)
+        context = np.asarray(context, dtype=np.int64)
+        return self._context_seconds(query, context, self.graphs.plan(query, context))
+
+    def _context_seconds(self, query: Any, context: Any, plan: Graphed | None) -> float:
+        """context_seconds under a given graph plan."""
+        import numpy as np
+
+        if not self.groups["context"]:
+            return 0.0
+        return self._finish(np.asarray(self.context_sums(query, context)), plan is not None and plan.context)
 
     def _fixed_seconds(self, plan: Graphed | None, tokens: int, emitting: int) -> float:
         """A step's per-token leaves (from a graph at its padded rows where `plan` says) and head."""

@@ -1,0 +1,82 @@
+"""AMD's vLLM throughput rows on 8 MI300X (session 34, wt34_amdserve): the MI300X facts their steps read, each
+pinned to its source, and the per-step split (validate/amd_vllm_steps.py) that locates their gap, so that a change
+to any fact or rule the rows take shows here. Nothing moved this session: the sourced facts checked hold, and no
+source was found for what would close the 1.40-2.67x (validate/FINDINGS.md, "AMD vLLM on the MI300X")."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from costmodel.hardware import load_hardware
+
+
+def test_the_mi300x_facts_the_steps_read_are_their_sources():
+    """Datasheet peaks (5.3 TB/s; 2,614.9 TFLOP/s dense FP8), the weight GEMVs at BabelStream's Dot rate from AMD's
+    acceptance guide (3,878,410.495 MB/s), the FP8 GEMMs at AMD's measured MAF (ROCm Blogs, 'Measuring
+    Max-Achievable FLOPs - Part 2', Table 1: 1,273 TFLOP/s, hipBLASLt)."""
+    hardware = load_hardware("mi300x")
+    assert hardware.bandwidth_bytes_per_s == 5.3e12
+    assert hardware.flops_per_s["fp8"] == 2614.9e12
+    assert hardware.gemv_bandwidth_bytes_per_s == 3_878_410_495_000.0
+    assert hardware.matmul_efficiency["fp8"] == round(1273 / 2614.9, 3) == 0.487
+
+
+def _split(model, sequences, context, query=1):
+    from validate.amd_vllm_steps import step_split
+
+    return step_split(model, sequences, context, query)
+
+
+def test_the_70b_decode_step_at_1500_sequences_splits_as_found():
+    """The 2,048 / 2,048 row's decode step at mid-generation (1,500 x 3,072 keys), one rank: eager (vLLM V1's
+    largest captured batch is 512), FP8 GEMMs 27.50 ms at the MAF, 160 RCCL all-reduces of 24.6 MB 33.85 ms,
+    the FP8 cache's 94.4 GB read at 4.07 TB/s (0.77 of the datasheet) 23.17 ms: 96.76 ms in all, where the
+    published figure read as total tokens/s implies about 375 ms a step and read as output tokens/s about 177."""
+    split = _split("llama3.1-70b", 1500, 3072)
+    assert not split["graphed"]
+    assert split["ms"] == pytest.approx(96.76, abs=0.01)
+    assert split["gemm_ms"] == pytest.approx(27.50, abs=0.01)
+    assert split["allreduce_ms"] == pytest.approx(33.85, abs=0.01)
+    assert split["attention_ms"] == pytest.approx(23.17, abs=0.01)
+    assert split["kv_gb"] == pytest.approx(1500 * 3072 * 80 * 1 * 128 * 2 / 1e9)
+    assert split["kv_tb_per_s"] == pytest.approx(4.07, abs=0.01)
+
+
+def test_a_405b_step_of_500_sequences_replays_its_graph():
+    """500 sequences fit vLLM V1's captured sizes (8..512 by 8: padded to 504), so the 405B's 2,048 / 2,048 row
+    decodes from graphs: 109.26 ms a step at 3,072 keys, GEMMs 47.78 ms of it."""
+    split = _split("llama3.1-405b", 500, 3072)
+    assert split["graphed"]
+    assert split["ms"] == pytest.approx(109.26, abs=0.01)
+    assert split["gemm_ms"] == pytest.approx(47.78, abs=0.01)
+
+
+def test_a_prefill_step_of_the_pages_budget_is_gemms_and_all_reduces():
+    """64 whole 2,048-token prompts (131,072 tokens, --max-num-batched-tokens) on the 70B: 2,086.10 ms of FP8
+    GEMMs and 1,910.09 ms of all-reduces (160 of 2.1 GB each, RCCL's large-message busbw) of 4,528.93 ms; the
+    attention (Triton's prefix-prefill kernel in the page's build, timed at FlashAttention-2's rates) 70.34."""
+    split = _split("llama3.1-70b", 64, 2048, query=2048)
+    assert split["ms"] == pytest.approx(4528.93, abs=0.01)
+    assert split["gemm_ms"] == pytest.approx(2086.10, abs=0.01)
+    assert split["allreduce_ms"] == pytest.approx(1910.09, abs=0.01)
+    assert split["attention_ms"] == pytest.approx(70.34, abs=0.01)
+
+
+def test_two_rows_stand_where_docs_serving_puts_them():
+    """The furthest and the nearest of the eight (docs/serving.md's amd-vllm table): 405B 2,048 / 2,048 at
+    5,505 total tok/s (2.53x the published 2,174.1) and 70B 128 / 2,048 at 21,860 (1.63x 13,383.3)."""
+    sys.path.insert(0, "benchmarks")
+    from published_amd_vllm_throughput import amd_vllm_tokens_per_s
+
+    assert amd_vllm_tokens_per_s("llama3.1-405b", 2048, 2048, 500, 500) == pytest.approx(5504.75, abs=0.01)
+    assert amd_vllm_tokens_per_s("llama3.1-70b", 128, 2048, 3200, 3200) == pytest.approx(21860.18, abs=0.01)
+
+
+def test_the_split_script_refuses_a_partial_line(capsys):
+    """Bad CLI input: one line, exit 2."""
+    from validate.amd_vllm_steps import main
+
+    assert main(["llama3.1-70b", "1500"]) == 2
+    assert capsys.readouterr().err.count("\n") == 1
