@@ -29,6 +29,7 @@ from .budgets import DEFAULT_BUDGETS, NO_TOKEN_BUDGET, VLLM_LARGE_GPU_BUDGETS, d
 from .schedulers import SCHEDULERS
 from .state_slots import STATE_PREFIX_NOTE, check_ssm_cache_dtype, vllm_layer_states, with_state_traffic
 from .host_step import host_bound, host_fields, refuse_uncounted_parts
+from .sampler import check_sampling, with_sampler
 from .profile import held_weights_note
 from .steptime import StepTime, check_tensor_parallel_groups, serving_profile
 from .workload import Lengths, Request, check_whole, poisson, read_trace
@@ -177,7 +178,8 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
                   sizings: dict | None = None, mamba_ssm_cache_dtype: str = "auto",
                   max_capture_len: int | None = None, host: bool = True,
                   host_time: str = NO_HOST_TIME, decode_kernel: str | None = None,
-                  decode_code: str | None = None) -> tuple[Any, Any, dict[str, Any]]:
+                  decode_code: str | None = None, sampling: str | None = "random",
+                  sampler: str | None = None) -> tuple[Any, Any, dict[str, Any]]:
     """The scheduler class's arguments, a StepTime and the setup dict of one replica (a search
     passes the StepTime it built for this hardware and tp, and a dict that keeps the cache
     sizings by token budget). cuda_graphs: "auto" (the scheduler's engine's default: graphs.py
@@ -196,8 +198,15 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
     engine's code states one (kernel_facts.json decode_attention_kernels: "trtllm-mmha", TensorRT-LLM v0.6.1's masked
     MHA, as benchmarks/published_trtllm_static.py runs its rows); None: the attention backend's kernel.
     decode_code: the code that decodes (costmodel/decode_codes.py: its KV cache's heads, how its attention reads a
-    quantized cache, whether its experts are routed); None: the scheduler's engine's (decode_codes.serving_code)."""
+    quantized cache, whether its experts are routed); None: the scheduler's engine's (decode_codes.serving_code).
+    sampling: what the requests ask the engine's sampler (sampler.py, sampler_passes.json): "random" (vLLM's
+    SamplingParams defaults, temperature 1.0, as its benchmark_throughput sets) or "greedy" (temperature 0, as
+    its benchmark_serving sends); each step pays the sampler's passes over its emitting rows' logits; None: no
+    sampler priced (a schedule standing for an engine whose sampler was not read). sampler: whose sampler code runs
+    (a key of sampler_passes.json; None: the scheduler's engine's, as the scheduler's name says)."""
     require_decoder_only(cfg)
+    if sampling is not None:
+        check_sampling(sampling)
     from ..defaults import serving_attention
 
     attention, attention_note = serving_attention(attention, hardware, cfg.family)
@@ -298,6 +307,8 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
     if host:  # an eager counted code on a GPU: host_step.py
         step = host_bound(step, cfg, hardware, scheduler, graphs, profile,
                           lambda bare: StepTime(cfg, bare, dtype, efficiency, profile, tp, pp, time_model, **timed))
+    if sampling is not None:  # (inside the state traffic, whose wrapper a search's second build recognises)
+        step = with_sampler(step, sampler or scheduler, sampling, cfg, hardware, efficiency, tp)
     step = with_state_traffic(step, sizing.state_bytes, hardware, efficiency, pp)
     step = with_host_time(step, host_time, scheduler)
     setup = {"model": cfg.name, "hardware": hardware.name, "dtype": step.dtype, "tp": tp, "pp": pp,
