@@ -94,13 +94,13 @@ def lambda_vllm_options(table: dict, engine: tuple) -> dict:
     from costmodel.serving.host_time import host_time_for_release
 
     version, chunked, steps = engine
-    formats = {"dtype": "bf16", "host_time": host_time_for_release("v0", version)}
+    formats = {"dtype": "bf16", "host_time": host_time_for_release("v0", version), "sampling": "greedy"}  # benchmark_serving
     if table["weight_dtype"]:
         formats.update(weight_dtype=table["weight_dtype"], fp8_gemm="w8a8")
     common = {"tp": table["tp"], "max_num_seqs": LAMBDA_VLLM_MAX_NUM_SEQS,
               "gpu_memory_utilization": LAMBDA_VLLM_MEMORY, **formats}
     if chunked:
-        return {"scheduler": "vllm", "max_batched_tokens": LAMBDA_VLLM_V054_BUDGET, "prefix_caching": False,
+        return {"scheduler": "vllm", "sampler": "vllm-v0", "max_batched_tokens": LAMBDA_VLLM_V054_BUDGET, "prefix_caching": False,
                 "cuda_graphs": "off", **common}
     return {"scheduler": "vllm-v0", "max_batched_tokens": max(LAMBDA_VLLM_MAX_MODEL_LEN, 2048),
             "num_scheduler_steps": steps, **common}

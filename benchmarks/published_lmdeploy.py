@@ -81,7 +81,8 @@ def lmdeploy_options(table: dict) -> dict:
     """build_replica's options for one model: the script's engine settings under vllm-v0."""
     return {"scheduler": "vllm-v0", "tp": table["tp"], "max_num_seqs": table["max_batch_size"],
             "max_batched_tokens": 4 * LMDEPLOY_SESSION_LEN, "block_size": LMDEPLOY_BLOCK_TOKENS,
-            "num_blocks": table["blocks"], "dtype": "fp16", "cuda_graphs": "off"}
+            "num_blocks": table["blocks"], "dtype": "fp16", "cuda_graphs": "off",
+            "sampling": None}  # TurboMind's sampling layers (C++) are not vLLM's and were not read
 
 
 def lmdeploy_tokens_per_s(table: dict, concurrency: int, prompt: int, output: int,

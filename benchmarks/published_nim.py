@@ -40,7 +40,8 @@ NIM = [
 def nim_options(table: dict) -> dict:
     """Our replica for a NIM table: vLLM's scheduler and default budgets, the table's tp, FP8
     weights and KV cache with bf16 activations (the projections W8A8 at the FP8 peak)."""
-    return {"scheduler": "vllm", "tp": table["tp"], "dtype": "bf16", "weight_dtype": "fp8", "kv_dtype": "fp8"}
+    return {"scheduler": "vllm", "tp": table["tp"], "dtype": "bf16", "weight_dtype": "fp8", "kv_dtype": "fp8",
+            "sampling": None}  # the page names no engine (TensorRT-LLM or vLLM): no sampler priced
 
 
 def nim_row(table: dict, concurrency: int, requests: int | None = None) -> dict:

@@ -230,8 +230,8 @@ def vllm_options(tp: int) -> dict:
     (the checkpoints' dtype); and the post's `--num-scheduler-steps 10` (multi-step scheduling:
     decode windows of 10 steps per decision; v0.6.0 refused it with chunked prefill); v0.6.0's host time a
     step (host_time.json vllm-v0.6.0: scheduling and input building once a window, output processing beside
-    the next step's GPU work, added since session 28)."""
-    return {"scheduler": "vllm-v0", "tp": tp, "max_num_seqs": 256, "max_batched_tokens": 8192, "dtype": "bf16",
+    the next step's GPU work, added since session 28); greedy (benchmark_serving's QPS runs ask temperature 0)."""
+    return {"scheduler": "vllm-v0", "tp": tp, "max_num_seqs": 256, "max_batched_tokens": 8192, "dtype": "bf16", "sampling": "greedy",
             "gpu_memory_utilization": 0.90, "num_scheduler_steps": VLLM_SCHEDULER_STEPS, "host_time": VLLM_HOST_TIME}
 
 
