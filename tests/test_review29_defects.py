@@ -90,14 +90,14 @@ def test_qwen_vllm_figures_are_pinned():
     graph or prefill change could fail. The figures `serve_published.py qwen-vllm` prints (0.5B: 536.96 and 252.29
     tokens/s against 311.55 and 264.51 published, 1.72x and 0.95x; 7B at 14,336: 75.21 against 77.69, 0.97x; with
     the host time below 128 sequences from vLLM issue 6913's batch-1 point since wt29_vhost1: 157.33, 128.67 and
-    58.46 before), which move if the host time is not vLLM 0.6.3's V0 profile (vllm-v0.6.0)."""
+    58.46 before; 536.96, 252.29 and 75.21 before session 34's vLLM sampler), which move if the host time is not vLLM 0.6.3's V0 profile (vllm-v0.6.0)."""
     import pytest
 
     import benchmarks.published_qwen_vllm as qv
 
-    assert qv.qwen_vllm_tokens_per_s("qwen2.5-0.5b", 1, 1) == pytest.approx(536.9628519624983, rel=1e-9)
-    assert qv.qwen_vllm_tokens_per_s("qwen2.5-0.5b", 1, 30720) == pytest.approx(252.29294153034883, rel=1e-9)
-    assert qv.qwen_vllm_tokens_per_s("qwen2.5-7b-instruct", 1, 14336) == pytest.approx(75.20594239524864, rel=1e-9)
+    assert qv.qwen_vllm_tokens_per_s("qwen2.5-0.5b", 1, 1) == pytest.approx(532.5583381071957, rel=1e-9)
+    assert qv.qwen_vllm_tokens_per_s("qwen2.5-0.5b", 1, 30720) == pytest.approx(251.31635125270574, rel=1e-9)
+    assert qv.qwen_vllm_tokens_per_s("qwen2.5-7b-instruct", 1, 14336) == pytest.approx(75.11890292165545, rel=1e-9)
 
 
 def test_estimate_refuses_the_router_and_permute_options(capsys):

@@ -46,11 +46,14 @@ def step_split(model: str, sequences: int, context: int, query: int = 1) -> dict
     gemms = sum(step.gemm_seconds_by_leaf(tokens).values())
     comm = step.communication_seconds(tokens)
     attention = step.context_seconds(q, c)
+    cost = getattr(step, "cost", None)  # the engine's sampler after the LM head (costmodel/serving/sampler.py)
+    sampler = cost.seconds(sequences) if cost is not None else 0.0
     kv_heads = max(1, cfg.n_kv_heads // step.tp)
     kv_bytes = sequences * context * cfg.n_decoder_layers * kv_heads * cfg.d_head * 2  # FP8 cache: 1 byte each
     return {"model": model, "sequences": sequences, "context": context, "query": query,
             "graphed": plan is not None, "ms": 1e3 * total, "gemm_ms": 1e3 * gemms, "allreduce_ms": 1e3 * comm,
-            "attention_ms": 1e3 * attention, "rest_ms": 1e3 * (total - gemms - comm - attention),
+            "attention_ms": 1e3 * attention, "sampler_ms": 1e3 * sampler,
+            "rest_ms": 1e3 * (total - gemms - comm - attention - sampler),
             "kv_gb": kv_bytes / 1e9, "kv_tb_per_s": kv_bytes / attention / 1e12 if query == 1 else None}
 
 
@@ -60,7 +63,7 @@ def show(split: dict[str, Any]) -> str:
     return (f"{split['model']} {split['sequences']:,} x ({split['query']} query, {split['context']:,} keys)"
             f"{' graphed' if split['graphed'] else ' eager'}: {split['ms']:.2f} ms = GEMMs {split['gemm_ms']:.2f}"
             f" + all-reduces {split['allreduce_ms']:.2f} + attention {split['attention_ms']:.2f}"
-            f" ({split['kv_gb']:.1f} GB of cache{bandwidth}) + rest {split['rest_ms']:.2f}")
+            f" ({split['kv_gb']:.1f} GB of cache{bandwidth}) + sampler {split['sampler_ms']:.2f} + rest {split['rest_ms']:.2f}")
 
 
 def main(argv: list[str]) -> int:
