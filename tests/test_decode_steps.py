@@ -64,7 +64,7 @@ def test_simulate_and_serves_engine_time_one_request_alike(time_model):
 
     cfg, hw = load_preset("llama3-8b"), load_hardware("h100-sxm")
     run = serve(cfg, hw, concurrency=1, requests=1, prompt="2048", output="128", time_model=time_model,
-                cuda_graphs="off")
+                cuda_graphs="off", sampling=None)  # the forward alone: simulate has no engine's sampler
     ours = sim.simulate_inference(cfg, hw, prompt=2048, gen=128, batch=1, attention="flash", kv_cache="static",
                                   time_model=time_model)
     served = run.requests.iloc[0]

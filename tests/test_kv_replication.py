@@ -223,4 +223,4 @@ def test_tp_up_to_the_kv_heads_is_unchanged(capsys):
     assert cli.main(["serve", "--model", "qwen3-30b-a3b", "--hardware", "h100", "--tp", "4", "--rate", "1",
                      "--requests", "20", "--time-model", "roofline", "--json"]) == 0
     served = json.loads(capsys.readouterr().out)
-    assert served["tpot"]["mean"] == pytest.approx(0.0032358299522565422, rel=1e-12)
+    assert served["tpot"]["mean"] == pytest.approx(0.0032564042122654674, rel=1e-12)  # + V1's sampler (session 34)

@@ -124,7 +124,7 @@ def test_serving_runs_the_absorbed_form_by_default(cfg):
     from costmodel.serving.steptime import StepTime, serving_profile
 
     hardware = load_hardware("h100-sxm")
-    _, step, setup = build_replica(cfg, hardware, num_blocks=64, cuda_graphs="off")
+    _, step, setup = build_replica(cfg, hardware, num_blocks=64, cuda_graphs="off", sampling=None)  # the forward
     assert setup["mla"] == "absorbed"
     naive = StepTime(cfg, hardware, profile=serving_profile(cfg, mla="naive"))
     absorbed = StepTime(cfg, hardware, profile=serving_profile(cfg, mla="absorbed"))

@@ -476,7 +476,8 @@ def test_sglang_vllm_rows_pass_the_readmes_setup(script, monkeypatch):
     monkeypatch.setattr(api, "run_replicas", run_replicas)
     assert script.sglang_vllm_options(script.SGLANG_VLLM[1]) == {
         "scheduler": "vllm-v0", "tp": 4, "max_num_seqs": 256, "max_batched_tokens": 4096, "dtype": "bf16",
-        "gpu_memory_utilization": 0.90, "num_scheduler_steps": 10, "host_time": "vllm-v0.6.0"}
+        "gpu_memory_utilization": 0.90, "num_scheduler_steps": 10, "host_time": "vllm-v0.6.0",
+        "sampling": "greedy"}  # sglang.bench_serving asks temperature 0
     pairs = [(10 + i, 5 + i % 3) for i in range(30)]
     ours = script.sglang_vllm_online(script.SGLANG_VLLM[0], 4, 20, pairs)
     requests, (cls, blocks, block_size, seqs, tokens), max_model_len = seen[-1]

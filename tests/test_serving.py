@@ -179,7 +179,8 @@ def llama_step() -> StepTime:
 def test_vanishing_rate_gives_prefill_and_batch_one_decode(llama_step: StepTime) -> None:
     """Requests 1000 s apart never meet: TTFT is the prefill step of the whole prompt, TPOT the
     mean of the batch-1 decode steps at contexts 513..639 (eager: --cuda-graphs off)."""
-    run = costmodel.serve("llama3-8b", rate=0.001, requests=5, prompt="512", output="128", seed=3, cuda_graphs="off")
+    run = costmodel.serve("llama3-8b", rate=0.001, requests=5, prompt="512", output="128", seed=3, cuda_graphs="off",
+                          sampling=None)  # the step model's forward alone (its sampler: tests/test_sampler_cost.py)
     prefill = llama_step.seconds([512], [512])
     decode = np.mean([llama_step.seconds([1], [512 + i]) for i in range(1, 128)])
     assert run.requests["ttft_s"].to_numpy() == pytest.approx([prefill] * 5, rel=1e-12)

@@ -173,7 +173,7 @@ def test_disaggregated_request_alone_pays_the_transfer(capsys) -> None:
     hw = load_hardware("h100-sxm")
     step = StepTime(costmodel.load_model("llama3-8b"), hw)
     run = costmodel.serve("llama3-8b", "h100-sxm", rate=1, requests=1, prompt="512", output="3", disaggregate=(1, 1),
-                          cuda_graphs="off")
+                          cuda_graphs="off", sampling=None)  # the forward's steps (no sampler)
     row = run.requests.iloc[0]
     transfer = transfer_seconds(hw, 131072, 512)
     assert transfer == 512 * 131072 / hw.inter_node_bandwidth_bytes_per_s + hw.collective_latency_s

@@ -219,8 +219,9 @@ def test_serve_under_graphs_is_the_graphed_step_model(step):
     """A lone request under vllm (auto): its TTFT is the graphed prefill step (512 tokens: captured)
     and each decode step the graphed one; the same run eager is slower by their launches."""
     graphed = step.with_graphs(vllm_v1_graphs(1024, 8192))
-    run = costmodel.serve("llama3-8b", rate=0.001, requests=2, prompt="512", output="16", seed=3)
-    eager = costmodel.serve("llama3-8b", rate=0.001, requests=2, prompt="512", output="16", seed=3, cuda_graphs="off")
+    run = costmodel.serve("llama3-8b", rate=0.001, requests=2, prompt="512", output="16", seed=3, sampling=None)
+    eager = costmodel.serve("llama3-8b", rate=0.001, requests=2, prompt="512", output="16", seed=3, cuda_graphs="off",
+                            sampling=None)  # the forward's steps (the sampler after it: tests/test_sampler_cost.py)
     assert run.setup["cuda_graphs"] == "piecewise" and eager.setup["cuda_graphs"] == "none"
     assert run.requests["ttft_s"].to_numpy() == pytest.approx([graphed.seconds([512], [512])] * 2, rel=1e-12)
     decode = np.mean([graphed.seconds([1], [512 + i]) for i in range(1, 16)])

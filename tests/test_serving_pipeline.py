@@ -58,7 +58,8 @@ def _serve(tmp_path, rows, **options):
     path = tmp_path / "trace.jsonl"
     path.write_text("".join(json.dumps({"arrival": a, "prompt_tokens": p, "output_tokens": o}) + "\n"
                             for a, p, o in rows))
-    return costmodel.serve("llama3-8b", "h100-sxm", trace=str(path), num_blocks=64, **{"cuda_graphs": "off", **options})
+    return costmodel.serve("llama3-8b", "h100-sxm", trace=str(path), num_blocks=64,
+                           **{"cuda_graphs": "off", "sampling": None, **options})  # the forward (no sampler)
 
 
 def test_two_stages_run_two_batches_at_once(tmp_path, llama):
