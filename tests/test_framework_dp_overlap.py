@@ -163,13 +163,17 @@ ROWS = {
     # rows, whose layout is assumed and whose reduction is not stated: Megatron-LM's default
     "megatron-llama llama-13b distopt 32xa100-80gb": 0.0,
     "gpu-hours-llama4 scout 40T tokens": 0.0,
+    # session 34 (wt34_gpuhours): LLaMA-1's GPU-hours rows on the 'llama' source's stack, section 2.4's all_reduce
+    # overlapped with the backward
+    "gpu-hours-llama1 65b 1.4T tokens": 2 / 3,
 }
 
 
 def test_each_megatron_source_reduces_as_its_recipe_states():
-    """One row a source (42 sources: all whose framework is megatron, session 31's StarCoderBase GPU-hours row
-    among them since its one KV head is replicated under TP 4, and session 32's Megatron-LLaMA and Llama 4 rows),
-    and the counts over the 405 Megatron training rows: 338 reduce under the backward (Megatron-LLaMA's two
+    """One row a source (43 sources: all whose framework is megatron, session 31's StarCoderBase GPU-hours row
+    among them since its one KV head is replicated under TP 4, session 32's Megatron-LLaMA and Llama 4 rows and,
+    since session 34, LLaMA-1's four GPU-hours rows), and the counts over the 409 Megatron training rows: 342
+    reduce under the backward (Megatron-LLaMA's two
     overlapped rows among them), 56 after it (Megatron-LLaMA's three DistributedOptimizer rows and the two
     Llama 4 GPU-hours rows among them) (the 6 whose recipes turn it off, the 16 nanotron ZeRO-1
     rows, Megatron-LM of 2021, Nemotron-4 340B's, the three DeepSeek and session 30's Falcon-180B and session
@@ -187,9 +191,9 @@ def test_each_megatron_source_reduces_as_its_recipe_states():
         estimate, _, options = train_setup(run, source)
         shares[run["id"]] = (options.get("overlap", Overlap()).dp, estimate.layout.zero)
         sources.add(run["id"].split()[0])
-    assert len(sources) == 42 and {row.split()[0] for row in ROWS} == sources
+    assert len(sources) == 43 and {row.split()[0] for row in ROWS} == sources
     assert {row: shares[row][0] for row in ROWS} == ROWS
-    assert len(shares) == 405
-    assert sum(dp == 2 / 3 and zero != 3 for dp, zero in shares.values()) == 338
+    assert len(shares) == 409
+    assert sum(dp == 2 / 3 and zero != 3 for dp, zero in shares.values()) == 342
     assert sum(dp == 0.0 for dp, _ in shares.values()) == 56
     assert sum(zero == 3 for _, zero in shares.values()) == 11
