@@ -122,7 +122,9 @@ NOW = dict(FIRST_COMPUTED, **{"training rates": ((60, 9.9, 55, 30, 14), (0.785, 
                               # 9.3 before wt33_small's embedding dense gradient
                               "pytorch-float8-fsdp2": ((12, 9.4, 12, 6, 3), (0.785, 0.997)),
                               "glm-130b": ((1, 23.1, 1, 0, 0), (1.231, 1.231)),
-                              "GPU-hours": ((7, 49.0, 1, 0, 0), (0.478, 1.833))})
+                              # wt34_gpuhours (session 34): LLaMA-1's rows on the 'llama' source's stack (TP 8 + SP, ZeRO-1;
+                              # the gpu-hours-llama1 source's "amended"): as speeds 0.51-0.66 -> 0.777-1.052
+                              "GPU-hours": ((7, 22.3, 5, 2, 1), (0.777, 1.833))})
 
 
 @pytest.mark.slow
