@@ -25,7 +25,7 @@ def test_the_facts_as_read():
     (MXFP8Quantizer::quantize); fc1's and fc2's input forward and output gradient backward a layer."""
     f = kernel_facts()["te_grouped_linear_quantize"]
     assert f["quantize_kernels"] == {"current": 3, "mxfp8": 1}
-    assert f["calls_per_layer"] == {"forward": 2, "backward": 2}
+    assert f["calls_per_layer"] == {"forward": 2, "backward": 2} and f["saved_input_backward"] == 1
     assert "Quantize kernels individually" in f["source"] and "v2.16" in f["source"]
 
 
@@ -67,7 +67,8 @@ def test_where_it_does_not_apply(run_id, why):
 
 def test_the_conditions_one_by_one():
     """Each condition of applies on a stand-in: Megatron-Core training, GroupedLinear (not SequentialMLP), a
-    listed recipe, more than one local expert, no op fuser; the forward's calls twice under full recomputation."""
+    listed recipe, more than one local expert, no op fuser; the forward's calls twice under full recomputation, one
+    more backward call where the activation is recomputed."""
     from types import SimpleNamespace as NS
 
     def stub(**change):
@@ -78,6 +79,7 @@ def test_the_conditions_one_by_one():
 
     assert grouped_quantize.applies(stub(), False) and grouped_quantize.layer_kernels(stub()) == 4 * 1 * 1
     assert grouped_quantize.layer_kernels(stub(recompute="full")) == 6 * 1 * 1
+    assert grouped_quantize.layer_kernels(stub(recompute="layernorm-moe-act")) == 5 * 1 * 1  # fc2's saved input
     assert grouped_quantize.layer_kernels(stub(fp8="current", ep=2)) == 4 * 3 * 3
     for changed in (dict(ep=8), dict(fp8="delayed"), dict(fp8="nvfp4"), dict(fp8=None), dict(phase="decode"),
                     dict(framework="fsdp2"), dict(moe_grouped_gemm=False)):

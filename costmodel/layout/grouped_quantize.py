@@ -11,7 +11,7 @@ micro-batch of a rank with E local experts,
     kernels = calls x (E - 1) x q,   seconds = kernels x launch
 
 calls the GroupedLinear quantize calls (kernel_facts.json "te_grouped_linear_quantize": 2 forward, 2 backward,
-the forward's again where the layer is recomputed), q the kernels of one quantize (3 under current scaling, 1
+the forward's again where the layer is recomputed, fc2's saved input again where the activation is), q the kernels of one quantize (3 under current scaling, 1
 under MXFP8), launch layout/unfused.py's eager kernel. Not where Megatron-Core runs Transformer Engine's op fuser
 (a row's moe_op_fuser: its fused grouped MLP quantizes the experts together), nor under SequentialMLP (its own
 per-expert Linear modules: layout/sequential_mlp.py), nor one local expert (one split, one quantize).
@@ -22,6 +22,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..kernel_rates import kernel_facts
+from ..spec import RECOMPUTED_PARTS
 from .gpt_oss_eager import _forward_runs as forward_runs
 from .unfused import launch_seconds
 
@@ -47,6 +48,8 @@ def layer_kernels(estimate: Any) -> float:
     """The kernels one MoE layer's micro-batch adds on a rank: (E - 1) x q for each quantize call."""
     f = facts()
     calls = f["calls_per_layer"]["forward"] * forward_runs(estimate, {"moe_layer"}) + f["calls_per_layer"]["backward"]
+    if "moe_act" in RECOMPUTED_PARTS.get(estimate.workload.recompute, frozenset()):  # set_save_original_input(fc2)
+        calls += f["saved_input_backward"]
     return calls * (local_experts(estimate) - 1) * f["quantize_kernels"][estimate.layout.fp8]
 
 
