@@ -92,11 +92,13 @@ def test_what_loads(tmp_path):
 
 
 def test_every_sources_hardware_still_loads():
-    """Every published source's hardware with its overrides loads; its PCIe nodes are the RTX 4090 sources' and
+    """Every published source's hardware with its overrides loads; its PCIe nodes are the RTX 4090 sources' (session
+    34's AutoAWQ README among them) and
     llm-perf-bench's A100 PCIe node at 32 GB/s (its override: "all numbers are based on PCIe, not NVLink")."""
     data = other_runs_data()
     pcie = {name: (h.name, h.intra_node_bandwidth_bytes_per_s) for name, h in
             ((name, run_hardware(source)) for name, source in data["sources"].items()) if h.intra_node_fabric == "pcie"}
     assert pcie == {"exllamav2-readme": ("rtx-4090", 32e9), "llamacpp-pr4766": ("rtx-4090", 32e9),
                     "llm-perf-bench-4bit": ("rtx-4090", 32e9), "lmdeploy-w4a16": ("rtx-4090", 32e9),
-                    "llm-perf-bench-fp16": ("a100-pcie", 32e9), "llm-perf-bench-vllm": ("a100-pcie", 32e9)}
+                    "llm-perf-bench-fp16": ("a100-pcie", 32e9), "llm-perf-bench-vllm": ("a100-pcie", 32e9),
+                    "autoawq-v0.1.6": ("rtx-4090", 32e9)}
