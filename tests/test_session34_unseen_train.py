@@ -8,19 +8,15 @@ from __future__ import annotations
 
 import pytest
 
-from reports.published_runs import other_runs_data, run_kind, train_setup, train_tokens
-from tests.rows_summary import ratios, stats
+from reports.published_runs import run_kind, train_tokens
+from tests.unseen_rows import assert_summaries, decode_groups, ratios, runs_of, source_of, train_setup_of
 
 SOURCES = ("dgxc-24.11", "dgxc-24.11-nemotron", "dgxc-24.11-gpt3", "dgxc-25.04", "dgxc-25.05-gb200",
            "mlperf-v3.1-nvidia", "mlperf-v3.1-azure", "mlperf-v4.0-nvidia", "mlperf-v4.0-smc", "flagperf-aquila2-7b-a800")
 
 
 def _runs() -> dict[str, dict]:
-    return {r["id"]: r for r in other_runs_data()["runs"] if r["id"].split()[0] in SOURCES}
-
-
-def _setup(run: dict):
-    return train_setup(run, other_runs_data()["sources"][run["id"].split()[0]])
+    return {r["id"]: r for s in SOURCES for r in runs_of(s)}
 
 
 def test_the_dgxc_rows_are_the_readme_tables():
@@ -44,13 +40,13 @@ def test_the_dgxc_rows_are_the_readme_tables():
         assert run["tp"] * run["pp"] * run.get("cp", 1) * run["dp"] == run["gpus"]
     # the 340B FP8 table of v24.11.1 is dgxc-25.02-nemotron's (the same figures): not typed twice
     assert not any("nemotron4-340b fp8" in k for k in dgxc if k.startswith("dgxc-24.11"))
-    estimate, hardware, options = _setup(dgxc["dgxc-25.04 llama3.1-70b fp8 64xh100"])  # FP8: PP 8, CP 1
+    estimate, hardware, options = train_setup_of(dgxc["dgxc-25.04 llama3.1-70b fp8 64xh100"])  # FP8: PP 8, CP 1
     assert (estimate.layout.tp, estimate.layout.pp, estimate.layout.cp, estimate.layout.dp,
             estimate.layout.virtual_stages, estimate.layout.microbatches) == (4, 8, 1, 2, 5, 64)
-    estimate, hardware, options = _setup(dgxc["dgxc-25.05-gb200 nemotron4-340b fp8 128xgb200"])
+    estimate, hardware, options = train_setup_of(dgxc["dgxc-25.05-gb200 nemotron4-340b fp8 128xgb200"])
     assert (hardware.name, estimate.cfg.d_model, estimate.cfg.activation, estimate.layout.fp8) == \
         ("gb200", 18432, "relu2", "delayed")
-    estimate, _, options = _setup(dgxc["dgxc-24.11-gpt3 gpt3-175b bf16 128xh100"])
+    estimate, _, options = train_setup_of(dgxc["dgxc-24.11-gpt3 gpt3-175b bf16 128xh100"])
     assert (estimate.cfg.vocab_size, estimate.cfg.dropout, estimate.layout.virtual_stages) == (50688, 0.1, 12)
     assert "attention_kernel" not in options  # NVTE_FUSED_ATTN=0: flash-attn, not cuDNN
 
@@ -74,13 +70,13 @@ def test_the_mlperf_rows_are_their_logs():
         run = mlperf[run_id]
         assert run["published_seconds_per_step"] == round(block / steps, 4) and run["global_batch"] == gbs
         assert gbs // (run["dp"] * run["micro_batch"]) == accumulation
-    estimate, hardware, options = _setup(mlperf["mlperf-v4.0-nvidia gpt3-175b 10752xh100"])
+    estimate, hardware, options = train_setup_of(mlperf["mlperf-v4.0-nvidia gpt3-175b 10752xh100"])
     layout, cfg = estimate.layout, estimate.cfg
     assert (layout.tp, layout.pp, layout.virtual_stages, layout.dp, layout.microbatches) == (4, 6, 8, 448, 6)
     assert (layout.fp8, layout.fp8_param_gather, layout.tp_only_amax_red, layout.sp) == ("delayed", True, True, True)
     assert (cfg.n_layers, cfg.d_model, cfg.vocab_size, cfg.dropout, cfg.position) == (96, 12288, 50688, 0.0, "learned")
     assert (hardware.name, options["attention_kernel"]) == ("h100-sxm", "cudnn")
-    estimate, _, _ = _setup(mlperf["mlperf-v3.1-nvidia gpt3-175b 512xh100"])
+    estimate, _, _ = train_setup_of(mlperf["mlperf-v3.1-nvidia gpt3-175b 512xh100"])
     assert (estimate.layout.virtual_stages, estimate.layout.fp8_param_gather) == (12, False)  # no fp8_params in v3.1
 
 
@@ -91,7 +87,7 @@ def test_the_aquila2_rows_are_flagperfs_table():
     figures = {r["id"].split()[2]: (r["published_tokens_per_s_per_gpu"], r["global_batch"], r["micro_batch"]) for r in runs.values()}
     assert figures == {"tp1pp1dp8": (3936.8, 72, 1), "tp8pp1dp1": (2866.3, 72, 8), "tp1pp8dp1": (2093.5, 36, 4),
                        "tp2pp2dp2": (3468.3, 72, 4)}
-    estimate, hardware, options = _setup(runs["flagperf-aquila2-7b-a800 aquila2-7b tp8pp1dp1 8xa800"])
+    estimate, hardware, options = train_setup_of(runs["flagperf-aquila2-7b-a800 aquila2-7b tp8pp1dp1 8xa800"])
     cfg, layout = estimate.cfg, estimate.layout
     assert (cfg.n_layers, cfg.d_model, cfg.d_ff, cfg.vocab_size, cfg.activation, cfg.norm) == \
         (32, 4096, 11008, 100352, "swiglu", "rmsnorm")
@@ -100,15 +96,14 @@ def test_the_aquila2_rows_are_flagperfs_table():
 
 
 def test_all_dense_and_a_few_rows_as_first_computed():
-    data = other_runs_data()
     runs = _runs()
-    assert {run_kind(r, data["sources"][k.split()[0]]) for k, r in runs.items()} == {"dense training"}
+    assert {run_kind(r, source_of(k.split()[0])) for k, r in runs.items()} == {"dense training"}
     for run_id, ratio in (("dgxc-25.04 llama3.1-8b bf16 8xh100", 0.9794),
                           ("mlperf-v3.1-nvidia gpt3-175b 10752xh100", 1.2731),
                           ("mlperf-v4.0-nvidia gpt3-175b 512xh100", 1.0719),
                           ("dgxc-25.05-gb200 nemotron4-340b fp8 512xgb200", 1.3829)):
         run = runs[run_id]
-        ours = train_tokens(run, data["sources"][run_id.split()[0]], "kernels")
+        ours = train_tokens(run, source_of(run_id.split()[0]), "kernels")
         assert ours / run["published_tokens_per_s_per_gpu"] == pytest.approx(ratio, abs=5e-4), run_id
 
 
@@ -128,12 +123,10 @@ FIRST_COMPUTED = {"all": ((59, 14.7, 58, 20, 11), (0.979, 1.383)),
 @pytest.mark.slow
 def test_the_rows_as_first_computed():
     every = ratios(SOURCES)
-    groups = {"all": list(every), "dgxc": [k for k in every if k.startswith("dgxc")],
+    # "all" and each source but the four MLPerf ones (decode_groups: no GPU-hours row here), then the two families
+    groups = {**decode_groups(every, SOURCES[:5] + SOURCES[9:]), "dgxc": [k for k in every if k.startswith("dgxc")],
               "mlperf": [k for k in every if k.startswith("mlperf")]}
-    groups.update({s: [k for k in every if k.split()[0] == s] for s in FIRST_COMPUTED if s not in groups})
-    for name, keys in groups.items():
-        values = [every[k] for k in keys]
-        assert (stats(values), (round(min(values), 3), round(max(values), 3))) == FIRST_COMPUTED[name], name
+    assert_summaries(every, groups, FIRST_COMPUTED)
     # the pattern: the interleaved MLPerf GPT-3 rows further out at more virtual stages a GPU (v4.0, 512 H100s,
     # MBS 2: NVIDIA's VP 4 1.07x against SMC's VP 12 1.19x) and as the accumulation shrinks (v3.1: GA 128 1.17x,
     # GA 16 1.24x, GA 8 1.27x)
