@@ -1,0 +1,141 @@
+"""The figures the README and docs/ quote beside a command are the figures that command prints.
+
+Each test reads the command and its figures from the doc itself (never a copy here), runs the
+command in-process and asserts each quoted figure appears in what it prints, so a change that moves
+a figure fails here until the doc is re-run. The code blocks of docs/fit-and-cost.md and
+docs/finetuning.md that follow their command are checked line by line in
+tests/test_new_user_defects.py; the published tables in tests/test_published_summary.py and
+tests/test_serving_published_summary.py. Commands over ~2 s in-process are marked slow.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from tests.cli_run import run_main
+
+ROOT = Path(__file__).parent.parent
+
+
+def doc(name: str) -> str:
+    """A doc's text with its lines joined (a quoted command or sentence may wrap)."""
+    return " ".join((ROOT / name).read_text(encoding="utf-8").split())
+
+
+def quoted(text: str, pattern: str) -> re.Match:
+    """The one place the doc says it: a doc that no longer says it fails here, not silently."""
+    found = list(re.finditer(pattern, text))
+    assert len(found) == 1, (pattern, len(found))
+    return found[0]
+
+
+def test_the_readme_python_example_prints_the_parameters_it_quotes():
+    import costmodel
+
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    call = quoted(text, r"result = (costmodel\.estimate\([^)]*\))").group(1)
+    figure = quoted(text, r'result\.to_dict\(\)\["params"\]\["total"\]\s+# (\d+);').group(1)
+    result = eval(call, {"costmodel": costmodel})  # the README's own call, as typed there
+    assert result.to_dict()["params"]["total"] == int(figure)
+
+
+def test_the_usable_memory_the_docs_quote_for_an_h100_is_what_estimate_prints(capsys):
+    # commands.md and fit-and-cost.md: "78.72 and 70.79 GiB on an H100 SXM" (training, inference).
+    for name in ("docs/commands.md", "docs/fit-and-cost.md"):
+        train, serve = quoted(doc(name), r"([\d.]+) and ([\d.]+) GiB on an H100 SXM").groups()
+        code, out, err = run_main(["estimate", "--model", "llama3-8b", "--hardware", "h100-sxm"], capsys)
+        assert code in (0, 1), err
+        verdicts = [line for line in out.splitlines() if " GPU" in line and "fit" in line]
+        assert any(f"in {train} GiB" in line and line.startswith("Training") for line in verdicts), verdicts
+        assert any(f"in {serve} GiB" in line and line.startswith("Inference") for line in verdicts), verdicts
+
+
+def test_the_lora_verdict_finetuning_md_quotes_in_its_prose_is_printed(capsys):
+    """docs/finetuning.md names `finetune --model llama3-70b --hardware h100 ...` in a sentence, then
+    shows its verdict in a block: both the sentence's figures and the block's lines are printed."""
+    text = (ROOT / "docs" / "finetuning.md").read_text(encoding="utf-8")
+    match = quoted(" ".join(text.split()), r"\(`(finetune --model llama3-70b --hardware h100 [^`]*)`\) needs "
+                                           r"([\d.]+) GiB; neither change alone fits, both together leave ([\d.]+) GiB")
+    command, needs, leaves = match.groups()
+    after = text.split(command, 1)[1].split("```")[1]  # the block after the sentence
+    shown = [line for line in after.strip().splitlines() if line.strip()]
+    code, out, err = run_main(command.split(), capsys)
+    assert code == 0, err  # a verdict, not an error, as estimate's
+    assert shown and [line for line in shown if line not in out.splitlines()] == []
+    assert f"total on the GPU     {needs} GiB" in out and f"    {leaves} GiB   together" in out
+
+
+@pytest.mark.slow
+def test_the_mfu_of_a_capped_a100_time_md_quotes_is_printed(tmp_path, capsys):
+    """docs/time.md: a 250 W A100 file against the 400 W preset (Llama-2-7B, 8 GPUs, FSDP2 ZeRO 3):
+    the step seconds and MFU each prints."""
+    from costmodel.hardware import load_hardware
+
+    text = doc("docs/time.md")
+    match = quoted(text, r"a 250 W A100 file: ([\d.]+) s and ([\d.]+)% against the 400 W preset's ([\d.]+) s and "
+                         r"([\d.]+)%, Llama-2-7B, 8 GPUs, FSDP2 ZeRO 3, `(simulate --train [^`]*)`")
+    capped_s, capped_mfu, preset_s, preset_mfu, command = match.groups()
+    path = tmp_path / "a100-250w.json"
+    path.write_text(json.dumps(dict(load_hardware("a100-80gb").to_dict(), name="a100-250w", power_limit_watts=250.0)))
+    for hardware, seconds, mfu in ((str(path), capped_s, capped_mfu), ("a100-80gb", preset_s, preset_mfu)):
+        code, out, err = run_main([*command.split(), "--hardware", hardware], capsys)
+        assert code == 0, err
+        step = next(line for line in out.splitlines() if line.strip().startswith("step "))
+        assert re.search(rf"\s{re.escape(seconds)} s\s", step) and f"MFU {mfu}%" in step, (hardware, step)
+
+
+@pytest.mark.slow
+def test_the_serving_answer_serving_md_quotes_is_printed(capsys):
+    # "p99 TTFT and TPOT at 5 req/s for Llama-3-8B on one H100 with vLLM's scheduler"
+    text = doc("docs/serving.md")
+    match = quoted(text, r"`python cli\.py (serve --model llama3-8b --hardware h100-sxm --rate 5 --scheduler vllm)` "
+                         r"\(1,000 Poisson requests, seed 0, 512 prompt \+ 128 output tokens, bf16\): "
+                         r"p99 TTFT ([\d.]+) ms, p99 TPOT ([\d.]+) ms; KV cache ([\d,]+) blocks of 16 tokens "
+                         r"\(([\d,]+) bytes per token\)")
+    command, ttft, tpot, blocks, per_token = match.groups()
+    code, out, err = run_main(command.split(), capsys)
+    assert code == 0, err
+    p99 = {line.split()[0]: line.split()[-1] for line in out.splitlines() if line.split()[:1] in (["TTFT"], ["TPOT"])}
+    assert p99 == {"TTFT": ttft, "TPOT": tpot}, p99
+    assert f"KV cache per replica: {blocks} blocks of 16 tokens ({per_token} B per token" in out
+
+
+@pytest.mark.slow
+def test_the_fewest_h100s_plan_serve_finds_is_the_one_serving_md_quotes(capsys):
+    text = doc("docs/serving.md")
+    match = quoted(text, r"`python cli\.py (plan --serve --model llama3-70b [^`]*)` \(300 simulated requests per "
+                         r"point\): the fewest H100s is \*\*(\d+)\*\* \(tp (\d+), one replica, max-num-seqs (\d+), "
+                         r"token budget ([\d,]+): p99 TTFT ([\d.]+) ms, p99 TPOT ([\d.]+) ms; tp (\d+) in two "
+                         r"replicas, ([\d.]+) and ([\d.]+) ms\)")
+    command, gpus, tp, seqs, tokens, ttft, tpot, tp2, ttft2, tpot2 = match.groups()
+    code, out, err = run_main(command.split(), capsys)
+    assert code == 0, err
+    rows = [line.split() for line in out.splitlines() if line.split()[:2] == [gpus, "h100-sxm"]]
+    assert rows[0] == [gpus, "h100-sxm", tp, "1", "1", seqs, tokens.replace(",", ""), ttft, tpot, "-", "-"], rows[0]
+    assert [gpus, "h100-sxm", tp2, "1", "2"] in [row[:5] for row in rows]
+    assert any(row[2:5] == [tp2, "1", "2"] and row[7:9] == [ttft2, tpot2] for row in rows), rows
+
+
+DISAGGREGATION = {"2 colocated": ["--replicas", "2"], "1 prefill + 1 decode": ["--disaggregate", "1:1"],
+                  "4 colocated": ["--replicas", "4"], "1 prefill + 3 decode": ["--disaggregate", "1:3"],
+                  "2 prefill + 2 decode": ["--disaggregate", "2:2"]}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("layout", DISAGGREGATION)
+def test_the_disaggregation_table_is_what_serve_prints(layout, capsys):
+    text = doc("docs/serving.md")
+    command = quoted(text, r"`python cli\.py (serve --model llama3-8b --rate 30 [^`]*) --replicas 2` or "
+                           r"`--disaggregate 1:1`").group(1)
+    row = quoted(text, rf"\| \d \| {re.escape(layout)} \| ([\d,]+) \| ([\d.]+) \| ([\d,]+) \| ([\d.]+) \|").groups()
+    code, out, err = run_main([*command.split(), *DISAGGREGATION[layout]], capsys)
+    assert code == 0, err
+    p99 = {line.split()[0]: line.split()[-1] for line in out.splitlines() if line.split()[:1] in (["TTFT"], ["TPOT"],
+                                                                                                   ["E2E"])}
+    rate = re.search(r"throughput: ([\d.]+) req/s", out).group(1)
+    printed = (f"{float(p99['TTFT']):,.0f}", p99["TPOT"], f"{float(p99['E2E']):,.0f}", f"{float(rate):.1f}")
+    assert printed == row, (printed, row)
