@@ -139,3 +139,63 @@ def test_the_disaggregation_table_is_what_serve_prints(layout, capsys):
     rate = re.search(r"throughput: ([\d.]+) req/s", out).group(1)
     printed = (f"{float(p99['TTFT']):,.0f}", p99["TPOT"], f"{float(p99['E2E']):,.0f}", f"{float(rate):.1f}")
     assert printed == row, (printed, row)
+
+
+@pytest.mark.slow
+def test_one_requests_seconds_serving_md_quotes_are_what_simulate_prints(capsys):
+    """docs/serving.md: Llama 3 8B, 2,048 + 128 on an H100, one request alone, eager, under both time
+    models, and simulate's whole-step graphs under the roofline."""
+    text = doc("docs/serving.md")
+    roofline, kernels = quoted(text, r"Llama 3 8B, 2,048 \+ 128 on an H100, ([\d.]+) s under the roofline and "
+                                     r"([\d.]+) s under the kernel model in both").groups()
+    graphs = quoted(text, r"simulate's `--cuda-graphs` replays the whole step \([\d.]+ s against ([\d.]+) s "
+                          r"under the roofline\)").group(1)
+    base = ["simulate", "--model", "llama3-8b", "--hardware", "h100-sxm", "--prompt", "2048", "--gen", "128",
+            "--attention", "flash", "--kv-cache", "static"]
+    for extra, figure in ((["--cuda-graphs", "off", "--time-model", "roofline"], f"{roofline} s"),
+                          (["--cuda-graphs", "off", "--time-model", "kernels"], f"{kernels} s"),
+                          (["--cuda-graphs", "on", "--time-model", "roofline"], f"{float(graphs) * 1000:.0f} ms")):
+        code, out, err = run_main([*base, *extra], capsys)
+        assert code == 0, err
+        line = next(line for line in out.splitlines() if line.strip().startswith("prefill + generation"))
+        assert line.split()[3:5] == figure.split(), (extra, line)
+
+
+def test_the_decode_codes_times_commands_md_quotes_are_what_plan_serve_prints(capsys):
+    """docs/commands.md, plan --serve's --decode-code: Llama 3.1 8B, 32 x 2,048 + 128, FP8 cache, one H100."""
+    text = doc("docs/commands.md")
+    batch, prompt, gen, transformers, trtllm = quoted(
+        text, r"Llama 3\.1 8B, (\d+) x ([\d,]+) \+ (\d+) with an FP8 cache on one H100: ([\d.]+) ms a token under "
+              r"transformers, ([\d.]+) ms under `tensorrt-llm`").groups()
+    for code_name, figure in (("transformers", transformers), ("tensorrt-llm", trtllm)):
+        code, out, err = run_main(["plan", "--serve", "--model", "llama3.1-8b", "--hardware", "h100-sxm", "--gpus", "1",
+                                   "--batch", batch, "--prompt", prompt.replace(",", ""), "--gen", gen,
+                                   "--kv-dtype", "fp8", "--decode-code", code_name, "--json"], capsys)
+        assert code == 0, err
+        seconds = json.loads(out)["feasible"][0]["time_per_output_token"]
+        assert f"{seconds * 1000:.2f}" == figure, (code_name, seconds)
+
+
+@pytest.mark.slow
+def test_the_sweeps_quantized_and_fp8_cache_bytes_commands_md_quotes_are_what_it_writes(capsys):
+    """docs/commands.md, sweep: gpt-oss-20b's inference bytes at n = 2048 with the checkpoint's MXFP4 and
+    with --weight-dtype none, and Llama-2-7B's KV cache at n = 1,024 in bf16 and fp8 (each sweep
+    lambdifies its tree: ~4 s)."""
+    import csv
+    import io
+
+    text = doc("docs/commands.md")
+    mxfp4, none = quoted(text, r"\(gpt-oss-20b: MXFP4 experts, ([\d.]+) GiB at n = 2048 where `--weight-dtype none` "
+                               r"gives ([\d.]+) GiB\)").groups()
+    bf16, fp8 = quoted(text, r"\(Llama-2-7B at n = 1,024, b = 1: ([\d,]+) B in bf16, ([\d,]+) in fp8\)").groups()
+
+    def swept(*args: str) -> dict:
+        code, out, err = run_main(["sweep", *args, "--batch", "1"], capsys)
+        assert code == 0, err
+        return next(csv.DictReader(io.StringIO(out)))
+
+    for extra, figure in (([], mxfp4), (["--weight-dtype", "none"], none)):
+        row = swept("--model", "gpt-oss-20b", "--seq-len", "2048", *extra)
+        assert f"{int(row['inference_bytes']) / 2**30:.2f}" == figure, (extra, row["inference_bytes"])
+    for extra, figure in (([], bf16), (["--kv-dtype", "fp8"], fp8)):
+        assert swept("--model", "llama2-7b", "--seq-len", "1024", *extra)["kv_cache_bytes"] == figure.replace(",", "")
