@@ -199,3 +199,24 @@ def test_the_sweeps_quantized_and_fp8_cache_bytes_commands_md_quotes_are_what_it
         assert f"{int(row['inference_bytes']) / 2**30:.2f}" == figure, (extra, row["inference_bytes"])
     for extra, figure in (([], bf16), (["--kv-dtype", "fp8"], fp8)):
         assert swept("--model", "llama2-7b", "--seq-len", "1024", *extra)["kv_cache_bytes"] == figure.replace(",", "")
+
+
+def test_the_published_rows_checked_md_quotes_in_prose_are_its_tables_cells():
+    """docs/checked.md names a row's command in prose with the kernel model's figure beside it; the
+    table's cell (regenerated from `python cli.py published` with every run) is the printed figure,
+    so the prose must be the cell (it had kept 1.02x, 1,473 and 4,766 after the table moved)."""
+    text = doc("docs/checked.md")
+
+    def cell(row: str) -> tuple[str, str]:  # the kernel model's (figure, ratio) of a table row
+        figure, ratio = quoted(text, re.escape(row) + r" \| tokens/s per GPU[^|]*\| [\d,.]+ \| [^|]+ \| "
+                                                      r"([\d,.]+) \(([\d.]+)x\) \|").groups()
+        return figure, ratio
+
+    automodel = quoted(text, r"64 DGX-H100s, torch\.compile and full checkpointing, as the page and its config "
+                             r"state: ([\d.]+)x").group(1)
+    assert automodel == cell("NeMo AutoModel Llama 3 70B, FSDP2 32 x CP 2, compiled, recomputed, 64 DGX-H100")[1]
+    llama, mixtral = quoted(text, r"--framework megatron --time-model kernels` \(([\d,]+) a GPU\) and `--model "
+                                  r"mixtral-8x22b --hardware mi355x .*? \(([\d,]+): the interleaved sends hidden").groups()
+    for prose, row in ((llama, "the same, FSDP2 64, 12 layers recomputed, GBS 256 MBS 1, 64 MI325X"),
+                       (mixtral, "AMD Primus Mixtral 8x22B, BF16, PP 4 VP 2 DP 16, EP 8, GBS 512 MBS 1, 64 MI355X")):
+        assert prose == f"{float(cell(row)[0].replace(',', '')):,.0f}", (prose, row)
