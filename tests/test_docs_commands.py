@@ -220,3 +220,12 @@ def test_the_published_rows_checked_md_quotes_in_prose_are_its_tables_cells():
     for prose, row in ((llama, "the same, FSDP2 64, 12 layers recomputed, GBS 256 MBS 1, 64 MI325X"),
                        (mixtral, "AMD Primus Mixtral 8x22B, BF16, PP 4 VP 2 DP 16, EP 8, GBS 512 MBS 1, 64 MI355X")):
         assert prose == f"{float(cell(row)[0].replace(',', '')):,.0f}", (prose, row)
+
+
+def test_the_readmes_gpt_oss_120b_fits_one_80_gb_gpu_as_estimate_says(capsys):
+    # README: "gpt-oss: MXFP4 experts, so gpt-oss-120b fits one 80 GB GPU" (the checkpoint's format by default).
+    assert "so gpt-oss-120b fits one 80 GB GPU" in doc("README.md")
+    code, out, err = run_main(["estimate", "--model", "gpt-oss-120b", "--hardware", "h100-sxm"], capsys)
+    assert code == 0, err
+    verdict = next(line for line in out.splitlines() if line.startswith("Inference on 1 h100-sxm GPU: "))
+    assert " fits in " in verdict and "NOT" not in verdict, verdict
