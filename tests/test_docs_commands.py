@@ -229,3 +229,27 @@ def test_the_readmes_gpt_oss_120b_fits_one_80_gb_gpu_as_estimate_says(capsys):
     assert code == 0, err
     verdict = next(line for line in out.splitlines() if line.startswith("Inference on 1 h100-sxm GPU: "))
     assert " fits in " in verdict and "NOT" not in verdict, verdict
+
+
+def test_every_documented_device_measurement_is_a_command_hardware_accepts(monkeypatch, capsys):
+    """README's `hardware --measure --device cuda --like h200` (how benchmarks/h200-measured.json was
+    written) was refused: --device and --like are read only with --out FILE. Each such command the docs
+    print reaches the measurement with its file, device and preset (the measurement itself stubbed:
+    it needs the GPU)."""
+    import sys
+
+    import cli  # noqa: F401  (loads cli.hardware)
+
+    module = sys.modules["cli.hardware"]
+    calls = []
+    monkeypatch.setattr(module, "measure_hardware_file", lambda out, device, like, dtypes, quick:
+                        calls.append((out, device, like)))
+    typed = [" ".join(match.split()) for name in ("README.md", "docs/time.md", "docs/commands.md")
+             for match in re.findall(r"`python cli\.py (hardware --measure [^`]*--device cuda[^`]*)`",
+                                     (ROOT / name).read_text(encoding="utf-8"))]
+    assert len(typed) >= 2, typed
+    for command in typed:
+        code, out, err = run_main(command.split(), capsys)
+        args = command.split()
+        assert code == 0 and err == "", (command, err)
+        assert calls[-1] == (args[args.index("--out") + 1], "cuda", args[args.index("--like") + 1])
