@@ -253,3 +253,32 @@ def test_every_documented_device_measurement_is_a_command_hardware_accepts(monke
         args = command.split()
         assert code == 0 and err == "", (command, err)
         assert calls[-1] == (args[args.index("--out") + 1], "cuda", args[args.index("--like") + 1])
+
+
+# The fit verdicts' examples in prose: (doc, the sentence with the suggested change and its GiB as groups,
+# the command it describes). The change must be a suggestion line of what the command prints, at that memory.
+VERDICT_EXAMPLES = [
+    ("docs/fit-and-cost.md", r"Llama-3-70B on H100s, `(--gpus 2 --tp 2)` at ([\d.]+) GiB each",
+     "estimate --model llama3-70b --hardware h100-sxm"),
+    ("docs/fit-and-cost.md", r"Llama 2 70B's full fine-tune on 8 A100 40GB at 4,096 tokens: `([^`]+)`, ([\d.]+) GiB a GPU",
+     "estimate --model llama2-70b --hardware a100-40gb --gpus 8 --seq-len 4096"),
+    ("docs/fit-and-cost.md", r"QLoRA of Llama 3 8B at 16 x 2,048 on an RTX 4090: `(--batch \d+)`, ([\d.]+) GiB",
+     "finetune --model llama3-8b --method qlora --hardware rtx-4090 --batch 16 --seq-len 2048"),
+    ("docs/fit-and-cost.md", r"Llama 3 8B on 2 x RTX 4090: `(--zero 3 --offload params)`, ([\d.]+) GiB",
+     "estimate --model llama3-8b --hardware rtx-4090 --gpus 2"),
+    ("docs/finetuning.md", r"LoRA of Llama 3\.1 8B at 2,048 tokens on a 16 GB T4 was offered `--seq-len 78` alone; "
+                           r"now `(--method qlora --recompute full)`, ([\d.]+) GiB, first",
+     "finetune --model llama3.1-8b --hardware t4 --seq-len 2048"),
+]
+
+
+@pytest.mark.parametrize("name, sentence, command", VERDICT_EXAMPLES,
+                         ids=[" ".join(command.split()[:3]) + f" {i}" for i, (_, _, command) in enumerate(VERDICT_EXAMPLES)])
+def test_a_fit_verdicts_example_in_prose_is_a_suggestion_it_prints(name, sentence, command, capsys):
+    change, gib = quoted(doc(name), sentence).groups()
+    code, out, err = run_main(command.split(), capsys)
+    assert code == 0, err
+    suggestions = [line.split() for line in out.splitlines() if line.startswith("    --")]
+    # a suggestion line: the change's options, then its memory (`--batch 9` is printed `--recompute full --batch 9`)
+    assert any(" ".join(words).split(f" {gib} GiB")[0].endswith(change) and f"{gib}" in words
+               for words in suggestions), (change, gib, suggestions)
