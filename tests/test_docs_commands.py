@@ -216,7 +216,8 @@ def test_the_published_rows_checked_md_quotes_in_prose_are_its_tables_cells():
                              r"state: ([\d.]+)x").group(1)
     assert automodel == cell("NeMo AutoModel Llama 3 70B, FSDP2 32 x CP 2, compiled, recomputed, 64 DGX-H100")[1]
     llama, mixtral = quoted(text, r"--framework megatron --time-model kernels` \(([\d,]+) a GPU\) and `--model "
-                                  r"mixtral-8x22b --hardware mi355x .*? \(([\d,]+): the interleaved sends hidden").groups()
+                                  r"mixtral-8x22b --hardware mi355x .*? \(([\d,]+): the interleaved sends "
+                                  r"hidden").groups()
     for prose, row in ((llama, "the same, FSDP2 64, 12 layers recomputed, GBS 256 MBS 1, 64 MI325X"),
                        (mixtral, "AMD Primus Mixtral 8x22B, BF16, PP 4 VP 2 DP 16, EP 8, GBS 512 MBS 1, 64 MI355X")):
         assert prose == f"{float(cell(row)[0].replace(',', '')):,.0f}", (prose, row)
@@ -260,7 +261,8 @@ def test_every_documented_device_measurement_is_a_command_hardware_accepts(monke
 VERDICT_EXAMPLES = [
     ("docs/fit-and-cost.md", r"Llama-3-70B on H100s, `(--gpus 2 --tp 2)` at ([\d.]+) GiB each",
      "estimate --model llama3-70b --hardware h100-sxm"),
-    ("docs/fit-and-cost.md", r"Llama 2 70B's full fine-tune on 8 A100 40GB at 4,096 tokens: `([^`]+)`, ([\d.]+) GiB a GPU",
+    ("docs/fit-and-cost.md",
+     r"Llama 2 70B's full fine-tune on 8 A100 40GB at 4,096 tokens: `([^`]+)`, ([\d.]+) GiB a GPU",
      "estimate --model llama2-70b --hardware a100-40gb --gpus 8 --seq-len 4096"),
     ("docs/fit-and-cost.md", r"QLoRA of Llama 3 8B at 16 x 2,048 on an RTX 4090: `(--batch \d+)`, ([\d.]+) GiB",
      "finetune --model llama3-8b --method qlora --hardware rtx-4090 --batch 16 --seq-len 2048"),
@@ -273,7 +275,7 @@ VERDICT_EXAMPLES = [
 
 
 @pytest.mark.parametrize("name, sentence, command", VERDICT_EXAMPLES,
-                         ids=[" ".join(command.split()[:3]) + f" {i}" for i, (_, _, command) in enumerate(VERDICT_EXAMPLES)])
+                         ids=[" ".join(example[2].split()[:3]) + f" {i}" for i, example in enumerate(VERDICT_EXAMPLES)])
 def test_a_fit_verdicts_example_in_prose_is_a_suggestion_it_prints(name, sentence, command, capsys):
     change, gib = quoted(doc(name), sentence).groups()
     code, out, err = run_main(command.split(), capsys)
