@@ -284,3 +284,16 @@ def test_a_fit_verdicts_example_in_prose_is_a_suggestion_it_prints(name, sentenc
     # a suggestion line: the change's options, then its memory (`--batch 9` is printed `--recompute full --batch 9`)
     assert any(" ".join(words).split(f" {gib} GiB")[0].endswith(change) and f"{gib}" in words
                for words in suggestions), (change, gib, suggestions)
+
+
+def test_the_frontier_table_layouts_md_prints_is_what_published_prints():
+    """docs/layouts.md's two frontier rows (roofline, its ratio, kernel model, its ratio) as `published`
+    prints them (reports/published_frontier.py; the table had kept 231,585 / 233,096 and 398 / 385)."""
+    from reports.published_frontier import frontier
+
+    text = doc("docs/layouts.md")
+    shown = [quoted(text, rf"\| {start}[^|]*\| [^|]+\| ([\d,]+) \| ([\d.]+) \| ([\d,]+) \| ([\d.]+) \|").groups()
+             for start in ("DeepSeek-V3 671B: EP64", "Llama 3 405B at 131,072 tokens")]
+    printed = [(f"{row['ours']:,.0f}", f"{row['ratio']:.2f}", f"{row['kernels']:,.0f}", f"{row['kernels_ratio']:.2f}")
+               for row in frontier()]
+    assert printed == shown
