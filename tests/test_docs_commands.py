@@ -297,3 +297,18 @@ def test_the_frontier_table_layouts_md_prints_is_what_published_prints():
     printed = [(f"{row['ours']:,.0f}", f"{row['ratio']:.2f}", f"{row['kernels']:,.0f}", f"{row['kernels_ratio']:.2f}")
                for row in frontier()]
     assert printed == shown
+
+
+def test_the_preset_counts_the_readme_and_commands_md_give_are_what_hardware_and_models_list():
+    """README "GPUs: 34 presets" and "Models: 106 presets", commands.md "`hardware` (34 presets)" and its list
+    of them, which had left out the A100 PCIe and the MI210."""
+    from costmodel.hardware_presets import preset_names as hardware_presets
+    from costmodel.presets import preset_names
+
+    readme, commands = doc("README.md"), doc("docs/commands.md")
+    gpus = {quoted(readme, r"GPUs: (\d+) presets").group(1), quoted(commands, r"`hardware` \((\d+) presets\)").group(1)}
+    assert gpus == {str(len(hardware_presets()))}
+    assert quoted(readme, r"Models: (\d+) presets").group(1) == str(len(preset_names()))
+    listed = quoted(commands, r"`hardware` \(\d+ presets\): (.*?) \(datasheet dense peaks").group(1)
+    for named in ("A100 80GB PCIe", "MI210", "MI250X", "GH200"):
+        assert named in listed
