@@ -312,3 +312,24 @@ def test_the_preset_counts_the_readme_and_commands_md_give_are_what_hardware_and
     listed = quoted(commands, r"`hardware` \(\d+ presets\): (.*?) \(datasheet dense peaks").group(1)
     for named in ("A100 80GB PCIe", "MI210", "MI250X", "GH200"):
         assert named in listed
+
+
+def test_design_mds_reference_numbers_are_what_estimate_gives():
+    """docs/design.md "Reference numbers": each model's parameters (`gpt2 / -medium` names gpt2-medium) and
+    Llama-2-7B's forward FLOPs at b = 1, n = 2048, as `estimate --json` gives them."""
+    import costmodel
+
+    text = (ROOT / "docs" / "design.md").read_text(encoding="utf-8")
+    rows = re.findall(r"^\| ([a-z0-9][^|]*?) \| [^|]+ \| ([\d,/ ]+) \|$", text, flags=re.MULTILINE)
+    checked = {}
+    for names, figures in rows:
+        first, *others = [name.strip() for name in names.split("(")[0].split("/")]
+        models = [first] + [first.split("-")[0] + name if name.startswith("-") else name for name in others]
+        for model, figure in zip(models, figures.split("/"), strict=True):
+            checked[model] = int(figure.strip().replace(",", ""))
+    assert len(checked) == 12, checked
+    assert {model: costmodel.estimate(model).to_dict()["params"]["total"] for model in checked} == checked
+    flops = quoted(" ".join(text.split()), r"Llama-2-7B forward at b = 1, n = 2048, measured with FlopCounterMode "
+                                         r"\(eager attention\): ([\d,]+) FLOPs").group(1)
+    forward = costmodel.estimate("llama2-7b", seq_len=2048, batch=1).to_dict()["flops"]["forward"]
+    assert forward == int(flops.replace(",", ""))
