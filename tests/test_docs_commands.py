@@ -333,3 +333,15 @@ def test_design_mds_reference_numbers_are_what_estimate_gives():
                                          r"\(eager attention\): ([\d,]+) FLOPs").group(1)
     forward = costmodel.estimate("llama2-7b", seq_len=2048, batch=1).to_dict()["flops"]["forward"]
     assert forward == int(flops.replace(",", ""))
+
+
+def test_checked_mds_llama2_7b_figures_are_what_estimate_gives():
+    import costmodel
+
+    params, flops, eager, sdpa = quoted(
+        doc("docs/checked.md"), r"Llama-2-7B at b = 1, n = 2048 \(bf16\): ([\d,]+) parameters, ([\d,]+) forward FLOPs, "
+                                r"([\d,]+) bytes saved for backward with eager attention \(([\d,]+) with sdpa\)").groups()
+    for attention, saved in (("eager", eager), ("sdpa", sdpa)):
+        data = costmodel.estimate("llama2-7b", seq_len=2048, batch=1, dtype="bf16", attention=attention).to_dict()
+        figures = (data["params"]["total"], data["flops"]["forward"], data["memory"]["activations"])
+        assert figures == tuple(int(figure.replace(",", "")) for figure in (params, flops, saved)), attention
