@@ -345,3 +345,18 @@ def test_checked_mds_llama2_7b_figures_are_what_estimate_gives():
         data = costmodel.estimate("llama2-7b", seq_len=2048, batch=1, dtype="bf16", attention=attention).to_dict()
         figures = (data["params"]["total"], data["flops"]["forward"], data["memory"]["activations"])
         assert figures == tuple(int(figure.replace(",", "")) for figure in (params, flops, saved)), attention
+
+
+@pytest.mark.slow
+def test_the_pipelined_serving_example_serving_md_quotes_is_what_serve_gives():
+    """docs/serving.md, `--pp`: Llama-3-70B at 2 req/s on 4 GPUs (tp 4) and 8 (tp 4, pp 2)."""
+    import costmodel
+
+    text = doc("docs/serving.md")
+    ttft, tpot, ttft2, tpot2, blocks = quoted(
+        text, r"seed=1\)`\): 4 GPUs \(tp 4\) p99 TTFT ([\d.]+) ms, TPOT ([\d.]+) ms; 8 GPUs \(tp 4, pp 2\) ([\d.]+) ms "
+              r"and ([\d.]+) ms, ([\d.]+)x the KV blocks").groups()
+    runs = [costmodel.serve("llama3-70b", rate=2, requests=100, tp=4, pp=pp, seed=1).summary() for pp in (1, 2)]
+    printed = [f"{run[name]['p99'] * 1000:.1f}" for run in runs for name in ("ttft", "tpot")]
+    assert printed == [ttft, tpot, ttft2, tpot2]
+    assert f"{runs[1]['setup']['num_blocks'] / runs[0]['setup']['num_blocks']:.1f}" == blocks
