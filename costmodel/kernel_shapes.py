@@ -19,6 +19,7 @@ class Gemm:
     count: int = 1
     weight_bytes: float | None = None  # a quantized weight as stored (None: e bytes per element)
     weight_dtype: str | None = None  # the quantized format's dtype (int8, int4, ...; None: unquantized)
+    weight_kernel: str | None = None  # the weight-only kernel its layout runs (QuantLayout.kernel; None: unquantized)
     # fp8 weights: the first GEMM of its leaf to read this input, which a W8A8 kernel quantizes
     # once for all of them (quantization.py: Q, K and V; gate and up share theirs)
     quantizes_input: bool = False
