@@ -143,11 +143,13 @@ def test_the_13b_nemo_rows_run_below_the_bandwidth_floor_of_16_bit_weights():
         assert (run["published_latency_s"] > floor) is floor_ok, (model, gpu, floor)
 
 
-# (rows, median error %, within 0.75-1.33x, within 10%, within 5%) and (lowest, highest): as first computed
-FIRST_STATS = {"all": ((95, 14.1, 66, 39, 21), (0.363, 2.801)),
+# (rows, median error %, within 0.75-1.33x, within 10%, within 5%) and (lowest, highest): as first computed, "all" and
+# AutoAWQ's as wt34_int4batch's kernels by rows left them (first: all ((95, 14.1, 66, 39, 21), (0.363, 2.801)), AutoAWQ
+# ((22, 9.2, 16, 12, 6), (0.363, 1.553)), 46 too fast)
+FIRST_STATS = {"all": ((95, 13.8, 68, 39, 21), (0.357, 2.801)),
                "nemo-llama2-inference": ((26, 38.1, 7, 0, 0), (0.404, 1.553)),
                "trtllm-v0.8.0": ((24, 5.1, 24, 16, 11), (0.916, 1.265)),
-               "autoawq-v0.1.6": ((22, 9.2, 16, 12, 6), (0.363, 1.553)),
+               "autoawq-v0.1.6": ((22, 9.2, 18, 12, 6), (0.357, 1.111)),
                "tinychat-b76fab6": ((21, 9.9, 19, 11, 4), (0.848, 1.638)),
                "llamacpp-pr6017": ((1, 41.3, 0, 0, 0), (1.413, 1.413)),
                "llamacpp-issue2641": ((1, 180.1, 0, 0, 0), (2.801, 2.801))}
@@ -160,6 +162,6 @@ def test_the_rows_as_first_computed():
     for name, keys in groups.items():
         values = [every[k] for k in keys]
         assert (stats(values), (round(min(values), 3), round(max(values), 3))) == FIRST_STATS[name], name
-    # 46 too fast, 49 too slow; the too-slow side is NeMo's 13B rows, AutoAWQ's batched int4 rows, and the batch-1
+    # 45 too fast, 50 too slow (first 46, 49); the too-slow side is NeMo's 13B rows, AutoAWQ's batched int4 rows, and the batch-1
     # int4 and transformers rows a few percent under
-    assert sum(v > 1 for v in every.values()) == 46
+    assert sum(v > 1 for v in every.values()) == 45  # AutoAWQ's GEMV at batch 8, 64/64, now 0.43x (was 1.55x)
