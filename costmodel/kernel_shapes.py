@@ -19,7 +19,6 @@ class Gemm:
     count: int = 1
     weight_bytes: float | None = None  # a quantized weight as stored (None: e bytes per element)
     weight_dtype: str | None = None  # the quantized format's dtype (int8, int4, ...; None: unquantized)
-    weight_kernel: str | None = None  # the weight-only kernel its layout runs (QuantLayout.kernel; None: unquantized)
     # fp8 weights: the first GEMM of its leaf to read this input, which a W8A8 kernel quantizes
     # once for all of them (quantization.py: Q, K and V; gate and up share theirs)
     quantizes_input: bool = False
@@ -30,6 +29,9 @@ class Gemm:
     # which keys the grouped kernel's measured share (kernel_facts.json "grouped_gemm_efficiency")
     # in the forward and both backward GEMMs; 0: not a grouped GEMM
     grouped_rows: int = 0
+    # the weight-only kernel its layout runs (QuantLayout.kernel; None: unquantized); last, as positional callers pass
+    # the fields before it
+    weight_kernel: str | None = None
 
     @property
     def flops(self) -> int:
@@ -45,7 +47,7 @@ def fused_gemm(gemms: list[Gemm]) -> Gemm:
         raise ValueError(f"only products of one input and format run as one GEMM: {gemms}")
     stored = None if first.weight_bytes is None else sum(g.weight_bytes or 0.0 for g in gemms)
     return Gemm(first.m, sum(g.n for g in gemms), first.k, first.count, stored, first.weight_dtype,
-                any(g.quantizes_input for g in gemms), first.normed_input)
+                any(g.quantizes_input for g in gemms), first.normed_input, weight_kernel=first.weight_kernel)
 
 
 @dataclass(frozen=True)

@@ -85,12 +85,12 @@ def test_the_autoawq_batched_rows():
     72 MB L2 serves in part (not modelled: these rows now read too slow)."""
     data = other_runs_data()
     runs = {r["id"]: r for r in data["runs"]}
-    expected = {"mistral mistral-7b gemm batch 8 64/64": (0.637, 0.897),
-                "mistral mistral-7b gemm batch 8 2048/2048": (0.363, 0.410),
-                "llama2 llama2-13b gemm batch 3 64/64": (0.583, 0.826),
-                "llama2 llama2-13b gemm batch 3 2048/2048": (0.579, 0.718),
-                "mistral mistral-7b gemv batch 8 64/64": (1.553, 0.428),
-                "mistral mistral-7b gemv batch 8 2048/2048": (0.732, 0.357)}
+    expected = {"mistral mistral-7b gemm batch 8 64/64": (0.637, 0.954),
+                "mistral mistral-7b gemm batch 8 2048/2048": (0.363, 0.418),
+                "llama2 llama2-13b gemm batch 3 64/64": (0.583, 0.935),
+                "llama2 llama2-13b gemm batch 3 2048/2048": (0.579, 0.770),
+                "mistral mistral-7b gemv batch 8 64/64": (1.553, 0.392),
+                "mistral mistral-7b gemv batch 8 2048/2048": (0.732, 0.335)}
     for name, (_, now) in expected.items():
         run = runs[f"autoawq-v0.1.6 {name} rtx4090"]
         assert run["quant_layout"] == "awq-" + name.split()[2]
@@ -101,7 +101,7 @@ def test_the_autoawq_batched_rows():
 def test_batch_one_rows_keep_their_figures():
     """One row runs at the weight_only_gemv rate whatever the kernel: gpt-fast's int4 7B row's decode steps as session
     33 left them; its end-to-end rate moves only by its 5-token prefill, now tinygemm at 5 rows (1.48x one row's time
-    on the A100, between the figure's 4 and 8) where the tile model priced it below one row's: 203.0 -> 202.7."""
+    on the A100, between the figure's 4 and 8) where the tile model priced it below one row's: 203.0 -> 202.6."""
     data = other_runs_data()
     run = next(r for r in data["runs"] if r["id"] == "gpt-fast llama2-7b int4 g32")
-    assert round(decode_run(run, data["sources"]["gpt-fast"], "kernels"), 1) == 202.7
+    assert round(decode_run(run, data["sources"]["gpt-fast"], "kernels"), 1) == 202.6

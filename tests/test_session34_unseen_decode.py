@@ -109,8 +109,8 @@ FIRST = {"nemo-llama2-inference llama2-7b tp1 batch 1 128/20 a100": 1.238,
          "trtllm-v0.8.0 llama2-70b fp8 tp4 batch 256 128/2048 l40s": 1.258,
          "trtllm-v0.8.0 llama2-7b fp8 tp1 batch 16 2048/2048 l40s": 1.003,
          "autoawq-v0.1.6 vicuna llama2-7b gemv batch 1 64/64 rtx4090": 0.818,
-         "autoawq-v0.1.6 mistral mistral-7b gemm batch 8 2048/2048 rtx4090": 0.410,
-         "autoawq-v0.1.6 mistral mistral-7b gemv batch 8 64/64 rtx4090": 0.428,
+         "autoawq-v0.1.6 mistral mistral-7b gemm batch 8 2048/2048 rtx4090": 0.418,
+         "autoawq-v0.1.6 mistral mistral-7b gemv batch 8 64/64 rtx4090": 0.392,
          "autoawq-v0.1.6 codellama codellama-34b gemm batch 1 2048/2048 rtx4090": 0.869,
          "tinychat-b76fab6 hf llama2-13b fp16 a6000": 0.967,
          "tinychat-b76fab6 hf falcon-7b fp16 4090": 1.638,
@@ -146,10 +146,10 @@ def test_the_13b_nemo_rows_run_below_the_bandwidth_floor_of_16_bit_weights():
 # (rows, median error %, within 0.75-1.33x, within 10%, within 5%) and (lowest, highest): as first computed, "all" and
 # AutoAWQ's as wt34_int4batch's kernels by rows left them (first: all ((95, 14.1, 66, 39, 21), (0.363, 2.801)), AutoAWQ
 # ((22, 9.2, 16, 12, 6), (0.363, 1.553)), 46 too fast)
-FIRST_STATS = {"all": ((95, 13.8, 68, 39, 21), (0.357, 2.801)),
+FIRST_STATS = {"all": ((95, 13.8, 69, 41, 22), (0.335, 2.801)),
                "nemo-llama2-inference": ((26, 38.1, 7, 0, 0), (0.404, 1.553)),
                "trtllm-v0.8.0": ((24, 5.1, 24, 16, 11), (0.916, 1.265)),
-               "autoawq-v0.1.6": ((22, 9.2, 18, 12, 6), (0.357, 1.111)),
+               "autoawq-v0.1.6": ((22, 7.2, 19, 14, 7), (0.335, 1.111)),
                "tinychat-b76fab6": ((21, 9.9, 19, 11, 4), (0.848, 1.638)),
                "llamacpp-pr6017": ((1, 41.3, 0, 0, 0), (1.413, 1.413)),
                "llamacpp-issue2641": ((1, 180.1, 0, 0, 0), (2.801, 2.801))}
@@ -164,4 +164,4 @@ def test_the_rows_as_first_computed():
         assert (stats(values), (round(min(values), 3), round(max(values), 3))) == FIRST_STATS[name], name
     # 45 too fast, 50 too slow (first 46, 49); the too-slow side is NeMo's 13B rows, AutoAWQ's batched int4 rows, and the batch-1
     # int4 and transformers rows a few percent under
-    assert sum(v > 1 for v in every.values()) == 45  # AutoAWQ's GEMV at batch 8, 64/64, now 0.43x (was 1.55x)
+    assert sum(v > 1 for v in every.values()) == 45  # AutoAWQ's GEMV at batch 8, 64/64, now 0.39x (was 1.55x)
