@@ -27,3 +27,24 @@ def test_recomputing_every_layer_by_count_is_full_recomputation(capsys):
     half = run_json([*DP8, "--recompute-layers", "16"], capsys)["step"]["seconds"]
     none = run_json([*DP8[:-1], "none"], capsys)["step"]["seconds"]
     assert none < half < whole["seconds"]
+
+
+def test_plan_serves_footnote_names_the_batch_simulate_takes_per_replica(capsys):
+    """`plan --serve --model llama3-8b --gpus 4 --batch 64 --cuda-graphs on` ranked "2 x 1 x 2 ... 7.76 ms a token,
+    8,252 tokens/s" under a footnote saying the times are "as `simulate` with the layout and `--attention flash`
+    times them"; `simulate --tp 2 --dp 2 --batch 64 --attention flash --cuda-graphs on` gave 10.4 ms and 12,285
+    tokens/s: simulate's --batch is each replica's, plan's the whole batch, split over the dp replicas (each
+    serves 32). The footnote now names the replica's batch, and so does the JSON layout (`batch_per_replica`)."""
+    from tests.cli_run import run_main
+
+    args = ["plan", "--serve", "--model", "llama3-8b", "--hardware", "h100", "--gpus", "4", "--batch", "64",
+            "--prompt", "1024", "--gen", "128", "--cuda-graphs", "on"]
+    plan = run_json(args, capsys)
+    two = next(e for e in plan["feasible"] if (e["layout"]["tp"], e["layout"]["dp"]) == (2, 2))
+    assert (two["layout"]["batch"], two["layout"]["batch_per_replica"]) == (64, 32)
+    sim = run_json(["simulate", "--model", "llama3-8b", "--hardware", "h100", "--tp", "2", "--dp", "2", "--batch",
+                    "32", "--prompt", "1024", "--gen", "128", "--attention", "flash", "--cuda-graphs", "on"], capsys)
+    assert abs(sim["generation"]["time_per_output_token"] / two["time_per_output_token"] - 1) < 1e-9
+    assert abs(sim["generation"]["decode_tokens_per_second"] / two["tokens_per_second"] - 1) < 1e-9
+    code, out, _ = run_main(args, capsys)
+    assert code == 0 and "`--batch` each replica's share of the 64 sequences (batch / dp)" in out
