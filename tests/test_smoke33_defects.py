@@ -48,3 +48,33 @@ def test_plan_serves_footnote_names_the_batch_simulate_takes_per_replica(capsys)
     assert abs(sim["generation"]["decode_tokens_per_second"] / two["tokens_per_second"] - 1) < 1e-9
     code, out, _ = run_main(args, capsys)
     assert code == 0 and "`--batch` each replica's share of the 64 sequences (batch / dp)" in out
+
+
+def test_a_model_too_large_for_one_gpu_is_told_only_the_splits_it_takes(capsys, tmp_path):
+    """`serve --config Qwen3-Next-80B-A3B-Instruct/config.json --hardware h200` (148.4 GiB of bf16 weights) said
+    "spread it over more GPUs (--tp, --pp)"; `--tp 2` then said "--tp 2 splits Gated DeltaNet mixers, which are not
+    modelled under tensor parallelism". The advice now names --pp alone where no larger tp splits the model, and
+    --pp 2 serves it."""
+    import json
+
+    from tests.cli_run import one_error_line, run_main
+
+    config = {"architectures": ["Qwen3NextForCausalLM"], "model_type": "qwen3_next", "decoder_sparse_step": 1,
+              "full_attention_interval": 4, "head_dim": 256, "hidden_act": "silu", "hidden_size": 2048,
+              "intermediate_size": 5120, "linear_conv_kernel_dim": 4, "linear_key_head_dim": 128,
+              "linear_num_key_heads": 16, "linear_num_value_heads": 32, "linear_value_head_dim": 128,
+              "max_position_embeddings": 262144, "mlp_only_layers": [], "moe_intermediate_size": 512,
+              "norm_topk_prob": True, "num_attention_heads": 16, "num_experts": 512, "num_experts_per_tok": 10,
+              "num_hidden_layers": 48, "num_key_value_heads": 2, "partial_rotary_factor": 0.25, "rms_norm_eps": 1e-06,
+              "rope_theta": 10000000, "shared_expert_intermediate_size": 512, "tie_word_embeddings": False,
+              "torch_dtype": "bfloat16", "vocab_size": 151936}  # Qwen/Qwen3-Next-80B-A3B-Instruct's config.json
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    serve = ["serve", "--config", str(path), "--hardware", "h200", "--rate", "2", "--requests", "20"]
+    line = one_error_line(serve, capsys, warnings=True)
+    assert "spread it over more GPUs (--pp)" in line and "--tp" not in line
+    assert "--tp 2 splits Gated DeltaNet mixers" in one_error_line([*serve, "--tp", "2"], capsys, warnings=True)
+    assert run_main([*serve, "--pp", "2"], capsys)[0] == 0
+    # a model tensor parallelism splits keeps both
+    assert "(--tp, --pp)" in one_error_line(["serve", "--model", "nemotron-3-super", "--hardware", "h100", "--rate",
+                                             "1", "--requests", "10"], capsys, warnings=True)
