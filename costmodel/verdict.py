@@ -8,7 +8,8 @@ for one GPU, costmodel.layout for several), and listed in the order of what it c
                math path (latent attention's value width: kernels._sdpa), none where it runs
                neither (BLOOM, MPT: facts sdpa_supported, flash_supported)
   recompute    selective reruns the attention core in backward; full reruns each layer's
-               forward (one more forward: a third more matmul FLOPs than forward + backward)
+               forward (one more forward: a third more matmul FLOPs than forward + backward; in a
+               fine-tuning step about half, its frozen base running no weight-gradient GEMM)
   ZeRO stage   over the GPUs given: 1 shards the optimizer state, 2 the gradients too, 3 the
                weights too (gathered again every step: about 1.5x the data-parallel traffic)
   more GPUs    when nothing fits on the GPUs given: the fewest (doubling) on which ZeRO 3
@@ -38,6 +39,11 @@ from .defaults import runs_attention, sdpa_runs_math
 
 #: GPU counts tried for "more GPUs": doubling up to this many.
 MAX_GPUS = 4096
+#: What full recomputation adds to a step's matmul FLOPs (one more forward of the layers): a third of a
+#: training step's forward + backward (the backward two forwards: input and weight gradients); about half
+#: of a fine-tuning step's, whose frozen base runs no weight-gradient GEMM (finetune's own GEMM FLOPs,
+#: Llama 3.1 8B QLoRA at 2,048 tokens: 61.5 -> 90.1 TFLOP, the head not rerun).
+RERUN_SHARE = {"training": "a third more matmul FLOPs", "finetune": "about half more matmul FLOPs"}
 
 
 @dataclass(frozen=True)
@@ -146,7 +152,7 @@ def options(cfg: ModelConfig, workload: Workload, layout: Any, capacity: int, gp
             add(f"--recompute {recompute}",
                 _try(memory, cfg, dataclasses.replace(workload, recompute=recompute), layout),
                 "reruns the attention core in backward" if recompute == "selective" else
-                "reruns each layer's forward in backward: a third more matmul FLOPs")
+                "reruns each layer's forward in backward: " + RERUN_SHARE[phase])
     if phase == "training":
         current = layout.zero if layout is not None else 0
         dp = layout.dp if layout is not None else gpus  # the data-parallel ranks of the GPUs given

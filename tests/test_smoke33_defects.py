@@ -78,3 +78,24 @@ def test_a_model_too_large_for_one_gpu_is_told_only_the_splits_it_takes(capsys, 
     # a model tensor parallelism splits keeps both
     assert "(--tp, --pp)" in one_error_line(["serve", "--model", "nemotron-3-super", "--hardware", "h100", "--rate",
                                              "1", "--requests", "10"], capsys, warnings=True)
+
+
+def test_finetunes_recomputation_advice_states_what_a_frozen_base_reruns(capsys):
+    """`finetune --model llama3-8b --hardware l40s --seq-len 4096 --batch 4 --lora-targets all-linear --lora-rank 64`
+    (170.48 GiB) offered "--recompute full 34.07 GiB reruns each layer's forward in backward: a third more matmul
+    FLOPs". A third is full training's share (forward 1, backward 2); a LoRA's frozen base runs no weight-gradient
+    GEMM, so its backward is about one forward and the rerun adds about half: its own step's GEMM FLOPs go from
+    61.5 to 90.1 TFLOP (llama3.1-8b, QLoRA, 2,048 tokens), 46% more. estimate's advice for full training keeps a
+    third."""
+    from tests.cli_run import run_main
+
+    flops = [run_json(["finetune", "--model", "llama3.1-8b", "--method", "qlora", "--hardware", "h100",
+                       "--recompute", r], capsys)["time"]["gemm_flops"]["base"] for r in ("none", "full")]
+    assert (flops[0], flops[1]) == (61_478_161_874_944, 90_065_464_197_120) and 0.4 < flops[1] / flops[0] - 1 < 0.5
+    code, out, _ = run_main(["finetune", "--model", "llama3-8b", "--hardware", "l40s", "--seq-len", "4096", "--batch",
+                             "4", "--lora-targets", "all-linear", "--lora-rank", "64"], capsys)
+    line = next(x for x in out.splitlines() if x.strip().startswith("--recompute full"))
+    assert "about half more matmul FLOPs" in line and "a third" not in line
+    code, out, _ = run_main(["estimate", "--model", "llama3.1-8b", "--hardware", "h100", "--seq-len", "8192", "--gpus",
+                             "8", "--zero", "3", "--batch", "4"], capsys)
+    assert "reruns each layer's forward in backward: a third more matmul FLOPs" in out
