@@ -99,3 +99,17 @@ def test_finetunes_recomputation_advice_states_what_a_frozen_base_reruns(capsys)
     code, out, _ = run_main(["estimate", "--model", "llama3.1-8b", "--hardware", "h100", "--seq-len", "8192", "--gpus",
                              "8", "--zero", "3", "--batch", "4"], capsys)
     assert "reruns each layer's forward in backward: a third more matmul FLOPs" in out
+
+
+def test_gradient_checkpointing_reruns_the_adapters_too(capsys):
+    """`finetune --model llama3.1-8b --method qlora --hardware h100 --recompute full --json` counted the adapters'
+    GEMMs at 83.75 GFLOP a step, as without recomputation: forward once and backward (3x the forward), though
+    gradient checkpointing reruns each decoder layer's forward whole, peft's lora_A and lora_B inside it, as it
+    reruns the frozen base's GEMMs (counted: 61.5 -> 90.1 TFLOP). Under --recompute full they now run four times
+    the forward's FLOPs (and the forward's seconds once more, in the adapters' part)."""
+    base = ["finetune", "--model", "llama3.1-8b", "--method", "qlora", "--hardware", "h100"]
+    plain, full = (run_json([*base, "--recompute", r], capsys)["time"] for r in ("none", "full"))
+    forward = plain["gemm_flops"]["adapters"] // 3
+    assert (plain["gemm_flops"]["adapters"], full["gemm_flops"]["adapters"]) == (3 * forward, 4 * forward)
+    assert forward == 27_917_287_424  # 32 layers x (q_proj, v_proj) x (x A^T, h B^T) at 2,048 tokens, r = 16
+    assert full["parts"]["adapters"] > plain["parts"]["adapters"]
