@@ -78,6 +78,20 @@ def training_memory(cfg: ModelConfig, workload: Workload, layout: Any = None) ->
     return ParallelEstimate(cfg, workload.for_training(asked=True), layout).per_rank["total"]
 
 
+def host_memory_note(cfg: ModelConfig, workload: Workload, layout: Any, **changes: Any) -> str:
+    """"; X of host memory a node" for the layout with `changes` (an offload): the host bytes a node
+    holds (costmodel/offload.py offloaded, what `estimate` with the layout prints), or "" where it cannot run."""
+    from .layout import ParallelEstimate
+
+    try:
+        estimate = ParallelEstimate(cfg, workload.for_training(asked=True), _layout(layout, **changes))
+        host = estimate.offloaded(estimate.stages[estimate.per_rank["stage"]])["host_bytes_per_node"]
+    except ConfigError:
+        return ""
+    unit, scale = ("TiB", 2**40) if host >= 2**40 else ("GiB", 2**30)
+    return f"; {host / scale:.2f} {unit} of host memory a node"
+
+
 def inference_memory(cfg: ModelConfig, workload: Workload, layout: Any = None) -> int:
     """Inference memory per GPU as a generation holds it (estimate's generate_total: generate's
     prefill keeps the last position's logits, as simulate sizes one GPU and serving_memory a
@@ -183,14 +197,17 @@ def options(cfg: ModelConfig, workload: Workload, layout: Any, capacity: int, gp
             offload = layout.offload if layout is not None else "none"
             zero = max(current, 2)
             plain = len(out)
+            host = lambda run, **changes: host_memory_note(cfg, run, layout, **changes)  # noqa: E731
             if offload == "none":
                 add(f"--dp {dp} --zero {zero} --offload optimizer",
                     _try(memory, cfg, workload, layout, dp=dp, zero=zero, offload="optimizer"),
-                    "ZeRO-Offload: the optimizer's update on the host CPU, over PCIe every step")
+                    "ZeRO-Offload: the optimizer's update on the host CPU, over PCIe every step"
+                    + host(workload, dp=dp, zero=zero, offload="optimizer"))
             if offload != "params":
                 add(f"--dp {dp} --zero 3 --offload params",
                     _try(memory, cfg, workload, layout, dp=dp, zero=3, offload="params"),
-                    "ZeRO-Infinity: the weights streamed from the host for every layer, forward and backward")
+                    "ZeRO-Infinity: the weights streamed from the host for every layer, forward and backward"
+                    + host(workload, dp=dp, zero=3, offload="params"))
             if workload.recompute != "full" and not fits_here and not any(o.fits for o in out[plain:]):
                 # nothing fits on these GPUs, offload alone neither: offload beside ZeRO 3 and each
                 # layer's forward rerun, as ZeRO 3 is offered with it above
@@ -199,7 +216,8 @@ def options(cfg: ModelConfig, workload: Workload, layout: Any, capacity: int, gp
                     add(f"--dp {dp} --zero 3 --offload {kind} --recompute full",
                         _try(memory, cfg, lean, layout, dp=dp, zero=3, offload=kind),
                         ("ZeRO-Offload" if kind == "optimizer" else "ZeRO-Infinity")
-                        + " with the weights gathered every step and each layer's forward rerun")
+                        + " with the weights gathered every step and each layer's forward rerun"
+                        + host(lean, dp=dp, zero=3, offload=kind))
     for change, needed, cost in extra:
         add(change, needed, cost)
     if phase == "inference" and cfg.n_decoder_layers:

@@ -113,3 +113,22 @@ def test_gradient_checkpointing_reruns_the_adapters_too(capsys):
     assert (plain["gemm_flops"]["adapters"], full["gemm_flops"]["adapters"]) == (3 * forward, 4 * forward)
     assert forward == 27_917_287_424  # 32 layers x (q_proj, v_proj) x (x A^T, h B^T) at 2,048 tokens, r = 16
     assert full["parts"]["adapters"] > plain["parts"]["adapters"]
+
+
+def test_an_offload_the_verdict_offers_says_the_host_memory_it_needs(capsys):
+    """`estimate --model deepseek-v3 --hardware h200 --gpus 8 --seq-len 4096` (can 8 H200s train it?) offered
+    "--dp 8 --zero 3 --offload params --recompute full 51.33 GiB ZeRO-Infinity ...": that run holds 10.99 TiB in
+    the host memory of its one node (estimate with those options: "host memory 1.37 TiB per rank, 10.99 TiB per
+    node"), five times what a DGX H200 holds (2 TB), and the line did not say so. Each offload it offers now names
+    the host bytes a node, the figure the estimate it names prints."""
+    from tests.cli_run import run_main
+
+    args = ["estimate", "--model", "deepseek-v3", "--hardware", "h200", "--gpus", "8", "--seq-len", "4096"]
+    code, out, _ = run_main(args, capsys)
+    line = next(x for x in out.splitlines() if "--offload params --recompute full" in x)
+    named = run_json([*args, "--dp", "8", "--zero", "3", "--offload", "params", "--recompute", "full"], capsys)
+    host = named["parallel"]["offload"]["host_bytes_per_node"]
+    assert host == 12_078_475_278_336 and "10.99 TiB of host memory a node" in line
+    code, out, _ = run_main(["estimate", "--model", "llama3.1-8b", "--hardware", "rtx-4090"], capsys)
+    line = next(x for x in out.splitlines() if "--offload params" in x)
+    assert "134.62 GiB of host memory a node" in line
