@@ -132,3 +132,21 @@ def test_an_offload_the_verdict_offers_says_the_host_memory_it_needs(capsys):
     code, out, _ = run_main(["estimate", "--model", "llama3.1-8b", "--hardware", "rtx-4090"], capsys)
     line = next(x for x in out.splitlines() if "--offload params" in x)
     assert "134.62 GiB of host memory a node" in line
+
+
+def test_simulate_names_the_cache_a_token_adds_past_the_sliding_windows(capsys):
+    """`simulate --model gemma3-12b --prompt 32768 --gen 256` said "KV cache 384.00 KiB per token per sequence":
+    every layer's rate, which holds only while the context is within the 1,024-token window of its 40 sliding
+    layers; past it each token adds the 8 full layers' 64 KiB (estimate's KV cache at n + T - 1 = 33,023: 2.33 GiB,
+    not 33,023 x 384 KiB = 12.1 GiB), and the same line's "decoding to a context <= 795,693" already grows at that
+    rate. The line and the JSON (`kv_bytes_per_token_past_windows`) now give both."""
+    from tests.cli_run import run_main
+
+    args = ["simulate", "--model", "gemma3-12b", "--prompt", "32768", "--gen", "256", "--attention", "flash"]
+    memory = run_json(args, capsys)["memory"]
+    assert (memory["kv_bytes_per_token"], memory["kv_bytes_per_token_past_windows"]) == (393_216, 65_536)
+    code, out, _ = run_main(args, capsys)
+    assert "KV cache 384.00 KiB per token per sequence (64.00 KiB past the sliding windows)" in out
+    # a model without windows keeps one figure
+    plain = run_json(["simulate", "--model", "llama3-8b", "--prompt", "1024", "--gen", "16"], capsys)["memory"]
+    assert plain["kv_bytes_per_token"] == 131_072 and "kv_bytes_per_token_past_windows" not in plain
