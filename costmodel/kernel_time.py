@@ -389,7 +389,7 @@ def leaf_kernels(leaf: Any, subs: dict, fused_attention: bool, local: dict | Non
         kernels += in_memory_dequant(getattr(leaf, "weight_format", None), gemms, _number(S.e, subs)) \
             + [Gemm(*(int(_number(x, subs)) for x in g)) for g in block.activation_products()]  # DeepSpeed's int8
     other_flops = sum(_number(x, subs) for _, x in cost.elements)
-    measured = None if eager is None else eager.get(leaf.path)  # the eager implementation's
+    measured = None if eager is None else eager.get(leaf.code_path)  # the eager implementation's
     if measured is not None:
         forward, backward = (_number(x, subs) for x in measured)
         if forward or backward or other_flops:
