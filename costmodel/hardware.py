@@ -26,7 +26,7 @@ from .hardware_presets import (HARDWARE_ALIASES_FILE, HARDWARE_DIR, close_preset
                                preset_names, refused_hardware_names)
 from .hardware_schema import (EFFICIENCY_STAND_IN, GENERATIONS, INTERCONNECT, OPTIONAL_NUMBERS, UNSTATED_AS_ZERO,  # noqa: F401
                               PEAK_DTYPES, SCHEMA, SERVING_MEMORY_UTILIZATION, Field, schema_problems,
-                              copied_device_memory_problem, serving_memory)  # the schema and serving_memory, re-exported
+                              copied_device_memory_problem, copied_fabric_problem, serving_memory)  # the schema and serving_memory, re-exported
 from .spec import CANONICAL_DTYPE, DEFAULT_TIME_MODEL, TIME_MODELS  # the time models and the default (spec.py says why)
 
 
@@ -453,21 +453,24 @@ def load_hardware_file(path: Path) -> Hardware:
     except (OSError, UnicodeDecodeError, ValueError) as error:
         raise ConfigError(f"{path}: not JSON ({str(error).splitlines()[0]}).") from None
     hardware = Hardware.from_dict(data, source=str(path))
-    _check_copied_gemv(hardware, path)
+    _check_copied_preset(hardware, path)
     return hardware
 
 
-def _check_copied_gemv(hardware: Hardware, path: Path) -> None:
+def _check_copied_preset(hardware: Hardware, path: Path) -> None:
     """A copy of a preset (`hardware --show` writes network_of) with its bandwidth edited but the
     preset's measured GEMV rate kept: that rate is the preset card's (BabelStream's Dot), and the
     kernel model reads a GEMM's bytes at it, not at the edited bandwidth (torchao's 2.4 TB/s H100
-    with the SXM's 3.02 TB/s decoded 8% faster than at its own)."""
+    with the SXM's 3.02 TB/s decoded 8% faster than at its own). Likewise its measured device
+    memory (copied_device_memory_problem) and its PCIe fabric (copied_fabric_problem)."""
     name = hardware.network_of
-    if not name or (hardware.gemv_bandwidth_bytes_per_s <= 0 and not hardware.device_memory_bytes):  # same-named copies too (round 23)
+    if not name or (hardware.gemv_bandwidth_bytes_per_s <= 0 and not hardware.device_memory_bytes
+                    and not hardware.intra_node_fabric):  # same-named copies too (round 23)
         return
     preset = load_hardware(name)
-    if problem := copied_device_memory_problem(hardware, preset):
-        raise ConfigError(f"hardware file {show(str(path))}: {problem}.")
+    for problem in (copied_device_memory_problem(hardware, preset), copied_fabric_problem(hardware, preset)):
+        if problem:
+            raise ConfigError(f"hardware file {show(str(path))}: {problem}.")
     if (0 < hardware.gemv_bandwidth_bytes_per_s == preset.gemv_bandwidth_bytes_per_s
             and hardware.bandwidth_bytes_per_s != preset.bandwidth_bytes_per_s):
         raise ConfigError(f"hardware file {show(str(path))}: bandwidth_bytes_per_s is {hardware.bandwidth_bytes_per_s:.4g}, "

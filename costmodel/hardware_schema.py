@@ -38,6 +38,15 @@ FLOP_PER_S = "FLOP/s: an H200's 989.4 TFLOP/s in bf16 is 9.894e14"
 BYTES = "bytes: 141 GB is 141e9, 80 GiB 85899345920"
 
 
+#: The fastest a PCIe link carries, per direction: PCIe 7.0 x16, 128 GT/s a lane x 16 lanes / 8 = 256 GB/s (512 GB/s
+#: both ways; PCI-SIG's PCIe 7.0 specification, released June 2025). A node whose file says its GPUs meet over PCIe
+#: only (interconnect intra_node_fabric "pcie") but states a faster link between them is two claims that cannot both
+#: hold (an NVLink bridge or switch: 56-900 GB/s a direction among the presets), refused rather than one of them
+#: silently winning. A bound on what a file may state, not a figure any time is computed with.
+PCIE_MAX_BYTES_PER_S = 256e9
+PCIE_HELP = "drop intra_node_fabric where NVLink (a bridge or a switch) joins the GPUs"
+
+
 @dataclass(frozen=True)
 class Field:
     kind: type  # float, int or str
@@ -191,7 +200,9 @@ INTERCONNECT: dict[str, Field] = {
     "collective_latency_s": Field(float, "fixed latency of one collective call (inside a node without a measured "
                                  "busbw curve, sends, all-to-alls; across nodes NCCL's ring/tree steps instead)", low=0),
     "intra_node_fabric": Field(str, "\"pcie\" where a node's GPUs meet over PCIe only: rings take NCCL's PCIe latency "
-                               "model (collectives.pcie_ring_seconds) in place of collective_latency_s"),
+                               "model (collectives.pcie_ring_seconds) in place of collective_latency_s; "
+                               f"{PCIE_HELP} (a \"pcie\" node faster than PCIe 7.0 x16's 256 GB/s a direction, or "
+                               "a copy of a PCIe preset edited faster than the preset's link, is refused)"),
     "source": Field(str, "where the interconnect's numbers come from"),
 }
 
@@ -216,6 +227,7 @@ def schema_problems(data: Any) -> list[str]:
         problems += [f"efficiency.{k} is missing (state compute and memory both, or leave efficiency out "
                      "for 1 and 1, the peaks)" for k in ("compute", "memory") if k not in data["efficiency"]]
     problems += _section_problems(data, "interconnect", INTERCONNECT)
+    problems.append(_fabric_problem(data.get("interconnect")))
     for section in ("matmul_efficiency", "sustained_matmul_efficiency"):
         problems += _section_problems(data, section, {k: Field(float, "", low=0, strict=True, high=1)
                                                       for k in PEAK_DTYPES})
@@ -301,6 +313,33 @@ def copied_device_memory_problem(hardware: Any, preset: Any) -> str | None:
     return (f"memory_bytes is {hardware.memory_bytes}, not {preset.name}'s {preset.memory_bytes}, but "
             f"device_memory_bytes is still {preset.name}'s measured {preset.device_memory_bytes}: remove it "
             "(none measured: memory_bytes) or set it to this card's")
+
+
+def _fabric_problem(interconnect: Any) -> str | None:
+    """A PCIe-only node (intra_node_fabric "pcie") whose link between two GPUs is faster than any PCIe link
+    (PCIE_MAX_BYTES_PER_S): its rings would take PCIe's latencies at an NVLink bandwidth."""
+    if not isinstance(interconnect, dict) or interconnect.get("intra_node_fabric") != "pcie":
+        return None
+    bandwidth = interconnect.get("intra_node_bandwidth_bytes_per_s", 0)
+    if isinstance(bandwidth, bool) or not isinstance(bandwidth, (int, float)) or not bandwidth > PCIE_MAX_BYTES_PER_S:
+        return None  # not a number: the field's own check says so
+    return (f"interconnect.intra_node_fabric is \"pcie\" but intra_node_bandwidth_bytes_per_s ({bandwidth:.4g}) is "
+            f"faster than any PCIe link (PCIe 7.0 x16: {PCIE_MAX_BYTES_PER_S:.4g} a direction): {PCIE_HELP}, or "
+            "state the PCIe link's bandwidth")
+
+
+def copied_fabric_problem(hardware: Any, preset: Any) -> str | None:
+    """A copy of a PCIe preset (network_of names it) whose intra_node_bandwidth_bytes_per_s was edited above the
+    preset's PCIe link while intra_node_fabric "pcie" was kept: the card's PCIe link is the preset's, so a faster
+    link is another fabric (an NVLink bridge: a copy of rtx-4090 at a 3090 pair's 56.25 GB/s), whose rings
+    would still take PCIe's latencies. Below the preset's link (a measured PCIe rate) the copy stands."""
+    if not (preset.intra_node_fabric == hardware.intra_node_fabric == "pcie") \
+            or hardware.intra_node_bandwidth_bytes_per_s <= preset.intra_node_bandwidth_bytes_per_s:
+        return None
+    return (f"intra_node_bandwidth_bytes_per_s is {hardware.intra_node_bandwidth_bytes_per_s:.4g}, above "
+            f"{preset.name}'s PCIe link ({preset.intra_node_bandwidth_bytes_per_s:.4g} a direction), but "
+            f"intra_node_fabric is still {preset.name}'s \"pcie\": {PCIE_HELP}, or state a PCIe rate no faster "
+            f"than {preset.name}'s")
 
 
 def _limit_problems(data: dict) -> list[str]:

@@ -163,14 +163,32 @@ ROWS = {
     # rows, whose layout is assumed and whose reduction is not stated: Megatron-LM's default
     "megatron-llama llama-13b distopt 32xa100-80gb": 0.0,
     "gpu-hours-llama4 scout 40T tokens": 0.0,
+    # session 34's unseen rows: DGX Cloud benchmarking's recipes (NeMo 1 yamls' overlap_grad_sync true; NeMo 2's
+    # performance recipes), MLPerf's conf/optim/distributed_fused_adam.yaml overlap_grad_sync True; FlagPerf's
+    # FlagScale ed55532 without compute-communication overlap (its README)
+    "dgxc-24.11 llama3.1-8b bf16 8xh100": 2 / 3,
+    "dgxc-24.11-nemotron nemotron4-15b bf16 16xh100": 2 / 3,
+    "dgxc-24.11-gpt3 gpt3-175b bf16 128xh100": 2 / 3,
+    "dgxc-25.04 llama3.1-8b bf16 8xh100": 2 / 3,
+    "dgxc-25.05-gb200 llama3.1-405b bf16 128xgb200": 2 / 3,
+    "mlperf-v3.1-nvidia gpt3-175b 512xh100": 2 / 3,
+    "mlperf-v3.1-azure gpt3-175b 10752xh100": 2 / 3,
+    "mlperf-v4.0-nvidia gpt3-175b 512xh100": 2 / 3,
+    "mlperf-v4.0-smc gpt3-175b 512xh100": 2 / 3,
+    "flagperf-aquila2-7b-a800 aquila2-7b tp1pp1dp8 8xa800": 0.0,
+    # session 34 (wt34_gpuhours): LLaMA-1's GPU-hours rows on the 'llama' source's stack, section 2.4's all_reduce
+    # overlapped with the backward
+    "gpu-hours-llama1 65b 1.4T tokens": 2 / 3,
 }
 
 
 def test_each_megatron_source_reduces_as_its_recipe_states():
-    """One row a source (42 sources: all whose framework is megatron, session 31's StarCoderBase GPU-hours row
-    among them since its one KV head is replicated under TP 4, and session 32's Megatron-LLaMA and Llama 4 rows),
-    and the counts over the 405 Megatron training rows: 338 reduce under the backward (Megatron-LLaMA's two
-    overlapped rows among them), 56 after it (Megatron-LLaMA's three DistributedOptimizer rows and the two
+    """One row a source (53 sources: all whose framework is megatron, session 31's StarCoderBase GPU-hours row
+    among them since its one KV head is replicated under TP 4, session 32's Megatron-LLaMA and Llama 4 rows,
+    session 34's DGX Cloud, MLPerf and Aquila2 rows and, since session 34, LLaMA-1's four GPU-hours rows), and the
+    counts over the 468 Megatron training rows: 397 reduce under the backward (Megatron-LLaMA's two overlapped rows,
+    session 34's 55 NeMo and MLPerf rows and LLaMA-1's four among them), 60
+    after it (session 34's four Aquila2 rows, Megatron-LLaMA's three DistributedOptimizer rows and the two
     Llama 4 GPU-hours rows among them) (the 6 whose recipes turn it off, the 16 nanotron ZeRO-1
     rows, Megatron-LM of 2021, Nemotron-4 340B's, the three DeepSeek and session 30's Falcon-180B and session
     31's Falcon-7B, -40B and StarCoderBase GPU-hours rows by Megatron-LM's default, session 31's two FlashAttention-paper
@@ -187,9 +205,9 @@ def test_each_megatron_source_reduces_as_its_recipe_states():
         estimate, _, options = train_setup(run, source)
         shares[run["id"]] = (options.get("overlap", Overlap()).dp, estimate.layout.zero)
         sources.add(run["id"].split()[0])
-    assert len(sources) == 42 and {row.split()[0] for row in ROWS} == sources
+    assert len(sources) == 53 and {row.split()[0] for row in ROWS} == sources
     assert {row: shares[row][0] for row in ROWS} == ROWS
-    assert len(shares) == 405
-    assert sum(dp == 2 / 3 and zero != 3 for dp, zero in shares.values()) == 338
-    assert sum(dp == 0.0 for dp, _ in shares.values()) == 56
+    assert len(shares) == 468
+    assert sum(dp == 2 / 3 and zero != 3 for dp, zero in shares.values()) == 397
+    assert sum(dp == 0.0 for dp, _ in shares.values()) == 60
     assert sum(zero == 3 for _, zero in shares.values()) == 11

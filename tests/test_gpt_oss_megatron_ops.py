@@ -100,10 +100,16 @@ def test_the_op_fuser_drops_the_clamp_and_other_code_pays_neither():
 
 
 def test_only_the_op_fuser_rows_state_it():
-    """The four GPT-OSS MXFP8 rows whose recipes turn the op fuser on, and no other training row."""
+    """The MXFP8 rows whose recipes turn the op fuser on (session 31: GPT-OSS's four; session 34, read for
+    layout/grouped_quantize.py: the 26.06-26.08 GB200 Qwen3 and DeepSeek-V3 rows, 26.08's DeepSeek-V4 Flash and
+    Nemotron 3 Ultra, and the cards' Qwen3, DeepSeek and Nemotron 3 Nano GB300 items), and no other training row."""
     data = other_runs_data()
     stated = sorted(r["id"] for r in data["runs"] if r.get("moe_op_fuser"))
-    assert stated == ["megatron-bridge-cards gpt-oss-120b perf mxfp8 64xgb300",
-                      "megatron-bridge-moe 26.06 gpt-oss-120b mxfp8 64xgb200",
-                      "megatron-bridge-moe 26.06.01 gpt-oss-120b mxfp8 64xgb200",
-                      "megatron-bridge-moe 26.08 gpt-oss-120b mxfp8 64xgb200"]
+    gpt_oss = ["megatron-bridge-cards gpt-oss-120b perf mxfp8 64xgb300",
+               "megatron-bridge-moe 26.06 gpt-oss-120b mxfp8 64xgb200",
+               "megatron-bridge-moe 26.06.01 gpt-oss-120b mxfp8 64xgb200",
+               "megatron-bridge-moe 26.08 gpt-oss-120b mxfp8 64xgb200"]
+    assert set(gpt_oss) <= set(stated) and len(stated) == 29
+    assert sum(i.startswith("megatron-bridge-cards") for i in stated) == 15
+    assert "megatron-bridge-moe 26.04.01 qwen3-30b-a3b mxfp8 8xgb200" not in stated  # op fuser forced off then
+    assert not any("nemotron-3-super" in i or "nemotron-3-nano mxfp8" in i for i in stated)

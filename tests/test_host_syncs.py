@@ -186,8 +186,8 @@ def test_published_prices_the_syncs_unless_the_row_drops_and_pads():
     call on Grace) would pass its GPU's forward and the row would read 5,698.2."""
     run, source = _row("megatron-bridge-moe 25.09 qwen3-235b-a22b fp8 64xgb200")
     assert run.get("moe_token_drop", source.get("moe_token_drop")) is True
-    assert round(train_tokens(run, source, "kernels"), 1) == 5752.0
-    assert round(train_tokens({**run, "moe_token_drop": False}, source, "kernels"), 1) == 5692.0
+    assert round(train_tokens(run, source, "kernels"), 1) == 5662.3  # 5,752.0 before session 34's per-expert FP8 casts
+    assert round(train_tokens({**run, "moe_token_drop": False}, source, "kernels"), 1) == 5633.2  # 5,692.0 before
 
 
 def test_simulate_takes_the_runs_cuda_graph_scopes():

@@ -168,8 +168,24 @@ def test_nemotron_3_nano_at_tp_16_is_refused_in_one_sentence(capsys):
     assert len(err.strip().splitlines()) == 1
 
 
+@pytest.fixture(scope="module")
+def measured_ranks() -> dict[bool, list[dict]]:
+    """Both measurements (SP off, SP on) in one spawn of the two gloo ranks (launch.run_jobs; spawning a rank
+    costs seconds of imports, so the two modes share one): {sp_on: [rank 0's result, rank 1's]}."""
+    from functools import partial
+
+    from validate.distributed.launch import run_gloo, run_jobs
+    from validate.distributed.mamba_tensor_parallel import MambaCase, measure_mamba_tensor_parallel
+
+    case = MambaCase(d=48, heads=6, head_dim=5, state=7, groups=2, conv=3, chunk=4, tokens=N)
+    modes = (False, True)
+    jobs = [(partial(measure_mamba_tensor_parallel, sequence_parallel=sp_on), case) for sp_on in modes]
+    by_rank = run_gloo(run_jobs, TP, jobs, timeout_s=300)
+    return {sp_on: [by_rank[rank][i] for rank in range(TP)] for i, sp_on in enumerate(modes)}
+
+
 @pytest.mark.parametrize("sp_on", [False, True])
-def test_a_measured_megatron_style_rank_moves_what_the_model_says(cfg, sp_on):
+def test_a_measured_megatron_style_rank_moves_what_the_model_says(cfg, sp_on, measured_ranks):
     """Two gloo ranks each run transformers' NemotronHMamba2Mixer on 3 heads and 1 group, loaded
     with their rows, channels and columns of the whole mixer (validate/distributed/
     mamba_tensor_parallel.py, fp32, the odd sizes, n 10): the output and every gradient equal the
@@ -179,10 +195,6 @@ def test_a_measured_megatron_style_rank_moves_what_the_model_says(cfg, sp_on):
     and one backward (in_proj's input gradient); with SP an all-gather and a reduce-scatter each
     way (the model's Megatron profile adds the input's regather in backward, which this autograd
     function does not do: it keeps the gathered input)."""
-    from validate.distributed.launch import run_gloo
-    from validate.distributed.mamba_tensor_parallel import MambaCase, measure_mamba_tensor_parallel
-
-    case = MambaCase(d=48, heads=6, head_dim=5, state=7, groups=2, conv=3, chunk=4, tokens=N)
     x = 4 * N * 48
     fp32 = ParallelEstimate(cfg, Workload(seq_len=N, batch=1, dtype="fp32", impl="megatron", attention="flash"),
                             Layout(tp=TP, sp=sp_on, dp=1, framework="megatron", zero=1))
@@ -196,7 +208,7 @@ def test_a_measured_megatron_style_rank_moves_what_the_model_says(cfg, sp_on):
     model = ({"all_gather": counts["sublayers"] + counts["row_outputs"],
               "reduce_scatter": counts["row_outputs"] + counts["sublayers"]} if sp_on
              else {"all_reduce": counts["row_outputs"] + counts["column_inputs"]})
-    for result in run_gloo(measure_mamba_tensor_parallel, TP, case, sp_on):
+    for result in measured_ranks[sp_on]:
         measured = [kind for phase in ("forward", "backward") for kind, _ in result["collectives"][phase]]
         assert {kind: measured.count(kind) for kind in model} == model
         assert result["difference"] < 1e-4

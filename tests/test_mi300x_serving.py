@@ -84,3 +84,20 @@ def test_the_split_script_refuses_a_partial_line(capsys):
 
     assert main(["llama3.1-70b", "1500"]) == 2
     assert capsys.readouterr().err.count("\n") == 1
+
+
+@pytest.mark.parametrize("argv", [["llama3.1-70b", "x", "3072"], ["llama3.1-70b", "1500", "0"],
+                                  ["llama3.1-70b", "1.5", "3072"], ["no-such-model", "1500", "3072"]])
+def test_the_split_script_refuses_bad_numbers_and_models(argv, capsys):
+    """Bad CLI input (not a whole number >= 1, an unknown model): one line on stderr, exit 2, no traceback."""
+    from validate.amd_vllm_steps import main
+
+    assert main(argv) == 2
+    assert capsys.readouterr().err.count("\n") == 1
+
+
+def test_the_split_reads_the_cache_bytes_from_the_replicas_sizing():
+    """The cache bytes a decode step reads are the replica's own sizing (kv_cache.kv_bytes_per_token: 70B 80 layers x
+    1 KV head a rank x 128 x K and V x 1 FP8 byte = 20,480; 405B 126 layers = 32,256), not a copy of the rule."""
+    assert _split("llama3.1-70b", 32, 1152)["kv_gb"] == pytest.approx(32 * 1152 * 20_480 / 1e9)
+    assert _split("llama3.1-405b", 32, 1152)["kv_gb"] == pytest.approx(32 * 1152 * 32_256 / 1e9)

@@ -46,12 +46,14 @@ CARD_COMMANDS = {
         f"--model llama2-7b {_LLAMA2}{_FSDP}--dp 1024 --global-batch 1024 --tokens 2e12",
     "gpu-hours-llama2 13b 2.0T tokens":
         f"--model llama2-13b {_LLAMA2}{_FSDP}--dp 1024 --global-batch 1024 --tokens 2e12",
-    "gpu-hours-llama2 70b 2.0T tokens":
-        f"--model llama2-70b {_LLAMA2}{_FSDP}--tp 8 --sp --dp 1024 --global-batch 1024 --tokens 2e12",
+    "gpu-hours-llama2 70b 2.0T tokens":  # torchtitan's llama2_70b.toml: 16 sequences a replica, full recomputation
+        f"--model llama2-70b {_LLAMA2.replace('--batch 1 ', '--batch 16 ')}{_FSDP}--tp 8 --sp --dp 64 --recompute full "
+        "--global-batch 1024 --tokens 2e12",
     "gpu-hours-llama3.1 8b 15T tokens":
         f"--model llama3-8b {_LLAMA31}{_FSDP}--dp 2048 --global-batch 2048 --tokens 15e12",
-    "gpu-hours-llama3.1 70b 15T tokens":
-        f"--model llama3-70b {_LLAMA31}{_FSDP}--tp 8 --sp --dp 2048 --global-batch 2048 --tokens 15e12",
+    "gpu-hours-llama3.1 70b 15T tokens":  # torchtitan's llama3_70b.toml: 8 sequences a replica, full recomputation
+        f"--model llama3-70b {_LLAMA31.replace('--batch 1 ', '--batch 8 ')}{_FSDP}--tp 8 --sp --dp 256 --recompute full "
+        "--global-batch 2048 --tokens 15e12",
     "gpu-hours-llama3.1 405b 15T tokens":
         f"--model llama3.1-405b {_LLAMA31}--framework megatron --zero 1 --tp 8 --sp --pp 16 --dp 128 "
         f"--schedule interleaved --virtual-stages 8 --pp-overlap 0 --overlap-grad-reduce --stage-layers {_EDGES} "
@@ -84,9 +86,9 @@ def test_the_gpu_hours_rows_hold_their_cards_figures():
         estimate, hardware, _ = train_setup(run, source)
         assert hardware.name == hardware_name and hardware.clock_scale == 1.0  # the card's watts: the preset's
         assert estimate.layout.gpus == run["gpus"]
-        if estimate.layout.framework == "fsdp2":  # the layout assumed: one sequence a replica, no accumulation
-            assert estimate.workload.batch == estimate.layout.microbatches == 1
-            assert estimate.layout.dp == run["global_batch"]
+        if estimate.layout.framework == "fsdp2":  # the layout assumed: one micro-batch a step, no accumulation
+            assert estimate.layout.microbatches == 1  # (one sequence a replica; the 70Bs' torchtitan recipe: 16 or 8)
+            assert estimate.layout.dp * estimate.workload.batch == run["global_batch"]
         assert TRAIN_UNITS["published_gpu_hours"][0] == "GPU-hours"
     llama2 = (CARD_GPU_HOURS[f"gpu-hours-llama2 {size} 2.0T tokens"][0] for size in ("7b", "13b", "70b"))
     assert sum(llama2) + 1_038_336 == 3_311_616

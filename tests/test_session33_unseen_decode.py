@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from reports.published_runs import decode_setup, other_runs_data
-from tests.rows_summary import ratios, stats
+from tests.unseen_rows import assert_first_computed, assert_summaries, decode_groups, decode_setup_of, ratios, runs_of
 
 SOURCES = ("llm-perf-bench-4bit", "llm-perf-bench-fp16", "llm-perf-bench-vllm", "lmdeploy-w4a16", "premai-a100",
            "premai-a100-vllm", "llamacpp-pr4766", "exllamav2-readme", "trtllm-v0.9.0")
@@ -26,20 +25,12 @@ TRTLLM_090 = {("llama2-7b", 256, 1, 128, 128): 5390, ("llama2-7b", 32, 1, 128, 2
               ("llama2-70b", 96, 4, 2048, 128): 80, ("llama2-70b", 64, 4, 2048, 2048): 289}
 
 
-def _rows(source: str) -> list[dict]:
-    return [r for r in other_runs_data()["runs"] if r["id"].split()[0] == source]
-
-
-def _setup(run: dict) -> tuple:
-    return decode_setup(run, other_runs_data()["sources"][run["id"].split()[0]])
-
-
 def test_the_perf_bench_multi_gpu_rows_are_its_table_over_pcie():
     for (model, gpu, n), (mlc, vllm) in PERF_BENCH_FP16.items():
         for source, figure in (("llm-perf-bench-fp16 mlc-llm", mlc), ("llm-perf-bench-vllm", vllm)):
-            run = next(r for r in _rows(source.split()[0]) if r["id"] == f"{source} {model} fp16 tp{n} {gpu}x{n}")
+            run = next(r for r in runs_of(source.split()[0]) if r["id"] == f"{source} {model} fp16 tp{n} {gpu}x{n}")
             assert run["published_tokens_per_s"] == figure
-            cfg, hardware, settings, quantization = _setup(run)
+            cfg, hardware, settings, quantization = decode_setup_of(run)
             assert (cfg.name, run["tp"], hardware.name, quantization) == \
                 (model, n, {"a100": "a100-pcie", "a10g": "a10g"}[gpu], {})
             # "all numbers are based on PCIe, not NVLink": PCIe Gen4 x16 between every pair of the 8
@@ -52,47 +43,47 @@ def test_the_perf_bench_multi_gpu_rows_are_its_table_over_pcie():
 def test_the_single_gpu_4bit_rows():
     """llm-perf-bench's RTX 4090 row, lmdeploy's w4a16 table (RTX 4090, 1 prompt token, 512 new) and ExLlamaV2's
     README (V2 columns, GPTQ g128)."""
-    bench = {r["id"]: (r["published_tokens_per_s"], _setup(r)[3]) for r in _rows("llm-perf-bench-4bit")}
+    bench = {r["id"]: (r["published_tokens_per_s"], decode_setup_of(r)[3]) for r in runs_of("llm-perf-bench-4bit")}
     assert bench["llm-perf-bench-4bit mlc-llm llama2-7b q4f16_1 rtx4090"] == \
         (204.8, {"weight_dtype": "int4", "weight_group": 32})
     assert bench["llm-perf-bench-4bit exllamav2 llama2-13b gptq g128 rtx4090"] == \
         (105.94, {"weight_dtype": "int4", "weight_group": 128})
     assert bench["llm-perf-bench-4bit llama.cpp llama2-7b q4_0 rtx4090"][0] == 151.1
-    lmdeploy = {" ".join(r["id"].split()[1:3]): r["published_tokens_per_s"] for r in _rows("lmdeploy-w4a16")}
+    lmdeploy = {" ".join(r["id"].split()[1:3]): r["published_tokens_per_s"] for r in runs_of("lmdeploy-w4a16")}
     assert lmdeploy == {"turbomind llama2-7b": 206.4, "turbomind llama2-13b": 115.8, "mlc-llm llama2-7b": 159.4,
                         "mlc-llm llama2-13b": 90.7, "llm-awq llama2-7b": 112.9}
-    awq = next(r for r in _rows("lmdeploy-w4a16") if "llm-awq" in r["id"])
-    cfg, hardware, settings, quantization = _setup(awq)
+    awq = next(r for r in runs_of("lmdeploy-w4a16") if "llm-awq" in r["id"])
+    cfg, hardware, settings, quantization = decode_setup_of(awq)
     assert (hardware.name, settings["prompt"], settings["gen"], settings["cuda_graphs"], quantization) == \
         ("rtx-4090", 1, 512, False, {"weight_dtype": "int4", "weight_group": 128})
-    exl = {(r["model"], _setup(r)[1].name): r["published_tokens_per_s"] for r in _rows("exllamav2-readme")}
+    exl = {(r["model"], decode_setup_of(r)[1].name): r["published_tokens_per_s"] for r in runs_of("exllamav2-readme")}
     assert exl == {("llama-7b", "rtx-4090"): 195, ("llama-13b", "rtx-4090"): 110, ("llama-30b", "rtx-4090"): 48,
                    ("llama-7b", "rtx-3090"): 175, ("llama-13b", "rtx-3090"): 105, ("llama-30b", "rtx-3090"): 45}
 
 
 def test_the_premai_and_llamacpp_rows():
-    premai = {" ".join(r["id"].split()[1:]): r for r in _rows("premai-a100")}
+    premai = {" ".join(r["id"].split()[1:]): r for r in runs_of("premai-a100")}
     assert {k: r["published_tokens_per_s"] for k, r in premai.items()} == \
         {"transformers llama2-7b fp16": 46.39, "transformers llama2-7b fp32": 43.79, "tensorrt-llm llama2-7b fp16": 101.94,
          "exllamav2 llama2-7b exl2 4.0bpw": 164.28, "autoawq llama2-7b awq int4 g128": 116.94}
-    _, hardware, settings, _ = _setup(premai["transformers llama2-7b fp32"])
+    _, hardware, settings, _ = decode_setup_of(premai["transformers llama2-7b fp32"])
     assert (hardware.name, settings["dtype"], settings["prompt"], settings["gen"], settings["implementation"]) == \
         ("a100-80gb", "fp32", 12, 512, "transformers")
-    vllm = _rows("premai-a100-vllm")[0]
-    assert vllm["published_tokens_per_s"] == 90.54 and _setup(vllm)[2]["gen"] == 16  # vLLM's default max_tokens
-    cpp = {r["id"].split(" ", 1)[1]: (r["published_tokens_per_s"], _setup(r)[1].name) for r in _rows("llamacpp-pr4766")}
+    vllm = runs_of("premai-a100-vllm")[0]
+    assert vllm["published_tokens_per_s"] == 90.54 and decode_setup_of(vllm)[2]["gen"] == 16  # vLLM's default max_tokens
+    cpp = {r["id"].split(" ", 1)[1]: (r["published_tokens_per_s"], decode_setup_of(r)[1].name) for r in runs_of("llamacpp-pr4766")}
     assert cpp == {"codellama-7b f16 tg128 rtx4090": (61.03, "rtx-4090"), "codellama-7b q8_0 tg128 rtx4090": (98.13, "rtx-4090"),
                    "llama-7b f16 tg128 rtx3090": (48.52, "rtx-3090"), "llama-7b q4_0 tg128 rtx3090": (121.82, "rtx-3090")}
 
 
 def test_the_trtllm_090_rows_are_its_a100_table():
-    rows = _rows("trtllm-v0.9.0")
+    rows = runs_of("trtllm-v0.9.0")
     assert len(rows) == 8
     for (model, batch, tp, prompt, gen), per_gpu in TRTLLM_090.items():
         run = next(r for r in rows if r["id"] == f"trtllm-v0.9.0 {model} fp16 tp{tp} batch {batch} {prompt}/{gen} a100")
         assert run["published_out_tokens_per_s_per_gpu"] == per_gpu
         assert run["published_tokens_per_s"] == round(per_gpu * tp / batch, 4)
-        _, hardware, settings, _ = _setup(run)
+        _, hardware, settings, _ = decode_setup_of(run)
         assert (hardware.name, settings["batch"], settings["prompt"], settings["gen"], settings["dtype"]) == \
             ("a100-80gb", batch, prompt, gen, "fp16")
         # Llama2-7b's engine runs the masked MHA; Llama2-70b's XQA (TRTLLM_ENABLE_XQA=1), the default decode call
@@ -134,8 +125,7 @@ MOVED = {"llm-perf-bench-4bit mlc-llm llama2-7b q4f16_1 rtx4090": 0.829,
 
 
 def test_first_computed_ratios_of_a_few_rows():
-    every = ratios(SOURCES)
-    assert {k: round(every[k], 3) for k in FIRST} == {**FIRST, **MOVED}
+    assert_first_computed(SOURCES, FIRST, MOVED)
 
 
 # (rows, median error %, within 0.75-1.33x, within 10%, within 5%) and (lowest, highest): as first computed
@@ -166,10 +156,7 @@ NOW_STATS = {**FIRST_STATS,
 @pytest.mark.slow
 def test_the_rows_as_first_computed():
     every = ratios(SOURCES)
-    groups = {"all": list(every), **{s: [k for k in every if k.split()[0] == s] for s in SOURCES}}
-    for name, keys in groups.items():
-        values = [every[k] for k in keys]
-        assert (stats(values), (round(min(values), 3), round(max(values), 3))) == NOW_STATS[name], name
+    assert_summaries(every, decode_groups(every, SOURCES), NOW_STATS)
     # too slow (first computed: 20, every int4 row on a GeForce card among them, Ada having no weight-only GEMV
     # fact then): the GeForce rows of ExLlamaV2, MLC, TurboMind and llama.cpp at 0.80-0.99, the 16-token vLLM
     # row, one TensorRT-LLM 70B row and, since wt33_q4a100's A100 int4 GEMV, premAI's ExLlamaV2 row on the A100

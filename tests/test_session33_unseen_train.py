@@ -9,25 +9,17 @@ from __future__ import annotations
 
 import pytest
 
-from reports.published_runs import other_runs_data, run_kind, train_setup, train_tokens
-from tests.rows_summary import ratios, stats
+from reports.published_runs import other_runs_data, run_kind, train_tokens
+from tests.unseen_rows import assert_summaries, ratios, runs_of, train_groups, train_setup_of
 
 SOURCES = ("pytorch-float8-fsdp2", "bloom-prequel-200b", "glm-130b", "gpu-hours-glm-130b", "gpu-hours-llama1",
            "gpu-hours-opt", "gpu-hours-granite-3.0")
 
 
-def _rows(prefix: str) -> list[dict]:
-    return [r for r in other_runs_data()["runs"] if r["id"].split()[0] == prefix]
-
-
-def _source(prefix: str) -> dict:
-    return other_runs_data()["sources"][prefix]
-
-
 def test_the_float8_blog_rows_are_its_tables():
     """Table 1 (128 GPUs assumed) and Table 3 (512 GPUs): wps bf16 / float8, 8K sequences, FSDP2 under
     torch.compile, the 405B at TP 4; tensorwise float8; batch and checkpointing from torchtitan's tomls."""
-    rows = _rows("pytorch-float8-fsdp2")
+    rows = runs_of("pytorch-float8-fsdp2")
     wps = {(r["model"], r["gpus"], r.get("fp8")): r["published_tokens_per_s_per_gpu"] for r in rows}
     assert wps == {("llama3-1.8b", 128, None): 29000, ("llama3-1.8b", 128, "tensorwise"): 35000,
                    ("llama3-8b", 128, None): 8000, ("llama3-8b", 128, "tensorwise"): 10000,
@@ -36,7 +28,7 @@ def test_the_float8_blog_rows_are_its_tables():
                    ("llama3-70b", 512, None): 960, ("llama3-70b", 512, "tensorwise"): 1448,
                    ("llama3.1-405b", 512, None): 152, ("llama3.1-405b", 512, "tensorwise"): 217}
     for run in rows:
-        estimate, hardware, options = train_setup(run, _source("pytorch-float8-fsdp2"))
+        estimate, hardware, options = train_setup_of(run)
         layout, workload, cfg = estimate.layout, estimate.workload, estimate.cfg
         assert (layout.framework, layout.zero, layout.tp, workload.seq_len, workload.batch) == \
             ("fsdp2", 3, 4 if "405b" in run["model"] else 1, 8192, 1)
@@ -51,7 +43,7 @@ def test_the_float8_blog_rows_are_its_tables():
 def test_the_200b_prequel_rows_are_its_tables():
     """47 rows of 02-25 to 02-27; tokens/s a GPU = GBS x 2,048 / (Sec/it x 384); 78 layers on 12 stages as the
     page's 'Re-do' says they ran (7 x 11 + 1), 106 layers as 108 slots with the embeddings (8 + 9 x 10 + 8)."""
-    rows = _rows("bloom-prequel-200b")
+    rows = runs_of("bloom-prequel-200b")
     assert len(rows) == 47 and sum("a128" in r["id"] for r in rows) == 6
     for run in rows:
         assert run["published_tokens_per_s_per_gpu"] == round(run["global_batch"] * 2048 / (run["published_seconds_per_step"] * 384), 3)
@@ -68,7 +60,7 @@ def test_the_200b_prequel_rows_are_its_tables():
     assert seconds["bloom-prequel-200b h14336 l72 a64 dp8 tp4 pp12 mbs2 gbs2048 384xa100-80gb 02-25 run2"] == 113.54
     assert seconds["bloom-prequel-200b h12288 l96 a64 dp8 tp1 pp48 mbs1 gbs2048 384xa100-80gb 02-25"] == 142.17
     assert seconds["bloom-prequel-200b h13824 l78 a96 dp8 tp4 pp12 mbs2 gbs512 384xa100-80gb 02-26"] == 35.77
-    estimate, hardware, _ = train_setup(rows[0], _source("bloom-prequel-200b"))
+    estimate, hardware, _ = train_setup_of(rows[0])
     assert (estimate.layout.framework, estimate.layout.zero, estimate.workload.recompute) == ("deepspeed", 1, "full")
     assert (estimate.cfg.vocab_size, estimate.cfg.position, hardware.inter_node_bandwidth_bytes_per_s) == (250880, "alibi", 6.25e9)
 
@@ -76,22 +68,22 @@ def test_the_200b_prequel_rows_are_its_tables():
 def test_glm_and_the_gpu_hours_rows():
     """GLM-130B: MFU 32.5% x 312 TFLOP/s, TP 4 PP 8 DP 24, 70 layers as 9 x 8 - 2; LLaMA's Table 15 (LLaMA 1 and
     OPT-175B), GLM's 60 days x 768 GPUs, Granite 3.0 8B's 832,102; all dense."""
-    glm = _rows("glm-130b")[0]
+    glm = runs_of("glm-130b")[0]
     assert glm["published_tflops_per_gpu"] == round(0.325 * 312, 1) == 101.4
-    estimate, hardware, _ = train_setup(glm, _source("glm-130b"))
+    estimate, hardware, _ = train_setup_of(glm)
     cfg, layout = estimate.cfg, estimate.layout
     assert (cfg.n_layers, cfg.d_model, cfg.n_heads, cfg.d_ff, cfg.vocab_size, cfg.activation) == \
         (70, 12288, 96, 32768, 150528, "geglu")
     assert (layout.tp, layout.pp, layout.dp, layout.microbatches, layout.stage_layers) == (4, 8, 24, 176, (8, 9, 9, 9, 9, 9, 9, 8))
     assert (hardware.name, estimate.workload.dtype) == ("a100-40gb", "fp16")
-    hours = {r["id"]: (r["published_gpu_hours"], r["tokens"]) for p in SOURCES[3:] for r in _rows(p)}
+    hours = {r["id"]: (r["published_gpu_hours"], r["tokens"]) for p in SOURCES[3:] for r in runs_of(p)}
     assert hours == {"gpu-hours-glm-130b 400B tokens": (768 * 60 * 24, 4e11),
                      "gpu-hours-llama1 7b 1.0T tokens": (82432, 1e12), "gpu-hours-llama1 13b 1.0T tokens": (135168, 1e12),
                      "gpu-hours-llama1 33b 1.4T tokens": (530432, 1.4e12), "gpu-hours-llama1 65b 1.4T tokens": (1022362, 1.4e12),
                      "gpu-hours-opt 175b 180B tokens": (992 * 34 * 24, 1.8e11),
                      "gpu-hours-granite-3.0 8b 12T tokens": (832102, 1.2e13)}
     data = other_runs_data()
-    assert {run_kind(r, data["sources"][r["id"].split()[0]]) for p in SOURCES for r in _rows(p)} == {"dense training"}
+    assert {run_kind(r, data["sources"][r["id"].split()[0]]) for p in SOURCES for r in runs_of(p)} == {"dense training"}
 
 
 def test_a_few_rows_as_first_computed():
@@ -122,20 +114,15 @@ NOW = dict(FIRST_COMPUTED, **{"training rates": ((60, 9.9, 55, 30, 14), (0.785, 
                               # 9.3 before wt33_small's embedding dense gradient
                               "pytorch-float8-fsdp2": ((12, 9.4, 12, 6, 3), (0.785, 0.997)),
                               "glm-130b": ((1, 23.1, 1, 0, 0), (1.231, 1.231)),
-                              "GPU-hours": ((7, 49.0, 1, 0, 0), (0.478, 1.833))})
+                              # wt34_gpuhours (session 34): LLaMA-1's rows on the 'llama' source's stack (TP 8 + SP, ZeRO-1;
+                              # the gpu-hours-llama1 source's "amended"): as speeds 0.51-0.66 -> 0.777-1.052
+                              "GPU-hours": ((7, 22.3, 5, 2, 1), (0.777, 1.833))})
 
 
 @pytest.mark.slow
 def test_the_rows_as_first_computed():
     every = ratios(SOURCES)
-    groups = {"training rates": [k for k in every if not k.startswith("gpu-hours")],
-              "pytorch-float8-fsdp2": [k for k in every if k.startswith("pytorch-float8-fsdp2 ")],
-              "bloom-prequel-200b": [k for k in every if k.startswith("bloom-prequel-200b ")],
-              "glm-130b": [k for k in every if k.startswith("glm-130b ")],
-              "GPU-hours": [k for k in every if k.startswith("gpu-hours")]}
-    for name, keys in groups.items():
-        values = [every[k] for k in keys]
-        assert (stats(values), (round(min(values), 3), round(max(values), 3))) == NOW[name], name
+    assert_summaries(every, train_groups(every, SOURCES[:3]), NOW)
     # the blog's rows all slower in the model than published, float8 further than bf16 on the model and GPUs
     # where float8 matters most (70B and 405B)
     blog = {k: v for k, v in every.items() if k.startswith("pytorch-float8-fsdp2")}

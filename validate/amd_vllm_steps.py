@@ -36,8 +36,7 @@ def step_split(model: str, sequences: int, context: int, query: int = 1) -> dict
     """Milliseconds of one step of `sequences` sequences of `query` tokens against `context` keys each, by part."""
     import numpy as np
 
-    step, _ = rank_step(model, sequences)
-    cfg = step.cfg
+    step, setup = rank_step(model, sequences)
     q = np.full(sequences, query, dtype=np.int64)
     c = np.full(sequences, context, dtype=np.int64)
     plan = step.graphs.plan(q, c)
@@ -48,8 +47,7 @@ def step_split(model: str, sequences: int, context: int, query: int = 1) -> dict
     attention = step.context_seconds(q, c)
     cost = getattr(step, "cost", None)  # the engine's sampler after the LM head (costmodel/serving/sampler.py)
     sampler = cost.seconds(sequences) if cost is not None else 0.0
-    kv_heads = max(1, cfg.n_kv_heads // step.tp)
-    kv_bytes = sequences * context * cfg.n_decoder_layers * kv_heads * cfg.d_head * 2  # FP8 cache: 1 byte each
+    kv_bytes = sequences * context * setup["kv_cache"]["kv_bytes_per_token"]  # the replica's cache sizing, one rank
     return {"model": model, "sequences": sequences, "context": context, "query": query,
             "graphed": plan is not None, "ms": 1e3 * total, "gemm_ms": 1e3 * gemms, "allreduce_ms": 1e3 * comm,
             "attention_ms": 1e3 * attention, "sampler_ms": 1e3 * sampler,
@@ -68,9 +66,19 @@ def show(split: dict[str, Any]) -> str:
 
 def main(argv: list[str]) -> int:
     """Print the splits asked for (MODEL SEQUENCES CONTEXT), else STEPS and a 64-prompt prefill step."""
-    if argv and len(argv) != 3:
-        print("usage: python validate/amd_vllm_steps.py [MODEL SEQUENCES CONTEXT]", file=sys.stderr)
+    usage = "usage: python validate/amd_vllm_steps.py [MODEL SEQUENCES CONTEXT] (SEQUENCES, CONTEXT whole numbers >= 1)"
+    if argv and (len(argv) != 3 or not all(a.isdigit() and int(a) >= 1 for a in argv[1:])):
+        print(usage, file=sys.stderr)
         return 2
+    if argv:
+        import costmodel
+        from costmodel.errors import ConfigError
+
+        try:
+            costmodel.load_model(argv[0])
+        except ConfigError:
+            print(f"unknown model {argv[0]!r} (python cli.py models lists them)", file=sys.stderr)
+            return 2
     steps = [(argv[0], int(argv[1]), int(argv[2]))] if argv else STEPS
     for model, sequences, context in steps:
         print(show(step_split(model, sequences, context)))

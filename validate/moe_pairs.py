@@ -22,7 +22,9 @@ from typing import Any
 
 from costmodel.config import ConfigError
 from costmodel.kernel_time import AttentionCall, Gemm, MatmulCompute, kernels_seconds
+from costmodel.layout.grouped_quantize import stage_seconds as quantize_seconds
 from costmodel.layout.kernel_step import KernelStepTime, cast_kernel, rank_kernels
+from costmodel.layout.host_syncs import moe_layers
 from costmodel.layout.roofline_parts import leaf_factor, runs_fp8
 from reports.published_runs import other_runs_data, train_setup
 
@@ -89,6 +91,9 @@ def compute_split(step_time: KernelStepTime, stage: Any) -> dict[str, float]:
                 casts = cast_kernel([k for k in listed if isinstance(k, (Gemm, MatmulCompute))], step_time.casts,
                                     not training)
                 out["FP8 casts" if training else "recompute"] += count * kernels_seconds(casts, timer, training)
+    # Transformer Engine's GroupedLinear quantizing each expert's split (layout/grouped_quantize.py)
+    layers = moe_layers(estimate, stage)
+    out["FP8 casts"] += quantize_seconds(estimate, step_time.hardware, layers, step_time.moe_op_fuser)
     active = sum(count * step_time.part_seconds.get(key, (0.0, 0))[1] for key, count in runs.items())
     out["launches"] = 3 * active * step_time.overhead_s
     return out

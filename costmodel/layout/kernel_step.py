@@ -45,10 +45,9 @@ from .parts import Stage, fp8_activations, layout_loss
 from .rank import FRAMEWORKS, ParallelEstimate, uses_loss_parallel
 from .gpt_oss_eager import stage_seconds as gpt_oss_seconds
 from .host_syncs import moe_layers
-from .permute_fusion import applies as permute_applies
-from .permute_fusion import stage_seconds as permute_stage_seconds
-from .router_fusion import applies as router_applies
-from .router_fusion import stage_seconds as router_stage_seconds
+from .grouped_quantize import applies as quantize_applies, stage_seconds as quantize_stage_seconds
+from .permute_fusion import applies as permute_applies, stage_seconds as permute_stage_seconds
+from .router_fusion import applies as router_applies, stage_seconds as router_stage_seconds
 from .roofline_parts import leaf_factor, runs_fp8
 from .step_parts import eager_launch_seconds, host_bound_parts
 from .time import StepTime
@@ -307,14 +306,15 @@ class KernelStepTime(StepTime):
     def stage(self, stage: Any) -> dict[str, float]:
         """StepTime's stage, with the host time the MoE layers' syncs expose (prices_host_syncs)."""
         times = super().stage(stage)
-        # Megatron-Core's router without --moe-router-fusion: its eager kernels (layout/router_fusion.py)
-        # ... and its dispatcher's permutations without --moe-permute-fusion (layout/permute_fusion.py)
-        if router_applies(self.estimate) or permute_applies(self.estimate):
-            layers = moe_layers(self.estimate, stage)
-            times["compute"] += (router_stage_seconds(self.estimate, self.hardware, layers, self.timer.bandwidth)
-                                 + permute_stage_seconds(self.estimate, self.hardware, layers, self.timer.bandwidth))
+        # Megatron-Core's unfused router, permutations, per-expert casts (layout/router_fusion.py, permute_fusion.py,
+        fuser = self.moe_op_fuser  # grouped_quantize.py)
+        if router_applies(self.estimate) or permute_applies(self.estimate) or quantize_applies(self.estimate, fuser):
+            layers, bandwidth = moe_layers(self.estimate, stage), self.timer.bandwidth
+            times["compute"] += (router_stage_seconds(self.estimate, self.hardware, layers, bandwidth)
+                                 + permute_stage_seconds(self.estimate, self.hardware, layers, bandwidth)
+                                 + quantize_stage_seconds(self.estimate, self.hardware, layers, fuser))
         # ... and GPT-OSS's eager clamp and rotary embedding beside its fused kernels (layout/gpt_oss_eager.py)
-        times["compute"] += gpt_oss_seconds(self.estimate, self.hardware, stage, self.timer.bandwidth, self.moe_op_fuser)
+        times["compute"] += gpt_oss_seconds(self.estimate, self.hardware, stage, self.timer.bandwidth, fuser)
         if self.prices_host_syncs:
             from .host_syncs import stage_host_seconds
 

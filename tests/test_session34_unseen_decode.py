@@ -1,0 +1,153 @@
+"""Session 34's unseen decoding rows (costmodel/published_runs.json sources "nemo-llama2-inference", "trtllm-v0.8.0",
+"autoawq-v0.1.6", "tinychat-b76fab6", "llamacpp-pr6017" and "llamacpp-issue2641": six publications, typed before any
+row was computed, 9d7915d8): each row's figure as its source prints it, the setup the model reads, and the kernel
+model's ratios as first computed (our speed over the published one), the honest error estimate validate/FINDINGS.md
+quotes ("Unseen decoding rows, session 34")."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.unseen_rows import assert_first_computed, assert_summaries, decode_groups, decode_setup_of, ratios, runs_of
+
+SOURCES = ("nemo-llama2-inference", "trtllm-v0.8.0", "autoawq-v0.1.6", "tinychat-b76fab6", "llamacpp-pr6017",
+           "llamacpp-issue2641")
+
+# NeMo Framework user guide, Llama-2 inference (128 in, 20 out): (model, TP, batch) -> Average Latency [ms] (A100, H100)
+NEMO = {("llama2-7b", 1, 1): (234.0, 153.8), ("llama2-7b", 1, 8): (329.5, 199.2), ("llama2-7b", 8, 1): (136.5, 97.6),
+        ("llama2-13b", 1, 1): (142.5, 86.4), ("llama2-13b", 4, 1): (207.8, 61.4)}
+# TensorRT-LLM performance.md (v0.8.0), FP8: (GPU, model, batch, TP, input, output) -> out tok/s/GPU
+TRTLLM_080 = {("h200", "llama2-7b", 896, 1, 128, 128): 20548, ("h200", "llama2-70b", 512, 1, 128, 128): 3844,
+              ("h100", "llama2-70b", 1024, 2, 128, 128): 3269, ("h100", "llama2-7b", 56, 1, 2048, 2048): 2816,
+              ("l40s", "llama2-70b", 64, 4, 2048, 2048): 177, ("l40s", "llama2-7b", 16, 1, 2048, 2048): 542}
+
+
+def test_the_six_sources_hold_95_rows():
+    assert [len(runs_of(s)) for s in SOURCES] == [26, 24, 22, 21, 1, 1]
+
+
+def test_the_nemo_rows_are_its_latency_table_over_20_tokens():
+    rows = {r["id"]: r for r in runs_of("nemo-llama2-inference")}
+    for (model, tp, batch), latencies in NEMO.items():
+        for gpu, ms in zip(("a100", "h100"), latencies):
+            run = rows[f"nemo-llama2-inference {model} tp{tp} batch {batch} 128/20 {gpu}"]
+            assert run["published_latency_s"] == round(ms / 1000, 4)
+            assert run["published_tokens_per_s"] == round(20 / (ms / 1000), 4)  # one sequence's 20 tokens
+            _, hardware, settings, quantization = decode_setup_of(run)
+            assert (hardware.name, settings["prompt"], settings["gen"], settings["batch"], quantization) == \
+                ({"a100": "a100-80gb", "h100": "h100-sxm"}[gpu], 128, 20, batch, {})
+            assert (settings["implementation"], settings["decode_kernel"], settings["cuda_graphs"]) == \
+                ("tensorrt-llm", "trtllm-mmha", True)
+
+
+def test_the_trtllm_080_rows_are_its_fp8_tables():
+    rows = runs_of("trtllm-v0.8.0")
+    for (gpu, model, batch, tp, prompt, gen), per_gpu in TRTLLM_080.items():
+        run = next(r for r in rows if r["id"] == f"trtllm-v0.8.0 {model} fp8 tp{tp} batch {batch} {prompt}/{gen} {gpu}")
+        assert run["published_out_tokens_per_s_per_gpu"] == per_gpu
+        assert run["published_tokens_per_s"] == round(per_gpu * tp / batch, 4)
+        _, hardware, settings, quantization = decode_setup_of(run)
+        assert (hardware.name, settings["batch"], settings["prompt"], settings["gen"]) == \
+            ({"h100": "h100-sxm"}.get(gpu, gpu), batch, prompt, gen)
+        assert quantization == {"weight_dtype": "fp8", "fp8_gemm": "w8a8", "kv_dtype": "fp8"}
+        # Llama2-7b's engine runs the masked MHA; Llama2-70b's XQA (TRTLLM_ENABLE_XQA=1), the default decode call
+        assert settings["decode_kernel"] == ("trtllm-mmha" if model == "llama2-7b" else None)
+
+
+def test_the_autoawq_and_tinychat_rows():
+    awq = {r["id"]: r for r in runs_of("autoawq-v0.1.6")}
+    batch8 = awq["autoawq-v0.1.6 mistral mistral-7b gemm batch 8 64/64 rtx4090"]
+    assert (batch8["published_out_tokens_per_s"], batch8["published_tokens_per_s"]) == (1185.25, 148.1562)
+    falcon = awq["autoawq-v0.1.6 falcon falcon-7b gemm batch 1 64/64 rtx4090"]
+    _, hardware, settings, quantization = decode_setup_of(falcon)
+    assert (hardware.name, settings["prompt"], settings["gen"], settings["cuda_graphs"], settings["attention"]) == \
+        ("rtx-4090", 64, 64, False, "eager")
+    # 4544 = 71 x 64: no group of 128 fits; the GEMM version's kernel (set by wt34_int4batch: its time by rows)
+    assert quantization == {"weight_dtype": "int4", "weight_group": 64, "quant_layout": "awq-gemm"}
+    tiny = {r["id"]: r for r in runs_of("tinychat-b76fab6")}
+    hf = tiny["tinychat-b76fab6 hf llama2-7b fp16 a6000"]
+    assert (hf["published_ms_per_token"], hf["published_tokens_per_s"]) == (22.75, round(1000 / 22.75, 4))
+    _, hardware, settings, quantization = decode_setup_of(hf)
+    assert (hardware.name, settings["prompt"], settings["gen"], settings["implementation"], settings["kv_cache"],
+            settings["attention"], quantization) == ("rtx-a6000", 512, 512, "transformers", "dynamic", "sdpa", {})
+    int4 = tiny["tinychat-b76fab6 tinychat mpt-30b int4 4090"]
+    _, hardware, settings, quantization = decode_setup_of(int4)
+    assert (int4["published_ms_per_token"], hardware.name, settings["prompt"], settings["kv_cache"],
+            settings["decode_kernel"], quantization) == \
+        (20.60, "rtx-4090", 64, "static", "trtllm-mmha", {"weight_dtype": "int4", "weight_group": 128})
+
+
+def test_the_llamacpp_rows():
+    pr = runs_of("llamacpp-pr6017")[0]
+    _, hardware, _, quantization = decode_setup_of(pr)
+    assert (pr["published_tokens_per_s"], hardware.name, quantization) == (74.77, "a100-pcie", {})
+    issue = runs_of("llamacpp-issue2641")[0]
+    cfg, hardware, settings, quantization = decode_setup_of(issue)
+    assert (issue["published_tokens_per_s"], cfg.name, hardware.name, settings["gen"], quantization) == \
+        (75.91, "llama-7b", "a100-80gb", 128, {"weight_dtype": "int4", "weight_group": 32})
+
+
+# As first computed (kernel model, before any change to the model): id -> ours / published
+FIRST = {"nemo-llama2-inference llama2-7b tp1 batch 1 128/20 a100": 1.238,
+         "nemo-llama2-inference llama2-7b tp8 batch 8 128/20 h100": 1.439,
+         "nemo-llama2-inference llama2-13b tp1 batch 1 128/20 h100": 0.438,
+         "trtllm-v0.8.0 llama2-7b fp8 tp1 batch 896 128/128 h200": 1.261,
+         "trtllm-v0.8.0 llama2-70b fp8 tp2 batch 1024 128/128 h100": 0.982,
+         "trtllm-v0.8.0 llama2-70b fp8 tp4 batch 256 128/2048 l40s": 1.258,
+         "trtllm-v0.8.0 llama2-7b fp8 tp1 batch 16 2048/2048 l40s": 1.003,
+         "autoawq-v0.1.6 vicuna llama2-7b gemv batch 1 64/64 rtx4090": 0.818,
+         "autoawq-v0.1.6 mistral mistral-7b gemm batch 8 2048/2048 rtx4090": 0.363,
+         "autoawq-v0.1.6 mistral mistral-7b gemv batch 8 64/64 rtx4090": 1.553,
+         "autoawq-v0.1.6 codellama codellama-34b gemm batch 1 2048/2048 rtx4090": 0.869,
+         "tinychat-b76fab6 hf llama2-13b fp16 a6000": 0.967,
+         "tinychat-b76fab6 hf falcon-7b fp16 4090": 1.638,
+         "tinychat-b76fab6 tinychat mpt-30b int4 a6000": 0.859,
+         "llamacpp-pr6017 llama-7b f16 tg128 a100-pcie": 1.413,
+         "llamacpp-issue2641 llama-7b q4_1 main n128 a100": 2.801}
+
+
+# the ratios now, where a sourced change moved them: wt34_int4batch's weight-only kernels by rows (AutoAWQ's GEMM
+# reads its int4 weights once for a 16-row tile, its GEMV once per row: tests/test_int4_by_batch.py)
+MOVED: dict[str, float] = {"autoawq-v0.1.6 mistral mistral-7b gemm batch 8 2048/2048 rtx4090": 0.418,
+                           "autoawq-v0.1.6 mistral mistral-7b gemv batch 8 64/64 rtx4090": 0.392}
+
+
+def test_first_computed_ratios_of_a_few_rows():
+    assert_first_computed(SOURCES, FIRST, MOVED)
+
+
+def test_the_13b_nemo_rows_run_below_the_bandwidth_floor_of_16_bit_weights():
+    """Why the NeMo Llama-2-13B rows read 0.40-0.65x: 20 steps that each read 13B's 16-bit weights once take
+    longer at the H100's and A100's peak bandwidth than the published latency of the whole request (prefill
+    included), so those rows cannot have run 2-byte weights at TP 1 (FINDINGS: a precision the stored page
+    does not state); the 7B rows sit above their floor."""
+    runs = {r["id"]: r for r in runs_of("nemo-llama2-inference")}
+    params = {"llama2-13b": 13.02e9, "llama2-7b": 6.74e9}  # the presets' counts, as `python cli.py models` prints
+    for model, gpu, floor_ok in (("llama2-13b", "h100", False), ("llama2-13b", "a100", False),
+                                 ("llama2-7b", "h100", True), ("llama2-7b", "a100", True)):
+        run = runs[f"nemo-llama2-inference {model} tp1 batch 1 128/20 {gpu}"]
+        _, hardware, _, _ = decode_setup_of(run)
+        floor = 20 * 2 * params[model] / hardware.bandwidth_bytes_per_s
+        assert (run["published_latency_s"] > floor) is floor_ok, (model, gpu, floor)
+
+
+# (rows, median error %, within 0.75-1.33x, within 10%, within 5%) and (lowest, highest): as first computed
+FIRST_STATS = {"all": ((95, 14.1, 66, 39, 21), (0.363, 2.801)),
+               "nemo-llama2-inference": ((26, 38.1, 7, 0, 0), (0.404, 1.553)),
+               "trtllm-v0.8.0": ((24, 5.1, 24, 16, 11), (0.916, 1.265)),
+               "autoawq-v0.1.6": ((22, 9.2, 16, 12, 6), (0.363, 1.553)),
+               "tinychat-b76fab6": ((21, 9.9, 19, 11, 4), (0.848, 1.638)),
+               "llamacpp-pr6017": ((1, 41.3, 0, 0, 0), (1.413, 1.413)),
+               "llamacpp-issue2641": ((1, 180.1, 0, 0, 0), (2.801, 2.801))}
+# the groups wt34_int4batch's kernels by rows moved ("all" and AutoAWQ's), restated
+NOW_STATS = {**FIRST_STATS, "all": ((95, 13.8, 69, 41, 22), (0.335, 2.801)),
+             "autoawq-v0.1.6": ((22, 7.2, 19, 14, 7), (0.335, 1.111))}
+
+
+@pytest.mark.slow
+def test_the_rows_as_first_computed():
+    every = ratios(SOURCES)
+    assert_summaries(every, decode_groups(every, SOURCES), NOW_STATS)
+    # 45 too fast, 50 too slow (first 46, 49); the too-slow side is NeMo's 13B rows, AutoAWQ's batched int4 rows, and the batch-1
+    # int4 and transformers rows a few percent under
+    assert sum(v > 1 for v in every.values()) == 45  # AutoAWQ's GEMV at batch 8, 64/64, now 0.39x (was 1.55x)
