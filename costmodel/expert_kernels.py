@@ -58,5 +58,6 @@ def grouped_gemms(leaf: Any, flops: float, shapes: list[tuple[int, int, int]], s
                  weight_bytes=one,
                  weight_dtype=dtype if stored and kernel else None,
                  quantizes_input=stored and kernel and dtype == "fp8" and next(first),
-                 normed_input=False, grouped_rows=rows if experts > 1 else 0)
+                 normed_input=False, grouped_rows=rows if experts > 1 else 0,
+                 weight_kernel=leaf.weight_format.storage.kernel if stored and kernel else None)
             for (out, inner, _), kernel, one in zip(shapes, kernels, weight_bytes)]

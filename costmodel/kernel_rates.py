@@ -5,7 +5,7 @@ log-linear reading of a measured table (costmodel/kernel_time.py)."""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .config import ConfigError
@@ -59,6 +59,20 @@ def k_efficiency(points: tuple[tuple[int, float], ...], k: int) -> float:
 
 
 @dataclass(frozen=True)
+class RowsRule:
+    """A weight-only kernel's time by rows from its code: the weight read once every `rows_a_pass` rows
+    (0: once whatever the rows), stated up to `max_rows` (0: any)."""
+    rows_a_pass: int
+    max_rows: int = 0
+
+    def factor(self, m: int) -> float | None:
+        """Its time at m rows over one row's: the passes over the weight; None above max_rows."""
+        if self.max_rows and m > self.max_rows:
+            return None
+        return 1.0 if self.rows_a_pass == 0 else float(math.ceil(m / self.rows_a_pass))
+
+
+@dataclass(frozen=True)
 class WeightOnlyKernel:
     """A weight-only GEMV kernel on one GPU: the tokens its figure covers, the bytes/s it moves a large
     weight at, and (where measured) its rate by thread blocks an SM: `block_columns` output columns a
@@ -69,6 +83,20 @@ class WeightOnlyKernel:
     by_blocks: tuple[tuple[float, float], ...] = ()
     measured_sms: int = 0
     cap: float = math.inf  # the GPU's GEMV rate, where `rate` is the SMs' (the DRAM binds above it)
+    # by kernel (QuantLayout.kernel): its time at M rows over one row's, (M, factor) points or the rows a pass
+    by_rows: dict[str, "tuple[tuple[int, float], ...] | RowsRule"] = field(default_factory=dict)
+
+    def rows_factor(self, kernel: str | None, m: int) -> float | None:
+        """This dtype's product of m rows under `kernel` over its one-row time (kernel_facts.json
+        "weight_only_by_rows"): measured points, log-linear between them and the last held beyond (no kernel
+        runs faster with more rows); or the weight read once every `rows_a_pass` rows (ceil(m / it); 0: once);
+        1 within `tokens` where no table is stated; None beyond them or a table's `max_rows` (the tile model)."""
+        table = self.by_rows.get(kernel or "")
+        if isinstance(table, tuple):
+            return log_linear(table, m)
+        if isinstance(table, RowsRule):
+            return table.factor(m)
+        return 1.0 if m <= self.tokens else None
 
     def rate_at(self, n: int, sms: int) -> float:
         """Its bytes/s for a weight of n output columns on `sms` SMs: log-linear in the blocks an SM
@@ -103,8 +131,35 @@ def weight_only_rates(entries: list[dict[str, Any]], hardware: Hardware,
             rate = gemv_bandwidth * float(entry["bandwidth_fraction"])
         points = tuple(sorted((float(x), float(f)) for x, f in entry.get("by_blocks", {}).items()))
         rates[entry["weight_dtype"]] = WeightOnlyKernel(int(entry["tokens"]), rate, int(entry.get("block_columns", 0)),
-                                                        points, int(entry.get("measured_sms", 0)), cap)
+                                                        points, int(entry.get("measured_sms", 0)), cap,
+                                                        by_rows_tables(hardware, entry["weight_dtype"]))
     return rates
+
+
+def by_rows_tables(hardware: Hardware, dtype: str) -> dict[str, "tuple[tuple[int, float], ...] | RowsRule"]:
+    """Each weight-only kernel's time by rows on this hardware (kernel_facts.json "weight_only_by_rows"), by
+    kernel: the points by_rows_points derives from its architecture's figure (a die's own, `sm_counts`, wins),
+    or its `rows_a_pass` (a rule from the code; with `max_rows`, no entry above them: None there)."""
+    tables: dict[str, tuple[tuple[int, float], ...] | RowsRule] = {}
+    for entry in sorted(kernel_facts()["weight_only_by_rows"]["entries"], key=lambda e: "sm_counts" in e):
+        if entry["weight_dtype"] != dtype or entry["architecture"] not in ("any", hardware.architecture) \
+                or hardware.sm_count not in entry.get("sm_counts", [hardware.sm_count]):
+            continue
+        tables[entry["kernel"]] = RowsRule(int(entry["rows_a_pass"]), int(entry.get("max_rows", 0))) \
+            if "rows_a_pass" in entry else by_rows_points(entry)
+    return tables
+
+
+def by_rows_points(entry: dict[str, Any]) -> tuple[tuple[int, float], ...]:
+    """A measured entry's (M, time at M over time at one row) points: each size's speed-up over fp16 at its
+    reference rows over its speed-up at M (the fp16 call flat in M: memory-bound), the mean over the sizes
+    (one size: its own), 1 at and below the reference rows."""
+    published = entry["published"]
+    batches, lines = published["batches"], published["speedup_over_fp16"]
+    sizes = [line for name, line in lines.items() if name.isdigit()] or [lines["torch-nightly"]]
+    ref = batches.index(entry["reference_rows"])
+    return tuple((m, 1.0 if m <= batches[ref] else max(1.0, sum(line[ref] / line[i] for line in sizes) / len(sizes)))
+                 for i, m in enumerate(batches))
 
 
 def unquantized_gemv(gemm: Gemm, rows_table: bool) -> Gemm | None:

@@ -29,6 +29,9 @@ class Gemm:
     # which keys the grouped kernel's measured share (kernel_facts.json "grouped_gemm_efficiency")
     # in the forward and both backward GEMMs; 0: not a grouped GEMM
     grouped_rows: int = 0
+    # the weight-only kernel its layout runs (QuantLayout.kernel; None: unquantized); last, as positional callers pass
+    # the fields before it
+    weight_kernel: str | None = None
 
     @property
     def flops(self) -> int:
@@ -44,7 +47,7 @@ def fused_gemm(gemms: list[Gemm]) -> Gemm:
         raise ValueError(f"only products of one input and format run as one GEMM: {gemms}")
     stored = None if first.weight_bytes is None else sum(g.weight_bytes or 0.0 for g in gemms)
     return Gemm(first.m, sum(g.n for g in gemms), first.k, first.count, stored, first.weight_dtype,
-                any(g.quantizes_input for g in gemms), first.normed_input)
+                any(g.quantizes_input for g in gemms), first.normed_input, weight_kernel=first.weight_kernel)
 
 
 @dataclass(frozen=True)

@@ -24,13 +24,11 @@ A leaf already knows its work; here it becomes kernels with shapes, read from th
     "gemm_efficiency_by_k": each tile's fixed start and store against a main loop of K); routed experts'
     grouped GEMMs x their kernel's measured share at its rows an expert ("grouped_gemm_efficiency"); no GEMM runs
     faster than its bytes at the bandwidth a read-and-reduce stream reaches (the hardware's gemv_bandwidth, a
-    microbenchmark; else the achievable bandwidth); a weight-only quantized GEMM of no more tokens than its kernel's
-    published small-batch speed covers (kernel_facts.json "weight_only_gemv": int4 one or two, int8 one) moves its
-    stored bytes at that fraction of the GEMV rate (one measured where the SMs bind: per SM and clock, at most the
-    GEMV rate, by its thread blocks an SM where measured; kernel_rates.weight_only_rates), not by the tile model
-    (whose tiles of 64 rows and more a GEMV's kernel does not use); a product of one row with unquantized weights is
-    a GEMV (cuBLAS's gemv2T in eager mode, Inductor's reduction when compiled): its bytes at the GEMV rate or its
-    FLOPs at the vector peak, whichever is longer, no tiles; where the hardware file measures a GEMM's efficiency by
+    microbenchmark; else the achievable bandwidth); a weight-only quantized GEMM moves its stored bytes at its kernel's
+    one-row rate ("weight_only_gemv": a fraction of the GEMV rate, or per SM and clock where the SMs bind, by blocks
+    an SM) x its time at M rows over one row's ("weight_only_by_rows", the layout's kernel's: measured, or passes
+    from code), at least its FLOPs at the large-GEMM rate; one row with unquantized weights is a GEMV (cuBLAS's
+    gemv2T eager, Inductor's reduction compiled): its bytes at the GEMV rate or FLOPs at the vector peak, no tiles; where the hardware file measures a GEMM's efficiency by
     its rows (gemm_efficiency_by_rows, a CPU's), its FLOPs at that fraction of the peak instead of the tiles
     (log-linear between the measured row counts, the end values beyond them); a layout that dequantizes into memory
     (DeepSpeed's int8, quantization.in_memory_dequant): a memory-bound pass, then the unquantized GEMM;
@@ -121,6 +119,7 @@ class KernelTimer:
         held_matmul = sustained_efficiency(hardware, measured_as) if sustained else None
         measured = burst if held_matmul is None else held_matmul
         self.matmul_efficiency = eff.compute if compute_given else measured
+        self.matmul_rate = self.peak * self.matmul_efficiency  # the large-GEMM FLOP/s (a weight-only kernel's bound)
         self.rows_scale = eff.compute if compute_given else 1.0  # a rows table is relative to the best rate
         self.sustained = sustained
         # The fused attention kernels' published figures are short runs at the boost clock; in a
@@ -244,8 +243,9 @@ class KernelTimer:
             return self.w8a8_gemm_seconds(gemm, weights, tile)
         moved = gemm.count * (self.element_bytes * (gemm.m * gemm.k + gemm.m * gemm.n) + weights)
         kernel = self.weight_only_gemv.get(gemm.weight_dtype)
-        if kernel and gemm.m <= kernel.tokens:  # a published weight-only GEMV: its bytes at its measured rate
-            return self.dram_startup_s + moved / kernel.rate_at(gemm.n, self.sms)
+        factor = kernel.rows_factor(gemm.weight_kernel, gemm.m) if kernel else None  # its time at m rows over one's
+        if factor:  # a published weight-only kernel: its bytes at its one-row rate x that factor, its FLOPs at the least
+            return self.dram_startup_s + max(factor * moved / kernel.rate_at(gemm.n, self.sms), gemm.flops / self.matmul_rate)
         if gemm.m == 1 and gemm.weight_dtype is None and not self.gemm_rows:  # a GEMV (gemv2T; compiled: a reduction)
             return self.dram_startup_s + max(moved / self.gemv_bandwidth, gemm.flops / self.vector)
         compute = self.gemm_compute_seconds(gemm, tile) / k_efficiency(self.gemm_by_k, gemm.k) \
@@ -389,7 +389,7 @@ def leaf_kernels(leaf: Any, subs: dict, fused_attention: bool, local: dict | Non
         kernels += in_memory_dequant(getattr(leaf, "weight_format", None), gemms, _number(S.e, subs)) \
             + [Gemm(*(int(_number(x, subs)) for x in g)) for g in block.activation_products()]  # DeepSpeed's int8
     other_flops = sum(_number(x, subs) for _, x in cost.elements)
-    measured = None if eager is None else eager.get(leaf.path)  # the eager implementation's
+    measured = None if eager is None else eager.get(leaf.code_path)  # the eager implementation's
     if measured is not None:
         forward, backward = (_number(x, subs) for x in measured)
         if forward or backward or other_flops:
@@ -472,7 +472,7 @@ def _gemms(leaf: Any, subs: dict, flops: float) -> list[Kernel]:
     # A norm writes the input of Q/K/V, the FFN's first matrices and Mamba's in_proj (layout/fp8.py fp8_blocks).
     normed = each[0][::2] if isinstance(block, (QKVProjection, FeedForward, Mamba2Mixer)) else None
     return [Gemm(tokens, out, inner, weight_bytes=_stored(leaf, out, inner, subs) if quantized else None,
-                 weight_dtype=dtype if kernel else None,
+                 weight_dtype=dtype if kernel else None, weight_kernel=leaf.weight_format.storage.kernel if kernel else None,
                  quantizes_input=kernel and dtype == "fp8" and next(first),
                  normed_input=(tokens, inner) == normed)
             for tokens, out, inner, kernel in each]

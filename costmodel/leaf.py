@@ -5,13 +5,14 @@ the builder (costmodel/leaves.py) stands when it makes a leaf, the fields its le
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import sympy as sp
 
 from . import blocks as B
 from . import symbols as S
 from .quantization import dequant_bytes
+from .spec import RECOMPUTED_LAYERS
 
 ONE = sp.Integer(1)
 #: Quantities a leaf derives from its parameters and the precision policy (bytes per parameter).
@@ -62,6 +63,14 @@ class Leaf:
         layer = f"{self.kind}_layer" if self.kind else "layer"
         inner = f"{layer}.{self.sublayer}." if self.sublayer else (f"{layer}." if self.part == "layer" else "")
         return f"{self.group}.{inner}{self.name}"
+
+    @property
+    def code_path(self) -> str:
+        """The path of the code this leaf runs, what measurements of a family's code are keyed by
+        (kernel_facts.json eager_training_bytes): its path, but a layer that full recomputation of
+        N layers sets apart (spec.RECOMPUTED_LAYERS, Workload.recompute_layers) runs the plain
+        layer's code, so it reads as "decoder.layer....", not "decoder.recomputed_layer...."."""
+        return replace(self, kind=None).path if self.kind == RECOMPUTED_LAYERS else self.path
 
     @property
     def in_layer(self) -> bool:

@@ -10,7 +10,9 @@ What runs, from peft's LoRA Linear and bitsandbytes' Linear4bit:
   adapters      per target of each decoder layer, h = x A^T (T x r from d_in) and y += s h B^T
                 (T x d_out from r), in the adapters' dtype (peft casts x to lora_A's dtype): two
                 GEMMs forward; backward dB, dh, dA and dx (four GEMMs, their weight gradients
-                included), lora_linear_flops.
+                included), lora_linear_flops; under --recompute full (gradient checkpointing, which
+                reruns each decoder layer's forward with peft's modules in it) the two forward GEMMs
+                again.
   optimizer     one fused pass over the adapters only: each weight read and written, its gradient
                 read, its state read and written (precision.ParamBytes.step_traffic's convention).
   nf4 (QLoRA)   bitsandbytes dequantizes each nf4 matrix to the activations' dtype before each use:
@@ -143,9 +145,11 @@ def lora_step(cfg: ModelConfig, workload: Workload, tune: Any, hardware: Hardwar
             parts["dequant"] += count * uses * sum(timer.pointwise_seconds(Pointwise(dequant_bytes(k.k, k.n, nf4)))
                                                     for k in frozen)
     tokens = workload.batch * workload.dimensions(cfg)["n"]
+    rerun = workload.recompute == "full"  # gradient checkpointing reruns each layer's forward, its adapters in it
     for layers, gemm in _adapter_gemms(cfg, tune, tokens):
-        parts["adapters"] += layers * kernels_seconds([gemm], adapter_timer, training=True)
-        flops["adapters"] += layers * 3 * gemm.flops
+        parts["adapters"] += layers * (kernels_seconds([gemm], adapter_timer, training=True)
+                                       + rerun * kernels_seconds([gemm], adapter_timer))
+        flops["adapters"] += layers * (3 + rerun) * gemm.flops
     shapes = model_adapter_tensors(cfg, tune)
     params = sum(r * c for r, c in shapes)
     if not tune.offload_optimizer:

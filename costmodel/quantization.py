@@ -178,14 +178,22 @@ class QuantLayout:
     # the engine dequantizes each matrix into a copy in the activations' dtype in memory, then runs
     # the unquantized GEMM on it (DeepSpeed's quantized_gemm); False: dequantized in the GEMM's registers
     in_memory_dequant: bool = False
+    # the weight-only kernel its int4 products run (kernel_facts.json "weight_only_by_rows": its time by rows):
+    # vLLM's Marlin for GPTQ/AWQ checkpoints, tinygemm for gpt-fast and torchao, AutoAWQ's own two
+    kernel: str = "marlin"
 
 
 #: --quant-layout -> its storage (spec.QUANT_LAYOUTS says each in words; sources: the docstring).
 QUANT_LAYOUT_FACTS = {
     "gptq": QuantLayout(row_scale_bytes=4, group_pair_bytes=None),
-    "gpt-fast": QuantLayout(row_scale_bytes=2, group_pair_bytes=4, pad="unaligned", groups=(32, 64, 128, 256)),
+    "gpt-fast": QuantLayout(row_scale_bytes=2, group_pair_bytes=4, pad="unaligned", groups=(32, 64, 128, 256),
+                            kernel="tinygemm"),
     "torchao": QuantLayout(row_scale_bytes=2, group_pair_bytes=4, pad="always", pad_n=8,
-                           groups=(32, 64, 128, 256)),
+                           groups=(32, 64, 128, 256), kernel="tinygemm"),
+    # AutoAWQ's GEMM and GEMV versions (quant_config "version"): GPTQ's bytes (an fp16 scale and a packed 4-bit
+    # zero a group: awq/modules/linear.py at 5c7e368, qweight, qzeros int32, scales fp16), each its own kernel
+    "awq-gemm": QuantLayout(row_scale_bytes=4, group_pair_bytes=None, dtypes=("int4",), kernel="awq-gemm"),
+    "awq-gemv": QuantLayout(row_scale_bytes=4, group_pair_bytes=None, dtypes=("int4",), kernel="awq-gemv"),
     "deepspeed": QuantLayout(row_scale_bytes=0, group_pair_bytes=None, matrix_scale_bytes=32 * 3 * 4,
                              dtypes=("int8",), in_memory_dequant=True),
 }
@@ -293,7 +301,7 @@ def check_quant_layout(dtype: str | None, group: int | None, quant_layout: str) 
         scales = "32 groups of scales a matrix" if quant_layout == "deepspeed" else "one scale per output row"
         raise ConfigError(f"workload: {quant_layout}'s int8 keeps {scales}; no weight_group.")
     groups = QUANT_LAYOUT_FACTS[quant_layout].groups
-    if dtype == "int4" and group is not None and group not in groups:
+    if dtype == "int4" and group is not None and groups and group not in groups:
         raise ConfigError(f"workload: {quant_layout}'s int4 takes groups of {', '.join(map(str, groups))} "
                           f"input columns, not {group}.")
 

@@ -289,9 +289,14 @@ class Roofline:
         kv = sp.expand((self.decode_model or self.prefill_model).total("kv_cache_bytes").xreplace(
             {k: v for k, v in at_context.items() if k not in (S.b, S.c)}))
         below_windows = kv.replace(sp.Min, lambda *args: S.c if S.c in args else sp.Min(*args))
+        # past every window (min(c, w) = w): what each further token adds, the unwindowed layers' cache
+        past = kv.replace(sp.Min, lambda *args: sp.Min(*(a for a in args if a != S.c)) if S.c in args else sp.Min(*args))
+        per_token = int(sp.expand(below_windows).coeff(S.b, 1).coeff(S.c, 1))
+        past_windows = int(sp.expand(past).coeff(S.b, 1).coeff(S.c, 1))
         return {
             "weights": int(self.prefill_model.total("weight_bytes").xreplace(subs)),
-            "kv_bytes_per_token": int(sp.expand(below_windows).coeff(S.b, 1).coeff(S.c, 1)),
+            "kv_bytes_per_token": per_token,
+            **({"kv_bytes_per_token_past_windows": past_windows} if past_windows != per_token else {}),
             "bytes": total,
             "bytes_by_phase": needed,
             "fits": total <= capacity,

@@ -77,6 +77,8 @@ QUANT_LAYOUTS = Choices({
                 "tinygemm needs it) and int8 (a bf16 scale per row)",
     "torchao": "torchao's int4_weight_only (tinygemm: a bf16 scale and zero per group, K always padded to a "
                "multiple of 1024, N to 8) and int8_weight_only (a bf16 scale per row)",
+    "awq-gemm": "AutoAWQ's GEMM version (GPTQ's bytes; its kernel reads the weight once every 16 rows)",
+    "awq-gemv": "AutoAWQ's GEMV version (GPTQ's bytes; its kernel reads the weight once a row, to 8 rows)",
     "deepspeed": "DeepSpeed-Inference 0.7's int8 (32 groups of fp32 scales a matrix), dequantized into an "
                  "fp16 copy in memory before each cuBLAS GEMM (costmodel/quantization.py)",
 })

@@ -8,7 +8,8 @@ for one GPU, costmodel.layout for several), and listed in the order of what it c
                math path (latent attention's value width: kernels._sdpa), none where it runs
                neither (BLOOM, MPT: facts sdpa_supported, flash_supported)
   recompute    selective reruns the attention core in backward; full reruns each layer's
-               forward (one more forward: a third more matmul FLOPs than forward + backward)
+               forward (one more forward: a third more matmul FLOPs than forward + backward; in a
+               fine-tuning step about half, its frozen base running no weight-gradient GEMM)
   ZeRO stage   over the GPUs given: 1 shards the optimizer state, 2 the gradients too, 3 the
                weights too (gathered again every step: about 1.5x the data-parallel traffic)
   more GPUs    when nothing fits on the GPUs given: the fewest (doubling) on which ZeRO 3
@@ -38,6 +39,11 @@ from .defaults import runs_attention, sdpa_runs_math
 
 #: GPU counts tried for "more GPUs": doubling up to this many.
 MAX_GPUS = 4096
+#: What full recomputation adds to a step's matmul FLOPs (one more forward of the layers): a third of a
+#: training step's forward + backward (the backward two forwards: input and weight gradients); about half
+#: of a fine-tuning step's, whose frozen base runs no weight-gradient GEMM (finetune's own GEMM FLOPs,
+#: Llama 3.1 8B QLoRA at 2,048 tokens: 61.5 -> 90.1 TFLOP, the head not rerun).
+RERUN_SHARE = {"training": "a third more matmul FLOPs", "finetune": "about half more matmul FLOPs"}
 
 
 @dataclass(frozen=True)
@@ -70,6 +76,20 @@ def training_memory(cfg: ModelConfig, workload: Workload, layout: Any = None) ->
 
     # estimate's training figure beside its inference formats, as the one-GPU tree sizes it (Workload.for_training)
     return ParallelEstimate(cfg, workload.for_training(asked=True), layout).per_rank["total"]
+
+
+def host_memory_note(cfg: ModelConfig, workload: Workload, layout: Any, **changes: Any) -> str:
+    """"; X of host memory a node" for the layout with `changes` (an offload): the host bytes a node
+    holds (costmodel/offload.py offloaded, what `estimate` with the layout prints), or "" where it cannot run."""
+    from .layout import ParallelEstimate
+
+    try:
+        estimate = ParallelEstimate(cfg, workload.for_training(asked=True), _layout(layout, **changes))
+        host = estimate.offloaded(estimate.stages[estimate.per_rank["stage"]])["host_bytes_per_node"]
+    except ConfigError:
+        return ""
+    unit, scale = ("TiB", 2**40) if host >= 2**40 else ("GiB", 2**30)
+    return f"; {host / scale:.2f} {unit} of host memory a node"
 
 
 def inference_memory(cfg: ModelConfig, workload: Workload, layout: Any = None) -> int:
@@ -146,7 +166,7 @@ def options(cfg: ModelConfig, workload: Workload, layout: Any, capacity: int, gp
             add(f"--recompute {recompute}",
                 _try(memory, cfg, dataclasses.replace(workload, recompute=recompute), layout),
                 "reruns the attention core in backward" if recompute == "selective" else
-                "reruns each layer's forward in backward: a third more matmul FLOPs")
+                "reruns each layer's forward in backward: " + RERUN_SHARE[phase])
     if phase == "training":
         current = layout.zero if layout is not None else 0
         dp = layout.dp if layout is not None else gpus  # the data-parallel ranks of the GPUs given
@@ -177,14 +197,17 @@ def options(cfg: ModelConfig, workload: Workload, layout: Any, capacity: int, gp
             offload = layout.offload if layout is not None else "none"
             zero = max(current, 2)
             plain = len(out)
+            host = lambda run, **changes: host_memory_note(cfg, run, layout, **changes)  # noqa: E731
             if offload == "none":
                 add(f"--dp {dp} --zero {zero} --offload optimizer",
                     _try(memory, cfg, workload, layout, dp=dp, zero=zero, offload="optimizer"),
-                    "ZeRO-Offload: the optimizer's update on the host CPU, over PCIe every step")
+                    "ZeRO-Offload: the optimizer's update on the host CPU, over PCIe every step"
+                    + host(workload, dp=dp, zero=zero, offload="optimizer"))
             if offload != "params":
                 add(f"--dp {dp} --zero 3 --offload params",
                     _try(memory, cfg, workload, layout, dp=dp, zero=3, offload="params"),
-                    "ZeRO-Infinity: the weights streamed from the host for every layer, forward and backward")
+                    "ZeRO-Infinity: the weights streamed from the host for every layer, forward and backward"
+                    + host(workload, dp=dp, zero=3, offload="params"))
             if workload.recompute != "full" and not fits_here and not any(o.fits for o in out[plain:]):
                 # nothing fits on these GPUs, offload alone neither: offload beside ZeRO 3 and each
                 # layer's forward rerun, as ZeRO 3 is offered with it above
@@ -193,7 +216,8 @@ def options(cfg: ModelConfig, workload: Workload, layout: Any, capacity: int, gp
                     add(f"--dp {dp} --zero 3 --offload {kind} --recompute full",
                         _try(memory, cfg, lean, layout, dp=dp, zero=3, offload=kind),
                         ("ZeRO-Offload" if kind == "optimizer" else "ZeRO-Infinity")
-                        + " with the weights gathered every step and each layer's forward rerun")
+                        + " with the weights gathered every step and each layer's forward rerun"
+                        + host(lean, dp=dp, zero=3, offload=kind))
     for change, needed, cost in extra:
         add(change, needed, cost)
     if phase == "inference" and cfg.n_decoder_layers:

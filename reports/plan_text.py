@@ -65,7 +65,8 @@ def render_plan(result: dict[str, Any], serve: bool, top: int, capacity: int) ->
         out.append("transients: the ids and the larger of the logits and the forward's largest no-grad tensor (the "
                    "FFN's hidden ones, an eager softmax's scores) of the phase that peaks; "
                    "per token: the mean of the generation's decode steps, each at its own context, as "
-                   f"`simulate` with the layout and `--attention {i.get('attention') or 'flash'}"
+                   f"`simulate` with the layout, `--batch` each replica's share of the {i['batch']:,} sequences "
+                   f"(batch / dp) and `--attention {i.get('attention') or 'flash'}"
                    + (f" --mla {i['mla']}" if i.get("mla") else "") + "` times them; last step: the one at context "
                    f"{feasible[0]['last_step']['context']:,}, where the memory is sized.")
         return "\n".join(out)

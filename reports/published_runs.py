@@ -163,7 +163,7 @@ def decode_setup(run: dict[str, Any], source: dict[str, Any]) -> tuple[ModelConf
     has the sizes of a preset under another name: Llama 3.1 8B as llama3-8b), its hardware, its
     settings (DECODE_SETTINGS: the run's own, else its source's; dtype bf16 where neither states
     one) and its quantization (weight dtype, group, fp8 GEMM, KV dtype; the head too where the source
-    says quantize_head; int8 and int4 in the layout the source's code stores, its quant_layout). A run
+    says quantize_head; int8 and int4 in the layout the source's code stores, the run's or its source's quant_layout). A run
     whose static cache is longer than its context (cache_size: every step attends the whole cache) is
     not expressible: ConfigError."""
     from costmodel.config import ConfigError
@@ -180,8 +180,9 @@ def decode_setup(run: dict[str, Any], source: dict[str, Any]) -> tuple[ModelConf
     quantization = {k: run[k] for k in DECODE_QUANTIZATION if k in run}
     if "weight_dtype" in quantization and source.get("quantize_head"):  # gpt-fast's, torchao's head
         quantization["quantize_head"] = True
-    if quantization.get("weight_dtype") in ("int8", "int4") and "quant_layout" in source:  # how they store it
-        quantization["quant_layout"] = source["quant_layout"]
+    layout = run.get("quant_layout", source.get("quant_layout"))  # a run's own: the kernel its id names (AutoAWQ's)
+    if quantization.get("weight_dtype") in ("int8", "int4") and layout:  # how they store and run it
+        quantization["quant_layout"] = layout
     return cfg, run_hardware(source, run), settings, quantization
 
 

@@ -252,7 +252,9 @@ def render_inference(r: dict[str, Any]) -> str:
     out += ["", f"Memory: {binary_bytes(m['bytes'])} at batch {i['batch']} ("
             + ("fits" if m["fits"] else "does NOT fit")
             + f" in {binary_bytes(hw['serving_memory_bytes'])} usable): weights {binary_bytes(m['weights'])}, KV "
-            f"cache {binary_bytes(m['kv_bytes_per_token'])} per token per sequence, the prefill's logits at "
+            f"cache {binary_bytes(m['kv_bytes_per_token'])} per token per sequence"
+            + (f" ({binary_bytes(m['kv_bytes_per_token_past_windows'])} past the sliding windows)"
+               if "kv_bytes_per_token_past_windows" in m else "") + ", the prefill's logits at "
             f"{m['logits']}; " + _fit_limits(m, hw)]
     if "decode" in r:
         steps = r["generation_table"]

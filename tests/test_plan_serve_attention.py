@@ -62,7 +62,7 @@ def test_the_default_kernel_is_serves_and_keeps_llama2_70b_as_it_was():
     assert default == plan_serving(cfg, hardware, 8, 32, 2048, 256, "bf16", attention="sdpa")
     # eager steps, host-bound (wt27_tphost): tp 2 x dp 4, 4 x dp 2 and 8 tie at generate's 6,136 ops x 6.545 us
     # (borrowed); the tie goes to the most replicas (was tp 8 alone, with no host term)
-    assert default["feasible"][0]["layout"] == {"tp": 2, "pp": 1, "dp": 4, "batch": 32}
+    assert default["feasible"][0]["layout"] == {"tp": 2, "pp": 1, "dp": 4, "batch": 32, "batch_per_replica": 8}
     assert [e["time_per_output_token"] for e in default["feasible"][:3]] == pytest.approx([6136 * 6.545241752576789e-06] * 3,
                                                                                          rel=1e-12)
     eager = plan_serving(cfg, hardware, 8, 32, 2048, 256, "bf16", attention="eager")

@@ -86,4 +86,4 @@ def test_the_text_names_the_attention_kernel_it_timed(capsys):
     assert code == 0, err
     lines = out.splitlines()
     assert lines[0].endswith("512 + 512 generated tokens, flash attention; time model kernels")
-    assert "`simulate` with the layout and `--attention flash` times them" in lines[-1]
+    assert "`simulate` with the layout, `--batch` each replica's share of the 8 sequences (batch / dp) and `--attention flash` times them" in lines[-1]

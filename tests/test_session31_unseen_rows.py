@@ -205,7 +205,9 @@ def test_torchtitans_405b_rows():
 def test_torchtitans_2024_rows_as_computed_now():
     every = ratios(TORCHTITAN_2024)
     a100 = [v for k, v in every.items() if k.startswith("torchtitan-2024 ")]
-    assert (stats(a100), round(min(a100), 3), round(max(a100), 3)) == ((8, 6.2, 8, 5, 1), 1.045, 1.111)
+    # (8, 6.2, 8, 5, 1) before wt34_user: the two 'selective layer' rows' recomputed layers now read the eager
+    # training bytes their plain layers read (Leaf.code_path): 8B 1.109 -> 1.058, 13B 1.101 -> 1.045
+    assert (stats(a100), round(min(a100), 3), round(max(a100), 3)) == ((8, 5.8, 8, 7, 2), 1.045, 1.111)
     h100 = [round(v, 3) for k, v in every.items() if k.startswith("torchtitan-405b-2024 ")]
     # first computed [1.135, 0.81, 0.775]; since wt31_express the Float8 rows with their toml's FSDP float8
     # all-gather (--fp8-param-gather under fsdp2, layout/fp8_options.py: 0.962, 0.921) and the last with its
@@ -214,8 +216,9 @@ def test_torchtitans_2024_rows_as_computed_now():
     # (layout/dtensor_copies.py): 1.135 -> 1.08, 0.962 -> 0.899, and the last 1.022 -> 0.948; since wt32_review
     # the last's fused collectives copy no cat (the micro-pipeline pass takes it into the fused op): 0.948 -> 1.008
     assert h100 == [1.08, 0.899, 1.008]
-    # first (66, 6.1, 64, 42, 27); before wt32_tpsmall (66, 5.7, 64, 44, 29); before wt32_review (66, 7.9, 64, 37, 23)
-    assert stats(list(ratios(EXPRESSIBLE + TORCHTITAN_2024).values())) == (66, 7.9, 64, 37, 24)
+    # first (66, 6.1, 64, 42, 27); before wt32_tpsmall (66, 5.7, 64, 44, 29); before wt32_review (66, 7.9, 64, 37, 23);
+    # before wt34_user (66, 7.9, 64, 37, 24)
+    assert stats(list(ratios(EXPRESSIBLE + TORCHTITAN_2024).values())) == (66, 7.1, 64, 39, 25)
 
 
 # The Phi cards (a3d6478d, typed before computed): GPUs, days, tokens; ratio now (published / ours; as first

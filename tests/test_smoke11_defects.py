@@ -95,7 +95,7 @@ def test_zero_suggestions_shard_over_the_context_parallel_ranks(capsys):
         "cost": "4 GPUs"}
     assert fit["options"][1] == {"change": "--dp 1 --zero 2 --offload optimizer", "memory": 44_622_766_604,
                                  "fits": True, "cost": "ZeRO-Offload: the optimizer's update on the host CPU, "
-                                                       "over PCIe every step"}
+                                                       "over PCIe every step; 239.32 GiB of host memory a node"}
     typed = _fit([*args, "--dp", "1", "--zero", "2", "--offload", "optimizer"], capsys)["training"]
     assert typed["memory"] == 44_622_766_604 and typed["fits"]
     typed = _fit([*args, "--dp", "1", "--zero", "3", "--recompute", "full"], capsys)["training"]

@@ -41,7 +41,7 @@ def test_plan_serve_names_the_latent_attention_form_simulate_needs(capsys):
     assert absorbed["per_rank"]["total"] == row["per_rank"]["total"] + 3 * 2 * (32 * 2_048 - 8_192) * 10_944 // 2
     code, out, _ = run_main(["plan", *case, "--serve", "--gpus", "2", "--tp", "2"], capsys)
     assert "flash attention, latent attention absorbed;" in out.splitlines()[0]
-    assert "`simulate` with the layout and `--attention flash --mla absorbed` times them" in out
+    assert "(batch / dp) and `--attention flash --mla absorbed` times them" in out
     code, out, _ = run_main(["simulate", *case, "--prompt", "512", "--gen", "4"], capsys)
     assert "attention eager, latent attention naive, dynamic KV cache" in out.splitlines()[1]
     # a model without latent attention says nothing of it

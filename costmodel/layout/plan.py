@@ -443,6 +443,7 @@ def plan_serving(cfg: ModelConfig, hardware: Hardware, gpus: int, batch: int, pr
             if batch % dp:
                 infeasible.append({**entry, "reason": "batch"})
                 continue
+            entry["layout"]["batch_per_replica"] = batch // dp  # what `simulate --batch` takes (per replica)
             layout = Layout(dp=dp, tp=tp, pp=pp, framework="deepspeed")
             workload = workload_of(batch // dp)
             try:

@@ -103,7 +103,8 @@ def gemm_delta(kernels: list, rerun: list, timer: Any) -> float:
     from ..kernel_time import kernels_seconds
 
     def delta(gemm: Gemm, training: bool) -> float:
-        one = Gemm(gemm.m, gemm.n, gemm.k, 1, gemm.weight_bytes, gemm.weight_dtype, gemm.quantizes_input)
+        one = Gemm(gemm.m, gemm.n, gemm.k, 1, gemm.weight_bytes, gemm.weight_dtype, gemm.quantizes_input,
+                   weight_kernel=gemm.weight_kernel)
         return gemm.count * kernels_seconds([one], timer, training) - kernels_seconds([gemm], timer, training)
     grouped = [k for k in kernels if isinstance(k, Gemm) and k.count > 1]
     again = [k for k in rerun if isinstance(k, Gemm) and k.count > 1]

@@ -81,3 +81,11 @@ def tensor_split_error(cfg: ModelConfig, tp: int, inference: bool) -> str | None
             return (f"is neither a divisor nor a multiple of the {what} ({heads}) of model {name}: inference "
                     f"replicates each head over tp / {heads} ranks, which must be whole (vLLM's QKVParallelLinear)")
     return None
+
+
+def spreads(cfg: ModelConfig, tp: int) -> str:
+    """The options that spread a model over more GPUs: "--tp, --pp", or "--pp" alone where no larger
+    tensor-parallel group (2, 4 or 8 times tp) splits it (a mixer not modelled under tensor
+    parallelism, heads that no larger tp divides)."""
+    wider = any(tensor_split_error(cfg, tp * k, inference=True) is None for k in (2, 4, 8))
+    return "--tp, --pp" if wider else "--pp"

@@ -14,6 +14,7 @@ from ..cost import check_price, serving_cost
 from ..decode_codes import runs_classes, serving_cache, serving_code
 from ..attention_kernels import DEFAULT_KERNEL, DEFAULT_SERVING_BACKEND, kernel_entry, serving_kernel
 from ..hardware import time_model_for
+from ..layout.tensor_split import spreads
 from ..kernel_rates import kernel_facts
 from ..quantization import runs_w8a8
 from .. import spec
@@ -280,7 +281,8 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
                           + (f"lower --max-batched-tokens (the activations are sized for a step of "
                              f"{min(max_batched_tokens, cfg.max_positions):,} tokens), "
                              if sizing.activation_bytes > sizing.weight_bytes else "")
-                          + "spread it over more GPUs (--tp, --pp) or store its weights in fewer bytes (--weight-dtype).")
+                          + f"spread it over more GPUs ({spreads(cfg, tp)}) or store its weights in fewer bytes "
+                          "(--weight-dtype).")
     graphs = engine_graphs(cuda_graphs, scheduler, max_num_seqs, max_batched_tokens, hardware, max_capture_len)
     backend = DEFAULT_SERVING_BACKEND if attention_backend is None else attention_backend  # '' is refused, not the default
     kernel = backend_kernel(backend, hardware, time_model, dtype)
