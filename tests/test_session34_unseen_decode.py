@@ -107,9 +107,12 @@ FIRST = {"nemo-llama2-inference llama2-7b tp1 batch 1 128/20 a100": 1.238,
 
 
 # the ratios now, where a sourced change moved them: wt34_int4batch's weight-only kernels by rows (AutoAWQ's GEMM
-# reads its int4 weights once for a 16-row tile, its GEMV once per row: tests/test_int4_by_batch.py)
+# reads its int4 weights once for a 16-row tile, its GEMV once per row: tests/test_int4_by_batch.py); wt34_llamacpp's
+# llama.cpp rows run eager (no CUDA graphs in llama.cpp before its PR 6766, 2024-04-19: tests/test_llamacpp_rows.py)
 MOVED: dict[str, float] = {"autoawq-v0.1.6 mistral mistral-7b gemm batch 8 2048/2048 rtx4090": 0.418,
-                           "autoawq-v0.1.6 mistral mistral-7b gemv batch 8 64/64 rtx4090": 0.392}
+                           "autoawq-v0.1.6 mistral mistral-7b gemv batch 8 64/64 rtx4090": 0.392,
+                           "llamacpp-pr6017 llama-7b f16 tg128 a100-pcie": 1.128,
+                           "llamacpp-issue2641 llama-7b q4_1 main n128 a100": 1.857}
 
 
 def test_first_computed_ratios_of_a_few_rows():
@@ -139,9 +142,12 @@ FIRST_STATS = {"all": ((95, 14.1, 66, 39, 21), (0.363, 2.801)),
                "tinychat-b76fab6": ((21, 9.9, 19, 11, 4), (0.848, 1.638)),
                "llamacpp-pr6017": ((1, 41.3, 0, 0, 0), (1.413, 1.413)),
                "llamacpp-issue2641": ((1, 180.1, 0, 0, 0), (2.801, 2.801))}
-# the groups wt34_int4batch's kernels by rows moved ("all" and AutoAWQ's), restated
-NOW_STATS = {**FIRST_STATS, "all": ((95, 13.8, 69, 41, 22), (0.335, 2.801)),
-             "autoawq-v0.1.6": ((22, 7.2, 19, 14, 7), (0.335, 1.111))}
+# the groups wt34_int4batch's kernels by rows moved ("all" and AutoAWQ's; "all" then ((95, 13.8, 69, 41, 22),
+# (0.335, 2.801))) and wt34_llamacpp's eager llama.cpp rows moved (the two llama.cpp sources, "all"), restated
+NOW_STATS = {**FIRST_STATS, "all": ((95, 13.1, 70, 41, 22), (0.335, 1.857)),
+             "autoawq-v0.1.6": ((22, 7.2, 19, 14, 7), (0.335, 1.111)),
+             "llamacpp-pr6017": ((1, 12.8, 1, 0, 0), (1.128, 1.128)),
+             "llamacpp-issue2641": ((1, 85.7, 0, 0, 0), (1.857, 1.857))}
 
 
 @pytest.mark.slow
