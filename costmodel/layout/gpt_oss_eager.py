@@ -60,7 +60,7 @@ def rope_applies(estimate: Any) -> bool:
             and facts_for(estimate.workload.impl, estimate.cfg.family).rotary_unfused)
 
 
-def _forward_runs(estimate: Any, parts: set[str]) -> float:
+def forward_runs(estimate: Any, parts: set[str]) -> float:
     """How many times a layer's forward runs the ops: once, and again where the recomputation reruns them
     (`parts` of spec.RECOMPUTED_PARTS, or full recomputation: of recompute_layers of the layers where set)."""
     workload = estimate.workload
@@ -86,7 +86,7 @@ def clamp_layer(estimate: Any) -> tuple[float, float]:
     cfg, layout = estimate.cfg, estimate.layout
     element = DTYPE_BYTES[estimate.workload.dtype]
     n = router_tokens(estimate) * cfg.top_k * (cfg.d_expert // (layout.etp or 1))
-    return _kernels_and_bytes(facts()["clamp"], (element * n, n), _forward_runs(estimate, {"moe_act", "moe_layer"}))
+    return _kernels_and_bytes(facts()["clamp"], (element * n, n), forward_runs(estimate, {"moe_act", "moe_layer"}))
 
 
 def rope_layer(estimate: Any) -> tuple[float, float]:
@@ -96,7 +96,7 @@ def rope_layer(estimate: Any) -> tuple[float, float]:
     element = DTYPE_BYTES[workload.dtype]
     positions = workload.seq_len // layout.cp
     table = positions * cfg.d_head
-    forwards = _forward_runs(estimate, set())
+    forwards = forward_runs(estimate, set())
     kernels = moved = 0.0
     for heads in (cfg.n_heads // layout.tp, max(cfg.n_kv_heads // layout.tp, 1)):
         rotated = workload.batch * positions * heads * cfg.d_head

@@ -23,7 +23,7 @@ from typing import Any
 
 from ..kernel_rates import kernel_facts
 from ..spec import RECOMPUTED_PARTS
-from .gpt_oss_eager import _forward_runs as forward_runs
+from .gpt_oss_eager import forward_runs
 from .unfused import launch_seconds
 
 
