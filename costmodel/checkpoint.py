@@ -31,9 +31,24 @@ and inference_weights says so in one line unless --weight-dtype chooses one; not
                    values. fp4 (bnb_4bit_quant_type fp4): not modelled.
   fbgemm_fp8       (Llama 3.1 405B FP8; transformers' FbgemmFp8Config): fp8 rowwise, one fp32 scale per
                    output row: quantization.py's fp8 exactly.
-  compressed-tensors  one config group whose weights are `{"type": "float", "num_bits": 8}` with
-                   strategy channel (fp8 per row), tensor (per row: as fp8 above) or block with a
-                   square block_structure (fp8 blocks); any other structure: not modelled.
+  compressed-tensors  one config group (vLLM's CompressedTensorsConfig; the group's `weights`):
+                   `{"type": "float", "num_bits": 8}` with strategy channel (fp8 per row), tensor
+                   (per row: as fp8 above) or block with a square block_structure (fp8 blocks);
+                   `{"type": "int", "num_bits": 4 or 8, "strategy": "group", "group_size": g}`
+                   (W4A16 / W8A16, "pack-quantized"): int4 or int8 in groups of g, stored as vLLM's
+                   CompressedTensorsWNA16.create_weights allocates it: `weight_packed` int32 (R, C /
+                   pack), `weight_scale` in the model's dtype (R, C / g), `weight_shape` int64 (2,),
+                   and `weight_zero_point` int32 (R / pack, C / g) only where `symmetric` is false.
+                   Symmetric: quantization.py's "compressed-tensors" layout (a 2-byte scale a group, no
+                   zero, 16 bytes of weight_shape a matrix), the checkpoint's default --quant-layout
+                   (CHECKPOINT_LAYOUT); asymmetric: GPTQ's bytes (an fp16 scale and a packed zero a group).
+                   `{"type": "int", "num_bits": 8, "strategy": "channel", "symmetric": true}` (W8A8,
+                   "int-quantized"): int8 with one fp32 scale per output row (LLM.int8's bytes; its
+                   int8 x int8 GEMM is timed as weight-only int8). Not modelled (no format): actorder
+                   "group" (a g_idx of C int32 a matrix), int4 per channel, other bits, several config
+                   groups, a `sparsity_config` (2:4 sparse-24 formats) and formats "marlin-24" and
+                   "sparse-*". The `ignore` list (lm_head on RedHatAI's checkpoints) is what stays in
+                   --dtype here by default: the head; a checkpoint that ignores more is not read so.
 """
 
 from __future__ import annotations
@@ -42,12 +57,17 @@ import warnings
 from typing import Any
 
 from .errors import ConfigError, show
-from .spec import UNQUANTIZED, WEIGHT_DTYPES
+from .spec import DEFAULT_QUANT_LAYOUT, QUANT_LAYOUTS, UNQUANTIZED, WEIGHT_DTYPES
+
+#: The --quant-layout a checkpoint's stored format implies where it is not GPTQ's (the 4th entry of
+#: ModelConfig.checkpoint_weights): compressed-tensors' symmetric pack-quantized int4 / int8.
+CHECKPOINT_LAYOUT = "compressed-tensors"
 
 
-def checkpoint_weights(quantization: Any, source: str) -> tuple[str, str | None, int | None]:
+def checkpoint_weights(quantization: Any, source: str) -> tuple:
     """(quant_method, format, group) of a config.json's quantization_config (the module's
-    docstring); format None where the method or its structure is not modelled."""
+    docstring), with a 4th entry, the --quant-layout it is stored in, where that is not GPTQ's
+    (compressed-tensors' symmetric int); format None where the method or its structure is not modelled."""
     if not isinstance(quantization, dict) or not isinstance(quantization.get("quant_method"), str):
         raise ConfigError(f"{source}: quantization_config must be an object with a quant_method, "
                           f"got {show(quantization)}.")
@@ -57,16 +77,18 @@ def checkpoint_weights(quantization: Any, source: str) -> tuple[str, str | None,
     return (method, *found) if found else (method, None, None)
 
 
-def check_stored(owner: str, stored: Any) -> tuple[str, str | None, int | None] | None:
+def check_stored(owner: str, stored: Any) -> tuple | None:
     """ModelConfig.checkpoint_weights validated and frozen (a JSON list becomes a tuple): None, or
-    (quant_method, a WEIGHT_DTYPES name or None, a positive group or None)."""
+    (quant_method, a WEIGHT_DTYPES name or None, a positive group or None[, a QUANT_LAYOUTS name])."""
     if stored is None:
         return None
-    if (isinstance(stored, (list, tuple)) and len(stored) == 3 and isinstance(stored[0], str)
-            and (stored[1] is None or stored[1] in WEIGHT_DTYPES) and (stored[2] is None or _positive(stored[2]))):
+    if (isinstance(stored, (list, tuple)) and len(stored) in (3, 4) and isinstance(stored[0], str)
+            and (stored[1] is None or stored[1] in WEIGHT_DTYPES) and (stored[2] is None or _positive(stored[2]))
+            and (len(stored) == 3 or stored[3] in QUANT_LAYOUTS)):
         return tuple(stored)
     raise ConfigError(f"{owner}: checkpoint_weights must be null or [quant_method, one of "
-                      f"{', '.join(WEIGHT_DTYPES)} or null, a group or null], got {show(stored)}.")
+                      f"{', '.join(WEIGHT_DTYPES)} or null, a group or null, optionally a quant layout], "
+                      f"got {show(stored)}.")
 
 
 def _fp8(block: Any) -> tuple[str, int | None] | None:
@@ -96,18 +118,34 @@ def _bitsandbytes(q: dict) -> tuple[str, int | None] | None:
     return None
 
 
-def _compressed_tensors(q: dict) -> tuple[str, int | None] | None:
+def _compressed_tensors(q: dict) -> tuple | None:
     groups = q.get("config_groups")
-    if not isinstance(groups, dict) or len(groups) != 1:
+    if not isinstance(groups, dict) or len(groups) != 1 or q.get("sparsity_config"):
+        return None
+    if str(q.get("format", "")).startswith(("marlin-24", "sparse")):
         return None
     group = next(iter(groups.values()))
     weights = group.get("weights") if isinstance(group, dict) else None
+    if isinstance(weights, dict) and weights.get("type") == "int":
+        return _compressed_int(weights)
     if not isinstance(weights, dict) or weights.get("type") != "float" or weights.get("num_bits") != 8:
         return None
     strategy = weights.get("strategy")
     if strategy in ("channel", "tensor"):
         return "fp8", None
     return _fp8(weights.get("block_structure")) if strategy == "block" else None
+
+
+def _compressed_int(weights: dict) -> tuple | None:
+    """compressed-tensors' integer weights (the module's docstring): (format, group[, layout])."""
+    bits, strategy, symmetric = weights.get("num_bits"), weights.get("strategy"), weights.get("symmetric", True)
+    if strategy == "group" and bits in (4, 8) and _positive(weights.get("group_size")) \
+            and weights.get("actorder") != "group" and isinstance(symmetric, bool):
+        found = (f"int{bits}", weights["group_size"])
+        return (*found, CHECKPOINT_LAYOUT) if symmetric else found
+    if strategy == "channel" and bits == 8 and symmetric is True:
+        return "int8", None
+    return None
 
 
 _READERS = {
@@ -138,12 +176,23 @@ def inference_weights(cfg: Any, weight_dtype: str | None = None,
     stored = getattr(cfg, "checkpoint_weights", None)
     if stored is None:
         return None, weight_group, None
-    method, dtype, group = stored
+    method, dtype, group = stored[:3]
     if dtype is None:
         raise ConfigError(f"model {cfg.name!r}: its checkpoint's quantization_config (quant_method {method!r}) "
                           "is not a format modelled here; --weight-dtype chooses a format (none: "
                           "unquantized weights in --dtype).")
     return dtype, group if weight_group is None else weight_group, "checkpoint"
+
+
+def inference_layout(cfg: Any, source: str | None, quant_layout: str | None) -> str | None:
+    """The --quant-layout an inference path runs: the checkpoint's (checkpoint_weights' 4th entry) where
+    the weights are the checkpoint's (source "checkpoint") and no other layout than the default was
+    chosen; else quant_layout as given."""
+    stored = getattr(cfg, "checkpoint_weights", None)
+    if source == "checkpoint" and stored is not None and len(stored) == 4 \
+            and quant_layout in (None, DEFAULT_QUANT_LAYOUT):
+        return stored[3]
+    return quant_layout
 
 
 def inference_options(cfg: Any, options: dict[str, Any], beside_training: bool = False) -> dict[str, Any]:
@@ -159,7 +208,9 @@ def inference_options(cfg: Any, options: dict[str, Any], beside_training: bool =
             raise
         warnings.warn(f"{error} The inference figures below are unquantized.", stacklevel=3)
         dtype, group, source = None, None, None
-    return {**options, "weight_dtype": dtype, "weight_group": group, "weight_dtype_source": source}
+    layout = inference_layout(cfg, source, options.get("quant_layout"))
+    return {**options, "weight_dtype": dtype, "weight_group": group, "weight_dtype_source": source,
+            **({"quant_layout": layout} if layout is not None else {})}
 
 
 def weights_note(weight_dtype: str | None, source: str | None) -> str | None:

@@ -245,7 +245,7 @@ class ModelConfig:
     layer_pattern: tuple[str, ...] | None = None
     # The format the released checkpoint stores its weights in (checkpoint.py): inference's default;
     # not the architecture, so equality (and hf_config's round trip) leave it out.
-    checkpoint_weights: tuple[str, str | None, int | None] | None = dataclasses.field(default=None, compare=False)
+    checkpoint_weights: tuple | None = dataclasses.field(default=None, compare=False)
     # Which of n_kv_heads / d_head were derived rather than given (replace() derives them again).
     _derived: frozenset = dataclasses.field(default=frozenset(), init=False, repr=False, compare=False)
 

@@ -226,7 +226,7 @@ def checkpoint_note(cfg: ModelConfig, method: str, dtype: str) -> str | None:
     stored = cfg.checkpoint_weights
     if stored is None or (method == "qlora" and stored[1] == "nf4"):  # a bitsandbytes nf4 checkpoint: QLoRA's own base
         return None
-    method_name, stored_dtype, group = stored
+    method_name, stored_dtype, group = stored[:3]
     form = f"{stored_dtype}{f' g{group}' if group else ''}, " if stored_dtype else ""
     base = f"in {dtype} (--dtype)" if method == "lora" else "in bitsandbytes' nf4, quantized from unquantized weights"
     stored_as = ("--method qlora counts it as stored (a LoRA on a bitsandbytes nf4 base is QLoRA)"

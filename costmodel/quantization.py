@@ -174,6 +174,7 @@ class QuantLayout:
     pad_n: int = 1
     groups: tuple[int, ...] | None = None  # the group sizes the engine accepts (None: any)
     matrix_scale_bytes: int = 0  # scale bytes a matrix keeps whatever its rows (DeepSpeed's 32 x 3 fp32)
+    group_matrix_bytes: int = 0  # bytes a grouped matrix keeps beside its values and scales (compressed-tensors' weight_shape)
     dtypes: tuple[str, ...] = ("int8", "int4")  # the formats the engine stores this way
     # the engine dequantizes each matrix into a copy in the activations' dtype in memory, then runs
     # the unquantized GEMM on it (DeepSpeed's quantized_gemm); False: dequantized in the GEMM's registers
@@ -194,6 +195,12 @@ QUANT_LAYOUT_FACTS = {
     # zero a group: awq/modules/linear.py at 5c7e368, qweight, qzeros int32, scales fp16), each its own kernel
     "awq-gemm": QuantLayout(row_scale_bytes=4, group_pair_bytes=None, dtypes=("int4",), kernel="awq-gemm"),
     "awq-gemv": QuantLayout(row_scale_bytes=4, group_pair_bytes=None, dtypes=("int4",), kernel="awq-gemv"),
+    # compressed-tensors' symmetric pack-quantized (checkpoint.py: RedHatAI's W4A16 and W8A16): vLLM's
+    # CompressedTensorsWNA16.create_weights allocates weight_packed int32 (R, C // pack_factor), weight_scale
+    # (R, C // g) in params_dtype (2 bytes), weight_shape int64 (2,): 16 bytes a matrix, and weight_zero_point
+    # only `if not self.symmetric` (vllm-project/vllm compressed_tensors/schemes/compressed_tensors_wNA16.py);
+    # Marlin runs it (choose_mp_linear_kernel). Per-channel int8 (W8A8): an fp32 scale a row, as LLM.int8's.
+    "compressed-tensors": QuantLayout(row_scale_bytes=4, group_pair_bytes=2, group_matrix_bytes=2 * 8),
     "deepspeed": QuantLayout(row_scale_bytes=0, group_pair_bytes=None, matrix_scale_bytes=32 * 3 * 4,
                              dtypes=("int8",), in_memory_dequant=True),
 }

@@ -79,6 +79,8 @@ QUANT_LAYOUTS = Choices({
                "multiple of 1024, N to 8) and int8_weight_only (a bf16 scale per row)",
     "awq-gemm": "AutoAWQ's GEMM version (GPTQ's bytes; its kernel reads the weight once every 16 rows)",
     "awq-gemv": "AutoAWQ's GEMV version (GPTQ's bytes; its kernel reads the weight once a row, to 8 rows)",
+    "compressed-tensors": "compressed-tensors' symmetric pack-quantized int4/int8 (RedHatAI's W4A16: a bf16 scale "
+                          "per group, no zero), per-channel int8 (an fp32 scale per row)",
     "deepspeed": "DeepSpeed-Inference 0.7's int8 (32 groups of fp32 scales a matrix), dequantized into an "
                  "fp16 copy in memory before each cuBLAS GEMM (costmodel/quantization.py)",
 })
@@ -355,6 +357,12 @@ SCHEDULERS = Choices({"vllm": "vLLM v1's, chunked prefill within a token budget"
                       "hf-fifo": "transformers' continuous batching, FIFO",
                       "hf-prefill-first": "transformers' continuous batching, split prefills first",
                       "vllm-v0": "vLLM v0's, whole prompts first and alone, then decodes"})
+#: The block sizes vLLM takes (serve --block-size, the vllm and vllm-v0 schedulers): the union over its
+#: releases. vllm/engine/arg_utils.py `--block-size ... choices=[8, 16, 32, 64, 128]` (v0.4-v0.6);
+#: vllm/config.py `BlockSize = Literal[1, 8, 16, 32, 64, 128]` (v0.8-v0.10, whose CLI reads its choices
+#: from the Literal); vllm/config/cache.py `BlockSize = Literal[1, 8, 16, 32, 64, 128, 256]` (v0.11 on).
+#: Other sizes: `vllm serve` refuses them (argparse's choices) in every release.
+VLLM_BLOCK_SIZES = (1, 8, 16, 32, 64, 128, 256)
 ROUTERS = Choices({"round-robin": "", "least-outstanding": ""})
 # serve --cuda-graphs (costmodel/serving/graphs.py): which steps replay a CUDA graph.
 CUDA_GRAPHS = Choices({"auto": "the engine's default", "on": "the engine's graphs, an error where it has none",

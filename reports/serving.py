@@ -14,7 +14,7 @@ from costmodel.checkpoint import weights_note
 from costmodel.config import ConfigError
 from costmodel.spec import (CUDA_GRAPHS, DEFAULT_HARDWARE, JSON_UNITS, DEFAULT_SCHEDULER, DEFAULT_SERVE_ATTENTION, DEFAULT_SERVE_MLA, DTYPES,
                             DEFAULT_FP8_GEMM, DEFAULT_GEN_TOKENS, FP8_GEMMS,
-                            DEFAULT_QUANT_LAYOUT, KV_DTYPES, MAMBA_SSM_CACHE_DTYPES, MLA_FORMS, QUANT_LAYOUTS, ROUTERS, SCHEDULERS,
+                            DEFAULT_QUANT_LAYOUT, KV_DTYPES, MAMBA_SSM_CACHE_DTYPES, MLA_FORMS, QUANT_LAYOUTS, ROUTERS, SCHEDULERS, VLLM_BLOCK_SIZES,
                             SERVE_ATTENTIONS, WEIGHT_DTYPE_CHOICES, WEIGHT_DTYPE_DEFAULT)
 
 from .options import decode_code_option
@@ -339,6 +339,9 @@ def serve(model, config, hardware_name, rate, concurrency, count, trace, prompt,
         rate = chosen[0]
     if concurrency is None and (rate is None) == (trace is None):
         raise ReportInputError("give exactly one of --rate (requests per second), --concurrency N or --trace FILE.")
+    if scheduler in ("vllm", "vllm-v0") and block_size >= 1 and block_size not in VLLM_BLOCK_SIZES:
+        raise ReportInputError(f"--block-size {block_size}: vLLM takes {', '.join(map(str, VLLM_BLOCK_SIZES))} tokens "
+                               f"a block (its CacheConfig's BlockSize; `vllm serve` refuses others), --scheduler {scheduler}.")
     if plot_path is not None and not plot_path.endswith((".png", ".svg", ".pdf")):
         raise ReportInputError(f"--plot must name a .png, .svg or .pdf file, got {plot_path!r}.")
     for path in (csv_path, steps_csv, plot_path):  # every output checked before the run: none half-written

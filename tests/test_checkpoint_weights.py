@@ -148,7 +148,7 @@ def test_fp8_blocks_keep_one_fp32_scale_per_block():
      ("compressed-tensors", "fp8", 128)),
     ({"quant_method": "compressed-tensors", "config_groups": {"group_0": {
         "weights": {"type": "int", "num_bits": 4, "strategy": "group", "group_size": 128}}}},
-     ("compressed-tensors", None, None)),
+     ("compressed-tensors", "int4", 128, "compressed-tensors")),  # symmetric by default: tests/test_compressed_tensors.py
     ({"quant_method": "exl2", "bits": 4.65}, ("exl2", None, None)),
 ])
 def test_quant_methods_map_to_formats_or_to_none(quantization, expected):

@@ -387,7 +387,8 @@ def quantized_bytes(matrices: tuple[tuple[Expr, Expr, Expr], ...], fmt: Any) -> 
       block data N bits/8, scales 4 ceil(R/g) ceil(C/g) (one fp32 per g x g block; fp8)
       gptq  data N bits/8, per group of g columns of a row (G = R ceil(C/g)): scales 2 G (fp16),
             zeros G bits/8 (packed); in gpt-fast's and torchao's layout (fmt.storage) a bf16
-            (scale, zero) pair per group, 4 G, no zeros part
+            (scale, zero) pair per group, 4 G, no zeros part; compressed-tensors' symmetric one a
+            2-byte scale per group, 2 G, plus its 16-byte weight_shape a matrix, no zeros part
     R and C as the layout stores them (quantization.stored_shape: tinygemm's padding of int4), and
     int8's row scales of fmt.storage.row_scale_bytes (fp32 in LLM.int8, bf16 in gpt-fast and torchao),
     plus fmt.storage.matrix_scale_bytes a matrix (DeepSpeed's 32 x 3 fp32, no row scales).
@@ -410,7 +411,8 @@ def quantized_bytes(matrices: tuple[tuple[Expr, Expr, Expr], ...], fmt: Any) -> 
         elif fmt.layout == "block":
             parts["scales"] += count * FP32 * sp.ceiling(rows / fmt.group) * sp.ceiling(cols / fmt.group)
         elif fmt.layout == "gptq" and fmt.storage.group_pair_bytes:
-            parts["scales"] += count * fmt.storage.group_pair_bytes * rows * sp.ceiling(cols / fmt.group)
+            parts["scales"] += count * (fmt.storage.group_pair_bytes * rows * sp.ceiling(cols / fmt.group)
+                                        + fmt.storage.group_matrix_bytes)
         elif fmt.layout == "gptq":
             groups = rows * sp.ceiling(cols / fmt.group)
             parts["scales"] += count * 2 * groups

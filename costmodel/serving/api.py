@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from ..checkpoint import inference_weights
+from ..checkpoint import inference_layout, inference_weights
 from ..config import ConfigError, show
 from ..cost import check_price, serving_cost
 from ..decode_codes import runs_classes, serving_cache, serving_code
@@ -134,7 +134,8 @@ def replica_profile(cfg: Any, scheduler: str = "vllm", *, weight_dtype: str | No
                           f"model's dtype (no quantized cache in transformers 5.24's continuous_batching); a quantized "
                           f"cache is modelled for the {', '.join(s for s in SCHEDULERS if not s.startswith('hf-'))} "
                           f"schedulers.")
-    weight_dtype, weight_group, _ = inference_weights(cfg, weight_dtype, weight_group)  # the checkpoint's by default
+    weight_dtype, weight_group, source = inference_weights(cfg, weight_dtype, weight_group)  # the checkpoint's by default
+    quant_layout = inference_layout(cfg, source, quant_layout) or spec.DEFAULT_QUANT_LAYOUT
     code = serving_code(scheduler, decode_code)  # transformers' classes run their experts as they are; the engines route
     profile = serving_profile(cfg, attention, weight_dtype, kv_dtype, mla, fp8_gemm, weight_group, quant_layout=quant_layout,
                               decode_code=code, routed_experts=not runs_classes(code),
