@@ -114,7 +114,8 @@ def test_plan_serve_ranks_by_time_per_output_token():
     # eager steps, host-bound from tp 4 (wt27_tphost): each rank's host issues generate's 6,136 ops at the
     # A100 file's 7.1 us; the tie goes to the layout serving more tokens a second (tp 4 x dp 2 over tp 8)
     top = result["feasible"][:2]
-    assert [e["layout"] for e in top] == [{"tp": 4, "pp": 1, "dp": 2, "batch": 32}, {"tp": 8, "pp": 1, "dp": 1, "batch": 32}]
+    assert [e["layout"] for e in top] == [{"tp": 4, "pp": 1, "dp": 2, "batch": 32, "batch_per_replica": 16},
+                                            {"tp": 8, "pp": 1, "dp": 1, "batch": 32, "batch_per_replica": 32}]
     assert [e["time_per_output_token"] for e in top] == pytest.approx([6136 * 7.1e-6] * 2, rel=1e-12)
     assert [e["reason"] for e in result["infeasible"]] == ["memory"]  # 1 x 1 x 8: 140 GB of weights a GPU
 

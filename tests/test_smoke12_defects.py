@@ -77,7 +77,7 @@ def test_plan_serve_generates_what_serve_and_simulate_generate_by_default(capsys
     code, out, err = _run(["plan", "--model", "llama3.1-8b", "--hardware", "h100", "--gpus", "2", "--serve",
                            "--tp", "2", "--json"], capsys)  # (eager, host-bound: tp 1 x dp 2 ranks first since wt27_tphost)
     row = json.loads(out)["feasible"][0]
-    assert code == 0 and row["layout"] == {"tp": 2, "pp": 1, "dp": 1, "batch": 32}
+    assert code == 0 and row["layout"] == {"tp": 2, "pp": 1, "dp": 1, "batch": 32, "batch_per_replica": 32}
     assert row["last_step"]["context"] == 2_175  # the last step at 2,048 + 127 fed back (the last generated token never is)
     # Since session 26 the row's peak at batch 32 is the prefill's: vLLM's chunk of 8,192 tokens (its
     # default on an H100, serving/budgets.py) holds the FFN's 3 x 8,192 x 7,168 x 2 B = 352,321,536 a
@@ -90,7 +90,7 @@ def test_plan_serve_generates_what_serve_and_simulate_generate_by_default(capsys
     code, out, err = _run(["plan", "--model", "llama3.1-8b", "--hardware", "h100", "--gpus", "2", "--serve",
                            "--batch", "64", "--tp", "2", "--json"], capsys)
     row = json.loads(out)["feasible"][0]
-    assert code == 0 and row["layout"] == {"tp": 2, "pp": 1, "dp": 1, "batch": 64}
+    assert code == 0 and row["layout"] == {"tp": 2, "pp": 1, "dp": 1, "batch": 64, "batch_per_replica": 64}
     assert row["last_step"]["context"] == 2_175 and row["per_rank"]["kv_cache"] == 64 * 2_175 * 131_072 // 2
     assert row["per_rank"]["transient"] == 64 * 8 + 64 * 128_256 * 2
 
