@@ -26,6 +26,11 @@ def doc(name: str) -> str:
     return " ".join((ROOT / name).read_text(encoding="utf-8").split())
 
 
+def p99_lines(out: str, *names: str) -> dict[str, str]:
+    """serve's p99 figure (its line's last column) for each metric line named (TTFT, TPOT, E2E)."""
+    return {line.split()[0]: line.split()[-1] for line in out.splitlines() if line.split()[:1] and line.split()[0] in names}
+
+
 def quoted(text: str, pattern: str) -> re.Match:
     """The one place the doc says it: a doc that no longer says it fails here, not silently."""
     found = list(re.finditer(pattern, text))
@@ -99,7 +104,7 @@ def test_the_serving_answer_serving_md_quotes_is_printed(capsys):
     command, ttft, tpot, blocks, per_token = match.groups()
     code, out, err = run_main(command.split(), capsys)
     assert code == 0, err
-    p99 = {line.split()[0]: line.split()[-1] for line in out.splitlines() if line.split()[:1] in (["TTFT"], ["TPOT"])}
+    p99 = p99_lines(out, "TTFT", "TPOT")
     assert p99 == {"TTFT": ttft, "TPOT": tpot}, p99
     assert f"KV cache per replica: {blocks} blocks of 16 tokens ({per_token} B per token" in out
 
@@ -134,8 +139,7 @@ def test_the_disaggregation_table_is_what_serve_prints(layout, capsys):
     row = quoted(text, rf"\| \d \| {re.escape(layout)} \| ([\d,]+) \| ([\d.]+) \| ([\d,]+) \| ([\d.]+) \|").groups()
     code, out, err = run_main([*command.split(), *DISAGGREGATION[layout]], capsys)
     assert code == 0, err
-    p99 = {line.split()[0]: line.split()[-1] for line in out.splitlines() if line.split()[:1] in (["TTFT"], ["TPOT"],
-                                                                                                   ["E2E"])}
+    p99 = p99_lines(out, "TTFT", "TPOT", "E2E")
     rate = re.search(r"throughput: ([\d.]+) req/s", out).group(1)
     printed = (f"{float(p99['TTFT']):,.0f}", p99["TPOT"], f"{float(p99['E2E']):,.0f}", f"{float(rate):.1f}")
     assert printed == row, (printed, row)
