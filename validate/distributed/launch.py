@@ -48,7 +48,7 @@ def free_port() -> int:
 
 def _worker(rank: int, world_size: int, port: int, out_dir: str, timeout_s: float,
             fn: Callable[..., Any], args: tuple) -> None:
-    """One spawned rank: join gloo, run fn, write ("ok", result) or ("error", traceback), then
+    """One spawned rank: join gloo, wait for every rank to join, run fn, write ("ok", result) or ("error", traceback), then
     leave the group. The outcome is written before the teardown: gloo's threads can abort the
     process as it tears down ("terminate called without an active exception", SIGABRT), after the
     measurement is complete, and that must not lose the result."""
@@ -59,6 +59,10 @@ def _worker(rank: int, world_size: int, port: int, out_dir: str, timeout_s: floa
             "gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world_size,
             timeout=timedelta(seconds=timeout_s),
         )
+        # Every rank past gloo's connectFullMesh before any runs fn: a rank whose fn needs no
+        # collective could otherwise finish and exit while a peer is still connecting, and that
+        # peer's init fails ("Connection closed by peer", seen in CI at stop 55).
+        dist.barrier()
         outcome = ("ok", fn(rank, world_size, *args))
     except BaseException:  # noqa: BLE001 - every failure goes back to the parent as text
         outcome = ("error", traceback.format_exc())
