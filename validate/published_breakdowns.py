@@ -97,6 +97,47 @@ def korthikanti_table() -> list[dict[str, Any]]:
     return rows
 
 
+# What-if, not the model's default: Korthikanti's Table 5 rows under the two mechanisms Table 4 points
+# at, both read in Megatron-LM's code of the paper's time. (1) The column-parallel linears' backward
+# collectives run under its GEMMs: megatron/mpu/layers.py at NVIDIA/Megatron-LM 02bb1f5c,
+# ColumnParallelLinearWithAsyncAllreduce.backward (the input gradient's all-reduce async under the
+# weight-gradient GEMM) and ColumnParallelLinearWithSequenceParallelism.backward (the input's
+# all-gather under the input-gradient GEMM, the input gradient's reduce-scatter under the
+# weight-gradient GEMM): 2 all-reduces a layer, or 2 all-gathers + 2 reduce-scatters, of the
+# micro-batch's collectives, as Overlap.tp's share. (2) Megatron-LM's passes over its fp32 gradient
+# buffer once a step that Layout.optimizer_step "fused" leaves out: zero_grad_buffer's zero_ (write 4),
+# DistributedDataParallel.allreduce_gradients' `buffer_.data /= dp` even at dp 1 (read 4, write 4;
+# megatron/model/distributed.py at 01d65bde) and clip_grad_norm's multi_tensor_l2norm (read 4), as
+# layout/megatron_step.py prices them for Megatron-Core (no NaN-check norm before Megatron-Core).
+MEGATRON_2022_STEP_BYTES = 4 + 8 + 4
+
+
+def korthikanti_what_if() -> list[dict[str, Any]]:
+    """Table 5's rows: published seconds, ours, ours with (1), ours with (1) and (2)."""
+    from reports.published_runs import korthikanti_runs
+
+    hardware = load_hardware("a100-80gb")
+    rows = []
+    for row, key, cfg, workload, layout in korthikanti_runs():
+        estimate = ParallelEstimate(cfg, workload, layout)
+        plain = KernelStepTime(estimate, hardware)
+        stage = estimate.stages[0]
+        calls = {kind: count for kind, count, _ in estimate.tensor_parallel_collectives(stage)}
+        payloads = {kind: payload for kind, _, payload in estimate.tensor_parallel_collectives(stage)}
+        hidden_kinds = ("all_gather", "reduce_scatter") if layout.sp else ("all_reduce",)
+        layers = plain.part_runs(stage)["layer.decoder"]
+        hidden = 2 * layers * sum(plain.collective("tp", kind, payloads[kind]) for kind in hidden_kinds if kind in calls)
+        share = hidden / plain.tensor_parallel(stage)[0]
+        overlapped = KernelStepTime(estimate, hardware, overlap=Overlap(tp=share))
+        step = overlapped.step()
+        slowest = estimate.stages[step["slowest_stage"]]
+        passes = MEGATRON_2022_STEP_BYTES * overlapped.rank_params(slowest) / overlapped.bytes_per_s
+        rows.append({"model": row[0], "key": key, "published_s": row[9] if key == "full" else row[10],
+                     "ours_s": plain.step()["seconds"], "overlap_share": share, "overlapped_s": step["seconds"],
+                     "both_s": step["seconds"] + passes})
+    return rows
+
+
 # Lumos Figure 1 states no batch and no precision: the guess compared (not a published row) is one
 # sequence a micro-batch and TP x PP = 32 micro-batches (its Figure 4 caption's assumption), bf16,
 # sequence parallelism and the distributed optimizer (NVIDIA's MLPerf GPT-3 configs), the TP
@@ -132,6 +173,12 @@ def main() -> None:
         if row["published_iteration_s"] is not None:
             print(f"  {'':<24} iteration {row['published_iteration_s']:.2f} / {o['step_s']:.3f} s; beyond the 48 "
                   f"layers {row['published_rest_s']:.3f} / {o['rest_s']:.3f} s (ours: optimizer {o['optimizer_s']:.3f})")
+    print("Korthikanti et al. Table 5 what-if (not the model's default): speed ratios published / ours, ours with "
+          "the backward's overlapped TP collectives (share of the TP time), and with Megatron-LM's gradient-buffer passes too")
+    for r in korthikanti_what_if():
+        print(f"  {r['model']:>4} {r['key']:<7} published {r['published_s']:6.2f} s: ours {r['published_s'] / r['ours_s']:.3f}, "
+              f"overlap ({r['overlap_share']:.2f}) {r['published_s'] / r['overlapped_s']:.3f}, "
+              f"both {r['published_s'] / r['both_s']:.3f}")
     actual = published()["lumos_figure_1"]["actual_ms"]
     total = sum(actual.values())
     share = (actual["exposed_communication"] + actual["other_idle"]) / total
