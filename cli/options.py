@@ -177,7 +177,8 @@ workload_options = stack(
 
 #: The parameter names layout_options adds (estimate and simulate pass them to make_layout).
 LAYOUT_OPTIONS = ("dp", "tp", "pp", "sp", "zero", "microbatches", "schedule", "virtual_stages",
-                  "framework", "stage_layers", "gpus", "device", "ep", "etp", "ep_dispatcher", "capacity_factor", "fp8", "cp",
+                  "framework", "stage_layers", "gpus", "device", "ep", "etp", "ep_dispatcher", "capacity_factor", "pad_to_capacity", "fp8",
+                  "cp",
                   "cp_rotate", "cp_kv_heads", "all_reduce", "vocab_parallel", "dp_shard", "grad_reduce_dtype",
                   "precision_aware_optimizer", "fp8_param_gather", "tp_only_amax_red", "fp8_autocast",
                   "moe_router_fusion", "moe_router_load_balancing_type", "moe_permute_fusion", "moe_grouped_gemm",
@@ -269,6 +270,9 @@ layout_options = stack(
     click.option("--capacity-factor", type=float, default=None,
                  help="Mixture of experts: each expert takes at most this times its balanced share of "
                  "the routed tokens, the rest are dropped (default: dropless)."),
+    click.option("--pad-to-capacity", is_flag=True, default=None,
+                 help="With --capacity-factor: every expert runs exactly its capacity, the empty rows padded "
+                 "(Megatron-Core's --moe-pad-expert-input-to-capacity; the all-to-all dispatcher sends the padded rows)."),
     click.option("--unfused-loss", is_flag=True, default=None,
                  help="--framework megatron: the model's code runs Megatron's vocabulary-parallel cross-entropy "
                  "on fp32 logits, unfused, whatever the model family (Megatron-Core's GPTModel before "

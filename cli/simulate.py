@@ -92,7 +92,8 @@ INFERENCE_ONLY = {"prompt": "--prompt", "gen": "--gen", "kv_cache": "--kv-cache"
 #: Layout options only a training step reads: an inference layout's decode and prefill ignore them.
 TRAINING_LAYOUT_ONLY = {"microbatches": "--microbatches", "zero": "--zero", "sp": "--sp", "fp8": "--fp8",
                         "framework": "--framework", "layout_device": "--device",
-                        "capacity_factor": "--capacity-factor", "etp": "--etp", "ep_dispatcher": "--ep-dispatcher", "dp_shard": "--dp-shard",
+                        "capacity_factor": "--capacity-factor", "pad_to_capacity": "--pad-to-capacity",
+                        "etp": "--etp", "ep_dispatcher": "--ep-dispatcher", "dp_shard": "--dp-shard",
                         "grad_reduce_dtype": "--grad-reduce-dtype",
                         "precision_aware_optimizer": "--precision-aware-optimizer", "schedule": "--schedule",
                         "fp8_param_gather": "--fp8-param-gather", "tp_only_amax_red": "--tp-only-amax-red", "fp8_autocast": "--fp8-autocast",

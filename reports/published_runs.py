@@ -287,6 +287,9 @@ def train_setup(run: dict[str, Any], source: dict[str, Any]) -> tuple[ParallelEs
                     schedule=_stated(run, source, "schedule", "1f1b"), virtual_stages=virtual,
                     stage_layers=stage_layers, fp8=_stated(run, source, "fp8"),
                     ep_dispatcher=_stated(run, source, "ep_dispatcher", "alltoall"),  # the recipe's flex backend
+                    # the recipe's moe_expert_capacity_factor and moe_pad_expert_input_to_capacity
+                    capacity_factor=_stated(run, source, "capacity_factor"),
+                    pad_to_capacity=_stated(run, source, "pad_to_capacity", False),
                     dp_shard=_stated(run, source, "dp_shard"),  # hybrid sharding (FSDP2's HSDP)
                     grad_reduce_dtype=_stated(run, source, "grad_reduce_dtype"),  # the recipe's grad_reduce_in_fp32
                     precision_aware_optimizer=_stated(run, source, "precision_aware_optimizer"),

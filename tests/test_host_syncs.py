@@ -107,7 +107,8 @@ def test_the_sourced_time_moves_no_row_it_was_checked_on():
     run, source = _row(QWEN_B200)
     estimate, _, _ = train_setup(run, source)
     assert syncs(estimate.cfg, estimate.layout) and not syncs(estimate.cfg, estimate.layout, ("full_iteration",))
-    assert not syncs(estimate.cfg, dataclasses.replace(estimate.layout, capacity_factor=1.0))
+    assert not syncs(estimate.cfg, dataclasses.replace(estimate.layout, capacity_factor=1.0, pad_to_capacity=True))
+    assert syncs(estimate.cfg, dataclasses.replace(estimate.layout, capacity_factor=1.0))  # dropping, unpadded: synced
     assert not syncs(load_preset("llama3-8b"), estimate.layout)
 
 

@@ -325,7 +325,7 @@ class RankCommunication:
         tensor-parallel ones; measured: validate/distributed/experts.py, ExpertCase.checkpoint).
         Under the flex dispatcher only the counts: its tokens are _flex_dispatch's."""
         token = self.workload.bytes_per_element * expert_width(self.cfg)
-        slot_bytes = 0 if self.layout.ep_dispatcher != "alltoall" else (self.load.kept + self.load.factor) * token
+        slot_bytes = 0 if self.layout.ep_dispatcher != "alltoall" else (self.load.sent + self.load.factor) * token
         counts = 8 * self.cfg.n_experts
         total = sum(layers * (counts * forwards + passes * slots * slot_bytes)
                     for layers, forwards, passes, slots in self._expert_exchanges(stage))

@@ -27,6 +27,14 @@ The load (--expert-load, relative shares per expert, balanced by default) and a 
 most c / E of the slots (GShard and Switch Transformer's capacity, Megatron-LM's
 moe_expert_capacity_factor), the rest are dropped. The most loaded rank (the group of experts with
 the largest capped share) sets the per-rank expert activations and FLOPs: f times the balanced ones.
+Padded to capacity (--pad-to-capacity, Megatron-Core's moe_pad_expert_input_to_capacity, with c): every
+expert runs exactly its capacity, ceil(c S / E) rows of each source rank, whatever the routing (the
+slots over it dropped, the rest zero rows): MoEAlltoAllTokenDispatcher (megatron/core/transformer/moe/
+token_dispatcher.py lines 445-450 and 517-536 at NVIDIA/Megatron-LM d98e8a64dd) permutes capacity x E
+rows and sends them (S_sent = S_received = c S), and _HybridEPManager (lines 1113-1127) sets
+tokens_per_expert to capacity x ep on every local expert, so the grouped GEMMs run c S rows a rank (the
+flex dispatch still moves each token once: its bytes are unchanged). f = c (the ceiling left out: under
+1 / (c S / E) of it), kept as capped.
 
 Under FSDP2 (torchtitan's apply_fsdp, torchtitan/models/llama4/infra/parallelize.py, used by its
 DeepSeek-V3 and Llama 4 models, commit 3e3a19f of deepseek_v3/infra/parallelize.py): the routed
@@ -123,21 +131,29 @@ class ExpertLoad:
     factor: Fraction  # slots the most loaded rank receives / the balanced S
     kept: Fraction  # fraction of slots not dropped by the capacity
     rank: int  # which EP rank is the most loaded (the first of equals)
+    padded: bool = False  # every expert padded to its capacity (module docstring): a rank sends c S slots
+
+    @property
+    def sent(self) -> Fraction:
+        """Slots a rank's all-to-all dispatch sends over S: the kept ones, or padded every expert's capacity."""
+        return self.factor if self.padded else self.kept
 
 
 @lru_cache(maxsize=256)
 def expert_load(n_experts: int, ep: int, shares: tuple[float, ...] | None,
-                capacity_factor: float | None) -> ExpertLoad:
+                capacity_factor: float | None, padded: bool = False) -> ExpertLoad:
     """The load factor of the most loaded of ep ranks holding E / ep consecutive experts (a plan
-    asks for the same few thousands of times)."""
+    asks for the same few thousands of times); padded: every expert at its capacity (module docstring)."""
     if shares is None and capacity_factor is None:
         return ExpertLoad(factor=Fraction(1), kept=Fraction(1), rank=0)
     raw = [Fraction(x) for x in (shares or (1,) * n_experts)]
     total = sum(raw)
     share = [x / total for x in raw]
-    if capacity_factor is not None:
-        cap = Fraction(capacity_factor) / n_experts
-        share = [min(x, cap) for x in share]
+    capacity = None if capacity_factor is None else Fraction(str(capacity_factor))  # 1.1 as 11/10, as typed
+    if capacity is not None:
+        share = [min(x, capacity / n_experts) for x in share]
+    if padded:  # each expert runs its capacity c / E of the slots, every rank the same
+        return ExpertLoad(factor=capacity, kept=sum(share), rank=0, padded=True)
     per_rank = n_experts // ep
     groups = [sum(share[g * per_rank:(g + 1) * per_rank]) for g in range(ep)]
     hottest = max(range(ep), key=lambda g: (groups[g], -g))
@@ -209,10 +225,12 @@ def flex_seconds(hardware, payload: float, n_experts: int, top_k: int, groups: i
 
 
 def check_flex_load(load: ExpertLoad, dispatcher: str) -> None:
-    """The flex dispatcher's copies are expected over balanced, dropless routing (flex_copies)."""
-    if dispatcher != "alltoall" and (load.factor != 1 or load.kept != 1):
+    """The flex dispatcher's copies are expected over balanced, dropless routing (flex_copies); padded to a
+    capacity that drops nothing, its tokens still move once (HybridEP pads on the receiving rank)."""
+    if dispatcher != "alltoall" and (load.kept != 1 or (load.factor != 1 and not load.padded)):
         raise ConfigError(f"layout: the {dispatcher} dispatcher's bytes are modelled for balanced, dropless routing; "
-                          "drop --expert-load and --capacity-factor, or use --ep-dispatcher alltoall.")
+                          "drop --expert-load and --capacity-factor (or pad a capacity that drops nothing: "
+                          "--pad-to-capacity), or use --ep-dispatcher alltoall.")
 
 
 def check_expert_parallel(cfg: ModelConfig, ep: int, tp: int, dp: int, zero: int, framework: str,

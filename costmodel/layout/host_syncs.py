@@ -91,9 +91,10 @@ def block_calls(block: str, local_experts: int, qk_norm: bool, biased_experts: b
 
 
 def syncs(cfg: Any, layout: Any, scopes: tuple[str, ...] = ()) -> bool:
-    """Whether a MoE layer forward waits on the host: routed experts, dropless (no capacity
-    factor), and no whole-iteration graph (which needs a sync-free layer)."""
-    return bool(cfg.n_experts) and layout.capacity_factor is None and "full_iteration" not in scopes
+    """Whether a MoE layer forward waits on the host: routed experts, not padded to capacity (a capacity
+    factor alone still syncs: the all-to-all dispatcher's output size is then dynamic, "before_permutation_1",
+    token_dispatcher.py lines 544-550 at d98e8a64dd), and no whole-iteration graph (which needs a sync-free layer)."""
+    return bool(cfg.n_experts) and not layout.pad_to_capacity and "full_iteration" not in scopes
 
 
 def applies(estimate: Any, scopes: tuple[str, ...] = ()) -> bool:

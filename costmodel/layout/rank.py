@@ -150,7 +150,8 @@ class ParallelEstimate(RankCommunication):
             values["n"] //= layout.cp
         self.values = values  # one rank's values (the kernel model's shapes: layout/kernel_step.py)
         self.numbers = evaluate_parts(evaluate, tuple(values.items()))
-        self.load = expert_load(cfg.n_experts, layout.ep, workload.expert_load, layout.capacity_factor) \
+        self.load = expert_load(cfg.n_experts, layout.ep, workload.expert_load, layout.capacity_factor,
+                                layout.pad_to_capacity) \
             if cfg.moe else None
         if self.load is not None and layout.ep > 1:
             check_flex_load(self.load, layout.ep_dispatcher)

@@ -19,7 +19,8 @@
                    of the shards, each gradient shard all-reduced over them (layout/communication.py); megatron
                    --zero 3's HFSDP: the optimizer state sharded over all of dp, the gradient shard reduce-scattered
                    and the weights all-gathered over the replicas once a step (layout/megatron_fsdp.py)
-  capacity_factor  a mixture of experts' capacity per expert (None: dropless)
+  capacity_factor  a mixture of experts' capacity per expert (None: dropless); pad_to_capacity: every expert
+                   padded to it (Megatron-Core's moe_pad_expert_input_to_capacity, costmodel/layout/experts.py)
   ep_dispatcher    how expert parallelism moves tokens: "alltoall" (a copy per routed slot) or the
                    flex dispatcher's "deepep"/"hybridep" (a token once per target node, then once
                    per target rank over NVLink; costmodel/layout/experts.py flex_copies)
@@ -122,6 +123,8 @@ class Layout:
     etp: int | None = None
     dp_shard: int | None = None  # hybrid sharding: the shard group (None: dp, plain FSDP)
     capacity_factor: float | None = None
+    # Megatron-Core's moe_pad_expert_input_to_capacity: every expert runs its capacity (layout/experts.py)
+    pad_to_capacity: bool = False
     ep_dispatcher: str = "alltoall"  # how the EP group moves tokens (costmodel/spec.EP_DISPATCHERS)
     fp8: str | None = None  # an FP8 training recipe (costmodel/layout/fp8.py)
     cp: int = 1
@@ -382,6 +385,10 @@ class Layout:
             check_inference_model(cfg)
         check_expert_parallel(cfg, self.ep, self.tp, self.dp, self.zero, self.framework, self.capacity_factor,
                               etp=self.etp, sp=self.sp, inference=inference, cp=self.cp)
+        if not isinstance(self.pad_to_capacity, bool):
+            raise ConfigError(f"layout: pad_to_capacity must be true or false, got {show(self.pad_to_capacity)}.")
+        if self.pad_to_capacity and self.capacity_factor is None:
+            raise ConfigError("layout: --pad-to-capacity pads each expert's tokens to its capacity; give --capacity-factor too.")
         if not self.moe_router_fusion:
             check_router_model(cfg)
         if not self.moe_permute_fusion:
@@ -493,6 +500,7 @@ class Layout:
                 "stage_layers": list(self.stage_layers) if self.stage_layers else None,
                 "gpus": self.gpus, "micro_batch": batch, "ep": self.ep,
                 "capacity_factor": self.capacity_factor, "fp8": self.fp8, "cp": self.cp,
+                **({"pad_to_capacity": True} if self.pad_to_capacity else {}),
                 "all_reduce": self.all_reduce, "vocab_parallel": self.vocab_parallel,
                 "global_batch": batch * self.microbatches * self.dp,
                 **({"dp_shard": self.dp_shard, "dp_replicate": self.replicas} if self.dp_shard else {}),
