@@ -133,3 +133,25 @@ def test_rows_that_state_tp_comm_overlap_take_it_under_the_kernel_model():
         assert (overlap.tp, overlap.ub) == (0.0, config)
     narayanan = Overlap()  # Overlap tp 0: nothing to convert
     assert ub_overlap.userbuffers(narayanan, estimate.layout) is narayanan
+
+
+def test_the_cli_flag(capsys):
+    import json
+
+    import cli
+
+    base = ["simulate", "--train", "-m", "llama3-8b", "--tp", "8", "--sp", "--dp", "2", "--framework", "megatron",
+            "--zero", "1", "--seq-len", "8192", "--batch", "1", "--json"]
+    assert cli.main([*base, "--tp-comm-overlap", "te", "--time-model", "roofline"]) == 2
+    err = capsys.readouterr().err
+    assert "--tp-comm-overlap is Megatron's TP communication overlap" in err and len(err.strip().splitlines()) == 1
+    assert cli.main([*base, "--tp-comm-overlap", "te", "--tp-overlap", "1"]) == 2
+    assert "give one of them" in capsys.readouterr().err
+    assert cli.main([*base, "--tp-comm-overlap", "no-such-config"]) == 2
+    assert "nemo_configs" in capsys.readouterr().err
+    assert cli.main([*base]) == 0
+    exposed = json.loads(capsys.readouterr().out)["step"]
+    assert cli.main([*base, "--tp-comm-overlap", "te"]) == 0
+    te = json.loads(capsys.readouterr().out)["step"]
+    assert te["hidden_communication_seconds"] > exposed["hidden_communication_seconds"]
+    assert te["compute_seconds"] > exposed["compute_seconds"]  # the pipelined and bulk GEMMs on fewer SMs
