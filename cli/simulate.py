@@ -85,7 +85,7 @@ TRAINING_ONLY = {"seq_len": "--seq-len", "recompute": "--recompute", "recompute_
                  "global_batch": "--global-batch", "impl": "--impl", "flops_convention": "--flops-convention",
                  "mtp": "--mtp", "graph_scopes": "--cuda-graph-scope"}
 #: The overlap options' Overlap fields, refused on a layout without the collective each hides (unread_overlaps).
-OVERLAP_FIELDS = {"--tp-overlap": "tp", "--async-tp": "tp", "--pp-overlap": "pp", "--dp-overlap": "dp",
+OVERLAP_FIELDS = {"--tp-overlap": "tp", "--async-tp": "tp", "--tp-comm-overlap": "tp", "--pp-overlap": "pp", "--dp-overlap": "dp",
                   "--overlap-grad-reduce": "dp", "--no-prefetch": "prefetch"}
 INFERENCE_ONLY = {"prompt": "--prompt", "gen": "--gen", "kv_cache": "--kv-cache", "mla": "--mla",
                   "cuda_graphs": "--cuda-graphs", "decode_code": "--decode-code"}
@@ -184,6 +184,10 @@ def refuse_other_mode(ctx: click.Context, train: bool) -> None:
               "collectives torch's micro-pipeline pass fuses into the blocks' matmuls, each hidden up to its own chunked "
               "matmuls, the rest exposed; under --fp8 rowwise no all-gather is fused, the gathered bf16 tensor being "
               "cast before its matmul (costmodel/layout/async_tp.py).")
+@click.option("--tp-comm-overlap", default=None, metavar="CONFIG",
+              help="Training with a layout: Megatron's --tp-comm-overlap, Transformer Engine's userbuffers (--framework "
+              "megatron, --sp, the kernel time model), each overlapped GEMM priced by its op's method and SMs: 'te' "
+              "(TE's defaults) or a NeMo config named in costmodel/ub_overlap_facts.json (costmodel/layout/ub_overlap.py).")
 @click.option("--dp-overlap", type=float, default=None,
               help="Training with a layout: the fraction of the last micro-batch's compute a gradient reduction "
               "(DDP, ZeRO-1/2) overlaps (0: reduced after backward; default the framework's: 0 under --framework "
@@ -255,7 +259,7 @@ def refuse_other_mode(ctx: click.Context, train: bool) -> None:
 @json_option("As JSON on stdout.")
 def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention, kv_cache, mla, train, seq_len,
              recompute, recompute_layers, optimizer, tokens, price, step_time, compute_efficiency, memory_efficiency, global_batch, impl,
-             flops_convention, tp_overlap, async_tp, dp_overlap, overlap_grad_reduce, no_prefetch, pp_overlap, param_gather_overlap, ep_overlap, overlap_slowdown,
+             flops_convention, tp_overlap, async_tp, tp_comm_overlap, dp_overlap, overlap_grad_reduce, no_prefetch, pp_overlap, param_gather_overlap, ep_overlap, overlap_slowdown,
              no_align_grad_reduce, compiled, cuda_graphs, graph_scopes,
              launch_overhead, graph_kernel_gap, host_op_time, time_model, weight_dtype, weight_group, quantize_head, quant_layout, kv_dtype, fp8_gemm,
              decode_code, mtp,
@@ -305,13 +309,15 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
             refuse_unread_moe_options(click.get_current_context(), cfg, layout,
                                       time_model_for(hardware, time_model, dtype))
         overlap_given = [name for name, given in (
-            ("--tp-overlap", tp_overlap != 0.0), ("--async-tp", async_tp), ("--dp-overlap", dp_overlap is not None),
+            ("--tp-overlap", tp_overlap != 0.0), ("--async-tp", async_tp), ("--tp-comm-overlap", tp_comm_overlap is not None),
+            ("--dp-overlap", dp_overlap is not None),
             ("--overlap-grad-reduce", overlap_grad_reduce), ("--pp-overlap", pp_overlap is not None),
             ("--param-gather-overlap", param_gather_overlap != 0.0), ("--ep-overlap", ep_overlap != 0.0),
             ("--no-prefetch", no_prefetch), ("--overlap-slowdown", overlap_slowdown is not None),
             ("--no-align-grad-reduce", no_align_grad_reduce)) if given]
-        if async_tp and tp_overlap != 0.0:
-            raise ConfigError("--async-tp and --tp-overlap both set the tensor-parallel share hidden: give one of them.")
+        if sum((async_tp, tp_overlap != 0.0, tp_comm_overlap is not None)) > 1:
+            raise ConfigError("--async-tp, --tp-comm-overlap and --tp-overlap each set what the tensor-parallel "
+                              "communication hides: give one of them.")
         if dp_overlap is not None and overlap_grad_reduce:
             raise ConfigError("--dp-overlap and --overlap-grad-reduce both set how the gradient reduction overlaps "
                               "the backward (--overlap-grad-reduce is --dp-overlap 2/3): give one of them.")
@@ -377,6 +383,13 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
 
                     micro_pipeline.check(layout, compiled)
                     overlap = replace(overlap, async_tp=True)
+                if tp_comm_overlap is not None:  # TE's userbuffers op by op (costmodel/layout/ub_overlap.py)
+                    from dataclasses import replace
+
+                    from costmodel.layout.ub_overlap import check as check_ub
+
+                    check_ub(layout, time_model_for(hardware, time_model, dtype))
+                    overlap = replace(overlap, ub=tp_comm_overlap)
                 result = parallel_time.simulate_training(cfg, workload, layout, hardware, efficiency,
                                                          tokens, step_time, flops_convention, time_model, overlap,
                                                          compiled, price, graph_scopes)

@@ -345,6 +345,11 @@ def _train_step(run: dict[str, Any], source: dict[str, Any], time_model: str,
         # graph scopes; none where the run drops and pads (no sync) or host_syncs is off
         dropped = _stated(run, source, "moe_token_drop", False)
         options["host_syncs"] = tuple(_stated(run, source, "cuda_graph_scope", ())) if host_syncs and not dropped else None
+        if "overlap" in options:  # a recipe's tp_comm_overlap as TE's userbuffers ops (layout/ub_overlap.py)
+            from costmodel.layout.ub_overlap import recipe_config, userbuffers
+
+            config = recipe_config(run["id"].split()[0], run["model"], hardware.network_name, estimate.layout.fp8)
+            options["overlap"] = userbuffers(options["overlap"], estimate.layout, config)
     return step_time(estimate, hardware, time_model=time_model, flops_convention=flops_convention,
                      **options).step(), hardware
 

@@ -98,10 +98,12 @@ def test_the_aquila2_rows_are_flagperfs_table():
 def test_all_dense_and_a_few_rows_as_first_computed():
     runs = _runs()
     assert {run_kind(r, source_of(k.split()[0])) for k, r in runs.items()} == {"dense training"}
-    for run_id, ratio in (("dgxc-25.04 llama3.1-8b bf16 8xh100", 0.9794),
-                          ("mlperf-v3.1-nvidia gpt3-175b 10752xh100", 1.2731),
-                          ("mlperf-v4.0-nvidia gpt3-175b 512xh100", 1.0719),
-                          ("dgxc-25.05-gb200 nemotron4-340b fp8 512xgb200", 1.3829)):
+    # (as first computed, now): session 35's TE userbuffers op by op (wt35_ubsms, costmodel/layout/ub_overlap.py)
+    # moved the rows whose recipe runs the TP communication overlap
+    for run_id, (_, ratio) in (("dgxc-25.04 llama3.1-8b bf16 8xh100", (0.9794, 0.9794)),
+                               ("mlperf-v3.1-nvidia gpt3-175b 10752xh100", (1.2731, 1.2126)),
+                               ("mlperf-v4.0-nvidia gpt3-175b 512xh100", (1.0719, 1.0122)),
+                               ("dgxc-25.05-gb200 nemotron4-340b fp8 512xgb200", (1.3829, 1.3130))):
         run = runs[run_id]
         ours = train_tokens(run, source_of(run_id.split()[0]), "kernels")
         assert ours / run["published_tokens_per_s_per_gpu"] == pytest.approx(ratio, abs=5e-4), run_id
@@ -118,6 +120,16 @@ FIRST_COMPUTED = {"all": ((59, 14.7, 58, 20, 11), (0.979, 1.383)),
                   "dgxc-25.05-gb200": ((10, 22.6, 9, 0, 0), (1.123, 1.383)),
                   "mlperf": ((11, 23.5, 11, 1, 0), (1.072, 1.307)),
                   "flagperf-aquila2-7b-a800": ((4, 14.0, 4, 2, 1), (1.032, 1.246))}
+# now: session 35's TE userbuffers op by op (wt35_ubsms) moved every group but FlagPerf's (no TP overlap)
+NOW = {**FIRST_COMPUTED,
+       "all": ((59, 9.6, 59, 32, 20), (0.979, 1.313)),
+       "dgxc": ((44, 7.4, 44, 28, 18), (0.979, 1.313)),
+       "dgxc-24.11": ((12, 4.4, 12, 10, 8), (1.006, 1.121)),
+       "dgxc-24.11-nemotron": ((6, 6.9, 6, 6, 2), (1.046, 1.097)),
+       "dgxc-24.11-gpt3": ((4, 11.9, 4, 0, 0), (1.101, 1.183)),
+       "dgxc-25.04": ((12, 1.8, 12, 12, 8), (0.979, 1.088)),
+       "dgxc-25.05-gb200": ((10, 19.8, 10, 0, 0), (1.107, 1.313)),
+       "mlperf": ((11, 16.0, 11, 2, 1), (1.012, 1.245))}
 
 
 @pytest.mark.slow
@@ -126,10 +138,10 @@ def test_the_rows_as_first_computed():
     # "all" and each source but the four MLPerf ones (decode_groups: no GPU-hours row here), then the two families
     groups = {**decode_groups(every, SOURCES[:5] + SOURCES[9:]), "dgxc": [k for k in every if k.startswith("dgxc")],
               "mlperf": [k for k in every if k.startswith("mlperf")]}
-    assert_summaries(every, groups, FIRST_COMPUTED)
+    assert_summaries(every, groups, NOW)
     # the pattern: the interleaved MLPerf GPT-3 rows further out at more virtual stages a GPU (v4.0, 512 H100s,
-    # MBS 2: NVIDIA's VP 4 1.07x against SMC's VP 12 1.19x) and as the accumulation shrinks (v3.1: GA 128 1.17x,
-    # GA 16 1.24x, GA 8 1.27x)
-    assert every["mlperf-v4.0-nvidia gpt3-175b 512xh100"] < 1.08 < 1.18 < every["mlperf-v4.0-smc gpt3-175b 512xh100"]
+    # MBS 2: NVIDIA's VP 4 1.07x against SMC's VP 12 1.19x as first computed, 1.01x and 1.13x now) and as the
+    # accumulation shrinks (v3.1: GA 128 1.17x, GA 16 1.24x, GA 8 1.27x first; 1.09x, 1.16x, 1.21x now)
+    assert every["mlperf-v4.0-nvidia gpt3-175b 512xh100"] < 1.02 < 1.12 < every["mlperf-v4.0-smc gpt3-175b 512xh100"]
     v31 = [every[f"mlperf-v3.1-nvidia gpt3-175b {g}xh100"] for g in (512, 4096, 10752)]
-    assert v31 == sorted(v31) and v31[0] > 1.16
+    assert v31 == sorted(v31) and v31[0] > 1.09

@@ -77,20 +77,25 @@ def stage_terms(step: Any, stage: Any) -> tuple[float, float]:
     """One micro-batch's fused ops on this pipeline rank under a kernel-level StepTime `step`: (the seconds of
     tensor-parallel collectives they hide, the seconds they add to the compute: the chunks' GEMMs over the whole
     GEMMs', the shard copies and the partial sums), the rules of the module's docstring."""
+    hidden = added = 0.0
+    for runs, kind, gemms, gemm_timer in _stage_passes(step, stage):  # refuses a StepTime without kernel entries
+        op_hidden, op_added = ring_terms(step, kind, gemms, gemm_timer)
+        hidden, added = hidden + runs * op_hidden, added + runs * op_added
+    return hidden, added
+
+
+def ring_terms(step: Any, kind: str, gemms: list, gemm_timer: Any) -> tuple[float, float]:
+    """One fused op's (hidden seconds, added seconds) by the module's rules: its collective ("all_gather" or
+    "reduce_scatter" of the boundary tensor) as tp - 1 chunk copies beside the tp chunks of its GEMMs `gemms`
+    (TE's ring_exchange runs the same pipeline: layout/ub_overlap.py)."""
     from ..kernel_time import kernels_seconds
 
-    passes = _stage_passes(step, stage)  # refuses a StepTime without the kernel model's entries first
-    estimate, timer = step.estimate, step.timer
-    tp, x = estimate.layout.tp, estimate.numbers["boundary"]
-    copy = {kind: step.collective("tp", kind, x) / (tp - 1) for kind in ("all_gather", "reduce_scatter")}
-    own = {"all_gather": 2 * x / tp, "reduce_scatter": x + x / tp}  # the shard's copy; the partials' sum
-    hidden = added = 0.0
-    for runs, kind, gemms, gemm_timer in passes:
-        chunk = kernels_seconds([Gemm(-(-g.m // tp), g.n, g.k) for g in gemms], gemm_timer)
-        whole = kernels_seconds([Gemm(g.m, g.n, g.k) for g in gemms], gemm_timer)
-        hidden += runs * (tp - 1) * min(copy[kind], chunk)
-        added += runs * (tp * chunk - whole + own[kind] / timer.bandwidth)
-    return hidden, added
+    tp, x = step.estimate.layout.tp, step.estimate.numbers["boundary"]
+    copy = step.collective("tp", kind, x) / (tp - 1)
+    own = {"all_gather": 2 * x / tp, "reduce_scatter": x + x / tp}[kind]  # the shard's copy; the partials' sum
+    chunk = kernels_seconds([Gemm(-(-g.m // tp), g.n, g.k) for g in gemms], gemm_timer)
+    whole = kernels_seconds([Gemm(g.m, g.n, g.k) for g in gemms], gemm_timer)
+    return (tp - 1) * min(copy, chunk), tp * chunk - whole + own / step.timer.bandwidth
 
 
 def fused_calls(step: Any, stage: Any) -> dict[str, int]:
@@ -103,9 +108,10 @@ def fused_calls(step: Any, stage: Any) -> dict[str, int]:
     return calls
 
 
-def _stage_passes(step: Any, stage: Any) -> list[tuple[int, str, list, Any]]:
+def _stage_passes(step: Any, stage: Any, fused_ops: Any = None) -> list[tuple[int, str, list, Any]]:
     """The fused ops of one micro-batch on this pipeline rank: (the layer's runs, the collective, the GEMMs beside
-    it, the timer of those GEMMs)."""
+    it, the timer of those GEMMs). fused_ops(kernels, width, forward): a leaf's ops (None: _fused_ops, with the
+    float8 rowwise recipe's all-gathers left out; layout/ub_overlap.py passes TE's)."""
     from .roofline_parts import runs_fp8
 
     estimate, timer = step.estimate, getattr(step, "timer", None)
@@ -119,10 +125,11 @@ def _stage_passes(step: Any, stage: Any) -> list[tuple[int, str, list, Any]]:
         if key not in runs:
             continue
         gemm_timer = step.fp8_timer if runs_fp8(work, estimate) and step.fp8_timer is not None else timer
-        passes = _fused_ops(kernels, width) + _fused_ops(kernels, width, forward=False)
+        ops = fused_ops or _fused_ops
+        passes = ops(kernels, width, True) + ops(kernels, width, False)
         if estimate.recomputed_kind(key):
-            passes += [(kind, gemms) for kind, gemms in _fused_ops(reruns, width) if kind in rerun]
-        if estimate.layout.fp8 in REDUCE_SCATTERS_ONLY:
+            passes += [(kind, gemms) for kind, gemms in ops(reruns, width, True) if kind in rerun]
+        if fused_ops is None and estimate.layout.fp8 in REDUCE_SCATTERS_ONLY:
             passes = [(kind, gemms) for kind, gemms in passes if kind == "reduce_scatter"]
         out += [(runs[key], kind, gemms, gemm_timer) for kind, gemms in passes]
     return out
@@ -134,8 +141,12 @@ def _fused_ops(kernels: list, width: int, forward: bool = True) -> list[tuple[st
     width from an unnormed input (wo, w2); backward, the all-gather of each such GEMM's output gradient into its
     dgrad (its input's width out, the model's width in)."""
     gemms = [g for g in kernels if isinstance(g, Gemm) and g.count == 1]
-    producers = [g for g in gemms if not g.normed_input and g.n == width]
+    # A leaf's last GEMM that writes the model's width from what its first writes (an FFN's down projection) is a
+    # producer even where kernel_time marks it normed: it marks GEMMs by shape, and a 4 x width FFN at TP 4 reads
+    # rows as wide as the norm's (GPT-3 175B's fc2 at TP 4).
+    down = len(gemms) - 1 if len(gemms) > 1 and gemms[-1].n == width and gemms[-1].k == gemms[0].n else None
+    producers = [g for i, g in enumerate(gemms) if g.n == width and (not g.normed_input or i == down)]
     if not forward:
         return [("all_gather", [Gemm(g.m, g.k, g.n)]) for g in producers]
-    consumers = [g for g in gemms if g.normed_input]
+    consumers = [g for i, g in enumerate(gemms) if g.normed_input and i != down]
     return ([("all_gather", consumers)] if consumers else []) + [("reduce_scatter", [g]) for g in producers]

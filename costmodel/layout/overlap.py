@@ -64,7 +64,10 @@ class Overlap:
         hold SMs and memory bandwidth): the step pays hidden x slowdown / (1 + slowdown) more
         (None: nccl_facts.json "overlap_compute_slowdown", a published average; 0: free overlap);
     async_tp: torchtitan's Async TP in place of `tp`'s share: each fused op hides what its own chunked matmuls
-        cover and adds what its decomposition costs, its copies on copy engines (no slowdown): layout/async_tp.py."""
+        cover and adds what its decomposition costs, its copies on copy engines (no slowdown): layout/async_tp.py;
+    ub: Transformer Engine's userbuffers in place of `tp`'s share (Megatron's --tp-comm-overlap, the kernel-level
+        model; "" off, "te" TE's default config, or a NeMo config's name): each overlapped GEMM's collective priced
+        by its config's method, its SMs split between the GEMM and the collective (no slowdown): layout/ub_overlap.py."""
 
     tp: float = 0.0
     dp: float = BACKWARD_SHARE
@@ -75,6 +78,7 @@ class Overlap:
     ep: float = 0.0
     align_grad: bool = True
     async_tp: bool = False
+    ub: str = ""
 
     def contention(self, hidden: float) -> float:
         """The seconds compute loses while `hidden` seconds of communication run beside it."""
@@ -91,9 +95,19 @@ class Overlap:
         for name in ("align_grad", "async_tp"):
             if not isinstance(getattr(self, name), bool):
                 raise ConfigError(f"overlap {name} must be true or false, got {getattr(self, name)!r}.")
-        if self.async_tp and self.tp:
-            raise ConfigError(f"overlap async_tp prices what Async TP hides op by op: tp must be 0 beside it, "
-                              f"got {self.tp!r}.")
+        for name in ("async_tp", "ub"):
+            if getattr(self, name) and self.tp:
+                raise ConfigError(f"overlap {name} prices what the TP overlap hides op by op: tp must be 0 beside it, "
+                                  f"got {self.tp!r}.")
+        if not isinstance(self.ub, str):
+            raise ConfigError(f"overlap ub must be a config's name ('te': Transformer Engine's defaults), got {self.ub!r}.")
+        if self.ub:
+            from .ub_overlap import op_configs
+
+            op_configs(self.ub)  # refuses a name that is neither "te" nor a stated config
+        if self.async_tp and self.ub:
+            raise ConfigError("overlap async_tp (torchtitan's) and ub (Transformer Engine's userbuffers) are two "
+                              "frameworks' TP overlaps: give one of them.")
         for name in ("tp", "dp", "pp", "params", "ep"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:

@@ -231,12 +231,12 @@ class StepTime:
             + self.flex_dispatch(communication.get("ep", {}).get("flex", 0) / m)
         compute = self.compute(stage)
         fused_calls = None
-        if self.overlap.async_tp:  # torchtitan's Async TP: what its fused ops hide and add (layout/async_tp.py)
-            from .async_tp import fused_calls as async_fused_calls, stage_terms
+        if self.overlap.async_tp or self.overlap.ub:  # what Async TP's fused ops (layout/async_tp.py) or TE's
+            from . import async_tp, ub_overlap  # userbuffers ops (layout/ub_overlap.py) hide and add
 
-            fused, added = stage_terms(self, stage)
-            compute += added
-            fused_calls = async_fused_calls(self, stage)  # their DTensor cats taken into the fused ops
+            fused, added = (async_tp if self.overlap.async_tp else ub_overlap).stage_terms(self, stage)
+            compute += added  # Async TP's DTensor cats taken into its fused ops
+            fused_calls = async_tp.fused_calls(self, stage) if self.overlap.async_tp else None
         # Delayed scaling's amax all-reduces (ParallelEstimate.amax_reductions): synchronous, on the
         # critical path, each latency-bound.
         amax = sum(self.collective("amax", "all_reduce", payload) for payload in self.estimate.amax_reductions(stage))
@@ -264,7 +264,8 @@ class StepTime:
             hidden_sends = 0.0 if self.traced_ring else min(sent, attention, left)
             left -= hidden_sends
             context = gathered + sent - hidden_sends + mixers
-        hidden_tp = min(fused if self.overlap.async_tp else self.overlap.tp * tp_microbatch, tp_microbatch, left)
+        op_by_op = self.overlap.async_tp or self.overlap.ub
+        hidden_tp = min(fused if op_by_op else self.overlap.tp * tp_microbatch, tp_microbatch, left)
         left -= hidden_tp
         hidden_pp = min(self.overlap.pp * exchange, left)
         hidden = hidden_ep + hidden_sends + hidden_tp + hidden_pp
@@ -280,9 +281,9 @@ class StepTime:
                 # beside it runs slower (Overlap.slowdown: the collectives' kernels hold SMs)
                 "hidden": hidden, "hidden_step": self.overlap.tp * tp_step,
                 # (the combined 1F1B's hidden all-to-all is net of its own SMs' cost: ep_paired_hidden)
-                # (Async TP's copies run on copy engines, no SM held: layout/async_tp.py)
+                # (Async TP's copies run on copy engines, no SM held; userbuffers' SMs are split: their modules)
                 "contention": self.overlap.contention((hidden if layout.schedule == "dualpipev" else hidden - hidden_ep)
-                                                      - (hidden_tp if self.overlap.async_tp else 0.0))}
+                                                      - (hidden_tp if op_by_op else 0.0))}
 
     def ep_paired_hidden(self, stage: Stage, all_to_all: float) -> tuple[float, float]:
         """All-to-all seconds a paired step of the combined 1F1B hides, and the compute beside (paired_hidden)."""
