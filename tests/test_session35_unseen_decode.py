@@ -104,7 +104,10 @@ FIRST = {"optimum-gptq-bench llama2-13b fp16 batch 1 512/512 a100": 1.382,
          "modelopt-v0.21 llama3.1-70b bf16 tp2 batch 1 2048/128 h200": 0.850,
          "modelopt-v0.21 llama3.1-70b fp8 tp1 batch 64 2048/128 h200": 1.015,
          "autoawq-docs mistral-7b exllamav2 64/64 rtx4090": 0.814}
-MOVED: dict[str, float] = {}
+# the ratios now, where a sourced change moved them: wt35_unseend's int4 steps under transformers keep the counted
+# host ops (AutoGPTQ's exllama QuantLinear issues nn.Linear's four calls: tests/test_quantized_host_calls.py)
+MOVED: dict[str, float] = {"optimum-gptq-bench llama2-13b gptq-exllama batch 1 512/512 a100": 1.260,
+                           "optimum-gptq-bench llama2-13b gptq-cuda-old batch 16 512/512 a100": 6.447}
 
 
 def test_first_computed_ratios_of_a_few_rows():
@@ -121,7 +124,9 @@ FIRST_STATS = {"all": ((61, 35.8, 30, 10, 6), (0.814, 5.912)),
                "modelopt-v0.11": ((9, 104.7, 0, 0, 0), (1.358, 2.601)),
                "modelopt-v0.21": ((18, 21.4, 12, 3, 2), (0.85, 2.184)),
                "autoawq-docs": ((1, 18.6, 1, 0, 0), (0.814, 0.814))}
-NOW_STATS = {**FIRST_STATS}
+# the groups the int4 host floor moved (optimum's GPTQ rows, "all"), restated
+NOW_STATS = {**FIRST_STATS, "all": ((61, 26.5, 31, 10, 6), (0.814, 6.447)),
+             "optimum-gptq-bench": ((15, 76.5, 1, 0, 0), (1.26, 6.447))}
 
 
 @pytest.mark.slow
