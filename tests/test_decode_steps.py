@@ -130,7 +130,9 @@ SCRIPTS = {"gpt-fast": ("generate.py", "32971d3"), "gpt-fast-amd": ("generate.py
            # session 35's unseen rows (wt35_unseend)
            "optimum-gptq-bench": ("tests/benchmark/benchmark_gptq.py", "043bbe2f"),
            "modelopt-v0.11": ("gptSessionBenchmark", None),
-           "modelopt-v0.21": ("trtllm-bench", None)}
+           "modelopt-v0.21": ("trtllm-bench", None),
+           "trtllm-blog-h200launch": ("gptSessionBenchmark", None),
+           "trtllm-blog-falcon180b-h200": ("gptSessionBenchmark", None)}
 #: The sources whose figure is the decode steps' own rate (the prefill's token apart), and the words of their
 #: rate_source that name what was read: the IBM blog's median latency; ExLlamaV2's test_inference.py (its own
 #: README and llm-perf-bench's 4-bit table), MLC's benchmark (not read: the rate assumed), LMDeploy's
