@@ -162,7 +162,10 @@ def step_ops(cfg: Any, implementation: str, dtype: str, attention: str, kv_cache
     and the implementation states them), in this dtype, under this attention (or one the counted
     entry stands for: its "stands_for") and KV cache where the implementation states which it
     counted; None where no counted implementation of that name matches, or the weights are
-    quantized (quantization's weight_dtype or fp8_gemm: their kernels are other ops). fp16 takes
+    quantized (quantization's weight_dtype or fp8_gemm: their kernels are other ops) but for the
+    codes and weight dtypes whose quantized linears issue nn.Linear's host calls (kernel_facts.json
+    eager_step_ops "quantized_linears": AutoGPTQ's exllama QuantLinear under transformers, int4),
+    which keep the count. fp16 takes
     bf16's counts: both are half types, so the same casts (x.float(), type_as) dispatch. A
     quantized KV cache (quantization's kv_dtype) keeps the counts, a lower bound (its quantize and
     dequantize ops are not counted)."""
@@ -173,7 +176,7 @@ def step_ops(cfg: Any, implementation: str, dtype: str, attention: str, kv_cache
 def step_ops_split(cfg: Any, implementation: str, dtype: str, attention: str, kv_cache: str,
                    quantization: dict[str, Any] | None = None) -> tuple[int, int] | None:
     """step_ops as (the layers' ops, the step's own ops: "per_step"), what a pipeline splits."""
-    if any((quantization or {}).get(key) is not None for key in ("weight_dtype", "fp8_gemm")):
+    if not _counted_weights(implementation, quantization or {}):
         return None
     counts = _step_counts(cfg, implementation, dtype, attention, kv_cache)
     if counts is None:
@@ -183,6 +186,19 @@ def step_ops_split(cfg: Any, implementation: str, dtype: str, attention: str, kv
     per_layer = counts["per_layer"] + counts.get("per_expert", 0) * cfg.n_experts  # a loop over every expert
     return ((per_layer + grouped) * (cfg.n_layers - sliding)
             + (counts.get("sliding_per_layer", 0) + grouped) * sliding, counts["per_step"])
+
+
+def _counted_weights(implementation: str, quantization: dict[str, Any]) -> bool:
+    """Whether the counted ops stand for a step with these weights: unquantized ones, or a weight
+    dtype whose linears issue nn.Linear's host calls under this code (kernel_facts.json
+    eager_step_ops "quantized_linears"); an fp8 GEMM never."""
+    from .kernel_facts_file import kernel_facts
+
+    if quantization.get("fp8_gemm") is not None:
+        return False
+    weight = quantization.get("weight_dtype")
+    kept = kernel_facts()["eager_step_ops"].get("quantized_linears", {})
+    return weight is None or (implementation in kept.get("codes", ()) and weight in kept.get("weight_dtypes", ()))
 
 
 def step_copies(cfg: Any, implementation: str, attention: str) -> dict | None:
