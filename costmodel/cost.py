@@ -44,9 +44,12 @@ def check_dollars(dollars: float | None, price: float) -> None:
 
 
 def check_tokens(tokens: float | None) -> None:
-    """--tokens: a positive, finite count (inf printed 'time to train inf on inf Y tokens')."""
+    """--tokens: a positive, finite count of at least one token (inf printed 'time to train inf on inf Y
+    tokens')."""
     if tokens is not None and not (is_number(tokens) and tokens > 0 and math.isfinite(tokens)):
         raise ConfigError(f"--tokens must be positive and finite, got {show(tokens)}.")
+    if tokens is not None and tokens < 1:  # 0.5 printed "0 tokens: 1 step"
+        raise ConfigError(f"--tokens is a count of tokens, at least 1, got {show(tokens)}.")
 
 
 def check_price_has_tokens(tokens: float | None, price: float | None) -> None:

@@ -153,9 +153,7 @@ class Estimate:
         """layout: a costmodel.layout.Layout, for per-rank memory and communication ("parallel"
         in to_dict); None: one device, and no "parallel" key."""
         self.warnings = workload.check_fits(cfg)
-        if workload.expert_load is not None and len(workload.expert_load) != cfg.n_experts:
-            raise ConfigError(f"expert_load gives {len(workload.expert_load)} shares; model "
-                              f"{cfg.name!r} has {cfg.n_experts} routed experts.")
+        workload.check_expert_load(cfg)
         self.cfg = cfg
         self.workload = workload
         self.layout = layout

@@ -1,0 +1,61 @@
+"""Defects a new user hit in session 35 (wt35_user): each test failed before its fix."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from costmodel import estimate, load_model, make_workload
+from costmodel.errors import ConfigError
+from costmodel.layout import Layout
+from costmodel.layout.rank import ParallelEstimate
+from tests.cli_run import one_error_line, run_json, run_main
+
+
+def test_an_expert_load_no_top_k_router_can_make_is_one_error_line(capsys):
+    """Mixtral routes each token to its top 2 of 8 experts, two different ones, so one expert gets at most
+    half the routed slots. `--expert-load 8,0,0,0,0,0,0,0` was accepted and gave expert 0 every slot:
+    2 x 2,048 = 4,096 tokens of a 2,048-token batch (estimate --json's moe.tokens_per_expert)."""
+    line = one_error_line(["estimate", "--model", "mixtral-8x7b", "--expert-load", "8,0,0,0,0,0,0,0"], capsys)
+    assert line == ("error: expert_load: expert 0's share 100.0% of the routed slots is more than 1 / top_k = 1/2: "
+                    "each token of model 'mixtral-8x7b' goes to 2 different experts, so one expert gets each token "
+                    "at most once.")
+    # the layout's check is the same one (ParallelEstimate), before any part is evaluated
+    cfg = load_model("mixtral-8x7b")
+    workload, _ = make_workload(cfg, 64, expert_load=(3, 1, 0, 0, 0, 0, 0, 0))  # 75% on expert 0
+    with pytest.raises(ConfigError, match="expert 0's share 75.0% of the routed slots is more than 1 / top_k = 1/2"):
+        ParallelEstimate(cfg, workload, Layout(dp=8, ep=8, framework="megatron", zero=1))
+    # at the bound (half the slots on each of two experts) it runs: every token on experts 0 and 1
+    moe = run_json(["estimate", "--model", "mixtral-8x7b", "--expert-load", "1,1,0,0,0,0,0,0"], capsys)["moe"]
+    assert moe["tokens_per_expert"] == [2048, 2048, 0, 0, 0, 0, 0, 0]
+    with pytest.raises(ConfigError, match="gives 2 shares; model 'mixtral-8x7b' has 8 routed experts"):
+        estimate("mixtral-8x7b", expert_load=(3, 1))
+
+
+@pytest.mark.parametrize("command", [
+    ["finetune", "--model", "llama3.1-8b", "--method", "qlora", "--hardware", "rtx-4090"],
+    ["simulate", "--model", "llama3.1-8b", "--train", "--hardware", "h100"],
+])
+def test_a_fraction_of_a_token_is_not_a_run(command, capsys):
+    """`finetune ... --tokens 0.5` printed "0 tokens: 1 step, 785 ms, 0.000218 GPU-hours"."""
+    assert one_error_line([*command, "--tokens", "0.5"], capsys) == (
+        "error: --tokens is a count of tokens, at least 1, got 0.5.")
+    code, out, _ = run_main([*command, "--tokens", "1"], capsys)  # one token: one whole step
+    assert code == 0 and ("1,000,000,000,000" not in out) and ("1 step," in out or "on 1 tokens" in out)
+
+
+@pytest.mark.slow
+def test_the_readme_quotes_the_roofline_count_published_prints():
+    """README's "The roofline: 19.1% over 644 (it has no torch.compile), 415 within." was session 27's;
+    `published`'s summary table printed "roofline 999 comparisons, 15.8%, 692 within" at d8c22cc2."""
+    from pathlib import Path
+
+    from reports.published_runs import korthikanti, narayanan, other_runs, summary
+
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    s = summary({"narayanan_2021_table_1": narayanan(), "korthikanti_2022_table_5": korthikanti(),
+                 "other_runs": other_runs()})["roofline"]
+    quoted = re.search(r"The roofline: ([\d.]+)% over ([\d,]+) \(it has no torch.compile\), ([\d,]+) within\.", readme)
+    assert quoted is not None
+    assert quoted.groups() == (f"{100 * s['median_error']:.1f}", f"{s['comparisons']:,}", f"{s['within_0.75_1.33']:,}")
