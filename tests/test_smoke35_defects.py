@@ -59,3 +59,17 @@ def test_the_readme_quotes_the_roofline_count_published_prints():
     quoted = re.search(r"The roofline: ([\d.]+)% over ([\d,]+) \(it has no torch.compile\), ([\d,]+) within\.", readme)
     assert quoted is not None
     assert quoted.groups() == (f"{100 * s['median_error']:.1f}", f"{s['comparisons']:,}", f"{s['within_0.75_1.33']:,}")
+
+
+def test_durations_are_written_in_words_not_exponents(capsys):
+    """`simulate --model llama3.1-8b --train --hardware t4 --tokens 100T` (a 8B model's pretraining budget on one
+    T4) said "time to train 6.19e+03 years"; a step of 0.9996 s read "1e+03 ms"."""
+    from reports.text import seconds
+
+    args = ["simulate", "--model", "llama3.1-8b", "--train", "--hardware", "t4", "--tokens", "100T"]
+    code, out, _ = run_main(args, capsys)
+    years = run_json(args, capsys)["cost"]["train_days"] / 365
+    line = next(line for line in out.splitlines() if "time to train" in line)
+    assert code == 0 and 6000 < years < 6400 and f" {years:,.0f} years " in line and "e+" not in out
+    assert [seconds(v) for v in (0.9996, 0.0009996, 3599.9, 999.6 * 365 * 86400, 0.0123, 63.6)] == [
+        "1 s", "1 ms", "1 h", "1,000 years", "12.3 ms", "1.06 min"]
