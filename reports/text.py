@@ -301,7 +301,7 @@ DURATION_UNITS = ((86400 * 365, "years"), (86400, "days"), (3600, "h"), (60, "mi
 
 def seconds(value: float) -> str:
     """A duration in readable units, three figures: 0.0123 -> '12.3 ms'. Where the three figures round up to
-    the next unit the next unit writes it (0.9996 s read '1e+03 ms', 59.97 s '60 s': now '1 s', '1 min'), and
+    the next unit the next unit writes it (0.9996 s read '1e+03 ms': now '1 s'), and
     a thousand years and more are whole years with separators (a 100T-token run on one T4 read '6.19e+03 years':
     now '6,193 years')."""
     if value == float("inf"):
