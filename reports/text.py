@@ -71,6 +71,13 @@ def rate(value: float) -> str:
     return f"{value:.3g}"
 
 
+def significant(value: float, digits: int = 3) -> str:
+    """`digits` significant figures without an exponent: 0.5587, 12.3; from where those figures reach
+    10**digits, whole with separators ($ per million output tokens read '$4.43e+04': now '44,305')."""
+    text = f"{value:,.{digits}g}"
+    return f"{value:,.0f}" if "e+" in text else text
+
+
 def exact_number(exact: str, value: float) -> str:
     """A rational from sympy as a reader wants it: '24704' -> '24,704'; '7168/3' ->
     '7168/3, about 2,389.3'."""

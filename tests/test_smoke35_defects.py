@@ -73,3 +73,20 @@ def test_durations_are_written_in_words_not_exponents(capsys):
     assert code == 0 and 6000 < years < 6400 and f" {years:,.0f} years " in line and "e+" not in out
     assert [seconds(v) for v in (0.9996, 0.0009996, 3599.9, 999.6 * 365 * 86400, 0.0123, 63.6)] == [
         "1 s", "1 ms", "1 h", "1,000 years", "12.3 ms", "1.06 min"]
+
+
+def test_dollars_per_million_tokens_are_written_without_an_exponent(capsys):
+    """`serve --model llama3.1-70b --tp 8 --rate 0.01 --requests 5 --price 10 --output 16` (an idle 8-GPU
+    deployment) said "$4.43e+04 per million output tokens"; its --rates table's `$/M out` column, and plan
+    --serve --rate's, wrote "4.43e+04" too. The figure is $80 an hour over the output tokens an hour (JSON)."""
+    args = ["serve", "--model", "llama3.1-70b", "--tp", "8", "--rate", "0.01", "--requests", "5", "--price", "10",
+            "--output", "16"]
+    code, out, _ = run_main(args, capsys)
+    cost = run_json(args, capsys)["cost"]
+    per_million = cost["dollars_per_million_output_tokens"]
+    assert code == 0 and per_million > 10_000 and cost["dollars_per_hour"] == 80
+    assert f"; ${per_million:,.0f} per million output tokens at this throughput" in out and "e+" not in out
+    from reports.text import significant  # the one rule the three places write it with
+
+    assert [significant(v, 4) for v in (0.63389, 517.2, 44297.4)] == ["0.6339", "517.2", "44,297"]
+    assert [significant(v) for v in (0.63389, 999.96, 44297.4)] == ["0.634", "1,000", "44,297"]
