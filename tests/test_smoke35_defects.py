@@ -90,3 +90,16 @@ def test_dollars_per_million_tokens_are_written_without_an_exponent(capsys):
 
     assert [significant(v, 4) for v in (0.63389, 517.2, 44297.4)] == ["0.6339", "517.2", "44,297"]
     assert [significant(v) for v in (0.63389, 999.96, 44297.4)] == ["0.634", "1,000", "44,297"]
+
+
+def test_simulates_json_names_the_cache_past_the_windows_for_every_model(capsys):
+    """`simulate --json`'s memory had `kv_bytes_per_token_past_windows` for Gemma 3 and gpt-oss only: a script
+    sizing long contexts over several models died on a KeyError for Llama. Every model's JSON has it now, the
+    per-token figure itself where no layer has a window (Llama 3.1 8B: 32 layers x 8 heads x 128 x 2 x 2 B)."""
+    base = ["simulate", "--hardware", "h200", "--prompt", "512", "--gen", "8", "--model"]
+    llama = run_json([*base, "llama3.1-8b"], capsys)["memory"]
+    gemma = run_json([*base, "gemma3-12b"], capsys)["memory"]
+    assert llama["kv_bytes_per_token"] == llama["kv_bytes_per_token_past_windows"] == 32 * 8 * 128 * 2 * 2
+    assert (gemma["kv_bytes_per_token"], gemma["kv_bytes_per_token_past_windows"]) == (393_216, 65_536)
+    code, out, _ = run_main([*base, "llama3.1-8b"], capsys)  # the text keeps one figure where they are equal
+    assert code == 0 and "KV cache 128.00 KiB per token per sequence, the prefill's" in out
