@@ -120,6 +120,22 @@ def serving_cost(output_tokens_per_s: float, gpus: int, price_per_gpu_hour: floa
             "dollars_per_million_output_tokens": per_million}
 
 
+def add_generation_cost(result: dict[str, Any], hardware: Any, price: float | None) -> None:
+    """An inference run's "cost", the command's and costmodel.simulate's alike: its GPUs at --price (else
+    the hardware file's price_per_gpu_hour) over the end-to-end rate, every generated token over the
+    prefill and the decode steps (serving_cost, serve --price's formula); nothing without a price or a
+    generation."""
+    rates = result.get("generation") or result.get("decode") or {}
+    if price is not None and "end_to_end_tokens_per_second" not in rates:  # --gen 0: it was dropped unread
+        raise ConfigError("--price prices the generated tokens (dollars per million); --gen 0 generates none: "
+                          "give --gen N or drop --price.")
+    price = hardware.price_per_gpu_hour if price is None else price
+    if price is None or "end_to_end_tokens_per_second" not in rates:
+        return
+    gpus = result["layout"]["gpus"] if "layout" in result else 1
+    result["cost"] = serving_cost(rates["end_to_end_tokens_per_second"], gpus, price)
+
+
 def gpus_of(entry: dict[str, Any]) -> int:
     """A plan entry's GPUs: tp x pp x dp x cp (Layout.gpus; context parallelism's ranks are GPUs too)."""
     layout = entry["layout"]

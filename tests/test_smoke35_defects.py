@@ -103,3 +103,22 @@ def test_simulates_json_names_the_cache_past_the_windows_for_every_model(capsys)
     assert (gemma["kv_bytes_per_token"], gemma["kv_bytes_per_token_past_windows"]) == (393_216, 65_536)
     code, out, _ = run_main([*base, "llama3.1-8b"], capsys)  # the text keeps one figure where they are equal
     assert code == 0 and "KV cache 128.00 KiB per token per sequence, the prefill's" in out
+
+
+def test_the_python_api_prices_a_generation_as_the_command_does(capsys):
+    """`simulate --model llama3.1-8b --price 2` gives the dollars per million generated tokens; README's Python API,
+    `costmodel.simulate("llama3.1-8b", "h100", price=2)`, refused it: "--price costs a run of --tokens tokens: add
+    --tokens" (and tokens, a training keyword, is refused for inference). The API now adds the command's `cost`:
+    $2 an hour over the end-to-end rate, 1 GPU, or 2 under tp 2."""
+    import costmodel
+
+    for layout, flags in ((None, []), ({"tp": 2}, ["--tp", "2"])):
+        ours = costmodel.simulate("llama3.1-8b", "h100", price=2, layout=layout).data["cost"]
+        command = run_json(["simulate", "--model", "llama3.1-8b", "--hardware", "h100", "--price", "2", *flags],
+                           capsys)
+        assert ours == command["cost"] and ours["dollars_per_hour"] == 2 * ours["gpus"]
+        rates = command.get("generation") or command["decode"]
+        assert ours["dollars_per_million_output_tokens"] == pytest.approx(
+            2 * ours["gpus"] / (rates["end_to_end_tokens_per_second"] * 3600) * 1e6, rel=1e-12)
+    with pytest.raises(ConfigError, match="--gen 0 generates none"):
+        costmodel.simulate("llama3.1-8b", "h100", price=2, gen=0)
