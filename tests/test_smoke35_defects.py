@@ -122,3 +122,22 @@ def test_the_python_api_prices_a_generation_as_the_command_does(capsys):
             2 * ours["gpus"] / (rates["end_to_end_tokens_per_second"] * 3600) * 1e6, rel=1e-12)
     with pytest.raises(ConfigError, match="--gen 0 generates none"):
         costmodel.simulate("llama3.1-8b", "h100", price=2, gen=0)
+
+
+def test_plan_on_a_hardware_file_without_an_interconnect_says_so_in_one_line(tmp_path, capsys):
+    """A B200 file with its peaks, bandwidth and memory but no interconnect: `plan --model llama3.1-70b --gpus 16`
+    set every layout over several GPUs aside as unsupported, then said "No layout fits. The leanest layout ...
+    needs 181.49 GiB per GPU ... No count up to 1,024 times as many GPUs fits; use a GPU with more memory or a
+    shorter sequence", exit 1: 70B fits 16 such GPUs (ZeRO 3); what is missing is the link, which simulate --tp 8
+    names in one line. plan now refuses the same way; one GPU still plans."""
+    import json as _json
+
+    path = tmp_path / "b200.json"
+    path.write_text(_json.dumps({"name": "my-b200", "flops_per_s": {"bf16": 2.25e15, "fp8": 4.5e15, "fp32": 75e12},
+                                 "bandwidth_bytes_per_s": 8e12, "memory_bytes": 192e9}))
+    line = one_error_line(["plan", "--model", "llama3.1-70b", "--hardware", str(path), "--gpus", "16"], capsys)
+    assert line == (f"error: hardware my-b200: no interconnect bandwidth for a group of 16 GPUs (across nodes of 1); "
+                    "a hardware file's interconnect states gpus_per_node, intra_node_bandwidth_bytes_per_s and "
+                    "inter_node_bandwidth_bytes_per_s (per GPU, per direction; docs/time.md).")
+    code, out, _ = run_main(["plan", "--model", "llama3.2-1b", "--hardware", str(path), "--gpus", "1"], capsys)
+    assert code == 0 and "layouts:" in out
