@@ -309,8 +309,8 @@ DURATION_UNITS = ((86400 * 365, "years"), (86400, "days"), (3600, "h"), (60, "mi
 def seconds(value: float) -> str:
     """A duration in readable units, three figures: 0.0123 -> '12.3 ms'. Where the three figures round up to
     the next unit the next unit writes it (0.9996 s read '1e+03 ms': now '1 s'), and
-    a thousand years and more are whole years with separators (a 100T-token run on one T4 read '6.19e+03 years':
-    now '6,193 years')."""
+    a thousand to a million years are whole years with separators (a 100T-token run on one T4 read '6.19e+03
+    years': now '6,193 years')."""
     if value == float("inf"):
         return "inf"
     for index, (factor, unit) in enumerate(DURATION_UNITS):
@@ -319,7 +319,7 @@ def seconds(value: float) -> str:
             if index and float(text) * factor >= DURATION_UNITS[index - 1][0]:
                 factor, unit = DURATION_UNITS[index - 1]
                 text = f"{value / factor:.3g}"
-            if factor == DURATION_UNITS[0][0] and value / factor >= 999.5:
+            if factor == DURATION_UNITS[0][0] and 999.5 <= value / factor < 1e6:  # (a million years on: 1.2e+06)
                 text = f"{value / factor:,.0f}"
             return f"{text} {unit}"
     raise AssertionError("unreachable")  # the last unit takes every value
