@@ -19,7 +19,7 @@ from costmodel.spec import (CUDA_GRAPHS, DEFAULT_HARDWARE, JSON_UNITS, DEFAULT_S
 
 from .options import decode_code_option
 from .output import DtypeChoice, ReportInputError, atomic_file, check_destination, finite, write_text
-from .text import significant
+from .text import seconds, significant
 
 
 def _ms(value: float) -> str:
@@ -27,8 +27,12 @@ def _ms(value: float) -> str:
 
 
 def _duration(value: float) -> str:
-    """A run's seconds: 205.1 s, or milliseconds under a second (a one-request trace said "over 0.0 s")."""
-    return f"{value:.1f} s" if value >= 1 else f"{1e3 * value:.1f} ms"
+    """A run's seconds: 205.1 s, or milliseconds under a second (a one-request trace said "over 0.0 s"); from an
+    hour on with separators and in words too (`--rate 1e-9` said "over 1039403764.9 s": now "1,039,403,764.9 s,
+    33 years")."""
+    if value < 1:
+        return f"{1e3 * value:.1f} ms"
+    return f"{value:,.1f} s" + (f", {seconds(value)}" if value >= 3600 else "")
 
 
 def load_source(setup: dict[str, Any]) -> str:

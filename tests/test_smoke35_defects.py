@@ -141,3 +141,13 @@ def test_plan_on_a_hardware_file_without_an_interconnect_says_so_in_one_line(tmp
                     "inter_node_bandwidth_bytes_per_s (per GPU, per direction; docs/time.md).")
     code, out, _ = run_main(["plan", "--model", "llama3.2-1b", "--hardware", str(path), "--gpus", "1"], capsys)
     assert code == 0 and "layouts:" in out
+
+
+def test_a_long_serving_run_says_its_span_in_readable_units(capsys):
+    """`serve --model llama3.1-8b --rate 0.01 --requests 100` (a light load over hours) ended "over 11739.3 s";
+    from an hour on the span has separators and its readable unit: "over 11,739.3 s, 3.26 h"."""
+    args = ["serve", "--model", "llama3.1-8b", "--rate", "0.01", "--requests", "100"]
+    code, out, _ = run_main(args, capsys)
+    span = run_json(args, capsys)["duration_s"]
+    assert code == 0 and 3600 < span < 36000
+    assert f" tokens/s over {span:,.1f} s, {span / 3600:.3g} h\n" in out
