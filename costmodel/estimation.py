@@ -15,7 +15,7 @@ from functools import cached_property
 from typing import Any
 
 from . import compiled, spec
-from .config import ConfigError, ModelConfig, Workload
+from .config import ModelConfig, Workload
 from .defaults import has_attention
 from .facts import facts_for
 from .workload import logits_kept
