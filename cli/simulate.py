@@ -106,23 +106,6 @@ TRAINING_LAYOUT_ONLY = {"microbatches": "--microbatches", "zero": "--zero", "sp"
                         "optimizer_step": "--optimizer-step", "megatron_release": "--megatron-release"}
 
 
-def add_generation_cost(result: dict[str, Any], hardware: Any, price: float | None) -> None:
-    """An inference run's "cost": its GPUs at --price (else the hardware file's price_per_gpu_hour)
-    over the end-to-end rate, every generated token over the prefill and the decode steps
-    (costmodel/cost.serving_cost, serve --price's formula); nothing without a price or a generation."""
-    rates = result.get("generation") or result.get("decode") or {}
-    if price is not None and "end_to_end_tokens_per_second" not in rates:  # --gen 0: it was dropped unread
-        raise ConfigError("--price prices the generated tokens (dollars per million); --gen 0 generates none: "
-                          "give --gen N or drop --price.")
-    price = hardware.price_per_gpu_hour if price is None else price
-    if price is None or "end_to_end_tokens_per_second" not in rates:
-        return
-    from costmodel.cost import serving_cost
-
-    gpus = result["layout"]["gpus"] if "layout" in result else 1
-    result["cost"] = serving_cost(rates["end_to_end_tokens_per_second"], gpus, price)
-
-
 def refuse_unread_moe_options(ctx: click.Context, cfg: Any, layout: Any, time_model: str) -> None:
     """A typed MoE router or permute option that nothing would read, one line: the unfused router's and
     permutations' eager kernels are the kernel model's terms (the roofline counts no ops), and the load-balancing
@@ -285,7 +268,7 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
         hardware.require_fp8(layout_given.get("fp8"))
         require_attention(hardware, attention)  # a typed flash on a T4: one line
         efficiency = efficiency_of(hardware, compute_efficiency, memory_efficiency)
-        from costmodel.cost import check_price, check_run_inputs
+        from costmodel.cost import add_generation_cost, check_price, check_run_inputs
 
         check_run_inputs(tokens, price if train else None, step_time)  # inf: "time to train inf"
         if not train:

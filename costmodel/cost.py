@@ -44,9 +44,12 @@ def check_dollars(dollars: float | None, price: float) -> None:
 
 
 def check_tokens(tokens: float | None) -> None:
-    """--tokens: a positive, finite count (inf printed 'time to train inf on inf Y tokens')."""
+    """--tokens: a positive, finite count of at least one token (inf printed 'time to train inf on inf Y
+    tokens')."""
     if tokens is not None and not (is_number(tokens) and tokens > 0 and math.isfinite(tokens)):
         raise ConfigError(f"--tokens must be positive and finite, got {show(tokens)}.")
+    if tokens is not None and tokens < 1:  # 0.5 printed "0 tokens: 1 step"
+        raise ConfigError(f"--tokens is a count of tokens, at least 1, got {show(tokens)}.")
 
 
 def check_price_has_tokens(tokens: float | None, price: float | None) -> None:
@@ -115,6 +118,22 @@ def serving_cost(output_tokens_per_s: float, gpus: int, price_per_gpu_hour: floa
     check_dollars(per_million, price_per_gpu_hour)
     return {"price_per_gpu_hour": price_per_gpu_hour, "gpus": gpus, "dollars_per_hour": per_hour,
             "dollars_per_million_output_tokens": per_million}
+
+
+def add_generation_cost(result: dict[str, Any], hardware: Any, price: float | None) -> None:
+    """An inference run's "cost", the command's and costmodel.simulate's alike: its GPUs at --price (else
+    the hardware file's price_per_gpu_hour) over the end-to-end rate, every generated token over the
+    prefill and the decode steps (serving_cost, serve --price's formula); nothing without a price or a
+    generation."""
+    rates = result.get("generation") or result.get("decode") or {}
+    if price is not None and "end_to_end_tokens_per_second" not in rates:  # --gen 0: it was dropped unread
+        raise ConfigError("--price prices the generated tokens (dollars per million); --gen 0 generates none: "
+                          "give --gen N or drop --price.")
+    price = hardware.price_per_gpu_hour if price is None else price
+    if price is None or "end_to_end_tokens_per_second" not in rates:
+        return
+    gpus = result["layout"]["gpus"] if "layout" in result else 1
+    result["cost"] = serving_cost(rates["end_to_end_tokens_per_second"], gpus, price)
 
 
 def gpus_of(entry: dict[str, Any]) -> int:

@@ -15,7 +15,7 @@ from functools import cached_property
 from typing import Any
 
 from . import compiled, spec
-from .config import ConfigError, ModelConfig, Workload
+from .config import ModelConfig, Workload
 from .defaults import has_attention
 from .facts import facts_for
 from .workload import logits_kept
@@ -153,9 +153,7 @@ class Estimate:
         """layout: a costmodel.layout.Layout, for per-rank memory and communication ("parallel"
         in to_dict); None: one device, and no "parallel" key."""
         self.warnings = workload.check_fits(cfg)
-        if workload.expert_load is not None and len(workload.expert_load) != cfg.n_experts:
-            raise ConfigError(f"expert_load gives {len(workload.expert_load)} shares; model "
-                              f"{cfg.name!r} has {cfg.n_experts} routed experts.")
+        workload.check_expert_load(cfg)
         self.cfg = cfg
         self.workload = workload
         self.layout = layout

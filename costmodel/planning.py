@@ -135,6 +135,9 @@ def plan(model: Any, gpus: int | Sequence[int], hardware: str = DEFAULT_HARDWARE
     chosen.require_peak(CANONICAL_DTYPE.get(dtype, dtype))
     chosen.require_fp8(fixed.get("fp8"))
     require_attention(chosen, attention)  # a typed flash on a T4: one line
+    for count in counts if not serve else ():  # a training layout's ranks all communicate, across nodes past one:
+        if count > 1:  # a file without that link is one line, as simulate's (no "no count fits; more memory")
+            chosen.link(count)
     quantization = {k: v for k, v in (("weight_dtype", weight_dtype), ("weight_group", weight_group),
                                       ("kv_dtype", kv_dtype), ("fp8_gemm", fp8_gemm),
                                       ("quantize_head", quantize_head or None),

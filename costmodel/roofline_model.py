@@ -296,7 +296,7 @@ class Roofline:
         return {
             "weights": int(self.prefill_model.total("weight_bytes").xreplace(subs)),
             "kv_bytes_per_token": per_token,
-            **({"kv_bytes_per_token_past_windows": past_windows} if past_windows != per_token else {}),
+            "kv_bytes_per_token_past_windows": past_windows,  # every model (a stable key): = per token without windows
             "bytes": total,
             "bytes_by_phase": needed,
             "fits": total <= capacity,

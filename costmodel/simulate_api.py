@@ -72,8 +72,9 @@ def simulate(model: Any, hardware: str = spec.DEFAULT_HARDWARE, *, train: bool =
              layout: Any = None, weight_dtype: str | None = None, kv_dtype: str | None = None,
              fp8_gemm: str = spec.DEFAULT_FP8_GEMM,
              decode_code: str = spec.DEFAULT_DECODE_CODE) -> SimulationResult:
-    """Inference (prompt, gen) or a training step (train=True: seq_len, recompute, impl; tokens
-    and price for the time, GPU-hours, FLOPs and dollars of a run) on `hardware`; layout: a
+    """Inference (prompt, gen; price: the dollars per million generated tokens, data["cost"], as `simulate
+    --price`) or a training step (train=True: seq_len, recompute, impl; tokens and price for the time,
+    GPU-hours, FLOPs and dollars of a run) on `hardware`; layout: a
     costmodel.layout.Layout or a dict of its fields for per-GPU time and memory. Inference, on
     one GPU or with a layout (each tensor-parallel rank's shards): weight_dtype and kv_dtype
     quantize the weights and the cache (`simulate --weight-dtype/--kv-dtype`), fp8_gemm says how
@@ -93,9 +94,11 @@ def simulate(model: Any, hardware: str = spec.DEFAULT_HARDWARE, *, train: bool =
     chosen = load_hardware(hardware)
     dtype = dtype or chosen.default_dtype
     chosen.require_peak(spec.CANONICAL_DTYPE.get(dtype, dtype))
-    from .cost import check_run_inputs
+    from .cost import add_generation_cost, check_price, check_run_inputs
 
-    check_run_inputs(tokens, price, step_time)
+    check_run_inputs(tokens, price if train else None, step_time)
+    if not train:
+        check_price(price)  # inference's price needs no tokens: it costs the generated tokens (as the command's)
     if not train:
         require_decoder(cfg)
         if gen < 0:
@@ -112,8 +115,7 @@ def simulate(model: Any, hardware: str = spec.DEFAULT_HARDWARE, *, train: bool =
     unread = ({"prompt": prompt is not None, "gen": gen != 128, "kv_cache": kv_cache != spec.DEFAULT_KV_CACHE,
                "decode_code": decode_code != spec.DEFAULT_DECODE_CODE} if train else
               {"seq_len": seq_len is not None, "recompute": recompute != spec.DEFAULT_RECOMPUTE,
-               "impl": impl is not None, "tokens": tokens is not None, "price": price is not None,
-               "step_time": step_time is not None})
+               "impl": impl is not None, "tokens": tokens is not None, "step_time": step_time is not None})
     if any(unread.values()):
         names = ", ".join(name for name, given in unread.items() if given)
         raise ConfigError(f"{names}: read only with train=True; inference takes prompt, gen and batch." if not train
@@ -167,6 +169,8 @@ def simulate(model: Any, hardware: str = spec.DEFAULT_HARDWARE, *, train: bool =
         data = sim.simulate_inference(cfg, chosen, prompt=workload.seq_len, gen=gen, batch=batch,
                                       dtype=workload.dtype, attention=attention, kv_cache=kv_cache,
                                       quantization=quantization, implementation=decode_code)
+    if not train:  # dollars per million generated tokens at the end-to-end rate, as `simulate --price`
+        add_generation_cost(data, chosen, price)
     if source:
         data["inputs"]["weight_dtype_source"] = source
     if why is not None:  # which attention was timed and why, where none was given (as the CLI's)

@@ -283,6 +283,23 @@ class Workload:
         return {"b": self.batch, "n": n, "s": s, "T": self.gen_tokens, "c": n + self.fed_back_tokens(),
                 "e": self.bytes_per_element}
 
+    def check_expert_load(self, cfg: Any) -> None:
+        """expert_load against the model's router: one share per routed expert, and none above 1 / top_k
+        of the routed slots, since a token picks top_k distinct experts (Mixtral's torch.topk over the
+        experts), so one expert receives each token at most once: `--expert-load 8,0,0,0,0,0,0,0` on
+        Mixtral (top 2) gave expert 0 twice the batch's tokens, a routing no router can make."""
+        load = self.expert_load
+        if load is None:
+            return
+        if len(load) != cfg.n_experts:
+            raise ConfigError(f"expert_load gives {len(load)} shares; model {show(cfg.name)} has {cfg.n_experts} "
+                              "routed experts.")
+        busiest = max(range(len(load)), key=lambda i: load[i])
+        if cfg.top_k > 1 and load[busiest] * cfg.top_k > sum(load):
+            raise ConfigError(f"expert_load: expert {busiest}'s share {load[busiest] / sum(load):.1%} of the routed "
+                              f"slots is more than 1 / top_k = 1/{cfg.top_k}: each token of model {show(cfg.name)} "
+                              f"goes to {cfg.top_k} different experts, so one expert gets each token at most once.")
+
     def check_fits(self, cfg: Any, holds_cache: bool = True) -> list[str]:
         """Raise ConfigError if the workload cannot run on the model; return warnings otherwise.
         holds_cache False: a training step only (finetune), which keeps no KV cache to warn of.

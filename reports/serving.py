@@ -19,6 +19,7 @@ from costmodel.spec import (CUDA_GRAPHS, DEFAULT_HARDWARE, JSON_UNITS, DEFAULT_S
 
 from .options import decode_code_option
 from .output import DtypeChoice, ReportInputError, atomic_file, check_destination, finite, write_text
+from .text import seconds, significant
 
 
 def _ms(value: float) -> str:
@@ -26,8 +27,12 @@ def _ms(value: float) -> str:
 
 
 def _duration(value: float) -> str:
-    """A run's seconds: 205.1 s, or milliseconds under a second (a one-request trace said "over 0.0 s")."""
-    return f"{value:.1f} s" if value >= 1 else f"{1e3 * value:.1f} ms"
+    """A run's seconds: 205.1 s, or milliseconds under a second (a one-request trace said "over 0.0 s"); from an
+    hour on with separators and in words too (`--rate 1e-9` said "over 1039403764.9 s": now "1,039,403,764.9 s,
+    33 years")."""
+    if value < 1:
+        return f"{1e3 * value:.1f} ms"
+    return f"{value:,.1f} s" + (f", {seconds(value)}" if value >= 3600 else "")
 
 
 def load_source(setup: dict[str, Any]) -> str:
@@ -165,12 +170,12 @@ def cost_line(cost: dict[str, Any]) -> str:
     """serve's cost (costmodel/cost.py serving_cost) in one line."""
     per_million = cost["dollars_per_million_output_tokens"]
     return (f"cost: {cost['gpus']} GPU(s) x ${cost['price_per_gpu_hour']:g} an hour = ${cost['dollars_per_hour']:,.2f}/h; "
-            + (f"${per_million:,.4g} per million output tokens at this throughput (the GPUs billed idle or busy)"
+            + (f"${significant(per_million, 4)} per million output tokens at this throughput (the GPUs billed idle or busy)"
                if per_million is not None else "no output tokens, so no price per token"))
 
 
 def _dollars(value: float | None) -> str:
-    return "-" if value is None else f"{value:.3g}"
+    return "-" if value is None else significant(value)
 
 
 def timeline_figure(steps: Any, title: str) -> Any:
@@ -472,7 +477,7 @@ def render_capacity(result: dict[str, Any], top: int = 10) -> str:
     for row in result["feasible"][:top]:
         price = f"{row['dollars_per_hour']:.2f}" if row["dollars_per_hour"] else "-"
         per_million = row.get("dollars_per_million_output_tokens")
-        per_million = f"{per_million:,.3g}" if per_million else "-"
+        per_million = significant(per_million) if per_million else "-"
         lines.append(f"{row['gpus']:>5} {row['hardware']:<12}{row['tp']:>3}{row['pp']:>3}{row['replicas']:>9}"
                      f"{row['max_num_seqs']:>6}{row['max_batched_tokens']:>7}{1e3 * row['p99_ttft_s']:>12.0f}"
                      f"{1e3 * row['p99_tpot_s']:>12.1f}{price:>8}{per_million:>9}")

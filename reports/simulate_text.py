@@ -254,7 +254,7 @@ def render_inference(r: dict[str, Any]) -> str:
             + f" in {binary_bytes(hw['serving_memory_bytes'])} usable): weights {binary_bytes(m['weights'])}, KV "
             f"cache {binary_bytes(m['kv_bytes_per_token'])} per token per sequence"
             + (f" ({binary_bytes(m['kv_bytes_per_token_past_windows'])} past the sliding windows)"
-               if "kv_bytes_per_token_past_windows" in m else "") + ", the prefill's logits at "
+               if m["kv_bytes_per_token_past_windows"] != m["kv_bytes_per_token"] else "") + ", the prefill's logits at "
             f"{m['logits']}; " + _fit_limits(m, hw)]
     if "decode" in r:
         steps = r["generation_table"]

@@ -71,6 +71,13 @@ def rate(value: float) -> str:
     return f"{value:.3g}"
 
 
+def significant(value: float, digits: int = 3) -> str:
+    """`digits` significant figures without an exponent: 0.5587, 12.3; from where those figures reach
+    10**digits, whole with separators ($ per million output tokens read '$4.43e+04': now '44,305')."""
+    text = f"{value:,.{digits}g}"
+    return f"{value:,.0f}" if "e+" in text else text
+
+
 def exact_number(exact: str, value: float) -> str:
     """A rational from sympy as a reader wants it: '24704' -> '24,704'; '7168/3' ->
     '7168/3, about 2,389.3'."""
@@ -294,15 +301,28 @@ def render_offload(o: dict[str, Any], deepspeed: dict[str, Any] | None) -> list[
     return lines
 
 
+#: A duration's units, largest first: (seconds in one, name).
+DURATION_UNITS = ((86400 * 365, "years"), (86400, "days"), (3600, "h"), (60, "min"), (1, "s"), (1e-3, "ms"),
+                  (1e-6, "us"))
+
+
 def seconds(value: float) -> str:
-    """A duration in readable units."""
+    """A duration in readable units, three figures: 0.0123 -> '12.3 ms'. Where the three figures round up to
+    the next unit the next unit writes it (0.9996 s read '1e+03 ms': now '1 s'), and
+    a thousand to a million years are whole years with separators (a 100T-token run on one T4 read '6.19e+03
+    years': now '6,193 years')."""
     if value == float("inf"):
         return "inf"
-    for limit, factor, unit in ((86400 * 365, 86400 * 365, "years"), (86400, 86400, "days"),
-                                (3600, 3600, "h"), (60, 60, "min"), (1, 1, "s"), (1e-3, 1e-3, "ms")):
-        if value >= limit:
-            return f"{value / factor:.3g} {unit}"
-    return f"{value / 1e-6:.3g} us"
+    for index, (factor, unit) in enumerate(DURATION_UNITS):
+        if value >= factor or factor == DURATION_UNITS[-1][0]:
+            text = f"{value / factor:.3g}"
+            if index and float(text) * factor >= DURATION_UNITS[index - 1][0]:
+                factor, unit = DURATION_UNITS[index - 1]
+                text = f"{value / factor:.3g}"
+            if factor == DURATION_UNITS[0][0] and 999.5 <= value / factor < 1e6:  # (a million years on: 1.2e+06)
+                text = f"{value / factor:,.0f}"
+            return f"{text} {unit}"
+    raise AssertionError("unreachable")  # the last unit takes every value
 
 
 def gpu_hours(value: float) -> str:

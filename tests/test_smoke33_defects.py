@@ -149,4 +149,5 @@ def test_simulate_names_the_cache_a_token_adds_past_the_sliding_windows(capsys):
     assert "KV cache 384.00 KiB per token per sequence (64.00 KiB past the sliding windows)" in out
     # a model without windows keeps one figure
     plain = run_json(["simulate", "--model", "llama3-8b", "--prompt", "1024", "--gen", "16"], capsys)["memory"]
-    assert plain["kv_bytes_per_token"] == 131_072 and "kv_bytes_per_token_past_windows" not in plain
+    assert plain["kv_bytes_per_token"] == plain["kv_bytes_per_token_past_windows"] == 131_072  # (wt35_user: every
+    # model's JSON has the key, so a script reads it for any model; the text line keeps one figure)

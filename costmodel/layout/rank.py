@@ -114,9 +114,7 @@ class ParallelEstimate(RankCommunication):
         if phase == "train" and (self.quantized or workload.kv_dtype is not None):
             raise ConfigError("layout: quantized weights and KV caches are inference formats; training on "
                               "quantized weights (QLoRA) in a layout is not modelled (`finetune` on one device).")
-        if workload.expert_load is not None and len(workload.expert_load) != cfg.n_experts:
-            raise ConfigError(f"expert_load gives {len(workload.expert_load)} shares; model {cfg.name!r} "
-                              f"has {cfg.n_experts} experts.")
+        workload.check_expert_load(cfg)
         if phase == "train" and not layout.vocab_parallel and layout.tp > 1:
             raise ConfigError("layout: a replicated vocabulary (vocab_parallel false, --replicated-vocab) is "
                               "modelled for decoding only; a training layout splits the embedding and head by tp.")
