@@ -65,6 +65,8 @@ def checkpointed_layer(checkpoint: Any, body: list[Any], policy: str = NAME) -> 
     for i, (leaf, kept) in enumerate(zip(body, kept_names)):
         ops = leaf.block.linear_ops()
         stop = (ops[-1].name,) if i == last and ops else ()  # the recompute stops at its input
+        if policy in JAX_POLICIES:  # JAX saves only residuals the backward reads: not the last linear's output
+            kept = tuple(name for name in kept if name not in stop)
         leaf = dataclasses.replace(leaf, checkpointed=i <= last, kept_outputs=kept,
                                    not_rerun=tuple(dict.fromkeys(kept + stop)))
         out.append(leaf)
