@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .config import ConfigError, ModelConfig, Workload
-from .spec import DTYPE_BYTES
+from .spec import DTYPE_BYTES, OP_POLICIES
 from .lora_adapters import (FAMILIES, FineTune, family_of, layer_kinds, linear_shapes, model_adapter_tensors,
                             targets_of)
 
@@ -238,8 +238,8 @@ def check(cfg: ModelConfig, workload: Workload) -> None:
         raise ConfigError("recompute 'deepseek' is DeepSeek-V3's recipe (every norm and latent attention's "
                           "up-projections rerun in backward), which Hugging Face's code with peft does not run "
                           "(its gradient checkpointing reruns whole layers); use none, selective or full.")
-    if workload.recompute == "torchtitan-op":
-        raise ConfigError("fine-tuning memory does not model --recompute torchtitan-op: the adapters' "
+    if workload.recompute in OP_POLICIES:
+        raise ConfigError(f"fine-tuning memory does not model --recompute {workload.recompute}: the adapters' "
                           "matmuls would join the policy's count of a layer's matmuls.")
 
 

@@ -375,13 +375,13 @@ class TreeBuilder:
         layer = Place(stack, "layer", stack, count=kind.count, kind=kind.label)
         body = (self.mixer_layer(layer, seq, kind) if kind.mixer is not None
                 else self.sublayers(layer, stack, seq, kind, cross_len))
-        if self.phase != "train" or self.profile.recompute not in ("full", "torchtitan-op"):
+        if self.phase != "train" or self.profile.recompute not in ("full", *op_checkpoint.POLICIES):
             return body
         if self.profile.recompute_layers is not None and kind.label != RECOMPUTED_LAYERS:
             return body  # a layer block recomputation leaves out keeps everything
         checkpoint = layer.leaf("checkpoint", B.LayerCheckpoint(S.b * seq))
-        if self.profile.recompute == "torchtitan-op":
-            return op_checkpoint.checkpointed_layer(checkpoint, body)
+        if self.profile.recompute in op_checkpoint.POLICIES:
+            return op_checkpoint.checkpointed_layer(checkpoint, body, self.profile.recompute)
         return [checkpoint, *(dataclasses.replace(leaf, checkpointed=True) for leaf in body)]
 
     def mixer_layer(self, layer: Place, seq: sp.Expr, kind: LayerKind) -> Leaves:

@@ -21,7 +21,7 @@ def check_recomputed_modules(cfg, recompute: str) -> None:
                           f"{cfg.name} has no {part}; use none, selective or full.")
 
 
-def check_recompute_framework(recompute: str, framework: str) -> None:
+def check_recompute_framework(recompute: str, framework: str, tp: int = 1) -> None:
     """Refuse Megatron-Core's recompute_modules choices on a framework that does not run them: DeepSpeed
     checkpoints the functions the model code hands it (deepspeed/runtime/activation_checkpointing, a
     whole layer in Hugging Face's gradient checkpointing), FSDP2 (torchtitan) a whole layer or its op
@@ -31,6 +31,9 @@ def check_recompute_framework(recompute: str, framework: str) -> None:
     if recompute in MODULE_NEEDS and framework != "megatron":
         raise ConfigError(f"recompute {recompute!r} is Megatron-Core's recompute_modules, which {framework} "
                           "does not run; use --framework megatron, or none, selective or full.")
+    if recompute.startswith("jax-") and tp > 1:  # costmodel/jax_remat.py: XLA reruns the collectives it needs
+        raise ConfigError(f"recompute {recompute!r} is a JAX remat policy, whose rerun tensor-parallel collectives "
+                          "are not modelled; use --tp 1, or none, selective or full.")
     if recompute == "torchtitan-op" and framework != "fsdp2":  # torchtitan's policy (op_checkpoint.py)
         raise ConfigError(f"recompute 'torchtitan-op' is torchtitan's selective op checkpointing (FSDP2), which "
                           f"{framework} does not run; use --framework fsdp2, or none, selective or full.")

@@ -1,5 +1,7 @@
-"""torchtitan's selective op checkpointing (--recompute torchtitan-op): which of a layer's ops keep
-their outputs through the forward, and which rerun in backward.
+"""torchtitan's selective op checkpointing (--recompute torchtitan-op) and JAX's remat policies
+(--recompute jax-dots, jax-qkv, jax-qkv-out: costmodel/jax_remat.py says which linears each keeps): which
+of a layer's ops keep their outputs through the forward, and which rerun in backward. The JAX policies
+keep no fused attention kernel's output (a custom call), so it reruns; the rest is as below.
 
 The code (pytorch/torchtitan at 9dec370, the commit of its Llama 3.1 8B runs):
 train_configs/llama3_8b.toml lines 53-55 set `mode = 'selective'`, `selective_ac_option = 'op'`;
@@ -45,25 +47,30 @@ from typing import Any
 
 from . import blocks as B
 from .config import ConfigError
+from .jax_remat import POLICIES as JAX_POLICIES
 from .kernels import FLASH
 
 NAME = "torchtitan-op"
+#: every op policy this module applies (spec.OP_POLICIES names the same)
+POLICIES = (NAME, *JAX_POLICIES)
 
 
-def checkpointed_layer(checkpoint: Any, body: list[Any]) -> list[Any]:
+def checkpointed_layer(checkpoint: Any, body: list[Any], policy: str = NAME) -> list[Any]:
     """One layer's leaves under the policy: its checkpoint (the layer's input) first, each leaf
     inside the recompute checkpointed with the linear outputs it keeps, and a KeptOutputs leaf
     after each leaf that keeps outputs."""
-    kept_names = _kept_linears(body)
+    kept_names = _kept_linears(body, policy)
     last = max((i for i, leaf in enumerate(body) if leaf.cost.saved_bytes != 0), default=-1)
     out = [checkpoint]
     for i, (leaf, kept) in enumerate(zip(body, kept_names)):
         ops = leaf.block.linear_ops()
         stop = (ops[-1].name,) if i == last and ops else ()  # the recompute stops at its input
+        if policy in JAX_POLICIES:  # JAX saves only residuals the backward reads: not the last linear's output
+            kept = tuple(name for name in kept if name not in stop)
         leaf = dataclasses.replace(leaf, checkpointed=i <= last, kept_outputs=kept,
                                    not_rerun=tuple(dict.fromkeys(kept + stop)))
         out.append(leaf)
-        saved = kept_bytes(leaf)
+        saved = kept_bytes(leaf, policy)
         if saved != 0:
             block = B.KeptOutputs(leaf.block, saved)
             out.append(dataclasses.replace(leaf, name=f"{leaf.name}_kept", block=block, cost=block.cost(),
@@ -71,15 +78,23 @@ def checkpointed_layer(checkpoint: Any, body: list[Any]) -> list[Any]:
     return out
 
 
-def _kept_linears(body: list[Any]) -> list[tuple[str, ...]]:
-    """For each leaf, the names of its linear ops whose outputs the policy keeps: the odd aten.mm
-    of the layer, counted from one in the order they run."""
+def _kept_linears(body: list[Any], policy: str = NAME) -> list[tuple[str, ...]]:
+    """For each leaf, the names of its linear ops whose outputs the policy keeps: torchtitan's, the odd
+    aten.mm of the layer, counted from one in the order they run; a JAX policy's, those it names."""
     count, kept = 0, []
+    jax = JAX_POLICIES.get(policy)
     for leaf in body:
         block = leaf.block
         if leaf.cost.flops_matmul != 0 and not block.linear_ops() and not isinstance(block, B.AttentionCore):
-            raise ConfigError(f"recompute {NAME!r} counts a layer's matmuls in the order they run, and the "
-                              f"tree does not list them for its {block.title} ({leaf.path}); use full or selective.")
+            raise ConfigError(f"recompute {policy!r} keeps a layer's matmuls by name or in the order they run, and "
+                              f"the tree does not list them for its {block.title} ({leaf.path}); use full or selective.")
+        if jax is not None and jax.needs_fused_attention and isinstance(block, B.AttentionCore) \
+                and not block.kernel.keeps_output:
+            raise ConfigError(f"recompute {policy!r} keeps every dot_general, an eager attention core's two products "
+                              "too, which the model does not split from its softmax; use --attention flash.")
+        if jax is not None:
+            kept.append(tuple(op.name for op in block.linear_ops() if jax.keeps(op.name)))
+            continue
         names = []
         for op in block.linear_ops():
             if not op.biased:
@@ -90,23 +105,24 @@ def _kept_linears(body: list[Any]) -> list[tuple[str, ...]]:
     return kept
 
 
-def kept_bytes(leaf: Any) -> Any:
-    """Bytes of a leaf's outputs the policy keeps: its kept linears' outputs, or a fused attention
-    kernel's output and log-sum-exp (on the weighted sum's leaf, where the kernel's output is)."""
+def kept_bytes(leaf: Any, policy: str = NAME) -> Any:
+    """Bytes of a leaf's outputs the policy keeps: its kept linears' outputs, or under torchtitan's a
+    fused attention kernel's output and log-sum-exp (on the weighted sum's leaf, where the kernel's
+    output is)."""
     block = leaf.block
-    if isinstance(block, B.WeightedSum) and block.kernel.keeps_output:
+    if policy == NAME and isinstance(block, B.WeightedSum) and block.kernel.keeps_output:
         return FLASH.output_saved(block) + FLASH.softmax_saved(block)
     return sum((op.output_bytes for op in block.linear_ops() if op.name in leaf.kept_outputs), 0)
 
 
-def rerun(leaf: Any) -> B.Cost | None:
+def rerun(leaf: Any, policy: str = NAME) -> B.Cost | None:
     """What the recompute reruns of a leaf (None: nothing): all of a leaf inside the recompute but
-    a fused attention kernel, and of a block with linears all its other ops and the linears
-    Leaf.not_rerun does not name."""
+    (torchtitan's) a fused attention kernel, and of a block with linears all its other ops and the
+    linears Leaf.not_rerun does not name."""
     block, cost = leaf.block, leaf.cost
     if not leaf.checkpointed or not cost.is_active():
         return None
-    if isinstance(block, B.AttentionCore) and block.kernel.keeps_output:
+    if policy == NAME and isinstance(block, B.AttentionCore) and block.kernel.keeps_output:
         return None
     again = [op for op in block.linear_ops() if op.name not in leaf.not_rerun]
     if len(again) == len(block.linear_ops()):

@@ -106,6 +106,12 @@ MEASURED_ATTENTIONS = Choices({"eager": "", "sdpa": ""})
 RECOMPUTES = Choices({"none": "", "selective": "the attention core", "full": "each layer",
                       "deepseek": "every norm and latent attention's up-projections",
                       "torchtitan-op": "torchtitan's op policy: the attention kernel and every second (odd-numbered) matmul kept, the rest rerun",
+                      "jax-dots": "JAX's dots_saveable (Praxis SAVE_DOT_ONLY): every linear's output kept, the rest "
+                                  "(norms, activations, dropout, the fused attention kernel) rerun",
+                      "jax-qkv": "JAX's save_only_these_names of MaxText's save_qkv_proj: the q, k, v projections "
+                                 "kept, the rest of each layer rerun",
+                      "jax-qkv-out": "Praxis SAVE_QKV_OUT_PROJ (MaxText save_dot_except_mlp): the q, k, v and "
+                                     "output projections kept, the rest of each layer rerun",
                       "layernorm-moe-act": "Megatron-Core's recompute_modules layernorm and moe_act: the norm before "
                                            "the routed experts and their activation",
                       "layernorm-moe": "Megatron-Core's recompute_modules layernorm and moe: the norm before the "
@@ -130,7 +136,9 @@ RECOMPUTES = Choices({"none": "", "selective": "the attention core", "full": "ea
 #: at 97ad8cc6f; scripts/performance/run_script.py at v0.1.0rc4 for the token-drop runs): the layer's
 #: norms are not rerun.
 #: "torchtitan-op" is torchtitan's selective op checkpointing (selective_ac_option = 'op'), a policy
-#: over a layer's ops in the order they run: costmodel/op_checkpoint.py.
+#: over a layer's ops in the order they run: costmodel/op_checkpoint.py. "jax-dots", "jax-qkv" and
+#: "jax-qkv-out" are JAX's remat policies as Praxis and MaxText name them (costmodel/jax_remat.py),
+#: applied by the same module: OP_POLICIES.
 #: "layernorm-moe-act" is Megatron-Core's recompute_granularity 'selective' with recompute_modules
 #: ['layernorm', 'moe_act'] (Megatron-Bridge's GPT-OSS 120B recipes, scripts/performance/configs/gpt_oss/
 #: at 21d102f5e and every tag v0.2.0-v0.5.0) in Transformer Engine's layer (NVIDIA/Megatron-LM 44151194,
@@ -158,8 +166,11 @@ RECOMPUTES = Choices({"none": "", "selective": "the attention core", "full": "ea
 #: The layer-kind label of the layers recomputed under full recomputation of N layers
 #: (Workload.recompute_layers; layer_kinds.py, layout/rank.py).
 RECOMPUTED_LAYERS = "recomputed"
+#: The recomputations that keep a layer's ops by a policy over them (costmodel/op_checkpoint.py POLICIES).
+OP_POLICIES = ("torchtitan-op", "jax-dots", "jax-qkv", "jax-qkv-out")
 RECOMPUTED_PARTS = {"none": frozenset(), "selective": frozenset(), "full": frozenset(),
                     "deepseek": frozenset({"norms", "up_projections"}), "torchtitan-op": frozenset(),
+                    "jax-dots": frozenset(), "jax-qkv": frozenset(), "jax-qkv-out": frozenset(),
                     "layernorm-moe-act": frozenset({"moe_norms", "moe_act"}),
                     "layernorm-moe": frozenset({"moe_norms", "moe_layer"}),
                     "layernorm-moe-core-attn": frozenset({"moe_norms", "moe_layer", "core_attn"}),

@@ -185,8 +185,8 @@ class CostModel:
         profile = self.profile
         if self.phase != "train":
             return None
-        if profile.recompute == op_checkpoint.NAME:
-            return op_checkpoint.rerun(leaf)
+        if profile.recompute in op_checkpoint.POLICIES:
+            return op_checkpoint.rerun(leaf, profile.recompute)
         if profile.recompute == "full":
             return leaf.cost if leaf.checkpointed else None
         block = leaf.block

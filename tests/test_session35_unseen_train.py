@@ -44,14 +44,15 @@ def test_the_jax_rows_are_the_recipes_tables():
     assert (layout.framework, layout.zero, layout.dp, layout.dp_shard, layout.microbatches, layout.fp8) == \
         ("fsdp2", 3, 1024, 128, 1, "tensorwise")
     assert (estimate.workload.recompute, estimate.workload.seq_len, options["attention_kernel"], options["compiled"]) == \
-        ("full", 4096, "cudnn", True)
+        ("jax-qkv", 4096, "cudnn", True)  # retyped from full (wt35_remat: MaxText's save_qkv_proj)
+    assert layout.grad_reduce_dtype == "bf16"  # retyped from fsdp2's fp32 (wt35_remat: XLA reduces the bf16 gradient)
     estimate, _, _ = train_setup_of(runs["dgxc-paxml-175b gpt3-175b fp8 fsdp128 128xh100"])
     cfg = estimate.cfg
     assert (cfg.n_layers, cfg.d_model, cfg.d_ff, cfg.vocab_size, cfg.position, cfg.dropout, estimate.layout.dp_shard) == \
         (96, 12288, 49152, 50257, "learned", 0.0, None)  # 128 GPUs: FSDP over all of them
     estimate, _, _ = train_setup_of(runs["dgxc-paxml-5b gpt3-5b bf16 fsdp8 64xh100"])
     assert (estimate.cfg.d_ff, estimate.cfg.vocab_size, estimate.cfg.dropout, estimate.workload.recompute) == \
-        (16384, 50304, 0.1, "selective")
+        (16384, 50304, 0.1, "jax-dots")  # retyped from selective (wt35_remat: Praxis SAVE_DOT_ONLY)
 
 
 def test_the_fsdp_blog_rows_are_their_tables():
@@ -92,7 +93,14 @@ FIRST = {"dgxc-maxtext-70b llama2-70b bf16 fsdp64 64xh100": 0.867,
          "pytorch-fsdp-blog-h100 llama2-7b hsdp batch 2 96xh100": 1.21,
          "pytorch-fsdp-compile-blog llama2-70b fsdp compile batch 2 128xa100": 0.972,
          "pytorch-fsdp-compile-blog-h100 llama2-7b hsdp compile batch 2 464xh100": 1.176}
-MOVED: dict[str, float] = {}  # id -> the ratio now, where a sourced change moved it
+# id -> the ratio now, where a sourced change moved it: wt35_remat's JAX remat policies (costmodel/jax_remat.py:
+# MaxText save_qkv_proj as jax-qkv, Praxis SAVE_DOT_ONLY as jax-dots, SAVE_QKV_OUT_PROJ as jax-qkv-out, each was
+# full or selective) and the gradient reduce-scatters in bf16 (XLA's partitioner reduces the bf16 gradient before
+# the cast to the fp32 parameter: jax-ml/jax issue 27496)
+MOVED = {"dgxc-maxtext-70b llama2-70b bf16 fsdp64 64xh100": 0.961,
+         "dgxc-maxtext-70b llama2-70b fp8 fsdp64 64xh100": 0.831,
+         "dgxc-paxml-5b gpt3-5b bf16 fsdp8 128xh100": 1.307,
+         "dgxc-paxml-175b gpt3-175b fp8 fsdp128 512xh100": 0.975}
 
 
 def test_all_dense_and_a_few_rows_as_first_computed():
@@ -114,14 +122,23 @@ FIRST_COMPUTED = {"all": ((44, 16.0, 42, 9, 7), (0.743, 1.276)),
                   "pytorch-fsdp-compile-blog-h100": ((4, 16.0, 4, 0, 0), (1.116, 1.176))}
 
 
+# the groups wt35_remat's retyping moved (MOVED's note), restated; the others as first computed
+NOW = {**FIRST_COMPUTED, "all": ((44, 6.0, 44, 24, 20), (0.831, 1.307)),
+       "dgxc-maxtext-70b": ((12, 3.6, 12, 10, 8), (0.831, 0.976)),
+       "dgxc-paxml-5b": ((8, 28.3, 8, 0, 0), (1.22, 1.307)),
+       "dgxc-paxml-175b": ((5, 2.2, 5, 5, 5), (0.973, 1.021))}
+
+
 @pytest.mark.slow
 def test_the_rows_as_first_computed():
     every = ratios(SOURCES)
-    assert_summaries(every, decode_groups(every, SOURCES), FIRST_COMPUTED)
-    # the pattern: the JAX rows of 70B and up too slow, the JAX GPT 5B too fast; the same FSDP blog rows further too
-    # fast on H100 than on A100, model by model
-    assert max(v for k, v in every.items() if k.startswith(("dgxc-maxtext", "dgxc-paxml-175b"))) < 0.9
-    assert min(v for k, v in every.items() if k.startswith("dgxc-paxml-5b")) > 1.19
+    assert_summaries(every, decode_groups(every, SOURCES), NOW)
+    # the pattern: as first computed the JAX rows of 70B and up too slow (< 0.9), the JAX GPT 5B too fast (> 1.19);
+    # with the recipes' remat policies and bf16 gradient reductions the 70B FP8 rows at 64-128 GPUs stay below 0.9
+    # and the 5B rows above 1.2; the same FSDP blog rows further too fast on H100 than on A100, model by model
+    assert max(v for k, v in every.items() if k.startswith("dgxc-maxtext") and " fp8 fsdp" in k and
+               k.endswith(("64xh100", " 128xh100"))) < 0.9
+    assert min(v for k, v in every.items() if k.startswith("dgxc-paxml-5b")) > 1.2
     for size in ("7b", "13b", "34b", "70b"):
         a100, h100 = (next(v for k, v in every.items() if k.startswith(s + " ") and f"llama2-{size} " in k)
                       for s in ("pytorch-fsdp-blog", "pytorch-fsdp-blog-h100"))

@@ -21,15 +21,15 @@ from typing import Any, Iterator
 from ..config import ConfigError, ModelConfig, Workload, require_decoder, show
 from ..defaults import implied
 from ..flash_support import runs_flash
-from ..spec import DEFAULT_DECODE_CODE, DEFAULT_SERVE_ATTENTION, RECOMPUTES
+from ..spec import DEFAULT_DECODE_CODE, DEFAULT_SERVE_ATTENTION, OP_POLICIES, RECOMPUTES
 
 #: The recomputations plan tries unless --recompute names one: "deepseek" (spec.RECOMPUTED_PARTS) is
 #: DeepSeek-V3's stated choice for latent attention around a fused kernel, "torchtitan-op" torchtitan's
-#: op policy (costmodel/op_checkpoint.py, dense layers only), "layernorm-moe-act" Megatron-Core's module
+#: op policy (costmodel/op_checkpoint.py, dense layers only), the JAX policies (jax_remat.py), "layernorm-moe-act" Megatron-Core's module
 #: list as GPT-OSS's recipes name it, "layernorm-moe" the model zoo's long-context Qwen3 command's,
 #: "layernorm-moe-core-attn" Nemotron 3 Super's card's, "mla-up-proj" DeepSeek-V3's, each asked for by name.
 PLANNED_RECOMPUTES = tuple(r for r in RECOMPUTES if r not in (
-    "deepseek", "torchtitan-op", "layernorm-moe-act", "layernorm-moe", "layernorm-moe-core-attn", "mla-up-proj"))
+    "deepseek", *OP_POLICIES, "layernorm-moe-act", "layernorm-moe", "layernorm-moe-core-attn", "mla-up-proj"))
 from ..hardware import Efficiency, Hardware, time_model_for
 from .frameworks import FRAMEWORKS
 from .overlap import Overlap, framework_overlap

@@ -131,7 +131,7 @@ class ParallelEstimate(RankCommunication):
         check_grad_reduce_dtype(layout.grad_reduce_dtype, workload.dtype)
         if phase == "train":  # the model's parts first (a dense model's refusal names them), then the framework
             check_recomputed_modules(cfg, workload.recompute)
-            check_recompute_framework(workload.recompute, layout.framework)
+            check_recompute_framework(workload.recompute, layout.framework, layout.tp)
         if layout.pp > 1 and layout.framework == "fsdp2" and cfg.tie_embeddings and cfg.head == "lm":
             raise ConfigError("layout: torch.distributed.pipelining splits an untied model; this one ties its "
                               "output projection to the embedding (use megatron or deepspeed).")
