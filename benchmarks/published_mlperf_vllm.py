@@ -210,7 +210,7 @@ def krai_options(system: dict, scenario: str) -> dict:
 def krai_offline(system: dict, lengths, samples: int = KRAI_SAMPLES) -> float:
     """Our Offline output tokens per second: the first `samples` of the dataset's shuffled samples at 0 over the
     system's engines, 294 output tokens each, over the span to the last token."""
-    from benchmarks.serve_published import MLPERF_OUTPUT, mlperf_prompts, span_at_once
+    from benchmarks.published_mlperf import MLPERF_OUTPUT, mlperf_prompts, span_at_once
     from costmodel.serving.workload import Request
 
     requests = [Request(i, 0.0, n, MLPERF_OUTPUT) for i, n in enumerate(mlperf_prompts(lengths, samples))]
@@ -222,7 +222,7 @@ def krai_offline(system: dict, lengths, samples: int = KRAI_SAMPLES) -> float:
 def krai_server(system: dict, lengths, requests: int = KRAI_SERVER_REQUESTS) -> dict:
     """Our Server figures at the scheduled rate: completed output tokens/s, p99 TTFT and p99 TPOT (seconds), each
     as LoadGen reports it (loadgen_server_figures)."""
-    from benchmarks.serve_published import MLPERF_OUTPUT
+    from benchmarks.published_mlperf import MLPERF_OUTPUT
     from costmodel.serving.api import serve
 
     run = serve(system["model"], system["hardware"], rate=system["server"]["rate"], requests=requests, prompt=lengths,
@@ -324,7 +324,7 @@ def step_at_published_load(system: dict, mean_prompt: float) -> dict:
     rates); and the TPOT those two make (decode / (1 - prefill share)). Each step with its release's host time
     (a V0 system's vllm-v0.6.0, one scheduling decision a step; since session 29)."""
     import costmodel
-    from benchmarks.serve_published import MLPERF_OUTPUT
+    from benchmarks.published_mlperf import MLPERF_OUTPUT
     from costmodel.hardware import load_hardware
     from costmodel.serving.api import build_replica
 

@@ -1,7 +1,7 @@
 """TensorRT-LLM's performance overview of release 0.17 (NVIDIA/TensorRT-LLM docs/source/performance/perf-overview.md
 at commit 258c7540c03517def55d9a5aadfa9288af474e1b: "All data in the table below was generated using version 0.17
 and presents token throughput in tokens/second"): trtllm-bench on TensorRT engines (the C++ runtime, before the
-PyTorch backend of the v1.0 page that serve_published.py's TRTLLM_BENCH rows come from), every request at once
+PyTorch backend of the v1.0 page that published_trtllm_bench.py's TRTLLM_BENCH rows come from), every request at once
 ("a local inference client is fed requests at an infinite rate"), the page's $num_requests per shape.
 
 Kept (chosen before any was computed, for the hardware and models few published serving figures here cover): the

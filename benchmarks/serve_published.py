@@ -3,26 +3,6 @@
 TensorRT-LLM's static-batch tables (benchmarks/published_trtllm_static.py): its A100 FP16 figures of v0.6.1
 and its H200 launch note's FP8 ones. Printed as Markdown tables (docs/serving.md holds a copy).
 
-Last tables: MLPerf Inference Llama-2-70B (closed division), Offline and Server scenarios, from
-the LoadGen summaries: v4.0 Azure NC80adis_H100_v5 (2 x H100 NVL 94 GB over an NVLink bridge,
-TensorRT 9.3.0) and v4.1 NVIDIA DGX H100 (8 x H100 SXM, four engines of tp 2); since session 25 also NVIDIA's
-v4.1 GH200 x 1, v4.1 and v4.0 H200 x 8 and v4.1 H200 CTS x 8 (eight engines of tp 1), each with its 'assumed'; since
-session 26 AMD's v4.1 8 x MI300X (eight vLLM engines of tp 1, its Offline ones eager; its own 'assumed'). The harness
-settings (tensor parallelism 2, or 1 on the H200 and GH200 systems, FP8, in-flight batching up to the config's gpu_batch_size, 90%
-of free memory for the KV cache) are NVIDIA's config classes of each round (Azure's README says
-it ran NVIDIA's). Ours: `serve` with vLLM's continuous-batching scheduler on the h100-nvl,
-h100-sxm, h200 or gh200-144gb preset, the config's tp, as many replicas as engines, FP8 weights and KV cache, the projections'
-GEMMs W8A8 at the FP8 peak (the attention core in bf16), the same sequence cap and memory fraction, and
-(v4.0) the engine's token budget: max_num_tokens 16,384, the default of NVIDIA's v4.0 LLAMA2EngineBuilderOp
-(closed/NVIDIA/code/llama2-70b/tensorrt/builder.py, commit 9201484; the config classes set none); v4.1's
-builder is not stored here, so that system keeps vLLM's 8,192. Output lengths: the reference's 294 tokens
-per sample (fixed; "Tokens per sample: 294.45"; Azure's run: 3,900.33 / 13.3588 = 292). Input lengths: the
-24,576 samples' own prompt lengths (mlperf_llama2_70b_lengths.json beside this script: a histogram of the
-dataset's tok_input_length column as openshift-psap/performance-dashboard extracted it from MLCommons'
-pickle, mean 222.33, median 152, 48-1,021 tokens): Offline runs every sample once (in a seeded shuffled
-order), Server draws each request's prompt from the histogram. A row at the mean rounded to a token (222,
-fixed; another histogram's own mean when one is named) shows what the spread changes.
-
 vLLM's v0.6.0 performance post (vllm-project/vllm-project.github.io at commit c3a01c4,
 _posts/2024-09-05-perf-update.md, https://blog.vllm.ai/2024/09/05/perf-update.html): vLLM v0.6.0
 with --num-scheduler-steps 10 and otherwise default settings, Llama 3 8B on 1 H100 and Llama 3
@@ -48,22 +28,16 @@ Sarathi-Serve's Table 2 (benchmarks/published_sarathi.py), NVIDIA NIM's benchmar
 (benchmarks/published_nim.py) and torchao's vLLM 0.13 throughput runs of Llama 3.1 8B on an H100 and a B200
 (benchmarks/published_torchao_vllm.py), and since session 26 LMDeploy's TurboMind static-inference tables on an
 A100 (benchmarks/published_lmdeploy.py) and AMD's vLLM throughput table on 8 MI300X
-(benchmarks/published_amd_vllm_throughput.py): each source's rows, setup and runner in a module of its own; and
+(benchmarks/published_amd_vllm_throughput.py): each source's rows, setup and runner in a module of its own; as are
+MLPerf Inference Llama-2-70B's closed-division Offline and Server runs (benchmarks/published_mlperf.py) and
+TensorRT-LLM's trtllm-bench throughput tables of its v1.0 performance overview (benchmarks/published_trtllm_bench.py); and
 TensorRT-LLM 0.17's perf overview (A100 FP16 Llama 3.1 8B and Mixtral 8x7B, H100 FP8 Mixtral; rows and choices in
-benchmarks/published_trtllm_v017.py, run by trtllm_v017_options below with the v1.0 rows' heuristic), and the same
+benchmarks/published_trtllm_v017.py, run by published_trtllm_bench.trtllm_v017_options with the v1.0 rows' heuristic), and the same
 page's online-serving table of 0.14 (benchmarks/published_trtllm_online.py); since session 27 Krai's MLPerf v5.0 /
 v5.1 open-division vLLM runs on H200, H100 and MI300X (benchmarks/published_mlperf_vllm.py, selector mlperf-vllm);
 since session 28 Lambda's vLLM v0.5.4 / v0.6.0 ShareGPT runs on H100 (benchmarks/published_lambda_vllm.py, lambda-vllm);
 since session 29 Qwen2.5's vLLM 0.6.3 speed benchmark on A100, one request at a time (benchmarks/published_qwen_vllm.py,
 qwen-vllm).
-
-TensorRT-LLM's performance overview (NVIDIA/TensorRT-LLM docs/source/performance/perf-overview.md at commit
-00f37686, the v1.0 page: trtllm-bench throughput on the PyTorch backend, every request at once, "Total Output
-Throughput (tokens/sec)"): the FP8 columns of Llama 3.1 8B (H100 TP1, H200 TP1), Llama 3.3 70B (H100 TP2, H200
-TP1) and Llama 3.1 405B (H200 TP8, H100 TP8), ten fixed lengths each, the page's $num_requests. Ours: `--scheduler trtllm` (Orca's schedule as
-GUARANTEED_NO_EVICT with chunked context off; decode-only steps from CUDA graphs at the page's capture sizes) with
-trtllm-bench's own engine settings (tensorrt_llm/bench/build/tuning.py, reimplemented in trtllm_bench_settings),
-FP8 weights and KV cache, 0.95 of memory (the page's --kv_cache_free_gpu_mem_fraction).
 
 vLLM v0.6.0 under SGLang's benchmark (sgl-project/sglang benchmark/benchmark_vllm_060/README.md at commit 120affb):
 Llama 3.1 8B on one A100 80G and 70B on four H100 80G, ShareGPT through sglang.bench_serving: offline (5,000 at
@@ -84,7 +58,6 @@ reports/serving_published.py: per source the comparisons, the median of |ours / 
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
@@ -93,104 +66,21 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from costmodel.config import ConfigError  # noqa: E402
 from costmodel.serving.api import build_replica  # noqa: E402
 from costmodel.serving.host_time import host_time_for_release  # noqa: E402
-from costmodel.serving.workload import Lengths, Request  # noqa: E402
-from benchmarks.published_lengths import (  # noqa: E402
-    MLPERF_LENGTHS, VLLM_SHAREGPT, mlperf_input_lengths, sharegpt_lengths)
+from costmodel.serving.workload import Request  # noqa: E402
+from benchmarks.published_lengths import VLLM_SHAREGPT, sharegpt_lengths  # noqa: E402
 from benchmarks.published_amd_vllm_throughput import print_amd_vllm  # noqa: E402
 from benchmarks.published_lambda_vllm import print_lambda_vllm  # noqa: E402
 from benchmarks.published_lmdeploy import print_lmdeploy  # noqa: E402
-from benchmarks.published_mlperf_vllm import loadgen_server_figures, print_mlperf_vllm, server_rows  # noqa: E402
+from benchmarks.published_mlperf import print_mlperf, span_at_once  # noqa: E402
+from benchmarks.published_mlperf_vllm import print_mlperf_vllm  # noqa: E402
 from benchmarks.published_nim import print_nim  # noqa: E402
 from benchmarks.published_qwen_vllm import print_qwen_vllm  # noqa: E402
 from benchmarks.published_sarathi import print_sarathi  # noqa: E402
 from benchmarks.published_torchao_vllm import print_torchao_vllm  # noqa: E402
 from benchmarks.published_trtllm_online import print_trtllm_online  # noqa: E402
 from benchmarks.published_trtllm_static import print_static  # noqa: E402
-from benchmarks.published_trtllm_v017 import (  # noqa: E402
-    TRTLLM_V017, TRTLLM_V017_REQUESTS, TRTLLM_V017_SOURCE)
+from benchmarks.published_trtllm_bench import print_trtllm_bench, print_trtllm_v017  # noqa: E402
 from reports.serving_published import collect, record, render, summarise, worst  # noqa: E402
-
-# MLPerf Inference, Llama-2-70B (closed), from the LoadGen summaries. Shared by every system: the model and the
-# output tokens per sample (language/llama2-70b/README.md of mlcommons/inference: "Tokens per sample: 294.45").
-MLPERF_MODEL, MLPERF_OUTPUT = "llama2-70b", 294
-MLPERF_SHUFFLE_SEED = 0  # the order in which Offline's samples are issued (LoadGen shuffles them with its own seed)
-# One entry per system (benchmarks/published_mlperf.json: each summary's figures, the config class's settings,
-# the engine's token budget where its builder is stored, and what each later row assumed).
-MLPERF = json.loads(Path(__file__).with_name("published_mlperf.json").read_text())["systems"]
-
-
-def mlperf_prompts(lengths: Lengths, samples: int | None = None) -> list[int]:
-    """Offline's prompts: every sample of the histogram once, in a seeded shuffled order (the first
-    `samples` of it for a shorter run)."""
-    import numpy as np
-
-    every = np.repeat(np.asarray(lengths.values), np.asarray(lengths.weights, dtype=np.int64))
-    order = np.random.default_rng(MLPERF_SHUFFLE_SEED).permutation(len(every))
-    return [int(n) for n in every[order][:samples]]
-
-
-def mlperf_mean(lengths: Lengths) -> float:
-    """The histogram's mean prompt length (tokens)."""
-    return sum(v * w for v, w in zip(lengths.values, lengths.weights)) / sum(lengths.weights)
-
-
-def mlperf_mean_prompt(lengths: Lengths) -> int:
-    """Beside the dataset's own prompts: every prompt at the loaded histogram's mean rounded to a
-    token (what a run without the spread gives; 222 for MLPERF_LENGTHS)."""
-    return round(mlperf_mean(lengths))
-
-
-def mlperf_options(system: dict, max_num_seqs: int, cuda_graphs: str = "auto") -> dict:
-    """The replica options of our MLPerf runs: vLLM's scheduler, FP8 weights and KV cache, bf16
-    activations (the projections W8A8 at the FP8 peak, as --fp8-gemm auto runs them on an H100),
-    the engine's token budget where its source gives it, and its graphs (a scenario's "cuda_graphs":
-    AMD's Offline engines ran --enforce-eager)."""
-    return {"scheduler": "vllm", "tp": system["tp"], "max_num_seqs": max_num_seqs, "dtype": "bf16",
-            "weight_dtype": "fp8", "kv_dtype": "fp8", "gpu_memory_utilization": 0.90,
-            "max_batched_tokens": system["max_batched_tokens"], "cuda_graphs": cuda_graphs}
-
-
-def mlperf_offline(system: dict, prompt: int | Lengths, samples: int | None = None) -> float:
-    """Our Offline output tokens per second: every sample arrives at 0 (round-robin over the system's
-    engines) and the run ends at the last token. prompt: a fixed length, or the dataset's histogram
-    (each of its samples once)."""
-    samples = samples or system["offline"]["samples"]
-    prompts = mlperf_prompts(prompt, samples) if isinstance(prompt, Lengths) else [prompt] * samples
-    if len(prompts) < samples:
-        raise ConfigError(f"the length histogram holds {len(prompts)} samples, fewer than the {samples} asked for.")
-    requests = [Request(i, 0.0, n, MLPERF_OUTPUT) for i, n in enumerate(prompts)]
-    span = span_at_once(MLPERF_MODEL, system["hardware"], requests, system["replicas"],
-                        **mlperf_options(system, system["offline"]["max_num_seqs"],
-                                         system["offline"].get("cuda_graphs", "auto")))
-    return samples * MLPERF_OUTPUT / span
-
-
-def span_at_once(model: str, hardware: str, requests: list[Request], replicas: int = 1, **options) -> float:
-    """Seconds from 0 to the last token of `requests` (all arriving at 0, their own lengths) on
-    `replicas` replicas of the model built with `options` (build_replica's) on the hardware preset:
-    the span of MLPerf's Offline run and of the vLLM post's ShareGPT requests."""
-    import costmodel
-    from costmodel.hardware import load_hardware
-    from costmodel.serving.api import run_replicas
-
-    cfg = costmodel.load_model(model)
-    replica, step, _ = build_replica(cfg, load_hardware(hardware), **options)
-    rows, _, _ = run_replicas(requests, replica, step, replicas, cfg.max_positions, record=False)
-    return max(r["finish_s"] for r in rows)
-
-
-def mlperf_server(system: dict, prompt: int | Lengths, requests: int | None = None) -> dict:
-    """Our Server figures at the published rate: completed output tokens/s, p99 TTFT and p99 TPOT, as
-    LoadGen reports them (published_mlperf_vllm.loadgen_server_figures). prompt: a fixed length, or the dataset's histogram (each request's drawn from it, seed 0)."""
-    from costmodel.serving.api import serve
-
-    run = serve(MLPERF_MODEL, system["hardware"], rate=system["server"]["rate"],
-                requests=requests or system["server"]["requests"],
-                prompt=prompt if isinstance(prompt, Lengths) else str(prompt), output=str(MLPERF_OUTPUT),
-                seed=0, replicas=system["replicas"],
-                **mlperf_options(system, system["server"]["max_num_seqs"], system["server"].get("cuda_graphs", "auto")))
-    return loadgen_server_figures(run)
-
 
 VLLM_SOURCE = ("vllm-project/vllm-project.github.io (commit c3a01c4), _posts/2024-09-05-perf-update.md; bars read "
                "from assets/figures/perf-v060/overall_throughput.png")
@@ -274,157 +164,6 @@ def print_vllm(path: str | Path = VLLM_SHAREGPT) -> None:
             record("vllm", f"{model} {dataset} (own lengths)", "req/s", published, ours)
             print(f"| {model} | {VLLM_TP[model]} | {dataset} | each request's own (means {mean_in:.0f} / "
                   f"{mean_out:.0f}) | {published:.1f} | {ours:.1f} | {ours / published:.2f} |")
-
-
-TRTLLM_BENCH_SOURCE = ("NVIDIA/TensorRT-LLM docs/source/performance/perf-overview.md (commit 00f37686), 'Throughput "
-                       "Measurements': trtllm-bench throughput, PyTorch backend, 'Total Output Throughput (tokens/sec)'")
-# The page's $num_requests per (input, output) length (every request at those lengths: --input-stdev=0 --output-stdev=0).
-TRTLLM_BENCH_REQUESTS = {(128, 128): 30000, (128, 2048): 3000, (128, 4096): 1500, (500, 2000): 3000, (1000, 1000): 3000,
-                         (1000, 2000): 1500, (2048, 128): 3000, (2048, 2048): 1500, (5000, 500): 1500,
-                         (20000, 2000): 1000}
-# The page's "In many cases, we also use a higher KV cache percentage by setting --kv_cache_free_gpu_mem_fraction 0.95"
-# (the command's default is 0.90): ours takes 0.95 for the heuristic's fraction and for the replica's memory.
-TRTLLM_BENCH_KV_FRACTION = 0.95
-# One table per (model, GPU column) of the page: the FP8 columns of the three dense Llama models with a preset.
-# ModelOpt's FP8 checkpoints (nvidia/Llama-3.1-8B-Instruct-FP8, -3.3-70B-, -3.1-405B-Instruct-FP8): FP8 weights and
-# activations in the projections and an FP8 KV cache. Rows: (input, output, published total output tokens/s).
-TRTLLM_BENCH = [
-    {"model": "llama3.1-8b", "published_model": "Llama 3.1 8B", "hardware": "h100-sxm", "gpu": "H100 TP1 (FP8)", "tp": 1,
-     "rows": [(128, 128, 28312), (128, 2048, 22714), (128, 4096, 14325), (500, 2000, 17660), (1000, 1000, 15220),
-              (1000, 2000, 13899), (2048, 128, 3450), (2048, 2048, 9305), (5000, 500, 3459), (20000, 2000, 1351)]},
-    {"model": "llama3.1-8b", "published_model": "Llama 3.1 8B", "hardware": "h200", "gpu": "H200 TP1 (FP8)", "tp": 1,
-     "rows": [(128, 128, 27911), (128, 2048, 26221), (128, 4096, 18027), (500, 2000, 20770), (1000, 1000, 17744),
-              (1000, 2000, 16828), (2048, 128, 3538), (2048, 2048, 12194), (5000, 500, 3902), (20000, 2000, 1804)]},
-    {"model": "llama3.1-70b", "published_model": "Llama 3.3 70B", "hardware": "h100-sxm", "gpu": "H100 TP2 (FP8)",
-     "tp": 2,
-     "rows": [(128, 128, 6378), (128, 2048, 6651), (128, 4096, 4199), (500, 2000, 5222), (1000, 1000, 4205),
-              (1000, 2000, 4146), (2048, 128, 762), (2048, 2048, 3082), (5000, 500, 898), (20000, 2000, 437)]},
-    {"model": "llama3.1-70b", "published_model": "Llama 3.3 70B", "hardware": "h200", "gpu": "H200 TP1 (FP8)", "tp": 1,
-     "rows": [(128, 128, 3803), (128, 2048, 4336), (128, 4096, 2872), (500, 2000, 3666), (1000, 1000, 2909),
-              (1000, 2000, 2994), (2048, 128, 442), (2048, 2048, 2003), (5000, 500, 566), (20000, 2000, 283)]},
-    {"model": "llama3.1-405b", "published_model": "Llama 3.1 405B", "hardware": "h200", "gpu": "H200 TP8 (FP8)",
-     "tp": 8,
-     "rows": [(128, 128, 3814), (128, 2048, 5348), (128, 4096, 4741), (500, 2000, 4724), (1000, 1000, 3330),
-              (1000, 2000, 3722), (2048, 128, 456), (2048, 2048, 2948), (5000, 500, 650), (20000, 2000, 505)]},
-    {"model": "llama3.1-405b", "published_model": "Llama 3.1 405B", "hardware": "h100-sxm", "gpu": "H100 TP8 (FP8)",
-     "tp": 8,
-     "rows": [(128, 128, 3627), (128, 2048, 4340), (128, 4096, 3116), (500, 2000, 3994), (1000, 1000, 2919),
-              (1000, 2000, 2895), (2048, 128, 453), (2048, 2048, 2296), (5000, 500, 610), (20000, 2000, 345)]},
-]
-
-
-def trtllm_bench_settings(cfg, hardware, tp: int, prompt: int, output: int,
-                          fraction: float = TRTLLM_BENCH_KV_FRACTION, value_bytes: int = 1) -> tuple[int, int]:
-    """trtllm-bench's engine settings when none are given: (max_batch_size, max_num_tokens).
-    tensorrt_llm/bench/build/tuning.py calc_engine_setting and finetune_setting (a weight and a KV value
-    of value_bytes each: FP8 1, unquantized FP16 2, its BYTES_PER_ELEM; the GPU's whole memory, pynvml's total, here the hardware file's;
-    parameters: the checkpoint's count, here our tree's), then
-    tensorrt_llm/bench/benchmark/utils/general.py get_settings: chunked prefill is off by default,
-    so max_num_tokens is raised to the longest prompt plus max_batch_size."""
-    import math
-
-    from costmodel.api import estimate
-
-    gib = 2**30
-    kv_bytes_per_token = 2 * cfg.n_decoder_layers * max(tp, cfg.n_kv_heads) * cfg.d_head * value_bytes / gib
-    available = hardware.memory_bytes / gib * tp - estimate(cfg).params()["total"] * value_bytes / gib
-    requests = available * fraction / (kv_bytes_per_token * (prompt + output))
-    raw_bs = min(requests, 4096)
-    raw_tokens = min(raw_bs * (1 + prompt / output), 32768)
-    if raw_bs < 256:
-        batch = max(64, 32 * math.ceil(raw_bs / 32))
-    elif raw_bs < 1024:
-        batch = 128 * math.ceil(raw_bs / 128)
-    else:
-        batch = 256 * math.ceil(raw_bs / 256)
-    if raw_tokens < 4096:
-        tokens = max(2048, 256 * math.ceil(raw_tokens / 256))
-    elif raw_tokens < 8192:
-        tokens = 512 * math.ceil(raw_tokens / 512)
-    else:
-        tokens = 1024 * math.ceil(raw_tokens / 1024)
-    return batch, max(tokens, prompt + batch)
-
-
-def trtllm_bench_options(table: dict, prompt: int, output: int) -> dict:
-    """Our replica for a trtllm-bench row: the trtllm scheduler (in-flight batching, whole prompts
-    within max_num_tokens, a request's full length reserved when it joins: TensorRT-LLM's default
-    GUARANTEED_NO_EVICT capacity scheduler, chunked context off; generation-only steps from CUDA
-    graphs padded to the captured batch sizes), trtllm-bench's settings, FP8
-    weights (W8A8) and KV cache, bf16 activations, 0.95 of memory."""
-    import costmodel
-    from costmodel.hardware import load_hardware
-
-    batch, tokens = trtllm_bench_settings(costmodel.load_model(table["model"]), load_hardware(table["hardware"]),
-                                          table["tp"], prompt, output)
-    return {"scheduler": "trtllm", "tp": table["tp"], "max_num_seqs": batch, "max_batched_tokens": tokens,
-            "dtype": "bf16", "weight_dtype": "fp8", "kv_dtype": "fp8",
-            "gpu_memory_utilization": TRTLLM_BENCH_KV_FRACTION}
-
-
-def output_rate_at_once(table: dict, prompt: int, output: int, requests: int, options: dict) -> float:
-    """Output tokens per second of `requests` requests of one shape all arriving at 0 on the table's model and
-    hardware (trtllm-bench's figure): output tokens over the span to the last one."""
-    span = span_at_once(table["model"], table["hardware"], [Request(i, 0.0, prompt, output) for i in range(requests)],
-                        **options)
-    return requests * output / span
-
-
-def trtllm_bench_throughput(table: dict, prompt: int, output: int, requests: int | None = None) -> float:
-    """Our total output tokens per second: the row's requests all at 0, output tokens over the span."""
-    return output_rate_at_once(table, prompt, output, requests or TRTLLM_BENCH_REQUESTS[(prompt, output)],
-                               trtllm_bench_options(table, prompt, output))
-
-
-def print_trtllm_bench() -> None:
-    print(f"\nTensorRT-LLM trtllm-bench, all requests at once. Source: {TRTLLM_BENCH_SOURCE}\n")
-    print("| model (ours) | GPU | in / out | requests | max_batch_size / max_num_tokens | published out tok/s "
-          "| ours | ours / published |")
-    print("|---|---|---|---|---|---|---|---|")
-    for table in TRTLLM_BENCH:
-        for prompt, output, published in table["rows"]:
-            options = trtllm_bench_options(table, prompt, output)
-            ours = trtllm_bench_throughput(table, prompt, output)
-            record("trtllm-bench", f"{table['model']} {table['gpu']} {prompt}/{output}", "out tok/s", published, ours)
-            print(f"| {table['published_model']} ({table['model']}) | {table['gpu']} | {prompt} / {output} "
-                  f"| {TRTLLM_BENCH_REQUESTS[(prompt, output)]:,} | {options['max_num_seqs']:,} / "
-                  f"{options['max_batched_tokens']:,} | {published:,} | {ours:,.0f} | {ours / published:.2f} |")
-
-
-def trtllm_v017_options(table: dict, prompt: int, output: int) -> dict:
-    """Our replica for a v0.17 row (benchmarks/published_trtllm_v017.py): trtllm_bench_options' schedule with
-    the table's value bytes: FP16 (2) as fp16 weights and cache, FP8 (1) as W8A8 weights and an FP8 cache, the
-    activations in fp16 either way (the page's example engine: "Dtype: float16", "Quantization: FP8")."""
-    import costmodel
-    from costmodel.hardware import load_hardware
-
-    batch, tokens = trtllm_bench_settings(costmodel.load_model(table["model"]), load_hardware(table["hardware"]),
-                                          table["tp"], prompt, output, value_bytes=table["bytes"])
-    formats = {"dtype": "fp16"} if table["bytes"] == 2 else {"dtype": "fp16", "weight_dtype": "fp8", "kv_dtype": "fp8"}
-    return {"scheduler": "trtllm", "tp": table["tp"], "max_num_seqs": batch, "max_batched_tokens": tokens,
-            "gpu_memory_utilization": TRTLLM_BENCH_KV_FRACTION, **formats}
-
-
-def trtllm_v017_throughput(table: dict, prompt: int, output: int, requests: int | None = None) -> float:
-    """Our output tokens per second for a v0.17 row: the page's requests (or `requests`) all at 0, output
-    tokens over the span."""
-    return output_rate_at_once(table, prompt, output, requests or TRTLLM_V017_REQUESTS[(prompt, output)],
-                               trtllm_v017_options(table, prompt, output))
-
-
-def print_trtllm_v017() -> None:
-    print(f"\nTensorRT-LLM 0.17 trtllm-bench, all requests at once. Source: {TRTLLM_V017_SOURCE}\n")
-    print("| model (ours) | GPU | in / out | requests | max_batch_size / max_num_tokens | published tok/s | ours "
-          "| ours / published |")
-    print("|---|---|---|---|---|---|---|---|")
-    for table in TRTLLM_V017:
-        for prompt, output, published in table["rows"]:
-            options, requests = trtllm_v017_options(table, prompt, output), TRTLLM_V017_REQUESTS[(prompt, output)]
-            ours = trtllm_v017_throughput(table, prompt, output)
-            record("trtllm-v017", f"{table['model']} {table['gpu']} {prompt}/{output}", "tok/s", published, ours)
-            print(f"| {table['published_model']} ({table['model']}) | {table['gpu']} | {prompt} / {output} "
-                  f"| {requests:,} | {options['max_num_seqs']:,} / {options['max_batched_tokens']:,} | {published:,} "
-                  f"| {ours:,.0f} | {ours / published:.2f} |")
 
 
 SGLANG_VLLM_SOURCE = ("sgl-project/sglang benchmark/benchmark_vllm_060/README.md (commit 120affb), the vLLM v0.6.0 rows: "
@@ -533,25 +272,6 @@ def print_summary(*names: str) -> None:
     print("\nFurthest from 1:\n\n| source | row | metric | published | ours | ours / published |\n|---|---|---|---|---|---|")
     for c in worst(comparisons):
         print(f"| {c.source} | {c.row} | {c.metric} | {c.published:,.2f} | {c.ours:,.2f} | {c.ratio:.2f} |")
-
-
-def print_mlperf(path: str | Path = MLPERF_LENGTHS) -> None:
-    lengths = mlperf_input_lengths(Path(path), at_least=max(system["offline"]["samples"] for system in MLPERF))
-    mean_prompt = mlperf_mean_prompt(lengths)
-    prompts = ((f"dataset's (mean {mlperf_mean(lengths):.2f})", lengths), (f"{mean_prompt}, fixed", mean_prompt))
-    for system in MLPERF:
-        print(f"\nMLPerf Inference Llama-2-70B, {system['system']}. Source: {system['source']}\n")
-        print("| scenario | prompt tokens (ours) | metric | published | ours | ours / published |")
-        print("|---|---|---|---|---|---|")
-        for label, prompt in prompts:
-            ours, published = mlperf_offline(system, prompt), system["offline"]["tokens_per_s"]
-            if prompt is lengths:  # fed with the dataset's prompts (the fixed mean prompt stays in the table)
-                record("mlperf", f"{system['system']} Offline", "output tok/s", published, ours)
-            print(f"| Offline | {label} | output tok/s | {published:,.0f} | {ours:,.0f} | {ours / published:.2f} |")
-        for label, prompt in prompts:
-            print("\n".join(server_rows(f"| Server, {system['server']['rate']} req/s | {label}", system["server"],
-                                         mlperf_server(system, prompt),
-                                         ("mlperf", f"{system['system']} Server") if prompt is lengths else None)))
 
 
 # The selectors: each table alone (vllm and mlperf from another length file if one is named), with the

@@ -18,7 +18,7 @@ transformers module (validate/eager_op_counts.py, checked again by tests/test_ea
     (query x key) probabilities, and backward as its own sequence of aten ops, where the
     tree's bytes_other is the traffic of one fused kernel. In a training step that is not
     compiled, the kernel model gives a leaf of a measured implementation these bytes instead
-    (kernel_time.leaf_kernels; the backward's in place of twice the forward's);
+    (tree_kernels.leaf_kernels; the backward's in place of twice the forward's);
   - the ops one decoding step of a counted implementation issues, all told (kernel_facts.json
     "eager_step_ops": gpt-fast's Transformer, validate/gpt_fast_ops.py; Hugging Face generate,
     validate/generate_ops.py): on a GPU the host issues
@@ -145,7 +145,7 @@ def eager_training_implementation(cfg: Any, workload: Any) -> dict | None:
 def training_bytes(entry: dict | None) -> dict[str, tuple[Any, Any]] | None:
     """Each stated leaf's measured (forward, backward) bytes in one training step of the
     implementation, by leaf path, as sympy expressions of the tree's symbols (what
-    kernel_time.leaf_kernels takes as `eager`; a leaf not stated keeps the tree's bytes_other);
+    tree_kernels.leaf_kernels takes as `eager`; a leaf not stated keeps the tree's bytes_other);
     None without an implementation."""
     if entry is None:
         return None

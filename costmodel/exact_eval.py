@@ -39,6 +39,14 @@ def exact_value(expr: Any, subs: dict) -> int | Fraction | None:
     return value if type(value) in (int, Fraction) else None
 
 
+def float_value(expr: Any, subs: dict) -> float:
+    """The expression's value at subs as a float, rounded once: exact_value, else sympy's substitution
+    (the kernel model's shapes and counts: kernel_time.leaves_time, tree_kernels.leaf_kernels)."""
+    from sympy import sympify
+    value = exact_value(expr := sympify(expr), subs)
+    return float(expr.xreplace(subs) if value is None else value)
+
+
 @lru_cache(maxsize=8192)
 def _closure(expr: Any) -> Closure | None:
     try:

@@ -1,6 +1,6 @@
 """Routed experts' kernels: a mixture-of-experts layer's expert matrices as the grouped GEMMs
 engines launch (one per weight matrix over the experts that get a slot), for
-costmodel/kernel_time.py's leaf_kernels (docs/time.md, "Quantized weights")."""
+costmodel/tree_kernels.py's leaf_kernels (docs/time.md, "Quantized weights")."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The kernels a leaf runs, as shapes: a GEMM's (M, N, K), a fused attention call's heads and
-lengths, a memory-bound kernel's bytes (costmodel/kernel_time.py times them on a hardware file;
+lengths, a memory-bound kernel's bytes, FLOPs with no shape (costmodel/kernel_time.py times them on a hardware file;
 docs/time.md, "The kernel-level model"). Plain integers: no torch, no sympy (the values a prefill or a
 decode step evaluates the tree's leaves at are costmodel/kernel_subs.py's, apart: they need the tree).
 """
@@ -149,6 +149,14 @@ class PassKernel:
     @property
     def flops(self) -> int:
         return sum(g.flops for g in self.products)
+
+
+
+@dataclass(frozen=True)
+class MatmulCompute:
+    """FLOPs with no shape the tree gives (timed at the large-GEMM rate)."""
+
+    flops: float
 
 
 Kernel = Gemm | AttentionCall | Pointwise | PassKernel

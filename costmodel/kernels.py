@@ -206,7 +206,7 @@ class Sdpa(Flash):
         family that always builds one), "window" (a sliding-window layer's, once its keys reach
         the window: k_len >= w), None (is_causal, no mask). The memory model keeps it
         (mask_saved, kv_heads_saved); the kernel model computes every block under it
-        (kernel_time._sdpa_mask)."""
+        (tree_kernels._sdpa_mask)."""
         kind = core.profile.facts.sdpa_mask
         if kind == "always" and core.causal:
             return "always"

@@ -189,7 +189,7 @@ def test_a_parallel_pattern_must_pair_each_attention_with_a_mamba():
 
 
 def test_validate_builds_the_class_from_a_model_config():
-    """validate/hf_falcon_h1.py writes the config.json back (validate/hf_models.config_dict), so
+    """validate/hf_falcon_h1.py writes the config.json back (validate/hf_config_dict.config_dict), so
     `validate` builds FalconH1ForCausalLM from the ModelConfig: its parameter and forward-FLOP rows
     exact (fake tensors, bf16, b 2, n 12). Its backward row counts the depthwise conv's weight
     gradient as torch 2.13's FlopCounterMode does (the groups ignored; tests above count it with
@@ -197,7 +197,7 @@ def test_validate_builds_the_class_from_a_model_config():
     from costmodel.config import Workload
     from costmodel.presets import config_from_dict
     from validate.compare import validate
-    from validate.hf_models import config_dict
+    from validate.hf_config_dict import config_dict
 
     cfg = config_from_dict(dict(VARIANTS["gated_norm_before_gate"]), source="x", name="x")
     assert config_dict(cfg)["mamba_rms_norm"] is True and config_dict(cfg)["num_hidden_layers"] == 3

@@ -53,7 +53,7 @@ INVERTED = [(name, config) for name, config in CASES
 
 @pytest.mark.parametrize("case", INVERTED, ids=[name for name, _ in INVERTED])
 def test_config_dict_reads_back_as_the_same_model(case):
-    from validate.hf_models import config_dict
+    from validate.hf_config_dict import config_dict
 
     _, config = case
     cfg = from_hf_config(config, name="odd")

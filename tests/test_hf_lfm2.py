@@ -172,7 +172,7 @@ def test_validate_rows_exact_on_real_tensors_in_fp32(name):
 def test_validate_writer_refuses_what_the_class_cannot_build():
     """A ModelConfig whose layer is neither a conv nor attention followed by an MLP."""
     from costmodel.hf import from_hf_config
-    from validate.hf_models import config_dict
+    from validate.hf_config_dict import config_dict
 
     cfg = from_hf_config(dict(LFM2), "lfm2")
     with pytest.raises(ValueError, match="conv or attention"):

@@ -247,7 +247,7 @@ def test_validate_rows_exact(name, attention):
 
 def test_validate_writer_refuses_what_the_class_cannot_build():
     from costmodel.hf import from_hf_config
-    from validate.hf_models import config_dict
+    from validate.hf_config_dict import config_dict
 
     cfg = from_hf_config(dict(MINIMAX), "minimax")
     with pytest.raises(ValueError, match="lightning or full attention"):

@@ -152,7 +152,7 @@ BACKWARD = ["_layer_norm_bwd", "causal_conv1d_fwd", "dt.clone", "_chunk_cumsum_f
 
 
 def test_kernel_model_times_projections_as_gemms_and_the_scan_as_mamba_ssms_kernels():
-    """costmodel/kernel_time.leaf_kernels on a Nemotron 3 Nano Mamba-2 leaf in training (b 1,
+    """costmodel/tree_kernels.leaf_kernels on a Nemotron 3 Nano Mamba-2 leaf in training (b 1,
     n 8192; H 64 heads of P 64, state N 128 in G 8 groups, chunks of Q 128): in_proj and out_proj
     as (M, N, K) GEMMs of the 8,192 tokens, then mamba_ssm's kernels, each in its own pass. At
     b = 1 Megatron's (l, b) <-> (b, l) .contiguous() copies move nothing."""

@@ -98,7 +98,7 @@ def test_trtllm_v017_rows_and_engine_settings():
     build heuristic with FP16's 2 bytes a weight and a KV value (BYTES_PER_ELEM[NO_QUANT])."""
     import costmodel
     from benchmarks import published_trtllm_v017 as v017
-    from benchmarks import serve_published as sp
+    from benchmarks import published_trtllm_bench as sp
     from costmodel.hardware import load_hardware
 
     llama_a100, mixtral_a100, mixtral_h100, llama70_a100, mixtral22_a100, mixtral22_h100 = v017.TRTLLM_V017
@@ -127,7 +127,7 @@ def test_trtllm_v017_figure_the_docs_quote():
     # docs/serving.md's v0.17 table: Llama 3.1 8B, A100 FP16, 1,500 requests of 2,048 + 2,048 (1.02 of 2,424.16;
     # 2,454.342 before TensorRT-LLM's one QKV GEMM reached serve's steps, session 32)
     from benchmarks import published_trtllm_v017 as v017
-    from benchmarks import serve_published as sp
+    from benchmarks import published_trtllm_bench as sp
 
     assert sp.trtllm_v017_throughput(v017.TRTLLM_V017[0], 2048, 2048) == pytest.approx(2475.000, abs=0.001)
 

@@ -2,7 +2,7 @@
 sliding-window layer once its keys reach the window (kernels.Sdpa, facts sdpa_mask "window"), so the
 kernel model times that call over the whole (query, key) matrix with K/V repeated to the query heads
 by repeat_kv's two clones, where flash attention, given the window, skips the blocks outside it
-(kernel_time._sdpa_mask). A decode step's single query is packed instead (pack_gqa): h_kv heads, no
+(tree_kernels._sdpa_mask). A decode step's single query is packed instead (pack_gqa): h_kv heads, no
 copy. Measured against transformers 5.24's MistralForCausalLM on the CPU (the call's arguments and
 the clones' bytes under a TorchDispatchMode)."""
 

@@ -25,12 +25,26 @@ def script():
     return module
 
 
-def test_mlperf_figures_are_the_loadgen_summaries(script):
-    # the mlperf_log_summary.txt files and NVIDIA's config classes the script's docstring names
-    azure, dgx, gh200, h200, h200_v40, h200_cts, amd = script.MLPERF
+@pytest.fixture(scope="module")
+def mlperf():
+    """benchmarks/published_mlperf.py: MLPerf's closed-division rows and runners (and span_at_once)."""
+    import benchmarks.published_mlperf as module
+    return module
+
+
+@pytest.fixture(scope="module")
+def bench():
+    """benchmarks/published_trtllm_bench.py: trtllm-bench's settings heuristic, rows and runners."""
+    import benchmarks.published_trtllm_bench as module
+    return module
+
+
+def test_mlperf_figures_are_the_loadgen_summaries(mlperf):
+    # the mlperf_log_summary.txt files and NVIDIA's config classes benchmarks/published_mlperf.py's docstring names
+    azure, dgx, gh200, h200, h200_v40, h200_cts, amd = mlperf.MLPERF
     # prompts: the dataset's histogram and its mean rounded to a token (mlperf_llama2_70b_lengths.json, below)
-    assert (script.MLPERF_MODEL, script.MLPERF_OUTPUT) == ("llama2-70b", 294)
-    assert script.mlperf_mean_prompt(script.mlperf_input_lengths()) == 222
+    assert (mlperf.MLPERF_MODEL, mlperf.MLPERF_OUTPUT) == ("llama2-70b", 294)
+    assert mlperf.mlperf_mean_prompt(mlperf.mlperf_input_lengths()) == 222
     assert (azure["hardware"], azure["tp"], azure["replicas"]) == ("h100-nvl", 2, 1)
     # max_num_tokens=16384: LLAMA2EngineBuilderOp's default in inference_results_v4.0's builder.py (commit
     # 9201484); v4.1's builder is not stored, so that system keeps vLLM's default (None here)
@@ -69,22 +83,22 @@ def test_mlperf_figures_are_the_loadgen_summaries(script):
     assert amd["offline"] == {"samples": 24576, "max_num_seqs": 256, "tokens_per_s": 23514.8, "cuda_graphs": "off"}
     assert amd["server"] == {"rate": 73.66, "requests": 9000, "max_num_seqs": 256, "tokens_per_s": 21028.23,
                              "p99_ttft_s": 1.604171041, "p99_tpot_s": 0.197873909}
-    assert script.mlperf_options(amd, 256, "off")["cuda_graphs"] == "off"
-    assert script.mlperf_options(dgx, 896)["cuda_graphs"] == "auto"
+    assert mlperf.mlperf_options(amd, 256, "off")["cuda_graphs"] == "off"
+    assert mlperf.mlperf_options(dgx, 896)["cuda_graphs"] == "auto"
 
 
 # Each system's hardware, engines and Offline sequence cap, typed from the sources (not read from
-# script.MLPERF): Azure's NC_H100_v5_TRT.json (2 x H100 NVL) and NVIDIA's class H100_NVL_94GB_TP2x1
+# mlperf.MLPERF): Azure's NC_H100_v5_TRT.json (2 x H100 NVL) and NVIDIA's class H100_NVL_94GB_TP2x1
 # (gpu_batch_size 1300, one engine of tp 2); DGX H100's class H100_SXM_80GB_TP2x4 (gpu_batch_size 896,
 # four engines of tp 2 on 8 x H100 SXM).
 @pytest.mark.parametrize("index, hardware, max_num_seqs, replicas", [(0, "h100-nvl", 1300, 1),
                                                                      (1, "h100-sxm", 896, 4)])
-def test_mlperf_offline_passes_the_published_setup(script, monkeypatch, index, hardware, max_num_seqs, replicas):
+def test_mlperf_offline_passes_the_published_setup(mlperf, monkeypatch, index, hardware, max_num_seqs, replicas):
     import costmodel.serving.api as api
 
-    system = script.MLPERF[index]
+    system = mlperf.MLPERF[index]
     seen = {}
-    real_build, real_run = script.build_replica, api.run_replicas
+    real_build, real_run = mlperf.build_replica, api.run_replicas
 
     def build(cfg, hardware, **options):
         seen.update(model=cfg.name, hardware=hardware.name, **options)
@@ -96,9 +110,9 @@ def test_mlperf_offline_passes_the_published_setup(script, monkeypatch, index, h
         seen["count"], seen["replicas"] = len(requests), replicas
         return real_run(requests, replica, step, replicas, *args, **kwargs)
 
-    monkeypatch.setattr(script, "build_replica", build)
+    monkeypatch.setattr(mlperf, "build_replica", build)
     monkeypatch.setattr(api, "run_replicas", run)
-    ours = script.mlperf_offline(system, 300, samples=40)
+    ours = mlperf.mlperf_offline(system, 300, samples=40)
     assert seen["hardware"] == hardware and seen["model"].lower().startswith("llama2-70b")
     assert {k: seen[k] for k in ("scheduler", "tp", "max_num_seqs", "weight_dtype", "kv_dtype",
                                  "gpu_memory_utilization", "max_batched_tokens")} == {
@@ -107,13 +121,13 @@ def test_mlperf_offline_passes_the_published_setup(script, monkeypatch, index, h
     assert seen["lengths"] == {(300, 294)} and seen["arrivals"] == {0.0} and seen["count"] == 40
     assert seen["replicas"] == replicas
     # the figure is the run's: 40 x 294 tokens over the simulated span, which longer prompts lengthen
-    assert 0 < ours and script.mlperf_offline(system, 1000, samples=40) < ours
+    assert 0 < ours and mlperf.mlperf_offline(system, 1000, samples=40) < ours
 
 
-def test_mlperf_server_passes_the_published_rate(script, served):
-    system = script.MLPERF[1]
+def test_mlperf_server_passes_the_published_rate(mlperf, served):
+    system = mlperf.MLPERF[1]
     seen, real_serve = served, served["_real"]
-    ours = script.mlperf_server(system, 200, requests=40)
+    ours = mlperf.mlperf_server(system, 200, requests=40)
     assert {k: seen[k] for k in ("model", "hardware", "rate", "requests", "prompt", "output", "replicas", "tp",
                                  "max_num_seqs", "weight_dtype", "kv_dtype", "scheduler", "max_batched_tokens")} == {
         "model": "llama2-70b", "hardware": "h100-sxm", "rate": 75.10, "requests": 40, "prompt": "200",
@@ -132,20 +146,20 @@ def test_mlperf_server_passes_the_published_rate(script, served):
 # n_samples), each under 1,024 tokens (its filter tok_input_length < --seqlen_limit 1024), and the statistics of
 # openshift-psap/performance-dashboard's mlperf-data/summaries/llama2-70b-99.csv (commit 7cd1065), input_length:
 # mean 222.33, median 152, min 48, max 1,021, typed here from that file rather than read from the JSON.
-def test_mlperf_lengths_reproduce_the_dataset(script):
-    lengths = script.mlperf_input_lengths()
-    data = json.loads(script.MLPERF_LENGTHS.read_text())
+def test_mlperf_lengths_reproduce_the_dataset(mlperf):
+    lengths = mlperf.mlperf_input_lengths()
+    data = json.loads(mlperf.MLPERF_LENGTHS.read_text())
     assert data["stated"] == {"samples": 24576, "below": 1024, "mean": 222.33, "median": 152, "min": 48, "max": 1021}
     assert data["source"]["repo"] == "openshift-psap/performance-dashboard"
     assert data["source"]["commit"] == "7cd1065d1e2c53ee745cbda08e2a8f13a42c93bb"
     assert lengths.kind == "histogram" and sum(lengths.weights) == 24576 and len(lengths.values) == 879
-    prompts = script.mlperf_prompts(lengths)
-    assert len(prompts) == 24576 and sorted(prompts) == sorted(script.mlperf_prompts(lengths))
+    prompts = mlperf.mlperf_prompts(lengths)
+    assert len(prompts) == 24576 and sorted(prompts) == sorted(mlperf.mlperf_prompts(lengths))
     assert round(sum(prompts) / len(prompts), 2) == 222.33 and max(prompts) == 1021 and min(prompts) < 128
-    assert round(sum(prompts) / len(prompts)) == script.mlperf_mean_prompt(lengths)
+    assert round(sum(prompts) / len(prompts)) == mlperf.mlperf_mean_prompt(lengths)
     # shuffled (LoadGen issues samples in a seeded random order), and the same order each call
-    assert prompts == script.mlperf_prompts(lengths) and prompts != sorted(prompts)
-    assert script.mlperf_prompts(lengths, 40) == prompts[:40]
+    assert prompts == mlperf.mlperf_prompts(lengths) and prompts != sorted(prompts)
+    assert mlperf.mlperf_prompts(lengths, 40) == prompts[:40]
 
 
 def _corrupt(data, change):
@@ -166,13 +180,13 @@ def _corrupt(data, change):
     (lambda d: d["stated"].__setitem__("below", 1021), "cap"),
     (lambda d: d["stated"].__setitem__("below", True), "stated needs numbers"),  # JSON true is not a number here
 ])
-def test_a_malformed_mlperf_histogram_is_one_line(script, tmp_path, change, words):
+def test_a_malformed_mlperf_histogram_is_one_line(mlperf, tmp_path, change, words):
     from costmodel.config import ConfigError
 
     bad = tmp_path / "lengths.json"
-    bad.write_text(json.dumps(_corrupt(json.loads(script.MLPERF_LENGTHS.read_text()), change)))
+    bad.write_text(json.dumps(_corrupt(json.loads(mlperf.MLPERF_LENGTHS.read_text()), change)))
     with pytest.raises(ConfigError) as error:
-        script.mlperf_input_lengths(bad)
+        mlperf.mlperf_input_lengths(bad)
     assert words in str(error.value) and "lengths.json" in str(error.value) and "\n" not in str(error.value)
 
 
@@ -184,7 +198,7 @@ def test_the_script_stops_on_a_bad_histogram_with_one_line(tmp_path, monkeypatch
     assert err.count("\n") == 1 and err.startswith("error: cannot read the MLPerf length histogram")
 
 
-def test_mlperf_offline_runs_each_sample_of_the_histogram(script, monkeypatch):
+def test_mlperf_offline_runs_each_sample_of_the_histogram(mlperf, monkeypatch):
     import costmodel.serving.api as api
 
     seen, real_run = {}, api.run_replicas
@@ -195,14 +209,14 @@ def test_mlperf_offline_runs_each_sample_of_the_histogram(script, monkeypatch):
         return real_run(requests, *args, **kwargs)
 
     monkeypatch.setattr(api, "run_replicas", run)
-    lengths = script.mlperf_input_lengths()
-    assert script.mlperf_offline(script.MLPERF[0], lengths, samples=60) > 0
-    assert seen["prompts"] == script.mlperf_prompts(lengths, 60) and seen["outputs"] == {294}
+    lengths = mlperf.mlperf_input_lengths()
+    assert mlperf.mlperf_offline(mlperf.MLPERF[0], lengths, samples=60) > 0
+    assert seen["prompts"] == mlperf.mlperf_prompts(lengths, 60) and seen["outputs"] == {294}
 
 
-def test_mlperf_server_draws_prompts_from_the_histogram(script, served):
-    lengths = script.mlperf_input_lengths()
-    script.mlperf_server(script.MLPERF[0], lengths, requests=30)
+def test_mlperf_server_draws_prompts_from_the_histogram(mlperf, served):
+    lengths = mlperf.mlperf_input_lengths()
+    mlperf.mlperf_server(mlperf.MLPERF[0], lengths, requests=30)
     assert served["prompt"] is lengths and served["output"] == "294" and served["max_batched_tokens"] == 16384
 
 
@@ -329,7 +343,7 @@ def test_the_script_stops_on_a_bad_sharegpt_file_with_one_line(tmp_path, monkeyp
     assert err.count("\n") == 1 and err.startswith("error: ") and "sharegpt.json" in err
 
 
-def test_vllm_sharegpt_rows_run_each_requests_own_lengths(script, monkeypatch):
+def test_vllm_sharegpt_rows_run_each_requests_own_lengths(script, mlperf, monkeypatch):
     """With pairs, every request arrives at 0 with its own prompt and output, in the file's order,
     under the post's setup (vllm_options, the model's tp); the figure is the requests over the span."""
     import costmodel.serving.api as api
@@ -346,7 +360,7 @@ def test_vllm_sharegpt_rows_run_each_requests_own_lengths(script, monkeypatch):
         seen["end"] = max(r["finish_s"] for r in rows)
         return rows, steps, itl
 
-    monkeypatch.setattr(script, "build_replica", build)
+    monkeypatch.setattr(mlperf, "build_replica", build)  # span_at_once's (benchmarks/published_mlperf.py)
     monkeypatch.setattr(api, "run_replicas", run)
     pairs = script.sharegpt_lengths()
     ours = script.vllm_throughput("llama3-8b", "ShareGPT", requests=40, pairs=pairs)
@@ -361,7 +375,7 @@ def test_vllm_sharegpt_rows_run_each_requests_own_lengths(script, monkeypatch):
         script.vllm_throughput("llama3-8b", "ShareGPT", requests=501, pairs=pairs)
 
 
-def test_trtllm_bench_tables_are_the_pages(script):
+def test_trtllm_bench_tables_are_the_pages(bench):
     """NVIDIA/TensorRT-LLM docs/source/performance/perf-overview.md at commit 00f37686, "Throughput
     Measurements", typed here from the page: the "Llama 3.1 8B" table's H100 TP1 (FP8) and H200 TP1
     (FP8) columns, the "Llama 3.3 70B" table's H100 TP2 (FP8) and H200 TP1 (FP8) columns and the
@@ -375,12 +389,12 @@ def test_trtllm_bench_tables_are_the_pages(script):
             ("llama3.1-70b", "h200", 1): [3803, 4336, 2872, 3666, 2909, 2994, 442, 2003, 566, 283],
             ("llama3.1-405b", "h200", 8): [3814, 5348, 4741, 4724, 3330, 3722, 456, 2948, 650, 505],
             ("llama3.1-405b", "h100-sxm", 8): [3627, 4340, 3116, 3994, 2919, 2895, 453, 2296, 610, 345]}
-    assert {(t["model"], t["hardware"], t["tp"]): [r[2] for r in t["rows"]] for t in script.TRTLLM_BENCH} == page
-    assert all([r[:2] for r in t["rows"]] == lengths for t in script.TRTLLM_BENCH)
-    assert script.TRTLLM_BENCH_REQUESTS == {
+    assert {(t["model"], t["hardware"], t["tp"]): [r[2] for r in t["rows"]] for t in bench.TRTLLM_BENCH} == page
+    assert all([r[:2] for r in t["rows"]] == lengths for t in bench.TRTLLM_BENCH)
+    assert bench.TRTLLM_BENCH_REQUESTS == {
         (128, 128): 30000, (128, 2048): 3000, (128, 4096): 1500, (1000, 2000): 1500, (2048, 128): 3000,
         (2048, 2048): 1500, (5000, 500): 1500, (1000, 1000): 3000, (500, 2000): 3000, (20000, 2000): 1000}
-    assert script.TRTLLM_BENCH_KV_FRACTION == 0.95  # the page: "--kv_cache_free_gpu_mem_fraction 0.95"
+    assert bench.TRTLLM_BENCH_KV_FRACTION == 0.95  # the page: "--kv_cache_free_gpu_mem_fraction 0.95"
 
 
 @pytest.mark.parametrize("model, hardware, tp, prompt, output, settings", [
@@ -400,17 +414,17 @@ def test_trtllm_bench_tables_are_the_pages(script):
     # 2,176 -> 128 x 4 = 512; tokens 505.7 -> 2,048
     ("llama3.1-405b", "h100-sxm", 8, 128, 2048, (512, 2048)),
 ])
-def test_trtllm_bench_settings_are_its_heuristic(script, model, hardware, tp, prompt, output, settings):
+def test_trtllm_bench_settings_are_its_heuristic(bench, model, hardware, tp, prompt, output, settings):
     """tensorrt_llm/bench/build/tuning.py calc_engine_setting + finetune_setting, then get_settings'
     max(max_num_tokens, max ISL + max_batch_size) with chunked prefill off, worked by hand above."""
     import costmodel
     from costmodel.hardware import load_hardware
 
-    assert script.trtllm_bench_settings(costmodel.load_model(model), load_hardware(hardware), tp, prompt,
+    assert bench.trtllm_bench_settings(costmodel.load_model(model), load_hardware(hardware), tp, prompt,
                                         output) == settings
 
 
-def test_trtllm_bench_rows_pass_the_pages_setup(script, monkeypatch):
+def test_trtllm_bench_rows_pass_the_pages_setup(bench, monkeypatch):
     """Each row: the row's requests of fixed lengths all at 0, the trtllm scheduler (whole prompts,
     the full length reserved: GUARANTEED_NO_EVICT without chunked context) with trtllm-bench's
     settings, the table's tp, FP8 weights and KV cache, 0.95 of memory; output tokens over the span."""
@@ -420,9 +434,9 @@ def test_trtllm_bench_rows_pass_the_pages_setup(script, monkeypatch):
         seen.update(model=model, hardware=hardware, requests=requests, replicas=replicas, **options)
         return 100.0
 
-    monkeypatch.setattr(script, "span_at_once", span)
-    table = script.TRTLLM_BENCH[2]
-    assert script.trtllm_bench_throughput(table, 128, 128) == 30000 * 128 / 100.0
+    monkeypatch.setattr(bench, "span_at_once", span)
+    table = bench.TRTLLM_BENCH[2]
+    assert bench.trtllm_bench_throughput(table, 128, 128) == 30000 * 128 / 100.0
     requests = seen.pop("requests")
     assert len(requests) == 30000 and {(r.arrival_s, r.prompt_tokens, r.output_tokens) for r in requests} == {
         (0.0, 128, 128)}
@@ -501,26 +515,26 @@ def _restated(data: dict, column: list[int]) -> dict:
     return stated
 
 
-def test_the_mlperf_rows_state_the_loaded_files_mean(script, tmp_path, monkeypatch, capsys):
+def test_the_mlperf_rows_state_the_loaded_files_mean(mlperf, tmp_path, monkeypatch, capsys):
     """`mlperf OTHER.json`: the label's mean and the fixed row's prompt are that file's, not the default's."""
     import numpy as np
 
-    data = json.loads(script.MLPERF_LENGTHS.read_text())
+    data = json.loads(mlperf.MLPERF_LENGTHS.read_text())
     data["values"] = [v - 10 for v in data["values"]]  # every prompt 10 tokens shorter: mean 212.33
     counts = np.repeat(data["values"], data["weights"])
     data["stated"] = _restated(data["stated"], counts.tolist())
     other = tmp_path / "other.json"
     other.write_text(json.dumps(data))
     seen = []
-    monkeypatch.setattr(script, "mlperf_offline", lambda system, prompt: seen.append(prompt) or 1.0)
-    monkeypatch.setattr(script, "mlperf_server", lambda system, prompt: seen.append(prompt) or
+    monkeypatch.setattr(mlperf, "mlperf_offline", lambda system, prompt: seen.append(prompt) or 1.0)
+    monkeypatch.setattr(mlperf, "mlperf_server", lambda system, prompt: seen.append(prompt) or
                         {"tokens_per_s": 1.0, "p99_ttft_s": 1.0, "p99_tpot_s": 1.0})
-    script.print_mlperf(other)
+    mlperf.print_mlperf(other)
     out = capsys.readouterr().out
     assert "mean 212.33" in out and "222" not in out and "| 212, fixed |" in out
     assert 212 in seen and 222 not in seen
     # the default file's: its mean, 222.33, and the fixed row at 222
-    assert script.mlperf_mean_prompt(script.mlperf_input_lengths()) == 222
+    assert mlperf.mlperf_mean_prompt(mlperf.mlperf_input_lengths()) == 222
 
 
 def test_a_sharegpt_file_short_of_the_posts_requests_stops_before_any_row(script, tmp_path, monkeypatch, capsys):
@@ -539,13 +553,13 @@ def test_a_sharegpt_file_short_of_the_posts_requests_stops_before_any_row(script
     assert "short.json" in err and "100" in err and "500" in err
 
 
-def test_a_mlperf_file_short_of_offlines_samples_stops_before_any_row(script, tmp_path, monkeypatch, capsys):
+def test_a_mlperf_file_short_of_offlines_samples_stops_before_any_row(mlperf, tmp_path, monkeypatch, capsys):
     """`mlperf FILE` with fewer samples than Offline runs: one line naming the file, exit 2, no table."""
     data = {"source": {}, "values": [100, 300], "weights": [3, 1]}
     data["stated"] = dict(_restated({}, [100, 100, 100, 300]), below=1024)
     short = tmp_path / "few.json"
     short.write_text(json.dumps(data))
-    assert sum(script.mlperf_input_lengths(short).weights) == 4  # a valid file, only short
+    assert sum(mlperf.mlperf_input_lengths(short).weights) == 4  # a valid file, only short
     code, out, err = run_script(SCRIPT, ["mlperf", str(short)], monkeypatch, capsys)
     assert code == 2 and out == ""
     assert err.count("\n") == 1 and "few.json" in err and "24576" in err

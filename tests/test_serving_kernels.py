@@ -58,7 +58,7 @@ def test_decode_step_is_the_kernel_models_decode_step(h100, model, options):
 
 
 def test_fitted_kernels_are_the_trees(h100):
-    """Each leaf's kernels built from the affine fit equal kernel_time.leaf_kernels' at points the
+    """Each leaf's kernels built from the affine fit equal tree_kernels.leaf_kernels' at points the
     fit was not made or checked at; a leaf that is not affine (the experts touched by n tokens) is
     read from the tree."""
     for model in ("llama3-8b", "mixtral-8x7b"):

@@ -30,5 +30,5 @@ def _deepseek_v4(cfg: ModelConfig, llama: dict[str, Any]) -> dict[str, Any]:
                 pad_token_id=None, bos_token_id=None, eos_token_id=None)
 
 
-#: family -> its config.json writer (validate/hf_models.py's config_dict).
+#: family -> its config.json writer (validate/hf_config_dict.py's config_dict).
 DEEPSEEK_V4_DICTS = {"deepseek_v4": _deepseek_v4}

@@ -1,5 +1,5 @@
 """The config.json of each family of costmodel/hf_dense_extra.py built from its ModelConfig (the
-inverse of the readers there): validate/hf_models.config_dict calls these, then checks that the
+inverse of the readers there): validate/hf_config_dict.config_dict calls these, then checks that the
 dict reads back as the same ModelConfig."""
 
 from __future__ import annotations

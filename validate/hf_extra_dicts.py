@@ -1,8 +1,8 @@
-"""The config.json writers of the newer model types, gathered in one place for validate/hf_models.py.
+"""The config.json writers of the newer model types, gathered in one place for validate/hf_config_dict.py.
 
 Each writer turns a costmodel ModelConfig back into the config.json its transformers class reads
-(from the Llama-like dict hf_models builds). A module that adds model types adds its dict here, not
-to hf_models.py, so that adding a family touches one short file.
+(from the Llama-like dict hf_config_dict builds). A module that adds model types adds its dict here, not
+to hf_config_dict.py, so that adding a family touches one short file.
 """
 
 from __future__ import annotations
@@ -29,5 +29,5 @@ NEWER_DICTS = {**MORE_TYPES_DICTS, **NEW_MOE_DICTS, **FALCON_H1_DICTS, **LFM2_DI
                **GPT_NEOX_JAPANESE_DICTS, **JETMOE_DICTS,
                **LONGCAT_FLASH_DICTS, **ZAMBA_DICTS}
 
-#: Every writer hf_models.config_dict calls with the Llama-like dict.
+#: Every writer hf_config_dict.config_dict calls with the Llama-like dict.
 EXTRA_DICTS = {**MOE_EXTRA_DICTS, **NEWER_DICTS}

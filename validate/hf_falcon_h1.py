@@ -1,6 +1,6 @@
 """The config.json writer of costmodel/hf_falcon_h1.py's family (model_type "falcon_h1"): what
 costmodel.hf reads back as the same ModelConfig, so that `validate` builds FalconH1ForCausalLM
-(validate/hf_models.py config_dict) from a ModelConfig of that family."""
+(validate/hf_config_dict.py config_dict) from a ModelConfig of that family."""
 
 from __future__ import annotations
 
@@ -30,5 +30,5 @@ def _falcon_h1(cfg: ModelConfig, llama: dict[str, Any]) -> dict[str, Any]:
         lm_head_multiplier=1 / cfg.logits_scaling if cfg.logits_scaling else 1.0)
 
 
-#: family -> its config.json writer (validate/hf_models.py's config_dict).
+#: family -> its config.json writer (validate/hf_config_dict.py's config_dict).
 FALCON_H1_DICTS = {"falcon_h1": _falcon_h1}

@@ -1,5 +1,5 @@
 """The config.json of a ModelConfig of costmodel/hf_gemma3n.py's family (gemma3n_text): what
-costmodel.hf reads back as the same ModelConfig (validate/hf_models.py's config_dict checks that),
+costmodel.hf reads back as the same ModelConfig (validate/hf_config_dict.py's config_dict checks that),
 so that validate builds Gemma3nForCausalLM for it. Gemma 4's writer (validate/hf_gemma4.py) with
 Gemma 3n's own fields: the AltUp streams and LAuReL rank, and none of Gemma 4's."""
 

@@ -1,7 +1,7 @@
 """The config.json of a ModelConfig of costmodel/hf_gemma4.py's family (gemma4_text): what
-costmodel.hf reads back as the same ModelConfig (validate/hf_models.py's config_dict checks that),
+costmodel.hf reads back as the same ModelConfig (validate/hf_config_dict.py's config_dict checks that),
 so that validate builds Gemma4ForCausalLM for it. Registered beside validate/hf_llama_variants.py's
-writers (the same signature: the ModelConfig and hf_models' Llama fields)."""
+writers (the same signature: the ModelConfig and hf_config_dict's Llama fields)."""
 
 from __future__ import annotations
 
@@ -36,6 +36,6 @@ def _gemma4_unified_text(cfg: ModelConfig, llama: dict[str, Any]) -> dict[str, A
     return data
 
 
-#: family -> its config.json writer (validate/hf_models.py's config_dict, via LLAMA_VARIANT_DICTS).
+#: family -> its config.json writer (validate/hf_config_dict.py's config_dict, via LLAMA_VARIANT_DICTS).
 GEMMA4_DICTS: dict[str, Callable[[ModelConfig, dict[str, Any]], dict[str, Any]]] = {
     "gemma4_text": _gemma4_text, "gemma4_unified_text": _gemma4_unified_text}

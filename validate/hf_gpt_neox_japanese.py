@@ -26,5 +26,5 @@ def _gpt_neox_japanese(cfg: ModelConfig, llama: dict[str, Any]) -> dict[str, Any
                 bos_token_id=None, eos_token_id=None, pad_token_id=None)
 
 
-#: family -> its config.json writer (validate/hf_models.py's config_dict).
+#: family -> its config.json writer (validate/hf_config_dict.py's config_dict).
 GPT_NEOX_JAPANESE_DICTS = {"gpt_neox_japanese": _gpt_neox_japanese}

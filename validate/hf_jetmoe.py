@@ -21,5 +21,5 @@ def _jetmoe(cfg: ModelConfig, llama: dict[str, Any]) -> dict[str, Any]:
                 bos_token_id=None, eos_token_id=None, pad_token_id=None)
 
 
-#: family -> its config.json writer (validate/hf_models.py's config_dict).
+#: family -> its config.json writer (validate/hf_config_dict.py's config_dict).
 JETMOE_DICTS = {"jetmoe": _jetmoe}

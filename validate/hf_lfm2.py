@@ -29,5 +29,5 @@ def _lfm2(cfg: ModelConfig, llama: dict[str, Any]) -> dict[str, Any]:
                 moe_intermediate_size=cfg.d_expert, norm_topk_prob=cfg.renormalize_top_k)
 
 
-#: family -> its config.json writer (validate/hf_models.py's config_dict).
+#: family -> its config.json writer (validate/hf_config_dict.py's config_dict).
 LFM2_DICTS = {"lfm2": _lfm2, "lfm2_moe": _lfm2}

@@ -1,8 +1,8 @@
 """The config.json of a ModelConfig of costmodel/hf_llama_variants.py's and hf_moe_more.py's families
 (and, from validate/hf_gemma4.py, costmodel/hf_gemma4.py's): what costmodel.hf
-reads back as the same ModelConfig (validate/hf_models.py's config_dict checks that), so that
+reads back as the same ModelConfig (validate/hf_config_dict.py's config_dict checks that), so that
 validate builds the class transformers runs for it. Each writer gets the ModelConfig and the
-Llama fields every Llama-like family shares (hf_models' Llama dict, which hf_models passes in:
+Llama fields every Llama-like family shares (hf_config_dict's Llama dict, which config_dict passes in:
 it imports this module) and adds its family's own."""
 
 from __future__ import annotations

@@ -45,5 +45,5 @@ def _longcat_flash(cfg: ModelConfig, llama: dict[str, Any]) -> dict[str, Any]:
                 bos_token_id=None, eos_token_id=None, pad_token_id=None)
 
 
-#: family -> its config.json writer (validate/hf_models.py's config_dict).
+#: family -> its config.json writer (validate/hf_config_dict.py's config_dict).
 LONGCAT_FLASH_DICTS = {"longcat_flash": _longcat_flash}

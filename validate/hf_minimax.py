@@ -24,5 +24,5 @@ def _minimax(cfg: ModelConfig, llama: dict[str, Any]) -> dict[str, Any]:
                 intermediate_size=cfg.d_expert)
 
 
-#: family -> its config.json writer (validate/hf_models.py's config_dict).
+#: family -> its config.json writer (validate/hf_config_dict.py's config_dict).
 MINIMAX_DICTS = {"minimax": _minimax}

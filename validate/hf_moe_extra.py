@@ -1,7 +1,7 @@
 """The config.json of a ModelConfig of costmodel/hf_moe_extra.py's families: what costmodel.hf
-reads back as the same ModelConfig (validate/hf_models.py's config_dict checks that), so that
+reads back as the same ModelConfig (validate/hf_config_dict.py's config_dict checks that), so that
 validate builds the class transformers runs for it. Each writer gets the ModelConfig and the
-Llama fields every Llama-like family shares (hf_models' Llama dict, which hf_models passes in:
+Llama fields every Llama-like family shares (hf_config_dict's Llama dict, which config_dict passes in:
 it imports this module) and adds its family's own."""
 
 from __future__ import annotations
@@ -93,7 +93,7 @@ def _aria_text(cfg: ModelConfig, llama: dict[str, Any]) -> dict[str, Any]:
                 moe_num_shared_experts=shared, mlp_bias=cfg.ffn_bias)
 
 
-#: family -> its config.json writer (validate/hf_models.py's config_dict).
+#: family -> its config.json writer (validate/hf_config_dict.py's config_dict).
 MOE_EXTRA_DICTS: dict[str, Callable[[ModelConfig, dict[str, Any]], dict[str, Any]]] = {
     "granitemoe": _granitemoe, "granitemoeshared": _granitemoeshared, "granitemoe_swa": _granitemoe_swa,
     "flex_olmo": _flex_olmo, "ernie4_5_moe": _ernie4_5_moe,

@@ -129,6 +129,6 @@ def _mllama(cfg: ModelConfig, llama: dict[str, Any]) -> dict[str, Any]:
     return {"model_type": "mllama", "vocab_size": cfg.vocab_size, "text_config": text}
 
 
-#: family -> its config.json writer (validate/hf_models.py's config_dict).
+#: family -> its config.json writer (validate/hf_config_dict.py's config_dict).
 MORE_TYPES_DICTS = {"solar_open": _solar_open, "youtu": _youtu, "mellum": _mellum, "kolibri1": _kolibri1,
                     "emu3": _emu3, "mllama": _mllama}

@@ -20,5 +20,5 @@ def _openai_gpt(cfg: ModelConfig, llama: dict[str, Any]) -> dict[str, Any]:
                 resid_pdrop=cfg.dropout, embd_pdrop=cfg.dropout, attn_pdrop=cfg.dropout)
 
 
-#: family -> its config.json writer (validate/hf_models.py's config_dict).
+#: family -> its config.json writer (validate/hf_config_dict.py's config_dict).
 OPENAI_GPT_DICTS = {"openai_gpt": _openai_gpt}

@@ -30,5 +30,5 @@ def _ctrl(cfg: ModelConfig, llama: dict[str, Any]) -> dict[str, Any]:
                 tie_word_embeddings=cfg.tie_embeddings, resid_pdrop=cfg.dropout, embd_pdrop=cfg.dropout)
 
 
-#: family -> its config.json writer (validate/hf_models.py's config_dict).
+#: family -> its config.json writer (validate/hf_config_dict.py's config_dict).
 XGLM_DICTS = {"xglm": _xglm, "ctrl": _ctrl}

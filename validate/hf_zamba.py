@@ -1,6 +1,6 @@
 """The config.json writers of costmodel/hf_zamba.py's families (model types "zamba", "zamba2"): what
 costmodel.hf reads back as the same ModelConfig, so that `validate` builds ZambaForCausalLM and
-Zamba2ForCausalLM (validate/hf_models.py config_dict) from a ModelConfig of either family."""
+Zamba2ForCausalLM (validate/hf_config_dict.py config_dict) from a ModelConfig of either family."""
 
 from __future__ import annotations
 
@@ -46,5 +46,5 @@ def _zamba2(cfg: ModelConfig, llama: dict[str, Any]) -> dict[str, Any]:
                 use_shared_attention_adapter=cfg.shared_attention_adapters, use_mem_rope=cfg.rope)
 
 
-#: family -> its config.json writer (validate/hf_models.py's config_dict).
+#: family -> its config.json writer (validate/hf_config_dict.py's config_dict).
 ZAMBA_DICTS = {"zamba": _zamba, "zamba2": _zamba2}

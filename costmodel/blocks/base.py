@@ -466,7 +466,7 @@ class Block:
 
     def activation_products(self) -> tuple[tuple[Expr, Expr, Expr, Expr], ...]:
         """Its products of two activations beyond its weight matrices, as (M, N, K, count) batched
-        GEMMs (the time model's kernels: kernel_time.leaf_kernels); none but the blocks that say so
+        GEMMs (the time model's kernels: tree_kernels.leaf_kernels); none but the blocks that say so
         (DeepSeek-V3.2's indexer scores). The attention core's are its own leaves."""
         return ()
 

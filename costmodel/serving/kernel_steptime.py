@@ -2,7 +2,7 @@
 both models share).
 
 The kernel-level model (KernelStepTime; costmodel/kernel_time.py, docs/time.md):
-- each leaf's kernels are kernel_time.leaf_kernels' at the step's shapes: the per-token leaves'
+- each leaf's kernels are tree_kernels.leaf_kernels' at the step's shapes: the per-token leaves'
   GEMMs (M = the step's tokens, N, K) timed with tile and wave quantization at the measured
   large-GEMM efficiency (on a hardware with gemm_efficiency_by_rows: at the measured efficiency
   for M; one row at the measured GEMV efficiency for its K, gemv_efficiency_by_inner), memory-bound kernels at the bandwidth, each active leaf paying the hardware's launch

@@ -18,7 +18,7 @@ CHECK_POINTS = ((1, 1), (5, 17), (64, 300), (4096, 8191))
 
 
 class LeafKernels:
-    """One leaf's kernels (kernel_time.leaf_kernels) at b = 1, n query tokens and c keys: each
+    """One leaf's kernels (tree_kernels.leaf_kernels) at b = 1, n query tokens and c keys: each
     numeric field of each kernel fitted as a + b n + d c from the tree at FIT_POINTS and checked
     at CHECK_POINTS, so a step builds kernels without sympy; a leaf whose fields are not affine
     (experts touched at a token count, a window's min) is read from the tree at each (n, c) and
