@@ -61,10 +61,12 @@ class StepTime:
         fixed = {plan: self._fixed_seconds(plan, len(keys), len(keys)) for plan in set(plans)}
         return plans, fixed[plans[0]] if len(fixed) == 1 else np.array([fixed[plan] for plan in plans])
 
-    def context_sums(self, query: Any, context: Any) -> Any:
+    def context_sums(self, query: Any, context: Any, sizes: list | None = None) -> Any:
         """The context-dependent leaves' work summed over the step's sequences: a decode sequence's
-        row read from the table over context, a prefill chunk's at its own (query, context)."""
-        sizes = query.tolist()  # (one step's few dozen sequences: plain Python beats numpy's calls here)
+        row read from the table over context, a prefill chunk's at its own (query, context).
+        sizes: query as a list, where the caller has it."""
+        if sizes is None:  # (one step's few dozen sequences: plain Python beats numpy's calls here)
+            sizes = query.tolist()
         if max(sizes) == 1:  # decode only
             return self._decode_sum(context)
         chunks = [i for i, n in enumerate(sizes) if n != 1]
