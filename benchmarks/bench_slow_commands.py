@@ -10,7 +10,8 @@ the load; the CPU time much less).
 
 Session 33 (wt33_house; validate/FINDINGS.md), warm medians of 3, wall / CPU, load 8-11 on 2 shared cores,
 before = 85d5f640: plan --serve --rate 29.69 s / 9.81 s -> 25.78 s / 9.54 s; plot params (no code changed)
-11.15 s / 3.69 s -> 7.24 s / 3.50 s. At that load compare the CPU times.
+11.15 s / 3.69 s -> 7.24 s / 3.50 s. At that load compare the CPU times. Session 35 (wt35_speed), `--only rate
+--against d8c22cc2 --rounds 3`, load 5.5-7.9: plan --serve --rate 29.62 s / 10.66 s -> 22.39 s / 7.65 s, byte-identical.
 
     python benchmarks/bench_slow_commands.py [--rounds 3] [--only params,generation,claims,rate]
     python benchmarks/bench_slow_commands.py --only readme   # every command the README's tour prints
