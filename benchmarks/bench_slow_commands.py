@@ -10,10 +10,16 @@ the load; the CPU time much less).
 
 Session 33 (wt33_house; validate/FINDINGS.md), warm medians of 3, wall / CPU, load 8-11 on 2 shared cores,
 before = 85d5f640: plan --serve --rate 29.69 s / 9.81 s -> 25.78 s / 9.54 s; plot params (no code changed)
-11.15 s / 3.69 s -> 7.24 s / 3.50 s. At that load compare the CPU times.
+11.15 s / 3.69 s -> 7.24 s / 3.50 s. At that load compare the CPU times. Session 35 (wt35_speed), `--only rate
+--against d8c22cc2 --rounds 3`, load 5.5-7.9: plan --serve --rate 29.62 s / 10.66 s -> 22.39 s / 7.65 s, byte-identical.
 
     python benchmarks/bench_slow_commands.py [--rounds 3] [--only params,generation,claims,rate]
     python benchmarks/bench_slow_commands.py --only readme   # every command the README's tour prints
+    python benchmarks/bench_slow_commands.py --only rate --against main   # before (a git ref) and after
+
+`--against REF` also runs each command from REF's tree (git archive into the run's folder), the
+two interleaved round by round (before, then after: the load moves both alike), and prints both
+medians; their outputs (stdout) are compared, and a difference is printed.
 
 `readme` stands for the README's tour (its "A short tour" block and its first command), each timed
 the same way; `estimate --config` reads a Llama-2-7b config.json written into the run's folder (the
@@ -78,14 +84,48 @@ def commands(out: Path) -> dict[str, list[str]]:
     }
 
 
-def run(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
-    """(wall seconds, CPU seconds of the child and its children)."""
+def run(argv: list[str], env: dict[str, str], root: Path = ROOT, outputs: list | None = None) -> tuple[float, float]:
+    """(wall seconds, CPU seconds of the child and its children), run from `root`; its stdout
+    appended to `outputs` where given."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    subprocess.run(argv, cwd=ROOT, env=env, check=True, capture_output=True)
+    done = subprocess.run(argv, cwd=root, env=env, check=True, capture_output=True)
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if outputs is not None:
+        outputs.append(done.stdout)
     return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def medians(rounds: list[tuple[float, float]]) -> str:
+    walls, cpus = [r[0] for r in rounds], [r[1] for r in rounds]
+    return (f"median {statistics.median(walls):6.2f} s wall ({min(walls):.2f}-{max(walls):.2f}), "
+            f"{statistics.median(cpus):6.2f} s CPU ({min(cpus):.2f}-{max(cpus):.2f})")
+
+
+def checkout(ref: str, out: Path) -> Path:
+    """REF's tree (git archive), in out/before."""
+    tree = out / "before"
+    tree.mkdir()
+    archive = subprocess.run(["git", "archive", ref], cwd=ROOT, check=True, capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(tree)], input=archive, check=True)
+    return tree
+
+
+def compare(name: str, label: str, argv: list[str], env: dict[str, str], rounds: int, before: Path) -> None:
+    """Before (from `before`) and after, interleaved round by round; medians of each, and whether
+    their outputs are the same bytes."""
+    outputs: dict[str, list] = {"before": [], "after": []}
+    times: dict[str, list] = {"before": [], "after": []}
+    for side, root in (("before", before), ("after", ROOT)):
+        run(argv, env, root)  # a first run each: the compiled-expression cache warm for both
+    for _ in range(rounds):
+        for side, root in (("before", before), ("after", ROOT)):
+            times[side].append(run(argv, env, root, outputs[side]))
+    same = len(set(outputs["before"] + outputs["after"])) == 1
+    print(f"{label:19s} before: {medians(times['before'])}")
+    print(f"{'':19s} after:  {medians(times['after'])}; outputs {'byte-identical' if same else 'DIFFER'}; "
+          f"load {os.getloadavg()[0]:.2f}")
 
 
 def main() -> None:
@@ -94,6 +134,7 @@ def main() -> None:
     parser.add_argument("--only", default="params,generation,claims,rate",
                         help="comma-separated: params, generation, claims, rate, readme (the README's tour) "
                              "or one of its commands (estimate, simulate, plan, serve, ...)")
+    parser.add_argument("--against", metavar="REF", help="also time a git ref's tree, interleaved (before / after)")
     args = parser.parse_args()
     out = Path(tempfile.mkdtemp(prefix="costmodel-slow-"))
     cache = out / "cache"
@@ -107,15 +148,16 @@ def main() -> None:
         parser.error(f"--only: unknown {', '.join(unknown)} (choose from {', '.join(table)})")
     print(f"machine: {os.cpu_count()} cores, load {os.getloadavg()[0]:.2f}; {args.rounds} rounds")
     try:
+        before = checkout(args.against, out) if args.against else None
         for name in names:
-            cold = run(table[name], env)
-            rounds = [run(table[name], env) for _ in range(args.rounds)]
-            walls, cpus = [r[0] for r in rounds], [r[1] for r in rounds]
             label = {"params": "plot params", "generation": "plot generation", "claims": "claims",
                      "rate": "plan --serve --rate"}.get(name, name)
-            print(f"{label:19s} first run {cold[0]:6.2f} s wall {cold[1]:6.2f} s CPU; warm: "
-                  f"median {statistics.median(walls):6.2f} s wall ({min(walls):.2f}-{max(walls):.2f}), "
-                  f"{statistics.median(cpus):6.2f} s CPU ({min(cpus):.2f}-{max(cpus):.2f}); "
+            if before is not None:
+                compare(name, label, table[name], env, args.rounds, before)
+                continue
+            cold = run(table[name], env)
+            rounds = [run(table[name], env) for _ in range(args.rounds)]
+            print(f"{label:19s} first run {cold[0]:6.2f} s wall {cold[1]:6.2f} s CPU; warm: {medians(rounds)}; "
                   f"load {os.getloadavg()[0]:.2f}")
     finally:
         shutil.rmtree(out, ignore_errors=True)

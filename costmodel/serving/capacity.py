@@ -6,7 +6,8 @@ The search space: hardware presets x tensor-parallel sizes (divisors of the KV h
 that replicate them, split.kv_heads_per_rank; within a node) x pipeline stages (pps; default 1) x max_num_seqs x the token budget (chunk size). For each, the fewest replicas: requests are
 routed round-robin, so a replica sees rate / replicas; its p99s are simulated at that rate for
 doubling replica counts, then bisected. Each configuration is one task in a local process pool
-(fork: the step-time models, built once per (hardware, tp) in the parent, are inherited), or,
+(fork: the step-time models, built once per (hardware, tp) in the parent, are inherited; handed out
+in chunks of one model's configurations, so that a worker fills each model's tables once), or,
 with `ray_address` (`plan --serve --rate --ray ADDRESS`), in a Ray cluster: one Ray task per
 (hardware, tp, pp) builds that step-time model once, as the parent does, and runs the same
 per-configuration search (`_task`) on each of its configurations, so both paths rank the same
@@ -292,7 +293,11 @@ def plan_capacity(cfg: Any, hardwares: list[Any], target: Target, *, scheduler: 
         results = _ray_results(ray_address, cfg, hardwares, scheduler, keys, target, replica_options)
     elif processes > 1 and len(tasks) > 1 and fork_is_safe():
         with multiprocessing.get_context("fork").Pool(processes) as pool:
-            results = pool.map(_task, tasks, chunksize=1)
+            # Each worker fills its own copy of a step-time model's tables (decode rows, chunks, token
+            # counts): a chunk of one model's configurations (consecutive in tasks) fills them once a
+            # worker, not in both; at most half the tasks a chunk, so that both workers run.
+            chunk = max(1, min(len(seqs_list) * len(tokens_list), -(-len(tasks) // processes)))
+            results = pool.map(_task, tasks, chunksize=chunk)
     else:
         results = [_task(task) for task in tasks]
     prices = {h.name: price if price is not None else getattr(h, "price_per_gpu_hour", None) for h in hardwares}

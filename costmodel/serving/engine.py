@@ -126,7 +126,8 @@ class Replica:
                 add_keys(reach)
                 if reach >= sequence.known:
                     emitting += 1
-        seconds = float(self.step_seconds(np.asarray(query), np.asarray(keys), emitting))
+        # (a typed array from the lists: numpy need not look at each element for its type)
+        seconds = float(self.step_seconds(np.array(query, dtype=np.int64), np.array(keys, dtype=np.int64), emitting))
         if self.host is not None:  # each step a decision (a window's steps: window())
             seconds = float(self.host.step(seconds, len(batch)))
         start = self.now

@@ -100,8 +100,9 @@ class CudaGraphs:
         """The captured size a step of `count` rows runs at (the next one up)."""
         return self.sizes[bisect_left(self.sizes, count)]
 
-    def plan(self, query: Any, context: Any) -> Graphed | None:
-        """The step's graph (None: eager). query, context: integer arrays, one entry per sequence."""
+    def plan(self, query: Any, context: Any, tokens: int | None = None) -> Graphed | None:
+        """The step's graph (None: eager). query, context: integer arrays, one entry per sequence;
+        tokens: query's sum where the caller has it."""
         if self.mode == "none" or not len(query):
             return None
         if self.mode == "decode":
@@ -110,7 +111,7 @@ class CudaGraphs:
             if self.max_context is not None and int(context.max()) > self.max_context:
                 return None
             return Graphed(self.pad(len(query)), True)
-        tokens = int(query.sum())
+        tokens = int(query.sum()) if tokens is None else tokens
         return Graphed(self.pad(tokens), False) if tokens <= self.sizes[-1] else None
 
     def run_plans(self, keys: Any, steps: int) -> list[Graphed | None]:
@@ -119,6 +120,8 @@ class CudaGraphs:
         import numpy as np
 
         ones = np.ones(len(keys), dtype=np.int64)
+        if self.mode != "decode":  # the plan reads the token count only, the same each step
+            return [self.plan(ones, keys, len(keys))] * steps
         first, last = self.plan(ones, keys), self.plan(ones, keys + steps - 1)
         if first == last:
             return [first] * steps

@@ -230,18 +230,39 @@ def cache_sizing(cfg: Any, profile: Any, dtype_bytes: int, memory_bytes: int, ut
             S.e: sp.Integer(dtype_bytes)}
     decode = _tree(cfg, profile, "decode")
     kv_symbolic = decode.total("kv_cache_bytes")
-    as_full = lambda expr: sp.expand(expr.replace(sp.Min, lambda *args: S.c if S.c in args else sp.Min(*args)))  # noqa: E731
     # a GPU's share: the decode tree's KV bytes with the heads split as layout/split.py splits them
-    per_token, window_per_token = rank_kv_per_token(kv_symbolic, subs, tp, as_full)
+    values = frozenset(subs.items())  # (the sizings of one search share these: _sized keeps each figure once)
+    per_token, window_per_token = _sized(rank_kv_per_token, kv_symbolic, values, tp, _as_full)
     prefill = _tree(cfg, profile, "prefill")
     if profile_run is None:
-        activations = -(-held_besides_weights(cfg, prefill, subs) // tp)
+        activations = -(-_sized(held_besides_weights, cfg, prefill, values) // tp)
     else:
-        activations = profile_run_bytes(cfg, profile, subs, profile_run, max_num_seqs or max_batched_tokens)
+        activations = _sized(profile_run_bytes, cfg, profile, values, profile_run, max_num_seqs or max_batched_tokens)
     block_bytes = None if paging is None else paging.block_bytes(cfg, per_token, window_per_token, pp)
-    return CacheSizing(memory_bytes, utilization, reserve_bytes, -(-rank_weight_bytes(prefill, subs, tp) // pp),
+    return CacheSizing(memory_bytes, utilization, reserve_bytes, -(-_sized(rank_weight_bytes, prefill, values, tp) // pp),
                        activations, -(-per_token // pp), block_size, block_bytes,
                        -(-window_per_token // pp), state_bytes(decode, subs, tp, pp, layer_states))
+
+
+_SIZED: dict[tuple, Any] = {}
+
+
+def _sized(figure: Any, *args: Any) -> Any:
+    """figure(*args), the symbol values (a frozenset of subs' items) given back as a dict, kept by
+    its arguments (a tree by identity: _tree builds each once): a pure function of them, so `plan
+    --serve --rate`'s 72 sizings (one per configuration) compute each figure once per distinct
+    tree, values and tensor-parallel size."""
+    key = (figure,) + args
+    if key not in _SIZED:
+        if len(_SIZED) >= 1024:  # (a long process sizing many models: keep the memo small)
+            _SIZED.clear()
+        _SIZED[key] = figure(*(dict(arg) if isinstance(arg, frozenset) else arg for arg in args))
+    return _SIZED[key]
+
+
+def _as_full(expr: Any) -> Any:
+    """Every layer's KV as a full layer's: a windowed layer's min(c, window) read as c."""
+    return sp.expand(expr.replace(sp.Min, lambda *args: S.c if S.c in args else sp.Min(*args)))
 
 
 @lru_cache(maxsize=32)

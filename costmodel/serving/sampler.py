@@ -18,7 +18,7 @@ every decode run's. Engines without an entry in sampler_passes.json pay nothing 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -83,6 +83,8 @@ class SamplerCost:
     hardware: Any
     bandwidth: float
     launch_s: float = 0.0
+    # seconds() by rows: a pure function of them, asked once a step (the same figures, computed once)
+    _by_rows: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def pass_seconds(self, rows: int) -> float:
         return sum(b * rows * self.vocab for b in self.passes.pass_bytes(self.e)) / self.bandwidth
@@ -96,9 +98,11 @@ class SamplerCost:
         return collective_seconds(self.hardware, "all_gather", payload, self.tp, self.tp)
 
     def seconds(self, rows: int) -> float:
-        if rows <= 0:
-            return 0.0
-        return self.pass_seconds(rows) + self.launch_s + self.gather_seconds(rows)
+        seconds = self._by_rows.get(rows)
+        if seconds is None:
+            seconds = self._by_rows[rows] = (0.0 if rows <= 0 else
+                                             self.pass_seconds(rows) + self.launch_s + self.gather_seconds(rows))
+        return seconds
 
 
 def sampler_cost(step: Any, engine: str, mode: str, cfg: Any, hardware: Any, efficiency: Any, tp: int) -> SamplerCost | None:

@@ -61,11 +61,24 @@ class StepTime:
         fixed = {plan: self._fixed_seconds(plan, len(keys), len(keys)) for plan in set(plans)}
         return plans, fixed[plans[0]] if len(fixed) == 1 else np.array([fixed[plan] for plan in plans])
 
-    def context_sums(self, query: Any, context: Any) -> Any:
+    def context_sums(self, query: Any, context: Any, sizes: list | None = None) -> Any:
         """The context-dependent leaves' work summed over the step's sequences: a decode sequence's
-        row read from the table over context, a prefill chunk's at its own (query, context)."""
-        if query.max() == 1:  # decode only
-            return self._decode_rows(context).sum(axis=0)
+        row read from the table over context, a prefill chunk's at its own (query, context).
+        sizes: query as a list, where the caller has it."""
+        if sizes is None:  # (one step's few dozen sequences: plain Python beats numpy's calls here)
+            sizes = query.tolist()
+        if max(sizes) == 1:  # decode only
+            return self._decode_sum(context)
+        chunks = [i for i, n in enumerate(sizes) if n != 1]
+        first = chunks[0]
+        if len(chunks) == len(sizes) - first:  # the chunks are the step's last sequences (most mixed steps)
+            total = self._decode_sum(context[:first]) if first else 0.0
+            return total + self._chunk_rows(query[first:], context[first:])
         decode = query == 1
-        total = self._decode_rows(context[decode]).sum(axis=0) if decode.any() else 0.0
-        return total + self._chunk_rows(query[~decode], context[~decode])
+        chunks = ~decode
+        total = self._decode_sum(context[decode]) if decode.any() else 0.0
+        return total + self._chunk_rows(query[chunks], context[chunks])
+
+    def _decode_sum(self, contexts: Any) -> Any:
+        """The decode sequences' rows summed, in their order (a model may read its table faster)."""
+        return self._decode_rows(contexts).sum(axis=0)
