@@ -78,7 +78,7 @@ def stage_terms(step: Any, stage: Any) -> tuple[float, float]:
     tensor-parallel collectives they hide, the seconds they add to the compute: the chunks' GEMMs over the whole
     GEMMs', the shard copies and the partial sums), the rules of the module's docstring."""
     hidden = added = 0.0
-    for runs, kind, gemms, gemm_timer in _stage_passes(step, stage):  # refuses a StepTime without kernel entries
+    for runs, kind, gemms, gemm_timer in stage_passes(step, stage):  # refuses a StepTime without kernel entries
         op_hidden, op_added = ring_terms(step, kind, gemms, gemm_timer)
         hidden, added = hidden + runs * op_hidden, added + runs * op_added
     return hidden, added
@@ -103,14 +103,14 @@ def fused_calls(step: Any, stage: Any) -> dict[str, int]:
     micro-pipeline pass takes into its fused op (micro_pipeline_tp.py matches the split + cat with the collective
     and erases them), so layout/dtensor_copies.py charges them no copy (each fused op's own copies are above)."""
     calls = {"all_gather": 0, "reduce_scatter": 0}
-    for runs, kind, _, _ in _stage_passes(step, stage):
+    for runs, kind, _, _ in stage_passes(step, stage):
         calls[kind] += runs
     return calls
 
 
-def _stage_passes(step: Any, stage: Any, fused_ops: Any = None) -> list[tuple[int, str, list, Any]]:
+def stage_passes(step: Any, stage: Any, ops_of: Any = None) -> list[tuple[int, str, list, Any]]:
     """The fused ops of one micro-batch on this pipeline rank: (the layer's runs, the collective, the GEMMs beside
-    it, the timer of those GEMMs). fused_ops(kernels, width, forward): a leaf's ops (None: _fused_ops, with the
+    it, the timer of those GEMMs). ops_of(kernels, width, forward): a leaf's ops (None: fused_ops, with the
     float8 rowwise recipe's all-gathers left out; layout/ub_overlap.py passes TE's)."""
     from .roofline_parts import runs_fp8
 
@@ -125,17 +125,17 @@ def _stage_passes(step: Any, stage: Any, fused_ops: Any = None) -> list[tuple[in
         if key not in runs:
             continue
         gemm_timer = step.fp8_timer if runs_fp8(work, estimate) and step.fp8_timer is not None else timer
-        ops = fused_ops or _fused_ops
+        ops = ops_of or fused_ops
         passes = ops(kernels, width, True) + ops(kernels, width, False)
         if estimate.recomputed_kind(key):
             passes += [(kind, gemms) for kind, gemms in ops(reruns, width, True) if kind in rerun]
-        if fused_ops is None and estimate.layout.fp8 in REDUCE_SCATTERS_ONLY:
+        if ops_of is None and estimate.layout.fp8 in REDUCE_SCATTERS_ONLY:
             passes = [(kind, gemms) for kind, gemms in passes if kind == "reduce_scatter"]
         out += [(runs[key], kind, gemms, gemm_timer) for kind, gemms in passes]
     return out
 
 
-def _fused_ops(kernels: list, width: int, forward: bool = True) -> list[tuple[str, list]]:
+def fused_ops(kernels: list, width: int, forward: bool = True) -> list[tuple[str, list]]:
     """A leaf's fused ops as (collective, the GEMMs beside it): forward, the all-gather into the GEMMs that read the
     normed (gathered) input, one op for all of them, and a reduce-scatter out of each GEMM that writes the model's
     width from an unnormed input (wo, w2); backward, the all-gather of each such GEMM's output gradient into its

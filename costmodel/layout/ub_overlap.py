@@ -35,7 +35,7 @@ from typing import Any
 
 from ..config import ConfigError
 from ..kernel_shapes import Gemm
-from .async_tp import _fused_ops, _stage_passes, ring_terms
+from .async_tp import fused_ops, stage_passes, ring_terms
 
 
 @cache
@@ -132,7 +132,7 @@ def stage_terms(step: Any, stage: Any) -> tuple[float, float]:
     configs = op_configs(step.overlap.ub)
     regathers = step.estimate.framework.sp_regathers_input
     hidden = added = 0.0
-    for runs, kind, (name, gemms), gemm_timer in _stage_passes(step, stage, _te_ops(regathers)):
+    for runs, kind, (name, gemms), gemm_timer in stage_passes(step, stage, _te_ops(regathers)):
         cfg = configs[name]
         if cfg["method"] == "ring_exchange":
             op = ring_terms(step, kind, gemms, gemm_timer)
@@ -145,17 +145,17 @@ def stage_terms(step: Any, stage: Any) -> tuple[float, float]:
 
 
 def _te_ops(regathers: bool) -> Any:
-    """A leaf's TE ops as (collective, (TE's name for the op, the GEMMs beside it)), for async_tp._stage_passes:
+    """A leaf's TE ops as (collective, (TE's name for the op, the GEMMs beside it)), for async_tp.stage_passes:
     a leaf whose GEMMs both read the normed input and write the model's width is an MLP (fc1, fc2), else QKV or
     proj."""
     def ops(kernels: list, width: int, forward: bool) -> list[tuple[str, tuple[str, list]]]:
-        fused = _fused_ops(kernels, width, forward)
-        mlp = len({kind for kind, _ in _fused_ops(kernels, width)}) == 2
+        fused = fused_ops(kernels, width, forward)
+        mlp = len({kind for kind, _ in fused_ops(kernels, width)}) == 2
         first, second = ("fc1", "fc2") if mlp else ("qkv", "proj")
         if forward:
             return [(kind, (f"{first if kind == 'all_gather' else second}_fprop", gemms)) for kind, gemms in fused]
         out = [(kind, (f"{second}_dgrad", gemms)) for kind, gemms in fused]
-        consumers = next((gemms for kind, gemms in _fused_ops(kernels, width) if kind == "all_gather"), [])
+        consumers = next((gemms for kind, gemms in fused_ops(kernels, width) if kind == "all_gather"), [])
         if consumers:
             if regathers:  # the input regathered beside the dgrad GEMMs (qkv_dgrad, fc1_dgrad)
                 out.append(("all_gather", (f"{first}_dgrad", [Gemm(g.m, g.k, g.n) for g in consumers])))
