@@ -49,7 +49,9 @@ def test_the_config_a_recipe_names():
         == "userbuffers_fp8_h100_h16384_tp8_cp2_mbs1_seqlen8192"
     assert ub_overlap.recipe_config("megatron-bridge", "llama3-70b", "gb200", None) \
         == "userbuffers_bf16_b200_h8192_tp2_mbs1_seqlen8192"
-    assert ub_overlap.recipe_config("megatron-bridge", "llama3-70b", "gb200", "mxfp8") is None  # overlap off
+    # Megatron-Bridge's MXFP8 recipes keep the overlap and name the fp8 config (tests/test_ub_recipe_review.py)
+    assert ub_overlap.recipe_config("megatron-bridge", "llama3-70b", "gb200", "mxfp8") \
+        == "userbuffers_fp8_b200_h8192_tp2_mbs1_seqlen8192"
     assert ub_overlap.recipe_config("dgxc-24.11-gpt3", "gpt3-175b", "h100-sxm", None) is None  # NeMo 1's yaml
     assert ub_overlap.recipe_config("nemo-25.02", "nemotron-4-340b", "b200", "delayed") is None
 

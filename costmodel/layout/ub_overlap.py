@@ -189,10 +189,11 @@ def userbuffers(overlap: Any, layout: Any, config: str | None = None) -> Any:
 
 def recipe_config(source: str, model: str, network: str, fp8: str | None) -> str | None:
     """The NeMo config a row's recipe names (ub_overlap_facts.json recipes: its source, model and GPU), None where
-    none is named; fp8: the row's FP8 recipe (None: bf16)."""
+    none is named; fp8: the row's FP8 recipe (None: bf16; mxfp8 the fp8 config where the source's recipes keep the
+    overlap on under it, recipes mxfp8_overlap, else none)."""
     recipes = ub_facts()["recipes"]
     gpu = recipes["gpus"].get(network)
     shape = recipes["models"].get(model, {}).get(gpu) if source in recipes["sources"] else None
-    if shape is None or fp8 == "mxfp8":
+    if shape is None or (fp8 == "mxfp8" and source not in recipes["mxfp8_overlap"]["sources"]):
         return None
     return f"userbuffers_{'fp8' if fp8 else 'bf16'}_{shape}"
