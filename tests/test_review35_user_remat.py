@@ -37,3 +37,18 @@ def test_a_share_above_one_over_top_k_is_still_refused():
 ])
 def test_significant_never_writes_an_exponent(value, digits, text):
     assert significant(value, digits) == text
+
+
+@pytest.mark.parametrize("framework", ["megatron", "deepspeed"])
+def test_a_jax_remat_policy_is_refused_on_a_framework_that_runs_no_jax(framework, capsys):
+    # `simulate --train --recompute jax-qkv --framework megatron --dp 2` priced a JAX policy inside Megatron's
+    # step (237 ms), a run no code makes; torchtitan-op, the other op policy, is refused beside any framework
+    # but its own in the same check. The JAX sources are laid out as fsdp2 (XLA's SPMD sharding).
+    from costmodel.layout import Layout, ParallelEstimate
+
+    for policy in ("jax-dots", "jax-qkv", "jax-qkv-out"):
+        with pytest.raises(ConfigError, match=f"recompute '{policy}' is a JAX remat policy, which {framework}"):
+            ParallelEstimate(load_model("llama2-7b"), Workload(seq_len=2048, recompute=policy, attention="flash"),
+                             Layout(dp=2, framework=framework, zero=1))
+    ParallelEstimate(load_model("llama2-7b"), Workload(seq_len=2048, recompute="jax-qkv", attention="flash"),
+                     Layout(dp=2, framework="fsdp2", zero=3))
