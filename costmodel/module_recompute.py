@@ -27,10 +27,14 @@ def check_recompute_framework(recompute: str, framework: str, tp: int = 1) -> No
     whole layer in Hugging Face's gradient checkpointing), FSDP2 (torchtitan) a whole layer or its op
     policy (torchtitan-op); neither checkpoints the norm before the experts, the MoE layer, the
     experts' activation or latent attention's up-projections on their own; and torchtitan's op policy
-    (torchtitan-op) beside any framework but FSDP2, torchtitan's."""
+    (torchtitan-op) beside any framework but FSDP2, torchtitan's; JAX's remat policies (jax_remat.py) beside
+    any but FSDP2, the layout the JAX recipes are typed as, and with tensor parallelism."""
     if recompute in MODULE_NEEDS and framework != "megatron":
         raise ConfigError(f"recompute {recompute!r} is Megatron-Core's recompute_modules, which {framework} "
                           "does not run; use --framework megatron, or none, selective or full.")
+    if recompute.startswith("jax-") and framework != "fsdp2":  # the JAX sources' layout: XLA's SPMD sharding as fsdp2
+        raise ConfigError(f"recompute {recompute!r} is a JAX remat policy, which {framework} does not run; the JAX "
+                          "recipes are laid out as --framework fsdp2 (XLA's sharding), or use none, selective or full.")
     if recompute.startswith("jax-") and tp > 1:  # costmodel/jax_remat.py: XLA reruns the collectives it needs
         raise ConfigError(f"recompute {recompute!r} is a JAX remat policy, whose rerun tensor-parallel collectives "
                           "are not modelled; use --tp 1, or none, selective or full.")

@@ -73,8 +73,11 @@ def rate(value: float) -> str:
 
 def significant(value: float, digits: int = 3) -> str:
     """`digits` significant figures without an exponent: 0.5587, 12.3; from where those figures reach
-    10**digits, whole with separators ($ per million output tokens read '$4.43e+04': now '44,305')."""
+    10**digits, whole with separators ($ per million output tokens read '$4.43e+04': now '44,305'); under
+    1e-4 with the decimals the figures need (1.2345e-5 -> '0.0000123')."""
     text = f"{value:,.{digits}g}"
+    if "e-" in text:  # under 1e-4 (a cent's fraction read '1.23e-05'): as many decimals as the figures need
+        return f"{value:,.{digits - 1 - int(text.split('e')[1])}f}"
     return f"{value:,.0f}" if "e+" in text else text
 
 
