@@ -135,8 +135,8 @@ class ChunkTimes:
 
 
 def step_seconds(p: int, v: int, m: int, times: ChunkTimes) -> float:
-    """The iteration's forward-backward seconds (v = 1: the non-interleaved schedule): the last rank to finish its program, each exchange
-    ending when every peer it meets has posted, then exchange_s later."""
+    """The iteration's forward-backward seconds (v = 1: the non-interleaved schedule): the last rank
+    to finish its program, each exchange ending when every peer it meets has posted, then exchange_s later."""
     programs = [rank_program(r, p, v, m) if v > 1 else rank_program_1f1b(r, p, m) for r in range(p)]
     posted: dict[tuple, tuple[int, int]] = {}  # (link, direction, n) -> (rank, op index)
     for r, ops in enumerate(programs):
