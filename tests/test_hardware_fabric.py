@@ -93,7 +93,7 @@ def test_what_loads(tmp_path):
 
 def test_every_sources_hardware_still_loads():
     """Every published source's hardware with its overrides loads; its PCIe nodes are the RTX 4090 sources' (session
-    34's AutoAWQ README among them) and
+    34's AutoAWQ README and session 35's among them), the H100 PCIe of llama.cpp issue 6763 and
     llm-perf-bench's A100 PCIe node at 32 GB/s (its override: "all numbers are based on PCIe, not NVLink")."""
     data = other_runs_data()
     pcie = {name: (h.name, h.intra_node_bandwidth_bytes_per_s) for name, h in
@@ -101,4 +101,9 @@ def test_every_sources_hardware_still_loads():
     assert pcie == {"exllamav2-readme": ("rtx-4090", 32e9), "llamacpp-pr4766": ("rtx-4090", 32e9),
                     "llm-perf-bench-4bit": ("rtx-4090", 32e9), "lmdeploy-w4a16": ("rtx-4090", 32e9),
                     "llm-perf-bench-fp16": ("a100-pcie", 32e9), "llm-perf-bench-vllm": ("a100-pcie", 32e9),
-                    "autoawq-v0.1.6": ("rtx-4090", 32e9)}
+                    "autoawq-v0.1.6": ("rtx-4090", 32e9),
+                    # session 35's unseen decoding rows: wt35_unseend's ExLlama v1, llama.cpp and AutoAWQ docs (the H100
+                    # PCIe at its Gen5 link), wt35_unseend2's llm-perf-bench PR 1 and the MLC blog's two RTX 4090s
+                    "exllama-v1": ("rtx-4090", 32e9), "llamacpp-pr6766": ("rtx-4090", 32e9),
+                    "llamacpp-issue6763": ("h100-pcie", 64e9), "autoawq-docs": ("rtx-4090", 32e9),
+                    "llm-perf-bench-pr1": ("rtx-4090", 32e9), "mlc-blog-multigpu-2023": ("rtx-4090", 32e9)}

@@ -100,7 +100,9 @@ def test_every_decode_run_is_typed_here_from_its_source():
     tests/test_session32_unseen_decode.py, session 33's llm-perf-bench, LMDeploy w4a16, premAI, llama.cpp, ExLlamaV2 and
     TensorRT-LLM v0.9.0 rows in tests/test_session33_unseen_decode.py, session 34's NeMo, TensorRT-LLM v0.8.0, AutoAWQ,
     TinyChat and llama.cpp rows in tests/test_session34_unseen_decode.py, session 35's optimum GPTQ, ExLlama v1,
-    llama.cpp, Model Optimizer, AutoAWQ docs and TensorRT-LLM blog rows in tests/test_session35_unseen_decode.py; every
+    llama.cpp, Model Optimizer, AutoAWQ docs and TensorRT-LLM blog rows in tests/test_session35_unseen_decode.py, its
+    second batch (llm-perf-bench PR #1, NIM, vLLM's perf benchmark, AutoGPTQ, the MLC blog) in
+    tests/test_session35_unseen_decode2.py; every
     other decode row here."""
     data = other_runs_data()
     elsewhere = ("amd-vllm ", "torchao-kv-long ", "qwen2.5-speed-hf ", "qwen3-speed-hf ", "trtllm-v0.6.1 ",
@@ -111,7 +113,8 @@ def test_every_decode_run_is_typed_here_from_its_source():
                  "nemo-llama2-inference ", "trtllm-v0.8.0 ", "autoawq-v0.1.6 ", "tinychat-b76fab6 ", "llamacpp-pr6017 ",
                  "llamacpp-issue2641 ", "optimum-gptq-bench ", "exllama-v1 ", "llamacpp-pr6766 ", "llamacpp-issue6763 ",
                  "modelopt-v0.11 ", "modelopt-v0.21 ", "autoawq-docs ", "trtllm-blog-h200launch ",
-                 "trtllm-blog-falcon180b-h200 ")
+                 "trtllm-blog-falcon180b-h200 ", "llm-perf-bench-pr1 ", "nim-bench-llm-1.0.0 ", "vllm-perf-bench-9515 ",
+                 "autogptq-readme ", "mlc-blog-multigpu-2023 ")
     decode = {r["id"] for r in data["runs"] if r["kind"] == "decode" and not r["id"].startswith(elsewhere)}
     assert decode == set(STATED)
 
