@@ -19,8 +19,8 @@ at its payload, collectives.py): the saturating SMs comm_sms_to_peak states (4 o
 2 CTAs a link without). A GEMM on fewer SMs: the kernel model's tile and wave rule with the SMs it keeps, each at
 its full-GPU share (kernel_time.KernelTimer). Where an op takes longer than its GEMM and its collective run one
 after the other, the difference is charged to the compute; what it hides is at most its own collective.
-Not modelled: a recipe's per-op config (NeMo's tp_overlap_configs: TE's defaults are taken for every row), the
-external wgrad beside the dgrad ring exchange, atomic GEMMs, the SMs' share of memory bandwidth beside the GEMMs
+Each op's method and SMs: TE's defaults, or the NeMo / Megatron-Bridge per-model config a row's recipe names
+(recipe_config; `--tp-comm-overlap <config>`). Not modelled: the external wgrad beside the dgrad ring exchange, atomic GEMMs, the SMs' share of memory bandwidth beside the GEMMs
 (no Overlap.slowdown: the split of the SMs is the contention); collectives outside TE's modules (embedding, head,
 a MoE layer's experts) stay exposed.
 """
