@@ -107,9 +107,11 @@ def test_training_json_names_the_overlap_it_was_timed_under(capsys):
     aligned = run_json(INTERLEAVED, capsys)
     moved = run_json([*INTERLEAVED, "--no-align-grad-reduce", "--dp-overlap", "0.5"], capsys)
     # pp 1.0: Megatron's default overlap_p2p_comm on this interleaved layout, dp 0.0 its default
-    # --overlap-grad-reduce off (layout/overlap.py framework_overlap)
+    # --overlap-grad-reduce off (layout/overlap.py framework_overlap); ub "" no userbuffers config (wt35_ubsms's
+    # --tp-comm-overlap not given)
     assert aligned["inputs"]["overlap"] == {"tp": 0.0, "dp": 0.0, "prefetch": True, "slowdown": 0.189, "pp": 1.0,
-                                            "params": 0.0, "ep": 0.0, "align_grad": True, "async_tp": False}
+                                            "params": 0.0, "ep": 0.0, "align_grad": True, "async_tp": False,
+                                            "ub": ""}
     assert (moved["inputs"]["overlap"]["align_grad"], moved["inputs"]["overlap"]["dp"]) == (False, 0.5)
     assert moved["step"]["seconds"] != aligned["step"]["seconds"]
     assert "inputs.overlap" in aligned["units"] == spec.JSON_UNITS["simulate"]
