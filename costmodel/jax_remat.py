@@ -26,7 +26,8 @@ fused attention is a custom call, neither a dot_general nor tagged, so no policy
 log-sum-exp: its forward runs again in backward, from the kept q, k, v); the layer's last linear (the FFN's
 down projection) neither reruns nor is kept, its output read by no backward (jax.checkpoint saves only the
 residuals the backward reads, and its rematerialised forward is dead-code eliminated to what the backward
-reads: the closing residual add's output is the next layer's kept input). Under "jax-dots" an eager
+reads: the closing residual add's output is the next layer's kept input; a dropout between them reads its
+mask, which reruns from the key, not the projection's output: op_checkpoint.checkpointed_layer). Under "jax-dots" an eager
 attention core's two batched products are dot_generals the policy would keep, which the leaves do not
 split from its softmax: refused (JaxPolicy.needs_fused_attention).
 Not modelled: a biased linear's bias add, a separate op after the dot_general in JAX (rerun in the model

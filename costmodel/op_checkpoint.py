@@ -61,10 +61,16 @@ def checkpointed_layer(checkpoint: Any, body: list[Any], policy: str = NAME) -> 
     after each leaf that keeps outputs."""
     kept_names = _kept_linears(body, policy)
     last = max((i for i, leaf in enumerate(body) if leaf.cost.saved_bytes != 0), default=-1)
+    # the leaf whose last linear the recompute stops at: under JAX's DCE a dropout's backward reads its mask
+    # (regenerated from the key, so the dropout reruns), not its input: a GPT's dropout after the down
+    # projection does not make the backward read the down projection's output (a post-norm's input does)
+    reads = last if policy not in JAX_POLICIES else max(
+        (i for i, leaf in enumerate(body) if leaf.cost.saved_bytes != 0 and not isinstance(leaf.block, B.Dropout)),
+        default=-1)
     out = [checkpoint]
     for i, (leaf, kept) in enumerate(zip(body, kept_names)):
         ops = leaf.block.linear_ops()
-        stop = (ops[-1].name,) if i == last and ops else ()  # the recompute stops at its input
+        stop = (ops[-1].name,) if i == reads and ops else ()  # the recompute stops at its input
         if policy in JAX_POLICIES:  # JAX saves only residuals the backward reads: not the last linear's output
             kept = tuple(name for name in kept if name not in stop)
         leaf = dataclasses.replace(leaf, checkpointed=i <= last, kept_outputs=kept,

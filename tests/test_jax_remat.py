@@ -108,3 +108,24 @@ def test_the_cli_accepts_them(capsys):
                                    "--json"], capsys)
         assert code == 0, err
         assert policy in json.dumps(json.loads(out))
+
+
+def test_a_dropout_after_the_down_projection_does_not_make_the_backward_read_its_output():
+    """The odd GPT with dropout 0.1 (gpt2-dropout: d 48, d_ff 37, T 15, bf16; flash): a dropout after the down
+    projection keeps its mask, and JAX regenerates the mask from the key in backward (the dropout reruns); its
+    backward reads no input, so as without dropout the down projection's output is neither kept (jax-dots) nor
+    rerun (jax-qkv). Before wt36_review the dropout leaf, the layer's last with saved bytes, hid the stop: jax-dots
+    kept down's output too (T d e = 15 * 48 * 2 = 1,440 bytes a layer more: 2,550, not up's 1,110) and jax-qkv
+    reran it (2 T d d_ff = 53,280 FLOPs a layer more: 106,560, not up's 53,280)."""
+    leaves = layer(tree("gpt2-dropout", "jax-dots", attention="flash"))
+    assert leaves["ffn.mlp"].kept_outputs == ("up",) and leaves["ffn.mlp"].not_rerun == ("up", "down")
+    model = tree("gpt2-dropout", "jax-dots", attention="flash")
+    assert number(model, layer(model)["ffn.mlp_kept"].cost.saved_bytes) == 1110
+    assert layer(model)["ffn.dropout"].checkpointed  # the mask is regenerated, not kept
+    model = tree("gpt2-dropout", "jax-qkv", attention="flash")
+    leaves = layer(model)
+    assert leaves["ffn.mlp"].not_rerun == ("down",)
+    assert number(model, leaves["ffn.mlp"].rerun.flops_matmul) == 2 * 15 * 48 * 37 == 53280
+    # a post-norm layer's last norm reads the residual sum, so the down projection's output: it reruns (bert-dropout)
+    model = tree("bert-dropout", "jax-qkv", attention="flash")
+    assert number(model, layer(model)["ffn.mlp"].rerun.flops_matmul) == 2 * 53280
