@@ -135,7 +135,11 @@ SCRIPTS = {"gpt-fast": ("generate.py", "32971d3"), "gpt-fast-amd": ("generate.py
            "trtllm-blog-falcon180b-h200": ("gptSessionBenchmark", None),
            # session 35's second batch (wt35_unseend2)
            "vllm-perf-bench-9515": ("benchmarks/benchmark_latency.py", None),
-           "autogptq-readme": ("examples/benchmark/generation_speed.py", "37a8cd37")}
+           "autogptq-readme": ("examples/benchmark/generation_speed.py", "37a8cd37"),
+           # session 36's unseen rows (wt36_unseend)
+           "trtllm-v0.5.0": ("gptSessionBenchmark", None),
+           "sglang-docs-eagle3": ("the EAGLE repository's evaluation", None),
+           "hf-blog-llama2-sagemaker": ("router/src/server.rs", None)}
 #: The sources whose figure is the decode steps' own rate (the prefill's token apart), and the words of their
 #: rate_source that name what was read: the IBM blog's median latency; ExLlamaV2's test_inference.py (its own
 #: README and llm-perf-bench's 4-bit table), MLC's benchmark (not read: the rate assumed), LMDeploy's
@@ -148,7 +152,8 @@ DECODE_STEPS_ONLY = {"ibm-compile-llama2": "median latency", "llm-perf-bench-4bi
                      "exllama-v1": "test_benchmark_inference.py", "llamacpp-pr6766": "eval time",
                      "llamacpp-issue6763": "eval tokens per second", "autoawq-docs": "examples/benchmark.py",
                      "llm-perf-bench-pr1": "test_benchmark_inference", "nim-bench-llm-1.0.0": "ITL",
-                     "mlc-blog-multigpu-2023": "llm-perf-bench-4bit"}
+                     "mlc-blog-multigpu-2023": "llm-perf-bench-4bit", "pytorch-blog-gemlite": "gen throughput",
+                     "bnb-benchmarking-0.45": "optimum-benchmark's latency scenario"}
 #: The sources whose tokens/s counts the prompt's tokens too (Qwen3's docs: (prompt + generation) / time; premAI's
 #: bench.py: len(output[0]) / delta, the prompt's ids among the output's).
 PROMPT_COUNTED = ("qwen3-speed-hf", "premai-a100")

@@ -106,4 +106,6 @@ def test_every_sources_hardware_still_loads():
                     # PCIe at its Gen5 link), wt35_unseend2's llm-perf-bench PR 1 and the MLC blog's two RTX 4090s
                     "exllama-v1": ("rtx-4090", 32e9), "llamacpp-pr6766": ("rtx-4090", 32e9),
                     "llamacpp-issue6763": ("h100-pcie", 64e9), "autoawq-docs": ("rtx-4090", 32e9),
-                    "llm-perf-bench-pr1": ("rtx-4090", 32e9), "mlc-blog-multigpu-2023": ("rtx-4090", 32e9)}
+                    "llm-perf-bench-pr1": ("rtx-4090", 32e9), "mlc-blog-multigpu-2023": ("rtx-4090", 32e9),
+                    # session 36's SageMaker benchmark: g5.12xlarge's four A10Gs (no NVLink)
+                    "hf-blog-llama2-sagemaker": ("a10g", 32e9)}
