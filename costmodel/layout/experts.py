@@ -214,7 +214,9 @@ def flex_seconds(hardware, payload: float, n_experts: int, top_k: int, groups: i
     rates: DeepEP's intranode kernels over a wider NVLink domain (check_dispatcher_peers), each pass
     one dispatch and one combine kernel (a dispatch's backward is a combine, a combine's a
     dispatch), so half the payload at each measured rate, over what a rank receives: a token once
-    per distinct target rank, its own included (FlexCopies.ranks)."""
+    per distinct target rank, its own included (FlexCopies.ranks); or DeepEP's internode kernels
+    ("copies": "nodes", layout/deepep_internode.py), over a token once per distinct node, its own
+    included (FlexCopies.nodes), as DeepEP's test counts them."""
     from ..collectives import node_once_seconds, ranks_per_node
 
     copies = flex_copies(n_experts, top_k, groups, chosen, ep, ranks_per_node(hardware, ep, span))
