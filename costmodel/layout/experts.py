@@ -207,20 +207,24 @@ def flex_copies(n_experts: int, top_k: int, groups: int, chosen: int, ep: int, l
 
 
 def flex_seconds(hardware, payload: float, n_experts: int, top_k: int, groups: int, chosen: int, ep: int,
-                 span: int, rates: dict[str, float] | None = None) -> float:
+                 span: int, rates: dict[str, Any] | None = None) -> float:
     """Seconds of flex-dispatcher exchanges whose inputs are `payload` bytes (each token once): the
     expected copies (flex_copies) for the EP group's ranks a node, over the inter-node link and NVLink
     (collectives.node_once_seconds). ep ranks spanning `span` GPUs; groups and chosen as flex_copies'.
     rates: DeepEP's intranode kernels over a wider NVLink domain (check_dispatcher_peers), each pass
     one dispatch and one combine kernel (a dispatch's backward is a combine, a combine's a
     dispatch), so half the payload at each measured rate, over what a rank receives: a token once
-    per distinct target rank, its own included (FlexCopies.ranks)."""
+    per distinct target rank, its own included (FlexCopies.ranks); or DeepEP's internode kernels
+    ("copies": "nodes", layout/deepep_internode.py), over a token once per distinct node, its own
+    included (FlexCopies.nodes), as DeepEP's test counts them."""
     from ..collectives import node_once_seconds, ranks_per_node
 
     copies = flex_copies(n_experts, top_k, groups, chosen, ep, ranks_per_node(hardware, ep, span))
-    if rates is not None:
-        received = float(payload * copies.ranks) / 2
-        return received / rates["dispatch_bytes_per_s"] + received / rates["combine_bytes_per_s"]
+    if rates is not None:  # received by a rank (NVLink domain), or sent once a node (internode: deepep_internode.py,
+        internode = rates.get("copies") == "nodes"  # with the link rule's one latency)
+        received = float(payload * (copies.nodes if internode else copies.ranks)) / 2
+        latency = hardware.collective_latency_s if internode else 0.0
+        return received / rates["dispatch_bytes_per_s"] + received / rates["combine_bytes_per_s"] + latency
     return node_once_seconds(hardware, float(payload * copies.remote_nodes), float(payload * copies.nvlink), ep, span)
 
 
@@ -366,20 +370,22 @@ def fsdp_gathered(estimate: Any, stage: Any, scope: str) -> int:
 DEEPEP_NVL_PEERS = 8
 
 
-def check_dispatcher_peers(layout: Any, hardware: Any) -> dict[str, float] | None:
+def check_dispatcher_peers(layout: Any, hardware: Any) -> dict[str, Any] | None:
     """Where more of the expert-parallel group shares a node (NVLink domain) than DeepEP's
     internode kernels reach: its intranode kernels over the whole domain where the group fits one
     (DeepEP pull request #218, as the DeepSeek-V3 GB200 guide ran EP 32), returned as their
     measured rates (kernel_facts.json "deepep_nvlink_domain"); refused where the group spans more
-    than one domain or no rate is measured for this GPU and group. None: DeepEP as its own kernels
-    (the module docstring's flex dispatcher). Wherever a hardware file is known (the time model,
-    estimate's fit)."""
+    than one domain or no rate is measured for this GPU and group. Across nodes of at most 8 ranks: its
+    internode kernels' measured rates where the card is the measured one (layout/deepep_internode.py).
+    None: DeepEP as its own kernels at the link rule (the module docstring's flex dispatcher). Wherever a
+    hardware file is known (the time model, estimate's fit)."""
     from ..collectives import ranks_per_node
     from ..kernel_rates import kernel_facts
 
     local = ranks_per_node(hardware, layout.ep, layout.ep_span)
     if layout.ep_dispatcher != "deepep" or local <= DEEPEP_NVL_PEERS:
-        return None
+        from .deepep_internode import internode_rates  # its internode kernels, measured (None: the link rule)
+        return internode_rates(layout, hardware, local)
     if layout.ep_span > hardware.gpus_per_node:
         raise ConfigError(f"layout: DeepEP's internode kernels reach at most {DEEPEP_NVL_PEERS} NVLink peers "
                           f"(LEGACY_NUM_MAX_NVL_PEERS), not the {local} ranks a node of {hardware.name} "
