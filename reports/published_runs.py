@@ -153,7 +153,8 @@ def decode_layout(run: dict[str, Any], source: dict[str, Any]) -> Layout:
 #: (kv_dtype: a quantized KV cache, torchao's --kv_cache_quantization as int8). decode_kernel: the
 #: kernel a decode step's attention runs where the source's engine states one from its code
 #: (kernel_facts.json "decode_attention_kernels": TensorRT-LLM v0.6.1's masked MHA); none: the fused one.
-#: sampling: how the loop picks its token (costmodel/generate_windows.SAMPLINGS); none: greedy.
+#: sampling: how the loop picks its token (costmodel/generate_windows.SAMPLINGS; one GPU's simulate only, the
+#: layout's decode counts greedy); none: greedy.
 DECODE_SETTINGS = ("prompt", "gen", "batch", "attention", "kv_cache", "cuda_graphs", "dtype", "implementation",
                    "decode_kernel", "sampling")
 DECODE_QUANTIZATION = ("weight_dtype", "weight_group", "fp8_gemm", "kv_dtype")
