@@ -77,6 +77,9 @@ def test_the_counting_script_recounts_or_refuses_another_transformers(capsys, sa
         stated = entry["sampled" if sampled else "greedy"]
         assert (counts["per_step"], counts["serial_per_step"], counts["syncs_per_step"]) == (
             stated["per_step"], stated["serial_per_step"], stated["syncs_per_step"])
+        layers = next(e for e in kernel_facts()["eager_step_ops"]["implementations"]
+                      if (e["name"], e["family"]) == name)["ops"]["bf16"]  # 4.46: 81 + repeat_kv's 8
+        assert counts["per_layer_with_the_call"] == layers["per_layer"] + layers.get("grouped_kv_per_layer", 0)
         return
     with pytest.raises(SystemExit) as exit_:
         generate_syncs.counts(sampled)

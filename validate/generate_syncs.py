@@ -51,6 +51,14 @@ SAMPLING = {"4.46.0": dict(temperature=0.7, top_p=0.8, top_k=20, repetition_pena
             "4.51.3": dict(temperature=0.6, top_p=0.95, top_k=20)}
 NEW_TOKENS = 6
 
+#: What the real flash call dispatches beyond the stand-in's one op, as validate/generate_ops_446.py
+#: counts v2.5.8's (FLASH_CALL_OPS: the tensors it allocates, views not counted): flash-attn
+#: v2.7.4.post1 csrc/flash_attn/flash_api.cpp mha_fwd at one query under GQA (seqlenq_ngroups_swapped,
+#: line 408): torch::empty_like out (431), softmax_lse (441), p's empty({0}) (449), set_params_splitkv's
+#: two accumulators where it splits the keys (320-321), rng_state (483), and the copy that out's
+#: transpose(1, 2).reshape(...) makes of the swapped, no longer contiguous output (507).
+FLASH_274_CALL_OPS = 7
+
 
 def step_sequence(layers: int, sampled: bool) -> list[str]:
     """The aten ops (names) of one steady decoding step, with "#LAYER" before each layer's and
@@ -107,7 +115,9 @@ def windows(sequence: list[str]) -> dict[str, Any]:
 
 
 def counts(sampled: bool) -> dict[str, Any]:
-    """Per layer (all in the window), the step's own ops, its reads and its serial ops."""
+    """Per layer (all in the window; with the stand-in, and with the real call's ops), the step's own
+    ops, its reads and its serial ops (at 2 KV heads of 4: 4.51.3's flash path repeats none; 4.46's
+    per layer is kernel_facts.json eager_step_ops' 81 + 8)."""
     import transformers
 
     if transformers.__version__ not in SAMPLING:
@@ -120,7 +130,9 @@ def counts(sampled: bool) -> dict[str, Any]:
     if one["serial"] != two["serial"] or one["syncs"] != two["syncs"]:
         raise AssertionError("the layers changed the ops outside the forward's window.")
     per_layer = two["ops"] - one["ops"]
+    call = FLASH_274_CALL_OPS if transformers.__version__ == "4.51.3" else 5  # 4.46: generate_ops_446.FLASH_CALL_OPS
     return {"transformers": transformers.__version__, "sampled": sampled, "per_layer": per_layer,
+            "per_layer_with_the_call": per_layer - 1 + call,
             "per_step": one["ops"] - per_layer, "syncs_per_step": one["syncs"], "serial_per_step": one["serial_ops"],
             "serial": one["serial"]}
 
