@@ -154,7 +154,7 @@ def training_bytes(entry: dict | None) -> dict[str, tuple[Any, Any]] | None:
 
 
 def step_ops(cfg: Any, implementation: str, dtype: str, attention: str, kv_cache: str,
-             quantization: dict[str, Any] | None = None) -> int | None:
+             quantization: dict[str, Any] | None = None, sampling: str = "greedy") -> int | None:
     """The aten ops one eager decoding step at batch 1 of this implementation issues
     (kernel_facts.json "eager_step_ops": per layer x the layers, a window's layers at their own
     count where the family states one (Gemma 2's sliding_per_layer), plus the step's own, plus
@@ -168,14 +168,19 @@ def step_ops(cfg: Any, implementation: str, dtype: str, attention: str, kv_cache
     which keep the count. fp16 takes
     bf16's counts: both are half types, so the same casts (x.float(), type_as) dispatch. A
     quantized KV cache (quantization's kv_dtype) keeps the counts, a lower bound (its quantize and
-    dequantize ops are not counted)."""
-    split = step_ops_split(cfg, implementation, dtype, attention, kv_cache, quantization)
+    dequantize ops are not counted). sampling: generate_windows.SAMPLINGS (the step's own ops as the
+    release issues them where kernel_facts.json "generate_windows" counts them)."""
+    split = step_ops_split(cfg, implementation, dtype, attention, kv_cache, quantization, sampling)
     return None if split is None else sum(split)
 
 
 def step_ops_split(cfg: Any, implementation: str, dtype: str, attention: str, kv_cache: str,
-                   quantization: dict[str, Any] | None = None) -> tuple[int, int] | None:
-    """step_ops as (the layers' ops, the step's own ops: "per_step"), what a pipeline splits."""
+                   quantization: dict[str, Any] | None = None, sampling: str = "greedy") -> tuple[int, int] | None:
+    """step_ops as (the layers' ops, the step's own ops: "per_step", or the release's own count under
+    this sampling where generate_windows.step_windows states one), what a pipeline splits."""
+    from .generate_windows import step_windows
+
+    windows = step_windows(cfg, implementation, attention, sampling)
     if not _counted_weights(implementation, quantization or {}):
         return None
     counts = _step_counts(cfg, implementation, dtype, attention, kv_cache)
@@ -185,7 +190,8 @@ def step_ops_split(cfg: Any, implementation: str, dtype: str, attention: str, kv
     sliding = cfg.n_window_layers if "sliding_per_layer" in counts else 0  # decoder-only families here
     per_layer = counts["per_layer"] + counts.get("per_expert", 0) * cfg.n_experts  # a loop over every expert
     return ((per_layer + grouped) * (cfg.n_layers - sliding)
-            + (counts.get("sliding_per_layer", 0) + grouped) * sliding, counts["per_step"])
+            + (counts.get("sliding_per_layer", 0) + grouped) * sliding,
+            counts["per_step"] if windows is None else windows.per_step)
 
 
 def _counted_weights(implementation: str, quantization: dict[str, Any]) -> bool:

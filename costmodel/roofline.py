@@ -125,16 +125,20 @@ class KernelSteps:
     generate's prefill issues a few more, 305 against 279 in validate/generate_ops.py's tiny
     model, the same for prompts of 5 and 20 tokens). fused_qkv: the decoding code runs Q, K and V
     as one GEMM (kernel_facts_file.fuses_qkv: gpt-fast's wqkv), in the prefill and the steps alike.
-    decode_kernel: the decode steps' attention kernel (KernelTimer's; the prefill keeps the fused one's)."""
+    decode_kernel: the decode steps' attention kernel (KernelTimer's; the prefill keeps the fused one's).
+    serial_ops: the step's ops issued outside the forward's window between GPU reads
+    (generate_windows): their host time joins each cached step's kernels, max(kernels + serial t, ops t)."""
 
     def __init__(self, roof: Roofline, cuda_graphs: bool, compiled: bool = False, step_ops: int | None = None,
-                 fused_qkv: bool = False, copies: dict | None = None, decode_kernel: str | None = None):
+                 fused_qkv: bool = False, copies: dict | None = None, decode_kernel: str | None = None,
+                 serial_ops: int | None = None):
         from .kernel_time import KernelTimer, check_kernel_model
 
         check_kernel_model(roof.hardware)
         self.roof = roof
         self.step_ops = step_ops
         self.copies = copies  # eager_ops.step_copies: what the decoding code copies per cached key and layer
+        self.serial_ops = serial_ops  # generate_windows: the step's ops outside the forward's window
         self.timer = KernelTimer(roof.hardware, roof.dtype, roof.workload.attention,
                                  efficiency=roof.efficiency_given, compiled=compiled, w8a8=roof.w8a8, fused_qkv=fused_qkv)
         self.decode_timer = KernelTimer(roof.hardware, roof.dtype, roof.workload.attention,
@@ -175,7 +179,8 @@ class KernelSteps:
         for c in sampled:
             subs = inference_subs(self.roof.cfg, self.roof.dtype, batch, c if rerun else 1, context=c, source_len=source)
             kernels = leaves_time(leaves, subs, self.decode_timer)
-            kernels = replace(kernels, seconds=kernels.seconds + self.copy_seconds(subs, batch * c))
+            kernels = replace(kernels, seconds=kernels.seconds + self.copy_seconds(subs, batch * c)
+                              + (self.decode_timer.host_seconds(self.serial_ops) or 0.0))
             times.append(host_bound_seconds(kernels, self.step_ops, self.decode_timer))
         return sampled, times
 
@@ -318,7 +323,7 @@ def simulate_inference(cfg: ModelConfig, hardware: Hardware, *, prompt: int, gen
                        quantization: dict[str, Any] | None = None,
                        time_model: str | None = None, compiled: bool = False,
                        mla: str = "naive", implementation: str = "transformers",
-                       decode_kernel: str | None = None) -> dict[str, Any]:
+                       decode_kernel: str | None = None, sampling: str = "greedy") -> dict[str, Any]:
     """Prefill latency, time per output token as the context grows, tokens/s, the decode
     crossover batch, what fits in memory, and a step table with and without a KV cache.
 
@@ -334,7 +339,10 @@ def simulate_inference(cfg: ModelConfig, hardware: Hardware, *, prompt: int, gen
     model's eager steps (the prefill, the cached steps and the table's reruns, at any batch) take
     the longer of their kernels and their host time. decode_kernel: the kernel a decode step's
     attention runs where its code is stated (kernel_facts.json "decode_attention_kernels":
-    "trtllm-mmha"; the kernel model's cached steps only); None: the fused kernel's figures.
+    "trtllm-mmha"; the kernel model's cached steps only); None: the fused kernel's figures. sampling:
+    how the loop picks its token (generate_windows.SAMPLINGS): where kernel_facts.json "generate_windows"
+    counts the code's step, its own ops under that sampling, and the ops it issues outside the forward's
+    window between GPU reads, whose host time joins the cached steps' kernels (KernelSteps.serial_ops).
 
     An encoder-decoder's prompt is its source: the prefill runs the encoder over it and the
     decoder over its own prompt (decoder_prompt tokens, the start token by default); each decode
@@ -348,11 +356,14 @@ def simulate_inference(cfg: ModelConfig, hardware: Hardware, *, prompt: int, gen
     steps (the one gpt-fast's, torchao's generate.py and vLLM's benchmark_latency.py publish)."""
     import numpy as np
 
+    from .generate_windows import SAMPLINGS, step_windows
     from .kernel_facts_file import fuses_qkv
     from .spec import DECODE_CODES
 
     if implementation not in DECODE_CODES:
         raise ConfigError(f"--decode-code must be {DECODE_CODES.listed()}, got {implementation!r}.")
+    if sampling not in SAMPLINGS:
+        raise ConfigError(f"sampling must be one of {', '.join(SAMPLINGS)}, got {sampling!r}.")
     time_model = time_model_for(hardware, time_model, dtype)
     if compiled and time_model != "kernels":
         raise ConfigError("--compile is modelled by the kernel-level time model only; add --time-model kernels.")
@@ -363,9 +374,11 @@ def simulate_inference(cfg: ModelConfig, hardware: Hardware, *, prompt: int, gen
     decoder_prompt = decoder_prompt if encoder_decoder else prompt
     prefill_total, prefill_s, prefill_blocks = roof.prefill(batch, decoder_prompt, source_len=source)
     prefill_s = roofline_prefill_s = float(prefill_s)
-    ops = step_ops(cfg, implementation, roof.dtype, attention, kv_cache, quantization)
+    ops = step_ops(cfg, implementation, roof.dtype, attention, kv_cache, quantization, sampling)
     copies = step_copies(cfg, implementation, attention)
-    kernels = (KernelSteps(roof, cuda_graphs, compiled, ops, fuses_qkv(implementation), copies, decode_kernel)
+    windows = step_windows(cfg, implementation, attention, sampling) if ops is not None else None
+    kernels = (KernelSteps(roof, cuda_graphs, compiled, ops, fuses_qkv(implementation), copies, decode_kernel,
+                           serial_ops=windows.serial if windows else None)
                if time_model == "kernels" else None)
     blocks = [{"path": b.path, "seconds": b.seconds, "bound": b.timing.bound} for b in prefill_blocks]
     if kernels:  # the kernel model's blocks, each with the roofline's bound (None: a row of its own)
@@ -451,7 +464,9 @@ def simulate_inference(cfg: ModelConfig, hardware: Hardware, *, prompt: int, gen
             syncs = step_syncs(cfg, implementation, roof.dtype, attention, kv_cache)  # eager_ops: a loop's syncs
             result["decode"]["host"] = {"ops_per_step": kernels.step_ops, "seconds_per_step": host,
                                         "bound": host >= first_s, **host_op_fields(hardware),
-                                        **({"syncs_per_step": syncs} if syncs else {})}
+                                        **({"syncs_per_step": syncs} if syncs else {}),
+                                        **({"loop_reads_per_step": windows.syncs,
+                                            "serial_ops_per_step": windows.serial} if windows else {})}
         elif kernels and kernels.decode_timer.host_s_per_op is not None:  # eager on a GPU host, ops not counted
             result["decode"]["host"] = {"ops_per_step": None, "seconds_per_step": None, "bound": None}
     # whether it fits, with no token generated too (the prefill alone: --gen 0)

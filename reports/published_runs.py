@@ -153,8 +153,10 @@ def decode_layout(run: dict[str, Any], source: dict[str, Any]) -> Layout:
 #: (kv_dtype: a quantized KV cache, torchao's --kv_cache_quantization as int8). decode_kernel: the
 #: kernel a decode step's attention runs where the source's engine states one from its code
 #: (kernel_facts.json "decode_attention_kernels": TensorRT-LLM v0.6.1's masked MHA); none: the fused one.
+#: sampling: how the loop picks its token (costmodel/generate_windows.SAMPLINGS; one GPU's simulate only, the
+#: layout's decode counts greedy); none: greedy.
 DECODE_SETTINGS = ("prompt", "gen", "batch", "attention", "kv_cache", "cuda_graphs", "dtype", "implementation",
-                   "decode_kernel")
+                   "decode_kernel", "sampling")
 DECODE_QUANTIZATION = ("weight_dtype", "weight_group", "fp8_gemm", "kv_dtype")
 
 
@@ -177,6 +179,7 @@ def decode_setup(run: dict[str, Any], source: dict[str, Any]) -> tuple[ModelConf
                           f"not_modelled): the model times a step at its own context, "
                           f"{settings['prompt']} + {settings['gen']} tokens at most.")
     settings["implementation"] = settings["implementation"] or "transformers"
+    settings["sampling"] = settings["sampling"] or "greedy"
     quantization = {k: run[k] for k in DECODE_QUANTIZATION if k in run}
     if "weight_dtype" in quantization and source.get("quantize_head"):  # gpt-fast's, torchao's head
         quantization["quantize_head"] = True
@@ -220,7 +223,8 @@ def decode_run(run: dict[str, Any], source: dict[str, Any], time_model: str) -> 
     result = simulate_inference(cfg, hardware, prompt=s["prompt"], gen=s["gen"], batch=s["batch"],
                                 dtype=s["dtype"], attention=s["attention"], kv_cache=s["kv_cache"],
                                 cuda_graphs=s["cuda_graphs"], quantization=quantization, time_model=time_model,
-                                implementation=s["implementation"], decode_kernel=s["decode_kernel"])
+                                implementation=s["implementation"], decode_kernel=s["decode_kernel"],
+                                sampling=s["sampling"])
     return sequence_rate(result["decode"], rate, s["prompt"], s["gen"], s["batch"])
 
 

@@ -87,4 +87,7 @@ def test_the_qwen25_rows_charge_4_46s_copies():
     runs = {r["id"]: r for r in data["runs"]}
     ratio = {p: decode_run(runs[f"qwen2.5-speed-hf qwen2.5-7b-instruct input {p}"], source, "kernels") / rate
              for p, rate in ((1, 40.38), (30720, 18.83))}
-    assert ratio[1] == pytest.approx(1.36, abs=0.005) and ratio[30720] == pytest.approx(1.80, abs=0.005)
+    # 1.36x and 1.80x greedy; sampled as the script's generation config asks (generate_windows: 41 ops more
+    # a step, 41 of them issued outside the forward's window): 1.34x and 1.78x
+    assert source["sampling"] == "sampled"
+    assert ratio[1] == pytest.approx(1.34, abs=0.005) and ratio[30720] == pytest.approx(1.78, abs=0.005)

@@ -127,8 +127,9 @@ def test_the_prompt_and_generation_rate_counts_the_prompt_over_the_same_seconds(
 
 def test_the_qwen_steps_issue_the_counted_ops_of_transformers_generate():
     """transformers 5.24's counted ops a decoding step (eager_step_ops), per layer times the layers plus the
-    step's own, under flash attention and the dynamic cache: the Qwen3 dense rows' host term (transformers-4.51
-    takes them for a family without experts); the Qwen2.5 rows take 4.46's own (tests/test_hf_repeat_kv_446.py)."""
+    step's own, under flash attention and the dynamic cache; the Qwen3 dense rows take 4.51.3's own (99 a layer,
+    110 a step sampled: kernel_facts.json eager_step_ops and generate_windows, tests/test_generate_windows.py), the
+    Qwen2.5 rows 4.46's (tests/test_hf_repeat_kv_446.py)."""
     from costmodel.eager_ops import step_ops
     from costmodel.presets import load_preset
 
@@ -136,3 +137,5 @@ def test_the_qwen_steps_issue_the_counted_ops_of_transformers_generate():
               for name in ("qwen2.5-0.5b", "qwen2.5-7b-instruct", "qwen2.5-32b-instruct", "qwen3-8b", "qwen3-32b")}
     assert counts == {"qwen2.5-0.5b": 1880, "qwen2.5-7b-instruct": 2184, "qwen2.5-32b-instruct": 4920,
                       "qwen3-8b": 3368, "qwen3-32b": 5944}
+    assert step_ops(load_preset("qwen3-8b"), "transformers-4.51", "bf16", "flash", "dynamic",
+                    sampling="sampled") == 36 * 99 + 110 == 3674

@@ -1,0 +1,54 @@
+"""The host time of an eager Hugging Face generate step that no kernel hides (kernel_facts.json
+"generate_windows", counted by validate/generate_syncs.py under the release a decode code names).
+
+A step reads the GPU a few times (the mask check at the forward's start, multinomial's checks when
+sampling, the stopping check, the cache-position check): each read drains the GPU before the host
+goes on. The forward's kernels run inside one window between reads; the other windows' ops are
+issued one by one after the GPU has drained, so their host time adds to the step. With the host's
+time an op t, a step of `ops` counted ops of which `serial` lie outside the forward's window takes
+serial t + max(kernels, (ops - serial) t) = max(kernels + serial t, ops t): the serial time joins
+the kernels' side of eager_ops.eager_step_seconds' rule (roofline.KernelSteps.decode_curve). A
+host-bound step is unchanged; a GPU-bound one pays the serial ops too.
+
+It also gives the step's own ops as the release issues them, greedy or sampling as the checkpoint's
+generation_config.json asks (SAMPLINGS): the logits processors, the softmax and multinomial's own
+ops in place of an argmax (eager_ops.step_ops_split takes them)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+#: How a decoding loop picks its token: "greedy" (GenerationConfig's default, what eager_step_ops
+#: counts) or "sampled" (the checkpoint's generation_config.json: do_sample with its temperature,
+#: top-k, top-p and penalties, as the counted entry states them).
+SAMPLINGS = ("greedy", "sampled")
+
+
+@dataclass(frozen=True)
+class StepWindows:
+    """One step's own ops as the release issues them (per_step), the ops outside the forward's
+    window (serial) and the device-to-host reads (syncs)."""
+    per_step: int
+    serial: int
+    syncs: int
+
+
+def check_sampling(sampling: str) -> None:
+    """ValueError for a sampling not in SAMPLINGS (the caller's one line)."""
+    if sampling not in SAMPLINGS:
+        raise ValueError(f"sampling must be one of {', '.join(SAMPLINGS)}, got {sampling!r}.")
+
+
+def step_windows(cfg: Any, implementation: str, attention: str, sampling: str = "greedy") -> StepWindows | None:
+    """The counted windows of a decoding step of this config's family under this code and attention
+    (kernel_facts.json "generate_windows"), or None where none is counted."""
+    from .kernel_facts_file import kernel_facts
+
+    check_sampling(sampling)
+    for entry in kernel_facts()["generate_windows"]["implementations"]:
+        if (entry["name"] == implementation and entry["family"] == cfg.family and entry["attention"] == attention
+                and all(getattr(cfg, name) == value for name, value in entry["config"].items())):
+            counts = entry[sampling]
+            return StepWindows(int(counts["per_step"]), int(counts["serial_per_step"]), int(counts["syncs_per_step"]))
+    return None
