@@ -1,6 +1,6 @@
 """Session 36's unseen training rows (costmodel/published_runs.json sources "mosaicgpt-a100-80gb", "llmc",
-"gpu-hours-stablelm-3b", typed before any was computed at 31499850, and "maxtext-a3", typed before it was computed at
-25501041): each row's figure and layout as its source prints them, and the kernel model's ratios as first computed
+"gpu-hours-stablelm-3b", typed before any was computed at 31499850, "maxtext-a3" at 25501041 and "kempnerforge-175b" at
+d45b0ecd, each before it was computed): each row's figure and layout as its source prints them, and the kernel model's ratios as first computed
 (our speed over the published one; the GPU-hours row's published hours over ours), the estimate validate/FINDINGS.md
 quotes ("Unseen training rows, session 36")."""
 
@@ -12,7 +12,7 @@ from reports.published_runs import run_kind
 from tests.unseen_rows import assert_first_computed, assert_summaries, ratios, runs_of, source_of, train_groups, \
     train_setup_of
 
-SOURCES = ("mosaicgpt-a100-80gb", "llmc", "maxtext-a3", "gpu-hours-stablelm-3b")
+SOURCES = ("mosaicgpt-a100-80gb", "llmc", "maxtext-a3", "kempnerforge-175b", "gpu-hours-stablelm-3b")
 
 
 def _runs() -> dict[str, dict]:
@@ -90,7 +90,22 @@ def test_the_stablelm_row_is_its_card_and_config():
     assert hardware.inter_node_bandwidth_bytes_per_s == 6.25e9  # amended after first computed: P4d's 400 Gbps a node
 
 
-FIRST = {"mosaicgpt-a100-80gb mpt-125m 2048 64xa100-80gb": 1.275,
+def test_the_kempnerforge_175b_row_is_its_report():
+    """154,523 tokens/s over 360 H200s, 19.09 s a step of 8 x 90 x 4,096 tokens; TP 4 x FSDP2 90; the report's 175.0B."""
+    run = runs_of("kempnerforge-175b")[0]
+    assert run["published_tokens_per_s_per_gpu"] == round(154523 / 360, 3)
+    assert run["global_batch"] * run["seq_len"] == 8 * 90 * 4096 == 2_949_120
+    assert run["global_batch"] * run["seq_len"] / run["published_seconds_per_step"] == pytest.approx(154523, rel=1e-3)
+    estimate, hardware, options = train_setup_of(run)
+    cfg = estimate.cfg
+    layer = 12288 * (12288 + 2 * 1024) + 12288 * 12288 + 3 * 12288 * 39680
+    assert (layer, 2 * cfg.vocab_size * cfg.d_model) == (1_789_919_232, 3_152_019_456)  # 171.8B in 96 layers, 3.15B
+    assert (estimate.layout.tp, estimate.layout.dp, estimate.layout.microbatches, estimate.workload.recompute,
+            options["compiled"], hardware.name) == (4, 90, 1, "full", True, "h200")
+
+
+FIRST = {"kempnerforge-175b 175b tp4 fsdp90 360xh200": 0.785,
+         "mosaicgpt-a100-80gb mpt-125m 2048 64xa100-80gb": 1.275,
          "mosaicgpt-a100-80gb mpt-7b 2048 8xa100-80gb": 1.017,
          "mosaicgpt-a100-80gb mpt-7b 65536 8xa100-80gb": 0.908,
          "mosaicgpt-a100-80gb mpt-70b 2048 64xa100-80gb": 1.045,
@@ -111,11 +126,12 @@ def test_all_dense_and_a_few_rows_as_first_computed():
 
 
 # (rows, median error %, within 0.75-1.33x, within 10%, within 5%) and the lowest and highest ratio, as first computed
-# (31499850 and 25501041, before any change to the model)
-FIRST_COMPUTED = {"training rates": ((35, 12.4, 32, 15, 7), (0.783, 1.457)),
+# (31499850, 25501041 and d45b0ecd, before any change to the model)
+FIRST_COMPUTED = {"training rates": ((36, 12.7, 33, 15, 7), (0.783, 1.457)),
                   "mosaicgpt-a100-80gb": ((26, 10.4, 26, 12, 5), (0.795, 1.275)),
                   "llmc": ((4, 5.2, 4, 3, 2), (0.783, 1.035)),
                   "maxtext-a3": ((5, 33.8, 2, 0, 0), (1.124, 1.457)),
+                  "kempnerforge-175b": ((1, 21.5, 1, 0, 0), (0.785, 0.785)),
                   "gpu-hours-stablelm-3b": ((1, 35.9, 0, 0, 0), (1.359, 1.359)),
                   "GPU-hours": ((1, 35.9, 0, 0, 0), (1.359, 1.359))}
 NOW = {**FIRST_COMPUTED, "gpu-hours-stablelm-3b": ((1, 27.6, 1, 0, 0), (1.276, 1.276)),
