@@ -181,6 +181,9 @@ ROWS = {
     # session 34 (wt34_gpuhours): LLaMA-1's GPU-hours rows on the 'llama' source's stack, section 2.4's all_reduce
     # overlapped with the backward
     "gpu-hours-llama1 65b 1.4T tokens": 2 / 3,
+    # session 36's unseen rows: llm.c's ZeRO-1, its bf16 gradients reduce-scattered under the last micro-step's
+    # backward (train_gpt2.cu: multi_gpu_async_reduce_gradient on the nccl stream), typed overlap_grad_reduce true
+    "llmc gpt2-124m zero1 8xa100-80gb": 2 / 3,
 }
 
 
@@ -188,8 +191,8 @@ def test_each_megatron_source_reduces_as_its_recipe_states():
     """One row a source (54 sources: all whose framework is megatron, session 31's StarCoderBase GPU-hours row
     among them since its one KV head is replicated under TP 4, session 32's Megatron-LLaMA and Llama 4 rows,
     session 34's DGX Cloud, MLPerf and Aquila2 rows and, since session 34, LLaMA-1's four GPU-hours rows; session 35's
-    Aquila2 fine-tune rows), and the counts over the 471 Megatron training rows: 397 reduce under the backward (Megatron-LLaMA's two overlapped rows,
-    session 34's 55 NeMo and MLPerf rows and LLaMA-1's four among them), 63
+    Aquila2 fine-tune rows; session 36's four llm.c rows: 55 sources), and the counts over the 475 Megatron training rows: 401 reduce under the backward (Megatron-LLaMA's two overlapped rows,
+    session 34's 55 NeMo and MLPerf rows, LLaMA-1's four and llm.c's four among them), 63
     after it (session 34's four Aquila2 rows, session 35's three Aquila2 fine-tune rows, Megatron-LLaMA's three DistributedOptimizer rows and the two
     Llama 4 GPU-hours rows among them) (the 6 whose recipes turn it off, the 16 nanotron ZeRO-1
     rows, Megatron-LM of 2021, Nemotron-4 340B's, the three DeepSeek and session 30's Falcon-180B and session
@@ -207,9 +210,9 @@ def test_each_megatron_source_reduces_as_its_recipe_states():
         estimate, _, options = train_setup(run, source)
         shares[run["id"]] = (options.get("overlap", Overlap()).dp, estimate.layout.zero)
         sources.add(run["id"].split()[0])
-    assert len(sources) == 54 and {row.split()[0] for row in ROWS} == sources
+    assert len(sources) == 55 and {row.split()[0] for row in ROWS} == sources
     assert {row: shares[row][0] for row in ROWS} == ROWS
-    assert len(shares) == 471
-    assert sum(dp == 2 / 3 and zero != 3 for dp, zero in shares.values()) == 397
+    assert len(shares) == 475
+    assert sum(dp == 2 / 3 and zero != 3 for dp, zero in shares.values()) == 401
     assert sum(dp == 0.0 for dp, _ in shares.values()) == 63
     assert sum(zero == 3 for _, zero in shares.values()) == 11
