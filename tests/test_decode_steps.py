@@ -139,7 +139,11 @@ SCRIPTS = {"gpt-fast": ("generate.py", "32971d3"), "gpt-fast-amd": ("generate.py
            # session 36's unseen rows (wt36_unseend)
            "trtllm-v0.5.0": ("gptSessionBenchmark", None),
            "sglang-docs-eagle3": ("the EAGLE repository's evaluation", None),
-           "hf-blog-llama2-sagemaker": ("router/src/server.rs", None)}
+           "hf-blog-llama2-sagemaker": ("router/src/server.rs", None),
+           # session 36's second batch (wt36_unseend2)
+           "premai-v2": ("common/base.py _benchmark_cuda at fb72782", None),
+           "rkooo567-llm-benchmark": ("benchmark_vllm.py at 6597835", None),
+           "litgpt-quantize": ("generate/base.py at 982abcbc and d16f924d", None)}
 #: The sources whose figure is the decode steps' own rate (the prefill's token apart), and the words of their
 #: rate_source that name what was read: the IBM blog's median latency; ExLlamaV2's test_inference.py (its own
 #: README and llm-perf-bench's 4-bit table), MLC's benchmark (not read: the rate assumed), LMDeploy's
@@ -153,7 +157,8 @@ DECODE_STEPS_ONLY = {"ibm-compile-llama2": "median latency", "llm-perf-bench-4bi
                      "llamacpp-issue6763": "eval tokens per second", "autoawq-docs": "examples/benchmark.py",
                      "llm-perf-bench-pr1": "test_benchmark_inference", "nim-bench-llm-1.0.0": "ITL",
                      "mlc-blog-multigpu-2023": "llm-perf-bench-4bit", "pytorch-blog-gemlite": "gen throughput",
-                     "bnb-benchmarking-0.45": "optimum-benchmark's latency scenario"}
+                     "bnb-benchmarking-0.45": "optimum-benchmark's latency scenario",
+                     "autoawq-d6ac3be": "examples/benchmark.py"}
 #: The sources whose tokens/s counts the prompt's tokens too (Qwen3's docs: (prompt + generation) / time; premAI's
 #: bench.py: len(output[0]) / delta, the prompt's ids among the output's).
 PROMPT_COUNTED = ("qwen3-speed-hf", "premai-a100")
