@@ -116,3 +116,15 @@ def test_the_readme_says_a_mixture_of_experts_finetune_is_not_timed(capsys):
     line = one_error_line(["finetune", "--model", "mixtral-8x7b", "--method", "qlora", "--hardware", "h200",
                            "--tokens", "1M"], capsys)
     assert "its time is not modelled" in line
+
+
+def test_a_serving_plan_that_fits_nowhere_names_a_serving_plan(capsys):
+    """`plan --model llama3.1-8b --serve --gpus 2 --batch 100000` (12.99 TiB a GPU) said "On 512 GPUs it fits:
+    tp 8 x pp 2 x dp 32, 53.54 GiB per GPU (`plan --gpus 512`)": that command plans training, and at the default
+    batch of 32. The named command now gives the row it quotes (rank 1, 53.54 GiB)."""
+    code, out, _ = run_main(["plan", "--model", "llama3.1-8b", "--serve", "--gpus", "2", "--batch", "100000"], capsys)
+    assert code == 1 and out.rstrip().endswith(
+        "On 512 GPUs it fits: tp 8 x pp 2 x dp 32, 53.54 GiB per GPU (`plan --serve --gpus 512 --batch 100000`).")
+    rows = run_json(["plan", "--model", "llama3.1-8b", "--serve", "--gpus", "512", "--batch", "100000"],
+                    capsys)["feasible"]
+    assert (rows[0]["layout"]["tp"], rows[0]["layout"]["pp"], rows[0]["layout"]["dp"]) == (8, 2, 32)
