@@ -128,3 +128,33 @@ def test_a_serving_plan_that_fits_nowhere_names_a_serving_plan(capsys):
     rows = run_json(["plan", "--model", "llama3.1-8b", "--serve", "--gpus", "512", "--batch", "100000"],
                     capsys)["feasible"]
     assert (rows[0]["layout"]["tp"], rows[0]["layout"]["pp"], rows[0]["layout"]["dp"]) == (8, 2, 32)
+
+
+def test_a_report_layout_on_hardware_without_a_link_is_one_line(tmp_path, capsys):
+    """`report --model llama3.1-8b --out DIR --no-measure --tp 2 --hardware mygpu.json` (peaks, bandwidth and
+    memory, no interconnect) drew the layout figure with the asked layout alone under a caption naming "the
+    fastest layouts `plan` finds" (plan set all 9 aside, unsupported), where plan and simulate refuse such a file
+    in one line (session 35). Now that line, exit 2, and no output folder made."""
+    bare = tmp_path / "mygpu.json"
+    bare.write_text(json.dumps({"name": "mygpu", "flops_per_s": {"bf16": 2.25e15, "fp32": 75e12},
+                                "bandwidth_bytes_per_s": 8e12, "memory_bytes": 192e9}))
+    out = tmp_path / "report"
+    line = one_error_line(["report", "--model", "llama3.1-8b", "--out", str(out), "--no-measure", "--tp", "2",
+                           "--hardware", str(bare)], capsys)
+    assert line.startswith("error: hardware mygpu: no interconnect bandwidth for a group of 2 GPUs")
+    assert not out.exists()
+
+
+def test_a_report_layout_figure_says_when_no_plan_layout_fits():
+    """Llama 2 7B trained on 2 x RTX 4090 at 2,048 tokens: no layout fits (the asked tp 2 needs 58.08 GiB a rank),
+    and the memory figure's caption still promised "the fastest layouts `plan` finds" beside the asked one."""
+    from costmodel import load_model
+    from costmodel.config import Workload
+    from costmodel.layout import Layout
+    from reports.report import make_layouts
+
+    made = make_layouts(load_model("llama2-7b"), Workload(seq_len=2048, batch=1, dtype="bf16"), Layout(tp=2),
+                        "rtx-4090")
+    assert [m.name for m in made] == ["layout-memory-llama2-7b"] and len(made[0].rows) == 1
+    assert made[0].rows[0][-1] == 62_367_834_636  # 58.08 GiB, the asked layout's rank
+    assert "the fastest layouts `plan` finds for the same 2 GPUs (none of its layouts fits), n = 2048" in made[0].caption
