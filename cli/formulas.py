@@ -26,8 +26,13 @@ def formulas(model, config, block, quantities, latex) -> None:
         raise InputError(f"unknown quantity {unknown[0]!r}; use one of {', '.join(known)}.")
     cost_model = CostModel(cfg)
     leaves = [leaf for leaf in cost_model.leaves if block is None or block in leaf.path]
-    if not leaves:
-        raise InputError(f"no block of {cfg.name} has {block!r} in its path.")
+    if not leaves:  # a typo ('atention') was told nothing more; the path's words spelled like it are named
+        import difflib
+
+        words = sorted({word for leaf in cost_model.leaves for word in leaf.path.split(".")})
+        near = difflib.get_close_matches(block, words, n=3, cutoff=0.6)
+        hint = f" Did you mean {', '.join(near)}?" if near else f" Its paths' words: {', '.join(words)}."
+        raise InputError(f"no block of {cfg.name} has {block!r} in its path.{hint}")
     show = S.latex if latex else str
     for leaf in leaves:
         held = "" if leaf.holds is None else f", weights held x {show(leaf.holds)}"  # a shared block's

@@ -87,6 +87,7 @@ def hardware(name, measure, dtypes, shown, out, device, like, quick, as_json) ->
     that one's row and source; --measure benchmarks this machine as `local` (or, with --out, writes
     a hardware file of a device); --show prints one as a hardware file."""
     from costmodel.hardware import hardware_aliases, load_hardware
+    from costmodel.hardware_presets import is_hardware_path
 
     if name is not None:
         given = [option for option, value in (("--measure", measure), ("--show", shown), ("--out", out),
@@ -98,14 +99,15 @@ def hardware(name, measure, dtypes, shown, out, device, like, quick, as_json) ->
             hw = load_hardware(name)
         except ConfigError as error:
             raise InputError(str(error)) from None
-        row = hardware_row(hw, hardware_aliases().get(hw.name, ()))
+        # a file named like a preset (`hardware --show h100-sxm > f.json`, edited) is not that preset: no aliases
+        row = hardware_row(hw, () if is_hardware_path(name) else hardware_aliases().get(hw.name, ()))
         if as_json:
             click.echo(json.dumps(row, indent=2))
             return
         from .format import render_hardware
 
         click.echo(render_hardware([row], note_local=False))
-        click.echo(f"source: {hw.source}")
+        click.echo(f"source: {hw.source or 'none stated (the file has no source field)'}")
         return
 
     # each option is read in one mode: --measure --quick ran the full 15 s calibration, `hardware --like h100`

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from .checkpoint import inference_options
-from .config import ConfigError, ModelConfig, Workload
+from .config import ConfigError, ModelConfig, Workload, show
 from .spec import DEFAULT_SEQ_LEN
 
 
@@ -73,10 +73,15 @@ def generation_start(cfg: ModelConfig) -> dict[str, int]:
 
 
 def make_layout(layout: Any) -> Any:
-    """A costmodel.layout.Layout from a Layout, a dict of its fields, or None (one device)."""
-    if layout is None or not isinstance(layout, dict):
-        return layout
+    """A costmodel.layout.Layout from a Layout, a dict of its fields, or None (one device); anything
+    else one ConfigError ("tp=2" read "'str' object has no attribute 'framework'")."""
     from .layout import Layout
+
+    if layout is None or isinstance(layout, Layout):
+        return layout
+    if not isinstance(layout, dict):
+        raise ConfigError(f"layout: a costmodel.layout.Layout or a dict of its fields (tp, pp, dp, ...), "
+                          f"got {show(layout)}.")
 
     fields = dict(layout)
     if fields.get("stage_layers") is not None:

@@ -17,13 +17,15 @@ from .config import ConfigError, require_decoder
 from .defaults import DEFAULT_HARDWARE
 from .kernel_facts_file import borrowed_host_note
 from .spec import CANONICAL_DTYPE, CUDA_GRAPHS_NEED_SERVE, DEFAULT_GEN_TOKENS, RANK_BY
+from .workload import check_dtype
 
 DEFAULT_SERVING_BATCH = 32
 
 
 def _counts(gpus: int | Sequence[int]) -> list[int]:
-    counts = [gpus] if isinstance(gpus, int) else list(gpus)
-    if not counts or any(not isinstance(c, int) or c < 1 for c in counts):
+    # 8.0 (or a bool) read "'float' object is not iterable", a TypeError, from list(gpus)
+    counts = [gpus] if isinstance(gpus, (int, float, str)) else list(gpus) if isinstance(gpus, Sequence) else []
+    if not counts or any(isinstance(c, bool) or not isinstance(c, int) or c < 1 for c in counts):
         raise ConfigError(f"--gpus must be positive whole numbers, got {gpus!r}.")
     return sorted(set(counts))
 
@@ -130,6 +132,7 @@ def plan(model: Any, gpus: int | Sequence[int], hardware: str = DEFAULT_HARDWARE
     fixed = {**fixed, "batch": batch, "impl": impl, "attention": attention}
     chosen = load_hardware(hardware)
     dtype = dtype or chosen.default_dtype  # fp16 on a V100 or T4, as simulate and serve take it
+    check_dtype("plan", dtype)  # "bf17" read "h100-sxm has no bf17 peak (Hopper)", as if a dtype the GPU lacks
     if not serve:
         planner.check_settings(fixed, dtype)
     chosen.require_peak(CANONICAL_DTYPE.get(dtype, dtype))

@@ -99,6 +99,13 @@ _MIXER_NOTES = {
 }
 
 
+def check_dtype(owner: str, dtype: Any) -> None:
+    """An activation dtype Workload takes (fp32, fp16, bf16 or their long names), else one line."""
+    if dtype not in DTYPE_BYTES:
+        raise ConfigError(f"{owner}: unknown dtype {show(dtype)}; use one of fp32, fp16, bf16 "
+                          "(or float32, float16, bfloat16).")
+
+
 @dataclass(frozen=True)
 class Workload:
     """How the model is run: batch, lengths, dtype and the implementation whose memory is modelled.
@@ -171,11 +178,7 @@ class Workload:
         if self.tgt_len is not None:
             check_int(owner, "tgt_len", self.tgt_len)
         check_int(owner, "gen_tokens", self.gen_tokens, minimum=0)
-        if self.dtype not in DTYPE_BYTES:
-            raise ConfigError(
-                f"workload: unknown dtype {show(self.dtype)}; use one of fp32, fp16, bf16 "
-                "(or float32, float16, bfloat16)."
-            )
+        check_dtype(owner, self.dtype)
         object.__setattr__(self, "dtype", CANONICAL_DTYPE[self.dtype])
         check_choice(owner, "impl", self.impl, IMPLEMENTATIONS)
         check_choice(owner, "attention", self.attention, ATTENTIONS)

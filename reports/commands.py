@@ -135,6 +135,8 @@ def report(model, models, config, out, batch, dtype, no_measure, no_full_size, t
         try:
             layout = Layout(**given)
             hardware = load_hardware(hardware_name)
+            if layout.gpus > 1:  # a file without the link: one line here, not a traceback after minutes of figures
+                hardware.link(layout.gpus)
         except ConfigError as error:
             raise ReportInputError(str(error)) from None
         dtype = dtype_on(hardware, dtype)  # bf16 on a T4: its fp16 by default, one line when typed

@@ -123,8 +123,10 @@ def _nearest(nearest: dict[str, Any], serve: bool) -> list[str]:
                    f"{binary_bytes(nearest['per_rank'])} per GPU"
                    + (f", global batch {nearest['global_batch']:,}" if "global_batch" in nearest else "")
                    # the global batch it was sized at: a plan's default grows with the GPUs (8 a GPU)
-                   + f" (`plan --gpus {nearest['gpus']}"
-                   + (f" --global-batch {nearest['global_batch']}" if "global_batch" in nearest else "") + "`).")
+                   # `plan --gpus 512` alone planned training where a serving plan was asked for
+                   + f" (`plan{' --serve' if serve else ''} --gpus {nearest['gpus']}"
+                   + (f" --global-batch {nearest['global_batch']}" if "global_batch" in nearest else "")
+                   + (f" --batch {nearest['layout']['batch']}" if serve and "batch" in nearest["layout"] else "") + "`).")
     elif "unsupported" in nearest and "smallest_memory" not in nearest:
         out.append("No layout was set aside for memory; the layouts were unsupported: "
                    + " ".join(nearest["unsupported"]))

@@ -346,6 +346,8 @@ def make_layouts(cfg: ModelConfig, workload: Workload, layout: Any, hardware_nam
     from . import layout_figures
 
     hardware = load_hardware(hardware_name)
+    if layout.gpus > 1:  # a file without the link: plan's and simulate's one line (the figure showed no plan layout)
+        hardware.link(layout.gpus)
     global_batch = workload.batch * layout.microbatches * layout.dp
     plan = plan_training(cfg, hardware, layout.gpus, workload.seq_len, global_batch, workload)
     code = implied(layout.framework, None, None, cfg.family, runs_flash(hardware))
@@ -362,7 +364,8 @@ def make_layouts(cfg: ModelConfig, workload: Workload, layout: Any, hardware_nam
         "The most loaded rank's memory (data-parallel rank 0 of the heaviest pipeline stage), stacked: "
         "weights, gradients, optimizer state (as the framework shards them), activations (micro-batches in "
         "flight x the stage's saved bytes) and buffers (modules' and communication buffers), for the layout "
-        f"asked for and the fastest layouts `plan` finds for the same {layout.gpus} GPUs, n = {workload.seq_len}, "
+        f"asked for and the fastest layouts `plan` finds for the same {layout.gpus} GPUs"
+        + ("" if plan["feasible"] else " (none of its layouts fits)") + f", n = {workload.seq_len}, "
         f"global batch {global_batch}; the dashed line is what a training run can use of the GPU's memory "
         "(less the hardware file's reserve, as plan and simulate count it).",
         layout_figures.layout_memory(memory_rows, hardware.training_memory_bytes,

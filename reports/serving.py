@@ -19,7 +19,7 @@ from costmodel.spec import (CUDA_GRAPHS, DEFAULT_HARDWARE, JSON_UNITS, DEFAULT_S
 
 from .options import decode_code_option
 from .output import DtypeChoice, ReportInputError, atomic_file, check_destination, finite, write_text
-from .text import seconds, significant
+from .text import hourly_cost, seconds, significant
 
 
 def _ms(value: float) -> str:
@@ -169,7 +169,8 @@ def render_serve(summary: dict[str, Any]) -> str:
 def cost_line(cost: dict[str, Any]) -> str:
     """serve's cost (costmodel/cost.py serving_cost) in one line."""
     per_million = cost["dollars_per_million_output_tokens"]
-    return (f"cost: {cost['gpus']} GPU(s) x ${cost['price_per_gpu_hour']:g} an hour = ${cost['dollars_per_hour']:,.2f}/h; "
+    hourly = hourly_cost(cost["price_per_gpu_hour"], cost["dollars_per_hour"], f"{cost['gpus']} GPU(s)")
+    return (f"cost: {hourly}; "
             + (f"${significant(per_million, 4)} per million output tokens at this throughput (the GPUs billed idle or busy)"
                if per_million is not None else "no output tokens, so no price per token"))
 

@@ -9,7 +9,8 @@ from typing import Any
 
 from costmodel.checkpoint import weights_note
 
-from .text import binary_bytes, dollars, gpu_hours, mtp_note, rate, render_parallel, seconds, si, table
+from .text import (binary_bytes, dollars, gpu_hours, hourly_cost, mtp_note, rate, render_parallel, seconds, si,
+                   significant, table)
 
 
 def render_parallel_training(r: dict[str, Any]) -> str:
@@ -307,8 +308,9 @@ def _generation_cost(r: dict[str, Any], width: int = 22) -> list[str]:
         return []
     per_million = cost["dollars_per_million_output_tokens"]
     gpus = f"{cost['gpus']:,} GPU" + ("s" if cost["gpus"] != 1 else "")
-    return [f"  {'cost':<{width}}{'$' + format(per_million, ',.4g'):>10}   per million generated tokens at the "
-            f"end-to-end rate ({gpus} x ${cost['price_per_gpu_hour']:g} an hour = ${cost['dollars_per_hour']:,.2f}/h)"]
+    # ',.4g' read '$2.608e+04' for a long prompt's few tokens: serve's rule (significant) instead
+    return [f"  {'cost':<{width}}{'$' + significant(per_million, 4):>10}   per million generated tokens at the "
+            f"end-to-end rate ({hourly_cost(cost['price_per_gpu_hour'], cost['dollars_per_hour'], gpus)})"]
 
 
 def _fit_limits(m: dict[str, Any], hw: dict[str, Any]) -> str:

@@ -333,6 +333,13 @@ def gpu_hours(value: float) -> str:
     return f"{value:,.0f}" if value >= 100 else f"{value:.3g}"
 
 
+def hourly_cost(price: float, dollars_per_hour: float, gpus: str) -> str:
+    """'2 GPU(s) x $2 an hour = $4.00/h', serve's and simulate's words for a deployment's price: the price as
+    typed (a million dollars read '$1.23457e+06'), the hour's dollars as dollars() writes them ($0.0001 an
+    hour read '$0.00/h', as if free)."""
+    return f"{gpus} x ${significant(price, 6)} an hour = {dollars(dollars_per_hour)}/h"
+
+
 def dollars(value: float) -> str:
     """$ with thousands separators: 1234567.8 -> '$1,234,568'; below $100 with cents; below half a cent three
     figures, as gpu_hours keeps them ('$0.00431', not a priced run shown as '$0.00')."""

@@ -89,6 +89,8 @@ class Lengths:
             if not rest and kind.isdigit():
                 return cls("fixed", mean=int(kind))
             parts = rest.split(":")
+            if len(parts) not in {"fixed": (1,), "uniform": (2,), "lognormal": (2, 4)}.get(kind, (len(parts),)):
+                raise IndexError  # uniform:128:1024:512 ran as 128..1024, the 512 dropped unread
             if kind == "fixed":
                 return cls("fixed", mean=int(parts[0]))
             if kind == "uniform":
