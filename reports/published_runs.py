@@ -405,15 +405,16 @@ KINDS = ("dense training", "MoE training", "decoding")
 
 def run_kind(run: dict[str, Any], source: dict[str, Any]) -> str:
     """A run's kind: decoding, or training of a dense model or of a mixture of experts (a source
-    that says `"moe": true`, for models without a preset too; else a preset with routed experts;
-    a run of GPT sizes is dense)."""
+    that says `"moe": true`, for models without a preset too; else a preset with routed experts, or
+    a run whose config_changes give its model routed experts; a run of GPT sizes is dense)."""
     from costmodel.config import ConfigError
     from costmodel.presets import load_preset
 
     if run["kind"] == "decode":
         return "decoding"
     try:
-        experts = source.get("moe", False) or ("gpt" not in run and load_preset(run.get("preset", run["model"])).n_experts > 0)
+        experts = source.get("moe", False) or ("gpt" not in run and run.get("config_changes", {}).get(
+            "n_experts", load_preset(run.get("preset", run["model"])).n_experts) > 0)  # the run's own sizes first
     except ConfigError:  # a model without a preset, and a source that does not say
         experts = False
     return "MoE training" if experts else "dense training"
