@@ -53,7 +53,7 @@ from .step_parts import eager_launch_seconds, host_bound_parts
 from .time import StepTime
 
 #: One leaf's entry in a rank's kernels: its part key, the kernels recomputation reruns of its
-#: forward (kernel_time.rerun_kernels; none, all or a part), whether it launches any kernel, and
+#: forward (tree_kernels.rerun_kernels; none, all or a part), whether it launches any kernel, and
 #: one run's kernels.
 Entry = tuple[str, list, bool, list]
 _KINDS = {cls.__name__: cls for cls in (Gemm, AttentionCall, Pointwise, MatmulCompute, PassKernel)}
@@ -168,7 +168,7 @@ def rank_kernels(estimate: ParallelEstimate, fused_attention: bool, compiled: bo
                  autocast: bool = False, fused_qkv: bool = False) -> list[Entry]:
     """Each leaf of one tensor-parallel rank as (part key, rerun kernels, launches, kernels):
     from this process's memo, the disk cache, or the cost tree (sympy). fused_qkv: the decoding
-    code runs Q, K and V as one GEMM (kernel_time.leaf_kernels)."""
+    code runs Q, K and V as one GEMM (tree_kernels.leaf_kernels)."""
     cfg, layout = estimate.cfg, estimate.layout
     memo = (cfg, estimate.workload, layout.tp, layout.cp, layout.sp, layout.framework, layout.loss_parallel,
             layout_vocabulary(layout), layout.device, estimate.phase, fused_attention, compiled,
@@ -277,7 +277,7 @@ class KernelStepTime(StepTime):
         # A training step keeps the GPU saturated: its GEMMs at the sustained (power-limited)
         # matmul efficiency where the hardware file states one (kernel_time.KernelTimer).
         sustained = estimate.phase == "train"
-        # Quantized weights: each GEMM reads the rank's shard as stored (kernel_time._gemms at the
+        # Quantized weights: each GEMM reads the rank's shard as stored (tree_kernels._gemms at the
         # rank's shapes); fp8 weights W8A8 where StepTime found the hardware runs it.
         self.timer = _timer(hardware, workload.dtype, workload.attention, efficiency, compiled, sustained=sustained,
                             w8a8=self.w8a8, attention_kernel=attention_kernel,
