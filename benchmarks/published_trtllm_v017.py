@@ -65,7 +65,7 @@ TRTLLM_V017_ASSUMED = (
     "h100-sxm; LLaMA v3.1 8B, 70B, Mixtral 8x7B and 8x22B as the llama3.1-8b, llama3.1-70b, mixtral-8x7b and "
     "mixtral-8x22b presets (Mixtral v0.1's architectures; the page names no checkpoint); the engine's "
     "max_batch_size and max_num_tokens from trtllm-bench's tuning heuristic as "
-    "serve_published.trtllm_bench_settings reimplements it (tensorrt_llm/bench/build/tuning.py, "
+    "published_trtllm_bench.trtllm_bench_settings reimplements it (tensorrt_llm/bench/build/tuning.py, "
     "read at a later commit, 04cba88, whose BYTES_PER_ELEM gives FP16 2 bytes and FP8 1: v0.17's own file is not "
     "stored here), the GPU's whole memory and our tree's parameter count, 0.95 of memory; the run as serve's trtllm "
     "scheduler (GUARANTEED_NO_EVICT, generation first, whole prompts; max_num_tokens raised to the prompt plus the "

@@ -241,7 +241,7 @@ class ModelConfig:
     family: str = "custom"  # whose code runs it (the facts table's key): llama, gpt2, bert, t5...
     # The kind of each decoder layer where the layers differ (costmodel/layer_pattern.py; None: all
     # alike), from the config.json or, left out, from the counts (layer_pattern.rule_pattern). Pipeline
-    # stages (layout/rank.py) and the inverse mapping (validate/hf_models.py) read it.
+    # stages (layout/rank.py) and the inverse mapping (validate/hf_config_dict.py) read it.
     layer_pattern: tuple[str, ...] | None = None
     # The format the released checkpoint stores its weights in (checkpoint.py): inference's default;
     # not the architecture, so equality (and hf_config's round trip) leave it out.

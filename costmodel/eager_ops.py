@@ -133,7 +133,7 @@ def eager_training_implementation(cfg: Any, workload: Any) -> dict | None:
     implementation, quantized weights (they run other ops), or a shape the entry is not stated
     for (its "multi_head_only": fewer key/value heads than query heads; its "min_batch": a
     smaller batch; eager attention's copies differ there). The caller decides the step is
-    eager: not compiled, not under autocast (layout/kernel_step.eager_training)."""
+    eager: not compiled, not under autocast (layout/rank_kernel_cache.eager_training)."""
     if workload.weight_format is not None:
         return None
     return _matching("eager_training_bytes", cfg, lambda entry: (

@@ -143,7 +143,7 @@ class PassKernel:
     products: tuple[Gemm, ...] = ()
     backward: bool = False
 
-    def __post_init__(self) -> None:  # a disk cache's row (layout/kernel_step.py) gives dicts
+    def __post_init__(self) -> None:  # a disk cache's row (layout/rank_kernel_cache.py) gives dicts
         object.__setattr__(self, "products", tuple(g if isinstance(g, Gemm) else Gemm(**g) for g in self.products))
 
     @property

@@ -139,15 +139,14 @@ def buffer_bytes_both(fields: dict[str, Any], name: str) -> tuple[int, int]:
     return estimate(dict(fields, name=name), seq_len=16, dtype="bf16").to_dict()["memory"]["buffers"], hf
 
 
-def assert_decode_flops_exact(config: dict[str, Any], label: Any, real: bool = False, fake: bool = True) -> None:
-    """One cached decode step of the class built from `config` (bf16, FlopCounterMode) equals the
-    decode tree's matmul FLOPs, at three (batch, prompt, generated) points. real: on the CPU's real
-    fp32 tensors, counted with grad on (routing FakeTensorMode cannot run: JetMoE's tolist()).
-    fake=False: the bf16 class on real tensors, the same count (shapes decide it where no router
-    does), for a class whose many small ops FakeTensorMode's dispatch makes slow (Gemma 3n's AltUp:
-    18 s a config faked, 7 s real)."""
-    import contextlib
-
+def assert_decode_flops_exact(config: dict[str, Any], label: Any, real: bool = False) -> None:
+    """One cached decode step of the class built from `config` (bf16 on real tensors, FlopCounterMode) equals
+    the decode tree's matmul FLOPs, at three (batch, prompt, generated) points. real: the class in fp32,
+    counted with grad on (routing FakeTensorMode cannot run: JetMoE's tolist()). Real tensors, not
+    FakeTensorMode (session 36): the count is the shapes', and a router's: each token through its top-k
+    experts, whichever they are, the same matmul FLOPs (the 169 decode tests gave the same counts faked and
+    real); FakeTensorMode's dispatch cost these tiny classes ~1 ms an op (Zamba's decode 5.9 s faked, 0.6 s
+    real; Gemma 3n's AltUp 18 s and 7 s)."""
     import torch
     from torch.utils.flop_counter import FlopCounterMode
 
@@ -155,31 +154,26 @@ def assert_decode_flops_exact(config: dict[str, Any], label: Any, real: bool = F
     from costmodel.evaluate import exact, values
     from costmodel.hf import from_hf_config
     from costmodel.tree import CostModel, profile_for
-    from tests.golden.hf_families import built
-    from validate.hf_families import family_inputs
+    from validate.hf_families import build_hf_from_dict, family_inputs
     from validate.measure import matmul_flops, run_with_cache
-
-    from validate.hf_families import build_hf_from_dict
 
     cfg = from_hf_config(config, name="odd")
     decode = CostModel(cfg, profile_for(cfg), phase="decode")
-    if not (real or fake):
-        torch.manual_seed(0)  # as built() seeds its fake build
-    with (contextlib.nullcontext(build_hf_from_dict(dict(config), dtype=torch.float32 if real else torch.bfloat16))
-          if real or not fake else built(config, torch.bfloat16)) as model:
-        model.eval()
-        for b, n, gen in ((2, 10, 2), (1, 2, 0), (1, 3, 4)):
-            cache = run_with_cache(model, family_inputs(config, b, n), gen)
-            step = {"input_ids": torch.ones(b, 1, dtype=torch.long), "cache": cache, "use_cache": True}
-            if real:
-                with FlopCounterMode(display=False) as counter:  # grad on: no_grad's module tracker
-                    model(**step)  # fails on views of weights (DBRX's)
-                measured = counter.get_total_flops()
-            else:
-                measured = matmul_flops(model, step).forward
-            subs = values(cfg, Workload(seq_len=n, batch=b, dtype="bf16"))
-            subs[next(s for s in subs if s.name == "c")] = n + gen + 1  # the keys it attends to
-            assert measured == exact(decode.total("flops_matmul"), subs), (label, b, n, gen)
+    torch.manual_seed(0)  # seeded, as tests/golden/hf_families.built seeds its builds
+    model = build_hf_from_dict(dict(config), dtype=torch.float32 if real else torch.bfloat16)
+    model.eval()
+    for b, n, gen in ((2, 10, 2), (1, 2, 0), (1, 3, 4)):
+        cache = run_with_cache(model, family_inputs(config, b, n), gen)
+        step = {"input_ids": torch.ones(b, 1, dtype=torch.long), "cache": cache, "use_cache": True}
+        if real:
+            with FlopCounterMode(display=False) as counter:  # grad on: no_grad's module tracker
+                model(**step)  # fails on views of weights (DBRX's)
+            measured = counter.get_total_flops()
+        else:
+            measured = matmul_flops(model, step).forward
+        subs = values(cfg, Workload(seq_len=n, batch=b, dtype="bf16"))
+        subs[next(s for s in subs if s.name == "c")] = n + gen + 1  # the keys it attends to
+        assert measured == exact(decode.total("flops_matmul"), subs), (label, b, n, gen)
 
 
 def tree_matmul_flops(fields: dict[str, Any], phase: str, b: int, n: int, c: int | None = None) -> int:

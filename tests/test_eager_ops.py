@@ -309,7 +309,8 @@ def test_an_eager_training_step_moves_the_measured_bytes_and_a_compiled_one_the_
     from costmodel.config import Workload
     from costmodel.hardware import load_hardware
     from costmodel.kernel_time import AttentionCall, KernelTimer, Pointwise, kernels_seconds
-    from costmodel.layout.kernel_step import KernelStepTime, eager_training, rank_kernels
+    from costmodel.layout.kernel_step import KernelStepTime, rank_kernels
+    from costmodel.layout.rank_kernel_cache import eager_training
     from costmodel.layout.rank import Layout, ParallelEstimate
     from costmodel.presets import load_preset
 

@@ -8,6 +8,7 @@ an import of the module, not of the package's __init__.
 from __future__ import annotations
 
 import ast
+from functools import lru_cache
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -73,16 +74,20 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
-def test_no_module_imports_itself_back():
+@lru_cache(maxsize=None)
+def import_graph() -> dict[str, frozenset[str]]:
+    """Each project module's imports, read once a process (both tests walk the same sources)."""
     modules = project_modules()
-    graph = {name: imported(name, path, modules) for name, path in modules.items()}
-    assert cycles(graph) == []
+    return {name: frozenset(imported(name, path, modules)) for name, path in modules.items()}
+
+
+def test_no_module_imports_itself_back():
+    assert cycles(import_graph()) == []
 
 
 def test_the_walk_sees_imports_a_cycle_would_use():
     """The walk is not blind: lazy, relative and package-level imports all register."""
-    modules = project_modules()
-    graph = {name: imported(name, path, modules) for name, path in modules.items()}
+    graph = import_graph()
     assert "costmodel.layout.serving_memory" in graph["costmodel.layout.timing"]  # inside a function
     assert "costmodel.errors" in graph["costmodel.quantization"]  # relative, module level
     assert "validate.torch_modes" in graph["validate.hf_families"]

@@ -567,12 +567,12 @@ def test_a_one_pass_kernel_runs_in_its_pass_only():
 
 
 def test_one_pass_kernels_survive_the_disk_cache(tmp_path):
-    """layout/kernel_step.py's cache writes a kernel as its fields (a PassKernel's products as
+    """layout/rank_kernel_cache.py's cache writes a kernel as its fields (a PassKernel's products as
     dicts) and reads back equal kernels."""
     from costmodel.kernel_time import PassKernel
-    from costmodel.layout import kernel_step
+    from costmodel.layout import rank_kernel_cache
 
     entries = [("layer.decoder", [], True, [Gemm(8, 16, 32), PassKernel("k", 5.0, (Gemm(2, 3, 4, 5),), True)])]
     path = tmp_path / "kernels.json"
-    kernel_step._write(path, entries)
-    assert kernel_step._read(path) == entries
+    rank_kernel_cache._write(path, entries)
+    assert rank_kernel_cache._read(path) == entries

@@ -16,7 +16,7 @@ from costmodel.config import Workload
 from costmodel.hardware import load_hardware
 from costmodel.kernel_time import AttentionCall, Gemm
 from costmodel.layout import Layout, ParallelEstimate
-from costmodel.layout import kernel_step
+from costmodel.layout import kernel_step, rank_kernel_cache
 from costmodel.layout.kernel_step import KernelStepTime, rank_kernels
 from costmodel.layout.overlap import framework_overlap
 from costmodel.layout.plan import plan_serving, plan_training
@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parent.parent
 def _fresh(monkeypatch, tmp_path) -> None:
     """An empty disk cache and empty process memos (the module's own restored after the test)."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    monkeypatch.setattr(kernel_step, "_RANK_KERNELS", {})
+    monkeypatch.setattr(rank_kernel_cache, "_RANK_KERNELS", {})
     monkeypatch.setattr(kernel_step, "_PARTS", {})
 
 
@@ -65,7 +65,7 @@ def test_a_rank_s_kernels_read_back_from_disk_equal_the_tree_s(monkeypatch, tmp_
     built = rank_kernels(estimate, True, False)
     files = list((tmp_path / "transformer-costmodel" / "compiled").glob("kernels_*.json"))
     assert len(files) == 1
-    kernel_step._RANK_KERNELS.clear()
+    rank_kernel_cache._RANK_KERNELS.clear()
     assert rank_kernels(estimate, True, False) == built  # from the file, not the tree
     # One rank of tp 2: Q, K and V each a GEMM of M = 2 x 2048 tokens, N = 32 x 128 / 2, K = 4096;
     # the fused attention call over 16 of the 32 heads.

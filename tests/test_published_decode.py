@@ -204,7 +204,7 @@ def test_a_decode_step_reads_its_two_experts_int8_weights_as_stored():
 def test_a_decode_step_runs_each_chosen_experts_matrices_as_a_weight_only_gemv():
     """The kernel model: the 2 chosen experts' gate_up (4,096 -> 2 x 14,336) and down (14,336 ->
     4,096) products, one token each, each matrix kind one grouped launch over both experts
-    (kernel_time._grouped_gemms), each expert reading its int8 matrix and row scales (the dense
+    (expert_kernels.grouped_gemms), each expert reading its int8 matrix and row scales (the dense
     layers' weight-only GEMV), then the memory-bound SiLU and product."""
     from costmodel.kernel_time import Gemm, Pointwise, leaf_kernels
 

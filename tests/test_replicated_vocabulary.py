@@ -111,7 +111,7 @@ def test_the_cli_takes_replicated_vocab_with_a_layout_and_refuses_it_alone(capsy
 
 def test_the_kernel_models_rank_memo_keeps_the_two_vocabularies_apart(tmp_path, monkeypatch):
     """One process times a split and a replicated vocabulary of the same model, workload and tp:
-    each gets its own kernels (the in-process memo of layout/kernel_step.rank_kernels keys on the
+    each gets its own kernels (the in-process memo of layout/rank_kernel_cache.rank_kernels keys on the
     vocabulary as its disk cache does), whichever runs first."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     cfg, hw = load_preset("llama2-7b"), load_hardware("a100-80gb")

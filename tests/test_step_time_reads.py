@@ -85,8 +85,10 @@ def test_kv_sizings_keep_a_figure_per_tree_values_and_tp(h100):
     empty and warm: the same counts, and tp 8 holds more blocks than tp 4 (a shared figure would not)."""
     cfg = costmodel.load_model("llama3-70b")
     blocks = lambda tp: build_replica(cfg, h100, tp=tp, max_num_seqs=64, max_batched_tokens=2048)[2]["num_blocks"]  # noqa: E731
-    kvcache._SIZED.clear()
+    kvcache._sized.cache_clear()
     cold = (blocks(4), blocks(8))
-    assert len(kvcache._SIZED) > 0
+    filled = kvcache._sized.cache_info()
+    assert filled.currsize == filled.misses > 0
     warm = (blocks(4), blocks(8))
+    assert kvcache._sized.cache_info().misses == filled.misses  # warm: no figure computed again
     assert cold == warm and cold[1] > cold[0] > 0

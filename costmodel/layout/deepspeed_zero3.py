@@ -16,7 +16,7 @@ FlagPerf rows name:
   on the gradient reduce-scatters (stage3.py lines 1145-1148: more than max_param_reduce_events = 2
   pending, line 306), which wait for the gradients: the gathers then run a few parameters ahead of
   the compute. Either way the step's gathers and reduce-scatters run under its compute as the
-  layout model's aggregate overlap has them (time.py data_parallel_split), but for the edges.
+  layout model's aggregate overlap has them (dp_time.py data_parallel_split), but for the edges.
 - The edges. The forward's first fetch, the token embedding (the first submodule with parameters;
   with learned positions, their embedding next), has nothing before it on the compute stream: its
   all-gather is exposed. It is released after its forward (__params_to_release, lines 472-500)

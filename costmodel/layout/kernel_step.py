@@ -12,37 +12,27 @@ entries' flags (layout/roofline_parts.py: leaf_factor, runs_fp8): the attention 
 tree's, the experts at the most loaded EP rank's share, and under --fp8 the linear layers' GEMMs
 at the FP8 peak and its large-GEMM efficiency (a second KernelTimer; memory-bound kernels as bf16).
 
-Fast enough for plan, which times hundreds of layouts: a rank's kernels (their shapes, read from
-the cost tree with sympy) depend only on the model, the workload's options, the framework's
-precision, the phase, the rank's values (tp, b, n / cp, ...) and whether an eager training step
-runs a measured implementation (eager_training: its memory-bound bytes as measured), not on pp, dp,
-ep, ZeRO, FP8 or the schedule (those scale or re-time the kernels, per part, below).
-They are kept per that key in this process and on disk beside the compiled expressions
-(costmodel/compiled.py's cache folder and source digest, so editing a formula invalidates them);
+Fast enough for plan, which times hundreds of layouts: a rank's kernels are read from the cost tree
+once per what they depend on, kept in this process and on disk (layout/rank_kernel_cache.py);
 a kernel's seconds are kept per KernelTimer (one per hardware and dtype). A warm plan imports no
 sympy.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import json
-import os
-import tempfile
 from functools import cached_property
 from typing import Any
 
-from .. import compiled as compiled_cache
 from ..attention_kernels import DEFAULT_KERNEL
 from ..eager_ops import eager_step_seconds
 from ..hardware import Efficiency, Hardware
 from ..kernel_facts_file import fuses_qkv, host_op_fields
-from ..kernel_time import (AttentionCall, Gemm, KernelTimer, PassKernel, Pointwise, MatmulCompute,
+from ..kernel_time import (AttentionCall, Gemm, KernelTimer, Pointwise, MatmulCompute,
                            check_kernel_model, kernels_seconds)
-from .frameworks import layout_vocabulary
 from .fp8 import RECIPES
-from .parts import Stage, fp8_activations, layout_loss
-from .rank import FRAMEWORKS, ParallelEstimate, uses_loss_parallel
+from .parts import Stage
+from .rank import ParallelEstimate
+from .rank_kernel_cache import Entry, rank_kernels
 from .gpt_oss_eager import stage_seconds as gpt_oss_seconds
 from .host_syncs import moe_layers
 from .grouped_quantize import applies as quantize_applies, stage_seconds as quantize_stage_seconds
@@ -52,12 +42,6 @@ from .roofline_parts import leaf_factor, runs_fp8
 from .step_parts import eager_launch_seconds, host_bound_parts
 from .time import StepTime
 
-#: One leaf's entry in a rank's kernels: its part key, the kernels recomputation reruns of its
-#: forward (kernel_time.rerun_kernels; none, all or a part), whether it launches any kernel, and
-#: one run's kernels.
-Entry = tuple[str, list, bool, list]
-_KINDS = {cls.__name__: cls for cls in (Gemm, AttentionCall, Pointwise, MatmulCompute, PassKernel)}
-_RANK_KERNELS: dict[tuple, list[Entry]] = {}  # this process's, by what _rank_key reads
 _PARTS: dict[tuple, tuple[dict[str, tuple[float, int]], dict[str, float]]] = {}  # a rank's parts, per timers
 _TIMERS: dict[tuple, tuple[Hardware, KernelTimer]] = {}
 
@@ -75,19 +59,6 @@ def _timer(hardware: Hardware, dtype: str, attention: str, efficiency: Efficienc
                                                      sustained=sustained, w8a8=w8a8,
                                                      attention_kernel=attention_kernel, decode_kernel=decode_kernel))
     return held[1]
-
-
-def eager_training(estimate: ParallelEstimate, compiled: bool, autocast: bool = False) -> dict | None:
-    """The measured eager implementation a training step runs (costmodel/eager_ops.py: its
-    leaves' memory-bound bytes, forward and backward), or None: not a training step, or compiled,
-    or under autocast (other dtypes, other ops), or no measured implementation matches. FP8
-    linears keep it: their casts are their GEMMs' own, the norms, RoPE and activation run as
-    measured."""
-    if estimate.phase != "train" or compiled or autocast:
-        return None
-    from ..eager_ops import eager_training_implementation
-
-    return eager_training_implementation(estimate.cfg, estimate.workload)
 
 
 def training_host_ops(estimate: ParallelEstimate, timer: KernelTimer, autocast: bool = False) -> tuple[int, int] | None:
@@ -144,107 +115,6 @@ def stage_host_ops(estimate: ParallelEstimate, split: tuple[int, int], stage: An
     return layers * len(stage.layers) / total + (own if stage.last else 0)
 
 
-def _rank_key(estimate: ParallelEstimate, fused_attention: bool, compiled: bool,
-              autocast: bool = False, fused_qkv: bool = False) -> dict[str, Any]:
-    """Everything a rank's kernels depend on (not dp: no leaf's cost does): the rank's values,
-    n / cp under context parallelism (ParallelEstimate.values), and the eager implementation
-    measured for its step (eager_training), if any."""
-    cfg, workload, layout = estimate.cfg, estimate.workload, estimate.layout
-    framework = FRAMEWORKS[layout.framework]
-    values = {k: v for k, v in estimate.values.items() if k != "dp"}
-    from ..decode_codes import tree_options
-
-    return {"model": cfg.structure(), "values": values, "workload": {**workload.options(), **tree_options(cfg, workload)},
-            "precision": framework.precision, "device": layout.device, "phase": estimate.phase,
-            "sp": layout.sp, "vocabulary": layout_vocabulary(layout), "loss_parallel": uses_loss_parallel(layout),
-            "fused_attention": fused_attention, "compiled": compiled, "framework": layout.framework,
-            "fp8_activations": fp8_activations(layout), "ep": layout.ep, "folded": layout.folded,
-            "eager_training": (eager_training(estimate, compiled, autocast) or {}).get("name"), "fused_qkv": fused_qkv,
-            **({"unfused_loss": True} if layout.unfused_loss else {}),
-            **({"fp32_norm_input": True} if layout.fp32_norm_input else {})}
-
-
-def rank_kernels(estimate: ParallelEstimate, fused_attention: bool, compiled: bool,
-                 autocast: bool = False, fused_qkv: bool = False) -> list[Entry]:
-    """Each leaf of one tensor-parallel rank as (part key, rerun kernels, launches, kernels):
-    from this process's memo, the disk cache, or the cost tree (sympy). fused_qkv: the decoding
-    code runs Q, K and V as one GEMM (kernel_time.leaf_kernels)."""
-    cfg, layout = estimate.cfg, estimate.layout
-    memo = (cfg, estimate.workload, layout.tp, layout.cp, layout.sp, layout.framework, layout.loss_parallel,
-            layout_vocabulary(layout), layout.device, estimate.phase, fused_attention, compiled,
-            fp8_activations(layout), autocast, layout.ep, layout.folded, fused_qkv, layout.unfused_loss,
-            layout.fp32_norm_input)
-    if memo in _RANK_KERNELS:
-        return _RANK_KERNELS[memo]
-    name = compiled_cache.key_name("kernels", _rank_key(estimate, fused_attention, compiled, autocast, fused_qkv))
-    path = compiled_cache.cache_dir() / f"{name}.json"
-    entries = _read(path)
-    if entries is None:
-        entries = _from_tree(estimate, fused_attention, compiled, autocast, fused_qkv)
-        _write(path, entries)
-    _RANK_KERNELS[memo] = entries
-    return entries
-
-
-def _from_tree(estimate: ParallelEstimate, fused_attention: bool, compiled: bool, autocast: bool,
-               fused_qkv: bool = False) -> list[Entry]:
-    import sympy as sp
-
-    from .. import symbols as S
-    from ..eager_ops import training_bytes
-    from ..kernel_time import launches_of, leaf_kernels, rerun_kernels
-    from ..tree import profile_for, shared_model
-    from .rank import part_of
-    from .split import rank_leaf, substitution
-
-    cfg, workload, layout = estimate.cfg, estimate.workload, estimate.layout
-    framework = FRAMEWORKS[layout.framework]
-    profile = profile_for(cfg, workload, precision=framework.precision, device=layout.device,
-                          optimizer_impl="foreach" if layout.device == "cuda" else "single",
-                          fp8_activations=fp8_activations(layout) and estimate.phase == "train",
-                          framework_loss=layout_loss(layout), routed_experts=True, expert_parallel=layout.ep,
-                          fp32_norm_input=layout.fp32_norm_input)
-    tree = shared_model(cfg, profile, estimate.phase)  # built once for every rank shape it serves
-    values = _rank_key(estimate, fused_attention, compiled, autocast)["values"]
-    eager = training_bytes(eager_training(estimate, compiled, autocast))
-    subs = {getattr(S, k): sp.Integer(v) for k, v in values.items()}
-    entries: list[Entry] = []
-    for i, part in part_of(tree).items():
-        leaf = rank_leaf(tree.leaves[i], layout.sp)  # latent attention's latents on the SP tokens
-        key = part if part != "layer" else f"layer.{leaf.stack}" + (f".{leaf.kind}" if leaf.kind else "")
-        encoder = leaf.stack == "encoder" and cfg.architecture == "encoder-decoder"
-        local = substitution(leaf.block, sp_on=layout.sp, vocabulary=layout_vocabulary(layout),
-                             loss_parallel=uses_loss_parallel(layout), encoder=encoder, folded=layout.folded)
-        kernels = leaf_kernels(leaf, subs, fused_attention, local, compiled, eager, fused_qkv)
-        rerun = rerun_kernels(leaf, kernels, subs, fused_attention, local, compiled, eager)
-        if part != "layer":  # the head part's every run (a multi-token-prediction depth runs mtp_layers times)
-            kernels, rerun = kernels * int(leaf.count), rerun * int(leaf.count)
-        entries.append((key, rerun, launches_of(leaf, len(kernels), compiled) > 0, kernels))
-    return entries
-
-
-def _read(path: Any) -> list[Entry] | None:
-    try:
-        rows = json.loads(path.read_text())
-        kinds = lambda listed: [_KINDS[kind](**fields) for kind, fields in listed]  # noqa: E731
-        return [(key, kinds(rerun), launches, kinds(kernels)) for key, rerun, launches, kernels in rows]
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-
-
-def _write(path: Any, entries: list[Entry]) -> None:
-    """Atomically; no cache when the folder cannot be written."""
-    listed = lambda kernels: [[type(k).__name__, dataclasses.asdict(k)] for k in kernels]  # noqa: E731
-    rows = [[key, listed(rerun), launches, listed(kernels)] for key, rerun, launches, kernels in entries]
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile("w", dir=path.parent, suffix=".tmp", delete=False) as out:
-            json.dump(rows, out)
-        os.replace(out.name, path)
-    except OSError:
-        pass
-
-
 class KernelStepTime(StepTime):
     """StepTime with kernel-level compute (communication as every StepTime's)."""
 
@@ -277,7 +147,7 @@ class KernelStepTime(StepTime):
         # A training step keeps the GPU saturated: its GEMMs at the sustained (power-limited)
         # matmul efficiency where the hardware file states one (kernel_time.KernelTimer).
         sustained = estimate.phase == "train"
-        # Quantized weights: each GEMM reads the rank's shard as stored (kernel_time._gemms at the
+        # Quantized weights: each GEMM reads the rank's shard as stored (tree_kernels._gemms at the
         # rank's shapes); fp8 weights W8A8 where StepTime found the hardware runs it.
         self.timer = _timer(hardware, workload.dtype, workload.attention, efficiency, compiled, sustained=sustained,
                             w8a8=self.w8a8, attention_kernel=attention_kernel,

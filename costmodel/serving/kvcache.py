@@ -244,20 +244,13 @@ def cache_sizing(cfg: Any, profile: Any, dtype_bytes: int, memory_bytes: int, ut
                        -(-window_per_token // pp), state_bytes(decode, subs, tp, pp, layer_states))
 
 
-_SIZED: dict[tuple, Any] = {}
-
-
+@lru_cache(maxsize=1024)  # (a long process sizing many models: keep the memo small)
 def _sized(figure: Any, *args: Any) -> Any:
     """figure(*args), the symbol values (a frozenset of subs' items) given back as a dict, kept by
     its arguments (a tree by identity: _tree builds each once): a pure function of them, so `plan
     --serve --rate`'s 72 sizings (one per configuration) compute each figure once per distinct
     tree, values and tensor-parallel size."""
-    key = (figure,) + args
-    if key not in _SIZED:
-        if len(_SIZED) >= 1024:  # (a long process sizing many models: keep the memo small)
-            _SIZED.clear()
-        _SIZED[key] = figure(*(dict(arg) if isinstance(arg, frozenset) else arg for arg in args))
-    return _SIZED[key]
+    return figure(*(dict(arg) if isinstance(arg, frozenset) else arg for arg in args))
 
 
 def _as_full(expr: Any) -> Any:
