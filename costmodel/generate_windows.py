@@ -19,6 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from .errors import ConfigError
+
 #: How a decoding loop picks its token: "greedy" (GenerationConfig's default, what eager_step_ops
 #: counts) or "sampled" (the checkpoint's generation_config.json: do_sample with its temperature,
 #: top-k, top-p and penalties, as the counted entry states them).
@@ -35,9 +37,9 @@ class StepWindows:
 
 
 def check_sampling(sampling: str) -> None:
-    """ValueError for a sampling not in SAMPLINGS (the caller's one line)."""
+    """ConfigError (a ValueError) for a sampling not in SAMPLINGS: the caller's one line."""
     if sampling not in SAMPLINGS:
-        raise ValueError(f"sampling must be one of {', '.join(SAMPLINGS)}, got {sampling!r}.")
+        raise ConfigError(f"sampling must be one of {', '.join(SAMPLINGS)}, got {sampling!r}.")
 
 
 def step_windows(cfg: Any, implementation: str, attention: str, sampling: str = "greedy") -> StepWindows | None:

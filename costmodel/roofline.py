@@ -356,14 +356,13 @@ def simulate_inference(cfg: ModelConfig, hardware: Hardware, *, prompt: int, gen
     steps (the one gpt-fast's, torchao's generate.py and vLLM's benchmark_latency.py publish)."""
     import numpy as np
 
-    from .generate_windows import SAMPLINGS, step_windows
+    from .generate_windows import check_sampling, step_windows
     from .kernel_facts_file import fuses_qkv
     from .spec import DECODE_CODES
 
     if implementation not in DECODE_CODES:
         raise ConfigError(f"--decode-code must be {DECODE_CODES.listed()}, got {implementation!r}.")
-    if sampling not in SAMPLINGS:
-        raise ConfigError(f"sampling must be one of {', '.join(SAMPLINGS)}, got {sampling!r}.")
+    check_sampling(sampling)
     time_model = time_model_for(hardware, time_model, dtype)
     if compiled and time_model != "kernels":
         raise ConfigError("--compile is modelled by the kernel-level time model only; add --time-model kernels.")
