@@ -97,15 +97,20 @@ def tokens_bytes(estimate: Any) -> int:
     return DTYPE_BYTES[workload.dtype] * slots * cfg.d_model
 
 
+def one_expert(gemm: Gemm) -> Gemm:
+    """One expert's Gemm of a grouped one: its rows, on its own."""
+    return Gemm(gemm.m, gemm.n, gemm.k, 1, gemm.weight_bytes, gemm.weight_dtype, gemm.quantizes_input,
+                weight_kernel=gemm.weight_kernel)
+
+
 def gemm_delta(kernels: list, rerun: list, timer: Any) -> float:
     """The seconds each grouped Gemm of the expert leaf (count c) takes more as c Gemms of one expert each,
     forward and backward, and forward again for each rerun one."""
     from ..kernel_time import kernels_seconds
 
     def delta(gemm: Gemm, training: bool) -> float:
-        one = Gemm(gemm.m, gemm.n, gemm.k, 1, gemm.weight_bytes, gemm.weight_dtype, gemm.quantizes_input,
-                   weight_kernel=gemm.weight_kernel)
-        return gemm.count * kernels_seconds([one], timer, training) - kernels_seconds([gemm], timer, training)
+        alone = kernels_seconds([one_expert(gemm)], timer, training)
+        return gemm.count * alone - kernels_seconds([gemm], timer, training)
     grouped = [k for k in kernels if isinstance(k, Gemm) and k.count > 1]
     again = [k for k in rerun if isinstance(k, Gemm) and k.count > 1]
     return sum(delta(g, True) for g in grouped) + sum(delta(g, False) for g in again)
