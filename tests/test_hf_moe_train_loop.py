@@ -23,7 +23,8 @@ def test_the_facts_are_the_counted_ops():
     """18 ops an expert forward (10 launch a kernel, 3 of them mm, 1 nonzero: the sync), 39 backward (20 kernels, 6
     mm, no sync): the per-op counts validate/hf_moe_train_ops.py measured and checks against PER_EXPERT."""
     facts, ops = kernel_facts()["hf_moe_training_loop"], hf_moe_train_ops.PER_EXPERT
-    assert (facts["forward_ops"], facts["backward_ops"]) == (sum(ops["forward"].values()), sum(ops["backward"].values())) == (18, 39)
+    counted = (sum(ops["forward"].values()), sum(ops["backward"].values()))
+    assert (facts["forward_ops"], facts["backward_ops"]) == counted == (18, 39)
     assert (facts["forward_kernels"], facts["backward_kernels"]) == (hf_moe_train_ops.kernels("forward"),
                                                                    hf_moe_train_ops.kernels("backward")) == (10, 20)
     assert (facts["forward_gemms"], facts["backward_gemms"]) == (ops["forward"]["mm"], ops["backward"]["mm"]) == (3, 6)
@@ -50,6 +51,16 @@ def test_it_applies_to_impl_hf_with_routed_experts_only():
     assert dense.workload.impl == "hf" and not hf_moe_loop.applies(dense)
     megatron, _, _ = train_setup_of(next(r for r in runs_of("ms-swift-megatron") if "moe" in r["id"]))
     assert megatron.cfg.n_experts == 60 and not hf_moe_loop.applies(megatron)
+    from types import SimpleNamespace as N
+
+    def stub(framework: str, impl: str = "hf", phase: str = "train", experts: int = 60) -> N:
+        return N(phase=phase, cfg=N(n_experts=experts), workload=N(impl=impl), layout=N(framework=framework))
+    assert hf_moe_loop.applies(stub("deepspeed"))
+    # FSDP2's stacks here (torchtitan, AutoModel) run their own grouped experts; Megatron its own layers; decoding
+    # has its own count (eager_step_ops); a dense model no loop
+    for other in (stub("fsdp2"), stub("megatron"), stub("deepspeed", impl="megatron"),
+                  stub("deepspeed", phase="decode"), stub("deepspeed", experts=0)):
+        assert not hf_moe_loop.applies(other)
 
 
 def test_one_layer_of_the_zero2_row():

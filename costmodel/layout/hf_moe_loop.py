@@ -35,8 +35,11 @@ def facts() -> dict[str, Any]:
 
 
 def applies(estimate: Any) -> bool:
-    """A training step of transformers' own model code (impl hf) with routed experts."""
-    return estimate.phase == "train" and bool(estimate.cfg.n_experts) and estimate.workload.impl == "hf"
+    """A training step of transformers' own model code (impl hf) with routed experts under DeepSpeed, which wraps the
+    model's classes as they are (Megatron-Core builds its own MoE layers, and the FSDP2 stacks modelled here,
+    torchtitan and NeMo AutoModel, their own grouped experts, whatever impl says)."""
+    return (estimate.phase == "train" and bool(estimate.cfg.n_experts) and estimate.workload.impl == "hf"
+            and estimate.layout.framework == "deepspeed")
 
 
 def forward_passes(rerun: list) -> int:
