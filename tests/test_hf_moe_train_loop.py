@@ -53,14 +53,40 @@ def test_it_applies_to_impl_hf_with_routed_experts_only():
     assert megatron.cfg.n_experts == 60 and not hf_moe_loop.applies(megatron)
     from types import SimpleNamespace as N
 
-    def stub(framework: str, impl: str = "hf", phase: str = "train", experts: int = 60) -> N:
-        return N(phase=phase, cfg=N(n_experts=experts), workload=N(impl=impl), layout=N(framework=framework))
+    def stub(framework: str, impl: str = "hf", phase: str = "train", experts: int = 60, grouped: bool = False) -> N:
+        return N(phase=phase, cfg=N(n_experts=experts), workload=N(impl=impl),
+                 layout=N(framework=framework, moe_grouped_gemm=grouped))
     assert hf_moe_loop.applies(stub("deepspeed"))
     # FSDP2's stacks here (torchtitan, AutoModel) run their own grouped experts; Megatron its own layers; decoding
-    # has its own count (eager_step_ops); a dense model no loop
+    # has its own count (eager_step_ops); a dense model no loop; the default (grouped GEMMs: transformers 5) none
     for other in (stub("fsdp2"), stub("megatron"), stub("deepspeed", impl="megatron"),
-                  stub("deepspeed", phase="decode"), stub("deepspeed", experts=0)):
+                  stub("deepspeed", phase="decode"), stub("deepspeed", experts=0), stub("deepspeed", grouped=True)):
         assert not hf_moe_loop.applies(other)
+    assert sequential_mlp.applies(stub("megatron", impl="megatron")) and not sequential_mlp.applies(stub("deepspeed"))
+
+
+def test_the_default_keeps_the_grouped_gemms_and_other_frameworks_refuse_the_flag():
+    """simulate --train of a MoE under DeepSpeed (impl hf) charges no loop unless --no-moe-grouped-gemm states
+    transformers 4.x's blocks; FSDP2 refuses the flag in one line."""
+    from click.testing import CliRunner
+
+    from cli import cli as main
+
+    base = ["simulate", "--train", "--model", "qwen3-30b-a3b", "--hardware", "a100-80gb", "--gpus", "8",
+            "--framework", "deepspeed", "--zero", "3", "--seq-len", "4096", "--batch", "1", "--time-model", "kernels"]
+    default = CliRunner().invoke(main, base + ["--json"])
+    looped = CliRunner().invoke(main, base + ["--no-moe-grouped-gemm", "--json"])
+    assert default.exit_code == 0 and looped.exit_code == 0, (default.output, looped.output)
+    import json
+
+    def step(out: str) -> float:
+        return json.loads(out)["step"]["seconds"]
+    assert step(looped.output) > 2 * step(default.output)  # 128 windows a layer's forward passes, host-bound
+    text = CliRunner().invoke(main, base + ["--no-moe-grouped-gemm"])
+    assert "the experts one after another (transformers 4.x's loop)" in text.output
+    fsdp2 = [("fsdp2" if word == "deepspeed" else word) for word in base if word not in ("--zero", "3")]
+    refused = CliRunner().invoke(main, fsdp2 + ["--no-moe-grouped-gemm"])
+    assert refused.exit_code == 2 and "--no-moe-grouped-gemm is Megatron-Core's SequentialMLP" in refused.output
 
 
 def test_one_layer_of_the_zero2_row():

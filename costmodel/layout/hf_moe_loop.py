@@ -37,9 +37,11 @@ def facts() -> dict[str, Any]:
 def applies(estimate: Any) -> bool:
     """A training step of transformers' own model code (impl hf) with routed experts under DeepSpeed, which wraps the
     model's classes as they are (Megatron-Core builds its own MoE layers, and the FSDP2 stacks modelled here,
-    torchtitan and NeMo AutoModel, their own grouped experts, whatever impl says)."""
+    torchtitan and NeMo AutoModel, their own grouped experts, whatever impl says), where the run states the loop:
+    Layout.moe_grouped_gemm False (--no-moe-grouped-gemm), transformers 4.x's blocks. The default keeps the grouped
+    GEMMs, as transformers 5 runs them (grouped_mm; the release the project's other transformers counts are of)."""
     return (estimate.phase == "train" and bool(estimate.cfg.n_experts) and estimate.workload.impl == "hf"
-            and estimate.layout.framework == "deepspeed")
+            and estimate.layout.framework == "deepspeed" and estimate.layout.moe_grouped_gemm is False)
 
 
 def forward_passes(rerun: list) -> int:
