@@ -259,7 +259,8 @@ layout_options = stack(
                  help="Megatron-Core's --moe-grouped-gemm (--framework megatron; default on, one grouped GEMM a product "
                  "over the rank's experts): off, Megatron-Core r0.6's SequentialMLP runs the experts one after another, "
                  "each its own GEMMs at its tokens, the loop's copies and launches (kernel model, training; "
-                 "Megatron-LM's own default)."),
+                 "Megatron-LM's own default); under --framework deepspeed (impl hf), transformers 4.x's MoE blocks, "
+                 "a Python loop over every expert with a host sync each (transformers 5 runs grouped_mm: the default)."),
     click.option("--moe-router-load-balancing-type", "moe_router_load_balancing_type", default=None,
                  type=click.Choice(spec.MOE_LOAD_BALANCING),
                  help="Megatron-Core's --moe-router-load-balancing-type (default aux_loss): none runs no aux-loss "

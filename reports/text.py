@@ -244,7 +244,9 @@ def render_parallel(p: dict[str, Any]) -> str:
                                                lay["moe_router_load_balancing_type"]) + ")"
                if lay.get("moe_router_fusion") is False else "")
             + (", the permutations unfused" if lay.get("moe_permute_fusion") is False else "")
-            + (", the experts one after another (SequentialMLP)" if lay.get("moe_grouped_gemm") is False else "")
+            + (", the experts one after another (" + ("SequentialMLP" if lay["framework"] == "megatron" else
+                                                     "transformers 4.x's loop") + ")"
+               if lay.get("moe_grouped_gemm") is False else "")
             + (f" ({'Megatron-FSDP HFSDP' if lay['framework'] == 'megatron' else 'HSDP'}: {lay['dp_replicate']} replicas "
                f"of shard groups of {lay['dp_shard']})" if lay.get("dp_shard") else "")
             + (" + SP" if lay["sp"] else "") + f", ZeRO {lay['zero']}, {lay['framework']} ({p['precision']} "

@@ -110,8 +110,8 @@ def test_simulate_no_moe_grouped_gemm():
 
 
 def test_bad_input_is_one_line():
-    deepspeed = _simulate("--no-moe-grouped-gemm")
-    assert deepspeed.exit_code == 2 and "Megatron-Core's SequentialMLP" in deepspeed.output
+    fsdp2 = _simulate("--framework", "fsdp2", "--no-moe-grouped-gemm")  # DeepSpeed's is transformers 4.x's loop
+    assert fsdp2.exit_code == 2 and "Megatron-Core's SequentialMLP" in fsdp2.output
     from click.testing import CliRunner
 
     import cli

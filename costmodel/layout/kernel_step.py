@@ -299,11 +299,14 @@ class KernelStepTime(StepTime):
     def _with_sequential_experts(self, out: dict[str, tuple[float, int]], entries: list[Entry],
                                  work: list[dict], rules: tuple) -> dict[str, tuple[float, int]]:
         """Without --moe-grouped-gemm, Megatron-Core's SequentialMLP on each routed-expert leaf: its experts' own
-        GEMMs, the loop's copies and launches (layout/sequential_mlp.py), times the leaf's layout factor."""
-        from .sequential_mlp import applies, layer_seconds
+        GEMMs, the loop's copies and launches (layout/sequential_mlp.py), times the leaf's layout factor; under impl hf
+        transformers' loop over every expert, with its host syncs (layout/hf_moe_loop.py)."""
+        from . import hf_moe_loop, sequential_mlp
 
-        if not applies(self.estimate):
+        rule = next((m for m in (sequential_mlp, hf_moe_loop) if m.applies(self.estimate)), None)
+        if rule is None:
             return out
+        layer_seconds = rule.layer_seconds
         out, self.expert_seconds, self.leaf_seconds = dict(out), dict(self.expert_seconds), list(self.leaf_seconds)
         for index, ((key, rerun, _, kernels), entry, (factor, fp8)) in enumerate(zip(entries, work, rules)):
             if entry.get("experts") and any(isinstance(k, Gemm) and k.count > 1 for k in kernels):

@@ -30,14 +30,16 @@ def facts() -> dict[str, Any]:
 
 
 def check(cfg: Any, layout: Any) -> None:
-    """Layout.check's: a bool; off only on Megatron-Core (the code counted), for routed experts."""
+    """Layout.check's: a bool; off only on Megatron-Core (SequentialMLP) or DeepSpeed (transformers 4.x's own MoE
+    blocks, layout/hf_moe_loop.py: the codes counted), for routed experts."""
     if not isinstance(layout.moe_grouped_gemm, bool):
         raise ConfigError(f"layout: moe_grouped_gemm must be true or false, got {show(layout.moe_grouped_gemm)}.")
     if layout.moe_grouped_gemm:
         return
-    if layout.framework != "megatron":
-        raise ConfigError("layout: --no-moe-grouped-gemm is Megatron-Core's SequentialMLP (--framework megatron); "
-                          f"the framework is {show(layout.framework)}.")
+    if layout.framework not in ("megatron", "deepspeed"):
+        raise ConfigError("layout: --no-moe-grouped-gemm is Megatron-Core's SequentialMLP (--framework megatron) or "
+                          "transformers 4.x's loop over every expert (--framework deepspeed); the framework is "
+                          f"{show(layout.framework)}.")
     if not cfg.n_experts:
         raise ConfigError("--no-moe-grouped-gemm runs a mixture of experts' experts one after another; this model has "
                           "no routed experts.")
@@ -45,7 +47,8 @@ def check(cfg: Any, layout: Any) -> None:
 
 def applies(estimate: Any) -> bool:
     """A Megatron-Core training step of routed experts run by SequentialMLP."""
-    return estimate.phase == "train" and bool(estimate.cfg.n_experts) and not estimate.layout.moe_grouped_gemm
+    return (estimate.phase == "train" and bool(estimate.cfg.n_experts) and not estimate.layout.moe_grouped_gemm
+            and estimate.layout.framework == "megatron")
 
 
 def local_experts(estimate: Any) -> int:
@@ -97,15 +100,20 @@ def tokens_bytes(estimate: Any) -> int:
     return DTYPE_BYTES[workload.dtype] * slots * cfg.d_model
 
 
+def one_expert(gemm: Gemm) -> Gemm:
+    """One expert's Gemm of a grouped one: its rows, on its own."""
+    return Gemm(gemm.m, gemm.n, gemm.k, 1, gemm.weight_bytes, gemm.weight_dtype, gemm.quantizes_input,
+                weight_kernel=gemm.weight_kernel)
+
+
 def gemm_delta(kernels: list, rerun: list, timer: Any) -> float:
     """The seconds each grouped Gemm of the expert leaf (count c) takes more as c Gemms of one expert each,
     forward and backward, and forward again for each rerun one."""
     from ..kernel_time import kernels_seconds
 
     def delta(gemm: Gemm, training: bool) -> float:
-        one = Gemm(gemm.m, gemm.n, gemm.k, 1, gemm.weight_bytes, gemm.weight_dtype, gemm.quantizes_input,
-                   weight_kernel=gemm.weight_kernel)
-        return gemm.count * kernels_seconds([one], timer, training) - kernels_seconds([gemm], timer, training)
+        alone = kernels_seconds([one_expert(gemm)], timer, training)
+        return gemm.count * alone - kernels_seconds([gemm], timer, training)
     grouped = [k for k in kernels if isinstance(k, Gemm) and k.count > 1]
     again = [k for k in rerun if isinstance(k, Gemm) and k.count > 1]
     return sum(delta(g, True) for g in grouped) + sum(delta(g, False) for g in again)
