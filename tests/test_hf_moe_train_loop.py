@@ -87,6 +87,9 @@ def test_the_default_keeps_the_grouped_gemms_and_other_frameworks_refuse_the_fla
     fsdp2 = [("fsdp2" if word == "deepspeed" else word) for word in base if word not in ("--zero", "3")]
     refused = CliRunner().invoke(main, fsdp2 + ["--no-moe-grouped-gemm"])
     assert refused.exit_code == 2 and "--no-moe-grouped-gemm is Megatron-Core's SequentialMLP" in refused.output
+    other_code = CliRunner().invoke(main, base + ["--impl", "megatron", "--no-moe-grouped-gemm"])
+    assert other_code.exit_code == 2 and other_code.output.strip().endswith(
+        "the code of --impl hf; the impl is 'megatron'.")
 
 
 def test_one_layer_of_the_zero2_row():

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..errors import ConfigError, show
 from ..kernel_rates import kernel_facts
 from ..kernel_shapes import Gemm
 from .sequential_mlp import gemm_delta, one_expert
@@ -42,6 +43,16 @@ def applies(estimate: Any) -> bool:
     GEMMs, as transformers 5 runs them (grouped_mm; the release the project's other transformers counts are of)."""
     return (estimate.phase == "train" and bool(estimate.cfg.n_experts) and estimate.workload.impl == "hf"
             and estimate.layout.framework == "deepspeed" and estimate.layout.moe_grouped_gemm is False)
+
+
+def check(estimate: Any) -> None:
+    """One line where a DeepSpeed training step states the loop (--no-moe-grouped-gemm) for another code than
+    transformers' own (impl hf): the flag would otherwise change nothing."""
+    layout = estimate.layout
+    if (estimate.phase == "train" and layout.framework == "deepspeed" and layout.moe_grouped_gemm is False
+            and estimate.workload.impl != "hf"):
+        raise ConfigError("layout: --no-moe-grouped-gemm under --framework deepspeed is transformers 4.x's loop over "
+                          f"every expert, the code of --impl hf; the impl is {show(estimate.workload.impl)}.")
 
 
 def forward_passes(rerun: list) -> int:
