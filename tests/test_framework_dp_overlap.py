@@ -190,6 +190,7 @@ ROWS = {
     "ms-swift-qwen3-megatron qwen3-30b-a3b pp2 ep8 full 16xa800": 0.0,
     "ms-swift-long-megatron qwen2.5-7b tp4 32k 4xa100": 0.0,
     "bionemo-og2-megatron og2-7b fp8 tp4 dp12 48xh100": 0.0,
+    "nanochat d32 8xh100": 0.0,  # session 37: DistMuon/DistAdamW reduce after the backward
 }
 
 
@@ -197,10 +198,10 @@ def test_each_megatron_source_reduces_as_its_recipe_states():
     """One row a source (58 sources: all whose framework is megatron, session 31's StarCoderBase GPU-hours row
     among them since its one KV head is replicated under TP 4, session 32's Megatron-LLaMA and Llama 4 rows,
     session 34's DGX Cloud, MLPerf and Aquila2 rows and, since session 34, LLaMA-1's four GPU-hours rows; session 35's
-    Aquila2 fine-tune rows; session 36's four llm.c rows, its ms-swift and BioNeMo Megatron rows: 59 sources), and the counts over the 480 Megatron training rows: 401 reduce under the backward (Megatron-LLaMA's two overlapped rows,
+    Aquila2 fine-tune rows; session 36's four llm.c rows, its ms-swift and BioNeMo Megatron rows; session 37's two nanochat rows: 60 sources), and the counts over the 482 Megatron training rows: 401 reduce under the backward (Megatron-LLaMA's two overlapped rows,
     session 34's 55 NeMo and MLPerf rows, LLaMA-1's four and llm.c's four among them), 68
     after it (session 34's four Aquila2 rows, session 35's three Aquila2 fine-tune rows, Megatron-LLaMA's three DistributedOptimizer rows and the two
-    Llama 4 GPU-hours rows among them; session 36's five ms-swift and BioNeMo rows) (the 6 whose recipes turn it off, the 16 nanotron ZeRO-1
+    Llama 4 GPU-hours rows among them; session 36's five ms-swift and BioNeMo rows, session 37's two nanochat rows) (the 6 whose recipes turn it off, the 16 nanotron ZeRO-1
     rows, Megatron-LM of 2021, Nemotron-4 340B's, the three DeepSeek and session 30's Falcon-180B and session
     31's Falcon-7B, -40B and StarCoderBase GPU-hours rows by Megatron-LM's default, session 31's two FlashAttention-paper
     Megatron-LM rows, and session 29's 18 FlagPerf rows), and the
@@ -216,9 +217,9 @@ def test_each_megatron_source_reduces_as_its_recipe_states():
         estimate, _, options = train_setup(run, source)
         shares[run["id"]] = (options.get("overlap", Overlap()).dp, estimate.layout.zero)
         sources.add(run["id"].split()[0])
-    assert len(sources) == 59 and {row.split()[0] for row in ROWS} == sources
+    assert len(sources) == 60 and {row.split()[0] for row in ROWS} == sources
     assert {row: shares[row][0] for row in ROWS} == ROWS
-    assert len(shares) == 480
+    assert len(shares) == 482  # session 37: nanochat's two rows
     assert sum(dp == 2 / 3 and zero != 3 for dp, zero in shares.values()) == 401
-    assert sum(dp == 0.0 for dp, _ in shares.values()) == 68
+    assert sum(dp == 0.0 for dp, _ in shares.values()) == 70  # session 37: nanochat's two, after the backward
     assert sum(zero == 3 for _, zero in shares.values()) == 11
