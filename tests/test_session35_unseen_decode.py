@@ -52,7 +52,9 @@ def test_the_optimum_rows_are_its_generation_tables():
                 ("llama2-13b", "a100-80gb", 512, 512, batch)
             assert (settings["implementation"], settings["attention"], settings["kv_cache"], settings["cuda_graphs"]) == \
                 ("transformers", "eager", "dynamic", False)
-            assert quantization == ({} if name == "fp16" else {"weight_dtype": "int4", "weight_group": 128})
+            # each GPTQ row's kernel as its layout (amended by wt37_quant, session 37: tests/test_gptq_linear_ops.py)
+            assert quantization == ({} if name == "fp16" else {"weight_dtype": "int4", "weight_group": 128,
+                                                               "quant_layout": name})
 
 
 def test_the_exllama_rows_are_best_and_worst_of_its_readme():
