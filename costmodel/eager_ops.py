@@ -190,8 +190,22 @@ def step_ops_split(cfg: Any, implementation: str, dtype: str, attention: str, kv
     sliding = cfg.n_window_layers if "sliding_per_layer" in counts else 0  # decoder-only families here
     per_layer = counts["per_layer"] + counts.get("per_expert", 0) * cfg.n_experts  # a loop over every expert
     return ((per_layer + grouped) * (cfg.n_layers - sliding)
-            + (counts.get("sliding_per_layer", 0) + grouped) * sliding,
+            + (counts.get("sliding_per_layer", 0) + grouped) * sliding + _quantized_extra_calls(cfg, quantization or {}),
             counts["per_step"] if windows is None else windows.per_step)
+
+
+def _quantized_extra_calls(cfg: Any, quantization: dict[str, Any]) -> int:
+    """The host calls a step's quantized linears issue beyond nn.Linear's four (kernel_facts.json
+    eager_step_ops "quantized_linears" extra_calls_by_layout, validate/gptq_linear_ops.py: AutoGPTQ's
+    exllama module 1, its cuda-old module 4), once per linear a layer (lora_adapters.linear_shapes)."""
+    from .kernel_facts_file import kernel_facts
+    from .lora_adapters import layer_kinds, linear_shapes
+
+    if quantization.get("weight_dtype") is None:
+        return 0
+    extra = kernel_facts()["eager_step_ops"]["quantized_linears"].get("extra_calls_by_layout", {})
+    calls = extra.get(quantization.get("quant_layout", ""), 0)
+    return calls * sum(count * len(linear_shapes(cfg, moe)) for count, moe in layer_kinds(cfg)) if calls else 0
 
 
 def _counted_weights(implementation: str, quantization: dict[str, Any]) -> bool:

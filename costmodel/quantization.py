@@ -99,6 +99,17 @@ store the same bits with other scales, zeros and padding:
             MLP matrices through it. int8 only (DeepSpeed 0.7 has no int4 kernel), no weight_group.
             Not modelled: the scales' read (the kernel reads 32 of the 96 fp32, 128 bytes; the
             stored 384 are counted) and the transient fp16 copy's memory (one matrix a rank).
+  - gptq-exllama and gptq-cuda-old: GPTQ's bytes, run by AutoGPTQ's (v0.4.2, 2023-08-24: the
+    release optimum's GPTQ integration of that month loads) exllama QuantLinear and its cuda-old
+    QuantLinear (optimum's load_quantized_model, desc_act False, --disable-exllama). exllama's
+    q4_matmul (autogptq_cuda/exllama/exllama_ext.cpp) runs q4_matmul_cuda below
+    matmul_recons_thd rows, 8 as autogptq_post_init sets it (auto_gptq/modeling/_utils.py), on a
+    grid of (width / 32, rows / THREADS_Y = 1, dim / block_size_z) blocks (cuda_func/q4_matmul.cu,
+    .cuh): the weight read once a row; from 8 rows q4_matmul_recons_cuda, w->reconstruct into the
+    temp_dq buffer (fp16) and cublasHgemm on it: an in-memory dequantization (dequant_rows 8).
+    cuda-old's vecquant4matmul_cuda_old (autogptq_cuda_kernel_256.cu) launches
+    (height / 32, width / 256, batch) blocks: the weight read once a row, below the module's
+    kernel_switch_threshold of 128 rows (above it a torch dequantization, not modelled).
 The layout changes the stored bytes (quantized_bytes), which every path reads: estimate's weights,
 both time models' weight reads (the weight-only GEMV kernel's included) and memory; deepspeed's also
 how its GEMMs run (in_memory_dequant: the roofline's Leaf.matmul_bytes_as_stored and the kernel
@@ -179,6 +190,9 @@ class QuantLayout:
     # the engine dequantizes each matrix into a copy in the activations' dtype in memory, then runs
     # the unquantized GEMM on it (DeepSpeed's quantized_gemm); False: dequantized in the GEMM's registers
     in_memory_dequant: bool = False
+    # from this many rows of a product the engine dequantizes into memory as above (exllama's
+    # matmul_recons_thd; the kernel model's in_memory_dequant), below them in registers; 0: never
+    dequant_rows: int = 0
     # the weight-only kernel its int4 products run (kernel_facts.json "weight_only_by_rows": its time by rows):
     # vLLM's Marlin for GPTQ/AWQ checkpoints, tinygemm for gpt-fast and torchao, AutoAWQ's own two
     kernel: str = "marlin"
@@ -201,6 +215,10 @@ QUANT_LAYOUT_FACTS = {
     # only `if not self.symmetric` (vllm-project/vllm compressed_tensors/schemes/compressed_tensors_wNA16.py);
     # Marlin runs it (choose_mp_linear_kernel). Per-channel int8 (W8A8): an fp32 scale a row, as LLM.int8's.
     "compressed-tensors": QuantLayout(row_scale_bytes=4, group_pair_bytes=2, group_matrix_bytes=2 * 8),
+    # AutoGPTQ v0.4.2's exllama and cuda-old QuantLinear over GPTQ's bytes (the module's docstring)
+    "gptq-exllama": QuantLayout(row_scale_bytes=4, group_pair_bytes=None, dtypes=("int4",), kernel="exllama",
+                                dequant_rows=8),
+    "gptq-cuda-old": QuantLayout(row_scale_bytes=4, group_pair_bytes=None, dtypes=("int4",), kernel="autogptq-cuda-old"),
     "deepspeed": QuantLayout(row_scale_bytes=0, group_pair_bytes=None, matrix_scale_bytes=32 * 3 * 4,
                              dtypes=("int8",), in_memory_dequant=True),
 }
@@ -501,11 +519,11 @@ def dequant_bytes(stored: Any, values: Any, element_bytes: Any) -> Any:
 
 
 def in_memory_dequant(fmt: WeightFormat | None, kernels: list[Any], element_bytes: float) -> list[Any]:
-    """A leaf's kernels where its format's engine dequantizes into memory (QuantLayout.in_memory_dequant):
-    each quantized GEMM (Gemm.weight_dtype set) becomes a memory-bound pass of dequant_bytes (count
+    """A leaf's kernels where its format's engine dequantizes into memory (QuantLayout.in_memory_dequant,
+    or a product of at least QuantLayout.dequant_rows rows): each such quantized GEMM (Gemm.weight_dtype set) becomes a memory-bound pass of dequant_bytes (count
     matrices of its stored weight_bytes) and the unquantized GEMM on the copy (e bytes a weight, the
     timer's GEMM rule for unquantized weights); other kernels and formats as they are."""
-    if fmt is None or not fmt.storage.in_memory_dequant:
+    if fmt is None or not (fmt.storage.in_memory_dequant or fmt.storage.dequant_rows):
         return kernels
     from dataclasses import replace
 
@@ -513,7 +531,8 @@ def in_memory_dequant(fmt: WeightFormat | None, kernels: list[Any], element_byte
 
     out: list[Any] = []
     for kernel in kernels:
-        if isinstance(kernel, Gemm) and kernel.weight_dtype is not None:
+        if isinstance(kernel, Gemm) and kernel.weight_dtype is not None and (
+                fmt.storage.in_memory_dequant or kernel.m >= fmt.storage.dequant_rows):
             moved = kernel.count * dequant_bytes(kernel.weight_bytes, kernel.k * kernel.n, element_bytes)
             out += [Pointwise(moved, 0.0), replace(kernel, weight_bytes=None, weight_dtype=None)]
         else:

@@ -81,6 +81,9 @@ QUANT_LAYOUTS = Choices({
     "awq-gemv": "AutoAWQ's GEMV version (GPTQ's bytes; its kernel reads the weight once a row, to 8 rows)",
     "compressed-tensors": "compressed-tensors' symmetric pack-quantized int4/int8 (RedHatAI's W4A16: a bf16 scale "
                           "per group, no zero), per-channel int8 (an fp32 scale per row)",
+    "gptq-exllama": "AutoGPTQ 0.4's exllama kernel (GPTQ's bytes; the weight read once a row below 8 rows, "
+                    "from 8 dequantized into an fp16 copy for cuBLAS)",
+    "gptq-cuda-old": "AutoGPTQ 0.4's cuda-old kernel (GPTQ's bytes; the weight read once a row, to 127 rows)",
     "deepspeed": "DeepSpeed-Inference 0.7's int8 (32 groups of fp32 scales a matrix), dequantized into an "
                  "fp16 copy in memory before each cuBLAS GEMM (costmodel/quantization.py)",
 })

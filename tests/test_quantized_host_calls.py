@@ -34,6 +34,8 @@ def test_the_optimum_gptq_rows_take_the_host_floor():
     its int4 kernels alone, 2.59x too fast; with the host's 3,759 ops at the A100 file's 7.1 us it is 1.26x."""
     run = next(r for r in runs_of("optimum-gptq-bench") if r["id"].endswith("gptq-exllama batch 1 512/512 a100"))
     cfg, _, settings, quantization = decode_setup_of(run)
+    # restated by wt37_quant (session 37): the row runs the gptq-exllama layout, whose module adds optimum's bias
+    # (one add_ a linear, 280 in 13B: tests/test_gptq_linear_ops.py); the ratio was 1.260 with nn.Linear's 3,759
     assert step_ops(cfg, settings["implementation"], settings["dtype"], settings["attention"], settings["kv_cache"],
-                    quantization) == 3759
-    assert round(ratios(("optimum-gptq-bench",))[run["id"]], 3) == 1.260
+                    quantization) == 3759 + 280
+    assert round(ratios(("optimum-gptq-bench",))[run["id"]], 3) == 1.172

@@ -152,12 +152,24 @@ def test_an_unknown_row_is_one_sentence_and_exit_status_2(monkeypatch, capsys):
     from costmodel.config import ConfigError
     from validate.time_breakdown import row_breakdowns
 
-    with pytest.raises(ConfigError, match="no published training row is named 'nope'"):
+    with pytest.raises(ConfigError, match="no published training or decoding row is named 'nope'"):
         row_breakdowns(["nope"])
     for arguments in (["--row", "nope"], ["--row"]):
         code, _, err = run_script(SCRIPT, arguments, monkeypatch, capsys)
         assert code == 2 and "Traceback" not in err
         assert len(err.strip().splitlines()) == 1
+
+
+def test_a_decoding_row_prints_its_step_split(capsys):
+    """--row took training rows only (session 37's brief named it for decoding rows): a decoding row prints its line
+    of the listing. optimum's cuda-old row at batch 16: the int4 weight read once a row (AutoGPTQ v0.4.2's grid z =
+    batch, tests/test_gptq_linear_ops.py), 16 x its one-row GEMMs, and the host's 4,879 ops at the A100's 7.1 us."""
+    from validate.time_breakdown import row_breakdowns
+
+    row_breakdowns(["optimum-gptq-bench llama2-13b gptq-cuda-old batch 16 512/512 a100"])
+    line = capsys.readouterr().out.strip()
+    assert line.startswith("optimum-gptq-bench llama2-13b gptq-cuda-old batch 16 512/512 a100: published 192.48 ms")
+    assert "weight GEMMs 110.73 ms" in line and "host (eager ops, alongside) 34.64 ms" in line
 
 
 def test_help_and_an_unknown_option_print_the_usage_instead_of_the_whole_report(monkeypatch, capsys):

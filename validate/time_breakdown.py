@@ -10,7 +10,8 @@ and optimizer of the step.
                                                                 # every pipelined published row's split
     PYTHONPATH=. python validate/time_breakdown.py --row "megatron-bridge-moe 26.04.01 gpt-oss-120b bf16 64xgb200"
                                                                 # one published training row (repeatable),
-                                                                # its published step beside ours
+                                                                # its published step beside ours (a decoding
+                                                                # row: its step's split)
 
 No GPU needed; nothing here is fitted (docs/time.md, validate/FINDINGS.md "Issue 18").
 """
@@ -234,15 +235,19 @@ def published_step_seconds(run: dict) -> float | None:
 
 def row_breakdowns(run_ids: list[str]) -> None:
     """Each named training row of published_runs.json: its published step (where the rate is in
-    tokens a second a GPU) and the kernel model's split of its step, kernel by kernel."""
+    tokens a second a GPU) and the kernel model's split of its step, kernel by kernel; a decoding row:
+    its one line of the listing (the step's kernels by kind and the host's eager ops)."""
     data = other_runs_data()
-    runs = {run["id"]: run for run in data["runs"] if run["kind"] == "train"}
+    runs = {run["id"]: run for run in data["runs"] if run["kind"] in ("train", "decode")}
     for run_id in run_ids:
         if run_id not in runs:
-            raise ConfigError(f"no published training row is named {run_id!r} (the ids are the first column of "
-                              "`python cli.py published`, and costmodel/published_runs.json's \"id\").")
+            raise ConfigError(f"no published training or decoding row is named {run_id!r} (the ids are the first column "
+                              "of `python cli.py published`, and costmodel/published_runs.json's \"id\").")
     for run_id in run_ids:
         run = runs[run_id]
+        if run["kind"] == "decode":  # its step split, as the listing without options prints it
+            _print_run(run, data["sources"][run_id.split()[0]])
+            continue
         estimate, hardware, options = train_setup(run, data["sources"][run_id.split()[0]])
         layout = estimate.layout
         seconds = published_step_seconds(run)
@@ -300,7 +305,8 @@ def _print_run(run: dict, source: dict) -> None:
 
 USAGE = ("usage: python validate/time_breakdown.py [--training | --row ID ...]: every published run's "
          "kernels (no option), Narayanan's and FlashAttention-2's training kernels and the pipelined "
-         "splits (--training), or one published training row's layout and split (--row ID, repeatable).")
+         "splits (--training), or one published training row's layout and split, or a decoding row's step "
+         "(--row ID, repeatable).")
 
 if __name__ == "__main__":
     import sys
@@ -314,7 +320,7 @@ if __name__ == "__main__":
         named = [arguments[i + 1] for i, a in enumerate(arguments[:-1]) if a == "--row"]
         try:
             if arguments[-1] == "--row":
-                raise ConfigError("--row needs a published training row's id after it.")
+                raise ConfigError("--row needs a published training or decoding row's id after it.")
             row_breakdowns(named)
         except ConfigError as error:
             print(error, file=sys.stderr)
