@@ -132,7 +132,7 @@ def test_the_13b_nemo_rows_run_below_the_bandwidth_floor_of_16_bit_weights():
     8370); every 7B row sits above its floor. wt37_trtllm: all 26 rows at their TP, the weights a forward reads (the
     input embedding but one row left out): five 13B rows lie under it, at TP 1 and TP 2."""
     runs = runs_of("nemo-llama2-inference")
-    # Hugging Face's LlamaForCausalLM parameters (DESIGN.md's table) less the 32,000 x d_model input embedding, bf16
+    # Hugging Face's LlamaForCausalLM parameters (built from their configs) less the 32,000 x d_model input embedding
     read = {"llama2-13b": (13_015_864_320 - 32_000 * 5_120) * 2, "llama2-7b": (6_738_415_616 - 32_000 * 4_096) * 2}
     floors = {r["id"]: 20 * read[r["model"]] / r["tp"] / decode_setup_of(r)[1].bandwidth_bytes_per_s for r in runs}
     under = {r["id"].removeprefix("nemo-llama2-inference ") for r in runs if r["published_latency_s"] < floors[r["id"]]}
