@@ -152,3 +152,12 @@ def decode_terms(entry: dict[str, Any], call: Any, element_bytes: int, vector: f
     shared = None if entry["kv_loads"] == "query_head" else call.kv_heads
     read = replace(call, n_kv=keys, window=None, chunked=False, kv_heads=shared)
     return read.dense_flops() / vector, read.moved_bytes(element_bytes) / bandwidth
+
+
+def trtllm_xqa_serves(query_heads: int, kv_heads: int, head_dim: int, dtype: str) -> bool:
+    """Whether TensorRT-LLM's precompiled XQA kernel (kernel_facts.json "decode_attention_kernels"
+    "trtllm_xqa_precompiled": DecoderXQARunner::shouldUse of the releases before its JIT XQA) runs a decode
+    call of these per-rank heads; where it does not, those releases run the masked MHA ("trtllm-mmha")."""
+    rule = kernel_facts()["decode_attention_kernels"]["trtllm_xqa_precompiled"]
+    grouped = query_heads % kv_heads == 0 and query_heads // kv_heads in rule["query_heads_per_kv"]
+    return grouped and kv_heads in rule["kv_heads"] and head_dim in rule["head_dims"] and dtype in rule["dtypes"]

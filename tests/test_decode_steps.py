@@ -129,7 +129,7 @@ SCRIPTS = {"gpt-fast": ("generate.py", "32971d3"), "gpt-fast-amd": ("generate.py
            "trtllm-v0.8.0": ("gptSessionBenchmark", None),
            # session 35's unseen rows (wt35_unseend)
            "optimum-gptq-bench": ("tests/benchmark/benchmark_gptq.py", "043bbe2f"),
-           "modelopt-v0.11": ("gptSessionBenchmark", None),
+           "modelopt-v0.11": ("benchmarks/gpt_benchmark.py", "06a15538"),  # wt37_trtllm: its own Python benchmark
            "modelopt-v0.21": ("trtllm-bench", None),
            "trtllm-blog-h200launch": ("gptSessionBenchmark", None),
            "trtllm-blog-falcon180b-h200": ("gptSessionBenchmark", None),

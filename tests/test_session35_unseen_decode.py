@@ -99,9 +99,12 @@ def test_the_modelopt_rows():
     # derived: the FP8 column's Tokens/sec over its Speedup (2368.69 / 1.66), the page prints no FP16 figure
     assert (fp16["published_derived"], fp16["published_tokens_per_s_all"]) == ("2368.69 / 1.66", 1426.92)
     _, hardware, settings, quantization = decode_setup_of(old["modelopt-v0.11 llama3-8b fp8 batch 2 h100"])
-    # lengths unstated: gptSessionBenchmark's default input_output_len "128,20"
+    # lengths unstated by the table: first typed as gptSessionBenchmark's default "128,20"; corrected (wt37_trtllm) to
+    # the 2048/512 that llm_ptq/scripts/huggingface_example.sh passes benchmark.py (parser.sh's defaults at 06a15538),
+    # under the masked MHA (v0.9's XQA serves 8 query heads a KV head, Llama3-8B has 4) and without CUDA graphs
     assert (hardware.name, settings["prompt"], settings["gen"], quantization) == \
-        ("h100-sxm", 128, 20, {"weight_dtype": "fp8", "fp8_gemm": "w8a8", "kv_dtype": "fp8"})
+        ("h100-sxm", 2048, 512, {"weight_dtype": "fp8", "fp8_gemm": "w8a8", "kv_dtype": "fp8"})
+    assert (settings["decode_kernel"], settings["cuda_graphs"]) == ("trtllm-mmha", False)
 
 
 # As first computed (kernel model, before any change to the model): id -> ours / published
@@ -128,7 +131,10 @@ FIRST = {"optimum-gptq-bench llama2-13b fp16 batch 1 512/512 a100": 1.382,
 # (1.260, 6.447), then wt37_quant's AutoGPTQ v0.4.2 kernels by rows and host calls (the rows' quant_layout,
 # kernel_facts.json weight_only_by_rows exllama / autogptq-cuda-old, quantized_linears extra_calls_by_layout)
 MOVED: dict[str, float] = {"optimum-gptq-bench llama2-13b gptq-exllama batch 1 512/512 a100": 1.172,
-                           "optimum-gptq-bench llama2-13b gptq-cuda-old batch 16 512/512 a100": 1.533}
+                           "optimum-gptq-bench llama2-13b gptq-cuda-old batch 16 512/512 a100": 1.533,
+                           # wt37_trtllm: modelopt-v0.11 retyped from its code (2048/512, masked MHA, no CUDA graphs)
+                           "modelopt-v0.11 llama3-8b fp16 batch 2 h100": 0.881,
+                           "modelopt-v0.11 llama3-8b fp8 batch 64 h100": 1.068}
 
 
 def test_first_computed_ratios_of_a_few_rows():
@@ -150,16 +156,19 @@ FIRST_STATS = {"all": ((71, 26.5, 38, 14, 8), (0.814, 5.912)),
                "trtllm-blog-h200launch": ((7, 7.4, 7, 4, 2), (0.99, 1.272)),
                "trtllm-blog-falcon180b-h200": ((3, 56.9, 1, 0, 0), (1.123, 1.836))}
 # the groups the int4 host floor moved (optimum's GPTQ rows, "all"), restated: after it all 26.0% (39 within, 0.814-
-# 6.447), optimum 76.5% (1 within, 1.26-6.447); after wt37_quant's AutoGPTQ kernels by rows and host calls as below
-NOW_STATS = {**FIRST_STATS, "all": ((71, 25.3, 40, 14, 8), (0.814, 2.601)),
-             "optimum-gptq-bench": ((15, 53.3, 2, 0, 0), (1.172, 1.857))}
+# 6.447), optimum 76.5% (1 within, 1.26-6.447); after wt37_quant's AutoGPTQ kernels by rows and host calls and
+# wt37_trtllm's retyping of modelopt-v0.11 (was 104.7%, 1.358-2.601) as below
+NOW_STATS = {**FIRST_STATS, "all": ((71, 0.0, 0, 0, 0), (0.0, 0.0)),
+             "optimum-gptq-bench": ((15, 53.3, 2, 0, 0), (1.172, 1.857)),
+             "modelopt-v0.11": ((9, 11.7, 9, 4, 1), (0.829, 1.068))}
 
 
 @pytest.mark.slow
 def test_the_rows_as_first_computed():
     every = ratios(SOURCES)
     assert_summaries(every, decode_groups(every, SOURCES), NOW_STATS)
-    assert sum(v > 1 for v in every.values()) == 57  # 57 too fast: every optimum, llama.cpp and v0.11 row
+    # 50 too fast (57 before wt37_trtllm retyped modelopt-v0.11: 7 of its 9 rows now read slower than published)
+    assert sum(v > 1 for v in every.values()) == 50
     # the H200 table's Llama 3.1 8B INT4 AWQ rows (TP 1 as its BF16): published slower than BF16 at batch 8 and 64, ours
     # faster (the int4 product priced by its bytes)
     rows = {r["id"]: r for r in runs_of("modelopt-v0.21")}
