@@ -176,11 +176,32 @@ def step_ops(cfg: Any, implementation: str, dtype: str, attention: str, kv_cache
 
 def step_ops_split(cfg: Any, implementation: str, dtype: str, attention: str, kv_cache: str,
                    quantization: dict[str, Any] | None = None, sampling: str = "greedy") -> tuple[int, int] | None:
-    """step_ops as (the layers' ops, the step's own ops: "per_step", or the release's own count under
-    this sampling where generate_windows.step_windows states one), what a pipeline splits."""
-    from .generate_windows import step_windows
+    """step_ops as (the layers' ops, the step's own ops), what a pipeline splits (decode_step_ops')."""
+    counted = decode_step_ops(cfg, implementation, dtype, attention, kv_cache, quantization, sampling)
+    return None if counted is None else (counted.layers, counted.own)
 
-    windows = step_windows(cfg, implementation, attention, sampling)
+
+@dataclass(frozen=True)
+class DecodeStepOps:
+    """One counted eager decoding step: the layers' ops, the step's own ("per_step", or the release's
+    own count under the sampling where generate_windows counts its windows) and those windows
+    (generate_windows.StepWindows; None where none is counted)."""
+    layers: int
+    own: int
+    windows: Any = None
+
+    @property
+    def total(self) -> int:
+        return self.layers + self.own
+
+
+def decode_step_ops(cfg: Any, implementation: str, dtype: str, attention: str, kv_cache: str,
+                    quantization: dict[str, Any] | None = None, sampling: str = "greedy") -> DecodeStepOps | None:
+    """step_ops' count split, with the step's generate windows looked up once (what simulate_inference's
+    serial ops read too); None where step_ops is None (no windows looked up)."""
+    from .generate_windows import check_sampling, step_windows
+
+    check_sampling(sampling)  # a typo is one line whether or not the step is counted
     if not _counted_weights(implementation, quantization or {}):
         return None
     counts = _step_counts(cfg, implementation, dtype, attention, kv_cache)
@@ -189,9 +210,10 @@ def step_ops_split(cfg: Any, implementation: str, dtype: str, attention: str, kv
     grouped = counts.get("grouped_kv_per_layer", 0) if cfg.n_kv_heads < cfg.n_heads else 0
     sliding = cfg.n_window_layers if "sliding_per_layer" in counts else 0  # decoder-only families here
     per_layer = counts["per_layer"] + counts.get("per_expert", 0) * cfg.n_experts  # a loop over every expert
-    return ((per_layer + grouped) * (cfg.n_layers - sliding)
-            + (counts.get("sliding_per_layer", 0) + grouped) * sliding,
-            counts["per_step"] if windows is None else windows.per_step)
+    windows = step_windows(cfg, implementation, attention, sampling)
+    return DecodeStepOps((per_layer + grouped) * (cfg.n_layers - sliding)
+                         + (counts.get("sliding_per_layer", 0) + grouped) * sliding,
+                         counts["per_step"] if windows is None else windows.per_step, windows)
 
 
 def _counted_weights(implementation: str, quantization: dict[str, Any]) -> bool:
