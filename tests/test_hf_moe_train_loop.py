@@ -122,3 +122,18 @@ def test_one_layer_of_the_zero2_row():
 
 
 FIRST_LAYER_S = 0.0157787  # 24 layers x 2 micro-batches: 0.757 s of the step (1.929 -> 2.686 s)
+
+
+def test_the_flag_under_deepspeed_with_another_impl_is_refused_under_the_roofline_too():
+    """The refusal is the layout's (ParallelEstimate), not the kernel model's: session 36's roofline ran
+    `--framework deepspeed --impl megatron --no-moe-grouped-gemm` as if the flag were not there."""
+    from click.testing import CliRunner
+
+    from cli import cli as main
+
+    base = ["simulate", "--train", "--model", "qwen3-30b-a3b", "--hardware", "a100-80gb", "--gpus", "8",
+            "--framework", "deepspeed", "--seq-len", "4096", "--batch", "1", "--time-model", "roofline",
+            "--no-moe-grouped-gemm"]
+    refused = CliRunner().invoke(main, base + ["--impl", "megatron"])
+    assert refused.exit_code == 2 and refused.output.strip().endswith("the code of --impl hf; the impl is 'megatron'.")
+    assert CliRunner().invoke(main, base).exit_code == 0  # impl hf: the roofline prices the tree's grouped kernels

@@ -45,14 +45,13 @@ def applies(estimate: Any) -> bool:
             and estimate.layout.framework == "deepspeed" and estimate.layout.moe_grouped_gemm is False)
 
 
-def check(estimate: Any) -> None:
+def check(workload: Any, layout: Any) -> None:
     """One line where a DeepSpeed training step states the loop (--no-moe-grouped-gemm) for another code than
-    transformers' own (impl hf): the flag would otherwise change nothing."""
-    layout = estimate.layout
-    if (estimate.phase == "train" and layout.framework == "deepspeed" and layout.moe_grouped_gemm is False
-            and estimate.workload.impl != "hf"):
+    transformers' own (impl hf): the flag would otherwise change nothing. ParallelEstimate's, for a training step
+    under either time model (the roofline prices the tree's grouped kernels, but the layout is still refused)."""
+    if layout.framework == "deepspeed" and layout.moe_grouped_gemm is False and workload.impl != "hf":
         raise ConfigError("layout: --no-moe-grouped-gemm under --framework deepspeed is transformers 4.x's loop over "
-                          f"every expert, the code of --impl hf; the impl is {show(estimate.workload.impl)}.")
+                          f"every expert, the code of --impl hf; the impl is {show(workload.impl)}.")
 
 
 def forward_passes(rerun: list) -> int:
