@@ -34,6 +34,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from .kernel_facts_file import matching_entry
+
 
 def eager_step_seconds(kernels: Any, launches: Any, host: Any) -> Any:
     """The one rule of an eager step whose host issues its ops ahead of the GPU: the longer of its
@@ -54,7 +56,7 @@ def eager_implementation(cfg: Any, attention: str, weight_format: Any = None) ->
     attention, quantized weights...: they launch other ops)."""
     if weight_format is not None:
         return None
-    entry = _matching("eager_ops", cfg, lambda entry: attention == entry["attention"])
+    entry = matching_entry("eager_ops", cfg, lambda entry: attention == entry["attention"])
     if entry is None or cfg.n_kv_heads != cfg.n_heads or "multi_head" not in entry:
         return entry
     return _multi_head(entry)
@@ -74,18 +76,6 @@ def _multi_head(entry: dict) -> dict:
     copies = {name: part for name, part in entry["copies"]["WeightedSum"].items() if name not in gone}
     return {**entry, "ops": {**entry["ops"], **same["ops"]}, "cases": {**entry["cases"], "WeightedSum": cases},
             "copies": {**entry["copies"], "WeightedSum": copies}}
-
-
-def _matching(table: str, cfg: Any, runs: Any) -> dict | None:
-    """The first implementation of kernel_facts.json's `table` whose family and stated config
-    fields are this config's and whose own conditions `runs(entry)` holds; None where none does."""
-    from .kernel_facts_file import kernel_facts
-
-    for entry in kernel_facts()[table]["implementations"]:
-        if (cfg.family == entry["family"] and runs(entry)
-                and all(getattr(cfg, name) == value for name, value in entry["config"].items())):
-            return entry
-    return None
 
 
 def eager_op_counts(cfg: Any, attention: str, weight_format: Any = None) -> dict[str, int] | None:
@@ -136,7 +126,7 @@ def eager_training_implementation(cfg: Any, workload: Any) -> dict | None:
     eager: not compiled, not under autocast (layout/rank_kernel_cache.eager_training)."""
     if workload.weight_format is not None:
         return None
-    return _matching("eager_training_bytes", cfg, lambda entry: (
+    return matching_entry("eager_training_bytes", cfg, lambda entry: (
         workload.attention in entry["attention"] and workload.dtype == entry["dtype"]
         and workload.impl == entry["impl"] and workload.batch >= entry.get("min_batch", 1)
         and not (entry.get("multi_head_only") and cfg.n_kv_heads != cfg.n_heads)))
@@ -235,7 +225,7 @@ def step_copies(cfg: Any, implementation: str, attention: str) -> dict | None:
     cached K and V heads before flash), or None where none is stated: the entry, its "parts" the
     CopyParts by name (per cached key and attention layer). A "grouped_only" entry applies only
     where the KV heads are fewer than the query heads (repeat_kv returns its input otherwise)."""
-    entry = _matching("eager_step_copies", cfg, lambda entry: (
+    entry = matching_entry("eager_step_copies", cfg, lambda entry: (
         entry["name"] == implementation and attention == entry["attention"]))
     if entry is None or (entry.get("grouped_only") and cfg.n_kv_heads >= cfg.n_heads):
         return None
@@ -259,7 +249,7 @@ def _step_counts(cfg: Any, implementation: str, dtype: str, attention: str, kv_c
     from .kernel_facts_file import kernel_facts
 
     def counted(name: str) -> dict | None:
-        entry = _matching("eager_step_ops", cfg, lambda entry: (
+        entry = matching_entry("eager_step_ops", cfg, lambda entry: (
             entry["name"] == name and kv_cache == entry.get("kv_cache", kv_cache)
             and attention in (entry.get("attention", attention), *entry.get("stands_for", ()))))
         return None if entry is None else entry["ops"].get("bf16" if dtype == "fp16" else dtype)
@@ -289,7 +279,7 @@ def training_step_ops_split(cfg: Any, workload: Any) -> tuple[int, int] | None:
     pipeline splits (layout/kernel_step.stage_host_ops)."""
     if workload.weight_format is not None or cfg.n_kv_heads != cfg.n_heads:
         return None
-    entry = _matching("eager_training_ops", cfg, lambda entry: (
+    entry = matching_entry("eager_training_ops", cfg, lambda entry: (
         workload.attention == entry["attention"] and workload.dtype == entry["dtype"]
         and workload.impl == entry["impl"]))
     if entry is None:
