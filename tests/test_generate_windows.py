@@ -106,3 +106,16 @@ def test_one_simulate_looks_the_windows_up_once_and_an_uncounted_step_not_at_all
     assert calls == []
     with pytest.raises(ConfigError, match="got 'beam'"):  # a typo is still one line on that early return
         step_ops(cfg, "transformers-4.46", "bf16", "flash", "dynamic", {"fp8_gemm": "tensorwise"}, "beam")
+
+
+def test_a_tensor_parallel_run_stating_sampling_is_refused_not_timed_as_greedy():
+    """The layout model's decode counts greedy's step (DECODE_SETTINGS): session 36 read a tp > 1 run's
+    "sampling" and dropped it."""
+    from reports.published_runs import decode_run, other_runs_data
+
+    data = other_runs_data()
+    run = next(r for r in data["runs"] if r["id"] == "gpt-fast llama2-7b tp2")
+    source = data["sources"][run["id"].split()[0]]
+    assert decode_run(run, source, "kernels") > 0  # greedy, as its source states
+    with pytest.raises(ConfigError, match="sampling 'sampled' is counted by one GPU's simulate only"):
+        decode_run({**run, "sampling": "sampled"}, source, "kernels")
