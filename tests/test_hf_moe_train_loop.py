@@ -137,3 +137,19 @@ def test_the_flag_under_deepspeed_with_another_impl_is_refused_under_the_rooflin
     refused = CliRunner().invoke(main, base + ["--impl", "megatron"])
     assert refused.exit_code == 2 and refused.output.strip().endswith("the code of --impl hf; the impl is 'megatron'.")
     assert CliRunner().invoke(main, base).exit_code == 0  # impl hf: the roofline prices the tree's grouped kernels
+
+
+@pytest.mark.parametrize("time_model", ["kernels", "roofline"])
+def test_the_loop_beside_expert_parallelism_is_refused(time_model):
+    """transformers' block holds and loops over all its experts on every rank (layer_seconds charges E of them);
+    session 36 charged that loop at ep 2 too (the step 0.37 s -> 1.49 s on 8 H100s), beside a tree whose expert
+    leaf the EP group divides."""
+    from click.testing import CliRunner
+
+    from cli import cli as main
+
+    args = ["simulate", "--train", "--model", "qwen3-30b-a3b", "--hardware", "h100-sxm", "--dp", "8", "--ep", "2",
+            "--framework", "deepspeed", "--seq-len", "2048", "--batch", "1", "--time-model", time_model]
+    assert CliRunner().invoke(main, args).exit_code == 0  # the grouped default: DeepSpeed-MoE's own layers
+    refused = CliRunner().invoke(main, args + ["--no-moe-grouped-gemm"])
+    assert refused.exit_code == 2 and refused.output.strip().endswith("no expert parallelism (ep 2).")
