@@ -188,7 +188,10 @@ class DecodeStepOps:
 def decode_step_ops(cfg: Any, implementation: str, dtype: str, attention: str, kv_cache: str,
                     quantization: dict[str, Any] | None = None, sampling: str = "greedy") -> DecodeStepOps | None:
     """step_ops' count split, with the step's generate windows looked up once (what simulate_inference's
-    serial ops read too); None where step_ops is None (no windows looked up)."""
+    serial ops read too); None where step_ops is None (no windows looked up). Where no windows are counted
+    (another family, code, attention or cache) the step keeps its table's greedy per_step whatever the
+    sampling: a lower bound for a sampled step (its processors' ops not counted; qwen3-speed-hf's
+    Qwen3-30B-A3B rows)."""
     from .generate_windows import check_sampling, step_windows
 
     check_sampling(sampling)  # a typo is one line whether or not the step is counted
@@ -200,7 +203,7 @@ def decode_step_ops(cfg: Any, implementation: str, dtype: str, attention: str, k
     grouped = counts.get("grouped_kv_per_layer", 0) if cfg.n_kv_heads < cfg.n_heads else 0
     sliding = cfg.n_window_layers if "sliding_per_layer" in counts else 0  # decoder-only families here
     per_layer = counts["per_layer"] + counts.get("per_expert", 0) * cfg.n_experts  # a loop over every expert
-    windows = step_windows(cfg, implementation, attention, sampling)
+    windows = step_windows(cfg, implementation, attention, sampling, kv_cache)
     return DecodeStepOps((per_layer + grouped) * (cfg.n_layers - sliding)
                          + (counts.get("sliding_per_layer", 0) + grouped) * sliding,
                          counts["per_step"] if windows is None else windows.per_step, windows)

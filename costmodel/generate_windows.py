@@ -42,14 +42,16 @@ def check_sampling(sampling: str) -> None:
         raise ConfigError(f"sampling must be one of {', '.join(SAMPLINGS)}, got {sampling!r}.")
 
 
-def step_windows(cfg: Any, implementation: str, attention: str, sampling: str = "greedy") -> StepWindows | None:
-    """The counted windows of a decoding step of this config's family under this code and attention
-    (kernel_facts.json "generate_windows"), or None where none is counted."""
+def step_windows(cfg: Any, implementation: str, attention: str, sampling: str = "greedy",
+                 kv_cache: str = "dynamic") -> StepWindows | None:
+    """The counted windows of a decoding step of this config's family under this code, attention and
+    KV cache (kernel_facts.json "generate_windows": generate's default DynamicCache), or None where none
+    is counted."""
     from .kernel_facts_file import matching_entry
 
     check_sampling(sampling)
     entry = matching_entry("generate_windows", cfg, lambda entry: (
-        entry["name"] == implementation and entry["attention"] == attention))
+        entry["name"] == implementation and entry["attention"] == attention and entry["kv_cache"] == kv_cache))
     if entry is None:
         return None
     counts = entry[sampling]

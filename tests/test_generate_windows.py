@@ -119,3 +119,12 @@ def test_a_tensor_parallel_run_stating_sampling_is_refused_not_timed_as_greedy()
     assert decode_run(run, source, "kernels") > 0  # greedy, as its source states
     with pytest.raises(ConfigError, match="sampling 'sampled' is counted by one GPU's simulate only"):
         decode_run({**run, "sampling": "sampled"}, source, "kernels")
+
+
+def test_the_windows_are_generates_default_cache_only():
+    """Counted under generate()'s DynamicCache (validate/generate_syncs.py passes no cache): a static cache's
+    step is not that count (session 36 matched the windows whatever the cache)."""
+    qwen2 = load_preset("qwen2.5-7b-instruct")
+    assert step_windows(qwen2, "transformers-4.46", "flash", "sampled", "dynamic") == StepWindows(114, 41, 5)
+    assert step_windows(qwen2, "transformers-4.46", "flash", "sampled", "static") is None
+    assert {e["kv_cache"] for e in kernel_facts()["generate_windows"]["implementations"]} == {"dynamic"}
