@@ -34,6 +34,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from .kernel_facts_file import matching_entry
+
 
 def eager_step_seconds(kernels: Any, launches: Any, host: Any) -> Any:
     """The one rule of an eager step whose host issues its ops ahead of the GPU: the longer of its
@@ -54,7 +56,7 @@ def eager_implementation(cfg: Any, attention: str, weight_format: Any = None) ->
     attention, quantized weights...: they launch other ops)."""
     if weight_format is not None:
         return None
-    entry = _matching("eager_ops", cfg, lambda entry: attention == entry["attention"])
+    entry = matching_entry("eager_ops", cfg, lambda entry: attention == entry["attention"])
     if entry is None or cfg.n_kv_heads != cfg.n_heads or "multi_head" not in entry:
         return entry
     return _multi_head(entry)
@@ -74,18 +76,6 @@ def _multi_head(entry: dict) -> dict:
     copies = {name: part for name, part in entry["copies"]["WeightedSum"].items() if name not in gone}
     return {**entry, "ops": {**entry["ops"], **same["ops"]}, "cases": {**entry["cases"], "WeightedSum": cases},
             "copies": {**entry["copies"], "WeightedSum": copies}}
-
-
-def _matching(table: str, cfg: Any, runs: Any) -> dict | None:
-    """The first implementation of kernel_facts.json's `table` whose family and stated config
-    fields are this config's and whose own conditions `runs(entry)` holds; None where none does."""
-    from .kernel_facts_file import kernel_facts
-
-    for entry in kernel_facts()[table]["implementations"]:
-        if (cfg.family == entry["family"] and runs(entry)
-                and all(getattr(cfg, name) == value for name, value in entry["config"].items())):
-            return entry
-    return None
 
 
 def eager_op_counts(cfg: Any, attention: str, weight_format: Any = None) -> dict[str, int] | None:
@@ -136,7 +126,7 @@ def eager_training_implementation(cfg: Any, workload: Any) -> dict | None:
     eager: not compiled, not under autocast (layout/rank_kernel_cache.eager_training)."""
     if workload.weight_format is not None:
         return None
-    return _matching("eager_training_bytes", cfg, lambda entry: (
+    return matching_entry("eager_training_bytes", cfg, lambda entry: (
         workload.attention in entry["attention"] and workload.dtype == entry["dtype"]
         and workload.impl == entry["impl"] and workload.batch >= entry.get("min_batch", 1)
         and not (entry.get("multi_head_only") and cfg.n_kv_heads != cfg.n_heads)))
@@ -176,11 +166,35 @@ def step_ops(cfg: Any, implementation: str, dtype: str, attention: str, kv_cache
 
 def step_ops_split(cfg: Any, implementation: str, dtype: str, attention: str, kv_cache: str,
                    quantization: dict[str, Any] | None = None, sampling: str = "greedy") -> tuple[int, int] | None:
-    """step_ops as (the layers' ops, the step's own ops: "per_step", or the release's own count under
-    this sampling where generate_windows.step_windows states one), what a pipeline splits."""
-    from .generate_windows import step_windows
+    """step_ops as (the layers' ops, the step's own ops), what a pipeline splits (decode_step_ops')."""
+    counted = decode_step_ops(cfg, implementation, dtype, attention, kv_cache, quantization, sampling)
+    return None if counted is None else (counted.layers, counted.own)
 
-    windows = step_windows(cfg, implementation, attention, sampling)
+
+@dataclass(frozen=True)
+class DecodeStepOps:
+    """One counted eager decoding step: the layers' ops, the step's own ("per_step", or the release's
+    own count under the sampling where generate_windows counts its windows) and those windows
+    (generate_windows.StepWindows; None where none is counted)."""
+    layers: int
+    own: int
+    windows: Any = None
+
+    @property
+    def total(self) -> int:
+        return self.layers + self.own
+
+
+def decode_step_ops(cfg: Any, implementation: str, dtype: str, attention: str, kv_cache: str,
+                    quantization: dict[str, Any] | None = None, sampling: str = "greedy") -> DecodeStepOps | None:
+    """step_ops' count split, with the step's generate windows looked up once (what simulate_inference's
+    serial ops read too); None where step_ops is None (no windows looked up). Where no windows are counted
+    (another family, code, attention or cache) the step keeps its table's greedy per_step whatever the
+    sampling: a lower bound for a sampled step (its processors' ops not counted; qwen3-speed-hf's
+    Qwen3-30B-A3B rows)."""
+    from .generate_windows import check_sampling, step_windows
+
+    check_sampling(sampling)  # a typo is one line whether or not the step is counted
     if not _counted_weights(implementation, quantization or {}):
         return None
     counts = _step_counts(cfg, implementation, dtype, attention, kv_cache)
@@ -189,9 +203,11 @@ def step_ops_split(cfg: Any, implementation: str, dtype: str, attention: str, kv
     grouped = counts.get("grouped_kv_per_layer", 0) if cfg.n_kv_heads < cfg.n_heads else 0
     sliding = cfg.n_window_layers if "sliding_per_layer" in counts else 0  # decoder-only families here
     per_layer = counts["per_layer"] + counts.get("per_expert", 0) * cfg.n_experts  # a loop over every expert
-    return ((per_layer + grouped) * (cfg.n_layers - sliding)
-            + (counts.get("sliding_per_layer", 0) + grouped) * sliding + _quantized_extra_calls(cfg, quantization or {}),
-            counts["per_step"] if windows is None else windows.per_step)
+    windows = step_windows(cfg, implementation, attention, sampling, kv_cache)
+    return DecodeStepOps((per_layer + grouped) * (cfg.n_layers - sliding)
+                         + (counts.get("sliding_per_layer", 0) + grouped) * sliding
+                         + _quantized_extra_calls(cfg, quantization or {}),
+                         counts["per_step"] if windows is None else windows.per_step, windows)
 
 
 def _quantized_extra_calls(cfg: Any, quantization: dict[str, Any]) -> int:
@@ -227,7 +243,7 @@ def step_copies(cfg: Any, implementation: str, attention: str) -> dict | None:
     cached K and V heads before flash), or None where none is stated: the entry, its "parts" the
     CopyParts by name (per cached key and attention layer). A "grouped_only" entry applies only
     where the KV heads are fewer than the query heads (repeat_kv returns its input otherwise)."""
-    entry = _matching("eager_step_copies", cfg, lambda entry: (
+    entry = matching_entry("eager_step_copies", cfg, lambda entry: (
         entry["name"] == implementation and attention == entry["attention"]))
     if entry is None or (entry.get("grouped_only") and cfg.n_kv_heads >= cfg.n_heads):
         return None
@@ -251,7 +267,7 @@ def _step_counts(cfg: Any, implementation: str, dtype: str, attention: str, kv_c
     from .kernel_facts_file import kernel_facts
 
     def counted(name: str) -> dict | None:
-        entry = _matching("eager_step_ops", cfg, lambda entry: (
+        entry = matching_entry("eager_step_ops", cfg, lambda entry: (
             entry["name"] == name and kv_cache == entry.get("kv_cache", kv_cache)
             and attention in (entry.get("attention", attention), *entry.get("stands_for", ()))))
         return None if entry is None else entry["ops"].get("bf16" if dtype == "fp16" else dtype)
@@ -281,7 +297,7 @@ def training_step_ops_split(cfg: Any, workload: Any) -> tuple[int, int] | None:
     pipeline splits (layout/kernel_step.stage_host_ops)."""
     if workload.weight_format is not None or cfg.n_kv_heads != cfg.n_heads:
         return None
-    entry = _matching("eager_training_ops", cfg, lambda entry: (
+    entry = matching_entry("eager_training_ops", cfg, lambda entry: (
         workload.attention == entry["attention"] and workload.dtype == entry["dtype"]
         and workload.impl == entry["impl"]))
     if entry is None:

@@ -42,15 +42,17 @@ def check_sampling(sampling: str) -> None:
         raise ConfigError(f"sampling must be one of {', '.join(SAMPLINGS)}, got {sampling!r}.")
 
 
-def step_windows(cfg: Any, implementation: str, attention: str, sampling: str = "greedy") -> StepWindows | None:
-    """The counted windows of a decoding step of this config's family under this code and attention
-    (kernel_facts.json "generate_windows"), or None where none is counted."""
-    from .kernel_facts_file import kernel_facts
+def step_windows(cfg: Any, implementation: str, attention: str, sampling: str = "greedy",
+                 kv_cache: str = "dynamic") -> StepWindows | None:
+    """The counted windows of a decoding step of this config's family under this code, attention and
+    KV cache (kernel_facts.json "generate_windows": generate's default DynamicCache), or None where none
+    is counted."""
+    from .kernel_facts_file import matching_entry
 
     check_sampling(sampling)
-    for entry in kernel_facts()["generate_windows"]["implementations"]:
-        if (entry["name"] == implementation and entry["family"] == cfg.family and entry["attention"] == attention
-                and all(getattr(cfg, name) == value for name, value in entry["config"].items())):
-            counts = entry[sampling]
-            return StepWindows(int(counts["per_step"]), int(counts["serial_per_step"]), int(counts["syncs_per_step"]))
-    return None
+    entry = matching_entry("generate_windows", cfg, lambda entry: (
+        entry["name"] == implementation and entry["attention"] == attention and entry["kv_cache"] == kv_cache))
+    if entry is None:
+        return None
+    counts = entry[sampling]
+    return StepWindows(int(counts["per_step"]), int(counts["serial_per_step"]), int(counts["syncs_per_step"]))

@@ -58,3 +58,14 @@ def fuses_qkv(implementation: str | None) -> bool:
     """Whether a decoding implementation's code runs Q, K and V as one GEMM (kernel_facts.json
     "fused_projections": gpt-fast's and torchao's wqkv); False for any other code or none."""
     return "qkv" in kernel_facts()["fused_projections"]["implementations"].get(implementation or "", ())
+
+
+def matching_entry(table: str, cfg: Any, runs: Any) -> dict | None:
+    """The first implementation of kernel_facts.json's `table` whose family and stated config
+    fields are this config's and whose own conditions `runs(entry)` holds; None where none does
+    (eager_ops' counted tables and generate_windows')."""
+    for entry in kernel_facts()[table]["implementations"]:
+        if (cfg.family == entry["family"] and runs(entry)
+                and all(getattr(cfg, name) == value for name, value in entry["config"].items())):
+            return entry
+    return None

@@ -10,6 +10,8 @@ nothing does. The `plan` command and costmodel.plan both call plan() here.
 
 from __future__ import annotations
 
+import numbers
+from collections.abc import Iterable, Mapping
 from typing import Any, Sequence
 
 from . import spec
@@ -23,11 +25,13 @@ DEFAULT_SERVING_BATCH = 32
 
 
 def _counts(gpus: int | Sequence[int]) -> list[int]:
-    # 8.0 (or a bool) read "'float' object is not iterable", a TypeError, from list(gpus)
-    counts = [gpus] if isinstance(gpus, (int, float, str)) else list(gpus) if isinstance(gpus, Sequence) else []
-    if not counts or any(isinstance(c, bool) or not isinstance(c, int) or c < 1 for c in counts):
+    # 8.0 (or a bool) read "'float' object is not iterable", a TypeError, from list(gpus); numpy's integers (a
+    # sweep's np.int64(8), np.array([8, 16])) are whole numbers too, refused by session 36's isinstance(c, int)
+    scalar = isinstance(gpus, (numbers.Number, str, bytes))
+    counts = [gpus] if scalar else list(gpus) if isinstance(gpus, Iterable) and not isinstance(gpus, Mapping) else []
+    if not counts or any(isinstance(c, bool) or not isinstance(c, numbers.Integral) or c < 1 for c in counts):
         raise ConfigError(f"--gpus must be positive whole numbers, got {gpus!r}.")
-    return sorted(set(counts))
+    return sorted({int(c) for c in counts})
 
 
 class PlanResult:

@@ -19,7 +19,7 @@ from . import spec
 from .config import DTYPE_BYTES, ConfigError, ModelConfig, Workload
 from .workload import logits_kept
 from .decode_sums import NoClosedForm, Rates, StepSums
-from .eager_ops import step_copies, step_ops, step_syncs
+from .eager_ops import decode_step_ops, step_copies, step_syncs
 from .embedding_grad import zeroed_table_bytes
 from .evaluate import values
 from .hardware import Efficiency, Hardware, time_model_for
@@ -356,7 +356,7 @@ def simulate_inference(cfg: ModelConfig, hardware: Hardware, *, prompt: int, gen
     steps (the one gpt-fast's, torchao's generate.py and vLLM's benchmark_latency.py publish)."""
     import numpy as np
 
-    from .generate_windows import check_sampling, step_windows
+    from .generate_windows import check_sampling
     from .kernel_facts_file import fuses_qkv
     from .spec import DECODE_CODES
 
@@ -373,9 +373,9 @@ def simulate_inference(cfg: ModelConfig, hardware: Hardware, *, prompt: int, gen
     decoder_prompt = decoder_prompt if encoder_decoder else prompt
     prefill_total, prefill_s, prefill_blocks = roof.prefill(batch, decoder_prompt, source_len=source)
     prefill_s = roofline_prefill_s = float(prefill_s)
-    ops = step_ops(cfg, implementation, roof.dtype, attention, kv_cache, quantization, sampling)
+    counted = decode_step_ops(cfg, implementation, roof.dtype, attention, kv_cache, quantization, sampling)
+    ops, windows = (counted.total, counted.windows) if counted is not None else (None, None)
     copies = step_copies(cfg, implementation, attention)
-    windows = step_windows(cfg, implementation, attention, sampling) if ops is not None else None
     kernels = (KernelSteps(roof, cuda_graphs, compiled, ops, fuses_qkv(implementation), copies, decode_kernel,
                            serial_ops=windows.serial if windows else None)
                if time_model == "kernels" else None)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from costmodel.config import ModelConfig, Workload
+from costmodel.config import ConfigError, ModelConfig, Workload
 from costmodel.hardware import load_hardware
 from costmodel.layout import Layout, ParallelEstimate
 from costmodel.layout.spec import empty_edge_chunks
@@ -153,8 +153,8 @@ def decode_layout(run: dict[str, Any], source: dict[str, Any]) -> Layout:
 #: (kv_dtype: a quantized KV cache, torchao's --kv_cache_quantization as int8). decode_kernel: the
 #: kernel a decode step's attention runs where the source's engine states one from its code
 #: (kernel_facts.json "decode_attention_kernels": TensorRT-LLM v0.6.1's masked MHA); none: the fused one.
-#: sampling: how the loop picks its token (costmodel/generate_windows.SAMPLINGS; one GPU's simulate only, the
-#: layout's decode counts greedy); none: greedy.
+#: sampling: how the loop picks its token (costmodel/generate_windows.SAMPLINGS; one GPU's simulate only: a
+#: tensor-parallel run stating another than greedy is refused, decode_layout_run); none: greedy.
 DECODE_SETTINGS = ("prompt", "gen", "batch", "attention", "kv_cache", "cuda_graphs", "dtype", "implementation",
                    "decode_kernel", "sampling")
 DECODE_QUANTIZATION = ("weight_dtype", "weight_group", "fp8_gemm", "kv_dtype")
@@ -236,6 +236,9 @@ def decode_layout_run(run: dict[str, Any], source: dict[str, Any], time_model: s
     from costmodel.layout.timing import simulate_decode
 
     cfg, hardware, s, quantization = decode_setup(run, source)
+    if s["sampling"] != "greedy":  # the layout's decode counts greedy's step: a sampled run was timed as greedy
+        raise ConfigError(f"sampling {s['sampling']!r} is counted by one GPU's simulate only (generate_windows); "
+                          f"the layout model's decode step is greedy's, tp {run['tp']} here.")
     workload = Workload(seq_len=s["prompt"], gen_tokens=s["gen"], batch=s["batch"], dtype=s["dtype"],
                         attention=s["attention"], precision="pure", kv_cache=s["kv_cache"], **quantization)
     return simulate_decode(cfg, workload, decode_layout(run, source), hardware, cuda_graphs=s["cuda_graphs"],

@@ -83,10 +83,14 @@ def _row(row_id: str) -> tuple[dict, dict]:
     ("automodel-moe deepseek-v3 pp4 vp8 ep64 256xh100", 757.5, 885.3),
     ("automodel-moe gpt-oss-120b ep64 64xh100", 6049.2, 6906.6),
 ])
-def test_rows_moved(row_id, before, after):
+def test_rows_moved(row_id, before, after, monkeypatch):
     run, source = _row(row_id)
     assert train_tokens(run, source, "kernels") == pytest.approx(after, abs=0.1)
-    assert after != pytest.approx(before, abs=0.1)
+    # before: the link rule, the measured rates taken away (session 36 compared two typed constants here)
+    from costmodel.layout import deepep_internode
+
+    monkeypatch.setattr(deepep_internode, "internode_rates", lambda layout, hardware, local: None)
+    assert train_tokens(run, source, "kernels") == pytest.approx(before, abs=0.1)
 
 
 def test_gpu_hours_row_moved():

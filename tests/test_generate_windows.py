@@ -85,3 +85,46 @@ def test_the_counting_script_recounts_or_refuses_another_transformers(capsys, sa
         generate_syncs.counts(sampled)
     assert exit_.value.code == 2
     assert capsys.readouterr().err.startswith("error: transformers 4.46.0 or 4.51.3 must come first on the path")
+
+
+def test_one_simulate_looks_the_windows_up_once_and_an_uncounted_step_not_at_all(monkeypatch):
+    # session 36 looked them up twice (eager_ops.step_ops_split, then simulate_inference for the serial ops),
+    # and step_ops_split before its early return for weights it does not count
+    from costmodel import generate_windows
+
+    calls = []
+    real = generate_windows.step_windows
+    monkeypatch.setattr(generate_windows, "step_windows", lambda *args: calls.append(args) or real(*args))
+    cfg = load_preset("qwen2.5-0.5b")
+    result = simulate_inference(cfg, load_hardware("a100-80gb"), prompt=64, gen=2, batch=1, attention="flash",
+                                time_model="kernels", implementation="transformers-4.46", sampling="sampled")
+    assert len(calls) == 1
+    assert result["decode"]["host"]["ops_per_step"] == 24 * 89 + 114
+    assert result["decode"]["host"]["serial_ops_per_step"] == 41
+    calls.clear()
+    assert step_ops(cfg, "transformers-4.46", "bf16", "flash", "dynamic", {"fp8_gemm": "tensorwise"}) is None
+    assert calls == []
+    with pytest.raises(ConfigError, match="got 'beam'"):  # a typo is still one line on that early return
+        step_ops(cfg, "transformers-4.46", "bf16", "flash", "dynamic", {"fp8_gemm": "tensorwise"}, "beam")
+
+
+def test_a_tensor_parallel_run_stating_sampling_is_refused_not_timed_as_greedy():
+    """The layout model's decode counts greedy's step (DECODE_SETTINGS): session 36 read a tp > 1 run's
+    "sampling" and dropped it."""
+    from reports.published_runs import decode_run, other_runs_data
+
+    data = other_runs_data()
+    run = next(r for r in data["runs"] if r["id"] == "gpt-fast llama2-7b tp2")
+    source = data["sources"][run["id"].split()[0]]
+    assert decode_run(run, source, "kernels") > 0  # greedy, as its source states
+    with pytest.raises(ConfigError, match="sampling 'sampled' is counted by one GPU's simulate only"):
+        decode_run({**run, "sampling": "sampled"}, source, "kernels")
+
+
+def test_the_windows_are_generates_default_cache_only():
+    """Counted under generate()'s DynamicCache (validate/generate_syncs.py passes no cache): a static cache's
+    step is not that count (session 36 matched the windows whatever the cache)."""
+    qwen2 = load_preset("qwen2.5-7b-instruct")
+    assert step_windows(qwen2, "transformers-4.46", "flash", "sampled", "dynamic") == StepWindows(114, 41, 5)
+    assert step_windows(qwen2, "transformers-4.46", "flash", "sampled", "static") is None
+    assert {e["kv_cache"] for e in kernel_facts()["generate_windows"]["implementations"]} == {"dynamic"}

@@ -122,3 +122,34 @@ def test_one_layer_of_the_zero2_row():
 
 
 FIRST_LAYER_S = 0.0157787  # 24 layers x 2 micro-batches: 0.757 s of the step (1.929 -> 2.686 s)
+
+
+def test_the_flag_under_deepspeed_with_another_impl_is_refused_under_the_roofline_too():
+    """The refusal is the layout's (ParallelEstimate), not the kernel model's: session 36's roofline ran
+    `--framework deepspeed --impl megatron --no-moe-grouped-gemm` as if the flag were not there."""
+    from click.testing import CliRunner
+
+    from cli import cli as main
+
+    base = ["simulate", "--train", "--model", "qwen3-30b-a3b", "--hardware", "a100-80gb", "--gpus", "8",
+            "--framework", "deepspeed", "--seq-len", "4096", "--batch", "1", "--time-model", "roofline",
+            "--no-moe-grouped-gemm"]
+    refused = CliRunner().invoke(main, base + ["--impl", "megatron"])
+    assert refused.exit_code == 2 and refused.output.strip().endswith("the code of --impl hf; the impl is 'megatron'.")
+    assert CliRunner().invoke(main, base).exit_code == 0  # impl hf: the roofline prices the tree's grouped kernels
+
+
+@pytest.mark.parametrize("time_model", ["kernels", "roofline"])
+def test_the_loop_beside_expert_parallelism_is_refused(time_model):
+    """transformers' block holds and loops over all its experts on every rank (layer_seconds charges E of them);
+    session 36 charged that loop at ep 2 too (the step 0.37 s -> 1.49 s on 8 H100s), beside a tree whose expert
+    leaf the EP group divides."""
+    from click.testing import CliRunner
+
+    from cli import cli as main
+
+    args = ["simulate", "--train", "--model", "qwen3-30b-a3b", "--hardware", "h100-sxm", "--dp", "8", "--ep", "2",
+            "--framework", "deepspeed", "--seq-len", "2048", "--batch", "1", "--time-model", time_model]
+    assert CliRunner().invoke(main, args).exit_code == 0  # the grouped default: DeepSpeed-MoE's own layers
+    refused = CliRunner().invoke(main, args + ["--no-moe-grouped-gemm"])
+    assert refused.exit_code == 2 and refused.output.strip().endswith("no expert parallelism (ep 2).")

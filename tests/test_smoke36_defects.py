@@ -48,6 +48,20 @@ def test_plans_gpu_count_of_another_type_is_one_config_error(gpus):
         costmodel.plan("llama3-8b", gpus, "h100-sxm")
 
 
+def test_numpys_whole_numbers_are_gpu_counts():
+    """A sweep's np.int64(8) or np.array([16, 8]) read "--gpus must be positive whole numbers, got 8" (session 36's
+    isinstance(c, int)); a dict, a float in a list and a bool in one are still one line."""
+    import numpy as np
+
+    from costmodel.planning import _counts
+
+    assert _counts(np.int64(8)) == [8] and _counts(np.array([16, 8, 8])) == [8, 16] and _counts(range(8, 17, 8)) == [8, 16]
+    assert all(type(c) is int for c in _counts(np.array([16, 8])))
+    for bad in ({8: 1}, [8, 16.0], [8, True], [], "8", [0]):
+        with pytest.raises(ConfigError, match="--gpus must be positive whole numbers"):
+            _counts(bad)
+
+
 def test_plans_unknown_dtype_is_named_unknown():
     """`costmodel.plan("llama3-8b", 8, dtype="bf17")` said "h100-sxm has no bf17 peak (Hopper); use --dtype
     bf16.", as if bf17 were a real dtype the H100 lacks; Workload's own sentence now."""

@@ -45,14 +45,19 @@ def applies(estimate: Any) -> bool:
             and estimate.layout.framework == "deepspeed" and estimate.layout.moe_grouped_gemm is False)
 
 
-def check(estimate: Any) -> None:
+def check(workload: Any, layout: Any) -> None:
     """One line where a DeepSpeed training step states the loop (--no-moe-grouped-gemm) for another code than
-    transformers' own (impl hf): the flag would otherwise change nothing."""
-    layout = estimate.layout
-    if (estimate.phase == "train" and layout.framework == "deepspeed" and layout.moe_grouped_gemm is False
-            and estimate.workload.impl != "hf"):
+    transformers' own (impl hf): the flag would otherwise change nothing; or beside expert parallelism, which
+    transformers' block does not run (DeepSpeed-MoE's own layers would). ParallelEstimate's, for a training step
+    under either time model (the roofline prices the tree's grouped kernels, but the layout is still refused)."""
+    if layout.framework != "deepspeed" or layout.moe_grouped_gemm is not False:
+        return
+    if workload.impl != "hf":
         raise ConfigError("layout: --no-moe-grouped-gemm under --framework deepspeed is transformers 4.x's loop over "
-                          f"every expert, the code of --impl hf; the impl is {show(estimate.workload.impl)}.")
+                          f"every expert, the code of --impl hf; the impl is {show(workload.impl)}.")
+    if layout.ep > 1:  # the block holds and loops over all E experts on every rank (layer_seconds' E)
+        raise ConfigError("layout: --no-moe-grouped-gemm under --framework deepspeed is transformers 4.x's loop over "
+                          f"every expert, each rank holding all of them: no expert parallelism (ep {layout.ep}).")
 
 
 def forward_passes(rerun: list) -> int:

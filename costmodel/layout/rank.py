@@ -132,6 +132,9 @@ class ParallelEstimate(RankCommunication):
         if phase == "train":  # the model's parts first (a dense model's refusal names them), then the framework
             check_recomputed_modules(cfg, workload.recompute)
             check_recompute_framework(workload.recompute, layout.framework, layout.tp)
+            from .hf_moe_loop import check as check_moe_loop
+
+            check_moe_loop(workload, layout)  # under either time model (session 36's kernel model only)
         if layout.pp > 1 and layout.framework == "fsdp2" and cfg.tie_embeddings and cfg.head == "lm":
             raise ConfigError("layout: torch.distributed.pipelining splits an untied model; this one ties its "
                               "output projection to the embedding (use megatron or deepspeed).")
