@@ -21,8 +21,8 @@ published); this throughput table was not used before session 26.
 
 Ours: every prompt at time 0 on one replica of `serve`'s vLLM V1 scheduler (chunked prefill, its graphs as
 graphs.py has vLLM's), the row's max_num_seqs, 131,072 batched tokens, 90% of memory, FP8 weights in W8A8 GEMMs
-at the FP8 peak, an FP8 KV cache, fp16 activations, on the mi300x preset at tp 8; the figure as total tokens
-per second (see the assumed).
+at the FP8 peak, an FP8 KV cache, fp16 activations, on the mi300x preset at tp 8; the figure as output tokens
+per second since session 37 (total tokens per second before: AMD_VLLM_READING says why it moved).
 
     python benchmarks/serve_published.py amd-vllm
 """
@@ -43,10 +43,11 @@ AMD_VLLM_THROUGHPUT = [
               (2048, 2048, 500, 500, 2174.1)]},
 ]
 AMD_VLLM_ASSUMED = (
-    "decided before any row was computed: 'Throughput (tokens/s)' as benchmark_throughput.py's total tokens/s "
-    "(prompts x (input + output) over the elapsed time: the first tokens/s it prints, the one not qualified as "
-    "output; the page does not say which; were it the output tokens/s, every ratio below would be divided by "
-    "output / (input + output), 0.50-0.97); the MI300X as the mi300x preset at its datasheet figures (the page "
+    "decided before any row was computed (session 26): 'Throughput (tokens/s)' as benchmark_throughput.py's total "
+    "tokens/s (prompts x (input + output) over the elapsed time: the first tokens/s it prints, the one not "
+    "qualified as output; the page does not say which; were it the output tokens/s, every ratio below would be "
+    "divided by output / (input + output), 0.50-0.97); since session 37 read as output tokens/s instead "
+    "(AMD_VLLM_READING); the MI300X as the mi300x preset at its datasheet figures (the page "
     "states 750 W, the preset's board power); vLLM v0.10.0's V1 engine as serve's vllm scheduler with its CUDA "
     "graphs as graphs.py has vLLM's (AITER's full graph capture not modelled apart; decode batches past the "
     "captured sizes run eager) and prefix caching on (random prompts share nothing); the GEMMs W8A8 at the FP8 "
@@ -65,9 +66,43 @@ def amd_vllm_options(max_num_seqs: int) -> dict:
             "gpu_memory_utilization": 0.90}
 
 
-def amd_vllm_tokens_per_s(model: str, prompt: int, output: int, prompts: int, max_num_seqs: int) -> float:
-    """Our total tokens per second for one row: `prompts` requests at 0, prompts x (input + output)
-    over the span to the last token."""
+# The same page's latency table (benchmark_latency.py, one batch of BS sequences, all at once), its batch-128 rows
+# at the throughput table's shapes, seconds: (model, input, output) -> "MI300X Latency (sec)".
+AMD_VLLM_LATENCY_BATCH = 128
+AMD_VLLM_LATENCY_S = {("llama3.1-70b", 128, 2048): 46.484, ("llama3.1-70b", 2048, 2048): 52.394,
+                      ("llama3.1-405b", 128, 2048): 117.027, ("llama3.1-405b", 2048, 2048): 125.471}
+AMD_VLLM_READING = (
+    "'Throughput (tokens/s)' read as output tokens/s (prompts x output over the elapsed time: the last figure "
+    "benchmark_throughput.py v0.8.5 prints; AMD's own harness, vllm_benchmark_report.py in seungrokj/ootb_vllm, "
+    "writes both, tot_throughput and gen_throughput = num_prompts x output_len / elapsed_time). Why: read as "
+    "total tokens/s, the two 2,048 / 2,048 rows would take longer than the same page's latency script needs for "
+    "the same prompts in successive batches of 128 (latency_bound_s: 70B 1,500 prompts 812.6 s against 12 x "
+    "52.394 = 628.7 s; 405B 500 prompts 942.0 s against 4 x 125.471 = 501.9 s), though the throughput run holds "
+    "every prompt at once with max_num_seqs = prompts, an FP8 cache with room for all (the latency command keeps "
+    "fp16), and 131,072 tokens a step; as output tokens/s every row with a latency row of its shape is under its "
+    "bound (406.3 and 471.0 s). Five versions of the page are stored (vLLM 0.6.6 and 0.7.3 V0 with 10 scheduler "
+    "steps, ROCm/vllm b309ea79 the second; 0.10.0; one more with v0.8.5's scripts; 0.11.1 RC): their tables agree "
+    "within 20% row by row, and as total tokens/s the 405B's 500 prompts overrun four batches of 128 in every "
+    "one (1.49-1.88x), the 70B's 1,500 in four of five (0.7.3: 735.6 s against 749.0). Derived from the page's "
+    "own two tables, not from ours.")
+
+
+def latency_bound_s(model: str, prompt: int, output: int, prompts: int) -> float | None:
+    """The longest span the page's latency table allows for `prompts` requests of one shape: ceil(prompts / 128)
+    successive batch-128 runs of benchmark_latency.py (None where the table has no row of the shape)."""
+    seconds = AMD_VLLM_LATENCY_S.get((model, prompt, output))
+    return None if seconds is None else -(-prompts // AMD_VLLM_LATENCY_BATCH) * seconds
+
+
+def published_span_s(prompt: int, output: int, prompts: int, published: float, tokens: str) -> float:
+    """The elapsed time a row's published figure means, read as `tokens` ("total" or "output") tokens/s."""
+    return prompts * (output if tokens == "output" else prompt + output) / published
+
+
+def amd_vllm_tokens_per_s(model: str, prompt: int, output: int, prompts: int, max_num_seqs: int,
+                          tokens: str = "total") -> float:
+    """Our tokens per second for one row: `prompts` requests at 0, prompts x (input + output) ("total") or
+    prompts x output ("output") over the span to the last token."""
     import costmodel
     from costmodel.hardware import load_hardware
     from costmodel.serving.api import build_replica, run_replicas
@@ -77,19 +112,22 @@ def amd_vllm_tokens_per_s(model: str, prompt: int, output: int, prompts: int, ma
     replica, step, _ = build_replica(cfg, load_hardware("mi300x"), **amd_vllm_options(max_num_seqs))
     requests = [Request(i, 0.0, prompt, output) for i in range(prompts)]
     rows, _, _ = run_replicas(requests, replica, step, 1, AMD_VLLM_MAX_MODEL_LEN, record=False)
-    return prompts * (prompt + output) / max(r["finish_s"] for r in rows)
+    return published_span_s(prompt, output, prompts, 1.0, tokens) / max(r["finish_s"] for r in rows)
 
 
 def print_amd_vllm() -> None:
     from reports.serving_published import record
 
     print(f"\nAMD's vLLM throughput table, all prompts at once. Source: {AMD_VLLM_SOURCE}\n")
-    print("| model (ours) | in / out | prompts / max_num_seqs | published tok/s | ours (total tok/s) "
-          "| ours / published |")
-    print("|---|---|---|---|---|---|")
+    print("| model (ours) | in / out | prompts / max_num_seqs | published tok/s | ours (output tok/s) "
+          "| ours / published | as total tok/s (before session 37) |")
+    print("|---|---|---|---|---|---|---|")
     for table in AMD_VLLM_THROUGHPUT:
         for prompt, output, prompts, seqs, published in table["rows"]:
-            ours = amd_vllm_tokens_per_s(table["model"], prompt, output, prompts, seqs)
-            record("amd-vllm", f"{table['model']} {prompt}/{output} {prompts} prompts", "total tok/s", published, ours)
+            ours = amd_vllm_tokens_per_s(table["model"], prompt, output, prompts, seqs, tokens="output")
+            total = ours * (prompt + output) / output
+            record("amd-vllm", f"{table['model']} {prompt}/{output} {prompts} prompts", "output tok/s", published,
+                   ours)
             print(f"| {table['published_model']} ({table['model']}) | {prompt} / {output} | {prompts:,} / {seqs:,} "
-                  f"| {published:,.1f} | {ours:,.0f} | {ours / published:.2f} |")
+                  f"| {published:,.1f} | {ours:,.0f} | {ours / published:.2f} | {total / published:.2f} |")
+    print(f"\nThe reading: {AMD_VLLM_READING}")

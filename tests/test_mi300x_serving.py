@@ -1,7 +1,8 @@
 """AMD's vLLM throughput rows on 8 MI300X (session 34, wt34_amdserve): the MI300X facts their steps read, each
 pinned to its source, and the per-step split (validate/amd_vllm_steps.py) that locates their gap, so that a change
-to any fact or rule the rows take shows here. Nothing moved this session: the sourced facts checked hold, and no
-source was found for what would close the 1.40-2.67x (validate/FINDINGS.md, "AMD vLLM on the MI300X")."""
+to any fact or rule the rows take shows here. Nothing moved in session 34: the sourced facts checked hold, and no
+source was found for what would close the 1.40-2.67x (validate/FINDINGS.md, "AMD vLLM on the MI300X"). Session 37
+read the column as output tokens/s, from the page's own latency table (1.26-1.48x since)."""
 
 from __future__ import annotations
 
@@ -68,14 +69,43 @@ def test_a_prefill_step_of_the_pages_budget_is_gemms_and_all_reduces():
 
 
 def test_two_rows_stand_where_docs_serving_puts_them():
-    """The furthest and the nearest of the eight (docs/serving.md's amd-vllm table): 405B 2,048 / 2,048 at
-    5,474 total tok/s (2.52x the published 2,174.1) and 70B 128 / 2,048 at 20,999 (1.57x 13,383.3); 5,505 and
-    21,860 before session 34's sampler."""
+    """Two of the eight (docs/serving.md's amd-vllm table): 405B 2,048 / 2,048 at 5,474 total tok/s (2.52x the
+    published 2,174.1; 2,737 output tok/s, 1.26x since session 37) and 70B 128 / 2,048 at 20,999 (1.57x 13,383.3;
+    19,763, 1.48x); 5,505 and 21,860 total before session 34's sampler."""
     sys.path.insert(0, "benchmarks")
     from published_amd_vllm_throughput import amd_vllm_tokens_per_s
 
     assert amd_vllm_tokens_per_s("llama3.1-405b", 2048, 2048, 500, 500) == pytest.approx(5473.72, abs=0.01)
     assert amd_vllm_tokens_per_s("llama3.1-70b", 128, 2048, 3200, 3200) == pytest.approx(20998.67, abs=0.01)
+    # As output tokens/s, the reading since session 37: the same spans, prompts x output over them (1.26x, 1.48x).
+    assert amd_vllm_tokens_per_s("llama3.1-405b", 2048, 2048, 500, 500, tokens="output") == pytest.approx(
+        5473.72 / 2, abs=0.01)
+    assert amd_vllm_tokens_per_s("llama3.1-70b", 128, 2048, 3200, 3200, tokens="output") == pytest.approx(
+        20998.67 * 2048 / 2176, abs=0.01)
+
+
+def test_the_pages_latency_table_rules_out_total_tokens():
+    """Why the column reads as output tokens/s (AMD_VLLM_READING): as total tokens/s, 500 prompts of 2,048 + 2,048
+    on the 405B would take 942.0 s, longer than four successive batch-128 runs of the same page's latency script
+    (4 x 125.471 = 501.9 s), and the 70B's 1,500 812.6 s against 12 x 52.394 = 628.7 s; as output tokens/s every
+    row with a latency row of its shape (both models' 128 / 2,048 and 2,048 / 2,048) is under its bound."""
+    sys.path.insert(0, "benchmarks")
+    from published_amd_vllm_throughput import AMD_VLLM_THROUGHPUT, latency_bound_s, published_span_s
+
+    assert latency_bound_s("llama3.1-405b", 2048, 2048, 500) == pytest.approx(501.884)
+    assert latency_bound_s("llama3.1-70b", 2048, 2048, 1500) == pytest.approx(628.728)
+    assert latency_bound_s("llama3.1-70b", 128, 2048, 3200) == pytest.approx(25 * 46.484)
+    assert latency_bound_s("llama3.1-70b", 500, 2000, 2000) is None
+    assert published_span_s(2048, 2048, 500, 2174.1, "total") == pytest.approx(941.999, abs=0.001)
+    assert published_span_s(2048, 2048, 500, 2174.1, "output") == pytest.approx(470.999, abs=0.001)
+    over = {"total": [], "output": []}
+    for table in AMD_VLLM_THROUGHPUT:
+        for prompt, output, prompts, _, published in table["rows"]:
+            bound = latency_bound_s(table["model"], prompt, output, prompts)
+            for tokens in over:
+                if bound is not None and published_span_s(prompt, output, prompts, published, tokens) > bound:
+                    over[tokens].append((table["model"], prompt))
+    assert over == {"total": [("llama3.1-70b", 2048), ("llama3.1-405b", 2048)], "output": []}
 
 
 def test_the_split_script_refuses_a_partial_line(capsys):

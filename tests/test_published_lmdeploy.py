@@ -88,9 +88,12 @@ def test_the_mi300x_fp8_gemms_run_at_amds_measured_maf():
 
 
 def test_amd_throughput_figure_the_docs_quote():
-    # docs/serving.md's AMD table: Llama 3.1 405B, 500 prompts of 2,048 + 2,048, total tokens/s (2.52 of 2,174.1;
-    # 5,504.754 and 2.53 before vLLM V1's sampler, session 34)
+    # docs/serving.md's AMD table: Llama 3.1 405B, 500 prompts of 2,048 + 2,048, total tokens/s (2.52 of 2,174.1, its
+    # "before" column; 5,504.754 and 2.53 before vLLM V1's sampler, session 34), and output tokens/s as the table
+    # reads it since session 37 (2,736.86, 1.26)
     assert amd.amd_vllm_tokens_per_s("llama3.1-405b", 2048, 2048, 500, 500) == pytest.approx(5473.717, abs=0.001)
+    assert amd.amd_vllm_tokens_per_s("llama3.1-405b", 2048, 2048, 500, 500, tokens="output") == pytest.approx(
+        2736.859, abs=0.001)
 
 
 def test_trtllm_v017_rows_and_engine_settings():
