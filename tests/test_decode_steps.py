@@ -147,7 +147,8 @@ SCRIPTS = {"gpt-fast": ("generate.py", "32971d3"), "gpt-fast-amd": ("generate.py
            # session 37's unseen rows (wt37_unseend): Hamel Husain's scripts (hamelsmu/llama-inference), Oracle's table
            "hamel-latency-2023": ("time.perf_counter() around one request", None),
            "hamel-latency-2023-hf": ("hf/bench.py", None),
-           "oracle-mi300x-405b": ("benchmarks/benchmark_latency.py", None)}
+           "oracle-mi300x-405b": ("benchmarks/benchmark_latency.py", None),
+           "modelopt-v0.15": ("gptSessionBenchmark", None)}
 #: The sources whose figure is the decode steps' own rate (the prefill's token apart), and the words of their
 #: rate_source that name what was read: the IBM blog's median latency; ExLlamaV2's test_inference.py (its own
 #: README and llm-perf-bench's 4-bit table), MLC's benchmark (not read: the rate assumed), LMDeploy's

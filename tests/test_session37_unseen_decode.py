@@ -1,6 +1,6 @@
 """Session 37's unseen decoding rows (costmodel/published_runs.json sources "xiongjiedai-llamacpp",
-"hamel-latency-2023", "hamel-latency-2023-hf" and "oracle-mi300x-405b"), typed before any of their rows was computed
-(d10be38e, 369d9f83; the llama.cpp source's default hardware added after the first computation stopped on its
+"hamel-latency-2023", "hamel-latency-2023-hf", "oracle-mi300x-405b" and "modelopt-v0.15"), typed before any of their
+rows was computed (d10be38e, 369d9f83, 9e9d910c; the llama.cpp source's default hardware added after the first computation stopped on its
 absence, 951dff32, no figure or setting changed): each row's figure as its source prints it, the
 setup the model reads, and the kernel model's ratios as first computed (ours over published), the error estimate
 validate/FINDINGS.md quotes ("Unseen decoding rows, session 37 (wt37_unseend, session 37)")."""
@@ -11,7 +11,7 @@ import pytest
 
 from tests.unseen_rows import assert_first_computed, assert_summaries, decode_groups, decode_setup_of, ratios, runs_of
 
-SOURCES = ("xiongjiedai-llamacpp", "hamel-latency-2023", "hamel-latency-2023-hf", "oracle-mi300x-405b")
+SOURCES = ("xiongjiedai-llamacpp", "hamel-latency-2023", "hamel-latency-2023-hf", "oracle-mi300x-405b", "modelopt-v0.15")
 
 # XiongjieDai/GPU-Benchmarks-on-LLM-Inference README.md at aa72e0ec (LLaMA 3, llama.cpp ./main, 1,024 new tokens):
 # GPU (row id) -> (hardware preset, 8B Q4_K_M, 8B F16, 70B Q4_K_M or None where the GPU holds no 70B)
@@ -30,10 +30,14 @@ HAMEL = {"hamel-latency-2023 ctranslate2 float16 a6000": (44.8, 4.5, 200),
 # Oracle's blog (8 MI300X, vLLM benchmark_latency.py, 128 in / 128 out): batch -> (TPS, average latency s)
 ORACLE = {1: (36, 3.530), 2: (71, 3.583), 4: (137, 3.734), 8: (258, 3.974), 16: (468, 4.375), 32: (798, 5.130),
           64: (1184, 6.919), 128: (1585, 10.340), 256: (1846, 17.750)}
+# TensorRT Model Optimizer benchmark.md at 2a3f7cf2 (H100, TensorRT-LLM v0.11, Llama3-8B): batch -> FP8 and INT4 AWQ
+# (Tokens/sec, Speedup over FP16)
+MODELOPT = {1: ((175.42, 1.26), (213.45, 1.53)), 32: ((3399.84, 1.49), (2546.12, 1.11)),
+            64: ((3311.03, 1.34), (3438.08, 1.39))}
 
 
-def test_the_four_sources_hold_39_rows():
-    assert [len(runs_of(s)) for s in SOURCES] == [22, 7, 1, 9]
+def test_the_five_sources_hold_48_rows():
+    assert [len(runs_of(s)) for s in SOURCES] == [22, 7, 1, 9, 9]
 
 
 def test_the_llamacpp_rows_are_the_readmes_single_gpu_cells():
@@ -86,6 +90,20 @@ def test_the_oracle_rows_are_a_sequences_128_tokens_over_the_average_latency():
     assert quantization == {"weight_dtype": "fp8", "fp8_gemm": "w8a8"}
 
 
+def test_the_modelopt_rows_are_a_sequences_share_of_the_batchs_tokens_per_second():
+    rows = {r["id"]: r for r in runs_of("modelopt-v0.15")}
+    for batch, ((fp8, fp8_speedup), (int4, _)) in MODELOPT.items():
+        for tag, figure in (("fp8", fp8), ("int4-awq", int4), ("fp16", round(fp8 / fp8_speedup, 2))):
+            run = rows[f"modelopt-v0.15 llama3-8b {tag} batch {batch} h100"]
+            assert (run["published_tokens_per_s_all"], run["published_tokens_per_s"]) == (figure, round(figure / batch, 4))
+            cfg, hardware, settings, quantization = decode_setup_of(run)
+            assert (cfg.name, hardware.name, settings["prompt"], settings["gen"], settings["batch"]) == \
+                ("llama3-8b", "h100-sxm", 128, 20, batch)  # gptSessionBenchmark's default lengths: assumed
+            assert quantization == {"fp8": {"weight_dtype": "fp8", "fp8_gemm": "w8a8", "kv_dtype": "fp8"},
+                                    "int4-awq": {"weight_dtype": "int4", "weight_group": 128, "kv_dtype": "fp8"},
+                                    "fp16": {}}[tag]
+
+
 # As first computed (kernel model, before any change to the model): id -> ours / published
 FIRST = {
     "xiongjiedai-llamacpp llama3-8b f16 3090": 1.043,
@@ -108,6 +126,9 @@ FIRST = {
     "oracle-mi300x-405b llama3.1-405b fp8 tp8 batch 16 128/128": 1.118,
     "oracle-mi300x-405b llama3.1-405b fp8 tp8 batch 64 128/128": 1.371,
     "oracle-mi300x-405b llama3.1-405b fp8 tp8 batch 256 128/128": 1.411,
+    "modelopt-v0.15 llama3-8b fp16 batch 1 h100": 1.193,
+    "modelopt-v0.15 llama3-8b fp8 batch 1 h100": 1.535,
+    "modelopt-v0.15 llama3-8b int4-awq batch 64 h100": 1.523,
 }
 MOVED: dict[str, float] = {}  # the ratios now, where a sourced change moved them
 
@@ -117,11 +138,12 @@ def test_first_computed_ratios_of_a_few_rows():
 
 
 # (rows, median error %, within 0.75-1.33x, within 10%, within 5%) and (lowest, highest), as first computed
-FIRST_STATS = {"all": ((39, 12.2, 26, 16, 6), (0.878, 4.525)),
+FIRST_STATS = {"all": ((48, 17.1, 27, 16, 6), (0.878, 4.525)),
                "xiongjiedai-llamacpp": ((22, 8.9, 16, 12, 6), (0.935, 1.811)),
                "hamel-latency-2023": ((7, 39.1, 3, 2, 0), (0.878, 4.525)),
                "hamel-latency-2023-hf": ((1, 6.2, 1, 1, 0), (1.062, 1.062)),
-               "oracle-mi300x-405b": ((9, 13.1, 6, 1, 0), (1.051, 1.411))}
+               "oracle-mi300x-405b": ((9, 13.1, 6, 1, 0), (1.051, 1.411)),
+               "modelopt-v0.15": ((9, 52.3, 1, 0, 0), (1.193, 1.889))}
 NOW_STATS = {**FIRST_STATS}
 
 
@@ -129,7 +151,7 @@ NOW_STATS = {**FIRST_STATS}
 def test_the_rows_as_first_computed():
     every = ratios(SOURCES)
     assert_summaries(every, decode_groups(every, SOURCES), NOW_STATS)
-    assert sum(v > 1 for v in every.values()) == 34
+    assert sum(v > 1 for v in every.values()) == 43  # Model Optimizer v0.15's 9 all too fast (1.19-1.89x), as v0.11's
     # llama.cpp: the 13 rows on GDDR cards (RTX 3090/4090, RTX A6000, A40, L40S) sit at 0.935-1.149; the 9 on HBM
     # (A100 PCIe/SXM, H100 PCIe) are all too fast, the 8B ones 1.29-1.81x (the published F16 8B rate on an A100 SXM,
     # 53.18 tok/s, is the RTX 4090's 54.34 at 2.0 against 1.0 TB/s)
