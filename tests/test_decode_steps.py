@@ -143,7 +143,12 @@ SCRIPTS = {"gpt-fast": ("generate.py", "32971d3"), "gpt-fast-amd": ("generate.py
            # session 36's second batch (wt36_unseend2)
            "premai-v2": ("common/base.py _benchmark_cuda at fb72782", None),
            "rkooo567-llm-benchmark": ("benchmark_vllm.py at 6597835", None),
-           "litgpt-quantize": ("generate/base.py at 982abcbc and d16f924d", None)}
+           "litgpt-quantize": ("generate/base.py at 982abcbc and d16f924d", None),
+           # session 37's unseen rows (wt37_unseend): Hamel Husain's scripts (hamelsmu/llama-inference), Oracle's table
+           "hamel-latency-2023": ("time.perf_counter() around one request", None),
+           "hamel-latency-2023-hf": ("hf/bench.py", None),
+           "oracle-mi300x-405b": ("benchmarks/benchmark_latency.py", None),
+           "modelopt-v0.15": ("gptSessionBenchmark", None)}
 #: The sources whose figure is the decode steps' own rate (the prefill's token apart), and the words of their
 #: rate_source that name what was read: the IBM blog's median latency; ExLlamaV2's test_inference.py (its own
 #: README and llm-perf-bench's 4-bit table), MLC's benchmark (not read: the rate assumed), LMDeploy's
@@ -158,10 +163,11 @@ DECODE_STEPS_ONLY = {"ibm-compile-llama2": "median latency", "llm-perf-bench-4bi
                      "llm-perf-bench-pr1": "test_benchmark_inference", "nim-bench-llm-1.0.0": "ITL",
                      "mlc-blog-multigpu-2023": "llm-perf-bench-4bit", "pytorch-blog-gemlite": "gen throughput",
                      "bnb-benchmarking-0.45": "optimum-benchmark's latency scenario",
-                     "autoawq-d6ac3be": "examples/benchmark.py"}
+                     "autoawq-d6ac3be": "examples/benchmark.py", "xiongjiedai-llamacpp": "eval time"}
 #: The sources whose tokens/s counts the prompt's tokens too (Qwen3's docs: (prompt + generation) / time; premAI's
 #: bench.py: len(output[0]) / delta, the prompt's ids among the output's).
-PROMPT_COUNTED = ("qwen3-speed-hf", "premai-a100")
+PROMPT_COUNTED = ("qwen3-speed-hf", "premai-a100", "hamel-latency-2023-hf")  # the last: hf/bench.py's
+# generated_ids.shape[1]
 
 
 def test_every_decode_source_states_the_rate_its_script_measures():

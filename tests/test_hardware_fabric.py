@@ -108,4 +108,6 @@ def test_every_sources_hardware_still_loads():
                     "llamacpp-issue6763": ("h100-pcie", 64e9), "autoawq-docs": ("rtx-4090", 32e9),
                     "llm-perf-bench-pr1": ("rtx-4090", 32e9), "mlc-blog-multigpu-2023": ("rtx-4090", 32e9),
                     # session 36's SageMaker benchmark: g5.12xlarge's four A10Gs (no NVLink)
-                    "hf-blog-llama2-sagemaker": ("a10g", 32e9)}
+                    "hf-blog-llama2-sagemaker": ("a10g", 32e9),
+                    # session 37's llama.cpp rows: the source's default GPU (each run names its own, one GPU each)
+                    "xiongjiedai-llamacpp": ("rtx-4090", 32e9)}

@@ -105,7 +105,8 @@ def test_every_decode_run_is_typed_here_from_its_source():
     tests/test_session35_unseen_decode2.py, session 36's (TensorRT-LLM v0.5.0, the GemLite blog, SGLang's EAGLE-3 page,
     the SageMaker TGI benchmark, bitsandbytes' benchmark) in tests/test_session36_unseen_decode.py, its second batch
     (premAI's v2 tables, rkooo567/llm_benchmark, AutoAWQ's RTX 3090 README, Lit-GPT's quantize tutorial) in
-    tests/test_session36_unseen_decode2.py; every
+    tests/test_session36_unseen_decode2.py, session 37's (llama.cpp on eight GPUs, Hamel Husain's A6000 table,
+    Oracle's MI300X table, Model Optimizer v0.15's H100 table) in tests/test_session37_unseen_decode.py; every
     other decode row here."""
     data = other_runs_data()
     elsewhere = ("amd-vllm ", "torchao-kv-long ", "qwen2.5-speed-hf ", "qwen3-speed-hf ", "trtllm-v0.6.1 ",
@@ -119,7 +120,8 @@ def test_every_decode_run_is_typed_here_from_its_source():
                  "trtllm-blog-falcon180b-h200 ", "llm-perf-bench-pr1 ", "nim-bench-llm-1.0.0 ", "vllm-perf-bench-9515 ",
                  "autogptq-readme ", "mlc-blog-multigpu-2023 ", "trtllm-v0.5.0 ", "pytorch-blog-gemlite ",
                  "sglang-docs-eagle3 ", "hf-blog-llama2-sagemaker ", "bnb-benchmarking-0.45 ", "premai-v2 ",
-                 "rkooo567-llm-benchmark ", "autoawq-d6ac3be ", "litgpt-quantize ")
+                 "rkooo567-llm-benchmark ", "autoawq-d6ac3be ", "litgpt-quantize ", "xiongjiedai-llamacpp ",
+                 "hamel-latency-2023 ", "hamel-latency-2023-hf ", "oracle-mi300x-405b ", "modelopt-v0.15 ")
     decode = {r["id"] for r in data["runs"] if r["kind"] == "decode" and not r["id"].startswith(elsewhere)}
     assert decode == set(STATED)
 
