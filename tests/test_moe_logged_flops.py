@@ -5,9 +5,14 @@ print it beside tokens/s a GPU. So TFLOP/s x 1e12 / (tokens/s) is Megatron's FLO
 causal count a token (costmodel.layout.timing step()["model_flops"] over global batch x the typed sequence)
 must come out near it. A row typed at half its sequence, or at the wrong global batch, reads about 2x: the
 Nemotron 3 Super GB200 card item did (1.991 at 4,096) until it was amended to its recipe's 8,192 (wt37_moe).
-The rows that stay below 0.9 are Megatron's own count, not a typing error: GPT-OSS 120B BF16 on the
+The rows that stay below 0.9 are the logged count, not a typing error: GPT-OSS 120B BF16 on the
 Megatron-Bridge page (25.11-26.04.01: 2.72e10 a token at 4,096, where 26.06's MXFP8 rows of the same recipe
-log 3.26e10), the two GPT-OSS H100 pretrain cards, and DeepSeek-V4 Flash's three rows.
+log 3.26e10): Megatron-Bridge's flop_utils.num_floating_point_operations counted three expert projections only
+'if gated_linear_unit and activation_func == F.silu' until baa0259bd (#3947, 2026-05-28: 'GLU ... = 3
+projections'), an ancestor of 63b08b397 (26.06) and not of 21d102f5e (26.04.01); GPT-OSS is a GLU with
+quick_gelu (gpt_oss_bridge.py lines 61, 82), so its experts were counted at 2/3 (the model's count less a third
+of its experts' is 0.79 of it); the two GPT-OSS H100 pretrain cards and DeepSeek-V4 Flash's three rows (the
+calculator's own DeepSeek-V4 terms, #4128 and #5542) were not traced.
 """
 
 import json
