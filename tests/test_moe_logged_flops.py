@@ -60,3 +60,25 @@ def test_every_megatron_moe_rows_logged_flops_fit_its_typed_sequence():
         "megatron-bridge-cards deepseek-v4-flash perf mxfp8 128xgb300"])
     super_gb200 = ratios["megatron-bridge-cards nemotron-3-super perf bf16 64xgb200"]
     assert super_gb200 == pytest.approx(0.9832, abs=1e-4)  # 1.9911 as first typed, at 4,096
+
+
+def test_gpt_oss_bf16_rows_logged_count_is_experts_at_two_projections():
+    """26.04 GPT-OSS 120B BF16 on 64 GB200 logs 2.7168e10 FLOPs a token (its TFLOP/s over the page's 15,938
+    tokens/s a GPU); the model's causal count is 3.4410e10, of which the routed experts' three
+    projections are 4 x 3 x 2880 x 2880 x 2 x 3 x 36 = 2.1499e10; counted with two (flop_utils before #3947),
+    3.4410e10 - 2.1499e10 / 3 = 2.7244e10, 0.3% from the logged figure."""
+    import json as _json
+
+    from costmodel.layout.timing import step_time
+    from reports.published_runs import train_setup
+
+    data = _json.loads((ROOT / "costmodel" / "published_runs.json").read_text())
+    run = {r["id"]: r for r in data["runs"]}["megatron-bridge-moe 26.04 gpt-oss-120b bf16 64xgb200"]
+    estimate, hardware, options = train_setup(run, data["sources"]["megatron-bridge-moe"])
+    counted = step_time(estimate, hardware, time_model="kernels", flops_convention="causal",
+                        **options).step()["model_flops"] / (run["global_batch"] * run["seq_len"])
+    experts = 4 * 3 * 2880 * 2880 * 2 * 3 * 36  # top-4, three projections, 2 FLOPs a MAC, forward + backward, layers
+    logged = run["published_model_tflops_per_gpu"] * 1e12 / run["published_tokens_per_s_per_gpu"]
+    assert counted == pytest.approx(3.4410e10, rel=1e-4) and experts == 21_499_084_800
+    assert logged == pytest.approx(2.7168e10, rel=1e-4)
+    assert (counted - experts / 3) / logged == pytest.approx(1.0028, abs=1e-3)
