@@ -84,10 +84,11 @@ CARD_MODEL = {
     "deepseek-v3 perf bf16 1024xh100": (1009.7, 1015.7),
     "deepseek-v4-flash perf mxfp8 128xgb200": (8015.3, 6636.9),
     "deepseek-v4-flash perf mxfp8 128xgb300": (8084.8, 7685.4),
-    "gpt-oss-120b pretrain bf16 64xh100": (5938.4, 5385.0),  # router unfused, no aux loss (wt29_dsv3)
+    # router unfused, no aux loss (wt29_dsv3); the tokenizer's 32,000-token vocabulary (wt37_moe; 5938.4, 5385.0 at 201,088)
+    "gpt-oss-120b pretrain bf16 64xh100": (6711.0, 6005.6),
     "gpt-oss-120b perf bf16 64xgb200": (26350.6, 23633.2),
     "gpt-oss-120b perf mxfp8 64xgb300": (33416.7, 35944.0),
-    "gpt-oss-20b pretrain bf16 16xh100": (11447.5, 10203.3),  # router unfused, no aux loss (wt29_dsv3)
+    "gpt-oss-20b pretrain bf16 16xh100": (14552.1, 12569.5),  # as 120B (11447.5, 10203.3 at 201,088)
     "nemotron-3-nano perf mxfp8 8xgb300": (62614.3, 56130.4),
     "nemotron-3-super pretrain bf16 64xh100": (3269.5, 3065.2),  # (3371.9, 3169.7) before the padding (wt35_moe)
     "nemotron-3-super perf bf16 64xh100": (3269.5, 3065.2),
@@ -288,3 +289,25 @@ def test_super_gb200_card_runs_8192():
     assert counted == {4096: pytest.approx(8.5106e10, rel=1e-4), 8192: pytest.approx(8.6175e10, rel=1e-4)}
     assert per_token["bf16"] / counted[8192] == pytest.approx(0.9832, abs=1e-4)
     assert per_token["bf16"] * 8192 / 4096 / counted[4096] == pytest.approx(1.9911, abs=1e-4)
+
+
+def test_gpt_oss_pretrain_cards_run_the_tokenizers_vocabulary():
+    """GPT-OSS 120B's and 20B's H100 pretrain items ran after Megatron-Bridge's #4996 (af17edf52: _pretrain_common's
+    use_tokenizer_vocab_size=True), with the RP2 Llama SentencePiece tokenizer: a 32,000-token vocabulary (amended,
+    wt37_moe). Their logged FLOPs a token over the model's causal count: 0.8634 and 0.8312 at GPT-OSS's 201,088,
+    0.9435 and 0.9461 at 32,000, beside 0.947-0.949 on the other GPT-OSS rows logged after #3947."""
+    from costmodel.layout.timing import step_time
+    from reports.published_runs import train_setup
+
+    runs, sources = _runs()
+    for name, at_201088, at_32000 in (("gpt-oss-120b pretrain bf16 64xh100", 0.8634, 0.9435),
+                                      ("gpt-oss-20b pretrain bf16 16xh100", 0.8312, 0.9461)):
+        run = runs[f"{CARDS} {name}"]
+        assert run["config_changes"] == {"vocab_size": 32000} and "af17edf52" in run["amended"]
+        logged = run["published_model_tflops_per_gpu"] * 1e12 / run["published_tokens_per_s_per_gpu"]
+        for changes, expected in (({}, at_201088), ({"vocab_size": 32000}, at_32000)):
+            estimate, hardware, options = train_setup(dict(run, config_changes=changes), sources[CARDS])
+            assert estimate.cfg.vocab_size == changes.get("vocab_size", 201088)
+            counted = step_time(estimate, hardware, time_model="kernels", flops_convention="causal",
+                                **options).step()["model_flops"] / (run["global_batch"] * run["seq_len"])
+            assert logged / counted == pytest.approx(expected, abs=1e-4)
