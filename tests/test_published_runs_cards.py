@@ -45,7 +45,8 @@ CARD_ITEMS = {
     "nemotron-3-nano perf mxfp8 8xgb300": (2, 4, 12455.14, 937.77, 42094.107, 1, 1, 8, 512, 4, 8192),
     "nemotron-3-super pretrain bf16 64xh100": (8, 8, 29368.69, 236.33, 2789.365, 1, 2, 32, 1280, 1, 4096),
     "nemotron-3-super perf bf16 64xh100": (8, 8, 27588.58, 248.61, 2969.345, 1, 2, 32, 1280, 1, 4096),
-    "nemotron-3-super perf bf16 64xgb200": (16, 4, 9926.35, 559.39, 3301.113, 2, 1, 64, 512, 1, 4096),
+    # the card prints 3,301.113 tokens/s, its author's 4,096; the recipe runs 8,192 (test_super_gb200_card_runs_8192, wt37_moe)
+    "nemotron-3-super perf bf16 64xgb200": (16, 4, 9926.35, 559.39, 6602.225, 2, 1, 64, 512, 1, 8192),
     "nemotron-3-super perf nvfp4 64xgb300": (16, 4, 6357.94, 873.33, 10307.741, 1, 1, 64, 512, 1, 8192),
     "nemotron-3.5-lightning perf bf16 16xh100": (2, 8, 18467.28, 399.58, 14195.052, 1, 1, 8, 512, 1, 8192),
     "nemotron-3.5-lightning perf bf16 8xgb200": (2, 4, 18236.06, 809.22, 28750.07, 1, 1, 8, 512, 2, 8192),
@@ -83,14 +84,15 @@ CARD_MODEL = {
     "deepseek-v3 perf bf16 1024xh100": (1009.7, 1015.7),
     "deepseek-v4-flash perf mxfp8 128xgb200": (8015.3, 6636.9),
     "deepseek-v4-flash perf mxfp8 128xgb300": (8084.8, 7685.4),
-    "gpt-oss-120b pretrain bf16 64xh100": (5938.4, 5385.0),  # router unfused, no aux loss (wt29_dsv3)
+    # router unfused, no aux loss (wt29_dsv3); the tokenizer's 32,000-token vocabulary (wt37_moe; 5938.4, 5385.0 at 201,088)
+    "gpt-oss-120b pretrain bf16 64xh100": (6711.0, 6005.6),
     "gpt-oss-120b perf bf16 64xgb200": (26350.6, 23633.2),
     "gpt-oss-120b perf mxfp8 64xgb300": (33416.7, 35944.0),
-    "gpt-oss-20b pretrain bf16 16xh100": (11447.5, 10203.3),  # router unfused, no aux loss (wt29_dsv3)
+    "gpt-oss-20b pretrain bf16 16xh100": (14552.1, 12569.5),  # as 120B (11447.5, 10203.3 at 201,088)
     "nemotron-3-nano perf mxfp8 8xgb300": (62614.3, 56130.4),
     "nemotron-3-super pretrain bf16 64xh100": (3269.5, 3065.2),  # (3371.9, 3169.7) before the padding (wt35_moe)
     "nemotron-3-super perf bf16 64xh100": (3269.5, 3065.2),
-    "nemotron-3-super perf bf16 64xgb200": (11068.8, 9858.8),
+    "nemotron-3-super perf bf16 64xgb200": (11472.9, 10296.1),  # (11068.8, 9858.8) at 4,096 a sequence before wt37_moe
     "nemotron-3-super perf nvfp4 64xgb300": (20764.2, 16502.9),
     "nemotron-3.5-lightning perf bf16 16xh100": (15847.1, 15168.3),
     "nemotron-3.5-lightning perf bf16 8xgb200": (38448.9, 34601.2),
@@ -257,3 +259,55 @@ def test_the_rows_state_their_recipes_reduce_and_moments():
     assert sum(r["grad_reduce_dtype"] == "bf16" for r in cards.values()) == 30
     guide = [runs[r] for r in runs if r.startswith(GUIDE + " ")]
     assert all((r["grad_reduce_dtype"], r["precision_aware_optimizer"]) == ("fp32", "bf16-moments") for r in guide)
+
+
+def test_super_gb200_card_runs_8192():
+    """Nemotron 3 Super's GB200 BF16 performance item ran the recipe's 8,192-token sequences (amended,
+    wt37_moe): its recipe's base, h100/nemotron_3_super.py nemotron_3_super_pretrain_8gpu_h100_bf16_config at
+    ae2c24890ecd, sets seq_length 8192 (lines 56, 62). The card's own Megatron-logged 559.39 TFLOP/s a GPU
+    over its 9.92635 s step is 8.4727e10 FLOPs a token at 8,192, the GB300 NVFP4 item's 8.4726e10 at its
+    stated 8,192, within 2% of the model's causal count (8.6175e10); at 4,096 it would be 1.6945e11, twice
+    the model's 8.5106e10. The printed 3,301.113 tokens/s is 512 x 4,096 / 9.92635 / 64, kept beside it."""
+    from costmodel.layout.timing import step_time
+    from reports.published_runs import train_setup
+
+    runs, sources = _runs()
+    gb200, gb300 = (runs[f"{CARDS} nemotron-3-super perf {p}"] for p in ("bf16 64xgb200", "nvfp4 64xgb300"))
+    assert gb200["published_tokens_per_s_as_printed"] == pytest.approx(512 * 4096 / 9.92635 / 64, abs=5e-4)
+    assert gb200["published_tokens_per_s_per_gpu"] == pytest.approx(512 * 8192 / 9.92635 / 64, abs=5e-4)
+    per_token = {}
+    for run in (gb200, gb300):
+        logged = run["published_model_tflops_per_gpu"] * 1e12 * run["gpus"] * run["published_seconds_per_step"]
+        per_token[run["fp8"] if "fp8" in run else "bf16"] = logged / (run["global_batch"] * run["seq_len"])
+    assert per_token["bf16"] == pytest.approx(8.4727e10, rel=1e-4)
+    assert per_token["nvfp4"] == pytest.approx(8.4726e10, rel=1e-4)
+    counted = {}
+    for seq in (4096, 8192):
+        estimate, hardware, options = train_setup(dict(gb200, seq_len=seq), sources[CARDS])
+        step = step_time(estimate, hardware, time_model="kernels", flops_convention="causal", **options).step()
+        counted[seq] = step["model_flops"] / (512 * seq)
+    assert counted == {4096: pytest.approx(8.5106e10, rel=1e-4), 8192: pytest.approx(8.6175e10, rel=1e-4)}
+    assert per_token["bf16"] / counted[8192] == pytest.approx(0.9832, abs=1e-4)
+    assert per_token["bf16"] * 8192 / 4096 / counted[4096] == pytest.approx(1.9911, abs=1e-4)
+
+
+def test_gpt_oss_pretrain_cards_run_the_tokenizers_vocabulary():
+    """GPT-OSS 120B's and 20B's H100 pretrain items ran after Megatron-Bridge's #4996 (af17edf52: _pretrain_common's
+    use_tokenizer_vocab_size=True), with the RP2 Llama SentencePiece tokenizer: a 32,000-token vocabulary (amended,
+    wt37_moe). Their logged FLOPs a token over the model's causal count: 0.8634 and 0.8312 at GPT-OSS's 201,088,
+    0.9435 and 0.9461 at 32,000, beside 0.947-0.949 on the other GPT-OSS rows logged after #3947."""
+    from costmodel.layout.timing import step_time
+    from reports.published_runs import train_setup
+
+    runs, sources = _runs()
+    for name, at_201088, at_32000 in (("gpt-oss-120b pretrain bf16 64xh100", 0.8634, 0.9435),
+                                      ("gpt-oss-20b pretrain bf16 16xh100", 0.8312, 0.9461)):
+        run = runs[f"{CARDS} {name}"]
+        assert run["config_changes"] == {"vocab_size": 32000} and "af17edf52" in run["amended"]
+        logged = run["published_model_tflops_per_gpu"] * 1e12 / run["published_tokens_per_s_per_gpu"]
+        for changes, expected in (({}, at_201088), ({"vocab_size": 32000}, at_32000)):
+            estimate, hardware, options = train_setup(dict(run, config_changes=changes), sources[CARDS])
+            assert estimate.cfg.vocab_size == changes.get("vocab_size", 201088)
+            counted = step_time(estimate, hardware, time_model="kernels", flops_convention="causal",
+                                **options).step()["model_flops"] / (run["global_batch"] * run["seq_len"])
+            assert logged / counted == pytest.approx(expected, abs=1e-4)
