@@ -210,20 +210,21 @@ def _counted_weights(implementation: str, quantization: dict[str, Any]) -> bool:
 
 
 def step_copies(cfg: Any, implementation: str, attention: str, dtype: str | None = None,
-                kv_dtype: str | None = None, compiled: bool = False) -> dict | None:
+                kv_dtype: str | None = None, eager: bool = True) -> dict | None:
     """The copies one eager decoding step of this implementation makes beyond the tree's bytes
     (kernel_facts.json "eager_step_copies": transformers 4.46's Qwen2 FlashAttention2 repeats the
     cached K and V heads before flash; gpt-fast's step under sdpa's math backend repeats, upcasts
     and scales the whole cache), or None where none is stated: the entry, its "parts" the
     CopyParts by name (per cached key and attention layer). A "grouped_only" entry applies only
     where the KV heads are fewer than the query heads (repeat_kv returns its input otherwise); an
-    "eager_only" one not to a compiled step (Inductor generates its own attention); one that names
+    "eager_only" one only to an eager step (not `eager`: compiled, or replayed from CUDA graphs, which
+    gpt-fast captures under torch.compile only: Inductor generates its own attention); one that names
     "dtypes" only in those dtypes (the math backend upcasts half types only). A part that names
     "kv_dtypes" applies only to a cache quantized to one of them (torchao's int8 cache's dequantized
     copy)."""
     entry = _matching("eager_step_copies", cfg, lambda entry: (
         entry["name"] == implementation and attention == entry["attention"]
-        and not (compiled and entry.get("eager_only")) and dtype in entry.get("dtypes", (dtype,))))
+        and (eager or not entry.get("eager_only")) and dtype in entry.get("dtypes", (dtype,))))
     if entry is None or (entry.get("grouped_only") and cfg.n_kv_heads >= cfg.n_heads):
         return None
     return {**entry, "parts": {name: CopyPart(str(part["op"]), int(part["calls"]), _expression(part["bytes_per_key"]))

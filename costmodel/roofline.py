@@ -400,7 +400,8 @@ def simulate_inference(cfg: ModelConfig, hardware: Hardware, *, prompt: int, gen
     prefill_total, prefill_s, prefill_blocks = roof.prefill(batch, decoder_prompt, source_len=source)
     prefill_s = roofline_prefill_s = float(prefill_s)
     ops = step_ops(cfg, implementation, roof.dtype, attention, kv_cache, quantization, sampling)
-    copies = step_copies(cfg, implementation, attention, roof.dtype, (quantization or {}).get("kv_dtype"), compiled)
+    copies = step_copies(cfg, implementation, attention, roof.dtype, (quantization or {}).get("kv_dtype"),
+                         eager=not (compiled or cuda_graphs))
     windows = step_windows(cfg, implementation, attention, sampling) if ops is not None else None
     kernels = (KernelSteps(roof, cuda_graphs, compiled, ops, fuses_qkv(implementation), copies, decode_kernel,
                            serial_ops=windows.serial if windows else None)
