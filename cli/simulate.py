@@ -88,7 +88,7 @@ TRAINING_ONLY = {"seq_len": "--seq-len", "recompute": "--recompute", "recompute_
 OVERLAP_FIELDS = {"--tp-overlap": "tp", "--async-tp": "tp", "--tp-comm-overlap": "tp", "--pp-overlap": "pp", "--dp-overlap": "dp",
                   "--overlap-grad-reduce": "dp", "--no-prefetch": "prefetch"}
 INFERENCE_ONLY = {"prompt": "--prompt", "gen": "--gen", "kv_cache": "--kv-cache", "mla": "--mla",
-                  "cuda_graphs": "--cuda-graphs", "decode_code": "--decode-code"}
+                  "cuda_graphs": "--cuda-graphs", "decode_code": "--decode-code", "cache_size": "--cache-size"}
 #: Layout options only a training step reads: an inference layout's decode and prefill ignore them.
 TRAINING_LAYOUT_ONLY = {"microbatches": "--microbatches", "zero": "--zero", "sp": "--sp", "fp8": "--fp8",
                         "framework": "--framework", "layout_device": "--device",
@@ -233,6 +233,10 @@ def refuse_other_mode(ctx: click.Context, train: bool) -> None:
               "(default: bf16, as bitsandbytes, AWQ, GPTQ and vLLM leave it); the embedding stays in --dtype.")
 @choice_option("--quant-layout", spec.QUANT_LAYOUTS, "Inference, --weight-dtype int8 or int4: how the weights are "
                f"stored and read: {spec.QUANT_LAYOUTS.described()}.", spec.DEFAULT_QUANT_LAYOUT)
+@click.option("--cache-size", type=click.IntRange(min=1), default=None,
+              help="Inference, --kv-cache static: the cache's allocated tokens, which every decode step attends "
+              "whole, filled or not (torchao's generate.py --cache_size, transformers' StaticCache max_cache_len); "
+              "default: a step attends the prompt and the tokens so far. One GPU (no layout).")
 @click.option("--kv-dtype", type=click.Choice(spec.KV_DTYPES), default=None, help=f"Inference: a quantized KV cache ({spec.KV_DTYPES.listed()}): its memory, and its reads where --decode-code's attention reads it as stored (tensorrt-llm).")
 @choice_option("--fp8-gemm", spec.FP8_GEMMS, f"Inference, --weight-dtype fp8: how its GEMMs multiply: "
                f"{spec.FP8_GEMMS.described()}.", spec.DEFAULT_FP8_GEMM)
@@ -244,7 +248,8 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
              recompute, recompute_layers, optimizer, tokens, price, step_time, compute_efficiency, memory_efficiency, global_batch, impl,
              flops_convention, tp_overlap, async_tp, tp_comm_overlap, dp_overlap, overlap_grad_reduce, no_prefetch, pp_overlap, param_gather_overlap, ep_overlap, overlap_slowdown,
              no_align_grad_reduce, compiled, cuda_graphs, graph_scopes,
-             launch_overhead, graph_kernel_gap, host_op_time, time_model, weight_dtype, weight_group, quantize_head, quant_layout, kv_dtype, fp8_gemm,
+             launch_overhead, graph_kernel_gap, host_op_time, time_model, weight_dtype, weight_group, quantize_head, quant_layout,
+             cache_size, kv_dtype, fp8_gemm,
              decode_code, mtp,
              as_json, **layout_given) -> None:
     """Time of prefill, decode and training on a hardware preset (the kernel-level model by default,
@@ -377,6 +382,9 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
                                                          tokens, step_time, flops_convention, time_model, overlap,
                                                          compiled, price, graph_scopes)
             else:
+                if cache_size is not None:
+                    raise ConfigError("--cache-size is one GPU's decode (simulate without a layout); the layout "
+                                      "model's decode steps attend the tokens so far.")
                 workload = make_workload(cfg, prompt, batch=batch, dtype=dtype, attention=attention,
                                          gen_tokens=gen, precision="pure", kv_cache=kv_cache, mla=mla, **quantization)
                 result = parallel_time.simulate_decode(cfg, workload, layout, hardware, efficiency,
@@ -408,7 +416,7 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
                                             dtype=workload.dtype, efficiency=efficiency, attention=attention,
                                             kv_cache=kv_cache, cuda_graphs=cuda_graphs,
                                             quantization=quantization, time_model=time_model, compiled=compiled,
-                                            mla=mla, implementation=decode_code)
+                                            mla=mla, implementation=decode_code, cache_size=cache_size)
         if why is not None:  # which attention was timed and why, where none was typed
             result["inputs"]["attention_source"] = why
         if not train:

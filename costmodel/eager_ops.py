@@ -157,8 +157,9 @@ def step_ops(cfg: Any, implementation: str, dtype: str, attention: str, kv_cache
     eager_step_ops "quantized_linears": AutoGPTQ's exllama QuantLinear under transformers, int4),
     which keep the count. fp16 takes
     bf16's counts: both are half types, so the same casts (x.float(), type_as) dispatch. A
-    quantized KV cache (quantization's kv_dtype) keeps the counts, a lower bound (its quantize and
-    dequantize ops are not counted). sampling: generate_windows.SAMPLINGS (the step's own ops as the
+    quantized KV cache (quantization's kv_dtype) adds the ops its update issues where the entry counts
+    them (gpt-fast's "int8_kv_per_layer": torchao's int8 cache), else keeps the counts, a lower bound
+    (its quantize and dequantize ops are not counted). sampling: generate_windows.SAMPLINGS (the step's own ops as the
     release issues them where kernel_facts.json "generate_windows" counts them)."""
     split = step_ops_split(cfg, implementation, dtype, attention, kv_cache, quantization, sampling)
     return None if split is None else sum(split)
@@ -200,12 +201,13 @@ def decode_step_ops(cfg: Any, implementation: str, dtype: str, attention: str, k
     counts = _step_counts(cfg, implementation, dtype, attention, kv_cache)
     if counts is None:
         return None
-    grouped = counts.get("grouped_kv_per_layer", 0) if cfg.n_kv_heads < cfg.n_heads else 0
+    extra = counts.get("grouped_kv_per_layer", 0) if cfg.n_kv_heads < cfg.n_heads else 0  # every layer's
+    extra += counts.get("int8_kv_per_layer", 0) if (quantization or {}).get("kv_dtype") == "int8" else 0
     sliding = cfg.n_window_layers if "sliding_per_layer" in counts else 0  # decoder-only families here
     per_layer = counts["per_layer"] + counts.get("per_expert", 0) * cfg.n_experts  # a loop over every expert
     windows = step_windows(cfg, implementation, attention, sampling, kv_cache)
-    return DecodeStepOps((per_layer + grouped) * (cfg.n_layers - sliding)
-                         + (counts.get("sliding_per_layer", 0) + grouped) * sliding
+    return DecodeStepOps((per_layer + extra) * (cfg.n_layers - sliding)
+                         + (counts.get("sliding_per_layer", 0) + extra) * sliding
                          + _quantized_extra_calls(cfg, quantization or {}),
                          counts["per_step"] if windows is None else windows.per_step, windows)
 
@@ -237,18 +239,27 @@ def _counted_weights(implementation: str, quantization: dict[str, Any]) -> bool:
     return weight is None or (implementation in kept.get("codes", ()) and weight in kept.get("weight_dtypes", ()))
 
 
-def step_copies(cfg: Any, implementation: str, attention: str) -> dict | None:
+def step_copies(cfg: Any, implementation: str, attention: str, dtype: str | None = None,
+                kv_dtype: str | None = None, eager: bool = True) -> dict | None:
     """The copies one eager decoding step of this implementation makes beyond the tree's bytes
     (kernel_facts.json "eager_step_copies": transformers 4.46's Qwen2 FlashAttention2 repeats the
-    cached K and V heads before flash), or None where none is stated: the entry, its "parts" the
+    cached K and V heads before flash; gpt-fast's step under sdpa's math backend repeats, upcasts
+    and scales the whole cache), or None where none is stated: the entry, its "parts" the
     CopyParts by name (per cached key and attention layer). A "grouped_only" entry applies only
-    where the KV heads are fewer than the query heads (repeat_kv returns its input otherwise)."""
+    where the KV heads are fewer than the query heads (repeat_kv returns its input otherwise); an
+    "eager_only" one only to an eager step (not `eager`: compiled, or replayed from CUDA graphs, which
+    gpt-fast captures under torch.compile only: Inductor generates its own attention); one that names
+    "dtypes" only in those dtypes (the math backend upcasts half types only). A part that names
+    "kv_dtypes" applies only to a cache quantized to one of them (torchao's int8 cache's dequantized
+    copy)."""
     entry = matching_entry("eager_step_copies", cfg, lambda entry: (
-        entry["name"] == implementation and attention == entry["attention"]))
+        entry["name"] == implementation and attention == entry["attention"]
+        and (eager or not entry.get("eager_only")) and dtype in entry.get("dtypes", (dtype,))))
     if entry is None or (entry.get("grouped_only") and cfg.n_kv_heads >= cfg.n_heads):
         return None
     return {**entry, "parts": {name: CopyPart(str(part["op"]), int(part["calls"]), _expression(part["bytes_per_key"]))
-                               for name, part in entry["copies"].items()}}
+                               for name, part in entry["copies"].items()
+                               if kv_dtype in part.get("kv_dtypes", (kv_dtype,))}}
 
 
 def step_syncs(cfg: Any, implementation: str, dtype: str, attention: str, kv_cache: str) -> int:

@@ -316,6 +316,26 @@ def shown_steps(gen: int, rows: int = 8) -> list[int]:
     return sorted({1 + round(i * (gen - 1) / (rows - 1)) for i in range(rows)})
 
 
+def check_cache_size(cfg: ModelConfig, cache_size: int | None, kv_cache: str, prompt: int, gen: int) -> None:
+    """A static cache's allocated length (--cache-size), refused in one line where it cannot apply: a
+    dynamic cache grows with its tokens; a cache shorter than the prompt and the generation cannot hold
+    them (torchao generate.py b4d0768 line 119: assert cache_size >= max_seq_length, the prompt plus
+    max_new_tokens); an encoder-decoder's steps attend its source too (not stated)."""
+    if cache_size is None:
+        return
+    if cache_size < 1:
+        raise ConfigError(f"--cache-size must be a positive number of tokens, got {cache_size}.")
+    if kv_cache != "static":
+        raise ConfigError("--cache-size is a static cache's allocated length: add --kv-cache static "
+                          "(a dynamic cache holds the tokens so far).")
+    if cache_size < prompt + gen:
+        raise ConfigError(f"--cache-size {cache_size:,} cannot hold the prompt and the generation "
+                          f"({prompt:,} + {gen:,} tokens).")
+    if cfg.architecture == "encoder-decoder":
+        raise ConfigError("--cache-size is a decoder-only model's static cache; an encoder-decoder's steps also "
+                          "attend its source.")
+
+
 def simulate_inference(cfg: ModelConfig, hardware: Hardware, *, prompt: int, gen: int, batch: int,
                        dtype: str = "bf16", efficiency: Efficiency | None = None,
                        attention: str = "eager", kv_cache: str = "dynamic",
@@ -323,7 +343,8 @@ def simulate_inference(cfg: ModelConfig, hardware: Hardware, *, prompt: int, gen
                        quantization: dict[str, Any] | None = None,
                        time_model: str | None = None, compiled: bool = False,
                        mla: str = "naive", implementation: str = "transformers",
-                       decode_kernel: str | None = None, sampling: str = "greedy") -> dict[str, Any]:
+                       decode_kernel: str | None = None, sampling: str = "greedy",
+                       cache_size: int | None = None) -> dict[str, Any]:
     """Prefill latency, time per output token as the context grows, tokens/s, the decode
     crossover batch, what fits in memory, and a step table with and without a KV cache.
 
@@ -343,6 +364,10 @@ def simulate_inference(cfg: ModelConfig, hardware: Hardware, *, prompt: int, gen
     how the loop picks its token (generate_windows.SAMPLINGS): where kernel_facts.json "generate_windows"
     counts the code's step, its own ops under that sampling, and the ops it issues outside the forward's
     window between GPU reads, whose host time joins the cached steps' kernels (KernelSteps.serial_ops).
+    cache_size: a static cache of that many tokens that every decode step attends whole, filled or not
+    (check_cache_size: torchao's generate.py --cache_size, transformers' StaticCache max_cache_len): each
+    step is timed at cache_size keys, with the decoding code's copies of every key (eager_ops.step_copies);
+    None: a step attends the prompt and the tokens so far.
 
     An encoder-decoder's prompt is its source: the prefill runs the encoder over it and the
     decoder over its own prompt (decoder_prompt tokens, the start token by default); each decode
@@ -363,6 +388,7 @@ def simulate_inference(cfg: ModelConfig, hardware: Hardware, *, prompt: int, gen
     if implementation not in DECODE_CODES:
         raise ConfigError(f"--decode-code must be {DECODE_CODES.listed()}, got {implementation!r}.")
     check_sampling(sampling)
+    check_cache_size(cfg, cache_size, kv_cache, prompt, gen)
     time_model = time_model_for(hardware, time_model, dtype)
     if compiled and time_model != "kernels":
         raise ConfigError("--compile is modelled by the kernel-level time model only; add --time-model kernels.")
@@ -375,7 +401,8 @@ def simulate_inference(cfg: ModelConfig, hardware: Hardware, *, prompt: int, gen
     prefill_s = roofline_prefill_s = float(prefill_s)
     counted = decode_step_ops(cfg, implementation, roof.dtype, attention, kv_cache, quantization, sampling)
     ops, windows = (counted.total, counted.windows) if counted is not None else (None, None)
-    copies = step_copies(cfg, implementation, attention)
+    copies = step_copies(cfg, implementation, attention, roof.dtype, (quantization or {}).get("kv_dtype"),
+                         eager=not (compiled or cuda_graphs))
     kernels = (KernelSteps(roof, cuda_graphs, compiled, ops, fuses_qkv(implementation), copies, decode_kernel,
                            serial_ops=windows.serial if windows else None)
                if time_model == "kernels" else None)
@@ -389,29 +416,34 @@ def simulate_inference(cfg: ModelConfig, hardware: Hardware, *, prompt: int, gen
     decode_seconds = 0.0
     steps = max(gen - 1, 0)  # decode steps: the prefill gives the first token
     if steps:
-        first, first_s, _ = roof.decode(batch, decoder_prompt + 1, source_len=source)
-        last, last_s, _ = roof.decode(batch, decoder_prompt + steps, source_len=source)
+        def attended(contexts: Any) -> Any:  # the keys a step at these contexts attends
+            return contexts if cache_size is None else np.full_like(np.asarray(contexts), cache_size)
+
+        first, first_s, _ = roof.decode(batch, attended(decoder_prompt + 1), source_len=source)
+        last, last_s, _ = roof.decode(batch, attended(decoder_prompt + steps), source_len=source)
         first_s, last_s = float(first_s), float(last_s)
         roofline_first_s, roofline_last_s = first_s, last_s
         shown = shown_steps(steps)
         contexts = decoder_prompt + np.asarray(shown)
-        _, with_cache, _ = roof.decode(batch, contexts, source_len=source)
+        _, with_cache, _ = roof.decode(batch, attended(contexts), source_len=source)
         _, without_cache, _ = roof.rerun(batch, contexts, source_len=source)
         with_cache = np.broadcast_to(with_cache, contexts.shape)
         without_cache = np.broadcast_to(without_cache, contexts.shape)
-        curve = kernels.decode_curve(batch, contexts, source) if kernels else None
+        curve = kernels.decode_curve(batch, attended(contexts), source) if kernels else None
         host = kernels.host_seconds() if kernels else None  # an eager step's floor: its ops' host time
         if host is not None:
             without_cache = np.maximum(without_cache, host)
         if curve is not None:  # the kernel model's decode steps (the reruns stay the roofline's)
-            with_cache = np.asarray(curve[1])
+            with_cache = np.interp(attended(contexts), *curve)
             first_s, last_s = float(with_cache[0]), float(with_cache[-1])
         with_total = without_total = 0.0
         previous = 0
         for i, step in enumerate(shown):
             lo, hi = decoder_prompt + previous + 1, decoder_prompt + step
             with_steps, without_steps = generation_seconds(roof, batch, lo, hi, source)
-            if curve is not None:  # the kernel model's steps: its curve, linear between the shown steps
+            if cache_size is not None:  # every step at the whole cache
+                with_steps = (hi - lo + 1) * float(with_cache[i])
+            elif curve is not None:  # the kernel model's steps: its curve, linear between the shown steps
                 with_steps = linear_sum(curve, lo, hi)
             if host is not None:
                 without_steps = rerun_seconds_floored(roof, batch, lo, hi, source, host, without_steps)
@@ -429,7 +461,8 @@ def simulate_inference(cfg: ModelConfig, hardware: Hardware, *, prompt: int, gen
         "inputs": {"model": cfg.name, "hardware": hardware.name, "dtype": roof.dtype,
                    "prompt": prompt, "decoder_prompt": decoder_prompt if encoder_decoder else None,
                    "gen": gen, "batch": batch, "attention": attention,
-                   "kv_cache": kv_cache, "cuda_graphs": cuda_graphs, "time_model": time_model,
+                   "kv_cache": kv_cache, **({"cache_size": cache_size} if cache_size is not None else {}),
+                   "cuda_graphs": cuda_graphs, "time_model": time_model,
                    "compiled": compiled, "implementation": implementation, "mla": mla if cfg.mla else None,
                    **({"kv_cache_held": False} if roof.cacheless else {}),
                    **{k: v for k, v in (quantization or {}).items() if v is not None},
@@ -451,7 +484,8 @@ def simulate_inference(cfg: ModelConfig, hardware: Hardware, *, prompt: int, gen
                 "last_token": _timing_dict(last, last_s, roofline_last_s)} if steps else {}),
             **generation_rates(batch, gen, prefill_s, decode_seconds),
             "crossover_batch_weights_only": roof.decode_crossover_batch(),
-            "crossover_batch_at_context": roof.decode_crossover_batch(decoder_prompt + max(steps, 1), source),
+            "crossover_batch_at_context": roof.decode_crossover_batch(
+                cache_size or decoder_prompt + max(steps, 1), source),
         }
     prefill_host = kernels.timer.host_seconds(ops) if kernels else None  # the prefill's, eager even under graphs
     if prefill_host is not None:
@@ -469,7 +503,8 @@ def simulate_inference(cfg: ModelConfig, hardware: Hardware, *, prompt: int, gen
         elif kernels and kernels.decode_timer.host_s_per_op is not None:  # eager on a GPU host, ops not counted
             result["decode"]["host"] = {"ops_per_step": None, "seconds_per_step": None, "bound": None}
     # whether it fits, with no token generated too (the prefill alone: --gen 0)
-    result["memory"] = roof.fits(batch, decoder_prompt + max(gen - 1, 0), source_len=source, prompt=decoder_prompt)
+    result["memory"] = roof.fits(batch, cache_size or decoder_prompt + max(gen - 1, 0), source_len=source,
+                                 prompt=decoder_prompt)
     if gen:
         result["generation_table"] = table
     return result

@@ -165,19 +165,15 @@ def decode_setup(run: dict[str, Any], source: dict[str, Any]) -> tuple[ModelConf
     has the sizes of a preset under another name: Llama 3.1 8B as llama3-8b), its hardware, its
     settings (DECODE_SETTINGS: the run's own, else its source's; dtype bf16 where neither states
     one) and its quantization (weight dtype, group, fp8 GEMM, KV dtype; the head too where the source
-    says quantize_head; int8 and int4 in the layout the source's code stores, the run's or its source's quant_layout). A run
-    whose static cache is longer than its context (cache_size: every step attends the whole cache) is
-    not expressible: ConfigError."""
-    from costmodel.config import ConfigError
+    says quantize_head; int8 and int4 in the layout the source's code stores, the run's or its source's quant_layout). A run's
+    cache_size (torchao's --cache_size: a static cache every step attends whole) is a setting too
+    (simulate_inference's cache_size; None where the run states none)."""
     from costmodel.presets import load_preset
 
     cfg = load_preset(run.get("preset", run["model"]))
     settings = {key: _stated(run, source, key) for key in DECODE_SETTINGS}
     settings["dtype"] = settings["dtype"] or "bf16"
-    if run.get("cache_size", 0) > settings["prompt"] + settings["gen"]:  # torchao's --cache_size
-        raise ConfigError(f"a static cache of {run['cache_size']:,} tokens attended whole at every step (its source's "
-                          f"not_modelled): the model times a step at its own context, "
-                          f"{settings['prompt']} + {settings['gen']} tokens at most.")
+    settings["cache_size"] = run.get("cache_size")  # torchao's --cache_size
     settings["implementation"] = settings["implementation"] or "transformers"
     settings["sampling"] = settings["sampling"] or "greedy"
     quantization = {k: run[k] for k in DECODE_QUANTIZATION if k in run}
@@ -211,6 +207,7 @@ def decode_run(run: dict[str, Any], source: dict[str, Any], time_model: str) -> 
     """Tokens per second of one sequence, the quantity its source's script measures (the source's
     "rate", DECODE_RATES): without tensor parallelism simulate_inference's generation, with it
     the layout model's (simulate_decode's "generation"), both costmodel/roofline.generation_rates."""
+    from costmodel.config import ConfigError
     from costmodel.roofline import simulate_inference
 
     rate = source["rate"]
@@ -218,13 +215,16 @@ def decode_run(run: dict[str, Any], source: dict[str, Any], time_model: str) -> 
         raise ValueError(f"{run['id']}: its source's rate must be one of {DECODE_RATES}, got {rate!r}.")
     cfg, hardware, s, quantization = decode_setup(run, source)
     if run["tp"] > 1:
+        if s["cache_size"] is not None:
+            raise ConfigError(f"{run['id']}: a static cache_size is simulate_inference's, one GPU's; "
+                              "the layout model's decode attends the tokens so far.")
         generation = decode_layout_run(run, source, time_model, prefill=True)["generation"]
         return sequence_rate(generation, rate, s["prompt"], s["gen"], s["batch"])
     result = simulate_inference(cfg, hardware, prompt=s["prompt"], gen=s["gen"], batch=s["batch"],
                                 dtype=s["dtype"], attention=s["attention"], kv_cache=s["kv_cache"],
                                 cuda_graphs=s["cuda_graphs"], quantization=quantization, time_model=time_model,
                                 implementation=s["implementation"], decode_kernel=s["decode_kernel"],
-                                sampling=s["sampling"])
+                                sampling=s["sampling"], cache_size=s["cache_size"])
     return sequence_rate(result["decode"], rate, s["prompt"], s["gen"], s["batch"])
 
 

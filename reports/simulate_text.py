@@ -206,7 +206,8 @@ def render_inference(r: dict[str, Any]) -> str:
         f"memory {i['memory_efficiency']:g}; ridge {hw['ridge_flops_per_byte']:.3g} FLOP/B)"
         + (f"\n{i['dtype_note']}" if i.get("dtype_note") else ""),
         f"prompt {i['prompt']}, generate {i['gen']}, batch {i['batch']}, attention {i['attention']}{latent_form(i)}, "
-        + (f"{i['kv_cache']} KV cache" if i.get("kv_cache_held", True) else
+        + (f"{i['kv_cache']} KV cache" + (f" of {i['cache_size']:,} tokens, attended whole at every step (--cache-size)"
+                                          if i.get("cache_size") else "") if i.get("kv_cache_held", True) else
            "no KV cache (the class holds none: every decode step reruns the decoder over the prompt and the "
            "tokens so far)")
         + (f" in {i['kv_dtype']}" if i.get("kv_dtype") else "")
@@ -260,8 +261,9 @@ def render_inference(r: dict[str, Any]) -> str:
     if "decode" in r:
         steps = r["generation_table"]
         out += [
-            *(["", "Generation step by step (step k feeds token k, attending to prompt + k keys; seconds per "
-               "step, and cumulative including the prefill)",
+            *(["", "Generation step by step (step k feeds token k, attending to "
+               + (f"the static cache's {i['cache_size']:,} keys whatever the context" if i.get("cache_size")
+                  else "prompt + k keys") + "; seconds per step, and cumulative including the prefill)",
                table(
                    ["step", "context", "with KV cache", "cumulative", "without cache", "cumulative"]
                    if i.get("kv_cache_held", True) else  # the class's own steps are the reruns

@@ -1,8 +1,8 @@
 """Unseen decoding rows of session 29. torchao's long-cache rows: Llama-3.1-8B on an A100, eager, with a
 static KV cache of 8,192 to 131,072 tokens (bf16, int8, int8 with the linear causal mask), typed from
 pytorch/ao torchao/_models/llama/benchmark_results.txt's 'KV CACHE QUANTIZATION' section at b4d0768;
-every step attends the whole allocated cache, which the model does not express, so each row is kept
-and reported as not expressible, with the reason. Qwen's speed benchmarks: Qwen2.5 on an A100 under
+every step attends the whole allocated cache, which simulate_inference's cache_size expresses (session
+37; before, each row was kept as not expressible). Qwen's speed benchmarks: Qwen2.5 on an A100 under
 transformers 4.46 and Qwen3 on an H20 under 4.51, eager generate at batch 1, 2,048 new tokens after
 1 to 30,720 prompt tokens, BF16 on one GPU."""
 
@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import pytest
 
-from costmodel.config import ConfigError
 from reports.published_runs import decode_run, decode_setup, other_runs_data, sequence_rate
 
 # cache_size: tokens/s with a bf16 cache, an int8 cache, an int8 cache and --linear_causal_mask
@@ -39,15 +38,27 @@ def test_the_source_states_an_eager_a100_run_of_200_tokens_after_a_6_token_promp
     source = other_runs_data()["sources"]["torchao-kv-long"]
     assert (source["hardware"], source["prompt"], source["gen"], source["batch"]) == ("a100-80gb", 6, 200, 1)
     assert (source["cuda_graphs"], source["implementation"], source["rate"]) == (False, "gpt-fast", "end_to_end")
-    assert "repeat_interleave" in source["not_modelled"] and "k_cache * k_cache_scale" in source["not_modelled"]
+    assert "prefill's attention over the whole cache" in source["not_modelled"]
+    assert "--cache-size" in source["assumed"] and "59.27 GB" in source["assumed"]
 
 
 @pytest.mark.parametrize("model", ["roofline", "kernels"])
-def test_a_cache_longer_than_the_context_is_not_expressible(model):
+def test_a_cache_longer_than_the_context_is_attended_whole(model):
+    """Session 37: each row's cache_size is simulate_inference's (every step attends the whole cache);
+    before, a cache longer than prompt + gen was not expressible (ConfigError)."""
+    from costmodel.roofline import simulate_inference
+
     data = other_runs_data()
-    run = data["runs"][[r["id"] for r in data["runs"]].index("torchao-kv-long llama3.1-8b cache 8192")]
-    with pytest.raises(ConfigError, match=r"static cache of 8,192 tokens .* 6 \+ 200 tokens at most"):
-        decode_run(run, data["sources"]["torchao-kv-long"], model)
+    source = data["sources"]["torchao-kv-long"]
+    run = _runs()["torchao-kv-long llama3.1-8b cache 32768 kv int8"]
+    cfg, hardware, s, quantization = decode_setup(run, source)
+    assert s["cache_size"] == 32768
+    ours = simulate_inference(cfg, hardware, prompt=6, gen=200, batch=1, attention="sdpa", kv_cache="static",
+                              implementation="gpt-fast", quantization={"kv_dtype": "int8"}, time_model=model,
+                              cache_size=32768)["decode"]["end_to_end_tokens_per_second"]
+    assert decode_run(run, source, model) == pytest.approx(ours, rel=1e-12)
+    at_context = dict(run, cache_size=None)  # the tokens so far: faster
+    assert decode_run(at_context, source, model) > ours
 
 
 def test_a_cache_within_the_context_carries_its_kv_dtype():

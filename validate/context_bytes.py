@@ -44,6 +44,9 @@ READS_NOTHING = ("new_ones", "new_zeros", "new_empty", "new_full", "empty_like",
                  "full_like")
 #: Ops that read only the source elements their indices select (the first argument is the source).
 READS_SELECTED = ("index", "index_select", "gather")
+#: Ops that write only the elements their indices select (a static cache's write of the new token,
+#: `cache[:, :, pos] = k`): the indices and the values read, the values written, not the whole target.
+WRITES_SELECTED = ("index_put_", "index_put")
 
 
 def distinct_bytes(tensor: Any) -> int:
@@ -84,6 +87,8 @@ class ByteCounter:
                     moved = written
                 elif name in READS_SELECTED:  # the indices, and as many source elements as it writes
                     moved = sum(distinct_bytes(t) for t in tensors[1:]) + 2 * written
+                elif name in WRITES_SELECTED:  # the indices and values read, the values written
+                    moved = sum(distinct_bytes(t) for t in tensors[1:]) + distinct_bytes(tensors[-1])
                 else:
                     moved = sum(distinct_bytes(t) for t in tensors) + written
                 self.bytes += moved

@@ -79,12 +79,16 @@ def _modules() -> dict[str, Any]:
             v = v.view(bsz, seqlen, self.kv_heads, self.head_dim)
             q, k = apply_rotary_emb(q, freqs_cis), apply_rotary_emb(k, freqs_cis)
             q, k, v = (t.transpose(1, 2) for t in (q, k, v))
-            self.k_cache[:, :, input_pos] = k
-            self.v_cache[:, :, input_pos] = v
-            k = self.k_cache.repeat_interleave(self.heads // self.kv_heads, dim=1)
-            v = self.v_cache.repeat_interleave(self.heads // self.kv_heads, dim=1)
+            k, v = self.update(input_pos, k, v)
+            k = k.repeat_interleave(self.heads // self.kv_heads, dim=1)
+            v = v.repeat_interleave(self.heads // self.kv_heads, dim=1)
             y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=0.0)
             return self.wo(y.transpose(1, 2).contiguous().view(bsz, seqlen, self.dim))
+
+        def update(self, input_pos, k_val, v_val):  # KVCache.update: the new token written, the whole cache back
+            self.k_cache[:, :, input_pos] = k_val
+            self.v_cache[:, :, input_pos] = v_val
+            return self.k_cache, self.v_cache
 
     class FeedForward(nn.Module):  # model.py FeedForward
         def __init__(self, dim: int, hidden: int):
