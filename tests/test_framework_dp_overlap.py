@@ -191,6 +191,16 @@ ROWS = {
     "ms-swift-long-megatron qwen2.5-7b tp4 32k 4xa100": 0.0,
     "bionemo-og2-megatron og2-7b fp8 tp4 dp12 48xh100": 0.0,
     "nanochat d32 8xh100": 0.0,  # session 37: DistMuon/DistAdamW reduce after the backward
+    # session 37's second unseen batch: MLPerf Training v5.1's NeMo and AMD implementations, overlap_grad_reduce True
+    # in each log's config dump or config_common.sh
+    "mlperf-v5.1-cisco llama3.1-8b fp8 64xh100": 2 / 3,
+    "mlperf-v5.1-dell llama3.1-8b fp8 8xb300": 2 / 3,
+    "mlperf-v5.1-oracle llama3.1-8b fp8 cp2 64xb200": 2 / 3,
+    "mlperf-v5.1-verda llama3.1-8b fp8 cp2 64xb200": 2 / 3,
+    "mlperf-v5.1-uf llama3.1-8b fp8 8xb200": 2 / 3,
+    "mlperf-v5.1-amd llama3.1-8b fp8 8xmi355x": 2 / 3,
+    "mlperf-v5.1-gigacomputing llama3.1-8b fp8 8xmi355x": 2 / 3,
+    "mlperf-v5.1-nvidia llama3.1-405b nvfp4 2560xgb200": 2 / 3,
 }
 
 
@@ -198,7 +208,7 @@ def test_each_megatron_source_reduces_as_its_recipe_states():
     """One row a source (58 sources: all whose framework is megatron, session 31's StarCoderBase GPU-hours row
     among them since its one KV head is replicated under TP 4, session 32's Megatron-LLaMA and Llama 4 rows,
     session 34's DGX Cloud, MLPerf and Aquila2 rows and, since session 34, LLaMA-1's four GPU-hours rows; session 35's
-    Aquila2 fine-tune rows; session 36's four llm.c rows, its ms-swift and BioNeMo Megatron rows; session 37's two nanochat rows: 60 sources), and the counts over the 482 Megatron training rows: 401 reduce under the backward (Megatron-LLaMA's two overlapped rows,
+    Aquila2 fine-tune rows; session 36's four llm.c rows, its ms-swift and BioNeMo Megatron rows; session 37's two nanochat rows and MLPerf v5.1's 21 rows of 8 submitters: 68 sources), and the counts over the 503 Megatron training rows: 422 reduce under the backward (Megatron-LLaMA's two overlapped rows,
     session 34's 55 NeMo and MLPerf rows, LLaMA-1's four and llm.c's four among them), 68
     after it (session 34's four Aquila2 rows, session 35's three Aquila2 fine-tune rows, Megatron-LLaMA's three DistributedOptimizer rows and the two
     Llama 4 GPU-hours rows among them; session 36's five ms-swift and BioNeMo rows, session 37's two nanochat rows) (the 6 whose recipes turn it off, the 16 nanotron ZeRO-1
@@ -217,9 +227,9 @@ def test_each_megatron_source_reduces_as_its_recipe_states():
         estimate, _, options = train_setup(run, source)
         shares[run["id"]] = (options.get("overlap", Overlap()).dp, estimate.layout.zero)
         sources.add(run["id"].split()[0])
-    assert len(sources) == 60 and {row.split()[0] for row in ROWS} == sources
+    assert len(sources) == 68 and {row.split()[0] for row in ROWS} == sources  # session 37: MLPerf v5.1's 8 submitters
     assert {row: shares[row][0] for row in ROWS} == ROWS
-    assert len(shares) == 482  # session 37: nanochat's two rows
-    assert sum(dp == 2 / 3 and zero != 3 for dp, zero in shares.values()) == 401
+    assert len(shares) == 503  # session 37: nanochat's two rows, MLPerf v5.1's 21
+    assert sum(dp == 2 / 3 and zero != 3 for dp, zero in shares.values()) == 422  # session 37: MLPerf v5.1's 21
     assert sum(dp == 0.0 for dp, _ in shares.values()) == 70  # session 37: nanochat's two, after the backward
     assert sum(zero == 3 for _, zero in shares.values()) == 11
