@@ -161,3 +161,17 @@ def trtllm_xqa_serves(query_heads: int, kv_heads: int, head_dim: int, dtype: str
     rule = kernel_facts()["decode_attention_kernels"]["trtllm_xqa_precompiled"]
     grouped = query_heads % kv_heads == 0 and query_heads // kv_heads in rule["query_heads_per_kv"]
     return grouped and kv_heads in rule["kv_heads"] and head_dim in rule["head_dims"] and dtype in rule["dtypes"]
+
+
+def trtllm_xqa_jit_serves(query_heads: int, kv_heads: int, head_dim: int, dtype: str, batch: int, sms: int,
+                          multi_block_count: int = 1) -> bool:
+    """Whether TensorRT-LLM's JIT XQA kernel (kernel_facts.json "decode_attention_kernels" "trtllm_xqa_jit": the
+    default of v0.11.0's DecoderXQARunner) runs a decode call of these per-rank heads at `batch` sequences on a
+    GPU of `sms` SMs (sm >= 80 assumed by the caller): its head rule, then mayHavePerfGain's block count
+    (multi_block_count 1 outside multi-block mode); where it does not, the masked MHA ("trtllm-mmha") runs."""
+    rule = kernel_facts()["decode_attention_kernels"]["trtllm_xqa_jit"]
+    low, high = rule["head_dim_range"]
+    grouped = query_heads % kv_heads == 0 and query_heads != kv_heads
+    heads = grouped and query_heads // kv_heads <= rule["max_query_heads_per_kv"]
+    dims = head_dim % rule["head_dim_multiple"] == 0 and low <= head_dim <= high and dtype in rule["dtypes"]
+    return heads and dims and kv_heads * batch * multi_block_count * rule["enable_min_block_factor"] >= sms
