@@ -158,8 +158,8 @@ workload_options = stack(
     choice_option("--attention", spec.ATTENTIONS, ATTENTION_HELP),
     choice_option("--recompute", spec.RECOMPUTES, f"Activation recomputation: {spec.RECOMPUTES.phrase()}.",
                   spec.DEFAULT_RECOMPUTE),
-    click.option("--gen-tokens", "-T", type=int, default=0, show_default=True,
-                 help="Tokens generated after the prefill (KV cache)."),
+    click.option("--gen-tokens", "--gen", "-T", "gen_tokens", type=int, default=0, show_default=True,
+                 help="Tokens generated after the prefill (KV cache); --gen is simulate's and plan's name."),
     optimizer_option,
     choice_option("--precision", spec.PRECISIONS, f"{spec.PRECISIONS.described()}. Default: "
                   f"{spec.DEFAULT_PRECISION}; with a layout its framework's (megatron: megatron, deepspeed: mixed, "

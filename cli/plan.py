@@ -93,7 +93,7 @@ def serving_lengths(prompt: str | None, gen: str, rate: float | None) -> tuple:
               help="--serve: prompt tokens (default 2048, or what the context leaves after --gen; with --rate 512); "
                    "with --rate also a length mix as serve's --prompt: uniform:LOW:HIGH, "
                    "lognormal:MEDIAN:SIGMA[:LOW:HIGH] or histogram:FILE.json.")
-@click.option("--gen", "--output", "gen", type=str, default=str(spec.DEFAULT_GEN_TOKENS), show_default=True,
+@click.option("--gen", "--output", "--gen-tokens", "gen", type=str, default=str(spec.DEFAULT_GEN_TOKENS), show_default=True,
               help="--serve: generated tokens (--output: serve's name); with --rate a length mix too, as --prompt.")
 @dtype_option(None, "Weights and activations (default: the hardware's, bf16 for the GPU presets, fp16 on "
               "V100 and T4, which have no bf16 tensor cores).")

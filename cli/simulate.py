@@ -137,7 +137,8 @@ def refuse_other_mode(ctx: click.Context, train: bool) -> None:
 @model_options
 @hardware_option()
 @click.option("--prompt", type=click.IntRange(min=1), default=None, help="Prompt tokens (inference). Default 2048, or what the context leaves after --gen.")
-@click.option("--gen", type=click.IntRange(min=0), default=spec.DEFAULT_GEN_TOKENS, show_default=True, help="Tokens to generate (inference).")
+@click.option("--gen", "--gen-tokens", "--output", "gen", type=click.IntRange(min=0), default=spec.DEFAULT_GEN_TOKENS,
+              show_default=True, help="Tokens to generate (inference); --gen-tokens is estimate's name, --output serve's.")
 @batch_option
 @dtype_option(None, "Weights and activations (default: the hardware's, bf16 for the GPU presets, fp16 on "
               "V100 and T4, which have no bf16 tensor cores, and the calibrated dtype for local).")

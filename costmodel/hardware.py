@@ -336,7 +336,12 @@ class Hardware:
 
     def require_peak(self, dtype: str) -> None:
         """Refuse a dtype this hardware has no peak for, in one line (missing_peak), before a command
-        builds anything on it."""
+        builds anything on it; a name that is no dtype at all is workload.check_dtype's line
+        (`costmodel.simulate(..., dtype="bf17")` and `costmodel.serve` read "h100-sxm has no bf17 peak
+        (Hopper); use --dtype bf16", as if the GPU lacked a real dtype; plan has checked it since session 36)."""
+        from .workload import check_dtype
+
+        check_dtype("dtype", dtype)
         if dtype not in self.flops_per_s:
             self.peak(dtype)  # raises: `local`'s line (measure it), or missing_peak's
 
