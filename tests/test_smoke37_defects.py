@@ -124,3 +124,28 @@ def test_plan_serve_price_without_rate_says_where_price_is_read(capsys):
                     "and its --tp/--pp/--dp.")
     assert one_error_line(["plan", "--model", "llama3-8b", "--serve", "--gpus", "2", "--tokens", "1M"], capsys) == (
         "error: --tokens costs a training run; leave it out with --serve.")
+
+
+def test_a_hardware_file_without_bf16_defaults_to_a_dtype_it_has(tmp_path, capsys):
+    """`hardware --show h100-sxm`'s file edited to fp16 and fp32 peaks, no default_dtype: every `simulate` and
+    `serve` without --dtype said "h100-sxm has no bf16 peak (Hopper); use --dtype fp16." while --help says fp16
+    where the hardware has no bf16 (the T4 and V100 presets state default_dtype fp16; a user's file did not)."""
+    code, out, err = run_main(["hardware", "--show", "h100-sxm"], capsys)
+    data = json.loads(out)
+    data["flops_per_s"] = {"fp32": 67e12, "fp16": 989.4e12}
+    data["matmul_efficiency"] = {"fp16": 0.803}
+    data.pop("default_dtype")
+    path = tmp_path / "no-bf16.json"
+    path.write_text(json.dumps(data))
+    assert run_json(["hardware", str(path)], capsys)["name"] == "h100-sxm"
+    assert json.loads(run_main(["hardware", "--show", str(path)], capsys)[1])["default_dtype"] == "fp16"
+    inputs = run_json(["simulate", "--model", "llama3-8b", "--hardware", str(path), "--prompt", "64", "--gen", "4"],
+                      capsys)["inputs"]
+    assert inputs["dtype"] == "fp16"
+    # a dtype typed that the file lacks is still refused
+    assert one_error_line(["simulate", "--model", "llama3-8b", "--hardware", str(path), "--dtype", "bf16"],
+                          capsys) == "error: h100-sxm has no bf16 peak (Hopper); use --dtype fp16."
+    # only fp32: fp32
+    data["flops_per_s"], data["matmul_efficiency"] = {"fp32": 67e12}, {}
+    path.write_text(json.dumps(data))
+    assert json.loads(run_main(["hardware", "--show", str(path)], capsys)[1])["default_dtype"] == "fp32"
