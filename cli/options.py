@@ -290,6 +290,19 @@ layout_options = stack(
                   "before core_v0.7.0 the gradient buffer is scaled by 1 / dp at dp 1 too."),
 )
 
+def refuse_offload(ctx: click.Context, param: click.Parameter, value: Any) -> None:
+    """--offload typed to a command that times a step (simulate, plan): one line saying why and where it is
+    read, not click's "No such option"."""
+    from costmodel.offload import UNTIMED
+
+    if value is not None and value != "none":
+        raise click.UsageError(f"--offload {value}: {UNTIMED}")
+
+
+#: --offload where a step is timed: refused in one line (hidden from --help: nothing to read).
+untimed_offload_option = click.option("--offload", type=click.Choice(spec.OFFLOADS, case_sensitive=False),
+                                      default=None, expose_value=False, hidden=True, callback=refuse_offload)
+
 #: DeepSpeed's ZeRO-Offload and ZeRO-Infinity (costmodel/offload.py), for estimate's layout.
 OFFLOAD_OPTIONS = ("offload", "offload_device", "gpus_per_node")
 offload_options = stack(

@@ -15,7 +15,7 @@ from costmodel.cost import check_tokens
 from .inputs import InputError, finite, load_model, with_mtp
 from .options import (ATTENTION_HELP, FP8_HELP, IMPL_HELP, choice_option, decode_code_option, dtype_option,
                       hardware_option, json_option, model_options, mtp_option, optimizer_option,
-                      refuse_mla_without_latent, refuse_typed, TOKENS)
+                      refuse_mla_without_latent, refuse_typed, TOKENS, untimed_offload_option)
 
 #: The options each mode of plan reads and the others would ignore (parameter name: option).
 SERVE_ONLY = {"prompt": "--prompt", "gen": "--gen", "kv_cache": "--kv-cache", "mla": "--mla",
@@ -145,6 +145,7 @@ def serving_lengths(prompt: str | None, gen: str, rate: float | None) -> tuple:
 @click.option("--top", type=click.IntRange(min=1), default=10, show_default=True,
               help="Rows of the ranked table; typed beside --json, the feasible rows it keeps (else all).")
 @choice_option("--time-model", spec.TIME_MODELS, "kernels (the default) or roofline, as simulate's (docs/time.md).")
+@untimed_offload_option
 @json_option('{"feasible": [...], "infeasible": [...]} on stdout.')
 @click.option("--rate", type=float, default=None,
               help="--serve: requests per second to serve within --slo-ttft/--slo-tpot (a capacity search; "

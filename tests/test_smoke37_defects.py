@@ -149,3 +149,20 @@ def test_a_hardware_file_without_bf16_defaults_to_a_dtype_it_has(tmp_path, capsy
     data["flops_per_s"], data["matmul_efficiency"] = {"fp32": 67e12}, {}
     path.write_text(json.dumps(data))
     assert json.loads(run_main(["hardware", "--show", str(path)], capsys)[1])["default_dtype"] == "fp32"
+
+
+@pytest.mark.parametrize("args", [
+    ["simulate", "--model", "llama3-8b", "--train", "--dp", "1", "--zero", "3", "--offload", "params"],
+    ["plan", "--model", "llama3-8b", "--gpus", "2", "--offload", "optimizer"],
+])
+def test_offload_typed_to_a_timed_command_says_where_it_is_read(args, capsys):
+    """`estimate --hardware` offers "--dp 1 --zero 3 --offload params"; typed into simulate (or plan) it read
+    "No such option '--offload'.", no word that an offloaded step is sized, not timed, nor where."""
+    from costmodel.offload import UNTIMED
+
+    assert one_error_line(args, capsys) == f"error: --offload {args[-1]}: {UNTIMED}"
+    assert "`estimate --hardware H` with the layout and --offload" in UNTIMED
+    # estimate reads it: the 8,030,261,248 parameters' partition on the host under ZeRO-Infinity
+    offload = run_json(["estimate", "--model", "llama3-8b", "--dp", "1", "--zero", "3", "--offload", "params"],
+                       capsys)["parallel"]["offload"]
+    assert (offload["offload"], offload["partition_params"]) == ("params", 8_030_261_248)
