@@ -158,8 +158,8 @@ workload_options = stack(
     choice_option("--attention", spec.ATTENTIONS, ATTENTION_HELP),
     choice_option("--recompute", spec.RECOMPUTES, f"Activation recomputation: {spec.RECOMPUTES.phrase()}.",
                   spec.DEFAULT_RECOMPUTE),
-    click.option("--gen-tokens", "-T", type=int, default=0, show_default=True,
-                 help="Tokens generated after the prefill (KV cache)."),
+    click.option("--gen-tokens", "--gen", "-T", "gen_tokens", type=int, default=0, show_default=True,
+                 help="Tokens generated after the prefill (KV cache); --gen is simulate's and plan's name."),
     optimizer_option,
     choice_option("--precision", spec.PRECISIONS, f"{spec.PRECISIONS.described()}. Default: "
                   f"{spec.DEFAULT_PRECISION}; with a layout its framework's (megatron: megatron, deepspeed: mixed, "
@@ -289,6 +289,19 @@ layout_options = stack(
                   f"megatron-lm runs (default {spec.MEGATRON_RELEASES[0]}; costmodel/megatron_releases.json): "
                   "before core_v0.7.0 the gradient buffer is scaled by 1 / dp at dp 1 too."),
 )
+
+def refuse_offload(ctx: click.Context, param: click.Parameter, value: Any) -> None:
+    """--offload typed to a command that times a step (simulate, plan): one line saying why and where it is
+    read, not click's "No such option"."""
+    from costmodel.offload import UNTIMED
+
+    if value is not None and value != "none":
+        raise click.UsageError(f"--offload {value}: {UNTIMED}")
+
+
+#: --offload where a step is timed: refused in one line (hidden from --help: nothing to read).
+untimed_offload_option = click.option("--offload", type=click.Choice(spec.OFFLOADS, case_sensitive=False),
+                                      default=None, expose_value=False, hidden=True, callback=refuse_offload)
 
 #: DeepSpeed's ZeRO-Offload and ZeRO-Infinity (costmodel/offload.py), for estimate's layout.
 OFFLOAD_OPTIONS = ("offload", "offload_device", "gpus_per_node")

@@ -15,7 +15,7 @@ from costmodel.cost import check_tokens
 from .inputs import InputError, finite, load_model, with_mtp
 from .options import (ATTENTION_HELP, FP8_HELP, IMPL_HELP, choice_option, decode_code_option, dtype_option,
                       hardware_option, json_option, model_options, mtp_option, optimizer_option,
-                      refuse_mla_without_latent, refuse_typed, TOKENS)
+                      refuse_mla_without_latent, refuse_typed, TOKENS, untimed_offload_option)
 
 #: The options each mode of plan reads and the others would ignore (parameter name: option).
 SERVE_ONLY = {"prompt": "--prompt", "gen": "--gen", "kv_cache": "--kv-cache", "mla": "--mla",
@@ -93,7 +93,7 @@ def serving_lengths(prompt: str | None, gen: str, rate: float | None) -> tuple:
               help="--serve: prompt tokens (default 2048, or what the context leaves after --gen; with --rate 512); "
                    "with --rate also a length mix as serve's --prompt: uniform:LOW:HIGH, "
                    "lognormal:MEDIAN:SIGMA[:LOW:HIGH] or histogram:FILE.json.")
-@click.option("--gen", "--output", "gen", type=str, default=str(spec.DEFAULT_GEN_TOKENS), show_default=True,
+@click.option("--gen", "--output", "--gen-tokens", "gen", type=str, default=str(spec.DEFAULT_GEN_TOKENS), show_default=True,
               help="--serve: generated tokens (--output: serve's name); with --rate a length mix too, as --prompt.")
 @dtype_option(None, "Weights and activations (default: the hardware's, bf16 for the GPU presets, fp16 on "
               "V100 and T4, which have no bf16 tensor cores).")
@@ -145,6 +145,7 @@ def serving_lengths(prompt: str | None, gen: str, rate: float | None) -> tuple:
 @click.option("--top", type=click.IntRange(min=1), default=10, show_default=True,
               help="Rows of the ranked table; typed beside --json, the feasible rows it keeps (else all).")
 @choice_option("--time-model", spec.TIME_MODELS, "kernels (the default) or roofline, as simulate's (docs/time.md).")
+@untimed_offload_option
 @json_option('{"feasible": [...], "infeasible": [...]} on stdout.')
 @click.option("--rate", type=float, default=None,
               help="--serve: requests per second to serve within --slo-ttft/--slo-tpot (a capacity search; "

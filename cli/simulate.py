@@ -23,7 +23,7 @@ from costmodel.simulate_api import decode_inputs, training_inputs
 from .inputs import InputError, finite, load_model, make_layout, make_workload, microbatches_for, with_mtp
 from .options import (ATTENTION_HELP, IMPL_HELP, batch_option, choice_option, decode_code_option, dtype_option,
                       hardware_option, json_option, layout_options, model_options, mtp_option, optimizer_option,
-                      refuse_mla_without_latent, refuse_typed, TOKENS)
+                      refuse_mla_without_latent, refuse_typed, TOKENS, untimed_offload_option)
 
 TIME_MODEL_HELP = (f"kernels (the default: {spec.TIME_MODELS.meanings['kernels']}) or roofline "
                    f"({spec.TIME_MODELS.meanings['roofline']}); a hardware without sm_count, and training on one "
@@ -137,7 +137,8 @@ def refuse_other_mode(ctx: click.Context, train: bool) -> None:
 @model_options
 @hardware_option()
 @click.option("--prompt", type=click.IntRange(min=1), default=None, help="Prompt tokens (inference). Default 2048, or what the context leaves after --gen.")
-@click.option("--gen", type=click.IntRange(min=0), default=spec.DEFAULT_GEN_TOKENS, show_default=True, help="Tokens to generate (inference).")
+@click.option("--gen", "--gen-tokens", "--output", "gen", type=click.IntRange(min=0), default=spec.DEFAULT_GEN_TOKENS,
+              show_default=True, help="Tokens to generate (inference); --gen-tokens is estimate's name, --output serve's.")
 @batch_option
 @dtype_option(None, "Weights and activations (default: the hardware's, bf16 for the GPU presets, fp16 on "
               "V100 and T4, which have no bf16 tensor cores, and the calibrated dtype for local).")
@@ -243,6 +244,7 @@ def refuse_other_mode(ctx: click.Context, train: bool) -> None:
 @decode_code_option("Inference: ", spec.DEFAULT_DECODE_CODE)
 @layout_options
 @mtp_option
+@untimed_offload_option
 @json_option("As JSON on stdout.")
 def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention, kv_cache, mla, train, seq_len,
              recompute, recompute_layers, optimizer, tokens, price, step_time, compute_efficiency, memory_efficiency, global_batch, impl,

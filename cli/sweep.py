@@ -31,8 +31,8 @@ from .options import (choice_option, dtype_option, kv_dtype_option, model_option
                DEFAULT_IMPL)
 @choice_option("--attention", ATTENTIONS, "Attention kernel (fused kernels keep no n x n matrix).", DEFAULT_ATTENTION)
 @choice_option("--recompute", RECOMPUTES, "Activation recomputation.", DEFAULT_RECOMPUTE)
-@click.option("--gen-tokens", "-T", type=click.IntRange(min=0), default=0, show_default=True,
-              help="Tokens generated after the prefill (KV cache).")
+@click.option("--gen-tokens", "--gen", "-T", "gen_tokens", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Tokens generated after the prefill (KV cache); --gen is simulate's and plan's name.")
 @choice_option("--optimizer", OPTIMIZERS, "Optimizer (state bytes).", DEFAULT_OPTIMIZER)
 @weight_dtype_option
 @weight_group_option

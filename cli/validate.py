@@ -25,7 +25,7 @@ from .options import SEQ_LEN_HELP, batch_option, dtype_option, json_option, mode
 @dtype_option(None, "Default: bf16 under FakeTensorMode, fp32 on real CPU tensors, where bf16 matmuls are slow.")
 @click.option("--attention", type=click.Choice(spec.MEASURED_ATTENTIONS), default="eager", show_default=True,
               help=f"{spec.MEASURED_ATTENTIONS.listed()} (the measured model's attention).")
-@click.option("--gen-tokens", "-T", type=int, default=2, show_default=True, help="Tokens generated (KV cache): the prefill makes the first, T - 1 decode steps the rest, as generate(max_new_tokens=T) runs.")
+@click.option("--gen-tokens", "--gen", "-T", "gen_tokens", type=int, default=2, show_default=True, help="Tokens generated (KV cache): the prefill makes the first, T - 1 decode steps the rest, as generate(max_new_tokens=T) runs.")
 @click.option("--blocks", is_flag=True, help="Also one row per sublayer for parameters and forward FLOPs.")
 @json_option("Rows as JSON on stdout.")
 def validate(model, config, all_presets, quick, target, device, seq_len, tgt_len, batch, dtype,

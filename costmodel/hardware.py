@@ -26,7 +26,8 @@ from .hardware_presets import (HARDWARE_ALIASES_FILE, HARDWARE_DIR, close_preset
                                preset_names, refused_hardware_names)
 from .hardware_schema import (EFFICIENCY_STAND_IN, GENERATIONS, INTERCONNECT, OPTIONAL_NUMBERS, UNSTATED_AS_ZERO,  # noqa: F401
                               PEAK_DTYPES, SCHEMA, SERVING_MEMORY_UTILIZATION, Field, schema_problems,
-                              copied_device_memory_problem, copied_fabric_problem, serving_memory)  # the schema and serving_memory, re-exported
+                              copied_device_memory_problem, copied_fabric_problem, default_dtype_of,
+                              serving_memory)  # the schema and serving_memory, re-exported
 from .spec import CANONICAL_DTYPE, DEFAULT_TIME_MODEL, TIME_MODELS  # the time models and the default (spec.py says why)
 
 
@@ -336,7 +337,12 @@ class Hardware:
 
     def require_peak(self, dtype: str) -> None:
         """Refuse a dtype this hardware has no peak for, in one line (missing_peak), before a command
-        builds anything on it."""
+        builds anything on it; a name that is no dtype at all is workload.check_dtype's line
+        (`costmodel.simulate(..., dtype="bf17")` and `costmodel.serve` read "h100-sxm has no bf17 peak
+        (Hopper); use --dtype bf16", as if the GPU lacked a real dtype; plan has checked it since session 36)."""
+        from .workload import check_dtype
+
+        check_dtype("dtype", dtype)
         if dtype not in self.flops_per_s:
             self.peak(dtype)  # raises: `local`'s line (measure it), or missing_peak's
 
@@ -358,7 +364,7 @@ class Hardware:
             or {"compute": 1.0, "memory": 1.0},
             source=str(data.get("source", "")),
             overhead_s_per_block=float(data.get("overhead_s_per_block", 0.0)),
-            default_dtype=str(data.get("default_dtype", "bf16")),
+            default_dtype=str(default_dtype_of(data)),
             vector_flops_per_s=float(data.get("vector_flops_per_s", 0.0)),
             gpus_per_node=int(network.get("gpus_per_node", 1)),
             intra_node_bandwidth_bytes_per_s=float(network.get("intra_node_bandwidth_bytes_per_s", 0.0)),

@@ -146,7 +146,7 @@ SCHEMA: dict[str, Field] = {
                                    "bandwidth and beyond graph_kernel_s (the intercept of T = a + V/b over "
                                    "DRAM-resident sizes, less graph_kernel_s; its source in `source`); "
                                    "charged to each GEMM and attention call; 0: none known", low=0),
-    "default_dtype": Field(str, "the dtype a simulation uses when none is asked for; must have a peak"),
+    "default_dtype": Field(str, "the dtype a simulation uses when none is asked for; must have a peak (absent: the first of bf16, fp16 and fp32 the file has a peak for)"),
     "network_of": Field(str, "the preset whose measured collectives this GPU's nodes share (nccl_facts.json's "
                         "all-reduce curves, PyTorch's IntraNodeComm, the NVLink latency class, each keyed by a "
                         "preset's name); default: the file's own name. `hardware --show PRESET` writes it, so an "
@@ -422,6 +422,16 @@ def _row_count(m: Any) -> bool:
     return isinstance(m, int) and not isinstance(m, bool) and m >= 1
 
 
+def default_dtype_of(data: dict) -> Any:
+    """A hardware file's default_dtype: the one it states, else the first of bf16, fp16 and fp32 it has a peak
+    for (a file of fp16 and fp32 peaks only, a V100's or T4's, defaulted to bf16, which every simulate without
+    --dtype then refused: "has no bf16 peak; use --dtype fp16"), else bf16."""
+    if "default_dtype" in data:
+        return data["default_dtype"]
+    peaks = data.get("flops_per_s")
+    return next((d for d in ("bf16", "fp16", "fp32") if isinstance(peaks, dict) and d in peaks), "bf16")
+
+
 def _peak_problems(data: dict) -> list[str | None]:
     peaks = data.get("flops_per_s")
     if peaks is None:
@@ -431,7 +441,7 @@ def _peak_problems(data: dict) -> list[str | None]:
     problems = [f"flops_per_s has an unknown dtype {show(k)} (known: {', '.join(PEAK_DTYPES)})"
                 for k in peaks if k not in PEAK_DTYPES]
     problems += [Field(float, "", low=FLOOR, units=FLOP_PER_S).problem(f"flops_per_s.{k}", v) for k, v in peaks.items()]
-    default = data.get("default_dtype", "bf16")
+    default = default_dtype_of(data)
     if isinstance(default, str) and default not in WORKLOAD_DTYPES and "default_dtype" in data:
         # fp8 has a peak but is no --dtype: it passed here and every command then blamed the workload
         problems.append(f"default_dtype {show(default)} is not a dtype a run takes ({', '.join(WORKLOAD_DTYPES)})")

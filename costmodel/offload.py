@@ -42,6 +42,12 @@ FP32 = DTYPE_BYTES["fp32"]  # bytes of the gradient partition DeepSpeed keeps on
 
 #: DeepSpeed's model-state estimators, read from the release whose functions the tests call
 #: through recorded outputs (tests/test_offload.py's DEEPSPEED_CASES).
+#: Why a timed command refuses --offload: an offloaded step is sized here, not timed (`simulate --offload
+#: params`, the change `estimate --hardware` offers, read "No such option '--offload'.", no word of where it is read).
+UNTIMED = ("DeepSpeed's offload is sized, not timed: the host's optimizer update and a step's PCIe traffic are not "
+           "modelled; `estimate --hardware H` with the layout and --offload gives its GPU and host memory "
+           "(docs/finetuning.md), and plan names the offload that fits without ranking it.")
+
 DEEPSPEED = {
     "version": "0.19.8",
     "source": "deepspeed/runtime/zero/stage_1_and_2.py estimate_zero2_model_states_mem_needs and "

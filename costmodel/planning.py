@@ -165,8 +165,12 @@ def plan(model: Any, gpus: int | Sequence[int], hardware: str = DEFAULT_HARDWARE
     if not serve:
         check_price_has_tokens(tokens, price)
     if serve:
-        if tokens is not None or price is not None:
-            raise ConfigError("--tokens and --price cost a training run; leave them out with --serve.")
+        if tokens is not None:
+            raise ConfigError("--tokens costs a training run; leave it out with --serve.")
+        if price is not None:  # it read "--price cost[s] a training run" while --help offers it to --serve --rate
+            raise ConfigError("--price with --serve prices the capacity search's deployments ($/h and $/M out): add "
+                              "--rate, --slo-ttft and --slo-tpot, or price one layout's generation with `simulate "
+                              "--price` and its --tp/--pp/--dp.")
         require_decoder(cfg)
         batch = DEFAULT_SERVING_BATCH if batch is None else batch
         # the weights' format: the checkpoint's unless weight_dtype says (costmodel/checkpoint.py)

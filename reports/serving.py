@@ -230,7 +230,8 @@ def latency_figure(rows: list[dict[str, Any]], title: str) -> Any:
 @click.option("--trace", type=str, default=None, help='JSONL: {"arrival": s, "prompt_tokens": N, "output_tokens": M}.')
 @click.option("--prompt", default="512", show_default=True,
               help="Prompt tokens: N, uniform:LOW:HIGH, lognormal:MEDIAN:SIGMA[:LOW:HIGH], histogram:FILE.json.")
-@click.option("--output", "output_tokens", default=str(DEFAULT_GEN_TOKENS), show_default=True, help="Output tokens, as --prompt.")
+@click.option("--output", "--gen", "output_tokens", default=str(DEFAULT_GEN_TOKENS), show_default=True,
+              help="Output tokens, as --prompt (--gen: simulate's and plan's name).")
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--scheduler", type=click.Choice(SCHEDULERS), default=DEFAULT_SCHEDULER, show_default=True,
               help=f"How each step is batched: {SCHEDULERS.described()}.")
@@ -393,7 +394,7 @@ def serve(model, config, hardware_name, rate, concurrency, count, trace, prompt,
         save_figure(figure, plot_path)
     if as_json:
         summary = {**summary, "setup": {**summary["setup"], "rate": json_rate(summary["setup"]["rate"])}}
-    click.echo(json.dumps(finite({**summary, "units": JSON_UNITS["serve"]}, nan=True), indent=2) if as_json
+    click.echo(json.dumps(finite(summary, nan=True), indent=2) if as_json
                else render_serve(summary))
 
 

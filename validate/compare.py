@@ -9,6 +9,7 @@ steps. Full-size models run under FakeTensorMode (shapes, no memory).
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
@@ -208,6 +209,37 @@ def _other_op_rows(estimate: Estimate, measured: dict[str, int], fused: bool) ->
 # The comparison
 
 
+def available_host_bytes() -> int | None:
+    """The memory this machine can still give a process (/proc/meminfo's MemAvailable; else the free
+    pages), or None where neither is readable."""
+    try:
+        with open("/proc/meminfo") as meminfo:
+            for line in meminfo:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def _require_host_memory(cfg: ModelConfig, workload: Workload, estimate: Estimate) -> None:
+    """Refuse, in one line, a --device cpu run whose real tensors cannot fit in this machine's memory:
+    its weights, their gradients and the activations saved for backward, as the estimate gives them
+    (`validate --model llama2-70b --device cpu` built 276 GB of fp32 weights until the kernel killed it,
+    no line said why). --device fake measures the same at full size with no memory."""
+    available = available_host_bytes()
+    weights = estimate.total("params") * workload.bytes_per_element
+    needed = 2 * weights + estimate.total("saved_bytes")
+    if available is not None and needed > available:
+        raise ValueError(f"model {cfg.name!r} on --device cpu needs at least {needed / 2 ** 30:,.1f} GiB of real "
+                         f"tensors (its {workload.dtype} weights, their gradients and the activations saved for "
+                         f"backward), more than the {available / 2 ** 30:,.1f} GiB this machine has available; use "
+                         "--device fake (FakeTensorMode: full size, no memory), or a shorter --seq-len or smaller model.")
+
+
 def validate(cfg: ModelConfig, workload: Workload, *, target: str = "hf", device: str = "fake",
              blocks: bool = False, progress: Callable[[str], None] | None = None) -> list[Row]:
     """Every comparable quantity of one model and workload: formula beside measurement."""
@@ -223,6 +255,8 @@ def validate(cfg: ModelConfig, workload: Workload, *, target: str = "hf", device
         raise ValueError(f"model {cfg.name!r}: {cfg.family}'s experts loop over data-dependent sizes (nonzero(), "
                          "tolist()), which FakeTensorMode cannot run; use --device cpu (real tensors).")
     estimate = Estimate(cfg, workload.replace(impl=target, sdpa_device="cpu"))  # measured on the CPU
+    if device == "cpu":
+        _require_host_memory(cfg, workload, estimate)
     context = fake_mode() if device == "fake" else _nothing()
     rows: list[Row] = []
     loss_fn = training_loss(cfg, target)

@@ -10,6 +10,7 @@ too, and a config loaded by any of them is named after its preset.
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import json
 import re
@@ -118,7 +119,17 @@ def config_from_dict(data: Any, source: str, name: str) -> ModelConfig:
         return from_hf_config(data, name=name, source=source)
     data = dict(data)
     data.setdefault("name", name)
-    return ModelConfig.from_dict(data, source=source)
+    try:
+        return ModelConfig.from_dict(data, source=source)
+    except ConfigError as error:
+        # a Hugging Face config.json typed by hand without its model_type read "unknown field 'hidden_size'",
+        # as if a ModelConfig file, saying nothing of the field that makes it a Hugging Face one
+        known = {f.name for f in dataclasses.fields(ModelConfig)} - {"name", "vocab_size"}  # both formats' names
+        if not str(error).startswith(f"{source}: unknown field") or known & set(data):
+            raise  # a ModelConfig file with a stray field: the field alone
+        raise ConfigError(f"{str(error)[:-1]}: neither a ModelConfig field nor, without \"model_type\" or "
+                          "\"architectures\", a Hugging Face config.json; add the family's model_type (e.g. "
+                          "\"model_type\": \"llama\") as the Hub's config.json has it.") from None
 
 
 def close_spellings(name: str, cutoff: float = 0.5) -> list[str]:

@@ -46,14 +46,15 @@ class ServeRun:
 
     def summary(self, slo_ttft: float | None = None, slo_tpot: float | None = None) -> dict[str, Any]:
         """What `serve --json` prints: the setup, TTFT/TPOT percentiles, throughput, goodput at the SLOs
-        (the run's unless given) and, with a price, the cost."""
+        (the run's unless given), with a price the cost, and the units (spec.JSON_UNITS["serve"]: the
+        command added them, so `run.summary()`, documented as its JSON, lacked them)."""
         slo_ttft = self.setup.get("slo_ttft_s") if slo_ttft is None else slo_ttft
         slo_tpot = self.setup.get("slo_tpot_s") if slo_tpot is None else slo_tpot
         summary = {"setup": self.setup, **metrics.summarize(self.requests, self.steps, self.itl, slo_ttft, slo_tpot)}
         price = self.setup.get("price_per_gpu_hour")
         if price is not None:  # serve --price, or the hardware file's price_per_gpu_hour
             summary["cost"] = serving_cost(summary["throughput"]["output_tokens_per_s"], self.setup["gpus"], price)
-        return summary
+        return {**summary, "units": spec.JSON_UNITS["serve"]}
 
 
 PAGED_PREFIX_NOTE = ("the simulator shares no prefix over layer-group block tables (kv_paging.py); vLLM's hybrid "
