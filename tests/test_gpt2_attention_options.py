@@ -4,8 +4,9 @@ scale_attn_weights and scale_attn_by_inverse_layer_idx fold into GPT2Attention's
 (eager: one multiply of the scores; sdpa: its scale argument), so a config that sets them costs what
 one that does not costs: measured here on GPT2LMHeadModel built from the same config.json dict the
 cost model reads (3 layers, so layer_idx + 1 takes three values; odd sizes: d 48, 6 heads, d_ff 37,
-vocab 99). reorder_and_upcast_attn (an fp32 baddbmm under eager) moves the measured ops and saved
-bytes, so the reader refuses it in one line; the figures that show it moves are pinned below.
+vocab 99). reorder_and_upcast_attn (an fp32 baddbmm, run by eager attention only) moves eager's
+measured ops and saved bytes, so the tree refuses it under hf eager in one line (the figures that show
+it moves are pinned below) and takes it under sdpa, which ignores it: measured equal to the estimate.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import cli
 from costmodel import estimate
 from costmodel.config import ConfigError
 from costmodel.hf import from_hf_config
+from costmodel.presets import load_preset
 
 #: A GPT-2 config.json with odd sizes; the options under test are added to it.
 TINY = {"model_type": "gpt2", "vocab_size": 99, "n_positions": 32, "n_embd": 48, "n_head": 6,
@@ -26,6 +28,7 @@ TINY = {"model_type": "gpt2", "vocab_size": 99, "n_positions": 32, "n_embd": 48,
         "embd_pdrop": 0.1, "attn_pdrop": 0.1}
 SCALED = {**TINY, "scale_attn_by_inverse_layer_idx": True}
 UNSCALED = {**TINY, "scale_attn_weights": False, "scale_attn_by_inverse_layer_idx": True}
+REORDER = {**TINY, "reorder_and_upcast_attn": True}
 
 
 def test_the_scale_options_read_as_the_same_model():
@@ -34,41 +37,45 @@ def test_the_scale_options_read_as_the_same_model():
     assert from_hf_config(UNSCALED, name="tiny") == plain
 
 
-@pytest.mark.parametrize("field, value, words", [
-    ("reorder_and_upcast_attn", True, "reorder_and_upcast_attn (transformers' fp32 baddbmm"),
-    ("scale_attn_by_inverse_layer_idx", "yes", "must be true or false, got 'yes'"),
-    ("scale_attn_weights", 1, "must be true or false, got 1"),
-])
-def test_refused_or_mistyped_options_are_one_line(field, value, words):
-    with pytest.raises(ConfigError, match=words.replace("(", r"\(")):
+@pytest.mark.parametrize("field, value", [
+    ("reorder_and_upcast_attn", "no"), ("scale_attn_by_inverse_layer_idx", "yes"), ("scale_attn_weights", 1)])
+def test_mistyped_options_are_one_line(field, value):
+    with pytest.raises(ConfigError, match=f"field '{field}' must be true or false, got"):
         from_hf_config({**TINY, field: value}, name="tiny")
 
 
-def test_reorder_false_is_read_as_the_default():
-    assert from_hf_config({**TINY, "reorder_and_upcast_attn": False}, name="tiny") == \
-        from_hf_config(TINY, name="tiny")
+def test_reorder_is_read_as_upcast_attention():
+    plain = from_hf_config(TINY, name="tiny")
+    assert from_hf_config({**TINY, "reorder_and_upcast_attn": False}, name="tiny") == plain
+    assert from_hf_config(REORDER, name="tiny") == plain.replace(upcast_attention=True)
+    with pytest.raises(ConfigError, match="upcast_attention is GPT-2's reorder_and_upcast_attn"):
+        load_preset("llama2-7b").replace(upcast_attention=True)
 
 
-def test_cli_refuses_reorder_and_upcast_attn_with_exit_2(tmp_path):
+@pytest.mark.parametrize("attention, code", [("eager", 2), ("sdpa", 0), ("flash", 0)])
+def test_cli_refuses_reorder_and_upcast_attn_under_eager_only(tmp_path, attention, code):
     path = tmp_path / "config.json"
-    path.write_text(json.dumps({**TINY, "reorder_and_upcast_attn": True}))
-    result = CliRunner().invoke(cli.cli, ["estimate", "--config", str(path), "--seq-len", "16"])
-    assert result.exit_code == 2
-    assert result.output.strip().count("\n") == 0 and "reorder_and_upcast_attn" in result.output
+    path.write_text(json.dumps(REORDER))
+    result = CliRunner().invoke(cli.cli, ["estimate", "--config", str(path), "--seq-len", "16",
+                                          "--impl", "hf", "--attention", attention])
+    assert result.exit_code == code, result.output
+    if code:
+        assert result.output.strip().count("\n") == 0 and "reorder_and_upcast_attn" in result.output
 
 
 def test_cli_estimate_with_the_scale_options_equals_without(tmp_path):
     outputs = []
-    for name, config in (("plain", TINY), ("scaled", UNSCALED)):
+    for name, config, attention in (("plain", TINY, "eager"), ("scaled", UNSCALED, "eager"),
+                                    ("plain", TINY, "sdpa"), ("reorder", REORDER, "sdpa")):
         path = tmp_path / f"{name}.json"
         path.write_text(json.dumps(config))
         result = CliRunner().invoke(cli.cli, ["estimate", "--config", str(path), "--seq-len", "16",
-                                              "--impl", "hf", "--attention", "eager", "--json"])
+                                              "--impl", "hf", "--attention", attention, "--json"])
         assert result.exit_code == 0, result.output
         data = json.loads(result.output)
         data["inputs"].pop("model")
         outputs.append(data)
-    assert outputs[0] == outputs[1]
+    assert outputs[0] == outputs[1] and outputs[2] == outputs[3]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -126,7 +133,7 @@ def test_scale_options_measure_as_the_formulas_and_as_the_plain_model(attn, dtyp
 def test_reorder_and_upcast_attn_moves_eager_ops_and_bf16_saved_bytes():
     """Why it is refused: under eager the fp32 baddbmm path is other code (exact counts at b 2,
     n 10, 3 layers of 6 heads of 8), though the matmul FLOPs stay (baddbmm is counted as a bmm)."""
-    reorder = {**TINY, "reorder_and_upcast_attn": True}
+    reorder = REORDER
     L, b, h, n, dh = 3, 2, 6, 10, 8
     scores, qk = L * b * h * n * n, 2 * L * b * h * n * dh
     plain32, upcast32 = _measure(TINY, "eager", torch.float32), _measure(reorder, "eager", torch.float32)
@@ -140,4 +147,11 @@ def test_reorder_and_upcast_attn_moves_eager_ops_and_bf16_saved_bytes():
     assert upcast16[2] - plain16[2] == 2 * (qk + scores) == 18_720
     # casts: q, k up and their gradients down; the scores down and their gradient up
     assert upcast16[3]["aten._to_copy"] - plain16[3]["aten._to_copy"] == 2 * qk + 2 * scores
-    assert _measure(reorder, "sdpa", torch.float32) == _measure(TINY, "sdpa", torch.float32)
+    # sdpa ignores it (measured equal to the plain model), so the tree takes it under sdpa
+    for dtype, name in ((torch.float32, "fp32"), (torch.bfloat16, "bf16")):
+        measured = _measure(reorder, "sdpa", dtype)
+        assert measured == _measure(TINY, "sdpa", dtype)
+        ours = estimate(dict(reorder, name="x"), seq_len=10, batch=2, attention="sdpa", impl="hf",
+                        dtype=name).to_dict()
+        assert measured[:3] == (ours["flops"]["forward"], ours["flops"]["backward"],
+                                ours["memory"]["activations"])
