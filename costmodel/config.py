@@ -188,6 +188,9 @@ class ModelConfig:
     nope_temperature: bool = False
     chunked_window: bool = False
     rope_query_scale: bool = False  # Ministral 3: every RoPE layer's queries times a per-position scale
+    # GPT-2's reorder_and_upcast_attn: transformers' eager attention as an fp32 baddbmm (sdpa ignores it);
+    # not modelled under hf eager, where it is refused (leaves.py)
+    upcast_attention: bool = False
     # Layers of one mixer each after its own norm and residual add (nemotron_h; layer_pattern.MIXERS);
     # parallel_attention: each attention beside the mamba before it, off its norm (Falcon-H1). Mamba-2's
     # sizes, in/out projections' bias (use_bias; out_proj's mamba_out_bias where not None), conv's bias,

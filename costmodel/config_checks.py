@@ -41,10 +41,14 @@ def check_newer_fields(cfg: Any, owner: str) -> None:
                  "renormalize_top_k", "input_norms", "qk_norm_whole", "attention_sinks", "sinks_windowed_only",
                  "value_scale", "norm_affine",
                  "qk_l2_norm", "nope_temperature", "chunked_window", "mtp_repeated_layer", "rope_query_scale",
+                 "upcast_attention",
                  "sub_norms", "differential_attention", "dynamic_mask", "residual_scales", "moe_output_bias",
                  "attention_experts"):
         check_bool(owner, name, getattr(cfg, name))
     check_attention_experts(cfg, owner)
+    if cfg.upcast_attention and cfg.family != "gpt2":
+        raise ConfigError(f"{owner}: upcast_attention is GPT-2's reorder_and_upcast_attn; family "
+                          f"{cfg.family!r} has no such path.")
     if cfg.differential_attention and (cfg.architecture != "decoder" or cfg.mixer_layers or cfg.mla
                                        or cfg.n_heads % 2 or cfg.n_kv_heads % 2 or cfg.n_window_layers
                                        or cfg.qk_norm or cfg.attention_output_gate or cfg.sub_norms

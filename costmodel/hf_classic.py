@@ -152,7 +152,16 @@ def _bloom(f: Fields, name: str) -> ModelConfig:
 
 
 def _gpt2(f: Fields, name: str) -> ModelConfig:
+    """GPT-2. transformers 5.24's GPT2Attention folds scale_attn_weights (1/sqrt(d_head)) and
+    scale_attn_by_inverse_layer_idx (1/(layer_idx + 1)) into one float, `scaling`, that eager
+    attention multiplies the scores by once and sdpa takes as its scale: either setting leaves the
+    ops, FLOPs and saved bytes as they are (tests/test_gpt2_attention_options.py measures it), so
+    both are read (typed) and change nothing. reorder_and_upcast_attn (upcast_attention) runs eager
+    attention as an fp32 baddbmm (fp32 copies of q and k, fp32 probabilities saved, the scale in
+    its alpha), which the tree does not hold: refused under hf eager (leaves.py); sdpa ignores it."""
     d_model = f.get("n_embd", 768)
+    f.get("scale_attn_weights", True, bool)
+    f.get("scale_attn_by_inverse_layer_idx", False, bool)
     act = f.get("activation_function", "gelu_new", str)
     acts = {"gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh", "gelu": "gelu", "relu": "relu"}
     if act not in acts:
@@ -173,6 +182,7 @@ def _gpt2(f: Fields, name: str) -> ModelConfig:
         head="lm",
         tie_embeddings=f.get("tie_word_embeddings", True, bool),
         dropout=float(max(f.get(k, 0.1, float) for k in ("resid_pdrop", "embd_pdrop", "attn_pdrop"))),
+        upcast_attention=f.get("reorder_and_upcast_attn", False, bool),
     )
 
 

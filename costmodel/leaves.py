@@ -110,6 +110,9 @@ class TreeBuilder:
         every score and masks (the same FLOPs as a full layer). rope False: a NoPE layer of a RoPE
         model (SmolLM3), which rotates neither queries nor keys. Gemma 4's full layers: d_hg-wide heads."""
         cfg, profile = self.cfg, self.profile
+        if cfg.upcast_attention and profile.impl == "hf" and profile.attention == "eager":
+            raise ConfigError(f"model {cfg.name!r}: reorder_and_upcast_attn (transformers' fp32 baddbmm path, "
+                              "which only eager attention runs) is not modelled; use --attention sdpa or flash.")
         q_tokens, kv_tokens = S.b * q_len, S.b * (k_len if kv_len is None else kv_len)
         keys_as_values = cfg.keys_as_values and not window and not cross  # Gemma 4's full layers
         head = S.d_hg if cfg.global_head_dim and not window and not cross else S.d_h

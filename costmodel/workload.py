@@ -33,7 +33,7 @@ NOT_IN_REFERENCE = {
     "index_n_heads": None, "per_layer_input": None, "global_head_dim": None, "keys_as_values": False,
     "global_kv_heads": None, "kv_shared_layers": 0, "double_wide_shared": False,
     "altup_inputs": None, "laurel_rank": None, "sub_norms": False, "differential_attention": False,
-    "dynamic_mask": False, "residual_scales": False,
+    "dynamic_mask": False, "residual_scales": False, "upcast_attention": False,
 }
 #: Activations the reference model's table (validate/reference_blocks.py ACTIVATIONS) lacks: it
 #: builds every other one of config.py's ACTIVATIONS (tests/test_reference.py holds the two equal).

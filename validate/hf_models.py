@@ -148,6 +148,7 @@ def _gpt2(cfg: ModelConfig, attn: str) -> Any:
         embd_pdrop=cfg.dropout,
         attn_pdrop=cfg.dropout,
         tie_word_embeddings=cfg.tie_embeddings,
+        reorder_and_upcast_attn=cfg.upcast_attention,
         attn_implementation=attn,
     )
 
