@@ -175,9 +175,9 @@ class Estimate:
         """The `estimate` command's text, for notebooks."""
         import html
 
-        from reports.text import render_estimate
+        from .console import tool
 
-        return f"<pre>{html.escape(render_estimate(self.to_dict(), self.held_rows))}</pre>"
+        return f"<pre>{html.escape(tool('reports.text').render_estimate(self.to_dict(), self.held_rows))}</pre>"
 
     # The symbolic side, built only when asked for.
     @cached_property

@@ -16,6 +16,7 @@ from ..attention_kernels import DEFAULT_KERNEL, DEFAULT_SERVING_BACKEND, kernel_
 from ..hardware import time_model_for
 from ..layout.tensor_split import spreads
 from ..kernel_rates import kernel_facts
+from ..plain import plain_arguments
 from ..quantization import runs_w8a8
 from .. import spec
 from ..spec import MLA_FORMS
@@ -427,6 +428,7 @@ def run_replicas(requests: list[Request], replica: tuple, step: StepTime, replic
     return rows, steps, [np.concatenate(itl) if itl else np.zeros(0)]
 
 
+@plain_arguments
 def serve(model: Any, hardware: Any = "h100-sxm", *, rate: float | None = None, requests: int = 1000,
           trace: str | None = None, prompt: str | Lengths = "512", output: str | Lengths = str(spec.DEFAULT_GEN_TOKENS),
           seed: int = 0, replicas: int = 1, router: str | None = None, slo_ttft: float | None = None,
@@ -457,7 +459,8 @@ def serve(model: Any, hardware: Any = "h100-sxm", *, rate: float | None = None, 
     check_whole("--replicas", replicas)
     check_price(price)
     for name, value in (("--slo-ttft", slo_ttft), ("--slo-tpot", slo_tpot)):
-        if value is not None and not (value > 0 and math.isfinite(value)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
+                                  or not (value > 0 and math.isfinite(value))):  # "1" raised a TypeError
             raise ConfigError(f"{name} must be a positive number of seconds, got {show(value)}.")
     pools = (replicas,) if disaggregate is None else tuple(disaggregate)
     if router is not None and max(pools) == 1:

@@ -1,0 +1,93 @@
+"""Defects a new user hit in session 37 (wt37_user2: the Python API, serve, finetune, config files,
+--json): each test failed before its fix."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import costmodel
+from costmodel.errors import ConfigError, show
+from costmodel.finetune import finetune_memory
+from costmodel.lora_adapters import FineTune
+from tests.cli_run import one_error_line
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_the_apis_text_and_json_run_outside_the_checkout(tmp_path):
+    """In a notebook outside the checkout (`pip install -e .` puts costmodel, not the checkout's root,
+    on sys.path), `costmodel.simulate(...).to_dict()`, printing a plan and an Estimate's HTML raised
+    ModuleNotFoundError: No module named 'reports'."""
+    code = (f"import sys; sys.path.insert(0, {str(ROOT)!r}); import costmodel; sys.path.remove({str(ROOT)!r})\n"
+            "run = costmodel.simulate('llama3-8b', prompt=128, gen=8)\n"
+            "print(run.to_dict()['inputs']['prompt'], str(run).split(' ')[0])\n"
+            "print(costmodel.estimate('llama2-7b')._repr_html_()[:14])\n")
+    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["128 llama3-8b", "<pre>llama2-7b"]
+
+
+def test_numpy_integers_reach_the_api_as_the_numbers_they_are():
+    """`costmodel.estimate("llama2-7b", seq_len=np.int64(1024))` said "seq_len must be an integer, got
+    np.int64(1024)" (so did simulate's batch, a layout's tp, plan's gpus), while sweep took numpy's
+    integers; serve let block_size=np.int64(32) through into a summary json.dumps could not write."""
+    as_numpy = costmodel.estimate("llama2-7b", seq_len=np.int64(1024), batch=np.int32(2), layout={"tp": np.int64(2)})
+    as_int = costmodel.estimate("llama2-7b", seq_len=1024, batch=2, layout={"tp": 2})
+    assert as_numpy.to_dict() == as_int.to_dict()
+    assert as_numpy.to_dict()["params"]["total"] == 6738415616  # README
+    json.dumps(as_numpy.to_dict())
+    run = costmodel.simulate("llama3-8b", prompt=np.int64(128), gen=np.int64(8), batch=np.int64(4))
+    assert run.to_dict() == costmodel.simulate("llama3-8b", prompt=128, gen=8, batch=4).to_dict()
+    assert costmodel.plan("llama3-8b", np.int64(2)).best["layout"] == costmodel.plan("llama3-8b", 2).best["layout"]
+    served = costmodel.serve("llama3-8b", "h100-sxm", rate=np.float64(5), requests=np.int64(10), seed=np.int64(3),
+                             block_size=np.int64(32)).summary()
+    assert type(served["setup"]["block_size"]) is int and served["setup"]["block_size"] == 32
+    json.dumps(served)
+
+
+def test_a_sweeps_zero_batch_is_named_batch():
+    """`costmodel.sweep("llama2-7b", seq_len=[512], batch=[0, 2])` said "seq_len must be at least 1, got 0"."""
+    with pytest.raises(ConfigError, match=r"^workload: batch must be at least 1, got 0\.$"):
+        costmodel.sweep("llama2-7b", seq_len=[512], batch=[0, 2])
+    with pytest.raises(ConfigError, match=r"^workload: seq_len must be at least 1, got -5\.$"):
+        costmodel.sweep("llama2-7b", seq_len=[-5, 512])
+
+
+def test_a_gzipped_trace_is_one_line(tmp_path, capsys):
+    """`serve --trace trace.jsonl.gz` raised a UnicodeDecodeError traceback; `costmodel.serve(..., trace=[{...}])`
+    a TypeError ("expected str, bytes or os.PathLike object, not list")."""
+    import gzip
+
+    trace = tmp_path / "trace.jsonl.gz"
+    trace.write_bytes(gzip.compress(b'{"arrival": 0, "prompt_tokens": 100, "output_tokens": 10}\n'))
+    line = one_error_line(["serve", "--model", "llama3-8b", "--trace", str(trace)], capsys)
+    assert line == (f"error: the trace {show(str(trace))} is not UTF-8 text (compressed? decompress it: one JSON "
+                    "object a line).")
+    with pytest.raises(ConfigError, match=r"^--trace: a path to a JSONL file, one request a line, got list "):
+        costmodel.serve("llama3-8b", trace=[{"arrival": 0, "prompt_tokens": 10, "output_tokens": 5}])
+
+
+@pytest.mark.parametrize("value", ["1", [1], True])
+def test_a_serving_slo_that_is_not_a_number_is_one_config_error(value):
+    """`costmodel.serve("llama3-8b", rate=5, slo_ttft="1")` raised TypeError "'>' not supported between
+    instances of 'str' and 'int'" (True ran as a 1-second target)."""
+    with pytest.raises(ConfigError, match=r"^--slo-ttft must be a positive number of seconds, got "):
+        costmodel.serve("llama3-8b", "h100-sxm", rate=5, requests=10, slo_ttft=value)
+
+
+def test_lora_targets_as_a_string_are_the_comma_separated_names():
+    """`FineTune(targets="q_proj")` (docs/finetuning.md's Python API) read the string letter by letter:
+    "--lora-targets: 'q' is not one of q_proj, ..."; the CLI split the commas itself."""
+    assert FineTune(targets=" q_proj, v_proj").targets == ("q_proj", "v_proj")
+    assert FineTune(targets="all-linear").targets == ("all-linear",)
+    cfg = costmodel.load_model("llama2-7b")
+    workload, _ = costmodel.make_workload(cfg, 512)
+    # peft: A (16 x 4096) and B (4096 x 16) on each of the 32 layers' q_proj = 4,194,304, fp32 adapters
+    memory = finetune_memory(cfg, workload, FineTune(targets="q_proj"))
+    assert (memory.trainable_params, memory.adapters) == (4_194_304, 16_777_216)
