@@ -115,7 +115,7 @@ def estimate(model: Any, seq_len: int | None = None, layout: Any = None, **workl
             dtype, str) else dtype, workload.get("precision"))
     chosen, notes = make_workload(cfg, seq_len, **inference_options(cfg, workload, beside_training=True))
     for note in notes:
-        warnings.warn(note, stacklevel=2)
+        warnings.warn(note, stacklevel=3)  # the caller's line, past plain_arguments
     if chosen_layout is not None:
         chosen_layout.check(cfg)
         chosen_layout.check_schedule()
@@ -134,7 +134,7 @@ def sweep(model: Any, seq_len: Any, batch: Any = 1, **workload: Any) -> Any:
     seq_lens, batches = _axis("seq_len", seq_len), _axis("batch", batch)
     chosen, notes = make_workload(cfg, seq_lens[-1], **inference_options(cfg, workload, beside_training=True))
     for note in notes:
-        warnings.warn(note, stacklevel=2)
+        warnings.warn(note, stacklevel=3)  # the caller's line, past plain_arguments
     Workload(seq_len=seq_lens[0], batch=batches[0])  # the least of each positive, or one ConfigError naming its axis
     return run(cfg, chosen, seq_lens, batches).frame()
 

@@ -1,5 +1,6 @@
-"""The Python API's door for numpy's scalars: a notebook's np.int64(4096) (an array's element, a
-loop over np.arange) reaches estimate, simulate, plan and serve as the Python int it stands for.
+"""The Python API's doors. In: a notebook's numpy scalars, np.int64(4096) (an array's element, a
+loop over np.arange), reach estimate, simulate, plan and serve as the Python int they stand for.
+Out: finite() makes a result JSON's own (no infinity), for `--json` and `.to_dict()` alike.
 
 Without it the checks refused it in words that contradict themselves ("seq_len must be an integer,
 got np.int64(1024)"), or let it through to an output json.dumps cannot write (serve's setup held
@@ -31,3 +32,15 @@ def plain_arguments(function: Callable[..., Any]) -> Callable[..., Any]:
         return function(*(plain(arg) for arg in args), **{key: plain(value) for key, value in kwargs.items()})
 
     return call
+
+
+def finite(value: Any, nan: bool = False) -> Any:
+    """JSON has no infinity: an unbounded figure (a crossover that never comes) becomes null, and
+    with nan=True so does a NaN (a percentile of no requests)."""
+    if isinstance(value, float) and (value in (float("inf"), float("-inf")) or nan and value != value):
+        return None
+    if isinstance(value, dict):
+        return {k: finite(v, nan) for k, v in value.items()}
+    if isinstance(value, list):
+        return [finite(v, nan) for v in value]
+    return value

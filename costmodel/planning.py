@@ -51,7 +51,9 @@ class PlanResult:
 
     def to_dict(self) -> dict[str, Any]:
         """Every layout, exactly as `plan --json` prints it."""
-        return {**self.data, "units": spec.JSON_UNITS["plan"]}  # as `plan --json` prints it
+        from .plain import finite
+
+        return finite({**self.data, "units": spec.JSON_UNITS["plan"]})  # as `plan --json` prints it: no infinity
 
     def text(self, top: int = 10) -> str:
         """The `plan` command's table, its `top` best layouts."""

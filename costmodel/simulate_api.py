@@ -26,9 +26,9 @@ class SimulationResult:
     def to_dict(self) -> dict[str, Any]:
         """Every number, exactly as `simulate --json` prints it (an unbounded figure, a crossover that never
         comes, as null: JSON has no infinity)."""
-        from .console import tool
+        from .plain import finite
 
-        return tool("reports.output").finite({**self.data, "units": spec.JSON_UNITS["simulate"]})  # as `simulate --json` prints it
+        return finite({**self.data, "units": spec.JSON_UNITS["simulate"]})  # as `simulate --json` prints it
 
     def text(self) -> str:
         """The `simulate` command's text."""

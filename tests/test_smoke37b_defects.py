@@ -91,3 +91,46 @@ def test_lora_targets_as_a_string_are_the_comma_separated_names():
     # peft: A (16 x 4096) and B (4096 x 16) on each of the 32 layers' q_proj = 4,194,304, fp32 adapters
     memory = finetune_memory(cfg, workload, FineTune(targets="q_proj"))
     assert (memory.trainable_params, memory.adapters) == (4_194_304, 16_777_216)
+
+
+#: state-spaces/mamba2-2.7b (tests/test_smoke10_defects.py's RELEASED): 64 Mamba-2 layers, no attention.
+MAMBA2 = dict(model_type="mamba2", hidden_size=2560, num_hidden_layers=64, num_heads=80, head_dim=64, expand=2,
+              n_groups=1, state_size=128, vocab_size=50288, tie_word_embeddings=True)
+
+
+def _strict(data: dict) -> dict:
+    """data through JSON that refuses Infinity and NaN, as a JSON reader other than Python's does."""
+    def refuse(constant: str) -> None:
+        raise ValueError(f"{constant} is not JSON")
+
+    return json.loads(json.dumps(data), parse_constant=refuse)
+
+
+def test_to_dict_is_the_json_without_infinity(tmp_path, capsys):
+    """README: "to_dict() is exactly `estimate --json`"; but for a pure Mamba-2 stack to_dict() held
+    crossover_seq_len inf (json.dumps wrote Infinity, which JSON has not) where --json printed null."""
+    import warnings
+
+    from tests.cli_run import run_json
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        data = costmodel.estimate(MAMBA2).to_dict()
+    assert data["regime"]["crossover_seq_len"] is None
+    assert _strict(data) == data
+    path = tmp_path / "mamba2.json"
+    path.write_text(json.dumps(MAMBA2))
+    assert run_json(["estimate", "--config", str(path)], capsys)["regime"]["crossover_seq_len"] is None
+    assert costmodel.estimate("llama2-7b").to_dict()["regime"]["crossover_seq_len"] == 24704.0  # tests/test_cli.py
+
+
+def test_the_apis_warnings_point_at_the_callers_line():
+    """A sequence past the context warns at the notebook's line, not inside costmodel (the numpy door
+    adds a frame)."""
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        costmodel.estimate("llama2-7b", seq_len=8192)
+        costmodel.sweep("llama2-7b", seq_len=[512, 8192])
+    assert [Path(w.filename).name for w in caught] == [Path(__file__).name] * 2, [w.filename for w in caught]
