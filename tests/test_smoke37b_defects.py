@@ -134,3 +134,18 @@ def test_the_apis_warnings_point_at_the_callers_line():
         costmodel.estimate("llama2-7b", seq_len=8192)
         costmodel.sweep("llama2-7b", seq_len=[512, 8192])
     assert [Path(w.filename).name for w in caught] == [Path(__file__).name] * 2, [w.filename for w in caught]
+
+
+def test_a_serve_runs_to_dict_is_serve_json(capsys):
+    """docs/serving.md: "run.summary()  # what `serve --json` prints"; but with one-token outputs its TPOT
+    percentiles were NaN (json.dumps wrote NaN, not JSON) where --json printed null, it had no units, and
+    --rate inf stayed a float; ServeRun.to_dict() is now the JSON, and the command prints it."""
+    from tests.cli_run import run_json
+
+    run = costmodel.serve("llama3-8b", "h100-sxm", rate=float("inf"), requests=3, output="1")
+    data = run.to_dict()
+    assert data["tpot"] == {"mean": None, "p50": None, "p90": None, "p99": None}
+    assert data["setup"]["rate"] == "inf" and "units" in data
+    assert _strict(data) == data
+    assert run_json(["serve", "--model", "llama3-8b", "--rate", "inf", "--requests", "3", "--output", "1"],
+                    capsys) == data

@@ -56,6 +56,22 @@ class ServeRun:
             summary["cost"] = serving_cost(summary["throughput"]["output_tokens_per_s"], self.setup["gpus"], price)
         return summary
 
+    def to_dict(self) -> dict[str, Any]:
+        """Exactly what `serve --json` prints: summary() with its units, a NaN (the percentiles of no
+        value: TPOT where every request emits one token) as null and --rate inf as "inf". summary()
+        keeps the NaN, which json.dumps writes as NaN, not JSON."""
+        from ..plain import finite
+
+        summary = self.summary()
+        return finite({**summary, "setup": {**summary["setup"], "rate": json_rate(summary["setup"]["rate"])},
+                       "units": spec.JSON_UNITS["serve"]}, nan=True)
+
+
+def json_rate(rate: float | None) -> float | str | None:
+    """A request rate as --json writes it: --rate inf (every request at time 0, vLLM's benchmark
+    default) as the string "inf", which finite() would make the null of a run with no rate."""
+    return "inf" if rate is not None and math.isinf(rate) else rate
+
 
 PAGED_PREFIX_NOTE = ("the simulator shares no prefix over layer-group block tables (kv_paging.py); vLLM's hybrid "
                      "KV cache manager caches prefixes per group, which is not modelled")
