@@ -149,3 +149,20 @@ def test_a_serve_runs_to_dict_is_serve_json(capsys):
     assert _strict(data) == data
     assert run_json(["serve", "--model", "llama3-8b", "--rate", "inf", "--requests", "3", "--output", "1"],
                     capsys) == data
+
+
+def test_a_hub_id_in_another_case_names_the_cached_one(tmp_path, monkeypatch, capsys):
+    """Offline, `estimate --model nousresearch/meta-llama-3-8b-instruct` with NousResearch/Meta-Llama-3-8B-Instruct
+    cached said "its config.json is not in ..., download it once online": the cache keeps the case an id was
+    downloaded with, and the error did not say the model was there under its own spelling."""
+    from tests.test_hub_ids import cache_with, llama3_8b_instruct
+
+    repo_id = "NousResearch/Meta-Llama-3-8B-Instruct"
+    cache = cache_with(tmp_path, repo_id, llama3_8b_instruct())
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HUB_CACHE", cache)
+    line = one_error_line(["estimate", "--model", repo_id.lower()], capsys)
+    assert line == (f"error: model {repo_id.lower()!r}: its config.json is not in {cache}, which holds {repo_id}: "
+                    f"an id is read as spelled, its case too; did you mean {repo_id}?")
+    line = one_error_line(["estimate", "--model", "NousResearch/Other-Model"], capsys)  # nothing near: as before
+    assert line.endswith("and HF_HUB_OFFLINE is set; download it once online, or pass --config.")
