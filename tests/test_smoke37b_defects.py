@@ -166,3 +166,27 @@ def test_a_hub_id_in_another_case_names_the_cached_one(tmp_path, monkeypatch, ca
                     f"an id is read as spelled, its case too; did you mean {repo_id}?")
     line = one_error_line(["estimate", "--model", "NousResearch/Other-Model"], capsys)  # nothing near: as before
     assert line.endswith("and HF_HUB_OFFLINE is set; download it once online, or pass --config.")
+
+
+def test_the_documented_python_calls_resolve():
+    """docs/finetuning.md's Python API named `finetune_verdict(...)` with no module (it is not in
+    costmodel.finetune, the module the sentence named first); every `costmodel.x.y(` the README and
+    docs show must import, and that paragraph must name no bare function."""
+    import importlib
+    import re
+
+    texts = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    for path in texts:
+        for dotted in set(re.findall(r"`(costmodel(?:\.\w+)+)\(", path.read_text())):
+            parts = dotted.split(".")
+            for cut in range(len(parts) - 1, 0, -1):  # the longest importable module, then attributes
+                try:
+                    target = importlib.import_module(".".join(parts[:cut]))
+                except ImportError:
+                    continue
+                for name in parts[cut:]:
+                    target = getattr(target, name)
+                assert callable(target), (path.name, dotted)
+                break
+    paragraph = (ROOT / "docs" / "finetuning.md").read_text().split("The Python API:", 1)[1].split("\n\n", 1)[0]
+    assert not re.findall(r"`(\w+)\(", paragraph), paragraph
