@@ -190,3 +190,20 @@ def test_the_documented_python_calls_resolve():
                 break
     paragraph = (ROOT / "docs" / "finetuning.md").read_text().split("The Python API:", 1)[1].split("\n\n", 1)[0]
     assert not re.findall(r"`(\w+)\(", paragraph), paragraph
+
+
+def test_a_hugging_face_config_without_model_type_says_add_model_type(tmp_path, capsys):
+    """A config.json saved without model_type and architectures (Llama 3.1 8B's fields) was read as
+    ModelConfig's fields: "unknown field 'hidden_act'", and `costmodel.estimate({"hidden_size": 64})`
+    "unknown field 'hidden_size'"; now the missing model_type is the error, as with architectures of no
+    known class."""
+    config = json.loads((ROOT / "costmodel" / "presets" / "llama2-7b.json").read_text())
+    config.pop("model_type", None)
+    config.pop("architectures", None)
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    line = one_error_line(["estimate", "--config", str(path)], capsys)
+    assert line.startswith(f"error: {path}: missing field 'model_type'; add \"model_type\" (one of llama, "), line
+    with pytest.raises(ConfigError, match=r"^config dict: missing field 'model_type'; add \"model_type\""):
+        costmodel.estimate({"hidden_size": 64})
+    assert costmodel.estimate({**config, "model_type": "llama"}).to_dict()["params"]["total"] == 6738415616

@@ -110,12 +110,18 @@ def parse_config(text: str, source: str, name: str) -> ModelConfig:
     return config_from_dict(data, source, name)
 
 
+#: Fields only a Hugging Face config.json has (ModelConfig's are d_model, n_heads, n_layers...): a dict that
+#: has one and not d_model is Hugging Face's even without model_type, whose absence is then the error.
+HF_MARKERS = frozenset({"hidden_size", "num_hidden_layers", "num_attention_heads"})
+
+
 def config_from_dict(data: Any, source: str, name: str) -> ModelConfig:
     """A config from a parsed JSON object: a Hugging Face config.json or ModelConfig's fields."""
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: expected a JSON object, got {type(data).__name__}.")
-    if "model_type" in data or "architectures" in data:
-        return from_hf_config(data, name=name, source=source)
+    if "model_type" in data or "architectures" in data or ("d_model" not in data and HF_MARKERS & data.keys()):
+        return from_hf_config(data, name=name, source=source)  # without model_type: "add model_type", not
+        # "unknown field 'hidden_act'" (ModelConfig's reading)
     data = dict(data)
     data.setdefault("name", name)
     return ModelConfig.from_dict(data, source=source)
