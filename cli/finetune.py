@@ -77,7 +77,7 @@ def finetune(model, config, method, rank, alpha, targets, adapter_dtype, optimiz
                              recompute=recompute)
     try:
         tune = FineTune(method=method, rank=rank, alpha=alpha,
-                        targets=None if targets is None else tuple(t.strip() for t in targets.split(",")),
+                        targets=targets,
                         adapter_dtype=adapter_dtype, optimizer=optimizer, offload_optimizer=offload_optimizer,
                         offload_device=offload_device)
         memory = finetune_memory(cfg, workload, tune)

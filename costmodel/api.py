@@ -20,6 +20,7 @@ from typing import Any
 
 from .checkpoint import inference_options
 from .config import ConfigError, ModelConfig, Workload, show
+from .plain import plain_arguments
 from .spec import DEFAULT_SEQ_LEN
 
 
@@ -92,6 +93,7 @@ def make_layout(layout: Any) -> Any:
         raise ConfigError(f"layout: {error}.") from None
 
 
+@plain_arguments
 def estimate(model: Any, seq_len: int | None = None, layout: Any = None, **workload: Any) -> Any:
     """Every number `estimate` reports for a model and workload (costmodel.estimation.Estimate):
     .to_dict() is `estimate --json`, .blocks() a DataFrame of the per-block table. layout: a
@@ -113,13 +115,14 @@ def estimate(model: Any, seq_len: int | None = None, layout: Any = None, **workl
             dtype, str) else dtype, workload.get("precision"))
     chosen, notes = make_workload(cfg, seq_len, **inference_options(cfg, workload, beside_training=True))
     for note in notes:
-        warnings.warn(note, stacklevel=2)
+        warnings.warn(note, stacklevel=3)  # the caller's line, past plain_arguments
     if chosen_layout is not None:
         chosen_layout.check(cfg)
         chosen_layout.check_schedule()
     return Estimate(cfg, chosen, chosen_layout)
 
 
+@plain_arguments
 def sweep(model: Any, seq_len: Any, batch: Any = 1, **workload: Any) -> Any:
     """Every sweep column (costmodel.grid.QUANTITIES: FLOPs, activations, KV cache, weights,
     training and inference bytes) on the grid seq_len x batch, as a pandas DataFrame; one value
@@ -131,9 +134,8 @@ def sweep(model: Any, seq_len: Any, batch: Any = 1, **workload: Any) -> Any:
     seq_lens, batches = _axis("seq_len", seq_len), _axis("batch", batch)
     chosen, notes = make_workload(cfg, seq_lens[-1], **inference_options(cfg, workload, beside_training=True))
     for note in notes:
-        warnings.warn(note, stacklevel=2)
-    for value in seq_lens[:1] + batches[:1]:
-        Workload(seq_len=value, batch=value)  # positive integers, or one ConfigError
+        warnings.warn(note, stacklevel=3)  # the caller's line, past plain_arguments
+    Workload(seq_len=seq_lens[0], batch=batches[0])  # the least of each positive, or one ConfigError naming its axis
     return run(cfg, chosen, seq_lens, batches).frame()
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 
@@ -21,6 +22,20 @@ def tools_dir() -> Path:
     package runs from one, else the installed costmodel/tools/."""
     checkout = PACKAGE_DIR.parent
     return checkout if (checkout / "cli.py").is_file() else PACKAGE_DIR / "tools"
+
+
+def tool(name: str) -> Any:
+    """A module of the tools' folder (reports.text, reports.plan_text...) for the Python API's text
+    and JSON: a notebook outside the checkout (`pip install -e .`, or a wheel) has neither the
+    checkout's root nor costmodel/tools/ on sys.path, so `costmodel.simulate(...).to_dict()` failed
+    with "No module named 'reports'". The folder goes last on sys.path: the user's modules keep
+    their names."""
+    import importlib
+
+    folder = str(tools_dir())
+    if folder not in sys.path:
+        sys.path.append(folder)
+    return importlib.import_module(name)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -175,9 +175,9 @@ class Estimate:
         """The `estimate` command's text, for notebooks."""
         import html
 
-        from reports.text import render_estimate
+        from .console import tool
 
-        return f"<pre>{html.escape(render_estimate(self.to_dict(), self.held_rows))}</pre>"
+        return f"<pre>{html.escape(tool('reports.text').render_estimate(self.to_dict(), self.held_rows))}</pre>"
 
     # The symbolic side, built only when asked for.
     @cached_property
@@ -486,7 +486,10 @@ class Estimate:
         return ParallelEstimate(self.cfg, self.workload.for_training(asked=True), self.layout)
 
     def to_dict(self) -> dict[str, Any]:
-        """Every number, exactly as `estimate --json` prints it."""
+        """Every number, exactly as `estimate --json` prints it (a crossover that never comes, a pure
+        Mamba-2 stack's n*, as null: JSON has no infinity)."""
+        from .plain import finite
+
         data = {
             "inputs": self.inputs(),
             "params": self.params(),
@@ -504,7 +507,7 @@ class Estimate:
 
                 data["parallel"]["deepspeed_estimator"] = deepspeed_figures(
                     self.layout, self.total("params"), self.largest_module_params())
-        return data
+        return finite(data)
 
     def largest_module_params(self) -> int | None:
         """DeepSpeed's "largest layer": the most parameters one module holds itself. The tree

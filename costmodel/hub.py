@@ -43,14 +43,36 @@ def cache_dir() -> str | None:
     return None
 
 
-def cached_config(repo_id: str) -> Path | None:
-    """repo_id's config.json at refs/main in the local cache, as huggingface_hub lays it out
-    (models--org--name/refs/main names the snapshot; snapshots/<commit>/config.json), or None."""
+def cache_base() -> Path:
+    """The folder the cache's repositories are in: cache_dir(), else huggingface_hub's default."""
     base = cache_dir()
     if base is None:
         home = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
         base = str(Path(home) / "huggingface" / "hub")
-    return snapshot_config(Path(base) / (REPO_PREFIX + repo_id.replace("/", "--")))
+    return Path(base)
+
+
+def cached_config(repo_id: str) -> Path | None:
+    """repo_id's config.json at refs/main in the local cache, as huggingface_hub lays it out
+    (models--org--name/refs/main names the snapshot; snapshots/<commit>/config.json), or None."""
+    return snapshot_config(cache_base() / (REPO_PREFIX + repo_id.replace("/", "--")))
+
+
+def cached_near(repo_id: str) -> list[str]:
+    """The cached ids (with a config.json) spelled as repo_id but for case, or within a letter or two
+    (difflib, TYPO_RATIO): the cache's folders keep the case an id was downloaded with, so
+    meta-llama/llama-3.1-8b misses a cached meta-llama/Llama-3.1-8B."""
+    import difflib
+
+    try:
+        folders = [f.name for f in cache_base().iterdir() if f.name.startswith(REPO_PREFIX)]
+    except OSError:
+        return []
+    ids = [name[len(REPO_PREFIX):].replace("--", "/", 1) for name in folders]
+    ids = [i for i in ids if cached_config(i) is not None]
+    lowered = {i.lower(): i for i in ids}
+    same = [i for i in ids if i.lower() == repo_id.lower()]
+    return same or [lowered[i] for i in difflib.get_close_matches(repo_id.lower(), lowered, n=3, cutoff=TYPO_RATIO)]
 
 
 def offline() -> bool:
@@ -77,6 +99,10 @@ def hub_config_path(repo_id: str) -> str:
     except errors.HFValidationError:
         raise ConfigError(f"{show(repo_id)} is not a Hugging Face model id.") from None
     where = cache or "the default Hugging Face cache"
+    near = cached_near(repo_id)
+    if near and (offline() or not resolves(hub_host())):  # what the cache holds, where the Hub cannot be asked
+        raise ConfigError(f"model {show(repo_id)}: its config.json is not in {where}, which holds "
+                          f"{', '.join(near)}: an id is read as spelled, its case too; did you mean {near[0]}?")
     if offline():
         raise ConfigError(f"model {show(repo_id)}: its config.json is not in {where}, and HF_HUB_OFFLINE is set; "
                           "download it once online, or pass --config.")

@@ -152,7 +152,7 @@ class FineTune:
     method: str = "lora"
     rank: int = 16
     alpha: float = 32.0  # scales B A x by alpha / rank: no memory of its own
-    targets: tuple[str, ...] | None = None  # None: peft's default for the family; ("all-linear",)
+    targets: tuple[str, ...] | str | None = None  # None: peft's default; ("all-linear",); a str: comma-separated
     adapter_dtype: str = "fp32"
     optimizer: str = "adamw"
     offload_optimizer: bool = False  # ZeRO-Offload: optimizer state (and its update) on the host
@@ -166,7 +166,9 @@ class FineTune:
         if not (self.alpha > 0 and math.isfinite(self.alpha)):  # inf scales the adapters' output by inf
             raise ConfigError(f"--lora-alpha must be positive and finite, got {self.alpha!r}.")
         if self.targets is not None:
-            targets = ("all-linear",) if self.targets in (("all-linear",), "all-linear") else tuple(self.targets)
+            named = self.targets.split(",") if isinstance(self.targets, str) else self.targets  # "q_proj,v_proj", as
+            targets = tuple(t.strip() if isinstance(t, str) else t for t in named)  # --lora-targets (was: q, _, p...)
+            targets = ("all-linear",) if targets == ("all-linear",) else targets
             unknown = [t for t in targets if t not in ALL_TARGETS + ("all-linear",)]
             if unknown or not targets:
                 raise ConfigError(f"--lora-targets: {unknown[0] if unknown else 'none given'!r} is not one of "

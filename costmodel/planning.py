@@ -18,6 +18,7 @@ from . import spec
 from .config import ConfigError, require_decoder
 from .defaults import DEFAULT_HARDWARE
 from .kernel_facts_file import borrowed_host_note
+from .plain import plain_arguments
 from .spec import CANONICAL_DTYPE, CUDA_GRAPHS_NEED_SERVE, DEFAULT_GEN_TOKENS, RANK_BY
 from .workload import check_dtype
 
@@ -54,13 +55,15 @@ class PlanResult:
 
     def to_dict(self) -> dict[str, Any]:
         """Every layout, exactly as `plan --json` prints it."""
-        return {**self.data, "units": spec.JSON_UNITS["plan"]}  # as `plan --json` prints it
+        from .plain import finite
+
+        return finite({**self.data, "units": spec.JSON_UNITS["plan"]})  # as `plan --json` prints it: no infinity
 
     def text(self, top: int = 10) -> str:
         """The `plan` command's table, its `top` best layouts."""
-        from reports.plan_text import render_plan
+        from .console import tool
 
-        return render_plan(self.data, self.inputs["serve"], top, self.inputs["memory_capacity"])
+        return tool("reports.plan_text").render_plan(self.data, self.inputs["serve"], top, self.inputs["memory_capacity"])
 
     def __repr__(self) -> str:
         return self.text(top=5)
@@ -75,6 +78,7 @@ class PlanResult:
 SERVING_FIXED = ("tp", "pp", "dp")
 
 
+@plain_arguments
 def plan(model: Any, gpus: int | Sequence[int], hardware: str = DEFAULT_HARDWARE, *, serve: bool = False,
          seq_len: int | None = None, global_batch: int | None = None, batch: int | None = None,
          prompt: int | None = None, gen: int = DEFAULT_GEN_TOKENS, dtype: str | None = None, impl: str | None = None,

@@ -14,6 +14,7 @@ from typing import Any
 
 from . import spec
 from .config import ConfigError
+from .plain import plain_arguments
 
 
 class SimulationResult:
@@ -25,13 +26,15 @@ class SimulationResult:
     def to_dict(self) -> dict[str, Any]:
         """Every number, exactly as `simulate --json` prints it (an unbounded figure, a crossover that never
         comes, as null: JSON has no infinity)."""
-        from reports.output import finite
+        from .plain import finite
 
         return finite({**self.data, "units": spec.JSON_UNITS["simulate"]})  # as `simulate --json` prints it
 
     def text(self) -> str:
         """The `simulate` command's text."""
-        from reports import simulate_text
+        from .console import tool
+
+        simulate_text = tool("reports.simulate_text")
 
         if self.parallel:
             return (simulate_text.render_parallel_training(self.data) if self.train
@@ -65,6 +68,7 @@ def decode_inputs(workload: Any, cuda_graphs: bool, compiled: bool = False, late
             "compiled": bool(compiled), "mla": workload.mla if latent else None}
 
 
+@plain_arguments
 def simulate(model: Any, hardware: str = spec.DEFAULT_HARDWARE, *, train: bool = False, prompt: int | None = None,
              gen: int = spec.DEFAULT_GEN_TOKENS, batch: int = 1, dtype: str | None = None, attention: str | None = None,
              kv_cache: str = "dynamic", seq_len: int | None = None, recompute: str = "none", impl: str | None = None,

@@ -20,6 +20,8 @@ from typing import Any, BinaryIO, Iterable, Iterator, Sequence
 
 import click
 
+from costmodel.plain import finite  # noqa: F401 (JSON without infinities: costmodel owns the rule)
+
 from costmodel.spec import KV_DTYPES, WEIGHT_DTYPES
 
 SVG_HASH_SALT = "costmodel-reports"  # fixed ids in SVG output (matplotlib's svg.hashsalt)
@@ -60,18 +62,6 @@ def dtype_on(hardware: Any, dtype: str) -> str:
     if context is not None and context.get_parameter_source("dtype") == click.core.ParameterSource.COMMANDLINE:
         raise ReportInputError(hardware.missing_peak(canonical))
     return hardware.default_dtype
-
-
-def finite(value: Any, nan: bool = False) -> Any:
-    """JSON has no infinity: an unbounded figure (a crossover that never comes) becomes null, and
-    with nan=True so does a NaN (a percentile of no requests)."""
-    if isinstance(value, float) and (value in (float("inf"), float("-inf")) or nan and value != value):
-        return None
-    if isinstance(value, dict):
-        return {k: finite(v, nan) for k, v in value.items()}
-    if isinstance(value, list):
-        return [finite(v, nan) for v in value]
-    return value
 
 
 def progress(message: str) -> None:

@@ -392,16 +392,7 @@ def serve(model, config, hardware_name, rate, concurrency, count, trace, prompt,
         figure = timeline_figure(run.steps, f"{setup['model']} on {setup['tp']} x {setup['hardware']}, "
                                             f"{setup['scheduler']}")
         save_figure(figure, plot_path)
-    if as_json:
-        summary = {**summary, "setup": {**summary["setup"], "rate": json_rate(summary["setup"]["rate"])}}
-    click.echo(json.dumps(finite(summary, nan=True), indent=2) if as_json
-               else render_serve(summary))
-
-
-def json_rate(rate: float | None) -> float | str | None:
-    """A request rate as --json writes it: --rate inf (every request at time 0, vLLM's benchmark
-    default) as the string "inf", which finite() would make the null of a run with no rate."""
-    return "inf" if rate is not None and math.isinf(rate) else rate
+    click.echo(json.dumps(run.to_dict(), indent=2) if as_json else render_serve(summary))
 
 
 def save_figure(figure: Any, path: str) -> None:
@@ -427,6 +418,7 @@ def _refuse_mla_without_latent(model: str | None, config: str | None) -> None:
 def _latency_vs_rate(model: str, hardware_name: str, rates: list[float], options: dict[str, Any],
                      plot_path: str | None, as_json: bool) -> None:
     from costmodel.serving import serve as run_serve
+    from costmodel.serving.api import json_rate
 
     rows, first = [], None
     try:

@@ -192,7 +192,7 @@ def render_estimate(result: dict[str, Any], rows: Sequence[Any]) -> str:
         f"{100 * r['attention_share']:.1f}% of the layers' matmuls",
         f"  projections + FFN  {si(r['projection_ffn_flops'], 'FLOP'):>14}",
         f"  dominant: {r['dominant']}",
-        ("  crossover n*: none (no attention layer)" if r["crossover_seq_len"] == float("inf") else
+        ("  crossover n*: none (no attention layer)" if r["crossover_seq_len"] in (None, float("inf")) else
          f"  crossover n* = {r['crossover_formula']} = "
          f"{exact_number(r['crossover_seq_len_exact'], r['crossover_seq_len'])} tokens"),
         "",

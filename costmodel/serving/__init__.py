@@ -4,7 +4,7 @@ a router) under a stream of requests.
     import costmodel
     run = costmodel.serve("llama3-8b", "h100-sxm", rate=5, requests=1000)   # or costmodel.serving.serve
     run.requests    # pandas DataFrame: one row per request (queueing, TTFT, TPOT, e2e, ...)
-    run.summary()   # p50/p90/p99 and means, throughput, goodput (a dict; `serve --json`)
+    run.summary()   # p50/p90/p99 and means, throughput, goodput (a dict; .to_dict(): `serve --json`)
 
 The parts, each in its module and each replaceable on its own:
   workload.py   the requests: Poisson arrivals, a JSONL trace, synthetic length distributions

@@ -16,6 +16,7 @@ from ..attention_kernels import DEFAULT_KERNEL, DEFAULT_SERVING_BACKEND, kernel_
 from ..hardware import time_model_for
 from ..layout.tensor_split import spreads
 from ..kernel_rates import kernel_facts
+from ..plain import plain_arguments
 from ..quantization import runs_w8a8
 from .. import spec
 from ..spec import MLA_FORMS
@@ -55,6 +56,21 @@ class ServeRun:
         if price is not None:  # serve --price, or the hardware file's price_per_gpu_hour
             summary["cost"] = serving_cost(summary["throughput"]["output_tokens_per_s"], self.setup["gpus"], price)
         return {**summary, "units": spec.JSON_UNITS["serve"]}
+
+    def to_dict(self) -> dict[str, Any]:
+        """Exactly what `serve --json` prints: summary() (its units included), a NaN (the percentiles of no
+        value: TPOT where every request emits one token) as null and --rate inf as "inf". summary()
+        keeps the NaN, which json.dumps writes as NaN, not JSON."""
+        from ..plain import finite
+
+        summary = self.summary()
+        return finite({**summary, "setup": {**summary["setup"], "rate": json_rate(summary["setup"]["rate"])}}, nan=True)
+
+
+def json_rate(rate: float | None) -> float | str | None:
+    """A request rate as --json writes it: --rate inf (every request at time 0, vLLM's benchmark
+    default) as the string "inf", which finite() would make the null of a run with no rate."""
+    return "inf" if rate is not None and math.isinf(rate) else rate
 
 
 PAGED_PREFIX_NOTE = ("the simulator shares no prefix over layer-group block tables (kv_paging.py); vLLM's hybrid "
@@ -428,6 +444,7 @@ def run_replicas(requests: list[Request], replica: tuple, step: StepTime, replic
     return rows, steps, [np.concatenate(itl) if itl else np.zeros(0)]
 
 
+@plain_arguments
 def serve(model: Any, hardware: Any = "h100-sxm", *, rate: float | None = None, requests: int = 1000,
           trace: str | None = None, prompt: str | Lengths = "512", output: str | Lengths = str(spec.DEFAULT_GEN_TOKENS),
           seed: int = 0, replicas: int = 1, router: str | None = None, slo_ttft: float | None = None,
@@ -458,7 +475,8 @@ def serve(model: Any, hardware: Any = "h100-sxm", *, rate: float | None = None, 
     check_whole("--replicas", replicas)
     check_price(price)
     for name, value in (("--slo-ttft", slo_ttft), ("--slo-tpot", slo_tpot)):
-        if value is not None and not (value > 0 and math.isfinite(value)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
+                                  or not (value > 0 and math.isfinite(value))):  # "1" raised a TypeError
             raise ConfigError(f"{name} must be a positive number of seconds, got {show(value)}.")
     pools = (replicas,) if disaggregate is None else tuple(disaggregate)
     if router is not None and max(pools) == 1:

@@ -188,10 +188,16 @@ def read_trace(path: str | Path) -> list[Request]:
     tokens are the same in every request of that id; without K the id shares nothing)}. Blank
     lines are skipped; a malformed line is named in the error."""
     requests: list[Request] = []
+    if not isinstance(path, (str, Path)):  # Path([...]) raised a TypeError
+        raise ConfigError(f"--trace: a path to a JSONL file, one request a line, got {type(path).__name__} "
+                          f"{show(path)}.")
     try:
-        lines = Path(path).read_text().splitlines()
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
     except OSError as error:
         raise ConfigError(f"cannot read the trace {show(str(path))} ({error.strerror}).") from None
+    except UnicodeDecodeError:  # a gzipped trace.jsonl.gz raised a traceback
+        raise ConfigError(f"the trace {show(str(path))} is not UTF-8 text (compressed? decompress it: one JSON "
+                          f"object a line).") from None
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue

@@ -1,0 +1,46 @@
+"""The Python API's doors. In: a notebook's numpy scalars, np.int64(4096) (an array's element, a
+loop over np.arange), reach estimate, simulate, plan and serve as the Python int they stand for.
+Out: finite() makes a result JSON's own (no infinity), for `--json` and `.to_dict()` alike.
+
+Without it the checks refused it in words that contradict themselves ("seq_len must be an integer,
+got np.int64(1024)"), or let it through to an output json.dumps cannot write (serve's setup held
+block_size np.int64(32)). The rule lives here once; `plain_arguments` wraps each public function.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable
+
+
+def plain(value: Any) -> Any:
+    """value with every numpy scalar (np.int64, np.float32, np.bool_) turned into Python's own
+    number, inside lists, tuples and dicts too; anything else (an array, a string) as it is."""
+    if type(value).__module__ == "numpy" and getattr(value, "ndim", None) == 0 and hasattr(value, "item"):
+        return value.item()
+    if isinstance(value, (list, tuple)) and not hasattr(value, "_fields"):
+        return type(value)(plain(item) for item in value)
+    if isinstance(value, dict):
+        return {key: plain(item) for key, item in value.items()}
+    return value
+
+
+def plain_arguments(function: Callable[..., Any]) -> Callable[..., Any]:
+    """function, called with plain() of each argument."""
+    @functools.wraps(function)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        return function(*(plain(arg) for arg in args), **{key: plain(value) for key, value in kwargs.items()})
+
+    return call
+
+
+def finite(value: Any, nan: bool = False) -> Any:
+    """JSON has no infinity: an unbounded figure (a crossover that never comes) becomes null, and
+    with nan=True so does a NaN (a percentile of no requests)."""
+    if isinstance(value, float) and (value in (float("inf"), float("-inf")) or nan and value != value):
+        return None
+    if isinstance(value, dict):
+        return {k: finite(v, nan) for k, v in value.items()}
+    if isinstance(value, list):
+        return [finite(v, nan) for v in value]
+    return value
