@@ -148,7 +148,10 @@ SCRIPTS = {"gpt-fast": ("generate.py", "32971d3"), "gpt-fast-amd": ("generate.py
            "hamel-latency-2023": ("time.perf_counter() around one request", None),
            "hamel-latency-2023-hf": ("hf/bench.py", None),
            "oracle-mi300x-405b": ("benchmarks/benchmark_latency.py", None),
-           "modelopt-v0.15": ("gptSessionBenchmark", None)}
+           "modelopt-v0.15": ("gptSessionBenchmark", None),
+           # session 37's second batch (wt37_unseend2): ROCm/vllm's table at vLLM 0.7.3, Qwen2's vLLM 0.4.2 table
+           "amd-vllm-0.7.3": ("benchmarks/benchmark_latency.py", "00db020"),
+           "qwen2-speed-vllm": ("speed_benchmark_vllm.py", "8205ba2")}
 #: The sources whose figure is the decode steps' own rate (the prefill's token apart), and the words of their
 #: rate_source that name what was read: the IBM blog's median latency; ExLlamaV2's test_inference.py (its own
 #: README and llm-perf-bench's 4-bit table), MLC's benchmark (not read: the rate assumed), LMDeploy's

@@ -106,7 +106,8 @@ def test_every_decode_run_is_typed_here_from_its_source():
     the SageMaker TGI benchmark, bitsandbytes' benchmark) in tests/test_session36_unseen_decode.py, its second batch
     (premAI's v2 tables, rkooo567/llm_benchmark, AutoAWQ's RTX 3090 README, Lit-GPT's quantize tutorial) in
     tests/test_session36_unseen_decode2.py, session 37's (llama.cpp on eight GPUs, Hamel Husain's A6000 table,
-    Oracle's MI300X table, Model Optimizer v0.15's H100 table) in tests/test_session37_unseen_decode.py; every
+    Oracle's MI300X table, Model Optimizer v0.15's H100 table) in tests/test_session37_unseen_decode.py, its second
+    batch (ROCm/vllm's MI300X table at vLLM 0.7.3, Qwen2's vLLM 0.4.2 table) in tests/test_session37_unseen_decode2.py; every
     other decode row here."""
     data = other_runs_data()
     elsewhere = ("amd-vllm ", "torchao-kv-long ", "qwen2.5-speed-hf ", "qwen3-speed-hf ", "trtllm-v0.6.1 ",
@@ -121,7 +122,8 @@ def test_every_decode_run_is_typed_here_from_its_source():
                  "autogptq-readme ", "mlc-blog-multigpu-2023 ", "trtllm-v0.5.0 ", "pytorch-blog-gemlite ",
                  "sglang-docs-eagle3 ", "hf-blog-llama2-sagemaker ", "bnb-benchmarking-0.45 ", "premai-v2 ",
                  "rkooo567-llm-benchmark ", "autoawq-d6ac3be ", "litgpt-quantize ", "xiongjiedai-llamacpp ",
-                 "hamel-latency-2023 ", "hamel-latency-2023-hf ", "oracle-mi300x-405b ", "modelopt-v0.15 ")
+                 "hamel-latency-2023 ", "hamel-latency-2023-hf ", "oracle-mi300x-405b ", "modelopt-v0.15 ",
+                 "amd-vllm-0.7.3 ", "qwen2-speed-vllm ")
     decode = {r["id"] for r in data["runs"] if r["kind"] == "decode" and not r["id"].startswith(elsewhere)}
     assert decode == set(STATED)
 
