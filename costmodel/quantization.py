@@ -109,7 +109,10 @@ store the same bits with other scales, zeros and padding:
     temp_dq buffer (fp16) and cublasHgemm on it: an in-memory dequantization (dequant_rows 8).
     cuda-old's vecquant4matmul_cuda_old (autogptq_cuda_kernel_256.cu) launches
     (height / 32, width / 256, batch) blocks: the weight read once a row, below the module's
-    kernel_switch_threshold of 128 rows (above it a torch dequantization, not modelled).
+    kernel_switch_threshold of 128 rows; from 128 rows its forward's torch branch dequantizes the
+    whole weight (shifts, masks, scales * (weight - zeros)) and runs torch.matmul on it: an
+    in-memory dequantization (dequant_rows 128; one pass counted, a lower bound of the branch's
+    several). Before the review of session 37 those rows ran the int4 tile model, no dequantization.
 The layout changes the stored bytes (quantized_bytes), which every path reads: estimate's weights,
 both time models' weight reads (the weight-only GEMV kernel's included) and memory; deepspeed's also
 how its GEMMs run (in_memory_dequant: the roofline's Leaf.matmul_bytes_as_stored and the kernel
@@ -218,7 +221,9 @@ QUANT_LAYOUT_FACTS = {
     # AutoGPTQ v0.4.2's exllama and cuda-old QuantLinear over GPTQ's bytes (the module's docstring)
     "gptq-exllama": QuantLayout(row_scale_bytes=4, group_pair_bytes=None, dtypes=("int4",), kernel="exllama",
                                 dequant_rows=8),
-    "gptq-cuda-old": QuantLayout(row_scale_bytes=4, group_pair_bytes=None, dtypes=("int4",), kernel="autogptq-cuda-old"),
+    # cuda-old: `x.shape[0] < self.kernel_switch_threshold` (128) runs the extension, else the torch dequantization
+    "gptq-cuda-old": QuantLayout(row_scale_bytes=4, group_pair_bytes=None, dtypes=("int4",), kernel="autogptq-cuda-old",
+                                 dequant_rows=128),
     "deepspeed": QuantLayout(row_scale_bytes=0, group_pair_bytes=None, matrix_scale_bytes=32 * 3 * 4,
                              dtypes=("int8",), in_memory_dequant=True),
 }

@@ -83,7 +83,8 @@ QUANT_LAYOUTS = Choices({
                           "per group, no zero), per-channel int8 (an fp32 scale per row)",
     "gptq-exllama": "AutoGPTQ 0.4's exllama kernel (GPTQ's bytes; the weight read once a row below 8 rows, "
                     "from 8 dequantized into an fp16 copy for cuBLAS)",
-    "gptq-cuda-old": "AutoGPTQ 0.4's cuda-old kernel (GPTQ's bytes; the weight read once a row, to 127 rows)",
+    "gptq-cuda-old": "AutoGPTQ 0.4's cuda-old kernel (GPTQ's bytes; the weight read once a row to 127 rows, "
+                     "from 128 dequantized into an fp16 copy by torch)",
     "deepspeed": "DeepSpeed-Inference 0.7's int8 (32 groups of fp32 scales a matrix), dequantized into an "
                  "fp16 copy in memory before each cuBLAS GEMM (costmodel/quantization.py)",
 })

@@ -44,7 +44,8 @@ def test_the_kernels_by_rows_from_the_code():
              for e in kernel_facts()["weight_only_by_rows"]["entries"] if "rows_a_pass" in e}
     assert [rules["exllama"].factor(m) for m in (1, 2, 4, 7, 8)] == [1.0, 2.0, 4.0, 7.0, None]  # THREADS_Y = 1
     assert [rules["autogptq-cuda-old"].factor(m) for m in (1, 16, 127, 128)] == [1.0, 16.0, 127.0, None]  # grid z = batch
-    assert (QUANT_LAYOUT_FACTS["gptq-exllama"].dequant_rows, QUANT_LAYOUT_FACTS["gptq-cuda-old"].dequant_rows) == (8, 0)
+    # each module's switch: exllama's matmul_recons_thd 8; cuda-old's kernel_switch_threshold 128 (its torch branch)
+    assert (QUANT_LAYOUT_FACTS["gptq-exllama"].dequant_rows, QUANT_LAYOUT_FACTS["gptq-cuda-old"].dequant_rows) == (8, 128)
 
 
 def test_exllama_dequantizes_into_memory_from_eight_rows():
@@ -60,7 +61,11 @@ def test_exllama_dequantizes_into_memory_from_eight_rows():
     assert in_memory_dequant(fmt, [gemm(8)], 2.0) == [Pointwise(stored + 2 * 5120 * 13824, 0.0),
                                                       Gemm(8, 13824, 5120, weight_kernel="exllama")]
     old = weight_format("int4", 128, quant_layout="gptq-cuda-old")
-    assert in_memory_dequant(old, [gemm(16)], 2.0) == [gemm(16)]  # cuda-old reads the int4 weight at every row count
+    assert in_memory_dequant(old, [gemm(127)], 2.0) == [gemm(127)]  # cuda-old's extension to 127 rows
+    # from 128 rows (a prefill) qlinear_cuda_old's torch branch: the whole weight dequantized, then torch.matmul
+    # (review of session 37: these rows had run the int4 tile model, reading 4-bit weights no kernel read)
+    assert in_memory_dequant(old, [gemm(128)], 2.0) == [Pointwise(stored + 2 * 5120 * 13824, 0.0),
+                                                        Gemm(128, 13824, 5120, weight_kernel="exllama")]
 
 
 @pytest.mark.slow
