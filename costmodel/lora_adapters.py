@@ -167,12 +167,18 @@ class FineTune:
             raise ConfigError(f"--lora-alpha must be positive and finite, got {self.alpha!r}.")
         if self.targets is not None:
             named = self.targets.split(",") if isinstance(self.targets, str) else self.targets  # "q_proj,v_proj", as
+            if not isinstance(named, (list, tuple, set, frozenset)):  # targets=5 was a TypeError, b"q_proj" its bytes' numbers
+                raise ConfigError(f"--lora-targets: a module name or names (a str or a list of them), "
+                                  f"got {type(self.targets).__name__}.")
             targets = tuple(t.strip() if isinstance(t, str) else t for t in named)  # --lora-targets (was: q, _, p...)
-            targets = ("all-linear",) if targets == ("all-linear",) else targets
             unknown = [t for t in targets if t not in ALL_TARGETS + ("all-linear",)]
             if unknown or not targets:
                 raise ConfigError(f"--lora-targets: {unknown[0] if unknown else 'none given'!r} is not one of "
                                   f"{', '.join(ALL_TARGETS)} (or all-linear).")
+            targets = ("all-linear",) if set(targets) == {"all-linear"} else targets
+            if "all-linear" in targets and targets != ("all-linear",):  # it was dropped: q_proj alone was costed
+                raise ConfigError("--lora-targets: all-linear names every linear already; give it alone, not "
+                                  f"beside {', '.join(t for t in targets if t != 'all-linear')}.")
             object.__setattr__(self, "targets", targets if targets == ("all-linear",)
                                else tuple(t for t in ALL_TARGETS if t in targets))
         if self.adapter_dtype not in ADAPTER_DTYPES:

@@ -207,3 +207,19 @@ def test_a_hugging_face_config_without_model_type_says_add_model_type(tmp_path, 
     with pytest.raises(ConfigError, match=r"^config dict: missing field 'model_type'; add \"model_type\""):
         costmodel.estimate({"hidden_size": 64})
     assert costmodel.estimate({**config, "model_type": "llama"}).to_dict()["params"]["total"] == 6738415616
+
+
+def test_lora_targets_other_than_names_and_all_linear_beside_names_are_one_line(capsys):
+    """Review of session 37: FineTune(targets=5) was a TypeError ('int' object is not iterable) and b"q_proj" read
+    as its bytes' numbers ("113 is not one of"); all-linear beside q_proj was dropped, q_proj's adapters alone
+    costed (peft takes all-linear only as the whole value), through the API and --lora-targets alike."""
+    for targets, kind in ((5, "int"), (b"q_proj", "bytes")):
+        with pytest.raises(ConfigError, match=f"^--lora-targets: a module name or names .*, got {kind}.$"):
+            FineTune(targets=targets)
+    with pytest.raises(ConfigError, match="^--lora-targets: all-linear names every linear already; give it alone, "
+                                          "not beside q_proj.$"):
+        FineTune(targets=["all-linear", "q_proj"])
+    assert FineTune(targets="all-linear, all-linear").targets == ("all-linear",)
+    assert FineTune(targets={"v_proj", "q_proj"}).targets == ("q_proj", "v_proj")  # a set: the modules' order
+    assert one_error_line(["finetune", "--model", "llama2-7b", "--lora-targets", "all-linear,q_proj"], capsys) == (
+        "error: --lora-targets: all-linear names every linear already; give it alone, not beside q_proj.")
