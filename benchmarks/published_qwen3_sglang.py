@@ -74,33 +74,17 @@ def qwen3_sglang_rows() -> list[dict]:
 def qwen3_sglang_tokens_per_s(model: str, tp: int, prompt: int) -> float:
     """Ours: one request of `prompt` tokens and QWEN3_SGLANG_OUTPUT new ones, alone on one replica, as
     QWEN3_SGLANG_ASSUMED states it: the prompt's and the output's tokens over the time of its last token."""
-    import costmodel
-    from costmodel.hardware import load_hardware
-    from costmodel.serving.api import build_replica
-    from costmodel.serving.engine import simulate_replicas
-    from costmodel.serving.kvcache import BlockPool
-    from costmodel.serving.workload import Request
+    from benchmarks.published_qwen_vllm import alone_token_times
 
-    cfg = costmodel.load_model(model)
-    (cls, blocks, block_size, seqs, tokens), step, _ = build_replica(
-        cfg, load_hardware("h20"), scheduler="vllm", tp=tp, dtype="bf16", max_batched_tokens=QWEN3_SGLANG_CHUNK,
-        max_num_seqs=QWEN3_SGLANG_MAX_NUM_SEQS, gpu_memory_utilization=QWEN3_SGLANG_MEMORY, prefix_caching=False,
-        sampling=None)
-    timeline, = simulate_replicas([Request(0, 0.0, prompt, QWEN3_SGLANG_OUTPUT)], [cls(BlockPool(blocks, block_size), seqs, tokens)],
-                                  step.seconds, QWEN3_SGLANG_CONTEXT, record=False, decode_run=step.decode_run,
-                                  host=step.host_time)
-    times = timeline.sequences[0].token_times
+    times = alone_token_times(
+        model, "h20", prompt, QWEN3_SGLANG_OUTPUT, QWEN3_SGLANG_CONTEXT, scheduler="vllm", tp=tp, dtype="bf16",
+        max_batched_tokens=QWEN3_SGLANG_CHUNK, max_num_seqs=QWEN3_SGLANG_MAX_NUM_SEQS,
+        gpu_memory_utilization=QWEN3_SGLANG_MEMORY, prefix_caching=False, sampling=None)
     return (prompt + len(times)) / times[-1]
 
 
 def print_qwen3_sglang() -> None:
-    from reports.serving_published import record
+    from benchmarks.published_qwen_vllm import print_speed_rows
 
-    print(f"\nQwen3's SGLang 0.4.6 speed benchmark on H20 96GB, one request at a time. Source: {QWEN3_SGLANG_SOURCE}\n")
-    print("| model (ours) | tp | input tokens | published tokens/s | ours | ours / published |")
-    print("|---|---|---|---|---|---|")
-    for row in qwen3_sglang_rows():
-        ours = qwen3_sglang_tokens_per_s(row["model"], row["tp"], row["input"])
-        record("qwen3-sglang", f"{row['model']} tp {row['tp']} input {row['input']}", "tokens/s", row["published"], ours)
-        print(f"| {row['published_model']} ({row['model']}) | {row['tp']} | {row['input']:,} | {row['published']:,.2f} "
-              f"| {ours:,.2f} | {ours / row['published']:.2f} |")
+    print_speed_rows("qwen3-sglang", "Qwen3's SGLang 0.4.6 speed benchmark on H20 96GB, one request at a time. "
+                     f"Source: {QWEN3_SGLANG_SOURCE}", qwen3_sglang_rows(), qwen3_sglang_tokens_per_s)
