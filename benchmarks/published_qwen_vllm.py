@@ -69,9 +69,11 @@ def qwen_vllm_rows() -> list[dict]:
             for length, rate in zip(QWEN_VLLM_INPUTS, rates) if rate is not None]
 
 
-def qwen_vllm_tokens_per_s(model: str, tp: int, prompt: int) -> float:
-    """Ours: one request of `prompt` tokens and QWEN_VLLM_OUTPUT new ones, alone on one replica, as
-    QWEN_VLLM_ASSUMED states it: the output tokens over the time of its last token."""
+def alone_token_times(model: str, hardware: str, prompt: int, output: int, max_model_len: int,
+                      **build: object) -> list[float]:
+    """The token times of one request of `prompt` tokens and `output` new ones arriving at 0, alone on one replica of
+    `model` on `hardware` built with build_replica's `build` options (the speed benchmarks' one request at a time:
+    this table's and benchmarks/published_qwen3_sglang.py's)."""
     import costmodel
     from costmodel.hardware import load_hardware
     from costmodel.serving.api import build_replica
@@ -79,27 +81,39 @@ def qwen_vllm_tokens_per_s(model: str, tp: int, prompt: int) -> float:
     from costmodel.serving.kvcache import BlockPool
     from costmodel.serving.workload import Request
 
-    cfg = costmodel.load_model(model)
     (cls, blocks, block_size, seqs, tokens), step, _ = build_replica(
-        cfg, load_hardware("a100-80gb"), scheduler="vllm-v0", tp=tp, dtype="bf16",
+        costmodel.load_model(model), load_hardware(hardware), **build)
+    timeline, = simulate_replicas([Request(0, 0.0, prompt, output)], [cls(BlockPool(blocks, block_size), seqs, tokens)],
+                                  step.seconds, max_model_len, record=False, decode_run=step.decode_run,
+                                  host=step.host_time)
+    return timeline.sequences[0].token_times
+
+
+def qwen_vllm_tokens_per_s(model: str, tp: int, prompt: int) -> float:
+    """Ours: one request of `prompt` tokens and QWEN_VLLM_OUTPUT new ones, alone on one replica, as
+    QWEN_VLLM_ASSUMED states it: the output tokens over the time of its last token."""
+    times = alone_token_times(
+        model, "a100-80gb", prompt, QWEN_VLLM_OUTPUT, QWEN_VLLM_MAX_MODEL_LEN, scheduler="vllm-v0", tp=tp, dtype="bf16",
         max_batched_tokens=max(QWEN_VLLM_MAX_MODEL_LEN, 2048), max_num_seqs=QWEN_VLLM_MAX_NUM_SEQS,
         gpu_memory_utilization=QWEN_VLLM_MEMORY, num_scheduler_steps=1, prefix_caching=False,
         host_time="vllm==0.6.3")  # the release's V0 profile by host_time.json's rules, as `serve --host-time` takes it
-    timeline, = simulate_replicas([Request(0, 0.0, prompt, QWEN_VLLM_OUTPUT)], [cls(BlockPool(blocks, block_size), seqs, tokens)],
-                                  step.seconds, QWEN_VLLM_MAX_MODEL_LEN, record=False, decode_run=step.decode_run,
-                                  host=step.host_time)
-    times = timeline.sequences[0].token_times
     return len(times) / times[-1]
 
 
-def print_qwen_vllm() -> None:
+def print_speed_rows(source: str, title: str, rows: list[dict], ours_per_s) -> None:
+    """A speed benchmark's rows beside ours (ours_per_s(model, tp, input)), each fed to the summary as `source`."""
     from reports.serving_published import record
 
-    print(f"\nQwen2.5's vLLM 0.6.3 speed benchmark on A100 80GB, one request at a time. Source: {QWEN_VLLM_SOURCE}\n")
+    print(f"\n{title}\n")
     print("| model (ours) | tp | input tokens | published tokens/s | ours | ours / published |")
     print("|---|---|---|---|---|---|")
-    for row in qwen_vllm_rows():
-        ours = qwen_vllm_tokens_per_s(row["model"], row["tp"], row["input"])
-        record("qwen-vllm", f"{row['model']} tp {row['tp']} input {row['input']}", "tokens/s", row["published"], ours)
+    for row in rows:
+        ours = ours_per_s(row["model"], row["tp"], row["input"])
+        record(source, f"{row['model']} tp {row['tp']} input {row['input']}", "tokens/s", row["published"], ours)
         print(f"| {row['published_model']} ({row['model']}) | {row['tp']} | {row['input']:,} | {row['published']:,.2f} "
               f"| {ours:,.2f} | {ours / row['published']:.2f} |")
+
+
+def print_qwen_vllm() -> None:
+    print_speed_rows("qwen-vllm", "Qwen2.5's vLLM 0.6.3 speed benchmark on A100 80GB, one request at a time. "
+                     f"Source: {QWEN_VLLM_SOURCE}", qwen_vllm_rows(), qwen_vllm_tokens_per_s)

@@ -37,7 +37,8 @@ page's online-serving table of 0.14 (benchmarks/published_trtllm_online.py); sin
 v5.1 open-division vLLM runs on H200, H100 and MI300X (benchmarks/published_mlperf_vllm.py, selector mlperf-vllm);
 since session 28 Lambda's vLLM v0.5.4 / v0.6.0 ShareGPT runs on H100 (benchmarks/published_lambda_vllm.py, lambda-vllm);
 since session 29 Qwen2.5's vLLM 0.6.3 speed benchmark on A100, one request at a time (benchmarks/published_qwen_vllm.py,
-qwen-vllm).
+qwen-vllm); since session 37 Qwen3's SGLang 0.4.6 speed benchmark on H20, one request at a time
+(benchmarks/published_qwen3_sglang.py, qwen3-sglang).
 
 vLLM v0.6.0 under SGLang's benchmark (sgl-project/sglang benchmark/benchmark_vllm_060/README.md at commit 120affb):
 Llama 3.1 8B on one A100 80G and 70B on four H100 80G, ShareGPT through sglang.bench_serving: offline (5,000 at
@@ -48,7 +49,7 @@ first 5,000 pairs of vLLM's ShareGPT sample (sharegpt_vllm_lengths_5000.json bes
                                           | mlperf [LENGTHS.json] | torchao-vllm | lmdeploy
                                           | amd-vllm | trtllm-v017
                                           | trtllm-online | mlperf-vllm [LENGTHS.json]
-                                          | lambda-vllm [SHAREGPT.json] | qwen-vllm
+                                          | lambda-vllm [SHAREGPT.json] | qwen-vllm | qwen3-sglang
                                           | summary [TABLE ...]]
 
 `summary` runs the named tables (every one if none) with their tables discarded and prints what they fed
@@ -75,6 +76,7 @@ from benchmarks.published_mlperf import print_mlperf, span_at_once  # noqa: E402
 from benchmarks.published_mlperf_vllm import print_mlperf_vllm  # noqa: E402
 from benchmarks.published_nim import print_nim  # noqa: E402
 from benchmarks.published_qwen_vllm import print_qwen_vllm  # noqa: E402
+from benchmarks.published_qwen3_sglang import print_qwen3_sglang  # noqa: E402
 from benchmarks.published_sarathi import print_sarathi  # noqa: E402
 from benchmarks.published_torchao_vllm import print_torchao_vllm  # noqa: E402
 from benchmarks.published_trtllm_online import print_trtllm_online  # noqa: E402
@@ -281,14 +283,15 @@ SELECTORS = {"trtllm-static": (print_static, 0), "sarathi": (print_sarathi, 0), 
              "lmdeploy": (print_lmdeploy, 0), "amd-vllm": (print_amd_vllm, 0),
              "trtllm-v017": (print_trtllm_v017, 0),
              "trtllm-online": (print_trtllm_online, 0), "mlperf-vllm": (print_mlperf_vllm, 1),
-             "lambda-vllm": (print_lambda_vllm, 1), "qwen-vllm": (print_qwen_vllm, 0)}
+             "lambda-vllm": (print_lambda_vllm, 1), "qwen-vllm": (print_qwen_vllm, 0),
+             "qwen3-sglang": (print_qwen3_sglang, 0)}
 # Every table, in the order `main` prints them (the summary's sources: trtllm-static feeds trtllm-h200 too).
 TABLES = ("trtllm-static", "sarathi", "vllm", "nim", "trtllm-bench", "sglang-vllm", "torchao-vllm", "lmdeploy",
-          "amd-vllm", "trtllm-v017", "trtllm-online", "mlperf", "mlperf-vllm", "lambda-vllm", "qwen-vllm")
+          "amd-vllm", "trtllm-v017", "trtllm-online", "mlperf", "mlperf-vllm", "lambda-vllm", "qwen-vllm", "qwen3-sglang")
 SELECTORS["summary"] = (print_summary, len(TABLES))
 USAGE = ("trtllm-static, sarathi, nim, trtllm-bench, sglang-vllm [SHAREGPT.json], vllm [SHAREGPT.json], mlperf [LENGTHS.json], torchao-vllm, "
-         "lmdeploy, amd-vllm, trtllm-v017, trtllm-online, mlperf-vllm [LENGTHS.json], lambda-vllm [SHAREGPT.json] or "
-         "qwen-vllm "
+         "lmdeploy, amd-vllm, trtllm-v017, trtllm-online, mlperf-vllm [LENGTHS.json], lambda-vllm [SHAREGPT.json], qwen-vllm or "
+         "qwen3-sglang "
          "(none: every table); summary [TABLE ...] (the comparisons of those tables, or of every one, summarised)")
 
 

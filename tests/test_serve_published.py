@@ -577,6 +577,7 @@ def test_a_mlperf_file_short_of_offlines_samples_stops_before_any_row(mlperf, tm
     (["mlperf-vllm", "a.json", "b.json"], "'b.json'"),
     (["lambda-vllm", "a.json", "b.json"], "'b.json'"),
     (["qwen-vllm", "a.json"], "'a.json'"),
+    (["qwen3-sglang", "a.json"], "'a.json'"),
 ])
 def test_an_unknown_selector_or_extra_argument_is_one_line(argv, words, monkeypatch, capsys):
     code, out, err = run_script(SCRIPT, argv, monkeypatch, capsys)
@@ -584,4 +585,4 @@ def test_an_unknown_selector_or_extra_argument_is_one_line(argv, words, monkeypa
     assert err.count("\n") == 1 and err.startswith("error: ") and words in err
     assert all(name in err for name in ("nim", "trtllm-bench", "sglang-vllm", "vllm", "mlperf", "torchao-vllm",
                                                "lmdeploy", "amd-vllm", "trtllm-v017",
-                                               "trtllm-online", "mlperf-vllm", "lambda-vllm", "qwen-vllm"))
+                                               "trtllm-online", "mlperf-vllm", "lambda-vllm", "qwen-vllm", "qwen3-sglang"))

@@ -17,7 +17,7 @@ sys.path.insert(0, str(ROOT))
 
 from reports.serving_published import Comparison, collect, collecting, record, render, summarise, worst  # noqa: E402
 
-FAST = ("trtllm-static", "sarathi", "vllm", "torchao-vllm", "qwen-vllm")
+FAST = ("trtllm-static", "sarathi", "vllm", "torchao-vllm", "qwen-vllm", "qwen3-sglang")
 
 
 def test_summary_counts_per_source_and_overall():
@@ -50,6 +50,7 @@ def fast():
 
 @pytest.mark.slow
 def test_each_fast_table_feeds_its_rows(fast):
+    from benchmarks.published_qwen3_sglang import qwen3_sglang_rows
     from benchmarks.published_qwen_vllm import qwen_vllm_rows
     from benchmarks.published_trtllm_static import FIRST_TOKEN, H200_FP8, THROUGHPUT
 
@@ -61,6 +62,7 @@ def test_each_fast_table_feeds_its_rows(fast):
     assert sources.count("vllm") == len(script.VLLM_CHART) == 6  # ShareGPT's bars once, with the own lengths
     assert sources.count("torchao-vllm") == 10  # 12 figures less nvfp4's two (not expressible)
     assert sources.count("qwen-vllm") == len(qwen_vllm_rows()) == 25
+    assert sources.count("qwen3-sglang") == len(qwen3_sglang_rows()) == 44  # session 37: every BF16 SGLang row
     # the H200 launch note's rows run TensorRT-LLM's decode code (the FP8 cache read as stored) and its masked MHA
     h200 = summarise([c for c in fed if c.source == "trtllm-h200"])["trtllm-h200"]
     assert (h200["within_0.75_1.33"], round(h200["highest"], 2)) == (7, 1.21)  # 13B 1024 x 128/128 the highest
