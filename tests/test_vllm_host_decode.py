@@ -81,3 +81,13 @@ def test_an_overlapped_part_longer_than_the_shortest_step_is_refused():
     assert prefill == pytest.approx(0.01 + H1_S * WAITED_V060, rel=1e-12)
     with pytest.raises(ConfigError, match="exceeds the shortest decode step"):
         host.static_run(0.01, 1.0, 10, overlapped * 0.99, 1)
+
+
+def test_time_breakdown_prints_the_rows_host_time_beside_its_kernels(capsys):
+    from validate.time_breakdown import row_breakdowns
+
+    row_breakdowns(["qwen2-speed-vllm qwen2-0.5b-instruct bf16 tp1 input 1", "amd-vllm llama3.1-70b fp8 tp8 batch 1"])
+    qwen, amd = capsys.readouterr().out.strip().splitlines()
+    assert qwen.endswith("; + vLLM 0.4.2's host time a step (vllm-v0.5.4) at 1 sequences: 0.589 ms, 0.589 waited, "
+                         "0.000 beside the next step's kernels")
+    assert "host time" not in amd  # V1: none
