@@ -230,7 +230,8 @@ def hosted_generation(host: Any, generation: dict[str, Any], batch: int, gen: in
 def decode_run(run: dict[str, Any], source: dict[str, Any], time_model: str) -> float:
     """Tokens per second of one sequence, the quantity its source's script measures (the source's
     "rate", DECODE_RATES): without tensor parallelism simulate_inference's generation, with it
-    the layout model's (simulate_decode's "generation"), both costmodel/roofline.generation_rates."""
+    the layout model's (simulate_decode's "generation"), both costmodel/roofline.generation_rates; a vLLM row
+    that states its release with vLLM's host time on each step (vllm_host_time, hosted_generation)."""
     from costmodel.config import ConfigError
     from costmodel.roofline import simulate_inference
 
@@ -256,7 +257,8 @@ def decode_run(run: dict[str, Any], source: dict[str, Any], time_model: str) -> 
                                 sampling=s["sampling"], cache_size=s["cache_size"])
     generation = result["decode"]
     if host is not None:
-        generation = hosted_generation(host, generation, s["batch"], s["gen"], generation["first_token"]["seconds"])
+        first = generation["first_token"]["seconds"] if generation["decode_steps"] else 0.0  # no step: none read
+        generation = hosted_generation(host, generation, s["batch"], s["gen"], first)
     return sequence_rate(generation, rate, s["prompt"], s["gen"], s["batch"])
 
 
