@@ -203,10 +203,35 @@ def sequence_rate(generation: dict[str, Any], rate: str, prompt: int, gen: int, 
     return generation[f"{rate}_tokens_per_second"] / batch
 
 
+def vllm_host_time(run: dict[str, Any], source: dict[str, Any]) -> Any:
+    """The vLLM host time a step (costmodel/serving/host_time.py, the rule serve's published vLLM runs take
+    theirs by: host_time_for_release) of a decode run whose source or row states its vLLM release and engine
+    ("vllm_release", "vllm_engine": v0 or v1); None where neither is stated or the release's rule gives none."""
+    from costmodel.serving.host_time import host_time, host_time_for_release
+
+    release = _stated(run, source, "vllm_release")
+    if release is None:
+        return None
+    return host_time(host_time_for_release(_stated(run, source, "vllm_engine"), release))
+
+
+def hosted_generation(host: Any, generation: dict[str, Any], batch: int, gen: int, shortest_s: float) -> dict[str, Any]:
+    """A generation's rates (costmodel/roofline.generation_rates) with the engine's host time on each step
+    (HostTime.static_run: the prefill's step and each decode step of `batch` sequences; shortest_s: the first
+    decode step's kernels)."""
+    from costmodel.roofline import generation_rates
+
+    decode_s = generation["decode_seconds"]
+    prefill_s, decode_s = host.static_run(generation["end_to_end_seconds"] - decode_s, decode_s,
+                                          generation["decode_steps"], shortest_s, batch)
+    return generation_rates(batch, gen, prefill_s, decode_s)
+
+
 def decode_run(run: dict[str, Any], source: dict[str, Any], time_model: str) -> float:
     """Tokens per second of one sequence, the quantity its source's script measures (the source's
     "rate", DECODE_RATES): without tensor parallelism simulate_inference's generation, with it
-    the layout model's (simulate_decode's "generation"), both costmodel/roofline.generation_rates."""
+    the layout model's (simulate_decode's "generation"), both costmodel/roofline.generation_rates; a vLLM row
+    that states its release with vLLM's host time on each step (vllm_host_time, hosted_generation)."""
     from costmodel.config import ConfigError
     from costmodel.roofline import simulate_inference
 
@@ -214,18 +239,27 @@ def decode_run(run: dict[str, Any], source: dict[str, Any], time_model: str) -> 
     if rate not in DECODE_RATES:
         raise ValueError(f"{run['id']}: its source's rate must be one of {DECODE_RATES}, got {rate!r}.")
     cfg, hardware, s, quantization = decode_setup(run, source)
+    host = vllm_host_time(run, source)  # vLLM's CPU time a step, where the row states its release
     if run["tp"] > 1:
         if s["cache_size"] is not None:
             raise ConfigError(f"{run['id']}: a static cache_size is simulate_inference's, one GPU's; "
                               "the layout model's decode attends the tokens so far.")
-        generation = decode_layout_run(run, source, time_model, prefill=True)["generation"]
+        layout_run = decode_layout_run(run, source, time_model, prefill=True)
+        generation = layout_run["generation"]
+        if host is not None:  # the token's step: the first decode step's (its context the prompt's)
+            generation = hosted_generation(host, generation, s["batch"], s["gen"],
+                                           layout_run["token"]["seconds_per_token"])
         return sequence_rate(generation, rate, s["prompt"], s["gen"], s["batch"])
     result = simulate_inference(cfg, hardware, prompt=s["prompt"], gen=s["gen"], batch=s["batch"],
                                 dtype=s["dtype"], attention=s["attention"], kv_cache=s["kv_cache"],
                                 cuda_graphs=s["cuda_graphs"], quantization=quantization, time_model=time_model,
                                 implementation=s["implementation"], decode_kernel=s["decode_kernel"],
                                 sampling=s["sampling"], cache_size=s["cache_size"])
-    return sequence_rate(result["decode"], rate, s["prompt"], s["gen"], s["batch"])
+    generation = result["decode"]
+    if host is not None:
+        first = generation["first_token"]["seconds"] if generation["decode_steps"] else 0.0  # no step: none read
+        generation = hosted_generation(host, generation, s["batch"], s["gen"], first)
+    return sequence_rate(generation, rate, s["prompt"], s["gen"], s["batch"])
 
 
 def decode_layout_run(run: dict[str, Any], source: dict[str, Any], time_model: str,

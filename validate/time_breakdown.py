@@ -28,8 +28,8 @@ from costmodel.kernel_time import (AttentionCall, Gemm, KernelTimer, MatmulCompu
 from costmodel.attention_kernels import DEFAULT_KERNEL
 from costmodel.layout import Layout
 from costmodel.roofline import Roofline
-from reports.published_runs import (decode_layout_run, decode_setup, other_runs_data, train_gpu_hours, train_run,
-                                    train_setup, train_tokens)
+from reports.published_runs import (decode_layout_run, decode_setup, other_runs_data, stated, train_gpu_hours,
+                                    train_run, train_setup, train_tokens, vllm_host_time)
 
 
 def decode_step_split(run: dict, source: dict, context: int) -> dict[str, float]:
@@ -287,20 +287,37 @@ def _print_run(run: dict, source: dict) -> None:
         published_ms = 1e3 / run["published_tokens_per_s"]
         parts = ", ".join(f"{k} {v * 1e3:.2f} ms" for k, v in split.items() if k != "weights GB/s")
         print(f"{run['id']}: published {published_ms:.2f} ms a token; ours {parts}; "
-              f"weights at {split['weights GB/s']:.0f} GB/s")
+              f"weights at {split['weights GB/s']:.0f} GB/s" + _vllm_host(run, source))
     elif run["kind"] == "decode":  # a layout (quantized weights: each rank's shards as stored)
         token = decode_layout_run(run, source, "kernels")["token"]
         print(f"{run['id']}: published {1e3 / run['published_tokens_per_s']:.2f} ms a token; ours compute "
-              f"{token['compute_seconds'] * 1e3:.2f} ms, all-reduce {token['tp_all_reduce_seconds'] * 1e3:.2f} ms")
-    elif run["kind"] == "train" and "published_tflops_per_gpu" in run:
+              f"{token['compute_seconds'] * 1e3:.2f} ms, all-reduce {token['tp_all_reduce_seconds'] * 1e3:.2f} ms"
+              + _vllm_host(run, source))
+    if run["kind"] != "train":
+        return
+    if "published_tflops_per_gpu" in run:
         print(f"{run['id']}: published {run['published_tflops_per_gpu']} TFLOP/s; ours "
               f"{train_run(run, source, 'kernels'):.0f} (kernel model)")
-    elif run["kind"] == "train" and "published_gpu_hours" in run:  # a whole run's hours
+    elif "published_gpu_hours" in run:  # a whole run's hours
         print(f"{run['id']}: published {run['published_gpu_hours']:,} GPU-hours; ours "
               f"{train_gpu_hours(run, source, 'kernels'):,.0f} (kernel model)")
-    elif run["kind"] == "train":
+    else:
         print(f"{run['id']}: published {run['published_tokens_per_s_per_gpu']:,} tokens/s a GPU; ours "
               f"{train_tokens(run, source, 'kernels'):,.0f} (kernel model)")
+
+
+def _vllm_host(run: dict, source: dict) -> str:
+    """A vLLM decoding row's host time a step where its release is stated (published_runs.vllm_host_time, what
+    `published` adds to each step beside the kernels): H(b) at its batch, the part the GPU waits for and the
+    part beside the next step's kernels; "" for any other row."""
+    host = vllm_host_time(run, source)
+    if host is None:
+        return ""
+    batch = decode_setup(run, source)[2]["batch"]
+    total = host.seconds(batch)
+    return (f"; + vLLM {stated(run, source, 'vllm_release')}'s host time a step ({host.version}) at {batch} sequences: "
+            f"{total * 1e3:.3f} ms, {total * (host.serial + host.decision) * 1e3:.3f} waited, "
+            f"{total * host.overlapped * 1e3:.3f} beside the next step's kernels")
 
 
 USAGE = ("usage: python validate/time_breakdown.py [--training | --row ID ...]: every published run's "

@@ -146,6 +146,20 @@ class HostTime:
         times[0] += self.seconds(sequences) * self.decision
         return times
 
+    def static_run(self, prefill_s: float, decode_s: float, steps: int, shortest_s: float,
+                   sequences: int) -> tuple[float, float]:
+        """(prefill, decode) seconds of a static batch's generation on this engine (LLM.generate's loop, one
+        engine step at a time, each a scheduling decision: no multi-step window): the prefill one step of
+        `sequences` sequences through step(), then `steps` decode steps of them, decode_s their kernels in all,
+        shortest_s the shortest's (the first's: a step attends no less context than the one before). Each decode
+        step adds step()'s host term, the same for every step where the overlapped part fits the shortest step;
+        where it does not, the steps' own times are needed (refused, one line)."""
+        if steps and self.seconds(sequences) * self.overlapped > shortest_s:
+            raise ConfigError(f"{self.version}'s overlapped host time at {sequences} sequences exceeds the shortest "
+                              "decode step: a static run's host term needs each step's time.")
+        extra = float(self.step(shortest_s, sequences)) - shortest_s if steps else 0.0
+        return float(self.step(prefill_s, sequences)), decode_s + steps * extra
+
     def describe(self) -> dict[str, Any]:
         """The setup's fields: the version, its line and how its parts run."""
         return {"host_time": self.version, "host_fixed_ms": round(1e3 * self.fixed_s, 4),
