@@ -175,7 +175,7 @@ class Estimate:
         """The `estimate` command's text, for notebooks."""
         import html
 
-        from .console import tool
+        from .tools_path import tool
 
         return f"<pre>{html.escape(tool('reports.text').render_estimate(self.to_dict(), self.held_rows))}</pre>"
 

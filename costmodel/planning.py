@@ -61,7 +61,7 @@ class PlanResult:
 
     def text(self, top: int = 10) -> str:
         """The `plan` command's table, its `top` best layouts."""
-        from .console import tool
+        from .tools_path import tool
 
         return tool("reports.plan_text").render_plan(self.data, self.inputs["serve"], top, self.inputs["memory_capacity"])
 

@@ -32,7 +32,7 @@ class SimulationResult:
 
     def text(self) -> str:
         """The `simulate` command's text."""
-        from .console import tool
+        from .tools_path import tool
 
         simulate_text = tool("reports.simulate_text")
 

@@ -105,7 +105,7 @@ def test_the_int8_cache_update_issues_58_more_ops_a_layer():
     from validate.static_cache_bytes import _with_int8_cache
 
     def count(layers: int) -> int:
-        model = _with_int8_cache(g._modules()["Transformer"](layers, **g.SIZES).to(torch.bfloat16))
+        model = _with_int8_cache(g.reference_modules()["Transformer"](layers, **g.SIZES).to(torch.bfloat16))
         ops = g.DispatchCounter()
         token, input_pos = torch.tensor([[3]], dtype=torch.int), torch.tensor([5], dtype=torch.int)
         with torch.no_grad(), sdpa_kernel(SDPBackend.MATH), ops:

@@ -37,7 +37,7 @@ from typing import Any
 TEMPERATURE, TOP_K = 0.8, 200
 
 
-def _modules() -> dict[str, Any]:
+def reference_modules() -> dict[str, Any]:
     """The reproduction's classes (torch imported here, not at module import)."""
     import torch
     import torch.nn as nn
@@ -193,7 +193,7 @@ def step_ops(dtype: str, kv_heads: int = SIZES["kv_heads"]) -> dict[str, int]:
     step's own (the forward outside its layers and generate.py's work around it)."""
     import torch
 
-    Transformer = _modules()["Transformer"]
+    Transformer = reference_modules()["Transformer"]
     torch_dtype = {"bf16": torch.bfloat16, "fp32": torch.float32}[dtype]
     sizes = {**SIZES, "kv_heads": kv_heads}
     one, two = (_count(Transformer(layers, **sizes), torch_dtype) for layers in (1, 2))

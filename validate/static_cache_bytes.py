@@ -103,7 +103,7 @@ def step_bytes(layers: int, cache: int, int8: bool) -> tuple[int, collections.Co
     from validate.context_bytes import ByteCounter
 
     torch.manual_seed(0)
-    model = g._modules()["Transformer"](layers, **{**g.SIZES, "max_len": cache}).to(torch.bfloat16)
+    model = g.reference_modules()["Transformer"](layers, **{**g.SIZES, "max_len": cache}).to(torch.bfloat16)
     if int8:
         model = _with_int8_cache(model)
     token, input_pos = torch.tensor([[3]], dtype=torch.int), torch.tensor([5], dtype=torch.int)
