@@ -130,14 +130,19 @@ def test_the_figures_now_hold():
         assert script.qwen3_sglang_tokens_per_s(model, tp, prompt) == pytest.approx(ours, rel=5e-4), (model, prompt)
 
 
-def test_the_first_summary():
-    """The first run's summary: 44 rows, median |ours / published - 1| 103.4%, 9 within 0.75-1.33x, 0.62-3.45;
-    ours faster at short prompts (every input-1 row 2.3-3.5x) and slower at 129,024 (all 6 rows 0.62-0.89)."""
+def _summarised(rows: list) -> tuple[list, dict]:
+    """The rows (model, tp, input, ours) as reports.serving_published compares and summarises them."""
     from reports.serving_published import Comparison, summarise
 
     published = {(r["model"], r["input"]): r["published"] for r in script.qwen3_sglang_rows()}
-    fed = [Comparison("qwen3-sglang", f"{m} {p}", "tokens/s", published[m, p], ours) for m, tp, p, ours in FIRST]
-    summary = summarise(fed)["qwen3-sglang"]
+    fed = [Comparison("qwen3-sglang", f"{m} {p}", "tokens/s", published[m, p], ours) for m, tp, p, ours in rows]
+    return fed, summarise(fed)["qwen3-sglang"]
+
+
+def test_the_first_summary():
+    """The first run's summary: 44 rows, median |ours / published - 1| 103.4%, 9 within 0.75-1.33x, 0.62-3.45;
+    ours faster at short prompts (every input-1 row 2.3-3.5x) and slower at 129,024 (all 6 rows 0.62-0.89)."""
+    fed, summary = _summarised(FIRST)
     assert (summary["comparisons"], summary["within_0.75_1.33"]) == (44, 9)
     assert summary["median_error"] == pytest.approx(1.034, abs=5e-4)
     assert (round(summary["lowest"], 2), round(summary["highest"], 2)) == (0.62, 3.45)
@@ -148,11 +153,7 @@ def test_the_first_summary():
 def test_the_summary_now():
     """Since wt37_h20 (the borrowed GH100 graph launch and DRAM startup per kernel): median 103.4% -> 53.1%, within
     9 -> 13, 0.62-3.45 -> 0.60-2.11; every input-1 row still over (1.46-2.11), all 6 rows at 129,024 under."""
-    from reports.serving_published import Comparison, summarise
-
-    published = {(r["model"], r["input"]): r["published"] for r in script.qwen3_sglang_rows()}
-    fed = [Comparison("qwen3-sglang", f"{m} {p}", "tokens/s", published[m, p], ours) for m, tp, p, ours in NOW]
-    summary = summarise(fed)["qwen3-sglang"]
+    fed, summary = _summarised(NOW)
     assert (summary["comparisons"], summary["within_0.75_1.33"]) == (44, 13)
     assert summary["median_error"] == pytest.approx(0.531, abs=5e-4)
     assert (round(summary["lowest"], 2), round(summary["highest"], 2)) == (0.60, 2.11)
