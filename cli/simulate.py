@@ -384,9 +384,7 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
                                                          tokens, step_time, flops_convention, time_model, overlap,
                                                          compiled, price, graph_scopes)
             else:
-                if cache_size is not None:
-                    raise ConfigError("--cache-size is one GPU's decode (simulate without a layout); the layout "
-                                      "model's decode steps attend the tokens so far.")
+                sim.refuse_layout_cache_size(cache_size)
                 workload = make_workload(cfg, prompt, batch=batch, dtype=dtype, attention=attention,
                                          gen_tokens=gen, precision="pure", kv_cache=kv_cache, mla=mla, **quantization)
                 result = parallel_time.simulate_decode(cfg, workload, layout, hardware, efficiency,

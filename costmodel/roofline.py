@@ -316,6 +316,13 @@ def shown_steps(gen: int, rows: int = 8) -> list[int]:
     return sorted({1 + round(i * (gen - 1) / (rows - 1)) for i in range(rows)})
 
 
+def refuse_layout_cache_size(cache_size: int | None) -> None:
+    """--cache-size is one GPU's decode: the layout model's decode steps attend the tokens so far."""
+    if cache_size is not None:
+        raise ConfigError("--cache-size is one GPU's decode (simulate without a layout); the layout "
+                          "model's decode steps attend the tokens so far.")
+
+
 def check_cache_size(cfg: ModelConfig, cache_size: int | None, kv_cache: str, prompt: int, gen: int) -> None:
     """A static cache's allocated length (--cache-size), refused in one line where it cannot apply: a
     dynamic cache grows with its tokens; a cache shorter than the prompt and the generation cannot hold

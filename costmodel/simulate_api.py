@@ -75,7 +75,8 @@ def simulate(model: Any, hardware: str = spec.DEFAULT_HARDWARE, *, train: bool =
              tokens: float | None = None, price: float | None = None, step_time: float | None = None,
              layout: Any = None, weight_dtype: str | None = None, kv_dtype: str | None = None,
              fp8_gemm: str = spec.DEFAULT_FP8_GEMM,
-             decode_code: str = spec.DEFAULT_DECODE_CODE) -> SimulationResult:
+             decode_code: str = spec.DEFAULT_DECODE_CODE, cuda_graphs: bool = False,
+             cache_size: int | None = None) -> SimulationResult:
     """Inference (prompt, gen; price: the dollars per million generated tokens, data["cost"], as `simulate
     --price`) or a training step (train=True: seq_len, recompute, impl; tokens and price for the time,
     GPU-hours, FLOPs and dollars of a run) on `hardware`; layout: a
@@ -85,7 +86,10 @@ def simulate(model: Any, hardware: str = spec.DEFAULT_HARDWARE, *, train: bool =
     fp8 weights multiply (spec.FP8_GEMMS); decode_code whose decoding loop an eager step's host
     time counts (spec.DECODE_CODES, `simulate --decode-code`). The defaults are the command's: the
     hardware spec.DEFAULT_HARDWARE, and impl and attention the layout's framework's code (defaults.implied:
-    sdpa under DeepSpeed and FSDP2, flash under Megatron), eager and hf without a layout."""
+    sdpa under DeepSpeed and FSDP2, flash under Megatron), eager and hf without a layout. Inference:
+    cuda_graphs replays each decode step from a CUDA graph (`simulate --cuda-graphs`), cache_size is a
+    static cache's allocated tokens that every step attends whole (`--kv-cache static --cache-size`, one GPU).
+    dtype and kv_cache take any case, as the command's choices do ("BF16", "Static")."""
     from . import roofline as sim
     from .api import generation_start, load_model, make_layout, make_workload
     from .checkpoint import inference_options
@@ -94,6 +98,7 @@ def simulate(model: Any, hardware: str = spec.DEFAULT_HARDWARE, *, train: bool =
     from .flash_support import runs_flash
     from .hardware import load_hardware
 
+    dtype, kv_cache = spec.DTYPES.spelled(dtype), spec.KV_CACHES.spelled(kv_cache)  # the command's any case
     cfg = load_model(model)
     chosen = load_hardware(hardware)
     dtype = dtype or chosen.default_dtype
@@ -117,7 +122,8 @@ def simulate(model: Any, hardware: str = spec.DEFAULT_HARDWARE, *, train: bool =
     # a keyword this mode does not read is refused, as the command refuses a typed option
     # (cli/simulate.py refuse_other_mode): seq_len=4096 without train=True ran a 2,048-token prompt
     unread = ({"prompt": prompt is not None, "gen": gen != 128, "kv_cache": kv_cache != spec.DEFAULT_KV_CACHE,
-               "decode_code": decode_code != spec.DEFAULT_DECODE_CODE} if train else
+               "decode_code": decode_code != spec.DEFAULT_DECODE_CODE, "cuda_graphs": bool(cuda_graphs),
+               "cache_size": cache_size is not None} if train else
               {"seq_len": seq_len is not None, "recompute": recompute != spec.DEFAULT_RECOMPUTE,
                "impl": impl is not None, "tokens": tokens is not None, "step_time": step_time is not None})
     if any(unread.values()):
@@ -154,7 +160,9 @@ def simulate(model: Any, hardware: str = spec.DEFAULT_HARDWARE, *, train: bool =
             workload, warnings = make_workload(cfg, prompt, batch=batch, dtype=dtype, attention=attention,
                                                gen_tokens=gen, precision="pure", kv_cache=kv_cache,
                                                **quantization)
-            data = parallel_time.simulate_decode(cfg, workload, chosen_layout, chosen, implementation=decode_code)
+            sim.refuse_layout_cache_size(cache_size)
+            data = parallel_time.simulate_decode(cfg, workload, chosen_layout, chosen, cuda_graphs=bool(cuda_graphs),
+                                                 implementation=decode_code)
         data["inputs"] = {"model": cfg.name, "hardware": chosen.name, "dtype": workload.dtype,
                           "seq_len": workload.seq_len, "gen": workload.gen_tokens, "batch": workload.batch,
                           "recompute": workload.recompute, "tokens": tokens}
@@ -162,7 +170,7 @@ def simulate(model: Any, hardware: str = spec.DEFAULT_HARDWARE, *, train: bool =
             data["inputs"].update(training_inputs(cfg, workload, overlap))
         else:
             data["inputs"].update({**{k: v for k, v in quantization.items() if v is not None},
-                                   **decode_inputs(workload, False, latent=bool(cfg.mla)), "implementation": decode_code})
+                                   **decode_inputs(workload, cuda_graphs, latent=bool(cfg.mla)), "implementation": decode_code})
     elif train:
         workload, warnings = make_workload(cfg, seq_len, holds_cache=False, batch=batch, dtype=dtype,
                                            recompute=recompute, attention=attention, impl=impl)
@@ -172,7 +180,8 @@ def simulate(model: Any, hardware: str = spec.DEFAULT_HARDWARE, *, train: bool =
                                            gen_tokens=gen, **generation_start(cfg), **quantization)
         data = sim.simulate_inference(cfg, chosen, prompt=workload.seq_len, gen=gen, batch=batch,
                                       dtype=workload.dtype, attention=attention, kv_cache=kv_cache,
-                                      quantization=quantization, implementation=decode_code)
+                                      quantization=quantization, implementation=decode_code,
+                                      cuda_graphs=bool(cuda_graphs), cache_size=cache_size)
     if not train:  # dollars per million generated tokens at the end-to-end rate, as `simulate --price`
         add_generation_cost(data, chosen, price)
     if source:

@@ -26,6 +26,13 @@ class Choices(tuple):
     def __reduce__(self):  # pickled with its meanings (worker processes of plan --serve --rate)
         return Choices, (self.meanings,)
 
+    def spelled(self, value: Any) -> Any:
+        """value in this list's own spelling where it differs only in case ("BF16": "bf16"), as the command's
+        click.Choice(case_sensitive=False) takes it; anything else unchanged, for its owner to refuse."""
+        if isinstance(value, str) and value not in self:
+            return next((choice for choice in self if choice.casefold() == value.casefold()), value)
+        return value
+
     def listed(self, values: tuple[str, ...] | None = None, first: str | None = None) -> str:
         """The values as a phrase: "a, b or c" (first, if given, leads: the default)."""
         values = tuple(self if values is None else values)
