@@ -38,7 +38,8 @@ v5.1 open-division vLLM runs on H200, H100 and MI300X (benchmarks/published_mlpe
 since session 28 Lambda's vLLM v0.5.4 / v0.6.0 ShareGPT runs on H100 (benchmarks/published_lambda_vllm.py, lambda-vllm);
 since session 29 Qwen2.5's vLLM 0.6.3 speed benchmark on A100, one request at a time (benchmarks/published_qwen_vllm.py,
 qwen-vllm); since session 37 Qwen3's SGLang 0.4.6 speed benchmark on H20, one request at a time
-(benchmarks/published_qwen3_sglang.py, qwen3-sglang).
+(benchmarks/published_qwen3_sglang.py, qwen3-sglang); since session 38 SGLang v0.3.0's own rows of the same
+README as sglang-vllm's (benchmarks/published_sglang_v030.py, sglang-v030).
 
 vLLM v0.6.0 under SGLang's benchmark (sgl-project/sglang benchmark/benchmark_vllm_060/README.md at commit 120affb):
 Llama 3.1 8B on one A100 80G and 70B on four H100 80G, ShareGPT through sglang.bench_serving: offline (5,000 at
@@ -50,6 +51,7 @@ first 5,000 pairs of vLLM's ShareGPT sample (sharegpt_vllm_lengths_5000.json bes
                                           | amd-vllm | trtllm-v017
                                           | trtllm-online | mlperf-vllm [LENGTHS.json]
                                           | lambda-vllm [SHAREGPT.json] | qwen-vllm | qwen3-sglang
+                                          | sglang-v030 [SHAREGPT.json]
                                           | summary [TABLE ...]]
 
 `summary` runs the named tables (every one if none) with their tables discarded and prints what they fed
@@ -78,6 +80,7 @@ from benchmarks.published_nim import print_nim  # noqa: E402
 from benchmarks.published_qwen_vllm import print_qwen_vllm  # noqa: E402
 from benchmarks.published_qwen3_sglang import print_qwen3_sglang  # noqa: E402
 from benchmarks.published_sarathi import print_sarathi  # noqa: E402
+from benchmarks.published_sglang_v030 import print_sglang_v030  # noqa: E402
 from benchmarks.published_torchao_vllm import print_torchao_vllm  # noqa: E402
 from benchmarks.published_trtllm_online import print_trtllm_online  # noqa: E402
 from benchmarks.published_trtllm_static import print_static  # noqa: E402
@@ -194,9 +197,11 @@ def sglang_vllm_options(table: dict) -> dict:
     return {**vllm_options(table["tp"]), "max_batched_tokens": max(SGLANG_VLLM_MAX_MODEL_LEN, 2048)}
 
 
-def sglang_vllm_run(table: dict, rate: float, requests: int, pairs: list[tuple[int, int]]) -> list[dict]:
+def sglang_vllm_run(table: dict, rate: float, requests: int, pairs: list[tuple[int, int]], options: dict | None = None,
+                    max_model_len: int = SGLANG_VLLM_MAX_MODEL_LEN) -> list[dict]:
     """Our requests of one row: the first `requests` ShareGPT pairs, Poisson arrivals at `rate`
-    (math.inf: all at 0), on the table's replica; the finished requests' rows."""
+    (math.inf: all at 0), on the table's replica (options: serve's; None: sglang_vllm_options, the
+    README's vLLM server); the finished requests' rows."""
     import math
 
     import numpy as np
@@ -212,46 +217,59 @@ def sglang_vllm_run(table: dict, rate: float, requests: int, pairs: list[tuple[i
     arrivals = np.cumsum(gaps)
     chosen = [Request(i, float(arrivals[i]), prompt, output) for i, (prompt, output) in enumerate(pairs[:requests])]
     cfg = costmodel.load_model(table["model"])
-    replica, step, _ = build_replica(cfg, load_hardware(table["hardware"]), **sglang_vllm_options(table))
-    rows, _, _ = run_replicas(chosen, replica, step, 1, SGLANG_VLLM_MAX_MODEL_LEN, record=False)
+    options = sglang_vllm_options(table) if options is None else options
+    replica, step, _ = build_replica(cfg, load_hardware(table["hardware"]), **options)
+    rows, _, _ = run_replicas(chosen, replica, step, 1, max_model_len, record=False)
     return rows
 
 
-def sglang_vllm_offline(table: dict, pairs: list[tuple[int, int]]) -> dict:
-    """Our offline figures: requests and output tokens over the span from 0 to the last token."""
-    rows = sglang_vllm_run(table, float("inf"), table["offline"]["requests"], pairs)
+def sglang_vllm_offline(table: dict, pairs: list[tuple[int, int]], **setup) -> dict:
+    """Our offline figures: requests and output tokens over the span from 0 to the last token (setup:
+    sglang_vllm_run's options and max_model_len)."""
+    rows = sglang_vllm_run(table, float("inf"), table["offline"]["requests"], pairs, **setup)
     span = max(row["finish_s"] for row in rows)
     return {"requests_per_s": len(rows) / span, "output_tokens_per_s": sum(row["output_tokens"] for row in rows) / span}
 
 
-def sglang_vllm_online(table: dict, rate: float, requests: int, pairs: list[tuple[int, int]]) -> dict:
+def sglang_vllm_online(table: dict, rate: float, requests: int, pairs: list[tuple[int, int]], **setup) -> dict:
     """Our online medians (ms) of E2E latency, TTFT and TPOT (requests of one output token have none)."""
     import numpy as np
 
-    rows = sglang_vllm_run(table, rate, requests, pairs)
+    rows = sglang_vllm_run(table, rate, requests, pairs, **setup)
     tpots = [row["tpot_s"] for row in rows if row["output_tokens"] > 1]
     return {"e2e_ms": 1e3 * float(np.median([row["e2e_s"] for row in rows])),
             "ttft_ms": 1e3 * float(np.median([row["ttft_s"] for row in rows])), "tpot_ms": 1e3 * float(np.median(tpots))}
 
 
 def print_sglang_vllm(path: str | Path = SGLANG_VLLM_LENGTHS) -> None:
-    pairs = sharegpt_lengths(Path(path), at_least=max(table["offline"]["requests"] for table in SGLANG_VLLM))
-    print(f"\nvLLM v0.6.0 under SGLang's ShareGPT benchmark. Source: {SGLANG_VLLM_SOURCE}\n")
+    print_bench_serving("sglang-vllm", f"vLLM v0.6.0 under SGLang's ShareGPT benchmark. Source: {SGLANG_VLLM_SOURCE}",
+                        SGLANG_VLLM, lambda table, kind: sglang_vllm_options(table), SGLANG_VLLM_MAX_MODEL_LEN, path)
+
+
+def print_bench_serving(source: str, title: str, tables: list[dict], options, max_model_len: int,
+                        path: str | Path) -> None:
+    """One sglang.bench_serving table (the README's rows of one engine) beside ours, each comparison fed to
+    reports/serving_published.py as `source`: per model its offline request and output token throughputs and
+    its online medians; options(table, "offline" | "online") gives serve's options for that run."""
+    pairs = sharegpt_lengths(Path(path), at_least=max(table["offline"]["requests"] for table in tables))
+    print(f"\n{title}\n")
     print("| model (ours) | GPUs | load | metric | published | ours | ours / published |")
     print("|---|---|---|---|---|---|---|")
-    for table in SGLANG_VLLM:
+    for table in tables:
         head = f"| {table['published_model']} ({table['model']}) | {table['gpus']} (tp {table['tp']})"
-        ours, offline = sglang_vllm_offline(table, pairs), table["offline"]
+        offline = table["offline"]
+        ours = sglang_vllm_offline(table, pairs, options=options(table, "offline"), max_model_len=max_model_len)
         for metric, name in (("requests_per_s", "request throughput (req/s)"),
                              ("output_tokens_per_s", "output token throughput (tok/s)")):
-            record("sglang-vllm", f"{table['model']} offline", name, offline[metric], ours[metric])
+            record(source, f"{table['model']} offline", name, offline[metric], ours[metric])
             print(f"{head} | {offline['requests']:,} prompts at once | {name} | {offline[metric]:,.2f} "
                   f"| {ours[metric]:,.2f} | {ours[metric] / offline[metric]:.2f} |")
         for rate, requests, e2e, ttft, tpot, _itl in table["online"]:
-            ours = sglang_vllm_online(table, rate, requests, pairs)
+            ours = sglang_vllm_online(table, rate, requests, pairs, options=options(table, "online"),
+                                      max_model_len=max_model_len)
             for published, metric, name in ((e2e, "e2e_ms", "median E2E latency (ms)"),
                                             (ttft, "ttft_ms", "median TTFT (ms)"), (tpot, "tpot_ms", "median TPOT (ms)")):
-                record("sglang-vllm", f"{table['model']} {rate} req/s", name, published, ours[metric])
+                record(source, f"{table['model']} {rate} req/s", name, published, ours[metric])
                 print(f"{head} | {rate} req/s, {requests:,} prompts | {name} | {published:,.2f} | {ours[metric]:,.2f} "
                       f"| {ours[metric] / published:.2f} |")
 
@@ -284,14 +302,15 @@ SELECTORS = {"trtllm-static": (print_static, 0), "sarathi": (print_sarathi, 0), 
              "trtllm-v017": (print_trtllm_v017, 0),
              "trtllm-online": (print_trtllm_online, 0), "mlperf-vllm": (print_mlperf_vllm, 1),
              "lambda-vllm": (print_lambda_vllm, 1), "qwen-vllm": (print_qwen_vllm, 0),
-             "qwen3-sglang": (print_qwen3_sglang, 0)}
+             "qwen3-sglang": (print_qwen3_sglang, 0), "sglang-v030": (print_sglang_v030, 1)}
 # Every table, in the order `main` prints them (the summary's sources: trtllm-static feeds trtllm-h200 too).
 TABLES = ("trtllm-static", "sarathi", "vllm", "nim", "trtllm-bench", "sglang-vllm", "torchao-vllm", "lmdeploy",
-          "amd-vllm", "trtllm-v017", "trtllm-online", "mlperf", "mlperf-vllm", "lambda-vllm", "qwen-vllm", "qwen3-sglang")
+          "amd-vllm", "trtllm-v017", "trtllm-online", "mlperf", "mlperf-vllm", "lambda-vllm", "qwen-vllm", "qwen3-sglang",
+          "sglang-v030")
 SELECTORS["summary"] = (print_summary, len(TABLES))
 USAGE = ("trtllm-static, sarathi, nim, trtllm-bench, sglang-vllm [SHAREGPT.json], vllm [SHAREGPT.json], mlperf [LENGTHS.json], torchao-vllm, "
-         "lmdeploy, amd-vllm, trtllm-v017, trtllm-online, mlperf-vllm [LENGTHS.json], lambda-vllm [SHAREGPT.json], qwen-vllm or "
-         "qwen3-sglang "
+         "lmdeploy, amd-vllm, trtllm-v017, trtllm-online, mlperf-vllm [LENGTHS.json], lambda-vllm [SHAREGPT.json], qwen-vllm, "
+         "qwen3-sglang or sglang-v030 [SHAREGPT.json] "
          "(none: every table); summary [TABLE ...] (the comparisons of those tables, or of every one, summarised)")
 
 
