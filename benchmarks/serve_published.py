@@ -39,7 +39,8 @@ since session 28 Lambda's vLLM v0.5.4 / v0.6.0 ShareGPT runs on H100 (benchmarks
 since session 29 Qwen2.5's vLLM 0.6.3 speed benchmark on A100, one request at a time (benchmarks/published_qwen_vllm.py,
 qwen-vllm); since session 37 Qwen3's SGLang 0.4.6 speed benchmark on H20, one request at a time
 (benchmarks/published_qwen3_sglang.py, qwen3-sglang); since session 38 SGLang v0.3.0's own rows of the same
-README as sglang-vllm's (benchmarks/published_sglang_v030.py, sglang-v030).
+README as sglang-vllm's (benchmarks/published_sglang_v030.py, sglang-v030) and LMDeploy v0.1.0a1's request
+throughput table on A100 (benchmarks/published_lmdeploy_rpm.py, lmdeploy-rpm).
 
 vLLM v0.6.0 under SGLang's benchmark (sgl-project/sglang benchmark/benchmark_vllm_060/README.md at commit 120affb):
 Llama 3.1 8B on one A100 80G and 70B on four H100 80G, ShareGPT through sglang.bench_serving: offline (5,000 at
@@ -51,7 +52,7 @@ first 5,000 pairs of vLLM's ShareGPT sample (sharegpt_vllm_lengths_5000.json bes
                                           | amd-vllm | trtllm-v017
                                           | trtllm-online | mlperf-vllm [LENGTHS.json]
                                           | lambda-vllm [SHAREGPT.json] | qwen-vllm | qwen3-sglang
-                                          | sglang-v030 [SHAREGPT.json]
+                                          | sglang-v030 [SHAREGPT.json] | lmdeploy-rpm
                                           | summary [TABLE ...]]
 
 `summary` runs the named tables (every one if none) with their tables discarded and prints what they fed
@@ -74,6 +75,7 @@ from benchmarks.published_lengths import VLLM_SHAREGPT, sharegpt_lengths  # noqa
 from benchmarks.published_amd_vllm_throughput import print_amd_vllm  # noqa: E402
 from benchmarks.published_lambda_vllm import print_lambda_vllm  # noqa: E402
 from benchmarks.published_lmdeploy import print_lmdeploy  # noqa: E402
+from benchmarks.published_lmdeploy_rpm import print_lmdeploy_rpm  # noqa: E402
 from benchmarks.published_mlperf import print_mlperf, span_at_once  # noqa: E402
 from benchmarks.published_mlperf_vllm import print_mlperf_vllm  # noqa: E402
 from benchmarks.published_nim import print_nim  # noqa: E402
@@ -302,15 +304,16 @@ SELECTORS = {"trtllm-static": (print_static, 0), "sarathi": (print_sarathi, 0), 
              "trtllm-v017": (print_trtllm_v017, 0),
              "trtllm-online": (print_trtllm_online, 0), "mlperf-vllm": (print_mlperf_vllm, 1),
              "lambda-vllm": (print_lambda_vllm, 1), "qwen-vllm": (print_qwen_vllm, 0),
-             "qwen3-sglang": (print_qwen3_sglang, 0), "sglang-v030": (print_sglang_v030, 1)}
+             "qwen3-sglang": (print_qwen3_sglang, 0), "sglang-v030": (print_sglang_v030, 1),
+             "lmdeploy-rpm": (print_lmdeploy_rpm, 0)}
 # Every table, in the order `main` prints them (the summary's sources: trtllm-static feeds trtllm-h200 too).
 TABLES = ("trtllm-static", "sarathi", "vllm", "nim", "trtllm-bench", "sglang-vllm", "torchao-vllm", "lmdeploy",
           "amd-vllm", "trtllm-v017", "trtllm-online", "mlperf", "mlperf-vllm", "lambda-vllm", "qwen-vllm", "qwen3-sglang",
-          "sglang-v030")
+          "sglang-v030", "lmdeploy-rpm")
 SELECTORS["summary"] = (print_summary, len(TABLES))
 USAGE = ("trtllm-static, sarathi, nim, trtllm-bench, sglang-vllm [SHAREGPT.json], vllm [SHAREGPT.json], mlperf [LENGTHS.json], torchao-vllm, "
          "lmdeploy, amd-vllm, trtllm-v017, trtllm-online, mlperf-vllm [LENGTHS.json], lambda-vllm [SHAREGPT.json], qwen-vllm, "
-         "qwen3-sglang or sglang-v030 [SHAREGPT.json] "
+         "qwen3-sglang, sglang-v030 [SHAREGPT.json] or lmdeploy-rpm "
          "(none: every table); summary [TABLE ...] (the comparisons of those tables, or of every one, summarised)")
 
 
