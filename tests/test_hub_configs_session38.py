@@ -108,3 +108,16 @@ def test_exaone4_without_layer_types_is_refused_in_one_line(tmp_path, capsys):
     path.write_text(json.dumps(EXAONE4_32B_NO_LAYER_TYPES))
     line = one_error_line(["estimate", "--config", str(path)], capsys)
     assert "without layer_types" in line and "sliding_window_pattern" in line
+
+
+def test_minimax_m2s_fp8_checkpoint_is_read(tmp_path, capsys):
+    """MiniMax-M2's quantization_config says "fmt": "float8_e4m3fn" (DeepSeek-V3's says "e4m3"): simulate was
+    "its checkpoint's quantization_config (quant_method 'fp8') is not a format modelled here". Now fp8 in
+    128 x 128 blocks, as DeepSeek-V3's: the same weight bytes as the file with DeepSeek's spelling."""
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(CONFIGS["minimax-m2"]))
+    args = ["simulate", "--config", str(path), "--hardware", "h100-sxm", "--prompt", "512", "--gen", "4"]
+    minimax = run_json(args, capsys)["memory"]["weights"]
+    quantization = dict(CONFIGS["minimax-m2"]["quantization_config"], fmt="e4m3")
+    path.write_text(json.dumps(dict(CONFIGS["minimax-m2"], quantization_config=quantization)))
+    assert minimax == run_json(args, capsys)["memory"]["weights"] == 230_024_049_664
