@@ -248,3 +248,40 @@ SOURCES: dict[str, str] = {
     "exaone-4.0-32b": "from the Hub file LGAI-EXAONE/EXAONE-4.0-32B/config.json, with its layer_types; "
     + _QUOTED.format("57006440881", "the 32B's sizes, sliding_window 4096, \"LLLG\" and layer_types"),
 }
+
+
+#: Each config of CONFIGS whose switches a tiny class can run, trimmed to odd small sizes (hidden 64, 4 heads,
+#: vocab 128, 2-6 layers, windows of 4 tokens so that a prefill of 9 passes them) with every other field as the
+#: Hub file has it (its lists cut to the layers kept): the cache after a prefill and a decode step's FLOPs,
+#: ours against the class on real tensors (tests/test_hub_configs_session38.py).
+SMALL = dict(pad_token_id=None, bos_token_id=None, eos_token_id=None, hidden_size=64, num_attention_heads=4, num_key_value_heads=2, head_dim=16, intermediate_size=96,
+             vocab_size=128)
+TRIMS = {
+    "olmo-3-7b": dict(SMALL, num_key_value_heads=4, num_hidden_layers=4, sliding_window=4,
+                      layer_types=CONFIGS["olmo-3-7b"]["layer_types"][:4]),
+    "exaone-4.0-32b": dict(SMALL, num_hidden_layers=4, sliding_window=4,
+                           layer_types=CONFIGS["exaone-4.0-32b"]["layer_types"][:4]),
+    "gemma-3-270m": dict(SMALL, num_key_value_heads=1, num_hidden_layers=6, sliding_window=4, query_pre_attn_scalar=16,
+                         layer_types=CONFIGS["gemma-3-270m"]["layer_types"][:6]),
+    "command-a-03-2025": dict(SMALL, num_hidden_layers=4, sliding_window=4),
+    "hunyuan-a13b-instruct": dict(SMALL, attention_head_dim=16, num_hidden_layers=2, num_experts=4,
+                                  moe_intermediate_size=[48, 48], moe_topk=[2, 2], num_shared_expert=[1, 1]),
+    "minimax-m2": {**{k: v for k, v in SMALL.items()}, "rotary_dim": 8, "intermediate_size": 48, "num_local_experts": 4,
+                   "num_experts_per_tok": 2, "num_hidden_layers": 2, "attn_type_list": [1, 1], "quantization_config": None},
+    "glm-4.7-flash": dict(SMALL, num_key_value_heads=4, q_lora_rank=32, kv_lora_rank=16, qk_nope_head_dim=16,
+                          qk_rope_head_dim=8, v_head_dim=16, n_routed_experts=4, num_experts_per_tok=2,
+                          moe_intermediate_size=48, num_hidden_layers=2),
+    "granite-4.0-h-small": dict(SMALL, mamba_n_heads=8, mamba_d_head=16, mamba_d_state=16, mamba_chunk_size=4,
+                                num_hidden_layers=4, layer_types=["mamba", "attention", "mamba", "mamba"],
+                                num_local_experts=4, num_experts_per_tok=2, intermediate_size=48,
+                                shared_intermediate_size=64),
+    "qwen3-next-80b-a3b-instruct": dict(SMALL, linear_key_head_dim=16, linear_value_head_dim=16, linear_num_key_heads=2,
+                                        linear_num_value_heads=4, num_experts=4, num_experts_per_tok=2,
+                                        moe_intermediate_size=48, shared_expert_intermediate_size=48,
+                                        num_hidden_layers=4),
+    "seed-oss-36b-instruct": dict(SMALL, num_hidden_layers=2),
+    "ernie-4.5-21b-a3b": dict(SMALL, num_hidden_layers=3, moe_num_experts=4, moe_k=2, moe_intermediate_size=48,
+                              moe_layer_end_index=2),
+    "apertus-8b-instruct": dict(SMALL, num_hidden_layers=2),
+}
+TRIMMED = {f"{name} (trimmed)": {**CONFIGS[name], **trim} for name, trim in TRIMS.items()}

@@ -11,8 +11,9 @@ import json
 import pytest
 
 from tests.cli_run import one_error_line, run_json
-from tests.family_configs import estimated_total, hf_meta_count
-from tests.hub_configs_s38 import CONFIGS, EXAONE4_32B_NO_LAYER_TYPES
+from tests.family_configs import (assert_cache_after_prefill_exact, assert_decode_flops_exact, estimated_total,
+                                  hf_meta_count)
+from tests.hub_configs_s38 import CONFIGS, EXAONE4_32B_NO_LAYER_TYPES, TRIMMED
 
 #: sum(p.numel()) of AutoModelForCausalLM.from_config(file) on the meta device, transformers 5.24
 #: (session 38's run: every one equal to ours)
@@ -121,3 +122,16 @@ def test_minimax_m2s_fp8_checkpoint_is_read(tmp_path, capsys):
     quantization = dict(CONFIGS["minimax-m2"]["quantization_config"], fmt="e4m3")
     path.write_text(json.dumps(dict(CONFIGS["minimax-m2"], quantization_config=quantization)))
     assert minimax == run_json(args, capsys)["memory"]["weights"] == 230_024_049_664
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(TRIMMED))
+def test_trimmed_configs_cache_and_decode_flops(name):
+    """Hunyuan-A13B's per-layer lists, MiniMax-M2's attn_type_list, EXAONE 4.0's and OLMo 3's layer_types,
+    Gemma 3's and Command A's windows, Granite 4.0-H's and Qwen3-Next's linear mixers, GLM-4.7-Flash's latent
+    attention: parameters, the cache after a prefill (b 2, n 9) and a decode step's FLOPs, each exact."""
+    pytest.importorskip("transformers")
+    fields = TRIMMED[name]
+    assert estimated_total(fields, name) == hf_meta_count(fields)
+    assert_cache_after_prefill_exact(fields, name, "fp32")
+    assert_decode_flops_exact(fields, name)
