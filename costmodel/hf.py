@@ -192,7 +192,8 @@ def _in_config_names(message: str, model_type: str) -> str:
 
 def from_hf_config(data: Any, name: str, source: str = "config.json") -> ModelConfig:
     """Translate a parsed Hugging Face config.json into a ModelConfig; a config without
-    model_type is read as the family its `architectures` names. Its quantization_config, if any,
+    model_type, or with one of remote code whose `architectures` name a supported class (Kimi K2's kimi_k2),
+    is read as the family its `architectures` name. Its quantization_config, if any,
     becomes checkpoint_weights (costmodel/checkpoint.py: the default format of inference)."""
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: expected a JSON object, got {type(data).__name__}.")
