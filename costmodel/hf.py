@@ -172,7 +172,7 @@ def _model_type(data: dict[str, Any], source: str) -> str:
                 f"{source}: unsupported model_type {show(model_type)} (a multimodal model); its "
                 f"language model, text_config, is model_type {inner!r}, which is supported: save "
                 "text_config as its own config.json to estimate the language model alone.")
-        if known:  # Kimi K2: model_type "kimi_k2", the remote code of DeepSeek-V3's DeepseekV3ForCausalLM
+        if known and isinstance(model_type, str):  # Kimi K2: model_type "kimi_k2", the remote code of DeepSeek-V3's DeepseekV3ForCausalLM
             return known[0]
         raise ConfigError(
             f"{source}: unsupported model_type {show(model_type)}; supported: "
