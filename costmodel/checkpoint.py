@@ -15,7 +15,8 @@ and inference_weights says so in one line unless --weight-dtype chooses one; not
                    "modules_to_not_convert": [self_attn, router, embed_tokens, lm_head]}`): mxfp4 on
                    the routed experts only, as quantization.py's mxfp4 (vLLM's Mxfp4Config).
   fp8              DeepSeek-V3 (deepseek-ai/DeepSeek-V3 config.json: `{"quant_method": "fp8", "fmt":
-                   "e4m3", "activation_scheme": "dynamic", "weight_block_size": [128, 128]}`;
+                   "e4m3", "activation_scheme": "dynamic", "weight_block_size": [128, 128]}`; MiniMax-M2's
+                   "fmt" is "float8_e4m3fn", the same format: E4M3_NAMES;
                    transformers' FineGrainedFP8Config, vLLM's Fp8Config): fp8 with one fp32
                    `weight_scale_inv` per 128 x 128 block (group 128: quantization.py's "block"
                    layout). Without weight_block_size (vLLM's per-tensor fp8): fp8 per output row
@@ -58,6 +59,11 @@ from typing import Any
 
 from .errors import ConfigError, show
 from .spec import DEFAULT_QUANT_LAYOUT, QUANT_LAYOUTS, UNQUANTIZED, WEIGHT_DTYPES
+
+#: The spellings of fp8 e4m3 an fp8 quantization_config's `fmt` uses: DeepSeek-V3's "e4m3", and MiniMax-M2's
+#: "float8_e4m3fn" (MiniMaxAI/MiniMax-M2 config.json; torch.float8_e4m3fn, the one fp8 dtype vLLM's Fp8Config
+#: and transformers' FineGrainedFP8Config store, neither reading `fmt`).
+E4M3_NAMES = ("e4m3", "float8_e4m3fn")
 
 #: The --quant-layout a checkpoint's stored format implies where it is not GPTQ's (the 4th entry of
 #: ModelConfig.checkpoint_weights): compressed-tensors' symmetric pack-quantized int4 / int8.
@@ -150,7 +156,7 @@ def _compressed_int(weights: dict) -> tuple | None:
 
 _READERS = {
     "mxfp4": lambda q: ("mxfp4", None),
-    "fp8": lambda q: _fp8(q.get("weight_block_size")) if q.get("fmt", "e4m3") == "e4m3" else None,
+    "fp8": lambda q: _fp8(q.get("weight_block_size")) if q.get("fmt", "e4m3") in E4M3_NAMES else None,
     "gptq": _gptq,
     "awq": _gptq,
     "bitsandbytes": _bitsandbytes,

@@ -146,12 +146,15 @@ HF_FIELD_NAMES: dict[str, dict[str, str]] = {
 
 
 def _model_type(data: dict[str, Any], source: str) -> str:
-    """The config's model_type, or the one its `architectures` name (ARCHITECTURE_TYPES)."""
+    """The config's model_type; the one its `architectures` name (ARCHITECTURE_TYPES) where it has none,
+    or where it names a type of remote code that runs a supported class (moonshotai/Kimi-K2-Instruct:
+    "kimi_k2", whose auto_map's configuration_deepseek.DeepseekV3Config and DeepseekV3ForCausalLM are
+    DeepSeek-V3's; vLLM picks the model by `architectures` the same way)."""
     model_type = data.get("model_type")
+    architectures = data.get("architectures")
+    names = architectures if isinstance(architectures, list) else []
+    known = [ARCHITECTURE_TYPES[a] for a in names if isinstance(a, str) and a in ARCHITECTURE_TYPES]
     if model_type is None:
-        architectures = data.get("architectures")
-        names = architectures if isinstance(architectures, list) else []
-        known = [ARCHITECTURE_TYPES[a] for a in names if isinstance(a, str) and a in ARCHITECTURE_TYPES]
         if known:
             return known[0]
         raise ConfigError(
@@ -169,6 +172,8 @@ def _model_type(data: dict[str, Any], source: str) -> str:
                 f"{source}: unsupported model_type {show(model_type)} (a multimodal model); its "
                 f"language model, text_config, is model_type {inner!r}, which is supported: save "
                 "text_config as its own config.json to estimate the language model alone.")
+        if known and isinstance(model_type, str):  # Kimi K2: model_type "kimi_k2", the remote code of DeepSeek-V3's DeepseekV3ForCausalLM
+            return known[0]
         raise ConfigError(
             f"{source}: unsupported model_type {show(model_type)}; supported: "
             f"{', '.join(SUPPORTED_MODEL_TYPES)}."
@@ -187,7 +192,8 @@ def _in_config_names(message: str, model_type: str) -> str:
 
 def from_hf_config(data: Any, name: str, source: str = "config.json") -> ModelConfig:
     """Translate a parsed Hugging Face config.json into a ModelConfig; a config without
-    model_type is read as the family its `architectures` names. Its quantization_config, if any,
+    model_type, or with one of remote code whose `architectures` name a supported class (Kimi K2's kimi_k2),
+    is read as the family its `architectures` name. Its quantization_config, if any,
     becomes checkpoint_weights (costmodel/checkpoint.py: the default format of inference)."""
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: expected a JSON object, got {type(data).__name__}.")
