@@ -156,7 +156,7 @@ def decode_layout(run: dict[str, Any], source: dict[str, Any]) -> Layout:
 #: sampling: how the loop picks its token (costmodel/generate_windows.SAMPLINGS; one GPU's simulate only: a
 #: tensor-parallel run stating another than greedy is refused, decode_layout_run); none: greedy.
 DECODE_SETTINGS = ("prompt", "gen", "batch", "attention", "kv_cache", "cuda_graphs", "dtype", "implementation",
-                   "decode_kernel", "sampling")
+                   "decode_kernel", "sampling", "compiled")
 DECODE_QUANTIZATION = ("weight_dtype", "weight_group", "fp8_gemm", "kv_dtype")
 
 
@@ -167,7 +167,8 @@ def decode_setup(run: dict[str, Any], source: dict[str, Any]) -> tuple[ModelConf
     one) and its quantization (weight dtype, group, fp8 GEMM, KV dtype; the head too where the source
     says quantize_head; int8 and int4 in the layout the source's code stores, the run's or its source's quant_layout). A run's
     cache_size (torchao's --cache_size: a static cache every step attends whole) is a setting too
-    (simulate_inference's cache_size; None where the run states none)."""
+    (simulate_inference's cache_size; None where the run states none), and so is "compiled" (torch.compile's
+    kernels with no CUDA graphs, simulate --compile: false where neither states it)."""
     from costmodel.presets import load_preset
 
     cfg = load_preset(run.get("preset", run["model"]))
@@ -176,6 +177,7 @@ def decode_setup(run: dict[str, Any], source: dict[str, Any]) -> tuple[ModelConf
     settings["cache_size"] = run.get("cache_size")  # torchao's --cache_size
     settings["implementation"] = settings["implementation"] or "transformers"
     settings["sampling"] = settings["sampling"] or "greedy"
+    settings["compiled"] = bool(settings["compiled"])  # torch.compile's kernels without CUDA graphs: simulate --compile
     quantization = {k: run[k] for k in DECODE_QUANTIZATION if k in run}
     if "weight_dtype" in quantization and source.get("quantize_head"):  # gpt-fast's, torchao's head
         quantization["quantize_head"] = True
@@ -241,6 +243,9 @@ def decode_run(run: dict[str, Any], source: dict[str, Any], time_model: str) -> 
     cfg, hardware, s, quantization = decode_setup(run, source)
     host = vllm_host_time(run, source)  # vLLM's CPU time a step, where the row states its release
     if run["tp"] > 1:
+        if s["compiled"]:
+            raise ConfigError(f"{run['id']}: torch.compile's decode step (simulate --compile) is one GPU's; "
+                              "the layout model's decode has no compiled step.")
         if s["cache_size"] is not None:
             raise ConfigError(f"{run['id']}: a static cache_size is simulate_inference's, one GPU's; "
                               "the layout model's decode attends the tokens so far.")
@@ -254,7 +259,7 @@ def decode_run(run: dict[str, Any], source: dict[str, Any], time_model: str) -> 
                                 dtype=s["dtype"], attention=s["attention"], kv_cache=s["kv_cache"],
                                 cuda_graphs=s["cuda_graphs"], quantization=quantization, time_model=time_model,
                                 implementation=s["implementation"], decode_kernel=s["decode_kernel"],
-                                sampling=s["sampling"], cache_size=s["cache_size"])
+                                sampling=s["sampling"], cache_size=s["cache_size"], compiled=s["compiled"])
     generation = result["decode"]
     if host is not None:
         first = generation["first_token"]["seconds"] if generation["decode_steps"] else 0.0  # no step: none read

@@ -110,4 +110,6 @@ def test_every_sources_hardware_still_loads():
                     # session 36's SageMaker benchmark: g5.12xlarge's four A10Gs (no NVLink)
                     "hf-blog-llama2-sagemaker": ("a10g", 32e9),
                     # session 37's llama.cpp rows: the source's default GPU (each run names its own, one GPU each)
-                    "xiongjiedai-llamacpp": ("rtx-4090", 32e9)}
+                    "xiongjiedai-llamacpp": ("rtx-4090", 32e9),
+                    # session 38's calm rows: one RTX 4090 (its PCIe fabric unused at one GPU)
+                    "calm-readme": ("rtx-4090", 32e9)}

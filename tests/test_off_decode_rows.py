@@ -18,7 +18,9 @@ def _row(row_id: str) -> tuple[dict, dict]:
 
 
 @pytest.mark.parametrize("row_id", ["torchao llama2-7b bf16 eager", "torchao llama2-7b int4wo-64",
-                                    "rocm-int8 llama2-13b bf16 eager", "gpt-fast llama2-70b int4 g32 tp8"])
+                                    "rocm-int8 llama2-13b bf16 eager", "gpt-fast llama2-70b int4 g32 tp8",
+                                    # a compiled row (torch.compile, no graphs): its line adds --compile --time-model kernels
+                                    "rocm-torch-compile open-llama-7b bf16 compile default mi210"])
 def test_the_printed_command_gives_the_rows_rate(row_id, capsys, tmp_path):
     """The line as printed; a departure from the preset that no option states (gpt-fast's 330 W cap)
     is noted after it, and typed as a user would, a copy of `hardware --show` with the field edited."""

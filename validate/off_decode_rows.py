@@ -33,6 +33,7 @@ def row_command(run: dict[str, Any], source: dict[str, Any]) -> str:
     words += ["--batch", str(s["batch"])] if s["batch"] != 1 else []
     words += ["--dtype", s["dtype"] or "bf16", "--attention", s["attention"], "--kv-cache", s["kv_cache"],
               "--cuda-graphs", "on" if s["cuda_graphs"] else "off", "--decode-code", s["implementation"] or "transformers"]
+    words += ["--compile", "--time-model", "kernels"] if stated(run, source, "compiled") else []
     flags = {"weight_dtype": "--weight-dtype", "weight_group": "--weight-group", "fp8_gemm": "--fp8-gemm"}
     for key in DECODE_QUANTIZATION:
         if key in run:
