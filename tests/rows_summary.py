@@ -10,14 +10,25 @@ import statistics
 from reports.published_runs import COST_UNITS, TRAIN_UNITS, decode_run, other_runs_data
 
 
-def ratios(sources: tuple[str, ...]) -> dict[str, float]:
-    """Each row of `sources` (its id's first word) -> ours / published, the GPU-hours rows inverted."""
+def ratios(sources: tuple[str, ...], refused: dict[str, str] | None = None) -> dict[str, float]:
+    """Each row of `sources` (its id's first word) -> ours / published, the GPU-hours rows inverted. With
+    `refused` (a dict), a decode row the model cannot express (a ConfigError, as `published` marks it not
+    expressible) goes there with its reason instead of raising."""
+    from costmodel.config import ConfigError
+
     data = other_runs_data()
     out = {}
     for run in data["runs"]:
         source = run["id"].split()[0]
         if source in sources and run["kind"] == "decode":
-            out[run["id"]] = decode_run(run, data["sources"][source], "kernels") / run["published_tokens_per_s"]
+            try:
+                ours = decode_run(run, data["sources"][source], "kernels")
+            except ConfigError as error:
+                if refused is None:
+                    raise
+                refused[run["id"]] = str(error)
+                continue
+            out[run["id"]] = ours / run["published_tokens_per_s"]
         elif source in sources:
             key = next(k for k in TRAIN_UNITS if k in run)
             unit, ours = TRAIN_UNITS[key]

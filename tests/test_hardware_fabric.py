@@ -112,4 +112,6 @@ def test_every_sources_hardware_still_loads():
                     # session 37's llama.cpp rows: the source's default GPU (each run names its own, one GPU each)
                     "xiongjiedai-llamacpp": ("rtx-4090", 32e9),
                     # session 38's calm rows: one RTX 4090 (its PCIe fabric unused at one GPU)
-                    "calm-readme": ("rtx-4090", 32e9)}
+                    "calm-readme": ("rtx-4090", 32e9),
+                    # session 38's quantized rows: AutoAWQ PR #365's RTX 4090 (oobabooga's RTX 3090 has NVLink)
+                    "autoawq-pr365": ("rtx-4090", 32e9)}
