@@ -1,0 +1,96 @@
+"""Defects a new user hit in session 38 (wt38_user): each test failed before its fix."""
+
+from __future__ import annotations
+
+import pytest
+
+import costmodel
+from costmodel.errors import ConfigError
+from costmodel.layout.spec import Layout
+from costmodel.lora_adapters import FineTune
+from costmodel.workload import Workload
+from tests.cli_run import one_error_line, run_json
+
+
+# ---------------------------------------------------------------------------------------------
+# 1. the API's choice keywords in any case, as the commands take them (spec.KEYWORD_CHOICES)
+
+def test_workload_layout_and_finetune_take_their_choices_in_any_case():
+    """Workload(dtype="BF16") and the rest were refused ("attention must be one of eager, sdpa, flash; got
+    'SDPA'") while `--attention SDPA` runs: spec.spell_fields, called first by each owner's check."""
+    workload = Workload(dtype="BF16", attention="SDPA", impl="HF", recompute="Full", optimizer="AdamW",
+                        precision="Mixed", weight_dtype="INT4", kv_dtype="FP8", kv_cache="Static", mla="Absorbed")
+    assert (workload.dtype, workload.attention, workload.impl, workload.recompute, workload.optimizer,
+            workload.precision, workload.weight_dtype, workload.kv_dtype, workload.kv_cache, workload.mla) == (
+        "bf16", "sdpa", "hf", "full", "adamw", "mixed", "int4", "fp8", "static", "absorbed")
+    layout = Layout(framework="Megatron", schedule="1F1B", tp=2)
+    assert (layout.framework, layout.schedule) == ("megatron", "1f1b")
+    tune = FineTune(method="QLoRA", optimizer="AdamW8bit", adapter_dtype="BF16")
+    assert (tune.method, tune.optimizer, tune.adapter_dtype) == ("qlora", "adamw8bit", "bf16")
+    with pytest.raises(ConfigError, match="attention must be one of eager, sdpa, flash; got 'sdpx'"):
+        Workload(attention="sdpx")  # a typo is still one line naming the choices
+
+
+def test_estimate_in_any_case_is_the_lower_case_estimate():
+    """costmodel.estimate("llama2-7b", dtype="BF16", attention="SDPA", recompute="Selective") raised; now it
+    is the lower-case call's numbers (Llama 2 7B's 6,738,415,616 parameters, DESIGN.md)."""
+    upper = costmodel.estimate("llama2-7b", seq_len=1024, dtype="BF16", attention="SDPA", recompute="Selective",
+                               impl="HF").to_dict()
+    lower = costmodel.estimate("llama2-7b", seq_len=1024, dtype="bf16", attention="sdpa", recompute="selective",
+                               impl="hf").to_dict()
+    assert upper == lower and upper["params"]["total"] == 6738415616
+
+
+@pytest.mark.parametrize("keywords", [{"weight_dtype": "INT4"}, {"kv_dtype": "FP8"}, {"attention": "SDPA"},
+                                      {"decode_code": "GPT-FAST"}, {"kv_cache": "Static"}])
+def test_simulate_inference_takes_each_choice_in_any_case(keywords):
+    """simulate's weight_dtype, kv_dtype, attention and decode_code were case-sensitive (wt37_api spelled dtype
+    and kv_cache alone, in simulate_api.py): now the API's door, plain_arguments, spells each."""
+    lower = {name: value.lower() for name, value in keywords.items()}
+    assert (costmodel.simulate("llama2-7b", "h100-sxm", prompt=512, gen=8, **keywords).to_dict()
+            == costmodel.simulate("llama2-7b", "h100-sxm", prompt=512, gen=8, **lower).to_dict())
+
+
+def test_simulate_training_and_plan_take_recompute_impl_framework_in_any_case():
+    upper = costmodel.simulate("llama2-7b", "h100-sxm", train=True, seq_len=1024, recompute="FULL", impl="Megatron",
+                               layout={"tp": 2, "framework": "Megatron"}).to_dict()
+    lower = costmodel.simulate("llama2-7b", "h100-sxm", train=True, seq_len=1024, recompute="full", impl="megatron",
+                               layout={"tp": 2, "framework": "megatron"}).to_dict()
+    assert upper == lower
+    plan = costmodel.plan("llama2-7b", 8, "h100-sxm", seq_len=2048, global_batch=64, recompute="Selective",
+                          framework="Megatron", rank_by="Cost")
+    assert plan.to_dict() == costmodel.plan("llama2-7b", 8, "h100-sxm", seq_len=2048, global_batch=64,
+                                            recompute="selective", framework="megatron", rank_by="cost").to_dict()
+
+
+@pytest.mark.parametrize("keywords", [{"scheduler": "VLLM"}, {"dtype": "BF16"}, {"weight_dtype": "FP8"},
+                                      {"kv_dtype": "FP8"}, {"attention": "FLASH"}, {"cuda_graphs": "On"},
+                                      {"time_model": "Roofline"}, {"replicas": 2, "router": "Round-Robin"}])
+def test_serve_takes_each_choice_in_any_case(keywords):
+    """costmodel.serve(..., scheduler="VLLM") read "--scheduler must be one of vllm, ..." while `serve
+    --scheduler VLLM` runs."""
+    lower = {name: value.lower() if isinstance(value, str) else value for name, value in keywords.items()}
+    run = costmodel.serve("llama3-8b", "h100-sxm", rate=2, requests=6, **keywords).to_dict()
+    assert run == costmodel.serve("llama3-8b", "h100-sxm", rate=2, requests=6, **lower).to_dict()
+
+
+# ---------------------------------------------------------------------------------------------
+# 2. cuda_graphs="off" replayed graphs (a non-empty string is truthy)
+
+@pytest.mark.parametrize(("value", "replayed"), [("off", False), ("auto", False), ("on", True), ("On", True),
+                                                 (False, False), (True, True)])
+def test_simulate_and_plan_read_cuda_graphs_words_as_the_command_does(value, replayed):
+    """costmodel.simulate(..., cuda_graphs="off") timed graph replays (bool("off") is True); `simulate
+    --cuda-graphs off` ran eager. errors.graphs_replayed is the one rule, the command's callback too."""
+    run = costmodel.simulate("llama2-7b", "h100-sxm", prompt=512, gen=8, cuda_graphs=value).to_dict()
+    assert run["inputs"]["cuda_graphs"] is replayed
+    plan = costmodel.plan("llama2-7b", 1, "h100-sxm", serve=True, prompt=512, gen=8, cuda_graphs=value).to_dict()
+    assert plan["inputs"]["cuda_graphs"] is replayed
+
+
+def test_cuda_graphs_other_words_are_one_line(capsys):
+    with pytest.raises(ConfigError, match="cuda_graphs must be true, false, 'on', 'off' or 'auto', got 'yes'"):
+        costmodel.simulate("llama2-7b", "h100-sxm", cuda_graphs="yes")
+    assert run_json(["simulate", "--model", "llama2-7b", "--cuda-graphs", "OFF"], capsys)["inputs"]["cuda_graphs"] is False
+    assert run_json(["simulate", "--model", "llama2-7b", "--cuda-graphs"], capsys)["inputs"]["cuda_graphs"] is True
+    assert "'yes' is not one of 'auto', 'on', 'off'" in one_error_line(["simulate", "--model", "llama2-7b", "--cuda-graphs", "yes"], capsys)
