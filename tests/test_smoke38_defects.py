@@ -94,3 +94,20 @@ def test_cuda_graphs_other_words_are_one_line(capsys):
     assert run_json(["simulate", "--model", "llama2-7b", "--cuda-graphs", "OFF"], capsys)["inputs"]["cuda_graphs"] is False
     assert run_json(["simulate", "--model", "llama2-7b", "--cuda-graphs"], capsys)["inputs"]["cuda_graphs"] is True
     assert "'yes' is not one of 'auto', 'on', 'off'" in one_error_line(["simulate", "--model", "llama2-7b", "--cuda-graphs", "yes"], capsys)
+
+
+# ---------------------------------------------------------------------------------------------
+# 3. finetune's --price and --tokens were checked only where the step fits
+
+@pytest.mark.parametrize(("args", "line"), [
+    (["--price", "-5", "--tokens", "1e8"], "--price must be a positive number of dollars per GPU-hour, got -5.0."),
+    (["--price", "5"], "--price costs a run of --tokens tokens: add --tokens (e.g. 1e12)."),
+    (["--tokens", "0"], "--tokens must be positive and finite, got 0.0."),
+])
+def test_finetunes_run_inputs_are_checked_whether_or_not_the_step_fits(args, line, capsys):
+    """`finetune --model mixtral-8x7b --method qlora --hardware h100 --price -5 --tokens 1e8` exited 0 ("not
+    timed": 102 GiB does not fit in 79), as --price alone did; on a step that fits the same input was refused.
+    Now cost.check_run_inputs (simulate's and plan's one check) runs first, for both."""
+    for model in ("mixtral-8x7b", "llama2-7b"):
+        assert one_error_line(["finetune", "--model", model, "--method", "qlora", "--hardware", "h100", *args],
+                              capsys) == f"error: {line}"
