@@ -111,3 +111,44 @@ def test_finetunes_run_inputs_are_checked_whether_or_not_the_step_fits(args, lin
     for model in ("mixtral-8x7b", "llama2-7b"):
         assert one_error_line(["finetune", "--model", model, "--method", "qlora", "--hardware", "h100", *args],
                               capsys) == f"error: {line}"
+
+
+# ---------------------------------------------------------------------------------------------
+# 4. docs/finetuning.md's Python API: make_workload's (workload, warnings) into finetune_memory
+
+def _python_block(path: str, after: str) -> str:
+    import re
+    from pathlib import Path
+
+    text = Path(path).read_text()
+    return re.search(r"```python\n(.*?)```", text[text.index(after):], re.S).group(1)
+
+
+def test_finetunings_documented_python_api_runs_and_prints_what_it_says():
+    """docs/finetuning.md said "`workload` from `costmodel.make_workload`", which returns (workload, warnings):
+    passed as told, finetune_memory raised AttributeError "'tuple' object has no attribute 'attention'". The doc
+    now shows the call (its figures: `finetune --model llama2-7b --method qlora --json`'s memory.total, 15,085,100,428
+    B, under transformers' sdpa), and a tuple is one ConfigError."""
+    code = _python_block("docs/finetuning.md", "The Python API: `costmodel.finetune.finetune_memory")
+    lines = code.splitlines()
+    namespace: dict = {}
+    exec("\n".join(line for line in lines if not line.startswith(("finetune_memory(", "finetune_verdict("))), namespace)
+    assert [eval(line.split("  #")[0], namespace) for line in lines
+            if line.startswith(("finetune_memory(", "finetune_verdict("))] == [15085100428, True]
+    from costmodel.finetune import finetune_memory
+
+    cfg = namespace["cfg"]
+    with pytest.raises(ConfigError, match=r"workload: a costmodel Workload, got tuple \(costmodel.make_workload returns"):
+        finetune_memory(cfg, costmodel.make_workload(cfg, 2048), namespace["tune"])
+
+
+@pytest.mark.parametrize("capacity", ["24GB", -1, 0, True, float("nan")])
+def test_finetune_verdicts_capacity_that_is_not_bytes_is_one_config_error(capacity):
+    """finetune_verdict(cfg, workload, tune, "24GB") raised TypeError ('<=' not supported); -1, 0 and True
+    answered "does not fit" (True: a capacity of one byte)."""
+    from costmodel.finetune_verdict import finetune_verdict
+
+    cfg = costmodel.load_model("llama2-7b")
+    workload, _ = costmodel.make_workload(cfg, 2048, holds_cache=False, attention="sdpa")
+    with pytest.raises(ConfigError, match=r"capacity: the GPU's bytes, a positive number \(24 GiB is 24 \* 2\*\*30\)"):
+        finetune_verdict(cfg, workload, FineTune(method="qlora"), capacity)
