@@ -152,3 +152,22 @@ def test_finetune_verdicts_capacity_that_is_not_bytes_is_one_config_error(capaci
     workload, _ = costmodel.make_workload(cfg, 2048, holds_cache=False, attention="sdpa")
     with pytest.raises(ConfigError, match=r"capacity: the GPU's bytes, a positive number \(24 GiB is 24 \* 2\*\*30\)"):
         finetune_verdict(cfg, workload, FineTune(method="qlora"), capacity)
+
+
+# ---------------------------------------------------------------------------------------------
+# 5. formulas, the one command of stdout text without --json
+
+def test_formulas_prints_its_expressions_as_json_too(capsys):
+    """`formulas --model llama2-7b --block scores --json`: "No such option '--json'" where every other command
+    that prints to stdout takes it. Now costmodel/formulas.py owns the selection (the command had it), the text is
+    unchanged and --json prints the same rows: the scores' forward FLOPs 2 b d_h h n^2 (4,096 x 2,048^2 x 2 at
+    b 1 = 1.10 T a layer x 32 in estimate's table) and its count L_dec."""
+    data = run_json(["formulas", "--model", "llama2-7b", "--block", "scores"], capsys)
+    (row,) = data["blocks"]
+    assert (row["path"], row["count"], row["formulas"]["flops_matmul"]) == (
+        "decoder.layer.self_attention.scores", "L_dec", "2*b*d_h*h*n**2")
+    assert data["symbols"]["h_kv"] == "key/value heads"
+    latex = run_json(["formulas", "--model", "llama2-7b", "--block", "scores", "--latex"], capsys)
+    assert latex["blocks"][0]["formulas"]["flops_matmul"] == r"2 b d_{h} h n^{2}"
+    assert one_error_line(["formulas", "--model", "llama2-7b", "--block", "atn", "--json"], capsys).startswith(
+        "error: no block of llama2-7b has 'atn' in its path.")
