@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 import costmodel
@@ -171,3 +173,24 @@ def test_formulas_prints_its_expressions_as_json_too(capsys):
     assert latex["blocks"][0]["formulas"]["flops_matmul"] == r"2 b d_{h} h n^{2}"
     assert one_error_line(["formulas", "--model", "llama2-7b", "--block", "atn", "--json"], capsys).startswith(
         "error: no block of llama2-7b has 'atn' in its path.")
+
+
+# ---------------------------------------------------------------------------------------------
+# 6. an unknown keyword of estimate and sweep named Workload.__init__
+
+@pytest.mark.parametrize(("call", "keyword", "hint"), [
+    ("estimate", {"hardware": "h100"}, "a GPU's time and memory are costmodel.simulate(model, hardware)'s; "),
+    ("estimate", {"gen": 16}, "did you mean gen_tokens? "),
+    ("estimate", {"attn": "sdpa"}, "did you mean attention? "),
+    ("sweep", {"layout": {"tp": 2}}, "a layout is estimate's and simulate's, not sweep's; "),
+])
+def test_an_unknown_workload_keyword_is_one_config_error_naming_the_fields(call, keyword, hint):
+    """costmodel.estimate("llama2-7b", hardware="h100") (the command's --hardware) and estimate(..., gen=16) (the
+    command's --gen) raised "TypeError: Workload.__init__() got an unexpected keyword argument", naming a class the
+    caller never called; sweep(..., layout=...) the same. api.check_workload_keywords, in make_workload."""
+    run = {"estimate": lambda: costmodel.estimate("llama2-7b", **keyword),
+           "sweep": lambda: costmodel.sweep("llama2-7b", seq_len=[512], **keyword)}[call]
+    name = next(iter(keyword))
+    with pytest.raises(ConfigError, match=r"^unknown keyword '%s': %s" % (name, re.escape(hint))) as error:
+        run()
+    assert "a workload takes seq_len, batch, dtype, tgt_len, gen_tokens, impl, attention" in str(error.value)
