@@ -194,3 +194,11 @@ def test_an_unknown_workload_keyword_is_one_config_error_naming_the_fields(call,
     with pytest.raises(ConfigError, match=r"^unknown keyword '%s': %s" % (name, re.escape(hint))) as error:
         run()
     assert "a workload takes seq_len, batch, dtype, tgt_len, gen_tokens, impl, attention" in str(error.value)
+
+
+def test_an_unknown_serve_keyword_is_one_config_error_naming_the_replicas_keywords():
+    """costmodel.serve(..., max_num_seq=8) raised "TypeError: build_replica() got an unexpected keyword argument",
+    naming a function the caller never called (serving/api.check_replica_keywords)."""
+    with pytest.raises(ConfigError, match=r"^serve: unknown keyword 'max_num_seq' \(did you mean max_num_seqs\?\); "
+                                          r"a replica takes scheduler, max_num_seqs, max_batched_tokens"):
+        costmodel.serve("llama3-8b", "h100-sxm", rate=1, requests=3, max_num_seq=8)
