@@ -202,3 +202,20 @@ def test_an_unknown_serve_keyword_is_one_config_error_naming_the_replicas_keywor
     with pytest.raises(ConfigError, match=r"^serve: unknown keyword 'max_num_seq' \(did you mean max_num_seqs\?\); "
                                           r"a replica takes scheduler, max_num_seqs, max_batched_tokens"):
         costmodel.serve("llama3-8b", "h100-sxm", rate=1, requests=3, max_num_seq=8)
+
+
+# ---------------------------------------------------------------------------------------------
+# 7. printing a serve run
+
+def test_printing_a_serve_run_is_the_commands_text(capsys):
+    """print(costmodel.serve(...)) printed the dataclass (two DataFrames' reprs and the setup dict) where a printed
+    estimate, simulation or plan is its command's text; and the text said "Poisson 5 req/s" from Python, "5.0" from
+    the command (reports/serving.load_source: the rate as :g)."""
+    from tests.cli_run import run_main
+
+    run = costmodel.serve("llama3-8b", "h100-sxm", rate=5, requests=20, seed=3)
+    code, out, _ = run_main(["serve", "--model", "llama3-8b", "--hardware", "h100-sxm", "--rate", "5",
+                             "--requests", "20", "--seed", "3"], capsys)
+    assert code == 0 and repr(run) == out.rstrip("\n")
+    assert "requests: 20 from Poisson 5 req/s (seed 3); prompt 512, output 128 tokens" in out
+    assert run._repr_html_().startswith("<pre>llama3-8b on 1 replica(s)")

@@ -66,6 +66,21 @@ class ServeRun:
         summary = self.summary()
         return finite({**summary, "setup": {**summary["setup"], "rate": json_rate(summary["setup"]["rate"])}}, nan=True)
 
+    def text(self) -> str:
+        """The `serve` command's text (printing the run shows it, as simulate's and plan's results do; it
+        printed the dataclass: two DataFrames' reprs and the setup dict)."""
+        from ..tools_path import tool
+
+        return tool("reports.serving").render_serve(self.summary())
+
+    def __repr__(self) -> str:
+        return self.text()
+
+    def _repr_html_(self) -> str:
+        import html
+
+        return f"<pre>{html.escape(self.text())}</pre>"
+
 
 def json_rate(rate: float | None) -> float | str | None:
     """A request rate as --json writes it: --rate inf (every request at time 0, vLLM's benchmark
