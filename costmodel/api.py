@@ -180,5 +180,7 @@ def _axis(name: str, values: Any) -> list[int]:
                 raise TypeError
             whole.add(operator.index(value))
         except TypeError:
-            raise ConfigError(f"sweep: {name} values must be whole numbers, got {show(value)}.") from None
+            form = (f" (the command's text forms, 128:4096:x2 or 512,1024, are Python's "
+                    f"[2**k for k in range(7, 13)] or [512, 1024])" if isinstance(value, str) else "")
+            raise ConfigError(f"sweep: {name} values must be whole numbers, got {show(value)}{form}.") from None
     return sorted(whole)

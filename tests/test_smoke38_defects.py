@@ -219,3 +219,13 @@ def test_printing_a_serve_run_is_the_commands_text(capsys):
     assert code == 0 and repr(run) == out.rstrip("\n")
     assert "requests: 20 from Poisson 5 req/s (seed 3); prompt 512, output 128 tokens" in out
     assert run._repr_html_().startswith("<pre>llama3-8b on 1 replica(s)")
+
+
+def test_a_sweep_axis_in_the_commands_text_form_says_the_python_form():
+    """costmodel.sweep("llama2-7b", seq_len="128:4096:x2") (the command's --seq-len) read only "values must be
+    whole numbers, got '128:4096:x2'"; it now gives the list that form stands for."""
+    with pytest.raises(ConfigError, match=re.escape("sweep: seq_len values must be whole numbers, got '128:4096:x2' "
+                                                    "(the command's text forms, 128:4096:x2 or 512,1024, are Python's "
+                                                    "[2**k for k in range(7, 13)] or [512, 1024]).")):
+        costmodel.sweep("llama2-7b", seq_len="128:4096:x2")
+    assert len(costmodel.sweep("llama2-7b", seq_len=[2**k for k in range(7, 13)])) == 6  # 128..4096
