@@ -35,7 +35,7 @@ def test_workload_layout_and_finetune_take_their_choices_in_any_case():
 
 def test_estimate_in_any_case_is_the_lower_case_estimate():
     """costmodel.estimate("llama2-7b", dtype="BF16", attention="SDPA", recompute="Selective") raised; now it
-    is the lower-case call's numbers (Llama 2 7B's 6,738,415,616 parameters, DESIGN.md)."""
+    is the lower-case call's numbers (Llama 2 7B's 6,738,415,616 parameters, LlamaForCausalLM's count)."""
     upper = costmodel.estimate("llama2-7b", seq_len=1024, dtype="BF16", attention="SDPA", recompute="Selective",
                                impl="HF").to_dict()
     lower = costmodel.estimate("llama2-7b", seq_len=1024, dtype="bf16", attention="sdpa", recompute="selective",
