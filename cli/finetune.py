@@ -9,6 +9,7 @@ import click
 
 from costmodel import spec
 from costmodel.config import ConfigError
+from costmodel.cost import check_run_inputs
 
 from .inputs import InputError, hardware_and_dtype, load_model, make_workload
 from .options import SEQ_LEN_HELP, TOKENS, choice_option, dtype_option, hardware_option, json_option, model_options
@@ -64,6 +65,10 @@ def finetune(model, config, method, rank, alpha, targets, adapter_dtype, optimiz
     for name, value, why in (("--tokens", tokens, NOT_TIMED), ("--price", price, NOT_TIMED), ("--gpus", gpus, ONE_GPU)):
         if value is not None and (name == "--gpus" or hardware_name is None):  # click's "No such option" named nothing that answers it
             raise InputError(f"{name}: {why}")
+    try:  # a run's tokens and price, checked before the fit: a step that does not fit dropped --price -5 unread
+        check_run_inputs(tokens, price)
+    except ConfigError as error:
+        raise InputError(str(error)) from None
     cfg = load_model(model, config)
     try:
         family_of(cfg)  # a family not modelled: one line, before any warning of the workload's
@@ -123,13 +128,9 @@ def _step_time(cfg, workload, tune, hardware, tokens: int | None, price: float |
     """The step's seconds (costmodel/lora_time.py) and, with --tokens, the run's steps, seconds,
     GPU-hours and, at --price or the hardware file's price_per_gpu_hour, dollars: a whole number of
     steps costed by costmodel/cost.py's training_cost, as simulate --train and plan cost theirs."""
-    from costmodel.cost import check_price, check_tokens, training_cost
+    from costmodel.cost import training_cost
     from costmodel.lora_time import lora_step
 
-    if price is not None and tokens is None:
-        raise InputError("--price: needs --tokens (the run it prices).")
-    check_price(price)
-    check_tokens(tokens)
     price = hardware.price_per_gpu_hour if price is None else price
     try:
         step = lora_step(cfg, workload, tune, hardware)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import click
 
 from .inputs import InputError, load_model
@@ -13,32 +15,27 @@ from .options import model_options
 @click.option("--block", "block", default=None, help="Only blocks whose path contains this text (e.g. attention, ffn, lm_head).")
 @click.option("--quantity", "quantities", multiple=True, help="params, flops_matmul, flops_other, flops_matmul_backward, saved_bytes, kv_cache_bytes, bytes_matmul, bytes_other, bytes_moved, and a training step's buffer_bytes, input_bytes, result_bytes, backward_transient_bytes, step_transient_bytes, step_state_bytes, bytes_optimizer, ... (default: all non-zero).")
 @click.option("--latex", is_flag=True, help="Print LaTeX instead of plain sympy text.")
-def formulas(model, config, block, quantities, latex) -> None:
+@click.option("--json", "as_json", is_flag=True,
+              help="As JSON on stdout: each block's path, count, title and formulas (text, or LaTeX with --latex), "
+                   "and the symbols' meanings.")
+def formulas(model, config, block, quantities, latex, as_json) -> None:
     """The sympy expressions every number comes from, block by block."""
     from costmodel import symbols as S
-    from costmodel.blocks import Cost
-    from costmodel.tree import CostModel
+    from costmodel.config import ConfigError
+    from costmodel.formulas import formula_rows
 
     cfg = load_model(model, config)
-    known = Cost.QUANTITIES + Cost.STEP_QUANTITIES
-    unknown = [q for q in quantities if q not in known]
-    if unknown:
-        raise InputError(f"unknown quantity {unknown[0]!r}; use one of {', '.join(known)}.")
-    cost_model = CostModel(cfg)
-    leaves = [leaf for leaf in cost_model.leaves if block is None or block in leaf.path]
-    if not leaves:  # a typo ('atention') was told nothing more; the path's words spelled like it are named
-        import difflib
-
-        words = sorted({word for leaf in cost_model.leaves for word in leaf.path.split(".")})
-        near = difflib.get_close_matches(block, words, n=3, cutoff=0.6)
-        hint = f" Did you mean {', '.join(near)}?" if near else f" Its paths' words: {', '.join(words)}."
-        raise InputError(f"no block of {cfg.name} has {block!r} in its path.{hint}")
-    show = S.latex if latex else str
-    for leaf in leaves:
-        held = "" if leaf.holds is None else f", weights held x {show(leaf.holds)}"  # a shared block's
-        click.echo(f"{leaf.path}  (x {show(leaf.count)}{held}): {leaf.block.title}")
-        for quantity in quantities or known:
-            expr = leaf.cost.get(quantity)
-            if expr != 0:
-                click.echo(f"  {quantity} = {show(expr)}")
+    try:
+        rows = formula_rows(cfg, block, tuple(quantities), latex)
+    except ConfigError as error:
+        raise InputError(str(error)) from None
+    if as_json:
+        click.echo(json.dumps({"model": cfg.name, "latex": latex, "blocks": rows, "symbols": {(S.latex if latex else str)(symbol): meaning for symbol, meaning in S.DESCRIPTIONS.items()}},
+                              indent=2))
+        return
+    for row in rows:
+        held = "" if row["holds"] is None else f", weights held x {row['holds']}"  # a shared block's
+        click.echo(f"{row['path']}  (x {row['count']}{held}): {row['title']}")
+        for quantity, text in row["formulas"].items():
+            click.echo(f"  {quantity} = {text}")
     click.echo(f"symbols: {', '.join(f'{k}: {v}' for k, v in S.DESCRIPTIONS.items())}")

@@ -259,7 +259,7 @@ def plan(model, config, hardware_name, gpus, seq_len, global_batch, serve, batch
                            tp_only_amax_red=tp_only_amax_red, no_align_grad_reduce=no_align_grad_reduce,
                            grad_reduce_dtype=grad_reduce_dtype, overlap_grad_reduce=overlap_grad_reduce,
                            weight_dtype=weight_dtype, weight_group=weight_group,
-                           quantize_head=quantize_head, quant_layout=quant_layout, kv_dtype=kv_dtype, fp8_gemm=fp8_gemm, cuda_graphs=cuda_graphs == "on",
+                           quantize_head=quantize_head, quant_layout=quant_layout, kv_dtype=kv_dtype, fp8_gemm=fp8_gemm, cuda_graphs=cuda_graphs or "auto",
                            flops_convention=flops_convention or "dense", compiled=compiled,
                            optimizer=optimizer, decode_code=decode_code)
     except ConfigError as error:

@@ -14,6 +14,7 @@ from costmodel import spec
 from costmodel.api import generation_start
 from costmodel.checkpoint import inference_options
 from costmodel.config import ConfigError, require_decoder
+from costmodel.errors import graphs_replayed
 from costmodel.hardware import time_model_for
 from costmodel.defaults import attention_source, fallback_note, unfused_note, has_attention, implied
 from costmodel.flash_support import require_attention, runs_flash
@@ -205,7 +206,7 @@ def refuse_other_mode(ctx: click.Context, train: bool) -> None:
               help="With --time-model kernels: torch.compile's fusions (a residual add with the next norm, a "
               "gated activation with its product; docs/time.md).")
 @click.option("--cuda-graphs", type=click.Choice(["auto", "on", "off"]), is_flag=False, flag_value="on", default="off",
-              callback=lambda ctx, param, value: value == "on",
+              callback=lambda ctx, param, value: graphs_replayed("--cuda-graphs", value),
               help="Inference: decode steps replayed from a CUDA graph (no CPU launch overhead; each kernel keeps "
               "the GPU's gap between kernels, the hardware's graph_kernel_s). Alone or `on`, as serve's and "
               "plan's `--cuda-graphs on`; auto (Hugging Face generate's) and off: eager.")

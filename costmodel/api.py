@@ -47,6 +47,27 @@ def load_model(model: Any) -> ModelConfig:
                       f"{type(model).__name__}.")
 
 
+#: The commands' names for a workload field, which the API's keywords spell as the field (--gen is gen_tokens),
+#: and the one a workload does not take (--hardware's fit verdict).
+COMMAND_NAMES = {"gen": "did you mean gen_tokens? ", "prompt": "did you mean seq_len? ", "output": "did you mean gen_tokens? ",
+                 "hardware": "a GPU's time and memory are costmodel.simulate(model, hardware)'s; ",
+                 "layout": "a layout is estimate's and simulate's, not sweep's; "}
+
+
+def check_workload_keywords(options: dict[str, Any]) -> None:
+    """Each keyword a workload field, else one ConfigError naming the fields: estimate(..., hardware="h100")
+    raised Python's TypeError naming Workload.__init__, a class the caller never called."""
+    import dataclasses
+    import difflib
+
+    fields = [field.name for field in dataclasses.fields(Workload) if field.name != "seq_len"]
+    for name in options:
+        if name not in fields:
+            near = difflib.get_close_matches(name, fields, n=1)
+            hint = COMMAND_NAMES.get(name) or (f"did you mean {near[0]}? " if near else "")
+            raise ConfigError(f"unknown keyword {name!r}: {hint}a workload takes seq_len, {', '.join(fields)}.")
+
+
 def make_workload(cfg: ModelConfig, seq_len: int | None = None, holds_cache: bool = True,
                   **options: Any) -> tuple[Workload, list[str]]:
     """The workload for a model with the defaults filled in, and the warnings it raises (a
@@ -59,6 +80,7 @@ def make_workload(cfg: ModelConfig, seq_len: int | None = None, holds_cache: boo
         if cfg.architecture != "encoder-decoder" and cfg.n_decoder_layers and fed < room:
             room -= fed
         seq_len = min(DEFAULT_SEQ_LEN, room)
+    check_workload_keywords(options)
     workload = Workload(seq_len=seq_len, **options)
     return workload, workload.check_fits(cfg, holds_cache)  # holds_cache False: a training step only
 
@@ -158,5 +180,7 @@ def _axis(name: str, values: Any) -> list[int]:
                 raise TypeError
             whole.add(operator.index(value))
         except TypeError:
-            raise ConfigError(f"sweep: {name} values must be whole numbers, got {show(value)}.") from None
+            form = (f" (the command's text forms, 128:4096:x2 or 512,1024, are Python's "
+                    f"[2**k for k in range(7, 13)] or [512, 1024])" if isinstance(value, str) else "")
+            raise ConfigError(f"sweep: {name} values must be whole numbers, got {show(value)}{form}.") from None
     return sorted(whole)

@@ -59,6 +59,17 @@ def check_bool(owner: str, name: str, value: Any) -> None:
         raise ConfigError(f"{owner}: {name} must be true or false, got {show(value)}.")
 
 
+def graphs_replayed(name: str, value: Any) -> bool:
+    """A decode step replayed from a CUDA graph (simulate's and plan's cuda_graphs): True or False, or the
+    command's words, `on` (replayed) or `off` and `auto` (eager, as Hugging Face generate decodes); anything
+    else one line. (The string "off" was truthy: it replayed graphs.)"""
+    if isinstance(value, bool):
+        return value
+    if value in ("on", "off", "auto"):
+        return value == "on"
+    raise ConfigError(f"{name} must be true, false, 'on', 'off' or 'auto', got {show(value)}.")
+
+
 def require_decoder(cfg: Any) -> None:
     """Generation needs a decoder: an encoder-only model is refused in one sentence."""
     if not cfg.n_decoder_layers:

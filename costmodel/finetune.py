@@ -218,6 +218,9 @@ def default_attention(cfg: ModelConfig, workload: Workload) -> tuple[str, str | 
 
 
 def check(cfg: ModelConfig, workload: Workload) -> None:
+    if not isinstance(workload, Workload):  # make_workload's (workload, warnings) read "'tuple' object has no attribute"
+        raise ConfigError(f"workload: a costmodel Workload, got {type(workload).__name__}"
+                          f"{' (costmodel.make_workload returns (workload, warnings): unpack it)' if isinstance(workload, tuple) else ''}.")
     gap = attention_gap(cfg, workload)
     if gap is not None:
         window = workload.attention in FAMILIES[cfg.family].attentions  # the family's kernel, past the window

@@ -20,9 +20,13 @@ def finetune_verdict(cfg: ModelConfig, workload: Workload, tune: FineTune, capac
     QLoRA's nf4 base, a smaller batch or a shorter sequence (costmodel/verdict.py); flash False: the
     GPU runs no FlashAttention-2, which is then not offered."""
     import dataclasses
+    import math
 
+    from .errors import show
     from .verdict import verdict
 
+    if isinstance(capacity, bool) or not isinstance(capacity, (int, float)) or not (capacity > 0 and math.isfinite(capacity)):
+        raise ConfigError(f"capacity: the GPU's bytes, a positive number (24 GiB is 24 * 2**30), got {show(capacity)}.")
     def memory_with(change: dict[str, Any]) -> int | None:
         try:
             return finetune_memory(cfg, workload, dataclasses.replace(tune, **change)).total

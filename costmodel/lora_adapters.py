@@ -25,7 +25,7 @@ from .config import ConfigError, ModelConfig
 from .spec import ADAPTER_DTYPES, DEFAULT_LORA_TARGETS as DEFAULT_TARGETS, NEOX_LORA_TARGETS as NEOX_TARGETS
 from .spec import LORA_TARGETS as TARGETS, PHI3_LORA_TARGETS
 from .spec import FINETUNE_METHODS as METHODS
-from .spec import FINETUNE_OPTIMIZERS as OPTIMIZERS
+from .spec import FINETUNE_OPTIMIZERS as OPTIMIZERS, spell_fields
 
 ALL_TARGETS = TARGETS + NEOX_TARGETS + tuple(t for t in PHI3_LORA_TARGETS if t not in TARGETS)
 
@@ -159,6 +159,7 @@ class FineTune:
     offload_device: str = "cpu"  # where the offloaded state lives: cpu, or nvme (ZeRO-Infinity)
 
     def __post_init__(self) -> None:
+        spell_fields(self)  # method "QLoRA", optimizer "AdamW" as the command takes them
         if self.method not in METHODS:
             raise ConfigError(f"--method must be one of {', '.join(METHODS)}, got {self.method!r}.")
         if isinstance(self.rank, bool) or not isinstance(self.rank, int) or self.rank < 1:

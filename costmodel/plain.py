@@ -1,5 +1,7 @@
 """The Python API's doors. In: a notebook's numpy scalars, np.int64(4096) (an array's element, a
-loop over np.arange), reach estimate, simulate, plan and serve as the Python int they stand for.
+loop over np.arange), reach estimate, simulate, plan and serve as the Python int they stand for, and
+a choice keyword in any case (dtype="BF16", scheduler="VLLM") as its list spells it, as the commands
+take it (spec.spelled_choices).
 Out: finite() makes a result JSON's own (no infinity), for `--json` and `.to_dict()` alike.
 
 Without it the checks refused it in words that contradict themselves ("seq_len must be an integer,
@@ -26,10 +28,13 @@ def plain(value: Any) -> Any:
 
 
 def plain_arguments(function: Callable[..., Any]) -> Callable[..., Any]:
-    """function, called with plain() of each argument."""
+    """function, called with plain() of each argument and each choice keyword as its list spells it."""
+    from .spec import spelled_choices
+
     @functools.wraps(function)
     def call(*args: Any, **kwargs: Any) -> Any:
-        return function(*(plain(arg) for arg in args), **{key: plain(value) for key, value in kwargs.items()})
+        return function(*(plain(arg) for arg in args),
+                        **spelled_choices({key: plain(value) for key, value in kwargs.items()}))
 
     return call
 

@@ -118,8 +118,10 @@ def plan(model: Any, gpus: int | Sequence[int], hardware: str = DEFAULT_HARDWARE
     from .defaults import FRAMEWORK_CODE, fallback_note, has_attention, implied, serving_attention, unfused_note
     from .flash_support import require_attention, runs_flash
     from .hardware import load_hardware
+    from .errors import graphs_replayed
     from .layout import plan as planner
 
+    cuda_graphs = graphs_replayed("cuda_graphs", cuda_graphs)  # "off" (the command's word) replayed graphs
     cfg = load_model(model)
     counts = _counts(gpus)
     for name, value in (("--global-batch", global_batch), ("--batch", batch)):

@@ -89,16 +89,17 @@ def simulate(model: Any, hardware: str = spec.DEFAULT_HARDWARE, *, train: bool =
     sdpa under DeepSpeed and FSDP2, flash under Megatron), eager and hf without a layout. Inference:
     cuda_graphs replays each decode step from a CUDA graph (`simulate --cuda-graphs`), cache_size is a
     static cache's allocated tokens that every step attends whole (`--kv-cache static --cache-size`, one GPU).
-    dtype and kv_cache take any case, as the command's choices do ("BF16", "Static")."""
+    Every choice keyword takes any case, as the command's choices do ("BF16", "Static"; plain_arguments)."""
     from . import roofline as sim
     from .api import generation_start, load_model, make_layout, make_workload
     from .checkpoint import inference_options
     from .config import require_decoder
     from .defaults import attention_source, has_attention, implied
     from .flash_support import runs_flash
+    from .errors import graphs_replayed
     from .hardware import load_hardware
 
-    dtype, kv_cache = spec.DTYPES.spelled(dtype), spec.KV_CACHES.spelled(kv_cache)  # the command's any case
+    cuda_graphs = graphs_replayed("cuda_graphs", cuda_graphs)  # "off" (the command's word) replayed graphs
     cfg = load_model(model)
     chosen = load_hardware(hardware)
     dtype = dtype or chosen.default_dtype

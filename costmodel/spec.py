@@ -469,3 +469,46 @@ JSON_UNITS = {
 
 TARGETS = Choices({"hf": "Hugging Face's class", "reference": "validate/reference.py's model"})
 MEASURE_DEVICES = Choices({"fake": "FakeTensorMode: full size, no memory", "cpu": "real tensors"})
+
+# ---------------------------------------------------------------------------------------------
+# the Python API's choices, in any case
+
+
+def _union(*lists: Choices) -> Choices:
+    return Choices({value: meaning for choices in lists for value, meaning in choices.meanings.items()})
+
+
+#: Each keyword of the Python API whose command option is a choice (costmodel.estimate, sweep, simulate, plan,
+#: serve; Workload's, Layout's and FineTune's fields), with its values. Every command takes them in any case
+#: (cli/__init__.py any_case), and the library does too, through spelled_choices and spell_fields: the one rule.
+#: A keyword whose values differ between owners (optimizer: training's and a fine-tune's) takes the union;
+#: each owner still refuses what is not its own, in its own words.
+KEYWORD_CHOICES = {
+    "dtype": DTYPES, "weight_dtype": WEIGHT_DTYPE_CHOICES, "kv_dtype": KV_DTYPES, "quant_layout": QUANT_LAYOUTS,
+    "fp8_gemm": FP8_GEMMS, "impl": IMPLEMENTATIONS, "attention": ATTENTIONS, "recompute": RECOMPUTES,
+    "optimizer": _union(OPTIMIZERS, FINETUNE_OPTIMIZERS), "precision": PRECISIONS, "kv_cache": KV_CACHES,
+    "mla": MLA_FORMS, "decode_code": DECODE_CODES, "flops_convention": FLOPS_CONVENTIONS, "time_model": TIME_MODELS,
+    "rank_by": RANK_BY, "device": DEVICES, "framework": FRAMEWORK_NAMES, "schedule": SCHEDULES,
+    "cp_rotate": CP_ROTATES, "cp_kv_heads": CP_KV_HEADS, "ep_dispatcher": EP_DISPATCHERS,
+    "grad_reduce_dtype": GRAD_REDUCE_DTYPES, "zero_optimizer": ZERO_OPTIMIZERS, "optimizer_step": OPTIMIZER_STEPS,
+    "precision_aware_optimizer": PRECISION_AWARE_OPTIMIZERS, "all_reduce": ALL_REDUCES, "fp8": FP8_RECIPES,
+    "offload": OFFLOADS, "offload_device": OFFLOAD_DEVICES, "moe_router_load_balancing_type": MOE_LOAD_BALANCING,
+    "method": FINETUNE_METHODS, "adapter_dtype": ADAPTER_DTYPES, "scheduler": SCHEDULERS, "router": ROUTERS,
+    "cuda_graphs": CUDA_GRAPHS, "mamba_ssm_cache_dtype": MAMBA_SSM_CACHE_DTYPES,
+}
+
+
+def spelled_choices(values: dict[str, Any]) -> dict[str, Any]:
+    """values (a function's keywords) with each choice keyword's string in its list's own spelling ("BF16":
+    "bf16", scheduler "VLLM": "vllm"), as the command's option takes it; anything else as it is."""
+    return {name: KEYWORD_CHOICES[name].spelled(value) if name in KEYWORD_CHOICES else value
+            for name, value in values.items()}
+
+
+def spell_fields(instance: Any) -> None:
+    """A frozen dataclass's choice fields (KEYWORD_CHOICES) set to their lists' own spelling, in place, before
+    its checks: Workload(dtype="BF16"), Layout(framework="Megatron"), FineTune(method="QLoRA")."""
+    for name, choices in KEYWORD_CHOICES.items():
+        value = getattr(instance, name, None)
+        if isinstance(value, str) and value not in choices:
+            object.__setattr__(instance, name, choices.spelled(value))

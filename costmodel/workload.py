@@ -173,6 +173,7 @@ class Workload:
 
     def __post_init__(self) -> None:
         owner = "workload"
+        spec.spell_fields(self)  # "BF16", "SDPA", "Full" as the command takes them
         check_int(owner, "seq_len", self.seq_len)
         check_int(owner, "batch", self.batch)
         if self.tgt_len is not None:

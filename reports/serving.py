@@ -40,7 +40,7 @@ def load_source(setup: dict[str, Any]) -> str:
     if setup.get("load") == "concurrency":
         lengths = f"trace {setup['trace']}'s lengths" if setup["trace"] else f"seed {setup['seed']}"
         return f"{setup['concurrency']} concurrent clients, closed loop ({lengths})"
-    return f"trace {setup['trace']}" if setup["trace"] else f"Poisson {setup['rate']} req/s (seed {setup['seed']})"
+    return f"trace {setup['trace']}" if setup["trace"] else f"Poisson {setup['rate']:g} req/s (seed {setup['seed']})"
 
 
 def render_setup(summary: dict[str, Any], requests: str | None = None) -> list[str]:

@@ -54,7 +54,7 @@ from typing import Any
 
 from ..config import ConfigError, ModelConfig, show
 from ..offload import check as check_offload
-from ..spec import ALL_REDUCES, CP_KV_HEADS, CP_ROTATES, DEVICES, EP_DISPATCHERS, GRAD_REDUCE_DTYPES, SCHEDULES
+from ..spec import ALL_REDUCES, CP_KV_HEADS, CP_ROTATES, DEVICES, EP_DISPATCHERS, GRAD_REDUCE_DTYPES, SCHEDULES, spell_fields
 from ..spec import PRECISION_AWARE_OPTIMIZERS as PRECISION_AWARE_OPTIMIZERS_CHOICES
 from .experts import check_expert_parallel
 from .fp8 import RECIPES
@@ -154,6 +154,7 @@ class Layout:
     megatron_release: str = DEFAULT_RELEASE  # optimizer_step megatron-lm's release (costmodel/megatron_releases.json)
 
     def __post_init__(self) -> None:
+        spell_fields(self)  # framework "Megatron", schedule "1F1B" as the command takes them
         for name in ("dp", "tp", "pp", "microbatches", "virtual_stages", "ep", "cp"):
             _positive(name, getattr(self, name))
         if self.schedule not in SCHEDULES:

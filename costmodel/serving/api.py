@@ -66,6 +66,21 @@ class ServeRun:
         summary = self.summary()
         return finite({**summary, "setup": {**summary["setup"], "rate": json_rate(summary["setup"]["rate"])}}, nan=True)
 
+    def text(self) -> str:
+        """The `serve` command's text (printing the run shows it, as simulate's and plan's results do; it
+        printed the dataclass: two DataFrames' reprs and the setup dict)."""
+        from ..tools_path import tool
+
+        return tool("reports.serving").render_serve(self.summary())
+
+    def __repr__(self) -> str:
+        return self.text()
+
+    def _repr_html_(self) -> str:
+        import html
+
+        return f"<pre>{html.escape(self.text())}</pre>"
+
 
 def json_rate(rate: float | None) -> float | str | None:
     """A request rate as --json writes it: --rate inf (every request at time 0, vLLM's benchmark
@@ -444,6 +459,20 @@ def run_replicas(requests: list[Request], replica: tuple, step: StepTime, replic
     return rows, steps, [np.concatenate(itl) if itl else np.zeros(0)]
 
 
+def check_replica_keywords(options: dict[str, Any]) -> None:
+    """Each of serve's replica keywords one of build_replica's (scheduler, max_num_seqs, tp, ...), else one
+    ConfigError naming the likely one: serve(..., foo=1) raised Python's TypeError naming build_replica."""
+    import difflib
+    import inspect
+
+    known = [name for name in inspect.signature(build_replica).parameters if name not in ("cfg", "hardware")]
+    for name in options:
+        if name not in known:
+            near = difflib.get_close_matches(name, known, n=1)
+            raise ConfigError(f"serve: unknown keyword {name!r}{f' (did you mean {near[0]}?)' if near else ''}; a replica "
+                              f"takes {', '.join(known)}.")
+
+
 @plain_arguments
 def serve(model: Any, hardware: Any = "h100-sxm", *, rate: float | None = None, requests: int = 1000,
           trace: str | None = None, prompt: str | Lengths = "512", output: str | Lengths = str(spec.DEFAULT_GEN_TOKENS),
@@ -492,6 +521,7 @@ def serve(model: Any, hardware: Any = "h100-sxm", *, rate: float | None = None, 
     if disaggregate is not None and replicas != 1:
         raise ConfigError(f"--disaggregate {':'.join(map(str, disaggregate))} replaces --replicas (its P + D replicas "
                           f"are the deployment); give one of them.")
+    check_replica_keywords(replica_options)
     replica, step, setup = build_replica(cfg, hw, **replica_options)
     most = setup["kv_cache"].get("most_blocks")
     if most is not None and setup["num_blocks"] > most:  # (build_replica's own callers may ask for an unbounded pool)
