@@ -12,7 +12,7 @@ from typing import Any
 from costmodel.config import ConfigError, ModelConfig, Workload
 from costmodel.layout import Layout
 
-from .published_runs import run_hardware, stated
+from .published_rows import run_hardware, stated
 
 
 def decode_layout(run: dict[str, Any], source: dict[str, Any]) -> Layout:

@@ -22,6 +22,9 @@ from costmodel.layout.time import Overlap
 from costmodel.published import (KORTHIKANTI_TABLE_5, NARAYANAN_DDP, NARAYANAN_DP_OVERLAP,
                                  NARAYANAN_TABLE_1, narayanan_parameters)
 
+from .published_decode import decode_run
+from .published_rows import run_hardware, stated
+
 VOCABULARY, SEQUENCE = 51200, 2048
 
 
@@ -123,31 +126,6 @@ def other_runs_data() -> dict[str, Any]:
     return json.loads((Path(costmodel.__file__).parent / "published_runs.json").read_text())
 
 
-def run_hardware(source: dict[str, Any], run: dict[str, Any] | None = None) -> Any:
-    """The hardware a run names (its own "hardware", else its source's), with the departures from
-    the preset its source states: a power cap (power_limit_watts) and "hardware_overrides" (e.g.
-    torchtitan's H100s: 96 GB of HBM2e at 2.4 TB/s, capped at 500 W)."""
-    from costmodel.hardware import Hardware
-
-    name = (run or {}).get("hardware", source["hardware"])
-    hardware = load_hardware(name)
-    changes = dict(source.get("hardware_overrides", {}))
-    if "power_limit_watts" in source:
-        changes["power_limit_watts"] = source["power_limit_watts"]
-    if changes:  # another capacity: the preset's reported total (device_memory_bytes) is not this card's
-        data = {k: v for k, v in hardware.to_dict().items() if k != "device_memory_bytes" or "memory_bytes" not in changes}
-        return Hardware.from_dict(dict(data, **changes), name)
-    return hardware
-
-
-def _stated(run: dict[str, Any], source: dict[str, Any], key: str, default: Any = None) -> Any:
-    """A run's own value for `key`, else its source's, else the default."""
-    return run.get(key, source.get(key, default))
-
-
-stated = _stated  # the same rule for the scripts that read a row's recipe (validate/moe_host_windows.py)
-
-
 def train_setup(run: dict[str, Any], source: dict[str, Any]) -> tuple[ParallelEstimate, Any, dict[str, Any]]:
     """One training run of published_runs.json as the model sees it: the estimate (model, workload,
     layout), the hardware, and the StepTime options its source states (autocast: fp32 parameters
@@ -169,69 +147,69 @@ def train_setup(run: dict[str, Any], source: dict[str, Any]) -> tuple[ParallelEs
             cfg = cfg.replace(name=run["model"], **run["config_changes"])
     if run.get("mtp_layers"):  # the multi-token-prediction depths the run's recipe trains (mtp_num_layers)
         cfg = cfg.replace(mtp_layers=run["mtp_layers"])
-    micro = _stated(run, source, "micro_batch")
-    virtual = _stated(run, source, "virtual_stages", 1)
+    micro = stated(run, source, "micro_batch")
+    virtual = stated(run, source, "virtual_stages", 1)
     stages = run["pp"] * virtual
     cp = run.get("cp", 1)
     if "stage_layers" in run:
         stage_layers = tuple(run["stage_layers"])
-    elif _stated(run, source, "empty_edge_chunks"):
+    elif stated(run, source, "empty_edge_chunks"):
         stage_layers = empty_edge_chunks(cfg.n_layers, stages)
     else:
         stage_layers = None
     layout = Layout(tp=run["tp"], pp=run["pp"], dp=run["dp"], cp=cp, ep=run.get("ep", 1), etp=run.get("etp"),
                     sp=source.get("sp", True) and run["tp"] > 1,
-                    cp_rotate=_stated(run, source, "cp_rotate", "allgather"),
-                    cp_kv_heads=_stated(run, source, "cp_kv_heads", "kv"),
-                    zero=_stated(run, source, "zero", 1), framework=_stated(run, source, "framework", "megatron"),
+                    cp_rotate=stated(run, source, "cp_rotate", "allgather"),
+                    cp_kv_heads=stated(run, source, "cp_kv_heads", "kv"),
+                    zero=stated(run, source, "zero", 1), framework=stated(run, source, "framework", "megatron"),
                     microbatches=run["global_batch"] // (run["dp"] * micro),
-                    schedule=_stated(run, source, "schedule", "1f1b"), virtual_stages=virtual,
-                    stage_layers=stage_layers, fp8=_stated(run, source, "fp8"),
-                    ep_dispatcher=_stated(run, source, "ep_dispatcher", "alltoall"),  # the recipe's flex backend
+                    schedule=stated(run, source, "schedule", "1f1b"), virtual_stages=virtual,
+                    stage_layers=stage_layers, fp8=stated(run, source, "fp8"),
+                    ep_dispatcher=stated(run, source, "ep_dispatcher", "alltoall"),  # the recipe's flex backend
                     # the recipe's moe_expert_capacity_factor and moe_pad_expert_input_to_capacity
-                    capacity_factor=_stated(run, source, "capacity_factor"),
-                    pad_to_capacity=_stated(run, source, "pad_to_capacity", False),
-                    dp_shard=_stated(run, source, "dp_shard"),  # hybrid sharding (FSDP2's HSDP)
-                    grad_reduce_dtype=_stated(run, source, "grad_reduce_dtype"),  # the recipe's grad_reduce_in_fp32
-                    precision_aware_optimizer=_stated(run, source, "precision_aware_optimizer"),
-                    fp8_param_gather=_stated(run, source, "fp8_param_gather", False),  # FP8 parameters
-                    tp_only_amax_red=_stated(run, source, "tp_only_amax_red", False),  # delayed scaling's amax group
-                    moe_router_fusion=_stated(run, source, "moe_router_fusion", True),  # Megatron's --moe-router-fusion
-                    moe_router_load_balancing_type=_stated(run, source, "moe_router_load_balancing_type", "aux_loss"),
-                    moe_permute_fusion=_stated(run, source, "moe_permute_fusion", True),  # --moe-permute-fusion
-                    moe_grouped_gemm=_stated(run, source, "moe_grouped_gemm", True),  # off: SequentialMLP
+                    capacity_factor=stated(run, source, "capacity_factor"),
+                    pad_to_capacity=stated(run, source, "pad_to_capacity", False),
+                    dp_shard=stated(run, source, "dp_shard"),  # hybrid sharding (FSDP2's HSDP)
+                    grad_reduce_dtype=stated(run, source, "grad_reduce_dtype"),  # the recipe's grad_reduce_in_fp32
+                    precision_aware_optimizer=stated(run, source, "precision_aware_optimizer"),
+                    fp8_param_gather=stated(run, source, "fp8_param_gather", False),  # FP8 parameters
+                    tp_only_amax_red=stated(run, source, "tp_only_amax_red", False),  # delayed scaling's amax group
+                    moe_router_fusion=stated(run, source, "moe_router_fusion", True),  # Megatron's --moe-router-fusion
+                    moe_router_load_balancing_type=stated(run, source, "moe_router_load_balancing_type", "aux_loss"),
+                    moe_permute_fusion=stated(run, source, "moe_permute_fusion", True),  # --moe-permute-fusion
+                    moe_grouped_gemm=stated(run, source, "moe_grouped_gemm", True),  # off: SequentialMLP
                     # the script's fp8_autocast scope (delayed scaling off Megatron-Core): its delayed rows only
-                    fp8_autocast=_stated(run, source, "fp8_autocast") if _stated(run, source, "fp8") == "delayed" else None,
-                    unfused_loss=_stated(run, source, "unfused_loss", False),  # Megatron's loss, whatever the family
-                    loss_parallel=_stated(run, source, "loss_parallel", True),  # DTensor's head: logits gathered when off
-                    fp32_norm_input=_stated(run, source, "fp32_norm_input", False),  # InternLM's norm(x.float())
-                    zero_optimizer=_stated(run, source, "zero_optimizer", "flat"),  # nanotron's ZeRO-1
-                    optimizer_step=_stated(run, source, "optimizer_step", "fused"),  # torch's AdamW (torchtitan)
-                    megatron_release=_stated(run, source, "megatron_release", DEFAULT_RELEASE))  # Megatron-LM's step
+                    fp8_autocast=stated(run, source, "fp8_autocast") if stated(run, source, "fp8") == "delayed" else None,
+                    unfused_loss=stated(run, source, "unfused_loss", False),  # Megatron's loss, whatever the family
+                    loss_parallel=stated(run, source, "loss_parallel", True),  # DTensor's head: logits gathered when off
+                    fp32_norm_input=stated(run, source, "fp32_norm_input", False),  # InternLM's norm(x.float())
+                    zero_optimizer=stated(run, source, "zero_optimizer", "flat"),  # nanotron's ZeRO-1
+                    optimizer_step=stated(run, source, "optimizer_step", "fused"),  # torch's AdamW (torchtitan)
+                    megatron_release=stated(run, source, "megatron_release", DEFAULT_RELEASE))  # Megatron-LM's step
     workload = Workload(seq_len=run["seq_len"], batch=micro, dtype=source["dtype"],
                         impl=source.get("impl", "megatron"), attention=source["attention"],
-                        recompute=_stated(run, source, "recompute", "none"),
-                        recompute_layers=_stated(run, source, "recompute_layers"))
-    options: dict[str, Any] = {"autocast": _stated(run, source, "autocast", False)}
-    if _stated(run, source, "compiled", False):
+                        recompute=stated(run, source, "recompute", "none"),
+                        recompute_layers=stated(run, source, "recompute_layers"))
+    options: dict[str, Any] = {"autocast": stated(run, source, "autocast", False)}
+    if stated(run, source, "compiled", False):
         options["compiled"] = True
-    if _stated(run, source, "moe_op_fuser", False):  # Megatron-Core's use_transformer_engine_op_fuser
+    if stated(run, source, "moe_op_fuser", False):  # Megatron-Core's use_transformer_engine_op_fuser
         options["moe_op_fuser"] = True  # (layout/gpt_oss_eager.py: no eager clamp)
-    if _stated(run, source, "attention_kernel"):  # the fused attention kernel the run calls (KernelTimer)
-        options["attention_kernel"] = _stated(run, source, "attention_kernel")
+    if stated(run, source, "attention_kernel"):  # the fused attention kernel the run calls (KernelTimer)
+        options["attention_kernel"] = stated(run, source, "attention_kernel")
     # the overlap a run's recipe states (Overlap's fields; its overlap_grad_reduce, the gradient
     # reduction under the backward or after it), the pipeline sends' and the gradients' share else the framework's
-    stated = _stated(run, source, "overlap")
-    overlap = framework_overlap(layout, stated, _stated(run, source, "overlap_grad_reduce"))
+    overlap_stated = stated(run, source, "overlap")
+    overlap = framework_overlap(layout, overlap_stated, stated(run, source, "overlap_grad_reduce"))
     estimate = ParallelEstimate(cfg, workload, layout)
-    if _stated(run, source, "async_tp", False):  # torchtitan's Async TP: its fused ops priced (layout/async_tp.py)
+    if stated(run, source, "async_tp", False):  # torchtitan's Async TP: its fused ops priced (layout/async_tp.py)
         from dataclasses import replace
 
         from costmodel.layout import async_tp
 
         async_tp.check(layout, options.get("compiled", False))
         overlap = replace(overlap, async_tp=True)
-    if stated or overlap != Overlap():
+    if overlap_stated or overlap != Overlap():
         options["overlap"] = overlap
     return estimate, hardware, options
 
@@ -244,8 +222,8 @@ def _train_step(run: dict[str, Any], source: dict[str, Any], time_model: str,
     if time_model == "kernels":
         # the MoE layers' host syncs (the kernel model's default, layout/host_syncs.py) after the run's
         # graph scopes; none where the run drops and pads (no sync) or host_syncs is off
-        dropped = _stated(run, source, "moe_token_drop", False)
-        options["host_syncs"] = tuple(_stated(run, source, "cuda_graph_scope", ())) if host_syncs and not dropped else None
+        dropped = stated(run, source, "moe_token_drop", False)
+        options["host_syncs"] = tuple(stated(run, source, "cuda_graph_scope", ())) if host_syncs and not dropped else None
         if "overlap" in options:  # a recipe's tp_comm_overlap as TE's userbuffers ops (layout/ub_overlap.py)
             from costmodel.layout.ub_overlap import recipe_config, userbuffers
 
@@ -259,7 +237,7 @@ def train_run(run: dict[str, Any], source: dict[str, Any], time_model: str, host
     """Model TFLOP/s per GPU (MFU x the bf16 peak), the model FLOPs counted in the convention the
     run's source states ("flops_convention": dense, every (query, key) pair, unless it says causal,
     as Megatron-Core's newer num_floating_point_operations count them)."""
-    step, hardware = _train_step(run, source, time_model, _stated(run, source, "flops_convention", "dense"), host_syncs)
+    step, hardware = _train_step(run, source, time_model, stated(run, source, "flops_convention", "dense"), host_syncs)
     return step["mfu"] * hardware.datasheet_peak(source["dtype"]) / 1e12
 
 
@@ -330,8 +308,6 @@ def other_runs(host_syncs: bool = True) -> list[dict[str, Any]]:
     for run in data["runs"]:
         source = data["sources"][run["id"].split()[0]]
         if run["kind"] == "decode":
-            from .published_decode import decode_run  # it imports this module
-
             key, unit, measure = "published_tokens_per_s", "tokens/s", decode_run
         else:
             key = next(k for k in TRAIN_UNITS if k in run)
