@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Callable
 
 from .config import ConfigError, ModelConfig, show
-from .hf_fields import Fields, rotary_fraction
+from .hf_fields import Fields, head_width, rotary_fraction
 
 
 def _gpt_neox(f: Fields, name: str) -> ModelConfig:
@@ -19,10 +19,7 @@ def _gpt_neox(f: Fields, name: str) -> ModelConfig:
     acts = {"gelu": "gelu", "gelu_pytorch_tanh": "gelu_tanh", "relu": "relu"}
     if act not in acts:
         raise ConfigError(f"{f.source}: unsupported hidden_act {show(act)} for gpt_neox.")
-    d_head = d_model // n_heads if n_heads and d_model % n_heads == 0 else None
-    if d_head is None:
-        raise ConfigError(f"{f.source}: hidden_size ({d_model}) is not divisible by "
-                          f"num_attention_heads ({n_heads}).")
+    d_head = head_width(f, d_model, n_heads, "num_attention_heads")
     rotary = int(d_head * rotary_fraction(f, "rotary_pct", 0.25))
     if rotary < 2:
         raise ConfigError(f"{f.source}: rotary_pct leaves {rotary} rotary dimensions per head.")
@@ -50,9 +47,7 @@ def _falcon(f: Fields, name: str) -> ModelConfig:
     otherwise, fused query_key_value, a GELU MLP of ffn_hidden_size, biases per `bias`."""
     d_model = f.get("n_embed", f.get("hidden_size", 4544))  # n_embed: FalconConfig's legacy name
     n_heads = f.get("num_attention_heads", 71, minimum=1)
-    if d_model % n_heads:
-        raise ConfigError(f"{f.source}: hidden_size ({d_model}) is not divisible by "
-                          f"num_attention_heads ({n_heads}).")
+    head_width(f, d_model, n_heads, "num_attention_heads")
     act = f.get("activation", "gelu", str)
     if act not in ("gelu", "relu"):
         raise ConfigError(f"{f.source}: unsupported activation {show(act)} for falcon.")
@@ -135,8 +130,7 @@ def _bloom(f: Fields, name: str) -> ModelConfig:
     # names num_attention_heads / num_hidden_layers override n_head / n_layer (they are set last).
     d_model = f.get("n_embed", f.get("hidden_size", 64))
     n_heads = f.get("num_attention_heads", f.get("n_head", 8, minimum=1), minimum=1)
-    if d_model % n_heads:
-        raise ConfigError(f"{f.source}: hidden_size ({d_model}) is not divisible by n_head ({n_heads}).")
+    head_width(f, d_model, n_heads, "n_head")
     if f.get("apply_residual_connection_post_layernorm", False, bool):
         raise ConfigError(f"{f.source}: apply_residual_connection_post_layernorm is not modelled "
                           "for bloom.")

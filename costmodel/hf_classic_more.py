@@ -13,15 +13,7 @@ from typing import Any, Callable
 
 from .config import ConfigError, ModelConfig, show
 from .errors import MAX_LAYERS, check_int
-from .hf_fields import LLAMA_NAMES, Fields, attention_layer_types, rotary_fraction, same_dropout
-
-
-def head_width(f: Fields, d_model: int, n_heads: int, heads_key: str) -> int:
-    """d_model / n_heads, the head width these classes derive (they have no head_dim field)."""
-    if d_model % n_heads:
-        raise ConfigError(f"{f.source}: hidden_size ({d_model}) is not divisible by {heads_key} "
-                          f"({n_heads}).")
-    return d_model // n_heads
+from .hf_fields import LLAMA_NAMES, Fields, attention_layer_types, head_width, rotary_fraction, same_dropout
 
 
 def interleaved_rotary_dim(f: Fields, head_dim: int, family: str) -> int:

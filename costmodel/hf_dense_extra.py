@@ -16,8 +16,8 @@ from typing import Any, Callable
 
 from .config import ConfigError, ModelConfig, show
 from .errors import MAX_LAYERS, check_int
-from .hf_classic_more import head_width, interleaved_rotary_dim
-from .hf_fields import LLAMA_NAMES, Fields, rotary_fraction, same_dropout
+from .hf_classic_more import interleaved_rotary_dim
+from .hf_fields import LLAMA_NAMES, Fields, head_width, rotary_fraction, same_dropout
 from .hf_llama_variants import LlamaReader
 
 #: transformers 5.24's NemotronConfig defaults for the Llama fields it reads

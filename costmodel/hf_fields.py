@@ -9,6 +9,14 @@ from .config import ConfigError, show
 from .errors import check_int
 
 
+def head_width(f: "Fields", d_model: int, n_heads: int, heads_key: str, width_key: str = "hidden_size") -> int:
+    """d_model / n_heads, the head width a class derives where it has no head_dim field; a width the
+    heads do not divide (or no heads) refused in one line naming the config's own two fields."""
+    if not n_heads or d_model % n_heads:
+        raise ConfigError(f"{f.source}: {width_key} ({d_model}) is not divisible by {heads_key} ({n_heads}).")
+    return d_model // n_heads
+
+
 class Fields:
     """Typed access to a config dict; a missing or mistyped field is a one-line ConfigError."""
 

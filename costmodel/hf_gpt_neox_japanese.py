@@ -16,7 +16,7 @@ from typing import Callable
 
 from .config import ConfigError, ModelConfig, show
 from .errors import MAX_LAYERS, check_int
-from .hf_fields import LLAMA_NAMES, Fields, rotary_fraction
+from .hf_fields import LLAMA_NAMES, Fields, head_width, rotary_fraction
 
 _ACTIVATIONS = {"gelu": "gelu", "relu": "relu", "gelu_pytorch_tanh": "gelu_tanh"}
 
@@ -27,9 +27,7 @@ def _gpt_neox_japanese(f: Fields, name: str) -> ModelConfig:
     check_int(f.source, "num_hidden_layers", n_layers, maximum=MAX_LAYERS)
     d_model = f.get("hidden_size", 2560)
     n_heads = f.get("num_attention_heads", 32, minimum=1)
-    if d_model % n_heads:
-        raise ConfigError(f"{f.source}: hidden_size ({d_model}) is not divisible by num_attention_heads ({n_heads}).")
-    d_head = d_model // n_heads
+    d_head = head_width(f, d_model, n_heads, "num_attention_heads")
     act = f.get("hidden_act", "gelu", str)
     if act not in _ACTIVATIONS:
         raise ConfigError(f"{f.source}: unsupported hidden_act {show(act)} for gpt_neox_japanese.")

@@ -20,7 +20,7 @@ from typing import Callable
 
 from .config import ConfigError, ModelConfig, show
 from .errors import MAX_LAYERS, check_int
-from .hf_fields import Fields
+from .hf_fields import Fields, head_width
 
 #: OpenAIGPTConfig's afn as modeling_openai.ACT_FNS runs it -> the tree's activation ("gelu" is
 #: transformers' gelu_new, the tanh approximation written in Python).
@@ -35,8 +35,7 @@ def _openai_gpt(f: Fields, name: str) -> ModelConfig:
     check_int(f.source, "n_layer", n_layers, maximum=MAX_LAYERS)
     d_model = f.get("n_embd", 768)
     n_heads = f.get("n_head", 12, minimum=1)
-    if d_model % n_heads:
-        raise ConfigError(f"{f.source}: n_embd ({d_model}) is not divisible by n_head ({n_heads}).")
+    head_width(f, d_model, n_heads, "n_head", "n_embd")
     act = f.get("afn", "gelu", str)
     if act not in _ACTIVATIONS:
         raise ConfigError(f"{f.source}: unsupported afn {show(act)} for openai-gpt (gelu and relu are modelled).")

@@ -9,7 +9,7 @@ from typing import Any, Callable
 
 from .config import ConfigError, ModelConfig, show
 from .errors import MAX_LAYERS, check_int
-from .hf_fields import LLAMA_NAMES, Fields, rotary_fraction, same_dropout
+from .hf_fields import LLAMA_NAMES, Fields, head_width, rotary_fraction, same_dropout
 
 
 def _heads(f: Fields, n_heads_default: int, kv_default: int | None) -> tuple[int, int]:
@@ -73,10 +73,7 @@ def _phi(f: Fields, name: str) -> ModelConfig:
         raise ConfigError(f"{f.source}: unsupported hidden_act {show(act)} for phi.")
     head_dim = f.get("head_dim", None)
     if head_dim is None:
-        if d_model % n_heads:
-            raise ConfigError(f"{f.source}: hidden_size ({d_model}) is not divisible by "
-                              f"num_attention_heads ({n_heads}).")
-        head_dim = d_model // n_heads
+        head_dim = head_width(f, d_model, n_heads, "num_attention_heads")
     rotary = int(head_dim * rotary_fraction(f, "partial_rotary_factor", 0.5))
     if rotary < 2:
         raise ConfigError(f"{f.source}: partial_rotary_factor leaves {rotary} rotary dimensions "

@@ -19,7 +19,7 @@ from typing import Callable
 
 from .config import ConfigError, ModelConfig, show
 from .errors import MAX_LAYERS, check_int
-from .hf_fields import Fields, same_dropout
+from .hf_fields import Fields, head_width, same_dropout
 
 #: XGLMConfig's activation_function as ACT2FN runs it -> the tree's activation.
 _ACTIVATIONS = {"gelu": "gelu", "relu": "relu", "gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh"}
@@ -31,8 +31,7 @@ def _xglm(f: Fields, name: str) -> ModelConfig:
     check_int(f.source, "num_layers", n_layers, maximum=MAX_LAYERS)
     d_model = f.get("d_model", 1024)
     n_heads = f.get("attention_heads", 16, minimum=1)
-    if d_model % n_heads:
-        raise ConfigError(f"{f.source}: d_model ({d_model}) is not divisible by attention_heads ({n_heads}).")
+    head_width(f, d_model, n_heads, "attention_heads", "d_model")
     act = f.get("activation_function", "gelu", str)
     if act not in _ACTIVATIONS:
         raise ConfigError(f"{f.source}: unsupported activation_function {show(act)} for xglm.")
@@ -69,8 +68,7 @@ def _ctrl(f: Fields, name: str) -> ModelConfig:
     check_int(f.source, "n_layer", n_layers, maximum=MAX_LAYERS)
     d_model = f.get("n_embd", 1280)
     n_heads = f.get("n_head", 16, minimum=1)
-    if d_model % n_heads:
-        raise ConfigError(f"{f.source}: n_embd ({d_model}) is not divisible by n_head ({n_heads}).")
+    head_width(f, d_model, n_heads, "n_head", "n_embd")
     dropout = same_dropout(f, ("resid_pdrop", "embd_pdrop"), "ctrl", 0.1)
     return ModelConfig(
         name=name, family="ctrl", vocab_size=f.get("vocab_size", 246534), d_model=d_model,

@@ -440,8 +440,9 @@ def simulate_inference(cfg: ModelConfig, hardware: Hardware, *, prompt: int, gen
         host = kernels.host_seconds() if kernels else None  # an eager step's floor: its ops' host time
         if host is not None:
             without_cache = np.maximum(without_cache, host)
-        if curve is not None:  # the kernel model's decode steps (the reruns stay the roofline's)
-            with_cache = np.interp(attended(contexts), *curve)
+        if curve is not None:  # the kernel model's decode steps (the reruns stay the roofline's): the curve is
+            # sampled at the shown contexts (shown_steps: sorted, distinct), or at the one cache_size
+            with_cache = np.broadcast_to(curve[1], contexts.shape)
             first_s, last_s = float(with_cache[0]), float(with_cache[-1])
         with_total = without_total = 0.0
         previous = 0

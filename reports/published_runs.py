@@ -22,6 +22,9 @@ from costmodel.layout.time import Overlap
 from costmodel.published import (KORTHIKANTI_TABLE_5, NARAYANAN_DDP, NARAYANAN_DP_OVERLAP,
                                  NARAYANAN_TABLE_1, narayanan_parameters)
 
+from .published_decode import decode_run
+from .published_rows import run_hardware, stated
+
 VOCABULARY, SEQUENCE = 51200, 2048
 
 
@@ -123,176 +126,6 @@ def other_runs_data() -> dict[str, Any]:
     return json.loads((Path(costmodel.__file__).parent / "published_runs.json").read_text())
 
 
-def run_hardware(source: dict[str, Any], run: dict[str, Any] | None = None) -> Any:
-    """The hardware a run names (its own "hardware", else its source's), with the departures from
-    the preset its source states: a power cap (power_limit_watts) and "hardware_overrides" (e.g.
-    torchtitan's H100s: 96 GB of HBM2e at 2.4 TB/s, capped at 500 W)."""
-    from costmodel.hardware import Hardware
-
-    name = (run or {}).get("hardware", source["hardware"])
-    hardware = load_hardware(name)
-    changes = dict(source.get("hardware_overrides", {}))
-    if "power_limit_watts" in source:
-        changes["power_limit_watts"] = source["power_limit_watts"]
-    if changes:  # another capacity: the preset's reported total (device_memory_bytes) is not this card's
-        data = {k: v for k, v in hardware.to_dict().items() if k != "device_memory_bytes" or "memory_bytes" not in changes}
-        return Hardware.from_dict(dict(data, **changes), name)
-    return hardware
-
-
-def decode_layout(run: dict[str, Any], source: dict[str, Any]) -> Layout:
-    """The layout of a tensor-parallel decode run: its tp, the all-reduce its source names
-    (gpt-fast: ENABLE_INTRA_NODE_COMM=1), and whether its code splits the embedding and head by
-    the vocabulary (gpt-fast's tp.py does not: "vocab_parallel": false)."""
-    return Layout(tp=run["tp"], all_reduce=source.get("all_reduce", "nccl"),
-                  vocab_parallel=source.get("vocab_parallel", True))
-
-
-#: What a decode run may state for itself over its source's setup (a table's eager row beside its
-#: compiled ones: cuda_graphs false; an fp32 row: dtype), and the quantization keys it may carry
-#: (kv_dtype: a quantized KV cache, torchao's --kv_cache_quantization as int8). decode_kernel: the
-#: kernel a decode step's attention runs where the source's engine states one from its code
-#: (kernel_facts.json "decode_attention_kernels": TensorRT-LLM v0.6.1's masked MHA); none: the fused one.
-#: sampling: how the loop picks its token (costmodel/generate_windows.SAMPLINGS; one GPU's simulate only: a
-#: tensor-parallel run stating another than greedy is refused, decode_layout_run); none: greedy.
-DECODE_SETTINGS = ("prompt", "gen", "batch", "attention", "kv_cache", "cuda_graphs", "dtype", "implementation",
-                   "decode_kernel", "sampling", "compiled")
-DECODE_QUANTIZATION = ("weight_dtype", "weight_group", "fp8_gemm", "kv_dtype")
-
-
-def decode_setup(run: dict[str, Any], source: dict[str, Any]) -> tuple[ModelConfig, Any, dict[str, Any], dict[str, Any]]:
-    """One decode run as the model sees it: its model (the run's "preset" where the source's model
-    has the sizes of a preset under another name: Llama 3.1 8B as llama3-8b), its hardware, its
-    settings (DECODE_SETTINGS: the run's own, else its source's; dtype bf16 where neither states
-    one) and its quantization (weight dtype, group, fp8 GEMM, KV dtype; the head too where the source
-    says quantize_head; int8 and int4 in the layout the source's code stores, the run's or its source's quant_layout). A run's
-    cache_size (torchao's --cache_size: a static cache every step attends whole) is a setting too
-    (simulate_inference's cache_size; None where the run states none), and so is "compiled" (torch.compile's
-    kernels with no CUDA graphs, simulate --compile: false where neither states it)."""
-    from costmodel.presets import load_preset
-
-    cfg = load_preset(run.get("preset", run["model"]))
-    settings = {key: _stated(run, source, key) for key in DECODE_SETTINGS}
-    settings["dtype"] = settings["dtype"] or "bf16"
-    settings["cache_size"] = run.get("cache_size")  # torchao's --cache_size
-    settings["implementation"] = settings["implementation"] or "transformers"
-    settings["sampling"] = settings["sampling"] or "greedy"
-    settings["compiled"] = bool(settings["compiled"])  # torch.compile's kernels without CUDA graphs: simulate --compile
-    quantization = {k: run[k] for k in DECODE_QUANTIZATION if k in run}
-    if "weight_dtype" in quantization and source.get("quantize_head"):  # gpt-fast's, torchao's head
-        quantization["quantize_head"] = True
-    layout = run.get("quant_layout", source.get("quant_layout"))  # a run's own: the kernel its id names (AutoAWQ's)
-    if quantization.get("weight_dtype") in ("int8", "int4") and layout:  # how they store and run it
-        quantization["quant_layout"] = layout
-    return cfg, run_hardware(source, run), settings, quantization
-
-
-#: What a decode source's tokens/s divides (its "rate" in published_runs.json, with "rate_source"):
-#: "end_to_end", every new token over the prefill and the gen - 1 decode steps after the prefill's
-#: first token (gpt-fast's and torchao's generate.py time generate(); vLLM's benchmark_latency.py
-#: times llm.generate); "decode", the gen - 1 steps' tokens over the steps' seconds alone;
-#: "prompt_and_generation", the prompt's and the new tokens over the end-to-end seconds (Qwen3's
-#: speed benchmark: Speed = (tokens_prompt + tokens_generation) / time).
-DECODE_RATES = ("end_to_end", "decode", "prompt_and_generation")
-
-
-def sequence_rate(generation: dict[str, Any], rate: str, prompt: int, gen: int, batch: int) -> float:
-    """One sequence's tokens/s under a source's rate (DECODE_RATES), from a generation's rates
-    (costmodel/roofline.generation_rates): the prompt_and_generation rate counts the prompt's tokens
-    too over the same end-to-end seconds."""
-    if rate == "prompt_and_generation":
-        return generation["end_to_end_tokens_per_second"] / batch * (prompt + gen) / gen
-    return generation[f"{rate}_tokens_per_second"] / batch
-
-
-def vllm_host_time(run: dict[str, Any], source: dict[str, Any]) -> Any:
-    """The vLLM host time a step (costmodel/serving/host_time.py, the rule serve's published vLLM runs take
-    theirs by: host_time_for_release) of a decode run whose source or row states its vLLM release and engine
-    ("vllm_release", "vllm_engine": v0 or v1); None where neither is stated or the release's rule gives none."""
-    from costmodel.serving.host_time import host_time, host_time_for_release
-
-    release = _stated(run, source, "vllm_release")
-    if release is None:
-        return None
-    return host_time(host_time_for_release(_stated(run, source, "vllm_engine"), release))
-
-
-def hosted_generation(host: Any, generation: dict[str, Any], batch: int, gen: int, shortest_s: float) -> dict[str, Any]:
-    """A generation's rates (costmodel/roofline.generation_rates) with the engine's host time on each step
-    (HostTime.static_run: the prefill's step and each decode step of `batch` sequences; shortest_s: the first
-    decode step's kernels)."""
-    from costmodel.roofline import generation_rates
-
-    decode_s = generation["decode_seconds"]
-    prefill_s, decode_s = host.static_run(generation["end_to_end_seconds"] - decode_s, decode_s,
-                                          generation["decode_steps"], shortest_s, batch)
-    return generation_rates(batch, gen, prefill_s, decode_s)
-
-
-def decode_run(run: dict[str, Any], source: dict[str, Any], time_model: str) -> float:
-    """Tokens per second of one sequence, the quantity its source's script measures (the source's
-    "rate", DECODE_RATES): without tensor parallelism simulate_inference's generation, with it
-    the layout model's (simulate_decode's "generation"), both costmodel/roofline.generation_rates; a vLLM row
-    that states its release with vLLM's host time on each step (vllm_host_time, hosted_generation)."""
-    from costmodel.config import ConfigError
-    from costmodel.roofline import simulate_inference
-
-    rate = source["rate"]
-    if rate not in DECODE_RATES:
-        raise ValueError(f"{run['id']}: its source's rate must be one of {DECODE_RATES}, got {rate!r}.")
-    cfg, hardware, s, quantization = decode_setup(run, source)
-    host = vllm_host_time(run, source)  # vLLM's CPU time a step, where the row states its release
-    if run["tp"] > 1:
-        if s["compiled"]:
-            raise ConfigError(f"{run['id']}: torch.compile's decode step (simulate --compile) is one GPU's; "
-                              "the layout model's decode has no compiled step.")
-        if s["cache_size"] is not None:
-            raise ConfigError(f"{run['id']}: a static cache_size is simulate_inference's, one GPU's; "
-                              "the layout model's decode attends the tokens so far.")
-        layout_run = decode_layout_run(run, source, time_model, prefill=True)
-        generation = layout_run["generation"]
-        if host is not None:  # the token's step: the first decode step's (its context the prompt's)
-            generation = hosted_generation(host, generation, s["batch"], s["gen"],
-                                           layout_run["token"]["seconds_per_token"])
-        return sequence_rate(generation, rate, s["prompt"], s["gen"], s["batch"])
-    result = simulate_inference(cfg, hardware, prompt=s["prompt"], gen=s["gen"], batch=s["batch"],
-                                dtype=s["dtype"], attention=s["attention"], kv_cache=s["kv_cache"],
-                                cuda_graphs=s["cuda_graphs"], quantization=quantization, time_model=time_model,
-                                implementation=s["implementation"], decode_kernel=s["decode_kernel"],
-                                sampling=s["sampling"], cache_size=s["cache_size"], compiled=s["compiled"])
-    generation = result["decode"]
-    if host is not None:
-        first = generation["first_token"]["seconds"] if generation["decode_steps"] else 0.0  # no step: none read
-        generation = hosted_generation(host, generation, s["batch"], s["gen"], first)
-    return sequence_rate(generation, rate, s["prompt"], s["gen"], s["batch"])
-
-
-def decode_layout_run(run: dict[str, Any], source: dict[str, Any], time_model: str,
-                      prefill: bool = False) -> dict[str, Any]:
-    """A tensor-parallel decode run as its source states it (decode_setup, decode_layout), through
-    the layout model's simulate_decode (quantized weights: each rank's shards as stored); with
-    `prefill`, the prefill and the generation's steps and rates too."""
-    from costmodel.layout.timing import simulate_decode
-
-    cfg, hardware, s, quantization = decode_setup(run, source)
-    if s["sampling"] != "greedy":  # the layout's decode counts greedy's step: a sampled run was timed as greedy
-        raise ConfigError(f"sampling {s['sampling']!r} is counted by one GPU's simulate only (generate_windows); "
-                          f"the layout model's decode step is greedy's, tp {run['tp']} here.")
-    workload = Workload(seq_len=s["prompt"], gen_tokens=s["gen"], batch=s["batch"], dtype=s["dtype"],
-                        attention=s["attention"], precision="pure", kv_cache=s["kv_cache"], **quantization)
-    return simulate_decode(cfg, workload, decode_layout(run, source), hardware, cuda_graphs=s["cuda_graphs"],
-                           time_model=time_model, prefill=prefill, implementation=s["implementation"],
-                           decode_kernel=s["decode_kernel"])
-
-
-def _stated(run: dict[str, Any], source: dict[str, Any], key: str, default: Any = None) -> Any:
-    """A run's own value for `key`, else its source's, else the default."""
-    return run.get(key, source.get(key, default))
-
-
-stated = _stated  # the same rule for the scripts that read a row's recipe (validate/moe_host_windows.py)
-
-
 def train_setup(run: dict[str, Any], source: dict[str, Any]) -> tuple[ParallelEstimate, Any, dict[str, Any]]:
     """One training run of published_runs.json as the model sees it: the estimate (model, workload,
     layout), the hardware, and the StepTime options its source states (autocast: fp32 parameters
@@ -314,69 +147,69 @@ def train_setup(run: dict[str, Any], source: dict[str, Any]) -> tuple[ParallelEs
             cfg = cfg.replace(name=run["model"], **run["config_changes"])
     if run.get("mtp_layers"):  # the multi-token-prediction depths the run's recipe trains (mtp_num_layers)
         cfg = cfg.replace(mtp_layers=run["mtp_layers"])
-    micro = _stated(run, source, "micro_batch")
-    virtual = _stated(run, source, "virtual_stages", 1)
+    micro = stated(run, source, "micro_batch")
+    virtual = stated(run, source, "virtual_stages", 1)
     stages = run["pp"] * virtual
     cp = run.get("cp", 1)
     if "stage_layers" in run:
         stage_layers = tuple(run["stage_layers"])
-    elif _stated(run, source, "empty_edge_chunks"):
+    elif stated(run, source, "empty_edge_chunks"):
         stage_layers = empty_edge_chunks(cfg.n_layers, stages)
     else:
         stage_layers = None
     layout = Layout(tp=run["tp"], pp=run["pp"], dp=run["dp"], cp=cp, ep=run.get("ep", 1), etp=run.get("etp"),
                     sp=source.get("sp", True) and run["tp"] > 1,
-                    cp_rotate=_stated(run, source, "cp_rotate", "allgather"),
-                    cp_kv_heads=_stated(run, source, "cp_kv_heads", "kv"),
-                    zero=_stated(run, source, "zero", 1), framework=_stated(run, source, "framework", "megatron"),
+                    cp_rotate=stated(run, source, "cp_rotate", "allgather"),
+                    cp_kv_heads=stated(run, source, "cp_kv_heads", "kv"),
+                    zero=stated(run, source, "zero", 1), framework=stated(run, source, "framework", "megatron"),
                     microbatches=run["global_batch"] // (run["dp"] * micro),
-                    schedule=_stated(run, source, "schedule", "1f1b"), virtual_stages=virtual,
-                    stage_layers=stage_layers, fp8=_stated(run, source, "fp8"),
-                    ep_dispatcher=_stated(run, source, "ep_dispatcher", "alltoall"),  # the recipe's flex backend
+                    schedule=stated(run, source, "schedule", "1f1b"), virtual_stages=virtual,
+                    stage_layers=stage_layers, fp8=stated(run, source, "fp8"),
+                    ep_dispatcher=stated(run, source, "ep_dispatcher", "alltoall"),  # the recipe's flex backend
                     # the recipe's moe_expert_capacity_factor and moe_pad_expert_input_to_capacity
-                    capacity_factor=_stated(run, source, "capacity_factor"),
-                    pad_to_capacity=_stated(run, source, "pad_to_capacity", False),
-                    dp_shard=_stated(run, source, "dp_shard"),  # hybrid sharding (FSDP2's HSDP)
-                    grad_reduce_dtype=_stated(run, source, "grad_reduce_dtype"),  # the recipe's grad_reduce_in_fp32
-                    precision_aware_optimizer=_stated(run, source, "precision_aware_optimizer"),
-                    fp8_param_gather=_stated(run, source, "fp8_param_gather", False),  # FP8 parameters
-                    tp_only_amax_red=_stated(run, source, "tp_only_amax_red", False),  # delayed scaling's amax group
-                    moe_router_fusion=_stated(run, source, "moe_router_fusion", True),  # Megatron's --moe-router-fusion
-                    moe_router_load_balancing_type=_stated(run, source, "moe_router_load_balancing_type", "aux_loss"),
-                    moe_permute_fusion=_stated(run, source, "moe_permute_fusion", True),  # --moe-permute-fusion
-                    moe_grouped_gemm=_stated(run, source, "moe_grouped_gemm", True),  # off: SequentialMLP
+                    capacity_factor=stated(run, source, "capacity_factor"),
+                    pad_to_capacity=stated(run, source, "pad_to_capacity", False),
+                    dp_shard=stated(run, source, "dp_shard"),  # hybrid sharding (FSDP2's HSDP)
+                    grad_reduce_dtype=stated(run, source, "grad_reduce_dtype"),  # the recipe's grad_reduce_in_fp32
+                    precision_aware_optimizer=stated(run, source, "precision_aware_optimizer"),
+                    fp8_param_gather=stated(run, source, "fp8_param_gather", False),  # FP8 parameters
+                    tp_only_amax_red=stated(run, source, "tp_only_amax_red", False),  # delayed scaling's amax group
+                    moe_router_fusion=stated(run, source, "moe_router_fusion", True),  # Megatron's --moe-router-fusion
+                    moe_router_load_balancing_type=stated(run, source, "moe_router_load_balancing_type", "aux_loss"),
+                    moe_permute_fusion=stated(run, source, "moe_permute_fusion", True),  # --moe-permute-fusion
+                    moe_grouped_gemm=stated(run, source, "moe_grouped_gemm", True),  # off: SequentialMLP
                     # the script's fp8_autocast scope (delayed scaling off Megatron-Core): its delayed rows only
-                    fp8_autocast=_stated(run, source, "fp8_autocast") if _stated(run, source, "fp8") == "delayed" else None,
-                    unfused_loss=_stated(run, source, "unfused_loss", False),  # Megatron's loss, whatever the family
-                    loss_parallel=_stated(run, source, "loss_parallel", True),  # DTensor's head: logits gathered when off
-                    fp32_norm_input=_stated(run, source, "fp32_norm_input", False),  # InternLM's norm(x.float())
-                    zero_optimizer=_stated(run, source, "zero_optimizer", "flat"),  # nanotron's ZeRO-1
-                    optimizer_step=_stated(run, source, "optimizer_step", "fused"),  # torch's AdamW (torchtitan)
-                    megatron_release=_stated(run, source, "megatron_release", DEFAULT_RELEASE))  # Megatron-LM's step
+                    fp8_autocast=stated(run, source, "fp8_autocast") if stated(run, source, "fp8") == "delayed" else None,
+                    unfused_loss=stated(run, source, "unfused_loss", False),  # Megatron's loss, whatever the family
+                    loss_parallel=stated(run, source, "loss_parallel", True),  # DTensor's head: logits gathered when off
+                    fp32_norm_input=stated(run, source, "fp32_norm_input", False),  # InternLM's norm(x.float())
+                    zero_optimizer=stated(run, source, "zero_optimizer", "flat"),  # nanotron's ZeRO-1
+                    optimizer_step=stated(run, source, "optimizer_step", "fused"),  # torch's AdamW (torchtitan)
+                    megatron_release=stated(run, source, "megatron_release", DEFAULT_RELEASE))  # Megatron-LM's step
     workload = Workload(seq_len=run["seq_len"], batch=micro, dtype=source["dtype"],
                         impl=source.get("impl", "megatron"), attention=source["attention"],
-                        recompute=_stated(run, source, "recompute", "none"),
-                        recompute_layers=_stated(run, source, "recompute_layers"))
-    options: dict[str, Any] = {"autocast": _stated(run, source, "autocast", False)}
-    if _stated(run, source, "compiled", False):
+                        recompute=stated(run, source, "recompute", "none"),
+                        recompute_layers=stated(run, source, "recompute_layers"))
+    options: dict[str, Any] = {"autocast": stated(run, source, "autocast", False)}
+    if stated(run, source, "compiled", False):
         options["compiled"] = True
-    if _stated(run, source, "moe_op_fuser", False):  # Megatron-Core's use_transformer_engine_op_fuser
+    if stated(run, source, "moe_op_fuser", False):  # Megatron-Core's use_transformer_engine_op_fuser
         options["moe_op_fuser"] = True  # (layout/gpt_oss_eager.py: no eager clamp)
-    if _stated(run, source, "attention_kernel"):  # the fused attention kernel the run calls (KernelTimer)
-        options["attention_kernel"] = _stated(run, source, "attention_kernel")
+    if stated(run, source, "attention_kernel"):  # the fused attention kernel the run calls (KernelTimer)
+        options["attention_kernel"] = stated(run, source, "attention_kernel")
     # the overlap a run's recipe states (Overlap's fields; its overlap_grad_reduce, the gradient
     # reduction under the backward or after it), the pipeline sends' and the gradients' share else the framework's
-    stated = _stated(run, source, "overlap")
-    overlap = framework_overlap(layout, stated, _stated(run, source, "overlap_grad_reduce"))
+    overlap_stated = stated(run, source, "overlap")
+    overlap = framework_overlap(layout, overlap_stated, stated(run, source, "overlap_grad_reduce"))
     estimate = ParallelEstimate(cfg, workload, layout)
-    if _stated(run, source, "async_tp", False):  # torchtitan's Async TP: its fused ops priced (layout/async_tp.py)
+    if stated(run, source, "async_tp", False):  # torchtitan's Async TP: its fused ops priced (layout/async_tp.py)
         from dataclasses import replace
 
         from costmodel.layout import async_tp
 
         async_tp.check(layout, options.get("compiled", False))
         overlap = replace(overlap, async_tp=True)
-    if stated or overlap != Overlap():
+    if overlap_stated or overlap != Overlap():
         options["overlap"] = overlap
     return estimate, hardware, options
 
@@ -389,8 +222,8 @@ def _train_step(run: dict[str, Any], source: dict[str, Any], time_model: str,
     if time_model == "kernels":
         # the MoE layers' host syncs (the kernel model's default, layout/host_syncs.py) after the run's
         # graph scopes; none where the run drops and pads (no sync) or host_syncs is off
-        dropped = _stated(run, source, "moe_token_drop", False)
-        options["host_syncs"] = tuple(_stated(run, source, "cuda_graph_scope", ())) if host_syncs and not dropped else None
+        dropped = stated(run, source, "moe_token_drop", False)
+        options["host_syncs"] = tuple(stated(run, source, "cuda_graph_scope", ())) if host_syncs and not dropped else None
         if "overlap" in options:  # a recipe's tp_comm_overlap as TE's userbuffers ops (layout/ub_overlap.py)
             from costmodel.layout.ub_overlap import recipe_config, userbuffers
 
@@ -404,7 +237,7 @@ def train_run(run: dict[str, Any], source: dict[str, Any], time_model: str, host
     """Model TFLOP/s per GPU (MFU x the bf16 peak), the model FLOPs counted in the convention the
     run's source states ("flops_convention": dense, every (query, key) pair, unless it says causal,
     as Megatron-Core's newer num_floating_point_operations count them)."""
-    step, hardware = _train_step(run, source, time_model, _stated(run, source, "flops_convention", "dense"), host_syncs)
+    step, hardware = _train_step(run, source, time_model, stated(run, source, "flops_convention", "dense"), host_syncs)
     return step["mfu"] * hardware.datasheet_peak(source["dtype"]) / 1e12
 
 

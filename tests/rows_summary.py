@@ -1,13 +1,14 @@
 """Exact ratios and summary counts of a set of published sources' rows, as `published`'s summary counts them
 (our speed over the published one; a GPU-hours row's published hours over ours; error |ratio - 1|, kernel
-model; a decode row's tokens/s a sequence, reports/published_runs.decode_run): the helper of the per-session
+model; a decode row's tokens/s a sequence, reports/published_decode.decode_run): the helper of the per-session
 summaries of unseen rows (tests/test_session*_rows_summary.py, tests/test_session30_unseen_rows.py)."""
 
 from __future__ import annotations
 
 import statistics
 
-from reports.published_runs import COST_UNITS, TRAIN_UNITS, decode_run, other_runs_data
+from reports.published_decode import decode_run
+from reports.published_runs import COST_UNITS, TRAIN_UNITS, other_runs_data
 
 
 def ratios(sources: tuple[str, ...], refused: dict[str, str] | None = None) -> dict[str, float]:

@@ -282,7 +282,8 @@ def test_intra_node_all_reduces_only_bf16_tensors_and_leaves_the_others_to_nccl(
 
 def test_gpt_fasts_runs_state_the_intra_node_all_reduce_and_megatrons_rows_do_not_move():
     # gpt-fast's README: tensor parallelism with ENABLE_INTRA_NODE_COMM=1 (published_runs.json).
-    from reports.published_runs import other_runs_data, run_hardware, decode_run
+    from reports.published_decode import decode_run
+    from reports.published_runs import other_runs_data, run_hardware
 
     data = other_runs_data()
     source = data["sources"]["gpt-fast"]

@@ -21,7 +21,8 @@ import pytest
 from costmodel.hardware import load_hardware
 from costmodel.kernel_shapes import AttentionCall
 from costmodel.kernel_time import KernelTimer
-from reports.published_runs import decode_run, other_runs_data
+from reports.published_decode import decode_run
+from reports.published_runs import other_runs_data
 
 #: FlashInfer blog Figure 9, per cent of the datasheet bandwidth at 2k, 4k and 8k keys a request (batch 64,
 #: 32 query / 4 KV heads, head 128): FlashInfer's decode on the tensor cores (its prefill kernel), FlashInfer's

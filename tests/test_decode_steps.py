@@ -13,7 +13,8 @@ from costmodel.config import Workload
 from costmodel.hardware import load_hardware
 from costmodel.layout import Layout
 from costmodel.presets import load_preset
-from reports.published_runs import DECODE_RATES, decode_run, decode_setup, other_runs_data
+from reports.published_decode import DECODE_RATES, decode_run, decode_setup
+from reports.published_runs import other_runs_data
 
 
 def _llama(gen: int, **options):
@@ -221,7 +222,7 @@ def test_a_decode_rows_rate_is_its_sources_quantity(run_id):
                                         implementation=s["implementation"])
         prefill, steps = result["prefill"]["seconds"], result["decode"]["decode_seconds"]
     else:
-        from reports.published_runs import decode_layout
+        from reports.published_decode import decode_layout
 
         workload = Workload(seq_len=s["prompt"], gen_tokens=gen, batch=s["batch"], dtype=s["dtype"],
                             attention=s["attention"], precision="pure", kv_cache=s["kv_cache"], **quantization)

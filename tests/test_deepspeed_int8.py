@@ -13,7 +13,8 @@ from costmodel.config import ConfigError, Workload
 from costmodel.hardware import Efficiency
 from costmodel.kernel_shapes import Gemm, Pointwise
 from costmodel.quantization import dequant_bytes, in_memory_dequant, weight_format
-from reports.published_runs import decode_layout_run, decode_setup, other_runs_data
+from reports.published_decode import decode_layout_run, decode_setup
+from reports.published_runs import other_runs_data
 
 # BLOOM-176B's matrices on one of 8 ranks (hidden 14,336, d_ff 57,344): (output rows, input columns)
 QKV, DENSE, H_4H, FOURH_H = (5376, 14336), (14336, 1792), (7168, 14336), (14336, 7168)

@@ -83,7 +83,8 @@ def test_a_tensor_parallel_rank_runs_its_wqkv_shard_as_one_gemm():
     from costmodel.config import Workload
     from costmodel.layout import Layout, ParallelEstimate
     from costmodel.layout.kernel_step import rank_kernels
-    from reports.published_runs import decode_setup, other_runs_data
+    from reports.published_decode import decode_setup
+    from reports.published_runs import other_runs_data
 
     data = other_runs_data()
     run = next(r for r in data["runs"] if r["id"] == "gpt-fast llama2-70b int4 g32 tp8")

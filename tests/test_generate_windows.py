@@ -111,7 +111,8 @@ def test_one_simulate_looks_the_windows_up_once_and_an_uncounted_step_not_at_all
 def test_a_tensor_parallel_run_stating_sampling_is_refused_not_timed_as_greedy():
     """The layout model's decode counts greedy's step (DECODE_SETTINGS): session 36 read a tp > 1 run's
     "sampling" and dropped it."""
-    from reports.published_runs import decode_run, other_runs_data
+    from reports.published_decode import decode_run
+    from reports.published_runs import other_runs_data
 
     data = other_runs_data()
     run = next(r for r in data["runs"] if r["id"] == "gpt-fast llama2-7b tp2")

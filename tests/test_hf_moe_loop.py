@@ -8,7 +8,8 @@ import pytest
 from costmodel.eager_ops import step_ops, step_syncs
 from costmodel.kernel_time import kernel_facts
 from costmodel.presets import load_preset
-from reports.published_runs import decode_run, other_runs_data
+from reports.published_decode import decode_run
+from reports.published_runs import other_runs_data
 
 OP_S = 6.545241752576789e-06  # kernel_facts.json eager_host_op_default: the h20 file states no host time
 QWEN3_MOE_451 = 48 * (98 + 18 * 128) + 72  # 48 layers of 128 experts: 115,368 ops a step

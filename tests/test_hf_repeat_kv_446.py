@@ -14,7 +14,8 @@ from costmodel.kernel_time import inference_subs
 from costmodel.presets import load_preset
 from costmodel.roofline import KernelSteps, simulate_inference
 from costmodel.roofline_model import Roofline
-from reports.published_runs import decode_run, other_runs_data
+from reports.published_decode import decode_run
+from reports.published_runs import other_runs_data
 
 A100_BANDWIDTH = 2.039e12 * 0.8  # a100-80gb's HBM at the timer's memory efficiency (no cold copies stated)
 

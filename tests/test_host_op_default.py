@@ -140,7 +140,8 @@ def test_simulate_says_the_figure_is_borrowed_and_host_op_time_states_ones_own(c
 def test_amds_eager_mi210_rows_are_their_ops_at_the_borrowed_time():
     """rocm-int8's eager rows (gpt-fast, no compile, end to end over 200 tokens): every step and the
     prefill host-bound, 1 / (ops x 6.545 us): Llama-2-7B 37.56 tokens/s against 33.29 published (1.13x)."""
-    from reports.published_runs import decode_run, other_runs_data
+    from reports.published_decode import decode_run
+    from reports.published_runs import other_runs_data
 
     data = other_runs_data()
     run = next(r for r in data["runs"] if r["id"] == "rocm-int8 llama2-7b bf16 eager")

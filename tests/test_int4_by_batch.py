@@ -12,7 +12,8 @@ from costmodel.hardware import load_hardware
 from costmodel.kernel_rates import RowsRule, by_rows_points, kernel_facts
 from costmodel.kernel_time import Gemm, KernelTimer
 from costmodel.quantization import QUANT_LAYOUT_FACTS, weight_format
-from reports.published_runs import decode_run, other_runs_data
+from reports.published_decode import decode_run
+from reports.published_runs import other_runs_data
 
 
 def _entries(kernel: str) -> list[dict]:

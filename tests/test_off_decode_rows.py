@@ -8,7 +8,8 @@ import json
 import pytest
 
 import cli
-from reports.published_runs import decode_run, other_runs_data
+from reports.published_decode import decode_run
+from reports.published_runs import other_runs_data
 from validate.off_decode_rows import ROWS, row_command, row_split
 
 

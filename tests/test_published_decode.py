@@ -1,12 +1,13 @@
 """The published batch-1 decoding runs (issue 18): every decode row of published_runs.json typed
-here from its source, as reports/published_runs.decode_setup expresses it, and the defect the
+here from its source, as reports/published_decode.decode_setup expresses it, and the defect the
 Mixtral int8 rows showed (routed experts read unquantized) fixed and pinned."""
 
 from __future__ import annotations
 
 import pytest
 
-from reports.published_runs import decode_setup, other_runs_data
+from reports.published_decode import decode_setup
+from reports.published_runs import other_runs_data
 
 # id: (tokens/s as published, the preset it runs, tp, weight dtype, group, fp8 GEMM, hardware,
 #      power cap in W, CUDA graphs, dtype, prompt tokens)
@@ -154,7 +155,7 @@ def test_each_decode_run_is_expressed_as_its_source_states_it(run_id):
     # the code each source ran: gpt-fast's Transformer (torchao's copy too), or its Mixtral
     assert settings["implementation"] == ("gpt-fast-mixtral" if run_id.startswith("gpt-fast-mixtral") else "gpt-fast")
     if run_id.startswith("gpt-fast-mixtral") and tp == 1:  # the code is a simulate choice: the run is timed
-        from reports.published_runs import decode_run
+        from reports.published_decode import decode_run
 
         assert decode_run(run, source, "kernels") > 0
 

@@ -38,7 +38,8 @@ def test_the_runs_are_computed_under_both_models(capsys):
     # attention calls (gpt-fast's model.py: wqkv, wo, w1, w3, w2 and the attention a layer, the head;
     # kernel_facts.json fused_projections). The row's rate is end to end: its decode steps alone
     # (rate "decode") are weighed.
-    from reports.published_runs import decode_run, other_runs_data
+    from reports.published_decode import decode_run
+    from reports.published_runs import other_runs_data
     data = other_runs_data()
     run = next(r for r in data["runs"] if r["id"] == "gpt-fast llama2-7b bf16")
     steps = dict(data["sources"]["gpt-fast"], rate="decode")

@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 
 from costmodel.hardware import load_hardware
-from reports.published_runs import decode_run, decode_setup, other_runs_data
+from reports.published_decode import decode_run, decode_setup
+from reports.published_runs import other_runs_data
 
 
 def _amd_runs() -> tuple[dict, dict]:
@@ -119,7 +120,7 @@ def test_the_405b_step_at_batch_1_pays_rccls_measured_all_reduces():
     from costmodel.collectives import collective_seconds
     runs = {r["id"]: r for r in other_runs_data()["runs"]}
     source = other_runs_data()["sources"]["amd-vllm"]
-    from reports.published_runs import decode_layout_run
+    from reports.published_decode import decode_layout_run
 
     token = decode_layout_run(runs["amd-vllm llama3.1-405b fp8 tp8 batch 1"], source, "kernels")["token"]
     logits = collective_seconds(load_hardware("mi300x"), "all_gather", 128256 * 2, 8, 8)

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import pytest
 
-from reports.published_runs import decode_run, decode_setup, other_runs_data, sequence_rate
+from reports.published_decode import decode_run, decode_setup, sequence_rate
+from reports.published_runs import other_runs_data
 
 # cache_size: tokens/s with a bf16 cache, an int8 cache, an int8 cache and --linear_causal_mask
 # (benchmark_results.txt at b4d0768, runs of 2024-08-26; the README's table gives their peak memory)

@@ -8,7 +8,8 @@ from __future__ import annotations
 import pytest
 
 from costmodel.hardware import load_hardware
-from reports.published_runs import decode_run, decode_setup, other_runs_data
+from reports.published_decode import decode_run, decode_setup
+from reports.published_runs import other_runs_data
 
 #: The blog's table: model -> (Tokens/Second, Memory BW (GB/s)) for eager, compile, compile + INT8.
 TABLE = {

@@ -20,7 +20,8 @@ from costmodel.presets import load_preset
 from costmodel.quantization import weight_format
 from costmodel.tree import CostModel, model_values, profile_for, workload_values
 from costmodel.workload import Workload
-from reports.published_runs import decode_setup, other_runs_data
+from reports.published_decode import decode_setup
+from reports.published_runs import other_runs_data
 from tests.cli_run import run_main
 
 PARTS = ("weight_data_bytes", "weight_scale_bytes", "weight_zero_bytes", "weight_unquantized_bytes")

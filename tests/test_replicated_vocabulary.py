@@ -18,7 +18,8 @@ from costmodel.layout.serving_memory import serving_memory
 from costmodel.layout.spec import Layout
 from costmodel.layout.timing import simulate_decode
 from costmodel.presets import load_preset
-from reports.published_runs import decode_layout, other_runs_data
+from reports.published_decode import decode_layout
+from reports.published_runs import other_runs_data
 
 E = 2  # bf16 bytes
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from reports.published_runs import decode_setup, other_runs_data, train_setup
+from reports.published_decode import decode_setup
+from reports.published_runs import other_runs_data, train_setup
 from tests.rows_summary import ratios, stats
 
 SOURCES = ("fms-fsdp", "gpu-hours-fms-fsdp", "gpu-hours-falcon-180b", "trtllm-v0.6.1", "nanogpt")

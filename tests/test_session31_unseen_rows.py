@@ -11,7 +11,8 @@ import pytest
 
 from costmodel.config import Workload
 from costmodel.estimation import Estimate
-from reports.published_runs import decode_setup, other_runs_data, train_setup
+from reports.published_decode import decode_setup
+from reports.published_runs import other_runs_data, train_setup
 from tests.rows_summary import ratios, stats
 
 EXPRESSIBLE = ("kempnerforge-mfu", "kempnerforge-weak", "gpu-hours-falcon-cards", "gpu-hours-mpt-7b", "lmdeploy-v0.1.0")

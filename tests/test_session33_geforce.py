@@ -17,7 +17,8 @@ from costmodel.hardware_presets import preset_names
 from costmodel.hardware_schema import schema_problems
 from costmodel.kernel_rates import kernel_facts
 from costmodel.kernel_time import Gemm, KernelTimer
-from reports.published_runs import decode_run, other_runs_data
+from reports.published_decode import decode_run
+from reports.published_runs import other_runs_data
 
 GROUP32 = 0.5 + 2 * 2 / 32  # an int4 weight's stored bytes at groups of 32: a 16-bit scale and zero a group
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from reports.published_runs import decode_run
+from reports.published_decode import decode_run
 from tests.unseen_rows import (assert_first_computed, assert_summaries, decode_groups, decode_setup_of, ratios, runs_of,
                                source_of)
 

@@ -92,7 +92,8 @@ def test_the_published_gpt_fast_tp_rows_time_their_eager_prefill_on_the_host():
     ops at the A100 file's 7.1 us (28.9 ms, the kernels 2.04 ms: gpt-fast's wqkv is one GEMM a layer,
     kernel_facts.json fused_projections; 2.17 ms when Q, K and V were three, 64 DRAM starts of 1.96 us
     more), as the one-GPU row's already was; the decode steps are unchanged (replayed)."""
-    from reports.published_runs import decode_layout_run, other_runs_data
+    from reports.published_decode import decode_layout_run
+    from reports.published_runs import other_runs_data
 
     data = other_runs_data()
     run = next(r for r in data["runs"] if r["id"] == "gpt-fast llama2-7b tp8")

@@ -12,7 +12,8 @@ from costmodel.eager_ops import step_ops
 from costmodel.kernel_facts_file import fuses_qkv
 from costmodel.kernel_time import inference_subs, leaves_time
 from costmodel.roofline import KernelSteps, Roofline
-from reports.published_runs import decode_layout_run, decode_run, decode_setup, other_runs_data
+from reports.published_decode import decode_layout_run, decode_run, decode_setup
+from reports.published_runs import other_runs_data
 
 PREFIX = "trtllm-v0.8.0 "
 

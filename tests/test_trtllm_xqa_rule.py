@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from costmodel.attention_kernels import trtllm_xqa_jit_serves, trtllm_xqa_serves
 from costmodel.kernel_rates import kernel_facts
-from reports.published_runs import decode_setup, other_runs_data
+from reports.published_decode import decode_setup
+from reports.published_runs import other_runs_data
 
 #: the sources whose rows state a TensorRT-LLM release of the precompiled rule, and that release (their "source")
 RELEASES = {"trtllm-v0.8.0": "0.8", "trtllm-v0.9.0": "0.9", "modelopt-v0.11": "0.9"}

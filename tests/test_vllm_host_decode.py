@@ -1,4 +1,4 @@
-"""vLLM's host time a step on `published`'s static decoding rows (reports/published_runs.py vllm_host_time,
+"""vLLM's host time a step on `published`'s static decoding rows (reports/published_decode.py vllm_host_time,
 hosted_generation): a row whose source or own entry states its vLLM release and engine takes the host time a step
 serve's published vLLM runs take (costmodel/serving/host_time.py host_time_for_release, HostTime.step), on its
 prefill's step and each decode step; a row that states none stays as it was. The pins are the rule's own source
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pytest
 
+import reports.published_decode as decode
 import reports.published_runs as published
 from costmodel.config import ConfigError
 from costmodel.serving.host_time import host_time
@@ -26,8 +27,8 @@ def _row(source: str, ending: str) -> tuple[dict, dict]:
 def _seconds(run: dict, source: dict, model: str, hosted: bool, monkeypatch) -> float:
     """The row's end-to-end seconds (gen / its tokens/s at batch 1), with or without the host time."""
     if not hosted:
-        monkeypatch.setattr(published, "vllm_host_time", lambda run, source: None)
-    seconds = 2048 / published.decode_run(run, source, model)
+        monkeypatch.setattr(decode, "vllm_host_time", lambda run, source: None)
+    seconds = 2048 / decode.decode_run(run, source, model)
     monkeypatch.undo()
     return seconds
 
@@ -36,7 +37,7 @@ def _seconds(run: dict, source: dict, model: str, hosted: bool, monkeypatch) -> 
 def test_a_vllm_0_4_2_row_waits_h1_on_each_of_its_2048_steps(model, monkeypatch):
     # vLLM 0.4.2 (V0 before 0.6.0: vllm-v0.5.4, every part serial): the prefill and 2,047 decode steps
     run, source = _row("qwen2-speed-vllm", "qwen2-0.5b-instruct bf16 tp1 input 1")
-    assert published.vllm_host_time(run, source).version == "vllm-v0.5.4"
+    assert decode.vllm_host_time(run, source).version == "vllm-v0.5.4"
     added = _seconds(run, source, model, True, monkeypatch) - _seconds(run, source, model, False, monkeypatch)
     assert added == pytest.approx(2048 * H1_S, rel=1e-9)  # 1.2059 s of 2048 steps' 0.5888 ms
 
@@ -44,7 +45,7 @@ def test_a_vllm_0_4_2_row_waits_h1_on_each_of_its_2048_steps(model, monkeypatch)
 def test_a_vllm_0_6_3_tensor_parallel_row_waits_its_serial_and_decision_parts(monkeypatch):
     # vLLM 0.6.3 (vllm-v0.6.0): the outputs (0.2 ms) overlap the next step's 30-ms GPU work, the rest is waited
     run, source = _row("evalscope-qwq-vllm", "tp2 input 1")
-    assert published.vllm_host_time(run, source).version == "vllm-v0.6.0"
+    assert decode.vllm_host_time(run, source).version == "vllm-v0.6.0"
     added = _seconds(run, source, "kernels", True, monkeypatch) - _seconds(run, source, "kernels", False, monkeypatch)
     assert added == pytest.approx(2048 * H1_S * WAITED_V060, rel=1e-9)
 
@@ -52,24 +53,24 @@ def test_a_vllm_0_6_3_tensor_parallel_row_waits_its_serial_and_decision_parts(mo
 def test_rows_that_state_no_v0_release_take_none():
     v1, v1_source = _row("amd-vllm", "llama3.1-70b fp8 tp8 batch 1")  # vLLM v0.10.0's V1 engine: the rule's none
     assert (v1_source["vllm_release"], v1_source["vllm_engine"]) == ("0.10.0", "v1")
-    assert published.vllm_host_time(v1, v1_source) is None
+    assert decode.vllm_host_time(v1, v1_source) is None
     for source in ("oracle-mi300x-405b", "vllm-perf-bench-9515", "llm-perf-bench-vllm", "rkooo567-llm-benchmark",
                    "hamel-latency-2023"):  # no release stated (a main-branch build, a commit between releases)
         for run in runs_of(source):
-            assert published.vllm_host_time(run, published.other_runs_data()["sources"][source]) is None, run["id"]
+            assert decode.vllm_host_time(run, published.other_runs_data()["sources"][source]) is None, run["id"]
 
 
 def test_the_stated_releases():
     data = published.other_runs_data()
     stated = {}
     for run in data["runs"]:
-        version = published.vllm_host_time(run, data["sources"][run["id"].split()[0]])
+        version = decode.vllm_host_time(run, data["sources"][run["id"].split()[0]])
         if version is not None:
             stated[run["id"].split()[0]] = stated.get(run["id"].split()[0], set()) | {version.version}
     assert stated == {"qwen2-speed-vllm": {"vllm-v0.5.4"}, "premai-v2": {"vllm-v0.5.4"},
                       "premai-a100-vllm": {"vllm-v0.5.4"}, "evalscope-qwq-vllm": {"vllm-v0.6.0"},
                       "amd-vllm-0.7.3": {"vllm-v0.6.0"}}
-    assert sum(published.vllm_host_time(r, data["sources"][r["id"].split()[0]]) is not None
+    assert sum(decode.vllm_host_time(r, data["sources"][r["id"].split()[0]]) is not None
                for r in data["runs"]) == 21 + 4 + 1 + 4 + 24
 
 

@@ -45,7 +45,8 @@ one group per source in `named`, and "GPU-hours" (the gpu-hours-* sources' rows)
 
 from __future__ import annotations
 
-from reports.published_runs import decode_setup, other_runs_data, train_setup
+from reports.published_decode import decode_setup
+from reports.published_runs import other_runs_data, train_setup
 from tests.rows_summary import ratios, stats
 
 __all__ = ["assert_first_computed", "assert_summaries", "decode_groups", "decode_setup_of", "ratios", "runs_of",

@@ -25,7 +25,8 @@ def eager_rows() -> list[dict[str, Any]]:
     """Each published eager decode row: its ops a step, published and modelled seconds a token,
     and the seconds an op each rule implies (None where its ops are not counted)."""
     from costmodel.eager_ops import step_ops
-    from reports.published_runs import decode_run, decode_setup, other_runs_data
+    from reports.published_decode import decode_run, decode_setup
+    from reports.published_runs import other_runs_data
 
     data = other_runs_data()
     rows = []

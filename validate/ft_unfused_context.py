@@ -23,7 +23,8 @@ from typing import Any
 
 from costmodel.kernel_time import KernelTimer, inference_subs, kernels_seconds, leaf_kernels
 from costmodel.roofline import Roofline
-from reports.published_runs import decode_run, decode_setup, other_runs_data
+from reports.published_decode import decode_run, decode_setup
+from reports.published_runs import other_runs_data
 
 SOURCE = "fastertransformer-gpt"
 CORE = ("scores", "softmax", "weighted_sum")

@@ -21,10 +21,11 @@ ROWS = ("torchao llama2-7b bf16 eager", "torchao llama2-7b fp32 eager", "torchao
 
 def row_command(run: dict[str, Any], source: dict[str, Any]) -> str:
     """The `simulate` line that times a decode row as `python cli.py published` does
-    (reports/published_runs.decode_setup, decode_layout): its model, hardware, lengths, dtype,
+    (reports/published_decode.decode_setup, decode_layout): its model, hardware, lengths, dtype,
     attention, cache, CUDA graphs, decoding code, quantization and layout. A source's departures from
     the hardware preset (a power cap, hardware_overrides) have no option: they follow as a note."""
-    from reports.published_runs import DECODE_QUANTIZATION, stated
+    from reports.published_decode import DECODE_QUANTIZATION
+    from reports.published_runs import stated
 
     s = {key: stated(run, source, key) for key in ("prompt", "gen", "batch", "attention", "kv_cache",
                                                      "cuda_graphs", "dtype", "implementation")}
@@ -54,7 +55,7 @@ def row_split(run: dict[str, Any], source: dict[str, Any]) -> dict[str, Any]:
     """One row: published and our seconds a token (the rate its source publishes), our split, and
     the published time left over ours per eager op, per GEMM and per all-reduce of one step."""
     from costmodel.eager_ops import step_ops
-    from reports.published_runs import decode_layout_run, decode_run, decode_setup
+    from reports.published_decode import decode_layout_run, decode_run, decode_setup
     from validate.time_breakdown import decode_step_split
 
     cfg, _, s, quantization = decode_setup(run, source)

@@ -434,7 +434,8 @@ def ours(name: str) -> dict[str, Any]:
                 "kv_cache": estimate.to_dict()["memory"]["kv_cache"], "prefill_seconds": run["prefill"]["seconds"],
                 "decode_seconds": run["decode"]["first_token"]["seconds"]}
     if case["kind"] == "decode":
-        from reports.published_runs import decode_run, other_runs_data
+        from reports.published_decode import decode_run
+        from reports.published_runs import other_runs_data
 
         data = other_runs_data()
         run = next(r for r in data["runs"] if r["id"] == case["run"])

@@ -26,7 +26,8 @@ from __future__ import annotations
 
 import math
 
-from reports.published_runs import decode_run, decode_setup, other_runs_data
+from reports.published_decode import decode_run, decode_setup
+from reports.published_runs import other_runs_data
 
 BF16_BYTES = 2
 SHORT, LONG = 14336, 30720

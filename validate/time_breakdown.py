@@ -28,8 +28,8 @@ from costmodel.kernel_time import (AttentionCall, Gemm, KernelTimer, MatmulCompu
 from costmodel.attention_kernels import DEFAULT_KERNEL
 from costmodel.layout import Layout
 from costmodel.roofline import Roofline
-from reports.published_runs import (decode_layout_run, decode_setup, other_runs_data, stated, train_gpu_hours,
-                                    train_run, train_setup, train_tokens, vllm_host_time)
+from reports.published_decode import decode_layout_run, decode_setup, vllm_host_time
+from reports.published_runs import other_runs_data, stated, train_gpu_hours, train_run, train_setup, train_tokens
 
 
 def decode_step_split(run: dict, source: dict, context: int) -> dict[str, float]:
@@ -307,7 +307,7 @@ def _print_run(run: dict, source: dict) -> None:
 
 
 def _vllm_host(run: dict, source: dict) -> str:
-    """A vLLM decoding row's host time a step where its release is stated (published_runs.vllm_host_time, what
+    """A vLLM decoding row's host time a step where its release is stated (published_decode.vllm_host_time, what
     `published` adds to each step beside the kernels): H(b) at its batch, the part the GPU waits for and the
     part beside the next step's kernels; "" for any other row."""
     host = vllm_host_time(run, source)
