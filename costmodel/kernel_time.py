@@ -144,6 +144,10 @@ class KernelTimer:
         self.host_s_per_op = hardware.eager_op_s if eager and hardware.issues_ahead else None
         self.dispatch_s = op_s or 0.0
         self.graph_kernel_s = hardware.graph_kernel_s if cuda_graphs else 0.0
+        # What each kernel of an eager GPU step keeps of it: a stream's launch is no cheaper on the GPU's
+        # side than a graph's replay (2.1 us against 1.3 us on an H100, graph_kernel_s's source), and the
+        # host term stands for the CPU's launches only (host_bound_seconds).
+        self.stream_kernel_s = hardware.graph_kernel_s if self.host_s_per_op is not None else 0.0
         # What a kernel reading DRAM (GEMM, attention) takes beyond its bytes, in any launch mode.
         self.dram_startup_s = hardware.dram_kernel_startup_s
         # A copy op's measured cold time by op, (seconds a call, bytes/s): serving/eager_step.py's paged copies.
@@ -325,6 +329,7 @@ class LeavesTime:
     seconds: float
     launch_seconds: float
     leaves: list[LeafTime] = field(default_factory=list)
+    stream_seconds: float = 0.0  # the kernels' GPU-side launch cost in an eager step (KernelTimer.stream_kernel_s)
 
 
 def leaf_seconds(leaf: Any, subs: dict, timer: KernelTimer, training: bool = False,
@@ -361,7 +366,7 @@ def kernels_seconds(kernels: Iterable[Any], timer: KernelTimer, training: bool =
 def leaves_time(leaves: Iterable[Any], subs: dict, timer: KernelTimer, training: bool = False) -> LeavesTime:
     """The time of a set of leaves (a pass, a stage's micro-batch) as their kernels run one
     after another (leaf_seconds), each active leaf paying its launches per pass (leaf_launch_seconds)."""
-    total = launches = 0.0
+    total = launches = stream = 0.0
     rows = []
     for leaf in leaves:
         count = int(float_value(leaf.count, subs))
@@ -373,8 +378,9 @@ def leaves_time(leaves: Iterable[Any], subs: dict, timer: KernelTimer, training:
         seconds = count * (one_run + launch)
         total += seconds
         launches += count * launch
+        stream += count * passes * timer.stream_kernel_s * launches_of(leaf, kernels, timer.compiled)
         rows.append(LeafTime(leaf.path, count, kernels, seconds, count * launch))
-    return LeavesTime(total, launches, rows)
+    return LeavesTime(total, launches, rows, stream)
 
 
 def host_bound_seconds(times: LeavesTime, host_ops: int | None, timer: KernelTimer) -> float:
@@ -384,10 +390,13 @@ def host_bound_seconds(times: LeavesTime, host_ops: int | None, timer: KernelTim
     per-block launches against the ops' time). No synchronisation is charged: gpt-fast's decoding loop has none
     inside a step, and generate's one wait a step (its stopping check) costs a host-bound step only the last
     kernel's tail (kernel_facts.json "eager_step_ops" "runs"). Where the timer has no host term (compiled, CUDA
-    graphs, a CPU, no dispatch time) or the ops are not counted: `times` as leaves_time gives it."""
+    graphs, a CPU, no dispatch time) or the ops are not counted: `times` as leaves_time gives it. The kernels keep
+    their GPU-side launch cost (times.stream_seconds, each kernel's graph_kernel_s): a CUDA graph removes the host's
+    launches, not the GPU's, so a graphed step is never slower than this eager one (benchmarks/sweep_anomalies.py)."""
     from .eager_ops import eager_step_seconds
     host = timer.host_seconds(host_ops)
-    return times.seconds if host is None else eager_step_seconds(times.seconds, times.launch_seconds, host)
+    return times.seconds if host is None else eager_step_seconds(times.seconds + times.stream_seconds,
+                                                                 times.launch_seconds, host)
 
 
 def _seconds(timer: KernelTimer, kernel: Any, backward: bool = False) -> float:

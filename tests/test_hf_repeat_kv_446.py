@@ -89,6 +89,7 @@ def test_the_qwen25_rows_charge_4_46s_copies():
     ratio = {p: decode_run(runs[f"qwen2.5-speed-hf qwen2.5-7b-instruct input {p}"], source, "kernels") / rate
              for p, rate in ((1, 40.38), (30720, 18.83))}
     # 1.36x and 1.80x greedy; sampled as the script's generation config asks (generate_windows: 41 ops more
-    # a step, 41 of them issued outside the forward's window): 1.34x and 1.78x
+    # a step, 41 of them issued outside the forward's window): 1.34x and 1.78x; session 38 (the eager kernels keep
+    # their GPU-side launch cost, graph_kernel_s, 1.34 us a kernel on an A100): 1.338x and 1.748x
     assert source["sampling"] == "sampled"
-    assert ratio[1] == pytest.approx(1.34, abs=0.005) and ratio[30720] == pytest.approx(1.78, abs=0.005)
+    assert ratio[1] == pytest.approx(1.338, abs=0.0005) and ratio[30720] == pytest.approx(1.748, abs=0.0005)

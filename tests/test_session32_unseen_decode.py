@@ -98,7 +98,7 @@ FIRST = {"hf-bloom-ds-inference bloom-176b fp16 tp8 batch 1": 0.995,
 # GPU-bound step (wt36_hfsync, kernel_facts.json generate_windows: 15 ops greedy): 1.583 -> 1.581
 AMENDED = {"hf-bloom-ds-inference bloom-176b int8 tp8 batch 1": 1.061,
            "torchchat-blog llama3-8b int4 g256 compile": 1.599,
-           "evalscope-qwq-hf qwq-32b-preview input 30720": 1.581,
+           "evalscope-qwq-hf qwq-32b-preview input 30720": 1.563,  # 1.581 before wt38_sweep (GPU-side launch cost)
            # wt37_vllmhost (session 37): vLLM 0.6.3's host time a step (host_time.py, vllm-v0.6.0): 1.019 -> 1.004
            "evalscope-qwq-vllm qwq-32b-preview tp2 input 1": 1.004}
 
@@ -114,7 +114,8 @@ def test_first_computed_ratios_of_a_few_rows():
 NOW = {"all": ((39, 20.6, 27, 14, 10), (0.977, 1.599)),
        "hf-bloom-ds-inference": ((13, 6.1, 11, 8, 4), (0.977, 1.495)),
        "fastertransformer-gpt": ((11, 29.3, 7, 0, 0), (1.129, 1.5)),
-       "evalscope-qwq-hf": ((4, 42.8, 1, 0, 0), (1.28, 1.581)),  # 43.0, (1.283, 1.583) before wt36_hfsync
+       # 43.0, (1.283, 1.583) before wt36_hfsync; 42.8, (1.28, 1.581) before wt38_sweep (the GPU-side launch cost)
+       "evalscope-qwq-hf": ((4, 40.0, 1, 0, 0), (1.243, 1.563)),
        "evalscope-qwq-vllm": ((4, 1.0, 4, 4, 4), (1.004, 1.012)),  # ((4, 2.4, ...), (1.019, 1.025)) before wt37_vllmhost
        "torchchat-blog": ((3, 42.8, 1, 0, 0), (1.148, 1.599)),
        "gpt-fast-blog": ((4, 9.5, 3, 2, 2), (0.998, 1.358))}  # 9.6 before wt34_int4batch (int4 prefill)

@@ -124,8 +124,10 @@ FIRST_STATS = {"all": ((32, 21.3, 18, 10, 3), (0.914, 2.715)),
                "rkooo567-llm-benchmark": ((2, 53.4, 0, 0, 0), (1.462, 1.605)),
                "autoawq-d6ac3be": ((15, 8.6, 13, 8, 3), (0.914, 1.439)),
                "litgpt-quantize": ((3, 49.4, 1, 1, 0), (1.067, 2.715))}
-NOW_STATS = {**FIRST_STATS, "all": ((32, 21.3, 18, 11, 3), (0.914, 2.715)),  # wt37_vllmhost: within 10% 10 -> 11
-             "premai-v2": ((12, 46.8, 4, 2, 0), (0.921, 2.313))}
+# wt37_vllmhost: within 10% 10 -> 11; wt38_sweep (the eager kernels' GPU-side launch cost): within 0.75-1.33x
+# 18 -> 19, premai-v2 46.8% -> 44.2%
+NOW_STATS = {**FIRST_STATS, "all": ((32, 21.3, 19, 11, 3), (0.914, 2.715)),
+             "premai-v2": ((12, 44.2, 5, 2, 0), (0.921, 2.313))}
 
 
 @pytest.mark.slow

@@ -39,8 +39,9 @@ def test_a_hand_written_file_named_in_any_case_keeps_the_presets_collectives(nam
     preset = run_json([*TP8, "--hardware", "h100-sxm"], capsys)["token"]
     typed = run_json([*TP8, "--hardware", _file(tmp_path, "h100-sxm", name=name)], capsys)["token"]
     # since wt27_tphost the eager step is its hosts' (generate's 6,136 ops x 6.545 us): the all-reduces are
-    # in the rank's kernels, which with their 80 x 9 + 3 = 723 launches x 10 us are the 20.78 ms pinned
-    assert round((preset["host"]["kernels_seconds"] + 723 * 1e-5) * 1e3, 2) == 20.78
+    # in the rank's kernels, which with their 80 x 9 + 3 = 723 launches x 10 us are the 20.78 ms pinned (less, since
+    # wt38_sweep, the GPU-side launch cost the kernels keep: 1,207 kernels x 1.3 us, graph_kernel_s)
+    assert round((preset["host"]["kernels_seconds"] + 723 * 1e-5 - 1207 * 1.3e-6) * 1e3, 2) == 20.78
     assert preset["seconds_per_token"] == 6136 * 6.545241752576789e-06
     assert typed == preset
     typed_file = {key: value for key, value in load_hardware("h100").to_dict().items() if key != "network_of"}

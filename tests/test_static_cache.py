@@ -136,11 +136,13 @@ def test_every_step_is_the_step_at_the_whole_cache():
     assert steps.copy_seconds(subs, 32_768) == pytest.approx(138_450_829_312 / 1.6312e12, rel=1e-12)  # 84.88 ms
     leaves = leaves_time(roof.step_leaves()[0], subs, steps.decode_timer)  # the tree's kernels at 32,768 keys
     assert whole["first_token"]["seconds"] == pytest.approx(
-        leaves.seconds - leaves.launch_seconds + 138_450_829_312 / 1.6312e12, rel=1e-12)  # above the host's 28.88 ms
-    assert whole["first_token"]["seconds"] == pytest.approx(0.09735, abs=1e-5)
+        leaves.seconds - leaves.launch_seconds + leaves.stream_seconds + 138_450_829_312 / 1.6312e12, rel=1e-12)
+    # above the host's 28.88 ms; 97.35 ms before wt38_sweep gave the kernels their GPU-side launch cost (1.34 us each)
+    assert whole["first_token"]["seconds"] == pytest.approx(0.09787, abs=1e-5)
     filled = simulate_inference(LLAMA3, a100, **RUN)["decode"]  # the prompt and the tokens so far: host-bound
     assert filled["first_token"]["seconds"] == pytest.approx(4_068 * 7.1e-6, rel=1e-12)
-    assert whole["end_to_end_tokens_per_second"] == pytest.approx(10.31, abs=0.01)  # first computed, kept
+    # 10.31 first computed; 10.25 since wt38_sweep (the kernels' GPU-side launch cost)
+    assert whole["end_to_end_tokens_per_second"] == pytest.approx(10.25, abs=0.01)
 
 
 @pytest.mark.parametrize("change, message", [
