@@ -76,6 +76,30 @@ def test_a_row_runs_the_lmdeploy_tables_engine(monkeypatch):
                     "cuda_graphs": "off", "sampling": None}
 
 
+def test_a_row_runs_at_its_own_tp(monkeypatch):
+    """Review (wt38_review): the tp column was typed and never read (serve took the static table's tp for the model):
+    a row's tp is the page's fact and what serve runs; the seven rows' equal their scripts' (1, 1, 4)."""
+    import pandas as pd
+
+    import costmodel.serving.api as api
+    from benchmarks.published_lmdeploy import LMDEPLOY
+
+    seen = {}
+
+    class Run:
+        requests = pd.DataFrame({"arrival_s": [0.0], "ttft_s": [0.1], "finish_s": [1.0]})
+
+    def serve(model, hardware, **options):
+        seen.update(options)
+        return Run()
+
+    monkeypatch.setattr(api, "serve", serve)
+    script.lmdeploy_rpm_run(("llama2-7b", 64, 2) + script.LMDEPLOY_RPM[0][3:])
+    assert seen["tp"] == 2
+    tps = {t["model"]: t["tp"] for t in LMDEPLOY}
+    assert all(row[2] == tps[row[0]] for row in script.LMDEPLOY_RPM)
+
+
 def _summary(rows: list) -> tuple[list, dict]:
     from reports.serving_published import Comparison, summarise
 
