@@ -59,6 +59,9 @@ def test_a_compiled_row_is_the_kernel_models_alone():
     run = next(r for r in runs_of("rocm-torch-compile") if "compile default" in r["id"])
     with pytest.raises(ConfigError, match="kernel-level time model only"):
         decode_run(run, source_of("rocm-torch-compile"), "roofline")
+    # nor has the layout model's decode (tp > 1) a compiled step: refused, not timed as eager (review, wt38_review)
+    with pytest.raises(ConfigError, match="torch.compile's decode step .* is one GPU's"):
+        decode_run(dict(run, tp=2), source_of("rocm-torch-compile"), "kernels")
     # its fused kernels cost less than the eager row's ops, more than the graphs' replay
     rates = {mode: decode_run(r, source_of("rocm-torch-compile"), "kernels")
              for mode in ROCM for r in runs_of("rocm-torch-compile") if r["id"].endswith(f"bf16 {mode} mi210")}
