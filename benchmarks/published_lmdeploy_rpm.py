@@ -72,11 +72,13 @@ def lmdeploy_rpm_run(row: tuple) -> dict:
     from benchmarks.published_lmdeploy import LMDEPLOY, lmdeploy_options
     from costmodel.serving.api import serve
 
-    model, batch = row[0], row[1]
+    model, batch, tp = row[0], row[1], row[2]
     table = next(t for t in LMDEPLOY if t["model"] == model)
     prompt, output = lmdeploy_rpm_lengths(row)
+    # the row's own tp column (the page's), not its model's static table's: the same today (1, 1, 4)
+    options = {**lmdeploy_options(table), "tp": tp}
     run = serve(model, "a100-80gb", requests=LMDEPLOY_RPM_PROMPTS, concurrency=batch, prompt=str(prompt),
-                output=str(output), seed=0, **lmdeploy_options(table))
+                output=str(output), seed=0, **options)
     requests = run.requests
     return {"rps": float(len(requests) / requests["finish_s"].max()),
             "ftl_ave_s": float(requests.loc[requests["arrival_s"] == 0.0, "ttft_s"].mean())}

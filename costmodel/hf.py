@@ -149,7 +149,9 @@ def _model_type(data: dict[str, Any], source: str) -> str:
     """The config's model_type; the one its `architectures` name (ARCHITECTURE_TYPES) where it has none,
     or where it names a type of remote code that runs a supported class (moonshotai/Kimi-K2-Instruct:
     "kimi_k2", whose auto_map's configuration_deepseek.DeepseekV3Config and DeepseekV3ForCausalLM are
-    DeepSeek-V3's; vLLM picks the model by `architectures` the same way)."""
+    DeepSeek-V3's; vLLM picks the model by `architectures` the same way). Remote code means an auto_map
+    naming an AutoConfig, as transformers' AutoConfig.from_pretrained requires of a type it does not register:
+    an unknown model_type without one (a typo such as "lama") is refused, whatever its architectures."""
     model_type = data.get("model_type")
     architectures = data.get("architectures")
     names = architectures if isinstance(architectures, list) else []
@@ -172,10 +174,17 @@ def _model_type(data: dict[str, Any], source: str) -> str:
                 f"{source}: unsupported model_type {show(model_type)} (a multimodal model); its "
                 f"language model, text_config, is model_type {inner!r}, which is supported: save "
                 "text_config as its own config.json to estimate the language model alone.")
-        if known and isinstance(model_type, str):  # Kimi K2: model_type "kimi_k2", the remote code of DeepSeek-V3's DeepseekV3ForCausalLM
+        auto_map = data.get("auto_map")
+        remote = isinstance(auto_map, dict) and "AutoConfig" in auto_map
+        if known and isinstance(model_type, str) and remote:  # Kimi K2: "kimi_k2", remote code of DeepseekV3ForCausalLM
             return known[0]
+        # transformers' AutoConfig loads an unregistered model_type only through auto_map's AutoConfig (remote
+        # code); without it, it refuses the file ("does not recognize this architecture"): so do we
+        named = (f" (its architectures name a class of model_type {known[0]!r}, but no auto_map AutoConfig reads "
+                 f"the file as one: set model_type {known[0]!r} if it is one)"
+                 if known and isinstance(model_type, str) else "")
         raise ConfigError(
-            f"{source}: unsupported model_type {show(model_type)}; supported: "
+            f"{source}: unsupported model_type {show(model_type)}{named}; supported: "
             f"{', '.join(SUPPORTED_MODEL_TYPES)}."
         )
     return model_type

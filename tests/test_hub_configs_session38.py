@@ -102,6 +102,20 @@ def test_an_unknown_type_naming_no_known_class_is_still_refused(tmp_path, capsys
     assert line.startswith(f"error: {path}: unsupported model_type 'bailing_moe_v2'; supported: llama,")
 
 
+def test_an_unknown_type_without_remote_code_is_refused_whatever_its_architectures(tmp_path, capsys):
+    """Review (wt38_review): the architectures rule read any unknown model_type naming a known class, so a typo
+    ("lama") was estimated as llama. transformers 5.24's AutoConfig.from_pretrained loads a type it does not
+    register only through auto_map's AutoConfig (remote code), else raises "does not recognize this
+    architecture": Kimi K2 has one (_kimi_k2), the typo none. One line, naming the type to set."""
+    kimi = {k: v for k, v in _kimi_k2().items() if k != "auto_map"}
+    path = tmp_path / "config.json"
+    for data, wanted in ((kimi, "deepseek_v3"), (dict(kimi, model_type="lama", architectures=["LlamaForCausalLM"]), "llama")):
+        path.write_text(json.dumps(data))
+        line = one_error_line(["estimate", "--config", str(path)], capsys)
+        assert line.startswith(f"error: {path}: unsupported model_type {data['model_type']!r} (its architectures "
+                               f"name a class of model_type {wanted!r}, but no auto_map AutoConfig reads the file")
+
+
 def test_exaone4_without_layer_types_is_refused_in_one_line(tmp_path, capsys):
     """EXAONE 4.0's "LLLG" string pattern with no layer_types: transformers 5.24's Exaone4Config takes
     (i + 1) % sliding_window_pattern and raises TypeError on it, so there is no class to count against."""

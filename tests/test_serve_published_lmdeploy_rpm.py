@@ -11,6 +11,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from tests.serving_first import assert_docs_row, assert_figures_now, first_summary  # noqa: E402
 from benchmarks import published_lmdeploy_rpm as script  # noqa: E402
 
 # (row, metric, published, ours) as `python benchmarks/serve_published.py lmdeploy-rpm` first fed them
@@ -76,17 +77,34 @@ def test_a_row_runs_the_lmdeploy_tables_engine(monkeypatch):
                     "cuda_graphs": "off", "sampling": None}
 
 
-def _summary(rows: list) -> tuple[list, dict]:
-    from reports.serving_published import Comparison, summarise
+def test_a_row_runs_at_its_own_tp(monkeypatch):
+    """Review (wt38_review): the tp column was typed and never read (serve took the static table's tp for the model):
+    a row's tp is the page's fact and what serve runs; the seven rows' equal their scripts' (1, 1, 4)."""
+    import pandas as pd
 
-    fed = [Comparison("lmdeploy-rpm", row, metric, published, ours) for row, metric, published, ours in rows]
-    return fed, summarise(fed)["lmdeploy-rpm"]
+    import costmodel.serving.api as api
+    from benchmarks.published_lmdeploy import LMDEPLOY
+
+    seen = {}
+
+    class Run:
+        requests = pd.DataFrame({"arrival_s": [0.0], "ttft_s": [0.1], "finish_s": [1.0]})
+
+    def serve(model, hardware, **options):
+        seen.update(options)
+        return Run()
+
+    monkeypatch.setattr(api, "serve", serve)
+    script.lmdeploy_rpm_run(("llama2-7b", 64, 2) + script.LMDEPLOY_RPM[0][3:])
+    assert seen["tp"] == 2
+    tps = {t["model"]: t["tp"] for t in LMDEPLOY}
+    assert all(row[2] == tps[row[0]] for row in script.LMDEPLOY_RPM)
 
 
 def test_the_first_summary():
     """14 comparisons, median 188.1%, 6 within 0.75-1.33x, 1.05-10.12: every PRS over (1.05-1.49, growing with the
     clients), every FTL(ave) 4.3-10.1x the page's."""
-    fed, summary = _summary(FIRST)
+    fed, summary = first_summary("lmdeploy-rpm", FIRST)
     assert (summary["comparisons"], summary["within_0.75_1.33"]) == (14, 6)
     assert summary["median_error"] == pytest.approx(1.881, abs=5e-4)
     assert (round(summary["lowest"], 2), round(summary["highest"], 2)) == (1.05, 10.12)
@@ -95,23 +113,10 @@ def test_the_first_summary():
 
 
 def test_docs_record_the_first_summary():
-    import re
-
-    _, summary = _summary(FIRST)
-    text = (Path(__file__).resolve().parent.parent / "docs" / "serving.md").read_text()
-    row = re.search(r"^\| lmdeploy-rpm \| (\d+) \| ([\d.]+)% \| (\d+) \| ([\d.]+) \| ([\d.]+) \|", text, re.M)
-    assert row and (int(row[1]), int(row[3])) == (14, 6)
-    assert float(row[2]) == pytest.approx(100 * summary["median_error"], abs=0.05)
-    assert (float(row[4]), float(row[5])) == (1.05, 10.12)
+    assert_docs_row("lmdeploy-rpm", first_summary("lmdeploy-rpm", FIRST)[1])
 
 
 @pytest.mark.slow
 def test_the_figures_now_are_the_first():
     """The table run as the command runs it (~30 s): every figure as first computed, to 0.05%."""
-    import benchmarks.serve_published as serve_published
-    from reports.serving_published import collect
-
-    fed = collect([serve_published.SELECTORS["lmdeploy-rpm"][0]])
-    assert [(c.source, c.row, c.metric, c.published) for c in fed] == [("lmdeploy-rpm",) + row[:3] for row in FIRST]
-    for c, (row, metric, _, ours) in zip(fed, FIRST):
-        assert c.ours == pytest.approx(ours, rel=5e-4, abs=1e-4), (row, metric)
+    assert_figures_now("lmdeploy-rpm", FIRST, abs_tol=1e-4)

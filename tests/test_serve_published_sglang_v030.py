@@ -11,6 +11,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from tests.serving_first import assert_docs_row, assert_figures_now, first_summary  # noqa: E402
 from benchmarks import published_sglang_v030 as script  # noqa: E402
 
 # (row, metric, published, ours) as `python benchmarks/serve_published.py sglang-v030` first fed them to
@@ -91,17 +92,10 @@ def test_the_running_cap_follows_sglangs_pool_rule():
             assert tokens == script.SGLANG_V030_CHUNK
 
 
-def _summary(rows: list) -> tuple[list, dict]:
-    from reports.serving_published import Comparison, summarise
-
-    fed = [Comparison("sglang-v030", row, metric, published, ours) for row, metric, published, ours in rows]
-    return fed, summarise(fed)["sglang-v030"]
-
-
 def test_the_first_summary():
     """16 comparisons, median |ours / published - 1| 9.0%, 14 within 0.75-1.33x, 0.68-1.08; every TTFT and TPOT
     under (ours faster: TTFT 0.68-0.80, TPOT 0.77-0.92), every offline throughput over (1.02-1.06)."""
-    fed, summary = _summary(FIRST)
+    fed, summary = first_summary("sglang-v030", FIRST)
     assert (summary["comparisons"], summary["within_0.75_1.33"]) == (16, 14)
     assert summary["median_error"] == pytest.approx(0.090, abs=5e-4)
     assert (round(summary["lowest"], 2), round(summary["highest"], 2)) == (0.68, 1.08)
@@ -111,26 +105,13 @@ def test_the_first_summary():
 
 
 def test_docs_record_the_first_summary():
-    import re
-
-    _, summary = _summary(FIRST)
-    text = (Path(__file__).resolve().parent.parent / "docs" / "serving.md").read_text()
-    row = re.search(r"^\| sglang-v030 \| (\d+) \| ([\d.]+)% \| (\d+) \| ([\d.]+) \| ([\d.]+) \|", text, re.M)
-    assert row and (int(row[1]), int(row[3])) == (16, 14)
-    assert float(row[2]) == pytest.approx(100 * summary["median_error"], abs=0.05)
-    assert (float(row[4]), float(row[5])) == (0.68, 1.08)
+    assert_docs_row("sglang-v030", first_summary("sglang-v030", FIRST)[1])
 
 
 @pytest.mark.slow
 def test_the_figures_now_are_the_first():
     """The table run as the command runs it (~35 s): every figure as first computed, to 0.05%."""
-    import benchmarks.serve_published as serve_published
-    from reports.serving_published import collect
-
-    fed = collect([serve_published.SELECTORS["sglang-v030"][0]])
-    assert [(c.source, c.row, c.metric, c.published) for c in fed] == [("sglang-v030",) + row[:3] for row in FIRST]
-    for c, (row, metric, _, ours) in zip(fed, FIRST):
-        assert c.ours == pytest.approx(ours, rel=5e-4, abs=1e-3), (row, metric)
+    assert_figures_now("sglang-v030", FIRST, abs_tol=1e-3)
 
 
 def test_the_runs_take_the_tables_options_and_context(monkeypatch):

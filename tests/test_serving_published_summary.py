@@ -85,15 +85,11 @@ def test_the_command_prints_the_functions_counts(fast, capsys):
 def test_docs_record_the_fast_sources_counts(fast):
     """docs/serving.md's summary table: the fast sources' rows as the function computes them now."""
     _, fed = fast
-    text = (ROOT / "docs" / "serving.md").read_text()
+    from tests.serving_first import assert_docs_row
+
     for source, counts in summarise(fed).items():
-        if source == "overall":
-            continue
-        row = re.search(rf"^\| {re.escape(source)} \| (\d+) \| ([\d.]+)% \| (\d+) \| ([\d.]+) \| ([\d.]+) \|", text, re.M)
-        assert row, source
-        assert (int(row[1]), int(row[3])) == (counts["comparisons"], counts["within_0.75_1.33"]), source
-        assert float(row[2]) == pytest.approx(100 * counts["median_error"], abs=0.05), source
-        assert (float(row[4]), float(row[5])) == (round(counts["lowest"], 2), round(counts["highest"], 2)), source
+        if source != "overall":
+            assert_docs_row(source, counts)
 
 
 def test_summary_refuses_an_unknown_table():

@@ -59,6 +59,9 @@ def test_a_compiled_row_is_the_kernel_models_alone():
     run = next(r for r in runs_of("rocm-torch-compile") if "compile default" in r["id"])
     with pytest.raises(ConfigError, match="kernel-level time model only"):
         decode_run(run, source_of("rocm-torch-compile"), "roofline")
+    # nor has the layout model's decode (tp > 1) a compiled step: refused, not timed as eager (review, wt38_review)
+    with pytest.raises(ConfigError, match="torch.compile's decode step .* is one GPU's"):
+        decode_run(dict(run, tp=2), source_of("rocm-torch-compile"), "kernels")
     # its fused kernels cost less than the eager row's ops, more than the graphs' replay
     rates = {mode: decode_run(r, source_of("rocm-torch-compile"), "kernels")
              for mode in ROCM for r in runs_of("rocm-torch-compile") if r["id"].endswith(f"bf16 {mode} mi210")}
@@ -105,6 +108,12 @@ def test_the_rows_as_first_computed():
     # read 806 (efficiency.memory 0.8, no measured GEMV rate), at the start of the context and at 4,000 alike
     calm = [v for k, v in every.items() if k.startswith("calm-readme")]
     assert max(calm) - min(calm) < 0.011
-    # the MI210 rows are all too fast; the graph modes by about the same factor (max-autotune and reduce-overhead)
-    rocm = {k.split(" bf16 ")[1]: v for k, v in every.items() if k.startswith("rocm-torch-compile")}
-    assert abs(rocm["compile max-autotune mi210"] - rocm["compile reduce-overhead mi210"]) < 0.005
+    # the MI210 rows are all too fast. The two graph modes are one setting in the model (max-autotune's Triton GEMMs
+    # are not a kernel it prices apart): the same rate exactly, so their ratios differ by the published figures alone
+    # (review, wt38_review: the old `abs(difference) < 0.005` could not fail while both rows share their settings)
+    source = source_of("rocm-torch-compile")
+    graphed = {r["id"].split(" bf16 ")[1]: decode_run(r, source, "kernels") for r in runs_of("rocm-torch-compile")
+               if r["id"].endswith(("reduce-overhead mi210", "max-autotune mi210"))}
+    assert graphed["compile max-autotune mi210"] == graphed["compile reduce-overhead mi210"]
+    assert every["rocm-torch-compile open-llama-7b bf16 compile max-autotune mi210"] * 74.58 == pytest.approx(
+        every["rocm-torch-compile open-llama-7b bf16 compile reduce-overhead mi210"] * 74.45, rel=1e-12)

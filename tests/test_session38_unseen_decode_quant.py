@@ -123,8 +123,13 @@ AMENDED = {"vllm-pr26051-rtn llama3.1-8b new rtn int8 batch 1 h100": 1.36,
            "vllm-pr26051-rtn llama3.1-8b new rtn int8 batch 16 h100": 1.843}
 
 
+#: the 14 rows the model cannot express (test_the_rows_the_model_cannot_express_say_why): EXL2's and the pre-PR RTN's
+REFUSED = tuple(f"oobabooga-quant-2023 llama2-13b {t} rtx3090" for t in OOBABOOGA if "exl2" in t) + tuple(
+    f"vllm-pr26051-rtn llama3.1-8b old rtn {d} batch {b} h100" for d in ("int8", "int4") for b in (1, 4, 8, 16))
+
+
 def test_first_computed_ratios_of_a_few_rows():
-    assert_first_computed(SOURCES, {**FIRST, **AMENDED}, MOVED)
+    assert_first_computed(SOURCES, {**FIRST, **AMENDED}, MOVED, refused=REFUSED)
 
 
 # (rows, median error %, within 0.75-1.33x, within 10%, within 5%) and (lowest, highest): the first computation
@@ -161,3 +166,24 @@ def test_the_rows_as_first_computed():
     assert all(v > 1.35 for k, v in every.items() if k.startswith("autoawq-pr320"))
     assert all(v < 0.92 for k, v in every.items() if k.startswith("autoawq-pr365"))
     return every
+
+
+def test_a_row_that_starts_being_refused_fails_the_pin(monkeypatch):
+    """Review (wt38_review): assert_first_computed passed refused={} and dropped it, so a row outside `first` that
+    the model started refusing left every fast pin green (15 sessions' tests call it). Now the refused rows must be
+    the ones stated: one AutoAWQ GEMVFast row refused here (decode_run patched to raise for it) fails the pin."""
+    import tests.rows_summary
+    from costmodel.config import ConfigError
+
+    computed = tests.rows_summary.decode_run
+    gone = "autoawq-pr365 mistral-7b-instruct gemv-fast batch 1 64/64 rtx4090"
+
+    def decode_run(run, source, time_model):
+        if run["id"] == gone:
+            raise ConfigError(f"{gone}: refused for this test")
+        return computed(run, source, time_model)
+
+    assert gone in {r["id"] for r in runs_of("autoawq-pr365")} and gone not in FIRST
+    monkeypatch.setattr(tests.rows_summary, "decode_run", decode_run)
+    with pytest.raises(AssertionError):
+        assert_first_computed(("autoawq-pr365",), {}, {})

@@ -56,6 +56,28 @@ def test_int4_weights_at_batch_one_move_at_the_int4_kernels_published_fraction()
     assert split["weights GB/s"] > 994
 
 
+def test_a_compiled_rows_step_is_its_compiled_kernels():
+    """Review (wt38_review): a decode row stating compiled (torch.compile's kernels, no graphs: simulate --compile)
+    was split as an eager step: the MI210's 26.63 ms of eager ops a token beside 12.6 ms of kernels, where the row's
+    own figure (decode_run) is 12.0 ms a token; and validate/eager_rows.py listed it as an eager row. Now the split
+    is the compiled step's (no host term; the layer norms inside the residual adds' kernels: fewer launches), and
+    adds up to the row's figure (its 8-token prefill within 0.5%)."""
+    from reports.published_runs import decode_run
+    from validate.eager_rows import eager_rows
+
+    data = other_runs_data()
+    runs = {r["id"]: r for r in data["runs"] if r["id"].startswith("rocm-torch-compile")}
+    source = data["sources"]["rocm-torch-compile"]
+    compiled = runs["rocm-torch-compile open-llama-7b bf16 compile default mi210"]
+    eager = runs["rocm-torch-compile open-llama-7b bf16 eager mi210"]
+    split = decode_step_split(compiled, source, context=8 + 100)
+    assert "host (eager ops, alongside)" not in split
+    assert split["launches"] < decode_step_split(eager, source, context=108)["launches"]
+    step = sum(v for k, v in split.items() if k != "weights GB/s")
+    assert step == pytest.approx(1 / decode_run(compiled, source, "kernels"), rel=0.005)
+    assert [r["run"] for r in eager_rows() if r["run"] in runs] == [eager["id"]]
+
+
 def test_a_training_step_splits_into_its_kernels():
     """--training (issue 18, fourth round): Narayanan et al.'s 7.5B row, its first stage's kernels
     over the step add up to the step's compute less the launches, and its GEMMs run at the A100's

@@ -73,11 +73,15 @@ def train_setup_of(run: dict) -> tuple:
     return train_setup(run, source_of(run["id"].split()[0]))
 
 
-def assert_first_computed(sources: tuple[str, ...], first: dict[str, float], moved: dict[str, float]) -> dict[str, float]:
+def assert_first_computed(sources: tuple[str, ...], first: dict[str, float], moved: dict[str, float],
+                          refused: tuple[str, ...] = ()) -> dict[str, float]:
     """Each row of `first` at its ratio to 3 decimals: the first-computed figure, or the one in `moved` where a
-    sourced change has moved it since. Returns every expressible row's ratio (a row the model refuses, as
-    `published` marks it not expressible, is left out: rows_summary.ratios' `refused`)."""
-    every = ratios(sources, refused={})
+    sourced change has moved it since. The rows the model refuses (rows_summary.ratios' `refused`, as `published`
+    marks them not expressible) are exactly `refused`: a row that starts being refused fails here rather than
+    leave the ratios unnoticed. Returns every expressible row's ratio."""
+    why: dict[str, str] = {}
+    every = ratios(sources, refused=why)
+    assert sorted(why) == sorted(refused), why
     assert {k: round(every[k], 3) for k in first} == {**first, **moved}
     return every
 

@@ -26,7 +26,7 @@ def eager_rows() -> list[dict[str, Any]]:
     and the seconds an op each rule implies (None where its ops are not counted)."""
     from costmodel.eager_ops import step_ops
     from reports.published_decode import decode_run, decode_setup
-    from reports.published_runs import other_runs_data
+    from reports.published_runs import other_runs_data, stated
 
     data = other_runs_data()
     rows = []
@@ -34,6 +34,8 @@ def eager_rows() -> list[dict[str, Any]]:
         if run["kind"] != "decode" or run.get("cuda_graphs", True):
             continue
         source = data["sources"][run["id"].split()[0]]
+        if stated(run, source, "compiled"):  # torch.compile's kernels without graphs: no eager ops a step
+            continue
         cfg, hardware, settings, quantization = decode_setup(run, source)
         ops = step_ops(cfg, settings["implementation"], settings["dtype"], settings["attention"],
                        settings["kv_cache"], quantization)

@@ -37,13 +37,15 @@ def decode_step_split(run: dict, source: dict, context: int) -> dict[str, float]
     cfg, hardware, settings, quantization = decode_setup(run, source)
     dtype, attention, graphs = settings["dtype"], settings["attention"], settings["cuda_graphs"]
     roof = Roofline(cfg, hardware, dtype, None, attention, settings["kv_cache"], graphs, quantization)
-    timer = KernelTimer(hardware, dtype, attention, cuda_graphs=graphs, fused_qkv=fuses_qkv(settings["implementation"]))
+    # a compiled row (simulate --compile): torch.compile's fused kernels, and no eager host term
+    timer = KernelTimer(hardware, dtype, attention, cuda_graphs=graphs, compiled=settings["compiled"],
+                        fused_qkv=fuses_qkv(settings["implementation"]))
     subs = inference_subs(cfg, dtype, settings["batch"], 1, context=context)
     split: dict[str, float] = defaultdict(float)
     weight_bytes = 0.0
     for leaf in roof.decoder_tree().leaves:
         count = int(float(leaf.count.xreplace(subs))) if hasattr(leaf.count, "xreplace") else int(leaf.count)
-        kernels = leaf_kernels(leaf, subs, timer.fused_attention, fused_qkv=timer.fused_qkv)
+        kernels = leaf_kernels(leaf, subs, timer.fused_attention, compiled=timer.compiled, fused_qkv=timer.fused_qkv)
         for kernel in kernels:
             kind = ("weight GEMMs" if isinstance(kernel, (Gemm, MatmulCompute)) else
                     "attention" if isinstance(kernel, AttentionCall) else "memory-bound")
