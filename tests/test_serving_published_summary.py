@@ -92,6 +92,38 @@ def test_docs_record_the_fast_sources_counts(fast):
             assert_docs_row(source, counts)
 
 
+def _docs_summary_rows():
+    """docs/serving.md's summary table: {source: (comparisons, median %, within, lowest, highest)}, in its order."""
+    text = (ROOT / "docs" / "serving.md").read_text()
+    start = text.index("| source | comparisons | median abs(ours / published - 1) |")
+    rows = {}
+    for line in text[start:].splitlines()[2:]:
+        if not line.startswith("|"):
+            break
+        cells = [cell.strip() for cell in line.strip("|").split("|")]
+        rows[cells[0].strip("*")] = (int(cells[1]), float(cells[2].rstrip("%")), int(cells[3]), float(cells[4]),
+                                     float(cells[5]))
+    return rows
+
+
+def test_docs_overall_row_is_its_sources_sum():
+    """The overall row of docs/serving.md's summary counts every source row beneath it: the comparisons and the
+    within-range counts add up, its range spans theirs, and every source the command summarises has a row (the
+    overall row went stale for sessions 33-38 while tables were added and moved; session 38 reran it whole). Its
+    median needs every comparison, i.e. the whole 16-30 minute run, so only the command checks it."""
+    import benchmarks.serve_published as script
+
+    rows = _docs_summary_rows()
+    overall = rows.pop("overall")
+    fed = {"trtllm-static": ("trtllm-static", "trtllm-h200")}  # summarise's order: trtllm-static feeds trtllm-h200 next
+    assert list(rows) == [name for table in script.TABLES for name in fed.get(table, (table,))]
+    assert overall[0] == sum(row[0] for row in rows.values())
+    assert overall[2] == sum(row[2] for row in rows.values())
+    assert overall[3] == min(row[3] for row in rows.values()) and overall[4] == max(row[4] for row in rows.values())
+    medians = sorted(row[1] for row in rows.values())
+    assert medians[0] <= overall[1] <= medians[-1]
+
+
 def test_summary_refuses_an_unknown_table():
     import benchmarks.serve_published as script
     from costmodel.config import ConfigError
