@@ -48,8 +48,16 @@ and inference_weights says so in one line unless --weight-dtype chooses one; not
                    int8 x int8 GEMM is timed as weight-only int8). Not modelled (no format): actorder
                    "group" (a g_idx of C int32 a matrix), int4 per channel, other bits, several config
                    groups, a `sparsity_config` (2:4 sparse-24 formats) and formats "marlin-24" and
-                   "sparse-*". The `ignore` list (lm_head on RedHatAI's checkpoints) is what stays in
-                   --dtype here by default: the head; a checkpoint that ignores more is not read so.
+                   "sparse-*". The `ignore` list (lm_head on RedHatAI's checkpoints; Kimi-K2-Thinking's
+                   also its attention, shared experts and dense layer) is read as every method's ignore
+                   list is, below.
+
+Every method's ignore list (compressed-tensors' `ignore`, the others' `modules_to_not_convert`) is read by
+checkpoint_ignore.py into the weight kinds the checkpoint keeps in --dtype: checkpoint_weights' 5th entry
+(with_ignore_list; the 4th, the layout, is then None where it is GPTQ's), carried to the workload's
+weight_kept where the weights are the checkpoint's (checkpoint_kept) and read by WeightFormat.quantizes.
+The head stays in --dtype whatever the list says, as before (a list that leaves lm_head quantized is not
+read so).
 """
 
 from __future__ import annotations

@@ -31,7 +31,7 @@ line). A family outside the table whose list names anything but the head and the
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Callable
 
 from .errors import ConfigError, show
 
@@ -83,11 +83,29 @@ def ignore_list(quantization: dict, source: str) -> list[str] | None:
 def matches(method: str, name: str, entries: list[str]) -> bool:
     """Whether the integration of `method` leaves module `name` unquantized under `entries` (the
     module's docstring: compressed-tensors' exact-or-"re:" rule, else transformers' should_convert_module)."""
+    return matcher(method, entries)(name)
+
+
+def matcher(method: str, entries: list[str]) -> Callable[[str], bool]:
+    """matches() for one list, its patterns compiled once (a model's names are many: Kimi K2's 69,120
+    routed-expert matrices)."""
     if method == "compressed-tensors":
-        return any(re.match(entry[3:], name) is not None if entry.startswith("re:") else entry == name
-                   for entry in entries)
+        exact = {entry for entry in entries if not entry.startswith("re:")}
+        pattern = _any_of([entry[3:] for entry in entries if entry.startswith("re:")])
+        return lambda name: name in exact or pattern(name)
     boundary = r"(?:(?<=\.)|(?=\.|$))"
-    return any(re.match(rf"(?:{entry}){boundary}", name) or name.endswith(entry) for entry in entries)
+    pattern, suffixes = _any_of([f"(?:{entry}){boundary}" for entry in entries]), tuple(entries)
+    return lambda name: pattern(name) or name.endswith(suffixes)
+
+
+def _any_of(patterns: list[str]) -> Callable[[str], bool]:
+    """Whether re.match of any of `patterns` matches a name: one alternation where they combine (not
+    where two define the same group name), else each in turn."""
+    try:
+        combined = re.compile("|".join(f"(?:{p})" for p in patterns)) if patterns else None
+    except re.error:
+        return lambda name: any(re.match(p, name) for p in patterns)
+    return lambda name: combined is not None and combined.match(name) is not None
 
 
 def module_names(cfg: Any) -> dict[str, list[str]] | None:
@@ -130,10 +148,10 @@ def kept_kinds(cfg: Any, quantization: dict, source: str) -> tuple[str, ...] | N
     method = quantization["quant_method"]
     names = module_names(cfg)
     if names is None:
-        return () if all(any(matches(method, name, [entry]) for name in _UNQUANTIZED) for entry in entries) else None
-    kept = []
+        return () if all(any(matcher(method, [entry])(name) for name in _UNQUANTIZED) for entry in entries) else None
+    kept, ignored = [], matcher(method, entries)
     for kind in WEIGHT_KINDS:
-        found = [matches(method, name, entries) for name in names.get(kind, ())]
+        found = [ignored(name) for name in names.get(kind, ())]
         if found and all(found):
             kept.append(kind)
         elif any(found):

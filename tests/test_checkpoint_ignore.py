@@ -143,3 +143,40 @@ def test_a_list_that_splits_a_kind_is_not_modelled(tmp_path, capsys):
     code, out, err = run_main(["simulate", "--config", str(path), "--hardware", "h100-sxm"], capsys)
     assert code == 2 and "quant_method 'compressed-tensors') is not a format modelled here" in err
     assert decode_weights(from_hf_config(json.loads(path.read_text()), "k"), weight_dtype="none") > 0
+
+
+@pytest.mark.slow
+def test_kimi_k2_thinking_decode_weights_equal_the_class_quantized_as_its_list_says():
+    """DeepseekV3ForCausalLM (transformers 5.24) built from the same fields on the meta device; each of its
+    Linear weights that compressed-tensors' rule (an exact name, or re.match of an "re:" entry) does not
+    ignore stored as symmetric int4 in groups of 32 (half a byte a value, a bf16 scale a group, a 16-byte
+    weight_shape), each routed expert of its fused 3-D parameters as one matrix of them, every other
+    parameter in bf16: 594,205,997,056 bytes, ours. (The checkpoint stores an expert's gate and up as two
+    matrices, 16 more bytes of weight_shape each: 60 x 384 x 16 = 368,640 B the class's fused gate_up and
+    ours leave out.)"""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    import re
+
+    data = {k: v for k, v in kimi_thinking().items() if k not in ("quantization_config", "model_type", "auto_map")}
+    with torch.device("meta"):
+        model = transformers.AutoModelForCausalLM.from_config(transformers.DeepseekV3Config(**data),
+                                                              dtype=torch.bfloat16)
+
+    def ignored(name: str) -> bool:
+        return any(re.match(entry[3:], name) if entry.startswith("re:") else entry == name
+                   for entry in KIMI_THINKING_QUANTIZATION["ignore"])
+
+    def int4(rows: int, cols: int) -> int:
+        return rows * cols // 2 + rows * cols // 32 * 2 + 16
+
+    total = 0
+    for name, module in model.named_modules():
+        for parameter_name, parameter in module.named_parameters(recurse=False):
+            if isinstance(module, torch.nn.Linear) and parameter_name == "weight" and not ignored(name):
+                total += int4(*parameter.shape)
+            elif parameter.dim() == 3 and not ignored(name):
+                total += parameter.shape[0] * int4(*parameter.shape[1:])
+            else:
+                total += 2 * parameter.numel()
+    assert total == decode_weights(from_hf_config(kimi_thinking(), "kimi-k2-thinking")) == 594_205_997_056
