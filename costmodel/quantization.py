@@ -297,9 +297,8 @@ def weight_format(dtype: str | None, group: int | None = None,
     stored (--quant-layout, QUANT_LAYOUTS); kept: the WEIGHT_KINDS a checkpoint's ignore list keeps
     unquantized (checkpoint_ignore.py)."""
     check_quant_layout(dtype, group, quant_layout)
-    if kept and (dtype is None or not isinstance(kept, tuple) or not set(kept) <= set(WEIGHT_KINDS)):
-        raise ConfigError(f"workload: weight_kept must name some of {', '.join(WEIGHT_KINDS)} with a weight_dtype, "
-                          f"got {kept!r}.")
+    if not isinstance(kept, tuple) or not set(kept) <= set(WEIGHT_KINDS):
+        raise ConfigError(f"workload: weight_kept must name some of {', '.join(WEIGHT_KINDS)}, got {kept!r}.")
     if head and dtype is None:
         raise ConfigError("workload: quantize_head applies only with a weight_dtype.")
     if head and WEIGHT_SCOPES.get(dtype) == "experts":
