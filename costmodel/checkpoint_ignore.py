@@ -20,7 +20,9 @@ The lists and how each integration matches a module name against them:
 Not read: ModelOpt's hf_quant_config.json `exclude_modules` (checkpoint.py reads no modelopt format), and
 compressed-tensors entries that name a module class ("Linear"): such an entry matches no module name here.
 
-The module names are a checkpoint's (its safetensors keys less ".weight"), one decoder layer at a time,
+The module names are a checkpoint's (its safetensors keys less ".weight", as the quantizer that wrote the
+list saw them: Mixtral's and MiniMax-M2's block_sparse_moe.experts.E.w1, which transformers 5.24 renames
+on loading), one decoder layer at a time,
 for the families whose Hugging Face classes name their modules Llama's way (FAMILY_NAMES); each routed
 expert by its index. A kind is kept where every one of its names matches an entry; where some match
 and some do not (the first layer's attention only, one projection of several), the kind is split
@@ -45,7 +47,9 @@ _PROJECTIONS = ("gate_proj", "up_proj", "down_proj")
 #: model_type -> (a MoE layer's module, its routed experts' matrices, its shared expert's module or None).
 #: Llama's naming of attention (self_attn.q_proj ...) and of a dense MLP (mlp.gate_proj ...) is every one's.
 FAMILY_NAMES = {
-    **{family: ("mlp", _PROJECTIONS, None) for family in ("llama", "mistral", "qwen2", "qwen3", "qwen3_moe", "olmoe")},
+    **{family: ("mlp", _PROJECTIONS, None) for family in ("llama", "mistral", "qwen2", "qwen3", "qwen3_moe", "olmoe",
+                                                          "gemma", "gemma2", "gemma3_text", "granite", "olmo2",
+                                                          "olmo3", "seed_oss", "exaone4")},
     **{family: ("mlp", _PROJECTIONS, "shared_experts") for family in ("deepseek_v2", "deepseek_v3", "glm4_moe")},
     "qwen2_moe": ("mlp", _PROJECTIONS, "shared_expert"),
     "mixtral": ("block_sparse_moe", ("w1", "w3", "w2"), None),

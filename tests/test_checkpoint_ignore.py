@@ -184,3 +184,13 @@ def test_kimi_k2_thinking_decode_weights_equal_the_class_quantized_as_its_list_s
             else:
                 total += 2 * parameter.numel()
     assert total == decode_weights(from_hf_config(kimi_thinking(), "kimi-k2-thinking")) == 594_205_997_056
+
+
+def test_a_family_whose_names_are_not_known_reads_only_a_list_of_the_head():
+    """GPT-2's modules (transformer.h.N.attn.c_attn) are not Llama's: a list naming only lm_head changes
+    nothing; one naming anything else is not modelled (its format none: simulate's one line)."""
+    gpt2 = {"model_type": "gpt2", "n_embd": 64, "n_layer": 2, "n_head": 4, "vocab_size": 99, "n_positions": 64}
+    head_only = from_hf_config({**gpt2, "quantization_config": {**GPTQ, "modules_to_not_convert": ["lm_head"]}}, "g")
+    assert head_only.checkpoint_weights == ("gptq", "int4", 32)
+    other = from_hf_config({**gpt2, "quantization_config": {**GPTQ, "modules_to_not_convert": ["attn"]}}, "g")
+    assert other.checkpoint_weights == ("gptq", None, None)
