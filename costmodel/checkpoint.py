@@ -66,7 +66,8 @@ import warnings
 from typing import Any
 
 from .errors import ConfigError, show
-from .quantization import WEIGHT_KINDS
+from .checkpoint_ignore import kept_kinds
+from .quantization import WEIGHT_KINDS, weight_format
 from .spec import DEFAULT_QUANT_LAYOUT, QUANT_LAYOUTS, UNQUANTIZED, WEIGHT_DTYPES
 
 #: The spellings of fp8 e4m3 an fp8 quantization_config's `fmt` uses: DeepSeek-V3's "e4m3", and MiniMax-M2's
@@ -112,9 +113,6 @@ def with_ignore_list(cfg: Any, quantization: dict, source: str) -> tuple:
     """cfg's checkpoint_weights from its quantization_config with the weight kinds its ignore list keeps
     unquantized (checkpoint_ignore.kept_kinds; a 5th entry where any), of those the format would quantize
     (mxfp4's scope is the routed experts already). A list that splits a kind: the format is not modelled."""
-    from .checkpoint_ignore import kept_kinds
-    from .quantization import weight_format
-
     stored = checkpoint_weights(quantization, source)
     kept = kept_kinds(cfg, quantization, source)
     if stored[1] is None or kept == ():
