@@ -48,8 +48,16 @@ and inference_weights says so in one line unless --weight-dtype chooses one; not
                    int8 x int8 GEMM is timed as weight-only int8). Not modelled (no format): actorder
                    "group" (a g_idx of C int32 a matrix), int4 per channel, other bits, several config
                    groups, a `sparsity_config` (2:4 sparse-24 formats) and formats "marlin-24" and
-                   "sparse-*". The `ignore` list (lm_head on RedHatAI's checkpoints) is what stays in
-                   --dtype here by default: the head; a checkpoint that ignores more is not read so.
+                   "sparse-*". The `ignore` list (lm_head on RedHatAI's checkpoints; Kimi-K2-Thinking's
+                   also its attention, shared experts and dense layer) is read as every method's ignore
+                   list is, below.
+
+Every method's ignore list (compressed-tensors' `ignore`, the others' `modules_to_not_convert`) is read by
+checkpoint_ignore.py into the weight kinds the checkpoint keeps in --dtype: checkpoint_weights' 5th entry
+(with_ignore_list; the 4th, the layout, is then None where it is GPTQ's), carried to the workload's
+weight_kept where the weights are the checkpoint's (checkpoint_kept) and read by WeightFormat.quantizes.
+The head stays in --dtype whatever the list says, as before (a list that leaves lm_head quantized is not
+read so).
 """
 
 from __future__ import annotations
@@ -58,6 +66,8 @@ import warnings
 from typing import Any
 
 from .errors import ConfigError, show
+from .checkpoint_ignore import kept_kinds
+from .quantization import WEIGHT_KINDS, weight_format
 from .spec import DEFAULT_QUANT_LAYOUT, QUANT_LAYOUTS, UNQUANTIZED, WEIGHT_DTYPES
 
 #: The spellings of fp8 e4m3 an fp8 quantization_config's `fmt` uses: DeepSeek-V3's "e4m3", and MiniMax-M2's
@@ -85,16 +95,33 @@ def checkpoint_weights(quantization: Any, source: str) -> tuple:
 
 def check_stored(owner: str, stored: Any) -> tuple | None:
     """ModelConfig.checkpoint_weights validated and frozen (a JSON list becomes a tuple): None, or
-    (quant_method, a WEIGHT_DTYPES name or None, a positive group or None[, a QUANT_LAYOUTS name])."""
+    (quant_method, a WEIGHT_DTYPES name or None, a positive group or None[, a QUANT_LAYOUTS name or None[,
+    the WEIGHT_KINDS its ignore list keeps unquantized]])."""
     if stored is None:
         return None
-    if (isinstance(stored, (list, tuple)) and len(stored) in (3, 4) and isinstance(stored[0], str)
+    if (isinstance(stored, (list, tuple)) and len(stored) in (3, 4, 5) and isinstance(stored[0], str)
             and (stored[1] is None or stored[1] in WEIGHT_DTYPES) and (stored[2] is None or _positive(stored[2]))
-            and (len(stored) == 3 or stored[3] in QUANT_LAYOUTS)):
-        return tuple(stored)
+            and (len(stored) == 3 or stored[3] in QUANT_LAYOUTS or (len(stored) == 5 and stored[3] is None))
+            and (len(stored) < 5 or (isinstance(stored[4], (list, tuple)) and set(stored[4]) <= set(WEIGHT_KINDS)))):
+        return (*stored[:4], tuple(stored[4])) if len(stored) == 5 else tuple(stored)
     raise ConfigError(f"{owner}: checkpoint_weights must be null or [quant_method, one of "
-                      f"{', '.join(WEIGHT_DTYPES)} or null, a group or null, optionally a quant layout], "
-                      f"got {show(stored)}.")
+                      f"{', '.join(WEIGHT_DTYPES)} or null, a group or null, optionally a quant layout (or null) "
+                      f"and the weight kinds kept unquantized], got {show(stored)}.")
+
+
+def with_ignore_list(cfg: Any, quantization: dict, source: str) -> tuple:
+    """cfg's checkpoint_weights from its quantization_config with the weight kinds its ignore list keeps
+    unquantized (checkpoint_ignore.kept_kinds; a 5th entry where any), of those the format would quantize
+    (mxfp4's scope is the routed experts already). A list that splits a kind: the format is not modelled."""
+    stored = checkpoint_weights(quantization, source)
+    kept = kept_kinds(cfg, quantization, source)
+    if stored[1] is None or kept == ():
+        return stored
+    if kept is None:
+        return (stored[0], None, None)
+    fmt = weight_format(stored[1], stored[2])
+    kept = tuple(kind for kind in kept if fmt.quantizes(kind))
+    return (*stored[:3], stored[3] if len(stored) == 4 else None, kept) if kept else stored
 
 
 def _fp8(block: Any) -> tuple[str, int | None] | None:
@@ -195,7 +222,7 @@ def inference_layout(cfg: Any, source: str | None, quant_layout: str | None) -> 
     the weights are the checkpoint's (source "checkpoint") and no other layout than the default was
     chosen; else quant_layout as given."""
     stored = getattr(cfg, "checkpoint_weights", None)
-    if source == "checkpoint" and stored is not None and len(stored) == 4 \
+    if source == "checkpoint" and stored is not None and len(stored) >= 4 and stored[3] is not None \
             and quant_layout in (None, DEFAULT_QUANT_LAYOUT):
         return stored[3]
     return quant_layout
@@ -215,8 +242,17 @@ def inference_options(cfg: Any, options: dict[str, Any], beside_training: bool =
         warnings.warn(f"{error} The inference figures below are unquantized.", stacklevel=3)
         dtype, group, source = None, None, None
     layout = inference_layout(cfg, source, options.get("quant_layout"))
+    kept = checkpoint_kept(cfg, source)
     return {**options, "weight_dtype": dtype, "weight_group": group, "weight_dtype_source": source,
-            **({"quant_layout": layout} if layout is not None else {})}
+            **({"quant_layout": layout} if layout is not None else {}), **({"weight_kept": kept} if kept else {})}
+
+
+def checkpoint_kept(cfg: Any, source: str | None) -> tuple[str, ...]:
+    """The weight kinds the checkpoint's ignore list keeps unquantized (checkpoint_weights' 5th entry) where
+    the weights are the checkpoint's (source "checkpoint"); () otherwise: an asked-for --weight-dtype
+    quantizes as its format says."""
+    stored = getattr(cfg, "checkpoint_weights", None)
+    return stored[4] if source == "checkpoint" and stored is not None and len(stored) == 5 else ()
 
 
 def weights_note(weight_dtype: str | None, source: str | None) -> str | None:

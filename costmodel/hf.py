@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from .checkpoint import checkpoint_weights
+from .checkpoint import with_ignore_list
 from .config import ConfigError, ModelConfig, show
 from .hf_classic import CLASSIC_BUILDERS
 from .hf_deepseek_v32 import DEEPSEEK_V32_ARCHITECTURES, DEEPSEEK_V32_BUILDERS, DEEPSEEK_V32_NAMES
@@ -220,4 +220,4 @@ def from_hf_config(data: Any, name: str, source: str = "config.json") -> ModelCo
         cfg = cfg.replace(max_positions=served_context(data, model_type, cfg.max_positions, source))
     if data.get("quantization_config") is None:
         return cfg
-    return cfg.replace(checkpoint_weights=checkpoint_weights(data["quantization_config"], source))
+    return cfg.replace(checkpoint_weights=with_ignore_list(cfg, data["quantization_config"], source))

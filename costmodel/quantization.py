@@ -170,6 +170,10 @@ WEIGHT_DTYPES = {"int8": (8, None), "int4": (4, 128), "fp8": (8, None), "nf4": (
 #: parameters, which stay in the activation dtype: measured in tests/test_finetune_families.py).
 #: Every other format: all of a layer's matrices.
 WEIGHT_SCOPES = {"mxfp4": "experts", "nf4": "linear"}
+#: The kinds of weight matrix a checkpoint's ignore list can keep in the unquantized dtype
+#: (costmodel/checkpoint_ignore.py; tree.weight_kind names each leaf's): a layer's attention projections,
+#: a dense layer's MLP, a MoE layer's shared and routed experts.
+WEIGHT_KINDS = ("attention", "dense_mlp", "shared_experts", "routed_experts")
 
 
 @dataclass(frozen=True)
@@ -257,16 +261,19 @@ class WeightFormat:
     scope: str = "all"  # which matrices it quantizes: "all", "experts" (the routed experts') or "linear" (all but them)
     head: bool = False  # the output head's matrix too (gpt-fast's and torchao's; the module's docstring)
     quant_layout: str = DEFAULT_QUANT_LAYOUT  # how int8/int4 scales, zeros and padding are stored (QUANT_LAYOUTS)
+    kept: tuple[str, ...] = ()  # WEIGHT_KINDS a checkpoint's ignore list keeps in the unquantized dtype
 
     @property
     def storage(self) -> QuantLayout:
         """The layout's storage facts (QUANT_LAYOUT_FACTS)."""
         return QUANT_LAYOUT_FACTS[self.quant_layout]
 
-    def quantizes(self, routed_experts: bool) -> bool:
-        """Whether a block's matrices are stored in this format (routed_experts: the block is a
-        mixture of experts' routed experts)."""
-        return self.scope == "all" or routed_experts == (self.scope == "experts")
+    def quantizes(self, kind: str | None) -> bool:
+        """Whether a block's matrices are stored in this format (kind: its WEIGHT_KINDS entry, None
+        for another block): not where the checkpoint keeps the kind (kept), else as the scope says."""
+        if kind in self.kept:
+            return False
+        return self.scope == "all" or (kind == "routed_experts") == (self.scope == "experts")
 
     @property
     def label(self) -> str:
@@ -276,17 +283,22 @@ class WeightFormat:
         scope = ", routed experts only" if self.scope == "experts" else ""
         head = ", the head too" if self.head else ""
         stored = f", {self.quant_layout}'s layout" if self.quant_layout != DEFAULT_QUANT_LAYOUT else ""
-        return f"{self.dtype}{grouped}{double}{scope}{head}{stored}"
+        kept = f", {' and '.join(k.replace('_', ' ') for k in self.kept)} unquantized" if self.kept else ""
+        return f"{self.dtype}{grouped}{double}{scope}{head}{stored}{kept}"
 
 
 def weight_format(dtype: str | None, group: int | None = None,
                   double_quant: bool = True, fp8_gemm: str = DEFAULT_FP8_GEMM,
-                  head: bool = False, quant_layout: str = DEFAULT_QUANT_LAYOUT) -> WeightFormat | None:
+                  head: bool = False, quant_layout: str = DEFAULT_QUANT_LAYOUT,
+                  kept: tuple[str, ...] = ()) -> WeightFormat | None:
     """The format of --weight-dtype (None: unquantized), with its group size and, for nf4,
     whether the absmax is quantized again; for fp8, how its GEMMs multiply (--fp8-gemm); head:
     the output head's matrix quantized too (--quantize-head); quant_layout: how int8 and int4 are
-    stored (--quant-layout, QUANT_LAYOUTS)."""
+    stored (--quant-layout, QUANT_LAYOUTS); kept: the WEIGHT_KINDS a checkpoint's ignore list keeps
+    unquantized (checkpoint_ignore.py)."""
     check_quant_layout(dtype, group, quant_layout)
+    if not isinstance(kept, tuple) or not set(kept) <= set(WEIGHT_KINDS):
+        raise ConfigError(f"workload: weight_kept must name some of {', '.join(WEIGHT_KINDS)}, got {kept!r}.")
     if head and dtype is None:
         raise ConfigError("workload: quantize_head applies only with a weight_dtype.")
     if head and WEIGHT_SCOPES.get(dtype) == "experts":
@@ -307,11 +319,11 @@ def weight_format(dtype: str | None, group: int | None = None,
         raise ConfigError(f"workload: mxfp4 scales blocks of {default} values; no other weight_group.")
     group = default if group is None else group
     if dtype == "nf4":
-        return WeightFormat(dtype, bits, group, "nf4", double_quant, scope=WEIGHT_SCOPES[dtype], head=head)
+        return WeightFormat(dtype, bits, group, "nf4", double_quant, scope=WEIGHT_SCOPES[dtype], head=head, kept=kept)
     if dtype == "mxfp4":
-        return WeightFormat(dtype, bits, group, "mx", scope=WEIGHT_SCOPES[dtype])
+        return WeightFormat(dtype, bits, group, "mx", scope=WEIGHT_SCOPES[dtype], kept=kept)
     layout = "row" if not group else "block" if dtype == "fp8" else "gptq"
-    return WeightFormat(dtype, bits, group, layout, gemm=fp8_gemm, head=head, quant_layout=quant_layout)
+    return WeightFormat(dtype, bits, group, layout, gemm=fp8_gemm, head=head, quant_layout=quant_layout, kept=kept)
 
 
 def check_quant_layout(dtype: str | None, group: int | None, quant_layout: str) -> None:

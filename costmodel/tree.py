@@ -76,6 +76,18 @@ def check_weight_scope(cfg: ModelConfig, fmt) -> None:
                           f"{cfg.name!r} has none.")
 
 
+def weight_kind(leaf: Leaf) -> str | None:
+    """The quantization.WEIGHT_KINDS entry of a leaf's weight matrices (None: another block: the
+    embeddings, the head, a router, a norm): what a checkpoint's ignore list can keep unquantized."""
+    if isinstance(leaf.block, B.Experts):
+        return "routed_experts"
+    if leaf.name == "shared_expert":
+        return "shared_experts"
+    if leaf.sublayer in ("self_attention", "cross_attention"):
+        return "attention"
+    return "dense_mlp" if leaf.sublayer == "ffn" and leaf.name == "mlp" else None
+
+
 def _quantized_widths(cfg: ModelConfig, leaves: list[Leaf]) -> list[int]:
     """The input widths K of the quantized leaves' weight matrices, in the model's order, each once."""
     fixed = {symbol: sp.Integer(value) for symbol, value in model_values(cfg).items()}
@@ -158,7 +170,7 @@ class CostModel:
         fmt = self.profile.weight_format if self.phase != "train" else None
         check_weight_scope(self.cfg, fmt)
         leaves = [dataclasses.replace(leaf, per_param=per_param, weight_format=fmt if fmt is None
-                                      or fmt.quantizes(isinstance(leaf.block, B.Experts)) else None)
+                                      or fmt.quantizes(weight_kind(leaf)) else None)
                   for leaf in TreeBuilder(self.cfg, self.profile, self.phase).build()]
         check_whole_groups(fmt, _quantized_widths(self.cfg, leaves))
         leaves = [dataclasses.replace(leaf, recomputed=rerun is not None, rerun=rerun)

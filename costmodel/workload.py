@@ -145,6 +145,9 @@ class Workload:
     # How int8 and int4 weights are stored (spec.QUANT_LAYOUTS, quantization.QUANT_LAYOUT_FACTS):
     # gptq (GPTQ's, AWQ's, LLM.int8's), gpt-fast or torchao (bf16 scales, tinygemm's int4).
     quant_layout: str = spec.DEFAULT_QUANT_LAYOUT
+    # The weight kinds (quantization.WEIGHT_KINDS) the checkpoint's ignore list keeps in --dtype
+    # (checkpoint_ignore.py; set with weight_dtype_source "checkpoint", by checkpoint.inference_options).
+    weight_kept: tuple[str, ...] = ()
     kv_dtype: str | None = None
     # How GEMMs on fp8 weights multiply (spec.FP8_GEMMS): auto (W8A8 where the hardware has an FP8
     # peak), w8a8 or w8a16 (weight-only); quantization.runs_w8a8.
@@ -201,6 +204,8 @@ class Workload:
             check_int(owner, "weight_group", self.weight_group)
         check_bool(owner, "double_quant", self.double_quant)
         check_bool(owner, "quantize_head", self.quantize_head)
+        if isinstance(self.weight_kept, list):  # a JSON list, frozen (hashable)
+            object.__setattr__(self, "weight_kept", tuple(self.weight_kept))
         if not self.double_quant and self.weight_dtype != "nf4":
             raise ConfigError(f"{owner}: double_quant applies only to nf4 weights.")
         self.weight_format  # checks the format (one line per bad field)
@@ -226,7 +231,7 @@ class Workload:
         from .quantization import weight_format
 
         return weight_format(self.weight_dtype, self.weight_group, self.double_quant, self.fp8_gemm,
-                             self.quantize_head, self.quant_layout)
+                             self.quantize_head, self.quant_layout, self.weight_kept)
 
     @property
     def bytes_per_element(self) -> int:
@@ -250,7 +255,7 @@ class Workload:
         formats = {"kv_dtype": None, "double_quant": True, "quantize_head": False,
                    "fp8_gemm": spec.DEFAULT_FP8_GEMM} if asked else {}
         return dataclasses.replace(self, weight_dtype=None, weight_group=None, weight_dtype_source=None,
-                                   quant_layout=spec.DEFAULT_QUANT_LAYOUT, **formats)
+                                   quant_layout=spec.DEFAULT_QUANT_LAYOUT, weight_kept=(), **formats)
 
     def options(self) -> dict[str, Any]:
         """The choices that shape the cost tree (everything but the sizes)."""
@@ -267,6 +272,8 @@ class Workload:
             options["quantize_head"] = True
         if self.quant_layout != spec.DEFAULT_QUANT_LAYOUT:
             options["quant_layout"] = self.quant_layout
+        if self.weight_kept:
+            options["weight_kept"] = list(self.weight_kept)
         if self.kv_cache != "dynamic":
             options["kv_cache"] = self.kv_cache
         if self.mla != "naive":  # (naive keeps the keys compiled before the option existed)

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from ..checkpoint import inference_layout, inference_weights
+from ..checkpoint import checkpoint_kept, inference_layout, inference_weights
 from ..config import ConfigError, show
 from ..cost import check_price, serving_cost
 from ..decode_codes import runs_classes, serving_cache, serving_code
@@ -171,7 +171,7 @@ def replica_profile(cfg: Any, scheduler: str = "vllm", *, weight_dtype: str | No
     code = serving_code(scheduler, decode_code)  # transformers' classes run their experts as they are; the engines route
     profile = serving_profile(cfg, attention, weight_dtype, kv_dtype, mla, fp8_gemm, weight_group, quant_layout=quant_layout,
                               decode_code=code, routed_experts=not runs_classes(code),
-                              kv_cache=serving_cache(scheduler, code))
+                              kv_cache=serving_cache(scheduler, code), weight_kept=checkpoint_kept(cfg, source))
     check_weight_scope(cfg, getattr(profile, "weight_format", None))
     return profile
 

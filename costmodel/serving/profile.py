@@ -17,7 +17,8 @@ from ..tree import CostModel, model_values, profile_for
 def serving_profile(cfg: ModelConfig, attention: str = "flash", weight_dtype: str | None = None,
                     kv_dtype: str | None = None, mla: str = "absorbed", fp8_gemm: str = "auto",
                     weight_group: int | None = None, decode_code: str = "vllm",
-                    routed_experts: bool = True, quant_layout: str = "gptq", kv_cache: str = "static") -> Any:
+                    routed_experts: bool = True, quant_layout: str = "gptq", kv_cache: str = "static",
+                    weight_kept: tuple[str, ...] = ()) -> Any:
     """The implementation profile of a paged engine: no dropout, a cache written in place, latent
     attention absorbed (as vLLM's MLA backend runs it); fp8 weights' GEMMs as fp8_gemm says
     (spec.FP8_GEMMS); weight_group: values per scale of weight_dtype (its default when None);
@@ -30,9 +31,11 @@ def serving_profile(cfg: ModelConfig, attention: str = "flash", weight_dtype: st
     (vLLM's FusedMoE) also load the routed experts alone: LongCat-Flash's zero-compute experts hold no
     weights there (Profile.zero_experts_held), where transformers' class allocates their rows. kv_cache:
     "static", written in place (a paged or preallocated cache), or "dynamic" (Hugging Face generate's
-    DynamicCache, each step's keys and values concatenated onto a layer's whole cache: decode_codes.serving_cache)."""
+    DynamicCache, each step's keys and values concatenated onto a layer's whole cache: decode_codes.serving_cache);
+    weight_kept: the weight kinds the checkpoint keeps unquantized (checkpoint.checkpoint_kept)."""
     workload = Workload(attention=attention, weight_dtype=weight_dtype, kv_dtype=kv_dtype, mla=mla,
-                        fp8_gemm=fp8_gemm, weight_group=weight_group, quant_layout=quant_layout, decode_code=decode_code)
+                        fp8_gemm=fp8_gemm, weight_group=weight_group, quant_layout=quant_layout, decode_code=decode_code,
+                        weight_kept=weight_kept)
     return profile_for(cfg, workload, dropout=False, kv_cache=kv_cache,
                        routed_experts=routed_experts, zero_experts_held=not routed_experts)
 
