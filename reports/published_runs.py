@@ -333,6 +333,7 @@ def train_setup(run: dict[str, Any], source: dict[str, Any]) -> tuple[ParallelEs
                     pad_to_capacity=_stated(run, source, "pad_to_capacity", False),
                     dp_shard=_stated(run, source, "dp_shard"),  # hybrid sharding (FSDP2's HSDP)
                     grad_reduce_dtype=_stated(run, source, "grad_reduce_dtype"),  # the recipe's grad_reduce_in_fp32
+                    pure_precision=_stated(run, source, "pure_precision", False),  # a model trained in bf16, no master
                     precision_aware_optimizer=_stated(run, source, "precision_aware_optimizer"),
                     fp8_param_gather=_stated(run, source, "fp8_param_gather", False),  # FP8 parameters
                     tp_only_amax_red=_stated(run, source, "tp_only_amax_red", False),  # delayed scaling's amax group
