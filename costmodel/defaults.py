@@ -101,9 +101,11 @@ def layout_precision(layout: Any, dtype: str, typed: str | None = None) -> str:
 
     kept = FRAMEWORKS[layout.framework].precision_for(dtype, layout.grad_reduce_dtype, layout.pure_precision)
     if typed is not None and typed != kept:
+        pure = typed == "pure" and FRAMEWORKS[layout.framework].pure_precision  # Layout.pure_precision's
         raise ConfigError(f"--precision {typed}: a {layout.framework} layout keeps {kept} precision in {dtype} "
-                          f"(costmodel/layout/frameworks.py); drop --precision, or drop the layout for the whole "
-                          f"model in {typed}.")
+                          f"(costmodel/layout/frameworks.py); " + ("add --pure-precision for its ranks to keep pure."
+                                                                   if pure else f"drop --precision, or drop the layout "
+                                                                   f"for the whole model in {typed}."))
     return kept
 
 

@@ -121,3 +121,15 @@ def test_the_api_takes_it_as_a_layout_field():
                               layout={"framework": "fsdp2", "dp": 1, "pure_precision": True}).to_dict()
     assert data["parallel"]["precision"] == "pure" and data["parallel"]["layout"]["pure_precision"] is True
     assert data["parallel"]["per_rank"]["optimizer"] == 4 * LLAMA3_8B
+
+
+def test_estimates_whole_model_and_ranks_count_the_same_pure_bytes(capsys):
+    from tests.cli_run import run_json
+
+    line = one_error_line(["estimate", "--model", "llama3-8b", "--framework", "fsdp2", "--dp", "4", "--precision", "pure"],
+                          capsys)
+    assert line.endswith("add --pure-precision for its ranks to keep pure.")
+    data = run_json(["estimate", "--model", "llama3-8b", "--framework", "fsdp2", "--dp", "4", "--pure-precision"], capsys)
+    assert data["parallel"]["precision"] == "pure"
+    assert (data["memory"]["weights"], data["memory"]["optimizer"]) == (2 * LLAMA3_8B, 4 * LLAMA3_8B)
+    assert data["parallel"]["per_rank"]["optimizer"] == 4 * LLAMA3_8B // 4  # each of 4 ranks a quarter (no padding)
