@@ -179,7 +179,7 @@ workload_options = stack(
 LAYOUT_OPTIONS = ("dp", "tp", "pp", "sp", "zero", "microbatches", "schedule", "virtual_stages",
                   "framework", "stage_layers", "gpus", "device", "ep", "etp", "ep_dispatcher", "capacity_factor", "pad_to_capacity", "fp8",
                   "cp",
-                  "cp_rotate", "cp_kv_heads", "all_reduce", "vocab_parallel", "dp_shard", "grad_reduce_dtype",
+                  "cp_rotate", "cp_kv_heads", "all_reduce", "vocab_parallel", "dp_shard", "grad_reduce_dtype", "pure_precision",
                   "precision_aware_optimizer", "fp8_param_gather", "tp_only_amax_red", "fp8_autocast",
                   "moe_router_fusion", "moe_router_load_balancing_type", "moe_permute_fusion", "moe_grouped_gemm",
                   "unfused_loss", "fp32_norm_input", "zero_optimizer", "optimizer_step",
@@ -236,6 +236,10 @@ layout_options = stack(
     choice_option("--grad-reduce-dtype", spec.GRAD_REDUCE_DTYPES, "Megatron-Core's gradient reduce dtype, or "
                   "FSDP2's MixedPrecisionPolicy reduce_dtype (--framework megatron or fsdp2, --dtype bf16; default "
                   f"fp32): {spec.GRAD_REDUCE_DTYPES.described()}."),
+    click.option("--pure-precision", is_flag=True, default=None,
+                 help="Training (--framework fsdp2, --dtype bf16 or fp16): the model built in --dtype and trained so, "
+                 "as PyTorch's FSDP with torch's AdamW on a bf16 model: weights, gradients and AdamW's moments in "
+                 "--dtype, no fp32 master (2 + 2 + 4 bytes a parameter in bf16), the gradients reduced in it."),
     choice_option("--precision-aware-optimizer", spec.PRECISION_AWARE_OPTIMIZERS, "Megatron-Core's "
                   "use_precision_aware_optimizer under a recipe's dtypes (--framework megatron --zero 1, --dtype "
                   f"bf16, AdamW; default off): {spec.PRECISION_AWARE_OPTIMIZERS.described()}."),

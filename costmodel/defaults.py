@@ -92,18 +92,20 @@ def layout_precision(layout: Any, dtype: str, typed: str | None = None) -> str:
     """The precision policy (costmodel/precision.py) of estimate's whole-model memory: without a
     layout the typed one, else spec.DEFAULT_PRECISION; with one, the policy its ranks keep, its
     framework's (Framework.precision_for: megatron 2 + 4 + 12 bytes a parameter, deepspeed mixed,
-    fsdp2 4 + 4 + 8), so the model's memory and each rank's count the same bytes. A typed policy
+    fsdp2 4 + 4 + 8; pure under the layout's pure_precision), so the model's memory and each rank's count the same bytes. A typed policy
     the framework does not keep is refused: the ranks would keep the framework's whatever was typed."""
     if layout is None:
         return typed or DEFAULT_PRECISION
     from .config import ConfigError
     from .layout.frameworks import FRAMEWORKS
 
-    kept = FRAMEWORKS[layout.framework].precision_for(dtype, layout.grad_reduce_dtype)
+    kept = FRAMEWORKS[layout.framework].precision_for(dtype, layout.grad_reduce_dtype, layout.pure_precision)
     if typed is not None and typed != kept:
+        pure = typed == "pure" and FRAMEWORKS[layout.framework].pure_precision  # Layout.pure_precision's
         raise ConfigError(f"--precision {typed}: a {layout.framework} layout keeps {kept} precision in {dtype} "
-                          f"(costmodel/layout/frameworks.py); drop --precision, or drop the layout for the whole "
-                          f"model in {typed}.")
+                          f"(costmodel/layout/frameworks.py); " + ("add --pure-precision for its ranks to keep pure."
+                                                                   if pure else f"drop --precision, or drop the layout "
+                                                                   f"for the whole model in {typed}."))
     return kept
 
 

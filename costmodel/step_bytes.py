@@ -131,4 +131,4 @@ def framework_step_bytes(estimate) -> int | None:
         return megatron_fp16_step_bytes(e)
     if estimate.layout.framework == "deepspeed" and estimate.layout.zero == 3 and e < FP32:
         return deepspeed_zero3_step_bytes(e)
-    return torch_step_bytes(estimate.layout)
+    return torch_step_bytes(estimate.layout, e if estimate.layout.pure_precision else FP32)

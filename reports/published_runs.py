@@ -171,6 +171,7 @@ def train_setup(run: dict[str, Any], source: dict[str, Any]) -> tuple[ParallelEs
                     pad_to_capacity=stated(run, source, "pad_to_capacity", False),
                     dp_shard=stated(run, source, "dp_shard"),  # hybrid sharding (FSDP2's HSDP)
                     grad_reduce_dtype=stated(run, source, "grad_reduce_dtype"),  # the recipe's grad_reduce_in_fp32
+                    pure_precision=stated(run, source, "pure_precision", False),  # a model trained in bf16, no master
                     precision_aware_optimizer=stated(run, source, "precision_aware_optimizer"),
                     fp8_param_gather=stated(run, source, "fp8_param_gather", False),  # FP8 parameters
                     tp_only_amax_red=stated(run, source, "tp_only_amax_red", False),  # delayed scaling's amax group

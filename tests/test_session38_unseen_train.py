@@ -107,12 +107,18 @@ FIRST = {"qwen1-finetune qwen-1.8b full 256 1xa100": 8.769,
          "vectorlm llama3-8b full 2048 4xa100": 1.042}
 # the rows' typing amended after they were computed (wt38_rowcheck, each source's "amended"; nothing in the model
 # changed): Qwen's ZeRO-3 (its optimizer step's passes; the 7B's gathers over 2 GPUs), universal-llm-trainer's
-# foreach AdamW and clipping, and its Phi-3 rows' 262,144-token window in place of the 4k preset's 2,047
+# foreach AdamW and clipping, and its Phi-3 rows' 262,144-token window in place of the 4k preset's 2,047; then
+# (wt38_puretrain) the universal-llm-trainer and VectorLM sources' pure bf16 training (a model built in bf16, torch's
+# AdamW on it, no fp32 master: their "pure_precision_source"), typed after these were first computed. The two
+# together on universal-llm-trainer (merged in integ38): rowcheck alone read 1.720 / 2.852, puretrain alone
+# 1.881 / 3.784; VectorLM moved by puretrain only
 AMENDED = {"qwen1-finetune qwen-1.8b full 256 1xa100": 7.155,
            "qwen1-finetune qwen-1.8b full 8192 1xa100": 1.134,
            "qwen1-finetune qwen-7b full 1024 2xa100": 1.808,
-           "universal-llm-trainer llama3.1-8b full 8k 1xh100": 1.720,
-           "universal-llm-trainer phi3-mini full 8k 1xh100": 2.852}
+           "universal-llm-trainer llama3.1-8b full 8k 1xh100": 1.811,
+           "universal-llm-trainer phi3-mini full 8k 1xh100": 2.992,
+           "vectorlm llama3-8b full 8192 1xa100": 0.931,
+           "vectorlm llama3-8b full 2048 4xa100": 1.043}
 
 
 def test_first_computed_ratios_of_a_few_rows():
@@ -125,10 +131,11 @@ FIRST_STATS = {"training rates": ((29, 28.4, 15, 11, 6), (0.928, 8.769)),  # the
                "llamafactory-8e04794": ((5, 51.7, 2, 1, 0), (1.051, 1.886)),
                "universal-llm-trainer": ((4, 141.4, 0, 0, 0), (1.728, 3.714)),
                "vectorlm": ((9, 4.2, 9, 9, 6), (0.928, 1.042))}
-NOW_STATS = {**FIRST_STATS,  # restated after the typing was amended (wt38_rowcheck): Qwen's and universal-llm-trainer's rows
-             "training rates": ((29, 26.3, 15, 11, 6), (0.928, 7.155)),
+NOW_STATS = {**FIRST_STATS,  # restated after the typing was amended (wt38_rowcheck) and pure bf16 stated (wt38_puretrain)
+             "training rates": ((29, 26.3, 15, 11, 6), (0.931, 7.155)),
              "qwen1-finetune": ((9, 175.5, 2, 0, 0), (1.134, 7.155)),
-             "universal-llm-trainer": ((4, 109.3, 0, 0, 0), (1.636, 2.852))}
+             "universal-llm-trainer": ((4, 118.5, 0, 0, 0), (1.701, 2.992)),
+             "vectorlm": ((9, 4.3, 9, 9, 6), (0.931, 1.044))}
 
 
 @pytest.mark.slow  # every row of the five sources computed

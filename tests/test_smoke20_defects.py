@@ -47,8 +47,11 @@ def test_fsdp2_layout_keeps_fp32_weights_but_serves_in_the_dtype(capsys):
 def test_a_precision_the_layouts_framework_does_not_keep_is_one_error_line(capsys):
     """`--precision pure --framework fsdp2` was ignored by every rank (they keep fsdp2's) and used by
     the model's lines above them."""
+    # restated by wt38_puretrain (session 38): an fsdp2 layout's ranks keep pure precision with --pure-precision
     assert one_error_line([*LAYOUT_4K, "--framework", "fsdp2", "--zero", "3", "--precision", "pure"], capsys) == (
         "error: --precision pure: a fsdp2 layout keeps fsdp2 precision in bf16 (costmodel/layout/frameworks.py); "
+        "add --pure-precision for its ranks to keep pure.")
+    assert one_error_line([*LAYOUT_4K, "--framework", "deepspeed", "--precision", "pure"], capsys).endswith(
         "drop --precision, or drop the layout for the whole model in pure.")
     data = run_json([*LAYOUT_4K, "--framework", "megatron", "--precision", "megatron"], capsys)
     assert data["memory"]["gradients"] == 32_121_044_992

@@ -17,7 +17,8 @@ shards, pads and communicates. Every row says where the convention comes from.
              partitioned sends with their meta, the output gathered again before backward, the
              gradients reduced after the last backward, and in bf16 the BF16_Optimizer.
   fsdp2      PyTorch FSDP2 (fully_shard per layer and on the root, MixedPrecisionPolicy bf16/fp32,
-             or bf16/bf16 with a layout's grad_reduce_dtype "bf16")
+             or bf16/bf16 with a layout's grad_reduce_dtype "bf16"; a layout's pure_precision: a model
+             built in bf16, its shards, gradients and AdamW's moments bf16, 2 + 2 + 4 bytes)
              with DTensor tensor parallelism composed as torchtitan composes them, and
              torch.distributed.pipelining: measured on torch 2.13 (validate/distributed,
              FINDINGS section 10).
@@ -159,16 +160,31 @@ class Framework:
     # --zero 3 (Megatron-FSDP) is tried only when asked for, so the layouts plan picked stay the
     # ones its tests and docs name.
     planned_zero_stages: tuple[int, ...] | None = None
+    # Whether a layout may train in pure precision (Layout.pure_precision): the model built in the
+    # activation dtype and the optimizer run on those parameters, no fp32 copy. PyTorch's FSDP keeps
+    # the sharded parameter in the dtype the model was built in (FSDP1's FlatParameter, FSDP2's
+    # DTensor shards; MixedPrecision(param_dtype=bf16, reduce_dtype=bf16) casts nothing on a bf16
+    # model) and torch's AdamW makes its moments in that dtype (torch 2.13 torch/optim/adam.py
+    # Adam._init_group, which torch/optim/adamw.py's AdamW(Adam) runs: state["exp_avg"] =
+    # torch.zeros_like(p, ...), state["exp_avg_sq"] the same; only `step` is fp32). Megatron-Core
+    # and DeepSpeed keep an fp32 master in bf16 (Float16OptimizerWithFloat16Params, the distributed
+    # optimizer; BF16_Optimizer, ZeRO's fp32 partitions): not theirs.
+    pure_precision: bool = False
 
-    def precision_for(self, dtype: str, grad_reduce: str | None = None) -> str:
+    def precision_for(self, dtype: str, grad_reduce: str | None = None, pure: bool = False) -> str:
         """The precision policy (costmodel/precision.py) in this activation dtype, under a
-        layout's grad_reduce_dtype (None: the framework's default)."""
+        layout's grad_reduce_dtype (None: the framework's default) and its pure_precision."""
+        if pure:  # weights, gradients and moments in the dtype (Layout.pure_precision)
+            return "pure"
         if grad_reduce == "bf16" and self.bf16_grad_reduce_precision:
             return self.bf16_grad_reduce_precision
         return self.fp16_precision if dtype == "fp16" and self.fp16_precision else self.precision
 
-    def gradient_dtype_for(self, dtype: str, grad_reduce: str | None = None) -> str:
-        """"fp32" or "activation": the dtype of the data-parallel gradient collectives."""
+    def gradient_dtype_for(self, dtype: str, grad_reduce: str | None = None, pure: bool = False) -> str:
+        """"fp32" or "activation": the dtype of the data-parallel gradient collectives (pure precision:
+        the gradients', the activation dtype)."""
+        if pure:
+            return "activation"
         if grad_reduce is not None and self.bf16_grad_reduce_precision:
             return "fp32" if grad_reduce == "fp32" else "activation"
         if dtype == "fp16" and self.fp16_dp_gradient_dtype:
@@ -285,6 +301,7 @@ FRAMEWORKS = {
         # param, reduce and buffer dtypes all the precision's): the gradient reduce-scatter in bf16,
         # the shards still fp32 (bf16_grad_reduce_casts_at_step), so the same memory policy
         bf16_grad_reduce_precision="fsdp2",
+        pure_precision=True,  # a model built in bf16: its shards, gradients and moments bf16
     ),
 }
 

@@ -41,6 +41,7 @@ def _options(layout: Layout) -> dict[str, Any]:
             "device": layout.device, "vocabulary": layout_vocabulary(layout),
             "fp8_activations": fp8_activations(layout), "ep": layout.ep, "folded": layout.folded,
             **({"grad_reduce": layout.grad_reduce_dtype} if layout.grad_reduce_dtype else {}),
+            **({"pure_precision": True} if layout.pure_precision else {}),
             **({"unfused_loss": True} if layout.unfused_loss else {}),
             **({"fp32_norm_input": True} if layout.fp32_norm_input else {})}
 
@@ -95,7 +96,7 @@ def part_expressions(cfg: ModelConfig, workload: Workload, layout: Layout, phase
 
     framework = FRAMEWORKS[layout.framework]
     FP8_BLOCKS = fp8_blocks()
-    precision = framework.precision_for(workload.dtype, layout.grad_reduce_dtype)
+    precision = framework.precision_for(workload.dtype, layout.grad_reduce_dtype, layout.pure_precision)
     if phase != "train":  # a serving rank reads the --dtype copy (fsdp2's fp32 shards are training state)
         precision = inference_precision(precision)
     profile = profile_for(cfg, workload, precision=precision, device=layout.device,

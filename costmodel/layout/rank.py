@@ -129,6 +129,10 @@ class ParallelEstimate(RankCommunication):
                               f"bf16 training with Adam, as Megatron-Core runs it; not {workload.dtype} with "
                               f"{workload.optimizer}.")
         check_grad_reduce_dtype(layout.grad_reduce_dtype, workload.dtype)
+        if layout.pure_precision and (phase != "train" or workload.dtype == "fp32"):
+            raise ConfigError("layout: pure precision (--pure-precision) is a training step's 16-bit state, bf16 or fp16 "
+                              "weights, gradients and moments; " + ("a serving rank holds its weights in --dtype "
+                              "anyway (drop it)." if phase != "train" else "in fp32 every copy is fp32 already (drop it)."))
         if phase == "train":  # the model's parts first (a dense model's refusal names them), then the framework
             check_recomputed_modules(cfg, workload.recompute)
             check_recompute_framework(workload.recompute, layout.framework, layout.tp)
@@ -169,7 +173,8 @@ class ParallelEstimate(RankCommunication):
 
     @property
     def _gradient_dtype(self) -> str:
-        return self.framework.gradient_dtype_for(self.workload.dtype, self.layout.grad_reduce_dtype)
+        return self.framework.gradient_dtype_for(self.workload.dtype, self.layout.grad_reduce_dtype,
+                                                 self.layout.pure_precision)
 
     @property
     def gradient_cast_at_step(self) -> bool:
@@ -540,7 +545,8 @@ class ParallelEstimate(RankCommunication):
                        for row in self.per_stage],
             "communication": top["communication"],
             "wire": top["wire"],
-            "precision": self.framework.precision_for(self.workload.dtype, self.layout.grad_reduce_dtype),
+            "precision": self.framework.precision_for(self.workload.dtype, self.layout.grad_reduce_dtype,
+                                                      self.layout.pure_precision),
             **({"experts": self.experts()} if self.load is not None else {}),
             **({"offload": self.offloaded(self.stages[top["stage"]])} if self.layout.offload != "none" else {}),
         }

@@ -35,6 +35,9 @@
   grad_reduce_dtype  Megatron-Core's grad_reduce_in_fp32 (fsdp2: MixedPrecisionPolicy's reduce_dtype):
                    "fp32" or "bf16", the dtype of the main_grad buffers and the data-parallel gradient
                    collectives (None: the default, fp32; frameworks.py bf16_grad_reduce_precision)
+  pure_precision   the model built in --dtype and trained so: weights, gradients and AdamW's moments in
+                   it, no fp32 master, the gradients reduced in it (fsdp2 only: frameworks.py
+                   Framework.pure_precision; 2 + 2 + 4 bytes a parameter in bf16)
   zero_optimizer   whose ZeRO-1 reduces and gathers: "flat" (Megatron-Core's, DeepSpeed's) or "nanotron" (layout/zero_optimizer.py)
   optimizer_step   "fused" (one pass) or torch's AdamW and clip_grad_norm_ (FSDP2: layout/torch_optimizer.py)
   precision_aware_optimizer  Megatron-Core's use_precision_aware_optimizer under a recipe's dtypes:
@@ -137,6 +140,7 @@ class Layout:
     offload_device: str = "cpu"  # cpu, nvme
     gpus_per_node: int = 8  # ranks sharing a host (host memory per node)
     grad_reduce_dtype: str | None = None  # Megatron-Core's grad_reduce_in_fp32 (None: the default)
+    pure_precision: bool = False  # the model trained in --dtype, no fp32 copy (frameworks.py Framework.pure_precision)
     precision_aware_optimizer: str | None = None  # Megatron-Core's use_precision_aware_optimizer (None: off)
     fp8_param_gather: bool = False  # Megatron-Core's --fp8-param-gather: FP8 parameters, gathered in FP8
     tp_only_amax_red: bool = False  # Megatron-Core's --tp-only-amax-red: delayed scaling's amaxes over TP x CP
@@ -238,6 +242,7 @@ class Layout:
                                   f"in_fp32 or FSDP2's reduce_dtype; add --framework megatron or fsdp2 (here {self.framework}).")
         if self.precision_aware_optimizer is not None:
             self._check_precision_aware(framework)
+        self._check_pure(framework)
         check_fp8_options(self)
         check_zero_optimizer(self), check_optimizer_step(self)
         check_router_fusion(self)
@@ -246,6 +251,21 @@ class Layout:
             raise ConfigError(f"layout: device must be {DEVICES.listed()}, got {show(self.device)}.")
         self._check_hybrid()
         check_offload(self)
+
+    def _check_pure(self, framework: Any) -> None:
+        """Pure precision (Framework.pure_precision): a framework that trains the model's own
+        16-bit parameters, its gradients reduced in their dtype."""
+        if not isinstance(self.pure_precision, bool):
+            raise ConfigError(f"layout: pure_precision must be true or false, got {show(self.pure_precision)}.")
+        if not self.pure_precision:
+            return
+        if not framework.pure_precision:
+            raise ConfigError(f"layout: pure precision (--pure-precision) trains the model's own bf16 parameters, as "
+                              f"PyTorch's FSDP with torch's AdamW does; {self.framework} keeps an fp32 master copy: "
+                              "add --framework fsdp2.")
+        if self.grad_reduce_dtype == "fp32":
+            raise ConfigError("layout: pure precision reduces the gradients in their own dtype; --grad-reduce-dtype fp32 "
+                              "with bf16 parameters is not modelled (drop one).")
 
     def _check_precision_aware(self, framework: Any) -> None:
         """Megatron-Core's precision-aware optimizer: one of the modelled dtype sets, on its
@@ -508,6 +528,7 @@ class Layout:
                 **({"etp": self.etp} if self.folded else {}),
                 **({"ep_dispatcher": self.ep_dispatcher} if self.ep_dispatcher != "alltoall" else {}),
                 **({"grad_reduce_dtype": self.grad_reduce_dtype} if self.grad_reduce_dtype else {}),
+                **({"pure_precision": True} if self.pure_precision else {}),
                 **({"precision_aware_optimizer": self.precision_aware_optimizer} if self.precision_aware_optimizer else {}),
                 **({"fp8_param_gather": True} if self.fp8_param_gather else {}),
                 **({"tp_only_amax_red": True} if self.tp_only_amax_red else {}),

@@ -46,13 +46,16 @@ FOREACH_ADAMW_PASSES = ((1, 1), (2, 1), (1, 1), (2, 1), (1, 1), (1, 1), (1, 1), 
 FUSED_ADAMW = (4 + 3) * FP32
 
 
-def step_bytes(layout: Any) -> int | None:
+def step_bytes(layout: Any, element: int = FP32) -> int | None:
     """Bytes one updated parameter moves in the step under layout.optimizer_step; None for "fused"
-    (one fused pass: the caller's ParamBytes.step_traffic)."""
+    (one fused pass: the caller's ParamBytes.step_traffic). element: the bytes of the shard's
+    elements, fp32's unless the layout trains in pure precision (Layout.pure_precision: the
+    parameter, its gradient and torch's moments all in the model's dtype, so every pass above
+    moves that many bytes an element)."""
     if layout.optimizer_step == "torch-foreach":
-        return sum(read + written for read, written in FOREACH_ADAMW_PASSES) * FP32 + CLIP_PASSES
+        return (sum(read + written for read, written in FOREACH_ADAMW_PASSES) * FP32 + CLIP_PASSES) * element // FP32
     if layout.optimizer_step == "torch-fused":
-        return FUSED_ADAMW + CLIP_PASSES
+        return (FUSED_ADAMW + CLIP_PASSES) * element // FP32
     return None
 
 
