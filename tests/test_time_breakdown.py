@@ -201,3 +201,16 @@ def test_help_and_an_unknown_option_print_the_usage_instead_of_the_whole_report(
     assert code == 0 and out.startswith("usage: python validate/time_breakdown.py")
     code, out, err = run_script(SCRIPT, ["--trainig"], monkeypatch, capsys)
     assert code == 2 and err.startswith("usage:") and out == ""
+
+
+def test_a_gpu_hours_row_prints_its_mean_rate_beside_ours(capsys):
+    """--row on a GPU-hours row raised KeyError (published_tflops_per_gpu) before session 38 (wt38_unseent2): it now
+    prints the published hours' mean rate, tokens / (GPU-hours x 3,600) a GPU, beside the kernel model's. Olmo 3 7B:
+    5.93e12 / (234,000 x 3,600) = 7,039 tokens/s a GPU; ours/published is the row's published hours over ours."""
+    from validate.time_breakdown import row_breakdowns
+
+    row_breakdowns(["gpu-hours-olmo3 7b 5.93T tokens"])
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "gpu-hours-olmo3 7b 5.93T tokens: tp 1 pp 1 dp 256 ep 1, micro-batch 2 x 1, h100-sxm"
+    assert lines[1].startswith("gpu-hours-olmo3 7b 5.93T tokens: published 7,039 tokens/s per GPU (the published "
+                               "GPU-hours' mean), ours 10,236 (1.45x); step ")

@@ -259,6 +259,9 @@ def row_breakdowns(run_ids: list[str]) -> None:
         if "published_tokens_per_s_per_gpu" in run:
             print_train_breakdown(run_id, run["published_tokens_per_s_per_gpu"], estimate, hardware,
                                   unit="tokens/s per GPU", **options)
+        elif "published_gpu_hours" in run:  # the run's mean rate: its tokens over its GPU-hours
+            print_train_breakdown(run_id, round(run["tokens"] / (run["published_gpu_hours"] * 3600)), estimate,
+                                  hardware, unit="tokens/s per GPU (the published GPU-hours' mean)", **options)
         else:
             print_train_breakdown(run_id, run["published_tflops_per_gpu"], estimate, hardware, **options)
 
