@@ -444,8 +444,9 @@ JSON_UNITS = {
               "setup.rate, rates.rate": 'requests a second; "inf": every request arrives at time 0 (--rate inf); '
                                         "null: no rate (--concurrency or --trace)",
               "cost, setup.price_per_gpu_hour": "dollars: price_per_gpu_hour a GPU-hour, dollars_per_hour the "
-                                                "deployment's, dollars_per_million_output_tokens at the "
-                                                "simulated throughput"},
+                                                "deployment's, dollars_per_million_output_tokens at "
+                                                "output_tokens_per_s, the rate it sustains (basis: offered, or "
+                                                "the run's throughput)"},
     "published": {"narayanan_2021_table_1": "params, params_eq2: parameters; tflops_*: TFLOP/s a GPU; seconds_ours: "
                                             "seconds a step; bubble: a fraction of the step",
                   "korthikanti_2022_table_5": "full_*, present_*: seconds an iteration; mfu_*, hfu_*: percent",

@@ -1,0 +1,67 @@
+"""Defects a new user hit in session 38's second round (wt38_user2): serving cost, plans and fit
+verdicts. Each test failed before its fix."""
+
+from __future__ import annotations
+
+from costmodel.serving.metrics import sustained_output
+from tests.cli_run import run_json, run_main
+
+
+# ---------------------------------------------------------------------------------------------
+# 1. $ per million output tokens over the run's span moved with --requests (serving/metrics.sustained_output)
+
+def _rows(arrivals, admitted, finishes, tokens=10):
+    return [{"arrival_s": a, "queueing_s": s - a, "ttft_s": s - a + 0.1, "finish_s": f, "output_tokens": tokens}
+            for a, s, f in zip(arrivals, admitted, finishes)]
+
+
+def test_sustained_output_is_the_offered_rate_where_the_queue_empties_and_the_run_where_it_does_not():
+    """Hand timelines, 10 output tokens a request. Kept up: arrivals at 0, 1, 2 s (1 req/s), each served
+    at once in 0.5 s: at the admission at 1 s nobody waits -> 1 x 10 tokens/s, not the run's 30 / 2.5 s.
+    Saturated: arrivals at 0..5 s served one at a time in 2 s (finishes 2..12 s): the admissions at 2 and
+    4 s leave a queue -> the run's 60 / 12 s = 5 tokens/s (below the offered 10)."""
+    assert sustained_output(_rows([0, 1, 2], [0, 1, 2], [0.5, 1.5, 2.5]), 1.0) == (10.0, "offered")
+    saturated = _rows(range(6), [0, 2, 4, 6, 8, 10], [2, 4, 6, 8, 10, 12])
+    assert sustained_output(saturated, 1.0) == (5.0, "run")
+    assert sustained_output(saturated, None) == (5.0, "run")  # no rate (a trace, a closed loop)
+    assert sustained_output(saturated, float("inf")) == (5.0, "run")
+
+
+SERVE = ["serve", "--model", "llama3-8b", "--hardware", "h100-sxm", "--price", "3"]
+
+
+def test_serve_prices_the_offered_rate_it_keeps_up_with_whatever_the_request_count(capsys):
+    """`serve --rate 20 --price 3` read $0.3952/M with 300 requests (2,109 output tokens/s over 18.2 s,
+    the drain after the last arrival included) and $0.339/M with 1,200 (2,458 tokens/s): one H100 keeps up
+    with 20 x 128 = 2,560 tokens/s, so both are 3 / (2,560 x 3600) x 1e6 = $0.3255/M."""
+    runs = [run_json([*SERVE, "--rate", "20", "--requests", requests, "--json"], capsys) for requests in ("300", "1200")]
+    assert runs[0]["throughput"]["output_tokens_per_s"] < runs[1]["throughput"]["output_tokens_per_s"] < 2560
+    for run in runs:
+        assert (run["cost"]["basis"], run["cost"]["output_tokens_per_s"]) == ("offered", 2560.0)
+        assert run["cost"]["dollars_per_million_output_tokens"] == 3 / (2560 * 3600) * 1e6
+
+
+PLAN = ["plan", "--model", "llama3-8b", "--hardware", "h100-sxm", "--serve", "--rate", "20", "--slo-ttft", "1",
+        "--slo-tpot", "0.1", "--price", "3", "--tp", "1", "--top", "1"]
+
+
+def test_plan_serve_prices_the_offered_rate_and_says_so(capsys):
+    """`plan --serve --rate 20 --price 3` on one H100: $0.395/M with 300 requests, another figure with 600;
+    a deployment that meets the SLOs keeps up, so both are $0.3255/M, and a line names the rate."""
+    for requests in ("300", "600"):
+        row = run_json([*PLAN, "--requests", requests, "--json"], capsys)["feasible"][0]
+        assert (row["gpus"], row["sustained_basis"], row["replica_sustained_output_tokens_per_s"]) == (1, "offered", 2560.0)
+        assert row["dollars_per_million_output_tokens"] == 3 / (2560 * 3600) * 1e6
+    code, out, _ = run_main([*PLAN, "--requests", "300"], capsys)
+    assert code == 0 and "$/M out: over the output rate each deployment sustains: the offered 20 req/s x the mean " \
+                         "output tokens where it keeps up (every row shown)" in out
+
+
+def test_a_saturated_serve_prices_its_capacity(capsys):
+    """At 200 req/s one H100 serves 6,553 output tokens/s (a queue all along): the price is over that
+    measured rate, not the offered 25,600, and the text says which rate."""
+    run = run_json([*SERVE, "--rate", "200", "--requests", "1000", "--json"], capsys)
+    measured = run["throughput"]["output_tokens_per_s"]
+    assert 6000 < measured < 7000 and run["cost"]["basis"] == "run"
+    assert run["cost"]["output_tokens_per_s"] == measured
+    assert run["cost"]["dollars_per_million_output_tokens"] == 3 / (measured * 3600) * 1e6
