@@ -65,3 +65,21 @@ def test_a_saturated_serve_prices_its_capacity(capsys):
     assert 6000 < measured < 7000 and run["cost"]["basis"] == "run"
     assert run["cost"]["output_tokens_per_s"] == measured
     assert run["cost"]["dollars_per_million_output_tokens"] == 3 / (measured * 3600) * 1e6
+
+
+# ---------------------------------------------------------------------------------------------
+# 2. estimate --hardware's inference verdict offered --tp 8 on a node of 2 (verdict._more_serving_gpus)
+
+def test_inference_verdict_keeps_tensor_parallelism_within_a_node(capsys):
+    """Llama 3 70B in fp16 on an RTX 4090 (2 GPUs a node, its hardware file) was told `--gpus 8 --tp 8`, a
+    tensor-parallel group over four nodes that plan --serve's search never tries (tensor_sizes: within a
+    node); now tp 2 with 4 pipeline stages, 17.16 GiB a GPU, the figure `estimate --gpus 8 --tp 2 --pp 4`
+    prints. An H100 node (8) keeps --gpus 2 --tp 2."""
+    args = ["estimate", "--model", "llama3-70b", "--seq-len", "2048", "--dtype", "fp16", "--json"]
+    fit = run_json([*args, "--hardware", "rtx-4090"], capsys)["fit"]["inference"]
+    assert [o["change"] for o in fit["options"]][0] == "--gpus 8 --tp 2 --pp 4"
+    assert "tensor parallel 2 x 4 pipeline stages" in fit["options"][0]["cost"]
+    typed = run_json([*args, "--hardware", "rtx-4090", "--gpus", "8", "--tp", "2", "--pp", "4"], capsys)
+    assert typed["fit"]["inference"]["memory"] == fit["options"][0]["memory"] and typed["fit"]["inference"]["fits"]
+    h100 = run_json([*args, "--hardware", "h100-sxm"], capsys)["fit"]["inference"]
+    assert h100["options"][0]["change"] == "--gpus 2 --tp 2"
