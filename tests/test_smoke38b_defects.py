@@ -83,3 +83,19 @@ def test_inference_verdict_keeps_tensor_parallelism_within_a_node(capsys):
     assert typed["fit"]["inference"]["memory"] == fit["options"][0]["memory"] and typed["fit"]["inference"]["fits"]
     h100 = run_json([*args, "--hardware", "h100-sxm"], capsys)["fit"]["inference"]
     assert h100["options"][0]["change"] == "--gpus 2 --tp 2"
+
+
+# ---------------------------------------------------------------------------------------------
+# 3. plan --serve --rate where nothing fits: each reason cut at its ':' lost what to do
+
+def test_plan_serve_that_nothing_meets_says_what_to_do(capsys):
+    """Llama 3 70B on RTX 4090s (2 a node) printed "not feasible: 18 (llama3-70b does not leave room for
+    one KV block on rtx-4090 at tp 1; ... at tp 2)" and stopped: the remedy after each reason's ':' was
+    cut. The widest configuration's whole reason follows, naming --pp and --weight-dtype (--tp 2 --pp 4
+    then meets it)."""
+    code, out, _ = run_main(["plan", "--serve", "--model", "llama3-70b", "--hardware", "rtx-4090", "--rate", "1",
+                             "--slo-ttft", "2", "--slo-tpot", "0.1", "--requests", "100"], capsys)
+    last = out.strip().splitlines()[-1]
+    assert code == 1 and last.startswith("widest tried, tp 2 x pp 1 (tp within a node; pp as --pp gives, 1 by default): "
+                                         "llama3-70b does not leave room for one KV block on rtx-4090 at tp 2: weights 65.7 GiB")
+    assert last.endswith("spread it over more GPUs (--tp, --pp) or store its weights in fewer bytes (--weight-dtype).")
