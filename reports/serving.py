@@ -456,6 +456,10 @@ def _latency_vs_rate(model: str, hardware_name: str, rates: list[float], options
                    + f"{r['throughput']['output_tokens_per_s']:>10,.0f}"
                    + (f"{r['goodput']['fraction_meeting_slo']:>9.0%}" if slo else "")
                    + (f"{_dollars(r['cost']['dollars_per_million_output_tokens']):>9}" if "cost" in r else ""))
+    if "cost" in first:  # the price is over the rate sustained, not the out tok/s column (the run's, drain included)
+        click.echo("$/M out over the output tokens/s each rate sustains: " + ", ".join(
+            f"{r['cost']['output_tokens_per_s']:,.0f} at {r['rate']:g} ({r['cost']['basis']})" for r in rows)
+            + "; offered: the rate x the mean output tokens, kept up with; run: the out tok/s column")
 
 
 def backend_line(backend: str | None) -> list[str]:

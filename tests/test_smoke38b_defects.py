@@ -41,6 +41,17 @@ def test_serve_prices_the_offered_rate_it_keeps_up_with_whatever_the_request_cou
         assert run["cost"]["dollars_per_million_output_tokens"] == 3 / (2560 * 3600) * 1e6
 
 
+
+def test_serve_rates_table_says_which_rate_each_price_is_over(capsys):
+    """`serve --rates 5,400 --price 3`'s `$/M out` column is over the rate each row sustains, not its
+    `out tok/s` column (the run's, the drain included: 547 at 5 req/s, where 5 x 128 = 640 is served)."""
+    code, out, _ = run_main([*SERVE, "--rates", "5,400", "--requests", "300"], capsys)
+    rows = [line.split() for line in out.splitlines() if line.strip().startswith(("5 ", "400 "))]
+    assert code == 0 and [row[5] for row in rows] == ["547", "6,757"] and rows[0][6] == f"{3 / (640 * 3600) * 1e6:.3g}"
+    assert out.strip().splitlines()[-1] == ("$/M out over the output tokens/s each rate sustains: 640 at 5 (offered), "
+                                            "6,757 at 400 (run); offered: the rate x the mean output tokens, kept up "
+                                            "with; run: the out tok/s column")
+
 PLAN = ["plan", "--model", "llama3-8b", "--hardware", "h100-sxm", "--serve", "--rate", "20", "--slo-ttft", "1",
         "--slo-tpot", "0.1", "--price", "3", "--tp", "1", "--top", "1"]
 
