@@ -436,7 +436,7 @@ JSON_UNITS = {
              "tokens_per_second": "tokens a second", "model_flops": "FLOP a step", "split": "seconds",
              "mfu, hfu": "fractions of 1", "cost": _COST_UNITS},
     "finetune": {"memory": "bytes; params, trainable_params: parameters (a count)",
-                 "fit": "bytes (memory, capacity, each option's memory)",
+                 "fit": "bytes (memory, capacity, each option's memory; least.memory: the least one GPU holds, where no option fits)",
                  "time": "seconds (*_seconds, parts, seconds); gemm_flops: FLOPs; dequant_bytes: bytes; tokens: a count; "
                          "gpu_hours: hours; dollars: $ at price_per_gpu_hour"},
     "serve": {"queueing, ttft, tpot, e2e, itl": "seconds", "*_s": "seconds", "*_per_s": "a second",

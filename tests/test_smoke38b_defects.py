@@ -110,3 +110,22 @@ def test_plan_serve_that_nothing_meets_says_what_to_do(capsys):
     assert code == 1 and last.startswith("widest tried, tp 2 x pp 1 (tp within a node; pp as --pp gives, 1 by default): "
                                          "llama3-70b does not leave room for one KV block on rtx-4090 at tp 2: weights 65.7 GiB")
     assert last.endswith("spread it over more GPUs (--tp, --pp) or store its weights in fewer bytes (--weight-dtype).")
+
+
+# ---------------------------------------------------------------------------------------------
+# 4. finetune where nothing fits said so and stopped (finetune_verdict._least)
+
+def test_finetune_that_nothing_fits_names_the_least_it_needs(capsys):
+    """Llama 3 70B's LoRA on an RTX 4090: "No single change, nor QLoRA with full recomputation, makes it
+    fit." and no size to look for. Now the least one GPU holds (the nf4 base, full recomputation, a
+    1-token sequence: 37.29 GiB, which `finetune ... --method qlora --recompute full --seq-len 1` prints)."""
+    args = ["finetune", "--model", "llama3-70b", "--hardware", "rtx-4090"]
+    fit = run_json([*args, "--method", "lora", "--json"], capsys)["fit"]
+    assert fit["options"] == [] and fit["least"]["change"] == "--method qlora --recompute full --seq-len 1"
+    lean = run_json([*args, "--method", "qlora", "--recompute", "full", "--seq-len", "1", "--json"], capsys)
+    assert fit["least"]["memory"] == lean["memory"]["total"] == lean["fit"]["memory"]
+    code, out, _ = run_main([*args, "--method", "lora"], capsys)
+    assert code == 0 and out.strip().splitlines()[-1] == (
+        "  No single change, nor QLoRA with full recomputation, makes it fit: even `--method qlora --recompute full "
+        "--seq-len 1` needs 37.29 GiB; a GPU with more memory than that (finetune sizes one GPU; `estimate --hardware "
+        "H --gpus N` shards full training).")
