@@ -167,7 +167,8 @@ def render_serve(summary: dict[str, Any]) -> str:
 
 
 SUSTAINED_BASIS = {"offered": "the offered rate, which the replicas keep up with",
-                   "run": "the run's throughput (a backlog, or no offered rate)"}
+                   "run": "the run's throughput (no offered rate shown kept up with: a queue, --rate inf, a trace "
+                          "or a closed loop, or arrivals that end before the first finish)"}
 
 
 def cost_line(cost: dict[str, Any]) -> str:

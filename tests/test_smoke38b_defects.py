@@ -25,6 +25,7 @@ def test_sustained_output_is_the_offered_rate_where_the_queue_empties_and_the_ru
     assert sustained_output(saturated, 1.0) == (5.0, "run")
     assert sustained_output(saturated, None) == (5.0, "run")  # no rate (a trace, a closed loop)
     assert sustained_output(saturated, float("inf")) == (5.0, "run")
+    assert sustained_output(saturated, 1e308) == (5.0, "run")  # 1e308 x 10 tokens: no finite offered rate
 
 
 SERVE = ["serve", "--model", "llama3-8b", "--hardware", "h100-sxm", "--price", "3"]

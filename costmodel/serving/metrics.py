@@ -121,7 +121,8 @@ def sustained_output(rows: list[dict[str, Any]], rate: float | None) -> tuple[fl
     admitted = sorted(r["arrival_s"] + r["queueing_s"] for r in rows)
     first_finish = min(r["finish_s"] for r in rows)
     tokens = sum(r["output_tokens"] for r in rows)
-    offered = rate * tokens / len(rows) if rate is not None and math.isfinite(rate) else None
+    offered = rate * tokens / len(rows) if rate is not None else None
+    offered = offered if offered is not None and math.isfinite(offered) else None  # --rate inf, or 1e308 x 128
     if offered is not None:
         # a moment the queue was empty: an admission by which everyone arrived was admitted
         for when in admitted[bisect.bisect_left(admitted, first_finish):bisect.bisect_right(admitted, arrivals[-1])]:
