@@ -458,7 +458,11 @@ JSON_UNITS = {
                             "target.rate": "requests a second",
                             "target.prompt, target.output": "tokens: a number or serve's length distribution",
                             "replica_requests_per_s": "requests a second (one replica)",
-                            "replica_output_tokens_per_s": "output tokens a second (one replica)",
+                            "replica_output_tokens_per_s": "output tokens a second (one replica, over its run)",
+                            "replica_sustained_output_tokens_per_s": "output tokens a second (one replica, the rate "
+                                                                     "$/M out is over)",
+                            "sustained_basis": "offered (rate x the mean output tokens, kept up with) or run (the "
+                                               "replica's throughput over its run)",
                             "gpus": "GPUs (tp x pp x replicas)", "max_num_seqs": "sequences",
                             "max_batched_tokens": "tokens a step", "num_blocks": "KV blocks of 16 tokens a replica",
                             "dollars_per_hour": "dollars an hour",

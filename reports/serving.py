@@ -502,8 +502,8 @@ def render_capacity(result: dict[str, Any], top: int = 10) -> str:
         rest = f"; {left} more reason{'s' if left > 1 else ''} in --json's infeasible" if left else ""
         lines.append(f"not feasible: {len(result['infeasible'])} ({'; '.join(shown)}{rest})")
     if not result["feasible"] and result["infeasible"]:  # the reasons above stop at their ':', what to do with them
-        widest = max(result["infeasible"], key=lambda r: (r["tp"] * r.get("pp", 1), r["tp"]))
-        lines.append(f"widest tried, tp {widest['tp']} x pp {widest.get('pp', 1)} (tp within a node; pp as --pp gives, "
+        widest = max(result["infeasible"], key=lambda r: (r.get("tp", 1) * r.get("pp", 1), r.get("tp", 1)))
+        lines.append(f"widest tried, tp {widest.get('tp', 1)} x pp {widest.get('pp', 1)} (tp within a node; pp as --pp gives, "
                      f"1 by default): {widest['reason']}")
     return "\n".join(lines)
 
