@@ -3,7 +3,6 @@ verdicts. Each test failed before its fix."""
 
 from __future__ import annotations
 
-from costmodel.serving.metrics import sustained_output
 from tests.cli_run import run_json, run_main
 
 
@@ -20,6 +19,8 @@ def test_sustained_output_is_the_offered_rate_where_the_queue_empties_and_the_ru
     at once in 0.5 s: at the admission at 1 s nobody waits -> 1 x 10 tokens/s, not the run's 30 / 2.5 s.
     Saturated: arrivals at 0..5 s served one at a time in 2 s (finishes 2..12 s): the admissions at 2 and
     4 s leave a queue -> the run's 60 / 12 s = 5 tokens/s (below the offered 10)."""
+    from costmodel.serving.metrics import sustained_output
+
     assert sustained_output(_rows([0, 1, 2], [0, 1, 2], [0.5, 1.5, 2.5]), 1.0) == (10.0, "offered")
     saturated = _rows(range(6), [0, 2, 4, 6, 8, 10], [2, 4, 6, 8, 10, 12])
     assert sustained_output(saturated, 1.0) == (5.0, "run")
