@@ -176,7 +176,7 @@ def cost_line(cost: dict[str, Any]) -> str:
     serving/metrics.sustained_output) in one line."""
     per_million = cost["dollars_per_million_output_tokens"]
     hourly = hourly_cost(cost["price_per_gpu_hour"], cost["dollars_per_hour"], f"{cost['gpus']} GPU(s)")
-    over = (f" at {cost['output_tokens_per_s']:,.0f} output tokens/s, {SUSTAINED_BASIS[cost['basis']]}"
+    over = (f" at {significant(cost['output_tokens_per_s'])} output tokens/s, {SUSTAINED_BASIS[cost['basis']]}"
             if cost.get("basis") else " at this throughput")
     return (f"cost: {hourly}; "
             + (f"${significant(per_million, 4)} per million output tokens{over} (the GPUs billed idle or busy)"
