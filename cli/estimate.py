@@ -89,7 +89,8 @@ def estimate(model, config, seq_len, hardware_name, mtp, as_json, price, **optio
                 flash=runs_flash(hardware))}
             try:
                 data["fit"]["inference"] = verdict(cfg, workload, layout, hardware.serving_memory_bytes, gpus,
-                                                   "inference", typed_code=typed_code, flash=runs_flash(hardware))
+                                                   "inference", typed_code=typed_code, flash=runs_flash(hardware),
+                                                   node_gpus=hardware.gpus_per_node)
             except ConfigError as error:  # --cp: the layout trains; serving it is refused as simulate refuses it
                 data["fit"]["inference"] = {"phase": "inference", "gpus": layout.gpus, "refused": str(error)}
     except ConfigError as error:

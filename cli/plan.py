@@ -139,7 +139,7 @@ def serving_lengths(prompt: str | None, gen: str, rate: float | None) -> tuple:
               "kernel-level model; training, or --serve without --rate).")
 @choice_option("--flops-convention", spec.FLOPS_CONVENTIONS, "Training: the model FLOPs MFU (and the run's FLOPs) "
                f"count: {spec.FLOPS_CONVENTIONS.phrase()}, as simulate's.")
-@click.option("--price", type=float, default=None, help="Dollars per GPU-hour (default: the hardware file's price_per_gpu_hour, if it has one): training with --tokens, or --serve --rate's $/h column.")
+@click.option("--price", type=float, default=None, help="Dollars per GPU-hour (default: the hardware file's price_per_gpu_hour, if it has one): training with --tokens, or --serve --rate's $/h and $/M out columns ($/M out over the offered output rate a deployment keeps up with).")
 @choice_option("--rank-by", spec.RANK_BY, f"{spec.RANK_BY.described()}.", "time")
 @mtp_option
 @click.option("--top", type=click.IntRange(min=1), default=10, show_default=True,

@@ -9,9 +9,10 @@ costmodel/layout/time.py), no formulas of its own.
                  aside (what MFU counts)
   dollars        GPU-hours x price per GPU-hour
 
-What serving costs (serve --price), at a simulated throughput: the deployment's GPUs billed by the
-hour whether busy or not, over the output tokens it produced in that hour at the offered load
-(a lower rate leaves the GPUs idler and each token dearer):
+What serving costs (serve --price, plan --serve --rate --price), at the output rate the deployment
+sustains (serving/metrics.sustained_output: the offered rate where the simulation keeps up, else the
+run's throughput): its GPUs billed by the hour whether busy or not, over the output tokens it
+produces in that hour (a lower rate leaves the GPUs idler and each token dearer):
   dollars an hour                  GPUs x price per GPU-hour
   dollars per million output tokens  dollars an hour / (output tokens per second x 3600) x 1e6
 """
@@ -109,15 +110,19 @@ def training_cost(tokens: float, tokens_per_second: float, gpus: int, step_model
     }
 
 
-def serving_cost(output_tokens_per_s: float, gpus: int, price_per_gpu_hour: float) -> dict[str, Any]:
-    """A serving run's dollars an hour and dollars per million output tokens (the module's formula)."""
+def serving_cost(output_tokens_per_s: float, gpus: int, price_per_gpu_hour: float,
+                 basis: str | None = None) -> dict[str, Any]:
+    """A deployment's dollars an hour and dollars per million output tokens at `output_tokens_per_s`: serve's
+    and plan --serve's the rate it sustains (serving/metrics.sustained_output, `basis` its rule: "offered",
+    "saturated window" or "run"), simulate's the end-to-end generation rate."""
     check_price(price_per_gpu_hour)
     per_hour = gpus * price_per_gpu_hour
     per_million = per_hour / (output_tokens_per_s * 3600) * 1e6 if output_tokens_per_s > 0 else None
     check_dollars(per_hour, price_per_gpu_hour)
     check_dollars(per_million, price_per_gpu_hour)
     return {"price_per_gpu_hour": price_per_gpu_hour, "gpus": gpus, "dollars_per_hour": per_hour,
-            "dollars_per_million_output_tokens": per_million}
+            "dollars_per_million_output_tokens": per_million,
+            **({"output_tokens_per_s": output_tokens_per_s, "basis": basis} if basis else {})}
 
 
 def add_generation_cost(result: dict[str, Any], hardware: Any, price: float | None) -> None:

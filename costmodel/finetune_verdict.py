@@ -49,7 +49,24 @@ def finetune_verdict(cfg: ModelConfig, workload: Workload, tune: FineTune, capac
         # no change that keeps the workload fits (a shorter sequence or batch trains something else):
         # QLoRA's own recipe first, on a T4 Llama 3.1 8B at 2,048 tokens, not only --seq-len 78
         result["options"] = _combined_options(cfg, workload, tune, capacity) + result["options"]
+    if not result["fits"] and not result["options"]:  # "no change makes it fit" said nothing of what would
+        result["least"] = _least(cfg, workload, tune)
     return result
+
+
+def _least(cfg: ModelConfig, workload: Workload, tune: FineTune) -> dict[str, Any] | None:
+    """The least one GPU holds for this model: the nf4 base with full recomputation at a 1-token sequence
+    (a GPU with less cannot fine-tune it here, whatever else changes; finetune does not shard)."""
+    import dataclasses
+
+    change = " ".join(([] if tune.method == "qlora" else ["--method qlora"])
+                      + ([] if workload.recompute == "full" else ["--recompute full"]) + ["--seq-len 1"])
+    try:
+        memory = finetune_memory(cfg, dataclasses.replace(workload, recompute="full", seq_len=1),
+                                 dataclasses.replace(tune, method="qlora")).total
+    except ConfigError:
+        return None
+    return {"change": change, "memory": memory}
 
 
 #: The verdict's options that shrink what a step trains (verdict.options' last resort), not how.

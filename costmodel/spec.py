@@ -436,7 +436,7 @@ JSON_UNITS = {
              "tokens_per_second": "tokens a second", "model_flops": "FLOP a step", "split": "seconds",
              "mfu, hfu": "fractions of 1", "cost": _COST_UNITS},
     "finetune": {"memory": "bytes; params, trainable_params: parameters (a count)",
-                 "fit": "bytes (memory, capacity, each option's memory)",
+                 "fit": "bytes (memory, capacity, each option's memory; least.memory: the least one GPU holds, where no option fits)",
                  "time": "seconds (*_seconds, parts, seconds); gemm_flops: FLOPs; dequant_bytes: bytes; tokens: a count; "
                          "gpu_hours: hours; dollars: $ at price_per_gpu_hour"},
     "serve": {"queueing, ttft, tpot, e2e, itl": "seconds", "*_s": "seconds", "*_per_s": "a second",
@@ -444,8 +444,9 @@ JSON_UNITS = {
               "setup.rate, rates.rate": 'requests a second; "inf": every request arrives at time 0 (--rate inf); '
                                         "null: no rate (--concurrency or --trace)",
               "cost, setup.price_per_gpu_hour": "dollars: price_per_gpu_hour a GPU-hour, dollars_per_hour the "
-                                                "deployment's, dollars_per_million_output_tokens at the "
-                                                "simulated throughput"},
+                                                "deployment's, dollars_per_million_output_tokens at "
+                                                "output_tokens_per_s, the rate it sustains (basis: offered, or "
+                                                "the run's throughput)"},
     "published": {"narayanan_2021_table_1": "params, params_eq2: parameters; tflops_*: TFLOP/s a GPU; seconds_ours: "
                                             "seconds a step; bubble: a fraction of the step",
                   "korthikanti_2022_table_5": "full_*, present_*: seconds an iteration; mfu_*, hfu_*: percent",
@@ -457,7 +458,11 @@ JSON_UNITS = {
                             "target.rate": "requests a second",
                             "target.prompt, target.output": "tokens: a number or serve's length distribution",
                             "replica_requests_per_s": "requests a second (one replica)",
-                            "replica_output_tokens_per_s": "output tokens a second (one replica)",
+                            "replica_output_tokens_per_s": "output tokens a second (one replica, over its run)",
+                            "replica_sustained_output_tokens_per_s": "output tokens a second (one replica, the rate "
+                                                                     "$/M out is over)",
+                            "sustained_basis": "offered (rate x the mean output tokens, kept up with) or run (the "
+                                               "replica's throughput over its run)",
                             "gpus": "GPUs (tp x pp x replicas)", "max_num_seqs": "sequences",
                             "max_batched_tokens": "tokens a step", "num_blocks": "KV blocks of 16 tokens a replica",
                             "dollars_per_hour": "dollars an hour",

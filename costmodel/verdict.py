@@ -19,8 +19,8 @@ for one GPU, costmodel.layout for several), and listed in the order of what it c
                recomputation: no more GPUs, a slower step (costmodel/offload.py). Each a change to
                the run as given (its recompute kept): plan's offload line answers another question,
                the leanest DeepSpeed layout's (costmodel/layout/offload_fit.py says how they differ)
-  more GPUs    inference: the fewest GPUs of one replica that hold it, tensor parallel up to 8,
-               then pipeline stages of tp 8
+  more GPUs    inference: the fewest GPUs of one replica that hold it, tensor parallel up to a
+               node's GPUs (8 at most), then pipeline stages of that tp
   int8 / int4  quantized weights (inference only: training needs the full-precision copy)
   batch        the largest batch that fits
   sequence     the longest sequence that fits
@@ -142,9 +142,11 @@ def _deepest_zero(memory: Callable[..., int], cfg: ModelConfig, workload: Worklo
 
 def options(cfg: ModelConfig, workload: Workload, layout: Any, capacity: int, gpus: int,
             phase: str, memory: Callable[[ModelConfig, Workload, Any], int],
-            extra: tuple[tuple[str, int | None, str], ...] = (), flash: bool = True) -> list[Option]:
+            extra: tuple[tuple[str, int | None, str], ...] = (), flash: bool = True,
+            node_gpus: int = 8) -> list[Option]:
     """The changes that bring memory per GPU under capacity, cheapest first (see the module); flash
-    False: the GPU runs no FlashAttention-2 (flash_support.runs_flash), so it is not offered."""
+    False: the GPU runs no FlashAttention-2 (flash_support.runs_flash), so it is not offered;
+    node_gpus: the hardware's GPUs a node, the widest tensor parallelism suggested."""
     out: list[Option] = []
 
     def add(change: str, needed: int | None, cost: str) -> None:
@@ -221,7 +223,7 @@ def options(cfg: ModelConfig, workload: Workload, layout: Any, capacity: int, gp
     for change, needed, cost in extra:
         add(change, needed, cost)
     if phase == "inference" and cfg.n_decoder_layers:
-        _more_serving_gpus(cfg, workload, layout, capacity, memory, add)
+        _more_serving_gpus(cfg, workload, layout, capacity, memory, add, node_gpus)
     if phase == "inference":
         # (a group the checkpoint's format chose is that format's, not the suggestion's)
         group = None if workload.weight_dtype_source == "checkpoint" else workload.weight_group
@@ -260,12 +262,15 @@ def _recompute_and_batch(cfg: ModelConfig, workload: Workload, layout: Any, capa
 
 
 def _more_serving_gpus(cfg: ModelConfig, workload: Workload, layout: Any, capacity: int,
-                       memory: Callable[..., int], add: Callable[[str, int | None, str], None]) -> None:
-    """The fewest GPUs of one replica that hold it: tensor parallelism doubled up to a node's 8,
-    then pipeline stages of tp 8 doubled (a layout the model cannot split is skipped)."""
+                       memory: Callable[..., int], add: Callable[[str, int | None, str], None],
+                       node_gpus: int = 8) -> None:
+    """The fewest GPUs of one replica that hold it: tensor parallelism doubled up to a node's GPUs
+    (8 at most: an RTX 4090 node's 2, plan --serve's bound, tensor_sizes), then pipeline stages of that
+    tp doubled (a layout the model cannot split is skipped). It offered --tp 8 on 2-GPU nodes."""
+    widest = max(1, min(8, node_gpus))
     tp, pp = (layout.tp, layout.pp) if layout is not None else (1, 1)
     while tp * pp < MAX_GPUS:
-        tp, pp = (tp * 2, pp) if tp < 8 else (tp, pp * 2)
+        tp, pp = (tp * 2, pp) if tp * 2 <= widest else (tp, pp * 2)
         try:
             trial = _layout(layout, tp=tp, pp=pp, dp=1)
             trial.check(cfg, tp * pp, inference=True)
@@ -274,7 +279,7 @@ def _more_serving_gpus(cfg: ModelConfig, workload: Workload, layout: Any, capaci
         needed = _try(memory, cfg, workload, trial)
         if needed is not None and needed <= capacity:
             add(f"--gpus {tp * pp} --tp {tp}" + (f" --pp {pp}" if pp > 1 else ""), needed,
-                f"{tp * pp} GPUs: " + ("tensor parallel" if pp == 1 else "tensor parallel 8 x pipeline stages"))
+                f"{tp * pp} GPUs: " + ("tensor parallel" if pp == 1 else f"tensor parallel {tp} x {pp} pipeline stages"))
             return
 
 
@@ -301,14 +306,16 @@ def framework_code(memory: Callable[..., int], cfg: ModelConfig, typed: dict[str
 def verdict(cfg: ModelConfig, workload: Workload, layout: Any, capacity: int, gpus: int | None = None,
             phase: str = "training", memory: Callable[..., int] | None = None,
             extra: tuple[tuple[str, int | None, str], ...] = (),
-            typed_code: dict[str, str | None] | None = None, flash: bool = True) -> dict[str, Any]:
+            typed_code: dict[str, str | None] | None = None, flash: bool = True,
+            node_gpus: int = 8) -> dict[str, Any]:
     """Whether `phase` ("training", "inference" or "finetune", with its memory function) fits in
     `capacity` bytes a GPU, with what it needs and, when it does not fit, the options that would
     (cheapest first; `extra`: (change, memory, cost) the caller evaluated itself). typed_code: the
     impl and attention the user gave ({"impl": None, "attention": None} where neither): each layout
     the verdict tries (--gpus alone, a suggested --dp) runs its framework's code where none was
     given (framework_code), so typing the suggestion prints its figure; None: the workload's as is.
-    flash: whether the GPU runs FlashAttention-2 (flash_support.runs_flash; False: not suggested)."""
+    flash: whether the GPU runs FlashAttention-2 (flash_support.runs_flash; False: not suggested).
+    node_gpus: the hardware's GPUs a node (tensor parallelism suggested within one)."""
     if phase == "inference" and layout is not None:
         from .layout.context import check_inference
 
@@ -343,7 +350,7 @@ def verdict(cfg: ModelConfig, workload: Workload, layout: Any, capacity: int, gp
         result["split"] = split
     if not result["fits"]:
         result["options"] = [o.to_dict() for o in options(cfg, workload, layout, capacity, gpus, phase, memory,
-                                                           extra, flash)]
+                                                           extra, flash, node_gpus)]
         if layout is None and typed_code is not None:
             _say_layout_code(result["options"], cfg, workload, typed_code, flash, phase)
     return result

@@ -166,12 +166,20 @@ def render_serve(summary: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+SUSTAINED_BASIS = {"offered": "the offered rate, which the replicas keep up with",
+                   "run": "the run's throughput (no offered rate shown kept up with: a queue, --rate inf, a trace "
+                          "or a closed loop, or arrivals that end before the first finish)"}
+
+
 def cost_line(cost: dict[str, Any]) -> str:
-    """serve's cost (costmodel/cost.py serving_cost) in one line."""
+    """serve's cost (costmodel/cost.py serving_cost, over the rate the deployment sustains:
+    serving/metrics.sustained_output) in one line."""
     per_million = cost["dollars_per_million_output_tokens"]
     hourly = hourly_cost(cost["price_per_gpu_hour"], cost["dollars_per_hour"], f"{cost['gpus']} GPU(s)")
+    over = (f" at {significant(cost['output_tokens_per_s'])} output tokens/s, {SUSTAINED_BASIS[cost['basis']]}"
+            if cost.get("basis") else " at this throughput")
     return (f"cost: {hourly}; "
-            + (f"${significant(per_million, 4)} per million output tokens at this throughput (the GPUs billed idle or busy)"
+            + (f"${significant(per_million, 4)} per million output tokens{over} (the GPUs billed idle or busy)"
                if per_million is not None else "no output tokens, so no price per token"))
 
 
@@ -308,7 +316,8 @@ def latency_figure(rows: list[dict[str, Any]], title: str) -> Any:
 @click.option("--rates", type=str, default=None, help="Comma-separated rates: p50/p99 TTFT and TPOT at each.")
 @click.option("--price", type=float, default=None,
               help="Dollars per GPU-hour (default: the hardware file's price_per_gpu_hour, if it has one): the "
-                   "deployment's $/h and $ per million output tokens at the simulated throughput.")
+                   "deployment's $/h and $ per million output tokens at the output rate it sustains (the offered "
+                   "rate where it keeps up, else the run's throughput).")
 @click.option("--json", "as_json", is_flag=True, help="The summary as JSON on stdout.")
 def serve(model, config, hardware_name, rate, concurrency, count, trace, prompt, output_tokens, seed, scheduler, max_num_seqs,
           max_batched_tokens, block_size, gpu_memory_utilization, num_blocks, tp, replicas, dtype, weight_dtype,
@@ -448,6 +457,10 @@ def _latency_vs_rate(model: str, hardware_name: str, rates: list[float], options
                    + f"{r['throughput']['output_tokens_per_s']:>10,.0f}"
                    + (f"{r['goodput']['fraction_meeting_slo']:>9.0%}" if slo else "")
                    + (f"{_dollars(r['cost']['dollars_per_million_output_tokens']):>9}" if "cost" in r else ""))
+    if "cost" in first:  # the price is over the rate sustained, not the out tok/s column (the run's, drain included)
+        click.echo("$/M out over the output tokens/s each rate sustains: " + ", ".join(
+            f"{r['cost']['output_tokens_per_s']:,.0f} at {r['rate']:g} ({r['cost']['basis']})" for r in rows)
+            + "; offered: the rate x the mean output tokens, kept up with; run: the out tok/s column")
 
 
 def backend_line(backend: str | None) -> list[str]:
@@ -475,12 +488,23 @@ def render_capacity(result: dict[str, Any], top: int = 10) -> str:
         lines.append(f"{row['gpus']:>5} {row['hardware']:<12}{row['tp']:>3}{row['pp']:>3}{row['replicas']:>9}"
                      f"{row['max_num_seqs']:>6}{row['max_batched_tokens']:>7}{1e3 * row['p99_ttft_s']:>12.0f}"
                      f"{1e3 * row['p99_tpot_s']:>12.1f}{price:>8}{per_million:>9}")
+    priced = [row for row in result["feasible"][:top] if row.get("dollars_per_million_output_tokens")]
+    if priced:  # which rate the price per token is over (metrics.sustained_output)
+        run = sum(row["sustained_basis"] == "run" for row in priced)
+        lines.append("$/M out: over the output rate each deployment sustains: the offered "
+                     f"{t['rate']:g} req/s x the mean output tokens where it keeps up"
+                     + (f"; {run} row(s) over the run's throughput (a queue that never emptied)" if run else
+                        " (every row shown)"))
     reasons = sorted({r["reason"].split(":")[0] for r in result["infeasible"]})
     if reasons:  # whole reasons up to ~300 characters (a cut at 300 left "(more do not help)" as "(mor)")
         shown = [reason for i, reason in enumerate(reasons) if len("; ".join(reasons[:i + 1])) <= 300] or reasons[:1]
         left = len(reasons) - len(shown)
         rest = f"; {left} more reason{'s' if left > 1 else ''} in --json's infeasible" if left else ""
         lines.append(f"not feasible: {len(result['infeasible'])} ({'; '.join(shown)}{rest})")
+    if not result["feasible"] and result["infeasible"]:  # the reasons above stop at their ':', what to do with them
+        widest = max(result["infeasible"], key=lambda r: (r.get("tp", 1) * r.get("pp", 1), r.get("tp", 1)))
+        lines.append(f"widest tried, tp {widest.get('tp', 1)} x pp {widest.get('pp', 1)} (tp within a node; pp as --pp gives, "
+                     f"1 by default): {widest['reason']}")
     return "\n".join(lines)
 
 

@@ -404,7 +404,11 @@ def render_finetune(r: dict[str, Any]) -> str:
         out += ["", f"On one {f['hardware']}: {binary_bytes(f['memory'])} "
                 + ("fits" if f["fits"] else "does NOT fit") + f" in {binary_bytes(f['capacity'])}."]
         if not f["fits"]:
-            out += _fit_options(f, 30, "No single change, nor QLoRA with full recomputation, makes it fit.")
+            least = f.get("least")
+            out += _fit_options(f, 30, "No single change, nor QLoRA with full recomputation, makes it fit"
+                                + (f": even `{least['change']}` needs {binary_bytes(least['memory'])}; a GPU with more "
+                                   "memory than that (finetune sizes one GPU; `estimate --hardware H --gpus N` "
+                                   "shards full training)." if least else "."))
     if "time" in r and "not_timed" in r["time"]:
         out += ["", f"Step time: not timed ({r['time']['not_timed']})"]
     elif "time" in r:

@@ -101,8 +101,9 @@ def test_lora_70b_on_one_80_gb_gpu_gets_qlora_with_recomputation_together(capsys
 
     assert option["memory"] == lean(seq_len) <= l40s < lean(seq_len + 1)
     assert cli.main(["finetune", "--model", "llama3-70b", "--hardware", "rtx-4090"]) == 0  # nf4 base 36.8 GiB
-    assert capsys.readouterr().out.rstrip().endswith("No single change, nor QLoRA with full recomputation, "
-                                                     "makes it fit.")
+    # (session 38, wt38_user2: the line goes on with the least one GPU holds, tests/test_smoke38b_defects.py)
+    assert "No single change, nor QLoRA with full recomputation, makes it fit: even `--method qlora --recompute " \
+           "full --seq-len 1` needs 37.29 GiB" in capsys.readouterr().out
 
 
 # ---------------------------------------------------------------------------------------------

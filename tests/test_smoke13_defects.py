@@ -154,7 +154,9 @@ def test_every_json_names_its_units(capsys):
     sim = run_json(["simulate", "--model", "llama2-7b", "--hardware", "h100", "--gen", "2"], capsys)
     assert sim["units"] == spec.JSON_UNITS["simulate"]
     tune = run_json(["finetune", "--model", "llama2-7b", "--method", "lora"], capsys)
-    assert tune["units"] == spec.JSON_UNITS["finetune"] and tune["units"]["fit"] == "bytes (memory, capacity, each option's memory)"
+    # (session 38, wt38_user2: fit.least, the least one GPU holds where no option fits, is bytes too)
+    assert tune["units"] == spec.JSON_UNITS["finetune"] and tune["units"]["fit"] == (
+        "bytes (memory, capacity, each option's memory; least.memory: the least one GPU holds, where no option fits)")
 
 
 def test_gb200_and_geforce_names_as_gb300_and_nvidia_smi_take_them(capsys):

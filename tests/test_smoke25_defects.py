@@ -69,8 +69,9 @@ def test_amd_oam_and_l40s_size_names_resolve(capsys):
 def test_plan_serve_prices_a_million_output_tokens_as_serve_does(capsys):
     """`plan --serve --rate 1 --price 0.4` listed $/h; a deployment's $ per million output tokens (the
     question a price answers) was `serve --price`'s alone. Each row now carries it, from the replica's
-    simulated output rate (serving_cost, serve's formula): one RTX 4090 at 0.4 $/h and 1 req/s of 512 + 128
-    tokens equals what `serve` prints for the same budgets (300 requests: 109.9 output tokens/s)."""
+    output rate it sustains (serving_cost, serve's rule): one RTX 4090 at 0.4 $/h and 1 req/s of 512 + 128
+    tokens equals what `serve` prints for the same budgets (300 requests: 109.9 output tokens/s over the run;
+    since session 38, wt38_user2, both price the offered 1 x 128 tokens/s the replica keeps up with)."""
     row = run_json(["plan", "--model", "llama3-8b", "--hardware", "rtx-4090", "--serve", "--rate", "1",
                     "--slo-ttft", "1", "--slo-tpot", "0.05", "--price", "0.4", "--top", "1"], capsys)["feasible"][0]
     served = run_json(["serve", "--model", "llama3-8b", "--hardware", "rtx-4090", "--rate", "1", "--requests", "300",
@@ -78,7 +79,8 @@ def test_plan_serve_prices_a_million_output_tokens_as_serve_does(capsys):
                        str(row["max_batched_tokens"]), "--price", "0.4"], capsys)
     assert row["replicas"] == 1 and row["replica_output_tokens_per_s"] == served["throughput"]["output_tokens_per_s"]
     assert row["dollars_per_million_output_tokens"] == served["cost"]["dollars_per_million_output_tokens"]
-    assert row["dollars_per_million_output_tokens"] == 0.4 / (row["replica_output_tokens_per_s"] * 3600) * 1e6
+    assert row["replica_sustained_output_tokens_per_s"] == served["cost"]["output_tokens_per_s"] == 128.0
+    assert row["dollars_per_million_output_tokens"] == 0.4 / (128 * 3600) * 1e6
     code, out, _ = run_main(["plan", "--model", "llama3-8b", "--hardware", "rtx-4090", "--serve", "--rate", "1",
                              "--slo-ttft", "1", "--slo-tpot", "0.05", "--price", "0.4", "--top", "1"], capsys)
     header = next(line for line in out.splitlines() if "$/h" in line)  # below the decode code's line (session 32)

@@ -51,10 +51,13 @@ class ServeRun:
         command added them, so `run.summary()`, documented as its JSON, lacked them)."""
         slo_ttft = self.setup.get("slo_ttft_s") if slo_ttft is None else slo_ttft
         slo_tpot = self.setup.get("slo_tpot_s") if slo_tpot is None else slo_tpot
-        summary = {"setup": self.setup, **metrics.summarize(self.requests, self.steps, self.itl, slo_ttft, slo_tpot)}
+        summary = {"setup": self.setup, **metrics.summarize(self.requests, self.steps, self.itl, slo_ttft, slo_tpot,
+                                                                    self.setup.get("rate"))}
         price = self.setup.get("price_per_gpu_hour")
         if price is not None:  # serve --price, or the hardware file's price_per_gpu_hour
-            summary["cost"] = serving_cost(summary["throughput"]["output_tokens_per_s"], self.setup["gpus"], price)
+            throughput = summary["throughput"]  # over the rate it sustains (metrics.sustained_output), not the run's
+            summary["cost"] = serving_cost(throughput["sustained_output_tokens_per_s"], self.setup["gpus"], price,
+                                           throughput["sustained_basis"])
         return {**summary, "units": spec.JSON_UNITS["serve"]}
 
     def to_dict(self) -> dict[str, Any]:

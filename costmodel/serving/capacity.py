@@ -30,6 +30,7 @@ from ..spec import DEFAULT_GEN_TOKENS
 from ..attention_kernels import DEFAULT_SERVING_BACKEND
 from .api import (backend_kernel, build_replica, check_drawn_lengths, replica_profile, require_decoder_only,
                   require_engine_steps, run_replicas)
+from .metrics import sustained_output
 from .workload import Lengths, check_requests, poisson
 from .state_slots import check_ssm_cache_dtype
 
@@ -51,12 +52,14 @@ _REPLICAS: dict[tuple, Any] = {}  # (hardware, tp, pp, seqs, tokens) -> (replica
 
 
 def _p99(key: tuple, target: Target, replicas: int,
-         max_model_len: int) -> tuple[float, float, float, float, float, float]:
+         max_model_len: int) -> tuple[float, float, float, float, float, float, tuple[float, str]]:
     """p99 TTFT and TPOT of one replica at rate / replicas, its throughput in requests/s and in
     output tokens/s (metrics.summarize's: the tokens over the first arrival to the last finish), and
     its requests' p99 end-to-end latency beside the time they arrive over (requests x replicas /
     rate): a window shorter than the latency is a burst, every request in flight at once, whose
-    p99s are bounded by the request count, not a sustained rate (sustained)."""
+    p99s are bounded by the request count, not a sustained rate (sustained); and the output rate it
+    sustains with its basis (metrics.sustained_output: the offered rate where it keeps up), which the
+    price per token is over."""
     import numpy as np
 
     replica, step, _ = _REPLICAS[key]
@@ -69,7 +72,7 @@ def _p99(key: tuple, target: Target, replicas: int,
     span = max(r["finish_s"] for r in rows) - min(r["arrival_s"] for r in rows)
     e2e = float(np.percentile([r["e2e_s"] for r in rows], 99))
     return (float(ttft), tpot, len(rows) / span, sum(r["output_tokens"] for r in rows) / span, e2e,
-            target.requests * replicas / target.rate)
+            target.requests * replicas / target.rate, sustained_output(rows, target.rate / replicas))
 
 
 def sustained(figures: tuple) -> bool:
@@ -129,8 +132,10 @@ def fewest_replicas(key: tuple, target: Target, max_model_len: int) -> dict[str,
         tried[middle] = figures
         low, high = (low, middle) if ok else (middle, high)
     ttft, tpot, throughput, output_rate = tried[high][:4]
+    sustained_rate, basis = tried[high][6]
     return {"replicas": high, "p99_ttft_s": ttft, "p99_tpot_s": tpot, "replica_requests_per_s": throughput,
-            "replica_output_tokens_per_s": output_rate}
+            "replica_output_tokens_per_s": output_rate, "replica_sustained_output_tokens_per_s": sustained_rate,
+            "sustained_basis": basis}
 
 
 def _task(args: tuple) -> dict[str, Any]:
@@ -311,9 +316,9 @@ def plan_capacity(cfg: Any, hardwares: list[Any], target: Target, *, scheduler: 
         row["gpus"] = row["replicas"] * tp * pp
         price = prices.get(name)
         row["dollars_per_hour"] = price * row["gpus"] if price else None
-        # dollars per million output tokens: the replicas' simulated output rate (serve --price's formula)
+        # dollars per million output tokens over the rate the replicas sustain (serve --price's rule)
         row["dollars_per_million_output_tokens"] = serving_cost(
-            row["replicas"] * row["replica_output_tokens_per_s"], row["gpus"], price
+            row["replicas"] * row["replica_sustained_output_tokens_per_s"], row["gpus"], price
         )["dollars_per_million_output_tokens"] if price else None
         row["num_blocks"] = _REPLICAS[(name, tp, pp, seqs, tokens)][2]["num_blocks"]
         feasible.append(row)
