@@ -28,15 +28,40 @@ def plain(value: Any) -> Any:
 
 
 def plain_arguments(function: Callable[..., Any]) -> Callable[..., Any]:
-    """function, called with plain() of each argument and each choice keyword as its list spells it."""
+    """function, called with plain() of each argument and each choice keyword as its list spells it; a keyword
+    the function does not take is one ConfigError naming the likely one and its keywords (unknown_keyword),
+    where Python raised TypeError. A function taking **options checks them itself (estimate's workload
+    fields: api.check_workload_keywords; serve's replica keywords: serving/api.check_replica_keywords)."""
+    import inspect
+
     from .spec import spelled_choices
+
+    parameters = inspect.signature(function).parameters.values()
+    known = None if any(p.kind is p.VAR_KEYWORD for p in parameters) else \
+        [p.name for p in parameters if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
 
     @functools.wraps(function)
     def call(*args: Any, **kwargs: Any) -> Any:
+        if known is not None:
+            unknown_keyword(function.__name__, kwargs, known)
         return function(*(plain(arg) for arg in args),
-                        **spelled_choices({key: plain(value) for key, value in kwargs.items()}))
+                        **spelled_choices({key: plain(value) for key, value in kwargs.items()}, f"{function.__name__}: "))
 
     return call
+
+
+def unknown_keyword(owner: str, keywords: dict[str, Any], known: list[str]) -> None:
+    """One ConfigError for the first of `keywords` not in `known`: simulate(..., mla="naive") raised Python's
+    TypeError ("simulate() got an unexpected keyword argument")."""
+    import difflib
+
+    from .errors import ConfigError
+
+    for name in keywords:
+        if name not in known:
+            near = difflib.get_close_matches(name, known, n=1)
+            raise ConfigError(f"{owner}: unknown keyword {name!r}{f' (did you mean {near[0]}?)' if near else ''}; "
+                              f"it takes {', '.join(known)}.")
 
 
 def finite(value: Any, nan: bool = False) -> Any:

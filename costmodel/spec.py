@@ -503,17 +503,31 @@ KEYWORD_CHOICES = {
 }
 
 
-def spelled_choices(values: dict[str, Any]) -> dict[str, Any]:
+def spelled_choices(values: dict[str, Any], owner: str = "") -> dict[str, Any]:
     """values (a function's keywords) with each choice keyword's string in its list's own spelling ("BF16":
-    "bf16", scheduler "VLLM": "vllm"), as the command's option takes it; anything else as it is."""
-    return {name: KEYWORD_CHOICES[name].spelled(value) if name in KEYWORD_CHOICES else value
+    "bf16", scheduler "VLLM": "vllm"), as the command's option takes it; anything else as it is (spelled_choice)."""
+    return {name: spelled_choice(owner, name, value) if name in KEYWORD_CHOICES else value
             for name, value in values.items()}
+
+
+def spelled_choice(owner: str, name: str, value: Any) -> Any:
+    """One choice keyword's value in its list's spelling (Choices.spelled); a value no list holds because it
+    cannot be looked up (a list, a dict: unhashable) one ConfigError, where the owners' `value not in LIST`
+    checks (workload.check_dtype, quantization.weight_format) raised Python's "unhashable type"."""
+    from collections.abc import Hashable
+
+    from .errors import ConfigError, show
+
+    if not isinstance(value, Hashable):
+        raise ConfigError(f"{owner}{name} must be one of {KEYWORD_CHOICES[name].listed()}, got {show(value)}.")
+    return KEYWORD_CHOICES[name].spelled(value)
 
 
 def spell_fields(instance: Any) -> None:
     """A frozen dataclass's choice fields (KEYWORD_CHOICES) set to their lists' own spelling, in place, before
     its checks: Workload(dtype="BF16"), Layout(framework="Megatron"), FineTune(method="QLoRA")."""
-    for name, choices in KEYWORD_CHOICES.items():
+    for name in KEYWORD_CHOICES:
         value = getattr(instance, name, None)
-        if isinstance(value, str) and value not in choices:
-            object.__setattr__(instance, name, choices.spelled(value))
+        spelled = spelled_choice(f"{type(instance).__name__.lower()}: ", name, value)
+        if spelled is not value:
+            object.__setattr__(instance, name, spelled)

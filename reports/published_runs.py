@@ -5,7 +5,9 @@ Each run is rebuilt as a ModelConfig (GPT: learned positions, LayerNorm, GeLU, t
 and a Layout with its own sizes (Megatron's conventions, its activation profile, fp16/bf16 on the
 a100-80gb preset at its default efficiencies: 0.7 of the matmul peak, 0.8 of the bandwidth), and
 the step time, TFLOP/s per GPU, MFU and HFU come from costmodel.layout.time. `python cli.py
-published` prints the tables the README quotes.
+published` prints the tables the README quotes. The other published rows (costmodel/published_runs.json) are
+listed here too (other_runs): the training ones timed here (train_setup), the decoding ones by
+reports/published_decode.py; what both read alike (run_hardware, stated) lives in reports/published_rows.py.
 """
 
 from __future__ import annotations

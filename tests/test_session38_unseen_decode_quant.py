@@ -165,7 +165,6 @@ def test_the_rows_as_first_computed():
     # AutoAWQ's benchmark: its A100 GEMM rows too fast (1.36-1.55), its RTX 4090 GEMVFast rows too slow (0.83-0.92)
     assert all(v > 1.35 for k, v in every.items() if k.startswith("autoawq-pr320"))
     assert all(v < 0.92 for k, v in every.items() if k.startswith("autoawq-pr365"))
-    return every
 
 
 def test_a_row_that_starts_being_refused_fails_the_pin(monkeypatch):

@@ -49,11 +49,18 @@ def test_tp_1_is_one_gpu_s_eager_simulate_to_the_float_host_bound():
 
 def test_tp_1_is_one_gpu_s_eager_simulate_to_the_float_kernel_bound():
     """Llama-3-8B at batch 64, a 2,048-token prompt: the kernels outlast generate's ops; both take the
-    kernels less the 32 x 9 + 3 = 291 launches the host's ops stand for (10 us each, the H100 file's)."""
+    kernels less the 32 x 9 + 3 = 291 launches the host's ops stand for (10 us each, the H100 file's), plus
+    each kernel's GPU-side launch cost (graph_kernel_s: KernelTimer.stream_kernel_s).
+    The decode rate to 1e-15 (review wt38_review2): the steps at the sampled contexts differ by one ulp in
+    either model (the layout sums its parts' compute less the launches, simulate its leaves plus the copies,
+    then less the launches: 0.02503684546548095 against ...944 at context 2,049, on main too), so the rate
+    matched to the float by rounding alone; wt38_sweep's per-kernel term moved the rounding (2437.5074381316213
+    against ...217) and this test failed at integ38."""
     one, ranks = _both("llama3-8b", "h100", 2048, 128, 64, "flash", "transformers")
     assert ranks["prefill"]["seconds"] == one["prefill"]["seconds"]
     assert ranks["token"]["seconds_per_token"] == one["decode"]["last_token"]["seconds"]
-    assert ranks["generation"]["decode_tokens_per_second"] == one["decode"]["decode_tokens_per_second"]
+    assert ranks["generation"]["decode_tokens_per_second"] == pytest.approx(
+        one["decode"]["decode_tokens_per_second"], rel=1e-15, abs=0)
     host = ranks["token"]["host"]
     assert host["bound"] is False and host["seconds_per_step"] == GENERATE_7B_OPS * H200_HOST_S
     assert host["kernels_seconds"] == ranks["token"]["seconds_per_token"] == ranks["token"]["compute_seconds"]
@@ -99,7 +106,9 @@ def test_the_published_gpt_fast_tp_rows_time_their_eager_prefill_on_the_host():
     run = next(r for r in data["runs"] if r["id"] == "gpt-fast llama2-7b tp8")
     out = decode_layout_run(run, data["sources"]["gpt-fast"], "kernels", prefill=True)
     assert out["prefill"]["seconds"] == GPT_FAST_7B_OPS * 7.1e-6
-    assert out["prefill"]["host"]["kernels_seconds"] == pytest.approx(2.0402e-3, rel=1e-4)
+    # the kernels 2.04 ms and, since wt38_sweep, their GPU-side launch cost, 32 x 12 + 3 = 387 kernels at the A100
+    # file's graph_kernel_s 1.34 us (KernelTimer.stream_kernel_s): 2.559 ms (this pin still read 2.0402 ms at integ38)
+    assert out["prefill"]["host"]["kernels_seconds"] == pytest.approx(2.0402e-3 + 387 * 1.34e-6, rel=1e-4)
     assert "host" not in out["token"]
 
 

@@ -250,8 +250,8 @@ class KernelStepTime(StepTime):
             launches = self.overhead_s * sum(count * self.part_seconds.get(key, (0.0, 0))[1]
                                              for key, count in self.part_runs(stage).items())
             # the kernels alone: the host's ops stand for the launches, not for the GPU-side cost each kernel keeps
-            # (graph_kernel_s, as a graph's replay: kernel_time.KernelTimer.stream_kernel_s)
-            gaps = self.hardware.graph_kernel_s * sum(count * self.part_kernels.get(key, 0)
+            # (the timer's stream_kernel_s, the one rule: kernel_time.KernelTimer)
+            gaps = self.timer.stream_kernel_s * sum(count * self.part_kernels.get(key, 0)
                                                       for key, count in self.part_runs(stage).items())
             stage_compute = times["compute"] - launches + gaps
             kernels = stage_compute + times["tp"] + times["ep"] + times["cp"] + times["pp"]  # StepTime.token's order

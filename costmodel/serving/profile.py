@@ -42,7 +42,8 @@ def serving_profile(cfg: ModelConfig, attention: str = "flash", weight_dtype: st
 
 def check_tensor_parallel_groups(cfg: ModelConfig, profile: Any, tp: int) -> None:
     """Whole groups of a grouped format on each row-parallel shard (quantization.check_shard_groups):
-    the input widths of the decode tree's matrices that tensor parallelism splits (layout/split.py)."""
+    the input widths of the decode tree's quantized matrices that tensor parallelism splits (layout/split.py), as
+    the layout model's ranks read them (layout/parts.row_parallel_widths)."""
     from ..layout.split import split_inputs, substitution
     from ..quantization import check_shard_groups
 
@@ -52,6 +53,8 @@ def check_tensor_parallel_groups(cfg: ModelConfig, profile: Any, tp: int) -> Non
     fixed = {k: sp.Integer(v) for k, v in model_values(cfg).items()}
     widths = set()
     for leaf in CostModel(cfg, profile, phase="decode").leaves:
+        if leaf.weight_format is None:  # left in --dtype (a kind the checkpoint keeps: WeightFormat.quantizes)
+            continue
         split = substitution(leaf.block, sp_on=False, vocabulary="ceil", loss_parallel=False, encoder=False)
         widths |= {int(cols.xreplace(fixed)) for cols in split_inputs(leaf.cost.matrices, split)}
     check_shard_groups(fmt, sorted(widths), tp)
