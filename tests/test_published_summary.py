@@ -99,6 +99,17 @@ def test_the_docs_print_the_counts_and_rows_published_prints():
     total = summary(tables)
     k = total["kernels"]
     assert f"| all {cells(k)}" in readme
+    # README's GPU-hours sentence (session 38: it had kept session 24's "12 GPU-hours rows ... 0.34-4.47x")
+    g = total["kernels, GPU-hours"]
+    assert (f"The {g['comparisons']} GPU-hours rows" in readme and f"kernel model {100 * g['median_error']:.1f}% median "
+            f"error, {g['lowest']:.2f}-{g['highest']:.2f}x as speeds, {g['within_0.75_1.33']} within" in " ".join(readme.split()))
+    # and its MoE sentence (it had kept "43 of 103" from before session 37's moves)
+    bridge = [r["kernels"] / r["published"] for r in tables["other_runs"]
+              if r["run"].startswith("megatron-bridge-moe ") and r["kernels"] is not None]
+    outside = [x for x in bridge if not 0.75 <= x <= 1.33]
+    assert all(x > 1.33 for x in outside) and (f"{len(outside)} of Megatron-Bridge's {len(bridge)} MoE rows fall outside "
+                                                f"the band, all too fast ({min(outside):.2f}-{max(outside):.2f}x)"
+                                                in " ".join(readme.split()))
     for name, doc in (("kernel model", time_md), ("kernel model (default)", checked)):
         for model, label in (("kernels", name), ("roofline", "roofline")):
             s = total[model]
