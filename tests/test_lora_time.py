@@ -130,7 +130,7 @@ def test_same_kernel_model_as_full_training(capsys):
 
 def test_price_and_tokens_bad_input_is_one_line(capsys):
     base = ["finetune", "--model", "llama3-8b", "--hardware", "h100"]
-    for extra, start in ((["--price", "2"], "error: --price: needs --tokens"),
+    for extra, start in ((["--price", "2"], "error: --price costs a run of --tokens tokens"),
                          (["--tokens", "1M", "--price", "-2"], "error: --price must be a positive number"),
                          (["--tokens", "0"], "error: --tokens must be positive")):
         assert cli.main(base + extra) == 2
