@@ -157,7 +157,10 @@ SCRIPTS = {"gpt-fast": ("generate.py", "32971d3"), "gpt-fast-amd": ("generate.py
            "rocm-torch-compile": ("generate_simp.py", None),
            "pytorch-gpt-fast-ci": ("generate.py run_experiment", None),
            # session 38's quantized rows (wt38_unseend2): vLLM PR #26051's `vllm bench latency`
-           "vllm-pr26051-rtn": ("benchmark_latency.py", None)}
+           "vllm-pr26051-rtn": ("benchmark_latency.py", None),
+           # session 39's quantized rows (wt39_unseend2): Neural Magic's model cards, GuideLLM against vLLM 0.7.2's server
+           "redhat-r1-llama-70b": ("guidellm", None), "redhat-r1-qwen-32b": ("guidellm", None),
+           "redhat-r1-llama-8b": ("guidellm", None), "redhat-r1-qwen-7b": ("guidellm", None)}
 #: The sources whose figure is the decode steps' own rate (the prefill's token apart), and the words of their
 #: rate_source that name what was read: the IBM blog's median latency; ExLlamaV2's test_inference.py (its own
 #: README and llm-perf-bench's 4-bit table), MLC's benchmark (not read: the rate assumed), LMDeploy's
