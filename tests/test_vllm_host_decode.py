@@ -69,9 +69,12 @@ def test_the_stated_releases():
             stated[run["id"].split()[0]] = stated.get(run["id"].split()[0], set()) | {version.version}
     assert stated == {"qwen2-speed-vllm": {"vllm-v0.5.4"}, "premai-v2": {"vllm-v0.5.4"},
                       "premai-a100-vllm": {"vllm-v0.5.4"}, "evalscope-qwq-vllm": {"vllm-v0.6.0"},
-                      "amd-vllm-0.7.3": {"vllm-v0.6.0"}}
+                      "amd-vllm-0.7.3": {"vllm-v0.6.0"},
+                      # session 39 (wt39_unseend2): Neural Magic's model cards, 'measured with vLLM version 0.7.2' (V0)
+                      "redhat-r1-llama-70b": {"vllm-v0.6.0"}, "redhat-r1-qwen-32b": {"vllm-v0.6.0"},
+                      "redhat-r1-llama-8b": {"vllm-v0.6.0"}, "redhat-r1-qwen-7b": {"vllm-v0.6.0"}}
     assert sum(decode.vllm_host_time(r, data["sources"][r["id"].split()[0]]) is not None
-               for r in data["runs"]) == 21 + 4 + 1 + 4 + 24
+               for r in data["runs"]) == 21 + 4 + 1 + 4 + 24 + 36  # + session 39's 36 model-card rows
 
 
 def test_an_overlapped_part_longer_than_the_shortest_step_is_refused():
