@@ -114,4 +114,6 @@ def test_every_sources_hardware_still_loads():
                     # session 38's calm rows: one RTX 4090 (its PCIe fabric unused at one GPU)
                     "calm-readme": ("rtx-4090", 32e9),
                     # session 38's quantized rows: AutoAWQ PR #365's RTX 4090 (oobabooga's RTX 3090 has NVLink)
-                    "autoawq-pr365": ("rtx-4090", 32e9)}
+                    "autoawq-pr365": ("rtx-4090", 32e9),
+                    # session 39's vLLM PR #53060 rows on one H100 PCIe (its fabric unused at one GPU)
+                    "vllm-pr53060-h100pcie": ("h100-pcie", 64e9)}
