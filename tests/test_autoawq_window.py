@@ -37,3 +37,11 @@ def test_the_window_shortens_the_long_rows_steps():
         published = run["published_tokens_per_s"]
         assert round(decode_run(bare, source, "kernels") / published, 3) == unwindowed
         assert round(decode_run(run, source, "kernels") / published, 3) == windowed
+
+
+def test_the_rows_simulate_line_names_the_window():
+    """validate/off_decode_rows.row_command has no option for a config change: it follows the line as a note."""
+    from validate.off_decode_rows import row_command
+
+    run = next(r for r in runs_of("autoawq-pr320") if " 4096/4096 " in r["id"])
+    assert row_command(run, source_of("autoawq-pr320")).endswith("  (the model with {'sliding_window': 4096})")
