@@ -12,7 +12,7 @@ from typing import Any
 from costmodel.config import ConfigError, ModelConfig, Workload
 from costmodel.layout import Layout
 
-from .published_rows import run_hardware, stated
+from .published_rows import run_hardware, run_model, stated
 
 
 def decode_layout(run: dict[str, Any], source: dict[str, Any]) -> Layout:
@@ -36,17 +36,16 @@ DECODE_QUANTIZATION = ("weight_dtype", "weight_group", "fp8_gemm", "kv_dtype")
 
 
 def decode_setup(run: dict[str, Any], source: dict[str, Any]) -> tuple[ModelConfig, Any, dict[str, Any], dict[str, Any]]:
-    """One decode run as the model sees it: its model (the run's "preset" where the source's model
-    has the sizes of a preset under another name: Llama 3.1 8B as llama3-8b), its hardware, its
+    """One decode run as the model sees it: its model (published_rows.run_model: the run's "preset" where the
+    source's model has the sizes of a preset under another name, Llama 3.1 8B as llama3-8b, with the run's
+    config_changes: AutoAWQ's fused cache as a window), its hardware, its
     settings (DECODE_SETTINGS: the run's own, else its source's; dtype bf16 where neither states
     one) and its quantization (weight dtype, group, fp8 GEMM, KV dtype; the head too where the source
     says quantize_head; int8 and int4 in the layout the source's code stores, the run's or its source's quant_layout). A run's
     cache_size (torchao's --cache_size: a static cache every step attends whole) is a setting too
     (simulate_inference's cache_size; None where the run states none), and so is "compiled" (torch.compile's
     kernels with no CUDA graphs, simulate --compile: false where neither states it)."""
-    from costmodel.presets import load_preset
-
-    cfg = load_preset(run.get("preset", run["model"]))
+    cfg = run_model(run)
     settings = {key: stated(run, source, key) for key in DECODE_SETTINGS}
     settings["dtype"] = settings["dtype"] or "bf16"
     settings["cache_size"] = run.get("cache_size")  # torchao's --cache_size

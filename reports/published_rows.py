@@ -1,6 +1,7 @@
 """What every published row reads the same way, training or decoding (costmodel/published_runs.json):
-the hardware it names with its source's departures from the preset (run_hardware), and a setting
-the row states for itself, else its source (stated). reports/published_runs.py (training rows, the
+the hardware it names with its source's departures from the preset (run_hardware), the model it names
+with the row's own changes to its preset (run_model), and a setting the row states for itself, else its
+source (stated). reports/published_runs.py (training rows, the
 tables) and reports/published_decode.py (decoding rows) both read them."""
 
 from __future__ import annotations
@@ -30,3 +31,15 @@ def run_hardware(source: dict[str, Any], run: dict[str, Any] | None = None) -> A
 def stated(run: dict[str, Any], source: dict[str, Any], key: str, default: Any = None) -> Any:
     """A run's own value for `key`, else its source's, else the default."""
     return run.get(key, source.get(key, default))
+
+
+def run_model(run: dict[str, Any]) -> Any:
+    """The model a run names: its "preset" (a source's model that has a preset's sizes under another name:
+    Llama 3.1 8B as llama3-8b), else its "model", with the run's "config_changes" where it states some (a
+    preset's family at the run's own sizes; a window the run's code keeps: AutoAWQ's fused cache)."""
+    from costmodel.presets import load_preset
+
+    cfg = load_preset(run.get("preset", run["model"]))
+    if "config_changes" in run:
+        cfg = cfg.replace(name=run["model"], **run["config_changes"])
+    return cfg

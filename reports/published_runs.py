@@ -25,7 +25,7 @@ from costmodel.published import (KORTHIKANTI_TABLE_5, NARAYANAN_DDP, NARAYANAN_D
                                  NARAYANAN_TABLE_1, narayanan_parameters)
 
 from .published_decode import decode_run
-from .published_rows import run_hardware, stated
+from .published_rows import run_hardware, run_model, stated
 
 VOCABULARY, SEQUENCE = 51200, 2048
 
@@ -133,8 +133,6 @@ def train_setup(run: dict[str, Any], source: dict[str, Any]) -> tuple[ParallelEs
     layout), the hardware, and the StepTime options its source states (autocast: fp32 parameters
     cast each micro-batch, as PyTorch Lightning's precision "bf16" runs them; compiled:
     torch.compile, which only the kernel-level model expresses)."""
-    from costmodel.presets import load_preset
-
     hardware = run_hardware(source, run)
     if "gpt" in run:  # a GPT of the run's own sizes (heads, hidden, layers; its padded vocabulary;
         # its output layer untied where its source says so: Megatron's --untie-embeddings-and-output-weights)
@@ -144,9 +142,7 @@ def train_setup(run: dict[str, Any], source: dict[str, Any]) -> tuple[ParallelEs
                           position="learned", norm="layernorm", activation="gelu",
                           dropout=source.get("dropout", 0.1), tie_embeddings=source.get("tie_embeddings", True))
     else:  # a preset, or a preset's family at the run's own sizes ("preset" and "config_changes")
-        cfg = load_preset(run.get("preset", run["model"]))
-        if "config_changes" in run:
-            cfg = cfg.replace(name=run["model"], **run["config_changes"])
+        cfg = run_model(run)
     if run.get("mtp_layers"):  # the multi-token-prediction depths the run's recipe trains (mtp_num_layers)
         cfg = cfg.replace(mtp_layers=run["mtp_layers"])
     micro = stated(run, source, "micro_batch")

@@ -23,7 +23,8 @@ def row_command(run: dict[str, Any], source: dict[str, Any]) -> str:
     """The `simulate` line that times a decode row as `python cli.py published` does
     (reports/published_decode.decode_setup, decode_layout): its model, hardware, lengths, dtype,
     attention, cache, CUDA graphs, decoding code, quantization and layout. A source's departures from
-    the hardware preset (a power cap, hardware_overrides) have no option: they follow as a note."""
+    the hardware preset (a power cap, hardware_overrides) and a row's config_changes to its preset have no
+    option: they follow as a note."""
     from reports.published_decode import DECODE_QUANTIZATION
     from reports.published_runs import stated
 
@@ -48,7 +49,9 @@ def row_command(run: dict[str, Any], source: dict[str, Any]) -> str:
         words += [] if source.get("vocab_parallel", True) else ["--replicated-vocab"]
     changes = {**source.get("hardware_overrides", {}),
                **({"power_limit_watts": source["power_limit_watts"]} if "power_limit_watts" in source else {})}
-    return " ".join(words) + (f"  (the hardware file with {changes})" if changes else "")
+    notes = [f"the hardware file with {changes}"] if changes else []
+    notes += [f"the model with {run['config_changes']}"] if "config_changes" in run else []  # AutoAWQ's window
+    return " ".join(words) + (f"  ({'; '.join(notes)})" if notes else "")
 
 
 def row_split(run: dict[str, Any], source: dict[str, Any]) -> dict[str, Any]:

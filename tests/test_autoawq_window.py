@@ -1,0 +1,47 @@
+"""AutoAWQ's benchmark rows attend a window of n_generate keys (wt39_rowcheckd, session 39; the sources' "amended").
+
+examples/benchmark.py loads from_quantized(..., fuse_layers=True, max_new_tokens=n_generate), and each fused block's
+WindowedCache holds max_seq_len = config.max_new_tokens positions (5c7e368: awq/models/llama.py 121; 34085ed: 115).
+The prefill of n_generate tokens fills it, and the first decode step rolls it (roll_kv_n_steps, n = min(100,
+max_seq_len)), so no decode step attends more than n_generate keys. The rows state it as config_changes
+sliding_window = their Decode Length, which reports/published_rows.run_model applies to a decode row's preset as it
+does to a training row's.
+"""
+
+from __future__ import annotations
+
+import copy
+
+from reports.published_decode import decode_run
+from tests.unseen_rows import decode_setup_of, runs_of, source_of
+
+
+def test_every_row_states_its_decode_length_as_the_window():
+    rows = runs_of("autoawq-pr320") + runs_of("autoawq-v0.1.6")
+    assert len(rows) == 30  # 8 + 22
+    for run in rows:
+        assert run["config_changes"] == {"sliding_window": run["gen"]}, run["id"]
+        cfg = decode_setup_of(run)[0]
+        assert (cfg.sliding_window, cfg.name) == (run["gen"], run["model"]), run["id"]
+
+
+def test_the_window_shortens_the_long_rows_steps():
+    """The 4096/4096 row attends 4,096 keys a step, not 4,097-8,191: ours / published 1.359 -> 1.467 (kernel model);
+    the 32/32 row's 33-63 keys -> 32 move it by under 0.1%."""
+    source = source_of("autoawq-pr320")
+    rows = {r["id"].split(" batch 1 ")[1]: r for r in runs_of("autoawq-pr320")}
+    for length, unwindowed, windowed in (("4096/4096 a100", 1.359, 1.467), ("32/32 a100", 1.448, 1.449)):
+        run = rows[length]
+        bare = copy.deepcopy(run)
+        del bare["config_changes"]
+        published = run["published_tokens_per_s"]
+        assert round(decode_run(bare, source, "kernels") / published, 3) == unwindowed
+        assert round(decode_run(run, source, "kernels") / published, 3) == windowed
+
+
+def test_the_rows_simulate_line_names_the_window():
+    """validate/off_decode_rows.row_command has no option for a config change: it follows the line as a note."""
+    from validate.off_decode_rows import row_command
+
+    run = next(r for r in runs_of("autoawq-pr320") if " 4096/4096 " in r["id"])
+    assert row_command(run, source_of("autoawq-pr320")).endswith("  (the model with {'sliding_window': 4096})")
