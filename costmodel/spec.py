@@ -416,7 +416,7 @@ JSON_UNITS = {
                            "other_*: the other ops (norms, softmax, activations, adds) at a stated FLOP an "
                            "element (costmodel/blocks/base.py OTHER_FLOPS_PER_ELEMENT)"),
                  "memory": "bytes; bytes_per_param: bytes a parameter; fp8_parameters: parameters (a count)",
-                 "fit": "bytes (memory, capacity)", "parallel": "bytes (per_rank, stages, communication, wire)",
+                 "fit": "bytes (memory, capacity, weights.unquantized_memory)", "parallel": "bytes (per_rank, stages, communication, wire)",
                  "regime": ("FLOP of the layers' forward matrix products (attention_flops: the n^2 d scores and "
                             "weighted sums; projection_ffn_flops: the n d^2 projections and FFN; the head apart); "
                             "crossover_seq_len: tokens (the n where the two are equal)")},

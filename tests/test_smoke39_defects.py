@@ -47,3 +47,38 @@ def test_plan_header_names_the_gradient_reduce_dtype(capsys):
     """--grad-reduce-dtype bf16 is a setting of every layout, as the FP8 ones the header named; it was left out."""
     code, out, _ = run_main([*PLAN, "--framework", "megatron", "--grad-reduce-dtype", "bf16", "--top", "1"], capsys)
     assert code == 0 and out.splitlines()[0].startswith("llama3-8b on 8 x h100-sxm, bf16, gradients reduced in bf16:")
+
+
+# ---------------------------------------------------------------------------------------------
+# 2. A fit verdict that only a quantized weight format makes said "fits" and nothing of the format
+
+GPT_OSS = ["estimate", "--model", "gpt-oss-120b", "--hardware", "h100-sxm"]
+
+
+def test_an_inference_fit_in_the_checkpoints_format_names_it_and_the_unquantized_need(capsys):
+    """gpt-oss-120b on one H100 read "61.91 GiB per GPU fits in 70.79 GiB.": its MXFP4 experts (the config's
+    quantization_config) make it fit; in bf16 it needs 234,883,066,752 bytes (the figure `--weight-dtype none`
+    prints). Now the line and the JSON say both."""
+    fit = run_json(GPT_OSS, capsys)["fit"]["inference"]
+    assert fit["memory"] == 66_473_569_152 and fit["fits"]
+    assert fit["weights"] == {"dtype": "mxfp4", "source": "checkpoint", "unquantized_memory": 234_883_066_752,
+                              "unquantized_fits": False}
+    assert run_json([*GPT_OSS, "--weight-dtype", "none"], capsys)["fit"]["inference"]["memory"] == 234_883_066_752
+    _, out, _ = run_main(GPT_OSS, capsys)
+    assert ("Inference on 1 h100-sxm GPU: 61.91 GiB per GPU fits in 70.79 GiB, its weights the checkpoint's mxfp4; "
+            "unquantized (--weight-dtype none) it needs 218.75 GiB, which does not fit.") in out
+    _, out, _ = run_main(["estimate", "--model", "llama3-70b", "--hardware", "h100-sxm", "--weight-dtype", "int4"],
+                         capsys)
+    assert "fits in 70.79 GiB, with --weight-dtype int4; unquantized (--weight-dtype none) it needs 134.54 GiB" in out
+    _, out, _ = run_main(["estimate", "--model", "llama3-8b", "--hardware", "h100-sxm", "--weight-dtype", "int4"],
+                         capsys)
+    assert "6.83 GiB per GPU fits in 70.79 GiB, with --weight-dtype int4.\n" in out  # bf16 fits too: nothing more
+
+
+def test_weight_dtype_none_on_a_quantized_checkpoint_is_offered_the_checkpoints_format_first(capsys):
+    """`--weight-dtype none` on gpt-oss-120b: "does NOT fit" offered only "--gpus 4 --tp 4" (int4's default
+    group of 128 does not divide K = 2,880, int8 neither helps enough): the checkpoint's own MXFP4, which fits
+    one GPU with no accuracy given up, was not named. Now it is the first change, at the default's figure."""
+    options = run_json([*GPT_OSS, "--weight-dtype", "none"], capsys)["fit"]["inference"]["options"]
+    assert [o["change"] for o in options] == ["drop --weight-dtype none", "--gpus 4 --tp 4"]
+    assert options[0]["memory"] == 66_473_569_152 and "mxfp4" in options[0]["cost"]
