@@ -148,8 +148,13 @@ def write_text(path: str | Path, text: str) -> Path:
     return write_bytes(path, text.encode("utf-8"))
 
 
+def json_text(data: Any) -> str:
+    """The JSON a file and stdout both get (write_json, sweep --json)."""
+    return json.dumps(data, indent=2, sort_keys=False) + "\n"
+
+
 def write_json(path: str | Path, data: Any) -> Path:
-    return write_text(path, json.dumps(data, indent=2, sort_keys=False) + "\n")
+    return write_text(path, json_text(data))
 
 
 def number_text(value: Any) -> str:

@@ -82,3 +82,19 @@ def test_weight_dtype_none_on_a_quantized_checkpoint_is_offered_the_checkpoints_
     options = run_json([*GPT_OSS, "--weight-dtype", "none"], capsys)["fit"]["inference"]["options"]
     assert [o["change"] for o in options] == ["drop --weight-dtype none", "--gpus 4 --tp 4"]
     assert options[0]["memory"] == 66_473_569_152 and "mxfp4" in options[0]["cost"]
+
+
+# ---------------------------------------------------------------------------------------------
+# 3. sweep had no --json ("No such option '--json'. Did you mean '--json-out'?"), every other printing command has it
+
+def test_sweep_json_prints_the_grid_json_out_writes(capsys, tmp_path):
+    """GPT-2 at 128 and 256 tokens: stdout is the --json-out file byte for byte, no CSV beside it."""
+    args = ["sweep", "--model", "gpt2", "--seq-len", "128,256", "--batch", "1,2"]
+    path = tmp_path / "grid.json"
+    code, _, _ = run_main([*args, "--json-out", str(path)], capsys)
+    assert code == 0
+    data = run_json(args, capsys)
+    assert data == __import__("json").loads(path.read_text())
+    assert [row[:2] for row in data["rows"]] == [[128, 1], [128, 2], [256, 1], [256, 2]]
+    _, out, _ = run_main([*args, "--json"], capsys)
+    assert out == path.read_text()
