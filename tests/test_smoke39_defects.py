@@ -98,3 +98,30 @@ def test_sweep_json_prints_the_grid_json_out_writes(capsys, tmp_path):
     assert [row[:2] for row in data["rows"]] == [[128, 1], [128, 2], [256, 1], [256, 2]]
     _, out, _ = run_main([*args, "--json"], capsys)
     assert out == path.read_text()
+
+
+# ---------------------------------------------------------------------------------------------
+# 4. docs/commands.md's list of plan --json's fields left out six the output has (hfu, tokens_per_second,
+#    model_flops; --serve: ep_all_to_all_seconds and host, whose figures had no unit)
+
+def _plan_json_paragraph() -> str:
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "commands.md").read_text(encoding="utf-8")
+    start = text.index("`--json` prints `{\"feasible\": [...], \"infeasible\": [...]")
+    return text[start:text.index("once per structure", start)]
+
+
+def test_docs_name_every_field_plan_json_prints(capsys):
+    """Every key of a feasible entry, training and --serve, and of the serve entry's host, is named in the
+    paragraph; the units say what host's figures are."""
+    paragraph = _plan_json_paragraph()
+    training = run_json(["plan", "--model", "llama3-8b", "--hardware", "h100-sxm", "--gpus", "8", "--seq-len", "2048",
+                         "--global-batch", "64", "--tp", "1", "--pp", "1", "--zero", "1", "--top", "1"], capsys)
+    serving = run_json(["plan", "--serve", "--model", "llama3-8b", "--hardware", "h100-sxm", "--gpus", "2",
+                        "--batch", "8", "--top", "1"], capsys)
+    entries = (training["feasible"][0], serving["feasible"][0], serving["feasible"][0]["host"])
+    missing = {key for entry in entries for key in entry if f"`{key}`" not in paragraph}
+    assert not missing, missing
+    assert all(f"\"{key}\"" in paragraph for key in training)  # feasible, infeasible, inputs, units
+    assert "seconds_per_step" in serving["units"]["host"]
