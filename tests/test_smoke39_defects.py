@@ -125,3 +125,22 @@ def test_docs_name_every_field_plan_json_prints(capsys):
     assert not missing, missing
     assert all(f"\"{key}\"" in paragraph for key in training)  # feasible, infeasible, inputs, units
     assert "seconds_per_step" in serving["units"]["host"]
+
+
+# ---------------------------------------------------------------------------------------------
+# 5. hardware --measure --out into a missing folder measured for minutes, then failed at the write
+
+def test_hardware_measure_out_checks_its_destination_before_measuring(capsys, tmp_path, monkeypatch):
+    """`hardware --measure --out nodir/cpu.json --device cpu --quick` ran its ~30-90 s of measurements and
+    then printed "No such file or directory"; a folder as --out the same. Now one line before any work (the
+    measurement is replaced by a failure here, so reaching it fails the test)."""
+    import validate.hardware_file as hardware_file
+
+    def measured(*args, **kwargs):
+        raise AssertionError("measured before the destination was checked")
+
+    monkeypatch.setattr(hardware_file, "measure_file", measured)
+    base = ["hardware", "--measure", "--device", "cpu", "--quick", "--out"]
+    assert one_error_line([*base, str(tmp_path / "nodir" / "cpu.json")], capsys) == \
+        f"error: {tmp_path / 'nodir'}: no such directory."
+    assert one_error_line([*base, str(tmp_path)], capsys) == f"error: {tmp_path}: is a directory; give a file name."
