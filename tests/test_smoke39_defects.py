@@ -144,3 +144,15 @@ def test_hardware_measure_out_checks_its_destination_before_measuring(capsys, tm
     assert one_error_line([*base, str(tmp_path / "nodir" / "cpu.json")], capsys) == \
         f"error: {tmp_path / 'nodir'}: no such directory."
     assert one_error_line([*base, str(tmp_path)], capsys) == f"error: {tmp_path}: is a directory; give a file name."
+
+
+def test_an_output_path_under_a_file_says_so(capsys, tmp_path):
+    """`sweep --csv afile/x.csv` (and serve's --csv, --steps-csv, --plot, hardware --out) said "afile: no such
+    directory" of a file that exists (reports.output.check_destination, every command's destination check)."""
+    afile = tmp_path / "afile"
+    afile.write_text("kept\n")
+    line = one_error_line(["sweep", "--model", "gpt2", "--seq-len", "128", "--csv", str(afile / "x.csv")], capsys)
+    assert line == f"error: {afile}: is a file, not a directory."
+    assert one_error_line(["serve", "--model", "gpt2", "--rate", "1", "--requests", "2", "--csv", str(afile / "x.csv")],
+                          capsys) == line
+    assert afile.read_text() == "kept\n"
