@@ -72,11 +72,11 @@ def test_the_assumed_shapes_give_the_tables_sizes_and_their_mfu_pairs():
 def test_the_mfu_formulas_n_is_our_count_less_the_tied_embedding():
     """wt39_review: the same pairs' 6 N, at the typed layers x hidden (flops a token less 12 L T H, over 6), is not our
     parameter count: 2.519B / 6.440B / 12.606B / 27.653B, 1.8-5.6% under it (0.944, 0.964, 0.972, 0.982), the gap
-    growing with the 50,304 x hidden embedding; our count less that tied embedding matches within 0.8% (0.992-0.995), and 12 L d^2 (no embedding, the FFN
-    int(8 d / 3) unrounded, where Modalities' SwiGLU at 2029c649 rounds it up to 256) within 0.2%.
-    Modalities' get_total_number_of_trainable_parameters (src/modalities/util.py, as stored) sums every trainable
-    parameter, so the tables' N leaving the embedding out is not read in the code of 2024-09 (not found): recorded, the
-    shapes kept (the FLOPs we time count the head's matmul whatever N the tables divide by)."""
+    growing with the 50,304 x hidden embedding; our count less that tied embedding matches within 0.8% (0.992-0.995),
+    and 12 L d^2 (no embedding, the FFN int(8 d / 3) unrounded) within 0.2%. At 2029c649 Modalities'
+    get_total_number_of_trainable_parameters sums every trainable parameter and its SwiGLU rounds the width up to 256,
+    so what the tables' N counted is not found: recorded, the shapes kept (the FLOPs we time count the head's matmul
+    whatever N the tables divide by)."""
     short = {"2.7": (15.06, 4, 0.2983), "6.7": (15.26, 8, 0.3562), "13": (6.26, 8, 0.2773), "28": (36.79, 128, 0.2177)}
     ratios_n, ratios_less = {}, {}
     for run in runs_of("modalities-mn5"):
