@@ -104,8 +104,8 @@ def test_our_requests_are_shorter_than_the_pages_own_means():
     tokenizer); our first 3,000 pairs of vLLM's sample, counted with Llama 3.1's, average 221.5 and 201.2 (0.897 and
     0.865 of them; the 10,000 of table 2 within 0.3%: 220.8, 200.9). So ours generates 13.5% fewer tokens a request,
     and table 1's RPS ratio is its out tok/s ratio over 0.865: 1.186 = 1.025 / 0.865 (7B), the RPS rows' 1.11-1.25
-    against out tok/s at 0.99-1.03. The assumption (the tokenizer, not lmdeploy's draw) was stated; its size is the page's.
-    A Llama 2-tokenized sample would settle it (not at hand: the lengths files hold Llama 3.1's counts only)."""
+    against out tok/s at 0.99-1.03. The assumption (the tokenizer, not lmdeploy's draw) was stated; its size is the
+    page's. A Llama 2-tokenized sample would settle it (not at hand: the lengths files hold Llama 3.1's counts only)."""
     import statistics
 
     pairs = script.lmdeploy_v02_pairs(3000)
