@@ -103,7 +103,10 @@ FIRST = {"trtllm-v0.5.0 llama2-7b fp8 tp1 batch 64 128/128 h100": 1.257,
          "bnb-benchmarking-0.45 llama3.1-8b bf16 batch 1 64/64 h100": 1.498,
          "bnb-benchmarking-0.45 qwen2.5-3b fp16 batch 32 64/64 t4": 2.251}
 MOVED: dict[str, float] = {  # the ratios now, where a sourced change moved them
-    "bnb-benchmarking-0.45 llama3.1-8b bf16 batch 1 64/64 rtx4090": 1.103}  # 1.13 before wt38_sweep: an eager step's kernels keep their GPU-side launch cost (graph_kernel_s)
+    "bnb-benchmarking-0.45 llama3.1-8b bf16 batch 1 64/64 rtx4090": 1.103,  # 1.13 before wt38_sweep: an eager step's kernels keep their GPU-side launch cost (graph_kernel_s)
+    # wt39_machete: the W8A8 FP8 GEMM at 1-16 rows on a 132-SM Hopper at vLLM's cutlass_scaled_mm's measured rate
+    # (kernel_facts.json w8a8_small_rows)
+    "pytorch-blog-gemlite llama3.1-8b fp8 per-row tp1 batch 1 1024/512 h100": 1.43}
 
 
 def test_first_computed_ratios_of_a_few_rows():
@@ -118,7 +121,9 @@ FIRST_STATS = {"all": ((57, 24.5, 31, 21, 14), (0.588, 2.549)),
                "hf-blog-llama2-sagemaker": ((9, 59.1, 1, 0, 0), (1.101, 2.549)),
                "bnb-benchmarking-0.45": ((12, 59.0, 2, 0, 0), (1.13, 2.251))}
 # wt38_sweep: an eager step's kernels keep their GPU-side launch cost (graph_kernel_s): all 24.5% -> 22.2%; bnb's lowest 1.13 -> 1.103
+# wt39_machete's W8A8 rate at few rows: the gemlite blog's fp8 row 1.576 -> 1.43, its highest now another row's 1.499
 NOW_STATS = {**FIRST_STATS, "all": ((57, 22.2, 31, 21, 14), (0.588, 2.549)),
+             "pytorch-blog-gemlite": ((9, 36.8, 4, 1, 0), (0.588, 1.499)),
              "bnb-benchmarking-0.45": ((12, 59.0, 2, 0, 0), (1.103, 2.251))}
 
 
