@@ -16,6 +16,7 @@ from typing import Any
 
 from costmodel.hardware import load_hardware
 from costmodel.kernel_time import kernel_facts
+from validate.int4_hopper_gemv import fit as least_squares
 
 OUTPUT_BYTES = 2  # the benchmark's bf16 output, an element
 
@@ -33,12 +34,10 @@ def call_bytes(m: int, k: int, n: int) -> int:
 
 
 def fit(figures: dict[str, Any]) -> tuple[float, float]:
-    """(start in seconds, bytes/s): the least-squares line t = start + bytes / rate through the calls."""
-    xs = [call_bytes(*shape) for shape in figures["shapes_mkn"]]
-    ys = [us * 1e-6 for us in figures["microseconds"]]
-    mean_x, mean_y = sum(xs) / len(xs), sum(ys) / len(ys)
-    slope = sum((x - mean_x) * (y - mean_y) for x, y in zip(xs, ys)) / sum((x - mean_x) ** 2 for x in xs)
-    return mean_y - slope * mean_x, 1.0 / slope
+    """(start in seconds, bytes/s): the least-squares line t = start + bytes / rate through the calls (the tinygemm
+    Hopper entry's fit, validate/int4_hopper_gemv.fit)."""
+    return least_squares([(call_bytes(*shape), us * 1e-6)
+                          for shape, us in zip(figures["shapes_mkn"], figures["microseconds"])])
 
 
 def fraction(rate: float, hardware: str = "h100-sxm") -> float:
