@@ -162,6 +162,17 @@ def by_rows_points(entry: dict[str, Any]) -> tuple[tuple[int, float], ...]:
                  for i, m in enumerate(batches))
 
 
+def w8a8_small_rows_rate(hardware: Hardware, dtype: str, gemv_bandwidth: float) -> tuple[int, float] | None:
+    """The bytes/s a W8A8 GEMM of `dtype` weights moves at up to its kernel's measured rows on this hardware
+    (kernel_facts.json "w8a8_small_rows": that fraction of the GPU's GEMV rate), as (max_rows, rate); None
+    where no entry holds for this architecture and SM count (the GEMV rate then, as for any GEMM)."""
+    for entry in kernel_facts()["w8a8_small_rows"]["entries"]:
+        if entry["weight_dtype"] == dtype and entry["architecture"] == hardware.architecture \
+                and hardware.sm_count in entry.get("sm_counts", [hardware.sm_count]):
+            return int(entry["max_rows"]), gemv_bandwidth * float(entry["bandwidth_fraction"])
+    return None
+
+
 def unquantized_gemv(gemm: Gemm, rows_table: bool) -> Gemm | None:
     """The unquantized GEMV a one-row product of quantized weights is never timed above, where no
     weight-only kernel is published for it (kernel_facts.json "weight_only_gemv" has none for this

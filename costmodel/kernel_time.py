@@ -62,7 +62,7 @@ from .exact_eval import float_value
 from .config import DTYPE_BYTES, ConfigError, Workload
 from .hardware import Efficiency, Hardware
 from .kernel_rates import (check_kernel_model, gemm_k_points, k_efficiency, kernel_facts, log_linear,  # noqa: F401
-                           sustained_efficiency, unquantized_gemv, weight_only_rates)
+                           sustained_efficiency, unquantized_gemv, w8a8_small_rows_rate, weight_only_rates)
 from .kernel_shapes import AttentionCall, Gemm, Kernel, MatmulCompute, PassKernel, Pointwise  # noqa: F401 (re-exported)
 from .kernel_subs import inference_subs  # noqa: F401 (re-exported: its readers import it here)
 from .tree_kernels import launches_of, leaf_kernels, rerun_kernels
@@ -124,6 +124,8 @@ class KernelTimer:
         # A GEMM's bytes: the measured read-and-reduce rate, unless a memory efficiency is given.
         measured_gemv = not memory_given and hardware.gemv_bandwidth_bytes_per_s > 0
         self.gemv_bandwidth = hardware.gemv_bandwidth_bytes_per_s if measured_gemv else self.bandwidth
+        # A W8A8 GEMM of few rows: its kernel's measured rate (kernel_facts.json "w8a8_small_rows"), (rows, bytes/s).
+        self.w8a8_small_rows = w8a8_small_rows_rate(hardware, "fp8", self.gemv_bandwidth) if w8a8 else None
         self.vector = hardware.vector_flops_per_s * eff.compute
         self.sms = hardware.sm_count or 1
         self.fused_attention = attention in ("sdpa", "flash")
@@ -247,14 +249,17 @@ class KernelTimer:
 
     def w8a8_gemm_seconds(self, gemm: Gemm, weights: float, tile: tuple[int, int] | None = None) -> float:
         """A W8A8 GEMM: the tile model at the FP8 rate against its bytes (input in one byte, output
-        in the data dtype), after its input's quantization pass if it is the first to read it."""
+        in the data dtype) at the GEMV rate, or at its kernel's measured rate where it has no more rows
+        than that measurement (w8a8_small_rows), after its input's quantization pass if it is the first to read it."""
         from .quantization import activation_quant_bytes
 
         moved = gemm.count * (gemm.m * gemm.k + self.element_bytes * gemm.m * gemm.n + weights)
         quantize = activation_quant_bytes(gemm.count * gemm.m * gemm.k, self.element_bytes) \
             if gemm.quantizes_input else 0
+        small = self.w8a8_small_rows
+        rate = small[1] if small and gemm.m <= small[0] else self.gemv_bandwidth
         return self.dram_startup_s + max(self.gemm_compute_seconds(gemm, tile, self.fp8_rate),
-                                         moved / self.gemv_bandwidth) + quantize / self.bandwidth
+                                         moved / rate) + quantize / self.bandwidth
 
     def attention_efficiency(self, n_kv: int, n_q: int | None = None, backward: bool = False) -> float:
         """A fused attention call's efficiency: where the hardware measures it by query rows, at n_q (log-linear

@@ -45,11 +45,14 @@ def test_a_decode_gemm_moves_one_byte_inputs_and_pays_the_quantization_pass():
     weights = 11008 * 4096 + 4 * 11008
     first = Gemm(8, 11008, 4096, weight_bytes=weights, weight_dtype="fp8", quantizes_input=True)
     w8a8 = KernelTimer(h200, "bf16", w8a8=True)
+    # its bytes at 0.856 of the GEMV rate at up to 16 rows on a 132-SM Hopper (kernel_facts.json w8a8_small_rows:
+    # vLLM's cutlass_scaled_mm on an H100, wt39_machete; the GEMV rate itself, H200_BYTES, before)
+    small = 0.856 * H200_BYTES
     assert w8a8.gemm_seconds(first) == pytest.approx(
-        H200_STARTUP + (8 * 4096 + 2 * 8 * 11008 + weights) / H200_BYTES + 5 * 8 * 4096 / H200_BYTES, rel=1e-12)
+        H200_STARTUP + (8 * 4096 + 2 * 8 * 11008 + weights) / small + 5 * 8 * 4096 / H200_BYTES, rel=1e-12)
     # the GEMM beside it on the same input (gate and up) reads the quantized copy: no second pass
     beside = Gemm(8, 11008, 4096, weight_bytes=weights, weight_dtype="fp8")
-    assert w8a8.gemm_seconds(beside) == pytest.approx(H200_STARTUP + (8 * 4096 + 2 * 8 * 11008 + weights) / H200_BYTES,
+    assert w8a8.gemm_seconds(beside) == pytest.approx(H200_STARTUP + (8 * 4096 + 2 * 8 * 11008 + weights) / small,
                                                       rel=1e-12)
     assert KernelTimer(h200, "bf16").gemm_seconds(first) == pytest.approx(
         H200_STARTUP + (2 * 8 * 4096 + 2 * 8 * 11008 + weights) / H200_BYTES, rel=1e-12)
@@ -114,8 +117,10 @@ def test_w8a16_restores_the_bf16_products_and_w8a8_speeds_the_prefill_only():
     assert weight_only.seconds(*prefill) == bf16.seconds(*prefill)
     assert weight_only.seconds(*decode) == bf16.seconds(*decode)
     assert w8a8.seconds(*prefill) < 0.75 * weight_only.seconds(*prefill)  # the GEMMs at twice the peak
-    # decode reads the same weights: within the inputs' and the quantization passes' bytes
-    assert abs(w8a8.seconds(*decode) - weight_only.seconds(*decode)) < 1e-3 * weight_only.seconds(*decode)
+    # decode reads the same weights, W8A8 at its kernel's measured rate at few rows (0.856 of the GEMV rate:
+    # kernel_facts.json w8a8_small_rows, wt39_machete; within 1e-3 of the weight-only step before): slower, by less
+    # than the whole step over 0.856
+    assert weight_only.seconds(*decode) < w8a8.seconds(*decode) < weight_only.seconds(*decode) / 0.856
 
 
 @pytest.mark.parametrize("args", [

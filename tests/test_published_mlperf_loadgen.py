@@ -47,9 +47,10 @@ def test_the_stated_capture_length_slows_the_h200_server_steps(monkeypatch):
     stated = krai.krai_server(system, lengths, requests=600)
     monkeypatch.setattr(krai, "KRAI_CAPTURE_LENS", {})
     default = krai.krai_server(system, lengths, requests=600)
-    # with vLLM's sampler after the LM head since session 34 (35.653 and 33.205 ms before)
-    assert stated["p99_tpot_s"] == pytest.approx(0.035692820, abs=1e-9)
-    assert default["p99_tpot_s"] == pytest.approx(0.033263765, abs=1e-9)
+    # with vLLM's sampler after the LM head since session 34 (35.653 and 33.205 ms before); the stated one 35.693 ms before
+    # wt39_machete's W8A8 GEMM at 1-16 rows at vLLM's cutlass_scaled_mm's measured rate (kernel_facts.json w8a8_small_rows)
+    assert stated["p99_tpot_s"] == pytest.approx(0.035732368, abs=1e-9)
+    assert default["p99_tpot_s"] == pytest.approx(0.033435238, abs=1e-9)  # 33.264 ms before wt39_machete
     assert stated["tokens_per_s"] < default["tokens_per_s"]
 
 

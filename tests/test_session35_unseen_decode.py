@@ -162,9 +162,13 @@ FIRST_STATS = {"all": ((71, 26.5, 38, 14, 8), (0.814, 5.912)),
 # the groups the int4 host floor moved (optimum's GPTQ rows, "all"), restated: after it all 26.0% (39 within, 0.814-
 # 6.447), optimum 76.5% (1 within, 1.26-6.447); after wt37_quant's AutoGPTQ kernels by rows and host calls and
 # wt37_trtllm's retyping of modelopt-v0.11 (was 104.7%, 1.358-2.601) as below
-NOW_STATS = {**FIRST_STATS, "all": ((71, 16.6, 49, 18, 9), (0.814, 2.184)),
+# wt39_machete: the W8A8 FP8 GEMM at 1-16 rows on a 132-SM Hopper at vLLM's cutlass_scaled_mm's measured rate
+# (kernel_facts.json w8a8_small_rows, 0.856 of the GEMV rate) moved the FP8 rows at small batches: all was 16.6%
+# (18 within 10%, 9 within 5%), modelopt-v0.11 11.7% (4 within 10%), modelopt-v0.21 21.4% (2 within 5%)
+NOW_STATS = {**FIRST_STATS, "all": ((71, 16.3, 49, 17, 8), (0.814, 2.184)),
              "optimum-gptq-bench": ((15, 52.1, 2, 0, 0), (1.172, 1.81)),  # 53.3%, 1.857 before wt38_sweep
-             "modelopt-v0.11": ((9, 11.7, 9, 4, 1), (0.829, 1.068)),
+             "modelopt-v0.11": ((9, 11.9, 9, 3, 1), (0.829, 1.068)),
+             "modelopt-v0.21": ((18, 18.5, 12, 3, 1), (0.85, 2.184)),
              # the h100-pcie file's graph_kernel_s (wt39_unseend): the graphs row 1.975 -> 1.699
              "llamacpp-issue6763": ((2, 43.1, 1, 0, 0), (1.163, 1.699))}
 
@@ -173,8 +177,9 @@ NOW_STATS = {**FIRST_STATS, "all": ((71, 16.6, 49, 18, 9), (0.814, 2.184)),
 def test_the_rows_as_first_computed():
     every = ratios(SOURCES)
     assert_summaries(every, decode_groups(every, SOURCES), NOW_STATS)
-    # 50 too fast (57 before wt37_trtllm retyped modelopt-v0.11: 7 of its 9 rows now read slower than published)
-    assert sum(v > 1 for v in every.values()) == 50
+    # 49 too fast (57 before wt37_trtllm retyped modelopt-v0.11: 7 of its 9 rows now read slower than published; 50
+    # before wt39_machete's W8A8 rate at few rows: modelopt-v0.21's 70B fp8 batch 1 on the H200, 1.022 -> 0.902)
+    assert sum(v > 1 for v in every.values()) == 49
     # the H200 table's Llama 3.1 8B INT4 AWQ rows (TP 1 as its BF16): published slower than BF16 at batch 8 and 64, ours
     # faster (the int4 product priced by its bytes)
     rows = {r["id"]: r for r in runs_of("modelopt-v0.21")}
