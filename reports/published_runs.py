@@ -282,13 +282,11 @@ def run_kind(run: dict[str, Any], source: dict[str, Any]) -> str:
     that says `"moe": true`, for models without a preset too; else a preset with routed experts, or
     a run whose config_changes give its model routed experts; a run of GPT sizes is dense)."""
     from costmodel.config import ConfigError
-    from costmodel.presets import load_preset
 
     if run["kind"] == "decode":
         return "decoding"
-    try:
-        experts = source.get("moe", False) or ("gpt" not in run and run.get("config_changes", {}).get(
-            "n_experts", load_preset(run.get("preset", run["model"])).n_experts) > 0)  # the run's own sizes first
+    try:  # the model the run names, with its config_changes (published_rows.run_model)
+        experts = source.get("moe", False) or ("gpt" not in run and run_model(run).n_experts > 0)
     except ConfigError:  # a model without a preset, and a source that does not say
         experts = False
     return "MoE training" if experts else "dense training"
