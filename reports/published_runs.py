@@ -285,7 +285,7 @@ def run_kind(run: dict[str, Any], source: dict[str, Any]) -> str:
 
     if run["kind"] == "decode":
         return "decoding"
-    try:  # the model the run names, with its config_changes (published_rows.run_model)
+    try:  # the run's model as every path reads it (published_rows.run_model: its preset, its config_changes over it)
         experts = source.get("moe", False) or ("gpt" not in run and run_model(run).n_experts > 0)
     except ConfigError:  # a model without a preset, and a source that does not say
         experts = False

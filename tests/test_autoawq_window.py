@@ -45,3 +45,34 @@ def test_the_rows_simulate_line_names_the_window():
 
     run = next(r for r in runs_of("autoawq-pr320") if " 4096/4096 " in r["id"])
     assert row_command(run, source_of("autoawq-pr320")).endswith("  (the model with {'sliding_window': 4096})")
+
+
+def test_the_window_leaves_the_prefill_alone():
+    """wt39_review: the window changes the decode steps' attention reads only. Every row's prompt is its Decode Length
+    (benchmark.py's context = n_generate random ids), so the prefill of the prompt attends within the window: the 4096/4096
+    row's prefill is the same 0.3906 s with and without it, and its decode step 9.503 -> 8.806 ms (the first at 4,097
+    keys, 4,096 windowed). AutoAWQ's prefill is not windowed (its fused attention attends the prompt's own keys), so a
+    row with prompt > gen would need more than a sliding_window to say it."""
+    from costmodel.roofline import simulate_inference
+    from reports.published_decode import decode_setup
+
+    rows = runs_of("autoawq-pr320") + runs_of("autoawq-v0.1.6")
+    assert all(decode_setup_of(r)[2]["prompt"] == decode_setup_of(r)[2]["gen"] for r in rows)
+    source = source_of("autoawq-pr320")
+    run = next(r for r in runs_of("autoawq-pr320") if " 4096/4096 " in r["id"])
+    bare = copy.deepcopy(run)
+    del bare["config_changes"]
+    results = []
+    for row in (bare, run):
+        cfg, hardware, s, quantization = decode_setup(row, source)
+        results.append(simulate_inference(
+            cfg, hardware, prompt=s["prompt"], gen=s["gen"], batch=s["batch"], dtype=s["dtype"], attention=s["attention"],
+            kv_cache=s["kv_cache"], cuda_graphs=s["cuda_graphs"], quantization=quantization, time_model="kernels",
+            implementation=s["implementation"], decode_kernel=s["decode_kernel"], sampling=s["sampling"],
+            cache_size=s["cache_size"], compiled=s["compiled"]))
+    (unwindowed, windowed) = results
+    assert round(unwindowed["prefill"]["seconds"], 4) == round(windowed["prefill"]["seconds"], 4) == 0.3906
+    assert unwindowed["prefill"]["flops"] == windowed["prefill"]["flops"]
+    assert [round(r["decode"]["time_per_output_token"] * 1e3, 3) for r in results] == [9.503, 8.806]
+    assert (unwindowed["memory"]["kv_bytes_per_token_past_windows"], windowed["memory"]["kv_bytes_per_token_past_windows"]) \
+        == (524288, 0)  # 32 layers x 2 x 4,096 x 2 bytes a position past the window: none held
