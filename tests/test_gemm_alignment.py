@@ -65,3 +65,12 @@ def test_no_misaligned_row_runs_where_the_measured_penalty_applies():
     rows = G.misaligned_rows()
     assert rows and not any(r["hardware"].startswith("v100") for r in rows)
     assert {r["run"] for r in rows} >= {"flash-attention-1-hf gpt2-small 1k", "flash-attention-1-hf gpt2-medium 1k"}
+
+
+def test_a_gpt_rows_vocabulary_share_changes_its_sources_vocabulary():
+    """vocabulary_share prices the step at an 8-row vocabulary. A row of a preset takes it as a config change
+    (published_rows.run_model); a row of GPT sizes reads its source's "vocabulary" (train_setup), so a config change
+    left it at 50,257 and the share read 0.0 (before session 39). NeMo's 2022 GPT-3 5B on 8 A100s, kernel model."""
+    share = G.vocabulary_share("nemo-launcher-2022 gpt3-5b 8xa100-80gb")
+    assert round(share, 3) == 0.038
+    assert round(G.vocabulary_share("flash-attention-1-hf gpt2-small 1k"), 3) == 0.118  # a preset's row, as before

@@ -13,7 +13,7 @@ import json
 
 import cli
 from costmodel.hardware import load_hardware
-from costmodel.presets import load_preset
+from reports.published_rows import run_model
 from reports.published_runs import other_runs_data, train_run
 
 ROW = "nanotron-playbook llama-3.57b dp128 tp4 pp1 gas1 mbs2 zero1 512xh100"
@@ -23,7 +23,7 @@ def test_dp_overlap_zero_on_the_command_line_is_the_row(tmp_path, capsys):
     data = other_runs_data()
     source, run = data["sources"]["nanotron-playbook"], next(r for r in data["runs"] if r["id"] == ROW)
     assert run["overlap"] == {"dp": 0.0} and source["hardware_overrides"] == {"cluster": "hf-h100-efa"}
-    config = load_preset(run["preset"]).replace(name=run["model"], **run["config_changes"])
+    config = run_model(run)
     (tmp_path / "model.json").write_text(json.dumps(config.to_dict()))
     (tmp_path / "hw.json").write_text(json.dumps(dict(load_hardware("h100-sxm").to_dict(), name="hf-h100",
                                                       cluster="hf-h100-efa")))

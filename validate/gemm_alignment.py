@@ -93,8 +93,11 @@ def vocabulary_share(run_id: str) -> float:
     data = other_runs_data()
     run = next(r for r in data["runs"] if r["id"] == run_id)
     source = data["sources"][run_id.split()[0]]
-    tiny = {**run, "config_changes": {**run.get("config_changes", {}), "vocab_size": 8}}
-    return 1 - train_tokens(run, source, "kernels") / train_tokens(tiny, source, "kernels")
+    if "gpt" in run:  # a GPT of the run's own sizes reads its source's vocabulary (train_setup), no config_changes
+        tiny, tiny_source = run, {**source, "vocabulary": 8}
+    else:  # a preset's model: published_rows.run_model applies the run's config_changes
+        tiny, tiny_source = {**run, "config_changes": {**run.get("config_changes", {}), "vocab_size": 8}}, source
+    return 1 - train_tokens(run, source, "kernels") / train_tokens(tiny, tiny_source, "kernels")
 
 
 def main() -> None:
