@@ -76,7 +76,7 @@ def simulate(model: Any, hardware: str = spec.DEFAULT_HARDWARE, *, train: bool =
              layout: Any = None, weight_dtype: str | None = None, kv_dtype: str | None = None,
              fp8_gemm: str = spec.DEFAULT_FP8_GEMM,
              decode_code: str = spec.DEFAULT_DECODE_CODE, cuda_graphs: bool = False,
-             cache_size: int | None = None) -> SimulationResult:
+             cache_size: int | None = None, compiled: bool = False, eager_prefill: bool = False) -> SimulationResult:
     """Inference (prompt, gen; price: the dollars per million generated tokens, data["cost"], as `simulate
     --price`) or a training step (train=True: seq_len, recompute, impl; tokens and price for the time,
     GPU-hours, FLOPs and dollars of a run) on `hardware`; layout: a
@@ -88,7 +88,9 @@ def simulate(model: Any, hardware: str = spec.DEFAULT_HARDWARE, *, train: bool =
     hardware spec.DEFAULT_HARDWARE, and impl and attention the layout's framework's code (defaults.implied:
     sdpa under DeepSpeed and FSDP2, flash under Megatron), eager and hf without a layout. Inference:
     cuda_graphs replays each decode step from a CUDA graph (`simulate --cuda-graphs`), cache_size is a
-    static cache's allocated tokens that every step attends whole (`--kv-cache static --cache-size`, one GPU).
+    static cache's allocated tokens that every step attends whole (`--kv-cache static --cache-size`, one GPU),
+    compiled times torch.compile's fused kernels (`simulate --compile`, the kernel-level model) and
+    eager_prefill, with compiled, runs the prefill eager beside the compiled steps (`--eager-prefill`).
     Every choice keyword takes any case, as the command's choices do ("BF16", "Static"; plain_arguments)."""
     from . import roofline as sim
     from .api import generation_start, load_model, make_layout, make_workload
@@ -120,11 +122,14 @@ def simulate(model: Any, hardware: str = spec.DEFAULT_HARDWARE, *, train: bool =
         quantization["fp8_gemm"] = fp8_gemm
     if train and (weight_dtype or kv_dtype or fp8_gemm != spec.DEFAULT_FP8_GEMM):
         raise ConfigError("weight_dtype, kv_dtype and fp8_gemm apply to inference, not to train=True.")
+    if train and compiled:  # the command's compiled training step (a layout's kernel model) is not this function's
+        raise ConfigError("compiled: this function times a compiled decode; a compiled training step is "
+                          "`simulate --train --compile` with a layout.")
     # a keyword this mode does not read is refused, as the command refuses a typed option
     # (cli/simulate.py refuse_other_mode): seq_len=4096 without train=True ran a 2,048-token prompt
     unread = ({"prompt": prompt is not None, "gen": gen != 128, "kv_cache": kv_cache != spec.DEFAULT_KV_CACHE,
                "decode_code": decode_code != spec.DEFAULT_DECODE_CODE, "cuda_graphs": bool(cuda_graphs),
-               "cache_size": cache_size is not None} if train else
+               "cache_size": cache_size is not None, "eager_prefill": bool(eager_prefill)} if train else
               {"seq_len": seq_len is not None, "recompute": recompute != spec.DEFAULT_RECOMPUTE,
                "impl": impl is not None, "tokens": tokens is not None, "step_time": step_time is not None})
     if any(unread.values()):
@@ -163,7 +168,8 @@ def simulate(model: Any, hardware: str = spec.DEFAULT_HARDWARE, *, train: bool =
                                                **quantization)
             sim.refuse_layout_cache_size(cache_size)
             data = parallel_time.simulate_decode(cfg, workload, chosen_layout, chosen, cuda_graphs=bool(cuda_graphs),
-                                                 implementation=decode_code)
+                                                 compiled=bool(compiled), implementation=decode_code,
+                                                 eager_prefill=bool(eager_prefill))
         data["inputs"] = {"model": cfg.name, "hardware": chosen.name, "dtype": workload.dtype,
                           "seq_len": workload.seq_len, "gen": workload.gen_tokens, "batch": workload.batch,
                           "recompute": workload.recompute, "tokens": tokens}
@@ -171,7 +177,8 @@ def simulate(model: Any, hardware: str = spec.DEFAULT_HARDWARE, *, train: bool =
             data["inputs"].update(training_inputs(cfg, workload, overlap))
         else:
             data["inputs"].update({**{k: v for k, v in quantization.items() if v is not None},
-                                   **decode_inputs(workload, cuda_graphs, latent=bool(cfg.mla)), "implementation": decode_code})
+                                   **decode_inputs(workload, cuda_graphs, bool(compiled), latent=bool(cfg.mla)),
+                                   "implementation": decode_code, **({"eager_prefill": True} if eager_prefill else {})})
     elif train:
         workload, warnings = make_workload(cfg, seq_len, holds_cache=False, batch=batch, dtype=dtype,
                                            recompute=recompute, attention=attention, impl=impl)
@@ -182,7 +189,8 @@ def simulate(model: Any, hardware: str = spec.DEFAULT_HARDWARE, *, train: bool =
         data = sim.simulate_inference(cfg, chosen, prompt=workload.seq_len, gen=gen, batch=batch,
                                       dtype=workload.dtype, attention=attention, kv_cache=kv_cache,
                                       quantization=quantization, implementation=decode_code,
-                                      cuda_graphs=bool(cuda_graphs), cache_size=cache_size)
+                                      cuda_graphs=bool(cuda_graphs), cache_size=cache_size, compiled=bool(compiled),
+                                      eager_prefill=bool(eager_prefill))
     if not train:  # dollars per million generated tokens at the end-to-end rate, as `simulate --price`
         add_generation_cost(data, chosen, price)
     if source:

@@ -23,9 +23,26 @@ def command_json(capsys, *args: str) -> dict:
     ({"kv_cache": "static", "cache_size": 4096}, ["--kv-cache", "static", "--cache-size", "4096"]),
     ({"cuda_graphs": True}, ["--cuda-graphs"]),
     ({"dtype": "BF16", "kv_cache": "Static"}, ["--dtype", "BF16", "--kv-cache", "Static"]),
+    ({"compiled": True}, ["--compile"]),  # wt39_review2: --compile and --eager-prefill reached the command alone
+    ({"cuda_graphs": True, "compiled": True, "eager_prefill": True}, ["--cuda-graphs", "--compile", "--eager-prefill"]),
+    ({"compiled": True, "eager_prefill": True, "layout": {"tp": 2}}, ["--compile", "--eager-prefill", "--tp", "2"]),
 ])
 def test_api_equals_command_json(capsys, keywords, args):
     assert costmodel.simulate("llama3-8b", **keywords).to_dict() == command_json(capsys, *args)
+
+
+@pytest.mark.parametrize("layout", [None, {"tp": 2}])
+def test_eager_prefill_moves_the_prefill_alone(layout):
+    """compiled=True, eager_prefill=True: the prefill is the uncompiled run's (70.05 ms one GPU, 30.86 ms
+    at tp 2; compiled 70.44 / 31.44 ms: at the default 2,048-token prompt the compiled prefill's per-kernel
+    cost outweighs its fusions), the decode steps the compiled run's."""
+    plain, compiled, eager = (costmodel.simulate("llama3-8b", layout=layout, **k).to_dict() for k in (
+        {}, {"compiled": True}, {"compiled": True, "eager_prefill": True}))
+    assert eager["prefill"]["seconds"] == plain["prefill"]["seconds"] != compiled["prefill"]["seconds"]
+    assert round(eager["prefill"]["seconds"] * 1e3, 2) == (70.05 if layout is None else 30.86)
+    step = (lambda r: r["decode"]["time_per_output_token"]) if layout is None else (
+        lambda r: r["token"]["seconds_per_token"])
+    assert step(eager) == step(compiled)
 
 
 def test_cache_size_and_graphs_move_the_decode():
@@ -49,6 +66,10 @@ def test_cache_size_and_graphs_move_the_decode():
     ({"train": True, "cuda_graphs": True}, "cuda_graphs: inference keywords"),
     ({"train": True, "cache_size": 4096}, "cache_size: inference keywords"),
     ({"kv_cache": "Sttic"}, "kv_cache must be one of dynamic, static, got 'Sttic'."),
+    ({"eager_prefill": True}, "--eager-prefill runs the prefill eager beside compiled decode steps"),
+    ({"eager_prefill": True, "layout": {"tp": 2}}, "--eager-prefill runs the prefill eager beside compiled decode steps"),
+    ({"train": True, "eager_prefill": True}, "eager_prefill: inference keywords"),
+    ({"train": True, "compiled": True}, "a compiled training step is `simulate --train --compile` with a layout"),
     ({"dtype": "BF61"}, "unknown dtype 'BF61'"),
 ])
 def test_bad_values_one_line(keywords, message):

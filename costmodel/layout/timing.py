@@ -104,8 +104,8 @@ def simulate_decode(cfg: Any, workload: Any, layout: Any, hardware: Hardware,
     from ..workload import logits_kept
     from .serving_memory import serving_memory
 
-    check_inference(layout.cp)
-    check_eager_prefill(compiled, eager_prefill)  # it printed a decode step alone, no prefill, each rank with the whole KV cache
+    check_inference(layout.cp)  # it printed a decode step alone, no prefill, each rank with the whole KV cache
+    check_eager_prefill(compiled, eager_prefill)
     # the code's KV cache (costmodel/decode_codes.py): its heads in per_rank's memory and the steps alike
     workload = dataclasses.replace(workload, decode_code=implementation)
     estimate = ParallelEstimate(cfg, workload, layout, phase="decode")
