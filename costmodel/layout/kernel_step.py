@@ -206,7 +206,8 @@ class KernelStepTime(StepTime):
         training step of a counted implementation on a GPU (an op's host time: Hardware.eager_op_s,
         the file's or borrowed, "op_time_note" says so) takes the longer of its kernels (less the
         slowest stage's per-block launches in each pass it charges, m micro-batches and the bubble's,
-        which the host's term stands for) and the busiest rank's ops at that time (training_host_ops,
+        which the host's term stands for, each kernel keeping its GPU-side launch cost in each pass:
+        step_parts.stream_seconds, as a decoding step's kernels keep it) and the busiest rank's ops at that time (training_host_ops,
         stage_host_ops; eager_ops.eager_step_seconds, as an eager decoding step does): a rank cannot
         finish its step before its host has issued it. One GPU: its whole step. "host" says which."""
         step = {**super().step(), **self.host_syncs_note()}
