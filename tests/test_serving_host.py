@@ -1,8 +1,9 @@
 """serve's eager steps on a GPU weigh the host as simulate's do (costmodel/serving/host_step.py): where
 the scheduler's code has counted ops (static: Hugging Face generate's kernel_facts.json eager_step_ops;
 hf-fifo and hf-prefill-first: transformers' engine's eager_ops per leaf), a step takes the longer of its
-kernels less their per-block launches and its ops at the hardware's op time (the A100 files' 7.1 us, the
-other GPUs the borrowed 6.545 us of kernel_facts.json "eager_host_op_default"). vLLM's eager steps
+kernels less their per-block launches (each kernel keeping graph_kernel_s since session 39) and its ops at the
+hardware's op time (the A100 files' 7.1 us, the other GPUs the borrowed 6.545 us of kernel_facts.json
+"eager_host_op_default"). vLLM's eager steps
 (--cuda-graphs off) keep their per-block launches: vLLM's ops are not counted."""
 
 from __future__ import annotations
