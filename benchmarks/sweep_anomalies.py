@@ -5,7 +5,9 @@ invariants no user would doubt. Prints one line a violation and a count a check;
     PYTHONPATH=. python benchmarks/sweep_anomalies.py [--quick] [--json OUT]
 
 The grid and the invariants are data (MODELS, GPUS, FASTER, TRAIN_LAYOUTS, ...); the findings and what
-each violation turned out to be: validate/FINDINGS.md, "Anomaly sweep (wt38_sweep, session 38)".
+each violation turned out to be: validate/FINDINGS.md, "Anomaly sweep (wt38_sweep, session 38)"; serve's eager steps
+and eager training steps against what a kernel keeps of its launch: "A stream's kernel cost in eager training and
+serving steps (wt39_eagerstream, session 39)".
 """
 
 from __future__ import annotations
@@ -272,6 +274,91 @@ def layout_decode(s: Sweep, quick: bool) -> int:
     return runs
 
 
+def decode_step(d: dict[str, Any]) -> float:
+    """A simulate run's first decode step (its seconds, one step at prompt + 1 keys)."""
+    return (d.get("generation") or d["decode"])["first_token"]["seconds"]
+
+
+def serve_eager(s: Sweep, infer: dict[tuple, dict]) -> int:
+    """serve's eager steps (the static scheduler: Hugging Face generate's counted ops, serving/host_step.py) at the
+    inference grid's decode steps of the transformers code: a GPU-bound one is simulate's eager step, and never
+    faster than simulate's step replayed from a CUDA graph (which keeps graph_kernel_s a kernel). Returns the steps."""
+    import numpy as np
+
+    from costmodel.hardware import load_hardware
+    from costmodel.presets import load_preset
+    from costmodel.serving.api import build_replica
+    from costmodel.serving.host_step import HostBound
+
+    steps = 0
+    for (model, gpu, batch, prompt, code, graphs, cache, wd), eager in infer.items():
+        graphed = infer.get((model, gpu, batch, prompt, code, True, cache, wd))
+        if code != "transformers" or graphs or cache != "dynamic" or wd or graphed is None or model in EAGER_ONLY:
+            continue
+        case = f"serve static {model} {gpu} b={batch} p={prompt}"
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                _, step, _ = build_replica(load_preset(model), load_hardware(gpu), scheduler="static", attention="sdpa")
+        except costmodel.config.ConfigError as error:
+            s.errors.append({"case": case, "refused": str(error)[:160]})
+            continue
+        if not isinstance(step, HostBound):
+            continue
+        ones, keys = np.ones(batch, dtype=np.int64), np.full(batch, prompt + 1)
+        seconds = step.seconds(ones, keys)
+        if seconds <= step.ops(ones, keys, batch) * step.op_s:
+            continue  # host-bound: the host's ops, whatever the kernels keep
+        steps += 1
+        s.check("serve's eager step = simulate's (GPU-bound)", math.isclose(seconds, decode_step(eager), rel_tol=1e-9),
+                case, f"serve {seconds * 1e3:.4f} ms, simulate {decode_step(eager) * 1e3:.4f} ms")
+        s.check("cuda graphs never slower than serve's eager step (GPU-bound)",
+                decode_step(graphed) <= seconds * (1 + 1e-9), case,
+                f"eager {seconds * 1e3:.4f} -> graphed {decode_step(graphed) * 1e3:.4f} ms")
+    return steps
+
+
+def launch_free_file(gpu: str, folder: str) -> str:
+    """A copy of the GPU's hardware file with no launch cost at all (overhead_s_per_block and graph_kernel_s 0)."""
+    from pathlib import Path
+
+    from costmodel.hardware import HARDWARE_DIR
+
+    data = json.loads((HARDWARE_DIR / f"{gpu}.json").read_text())
+    data.update(overhead_s_per_block=0.0, graph_kernel_s=0.0)
+    path = Path(folder) / f"{gpu}-launch-free.json"
+    path.write_text(json.dumps(data))
+    return str(path)
+
+
+def train_stream(s: Sweep, r: dict[tuple, dict]) -> int:
+    """An eager training step bound by its GPU keeps its kernels' GPU-side launch cost, as a CUDA graph's replay
+    would (simulate times no graphed training step, so the bound is the same step's kernels on a launch-free copy
+    of the file, plus at least one kernel's graph_kernel_s): never as fast as kernels launched for free."""
+    import tempfile
+
+    from costmodel.hardware import load_hardware
+
+    steps = 0
+    with tempfile.TemporaryDirectory() as folder:
+        for (model, gpu, li, rc, fp8, batch), d in r.items():
+            host, lay = d["step"].get("host"), ([None, *TRAIN_LAYOUTS])[li]
+            if host is None or host["bound"] or lay is None or lay.get("pp", 1) > 1 or rc != "none" or fp8:
+                continue
+            seq = 1024 if model == "gpt2" else 4096
+            case = f"train {model} {gpu} {lay} b={batch}"
+            free = s.run(case, lambda: costmodel.simulate(model, launch_free_file(gpu, folder), train=True,
+                                                          seq_len=seq, batch=batch, layout=lay))
+            if free is None or "host" not in free["step"]:
+                continue
+            steps += 1
+            floor = free["step"]["host"]["kernels_seconds"] + load_hardware(gpu).graph_kernel_s
+            s.check("eager training step (GPU-bound) keeps its kernels' launch cost", d["step"]["seconds"] >= floor,
+                    case, f"eager {d['step']['seconds'] * 1e3:.4f} ms, kernels launched free "
+                          f"{free['step']['host']['kernels_seconds'] * 1e3:.4f} ms")
+    return steps
+
+
 def kv_linearity(s: Sweep) -> None:
     """KV cache bytes: linear in batch and (below every window) in context."""
     for model, _ in MODELS:
@@ -337,12 +424,14 @@ def main(argv: list[str] | None = None) -> int:
     infer = inference(s, args.quick)
     infer_relations(s, infer)
     tp_runs = layout_decode(s, args.quick)
+    served, trained = serve_eager(s, infer), train_stream(s, train)
     kv_linearity(s)
     if not args.quick:
         cli_agrees(s)
     for v in s.violations:
         print(f"VIOLATION [{v['invariant']}] {v['case']}: {v['detail']}")
-    print(f"{len(train)} training runs, {len(infer)} + {tp_runs} (tp 2) inference runs, {len(s.errors)} refused; "
+    print(f"{len(train)} training runs ({trained} GPU-bound eager ones again launch-free), {len(infer)} + {tp_runs} "
+          f"(tp 2) inference runs, {served} of serve's GPU-bound eager steps, {len(s.errors)} refused; "
           f"{sum(s.checks.values())} checks, {len(s.violations)} violations")
     for name, count in sorted(s.checks.items()):
         print(f"  {name}: {count} checks, {sum(v['invariant'] == name for v in s.violations)} violated")

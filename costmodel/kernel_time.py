@@ -180,6 +180,12 @@ class KernelTimer:
         or the ops are not counted."""
         return None if self.host_s_per_op is None or ops is None else ops * self.host_s_per_op
 
+    def stream_seconds(self, kernels: int) -> float:
+        """What `kernels` kernels of an eager step whose host term stands for their launches keep on the GPU's
+        side (stream_kernel_s each): the one rule, for simulate's steps (leaves_time, host_bound_seconds),
+        a layout's (layout/step_parts.py stream_seconds) and serve's eager steps (serving/host_step.py)."""
+        return self.stream_kernel_s * kernels
+
     def launch_seconds(self, launches: int) -> float:
         """The launch term of one pass of a leaf that launches `launches` kernels (launches_of):
         the per-block overhead if it launches any (eager), plus graph_kernel_s for each kernel
@@ -383,7 +389,7 @@ def leaves_time(leaves: Iterable[Any], subs: dict, timer: KernelTimer, training:
         seconds = count * (one_run + launch)
         total += seconds
         launches += count * launch
-        stream += count * passes * timer.stream_kernel_s * launches_of(leaf, kernels, timer.compiled)
+        stream += count * passes * timer.stream_seconds(launches_of(leaf, kernels, timer.compiled))
         rows.append(LeafTime(leaf.path, count, kernels, seconds, count * launch))
     return LeavesTime(total, launches, rows, stream)
 

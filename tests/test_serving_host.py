@@ -1,8 +1,9 @@
 """serve's eager steps on a GPU weigh the host as simulate's do (costmodel/serving/host_step.py): where
 the scheduler's code has counted ops (static: Hugging Face generate's kernel_facts.json eager_step_ops;
 hf-fifo and hf-prefill-first: transformers' engine's eager_ops per leaf), a step takes the longer of its
-kernels less their per-block launches and its ops at the hardware's op time (the A100 files' 7.1 us, the
-other GPUs the borrowed 6.545 us of kernel_facts.json "eager_host_op_default"). vLLM's eager steps
+kernels less their per-block launches (each kernel keeping graph_kernel_s since session 39) and its ops at the
+hardware's op time (the A100 files' 7.1 us, the other GPUs the borrowed 6.545 us of kernel_facts.json
+"eager_host_op_default"). vLLM's eager steps
 (--cuda-graphs off) keep their per-block launches: vLLM's ops are not counted."""
 
 from __future__ import annotations
@@ -54,6 +55,50 @@ def test_kernel_bound_steps_are_their_kernels_without_launches():
     query, keys = np.array([8_192]), np.array([8_192])
     assert step.step.timer.launch_s == 0.0  # the kernels' step model: no per-block launches
     assert step.seconds(query, keys) == step.step.seconds(query, keys) > LLAMA3_8B_GENERATE_OPS * H200_HOST_S
+
+
+#: the kernels one step of Llama-3-8B under sdpa launches (launches_of over its leaves: 32 layers x 15 + embedding,
+#: final norm, head), each keeping h100-sxm.json's graph_kernel_s (1.3 us) on the GPU's side in an eager step
+LLAMA3_8B_STEP_KERNELS = 483
+H100_GRAPH_KERNEL_S = 1.3e-06  # costmodel/hardware/h100-sxm.json graph_kernel_s
+
+
+@pytest.mark.parametrize("query,keys", [([8_192], [8_192]), ([1] * 64, [2_001] * 64)])
+def test_a_gpu_bound_eager_step_keeps_its_kernels_stream_cost(query, keys):
+    """A GPU-bound eager step (a prefill of 8,192 tokens; 64 sequences decoding at 2,001 keys) is its kernels without
+    per-block launches plus 483 x 1.3 us = 0.628 ms (KernelTimer.stream_seconds, the rule simulate's eager steps
+    take since session 38); before session 39 serve's eager steps dropped it."""
+    from costmodel.serving.api import replica_profile
+    from costmodel.serving.kernel_steptime import KernelStepTime
+
+    cfg, hardware = load_preset("llama3-8b"), load_hardware("h100-sxm")
+    assert hardware.graph_kernel_s == H100_GRAPH_KERNEL_S
+    _, step, _ = _replica("static")
+    bare = KernelStepTime(cfg, hardware.replace(overhead_s_per_block=0.0), "bf16",
+                          profile=replica_profile(cfg, "static", attention="sdpa"))  # no stream cost
+    query, keys = np.array(query), np.array(keys)
+    assert step.seconds(query, keys) > LLAMA3_8B_GENERATE_OPS * H200_HOST_S  # GPU-bound
+    assert step.seconds(query, keys) == pytest.approx(
+        bare.seconds(query, keys) + LLAMA3_8B_STEP_KERNELS * H100_GRAPH_KERNEL_S, rel=1e-12)
+
+
+def test_a_gpu_bound_eager_decode_step_is_simulates_and_a_graph_gains_nothing():
+    """64 sequences at 2,001 keys: serve's static step is simulate's eager decode step to rounding (both keep the
+    1.3 us a kernel) and simulate --cuda-graphs' step (the kernels plus graph_kernel_s a kernel) is no faster.
+    Before session 39 serve's step was 0.628 ms (483 x 1.3 us) under both."""
+    _, step, _ = _replica("static")
+    seconds = step.seconds(np.ones(64, dtype=np.int64), np.full(64, 2_001))
+    runs = [simulate_inference(load_preset("llama3-8b"), load_hardware("h100-sxm"), prompt=2_000, gen=2, batch=64,
+                               dtype="bf16", attention="sdpa", time_model="kernels", cuda_graphs=graphs,
+                               implementation="transformers")["decode"]["first_token"]["seconds"]
+            for graphs in (False, True)]
+    assert seconds == pytest.approx(runs[0], rel=1e-12) and seconds == pytest.approx(runs[1], rel=1e-12)
+
+
+def test_a_host_bound_eager_step_is_its_ops_whatever_its_kernels_keep():
+    """One sequence decoding at 301 keys: 2,488 ops x 6.545 us, as before session 39."""
+    _, step, _ = _replica("static")
+    assert step.seconds(np.ones(1, dtype=np.int64), np.full(1, 301)) == LLAMA3_8B_GENERATE_OPS * H200_HOST_S
 
 
 @pytest.mark.parametrize("query,keys,emitting,ops", [

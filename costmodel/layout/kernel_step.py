@@ -39,7 +39,7 @@ from .grouped_quantize import applies as quantize_applies, stage_seconds as quan
 from .permute_fusion import applies as permute_applies, stage_seconds as permute_stage_seconds
 from .router_fusion import applies as router_applies, stage_seconds as router_stage_seconds
 from .roofline_parts import leaf_factor, runs_fp8
-from .step_parts import eager_launch_seconds, host_bound_parts
+from .step_parts import eager_launch_seconds, host_bound_parts, stream_seconds
 from .time import StepTime
 
 _PARTS: dict[tuple, tuple[dict[str, tuple[float, int]], dict[str, float]]] = {}  # a rank's parts, per timers
@@ -206,7 +206,8 @@ class KernelStepTime(StepTime):
         training step of a counted implementation on a GPU (an op's host time: Hardware.eager_op_s,
         the file's or borrowed, "op_time_note" says so) takes the longer of its kernels (less the
         slowest stage's per-block launches in each pass it charges, m micro-batches and the bubble's,
-        which the host's term stands for) and the busiest rank's ops at that time (training_host_ops,
+        which the host's term stands for, each kernel keeping its GPU-side launch cost in each pass:
+        step_parts.stream_seconds, as a decoding step's kernels keep it) and the busiest rank's ops at that time (training_host_ops,
         stage_host_ops; eager_ops.eager_step_seconds, as an eager decoding step does): a rank cannot
         finish its step before its host has issued it. One GPU: its whole step. "host" says which."""
         step = {**super().step(), **self.host_syncs_note()}
@@ -216,8 +217,10 @@ class KernelStepTime(StepTime):
         estimate, layout = self.estimate, self.estimate.layout
         ops = max(stage_host_ops(estimate, split, stage) for stage in estimate.stages)
         host = self.timer.host_seconds(ops)
-        # the launches of the stage StepTime.step charges per micro-batch, m times and the bubble's
-        per_microbatch = eager_launch_seconds(self, estimate.stages[step["slowest_stage"]])
+        # the launches of the stage StepTime.step charges per micro-batch, m times and the bubble's, less what its
+        # kernels keep on the GPU's side (the one rule: KernelTimer.stream_seconds, step_parts.stream_seconds)
+        slowest = estimate.stages[step["slowest_stage"]]
+        per_microbatch = eager_launch_seconds(self, slowest) - stream_seconds(self, slowest, passes=3)
         kernels = step["seconds"] - (launches := (layout.microbatches + layout.bubble()) * per_microbatch)
         seconds = eager_step_seconds(step["seconds"], launches, host)
         tokens = step["tokens_per_second"] * step["seconds"]
@@ -250,9 +253,8 @@ class KernelStepTime(StepTime):
             launches = self.overhead_s * sum(count * self.part_seconds.get(key, (0.0, 0))[1]
                                              for key, count in self.part_runs(stage).items())
             # the kernels alone: the host's ops stand for the launches, not for the GPU-side cost each kernel keeps
-            # (the timer's stream_kernel_s, the one rule: kernel_time.KernelTimer)
-            gaps = self.timer.stream_kernel_s * sum(count * self.part_kernels.get(key, 0)
-                                                      for key, count in self.part_runs(stage).items())
+            # (the one rule: KernelTimer.stream_seconds, step_parts.stream_seconds)
+            gaps = stream_seconds(self, stage)
             stage_compute = times["compute"] - launches + gaps
             kernels = stage_compute + times["tp"] + times["ep"] + times["cp"] + times["pp"]  # StepTime.token's order
             host = stage_host_ops(estimate, split, stage) * self.timer.host_s_per_op
@@ -362,7 +364,8 @@ class KernelStepTime(StepTime):
             if runs.get(leaf["key"]) and seconds:
                 blocks[path] = blocks.get(path, 0.0) + runs[leaf["key"]] * seconds
         rest = self.compute(stage) - sum(blocks.values()) - (  # less the launches an eager step's host stands for
-            eager_launch_seconds(self, stage) if training_host_ops(self.estimate, self.timer, self.autocast) else 0.0)
+            eager_launch_seconds(self, stage) - stream_seconds(self, stage, passes=3)
+            if training_host_ops(self.estimate, self.timer, self.autocast) else 0.0)
         if rest > 0:
             blocks["launches and other"] = rest
         return dict(sorted(blocks.items(), key=lambda item: -item[1]))

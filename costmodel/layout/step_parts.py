@@ -23,10 +23,20 @@ def eager_launch_seconds(step_time: Any, stage: Any) -> float:
                                           for key, count in step_time.part_runs(stage).items())
 
 
+def stream_seconds(step_time: Any, stage: Any, passes: int = 1) -> float:
+    """The GPU-side launch cost `passes` passes of one micro-batch's kernels on this pipeline rank keep
+    where the host term stands for their launches (KernelTimer.stream_seconds over the rank's kernels,
+    part_kernels; 0 where the timer has no host term): a decode or prefill step's one pass
+    (KernelStepTime.token), a training micro-batch's 3 (forward and backward, as eager_launch_seconds)."""
+    kernels = sum(count * step_time.part_kernels.get(key, 0) for key, count in step_time.part_runs(stage).items())
+    return passes * step_time.timer.stream_seconds(kernels)
+
+
 def host_bound_parts(step: dict[str, Any], launches: float, microbatches: int, bubble: float,
                      seconds: float, kernels: float) -> dict[str, float]:
-    """The step's compute and bubble without the launches (one micro-batch's, `launches`) that the host
-    term stands for, and the host's wait: seconds - kernels, kernels being the step less its launches."""
+    """The step's compute and bubble without the launches (one micro-batch's, `launches`: the per-block
+    launches the host term stands for less what its kernels keep on the GPU's side, stream_seconds), and
+    the host's wait: seconds - kernels, kernels being the step less those launches."""
     return {"compute_seconds": step["compute_seconds"] - microbatches * launches,
             "bubble_seconds": step["bubble_seconds"] - bubble * launches,
             "host_wait_seconds": seconds - kernels}

@@ -344,7 +344,8 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
     step = step.with_graphs(graphs)
     if host:  # an eager counted code on a GPU: host_step.py
         step = host_bound(step, cfg, hardware, scheduler, graphs, profile,
-                          lambda bare: StepTime(cfg, bare, dtype, efficiency, profile, tp, pp, time_model, **timed))
+                          lambda bare, **more: StepTime(cfg, bare, dtype, efficiency, profile, tp, pp, time_model,
+                                                        **timed, **more))
     if sampling is not None:  # (inside the state traffic, whose wrapper a search's second build recognises)
         step = with_sampler(step, sampler or scheduler, sampling, cfg, hardware, efficiency, tp)
     step = with_state_traffic(step, sizing.state_bytes, hardware, efficiency, pp)

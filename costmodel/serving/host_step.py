@@ -1,6 +1,7 @@
 """The host's term of an eager serving step on a GPU, as simulate weighs it (eager_ops.eager_step_seconds):
 the host issues the step's ops while the GPU runs the kernels queued so far, so a step takes the longer
-of its kernels (less their per-block launches, which the host's term stands for) and its ops at the
+of its kernels (less their per-block launches, which the host's term stands for, each kernel keeping its GPU-side
+launch cost: KernelTimer.stream_seconds, as simulate's eager steps keep it) and its ops at the
 hardware's op time (Hardware.eager_op_s: the file's, else the borrowed kernel_facts.json
 "eager_host_op_default", Hardware.host_op_borrowed).
 
@@ -91,7 +92,9 @@ def host_bound(step: Any, cfg: Any, hardware: Any, scheduler: str, graphs: Any, 
     """`step` with the host's term where the scheduler's code is counted and runs eagerly on a GPU
     under the kernel model (the module's docstring); else `step` as it is. profile: the replica's
     (its attention and weight format pick the count); make_step(hardware): a StepTime of the same
-    model on that hardware, here one without per-block launches (the host's term stands for them)."""
+    model on that hardware, here one without per-block launches (the host's term stands for them) whose
+    kernels keep their GPU-side launch cost (make_step(..., stream=True): KernelStepTime's stream, the rule
+    simulate's eager steps take, KernelTimer.stream_seconds)."""
     code = COUNTED_CODE.get(scheduler)
     if (code is None or graphs.mode != "none" or step.time_model != "kernels" or not hardware.issues_ahead
             or hardware.eager_op_s is None):
@@ -102,12 +105,12 @@ def host_bound(step: Any, cfg: Any, hardware: Any, scheduler: str, graphs: Any, 
                          {"weight_dtype": fmt.dtype} if fmt is not None else None)
         if count is None:
             return step
-        return HostBound(make_step(hardware.replace(overhead_s_per_block=0.0)),
+        return HostBound(make_step(hardware.replace(overhead_s_per_block=0.0), stream=True),
                          lambda query, keys, emitting: count, hardware.eager_op_s, code)
     entry = eager_implementation(cfg, profile.attention, fmt)
     if entry is None:
         return step
-    bare = make_step(hardware.replace(overhead_s_per_block=0.0))
+    bare = make_step(hardware.replace(overhead_s_per_block=0.0), stream=True)
     return HostBound(bare, engine_ops(bare, entry), hardware.engine_op_s, code)
 
 

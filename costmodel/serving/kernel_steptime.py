@@ -49,6 +49,7 @@ from ..kernel_time import (AttentionCall, Gemm, KernelTimer, MatmulCompute, Poin
                            kernels_seconds)
 from ..layout.split import substitution
 from ..quantization import runs_w8a8
+from ..tree_kernels import launches_of
 from ..tree import CostModel, model_values
 from .graphs import Graphed
 from .eager_step import EagerStep
@@ -65,8 +66,11 @@ class KernelStepTime(StepTime):
     def __init__(self, cfg: ModelConfig, hardware: Hardware, dtype: str = "bf16",
                  efficiency: Efficiency | None = None, profile: Any = None, tp: int = 1, pp: int = 1,
                  time_model: str | None = None, timer: KernelTimer | None = None, attention_kernel: str = "flash2",
-                 decode_kernel: str | None = None):
-        """timer: a KernelTimer (default: this hardware's, dtype's, attention and decode kernels', code's fuses_qkv)."""
+                 decode_kernel: str | None = None, stream: bool = False):
+        """timer: a KernelTimer (default: this hardware's, dtype's, attention and decode kernels', code's fuses_qkv).
+        stream: the step of an eager code whose host issues its ops (host_step.HostBound, built on a hardware without
+        per-block launches, which the host term stands for): each eager leaf's kernels keep their GPU-side launch cost
+        (KernelTimer.stream_seconds, the rule simulate's eager steps take)."""
         import numpy as np
 
         check_kernel_model(hardware)
@@ -81,6 +85,7 @@ class KernelStepTime(StepTime):
                                           w8a8=runs_w8a8(weight_format, hardware), attention_kernel=attention_kernel,
                                           decode_kernel=decode_kernel, fused_qkv=fuses_qkv(model.profile.decode_code))
         eager = eager if self.timer.eager_ops is not None else None  # its copies go with its eager ops (transformers')
+        self.stream = stream
         # The launches of the leaves a CUDA graph replays (graphs.py): graph_kernel_s per kernel.
         self.graph_timer = KernelTimer(hardware, self.dtype, model.profile.attention, cuda_graphs=True, efficiency=efficiency,
                                        w8a8=runs_w8a8(weight_format, hardware), fused_qkv=self.timer.fused_qkv)
@@ -113,6 +118,11 @@ class KernelStepTime(StepTime):
         # filled yet, _decode_sum), contexts held
         self._chunks: dict[tuple[int, int], Any] = {}
 
+    def stream_seconds(self, leaf: Any, kernels: int) -> float:
+        """Under `stream` (the constructor's), what one eager run of a leaf of `kernels` kernels keeps on the GPU's
+        side (KernelTimer.stream_seconds of its launches, launches_of); else 0."""
+        return self.timer.stream_seconds(launches_of(leaf, kernels, self.timer.compiled)) if self.stream else 0.0
+
     # -- the leaves that depend on the token count only ------------------------------------------
 
     def _per_token_group(self, name: str, tokens: int, graphed: bool = False) -> float:
@@ -126,7 +136,8 @@ class KernelStepTime(StepTime):
             if tokens:
                 for kernels, count in self.groups[name]:
                     run = kernels(tokens, tokens)
-                    launch = timer.leaf_launch_seconds(kernels.leaf, len(run))
+                    launch = timer.leaf_launch_seconds(kernels.leaf, len(run)) + (
+                        0.0 if graphed else self.stream_seconds(kernels.leaf, len(run)))
                     if run or launch:
                         seconds += count * (kernels_seconds(run, self.timer) + launch)
                 if name == "tokens":
@@ -186,7 +197,7 @@ class KernelStepTime(StepTime):
                     width += 2
             self._leaf_slots.append(mine)
             slots += mine
-            launch = self.timer.leaf_launch_seconds(kernels.leaf, len(run))
+            launch = self.timer.leaf_launch_seconds(kernels.leaf, len(run)) + self.stream_seconds(kernels.leaf, len(run))
             graphed = self.graph_timer.leaf_launch_seconds(kernels.leaf, len(run))
             if launch or graphed:  # once per step: the sequences' attention is one call
                 slots.append(("launch", None, count, None, (launch, graphed)))
