@@ -19,7 +19,7 @@ GiB = 2**30
 
 
 def test_every_new_preset_is_a_valid_file_with_its_sources():
-    assert set(NEW) <= set(hardware_names()) and len(hardware_names()) == 34 + 1  # 34 presets (test_blackwell_ultra.py adds 5; mi210 for the rocm-int8 rows) and `local`
+    assert set(NEW) <= set(hardware_names()) and len(hardware_names()) == 36 + 1  # 36 presets (wt39_hpcgpus adds a100-64gb, h100-64gb) (test_blackwell_ultra.py adds 5; mi210 for the rocm-int8 rows) and `local`
     for name in NEW:
         hw = load_hardware(name)
         assert schema_problems(hw.to_dict()) == [] and Hardware.from_dict(hw.to_dict(), "again") == hw, name
