@@ -40,7 +40,9 @@ since session 29 Qwen2.5's vLLM 0.6.3 speed benchmark on A100, one request at a 
 qwen-vllm); since session 37 Qwen3's SGLang 0.4.6 speed benchmark on H20, one request at a time
 (benchmarks/published_qwen3_sglang.py, qwen3-sglang); since session 38 SGLang v0.3.0's own rows of the same
 README as sglang-vllm's (benchmarks/published_sglang_v030.py, sglang-v030) and LMDeploy v0.1.0a1's request
-throughput table on A100 (benchmarks/published_lmdeploy_rpm.py, lmdeploy-rpm).
+throughput table on A100 (benchmarks/published_lmdeploy_rpm.py, lmdeploy-rpm); since session 39 LMDeploy v0.2.0's
+request throughput table and the v0.3-era KV-quantization RPS table (benchmarks/published_lmdeploy_v02.py,
+lmdeploy-v02) and vLLM's CI throughput tests on H200 and A100 (benchmarks/published_vllm_ci.py, vllm-ci).
 
 vLLM v0.6.0 under SGLang's benchmark (sgl-project/sglang benchmark/benchmark_vllm_060/README.md at commit 120affb):
 Llama 3.1 8B on one A100 80G and 70B on four H100 80G, ShareGPT through sglang.bench_serving: offline (5,000 at
@@ -53,6 +55,7 @@ first 5,000 pairs of vLLM's ShareGPT sample (sharegpt_vllm_lengths_5000.json bes
                                           | trtllm-online | mlperf-vllm [LENGTHS.json]
                                           | lambda-vllm [SHAREGPT.json] | qwen-vllm | qwen3-sglang
                                           | sglang-v030 [SHAREGPT.json] | lmdeploy-rpm
+                                          | lmdeploy-v02 | vllm-ci
                                           | summary [TABLE ...]]
 
 `summary` runs the named tables (every one if none) with their tables discarded and prints what they fed
@@ -76,6 +79,7 @@ from benchmarks.published_amd_vllm_throughput import print_amd_vllm  # noqa: E40
 from benchmarks.published_lambda_vllm import print_lambda_vllm  # noqa: E402
 from benchmarks.published_lmdeploy import print_lmdeploy  # noqa: E402
 from benchmarks.published_lmdeploy_rpm import print_lmdeploy_rpm  # noqa: E402
+from benchmarks.published_lmdeploy_v02 import print_lmdeploy_v02  # noqa: E402
 from benchmarks.published_mlperf import print_mlperf, span_at_once  # noqa: E402
 from benchmarks.published_mlperf_vllm import print_mlperf_vllm  # noqa: E402
 from benchmarks.published_nim import print_nim  # noqa: E402
@@ -84,6 +88,7 @@ from benchmarks.published_qwen3_sglang import print_qwen3_sglang  # noqa: E402
 from benchmarks.published_sarathi import print_sarathi  # noqa: E402
 from benchmarks.published_sglang_v030 import print_sglang_v030  # noqa: E402
 from benchmarks.published_torchao_vllm import print_torchao_vllm  # noqa: E402
+from benchmarks.published_vllm_ci import print_vllm_ci  # noqa: E402
 from benchmarks.published_trtllm_online import print_trtllm_online  # noqa: E402
 from benchmarks.published_trtllm_static import print_static  # noqa: E402
 from benchmarks.published_trtllm_bench import print_trtllm_bench, print_trtllm_v017  # noqa: E402
@@ -305,15 +310,16 @@ SELECTORS = {"trtllm-static": (print_static, 0), "sarathi": (print_sarathi, 0), 
              "trtllm-online": (print_trtllm_online, 0), "mlperf-vllm": (print_mlperf_vllm, 1),
              "lambda-vllm": (print_lambda_vllm, 1), "qwen-vllm": (print_qwen_vllm, 0),
              "qwen3-sglang": (print_qwen3_sglang, 0), "sglang-v030": (print_sglang_v030, 1),
-             "lmdeploy-rpm": (print_lmdeploy_rpm, 0)}
+             "lmdeploy-rpm": (print_lmdeploy_rpm, 0), "lmdeploy-v02": (print_lmdeploy_v02, 0),
+             "vllm-ci": (print_vllm_ci, 0)}
 # Every table, in the order `main` prints them (the summary's sources: trtllm-static feeds trtllm-h200 too).
 TABLES = ("trtllm-static", "sarathi", "vllm", "nim", "trtllm-bench", "sglang-vllm", "torchao-vllm", "lmdeploy",
           "amd-vllm", "trtllm-v017", "trtllm-online", "mlperf", "mlperf-vllm", "lambda-vllm", "qwen-vllm", "qwen3-sglang",
-          "sglang-v030", "lmdeploy-rpm")
+          "sglang-v030", "lmdeploy-rpm", "lmdeploy-v02", "vllm-ci")
 SELECTORS["summary"] = (print_summary, len(TABLES))
 USAGE = ("trtllm-static, sarathi, nim, trtllm-bench, sglang-vllm [SHAREGPT.json], vllm [SHAREGPT.json], mlperf [LENGTHS.json], torchao-vllm, "
          "lmdeploy, amd-vllm, trtllm-v017, trtllm-online, mlperf-vllm [LENGTHS.json], lambda-vllm [SHAREGPT.json], qwen-vllm, "
-         "qwen3-sglang, sglang-v030 [SHAREGPT.json] or lmdeploy-rpm "
+         "qwen3-sglang, sglang-v030 [SHAREGPT.json], lmdeploy-rpm, lmdeploy-v02 or vllm-ci "
          "(none: every table); summary [TABLE ...] (the comparisons of those tables, or of every one, summarised)")
 
 

@@ -21,6 +21,9 @@ def measure_hardware_file(out: str, device: str, like: str | None, dtypes: tuple
 
     from costmodel.hardware import load_hardware
 
+    from reports import output
+
+    output.check_destination(out)  # before the minutes of measuring: a bad folder failed only at the write
     require_measure_extra("hardware --measure --out")
     import torch
 

@@ -28,7 +28,8 @@ TRAINING_ONLY = {"seq_len": "--seq-len", "global_batch": "--global-batch", "impl
                  "fp8": "--fp8", "recompute": "--recompute", "mtp": "--mtp", "flops_convention": "--flops-convention",
                  "fp8_param_gather": "--fp8-param-gather", "tp_only_amax_red": "--tp-only-amax-red",
                  "no_align_grad_reduce": "--no-align-grad-reduce", "grad_reduce_dtype": "--grad-reduce-dtype",
-                 "overlap_grad_reduce": "--overlap-grad-reduce", "optimizer": "--optimizer"}
+                 "overlap_grad_reduce": "--overlap-grad-reduce", "pure_precision": "--pure-precision",
+                 "optimizer": "--optimizer"}
 SEARCH_IGNORES = {"batch": "--batch", "dtype": "--dtype", "attention": "--attention", "kv_cache": "--kv-cache",
                   "dp": "--dp", "gpus": "--gpus", "rank_by": "--rank-by", "tokens": "--tokens", "compiled": "--compile"}
 
@@ -134,6 +135,10 @@ def serving_lengths(prompt: str | None, gen: str, rate: float | None) -> tuple:
 @choice_option("--grad-reduce-dtype", spec.GRAD_REDUCE_DTYPES, "Every layout reduces its gradients in this dtype "
                "(--dtype bf16; megatron and fsdp2 layouts, the others are not candidates; default each framework's), "
                "as simulate's.")
+@click.option("--pure-precision", is_flag=True, default=False,
+              help="Every layout trains the model built in --dtype (bf16 or fp16) so: weights, gradients and AdamW's "
+                   "moments in it, no fp32 master (--framework fsdp2; the other frameworks' layouts are not "
+                   "candidates), as simulate's option.")
 @click.option("--tokens", type=TOKENS, default=None, help="Training: tokens to train on (a number, 1e12, or one with k, M, B (G) or T: 15T): each layout's days, GPU-hours and FLOPs.")
 @click.option("--compile", "compiled", is_flag=True, help="torch.compile's fusions, as simulate --compile (the "
               "kernel-level model; training, or --serve without --rate).")
@@ -181,7 +186,7 @@ def serving_lengths(prompt: str | None, gen: str, rate: float | None) -> tuple:
                    "('local' starts one here; needs pip install '.[ray]') instead of a local process pool.")
 def plan(model, config, hardware_name, gpus, seq_len, global_batch, serve, batch, prompt, gen, dtype, impl,
          attention, kv_cache, tp, pp, dp, zero, dp_shard, sp, framework, ep, cp, schedule, fp8, recompute, optimizer,
-         fp8_param_gather, tp_only_amax_red, no_align_grad_reduce, grad_reduce_dtype, overlap_grad_reduce, mtp, tokens,
+         fp8_param_gather, tp_only_amax_red, no_align_grad_reduce, grad_reduce_dtype, overlap_grad_reduce, pure_precision, mtp, tokens,
          flops_convention, compiled, price,
          rank_by, top, time_model, as_json, rate, slo_ttft, slo_tpot, requests, weight_dtype, weight_group, quantize_head,
          quant_layout, kv_dtype, fp8_gemm, mla, mamba_ssm_cache_dtype, attention_backend, ray_address,
@@ -258,6 +263,7 @@ def plan(model, config, hardware_name, gpus, seq_len, global_batch, serve, batch
                            schedule=schedule, fp8=fp8, fp8_param_gather=fp8_param_gather,
                            tp_only_amax_red=tp_only_amax_red, no_align_grad_reduce=no_align_grad_reduce,
                            grad_reduce_dtype=grad_reduce_dtype, overlap_grad_reduce=overlap_grad_reduce,
+                           pure_precision=pure_precision,
                            weight_dtype=weight_dtype, weight_group=weight_group,
                            quantize_head=quantize_head, quant_layout=quant_layout, kv_dtype=kv_dtype, fp8_gemm=fp8_gemm, cuda_graphs=cuda_graphs or "auto",
                            flops_convention=flops_convention or "dense", compiled=compiled,

@@ -89,7 +89,8 @@ TRAINING_ONLY = {"seq_len": "--seq-len", "recompute": "--recompute", "recompute_
 OVERLAP_FIELDS = {"--tp-overlap": "tp", "--async-tp": "tp", "--tp-comm-overlap": "tp", "--pp-overlap": "pp", "--dp-overlap": "dp",
                   "--overlap-grad-reduce": "dp", "--no-prefetch": "prefetch"}
 INFERENCE_ONLY = {"prompt": "--prompt", "gen": "--gen", "kv_cache": "--kv-cache", "mla": "--mla",
-                  "cuda_graphs": "--cuda-graphs", "decode_code": "--decode-code", "cache_size": "--cache-size"}
+                  "cuda_graphs": "--cuda-graphs", "decode_code": "--decode-code", "cache_size": "--cache-size",
+                  "eager_prefill": "--eager-prefill"}
 #: Layout options only a training step reads: an inference layout's decode and prefill ignore them.
 TRAINING_LAYOUT_ONLY = {"microbatches": "--microbatches", "zero": "--zero", "sp": "--sp", "fp8": "--fp8",
                         "framework": "--framework", "layout_device": "--device",
@@ -210,6 +211,9 @@ def refuse_other_mode(ctx: click.Context, train: bool) -> None:
               help="Inference: decode steps replayed from a CUDA graph (no CPU launch overhead; each kernel keeps "
               "the GPU's gap between kernels, the hardware's graph_kernel_s). Alone or `on`, as serve's and "
               "plan's `--cuda-graphs on`; auto (Hugging Face generate's) and off: eager.")
+@click.option("--eager-prefill", is_flag=True,
+              help="Inference, with --compile: the prefill runs eager beside the compiled decode steps (gpt-fast's, "
+              "torchao's and torchchat's generate.py compile decode_one_token alone unless --compile_prefill).")
 @click.option("--cuda-graph-scope", "graph_scopes", multiple=True,
               type=click.Choice(spec.CUDA_GRAPH_SCOPES),
               help="Training with a layout, --framework megatron: what Megatron-Core captures in CUDA graphs (its "
@@ -250,7 +254,7 @@ def refuse_other_mode(ctx: click.Context, train: bool) -> None:
 def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention, kv_cache, mla, train, seq_len,
              recompute, recompute_layers, optimizer, tokens, price, step_time, compute_efficiency, memory_efficiency, global_batch, impl,
              flops_convention, tp_overlap, async_tp, tp_comm_overlap, dp_overlap, overlap_grad_reduce, no_prefetch, pp_overlap, param_gather_overlap, ep_overlap, overlap_slowdown,
-             no_align_grad_reduce, compiled, cuda_graphs, graph_scopes,
+             no_align_grad_reduce, compiled, cuda_graphs, eager_prefill, graph_scopes,
              launch_overhead, graph_kernel_gap, host_op_time, time_model, weight_dtype, weight_group, quantize_head, quant_layout,
              cache_size, kv_dtype, fp8_gemm,
              decode_code, mtp,
@@ -390,7 +394,7 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
                                          gen_tokens=gen, precision="pure", kv_cache=kv_cache, mla=mla, **quantization)
                 result = parallel_time.simulate_decode(cfg, workload, layout, hardware, efficiency,
                                                        cuda_graphs, time_model, compiled,
-                                                       implementation=decode_code)
+                                                       implementation=decode_code, eager_prefill=eager_prefill)
             result["inputs"] = {"model": cfg.name, "hardware": hardware.name, "dtype": workload.dtype,
                                 "seq_len": workload.seq_len, "gen": workload.gen_tokens,
                                 "batch": workload.batch, "recompute": workload.recompute,
@@ -399,7 +403,7 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
                 result["inputs"].update(training_inputs(cfg, workload, overlap, graph_scopes))
             else:
                 result["inputs"].update(decode_inputs(workload, cuda_graphs, compiled, latent=bool(cfg.mla)),
-                                        implementation=decode_code)  # whose counted ops an eager step's hosts issue
+                                        implementation=decode_code, **({"eager_prefill": True} if eager_prefill else {}))  # whose counted ops an eager step's hosts issue
         elif train:
             if time_model == "kernels" or compiled or graph_scopes:
                 raise ConfigError("training on one GPU is timed by the roofline; give a layout (e.g. --dp 1) "
@@ -417,7 +421,8 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
                                             dtype=workload.dtype, efficiency=efficiency, attention=attention,
                                             kv_cache=kv_cache, cuda_graphs=cuda_graphs,
                                             quantization=quantization, time_model=time_model, compiled=compiled,
-                                            mla=mla, implementation=decode_code, cache_size=cache_size)
+                                            mla=mla, implementation=decode_code, cache_size=cache_size,
+                                            eager_prefill=eager_prefill)
         if why is not None:  # which attention was timed and why, where none was typed
             result["inputs"]["attention_source"] = why
         if not train:

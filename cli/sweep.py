@@ -16,8 +16,8 @@ from costmodel.spec import (ATTENTIONS, DEFAULT_ATTENTION, DEFAULT_DTYPE, DEFAUL
                             DEFAULT_RECOMPUTE, IMPLEMENTATIONS, OPTIMIZERS, RECOMPUTES)
 
 from .inputs import load_model, make_workload
-from .options import (choice_option, dtype_option, kv_dtype_option, model_options, weight_dtype_option,
-                      weight_group_option)
+from .options import (choice_option, dtype_option, json_option, kv_dtype_option, model_options,
+                      weight_dtype_option, weight_group_option)
 
 
 @click.command()
@@ -41,7 +41,8 @@ from .options import (choice_option, dtype_option, kv_dtype_option, model_option
 @click.option("--json-out", "json_path", type=str, default=None, help="Write the grid as JSON here.")
 @click.option("--npz", "npz_path", type=str, default=None,
               help="Write the grid as columns (numpy .npz: float64 as evaluated) here.")
-def sweep(model, config, seq_len, batch, csv_path, json_path, npz_path, **options) -> None:
+@json_option("The grid as JSON on stdout (what --json-out writes), instead of the CSV.")
+def sweep(model, config, seq_len, batch, csv_path, json_path, npz_path, as_json, **options) -> None:
     """Every quantity of a model on an (n, b) grid, evaluated in one vectorised call.
 
     Columns: FLOPs (forward, backward, training, other ops, attention, projections and FFN, the
@@ -49,8 +50,8 @@ def sweep(model, config, seq_len, batch, csv_path, json_path, npz_path, **option
     The inference bytes are estimate's inference_total, a plain forward's (the logits of every
     position), not its generation row (generate's last position, what simulate sizes). They hold the weights in --weight-dtype (the checkpoint's format by default,
     as estimate's), and the KV cache in --kv-dtype (fp8 or int8: one byte per element and two fp32
-    scales per layer; the model's dtype by default); weights and training bytes are unquantized. Without --csv, --json-out or
-    --npz the CSV goes to stdout. Values are float64 (exact below 2**53). The CSV is written as
+    scales per layer; the model's dtype by default); weights and training bytes are unquantized. Without --csv, --json-out,
+    --npz or --json the CSV goes to stdout (--json: the JSON). Values are float64 (exact below 2**53). The CSV is written as
     it is formatted, in pieces; --npz is the fast form of a big grid.
     """
     from costmodel.checkpoint import weights_note
@@ -79,7 +80,9 @@ def sweep(model, config, seq_len, batch, csv_path, json_path, npz_path, **option
         grid.write_npz(result, npz_path)
     if json_path:
         output.write_json(json_path, grid.json_data(result))
-    if not (csv_path or json_path or npz_path):
+    if as_json:
+        click.echo(output.json_text(grid.json_data(result)), nl=False)
+    elif not (csv_path or json_path or npz_path):
         sys.stdout.flush()
         stdout = sys.stdout.buffer
         for chunk in grid.csv_chunks(result):

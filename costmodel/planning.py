@@ -92,7 +92,7 @@ def plan(model: Any, gpus: int | Sequence[int], hardware: str = DEFAULT_HARDWARE
     those that fit ranked by time (step time; time per output token when serving) or by cost
     (GPU-seconds per token), those that do not with their reason. fixed: tp, pp, dp, zero, sp,
     framework, recompute, ep, cp, schedule, fp8 keep only the layouts with that value; fp8_param_gather,
-    tp_only_amax_red, no_align_grad_reduce and overlap_grad_reduce (True) and grad_reduce_dtype ("fp32" or "bf16") are settings
+    tp_only_amax_red, no_align_grad_reduce, overlap_grad_reduce and pure_precision (True) and grad_reduce_dtype ("fp32" or "bf16") are settings
     of every layout (layout/plan.py SETTINGS)
     (dp_shard: hybrid sharding, FSDP2's HSDP or megatron --zero 3's HFSDP, in every layout); impl and
     attention, when given, replace what each layout's framework implies (costmodel/defaults.py);

@@ -127,11 +127,14 @@ class KernelSteps:
     as one GEMM (kernel_facts_file.fuses_qkv: gpt-fast's wqkv), in the prefill and the steps alike.
     decode_kernel: the decode steps' attention kernel (KernelTimer's; the prefill keeps the fused one's).
     serial_ops: the step's ops issued outside the forward's window between GPU reads
-    (generate_windows): their host time joins each cached step's kernels, max(kernels + serial t, ops t)."""
+    (generate_windows): their host time joins each cached step's kernels, max(kernels + serial t, ops t).
+    compiled: torch.compile's fusions in the prefill and the steps (each step's kernels replayed from a
+    CUDA graph too where cuda_graphs: mode "reduce-overhead"); eager_prefill: the prefill runs eager all
+    the same (gpt-fast's generate.py compiles decode_one_token alone unless --compile_prefill)."""
 
     def __init__(self, roof: Roofline, cuda_graphs: bool, compiled: bool = False, step_ops: int | None = None,
                  fused_qkv: bool = False, copies: dict | None = None, decode_kernel: str | None = None,
-                 serial_ops: int | None = None):
+                 serial_ops: int | None = None, eager_prefill: bool = False):
         from .kernel_time import KernelTimer, check_kernel_model
 
         check_kernel_model(roof.hardware)
@@ -140,7 +143,8 @@ class KernelSteps:
         self.copies = copies  # eager_ops.step_copies: what the decoding code copies per cached key and layer
         self.serial_ops = serial_ops  # generate_windows: the step's ops outside the forward's window
         self.timer = KernelTimer(roof.hardware, roof.dtype, roof.workload.attention,
-                                 efficiency=roof.efficiency_given, compiled=compiled, w8a8=roof.w8a8, fused_qkv=fused_qkv)
+                                 efficiency=roof.efficiency_given, compiled=compiled and not eager_prefill,
+                                 w8a8=roof.w8a8, fused_qkv=fused_qkv)
         self.decode_timer = KernelTimer(roof.hardware, roof.dtype, roof.workload.attention,
                                         cuda_graphs=cuda_graphs, efficiency=roof.efficiency_given, compiled=compiled,
                                         w8a8=roof.w8a8, fused_qkv=fused_qkv, decode_kernel=decode_kernel)
@@ -323,6 +327,14 @@ def refuse_layout_cache_size(cache_size: int | None) -> None:
                           "model's decode steps attend the tokens so far.")
 
 
+def check_eager_prefill(compiled: bool, eager_prefill: bool) -> None:
+    """An eager prefill is one beside compiled decode steps (gpt-fast's generate.py --compile without
+    --compile_prefill); without compiled every step runs eager already."""
+    if eager_prefill and not compiled:
+        raise ConfigError("--eager-prefill runs the prefill eager beside compiled decode steps; add --compile "
+                          "(without it every step runs eager).")
+
+
 def check_cache_size(cfg: ModelConfig, cache_size: int | None, kv_cache: str, prompt: int, gen: int) -> None:
     """A static cache's allocated length (--cache-size), refused in one line where it cannot apply: a
     dynamic cache grows with its tokens; a cache shorter than the prompt and the generation cannot hold
@@ -351,7 +363,7 @@ def simulate_inference(cfg: ModelConfig, hardware: Hardware, *, prompt: int, gen
                        time_model: str | None = None, compiled: bool = False,
                        mla: str = "naive", implementation: str = "transformers",
                        decode_kernel: str | None = None, sampling: str = "greedy",
-                       cache_size: int | None = None) -> dict[str, Any]:
+                       cache_size: int | None = None, eager_prefill: bool = False) -> dict[str, Any]:
     """Prefill latency, time per output token as the context grows, tokens/s, the decode
     crossover batch, what fits in memory, and a step table with and without a KV cache.
 
@@ -374,7 +386,9 @@ def simulate_inference(cfg: ModelConfig, hardware: Hardware, *, prompt: int, gen
     cache_size: a static cache of that many tokens that every decode step attends whole, filled or not
     (check_cache_size: torchao's generate.py --cache_size, transformers' StaticCache max_cache_len): each
     step is timed at cache_size keys, with the decoding code's copies of every key (eager_ops.step_copies);
-    None: a step attends the prompt and the tokens so far.
+    None: a step attends the prompt and the tokens so far. compiled: torch.compile's fusions (the kernel
+    model's; with cuda_graphs its fused kernels replayed, each at graph_kernel_s); eager_prefill: with
+    compiled, the prefill runs eager (KernelSteps).
 
     An encoder-decoder's prompt is its source: the prefill runs the encoder over it and the
     decoder over its own prompt (decoder_prompt tokens, the start token by default); each decode
@@ -399,6 +413,7 @@ def simulate_inference(cfg: ModelConfig, hardware: Hardware, *, prompt: int, gen
     time_model = time_model_for(hardware, time_model, dtype)
     if compiled and time_model != "kernels":
         raise ConfigError("--compile is modelled by the kernel-level time model only; add --time-model kernels.")
+    check_eager_prefill(compiled, eager_prefill)
     roof = Roofline(cfg, hardware, dtype, efficiency, attention, kv_cache, cuda_graphs, quantization, mla,
                     decode_code=implementation)
     encoder_decoder = cfg.architecture == "encoder-decoder"
@@ -411,7 +426,7 @@ def simulate_inference(cfg: ModelConfig, hardware: Hardware, *, prompt: int, gen
     copies = step_copies(cfg, implementation, attention, roof.dtype, (quantization or {}).get("kv_dtype"),
                          eager=not (compiled or cuda_graphs))
     kernels = (KernelSteps(roof, cuda_graphs, compiled, ops, fuses_qkv(implementation), copies, decode_kernel,
-                           serial_ops=windows.serial if windows else None)
+                           serial_ops=windows.serial if windows else None, eager_prefill=eager_prefill)
                if time_model == "kernels" else None)
     blocks = [{"path": b.path, "seconds": b.seconds, "bound": b.timing.bound} for b in prefill_blocks]
     if kernels:  # the kernel model's blocks, each with the roofline's bound (None: a row of its own)
@@ -471,7 +486,8 @@ def simulate_inference(cfg: ModelConfig, hardware: Hardware, *, prompt: int, gen
                    "gen": gen, "batch": batch, "attention": attention,
                    "kv_cache": kv_cache, **({"cache_size": cache_size} if cache_size is not None else {}),
                    "cuda_graphs": cuda_graphs, "time_model": time_model,
-                   "compiled": compiled, "implementation": implementation, "mla": mla if cfg.mla else None,
+                   "compiled": compiled, **({"eager_prefill": True} if eager_prefill else {}),
+                   "implementation": implementation, "mla": mla if cfg.mla else None,
                    **({"kv_cache_held": False} if roof.cacheless else {}),
                    **{k: v for k, v in (quantization or {}).items() if v is not None},
                    "compute_efficiency": roof.efficiency.compute,

@@ -416,7 +416,7 @@ JSON_UNITS = {
                            "other_*: the other ops (norms, softmax, activations, adds) at a stated FLOP an "
                            "element (costmodel/blocks/base.py OTHER_FLOPS_PER_ELEMENT)"),
                  "memory": "bytes; bytes_per_param: bytes a parameter; fp8_parameters: parameters (a count)",
-                 "fit": "bytes (memory, capacity)", "parallel": "bytes (per_rank, stages, communication, wire)",
+                 "fit": "bytes (memory, capacity, weights.unquantized_memory)", "parallel": "bytes (per_rank, stages, communication, wire)",
                  "regime": ("FLOP of the layers' forward matrix products (attention_flops: the n^2 d scores and "
                             "weighted sums; projection_ffn_flops: the n d^2 projections and FFN; the head apart); "
                             "crossover_seq_len: tokens (the n where the two are equal)")},
@@ -434,7 +434,8 @@ JSON_UNITS = {
     "plan": {"per_rank": "bytes", "per_rank.stage": "a stage index", "step_time": "seconds", "time_per_output_token": "seconds",
              "last_step.seconds": "seconds", "*_seconds": "seconds", "memory_capacity": "bytes",
              "tokens_per_second": "tokens a second", "model_flops": "FLOP a step", "split": "seconds",
-             "mfu, hfu": "fractions of 1", "cost": _COST_UNITS},
+             "mfu, hfu": "fractions of 1", "cost": _COST_UNITS,
+             "host": "ops_per_step: aten ops a decode step; seconds_per_step, op_seconds, kernels_seconds: seconds"},
     "finetune": {"memory": "bytes; params, trainable_params: parameters (a count)",
                  "fit": "bytes (memory, capacity, each option's memory; least.memory: the least one GPU holds, where no option fits)",
                  "time": "seconds (*_seconds, parts, seconds); gemm_flops: FLOPs; dequant_bytes: bytes; tokens: a count; "

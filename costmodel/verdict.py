@@ -222,6 +222,12 @@ def options(cfg: ModelConfig, workload: Workload, layout: Any, capacity: int, gp
                         + host(lean, dp=dp, zero=3, offload=kind))
     for change, needed, cost in extra:
         add(change, needed, cost)
+    if phase == "inference" and workload.weight_dtype is None and workload.weight_dtype_source == "option":
+        stored = _checkpoint_format(cfg, workload)  # --weight-dtype none on a quantized checkpoint: its own
+        # format, as released (no accuracy given up), before more GPUs
+        if stored is not None:
+            add("drop --weight-dtype none", _try(memory, cfg, stored, layout),
+                f"the checkpoint's own {stored.weight_dtype} weights (its quantization_config), as released")
     if phase == "inference" and cfg.n_decoder_layers:
         _more_serving_gpus(cfg, workload, layout, capacity, memory, add, node_gpus)
     if phase == "inference":
@@ -244,6 +250,39 @@ def options(cfg: ModelConfig, workload: Workload, layout: Any, capacity: int, gp
     if training and workload.recompute != "full" and workload.batch > 1:
         _recompute_and_batch(cfg, workload, layout, capacity, memory, largest.get("batch", 0), add)
     return [option for option in out if option.fits]
+
+
+def unquantized(workload: Workload) -> Workload:
+    """The workload with its weights in --dtype, as `--weight-dtype none` runs it (the KV cache's format kept)."""
+    from . import spec
+
+    return dataclasses.replace(workload, weight_dtype=None, weight_group=None, weight_dtype_source="option",
+                               quant_layout=spec.DEFAULT_QUANT_LAYOUT, weight_kept=(), double_quant=True,
+                               quantize_head=False, fp8_gemm=spec.DEFAULT_FP8_GEMM)
+
+
+def _quantized_weights(memory: Callable[..., int], cfg: ModelConfig, workload: Workload, layout: Any,
+                       capacity: int) -> dict[str, Any]:
+    """An inference verdict in quantized weights: their format, where it came from (the checkpoint's
+    quantization_config or --weight-dtype) and what the weights in --dtype would need, so a fit that
+    only the format makes (gpt-oss-120b's MXFP4 experts on one 80 GB GPU) says so."""
+    whole = _try(memory, cfg, unquantized(workload), layout)
+    return {"dtype": workload.weight_dtype, "source": workload.weight_dtype_source, "unquantized_memory": whole,
+            "unquantized_fits": None if whole is None else whole <= capacity}
+
+
+def _checkpoint_format(cfg: ModelConfig, workload: Workload) -> Workload | None:
+    """The workload in the checkpoint's own weight format (checkpoint.inference_options, the default of
+    --weight-dtype), None where the config has no quantization_config or its format is not modelled."""
+    from .checkpoint import inference_options
+
+    if getattr(cfg, "checkpoint_weights", None) is None:
+        return None
+    try:
+        stored = inference_options(cfg, {})
+    except ConfigError:
+        return None
+    return dataclasses.replace(workload, **stored)
 
 
 def _recompute_and_batch(cfg: ModelConfig, workload: Workload, layout: Any, capacity: int,
@@ -348,6 +387,8 @@ def verdict(cfg: ModelConfig, workload: Workload, layout: Any, capacity: int, gp
     result = {"phase": phase, "memory": needed, "capacity": capacity, "gpus": gpus, "fits": needed <= capacity}
     if split is not None:
         result["split"] = split
+    if phase == "inference" and workload.weight_dtype is not None:
+        result["weights"] = _quantized_weights(memory, cfg, workload, layout, capacity)
     if not result["fits"]:
         result["options"] = [o.to_dict() for o in options(cfg, workload, layout, capacity, gpus, phase, memory,
                                                            extra, flash, node_gpus)]

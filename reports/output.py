@@ -77,8 +77,9 @@ def check_destination(path: str | Path) -> Path:
     directory = path.parent if str(path.parent) else Path(".")
     if path.is_dir():
         raise ReportInputError(f"{path}: is a directory; give a file name.")
-    if not directory.is_dir():
-        raise ReportInputError(f"{directory}: no such directory.")
+    if not directory.is_dir():  # a file where the folder should be is not "no such directory"
+        raise ReportInputError(f"{directory}: " + ("is a file, not a directory." if directory.exists() else
+                                                   "no such directory."))
     if not os.access(directory, os.W_OK | os.X_OK):
         raise ReportInputError(f"{directory}: cannot be written (permission denied).")
     return directory
@@ -148,8 +149,13 @@ def write_text(path: str | Path, text: str) -> Path:
     return write_bytes(path, text.encode("utf-8"))
 
 
+def json_text(data: Any) -> str:
+    """The JSON a file and stdout both get (write_json, sweep --json)."""
+    return json.dumps(data, indent=2, sort_keys=False) + "\n"
+
+
 def write_json(path: str | Path, data: Any) -> Path:
-    return write_text(path, json.dumps(data, indent=2, sort_keys=False) + "\n")
+    return write_text(path, json_text(data))
 
 
 def number_text(value: Any) -> str:

@@ -34,7 +34,8 @@ def render_plan(result: dict[str, Any], serve: bool, top: int, capacity: int) ->
     fp8 += "".join(f", {label}" for key, label in (  # settings every layout holds (layout/plan.py SETTINGS)
         ("fp8_param_gather", "FP8 parameters"), ("tp_only_amax_red", "amaxes over TP x CP"),
         ("no_align_grad_reduce", "gradient reduces not aligned"),
-        ("overlap_grad_reduce", "gradient reduces under the backward")) if i.get(key))
+        ("overlap_grad_reduce", "gradient reduces under the backward"), ("pure_precision", "pure precision")) if i.get(key))
+    fp8 += f", gradients reduced in {i['grad_reduce_dtype']}" if i.get("grad_reduce_dtype") else ""
     fp8 += f", MTP {i['mtp']}" if i.get("mtp") else ""  # multi-token prediction (--mtp): every layout counts it
     asked = (f"{i['model']} on {gpus} x {i['hardware']}, {i['dtype']}{fp8}{quantized}: "
              + (f"{plural(i['batch'], 'sequence')} of prompt {i['seq_len']:,} + {i['gen']:,} generated tokens"

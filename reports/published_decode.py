@@ -31,7 +31,7 @@ def decode_layout(run: dict[str, Any], source: dict[str, Any]) -> Layout:
 #: sampling: how the loop picks its token (costmodel/generate_windows.SAMPLINGS; one GPU's simulate only: a
 #: tensor-parallel run stating another than greedy is refused, decode_layout_run); none: greedy.
 DECODE_SETTINGS = ("prompt", "gen", "batch", "attention", "kv_cache", "cuda_graphs", "dtype", "implementation",
-                   "decode_kernel", "sampling", "compiled")
+                   "decode_kernel", "sampling", "compiled", "eager_prefill")
 DECODE_QUANTIZATION = ("weight_dtype", "weight_group", "fp8_gemm", "kv_dtype")
 
 
@@ -43,15 +43,18 @@ def decode_setup(run: dict[str, Any], source: dict[str, Any]) -> tuple[ModelConf
     one) and its quantization (weight dtype, group, fp8 GEMM, KV dtype; the head too where the source
     says quantize_head; int8 and int4 in the layout the source's code stores, the run's or its source's quant_layout). A run's
     cache_size (torchao's --cache_size: a static cache every step attends whole) is a setting too
-    (simulate_inference's cache_size; None where the run states none), and so is "compiled" (torch.compile's
-    kernels with no CUDA graphs, simulate --compile: false where neither states it)."""
+    (simulate_inference's cache_size; None where the run states none), and so are "compiled" (torch.compile's
+    fused kernels, simulate --compile; with cuda_graphs replayed from a graph, as mode "reduce-overhead" runs
+    them: false where neither states it) and "eager_prefill" (the prefill eager beside compiled steps,
+    simulate --eager-prefill: gpt-fast's generate.py without --compile_prefill; false where neither states it)."""
     cfg = run_model(run)
     settings = {key: stated(run, source, key) for key in DECODE_SETTINGS}
     settings["dtype"] = settings["dtype"] or "bf16"
     settings["cache_size"] = run.get("cache_size")  # torchao's --cache_size
     settings["implementation"] = settings["implementation"] or "transformers"
     settings["sampling"] = settings["sampling"] or "greedy"
-    settings["compiled"] = bool(settings["compiled"])  # torch.compile's kernels without CUDA graphs: simulate --compile
+    settings["compiled"] = bool(settings["compiled"])  # torch.compile's kernels (graphed where cuda_graphs): --compile
+    settings["eager_prefill"] = bool(settings["eager_prefill"])  # simulate --eager-prefill
     quantization = {k: run[k] for k in DECODE_QUANTIZATION if k in run}
     if "weight_dtype" in quantization and source.get("quantize_head"):  # gpt-fast's, torchao's head
         quantization["quantize_head"] = True
@@ -117,9 +120,6 @@ def decode_run(run: dict[str, Any], source: dict[str, Any], time_model: str) -> 
     cfg, hardware, s, quantization = decode_setup(run, source)
     host = vllm_host_time(run, source)  # vLLM's CPU time a step, where the row states its release
     if run["tp"] > 1:
-        if s["compiled"]:
-            raise ConfigError(f"{run['id']}: torch.compile's decode step (simulate --compile) is one GPU's; "
-                              "the layout model's decode has no compiled step.")
         if s["cache_size"] is not None:
             raise ConfigError(f"{run['id']}: a static cache_size is simulate_inference's, one GPU's; "
                               "the layout model's decode attends the tokens so far.")
@@ -133,7 +133,8 @@ def decode_run(run: dict[str, Any], source: dict[str, Any], time_model: str) -> 
                                 dtype=s["dtype"], attention=s["attention"], kv_cache=s["kv_cache"],
                                 cuda_graphs=s["cuda_graphs"], quantization=quantization, time_model=time_model,
                                 implementation=s["implementation"], decode_kernel=s["decode_kernel"],
-                                sampling=s["sampling"], cache_size=s["cache_size"], compiled=s["compiled"])
+                                sampling=s["sampling"], cache_size=s["cache_size"], compiled=s["compiled"],
+                                eager_prefill=s["eager_prefill"])
     generation = result["decode"]
     if host is not None:
         first = generation["first_token"]["seconds"] if generation["decode_steps"] else 0.0  # no step: none read
@@ -156,4 +157,4 @@ def decode_layout_run(run: dict[str, Any], source: dict[str, Any], time_model: s
                         attention=s["attention"], precision="pure", kv_cache=s["kv_cache"], **quantization)
     return simulate_decode(cfg, workload, decode_layout(run, source), hardware, cuda_graphs=s["cuda_graphs"],
                            time_model=time_model, prefill=prefill, implementation=s["implementation"],
-                           decode_kernel=s["decode_kernel"])
+                           decode_kernel=s["decode_kernel"], compiled=s["compiled"], eager_prefill=s["eager_prefill"])

@@ -152,7 +152,8 @@ def render_parallel_decode(r: dict[str, Any]) -> str:
            + (f", weights {i['weight_dtype']}" if i.get("weight_dtype") else "")
            + weight_group(i)
            + (", CUDA graphs" if i.get("cuda_graphs") else "")
-           + (", compiled" if i.get("compiled") else "") + attention_why(i)] if "kv_cache" in i else []),
+           + (", compiled" if i.get("compiled") else "") + (" (the prefill eager)" if i.get("eager_prefill") else "")
+           + attention_why(i)] if "kv_cache" in i else []),
         *([note] if (note := weights_note(i.get("weight_dtype"), i.get("weight_dtype_source"))) else []),
         *_does_not_fit(r["fits"], rank["total"], r["memory_capacity"], "the most loaded rank",
                        "a GPU serves with", "times"),
@@ -214,7 +215,8 @@ def render_inference(r: dict[str, Any]) -> str:
         + (f", weights {i['weight_dtype']}" if i.get("weight_dtype") else "")
         + weight_group(i)
         + (", CUDA graphs" if i.get("cuda_graphs") else "")
-        + (", compiled" if i.get("compiled") else "") + attention_why(i),
+        + (", compiled" if i.get("compiled") else "") + (" (the prefill eager)" if i.get("eager_prefill") else "")
+        + attention_why(i),
         *([note] if (note := weights_note(i.get("weight_dtype"), i.get("weight_dtype_source"))) else []),
         *_does_not_fit(r["memory"]["fits"], r["memory"]["bytes"], hw["serving_memory_bytes"],
                        f"batch {i['batch']}", "a GPU serves with", "times"),

@@ -362,10 +362,25 @@ def render_fit(fit: dict[str, Any]) -> str:
             out.append(f"{phase.capitalize()} on {where}: not sized; {v['refused'].removeprefix('layout: ')}")
             continue
         out.append(f"{phase.capitalize()} on {where}: {binary_bytes(v['memory'])} per GPU "
-                   + ("fits" if v["fits"] else "does NOT fit") + f" in {binary_bytes(v['capacity'])}.")
+                   + ("fits" if v["fits"] else "does NOT fit") + f" in {binary_bytes(v['capacity'])}"
+                   + _fit_weights(v.get("weights")) + ".")
         if not v["fits"]:
             out += _fit_options(v, 46, "No single change makes it fit; see `plan` for layouts over more GPUs.")
     return "\n".join(out)
+
+
+def _fit_weights(weights: dict[str, Any] | None) -> str:
+    """The weight format an inference verdict was sized in, and the unquantized need where the
+    format alone makes it fit (verdict._quantized_weights)."""
+    if weights is None:
+        return ""
+    whose = "the checkpoint's" if weights["source"] == "checkpoint" else f"--weight-dtype {weights['dtype']}:"
+    said = f", its weights {whose} {weights['dtype']}" if weights["source"] == "checkpoint" else \
+        f", with {whose[:-1]}"
+    if weights.get("unquantized_fits") is False:
+        said += (f"; unquantized (--weight-dtype none) it needs {binary_bytes(weights['unquantized_memory'])}, "
+                 "which does not fit")
+    return said
 
 
 def _fit_options(verdict: dict[str, Any], width: int, none: str) -> list[str]:

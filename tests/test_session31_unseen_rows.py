@@ -244,10 +244,12 @@ def test_the_phi_cards_as_computed_now():
 
 def test_the_ibm_blogs_compiled_70b_decode():
     """29 ms a token (median), TP 8 on 8 A100 80GB, prompt 512, 50 tokens, CUDA graphs (f2a49bb8, typed before
-    computed); first computed 1.40x (gpt-fast's TP 8 70B on A100s, intra-node all-reduce: 1.09x)."""
+    computed); first computed 1.40x (gpt-fast's TP 8 70B on A100s, intra-node all-reduce: 1.09x); compiled since session
+    39 (the source's 'we use the reduce-overhead option in PyTorch compile that uses CudaGraphs', its "amended"): 1.417."""
     run = _rows("ibm-compile-llama2")[0]
     source = other_runs_data()["sources"]["ibm-compile-llama2"]
     assert (run["published_latency_s"], run["published_tokens_per_s"], run["tp"]) == (0.029, round(1 / 0.029, 4), 8)
     cfg, hardware, settings, _ = decode_setup(run, source)
     assert (settings["prompt"], settings["gen"], settings["cuda_graphs"], source["rate"]) == (512, 50, True, "decode")
-    assert round(ratios(("ibm-compile-llama2",))[run["id"]], 3) == 1.402
+    assert settings["compiled"]
+    assert round(ratios(("ibm-compile-llama2",))[run["id"]], 3) == 1.417  # first computed 1.402

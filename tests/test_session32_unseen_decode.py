@@ -96,8 +96,12 @@ FIRST = {"hf-bloom-ds-inference bloom-176b fp16 tp8 batch 1": 0.995,
 # torchchat's int4 prefill then tinygemm at its prompt's rows (wt34_int4batch, weight_only_by_rows: 1.602 -> 1.599)
 # EvalScope's transformers 4.46 rows: generate's ops outside the forward's window between GPU reads join a
 # GPU-bound step (wt36_hfsync, kernel_facts.json generate_windows: 15 ops greedy): 1.583 -> 1.581
+# wt39_compilegraphs (session 39): torchchat's and GPT, Fast's compiled rows as their sources run them, torch.compile's
+# fused kernels replayed from CUDA graphs, the prefill eager (each source's or row's "amended"): 1.599 -> 1.629,
+# 0.998 -> 1.007
 AMENDED = {"hf-bloom-ds-inference bloom-176b int8 tp8 batch 1": 1.061,
-           "torchchat-blog llama3-8b int4 g256 compile": 1.599,
+           "torchchat-blog llama3-8b int4 g256 compile": 1.629,
+           "gpt-fast-blog llama2-7b compile": 1.007,
            "evalscope-qwq-hf qwq-32b-preview input 30720": 1.563,  # 1.581 before wt38_sweep (GPU-side launch cost)
            # wt37_vllmhost (session 37): vLLM 0.6.3's host time a step (host_time.py, vllm-v0.6.0): 1.019 -> 1.004
            "evalscope-qwq-vllm qwq-32b-preview tp2 input 1": 1.004}
@@ -111,22 +115,24 @@ def test_first_computed_ratios_of_a_few_rows():
 # (all: (39, 31.6, 21, 9, 9), (0.977, 2.834); the DeepSpeed rows (13, 101.0, 5, 4, 4), (0.977, 2.834)), since
 # wt32_dsint8's DeepSpeed int8 layout and wt33_q4a100's A100 int4 GEMV (all: (39, 21.1, 27, 13, 9), (0.977, 2.076);
 # torchchat's int4 2.076, gpt-fast-blog's int4 g32 1.316) as below
-NOW = {"all": ((39, 20.6, 27, 14, 10), (0.977, 1.599)),
+# wt39_compilegraphs: all's highest 1.599 -> 1.629; torchchat 42.8%, (1.148, 1.599) -> 44.9%, (1.158, 1.629);
+# gpt-fast-blog 9.5%, lowest 0.998 -> 11.3%, 1.007
+NOW = {"all": ((39, 20.6, 27, 14, 10), (0.977, 1.629)),
        "hf-bloom-ds-inference": ((13, 6.1, 11, 8, 4), (0.977, 1.495)),
        "fastertransformer-gpt": ((11, 29.3, 7, 0, 0), (1.129, 1.5)),
        # 43.0, (1.283, 1.583) before wt36_hfsync; 42.8, (1.28, 1.581) before wt38_sweep (the GPU-side launch cost)
        "evalscope-qwq-hf": ((4, 40.0, 1, 0, 0), (1.243, 1.563)),
        "evalscope-qwq-vllm": ((4, 1.0, 4, 4, 4), (1.004, 1.012)),  # ((4, 2.4, ...), (1.019, 1.025)) before wt37_vllmhost
-       "torchchat-blog": ((3, 42.8, 1, 0, 0), (1.148, 1.599)),
-       "gpt-fast-blog": ((4, 9.5, 3, 2, 2), (0.998, 1.358))}  # 9.6 before wt34_int4batch (int4 prefill)
+       "torchchat-blog": ((3, 44.9, 1, 0, 0), (1.158, 1.629)),
+       "gpt-fast-blog": ((4, 11.3, 3, 2, 2), (1.007, 1.358))}  # 9.6 before wt34_int4batch (int4 prefill)
 
 
 @pytest.mark.slow
 def test_the_rows_as_first_computed():
     every = ratios(SOURCES)
     assert_summaries(every, decode_groups(every, SOURCES), NOW)
-    # too fast but for the DeepSpeed fp16 rows at batch 8 and 16 and the compiled 'GPT, Fast' row
-    assert sorted(k for k in every if every[k] < 1) == ["gpt-fast-blog llama2-7b compile",
-                                                        "hf-bloom-ds-inference bloom-176b fp16 tp8 batch 1",
+    # too fast but for the DeepSpeed fp16 rows at batch 8 and 16 (and the compiled 'GPT, Fast' row, 0.998, until its
+    # fused kernels were replayed in session 39: 1.007)
+    assert sorted(k for k in every if every[k] < 1) == ["hf-bloom-ds-inference bloom-176b fp16 tp8 batch 1",
                                                         "hf-bloom-ds-inference bloom-176b fp16 tp8 batch 16",
                                                         "hf-bloom-ds-inference bloom-176b fp16 tp8 batch 8"]

@@ -103,7 +103,13 @@ FIRST = {"trtllm-v0.5.0 llama2-7b fp8 tp1 batch 64 128/128 h100": 1.257,
          "bnb-benchmarking-0.45 llama3.1-8b bf16 batch 1 64/64 h100": 1.498,
          "bnb-benchmarking-0.45 qwen2.5-3b fp16 batch 32 64/64 t4": 2.251}
 MOVED: dict[str, float] = {  # the ratios now, where a sourced change moved them
-    "bnb-benchmarking-0.45 llama3.1-8b bf16 batch 1 64/64 rtx4090": 1.103}  # 1.13 before wt38_sweep: an eager step's kernels keep their GPU-side launch cost (graph_kernel_s)
+    "bnb-benchmarking-0.45 llama3.1-8b bf16 batch 1 64/64 rtx4090": 1.103,
+    # wt39_compilegraphs (session 39): --enable-torch-compile, SGLang's compiled kernels replayed from its CUDA graphs
+    # (the source's "amended")
+    "pytorch-blog-gemlite llama3.1-8b bf16 tp1 batch 1 1024/512 h100": 1.262,
+    "pytorch-blog-gemlite llama3.1-8b int4 g64 tp1 batch 32 1024/512 h100": 0.592,
+    "pytorch-blog-gemlite llama3.1-8b fp8 per-row tp1 batch 1 1024/512 h100": 1.612,
+    "pytorch-blog-gemlite llama3.1-8b bf16 tp4 batch 32 1024/512 h100": 1.14}  # 1.13 before wt38_sweep: an eager step's kernels keep their GPU-side launch cost (graph_kernel_s)
 
 
 def test_first_computed_ratios_of_a_few_rows():
@@ -118,7 +124,10 @@ FIRST_STATS = {"all": ((57, 24.5, 31, 21, 14), (0.588, 2.549)),
                "hf-blog-llama2-sagemaker": ((9, 59.1, 1, 0, 0), (1.101, 2.549)),
                "bnb-benchmarking-0.45": ((12, 59.0, 2, 0, 0), (1.13, 2.251))}
 # wt38_sweep: an eager step's kernels keep their GPU-side launch cost (graph_kernel_s): all 24.5% -> 22.2%; bnb's lowest 1.13 -> 1.103
-NOW_STATS = {**FIRST_STATS, "all": ((57, 22.2, 31, 21, 14), (0.588, 2.549)),
+# wt39_compilegraphs: the GemLite rows compiled: all within 10% 21 -> 20, lowest 0.588 -> 0.592; GemLite 36.8% -> 36.0%,
+# within 10% 1 -> 0, (0.588, 1.576) -> (0.592, 1.612)
+NOW_STATS = {**FIRST_STATS, "all": ((57, 22.2, 31, 20, 14), (0.592, 2.549)),
+             "pytorch-blog-gemlite": ((9, 36.0, 4, 0, 0), (0.592, 1.612)),
              "bnb-benchmarking-0.45": ((12, 59.0, 2, 0, 0), (1.103, 2.251))}
 
 

@@ -25,12 +25,13 @@ def test_batch_one_bf16_decoding_reads_the_weights_at_the_achievable_bandwidth()
     split = decode_step_split(run, source, context=105)
     # a100-80gb: the GEMVs' bytes at BabelStream's Dot rate, 1,586.9 GB/s (the GEMVs' activations,
     # 0.04% of the bytes, move too); CUDA graphs: no per-block launches, but each of the step's
-    # 32 x 12 + 3 kernels keeps the A100's 1.34 us floor, and each of its 32 x 6 + 1 GEMMs and
+    # 32 x 10 + 3 kernels keeps the A100's 1.34 us floor (compiled since session 39: each layer's two RMSNorms inside
+    # the residual adds' kernels; 32 x 12 + 3 as eager kernels replayed before), and each of its 32 x 6 + 1 GEMMs and
     # attention calls (gpt-fast's model.py: wqkv, wo, w1, w3, w2 and the attention a layer, the head;
     # kernel_facts.json fused_projections) its 1.96 us DRAM start.
     assert split["weights GB/s"] == pytest.approx(1586.906, rel=1e-3)
     assert split["weights GB/s"] < 1586.906
-    assert split["launches"] == pytest.approx(387 * 1.34e-6)
+    assert split["launches"] == pytest.approx(323 * 1.34e-6)
     assert split["DRAM startups"] == pytest.approx(193 * 1.96e-6)
     total = sum(v for k, v in split.items() if k != "weights GB/s")
     assert split["weight GEMMs"] > 0.87 * total
@@ -61,7 +62,8 @@ def test_a_compiled_rows_step_is_its_compiled_kernels():
     was split as an eager step: the MI210's 26.63 ms of eager ops a token beside 12.6 ms of kernels, where the row's
     own figure (decode_run) is 12.0 ms a token; and validate/eager_rows.py listed it as an eager row. Now the split
     is the compiled step's (no host term; the layer norms inside the residual adds' kernels: fewer launches), and
-    adds up to the row's figure (its 8-token prefill within 0.5%)."""
+    adds up to the row's figure (its 8-token prefill within 1%: eager since session 39, as generate_simp.py compiles
+    decode_one_token alone, 26.6 ms of host-bound ops in a 2.4 s run; within 0.5% while it was priced compiled)."""
     from reports.published_runs import decode_run
     from validate.eager_rows import eager_rows
 
@@ -74,7 +76,7 @@ def test_a_compiled_rows_step_is_its_compiled_kernels():
     assert "host (eager ops, alongside)" not in split
     assert split["launches"] < decode_step_split(eager, source, context=108)["launches"]
     step = sum(v for k, v in split.items() if k != "weights GB/s")
-    assert step == pytest.approx(1 / decode_run(compiled, source, "kernels"), rel=0.005)
+    assert step == pytest.approx(1 / decode_run(compiled, source, "kernels"), rel=0.01)
     assert [r["run"] for r in eager_rows() if r["run"] in runs] == [eager["id"]]
 
 

@@ -38,7 +38,6 @@ a GPU takes is tested here.
 from __future__ import annotations
 
 import datetime
-import json
 import os
 import platform
 import statistics
@@ -331,5 +330,7 @@ def write_hardware_file(path: Path, data: dict[str, Any]) -> None:
     """Check the file against the schema, then write it."""
     from costmodel.hardware import Hardware
 
+    from reports.output import write_json
+
     Hardware.from_dict(data, str(path))
-    path.write_text(json.dumps(data, indent=2) + "\n")
+    write_json(path, data)  # atomic: an interrupted write leaves no half-written file

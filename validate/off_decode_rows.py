@@ -36,6 +36,7 @@ def row_command(run: dict[str, Any], source: dict[str, Any]) -> str:
     words += ["--dtype", s["dtype"] or "bf16", "--attention", s["attention"], "--kv-cache", s["kv_cache"],
               "--cuda-graphs", "on" if s["cuda_graphs"] else "off", "--decode-code", s["implementation"] or "transformers"]
     words += ["--compile", "--time-model", "kernels"] if stated(run, source, "compiled") else []
+    words += ["--eager-prefill"] if stated(run, source, "eager_prefill") else []
     flags = {"weight_dtype": "--weight-dtype", "weight_group": "--weight-group", "fp8_gemm": "--fp8-gemm"}
     for key in DECODE_QUANTIZATION:
         if key in run:

@@ -33,7 +33,7 @@ PLANNED_RECOMPUTES = tuple(r for r in RECOMPUTES if r not in (
 from ..hardware import Efficiency, Hardware, time_model_for
 from .frameworks import FRAMEWORKS
 from .overlap import Overlap, framework_overlap
-from .rank import ParallelEstimate, check_grad_reduce_dtype
+from .rank import ParallelEstimate, check_grad_reduce_dtype, check_pure_precision
 from .serving_memory import serving_memory
 from .spec import Layout, check_hybrid_framework, check_inference_model, tensor_split_error
 from .step_parts import step_split
@@ -59,26 +59,31 @@ GRID = ("tp", "pp", "dp", "cp")
 
 
 #: Settings plan holds fixed in every candidate (True, or grad_reduce_dtype's dtype, when asked for):
-#: Megatron-Core's FP8 parameters and TP-only amax group and the gradient reduce dtype (Layout fields: a
+#: Megatron-Core's FP8 parameters and TP-only amax group, the gradient reduce dtype and pure precision
+#: (FSDP2's bf16 model trained so, Layout.pure_precision) (Layout fields: a
 #: candidate the layout refuses, another framework or ZeRO stage, is not one), and gradient reduces not
 #: aligned in the interleaved schedule (Overlap.align_grad False on megatron's interleaved layouts, the
 #: only ones with chunks to align; the others run as they would), and the gradient reduction under the
 #: backward (overlap_grad_reduce: megatron's --overlap-grad-reduce, off by default; the others' already).
-SETTINGS = ("fp8_param_gather", "tp_only_amax_red", "no_align_grad_reduce", "grad_reduce_dtype", "overlap_grad_reduce")
+SETTINGS = ("fp8_param_gather", "tp_only_amax_red", "no_align_grad_reduce", "grad_reduce_dtype", "overlap_grad_reduce",
+            "pure_precision")
 #: The settings that are Layout fields, as each candidate is built with them.
-LAYOUT_SETTINGS = ("fp8_param_gather", "tp_only_amax_red", "grad_reduce_dtype")
+LAYOUT_SETTINGS = ("fp8_param_gather", "tp_only_amax_red", "grad_reduce_dtype", "pure_precision")
 
 
 def _layout_settings(fixed: dict[str, Any]) -> dict[str, Any]:
     return {"fp8_param_gather": bool(fixed.get("fp8_param_gather")),
-            "tp_only_amax_red": bool(fixed.get("tp_only_amax_red")), "grad_reduce_dtype": fixed.get("grad_reduce_dtype")}
+            "tp_only_amax_red": bool(fixed.get("tp_only_amax_red")), "grad_reduce_dtype": fixed.get("grad_reduce_dtype"),
+            "pure_precision": bool(fixed.get("pure_precision"))}
 
 
 def check_settings(fixed: dict[str, Any], dtype: str) -> None:
     """Refuse, in one line before the search, a setting no candidate could take: the layout's own check
     on a layout with the fixed framework (megatron unless fixed), ZeRO stage (megatron's 1, the others'
-    default, unless fixed) and recipe; a gradient reduce dtype outside bf16 training (rank.py's check)."""
+    default, unless fixed) and recipe; a gradient reduce dtype outside bf16 training and pure precision
+    in fp32 (rank.py's checks)."""
     check_grad_reduce_dtype(fixed.get("grad_reduce_dtype"), dtype)
+    check_pure_precision(bool(fixed.get("pure_precision")), dtype)
     if not any(fixed.get(name) for name in LAYOUT_SETTINGS):
         return
     framework = fixed.get("framework") or "megatron"

@@ -95,6 +95,14 @@ def _stages(cfg: ModelConfig, layer_keys: tuple, stacks: tuple[str, ...], recomp
     return tuple(out)
 
 
+def check_pure_precision(pure_precision: bool, dtype: str, phase: str = "train") -> None:
+    """Pure precision is a training step's 16-bit state (plan refuses it once, before its search)."""
+    if pure_precision and (phase != "train" or dtype == "fp32"):
+        raise ConfigError("layout: pure precision (--pure-precision) is a training step's 16-bit state, bf16 or fp16 "
+                          "weights, gradients and moments; " + ("a serving rank holds its weights in --dtype "
+                          "anyway (drop it)." if phase != "train" else "in fp32 every copy is fp32 already (drop it)."))
+
+
 def check_grad_reduce_dtype(grad_reduce_dtype: str | None, dtype: str) -> None:
     """A gradient reduce dtype is modelled for bf16 training (plan refuses it once, before its search)."""
     if grad_reduce_dtype is not None and dtype != "bf16":
@@ -129,10 +137,7 @@ class ParallelEstimate(RankCommunication):
                               f"bf16 training with Adam, as Megatron-Core runs it; not {workload.dtype} with "
                               f"{workload.optimizer}.")
         check_grad_reduce_dtype(layout.grad_reduce_dtype, workload.dtype)
-        if layout.pure_precision and (phase != "train" or workload.dtype == "fp32"):
-            raise ConfigError("layout: pure precision (--pure-precision) is a training step's 16-bit state, bf16 or fp16 "
-                              "weights, gradients and moments; " + ("a serving rank holds its weights in --dtype "
-                              "anyway (drop it)." if phase != "train" else "in fp32 every copy is fp32 already (drop it)."))
+        check_pure_precision(layout.pure_precision, workload.dtype, phase)
         if phase == "train":  # the model's parts first (a dense model's refusal names them), then the framework
             check_recomputed_modules(cfg, workload.recompute)
             check_recompute_framework(workload.recompute, layout.framework, layout.tp)

@@ -80,7 +80,8 @@ def simulate_training(cfg: Any, workload: Any, layout: Any, hardware: Hardware,
 def simulate_decode(cfg: Any, workload: Any, layout: Any, hardware: Hardware,
                     efficiency: Efficiency | None = None, cuda_graphs: bool = False,
                     time_model: str | None = None, compiled: bool = False, prefill: bool = True,
-                    implementation: str = DEFAULT_DECODE_CODE, decode_kernel: str | None = None) -> dict[str, Any]:
+                    implementation: str = DEFAULT_DECODE_CODE, decode_kernel: str | None = None,
+                    eager_prefill: bool = False) -> dict[str, Any]:
     """Inference with a layout: the prefill's time (the prompt's forward, stage after stage, with
     its tensor-parallel all-reduces: the time to the first token), the time per output token at
     the last step's context, its tensor-parallel all-reduce time, and each rank's weights and KV
@@ -92,15 +93,19 @@ def simulate_decode(cfg: Any, workload: Any, layout: Any, hardware: Hardware,
     eager step (the prefill; a decode step without CUDA graphs; not compiled) takes the longer of a
     rank's kernels with its exposed communication and its host's counted ops
     (kernel_step.KernelStepTime.token), as simulate without a layout (equal at tp 1). decode_kernel:
-    the decode steps' attention kernel (kernel_facts.json decode_attention_kernels), the kernel model's."""
+    the decode steps' attention kernel (kernel_facts.json decode_attention_kernels), the kernel model's.
+    compiled: torch.compile's fusions (with cuda_graphs the decode steps' fused kernels replayed from a
+    graph, each at graph_kernel_s: KernelStepTime); eager_prefill: the prefill runs eager beside compiled
+    steps (gpt-fast's generate.py compiles decode_one_token alone unless --compile_prefill)."""
     import dataclasses
 
-    from ..roofline import generation_rates
+    from ..roofline import check_eager_prefill, generation_rates
     from ..tree import generate_logits_to_keep
     from ..workload import logits_kept
     from .serving_memory import serving_memory
 
-    check_inference(layout.cp)  # it printed a decode step alone, no prefill, each rank with the whole KV cache
+    check_inference(layout.cp)
+    check_eager_prefill(compiled, eager_prefill)  # it printed a decode step alone, no prefill, each rank with the whole KV cache
     # the code's KV cache (costmodel/decode_codes.py): its heads in per_rank's memory and the steps alike
     workload = dataclasses.replace(workload, decode_code=implementation)
     estimate = ParallelEstimate(cfg, workload, layout, phase="decode")
@@ -110,8 +115,9 @@ def simulate_decode(cfg: Any, workload: Any, layout: Any, hardware: Hardware,
     first = {}
     if prefill:
         generate = dataclasses.replace(workload, logits_to_keep=generate_logits_to_keep(cfg, workload.impl))
+        prefill_options = {**options, "compiled": False} if eager_prefill else options
         forward = step_time(ParallelEstimate(cfg, generate, layout, phase="prefill"), hardware, efficiency,
-                            time_model, **options).token()  # decode_kernel: a decode step's alone (KernelStepTime)
+                            time_model, **prefill_options).token()  # decode_kernel: a decode step's alone (KernelStepTime)
         first = {"prefill": {"seconds": forward["seconds_per_token"], "compute_seconds": forward["compute_seconds"],
                              "tp_all_reduce_seconds": forward["tp_all_reduce_seconds"],
                              "ep_all_to_all_seconds": forward["ep_all_to_all_seconds"],
