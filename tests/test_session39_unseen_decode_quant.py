@@ -96,7 +96,10 @@ FIRST = {
     "redhat-r1-qwen-7b r1-distill-qwen-7b w4a16 tp1 code completion 256/1024 a6000": 1.026,
     "redhat-r1-qwen-7b r1-distill-qwen-7b w4a16 tp1 code completion 256/1024 h100": 1.477,
 }
-MOVED: dict[str, float] = {}  # no sourced change has moved a row since
+MOVED: dict[str, float] = {  # wt39_hwholes (session 39): the L40S's and GA102 boards' CUDA-graph / stream launch gap (graph_kernel_s, measured on the L40 and A40 by gpu-benches)
+    "redhat-r1-llama-70b r1-distill-llama-70b w8a8 tp2 code completion 256/1024 a6000": 0.921,
+    "redhat-r1-qwen-32b r1-distill-qwen-32b w4a16 tp1 code completion 256/1024 a6000": 0.888,
+    "redhat-r1-qwen-7b r1-distill-qwen-7b w4a16 tp1 code completion 256/1024 a6000": 0.974}
 
 
 def test_first_computed_ratios_of_a_few_rows():
@@ -109,7 +112,13 @@ FIRST_STATS = {"all": ((36, 10.0, 30, 18, 9), (0.902, 1.477)),
                "redhat-r1-qwen-32b": ((12, 11.2, 10, 6, 2), (0.905, 1.395)),
                "redhat-r1-llama-8b": ((6, 18.4, 5, 3, 2), (1.03, 1.442)),
                "redhat-r1-qwen-7b": ((6, 21.6, 5, 2, 2), (1.026, 1.477))}
-NOW_STATS = {**FIRST_STATS}
+# wt39_hwholes: the A6000 rows pay GA102's graph gap (1.7-5.2% slower): all 10.0% -> 11.1%, within 10% 18 -> 17,
+# within 5% 9 -> 10, lowest 0.902 -> 0.886
+NOW_STATS = {**FIRST_STATS, "all": ((36, 11.1, 30, 17, 10), (0.886, 1.477)),
+             "redhat-r1-llama-70b": ((12, 7.7, 10, 7, 4), (0.886, 1.421)),
+             "redhat-r1-qwen-32b": ((12, 12.0, 10, 5, 2), (0.888, 1.395)),
+             "redhat-r1-llama-8b": ((6, 18.4, 5, 3, 2), (0.974, 1.442)),
+             "redhat-r1-qwen-7b": ((6, 21.6, 5, 2, 2), (0.974, 1.477))}
 
 
 def _ms_a_token(every: dict[str, float], run_id: str) -> tuple[float, float]:
@@ -123,10 +132,10 @@ def _ms_a_token(every: dict[str, float], run_id: str) -> tuple[float, float]:
 def test_the_rows_as_first_computed():
     every = ratios(SOURCES)
     assert_summaries(every, decode_groups(every, SOURCES), NOW_STATS)
-    assert sum(v > 1 for v in every.values()) == 26  # too fast, all but 10 A6000 / A100 rows
-    # by GPU: the A6000 rows (768 GB/s, the weights' time the step) within 0.90-1.11; every H100 W4A16 row too fast
+    assert sum(v > 1 for v in every.values()) == 24  # too fast, all but 12 A6000 / A100 rows (26, 10 before wt39_hwholes)
+    # by GPU: the A6000 rows (768 GB/s, the weights' time the step) within 0.88-1.11; every H100 W4A16 row too fast
     # by more than the band (1.35-1.48); the H100 FP8 rows 1.11-1.33
-    assert all(0.9 < v < 1.11 for k, v in every.items() if k.endswith(" a6000"))
+    assert all(0.88 < v < 1.11 for k, v in every.items() if k.endswith(" a6000"))  # 0.9 before wt39_hwholes' GA102 gap
     assert all(v > 1.33 for k, v in every.items() if k.endswith(" h100") and " w4a16 " in k)
     assert all(1.1 < v < 1.34 for k, v in every.items() if " fp8-dynamic " in k)
     # the H100 W4A16 gap grows with the weights' bytes (8B < 32B < 70B), a kernel's rate short, not a per-step floor:
