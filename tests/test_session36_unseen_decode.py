@@ -110,7 +110,10 @@ MOVED: dict[str, float] = {  # the ratios now, where a sourced change moved them
     "pytorch-blog-gemlite llama3.1-8b bf16 tp1 batch 1 1024/512 h100": 1.262,
     "pytorch-blog-gemlite llama3.1-8b int4 g64 tp1 batch 32 1024/512 h100": 0.592,
     "pytorch-blog-gemlite llama3.1-8b fp8 per-row tp1 batch 1 1024/512 h100": 1.46,
-    "pytorch-blog-gemlite llama3.1-8b bf16 tp4 batch 32 1024/512 h100": 1.14}
+    "pytorch-blog-gemlite llama3.1-8b bf16 tp4 batch 32 1024/512 h100": 1.14,
+    # wt39_hwholes (session 39): the L40S's and GA102 boards' CUDA-graph / stream launch gap (graph_kernel_s, measured
+    # on the L40 and A40 by gpu-benches)
+    "trtllm-v0.5.0 llama2-7b fp8 tp1 batch 16 2048/2048 l40s": 1.011}
 
 
 def test_first_computed_ratios_of_a_few_rows():
@@ -136,7 +139,8 @@ NOW_STATS = {**FIRST_STATS, "all": ((57, 22.2, 31, 20, 14), (0.592, 2.549)),
 def test_the_rows_as_first_computed():
     every = ratios(SOURCES)
     assert_summaries(every, decode_groups(every, SOURCES), NOW_STATS)
-    assert sum(v > 1 for v in every.values()) == 44  # 44 too fast: every SageMaker (TGI) and bitsandbytes row
+    # 43 (44 before wt39_hwholes' L40S graph gap: trtllm-v0.5.0's 7B batch 64 128/2048 row 1.005 -> 0.996)
+    assert sum(v > 1 for v in every.values()) == 43  # too fast: every SageMaker (TGI) and bitsandbytes row
     assert all(every[k] > 1 for k in every if k.split()[0] in ("hf-blog-llama2-sagemaker", "bnb-benchmarking-0.45"))
     # transformers 4.46's eager step on the H100 is the host's: the published 24.4-26.1 ms a token is flat over batch 1-32
     # (the model's floor, 16.3 ms, is the counted ops at the borrowed 6.5 us an op: kernel_facts.json eager_host_op_default)

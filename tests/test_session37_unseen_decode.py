@@ -143,7 +143,11 @@ MOVED: dict[str, float] = {"modelopt-v0.15 llama3-8b fp16 batch 1 h100": 0.849,
                            # wt39_unseend: the h100-pcie file's graph_kernel_s (1.3 us, borrowed from the H100 SXM
                            # with the H200 DRAM start it was defined net of)
                            "xiongjiedai-llamacpp llama3-8b f16 h100-pcie": 1.428,
-                           "xiongjiedai-llamacpp llama3-8b q4_k_m h100-pcie": 1.6}
+                           "xiongjiedai-llamacpp llama3-8b q4_k_m h100-pcie": 1.6,
+                           # wt39_hwholes (session 39): the L40S's and GA102 boards' CUDA-graph / stream launch gap (graph_kernel_s, measured on the L40 and A40 by gpu-benches)
+                           "xiongjiedai-llamacpp llama3-8b q4_k_m l40s": 1.041,
+                           "xiongjiedai-llamacpp llama3-70b q4_k_m rtx-a6000": 0.922,
+                           "hamel-latency-2023-hf transformers fp32 a6000": 1.046}
 
 
 def test_first_computed_ratios_of_a_few_rows():
@@ -157,13 +161,16 @@ FIRST_STATS = {"all": ((48, 17.1, 27, 16, 6), (0.878, 4.525)),
                "hamel-latency-2023-hf": ((1, 6.2, 1, 1, 0), (1.062, 1.062)),
                "oracle-mi300x-405b": ((9, 13.1, 6, 1, 0), (1.051, 1.411)),
                "modelopt-v0.15": ((9, 52.3, 1, 0, 0), (1.193, 1.889))}
-# modelopt-v0.15 amended (wt37_modelopt15); wt39_machete's W8A8 rate at few rows (all 19 -> 18 within 10%,
-# modelopt-v0.15 3 -> 2)
-NOW_STATS = {**FIRST_STATS, "all": ((48, 12.9, 35, 18, 6), (0.829, 4.525)),
+# modelopt-v0.15 amended (wt37_modelopt15); wt39_machete's W8A8 rate at few rows (modelopt-v0.15 within 10% 3 -> 2);
+# wt39_hwholes' graph gap on the L40S, A40 and A6000 (below)
+NOW_STATS = {**FIRST_STATS, "all": ((48, 12.4, 35, 19, 10), (0.829, 4.525)),
              "modelopt-v0.15": ((9, 17.1, 8, 2, 0), (0.829, 1.368)),
              # the h100-pcie file's graph_kernel_s (wt39_unseend): its three rows 1.501/1.811/1.375 -> 1.428/1.600/1.318,
              # the 70B one into the band (34 -> 35 within for "all")
-             "xiongjiedai-llamacpp": ((22, 8.9, 17, 12, 6), (0.935, 1.804))}
+             # wt39_hwholes: the L40S's, A40's and A6000's graph gap: the nine rows on them 0.6-4.2% slower; all
+             # 12.9% -> 12.4%, within 10% 19 -> 20, within 5% 6 -> 10
+             "xiongjiedai-llamacpp": ((22, 7.5, 17, 13, 9), (0.922, 1.804)),
+             "hamel-latency-2023-hf": ((1, 4.6, 1, 1, 1), (1.046, 1.046))}
 
 
 @pytest.mark.slow
@@ -172,14 +179,14 @@ def test_the_rows_as_first_computed():
     assert_summaries(every, decode_groups(every, SOURCES), NOW_STATS)
     # 43 as first computed, Model Optimizer v0.15's 9 all too fast (1.19-1.89x); 38 since its code's lengths and no
     # graphs (wt37_modelopt15): 0.83-0.94 at batch 1 and its batch-32 fp16/fp8, 1.21-1.37 at batch 64 and int4 batch 32
-    assert sum(v > 1 for v in every.values()) == 38
-    # llama.cpp: the 13 rows on GDDR cards (RTX 3090/4090, RTX A6000, A40, L40S) sit at 0.935-1.149; the 9 on HBM
+    assert sum(v > 1 for v in every.values()) == 37  # 38 before wt39_hwholes' A6000 graph gap (its 8B F16 row 1.009 -> 0.992)
+    # llama.cpp: the 13 rows on GDDR cards (RTX 3090/4090, RTX A6000, A40, L40S) sit at 0.922-1.149 (0.935 before wt39_hwholes' GA102 graph gap); the 9 on HBM
     # (A100 PCIe/SXM, H100 PCIe) are all too fast, the 8B ones 1.29-1.80x (1.81 before wt39_unseend's H100 PCIe
     # graph gap) (the published F16 8B rate on an A100 SXM,
     # 53.18 tok/s, is the RTX 4090's 54.34 at 2.0 against 1.0 TB/s)
     hbm = [v for k, v in every.items() if k.startswith("xiongjiedai") and ("a100" in k or "h100" in k)]
     gddr = [v for k, v in every.items() if k.startswith("xiongjiedai") and not ("a100" in k or "h100" in k)]
-    assert (len(gddr), round(min(gddr), 3), round(max(gddr), 3)) == (13, 0.935, 1.149)
+    assert (len(gddr), round(min(gddr), 3), round(max(gddr), 3)) == (13, 0.922, 1.149)  # 0.935 before wt39_hwholes
     assert (len(hbm), min(hbm) > 1.0) == (9, True)
     # Oracle's MI300X rows: batch 1-16 1.05-1.13x, batch 64-256 1.37-1.41x
     oracle = {int(k.split()[5]): v for k, v in every.items() if k.startswith("oracle")}

@@ -100,7 +100,12 @@ FIRST = {
 # vLLM's cutlass_scaled_mm's measured rate (kernel_facts.json w8a8_small_rows, vllm PR #5144 on an H100)
 MOVED: dict[str, float] = {
     "redhat-r1-llama-70b r1-distill-llama-70b fp8-dynamic tp2 code completion 256/1024 h100": 1.007,
-    "redhat-r1-qwen-32b r1-distill-qwen-32b fp8-dynamic tp1 code completion 256/1024 h100": 1.106}
+    "redhat-r1-qwen-32b r1-distill-qwen-32b fp8-dynamic tp1 code completion 256/1024 h100": 1.106,
+    # wt39_hwholes (session 39): the GA102 boards' CUDA-graph / stream launch gap (graph_kernel_s, measured on the A40
+    # by gpu-benches)
+    "redhat-r1-llama-70b r1-distill-llama-70b w8a8 tp2 code completion 256/1024 a6000": 0.921,
+    "redhat-r1-qwen-32b r1-distill-qwen-32b w4a16 tp1 code completion 256/1024 a6000": 0.888,
+    "redhat-r1-qwen-7b r1-distill-qwen-7b w4a16 tp1 code completion 256/1024 a6000": 0.974}
 
 
 def test_first_computed_ratios_of_a_few_rows():
@@ -113,12 +118,13 @@ FIRST_STATS = {"all": ((36, 10.0, 30, 18, 9), (0.902, 1.477)),
                "redhat-r1-qwen-32b": ((12, 11.2, 10, 6, 2), (0.905, 1.395)),
                "redhat-r1-llama-8b": ((6, 18.4, 5, 3, 2), (1.03, 1.442)),
                "redhat-r1-qwen-7b": ((6, 21.6, 5, 2, 2), (1.026, 1.477))}
-# wt39_machete's W8A8 rate at few rows moved the six H100 FP8-dynamic rows (1.11-1.33 -> 1.01-1.22)
-NOW_STATS = {**FIRST_STATS, "all": ((36, 9.5, 30, 20, 10), (0.902, 1.477)),
-             "redhat-r1-llama-70b": ((12, 6.8, 10, 9, 4), (0.902, 1.421)),
-             "redhat-r1-qwen-32b": ((12, 10.1, 10, 6, 2), (0.905, 1.395)),
-             "redhat-r1-llama-8b": ((6, 15.5, 5, 3, 2), (1.03, 1.442)),
-             "redhat-r1-qwen-7b": ((6, 17.3, 5, 2, 2), (1.026, 1.477))}
+# wt39_machete's W8A8 rate at few rows moved the six H100 FP8-dynamic rows (1.11-1.33 -> 1.01-1.22); wt39_hwholes:
+# the A6000 rows pay GA102's graph gap (1.7-5.2% slower)
+NOW_STATS = {**FIRST_STATS, "all": ((36, 9.5, 30, 19, 11), (0.886, 1.477)),
+             "redhat-r1-llama-70b": ((12, 6.3, 10, 9, 5), (0.886, 1.421)),
+             "redhat-r1-qwen-32b": ((12, 10.9, 10, 5, 2), (0.888, 1.395)),
+             "redhat-r1-llama-8b": ((6, 15.5, 5, 3, 2), (0.974, 1.442)),
+             "redhat-r1-qwen-7b": ((6, 17.3, 5, 2, 2), (0.974, 1.477))}
 
 
 def _ms_a_token(every: dict[str, float], run_id: str) -> tuple[float, float]:
@@ -132,10 +138,10 @@ def _ms_a_token(every: dict[str, float], run_id: str) -> tuple[float, float]:
 def test_the_rows_as_first_computed():
     every = ratios(SOURCES)
     assert_summaries(every, decode_groups(every, SOURCES), NOW_STATS)
-    assert sum(v > 1 for v in every.values()) == 26  # too fast, all but 10 A6000 / A100 rows
-    # by GPU: the A6000 rows (768 GB/s, the weights' time the step) within 0.90-1.11; every H100 W4A16 row too fast
+    assert sum(v > 1 for v in every.values()) == 24  # too fast, all but 12 A6000 / A100 rows (26, 10 before wt39_hwholes)
+    # by GPU: the A6000 rows (768 GB/s, the weights' time the step) within 0.88-1.11; every H100 W4A16 row too fast
     # by more than the band (1.35-1.48); the H100 FP8 rows 1.01-1.22 (1.11-1.33 before wt39_machete)
-    assert all(0.9 < v < 1.11 for k, v in every.items() if k.endswith(" a6000"))
+    assert all(0.88 < v < 1.11 for k, v in every.items() if k.endswith(" a6000"))  # 0.9 before wt39_hwholes' GA102 gap
     assert all(v > 1.33 for k, v in every.items() if k.endswith(" h100") and " w4a16 " in k)
     assert all(1.0 < v < 1.22 for k, v in every.items() if " fp8-dynamic " in k)
     # the H100 W4A16 gap grows with the weights' bytes (8B < 32B < 70B), a kernel's rate short, not a per-step floor:

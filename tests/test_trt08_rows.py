@@ -57,15 +57,17 @@ def test_the_h200_gain_is_the_kv_read_at_the_bandwidths_ratio():
     assert ours[1] / ours[0] == pytest.approx(1.2276, abs=2e-3)
 
 
+# wt39_hwholes (session 39): the step 0.90 ms longer, l40s.json's graph_kernel_s (0.936 us a kernel, the L40's measured
+# gap on the AD102 die) added; was 107.14, 119.34, 59.99, 60.97 ms and ratios 1.265, 1.258, 1.198, 1.219
 @pytest.mark.parametrize("rest, all_reduce_s, step_s, ratio", [
-    ("llama2-70b fp8 tp2 batch 256 128/128 l40s", 29.90e-3, 107.14e-3, 1.265),
-    ("llama2-70b fp8 tp4 batch 256 128/2048 l40s", 46.93e-3, 119.34e-3, 1.258),
-    ("llama2-70b fp8 tp2 batch 16 2048/128 l40s", 4.72e-3, 59.99e-3, 1.198),
-    ("llama2-70b fp8 tp4 batch 64 2048/2048 l40s", 16.90e-3, 60.97e-3, 1.219),
+    ("llama2-70b fp8 tp2 batch 256 128/128 l40s", 29.90e-3, 108.04e-3, 1.259),
+    ("llama2-70b fp8 tp4 batch 256 128/2048 l40s", 46.93e-3, 120.24e-3, 1.247),
+    ("llama2-70b fp8 tp2 batch 16 2048/128 l40s", 4.72e-3, 60.89e-3, 1.190),
+    ("llama2-70b fp8 tp4 batch 64 2048/2048 l40s", 16.90e-3, 61.87e-3, 1.204),
 ])
 def test_the_l40s_tp_rows_all_reduce_over_pcie(rest, all_reduce_s, step_s, ratio):
     # the layout model's middle decode step (simulate_decode's "token"): NCCL's PCIe ring at the preset's 32 GB/s a
-    # direction (collectives.pcie_ring_seconds); the first-computed ratio (ours / published) unchanged
+    # direction (collectives.pcie_ring_seconds); the ratio (ours / published) as restated above
     run, source = _run(rest)
     token = decode_layout_run(run, source, "kernels", prefill=True)["token"]
     assert token["tp_all_reduce_seconds"] == pytest.approx(all_reduce_s, rel=2e-3)
