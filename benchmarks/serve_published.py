@@ -323,11 +323,19 @@ USAGE = ("trtllm-static, sarathi, nim, trtllm-bench, sglang-vllm [SHAREGPT.json]
          "(none: every table); summary [TABLE ...] (the comparisons of those tables, or of every one, summarised)")
 
 
+def print_help() -> None:
+    """What the script prints and the selectors it takes (--help, -h)."""
+    print(__doc__.split("\n", 1)[0])
+    print(f"\nusage: python benchmarks/serve_published.py [SELECTOR [FILE]]; the selectors are {USAGE}.")
+
+
 def command(argv: list[str]):
     """The table printer and its arguments that argv (the script's arguments) names; an unknown
     selector or an argument past what it takes is one ConfigError line."""
     if not argv:
         return main, []
+    if argv[0] in ("-h", "--help"):  # was "unknown selector '--help'" and exit status 2
+        return print_help, []
     if argv[0] not in SELECTORS:
         raise ConfigError(f"unknown selector {argv[0]!r}; the selectors are {USAGE}.")
     printer, most = SELECTORS[argv[0]]

@@ -103,10 +103,10 @@ def require_decoder_only(cfg: Any) -> None:
 
 def make_requests(rate: float | None = None, requests: int = 1000, trace: str | None = None,
                   prompt: str | Lengths = "512", output: str | Lengths = str(spec.DEFAULT_GEN_TOKENS), seed: int = 0,
-                  concurrency: int | None = None) -> list[Request]:
-    """The requests of a run: a trace's; Poisson arrivals at `rate`; or, with `concurrency`, the
-    lengths of `requests` requests (or of the trace's, in its order) whose arrivals the closed
-    loop sets (engine.simulate_replicas)."""
+                  concurrency: int | None = None, context: int | None = None) -> list[Request]:
+    """The requests of a run: a trace's (a line past `context`, the model's, named); Poisson arrivals
+    at `rate`; or, with `concurrency`, the lengths of `requests` requests (or of the trace's, in its
+    order) whose arrivals the closed loop sets (engine.simulate_replicas)."""
     if concurrency is not None:
         if rate is not None:
             raise ConfigError("--concurrency and --rate are two load generators: give one of them.")
@@ -120,7 +120,7 @@ def make_requests(rate: float | None = None, requests: int = 1000, trace: str | 
         if unread:
             raise ConfigError(f"{', '.join(unread)}: --trace gives the requests and their lengths; "
                               "leave them out with a trace (they draw requests for --rate or --concurrency).")
-        return read_trace(trace)
+        return read_trace(trace, context)
     if rate is None and concurrency is None:
         raise ConfigError("give --rate (requests per second), --concurrency (clients) or --trace.")
     # A closed loop draws its lengths as the all-at-once Poisson stream does (rate inf: no gaps).
@@ -516,7 +516,7 @@ def serve(model: Any, hardware: Any = "h100-sxm", *, rate: float | None = None, 
                           "one replica, so nothing is routed: add --replicas (or a larger --disaggregate pool), or "
                           "leave --router out.")
     router = router or ROUTERS[0]
-    chosen = make_requests(rate, requests, trace, prompt, output, seed, concurrency)
+    chosen = make_requests(rate, requests, trace, prompt, output, seed, concurrency, cfg.max_positions)
     if trace is None:
         check_drawn_lengths(chosen, prompt, output, cfg.max_positions)
     if concurrency is not None and disaggregate is not None:

@@ -1,0 +1,78 @@
+"""Defects a new user hit in session 39's second round (wt39_user2): serving, plans, fit verdicts and the
+scripts beside the published tables. Each test failed before its fix."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from costmodel.config import ConfigError
+from tests.cli_run import one_error_line, run_script
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+# ---------------------------------------------------------------------------------------------
+# 1. `python benchmarks/serve_published.py --help` was "error: unknown selector '--help'" and exit status 2
+
+@pytest.mark.parametrize("flag", ["--help", "-h"])
+def test_serve_published_help_prints_the_selectors(flag, monkeypatch, capsys):
+    code, out, err = run_script(ROOT / "benchmarks" / "serve_published.py", [flag], monkeypatch, capsys)
+    assert (code, err) == (0, "")
+    assert out.startswith("Published engine measurements beside the serving simulator's figures")
+    assert "usage: python benchmarks/serve_published.py [SELECTOR [FILE]]; the selectors are trtllm-static, " in out
+    assert "summary [TABLE ...]" in out
+
+
+# ---------------------------------------------------------------------------------------------
+# 2. validate/time_breakdown.py dropped what it did not read: `--row ID extra` explained ID alone, a bare word
+#    (an unquoted id) ran every row's listing, `--training --row ID` ignored --training; a typo named no row
+
+def _breakdown(args, monkeypatch, capsys):
+    monkeypatch.syspath_prepend(str(ROOT))
+    return run_script(ROOT / "validate" / "time_breakdown.py", args, monkeypatch, capsys)
+
+
+@pytest.mark.parametrize("args, start", [
+    (["--row", "gpt-fast", "llama2-7b", "tp2"], "unexpected argument 'llama2-7b': an id goes after --row, in quotes "
+                                                "where it has spaces"),
+    (["gpt-fast llama2-7b tp2"], "unexpected argument 'gpt-fast llama2-7b tp2': an id goes after --row"),
+    (["--training", "--row", "gpt-fast llama2-7b tp2"], "--training lists every training row; --row names some: "
+                                                       "give one of them."),
+    (["--json"], "unknown option '--json'. usage: python validate/time_breakdown.py"),
+])
+def test_time_breakdown_refuses_what_it_would_not_read(args, start, monkeypatch, capsys):
+    code, out, err = _breakdown(args, monkeypatch, capsys)
+    assert (code, out) == (2, ""), (code, out[:300])
+    assert err.startswith(start) and err.count("\n") == 1, err
+
+
+def test_time_breakdown_names_the_rows_near_a_typo(monkeypatch, capsys):
+    code, out, err = _breakdown(["--row", "gpt-fast llama2-7b tp 2"], monkeypatch, capsys)
+    assert (code, out) == (2, "")
+    assert err.startswith("no published training or decoding row is named 'gpt-fast llama2-7b tp 2'; did you mean "
+                          "'gpt-fast llama2-7b tp2' or ")
+
+
+def test_time_breakdown_row_still_explains_its_row(monkeypatch, capsys):
+    code, out, err = _breakdown(["--row", "gpt-fast llama2-7b tp2"], monkeypatch, capsys)
+    assert (code, err) == (0, "")
+    assert out.startswith("gpt-fast llama2-7b tp2: published 5.92 ms a token; ours compute ")
+
+
+# ---------------------------------------------------------------------------------------------
+# 3. A trace's request past the model's context was "request 1: ..." (its place in arrival order, not its line)
+#    with nothing to do
+
+def test_a_trace_request_past_the_context_names_its_line(tmp_path, capsys):
+    trace = tmp_path / "trace.jsonl"
+    trace.write_text('{"arrival": 1.0, "prompt_tokens": 100, "output_tokens": 10}\n'
+                     '{"arrival": 0.5, "prompt_tokens": 9000, "output_tokens": 5}\n')
+    line = one_error_line(["serve", "--model", "llama3-8b", "--hardware", "h100-sxm", "--trace", str(trace)], capsys)
+    assert line == (f"error: {trace}:2: prompt_tokens 9000 + output_tokens 5 pass the model's context of 8192; "
+                    "shorten that request or leave it out.")
+    import costmodel
+
+    with pytest.raises(ConfigError, match=r":2: prompt_tokens 9000 \+ output_tokens 5 pass the model's context of 8192"):
+        costmodel.serve("llama3-8b", "h100-sxm", trace=str(trace))
