@@ -3,6 +3,7 @@ scripts beside the published tables. Each test failed before its fix."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -76,3 +77,35 @@ def test_a_trace_request_past_the_context_names_its_line(tmp_path, capsys):
 
     with pytest.raises(ConfigError, match=r":2: prompt_tokens 9000 \+ output_tokens 5 pass the model's context of 8192"):
         costmodel.serve("llama3-8b", "h100-sxm", trace=str(trace))
+
+
+# ---------------------------------------------------------------------------------------------
+# 4. Fixed lengths past the context were "request 0: prompt 8000 + output 193 tokens pass the model's context of
+#    8192." (every request is the same; nothing to do), in serve and plan --serve alike (api.check_drawn_lengths)
+
+@pytest.mark.parametrize("command", [["serve"], ["plan", "--serve", "--slo-ttft", "1", "--slo-tpot", "1"]])
+def test_fixed_lengths_past_the_context_name_the_options(command, capsys):
+    line = one_error_line([*command, "--model", "llama3-8b", "--hardware", "h100-sxm", "--rate", "5", "--requests", "20",
+                           "--prompt", "8000", "--output", "193"], capsys)
+    assert line == ("error: --prompt 8000 + --output 193 tokens pass the model's context of 8192; give them at most "
+                    "8192 together.")
+
+
+# ---------------------------------------------------------------------------------------------
+# 5. plan --serve --weight-dtype fp8 did not say how each GPU multiplies the weights: serve on an A100 says
+#    "fp8 GEMMs: w8a16 (a100-80gb has no FP8 peak) ...", plan's table beside an H100's W8A8 rows said nothing
+
+def test_plan_serve_says_how_each_gpu_runs_fp8_weights(capsys):
+    from tests.cli_run import run_main
+
+    args = ["plan", "--serve", "--rate", "2", "--slo-ttft", "2", "--slo-tpot", "0.1", "--model", "llama3-8b",
+            "--hardware", "a100-80gb,h100-sxm", "--weight-dtype", "fp8", "--tp", "1", "--requests", "40", "--top", "3"]
+    code, out, err = run_main(args, capsys)
+    assert code == 0, err
+    lines = out.splitlines()
+    assert "fp8 GEMMs: w8a8 (h100-sxm has an FP8 peak): weights and activations in FP8 at the FP8 peak" in lines
+    assert ("fp8 GEMMs: w8a16 (a100-80gb has no FP8 peak): weight-only, dequantized in the kernel, the product at the "
+            "bf16 peak (vLLM's FP8 Marlin)") in lines
+    code, out, err = run_main([*args, "--json"], capsys)
+    assert json.loads(out)["fp8_gemms"] == {"h100-sxm": {"fp8_gemm": "auto", "fp8_gemm_runs": "w8a8", "dtype": "bf16"},
+                                            "a100-80gb": {"fp8_gemm": "auto", "fp8_gemm_runs": "w8a16", "dtype": "bf16"}}

@@ -134,10 +134,13 @@ def check_drawn_lengths(chosen: list[Request], prompt: Any, output: Any, context
     past = next((r for r in chosen if r.prompt_tokens + r.output_tokens > context), None)
     if past is not None:
         drawn = any(as_lengths(value, "").kind != "fixed" for value in (prompt, output))
+        if not drawn:  # every request is the same: "request 0" named none of them and nothing to do
+            raise ConfigError(f"--prompt {prompt} + --output {output} tokens pass the model's context of {context}; "
+                              f"give them at most {context} together.")
         raise ConfigError(f"request {past.id}: prompt {past.prompt_tokens} + output {past.output_tokens} tokens "
                           f"pass the model's context of {context}"
-                          + (f" (drawn from --prompt {prompt} --output {output}: bound the distribution inside it, "
-                             "e.g. lognormal:MEDIAN:SIGMA:LOW:HIGH)." if drawn else "."))
+                          + f" (drawn from --prompt {prompt} --output {output}: bound the distribution inside it, "
+                            "e.g. lognormal:MEDIAN:SIGMA:LOW:HIGH).")
 
 
 def as_lengths(value: str | Lengths, option: str) -> Lengths:
