@@ -109,3 +109,25 @@ def test_plan_serve_says_how_each_gpu_runs_fp8_weights(capsys):
     code, out, err = run_main([*args, "--json"], capsys)
     assert json.loads(out)["fp8_gemms"] == {"h100-sxm": {"fp8_gemm": "auto", "fp8_gemm_runs": "w8a8", "dtype": "bf16"},
                                             "a100-80gb": {"fp8_gemm": "auto", "fp8_gemm_runs": "w8a16", "dtype": "bf16"}}
+
+
+# ---------------------------------------------------------------------------------------------
+# 6. serve --gpu-memory-utilization below what the weights need: "spread it over more GPUs (--tp, --pp) or store its
+#    weights in fewer bytes", never the option the user had just lowered (api.build_replica)
+
+L4_8B = ["serve", "--model", "llama3-8b", "--hardware", "l4", "--rate", "5", "--requests", "5"]
+
+
+def test_a_low_gpu_memory_utilization_says_the_least_that_holds_a_block(capsys):
+    line = one_error_line([*L4_8B, "--gpu-memory-utilization", "0.5"], capsys)
+    assert line.startswith("error: llama3-8b does not leave room for one KV block on l4 at tp 1: weights 15.0 GiB ")
+    assert "against 50% of 24 GiB less the 512 MiB reserve; raise --gpu-memory-utilization to 0.65 or more, " in line
+    assert "raise --gpu-memory-utilization to 0.65 or more" in one_error_line(
+        [*L4_8B, "--gpu-memory-utilization", "0.64"], capsys)
+    # 0.65 holds a block (33 of them), if not a whole request: the next refusal is the request's
+    assert one_error_line([*L4_8B, "--gpu-memory-utilization", "0.65"], capsys) == (
+        "error: request 0 needs 40 KV blocks of 16 tokens; the cache holds 33 (raise --gpu-memory-utilization or "
+        "--num-blocks).")
+    # not typed (plan --serve has no such option): no such advice
+    line = one_error_line(["serve", "--model", "llama3-70b", "--hardware", "l4", "--rate", "5"], capsys)
+    assert "--gpu-memory-utilization" not in line and line.endswith("store its weights in fewer bytes (--weight-dtype).")

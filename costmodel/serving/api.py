@@ -307,6 +307,7 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
     check_ssm_cache_dtype(cfg, mamba_ssm_cache_dtype)
     layer_states = vllm_layer_states(scheduler, mamba_ssm_cache_dtype)  # None: transformers' state layout
     sizings = {} if sizings is None else sizings
+    utilization_given = gpu_memory_utilization is not None
     if gpu_memory_utilization is None:  # the hardware file's, as simulate's and plan's fits read it (0.9: vLLM's)
         gpu_memory_utilization = hardware.serving_memory_utilization
     profile_run = scheduler if scheduler in profile_run_facts() else None  # vLLM's: its profile run's batch
@@ -321,11 +322,20 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
         raise ConfigError(f"{cfg.name}: recurrent states beside windowed layers' block tables are not modelled.")
     blocks = sizing.num_blocks if num_blocks is None else num_blocks
     if blocks < pp:
+        def room(utilization: float) -> bool:  # one KV block a stage at this --gpu-memory-utilization
+            return cache_sizing(
+                cfg, profile, DTYPE_BYTES[Workload(dtype=dtype).dtype], hardware.usable_memory_bytes, utilization,
+                hardware.memory_reserve_bytes, block_size, min(max_batched_tokens, cfg.max_positions), tp, pp, paging,
+                PAGED_SCHEDULERS.get(scheduler), layer_states, profile_run, max_num_seqs).num_blocks >= pp
+        # a --gpu-memory-utilization typed below what the weights need: the least hundredth that holds a block
+        least = next((u / 100 for u in range(math.floor(100 * gpu_memory_utilization) + 1, 101) if room(u / 100)),
+                     None) if utilization_given and num_blocks is None else None
         raise ConfigError(f"{cfg.name} does not leave room for one KV block on {hardware.name} at tp {tp}: "
                           f"weights {sizing.weight_bytes / 2**30:.1f} GiB and activations "
                           f"{sizing.activation_bytes / 2**30:.1f} GiB per GPU against "
                           f"{gpu_memory_utilization:.0%} of {hardware.usable_memory_bytes / 2**30:.4g} GiB less the "
                           f"{hardware.memory_reserve_bytes / 2**20:.0f} MiB reserve; "
+                          + (f"raise --gpu-memory-utilization to {least:g} or more, " if least is not None else "")
                           + (f"lower --max-batched-tokens (the activations are sized for a step of "
                              f"{min(max_batched_tokens, cfg.max_positions):,} tokens), "
                              if sizing.activation_bytes > sizing.weight_bytes else "")
