@@ -26,6 +26,15 @@ def test_serve_published_help_prints_the_selectors(flag, monkeypatch, capsys):
     assert "summary [TABLE ...]" in out
 
 
+@pytest.mark.parametrize("args, start", [
+    (["qwen-vlm"], "error: unknown selector 'qwen-vlm' (did you mean 'qwen-vllm'?); the selectors are trtllm-static, "),
+    (["summary", "vllm-cl"], "error: summary: unknown table 'vllm-cl' (did you mean 'vllm-ci'?); the tables are "),
+])
+def test_serve_published_names_the_selector_near_a_typo(args, start, monkeypatch, capsys):
+    code, out, err = run_script(ROOT / "benchmarks" / "serve_published.py", args, monkeypatch, capsys)
+    assert (code, out) == (2, "") and err.startswith(start), err
+
+
 # ---------------------------------------------------------------------------------------------
 # 2. validate/time_breakdown.py dropped what it did not read: `--row ID extra` explained ID alone, a bare word
 #    (an unquoted id) ran every row's listing, `--training --row ID` ignored --training; a typo named no row
