@@ -312,24 +312,22 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
         gpu_memory_utilization = hardware.serving_memory_utilization
     profile_run = scheduler if scheduler in profile_run_facts() else None  # vLLM's: its profile run's batch
     key = (max_batched_tokens, max_num_seqs if profile_run else None)
-    if key not in sizings:
-        sizings[key] = cache_sizing(
-            cfg, profile, DTYPE_BYTES[Workload(dtype=dtype).dtype], hardware.usable_memory_bytes, gpu_memory_utilization,
+    def sizing_at(utilization: float):  # the KV cache at a --gpu-memory-utilization
+        return cache_sizing(
+            cfg, profile, DTYPE_BYTES[Workload(dtype=dtype).dtype], hardware.usable_memory_bytes, utilization,
             hardware.memory_reserve_bytes, block_size, min(max_batched_tokens, cfg.max_positions), tp, pp, paging,
             PAGED_SCHEDULERS.get(scheduler), layer_states, profile_run, max_num_seqs)
+
+    if key not in sizings:
+        sizings[key] = sizing_at(gpu_memory_utilization)
     sizing = sizings[key]
     if sizing.state_bytes and paging is not None:
         raise ConfigError(f"{cfg.name}: recurrent states beside windowed layers' block tables are not modelled.")
     blocks = sizing.num_blocks if num_blocks is None else num_blocks
     if blocks < pp:
-        def room(utilization: float) -> bool:  # one KV block a stage at this --gpu-memory-utilization
-            return cache_sizing(
-                cfg, profile, DTYPE_BYTES[Workload(dtype=dtype).dtype], hardware.usable_memory_bytes, utilization,
-                hardware.memory_reserve_bytes, block_size, min(max_batched_tokens, cfg.max_positions), tp, pp, paging,
-                PAGED_SCHEDULERS.get(scheduler), layer_states, profile_run, max_num_seqs).num_blocks >= pp
-        # a --gpu-memory-utilization typed below what the weights need: the least hundredth that holds a block
-        least = next((u / 100 for u in range(math.floor(100 * gpu_memory_utilization) + 1, 101) if room(u / 100)),
-                     None) if utilization_given and num_blocks is None else None
+        # a --gpu-memory-utilization typed below what the weights need: the least hundredth that holds a block a stage
+        least = next((u / 100 for u in range(math.floor(100 * gpu_memory_utilization) + 1, 101)
+                      if sizing_at(u / 100).num_blocks >= pp), None) if utilization_given and num_blocks is None else None
         raise ConfigError(f"{cfg.name} does not leave room for one KV block on {hardware.name} at tp {tp}: "
                           f"weights {sizing.weight_bytes / 2**30:.1f} GiB and activations "
                           f"{sizing.activation_bytes / 2**30:.1f} GiB per GPU against "
