@@ -291,7 +291,7 @@ def print_summary(*names: str) -> None:
     them: per source and overall, then the ten furthest from 1."""
     unknown = next((name for name in names if name not in TABLES), None)
     if unknown is not None:
-        raise ConfigError(f"summary: unknown table {unknown!r}; the tables are {', '.join(TABLES)}.")
+        raise ConfigError(f"summary: unknown table {unknown!r}{near(unknown, TABLES)}; the tables are {', '.join(TABLES)}.")
     comparisons = collect([SELECTORS[name][0] for name in names or TABLES])
     print("Published serving runs beside ours (reports/serving_published.py; ratio: ours / published, as each "
           "table prints it)\n")
@@ -323,13 +323,29 @@ USAGE = ("trtllm-static, sarathi, nim, trtllm-bench, sglang-vllm [SHAREGPT.json]
          "(none: every table); summary [TABLE ...] (the comparisons of those tables, or of every one, summarised)")
 
 
+def near(name: str, names) -> str:
+    """", did you mean 'x'?" for a mistyped selector or table (qwen-vlm: qwen-vllm), else ""."""
+    import difflib
+
+    close = difflib.get_close_matches(name, list(names), n=1, cutoff=0.8)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def print_help() -> None:
+    """What the script prints and the selectors it takes (--help, -h)."""
+    print(__doc__.split("\n", 1)[0])
+    print(f"\nusage: python benchmarks/serve_published.py [SELECTOR [FILE]]; the selectors are {USAGE}.")
+
+
 def command(argv: list[str]):
     """The table printer and its arguments that argv (the script's arguments) names; an unknown
     selector or an argument past what it takes is one ConfigError line."""
     if not argv:
         return main, []
+    if argv[0] in ("-h", "--help"):  # was "unknown selector '--help'" and exit status 2
+        return print_help, []
     if argv[0] not in SELECTORS:
-        raise ConfigError(f"unknown selector {argv[0]!r}; the selectors are {USAGE}.")
+        raise ConfigError(f"unknown selector {argv[0]!r}{near(argv[0], SELECTORS)}; the selectors are {USAGE}.")
     printer, most = SELECTORS[argv[0]]
     if len(argv) - 1 > most:
         raise ConfigError(f"unexpected argument {argv[1 + most]!r} after {' '.join(argv[:1 + most])}; "

@@ -478,6 +478,7 @@ def render_capacity(result: dict[str, Any], top: int = 10) -> str:
              f"{len(result['feasible'])} meet it",
              *([note] if (note := weights_note(result.get("weight_dtype"), result.get("weight_dtype_source"))) else []),
              *([code_line(result["decode_code"], result["scheduler"])] if result.get("decode_code") else []),
+             *(fp8_gemm_line({**setup, "hardware": name}) for name, setup in result.get("fp8_gemms", {}).items()),
              *backend_line(result.get("attention_backend")),
              f"{'gpus':>5} {'hardware':<12}{'tp':>3}{'pp':>3}{'replicas':>9}{'seqs':>6}{'tokens':>7}{'p99 TTFT ms':>12}"
              f"{'p99 TPOT ms':>12}{'$/h':>8}{'$/M out':>9}"]

@@ -55,7 +55,8 @@ def _bad(tmp_path, lines: str) -> str:
 @pytest.mark.parametrize("args, message", [
     (["--rate", "0"], "--rate must be a positive"),
     (["--rate", "-3"], "--rate must be a positive"),
-    (["--rate", "5", "--prompt", "9000"], "pass the model's context of 8192."),
+    # restated in session 39 (wt39_user2): fixed lengths say what to do
+    (["--rate", "5", "--prompt", "9000"], "pass the model's context of 8192; give them at most 8192 together."),
     # an unbounded draw past the context says which option drew it and how to bound it
     (["--rate", "1", "--prompt", "lognormal:6000:1"], "request 2: prompt 8614 + output 128 tokens pass the "
      "model's context of 8192 (drawn from --prompt lognormal:6000:1 --output 128: bound the distribution "

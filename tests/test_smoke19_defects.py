@@ -14,7 +14,8 @@ from tests.cli_run import one_error_line, run_json, run_main
 # 2. A request past the context: serve refuses it (vLLM's max_model_len), and so does the capacity search
 
 LLAMA31 = ["--model", "meta-llama/Llama-3.1-8B", "--hardware", "h100"]
-PAST = "error: request 0: prompt 131073 + output 1 tokens pass the model's context of 131072."
+# restated in session 39 (wt39_user2): fixed lengths name the options and what to do, not "request 0"
+PAST = "error: --prompt 131073 + --output 1 tokens pass the model's context of 131072; give them at most 131072 together."
 
 
 def test_plan_serve_rate_refuses_a_request_past_the_context(capsys):

@@ -18,6 +18,7 @@ No GPU needed; nothing here is fitted (docs/time.md, validate/FINDINGS.md "Issue
 
 from __future__ import annotations
 
+import difflib
 from collections import defaultdict
 
 from costmodel.config import ConfigError, Workload
@@ -243,8 +244,11 @@ def row_breakdowns(run_ids: list[str]) -> None:
     runs = {run["id"]: run for run in data["runs"] if run["kind"] in ("train", "decode")}
     for run_id in run_ids:
         if run_id not in runs:
-            raise ConfigError(f"no published training or decoding row is named {run_id!r} (the ids are the first column "
-                              "of `python cli.py published`, and costmodel/published_runs.json's \"id\").")
+            near = difflib.get_close_matches(run_id, runs, n=3, cutoff=0.8)
+            raise ConfigError(f"no published training or decoding row is named {run_id!r}"
+                              + (f"; did you mean {' or '.join(map(repr, near))}?" if near else "")
+                              + " (the ids are the first column of `python cli.py published`, and "
+                              "costmodel/published_runs.json's \"id\").")
     for run_id in run_ids:
         run = runs[run_id]
         if run["kind"] == "decode":  # its step split, as the listing without options prints it
@@ -330,25 +334,43 @@ USAGE = ("usage: python validate/time_breakdown.py [--training | --row ID ...]: 
          "splits (--training), or one published training row's layout and split, or a decoding row's step "
          "(--row ID, repeatable).")
 
+def parse(argv: list[str]) -> tuple[str, list[str]]:
+    """What the arguments ask: ("all", []), ("training", []) or ("rows", IDS); anything else, a bare word
+    (an id without --row before it) or --training beside --row included, is one ConfigError line (they
+    were dropped: `--row ID extra` explained ID alone, `extra` every run)."""
+    ids, training, rest = [], False, list(argv)
+    while rest:
+        argument = rest.pop(0)
+        if argument == "--row":
+            if not rest:
+                raise ConfigError("--row needs a published training or decoding row's id after it.")
+            ids.append(rest.pop(0))
+        elif argument == "--training":
+            training = True
+        else:
+            raise ConfigError((f"unknown option {argument!r}. " if argument.startswith("-") else
+                               f"unexpected argument {argument!r}: an id goes after --row, in quotes where it has "
+                               "spaces (--row \"gpt-fast llama2-7b tp2\"). ") + USAGE)
+    if training and ids:
+        raise ConfigError(f"--training lists every training row; --row names some: give one of them. {USAGE}")
+    return ("rows", ids) if ids else ("training" if training else "all", [])
+
+
 if __name__ == "__main__":
     import sys
 
-    unknown = [a for i, a in enumerate(sys.argv[1:]) if a.startswith("-") and a not in ("--row", "--training")]
-    if unknown:
-        print(USAGE, file=sys.stderr if unknown != ["--help"] and unknown != ["-h"] else sys.stdout)
-        sys.exit(0 if unknown in (["--help"], ["-h"]) else 2)
-    if "--row" in sys.argv[1:]:
-        arguments = sys.argv[1:]
-        named = [arguments[i + 1] for i, a in enumerate(arguments[:-1]) if a == "--row"]
-        try:
-            if arguments[-1] == "--row":
-                raise ConfigError("--row needs a published training or decoding row's id after it.")
+    if sys.argv[1:] in (["--help"], ["-h"]):
+        print(USAGE)
+        sys.exit(0)
+    try:
+        mode, named = parse(sys.argv[1:])
+        if mode == "rows":
             row_breakdowns(named)
-        except ConfigError as error:
-            print(error, file=sys.stderr)
-            sys.exit(2)
-    elif "--training" in sys.argv[1:]:
+    except ConfigError as error:
+        print(error, file=sys.stderr)
+        sys.exit(2)
+    if mode == "training":
         training_breakdowns()
         pipelined_splits()
-    else:
+    elif mode == "all":
         main()

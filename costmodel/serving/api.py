@@ -103,10 +103,10 @@ def require_decoder_only(cfg: Any) -> None:
 
 def make_requests(rate: float | None = None, requests: int = 1000, trace: str | None = None,
                   prompt: str | Lengths = "512", output: str | Lengths = str(spec.DEFAULT_GEN_TOKENS), seed: int = 0,
-                  concurrency: int | None = None) -> list[Request]:
-    """The requests of a run: a trace's; Poisson arrivals at `rate`; or, with `concurrency`, the
-    lengths of `requests` requests (or of the trace's, in its order) whose arrivals the closed
-    loop sets (engine.simulate_replicas)."""
+                  concurrency: int | None = None, context: int | None = None) -> list[Request]:
+    """The requests of a run: a trace's (a line past `context`, the model's, named); Poisson arrivals
+    at `rate`; or, with `concurrency`, the lengths of `requests` requests (or of the trace's, in its
+    order) whose arrivals the closed loop sets (engine.simulate_replicas)."""
     if concurrency is not None:
         if rate is not None:
             raise ConfigError("--concurrency and --rate are two load generators: give one of them.")
@@ -120,7 +120,7 @@ def make_requests(rate: float | None = None, requests: int = 1000, trace: str | 
         if unread:
             raise ConfigError(f"{', '.join(unread)}: --trace gives the requests and their lengths; "
                               "leave them out with a trace (they draw requests for --rate or --concurrency).")
-        return read_trace(trace)
+        return read_trace(trace, context)
     if rate is None and concurrency is None:
         raise ConfigError("give --rate (requests per second), --concurrency (clients) or --trace.")
     # A closed loop draws its lengths as the all-at-once Poisson stream does (rate inf: no gaps).
@@ -134,10 +134,13 @@ def check_drawn_lengths(chosen: list[Request], prompt: Any, output: Any, context
     past = next((r for r in chosen if r.prompt_tokens + r.output_tokens > context), None)
     if past is not None:
         drawn = any(as_lengths(value, "").kind != "fixed" for value in (prompt, output))
+        if not drawn:  # every request is the same: "request 0" named none of them and nothing to do
+            raise ConfigError(f"--prompt {prompt} + --output {output} tokens pass the model's context of {context}; "
+                              f"give them at most {context} together.")
         raise ConfigError(f"request {past.id}: prompt {past.prompt_tokens} + output {past.output_tokens} tokens "
                           f"pass the model's context of {context}"
-                          + (f" (drawn from --prompt {prompt} --output {output}: bound the distribution inside it, "
-                             "e.g. lognormal:MEDIAN:SIGMA:LOW:HIGH)." if drawn else "."))
+                          + f" (drawn from --prompt {prompt} --output {output}: bound the distribution inside it, "
+                            "e.g. lognormal:MEDIAN:SIGMA:LOW:HIGH).")
 
 
 def as_lengths(value: str | Lengths, option: str) -> Lengths:
@@ -304,25 +307,33 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
     check_ssm_cache_dtype(cfg, mamba_ssm_cache_dtype)
     layer_states = vllm_layer_states(scheduler, mamba_ssm_cache_dtype)  # None: transformers' state layout
     sizings = {} if sizings is None else sizings
+    utilization_given = gpu_memory_utilization is not None
     if gpu_memory_utilization is None:  # the hardware file's, as simulate's and plan's fits read it (0.9: vLLM's)
         gpu_memory_utilization = hardware.serving_memory_utilization
     profile_run = scheduler if scheduler in profile_run_facts() else None  # vLLM's: its profile run's batch
     key = (max_batched_tokens, max_num_seqs if profile_run else None)
-    if key not in sizings:
-        sizings[key] = cache_sizing(
-            cfg, profile, DTYPE_BYTES[Workload(dtype=dtype).dtype], hardware.usable_memory_bytes, gpu_memory_utilization,
+    def sizing_at(utilization: float):  # the KV cache at a --gpu-memory-utilization
+        return cache_sizing(
+            cfg, profile, DTYPE_BYTES[Workload(dtype=dtype).dtype], hardware.usable_memory_bytes, utilization,
             hardware.memory_reserve_bytes, block_size, min(max_batched_tokens, cfg.max_positions), tp, pp, paging,
             PAGED_SCHEDULERS.get(scheduler), layer_states, profile_run, max_num_seqs)
+
+    if key not in sizings:
+        sizings[key] = sizing_at(gpu_memory_utilization)
     sizing = sizings[key]
     if sizing.state_bytes and paging is not None:
         raise ConfigError(f"{cfg.name}: recurrent states beside windowed layers' block tables are not modelled.")
     blocks = sizing.num_blocks if num_blocks is None else num_blocks
     if blocks < pp:
+        # a --gpu-memory-utilization typed below what the weights need: the least hundredth that holds a block a stage
+        least = next((u / 100 for u in range(math.floor(100 * gpu_memory_utilization) + 1, 101)
+                      if sizing_at(u / 100).num_blocks >= pp), None) if utilization_given and num_blocks is None else None
         raise ConfigError(f"{cfg.name} does not leave room for one KV block on {hardware.name} at tp {tp}: "
                           f"weights {sizing.weight_bytes / 2**30:.1f} GiB and activations "
                           f"{sizing.activation_bytes / 2**30:.1f} GiB per GPU against "
                           f"{gpu_memory_utilization:.0%} of {hardware.usable_memory_bytes / 2**30:.4g} GiB less the "
                           f"{hardware.memory_reserve_bytes / 2**20:.0f} MiB reserve; "
+                          + (f"raise --gpu-memory-utilization to {least:g} or more, " if least is not None else "")
                           + (f"lower --max-batched-tokens (the activations are sized for a step of "
                              f"{min(max_batched_tokens, cfg.max_positions):,} tokens), "
                              if sizing.activation_bytes > sizing.weight_bytes else "")
@@ -517,7 +528,7 @@ def serve(model: Any, hardware: Any = "h100-sxm", *, rate: float | None = None, 
                           "one replica, so nothing is routed: add --replicas (or a larger --disaggregate pool), or "
                           "leave --router out.")
     router = router or ROUTERS[0]
-    chosen = make_requests(rate, requests, trace, prompt, output, seed, concurrency)
+    chosen = make_requests(rate, requests, trace, prompt, output, seed, concurrency, cfg.max_positions)
     if trace is None:
         check_drawn_lengths(chosen, prompt, output, cfg.max_positions)
     if concurrency is not None and disaggregate is not None:

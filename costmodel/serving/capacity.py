@@ -325,8 +325,13 @@ def plan_capacity(cfg: Any, hardwares: list[Any], target: Target, *, scheduler: 
     feasible.sort(key=lambda r: (r["gpus"], r["dollars_per_hour"] or 0.0, r["p99_ttft_s"]))
     weight_dtype, _, source = inference_weights(cfg, replica_options.get("weight_dtype"),
                                                 replica_options.get("weight_group"))  # as build_replica's
+    # fp8 weights: how each hardware multiplies them (W8A8 at an FP8 peak, else weight-only), as serve's setup says
+    fp8_gemms = {setup["hardware"]: {key: setup[key] for key in ("fp8_gemm", "fp8_gemm_runs", "dtype")}
+                 for _, _, setup in (_REPLICAS[(r["hardware"], r["tp"], r["pp"], r["max_num_seqs"], r["max_batched_tokens"])]
+                                     for r in feasible) if setup.get("fp8_gemm_runs")}
     return {"target": target.__dict__, "scheduler": scheduler, "decode_code": profile.decode_code,
             "attention_backend": backend,
             "configurations": configurations,
             "weight_dtype": weight_dtype, "weight_dtype_source": source,
+            **({"fp8_gemms": fp8_gemms} if fp8_gemms else {}),
             "feasible": feasible, "infeasible": infeasible}

@@ -182,11 +182,13 @@ def poisson(rate: float, count: int, prompt: Lengths, output: Lengths, seed: int
 TRACE_FIELDS = {"arrival": "arrival_s", "prompt_tokens": "prompt_tokens", "output_tokens": "output_tokens"}
 
 
-def read_trace(path: str | Path) -> list[Request]:
+def read_trace(path: str | Path, context: int | None = None) -> list[Request]:
     """Requests from a JSONL file, one object a line: {"arrival": seconds, "prompt_tokens": N,
     "output_tokens": M, "prefix": "id", "prefix_tokens": K (both optional: the prompt's first K
     tokens are the same in every request of that id; without K the id shares nothing)}. Blank
-    lines are skipped; a malformed line is named in the error."""
+    lines are skipped; a malformed line is named in the error, as is a request past `context` (the
+    model's, where given: the requests are renumbered in arrival order, so a number would not say
+    which line)."""
     requests: list[Request] = []
     if not isinstance(path, (str, Path)):  # Path([...]) raised a TypeError
         raise ConfigError(f"--trace: a path to a JSONL file, one request a line, got {type(path).__name__} "
@@ -218,6 +220,9 @@ def read_trace(path: str | Path) -> list[Request]:
         for name, value in (("prompt_tokens", prompt), ("output_tokens", output)):
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ConfigError(f"{where}: {name} must be a positive integer, got {show(value)}.")
+        if context is not None and prompt + output > context:
+            raise ConfigError(f"{where}: prompt_tokens {prompt} + output_tokens {output} pass the model's context "
+                              f"of {context}; shorten that request or leave it out.")
         prefix, shared = data.get("prefix"), data.get("prefix_tokens", 0)
         if not isinstance(shared, int) or isinstance(shared, bool) or not 0 <= shared <= prompt:
             raise ConfigError(f"{where}: prefix_tokens must be an integer from 0 to prompt_tokens, got {show(shared)}.")
