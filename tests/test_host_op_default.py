@@ -36,15 +36,16 @@ def test_the_default_is_the_projects_h200_host_measurement_and_lists_the_a100_ho
 
 
 def test_every_gpu_preset_but_the_a100s_borrows_it_and_the_a100s_keep_their_own():
-    """34 presets: the three A100 files state FlagGems' 7.1 us add; the 31 others state none."""
+    """36 presets: the four A100 files state FlagGems' 7.1 us add (a100-64gb, wt39_hpcgpus, takes its parent's);
+    the 32 others state none (34 and 31 before session 39's two HPC centres' files)."""
     presets = {name: load_hardware(name) for name in preset_names()}
     borrowing = sorted(name for name, hw in presets.items() if hw.host_op_borrowed)
-    assert len(presets) == 34 and len(borrowing) == 31
-    assert set(presets) - set(borrowing) == {"a100-40gb", "a100-80gb", "a100-pcie"}
+    assert len(presets) == 36 and len(borrowing) == 32
+    assert set(presets) - set(borrowing) == {"a100-40gb", "a100-64gb", "a100-80gb", "a100-pcie"}
     for name in borrowing:
         assert presets[name].issues_ahead and presets[name].eager_op_s == H200_HOST_S
         assert presets[name].engine_op_s == H200_HOST_S  # the engine's ops: eager_op_s where it states none
-    for name in ("a100-40gb", "a100-80gb", "a100-pcie"):
+    for name in ("a100-40gb", "a100-64gb", "a100-80gb", "a100-pcie"):
         assert presets[name].eager_op_s == 7.1e-6 and not presets[name].host_op_borrowed
 
 

@@ -77,9 +77,10 @@ def test_ours_equals_every_measurement_but_the_published_time():
     checked = 0
     for name, case in ot.CASES.items():
         for quantity, (value, source) in ot.measured(case).items():
-            if "second" in quantity:  # published times: GPT-3 13.64 / 13.75 s, gpt-fast 106.8 / 104.9 tok/s
-                # (1.018: gpt-fast's wqkv runs as one GEMM a layer since session 29, kernel_facts.json fused_projections)
-                assert CASES[name]["ours"][quantity] / value == pytest.approx(1.0, abs=0.02), name
+            if "second" in quantity:  # published times: GPT-3 13.64 / 13.75 s, gpt-fast 107.8 / 104.9 tok/s
+                # (1.028: gpt-fast's wqkv runs as one GEMM a layer since session 29, kernel_facts.json fused_projections;
+                # its decode steps compiled and graphed, the prefill eager, since wt39_compilegraphs: 1.018 before)
+                assert CASES[name]["ours"][quantity] / value == pytest.approx(1.0, abs=0.03), name
                 continue
             assert CASES[name]["ours"][quantity] == value, (name, quantity, source)
             checked += 1
@@ -216,8 +217,9 @@ def test_the_rooflines_at_full_bandwidth_decode_half_again_faster_than_gpt_fast_
     # both are about the weights over 2,039 GB/s: 2 x 6.57e9 bytes (llm-analysis's count) / 2.039e12
     assert 1 / tool(case, "llm-analysis")["tokens_per_second"] > 2 * 6_573_789_184 / 2.039e12
     # ours: gpt-fast's quantity, 200 tokens over the prefill and 199 steps (issue 18; 200 steps before, 1.01),
-    # Q, K and V one GEMM a layer (its wqkv, session 29; 0.996 when they were three)
-    assert CASES[case]["ours"]["tokens_per_second"] / published == pytest.approx(1.018, abs=0.001)
+    # Q, K and V one GEMM a layer (its wqkv, session 29; 0.996 when they were three); torch.compile's decode kernels
+    # replayed from graphs and an eager prefill, as generate.py runs them (wt39_compilegraphs; 1.018 before)
+    assert CASES[case]["ours"]["tokens_per_second"] / published == pytest.approx(1.028, abs=0.001)
 
 
 @pytest.mark.slow
