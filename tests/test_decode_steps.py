@@ -162,7 +162,11 @@ SCRIPTS = {"gpt-fast": ("generate.py", "32971d3"), "gpt-fast-amd": ("generate.py
            "redhat-r1-llama-70b": ("guidellm", None), "redhat-r1-qwen-32b": ("guidellm", None),
            "redhat-r1-llama-8b": ("guidellm", None), "redhat-r1-qwen-7b": ("guidellm", None),
            # session 39's unseen rows (wt39_unseend): vLLM PR #23197's BF16 baseline, the same command
-           "vllm-pr23197-bf16": ("benchmark_latency.py", None)}
+           "vllm-pr23197-bf16": ("benchmark_latency.py", None),
+           # session 40's unseen rows (wt40_unseend): ROCm/vllm's MI300X table at vLLM 0.6.6, 0.8.5 and 0.9.1
+           "amd-vllm-0.6.6": ("benchmarks/benchmark_latency.py", "00db020"),
+           "amd-vllm-0.8.5": ("benchmarks/benchmark_latency.py", "00db020"),
+           "amd-vllm-0.9.1": ("benchmarks/benchmark_latency.py", "00db020")}
 #: The sources whose figure is the decode steps' own rate (the prefill's token apart), and the words of their
 #: rate_source that name what was read: the IBM blog's median latency; ExLlamaV2's test_inference.py (its own
 #: README and llm-perf-bench's 4-bit table), MLC's benchmark (not read: the rate assumed), LMDeploy's
