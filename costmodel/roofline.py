@@ -535,6 +535,7 @@ def simulate_inference(cfg: ModelConfig, hardware: Hardware, *, prompt: int, gen
             result["decode"]["host"] = {"ops_per_step": kernels.step_ops, "seconds_per_step": host,
                                         "bound": host >= first_s, **host_op_fields(hardware),
                                         **({"syncs_per_step": syncs} if syncs else {}),
+                                        **({"syncs_per_layer": counted.syncs_per_layer} if counted.syncs_per_layer else {}),
                                         **({"loop_reads_per_step": windows.syncs,
                                             "serial_ops_per_step": windows.serial} if windows else {})}
         elif kernels and kernels.decode_timer.host_s_per_op is not None:  # eager on a GPU host, ops not counted

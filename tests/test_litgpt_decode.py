@@ -80,3 +80,24 @@ def test_rows(row_id):
     before = {**run, "implementation": "transformers"}
     assert decode_run(before, {**source, "sampling": "greedy"}, "kernels") == pytest.approx(ROWS[row_id][0], abs=0.01)
 
+
+
+def test_a_window_a_layer(monkeypatch):
+    """generate_windows.layer_windows_seconds, on stated kernels (kernel_time.leaves_time stubbed) at 10 us an op:
+    2 layers of 150 us of kernels (10 us of them launches) against 20 ops (200 us) each, host-bound windows of
+    200 us; the rest 500 us (10 us launches) and 4 serial ops (40 us) against its own 30 ops (300 us), GPU-bound,
+    530 us: 930 us. One window for the whole step (the rule without reads) would give max(300 + 500 + 40 - 30,
+    70 ops) = 810 us: the reads cost the 120 us by which the rest's kernels no longer hide under the layers' host."""
+    from types import SimpleNamespace
+
+    from costmodel import kernel_time
+    from costmodel.generate_windows import layer_windows_seconds
+
+    def stub(leaves, subs, timer):
+        return kernel_time.LeavesTime(sum(leaf.s for leaf in leaves), sum(leaf.launch for leaf in leaves), [], 0.0)
+
+    monkeypatch.setattr(kernel_time, "leaves_time", stub)
+    timer = SimpleNamespace(host_seconds=lambda ops: None if ops is None else ops * 10e-6)
+    leaves = [SimpleNamespace(path="decoder.layer.ffn.mlp", s=300e-6, launch=20e-6),
+              SimpleNamespace(path="head.lm_head", s=500e-6, launch=10e-6)]
+    assert layer_windows_seconds(leaves, {}, timer, 2, 20, 70, 4, 0.0) == pytest.approx(930e-6, rel=1e-12)

@@ -29,9 +29,10 @@ counts (validate/generate_ops.py), whose ops the host's per-op time was measured
 
 Attention runs sdpa's math backend (sdpa_kernel(SDPBackend.MATH)): decode steps pass the boolean mask
 (mask_cache.index_select at both commits, so 982abcbc's flash_attn_func branch, `mask is None`, is never
-taken) and Falcon-7B's one KV head against 71 query heads; the fused kernels of torch 2.1 (what both
-commits' requirements.txt ask for) take only as many key heads as query heads (sdp_utils.cpp
-check_batch_size_and_num_heads), so the math path is what ran on the A100.
+taken) and Falcon-7B's one KV head against 71 query heads; torch 2.1 (what both commits'
+requirements.txt ask for) has no enable_gqa (added in 2.5), and its fused kernels refuse unequal head counts
+(sdp_utils_cpp.h check_batch_size_and_num_heads: 'For dense input, both fused kernels require query, key and
+value to have the same num_heads'), so the math path is what ran on the A100.
 
 `python -m validate.litgpt_ops DIR COMMIT` prints the counts as JSON (DIR holds COMMIT's lit_gpt/ and
 generate/)."""
@@ -44,6 +45,8 @@ import types
 from pathlib import Path
 from typing import Any
 
+from validate.generate_syncs import SYNC  # the reads' aten name (a torch-free import)
+
 COMMITS = ("d16f924d", "982abcbc")
 #: Odd sizes (STYLE.md): hidden 48, 4 query heads of 12 over one KV head (falcon-7b's n_query_groups 1),
 #: a vocabulary of 99, a block of 64 positions.
@@ -51,7 +54,6 @@ SIZES = dict(n_embd=48, n_head=4, padded_vocab_size=99, vocab_size=99, block_siz
 PROMPT = (1, 5, 7, 9, 11)
 NEW_TOKENS = 6
 TOP_K, TEMPERATURE = 200, 0.8  # generate/base.py main's defaults at both commits (the rows' commands)
-SYNC = "aten._local_scalar_dense.default"
 
 
 class _RequirementCache:
@@ -144,7 +146,7 @@ def step_sequence(directory: Path, commit: str, layers: int, dtype: str) -> list
     from torch.nn.attention import SDPBackend, sdpa_kernel
     from torch.utils._python_dispatch import TorchDispatchMode
 
-    from validate.generate_syncs import MULTINOMIAL_OPS
+    from validate.generate_syncs import last_step
 
     model_module, generate = load(directory)
     half = dtype == "bf16"
@@ -177,14 +179,7 @@ def step_sequence(directory: Path, commit: str, layers: int, dtype: str) -> list
         hook.remove()
     if out.shape[0] != total:
         raise RuntimeError(f"generate stopped after {out.shape[0] - len(PROMPT)} of {NEW_TOKENS} tokens.")
-    starts = [i for i, name in enumerate(names) if name == "#FWD"]
-    expanded: list[str] = []
-    for name in names[starts[-2]:starts[-1]]:
-        if name == "aten.multinomial.default":
-            expanded += [SYNC if op == "SYNC" else f"(multinomial) {op}" for op in MULTINOMIAL_OPS]
-        elif name != "#FWD":
-            expanded.append(name)
-    return expanded
+    return last_step(names)
 
 
 def summary(sequence: list[str]) -> dict[str, Any]:
