@@ -175,11 +175,14 @@ def step_ops_split(cfg: Any, implementation: str, dtype: str, attention: str, kv
 @dataclass(frozen=True)
 class DecodeStepOps:
     """One counted eager decoding step: the layers' ops, the step's own ("per_step", or the release's
-    own count under the sampling where generate_windows counts its windows) and those windows
-    (generate_windows.StepWindows; None where none is counted)."""
+    own count under the sampling where generate_windows counts its windows), those windows
+    (generate_windows.StepWindows; None where none is counted) and the GPU reads each layer makes
+    (kernel_facts.json eager_step_ops "syncs_per_layer": lit-gpt d16f924d's roll check; 0 elsewhere), which
+    make every layer a window of its own (roofline.KernelSteps' layer_windows)."""
     layers: int
     own: int
     windows: Any = None
+    syncs_per_layer: int = 0
 
     @property
     def total(self) -> int:
@@ -209,7 +212,8 @@ def decode_step_ops(cfg: Any, implementation: str, dtype: str, attention: str, k
     return DecodeStepOps((per_layer + extra) * (cfg.n_layers - sliding)
                          + (counts.get("sliding_per_layer", 0) + extra) * sliding
                          + _quantized_extra_calls(cfg, quantization or {}),
-                         counts["per_step"] if windows is None else windows.per_step, windows)
+                         counts["per_step"] if windows is None or windows.per_step is None else windows.per_step, windows,
+                         int(counts.get("syncs_per_layer", 0)))
 
 
 def _quantized_extra_calls(cfg: Any, quantization: dict[str, Any]) -> int:
@@ -265,10 +269,10 @@ def step_copies(cfg: Any, implementation: str, attention: str, dtype: str | None
 def step_syncs(cfg: Any, implementation: str, dtype: str, attention: str, kv_cache: str) -> int:
     """The device-to-host syncs one eager decoding step of this implementation issues inside its
     layers (kernel_facts.json "eager_step_ops" syncs_per_expert: transformers 4.51's Qwen3-MoE block,
-    a torch.where over each of its experts, every layer; generate's own stopping check not counted
-    here), 0 where none is stated."""
+    a torch.where over each of its experts, every layer; syncs_per_layer: lit-gpt d16f924d's roll check;
+    generate's own stopping check not counted here), 0 where none is stated."""
     counts = _step_counts(cfg, implementation, dtype, attention, kv_cache) or {}
-    return counts.get("syncs_per_expert", 0) * cfg.n_experts * cfg.n_layers
+    return (counts.get("syncs_per_expert", 0) * cfg.n_experts + counts.get("syncs_per_layer", 0)) * cfg.n_layers
 
 
 def _step_counts(cfg: Any, implementation: str, dtype: str, attention: str, kv_cache: str) -> dict | None:

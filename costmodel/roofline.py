@@ -128,13 +128,17 @@ class KernelSteps:
     decode_kernel: the decode steps' attention kernel (KernelTimer's; the prefill keeps the fused one's).
     serial_ops: the step's ops issued outside the forward's window between GPU reads
     (generate_windows): their host time joins each cached step's kernels, max(kernels + serial t, ops t).
+    layer_windows: (layers, ops a layer) where every layer reads the GPU (eager_ops.DecodeStepOps.syncs_per_layer:
+    lit-gpt d16f924d's roll check): the host cannot run ahead past a layer, so each cached step is one window a
+    layer, each the longer of a layer's ops and its kernels, and one for the rest (generate_windows.layer_windows_seconds).
     compiled: torch.compile's fusions in the prefill and the steps (each step's kernels replayed from a
     CUDA graph too where cuda_graphs: mode "reduce-overhead"); eager_prefill: the prefill runs eager all
     the same (gpt-fast's generate.py compiles decode_one_token alone unless --compile_prefill)."""
 
     def __init__(self, roof: Roofline, cuda_graphs: bool, compiled: bool = False, step_ops: int | None = None,
                  fused_qkv: bool = False, copies: dict | None = None, decode_kernel: str | None = None,
-                 serial_ops: int | None = None, eager_prefill: bool = False):
+                 serial_ops: int | None = None, eager_prefill: bool = False,
+                 layer_windows: tuple[int, int] | None = None):
         from .kernel_time import KernelTimer, check_kernel_model
 
         check_kernel_model(roof.hardware)
@@ -142,6 +146,7 @@ class KernelSteps:
         self.step_ops = step_ops
         self.copies = copies  # eager_ops.step_copies: what the decoding code copies per cached key and layer
         self.serial_ops = serial_ops  # generate_windows: the step's ops outside the forward's window
+        self.layer_windows = layer_windows  # (layers, ops a layer) where every layer reads the GPU
         self.timer = KernelTimer(roof.hardware, roof.dtype, roof.workload.attention,
                                  efficiency=roof.efficiency_given, compiled=compiled and not eager_prefill,
                                  w8a8=roof.w8a8, fused_qkv=fused_qkv)
@@ -175,6 +180,7 @@ class KernelSteps:
         np.interp take."""
         from dataclasses import replace
 
+        from .generate_windows import layer_windows_seconds
         from .kernel_time import host_bound_seconds, inference_subs, leaves_time
 
         sampled = sorted({int(c) for c in contexts})
@@ -182,6 +188,11 @@ class KernelSteps:
         times = []
         for c in sampled:
             subs = inference_subs(self.roof.cfg, self.roof.dtype, batch, c if rerun else 1, context=c, source_len=source)
+            if self.layer_windows and self.decode_timer.host_seconds(1) is not None:
+                layers, per_layer = self.layer_windows
+                times.append(layer_windows_seconds(leaves, subs, self.decode_timer, layers, per_layer, self.step_ops,
+                                                   self.serial_ops, self.copy_seconds(subs, batch * c)))
+                continue
             kernels = leaves_time(leaves, subs, self.decode_timer)
             kernels = replace(kernels, seconds=kernels.seconds + self.copy_seconds(subs, batch * c)
                               + (self.decode_timer.host_seconds(self.serial_ops) or 0.0))
@@ -426,7 +437,9 @@ def simulate_inference(cfg: ModelConfig, hardware: Hardware, *, prompt: int, gen
     copies = step_copies(cfg, implementation, attention, roof.dtype, (quantization or {}).get("kv_dtype"),
                          eager=not (compiled or cuda_graphs))
     kernels = (KernelSteps(roof, cuda_graphs, compiled, ops, fuses_qkv(implementation), copies, decode_kernel,
-                           serial_ops=windows.serial if windows else None, eager_prefill=eager_prefill)
+                           serial_ops=windows.serial if windows else None, eager_prefill=eager_prefill,
+                           layer_windows=((cfg.n_layers, counted.layers // cfg.n_layers)
+                                          if counted is not None and counted.syncs_per_layer else None))
                if time_model == "kernels" else None)
     blocks = [{"path": b.path, "seconds": b.seconds, "bound": b.timing.bound} for b in prefill_blocks]
     if kernels:  # the kernel model's blocks, each with the roofline's bound (None: a row of its own)
@@ -522,6 +535,7 @@ def simulate_inference(cfg: ModelConfig, hardware: Hardware, *, prompt: int, gen
             result["decode"]["host"] = {"ops_per_step": kernels.step_ops, "seconds_per_step": host,
                                         "bound": host >= first_s, **host_op_fields(hardware),
                                         **({"syncs_per_step": syncs} if syncs else {}),
+                                        **({"syncs_per_layer": counted.syncs_per_layer} if counted.syncs_per_layer else {}),
                                         **({"loop_reads_per_step": windows.syncs,
                                             "serial_ops_per_step": windows.serial} if windows else {})}
         elif kernels and kernels.decode_timer.host_s_per_op is not None:  # eager on a GPU host, ops not counted

@@ -241,7 +241,11 @@ def render_inference(r: dict[str, Any]) -> str:
             *([f"  host syncs: {d['host']['syncs_per_step']:,} a step inside the layers (a loop over every expert, "
                "a torch.where each): the host cannot run ahead across them; each window between two takes the "
                "longer of its ops and its kernels, here charged as the step's longer (a lower bound)"]
-              if d.get("host") and d["host"].get("syncs_per_step") else []),
+              if d.get("host") and d["host"].get("syncs_per_step") and not d["host"].get("syncs_per_layer") else []),
+            *([f"  host syncs: {d['host']['syncs_per_step']:,} a step, one a layer (the cache's roll check): the host "
+               "cannot run ahead past a layer, so each layer is a window of its own, the longer of its ops and its "
+               "kernels, and the rest of the step one more"]
+              if d.get("host") and d["host"].get("syncs_per_layer") else []),
             *([f"  {d['host']['op_time_note']}"] if d.get("host") and d["host"].get("op_time_note") else []),
             *([f"  host: the eager ops a {i.get('implementation', 'transformers')} step issues are not counted for this "
                "model, attention or cache (kernel_facts.json \"eager_step_ops\"): the steps are the kernels' alone, "

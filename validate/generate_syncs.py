@@ -90,10 +90,15 @@ def step_sequence(layers: int, sampled: bool) -> list[str]:
         hook.remove()
     if out.shape[1] != len(g.PROMPT) + NEW_TOKENS:
         raise RuntimeError(f"generate stopped after {out.shape[1] - len(g.PROMPT)} of {NEW_TOKENS} tokens.")
+    return last_step(names)
+
+
+def last_step(names: list[str]) -> list[str]:
+    """The last full step of a recorded run ("#FWD" before each forward: the ops between the last two),
+    multinomial expanded (MULTINOMIAL_OPS; its reads as SYNC). validate/litgpt_ops.py takes it too."""
     starts = [i for i, name in enumerate(names) if name == "#FWD"]
-    step = names[starts[-2]:starts[-1]]  # the last full step (its last forward ends the run)
     expanded: list[str] = []
-    for name in step:
+    for name in names[starts[-2]:starts[-1]]:  # its last forward ends the run
         if name == "aten.multinomial.default":
             expanded += [SYNC if op == "SYNC" else f"(multinomial) {op}" for op in MULTINOMIAL_OPS]
         elif name != "#FWD":
