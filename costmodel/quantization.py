@@ -36,6 +36,7 @@ columns, N = R C values per matrix):
         .modules_to_not_convert of openai/gpt-oss-20b and -120b's config.json). The padding some
         of vLLM's MXFP4 backends add (hidden and intermediate sizes rounded up to 64-256) is not
         modelled.
+  exl2  ExLlamaV2's EXL2 at the file's bits a weight, its head at head_bits 6: costmodel/exl2.py.
 
 What stays in the activation dtype (the integrations' defaults): the embeddings, the output head,
 norms, biases, routers and Qwen2-MoE's shared-expert gate; every other matrix a layer multiplies

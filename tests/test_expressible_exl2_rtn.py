@@ -135,3 +135,15 @@ def test_bad_input_is_one_line_and_status_2(args, says):
     assert result.exit_code == 2 and result.exception is not None and not isinstance(result.exception, AssertionError)
     lines = [line for line in result.output.splitlines() if line.strip()]
     assert len(lines) == 1 and says in lines[0], result.output
+
+
+@pytest.mark.slow  # two Inductor compilations (~30 s)
+def test_inductor_fuses_the_rtn_dequantization_into_one_kernel():
+    """vllm-rtn-torch's one dequantization pass: the pre-#26051 op chain (validate/rtn_inductor.py) compiles, on the
+    pinned torch's Inductor (CPU backend), to one fused kernel before one mm, for int8 and for int4."""
+    pytest.importorskip("torch")
+    from validate.rtn_inductor import generated_kernels
+
+    for bits in (8, 4):
+        fused, mms = generated_kernels(bits)
+        assert (len(fused), mms) == (1, 1), (bits, fused)
