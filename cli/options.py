@@ -136,6 +136,10 @@ weight_dtype_option = click.option(
 weight_group_option = click.option(
     "--weight-group", type=click.IntRange(min=1), default=None,
     help="Values per scale (and zero): int4 128, nf4 64 by default; int8 per row unless given.")
+weight_bits_option = click.option(
+    "--weight-bits", type=float, default=None,
+    help="--weight-dtype exl2: the file's bits a weight (its converter's -b, 2-8; default 4.125), scales and "
+    "groups included.")
 quant_layout_option = choice_option(
     "--quant-layout", spec.QUANT_LAYOUTS,
     f"How int8 and int4 weights are stored (scales, zeros, padding): {spec.QUANT_LAYOUTS.phrase()}.",
@@ -166,6 +170,7 @@ workload_options = stack(
                   "fsdp2: fsdp2), which its ranks keep."),
     weight_dtype_option,
     weight_group_option,
+    weight_bits_option,
     quant_layout_option,
     click.option("--no-double-quant", "double_quant", flag_value=False, default=True,
                  help="nf4 without double quantisation of its scales."),

@@ -24,7 +24,7 @@ from costmodel.simulate_api import decode_inputs, training_inputs
 from .inputs import InputError, finite, load_model, make_layout, make_workload, microbatches_for, with_mtp
 from .options import (ATTENTION_HELP, IMPL_HELP, batch_option, choice_option, decode_code_option, dtype_option,
                       hardware_option, json_option, layout_options, model_options, mtp_option, optimizer_option,
-                      refuse_mla_without_latent, refuse_typed, TOKENS, untimed_offload_option)
+                      refuse_mla_without_latent, refuse_typed, TOKENS, untimed_offload_option, weight_bits_option)
 
 TIME_MODEL_HELP = (f"kernels (the default: {spec.TIME_MODELS.meanings['kernels']}) or roofline "
                    f"({spec.TIME_MODELS.meanings['roofline']}); a hardware without sm_count, and training on one "
@@ -234,6 +234,7 @@ def refuse_other_mode(ctx: click.Context, train: bool) -> None:
               help=f"Inference: quantized weights ({spec.WEIGHT_DTYPE_CHOICES.listed()}), read as stored. "
               f"{spec.WEIGHT_DTYPE_DEFAULT}")
 @click.option("--weight-group", type=click.IntRange(min=1), default=None, help="Inference: values per scale of --weight-dtype.")
+@weight_bits_option
 @click.option("--quantize-head", is_flag=True, default=False,
               help="Inference: the output head in --weight-dtype too, as gpt-fast and torchao quantize it "
               "(default: bf16, as bitsandbytes, AWQ, GPTQ and vLLM leave it); the embedding stays in --dtype.")
@@ -255,7 +256,7 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
              recompute, recompute_layers, optimizer, tokens, price, step_time, compute_efficiency, memory_efficiency, global_batch, impl,
              flops_convention, tp_overlap, async_tp, tp_comm_overlap, dp_overlap, overlap_grad_reduce, no_prefetch, pp_overlap, param_gather_overlap, ep_overlap, overlap_slowdown,
              no_align_grad_reduce, compiled, cuda_graphs, eager_prefill, graph_scopes,
-             launch_overhead, graph_kernel_gap, host_op_time, time_model, weight_dtype, weight_group, quantize_head, quant_layout,
+             launch_overhead, graph_kernel_gap, host_op_time, time_model, weight_dtype, weight_group, weight_bits, quantize_head, quant_layout,
              cache_size, kv_dtype, fp8_gemm,
              decode_code, mtp,
              as_json, **layout_given) -> None:
@@ -348,6 +349,10 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
             if train:
                 raise ConfigError("--quantize-head is an inference option (with --weight-dtype).")
             quantization["quantize_head"] = True
+        if weight_bits is not None:  # (Workload checks it applies: exl2)
+            if train:
+                raise ConfigError("--weight-bits is an inference option (with --weight-dtype exl2).")
+            quantization["weight_bits"] = weight_bits
         if quant_layout != spec.DEFAULT_QUANT_LAYOUT:  # (Workload checks it applies: int8 or int4)
             if train:
                 raise ConfigError("--quant-layout is an inference option (with --weight-dtype int8 or int4).")

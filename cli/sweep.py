@@ -17,7 +17,7 @@ from costmodel.spec import (ATTENTIONS, DEFAULT_ATTENTION, DEFAULT_DTYPE, DEFAUL
 
 from .inputs import load_model, make_workload
 from .options import (choice_option, dtype_option, json_option, kv_dtype_option, model_options,
-                      weight_dtype_option, weight_group_option)
+                      weight_bits_option, weight_dtype_option, weight_group_option)
 
 
 @click.command()
@@ -36,6 +36,7 @@ from .options import (choice_option, dtype_option, json_option, kv_dtype_option,
 @choice_option("--optimizer", OPTIMIZERS, "Optimizer (state bytes).", DEFAULT_OPTIMIZER)
 @weight_dtype_option
 @weight_group_option
+@weight_bits_option
 @kv_dtype_option
 @click.option("--csv", "csv_path", type=str, default=None, help="Write the grid as CSV here.")
 @click.option("--json-out", "json_path", type=str, default=None, help="Write the grid as JSON here.")

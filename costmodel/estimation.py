@@ -452,7 +452,7 @@ class Estimate:
     def inputs(self) -> dict[str, Any]:
         """to_dict()'s "inputs": the model and the workload's fields as they were used."""
         w = self.workload
-        quantized = {k: getattr(w, k) for k in ("weight_dtype", "weight_group", "weight_dtype_source", "kv_dtype")
+        quantized = {k: getattr(w, k) for k in ("weight_dtype", "weight_group", "weight_bits", "weight_dtype_source", "kv_dtype")
                      if getattr(w, k) is not None}
         return {**self._inputs(), **quantized}
 

@@ -153,10 +153,11 @@ def by_rows_tables(hardware: Hardware, dtype: str) -> dict[str, "tuple[tuple[int
 def by_rows_points(entry: dict[str, Any]) -> tuple[tuple[int, float], ...]:
     """A measured entry's (M, time at M over time at one row) points: each size's speed-up over fp16 at its
     reference rows over its speed-up at M (the fp16 call flat in M: memory-bound), the mean over the sizes
-    (one size: its own), 1 at and below the reference rows."""
+    (one size: its own; a figure of kernels by name: the entry's `line`, torch-nightly unless it names
+    another), 1 at and below the reference rows."""
     published = entry["published"]
     batches, lines = published["batches"], published["speedup_over_fp16"]
-    sizes = [line for name, line in lines.items() if name.isdigit()] or [lines["torch-nightly"]]
+    sizes = [line for name, line in lines.items() if name.isdigit()] or [lines[entry.get("line", "torch-nightly")]]
     ref = batches.index(entry["reference_rows"])
     return tuple((m, 1.0 if m <= batches[ref] else max(1.0, sum(line[ref] / line[i] for line in sizes) / len(sizes)))
                  for i, m in enumerate(batches))

@@ -36,6 +36,7 @@ columns, N = R C values per matrix):
         .modules_to_not_convert of openai/gpt-oss-20b and -120b's config.json). The padding some
         of vLLM's MXFP4 backends add (hidden and intermediate sizes rounded up to 64-256) is not
         modelled.
+  exl2  ExLlamaV2's EXL2 at the file's bits a weight, its head at head_bits 6: costmodel/exl2.py.
 
 What stays in the activation dtype (the integrations' defaults): the embeddings, the output head,
 norms, biases, routers and Qwen2-MoE's shared-expert gate; every other matrix a layer multiplies
@@ -99,6 +100,14 @@ store the same bits with other scales, zeros and padding:
             MLP matrices through it. int8 only (DeepSpeed 0.7 has no int4 kernel), no weight_group.
             Not modelled: the scales' read (the kernel reads 32 of the 96 fp32, 128 bytes; the
             stored 384 are counted) and the transient fp16 copy's memory (one matrix a rank).
+  - vllm-rtn-torch: vLLM's RTN (`-q rtn`, RTN_NUM_BITS 8 or 4, RTN_GROUP_SIZE 128) before PR #26051
+    (rtn.py at 03346f0b): RTNLinearMethod.create_weights keeps `weight` uint8 (out / 2 for int4: two
+    values a byte, out for int8) by in, and `scale` (out, in / group) in params_dtype (bf16: 2 bytes a
+    group, no zero; a row's one where RTN_GROUP_SIZE is -1); apply() runs rtn_dequantize (unpack, shift,
+    multiply by the group's scale into a new bf16 tensor) then F.linear on that copy, every call: an
+    in-memory dequantization, int8 in groups too (grouped_int8). TorchInductor (torch.compile, vLLM V1's
+    default) fuses rtn_dequantize into one kernel before the mm for both widths (validate/rtn_inductor.py,
+    CPU backend): one pass, dequant_bytes.
   - gptq-exllama and gptq-cuda-old: GPTQ's bytes, run by AutoGPTQ's (v0.4.2, 2023-08-24: the
     release optimum's GPTQ integration of that month loads) exllama QuantLinear and its cuda-old
     QuantLinear (optimum's load_quantized_model, desc_act False, --disable-exllama). exllama's
@@ -163,7 +172,7 @@ from .spec import KV_DTYPES  # noqa: F401 (--kv-dtype: one byte per cached eleme
 
 #: --weight-dtype -> (bits per value, the default group: None is one scale per output row).
 WEIGHT_DTYPES = {"int8": (8, None), "int4": (4, 128), "fp8": (8, None), "nf4": (4, 64),
-                 "mxfp4": (4, 32)}
+                 "mxfp4": (4, 32), "exl2": (None, None)}  # exl2: --weight-bits, its groups its own (exl2.py)
 #: Formats that quantize only some of a model's matrices (the module's docstring): "experts", the
 #: routed experts' (vLLM's Mxfp4Config); "linear", all but the routed experts (bitsandbytes' nf4
 #: replaces nn.Linear layers, and transformers 5.24 holds a layer's routed experts as fused 3-D
@@ -194,6 +203,7 @@ class QuantLayout:
     matrix_scale_bytes: int = 0  # scale bytes a matrix keeps whatever its rows (DeepSpeed's 32 x 3 fp32)
     group_matrix_bytes: int = 0  # bytes a grouped matrix keeps beside its values and scales (compressed-tensors' weight_shape)
     dtypes: tuple[str, ...] = ("int8", "int4")  # the formats the engine stores this way
+    grouped_int8: bool = False  # int8 in groups of weight_group input columns too (vLLM's RTN), else per row
     # the engine dequantizes each matrix into a copy in the activations' dtype in memory, then runs
     # the unquantized GEMM on it (DeepSpeed's quantized_gemm); False: dequantized in the GEMM's registers
     in_memory_dequant: bool = False
@@ -230,6 +240,14 @@ QUANT_LAYOUT_FACTS = {
                                  dequant_rows=128),
     "deepspeed": QuantLayout(row_scale_bytes=0, group_pair_bytes=None, matrix_scale_bytes=32 * 3 * 4,
                              dtypes=("int8",), in_memory_dequant=True),
+    # vLLM's RTN before #26051 (the module's docstring): a bf16 scale a group (or a row), no zero, every call
+    # dequantized into a bf16 copy for F.linear (no weight-only kernel runs it)
+    "vllm-rtn-torch": QuantLayout(row_scale_bytes=2, group_pair_bytes=2, grouped_int8=True, in_memory_dequant=True,
+                                  kernel=""),
+    # EXL2's own storage (--weight-dtype exl2, costmodel/exl2.py; not a --quant-layout choice): its kernel to 50
+    # rows, reconstruct() and cublasHgemm from 51 (MAX_Q_GEMM_ROWS)
+    "exl2": QuantLayout(row_scale_bytes=0, group_pair_bytes=None, dtypes=("exl2",), dequant_rows=51,
+                        kernel="exllamav2"),
 }
 
 
@@ -253,7 +271,7 @@ class WeightFormat:
     """One quantized weight format (see the module's docstring)."""
 
     dtype: str
-    bits: int
+    bits: Any  # bits a stored value (int); EXL2's: the file's bits a weight, a sympy Rational (exl2.py)
     group: int | None  # input columns per scale (gptq), values per block (nf4), block side (fp8), None: per row
     layout: str  # "row": a scale per output row; "gptq": scale and zero per group; "block"; "nf4"; "mx"
     double_quant: bool = False
@@ -277,6 +295,8 @@ class WeightFormat:
 
     @property
     def label(self) -> str:
+        if self.dtype == "exl2":
+            return f"exl2 at {float(self.bits):g} bits a weight, the head at the converter's head_bits 6"
         grouped = (f", blocks of {self.group} x {self.group}" if self.layout == "block" else
                    f", groups of {self.group}" if self.group else ", per output row")
         double = ", double quantisation" if self.double_quant else ""
@@ -290,13 +310,15 @@ class WeightFormat:
 def weight_format(dtype: str | None, group: int | None = None,
                   double_quant: bool = True, fp8_gemm: str = DEFAULT_FP8_GEMM,
                   head: bool = False, quant_layout: str = DEFAULT_QUANT_LAYOUT,
-                  kept: tuple[str, ...] = ()) -> WeightFormat | None:
+                  kept: tuple[str, ...] = (), bits: float | None = None) -> WeightFormat | None:
     """The format of --weight-dtype (None: unquantized), with its group size and, for nf4,
     whether the absmax is quantized again; for fp8, how its GEMMs multiply (--fp8-gemm); head:
     the output head's matrix quantized too (--quantize-head); quant_layout: how int8 and int4 are
     stored (--quant-layout, QUANT_LAYOUTS); kept: the WEIGHT_KINDS a checkpoint's ignore list keeps
-    unquantized (checkpoint_ignore.py)."""
+    unquantized (checkpoint_ignore.py); bits: EXL2's bits a weight (--weight-bits, exl2.py)."""
     check_quant_layout(dtype, group, quant_layout)
+    if bits is not None and dtype != "exl2":
+        raise ConfigError("workload: weight_bits applies only to exl2 weights (--weight-dtype exl2).")
     if not isinstance(kept, tuple) or not set(kept) <= set(WEIGHT_KINDS):
         raise ConfigError(f"workload: weight_kept must name some of {', '.join(WEIGHT_KINDS)}, got {kept!r}.")
     if head and dtype is None:
@@ -314,6 +336,8 @@ def weight_format(dtype: str | None, group: int | None = None,
     if dtype not in WEIGHT_DTYPES:
         raise ConfigError(f"workload: unknown weight_dtype {dtype!r}; use one of "
                           f"{', '.join(WEIGHT_DTYPES)}.")
+    if dtype == "exl2":
+        return exl2_format(group, head, kept, bits)
     bits, default = WEIGHT_DTYPES[dtype]
     if dtype == "mxfp4" and group not in (None, default):
         raise ConfigError(f"workload: mxfp4 scales blocks of {default} values; no other weight_group.")
@@ -324,6 +348,19 @@ def weight_format(dtype: str | None, group: int | None = None,
         return WeightFormat(dtype, bits, group, "mx", scope=WEIGHT_SCOPES[dtype], kept=kept)
     layout = "row" if not group else "block" if dtype == "fp8" else "gptq"
     return WeightFormat(dtype, bits, group, layout, gemm=fp8_gemm, head=head, quant_layout=quant_layout, kept=kept)
+
+
+def exl2_format(group: int | None, head: bool, kept: tuple[str, ...], bits: float | None) -> WeightFormat:
+    """EXL2 at `bits` a weight (default the converter's 4.125), every decoder matrix and the head (its own
+    bits: exl2.leaf_format); its groups are the converter's, per layer (no weight_group)."""
+    from . import exl2
+
+    if group is not None:
+        raise ConfigError("workload: exl2 chooses its groups per layer (32-128 input rows); no weight_group.")
+    if head:
+        raise ConfigError("workload: exl2 always quantizes the head (the converter's head_bits 6); no quantize_head.")
+    rational = exl2.check_bits(exl2.DEFAULT_BITS if bits is None else bits)
+    return WeightFormat("exl2", rational, None, "exl2", head=True, quant_layout="exl2", kept=kept)
 
 
 def check_quant_layout(dtype: str | None, group: int | None, quant_layout: str) -> None:
@@ -339,7 +376,7 @@ def check_quant_layout(dtype: str | None, group: int | None, quant_layout: str) 
     if dtype not in dtypes:
         raise ConfigError(f"workload: quant_layout {quant_layout} applies to {' and '.join(dtypes)} weights "
                           f"(--weight-dtype {' or '.join(dtypes)}), not {dtype or 'unquantized ones'}.")
-    if dtype == "int8" and group is not None:
+    if dtype == "int8" and group is not None and not QUANT_LAYOUT_FACTS[quant_layout].grouped_int8:
         scales = "32 groups of scales a matrix" if quant_layout == "deepspeed" else "one scale per output row"
         raise ConfigError(f"workload: {quant_layout}'s int8 keeps {scales}; no weight_group.")
     groups = QUANT_LAYOUT_FACTS[quant_layout].groups

@@ -58,7 +58,8 @@ CANONICAL_DTYPE = {"fp32": "fp32", "float32": "fp32", "fp16": "fp16", "float16":
                    "bf16": "bf16", "bfloat16": "bf16"}
 #: --weight-dtype: quantized weights (costmodel/quantization.py has each format's bits and groups).
 WEIGHT_DTYPES = Choices({"int8": "LLM.int8", "int4": "GPTQ/AWQ", "fp8": "", "nf4": "bitsandbytes",
-                         "mxfp4": "routed experts only, gpt-oss"})
+                         "mxfp4": "routed experts only, gpt-oss",
+                         "exl2": "ExLlamaV2's, at --weight-bits a weight, the head too"})
 #: --weight-dtype's choices: a format, or none (unquantized, in --dtype). Left out, an inference path
 #: takes the format the checkpoint's quantization_config names (costmodel/checkpoint.py).
 UNQUANTIZED = "none"
@@ -94,6 +95,8 @@ QUANT_LAYOUTS = Choices({
                      "from 128 dequantized into an fp16 copy by torch)",
     "deepspeed": "DeepSpeed-Inference 0.7's int8 (32 groups of fp32 scales a matrix), dequantized into an "
                  "fp16 copy in memory before each cuBLAS GEMM (costmodel/quantization.py)",
+    "vllm-rtn-torch": "vLLM's RTN before PR #26051 (int8 or int4, a bf16 scale a group, no zero), dequantized "
+                      "into a bf16 copy by torch ops before each F.linear",
 })
 DEFAULT_QUANT_LAYOUT = "gptq"
 #: --kv-dtype: one byte per cached element, plus two fp32 scales per layer (blocks.kv_cache_bytes).

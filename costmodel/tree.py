@@ -29,6 +29,7 @@ from .defaults import has_attention, sdpa_runs_math
 from .leaf import ONE, Leaf
 from .leaves import TreeBuilder
 from .module_recompute import MODULE_NEEDS, check_recomputed_modules  # noqa: F401 (re-exported)
+from .exl2 import leaf_format
 from .quantization import check_whole_groups
 from .spec import MLA_FORMS
 
@@ -169,8 +170,10 @@ class CostModel:
         # Quantized weights are an inference format: the training tree keeps them in its policy.
         fmt = self.profile.weight_format if self.phase != "train" else None
         check_weight_scope(self.cfg, fmt)
-        leaves = [dataclasses.replace(leaf, per_param=per_param, weight_format=fmt if fmt is None
-                                      or fmt.quantizes(weight_kind(leaf)) else None)
+        sizes = {symbol: sp.Integer(value) for symbol, value in model_values(self.cfg).items()} \
+            if fmt is not None and fmt.dtype == "exl2" else {}  # an EXL2 head's shape (exl2.leaf_format)
+        leaves = [dataclasses.replace(leaf, per_param=per_param, weight_format=leaf_format(fmt, leaf, sizes)
+                                      if fmt is None or fmt.quantizes(weight_kind(leaf)) else None)
                   for leaf in TreeBuilder(self.cfg, self.profile, self.phase).build()]
         check_whole_groups(fmt, _quantized_widths(self.cfg, leaves))
         leaves = [dataclasses.replace(leaf, recomputed=rerun is not None, rerun=rerun)

@@ -134,6 +134,7 @@ class Workload:
     # (None: the format's default) and, for nf4, double quantisation of the scales; the KV cache in fp8 or int8.
     weight_dtype: str | None = None
     weight_group: int | None = None
+    weight_bits: float | None = None  # exl2's bits a weight (its file's average; None: the converter's 4.125)
     # Where weight_dtype came from (checkpoint.inference_weights): "checkpoint" (the model's
     # quantization_config: training paths hold the weights in the training dtype instead),
     # "option" (asked for), None (nothing chosen). Not a choice that shapes the tree.
@@ -231,7 +232,7 @@ class Workload:
         from .quantization import weight_format
 
         return weight_format(self.weight_dtype, self.weight_group, self.double_quant, self.fp8_gemm,
-                             self.quantize_head, self.quant_layout, self.weight_kept)
+                             self.quantize_head, self.quant_layout, self.weight_kept, self.weight_bits)
 
     @property
     def bytes_per_element(self) -> int:
@@ -254,7 +255,7 @@ class Workload:
             return self
         formats = {"kv_dtype": None, "double_quant": True, "quantize_head": False,
                    "fp8_gemm": spec.DEFAULT_FP8_GEMM} if asked else {}
-        return dataclasses.replace(self, weight_dtype=None, weight_group=None, weight_dtype_source=None,
+        return dataclasses.replace(self, weight_dtype=None, weight_group=None, weight_bits=None, weight_dtype_source=None,
                                    quant_layout=spec.DEFAULT_QUANT_LAYOUT, weight_kept=(), **formats)
 
     def options(self) -> dict[str, Any]:
@@ -268,6 +269,8 @@ class Workload:
                            double_quant=self.double_quant, kv_dtype=self.kv_dtype)
         if self.fp8_gemm != spec.DEFAULT_FP8_GEMM:
             options["fp8_gemm"] = self.fp8_gemm
+        if self.weight_bits is not None:
+            options["weight_bits"] = self.weight_bits
         if self.quantize_head:
             options["quantize_head"] = True
         if self.quant_layout != spec.DEFAULT_QUANT_LAYOUT:

@@ -32,7 +32,7 @@ def decode_layout(run: dict[str, Any], source: dict[str, Any]) -> Layout:
 #: tensor-parallel run stating another than greedy is refused, decode_layout_run); none: greedy.
 DECODE_SETTINGS = ("prompt", "gen", "batch", "attention", "kv_cache", "cuda_graphs", "dtype", "implementation",
                    "decode_kernel", "sampling", "compiled", "eager_prefill")
-DECODE_QUANTIZATION = ("weight_dtype", "weight_group", "fp8_gemm", "kv_dtype")
+DECODE_QUANTIZATION = ("weight_dtype", "weight_group", "weight_bits", "fp8_gemm", "kv_dtype")
 
 
 def decode_setup(run: dict[str, Any], source: dict[str, Any]) -> tuple[ModelConfig, Any, dict[str, Any], dict[str, Any]]:

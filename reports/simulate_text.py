@@ -121,6 +121,10 @@ def weight_group(inputs: dict[str, Any]) -> str:
     from costmodel.quantization import WEIGHT_DTYPES
 
     dtype = inputs.get("weight_dtype")
+    if dtype == "exl2":  # its groups are its converter's; its bits a weight are the figure (costmodel/exl2.py)
+        from costmodel.exl2 import DEFAULT_BITS
+
+        return f" at {inputs.get('weight_bits') or DEFAULT_BITS:g} bits a weight"
     group = inputs.get("weight_group") or WEIGHT_DTYPES.get(dtype, (0, None))[1] if dtype else None
     return f" g{group}" if group else ""
 

@@ -59,7 +59,8 @@ def test_each_layout_runs_its_kernel():
     assert {name: layout.kernel for name, layout in QUANT_LAYOUT_FACTS.items() if "int4" in layout.dtypes} == \
         {"gptq": "marlin", "gpt-fast": "tinygemm", "torchao": "tinygemm", "awq-gemm": "awq-gemm", "awq-gemv": "awq-gemv",
          "compressed-tensors": "marlin",  # vLLM's CompressedTensorsWNA16: choose_mp_linear_kernel, as GPTQ's
-         "gptq-exllama": "exllama", "gptq-cuda-old": "autogptq-cuda-old"}  # AutoGPTQ v0.4.2's (test_gptq_linear_ops.py)
+         "gptq-exllama": "exllama", "gptq-cuda-old": "autogptq-cuda-old",  # AutoGPTQ v0.4.2's (test_gptq_linear_ops.py)
+         "vllm-rtn-torch": ""}  # vLLM's RTN before #26051: dequantized into memory, no weight-only kernel (wt40)
     # AutoAWQ's versions store GPTQ's bytes: the same weight, the same stored size
     gptq, awq = weight_format("int4", 128), weight_format("int4", 128, quant_layout="awq-gemm")
     shape = ((sp.Integer(11008), sp.Integer(4096), sp.Integer(1)),)

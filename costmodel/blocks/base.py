@@ -397,6 +397,8 @@ def quantized_bytes(matrices: tuple[tuple[Expr, Expr, Expr], ...], fmt: Any) -> 
       nf4   data N/2; per block of g values (B = ceil(N/g)): scales 4 B, tables 64 (the code); with
             double quantisation scales B + 4 ceil(B/256), tables 64 + 1024 + 4 (the second code
             and the offset)
+      exl2  data N bits/8 at the file's bits a weight (its scales and groups within them), tables 4 C
+            (q_perm and q_invperm, a uint16 an input column each; costmodel/exl2.py)
     """
     from ..quantization import stored_shape
 
@@ -417,6 +419,8 @@ def quantized_bytes(matrices: tuple[tuple[Expr, Expr, Expr], ...], fmt: Any) -> 
             groups = rows * sp.ceiling(cols / fmt.group)
             parts["scales"] += count * 2 * groups
             parts["zeros"] += count * sp.ceiling(groups * fmt.bits / 8)
+        elif fmt.layout == "exl2":
+            parts["tables"] += count * 4 * cols
         elif fmt.layout == "mx":
             parts["scales"] += count * rows * sp.ceiling(cols / fmt.group)
         elif fmt.double_quant:
