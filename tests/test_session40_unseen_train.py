@@ -1,10 +1,10 @@
 """Session 40's unseen training rows (wt40_unseent; costmodel/published_runs.json sources "mlperf-v5.0-nvidia",
-"mlperf-v5.0-coreweave", "mlperf-v4.1-nvidia", "mlperf-v4.1-oracle", "mlperf-v3.0-nvidia" and "mlperf-v3.0-coreweave",
-typed before any was computed: 6e0c5a9e and c2887fa4): three MLPerf Training rounds no row had come from (v3.0's and
-v4.1's GPT-3 175B, v5.0's Llama 3.1 405B), each row's figure as its submission's log gives it, its layout as the
-submission's config files state it, and the kernel model's ratios as first computed (our speed over the published
-one), the figures validate/FINDINGS.md quotes ("Unseen training rows, session 40"). Nothing in the model was changed
-for them."""
+"mlperf-v5.0-coreweave", "mlperf-v4.1-nvidia", "mlperf-v4.1-oracle", "mlperf-v3.0-nvidia", "mlperf-v3.0-coreweave" and "swissai-megatron-pr10", typed before any was
+computed: 6e0c5a9e, c2887fa4 and c2258c81): three MLPerf Training rounds no row had come from (v3.0's and v4.1's GPT-3
+175B, v5.0's Llama 3.1 405B), each row's figure as its submission's log gives it and its layout as the submission's
+config files state it, and the Swiss AI Megatron-LM fork's Llama 3.2 3B on Alps' GH200s (its PR #10); the kernel
+model's ratios as first computed (our speed over the published one), the figures validate/FINDINGS.md quotes ("Unseen
+training rows, session 40"). Nothing in the model was changed for them."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 from tests.unseen_rows import assert_first_computed, assert_summaries, ratios, runs_of, train_groups, train_setup_of
 
 SOURCES = ("mlperf-v5.0-nvidia", "mlperf-v5.0-coreweave", "mlperf-v4.1-nvidia", "mlperf-v4.1-oracle",
-           "mlperf-v3.0-nvidia", "mlperf-v3.0-coreweave")
+           "mlperf-v3.0-nvidia", "mlperf-v3.0-coreweave", "swissai-megatron-pr10")
 
 # each log's (GPUs, global_batch_size, seconds a step: the median train_step_time / train_step_timing after the first
 # five, or v4.1's median block over its steps) as parsed from the results' result_0.txt
@@ -68,6 +68,22 @@ def test_the_layouts_are_the_configs():
             assert hardware.name == ("b200" if run["id"].endswith("64xb200") else "h100-sxm")
 
 
+def test_the_swiss_ai_rows_are_the_prs_launch():
+    """Megatron's logged TFLOP/s (~505 on one quad-GH200 node at MBS 1, ~493 on 8 at MBS 2), the PR's script: GBS 256,
+    sequence 8,192, TP/PP/CP 1, the distributed optimizer with --use-precision-aware-optimizer and bf16 main grads,
+    the FLOPs every (query, key) pair (training.py's num_floating_point_operations at 5da06b7d)."""
+    runs = runs_of("swissai-megatron-pr10")
+    assert [(r["gpus"], r["micro_batch"], r["published_tflops_per_gpu"]) for r in runs] == [(4, 1, 505), (32, 2, 493)]
+    for run in runs:
+        estimate, hardware, _ = train_setup_of(run)
+        layout = estimate.layout
+        assert (hardware.name, hardware.gpus_per_node, estimate.workload.seq_len, layout.microbatches * layout.dp
+                * estimate.workload.batch, layout.zero, layout.grad_reduce_dtype, layout.precision_aware_optimizer) == \
+            ("gh200-96gb", 4, 8192, 256, 1, "bf16", "te-master")
+        assert (estimate.cfg.n_layers, estimate.cfg.d_model, estimate.cfg.vocab_size, estimate.cfg.tie_embeddings) == \
+            (28, 3072, 128256, True)
+
+
 FIRST = {"mlperf-v5.0-nvidia llama3.1-405b fp8 tp8 512xh100": 0.99,
          "mlperf-v5.0-nvidia llama3.1-405b fp8 tp8 8192xh100": 1.036,
          "mlperf-v5.0-nvidia llama3.1-405b fp8 tp4 256xgb200": 1.058,
@@ -76,7 +92,9 @@ FIRST = {"mlperf-v5.0-nvidia llama3.1-405b fp8 tp8 512xh100": 0.99,
          "mlperf-v4.1-oracle gpt3-175b vp4 1536xh100": 1.039,
          "mlperf-v4.1-oracle gpt3-175b vp4 3072xh100": 1.226,
          "mlperf-v3.0-nvidia gpt3-175b 512xh100": 1.16,
-         "mlperf-v3.0-coreweave gpt3-175b 3584xh100": 1.228}
+         "mlperf-v3.0-coreweave gpt3-175b 3584xh100": 1.228,
+         "swissai-megatron-pr10 llama3.2-3b mbs1 4xgh200": 1.275,
+         "swissai-megatron-pr10 llama3.2-3b mbs2 32xgh200": 1.266}
 MOVED: dict[str, float] = {}
 
 
@@ -84,17 +102,18 @@ def test_first_computed_ratios_of_a_few_rows():
     assert_first_computed(SOURCES, FIRST, MOVED)
 
 
-FIRST_STATS = {"training rates": ((22, 7.8, 22, 16, 9), (0.972, 1.228)),
+FIRST_STATS = {"training rates": ((24, 8.0, 24, 16, 9), (0.972, 1.275)),
                "mlperf-v5.0-nvidia": ((7, 1.0, 7, 7, 5), (0.99, 1.087)),
                "mlperf-v5.0-coreweave": ((5, 8.1, 5, 5, 0), (1.077, 1.097)),
                "mlperf-v4.1-nvidia": ((3, 2.5, 3, 3, 3), (0.972, 0.991)),
                "mlperf-v4.1-oracle": ((2, 13.3, 2, 1, 1), (1.039, 1.226)),
                "mlperf-v3.0-nvidia": ((2, 16.3, 2, 0, 0), (1.16, 1.165)),
-               "mlperf-v3.0-coreweave": ((3, 18.8, 3, 0, 0), (1.183, 1.228))}
+               "mlperf-v3.0-coreweave": ((3, 18.8, 3, 0, 0), (1.183, 1.228)),
+               "swissai-megatron-pr10": ((2, 27.1, 2, 0, 0), (1.266, 1.275))}
 NOW_STATS = {**FIRST_STATS}
 
 
-@pytest.mark.slow  # every row of the six sources computed
+@pytest.mark.slow  # every row of the seven sources computed
 def test_the_rows_as_first_computed():
     every = ratios(SOURCES)
     groups = train_groups(every, SOURCES)
