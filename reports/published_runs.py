@@ -219,17 +219,26 @@ def _train_step(run: dict[str, Any], source: dict[str, Any], time_model: str,
 
     estimate, hardware, options = train_setup(run, source)
     if time_model == "kernels":
-        # the MoE layers' host syncs (the kernel model's default, layout/host_syncs.py) after the run's
-        # graph scopes; none where the run drops and pads (no sync) or host_syncs is off
-        dropped = stated(run, source, "moe_token_drop", False)
-        options["host_syncs"] = tuple(stated(run, source, "cuda_graph_scope", ())) if host_syncs and not dropped else None
-        if "overlap" in options:  # a recipe's tp_comm_overlap as TE's userbuffers ops (layout/ub_overlap.py)
-            from costmodel.layout.ub_overlap import recipe_config, userbuffers
-
-            config = recipe_config(run["id"].split()[0], run["model"], hardware.network_name, estimate.layout.fp8)
-            options["overlap"] = userbuffers(options["overlap"], estimate.layout, config)
+        options = kernel_options(run, source, estimate, hardware, options, host_syncs)
     return step_time(estimate, hardware, time_model=time_model, flops_convention=flops_convention,
                      **options).step(), hardware
+
+
+def kernel_options(run: dict[str, Any], source: dict[str, Any], estimate: ParallelEstimate, hardware: Any,
+                   options: dict[str, Any], host_syncs: bool = True) -> dict[str, Any]:
+    """train_setup's step options as the kernel model prices a published row (what `published` and
+    validate/time_breakdown.py --row both time): the MoE layers' host syncs (the kernel model's default,
+    layout/host_syncs.py) after the run's graph scopes, none where the run drops and pads (no sync) or
+    host_syncs is off; a recipe's tp_comm_overlap as TE's userbuffers ops (layout/ub_overlap.py)."""
+    options = dict(options)
+    dropped = stated(run, source, "moe_token_drop", False)
+    options["host_syncs"] = tuple(stated(run, source, "cuda_graph_scope", ())) if host_syncs and not dropped else None
+    if "overlap" in options:
+        from costmodel.layout.ub_overlap import recipe_config, userbuffers
+
+        config = recipe_config(run["id"].split()[0], run["model"], hardware.network_name, estimate.layout.fp8)
+        options["overlap"] = userbuffers(options["overlap"], estimate.layout, config)
+    return options
 
 
 def train_run(run: dict[str, Any], source: dict[str, Any], time_model: str, host_syncs: bool = True) -> float:

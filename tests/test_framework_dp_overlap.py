@@ -201,6 +201,14 @@ ROWS = {
     "mlperf-v5.1-amd llama3.1-8b fp8 8xmi355x": 2 / 3,
     "mlperf-v5.1-gigacomputing llama3.1-8b fp8 8xmi355x": 2 / 3,
     "mlperf-v5.1-nvidia llama3.1-405b nvfp4 2560xgb200": 2 / 3,
+    # session 40 (wt40_unseent): MLPerf v5.0's 405B and v4.1's and v3.0's GPT-3 submitters, no overlap dp stated
+    "mlperf-v5.0-nvidia llama3.1-405b fp8 tp8 512xh100": 2 / 3,
+    "mlperf-v5.0-coreweave llama3.1-405b fp8 tp4 512xgb200": 2 / 3,
+    "mlperf-v4.1-nvidia gpt3-175b vp6 512xh100": 2 / 3,
+    "mlperf-v4.1-oracle gpt3-175b vp4 1536xh100": 2 / 3,
+    "mlperf-v3.0-nvidia gpt3-175b 512xh100": 2 / 3,
+    "mlperf-v3.0-coreweave gpt3-175b 768xh100": 2 / 3,
+    "swissai-megatron-pr10 llama3.2-3b mbs1 4xgh200": 2 / 3,  # session 40: the Swiss AI fork's --overlap-grad-reduce
 }
 
 
@@ -227,9 +235,10 @@ def test_each_megatron_source_reduces_as_its_recipe_states():
         estimate, _, options = train_setup(run, source)
         shares[run["id"]] = (options.get("overlap", Overlap()).dp, estimate.layout.zero)
         sources.add(run["id"].split()[0])
-    assert len(sources) == 68 and {row.split()[0] for row in ROWS} == sources  # session 37: MLPerf v5.1's 8 submitters
+    # session 37: MLPerf v5.1's 8 submitters; session 40: MLPerf v5.0's 2, v4.1's 2 and v3.0's 2, Swiss AI's (wt40_unseent)
+    assert len(sources) == 75 and {row.split()[0] for row in ROWS} == sources
     assert {row: shares[row][0] for row in ROWS} == ROWS
-    assert len(shares) == 503  # session 37: nanochat's two rows, MLPerf v5.1's 21
-    assert sum(dp == 2 / 3 and zero != 3 for dp, zero in shares.values()) == 422  # session 37: MLPerf v5.1's 21
+    assert len(shares) == 527  # session 37: nanochat's two rows, MLPerf v5.1's 21; session 40: MLPerf's 22, Swiss AI's 2
+    assert sum(dp == 2 / 3 and zero != 3 for dp, zero in shares.values()) == 446  # session 37: MLPerf v5.1's 21; session 40's 24
     assert sum(dp == 0.0 for dp, _ in shares.values()) == 70  # session 37: nanochat's two, after the backward
     assert sum(zero == 3 for _, zero in shares.values()) == 11
