@@ -74,10 +74,12 @@ def test_the_stated_releases():
                       "redhat-r1-llama-70b": {"vllm-v0.6.0"}, "redhat-r1-qwen-32b": {"vllm-v0.6.0"},
                       "redhat-r1-llama-8b": {"vllm-v0.6.0"}, "redhat-r1-qwen-7b": {"vllm-v0.6.0"},
                       # session 40 (wt40_unseend): ROCm/vllm's MI300X pages at vLLM 0.6.6 and 0.8.5 (V0; 0.9.1's is V1)
-                      "amd-vllm-0.6.6": {"vllm-v0.6.0"}, "amd-vllm-0.8.5": {"vllm-v0.6.0"}}
+                      "amd-vllm-0.6.6": {"vllm-v0.6.0"}, "amd-vllm-0.8.5": {"vllm-v0.6.0"},
+                      # session 40 (wt40_unseend2): the Qwen2.5 page's vLLM tables, 'vLLM 0.6.3' (V0)
+                      "qwen2.5-speed-vllm": {"vllm-v0.6.0"}}
     assert sum(decode.vllm_host_time(r, data["sources"][r["id"].split()[0]]) is not None
-               for r in data["runs"]) == 21 + 4 + 1 + 4 + 24 + 36 + 24  # + session 39's 36 model-card rows, + session
-    # 40's 24 V0 MI300X rows
+               for r in data["runs"]) == 21 + 4 + 1 + 4 + 24 + 36 + 24 + 12  # + session 39's 36 model-card rows, + session
+    # 40's 24 V0 MI300X rows (wt40_unseend) and 12 Qwen2.5 vLLM 0.6.3 rows (wt40_unseend2)
 
 
 def test_an_overlapped_part_longer_than_the_shortest_step_is_refused():
