@@ -197,7 +197,7 @@ def plan(model: Any, gpus: int | Sequence[int], hardware: str = DEFAULT_HARDWARE
                                                 for fw in frameworks})
         notes = [note for note in (fallback_note(frameworks, impl, attention, cfg.family, has_attention(cfg)),
                                    unfused_note(frameworks, attention, runs_flash(chosen), has_attention(cfg))) if note]
-    feasible, infeasible, nearest, batches, ran = [], [], None, {}, None
+    feasible, infeasible, nearest, batches, ran, chunk = [], [], None, {}, None, None
     for count in counts:
         if serve:
             result = planner.plan_serving(cfg, chosen, count, batch, workload.seq_len, gen, workload.dtype,
@@ -214,6 +214,7 @@ def plan(model: Any, gpus: int | Sequence[int], hardware: str = DEFAULT_HARDWARE
         feasible += result["feasible"]
         infeasible += result["infeasible"]
         nearest = result.get("nearest", nearest)
+        chunk = result.get("prefill_chunk")  # plan --serve's: a rank's prefill transient is one chunk's
     host_bound = serving_host_note(feasible) if serve else host_note(feasible, chosen)
     notes += [host_bound] if host_bound else []
     data: dict[str, Any] = {"feasible": feasible, "infeasible": infeasible}
@@ -233,6 +234,7 @@ def plan(model: Any, gpus: int | Sequence[int], hardware: str = DEFAULT_HARDWARE
                       "dtype": workload.dtype, **quantization,
                       **({"weight_dtype_source": source} if serve and source else {}),
                       **({"gen": gen, "batch": batch, "attention": attention, "decode_code": decode_code,
+                          "prefill_chunk": chunk,
                           "kv_cache": kv_cache, "cuda_graphs": cuda_graphs, "mla": mla if cfg.mla else None} if serve else
                          {"global_batch": batches[counts[0]] if one else batches, "batch": batch,
                           "fp8": fixed.get("fp8"), **{k: fixed[k] for k in planner.SETTINGS if fixed.get(k)},

@@ -400,6 +400,9 @@ def simulate_inference(cfg: ModelConfig, hardware: Hardware, *, prompt: int, gen
     the last token is never fed. Two rates: the decode rate, batch x (gen - 1) tokens over the
     decode steps' seconds, and the end-to-end rate, batch x gen tokens over the prefill and the
     steps (the one gpt-fast's, torchao's generate.py and vLLM's benchmark_latency.py publish)."""
+    from .decode_codes import check_runs_on
+
+    check_runs_on(implementation, hardware, f"--decode-code {implementation}")
     import numpy as np
 
     from .generate_windows import check_sampling

@@ -99,6 +99,10 @@ def simulate_decode(cfg: Any, workload: Any, layout: Any, hardware: Hardware,
     steps (gpt-fast's generate.py compiles decode_one_token alone unless --compile_prefill)."""
     import dataclasses
 
+    from ..decode_codes import check_runs_on
+
+    check_runs_on(implementation, hardware, f"--decode-code {implementation}")
+
     from ..roofline import check_eager_prefill, generation_rates
     from ..tree import generate_logits_to_keep
     from ..workload import logits_kept
