@@ -280,7 +280,7 @@ def serving_host_note(feasible: list[dict[str, Any]]) -> str | None:
         return None
     ops = sorted({entry["host"]["ops_per_step"] for entry in bound})
     which = ("every layout's decode step is" if len(bound) == len(feasible) else
-             f"{len(bound)} of the {len(feasible)} layouts' decode steps are")
+             f"{len(bound):,} of the {len(feasible):,} layouts' decode steps are")
     return (f"{which} host-bound: Hugging Face generate's eager step issues "
             + (f"{ops[0]:,} to {ops[-1]:,} ops" if ops[0] != ops[-1] else f"{ops[0]:,} ops")
             + " on each rank's host, longer than the rank's kernels, so the times per token rank the hosts, not "
@@ -295,7 +295,7 @@ def host_note(feasible: list[dict[str, Any]], hardware: Any) -> str | None:
     if not counted or len(counted) == len(feasible):
         return None
     ops = sorted({entry["host"]["ops_per_step"] for entry in counted})
-    return (f"{len(counted)} of the {len(feasible)} layouts run Hugging Face's eager code, whose step issues "
+    return (f"{len(counted):,} of the {len(feasible):,} layouts run Hugging Face's eager code, whose step issues "
             f"{ops[0]:,.0f} ops or more (kernel_facts.json eager_training_ops) at {hardware.eager_op_s * 1e6:.2f} us "
             "each on the host: each takes the longer of that and its kernels; the others' code issues ops "
             "not counted, so no host time is charged to them."
