@@ -135,3 +135,18 @@ def test_the_documented_submodule_calls_work_after_import_costmodel():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=root)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "module 'costmodel' has no attribute 'nosuch'"
+
+
+# ---------------------------------------------------------------------------------------------
+# 7. Counts printed without their thousands separators beside figures printed with them
+
+
+def test_figures_of_four_digits_carry_their_separator(capsys):
+    """simulate's "HFU 55.0% (1238 TFLOP/s per GPU)" on B200s in MXFP8 (the tokens/s beside it read 25,375),
+    and plan's note "788 of the 1200 layouts run Hugging Face's eager code" under its header's "1,200 fit"."""
+    code, out, _ = run_main(["simulate", "--model", "llama3-8b", "--train", "--hardware", "b200", "--gpus", "8",
+                             "--dp", "8", "--framework", "megatron", "--zero", "1", "--fp8", "mxfp8", "--batch", "8",
+                             "--microbatches", "1"], capsys)
+    assert code == 0 and "HFU 55.0% (1,238 TFLOP/s per GPU)" in out
+    code, out, err = run_main(["plan", "--model", "llama2-7b", "--gpus", "8", "--top", "1"], capsys)
+    assert code == 0 and "1,200 fit in 78.72 GiB" in out and "788 of the 1,200 layouts run Hugging Face's" in err
