@@ -573,4 +573,7 @@ def simulate_training(cfg: ModelConfig, workload: Workload, hardware: Hardware, 
         result["cost"] = training_cost(tokens, tokens_per_second, 1, step["model_flops"], step["tokens"],
                                        hardware.price_per_gpu_hour if price is None else price)
         result["train_seconds"] = result["cost"]["train_seconds"]
+    from .cost import with_measured_step
+
+    with_measured_step(result, step_seconds, step["tokens"])
     return result

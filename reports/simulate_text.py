@@ -364,6 +364,12 @@ def _train_cost(r: dict[str, Any]) -> list[str]:
         if cost.get("dollars") is not None:
             lines.append(f"  {'cost':<22}{dollars(cost['dollars']):>10}   at ${cost['price_per_gpu_hour']:g} "
                          "per GPU-hour")
+    measured = r.get("cost_at_step_time")
+    if measured:  # --step-time with --tokens: the run at the measured step too, so no reader takes one for the other
+        lines[0] += " at the predicted step"
+        lines.append(f"  {'at --step-time':<22}{seconds(measured['train_seconds']):>10}   the measured "
+                     f"{seconds(measured['step_seconds'])} step: {gpu_hours(measured['gpu_hours'])} GPU-hours"
+                     + (f", {dollars(measured['dollars'])}" if measured.get("dollars") is not None else ""))
     return lines
 
 

@@ -150,3 +150,28 @@ def test_figures_of_four_digits_carry_their_separator(capsys):
     assert code == 0 and "HFU 55.0% (1,238 TFLOP/s per GPU)" in out
     code, out, err = run_main(["plan", "--model", "llama2-7b", "--gpus", "8", "--top", "1"], capsys)
     assert code == 0 and "1,200 fit in 78.72 GiB" in out and "788 of the 1,200 layouts run Hugging Face's" in err
+
+
+# ---------------------------------------------------------------------------------------------
+# 8. simulate --train --tokens with --step-time costed the run at the predicted step without saying so
+
+
+def test_a_measured_step_time_costs_the_run_too(capsys):
+    """`simulate --model llama3-8b --train --dp 8 --gpus 8 --step-time 0.5 --tokens 1e9 --price 2` read the
+    measured 0.5 s for its MFU only: "time to train 5.26 h" is 61,036 steps (1e9 tokens / 8 x 2,048, the last
+    whole) at the predicted 0.310 s. Now the predicted figure says so and the measured one follows:
+    61,036 x 0.5 s = 30,518 s, x 8 GPUs / 3,600 = 67.82 GPU-hours, $135.64 at $2; one GPU likewise."""
+    args = ["simulate", "--model", "llama3-8b", "--hardware", "h100-sxm", "--train", "--step-time", "0.5",
+            "--tokens", "1e9", "--price", "2"]
+    layout = run_json([*args, "--dp", "8", "--gpus", "8"], capsys)
+    measured = layout["cost_at_step_time"]
+    assert (measured["steps"], measured["train_seconds"], measured["step_seconds"]) == (61_036, 30_518.0, 0.5)
+    assert measured["gpu_hours"] * 3600 == 30_518.0 * 8 and measured["dollars"] == measured["gpu_hours"] * 2
+    assert measured["flops"] == layout["cost"]["flops"] and layout["cost"]["train_seconds"] < 30_518.0
+    one = run_json(args, capsys)["cost_at_step_time"]
+    assert (one["steps"], one["train_seconds"]) == (488_282, 244_141.0)  # ceil(1e9 / 2,048) x 0.5 s
+    code, out, _ = run_main([*args, "--dp", "8", "--gpus", "8"], capsys)
+    assert code == 0 and "on 1.00 G tokens, 8 GPUs at the predicted step" in out
+    assert "  at --step-time            8.48 h   the measured 500 ms step: 67.8 GPU-hours, $136" in out
+    code, out, _ = run_main([*args[:-6], "--tokens", "1e9", "--dp", "8", "--gpus", "8"], capsys)
+    assert code == 0 and "at the predicted step" not in out and "at --step-time" not in out
