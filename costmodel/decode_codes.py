@@ -117,23 +117,15 @@ def tree_options(cfg, workload) -> dict:
     return out
 
 
-#: The vendor of each GPU generation a hardware file's `architecture` names (hardware_schema.GENERATIONS).
-VENDORS = {"volta": "nvidia", "turing": "nvidia", "ampere": "nvidia", "ada": "nvidia", "hopper": "nvidia",
-           "blackwell": "nvidia", "cdna2": "amd", "cdna3": "amd", "cdna4": "amd", "cpu": "cpu"}
-
-
 def check_runs_on(name: str, hardware, option: str) -> None:
     """A code that runs on one vendor's GPUs only (decode_codes.json "gpus": TensorRT-LLM's, NVIDIA's, its
     "gpus_source") refused in one line on another's, where the hardware file names its architecture
-    (`serve --scheduler trtllm --hardware mi300x` simulated an engine no ROCm build runs). option: what was
-    typed (`--scheduler trtllm`, `--decode-code tensorrt-llm`)."""
+    (`serve --scheduler trtllm --hardware mi300x` simulated an engine no ROCm build runs; Hardware.vendor).
+    option: what was typed (`--scheduler trtllm`, `--decode-code tensorrt-llm`)."""
     table = _data()["codes"]
     wanted = table.get(table.get(name, {}).get("base", name), {}).get("gpus")
-    vendor = VENDORS.get(getattr(hardware, "architecture", "") or "")
+    vendor = getattr(hardware, "vendor", None)
     if wanted is not None and vendor is not None and vendor != wanted:
-        from .hardware_schema import GENERATIONS
-
-        raise ConfigError(f"{option}: {name} runs on {wanted.upper()} GPUs "
-                          f"only (decode_codes.json); {hardware.name} is {GENERATIONS[hardware.architecture]}: "
-                          "use an engine that runs there (--scheduler vllm; simulate's default --decode-code "
-                          "transformers).")
+        raise ConfigError(f"{option}: {name} runs on {wanted.upper()} GPUs only (decode_codes.json); {hardware.name} "
+                          f"is {hardware.generation}: use an engine that runs there (--scheduler vllm; simulate's "
+                          "default --decode-code transformers).")
