@@ -103,10 +103,30 @@ class TokenCount(click.ParamType):
 TOKENS = TokenCount()
 
 
-def choice_option(name: str, choices: spec.Choices, help: str, default: Any = None, **kwargs: Any) -> Callable:
-    """An option that takes one of a spec list (show_default when it has a default)."""
-    return click.option(name, type=click.Choice(choices), default=default, show_default=default is not None,
-                        help=help, **kwargs)
+class HintedChoice(click.Choice):
+    """A choice whose refusal of a value a user reaches for says where that value is answered
+    (hints: the value, in lower case, to the sentence), not only which values the option takes."""
+
+    def __init__(self, choices: Any, hints: dict[str, str]) -> None:
+        super().__init__(choices)
+        self.hints = hints
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> Any:
+        try:
+            return super().convert(value, param, ctx)
+        except click.BadParameter:
+            hint = self.hints.get(str(value).lower())
+            if hint:
+                self.fail(f"{value!r} is not one of {', '.join(map(repr, self.choices))}: {hint}", param, ctx)
+            raise
+
+
+def choice_option(name: str, choices: spec.Choices, help: str, default: Any = None,
+                  hints: dict[str, str] | None = None, **kwargs: Any) -> Callable:
+    """An option that takes one of a spec list (show_default when it has a default); hints: what a
+    refused value the user may reach for is answered by (HintedChoice)."""
+    return click.option(name, type=HintedChoice(choices, hints) if hints else click.Choice(choices), default=default,
+                        show_default=default is not None, help=help, **kwargs)
 
 
 mtp_option = click.option("--mtp", type=click.IntRange(min=0), default=None, help=MTP_HELP)

@@ -20,9 +20,17 @@ __all__ = ["estimate", "load_model", "make_layout", "make_workload", "plan", "se
 
 
 def __getattr__(name: str):
-    """costmodel.serve, loaded when first asked for: the serving simulator imports numpy."""
+    """costmodel.serve, loaded when first asked for: the serving simulator imports numpy; and any
+    submodule, imported when first named, as the docs call them after `import costmodel`
+    (costmodel.verdict.verdict, costmodel.layout.Layout, costmodel.finetune.finetune_memory raised
+    AttributeError until something else had imported them)."""
     if name == "serve":  # serving under load (costmodel/serving, docs/serving.md)
         from .serving import serve
 
         return serve
+    import importlib
+    import importlib.util
+
+    if not name.startswith("_") and importlib.util.find_spec(f"{__name__}.{name}") is not None:
+        return importlib.import_module(f"{__name__}.{name}")
     raise AttributeError(f"module 'costmodel' has no attribute {name!r}")

@@ -86,6 +86,18 @@ def measured_mfu(model_flops: float, step_seconds: float, peak_flops_per_s: floa
     return mfu
 
 
+def with_measured_step(result: dict[str, Any], step_seconds: float | None, step_tokens: float) -> None:
+    """simulate --train --tokens with --step-time: the run's cost at the measured step too
+    (`cost_at_step_time`, training_cost's fields), beside the predicted step's `cost`. The cost took the
+    predicted step alone, the measured time given read only for its MFU, and nothing said which."""
+    cost = result.get("cost")
+    if cost is None or step_seconds is None:
+        return
+    result["cost_at_step_time"] = {**training_cost(cost["tokens"], step_tokens / step_seconds, cost["gpus"],
+                                                   cost["flops"] // cost["steps"], step_tokens,
+                                                   cost["price_per_gpu_hour"]), "step_seconds": step_seconds}
+
+
 def training_cost(tokens: float, tokens_per_second: float, gpus: int, step_model_flops: float,
                   step_tokens: float, price_per_gpu_hour: float | None = None) -> dict[str, Any]:
     """Time to train on `tokens`, GPU-hours, total model FLOPs and (with a price) dollars: a run is a

@@ -115,3 +115,17 @@ def tree_options(cfg, workload) -> dict:
     if caches_kv_heads(workload.decode_code, facts_for(workload.impl, cfg.family).kv_cache_heads):
         out["kv_cache_heads"] = "kv"
     return out
+
+
+def check_runs_on(name: str, hardware, option: str) -> None:
+    """A code that runs on one vendor's GPUs only (decode_codes.json "gpus": TensorRT-LLM's, NVIDIA's, its
+    "gpus_source") refused in one line on another's, where the hardware file names its architecture
+    (`serve --scheduler trtllm --hardware mi300x` simulated an engine no ROCm build runs; Hardware.vendor).
+    option: what was typed (`--scheduler trtllm`, `--decode-code tensorrt-llm`)."""
+    table = _data()["codes"]
+    wanted = table.get(table.get(name, {}).get("base", name), {}).get("gpus")
+    vendor = getattr(hardware, "vendor", None)
+    if wanted is not None and vendor is not None and vendor != wanted:
+        raise ConfigError(f"{option}: {name} runs on {wanted.upper()} GPUs only (decode_codes.json); {hardware.name} "
+                          f"is {hardware.generation}: use an engine that runs there (--scheduler vllm; simulate's "
+                          "default --decode-code transformers).")

@@ -24,7 +24,7 @@ from .kernel_facts_file import borrowed_host_op_s
 from .hardware_presets import (HARDWARE_ALIASES_FILE, HARDWARE_DIR, close_presets, hardware_aliases,  # noqa: F401
                                hardware_names, is_hardware_path, local_cache_path, normalized_name, preset_key,
                                preset_names, refused_hardware_names)
-from .hardware_schema import (EFFICIENCY_STAND_IN, GENERATIONS, INTERCONNECT, OPTIONAL_NUMBERS, UNSTATED_AS_ZERO,  # noqa: F401
+from .hardware_schema import (EFFICIENCY_STAND_IN, GENERATIONS, INTERCONNECT, OPTIONAL_NUMBERS, UNSTATED_AS_ZERO, VENDORS,  # noqa: F401
                               PEAK_DTYPES, SCHEMA, SERVING_MEMORY_UTILIZATION, Field, schema_problems,
                               copied_device_memory_problem, copied_fabric_problem, default_dtype_of,
                               serving_memory)  # the schema and serving_memory, re-exported
@@ -291,11 +291,22 @@ class Hardware:
         self.peak(dtype)  # raises: the dtype has no peak here
         return self.datasheet_rates()["flops_per_s"][dtype]
 
+    @property
+    def generation(self) -> str:
+        """The architecture as its vendor names it ("CDNA 3", "Hopper"); "" where the file names none."""
+        return GENERATIONS.get(self.architecture, self.architecture)
+
+    @property
+    def vendor(self) -> str | None:
+        """Whose GPU this is ("nvidia", "amd", "cpu": hardware_schema.VENDORS); None where the file names no
+        architecture."""
+        return VENDORS.get(self.architecture)
+
     def missing_peak(self, dtype: str) -> str:
         """The one line a dtype without a peak here gets: the GPU, its generation (which says why:
         Volta and Turing have no BF16 tensor cores, nothing before Ada/Hopper FP8) and the dtype to
         give instead, this hardware's default where it has one."""
-        generation = GENERATIONS.get(self.architecture, self.architecture)
+        generation = self.generation
         why = f" ({generation})" if generation else ""
         other = self.default_dtype if self.default_dtype in self.flops_per_s and self.default_dtype != dtype else None
         other = other or next((d for d in ("bf16", "fp16", "fp32") if d in self.flops_per_s and d != dtype), None)

@@ -185,6 +185,9 @@ SCHEMA: dict[str, Field] = {
 GENERATIONS = {"volta": "Volta", "turing": "Turing", "ampere": "Ampere", "ada": "Ada Lovelace", "hopper": "Hopper",
                "blackwell": "Blackwell", "cdna2": "CDNA 2", "cdna3": "CDNA 3", "cdna4": "CDNA 4",
                "cpu": "CPU"}
+#: Whose GPUs each generation is (decode_codes.check_runs_on: an engine built for one vendor's).
+VENDORS = {"volta": "nvidia", "turing": "nvidia", "ampere": "nvidia", "ada": "nvidia", "hopper": "nvidia",
+           "blackwell": "nvidia", "cdna2": "amd", "cdna3": "amd", "cdna4": "amd", "cpu": "cpu"}
 OPTIONAL_NUMBERS = ("architecture", "network_of", "cluster", "device_memory_bytes", "graph_kernel_s", "dram_kernel_startup_s", "sm_count", "dispatch_s_per_op", "module_s_per_op",
                     "engine_s_per_op", "host_module_call_s", "clock_mhz", "clock_limit_mhz",
                     "power_watts", "power_limit_watts", "memory_reserve_bytes", "serving_memory_utilization",

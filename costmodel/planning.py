@@ -197,7 +197,7 @@ def plan(model: Any, gpus: int | Sequence[int], hardware: str = DEFAULT_HARDWARE
                                                 for fw in frameworks})
         notes = [note for note in (fallback_note(frameworks, impl, attention, cfg.family, has_attention(cfg)),
                                    unfused_note(frameworks, attention, runs_flash(chosen), has_attention(cfg))) if note]
-    feasible, infeasible, nearest, batches, ran = [], [], None, {}, None
+    feasible, infeasible, nearest, batches, ran, chunk = [], [], None, {}, None, None
     for count in counts:
         if serve:
             result = planner.plan_serving(cfg, chosen, count, batch, workload.seq_len, gen, workload.dtype,
@@ -214,6 +214,7 @@ def plan(model: Any, gpus: int | Sequence[int], hardware: str = DEFAULT_HARDWARE
         feasible += result["feasible"]
         infeasible += result["infeasible"]
         nearest = result.get("nearest", nearest)
+        chunk = result.get("prefill_chunk")  # plan --serve's: a rank's prefill transient is one chunk's
     host_bound = serving_host_note(feasible) if serve else host_note(feasible, chosen)
     notes += [host_bound] if host_bound else []
     data: dict[str, Any] = {"feasible": feasible, "infeasible": infeasible}
@@ -233,6 +234,7 @@ def plan(model: Any, gpus: int | Sequence[int], hardware: str = DEFAULT_HARDWARE
                       "dtype": workload.dtype, **quantization,
                       **({"weight_dtype_source": source} if serve and source else {}),
                       **({"gen": gen, "batch": batch, "attention": attention, "decode_code": decode_code,
+                          "prefill_chunk": chunk,
                           "kv_cache": kv_cache, "cuda_graphs": cuda_graphs, "mla": mla if cfg.mla else None} if serve else
                          {"global_batch": batches[counts[0]] if one else batches, "batch": batch,
                           "fp8": fixed.get("fp8"), **{k: fixed[k] for k in planner.SETTINGS if fixed.get(k)},
@@ -278,7 +280,7 @@ def serving_host_note(feasible: list[dict[str, Any]]) -> str | None:
         return None
     ops = sorted({entry["host"]["ops_per_step"] for entry in bound})
     which = ("every layout's decode step is" if len(bound) == len(feasible) else
-             f"{len(bound)} of the {len(feasible)} layouts' decode steps are")
+             f"{len(bound):,} of the {len(feasible):,} layouts' decode steps are")
     return (f"{which} host-bound: Hugging Face generate's eager step issues "
             + (f"{ops[0]:,} to {ops[-1]:,} ops" if ops[0] != ops[-1] else f"{ops[0]:,} ops")
             + " on each rank's host, longer than the rank's kernels, so the times per token rank the hosts, not "
@@ -293,7 +295,7 @@ def host_note(feasible: list[dict[str, Any]], hardware: Any) -> str | None:
     if not counted or len(counted) == len(feasible):
         return None
     ops = sorted({entry["host"]["ops_per_step"] for entry in counted})
-    return (f"{len(counted)} of the {len(feasible)} layouts run Hugging Face's eager code, whose step issues "
+    return (f"{len(counted):,} of the {len(feasible):,} layouts run Hugging Face's eager code, whose step issues "
             f"{ops[0]:,.0f} ops or more (kernel_facts.json eager_training_ops) at {hardware.eager_op_s * 1e6:.2f} us "
             "each on the host: each takes the longer of that and its kernels; the others' code issues ops "
             "not counted, so no host time is charged to them."

@@ -411,6 +411,9 @@ def simulate_inference(cfg: ModelConfig, hardware: Hardware, *, prompt: int, gen
     the last token is never fed. Two rates: the decode rate, batch x (gen - 1) tokens over the
     decode steps' seconds, and the end-to-end rate, batch x gen tokens over the prefill and the
     steps (the one gpt-fast's, torchao's generate.py and vLLM's benchmark_latency.py publish)."""
+    from .decode_codes import check_runs_on
+
+    check_runs_on(implementation, hardware, f"--decode-code {implementation}")
     import numpy as np
 
     from .generate_windows import check_sampling
@@ -584,4 +587,7 @@ def simulate_training(cfg: ModelConfig, workload: Workload, hardware: Hardware, 
         result["cost"] = training_cost(tokens, tokens_per_second, 1, step["model_flops"], step["tokens"],
                                        hardware.price_per_gpu_hour if price is None else price)
         result["train_seconds"] = result["cost"]["train_seconds"]
+    from .cost import with_measured_step
+
+    with_measured_step(result, step_seconds, step["tokens"])
     return result

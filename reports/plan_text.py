@@ -70,15 +70,14 @@ def render_plan(result: dict[str, Any], serve: bool, top: int, capacity: int) ->
                    f"(batch / dp) and `--attention {i.get('attention') or 'flash'}"
                    + (f" --mla {i['mla']}" if i.get("mla") else "") + "` times them; last step: the one at context "
                    f"{feasible[0]['last_step']['context']:,}, where the memory is sized.")
+        out += _whole_prefill(feasible[:top], i, capacity)
         return "\n".join(out)
     rows = []
     for i, e in enumerate(feasible[:top]):
         lay, split = e["layout"], e["split"]
         schedule = (lay["schedule"] + (f" x{lay['virtual_stages']}" if lay["virtual_stages"] > 1 else "")
                     if lay["pp"] > 1 else "")
-        ep = "".join(f" ({name} {lay[name]})" for name in ("ep", "cp", "dp_shard") if (lay.get(name) or 1) > 1) \
-            + (" (etp 1: folded)" if lay.get("etp") else "")
-        rows.append([str(i + 1), f"{lay['tp']} x {lay['pp']} x {lay['dp']}{ep}", lay["framework"],
+        rows.append([str(i + 1), f"{lay['tp']} x {lay['pp']} x {lay['dp']}{_other_sizes(lay)}", lay["framework"],
                      str(lay["zero"]), "yes" if lay["sp"] else "", schedule,
                      f"{lay['batch']} x {lay['microbatches']}", lay["recompute"],
                      binary_bytes(e["per_rank"]["total"]), seconds(e["step_time"]), seconds(split["compute"]),
@@ -104,9 +103,30 @@ def render_plan(result: dict[str, Any], serve: bool, top: int, capacity: int) ->
     return "\n".join(out)
 
 
+def _whole_prefill(shown: list[dict[str, Any]], inputs: dict[str, Any], capacity: int) -> list[str]:
+    """plan --serve sizes a prefill one chunk of the engine's token budget at a time; `simulate` with
+    the same layout prefills the whole batch at once (generate) and says "DOES NOT FIT" where that
+    is more than a GPU holds: the rows shown where the two verdicts part, each with simulate's figure."""
+    over = [f"rank {rank} ({binary_bytes(e['per_rank']['whole_prefill_total'])})" for rank, e in enumerate(shown, 1)
+            if e["per_rank"].get("whole_prefill_total", 0) > capacity]
+    if not over:
+        return []
+    return [f"memory: a prefill's transients are one chunk's of {inputs['prefill_chunk']:,} tokens at a time (vLLM's "
+            "max_num_batched_tokens on this GPU), as an engine prefills; `simulate` with the layout prefills the whole "
+            f"batch at once, as generate does, and does not fit there: {', '.join(over)}."]
+
+
+def _other_sizes(lay: dict[str, Any]) -> str:
+    """The layout's sizes beyond tp x pp x dp, as the table and the sentences name them: expert,
+    context and hybrid-shard groups, and a folded expert grid (" (cp 8)"; "" where there are none)."""
+    return ("".join(f" ({name} {lay[name]})" for name in ("ep", "cp", "dp_shard") if (lay.get(name) or 1) > 1)
+            + (" (etp 1: folded)" if lay.get("etp") else ""))
+
+
 def _layout_words(lay: dict[str, Any]) -> str:
-    # the framework too: ZeRO 3 is DeepSpeed's, FSDP2's or Megatron-FSDP's, gigabytes apart a rank
-    return (f"tp {lay['tp']} x pp {lay['pp']} x dp {lay['dp']}"
+    # the framework too: ZeRO 3 is DeepSpeed's, FSDP2's or Megatron-FSDP's, gigabytes apart a rank;
+    # cp and ep too: "On 16 GPUs it fits: tp 2 x pp 1 x dp 1" hid the cp 8 that made the 16
+    return (f"tp {lay['tp']} x pp {lay['pp']} x dp {lay['dp']}{_other_sizes(lay)}"
             + (f", {lay['framework']}" if lay.get("framework") else "")
             + (f", ZeRO {lay['zero']}" if "zero" in lay else "")
             + (f", recompute {lay['recompute']}, micro-batch {lay['batch']}" if "recompute" in lay else ""))

@@ -25,7 +25,7 @@ def render_parallel_training(r: dict[str, Any]) -> str:
         "",
         f"  {'step':<22}{seconds(step['seconds']):>10}   {rate(step['tokens_per_second'])} tokens/s "
         f"({rate(step['tokens_per_second'] / p['layout']['gpus'])} a GPU); MFU {100 * step['mfu']:.1f}% ({step.get('flops_convention', 'dense')} model FLOPs over the {i['dtype']} datasheet peak{'' if p['layout'].get('fp8') is None else ', as FP8 runs are reported: it may pass 100%'}), HFU {100 * step['hfu']:.1f}% "
-        f"({step['tflops_per_gpu']:.0f} TFLOP/s per GPU"
+        f"({step['tflops_per_gpu']:,.0f} TFLOP/s per GPU"
         + (" with recomputation)" if i["recompute"] != "none" else ")"),
         f"  {'compute':<22}{seconds(step['compute_seconds']):>10}   (the slowest stage's micro-batches"
         + ("; their kernels, the host's ops below standing for the launches)" if "host_wait_seconds" in step else ")"),
@@ -372,6 +372,12 @@ def _train_cost(r: dict[str, Any]) -> list[str]:
         if cost.get("dollars") is not None:
             lines.append(f"  {'cost':<22}{dollars(cost['dollars']):>10}   at ${cost['price_per_gpu_hour']:g} "
                          "per GPU-hour")
+    measured = r.get("cost_at_step_time")
+    if measured:  # --step-time with --tokens: the run at the measured step too, so no reader takes one for the other
+        lines[0] += " at the predicted step"
+        lines.append(f"  {'at --step-time':<22}{seconds(measured['train_seconds']):>10}   the measured "
+                     f"{seconds(measured['step_seconds'])} step: {gpu_hours(measured['gpu_hours'])} GPU-hours"
+                     + (f", {dollars(measured['dollars'])}" if measured.get("dollars") is not None else ""))
     return lines
 
 

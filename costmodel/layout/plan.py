@@ -416,6 +416,9 @@ def plan_serving(cfg: ModelConfig, hardware: Hardware, gpus: int, batch: int, pr
     check_fixed(fixed, gpus)
     require_decoder(cfg)
     check_inference_model(cfg)
+    from ..decode_codes import check_runs_on
+
+    check_runs_on(decode_code, hardware, f"--decode-code {decode_code}")
     if gen < 1:  # (simulate drops its decode lines; a plan ranks layouts by their decode steps)
         raise ConfigError(f"plan --serve ranks layouts by their time per output token: --gen {gen} generates "
                           "none; use --gen 1 or more.")
@@ -467,7 +470,7 @@ def plan_serving(cfg: ModelConfig, hardware: Hardware, gpus: int, batch: int, pr
     # ties (eager steps host-bound at every tp: each rank's host issues every layer's ops) go to the
     # layout that serves the most tokens a second (more replicas)
     feasible.sort(key=lambda e: (e["time_per_output_token"], -e["tokens_per_second"]))
-    result = {"feasible": feasible, "infeasible": infeasible, "time_model": time_model}
+    result = {"feasible": feasible, "infeasible": infeasible, "time_model": time_model, "prefill_chunk": chunk}
     if not feasible and nearest:
         def retry(count: int) -> dict[str, Any] | None:
             try:

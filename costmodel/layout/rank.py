@@ -138,6 +138,10 @@ class ParallelEstimate(RankCommunication):
                               f"{workload.optimizer}.")
         check_grad_reduce_dtype(layout.grad_reduce_dtype, workload.dtype)
         check_pure_precision(layout.pure_precision, workload.dtype, phase)
+        if layout.fp32_norm_input and workload.impl == "hf":  # the kernel model's measured eager ops have none
+            raise ConfigError("layout: --fp32-norm-input is InternLM's layer (each norm on an fp32 copy of its input); "
+                              "Hugging Face's class (--impl hf, deepspeed's and fsdp2's default) normalizes its "
+                              "input as it is: use --impl megatron (--framework megatron's default) or drop the option.")
         if phase == "train":  # the model's parts first (a dense model's refusal names them), then the framework
             check_recomputed_modules(cfg, workload.recompute)
             check_recompute_framework(workload.recompute, layout.framework, layout.tp)

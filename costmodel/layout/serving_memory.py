@@ -20,24 +20,28 @@ def serving_memory(estimate: ParallelEstimate, chunk: int | None = None) -> dict
     is Hugging Face generate's: the last position's logits only (tree.generate_logits_to_keep).
     chunk: an engine's token budget (vLLM's max_num_batched_tokens, serving/budgets.py): its prefill
     runs at most that many tokens a step, so the prefill's transient is one chunk's (prefill_transient);
-    None: the whole batch's prompts in one forward, as generate runs them (simulate --layout, estimate's fit)."""
+    None: the whole batch's prompts in one forward, as generate runs them (simulate --layout, estimate's fit).
+    With a chunk the row also holds `whole_prefill_total`: the most loaded rank's total with generate's whole-batch
+    prefill, what `simulate` with the layout sizes (plan --serve fit 62.49 GiB where simulate needs 92.60)."""
     from ..tree import generate_logits_to_keep  # here: a warm training plan never imports the tree
 
     cfg, workload = estimate.cfg, estimate.workload
     generate = dataclasses.replace(workload, logits_to_keep=generate_logits_to_keep(cfg, workload.impl))
     prefill = ParallelEstimate(cfg, generate, estimate.layout, phase="prefill")
-    worst = None
+    worst, whole = None, 0
     for stage, prompt_stage in zip(estimate.stages, prefill.stages):
         weights = estimate.weight_bytes(stage)
         buffers = estimate.on_stage(stage, "buffers", per_stage=True)
+        prompt_kv = prefill.on_stage(prompt_stage, "kv_cache")
         phases = [(estimate.on_stage(stage, "kv_cache"), _ids_and_logits(estimate, stage)),
-                  (prefill.on_stage(prompt_stage, "kv_cache"), _ids_and_logits(prefill, prompt_stage, chunk))]
+                  (prompt_kv, _ids_and_logits(prefill, prompt_stage, chunk))]
         peak_kv, transient = max(phases, key=sum)
         row = {"stage": stage.rank, "weights": weights, "kv_cache": peak_kv, "buffers": buffers,
                "transient": transient, "total": weights + buffers + peak_kv + transient}
         if worst is None or row["total"] > worst["total"]:
             worst = row
-    return worst
+        whole = max(whole, weights + buffers + max(sum(phases[0]), prompt_kv + _ids_and_logits(prefill, prompt_stage)))
+    return worst if chunk is None else {**worst, "whole_prefill_total": whole}
 
 
 def _ids_and_logits(estimate: ParallelEstimate, stage, chunk: int | None = None) -> int:

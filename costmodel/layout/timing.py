@@ -44,7 +44,7 @@ def simulate_training(cfg: Any, workload: Any, layout: Any, hardware: Hardware,
     memory against the GPU's, and the time to train on `tokens` tokens with its GPU-hours, FLOPs
     and dollars (costmodel/cost.py). graph_scopes: what a Megatron-Core run captures in CUDA graphs
     (its cuda_graph_scope; the kernel model's MoE host-sync windows, layout/host_syncs.py)."""
-    from ..cost import measured_mfu, training_cost
+    from ..cost import with_measured_step, measured_mfu, training_cost
 
     estimate = ParallelEstimate(cfg, workload, layout)
     options: dict[str, Any] = {"compiled": True} if compiled else {}
@@ -74,6 +74,7 @@ def simulate_training(cfg: Any, workload: Any, layout: Any, hardware: Hardware,
         fastest = hardware.datasheet_peak(RECIPES[layout.fp8].peak) if layout.fp8 else None  # an FP8 run's GEMMs
         peak = hardware.datasheet_peak(workload.dtype)
         result["mfu_measured"] = measured_mfu(step["model_flops"], step_seconds, peak, layout.gpus, fastest)
+        with_measured_step(result, step_seconds, step["tokens_per_second"] * step["seconds"])
     return result
 
 
@@ -98,6 +99,10 @@ def simulate_decode(cfg: Any, workload: Any, layout: Any, hardware: Hardware,
     graph, each at graph_kernel_s: KernelStepTime); eager_prefill: the prefill runs eager beside compiled
     steps (gpt-fast's generate.py compiles decode_one_token alone unless --compile_prefill)."""
     import dataclasses
+
+    from ..decode_codes import check_runs_on
+
+    check_runs_on(implementation, hardware, f"--decode-code {implementation}")
 
     from ..roofline import check_eager_prefill, generation_rates
     from ..tree import generate_logits_to_keep

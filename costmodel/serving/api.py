@@ -298,6 +298,9 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
     profile = replica_profile(cfg, scheduler, weight_dtype=weight_dtype, kv_dtype=kv_dtype, attention=attention,
                               mla=mla, fp8_gemm=fp8_gemm, weight_group=weight_group, quant_layout=quant_layout,
                               decode_code=decode_code)
+    from ..decode_codes import check_runs_on
+
+    check_runs_on(profile.decode_code, hardware, f"--decode-code {decode_code}" if decode_code else f"--scheduler {scheduler}")
     weight_dtype, _, weight_source = inference_weights(cfg, weight_dtype, weight_group)  # as replica_profile's
     refuse_uncounted_parts(cfg, profile.decode_code, spec.CANONICAL_DTYPE.get(dtype, dtype), profile.attention)
     check_tensor_parallel_groups(cfg, profile, tp)
