@@ -213,8 +213,10 @@ def train_setup(run: dict[str, Any], source: dict[str, Any]) -> tuple[ParallelEs
     return estimate, hardware, options
 
 
-def _train_step(run: dict[str, Any], source: dict[str, Any], time_model: str,
+def train_step(run: dict[str, Any], source: dict[str, Any], time_model: str,
                 flops_convention: str = "dense", host_syncs: bool = True) -> tuple[dict[str, Any], Any]:
+    """A published training row's step (StepTime.step()) under `time_model`, as `published` prices it, and its
+    hardware (validate/scale_efficiency.py reads each step's split from it)."""
     from costmodel.layout.timing import step_time
 
     estimate, hardware, options = train_setup(run, source)
@@ -245,14 +247,14 @@ def train_run(run: dict[str, Any], source: dict[str, Any], time_model: str, host
     """Model TFLOP/s per GPU (MFU x the bf16 peak), the model FLOPs counted in the convention the
     run's source states ("flops_convention": dense, every (query, key) pair, unless it says causal,
     as Megatron-Core's newer num_floating_point_operations count them)."""
-    step, hardware = _train_step(run, source, time_model, stated(run, source, "flops_convention", "dense"), host_syncs)
+    step, hardware = train_step(run, source, time_model, stated(run, source, "flops_convention", "dense"), host_syncs)
     return step["mfu"] * hardware.datasheet_peak(source["dtype"]) / 1e12
 
 
 def train_tokens(run: dict[str, Any], source: dict[str, Any], time_model: str, host_syncs: bool = True) -> float:
     """Tokens a second per GPU: the step's tokens a second (global batch x sequence over its time)
     over the run's GPUs, the figure torchtitan and llm-foundry publish (no FLOP convention in it)."""
-    step, _ = _train_step(run, source, time_model, host_syncs=host_syncs)
+    step, _ = train_step(run, source, time_model, host_syncs=host_syncs)
     return step["tokens_per_second"] / run["gpus"]
 
 

@@ -6,7 +6,7 @@ the a100-80gb preset's one 200 Gb/s HDR HCA a GPU (Selene's, Narayanan et al. 20
 
 import pytest
 
-from reports.published_runs import _train_step, other_runs_data, run_hardware
+from reports.published_runs import train_step, other_runs_data, run_hardware
 
 JEAN_ZAY = ("bloom", "gpu-hours-bloom", "bloom-prequel")
 ROW = "bloom-prequel h14336 l72 dp8 tp8 pp6 mbs4 384xa100-80gb 02-21"
@@ -31,8 +31,8 @@ def test_the_prequel_rows_data_parallel_reduce_takes_four_times_as_long():
     data = other_runs_data()
     run = next(r for r in data["runs"] if r["id"] == ROW)
     source = data["sources"]["bloom-prequel"]
-    step, _ = _train_step(run, source, "kernels")
-    before, _ = _train_step(run, {k: v for k, v in source.items() if k != "hardware_overrides"}, "kernels")
+    step, _ = train_step(run, source, "kernels")
+    before, _ = train_step(run, {k: v for k, v in source.items() if k != "hardware_overrides"}, "kernels")
     exposed, was = step["exposed_communication_seconds"], before["exposed_communication_seconds"]
     assert was["dp"] == pytest.approx(1.1942, abs=1e-4) and exposed["dp"] == pytest.approx(4.7758, abs=1e-4)
     assert exposed["dp"] / was["dp"] == pytest.approx(4.0, rel=1e-3)  # bandwidth-bound (less the fixed latencies)

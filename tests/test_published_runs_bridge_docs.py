@@ -5,7 +5,7 @@ train_setup builds, and what the kernel model makes of the pair."""
 
 from __future__ import annotations
 
-from reports.published_runs import _train_step, train_setup
+from reports.published_runs import train_step, train_setup
 from tests.megatron_bridge_pages import runs_and_source
 
 EAGER = "megatron-bridge-docs qwen3-30b-a3b cuda-graphs eager bf16 16xh100"
@@ -40,7 +40,7 @@ def test_the_exposed_all_to_all_is_most_of_the_step_and_the_graphs_change_nothin
     more than half the step, so the host's module calls hide under it and the TE-scoped graphs
     leave the step as it is (the page: 42.00 s with graphs against 41.36 s eager)."""
     runs, source = runs_and_source("megatron-bridge-docs")
-    eager, _ = _train_step(runs[EAGER], source, "kernels")
-    graphs, _ = _train_step(runs[GRAPHS], source, "kernels")
+    eager, _ = train_step(runs[EAGER], source, "kernels")
+    graphs, _ = train_step(runs[GRAPHS], source, "kernels")
     assert eager["seconds"] == graphs["seconds"]
     assert eager["exposed_communication_seconds"]["ep"] > eager["seconds"] / 2
