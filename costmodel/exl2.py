@@ -83,16 +83,3 @@ def check_bits(bits: Any) -> Any:
         raise ConfigError(f"workload: weight_bits must be a number of bits a weight from {BITS_RANGE[0]:g} to "
                           f"{BITS_RANGE[1]:g} (EXL2's converter's -b range), got {bits!r}.")
     return sp.Rational(repr(float(bits)))
-
-
-def leaf_format(fmt: Any, leaf: Any, values: dict) -> Any:
-    """The format a leaf's matrices are stored in: an EXL2 head's at its head_bits (values: the
-    model's sizes, to give its matrix's shape); every other leaf the format as it is."""
-    import dataclasses
-
-    from .blocks import LMHead
-
-    if fmt is None or fmt.dtype != "exl2" or not isinstance(leaf.block, LMHead) or not leaf.cost.matrices:
-        return fmt
-    out, inner, _ = leaf.cost.matrices[0]
-    return dataclasses.replace(fmt, bits=head_bits(int(out.xreplace(values)), int(inner.xreplace(values))))

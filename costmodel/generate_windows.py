@@ -10,7 +10,7 @@ serial t + max(kernels, (ops - serial) t) = max(kernels + serial t, ops t): the 
 the kernels' side of eager_ops.eager_step_seconds' rule (roofline.KernelSteps.decode_curve). A
 host-bound step is unchanged; a GPU-bound one pays the serial ops too.
 
-Where every layer reads the GPU (lit-gpt d16f924d), layer_windows_seconds times the step one window a layer.
+Where every layer reads the GPU (lit-gpt d16f924d), kernel_time.layer_windows_seconds times the step one window a layer.
 
 It also gives the step's own ops as the release issues them, greedy or sampling as the checkpoint's
 generation_config.json asks (SAMPLINGS): the logits processors, the softmax and multinomial's own
@@ -60,26 +60,3 @@ def step_windows(cfg: Any, implementation: str, attention: str, sampling: str = 
         return None
     own = int(counts["per_step"]) if "per_step" in counts else None
     return StepWindows(own, int(counts["serial_per_step"]), int(counts["syncs_per_step"]))
-
-
-def layer_windows_seconds(leaves: Any, subs: dict, timer: Any, layers: int, per_layer: int, step_ops: int,
-                          serial_ops: int | None, copies_s: float) -> float:
-    """A cached decoding step whose every layer reads the GPU (eager_ops.DecodeStepOps.syncs_per_layer: lit-gpt
-    d16f924d's roll check), by the window rule (layout/host_syncs: each window between reads takes the longer of
-    its host's ops and its GPU's kernels, the kernels less the launches the host's ops stand for,
-    eager_ops.eager_step_seconds): one window a layer (its `per_layer` ops at the timer's op time against the
-    layer's kernels and `copies_s` / layers, the code's copies) and one for the rest of the step (its own ops,
-    step_ops less the layers', against the embedding's, final norm's and head's kernels and the serial ops'
-    host time, as a step without reads takes them). The windows are whole layers: the read falls mid-layer, so
-    each window holds the tail of one layer and the head of the next, the same ops and kernels while the
-    layers are alike."""
-    from .eager_ops import eager_step_seconds
-    from .kernel_time import leaves_time
-
-    inside = leaves_time([leaf for leaf in leaves if leaf.path.startswith("decoder.layer")], subs, timer)
-    rest = leaves_time([leaf for leaf in leaves if not leaf.path.startswith("decoder.layer")], subs, timer)
-    layer_gpu = (inside.seconds + inside.stream_seconds + copies_s) / layers
-    window = eager_step_seconds(layer_gpu, inside.launch_seconds / layers, timer.host_seconds(per_layer))
-    rest_gpu = rest.seconds + rest.stream_seconds + (timer.host_seconds(serial_ops) or 0.0)
-    return layers * window + eager_step_seconds(rest_gpu, rest.launch_seconds,
-                                                timer.host_seconds(step_ops - layers * per_layer))

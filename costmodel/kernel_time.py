@@ -394,6 +394,28 @@ def leaves_time(leaves: Iterable[Any], subs: dict, timer: KernelTimer, training:
     return LeavesTime(total, launches, rows, stream)
 
 
+def layer_windows_seconds(leaves: Any, subs: dict, timer: Any, layers: int, per_layer: int, step_ops: int,
+                          serial_ops: int | None, copies_s: float) -> float:
+    """A cached decoding step whose every layer reads the GPU (eager_ops.DecodeStepOps.syncs_per_layer: lit-gpt
+    d16f924d's roll check), by the window rule (layout/host_syncs: each window between reads takes the longer of
+    its host's ops and its GPU's kernels, the kernels less the launches the host's ops stand for,
+    eager_ops.eager_step_seconds): one window a layer (its `per_layer` ops at the timer's op time against the
+    layer's kernels and `copies_s` / layers, the code's copies) and one for the rest of the step (its own ops,
+    step_ops less the layers', against the embedding's, final norm's and head's kernels and the serial ops'
+    host time, as a step without reads takes them). The windows are whole layers: the read falls mid-layer, so
+    each window holds the tail of one layer and the head of the next, the same ops and kernels while the
+    layers are alike."""
+    from .eager_ops import eager_step_seconds
+
+    inside = leaves_time([leaf for leaf in leaves if leaf.path.startswith("decoder.layer")], subs, timer)
+    rest = leaves_time([leaf for leaf in leaves if not leaf.path.startswith("decoder.layer")], subs, timer)
+    layer_gpu = (inside.seconds + inside.stream_seconds + copies_s) / layers
+    window = eager_step_seconds(layer_gpu, inside.launch_seconds / layers, timer.host_seconds(per_layer))
+    rest_gpu = rest.seconds + rest.stream_seconds + (timer.host_seconds(serial_ops) or 0.0)
+    return layers * window + eager_step_seconds(rest_gpu, rest.launch_seconds,
+                                                timer.host_seconds(step_ops - layers * per_layer))
+
+
 def host_bound_seconds(times: LeavesTime, host_ops: int | None, timer: KernelTimer) -> float:
     """An eager step's seconds on a device its host drives asynchronously (a GPU): the host issues the step's
     `host_ops` ops (eager_ops.step_ops) at the hardware's eager_op_s each while the GPU runs the kernels queued

@@ -352,7 +352,7 @@ def weight_format(dtype: str | None, group: int | None = None,
 
 def exl2_format(group: int | None, head: bool, kept: tuple[str, ...], bits: float | None) -> WeightFormat:
     """EXL2 at `bits` a weight (default the converter's 4.125), every decoder matrix and the head (its own
-    bits: exl2.leaf_format); its groups are the converter's, per layer (no weight_group)."""
+    bits: tree.leaf_format); its groups are the converter's, per layer (no weight_group)."""
     from . import exl2
 
     if group is not None:

@@ -130,7 +130,7 @@ class KernelSteps:
     (generate_windows): their host time joins each cached step's kernels, max(kernels + serial t, ops t).
     layer_windows: (layers, ops a layer) where every layer reads the GPU (eager_ops.DecodeStepOps.syncs_per_layer:
     lit-gpt d16f924d's roll check): the host cannot run ahead past a layer, so each cached step is one window a
-    layer, each the longer of a layer's ops and its kernels, and one for the rest (generate_windows.layer_windows_seconds).
+    layer, each the longer of a layer's ops and its kernels, and one for the rest (kernel_time.layer_windows_seconds).
     compiled: torch.compile's fusions in the prefill and the steps (each step's kernels replayed from a
     CUDA graph too where cuda_graphs: mode "reduce-overhead"); eager_prefill: the prefill runs eager all
     the same (gpt-fast's generate.py compiles decode_one_token alone unless --compile_prefill)."""
@@ -180,7 +180,7 @@ class KernelSteps:
         np.interp take."""
         from dataclasses import replace
 
-        from .generate_windows import layer_windows_seconds
+        from .kernel_time import layer_windows_seconds
         from .kernel_time import host_bound_seconds, inference_subs, leaves_time
 
         sampled = sorted({int(c) for c in contexts})

@@ -29,7 +29,7 @@ from .defaults import has_attention, sdpa_runs_math
 from .leaf import ONE, Leaf
 from .leaves import TreeBuilder
 from .module_recompute import MODULE_NEEDS, check_recomputed_modules  # noqa: F401 (re-exported)
-from .exl2 import leaf_format
+from .exl2 import head_bits as exl2_head_bits
 from .quantization import check_whole_groups
 from .spec import MLA_FORMS
 
@@ -171,7 +171,7 @@ class CostModel:
         fmt = self.profile.weight_format if self.phase != "train" else None
         check_weight_scope(self.cfg, fmt)
         sizes = {symbol: sp.Integer(value) for symbol, value in model_values(self.cfg).items()} \
-            if fmt is not None and fmt.dtype == "exl2" else {}  # an EXL2 head's shape (exl2.leaf_format)
+            if fmt is not None and fmt.dtype == "exl2" else {}  # an EXL2 head's shape (leaf_format)
         leaves = [dataclasses.replace(leaf, per_param=per_param, weight_format=leaf_format(fmt, leaf, sizes)
                                       if fmt is None or fmt.quantizes(weight_kind(leaf)) else None)
                   for leaf in TreeBuilder(self.cfg, self.profile, self.phase).build()]
@@ -314,3 +314,12 @@ def model_values(cfg: ModelConfig) -> dict[sp.Symbol, int]:
 def workload_values(cfg: ModelConfig, workload: Workload) -> dict[sp.Symbol, int]:
     """The workload dimensions' values: n is the decoder (or only) side, s the encoder side."""
     return {getattr(S, symbol): value for symbol, value in workload.dimensions(cfg).items()}
+
+
+def leaf_format(fmt: Any, leaf: Any, values: dict) -> Any:
+    """The format a leaf's matrices are stored in: an EXL2 head's at its head_bits (values: the
+    model's sizes, to give its matrix's shape); every other leaf the format as it is."""
+    if fmt is None or fmt.dtype != "exl2" or not isinstance(leaf.block, B.LMHead) or not leaf.cost.matrices:
+        return fmt
+    out, inner, _ = leaf.cost.matrices[0]
+    return dataclasses.replace(fmt, bits=exl2_head_bits(int(out.xreplace(values)), int(inner.xreplace(values))))

@@ -83,7 +83,7 @@ def test_rows(row_id):
 
 
 def test_a_window_a_layer(monkeypatch):
-    """generate_windows.layer_windows_seconds, on stated kernels (kernel_time.leaves_time stubbed) at 10 us an op:
+    """kernel_time.layer_windows_seconds, on stated kernels (kernel_time.leaves_time stubbed) at 10 us an op:
     2 layers of 150 us of kernels (10 us of them launches) against 20 ops (200 us) each, host-bound windows of
     200 us; the rest 500 us (10 us launches) and 4 serial ops (40 us) against its own 30 ops (300 us), GPU-bound,
     530 us: 930 us. One window for the whole step (the rule without reads) would give max(300 + 500 + 40 - 30,
@@ -91,7 +91,7 @@ def test_a_window_a_layer(monkeypatch):
     from types import SimpleNamespace
 
     from costmodel import kernel_time
-    from costmodel.generate_windows import layer_windows_seconds
+    from costmodel.kernel_time import layer_windows_seconds
 
     def stub(leaves, subs, timer):
         return kernel_time.LeavesTime(sum(leaf.s for leaf in leaves), sum(leaf.launch for leaf in leaves), [], 0.0)

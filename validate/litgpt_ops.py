@@ -105,7 +105,17 @@ def _functions(path: Path, name: str, namespace: dict) -> dict:
     tree = ast.parse(path.read_text())
     function = next(node for node in tree.body if isinstance(node, ast.FunctionDef) and node.name == name)
     function.decorator_list = []  # generate's @torch.no_grad() / @torch.inference_mode(): step_sequence's no_grad
-    exec(compile(ast.Module(body=[function], type_ignores=[]), str(path), "exec"), namespace)
+    import importlib.util
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:  # the function alone, imported as a module of its own
+        file = Path(tmp) / f"{path.stem}_{name}.py"
+        file.write_text(ast.unparse(function) + "\n")
+        spec = importlib.util.spec_from_file_location(f"_litgpt_{path.stem}_{name}", file)
+        module = importlib.util.module_from_spec(spec)
+        module.__dict__.update(namespace)
+        spec.loader.exec_module(module)
+    namespace[name] = getattr(module, name)
     return namespace
 
 
