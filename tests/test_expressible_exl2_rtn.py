@@ -171,3 +171,13 @@ def test_the_python_api_takes_weight_bits_as_the_command_does():
         costmodel.simulate("llama2-13b", "rtx-3090", prompt=32, weight_bits=4.65)
     with pytest.raises(ConfigError, match="apply to inference, not to train=True"):
         costmodel.simulate("llama2-13b", "rtx-3090", train=True, seq_len=128, weight_bits=4.65)
+
+
+def test_a_tied_head_names_exl2_not_an_option_nobody_typed():
+    """Review (wt40_review): exl2 on a model whose head is its embedding (llama3.2-1b) said 'quantize_head: ...', an
+    option the command line never held; EXL2 always quantizes the head, so the sentence names exl2."""
+    result = CliRunner().invoke(cli, ["simulate", "--model", "llama3.2-1b", "--hardware", "h100-sxm", "--prompt", "32",
+                                      "--gen", "4", "--weight-dtype", "exl2"])
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert result.exit_code == 2 and len(lines) == 1, result.output
+    assert "exl2 (its converter quantizes the head): 'llama3.2-1b' ties its head to the embedding" in lines[0]
