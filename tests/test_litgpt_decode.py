@@ -123,3 +123,23 @@ def test_a_layout_refuses_the_reads_a_layer(code, layout, refused):
         assert result.exit_code == 2 and len(lines) == 1 and "reads the GPU in every layer" in lines[0], result.output
     else:
         assert result.exit_code == 0, result.output
+
+
+def test_the_host_line_does_not_claim_one_window():
+    """wt40_review: simulate's host line said 'a step takes the longer of the two' (18.5 ms of ops, some 14 of
+    kernels) above d16f924d's window-a-layer line, where the step is 18.7 ms, longer than both: the line now points
+    to the windows; 982abcbc keeps the one-window sentence."""
+    from click.testing import CliRunner
+
+    from cli import cli
+
+    def host_lines(code):
+        out = CliRunner().invoke(cli, ["simulate", "--model", "falcon-7b", "--hardware", "a100-40gb", "--prompt", "5",
+                                       "--gen", "8", "--attention", "sdpa", "--kv-cache", "static", "--decode-code",
+                                       code]).output
+        return [line for line in out.splitlines() if line.strip().startswith("host")]
+
+    read = host_lines("lit-gpt-d16f924d")
+    assert "each layer a window of its own (below)" in read[0] and "longer of the two" not in read[0]
+    assert "one a layer (the cache's roll check)" in read[1]
+    assert "a step takes the longer of the two" in host_lines("lit-gpt-982abcbc")[0]
