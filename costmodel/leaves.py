@@ -472,7 +472,8 @@ class TreeBuilder:
             fmt = self.profile.weight_format
             quantized = self.phase != "train" and fmt is not None and fmt.head
             if quantized and cfg.tie_embeddings:
-                raise ConfigError(f"quantize_head: {cfg.name!r} ties its head to the embedding; quantizing it "
+                asked = "exl2 (its converter quantizes the head)" if fmt.dtype == "exl2" else "quantize_head"
+                raise ConfigError(f"{asked}: {cfg.name!r} ties its head to the embedding; quantizing it "
                                   "would keep a second, quantized copy of the table (not modelled).")
             lm = B.LMHead(tokens, not cfg.tie_embeddings, cfg.lm_head_bias,
                           scaled_input=cfg.scale_lm_head_input, returns_logits=self.phase != "train",

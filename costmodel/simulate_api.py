@@ -73,7 +73,8 @@ def simulate(model: Any, hardware: str = spec.DEFAULT_HARDWARE, *, train: bool =
              gen: int = spec.DEFAULT_GEN_TOKENS, batch: int = 1, dtype: str | None = None, attention: str | None = None,
              kv_cache: str = "dynamic", seq_len: int | None = None, recompute: str = "none", impl: str | None = None,
              tokens: float | None = None, price: float | None = None, step_time: float | None = None,
-             layout: Any = None, weight_dtype: str | None = None, kv_dtype: str | None = None,
+             layout: Any = None, weight_dtype: str | None = None, weight_bits: float | None = None,
+             kv_dtype: str | None = None,
              fp8_gemm: str = spec.DEFAULT_FP8_GEMM,
              decode_code: str = spec.DEFAULT_DECODE_CODE, cuda_graphs: bool = False,
              cache_size: int | None = None, compiled: bool = False, eager_prefill: bool = False) -> SimulationResult:
@@ -82,7 +83,8 @@ def simulate(model: Any, hardware: str = spec.DEFAULT_HARDWARE, *, train: bool =
     GPU-hours, FLOPs and dollars of a run) on `hardware`; layout: a
     costmodel.layout.Layout or a dict of its fields for per-GPU time and memory. Inference, on
     one GPU or with a layout (each tensor-parallel rank's shards): weight_dtype and kv_dtype
-    quantize the weights and the cache (`simulate --weight-dtype/--kv-dtype`), fp8_gemm says how
+    quantize the weights and the cache (`simulate --weight-dtype/--kv-dtype`; weight_bits: EXL2's bits a weight,
+    `--weight-bits`, with weight_dtype="exl2"), fp8_gemm says how
     fp8 weights multiply (spec.FP8_GEMMS); decode_code whose decoding loop an eager step's host
     time counts (spec.DECODE_CODES, `simulate --decode-code`). The defaults are the command's: the
     hardware spec.DEFAULT_HARDWARE, and impl and attention the layout's framework's code (defaults.implied:
@@ -120,8 +122,10 @@ def simulate(model: Any, hardware: str = spec.DEFAULT_HARDWARE, *, train: bool =
     quantization = {"weight_dtype": weight_dtype, "kv_dtype": kv_dtype}
     if fp8_gemm != spec.DEFAULT_FP8_GEMM:
         quantization["fp8_gemm"] = fp8_gemm
-    if train and (weight_dtype or kv_dtype or fp8_gemm != spec.DEFAULT_FP8_GEMM):
-        raise ConfigError("weight_dtype, kv_dtype and fp8_gemm apply to inference, not to train=True.")
+    if weight_bits is not None:  # (Workload checks it applies: exl2)
+        quantization["weight_bits"] = weight_bits
+    if train and (weight_dtype or kv_dtype or weight_bits is not None or fp8_gemm != spec.DEFAULT_FP8_GEMM):
+        raise ConfigError("weight_dtype, weight_bits, kv_dtype and fp8_gemm apply to inference, not to train=True.")
     if train and compiled:  # the command's compiled training step (a layout's kernel model) is not this function's
         raise ConfigError("compiled: this function times a compiled decode; a compiled training step is "
                           "`simulate --train --compile` with a layout.")

@@ -239,8 +239,10 @@ def render_inference(r: dict[str, Any]) -> str:
             *_generation_lines(d, i["gen"]),
             *_generation_cost(r),
             *([f"  host: {d['host']['ops_per_step']:,} eager ops a step ({i.get('implementation', 'transformers')}), "
-               f"{seconds(d['host']['seconds_per_step'])} to issue; the GPU runs behind them, a step takes the "
-               "longer of the two" + (" (host-bound: the first step's kernels take less)" if d["host"]["bound"] else "")]
+               f"{seconds(d['host']['seconds_per_step'])} to issue; the GPU runs behind them, "
+               + ("each layer a window of its own (below)" if d["host"].get("syncs_per_layer") else
+                  "a step takes the longer of the two"
+                  + (" (host-bound: the first step's kernels take less)" if d["host"]["bound"] else ""))]
               if d.get("host") and d["host"]["ops_per_step"] is not None else []),
             *([f"  host syncs: {d['host']['syncs_per_step']:,} a step inside the layers (a loop over every expert, "
                "a torch.where each): the host cannot run ahead across them; each window between two takes the "

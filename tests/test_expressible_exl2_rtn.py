@@ -147,3 +147,37 @@ def test_inductor_fuses_the_rtn_dequantization_into_one_kernel():
     for bits in (8, 4):
         fused, mms = generated_kernels(bits)
         assert (len(fused), mms) == (1, 1), (bits, fused)
+
+
+def test_the_python_api_takes_weight_bits_as_the_command_does():
+    """Review (wt40_review): `simulate --weight-bits` had no keyword in costmodel.simulate, whose exl2 was the
+    converter's 4.125 whatever the file. Now weight_bits gives the command's figures (one GPU and a layout), and a
+    misuse is the command's one sentence."""
+    import costmodel
+    from costmodel.config import ConfigError
+
+    cli_data = json.loads(_run("simulate", "--model", "llama2-13b", "--hardware", "rtx-3090", "--prompt", "32",
+                               "--gen", "4", "--weight-dtype", "exl2", "--weight-bits", "4.65", "--json").output)
+    api = costmodel.simulate("llama2-13b", "rtx-3090", prompt=32, gen=4, weight_dtype="exl2", weight_bits=4.65).to_dict()
+    assert api["inputs"]["weight_bits"] == cli_data["inputs"]["weight_bits"] == 4.65
+    assert api["memory"]["weights"] == cli_data["memory"]["weights"] == 7842008000
+    assert api["decode"]["decode_seconds"] == cli_data["decode"]["decode_seconds"]
+    default = costmodel.simulate("llama2-13b", "rtx-3090", prompt=32, gen=4, weight_dtype="exl2").to_dict()
+    assert default["memory"]["weights"] < api["memory"]["weights"]  # 4.125 bits a weight
+    layout = costmodel.simulate("llama2-13b", "rtx-3090", prompt=32, gen=4, weight_dtype="exl2", weight_bits=4.65,
+                                layout={"tp": 1}).to_dict()
+    assert layout["inputs"]["weight_bits"] == 4.65
+    with pytest.raises(ConfigError, match="weight_bits applies only to exl2 weights"):
+        costmodel.simulate("llama2-13b", "rtx-3090", prompt=32, weight_bits=4.65)
+    with pytest.raises(ConfigError, match="apply to inference, not to train=True"):
+        costmodel.simulate("llama2-13b", "rtx-3090", train=True, seq_len=128, weight_bits=4.65)
+
+
+def test_a_tied_head_names_exl2_not_an_option_nobody_typed():
+    """Review (wt40_review): exl2 on a model whose head is its embedding (llama3.2-1b) said 'quantize_head: ...', an
+    option the command line never held; EXL2 always quantizes the head, so the sentence names exl2."""
+    result = CliRunner().invoke(cli, ["simulate", "--model", "llama3.2-1b", "--hardware", "h100-sxm", "--prompt", "32",
+                                      "--gen", "4", "--weight-dtype", "exl2"])
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert result.exit_code == 2 and len(lines) == 1, result.output
+    assert "exl2 (its converter quantizes the head): 'llama3.2-1b' ties its head to the embedding" in lines[0]

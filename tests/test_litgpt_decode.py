@@ -101,3 +101,45 @@ def test_a_window_a_layer(monkeypatch):
     leaves = [SimpleNamespace(path="decoder.layer.ffn.mlp", s=300e-6, launch=20e-6),
               SimpleNamespace(path="head.lm_head", s=500e-6, launch=10e-6)]
     assert layer_windows_seconds(leaves, {}, timer, 2, 20, 70, 4, 0.0) == pytest.approx(930e-6, rel=1e-12)
+
+
+@pytest.mark.parametrize("code, layout, refused", [
+    ("lit-gpt-d16f924d", ("--pp", "2"), True), ("lit-gpt-d16f924d", ("--dp", "1"), True),
+    ("lit-gpt-d16f924d", ("--pp", "2", "--cuda-graphs"), False), ("lit-gpt-982abcbc", ("--pp", "2"), False)])
+def test_a_layout_refuses_the_reads_a_layer(code, layout, refused):
+    """wt40_review: a layout's eager decode step takes one max(kernels, host) a stage (layout/kernel_step.py), which
+    drops d16f924d's window a layer (at --pp 2 it printed 18.5 ms 'host-bound' where one GPU's windows give 18.7):
+    refused in one line, exit status 2, as serve refuses the parts it drops; replayed steps (no host term) and
+    982abcbc (no read inside the forward) still run."""
+    from click.testing import CliRunner
+
+    from cli import cli
+
+    result = CliRunner().invoke(cli, ["simulate", "--model", "falcon-7b", "--hardware", "a100-40gb", "--prompt", "5",
+                                      "--gen", "8", "--attention", "sdpa", "--kv-cache", "static", "--decode-code",
+                                      code, *layout])
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    if refused:
+        assert result.exit_code == 2 and len(lines) == 1 and "reads the GPU in every layer" in lines[0], result.output
+    else:
+        assert result.exit_code == 0, result.output
+
+
+def test_the_host_line_does_not_claim_one_window():
+    """wt40_review: simulate's host line said 'a step takes the longer of the two' (18.5 ms of ops, some 14 of
+    kernels) above d16f924d's window-a-layer line, where the step is 18.7 ms, longer than both: the line now points
+    to the windows; 982abcbc keeps the one-window sentence."""
+    from click.testing import CliRunner
+
+    from cli import cli
+
+    def host_lines(code):
+        out = CliRunner().invoke(cli, ["simulate", "--model", "falcon-7b", "--hardware", "a100-40gb", "--prompt", "5",
+                                       "--gen", "8", "--attention", "sdpa", "--kv-cache", "static", "--decode-code",
+                                       code]).output
+        return [line for line in out.splitlines() if line.strip().startswith("host")]
+
+    read = host_lines("lit-gpt-d16f924d")
+    assert "each layer a window of its own (below)" in read[0] and "longer of the two" not in read[0]
+    assert "one a layer (the cache's roll check)" in read[1]
+    assert "a step takes the longer of the two" in host_lines("lit-gpt-982abcbc")[0]

@@ -184,6 +184,26 @@ def test_an_unknown_row_is_one_sentence_and_exit_status_2(monkeypatch, capsys):
         assert len(err.strip().splitlines()) == 1
 
 
+def test_a_row_read_every_layer_splits_its_windows():
+    """Review (wt40_review): lit-gpt d16f924d's row (a GPU read in every layer, wt40_litgpt) printed its host as
+    'alongside' the step (the one-window rule: max(kernels, host), 18.46 ms) where the row is timed a window a layer
+    (generate_windows.layer_windows_seconds): 18.69 ms a step, what `published` computes (53.52 tokens/s). The
+    split now names the rule and carries the windowed step; 982abcbc (no read in the forward) keeps 'alongside'."""
+    from reports.published_runs import decode_run
+
+    data = other_runs_data()
+    runs = {r["id"]: r for r in data["runs"] if r["id"].startswith("litgpt-quantize")}
+    source = data["sources"]["litgpt-quantize"]
+    read = runs["litgpt-quantize d16f924d falcon-7b bf16 a100-40gb"]
+    split = decode_step_split(read, source, context=5 + 128)
+    assert "host (eager ops, alongside)" not in split
+    assert split["host (eager ops, a window a layer)"] == pytest.approx(2600 * 7.1e-6)  # 32 x 80 + 40 ops
+    assert split["step (its windows)"] == pytest.approx(1 / decode_run(read, source, "kernels"), rel=1e-3)
+    assert split["step (its windows)"] > split["host (eager ops, a window a layer)"]
+    plain = decode_step_split(runs["litgpt-quantize 982abcbc falcon-7b bf16 a100-40gb"], source, context=5 + 128)
+    assert "host (eager ops, alongside)" in plain and "step (its windows)" not in plain
+
+
 def test_a_decoding_row_prints_its_step_split(capsys):
     """--row took training rows only (session 37's brief named it for decoding rows): a decoding row prints its line
     of the listing. optimum's cuda-old row at batch 16: the int4 weight read once a row (AutoGPTQ v0.4.2's grid z =

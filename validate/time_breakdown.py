@@ -22,7 +22,8 @@ import difflib
 from collections import defaultdict
 
 from costmodel.config import ConfigError, Workload
-from costmodel.eager_ops import step_ops
+from costmodel.eager_ops import decode_step_ops, step_ops
+from costmodel.generate_windows import layer_windows_seconds
 from costmodel.kernel_facts_file import fuses_qkv
 from costmodel.kernel_time import (AttentionCall, Gemm, KernelTimer, MatmulCompute, inference_subs, kernels_seconds,
                                    launches_of, leaf_kernels)
@@ -62,7 +63,17 @@ def decode_step_split(run: dict, source: dict, context: int) -> dict[str, float]
     split["weights GB/s"] = weight_bytes / split["weight GEMMs"] / 1e9
     ops = step_ops(cfg, settings["implementation"], roof.dtype, attention, settings["kv_cache"], quantization)
     host = timer.host_seconds(ops)
-    if host is not None:
+    counted = decode_step_ops(cfg, settings["implementation"], roof.dtype, attention, settings["kv_cache"],
+                              quantization, settings["sampling"])
+    if host is not None and counted is not None and counted.syncs_per_layer:
+        # every layer reads the GPU (lit-gpt d16f924d): the host's issue time runs alongside a layer's kernels only,
+        # and the step is one window a layer and one for the rest (the rule simulate takes, KernelSteps.decode_curve)
+        layers = cfg.n_layers
+        serial = counted.windows.serial if counted.windows else None
+        split["host (eager ops, a window a layer)"] = host
+        split["step (its windows)"] = layer_windows_seconds(roof.decoder_tree().leaves, subs, timer, layers,
+                                                            counted.layers // layers, ops, serial, 0.0)
+    elif host is not None:
         # an eager step on a GPU: the host's issue time, which runs alongside the rest (the step
         # takes the longer: kernel_time.host_bound_seconds; its launches are not charged then)
         split["host (eager ops, alongside)"] = host

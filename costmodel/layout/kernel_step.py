@@ -90,15 +90,23 @@ def inference_host_ops(estimate: ParallelEstimate, implementation: str | None) -
     every layer's module code on its shards). The tensor-parallel all-reduce calls' ops are not added:
     no count of them is measured (gpt-fast's funcol.all_reduce and its wait are a few ops a layer), so
     the count is a lower bound at tp > 1. None: no implementation named, not an inference phase, or
-    no counted implementation matches."""
+    no counted implementation matches. A code whose every layer reads the GPU (DecodeStepOps.syncs_per_layer:
+    lit-gpt d16f924d) is refused in its eager decode steps: one GPU's simulate times them a window a layer
+    (generate_windows.layer_windows_seconds), which a stage's one max(kernels, host) would drop."""
     if implementation is None or estimate.phase == "train":
         return None
-    from ..eager_ops import step_ops_split
+    from ..config import ConfigError
+    from ..eager_ops import decode_step_ops, step_ops_split
     from ..spec import DEFAULT_FP8_GEMM
 
     workload = estimate.workload
     quantization = {"weight_dtype": workload.weight_dtype,
                     "fp8_gemm": None if workload.fp8_gemm == DEFAULT_FP8_GEMM else workload.fp8_gemm}
+    counted = decode_step_ops(estimate.cfg, implementation, workload.dtype, workload.attention, workload.kv_cache,
+                              quantization)
+    if estimate.phase == "decode" and counted is not None and counted.syncs_per_layer:  # (the prefill: one window)
+        raise ConfigError(f"--decode-code {implementation}: its step reads the GPU in every layer, timed one window "
+                          f"a layer by simulate on one GPU (no layout: --tp, --pp, --dp), not by a layout's step.")
     return step_ops_split(estimate.cfg, implementation, workload.dtype, workload.attention, workload.kv_cache,
                           quantization)
 
