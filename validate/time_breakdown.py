@@ -23,7 +23,7 @@ from collections import defaultdict
 
 from costmodel.config import ConfigError, Workload
 from costmodel.eager_ops import decode_step_ops, step_ops
-from costmodel.generate_windows import layer_windows_seconds
+from costmodel.kernel_time import layer_windows_seconds
 from costmodel.kernel_facts_file import fuses_qkv
 from costmodel.kernel_time import (AttentionCall, Gemm, KernelTimer, MatmulCompute, inference_subs, kernels_seconds,
                                    launches_of, leaf_kernels)
