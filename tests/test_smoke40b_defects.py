@@ -1,0 +1,71 @@
+"""Session 40's second new-user round (wt40_user2): fine-tuning, cost, Hub ids, fit verdicts and the
+Python API as docs/finetuning.md and docs/fit-and-cost.md show them. Each test failed before its fix."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import costmodel
+from costmodel.config import ConfigError
+from costmodel.finetune import FineTune, finetune_memory
+from costmodel.finetune_verdict import finetune_verdict
+from costmodel.verdict import verdict
+from tests.cli_run import one_error_line, run_json, run_main
+
+
+def test_moe_finetune_that_fits_nowhere_says_the_least_it_needs(capsys):
+    """QLoRA of Mixtral 8x7B at 512 tokens on an A100 80GB (89.50 GiB) ended "No single change, nor QLoRA
+    with full recomputation, makes it fit." with no figure (JSON fit.least null): _least tried only --recompute
+    full, which a mixture of experts refuses, and the text claimed a recipe it never tried. Now the least is
+    the nf4 base at one token with the recomputation as given, the figure `finetune --seq-len 1` prints."""
+    fit = run_json(["finetune", "--model", "mixtral-8x7b", "--method", "qlora", "--hardware", "a100-80gb",
+                    "--seq-len", "512"], capsys)["fit"]
+    assert not fit["fits"] and fit["options"] == []
+    assert fit["least"] == {"change": "--seq-len 1", "memory": 91531750808, "recompute": "none"}
+    one = run_json(["finetune", "--model", "mixtral-8x7b", "--method", "qlora", "--seq-len", "1"], capsys)
+    assert one["memory"]["total"] == fit["least"]["memory"]  # the command it names prints the same bytes
+    text = run_main(["finetune", "--model", "mixtral-8x7b", "--hardware", "h100"], capsys)[1]
+    assert ("No single change, nor QLoRA (full recomputation is not modelled for a mixture of experts), makes it "
+            "fit: even `--method qlora --seq-len 1` needs 85.25 GiB") in text
+    assert "nor QLoRA with full recomputation" not in text
+
+
+def test_verdict_refuses_a_phase_it_does_not_know():
+    """costmodel.verdict.verdict(..., phase="train") returned inference's verdict (any phase but "training"
+    took inference's memory): Llama 3 8B at 4 x 4,096 "fits" an H100 as training, whose real need is
+    615.99 GiB. phase="finetune" without its memory function fell to inference's memory too."""
+    cfg = costmodel.load_model("llama3-8b")
+    workload, _ = costmodel.make_workload(cfg, 4096, batch=4)
+    capacity = 84520468480  # an H100 SXM's 78.72 GiB, estimate --hardware's
+    assert verdict(cfg, workload, None, capacity, 1, "training")["memory"] == 661419065860
+    with pytest.raises(ConfigError, match="phase must be one of training, inference, finetune, got 'train'"):
+        verdict(cfg, workload, None, capacity, 1, "train")
+    with pytest.raises(ConfigError, match="finetune_verdict"):
+        verdict(cfg, workload, None, capacity, 1, "finetune")
+
+
+def test_finetune_api_takes_numpy_scalars():
+    """docs/finetuning.md's API: FineTune(rank=np.int64(8)) read "--lora-rank must be a positive whole number,
+    got np.int64(8)" and make_workload(cfg, np.int64(2048)) "seq_len must be an integer, got np.int64(2048)",
+    the contradiction README's API section says numpy's scalars no longer meet. finetune_verdict's capacity too."""
+    cfg = costmodel.load_model("llama3-8b")
+    workload, _ = costmodel.make_workload(cfg, np.int64(2048), holds_cache=False, attention="sdpa", batch=np.int32(1))
+    assert (workload.seq_len, workload.batch) == (2048, 1) and type(workload.seq_len) is int
+    tune = FineTune(rank=np.int64(8), alpha=np.float32(16))
+    assert tune.rank == 8 and type(tune.rank) is int
+    assert finetune_memory(cfg, workload, tune).total == 28487746060  # `finetune --lora-rank 8 --json`'s total
+    assert finetune_verdict(cfg, workload, tune, np.int64(24 * 2**30))["fits"] is False
+
+
+def test_finetune_api_takes_a_model_by_name():
+    """finetune_memory("llama3-8b", ...) raised AttributeError ("'str' object has no attribute 'family'"); it
+    and finetune_verdict take what costmodel.load_model takes, as estimate does, and a tune that is not a
+    FineTune is one ConfigError."""
+    cfg = costmodel.load_model("llama3-8b")
+    workload, _ = costmodel.make_workload(cfg, 2048, holds_cache=False, attention="sdpa")
+    by_name = finetune_memory("llama3-8b", workload, FineTune(rank=8)).total
+    assert by_name == finetune_memory(cfg, workload, FineTune(rank=8)).total == 28487746060
+    assert finetune_verdict("llama3-8b", workload, FineTune(rank=8), 24 * 2**30)["memory"] == 28487746060
+    with pytest.raises(ConfigError, match="tune: a costmodel.finetune.FineTune, got dict"):
+        finetune_memory(cfg, workload, {"method": "lora"})
