@@ -69,3 +69,25 @@ def test_finetune_api_takes_a_model_by_name():
     assert finetune_verdict("llama3-8b", workload, FineTune(rank=8), 24 * 2**30)["memory"] == 28487746060
     with pytest.raises(ConfigError, match="tune: a costmodel.finetune.FineTune, got dict"):
         finetune_memory(cfg, workload, {"method": "lora"})
+
+
+@pytest.mark.parametrize("pasted", ["https://huggingface.co/meta-llama/Llama-3.1-8B", "hf.co/meta-llama/Llama-3.1-8B/",
+                                    " meta-llama/Llama-3.1-8B ", "meta-llama/Llama-3.1-8B@main",
+                                    "https://huggingface.co/meta-llama/Llama-3.1-8B/blob/main/config.json"])
+def test_a_hub_id_as_pasted_reads_as_the_id(pasted, capsys):
+    """A Hub id as a browser gives it read "unknown model 'https://huggingface.co/meta-llama/Llama-3.1-8B'. Did
+    you mean meta-llama/Llama-3.1-8B" (the address, a trailing slash, spaces, @main), and the config.json page's
+    address "no such file". Each is now the id: Llama 3.1 8B's 8,030,261,248 parameters (its preset)."""
+    assert run_json(["estimate", "--model", pasted], capsys)["params"]["total"] == 8030261248
+    assert costmodel.estimate(pasted).to_dict()["params"]["total"] == 8030261248
+
+
+def test_a_hub_revision_is_refused_in_one_line_that_says_what_to_do(capsys):
+    """meta-llama/Llama-3.1-8B@v1.0 (or .../tree/REV) said "unknown model ... Did you mean
+    meta-llama/Llama-3.1-8B": as if the revision were read. It is not: one line names the id and --config."""
+    line = one_error_line(["estimate", "--model", "Qwen/Qwen3-8B@v1.0"], capsys)
+    assert line == ("error: model 'Qwen/Qwen3-8B@v1.0': a revision (v1.0) is not read: --model Qwen/Qwen3-8B reads "
+                    "the main branch's config.json; for another revision's, download it and pass --config "
+                    "path/to/config.json.")
+    assert "a revision (abc123) is not read" in one_error_line(
+        ["estimate", "--model", "https://huggingface.co/Qwen/Qwen3-8B/tree/abc123"], capsys)
