@@ -406,6 +406,11 @@ MAMBA_SSM_CACHE_DTYPES = Choices({"auto": "the model dtype, vLLM's default", "fl
 #: --tokens/--price's cost block, as simulate --train and plan write it.
 _COST_UNITS = ("tokens: tokens; train_seconds: seconds; train_days: days; gpus: GPUs; gpu_hours: GPU-hours; "
                "flops: FLOP; price_per_gpu_hour: dollars a GPU-hour; dollars: dollars")
+#: simulate --price without --train: a generation's cost block (its units were the training block's alone, none
+#: of which it holds but price_per_gpu_hour and gpus).
+_GENERATION_COST_UNITS = ("without --train: price_per_gpu_hour: dollars a GPU-hour; gpus: GPUs; dollars_per_hour: "
+                          "dollars an hour, every GPU; dollars_per_million_output_tokens: dollars a million generated "
+                          "tokens at the end-to-end rate")
 
 JSON_UNITS = {
     "estimate": {"params": "parameters (a count)",
@@ -430,7 +435,7 @@ JSON_UNITS = {
                          "tflops_per_gpu: TFLOP/s a GPU; slowest_stage: a stage index",
                  "inputs.overlap": "tp, dp, pp, params, ep: fractions of 1 (the share hidden); slowdown: "
                                    "a fraction of compute time; prefetch, align_grad: true or false",
-                 "cost": _COST_UNITS},
+                 "cost": f"with --train: {_COST_UNITS}; {_GENERATION_COST_UNITS}"},
     "plan": {"per_rank": "bytes", "per_rank.stage": "a stage index", "step_time": "seconds", "time_per_output_token": "seconds",
              "last_step.seconds": "seconds", "*_seconds": "seconds", "memory_capacity": "bytes",
              "tokens_per_second": "tokens a second", "model_flops": "FLOP a step", "split": "seconds",

@@ -91,3 +91,17 @@ def test_a_hub_revision_is_refused_in_one_line_that_says_what_to_do(capsys):
                     "path/to/config.json.")
     assert "a revision (abc123) is not read" in one_error_line(
         ["estimate", "--model", "https://huggingface.co/Qwen/Qwen3-8B/tree/abc123"], capsys)
+
+
+def test_simulate_generation_cost_keys_have_units(capsys):
+    """`simulate --price 2 --json` without --train wrote cost {price_per_gpu_hour, gpus, dollars_per_hour,
+    dollars_per_million_output_tokens} beside units.cost naming the training block's keys (tokens,
+    train_seconds, ..., dollars) only: two of its four figures had no unit. $2 an hour over the end-to-end
+    rate's tokens: dollars a million = 2 / 3600 / rate x 1e6."""
+    sim = run_json(["simulate", "--model", "llama3-8b", "--prompt", "512", "--gen", "64", "--price", "2"], capsys)
+    units = sim["units"]["cost"]
+    for key in sim["cost"]:
+        assert f"{key}: " in units.split("without --train: ")[1], key
+    rate = sim["decode"]["end_to_end_tokens_per_second"]
+    assert sim["cost"]["dollars_per_hour"] == 2
+    assert sim["cost"]["dollars_per_million_output_tokens"] == pytest.approx(2 / 3600 / rate * 1e6, rel=1e-12)
