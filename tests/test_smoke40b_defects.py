@@ -105,3 +105,16 @@ def test_simulate_generation_cost_keys_have_units(capsys):
     rate = sim["decode"]["end_to_end_tokens_per_second"]
     assert sim["cost"]["dollars_per_hour"] == 2
     assert sim["cost"]["dollars_per_million_output_tokens"] == pytest.approx(2 / 3600 / rate * 1e6, rel=1e-12)
+
+
+def test_finetune_method_full_says_where_full_fine_tuning_is(capsys):
+    """`finetune --method full` read "Invalid value for '--method': 'full' is not one of 'lora', 'qlora'" (and
+    FineTune(method="full") "--method must be one of lora, qlora"): nothing on where full fine-tuning is sized.
+    Both now name estimate --hardware and simulate --train."""
+    line = one_error_line(["finetune", "--model", "llama3-8b", "--method", "full", "--hardware", "h100"], capsys)
+    assert line.startswith("error: --method full: finetune sizes LoRA and QLoRA; full fine-tuning")
+    assert "`estimate --hardware GPU`" in line and "`simulate --train --tokens N --price P`" in line
+    with pytest.raises(ConfigError, match="full fine-tuning .* is `estimate --hardware GPU`"):
+        FineTune(method="Full")
+    with pytest.raises(ConfigError, match="--method must be one of lora, qlora, got 'dora'"):
+        FineTune(method="dora")
