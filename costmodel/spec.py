@@ -546,7 +546,7 @@ def spell_fields(instance: Any) -> None:
 
     for field in dataclasses.fields(instance):
         value = getattr(instance, field.name)
-        if plain(value) is not value and type(value).__module__ == "numpy":
+        if type(value).__module__ == "numpy":  # a scalar becomes its number; an array stays (the checks refuse it)
             object.__setattr__(instance, field.name, plain(value))
     for name in KEYWORD_CHOICES:
         value = getattr(instance, name, None)
