@@ -36,8 +36,11 @@ def load_model(model: Any) -> ModelConfig:
         return model
     if isinstance(model, dict):
         return config_from_dict(model, source="config dict", name=str(model.get("name", "config")))
-    if isinstance(model, Path) or (isinstance(model, str) and (model.lower().endswith(".json") or model.startswith(PATH_STARTS)
-                                                             or "/" in model and Path(model).exists())):
+    from .hub import HUB_ADDRESS
+
+    if isinstance(model, Path) or (isinstance(model, str) and not HUB_ADDRESS.match(model.strip())  # a Hub file's page
+                                   and (model.lower().endswith(".json") or model.startswith(PATH_STARTS)
+                                        or "/" in model and Path(model).exists())):
         return load_config_file(model)  # a missing ./dir/ says "no such file", not the 66 preset names
     if isinstance(model, str):
         from .hub import load_named

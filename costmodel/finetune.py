@@ -247,11 +247,16 @@ def check(cfg: ModelConfig, workload: Workload) -> None:
 
 
 def finetune_memory(cfg: ModelConfig, workload: Workload, tune: FineTune) -> FineTuneMemory:
-    """The memory of one LoRA or QLoRA step (see the module text)."""
+    """The memory of one LoRA or QLoRA step (see the module text). cfg: a ModelConfig, or what
+    costmodel.load_model takes (a preset name, a config's path or dict)."""
     import dataclasses
 
+    from .api import load_model
     from .estimation import Estimate
 
+    cfg = load_model(cfg)  # finetune_memory("llama3-8b", ...) read "'str' object has no attribute 'family'"
+    if not isinstance(tune, FineTune):
+        raise ConfigError(f"tune: a costmodel.finetune.FineTune, got {type(tune).__name__}.")
     check(cfg, workload)
     full = Estimate(cfg, workload)
     base_params = full.total("params")

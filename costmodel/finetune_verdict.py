@@ -25,6 +25,10 @@ def finetune_verdict(cfg: ModelConfig, workload: Workload, tune: FineTune, capac
     from .errors import show
     from .verdict import verdict
 
+    from .api import load_model
+    from .plain import plain
+
+    cfg, capacity = load_model(cfg), plain(capacity)  # a preset's name; np.int64(24 * 2**30) as the int it holds
     if isinstance(capacity, bool) or not isinstance(capacity, (int, float)) or not (capacity > 0 and math.isfinite(capacity)):
         raise ConfigError(f"capacity: the GPU's bytes, a positive number (24 GiB is 24 * 2**30), got {show(capacity)}.")
     def memory_with(change: dict[str, Any]) -> int | None:
@@ -56,17 +60,21 @@ def finetune_verdict(cfg: ModelConfig, workload: Workload, tune: FineTune, capac
 
 def _least(cfg: ModelConfig, workload: Workload, tune: FineTune) -> dict[str, Any] | None:
     """The least one GPU holds for this model: the nf4 base with full recomputation at a 1-token sequence
-    (a GPU with less cannot fine-tune it here, whatever else changes; finetune does not shard)."""
+    (a GPU with less cannot fine-tune it here, whatever else changes; finetune does not shard). A mixture
+    of experts, whose --recompute full is refused, keeps its recomputation as given (it had no least: the
+    verdict ended "makes it fit." with nothing to go by)."""
     import dataclasses
 
-    change = " ".join(([] if tune.method == "qlora" else ["--method qlora"])
-                      + ([] if workload.recompute == "full" else ["--recompute full"]) + ["--seq-len 1"])
-    try:
-        memory = finetune_memory(cfg, dataclasses.replace(workload, recompute="full", seq_len=1),
-                                 dataclasses.replace(tune, method="qlora")).total
-    except ConfigError:
-        return None
-    return {"change": change, "memory": memory}
+    for recompute in dict.fromkeys(("full", workload.recompute)):
+        change = " ".join(([] if tune.method == "qlora" else ["--method qlora"])
+                          + ([] if workload.recompute == recompute else [f"--recompute {recompute}"]) + ["--seq-len 1"])
+        try:
+            memory = finetune_memory(cfg, dataclasses.replace(workload, recompute=recompute, seq_len=1),
+                                     dataclasses.replace(tune, method="qlora")).total
+        except ConfigError:
+            continue
+        return {"change": change, "memory": memory, "recompute": recompute}
+    return None
 
 
 #: The verdict's options that shrink what a step trains (verdict.options' last resort), not how.

@@ -161,10 +161,35 @@ def load_hub_config(repo_id: str) -> ModelConfig:
     return parse_config(Path(path).read_text(encoding="utf-8"), source=f"{repo_id} (config.json)", name=repo_id)
 
 
+#: A Hub reference as a browser or the Hub's pages give it: the address's host, and after the id a revision
+#: (ORG/NAME@REV, /tree/REV) or a file's page (/blob/REV/config.json, /resolve/...).
+HUB_ADDRESS = re.compile(r"^(?:https?://)?(?:www\.)?(?:huggingface\.co|hf\.co)/", re.IGNORECASE)
+HUB_REVISION = re.compile(r"^([^/@\s]+/[^/@\s]+?)(?:@(.+)|/(?:tree|blob|resolve)/([^/]+).*)$")
+
+
+def hub_id(name: str) -> str:
+    """The org/name id in what a user pasted: surrounding spaces, the Hub's address
+    (https://huggingface.co/ORG/NAME, hf.co/ORG/NAME), a trailing slash and @main (or /tree/main) dropped
+    (each read "unknown model"); another revision (ORG/NAME@REV, .../tree/REV) refused in one line, as only
+    the main branch's config is read. Anything else is returned as given."""
+    core = HUB_ADDRESS.sub("", name.strip()).rstrip("/")
+    revision = HUB_REVISION.match(core)
+    if revision and is_hub_id(revision.group(1)) and (revision.group(2) or revision.group(3)) == "main":
+        return revision.group(1)  # the branch --model reads
+    if revision and is_hub_id(revision.group(1)):
+        raise ConfigError(f"model {show(name)}: a revision ({revision.group(2) or revision.group(3)}) is not read: "
+                          f"--model {revision.group(1)} reads the main branch's config.json; for another "
+                          "revision's, download it and pass --config path/to/config.json.")
+    return core if is_hub_id(core) else name
+
+
 def load_named(name: str) -> ModelConfig:
-    """A preset or alias (any case) by name; else, for an org/name id, the Hub's config.json."""
+    """A preset or alias (any case) by name; else, for an org/name id (as hub_id reads it), the Hub's
+    config.json."""
     from .presets import close_spellings, load_preset, resolve_name
 
+    if resolve_name(name) is None:
+        name = hub_id(name)
     if resolve_name(name) is None and is_hub_id(name):
         try:
             hub_config_path(name)  # the cache's copy or a download: a miss names a preset spelled nearly so

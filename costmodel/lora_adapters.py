@@ -25,6 +25,7 @@ from .config import ConfigError, ModelConfig
 from .spec import ADAPTER_DTYPES, DEFAULT_LORA_TARGETS as DEFAULT_TARGETS, NEOX_LORA_TARGETS as NEOX_TARGETS
 from .spec import LORA_TARGETS as TARGETS, PHI3_LORA_TARGETS
 from .spec import FINETUNE_METHODS as METHODS
+from .spec import FULL_FINETUNE
 from .spec import FINETUNE_OPTIMIZERS as OPTIMIZERS, spell_fields
 
 ALL_TARGETS = TARGETS + NEOX_TARGETS + tuple(t for t in PHI3_LORA_TARGETS if t not in TARGETS)
@@ -160,8 +161,10 @@ class FineTune:
 
     def __post_init__(self) -> None:
         spell_fields(self)  # method "QLoRA", optimizer "AdamW" as the command takes them
+        if self.method == "full":
+            raise ConfigError(FULL_FINETUNE)
         if self.method not in METHODS:
-            raise ConfigError(f"--method must be one of {', '.join(METHODS)}, got {self.method!r}.")
+            raise ConfigError(f"--method must be one of {', '.join(m for m in METHODS if m != 'full')}, got {self.method!r}.")
         if isinstance(self.rank, bool) or not isinstance(self.rank, int) or self.rank < 1:
             raise ConfigError(f"--lora-rank must be a positive whole number, got {self.rank!r}.")
         if not (self.alpha > 0 and math.isfinite(self.alpha)):  # inf scales the adapters' output by inf

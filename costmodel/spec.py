@@ -361,7 +361,12 @@ CUDA_GRAPH_SCOPES = Choices({"attn": "the attention block", "moe_router": "the M
 # fine-tuning (costmodel/finetune.py)
 
 FINETUNE_METHODS = Choices({"lora": "adapters on the frozen base in --dtype",
-                            "qlora": "the base's linear layers in nf4 with double quantization"})
+                            "qlora": "the base's linear layers in nf4 with double quantization",
+                            "full": "every weight trained: not sized here, refused with the commands that size it"})
+#: --method full's one line (it read "'full' is not one of 'lora', 'qlora'", nothing on where full fine-tuning is).
+FULL_FINETUNE = ("--method full: finetune sizes LoRA and QLoRA; full fine-tuning (every weight trained) is `estimate "
+                 "--hardware GPU` (its memory, whether it fits and what would make it: ZeRO, offload, more GPUs) and "
+                 "`simulate --train --tokens N --price P` (its time and cost).")
 #: The linear layers of a Llama-layout decoder layer (by Hugging Face's module names).
 LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 #: GPT-NeoX's: the fused query/key/value projection, the attention's dense, the MLP's two.
@@ -412,6 +417,11 @@ MAMBA_SSM_CACHE_DTYPES = Choices({"auto": "the model dtype, vLLM's default", "fl
 #: --tokens/--price's cost block, as simulate --train and plan write it.
 _COST_UNITS = ("tokens: tokens; train_seconds: seconds; train_days: days; gpus: GPUs; gpu_hours: GPU-hours; "
                "flops: FLOP; price_per_gpu_hour: dollars a GPU-hour; dollars: dollars")
+#: simulate --price without --train: a generation's cost block (its units were the training block's alone, none
+#: of which it holds but price_per_gpu_hour and gpus).
+_GENERATION_COST_UNITS = ("without --train: price_per_gpu_hour: dollars a GPU-hour; gpus: GPUs; dollars_per_hour: "
+                          "dollars an hour, every GPU; dollars_per_million_output_tokens: dollars a million generated "
+                          "tokens at the end-to-end rate")
 
 JSON_UNITS = {
     "estimate": {"params": "parameters (a count)",
@@ -436,7 +446,7 @@ JSON_UNITS = {
                          "tflops_per_gpu: TFLOP/s a GPU; slowest_stage: a stage index",
                  "inputs.overlap": "tp, dp, pp, params, ep: fractions of 1 (the share hidden); slowdown: "
                                    "a fraction of compute time; prefetch, align_grad: true or false",
-                 "cost": _COST_UNITS},
+                 "cost": f"with --train: {_COST_UNITS}; {_GENERATION_COST_UNITS}"},
     "plan": {"per_rank": "bytes", "per_rank.stage": "a stage index", "step_time": "seconds", "time_per_output_token": "seconds",
              "last_step.seconds": "seconds", "*_seconds": "seconds", "memory_capacity": "bytes",
              "tokens_per_second": "tokens a second", "model_flops": "FLOP a step", "split": "seconds",
@@ -532,7 +542,18 @@ def spelled_choice(owner: str, name: str, value: Any) -> Any:
 
 def spell_fields(instance: Any) -> None:
     """A frozen dataclass's choice fields (KEYWORD_CHOICES) set to their lists' own spelling, in place, before
-    its checks: Workload(dtype="BF16"), Layout(framework="Megatron"), FineTune(method="QLoRA")."""
+    its checks: Workload(dtype="BF16"), Layout(framework="Megatron"), FineTune(method="QLoRA"); and every
+    field's numpy scalar as the Python number it holds (plain.plain), as the API's doors take it:
+    FineTune(rank=np.int64(16)) and make_workload(cfg, np.int64(2048)) read "must be a positive whole number,
+    got np.int64(16)"."""
+    import dataclasses
+
+    from .plain import plain
+
+    for field in dataclasses.fields(instance):
+        value = getattr(instance, field.name)
+        if type(value).__module__ == "numpy":  # a scalar becomes its number; an array stays (the checks refuse it)
+            object.__setattr__(instance, field.name, plain(value))
     for name in KEYWORD_CHOICES:
         value = getattr(instance, name, None)
         spelled = spelled_choice(f"{type(instance).__name__.lower()}: ", name, value)

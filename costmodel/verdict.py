@@ -342,6 +342,10 @@ def framework_code(memory: Callable[..., int], cfg: ModelConfig, typed: dict[str
     return coded
 
 
+#: What a verdict sizes: full training, inference (a generation), a LoRA/QLoRA step (finetune_verdict's memory).
+PHASES = ("training", "inference", "finetune")
+
+
 def verdict(cfg: ModelConfig, workload: Workload, layout: Any, capacity: int, gpus: int | None = None,
             phase: str = "training", memory: Callable[..., int] | None = None,
             extra: tuple[tuple[str, int | None, str], ...] = (),
@@ -355,6 +359,10 @@ def verdict(cfg: ModelConfig, workload: Workload, layout: Any, capacity: int, gp
     given (framework_code), so typing the suggestion prints its figure; None: the workload's as is.
     flash: whether the GPU runs FlashAttention-2 (flash_support.runs_flash; False: not suggested).
     node_gpus: the hardware's GPUs a node (tensor parallelism suggested within one)."""
+    if phase not in PHASES:  # phase="train" was sized as inference: any phase but "training" took its memory
+        raise ConfigError(f"phase must be one of {', '.join(PHASES)}, got {phase!r}.")
+    if phase == "finetune" and memory is None:  # it too fell to inference's memory
+        raise ConfigError("phase 'finetune' needs its memory function: use costmodel.finetune_verdict.finetune_verdict.")
     if phase == "inference" and layout is not None:
         from .layout.context import check_inference
 

@@ -420,7 +420,9 @@ def render_finetune(r: dict[str, Any]) -> str:
                 + ("fits" if f["fits"] else "does NOT fit") + f" in {binary_bytes(f['capacity'])}."]
         if not f["fits"]:
             least = f.get("least")
-            out += _fit_options(f, 30, "No single change, nor QLoRA with full recomputation, makes it fit"
+            lean = "QLoRA" + (" with full recomputation" if not least or least.get("recompute") == "full"
+                              else " (full recomputation is not modelled for a mixture of experts)")
+            out += _fit_options(f, 30, f"No single change, nor {lean}, makes it fit"
                                 + (f": even `{least['change']}` needs {binary_bytes(least['memory'])}; a GPU with more "
                                    "memory than that (finetune sizes one GPU; `estimate --hardware H --gpus N` "
                                    "shards full training)." if least else "."))
