@@ -27,16 +27,15 @@ ONE_GPU = ("finetune sizes one GPU's LoRA/QLoRA step (with --offload-optimizer, 
            "not modelled. `estimate --hardware GPU --gpus N` and `plan` size full training over N GPUs.")
 
 
-#: `--method full` (full fine-tuning, every weight trained) is training: where it is answered.
-FULL = ("finetune sizes adapters on a frozen base; full fine-tuning trains every weight, as a training step does: "
-        "`estimate --hardware GPU [--gpus N]` says whether it fits and what would, `simulate --train --tokens N "
-        "--price P` and `plan` give its time and cost.")
+#: The names a user reaches for full fine-tuning by, refused with where it is answered (`--method full` itself is
+#: one of the methods, refused by costmodel with the same sentence: spec.FULL_FINETUNE).
+FULL_HINTS = {name: spec.FULL_FINETUNE_WHERE for name in ("full", "fft", "full-finetune", "full_finetune")}
 
 
 @click.command()
 @model_options
 @choice_option("--method", spec.FINETUNE_METHODS, f"{spec.FINETUNE_METHODS.described()}.", "lora",
-               hints={"full": FULL, "fft": FULL, "full-finetune": FULL, "full_finetune": FULL})
+               hints=FULL_HINTS)
 @click.option("--lora-rank", "rank", type=int, default=16, show_default=True, help="The adapters' rank r.")
 @click.option("--lora-alpha", "alpha", type=float, default=32.0, show_default=True, help="Scales the adapters' output by alpha / r (no memory of its own).")
 @click.option("--lora-targets", "targets", default=None, help=TARGETS_HELP)

@@ -364,9 +364,11 @@ FINETUNE_METHODS = Choices({"lora": "adapters on the frozen base in --dtype",
                             "qlora": "the base's linear layers in nf4 with double quantization",
                             "full": "every weight trained: not sized here, refused with the commands that size it"})
 #: --method full's one line (it read "'full' is not one of 'lora', 'qlora'", nothing on where full fine-tuning is).
-FULL_FINETUNE = ("--method full: finetune sizes LoRA and QLoRA; full fine-tuning (every weight trained) is `estimate "
-                 "--hardware GPU` (its memory, whether it fits and what would make it: ZeRO, offload, more GPUs) and "
-                 "`simulate --train --tokens N --price P` (its time and cost).")
+#: Where full fine-tuning is answered (also the hint for the names a user reaches for it by: cli/finetune.py).
+FULL_FINETUNE_WHERE = ("finetune sizes LoRA and QLoRA; full fine-tuning (every weight trained) is `estimate --hardware "
+                       "GPU` (its memory, whether it fits and what would make it: ZeRO, offload, more GPUs) and "
+                       "`simulate --train --tokens N --price P` (its time and cost).")
+FULL_FINETUNE = "--method full: " + FULL_FINETUNE_WHERE
 #: The linear layers of a Llama-layout decoder layer (by Hugging Face's module names).
 LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 #: GPT-NeoX's: the fused query/key/value projection, the attention's dense, the MLP's two.

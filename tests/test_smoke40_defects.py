@@ -4,6 +4,7 @@ question is answered. Each test failed before its fix."""
 
 from __future__ import annotations
 
+from costmodel import spec
 from tests.cli_run import one_error_line, run_json, run_main
 
 # ---------------------------------------------------------------------------------------------
@@ -12,13 +13,19 @@ from tests.cli_run import one_error_line, run_json, run_main
 
 def test_finetune_method_full_names_the_commands_that_size_full_fine_tuning(capsys):
     """Full fine-tuning trains every weight, as a training step: estimate --hardware sizes its fit, simulate
-    --train and plan its time and cost. The refusal said only which methods finetune takes."""
-    line = one_error_line(["finetune", "--model", "llama3-8b", "--method", "FULL", "--hardware", "h100"], capsys)
-    assert line.startswith("error: Invalid value for '--method': 'FULL' is not one of 'lora', 'qlora': ")
-    assert "`estimate --hardware GPU [--gpus N]`" in line and "`simulate --train --tokens N --price P`" in line
+    --train its time and cost. The refusal said only which methods finetune takes. `--method full` is now a
+    method refused with that sentence (wt40_user2: spec.FULL_FINETUNE); the names a user reaches for it by in
+    another spelling get the same sentence as click's hint (cli/finetune.FULL_HINTS)."""
+    assert one_error_line(["finetune", "--model", "llama3-8b", "--method", "FULL", "--hardware", "h100"], capsys) == (
+        "error: " + spec.FULL_FINETUNE)  # any case names the method
+    for value in ("fft", "full-finetune"):
+        line = one_error_line(["finetune", "--model", "llama3-8b", "--method", value, "--hardware", "h100"], capsys)
+        assert line.startswith(f"error: Invalid value for '--method': {value!r} is not one of 'lora', 'qlora', 'full': "
+                               "finetune sizes LoRA and QLoRA; full fine-tuning"), line
+        assert "`estimate --hardware GPU`" in line and "`simulate --train --tokens N --price P`" in line
     # a method that is no full fine-tuning keeps click's plain refusal
     assert one_error_line(["finetune", "--model", "llama3-8b", "--method", "dora"], capsys) == (
-        "error: Invalid value for '--method': 'dora' is not one of 'lora', 'qlora'.")
+        "error: Invalid value for '--method': 'dora' is not one of 'lora', 'qlora', 'full'.")
 
 
 # ---------------------------------------------------------------------------------------------
