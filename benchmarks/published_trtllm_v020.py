@@ -21,8 +21,8 @@ span. Printed by `python benchmarks/serve_published.py trtllm-v020`.
 
 from __future__ import annotations
 
-from benchmarks.published_trtllm_bench import TRTLLM_BENCH_REQUESTS, output_rate_at_once, trtllm_bench_options
-from reports.serving_published import record
+from benchmarks.published_trtllm_bench import (TRTLLM_BENCH_REQUESTS, output_rate_at_once, print_bench_rows,
+                                               trtllm_bench_options)
 
 TRTLLM_V020_SOURCE = ("NVIDIA/TensorRT-LLM docs/source/performance/perf-overview.md as stored in the fork "
                       "dominicshanshan/TensorRT-LLM at ab4143e1 (the v0.20 page), 'Llama 3.3 70B FP8': trtllm-bench "
@@ -68,14 +68,4 @@ def trtllm_v020_throughput(table: dict, prompt: int, output: int, requests: int 
 def print_trtllm_v020() -> None:
     print(f"\nTensorRT-LLM 0.20 trtllm-bench, all requests at once. Source: {TRTLLM_V020_SOURCE}\n")
     print(f"Assumed: {TRTLLM_V020_ASSUMED}\n")
-    print("| model (ours) | GPU | in / out | requests | max_batch_size / max_num_tokens | published out tok/s "
-          "| ours | ours / published |")
-    print("|---|---|---|---|---|---|---|---|")
-    for table in TRTLLM_V020:
-        for prompt, output, published in table["rows"]:
-            options, requests = trtllm_bench_options(table, prompt, output), TRTLLM_V020_REQUESTS[(prompt, output)]
-            ours = trtllm_v020_throughput(table, prompt, output)
-            record("trtllm-v020", f"{table['model']} {table['gpu']} {prompt}/{output}", "out tok/s", published, ours)
-            print(f"| {table['published_model']} ({table['model']}) | {table['gpu']} | {prompt} / {output} "
-                  f"| {requests:,} | {options['max_num_seqs']:,} / {options['max_batched_tokens']:,} "
-                  f"| {published:,.2f} | {ours:,.0f} | {ours / published:.2f} |")
+    print_bench_rows("trtllm-v020", TRTLLM_V020, TRTLLM_V020_REQUESTS, trtllm_bench_options, "out tok/s", ",.2f")
