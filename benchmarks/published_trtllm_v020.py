@@ -5,7 +5,7 @@ following file" (llm_options.yml: cuda_graph_config padding_enabled true, batch_
 1024, ..., 8192)): trtllm-bench throughput, "a local inference client is fed requests at an infinite rate (no delay
 between messages)", "The reported metric is `Total Output Throughput (tokens/sec)`", ModelOpt's FP8 checkpoints
 (nvidia/Llama-3.3-70B-Instruct-FP8). Not used before session 40 (wt40_unseens): the trtllm-bench table's rows are
-the v1.0 page's (commit 00f37686), whose Llama 3.3 70B columns are H100 TP2 and H200 TP1 only.
+the v1.0 page's (commit 00f37686), of whose Llama 3.3 70B columns it types H100 TP2 and H200 TP1.
 
 Kept (chosen before any was computed): the Llama 3.3 70B FP8 columns that no typed table holds, H200 TP4 (ten
 shapes), H100 TP4 (the nine it fills) and H100 TP1 (the six it fills: 70 GB of FP8 weights on an 80 GB GPU, the
