@@ -120,19 +120,26 @@ def trtllm_bench_throughput(table: dict, prompt: int, output: int, requests: int
                                trtllm_bench_options(table, prompt, output))
 
 
-def print_trtllm_bench() -> None:
-    print(f"\nTensorRT-LLM trtllm-bench, all requests at once. Source: {TRTLLM_BENCH_SOURCE}\n")
-    print("| model (ours) | GPU | in / out | requests | max_batch_size / max_num_tokens | published out tok/s "
+def print_bench_rows(source: str, tables: list, requests: dict, options_of, metric: str, published_format: str = ",") -> None:
+    """A trtllm-bench page's rows as one Markdown table, each fed to reports/serving_published.py under `source`:
+    every (model, GPU column) table's rows at the page's request count, with options_of(table, prompt, output)'s
+    replica (trtllm_bench_options or trtllm_v017_options), all requests at 0."""
+    print(f"| model (ours) | GPU | in / out | requests | max_batch_size / max_num_tokens | published {metric} "
           "| ours | ours / published |")
     print("|---|---|---|---|---|---|---|---|")
-    for table in TRTLLM_BENCH:
+    for table in tables:
         for prompt, output, published in table["rows"]:
-            options = trtllm_bench_options(table, prompt, output)
-            ours = trtllm_bench_throughput(table, prompt, output)
-            record("trtllm-bench", f"{table['model']} {table['gpu']} {prompt}/{output}", "out tok/s", published, ours)
+            options, count = options_of(table, prompt, output), requests[(prompt, output)]
+            ours = output_rate_at_once(table, prompt, output, count, options)
+            record(source, f"{table['model']} {table['gpu']} {prompt}/{output}", metric, published, ours)
             print(f"| {table['published_model']} ({table['model']}) | {table['gpu']} | {prompt} / {output} "
-                  f"| {TRTLLM_BENCH_REQUESTS[(prompt, output)]:,} | {options['max_num_seqs']:,} / "
-                  f"{options['max_batched_tokens']:,} | {published:,} | {ours:,.0f} | {ours / published:.2f} |")
+                  f"| {count:,} | {options['max_num_seqs']:,} / {options['max_batched_tokens']:,} "
+                  f"| {published:{published_format}} | {ours:,.0f} | {ours / published:.2f} |")
+
+
+def print_trtllm_bench() -> None:
+    print(f"\nTensorRT-LLM trtllm-bench, all requests at once. Source: {TRTLLM_BENCH_SOURCE}\n")
+    print_bench_rows("trtllm-bench", TRTLLM_BENCH, TRTLLM_BENCH_REQUESTS, trtllm_bench_options, "out tok/s")
 
 
 def trtllm_v017_options(table: dict, prompt: int, output: int) -> dict:
@@ -158,14 +165,4 @@ def trtllm_v017_throughput(table: dict, prompt: int, output: int, requests: int 
 
 def print_trtllm_v017() -> None:
     print(f"\nTensorRT-LLM 0.17 trtllm-bench, all requests at once. Source: {TRTLLM_V017_SOURCE}\n")
-    print("| model (ours) | GPU | in / out | requests | max_batch_size / max_num_tokens | published tok/s | ours "
-          "| ours / published |")
-    print("|---|---|---|---|---|---|---|---|")
-    for table in TRTLLM_V017:
-        for prompt, output, published in table["rows"]:
-            options, requests = trtllm_v017_options(table, prompt, output), TRTLLM_V017_REQUESTS[(prompt, output)]
-            ours = trtllm_v017_throughput(table, prompt, output)
-            record("trtllm-v017", f"{table['model']} {table['gpu']} {prompt}/{output}", "tok/s", published, ours)
-            print(f"| {table['published_model']} ({table['model']}) | {table['gpu']} | {prompt} / {output} "
-                  f"| {requests:,} | {options['max_num_seqs']:,} / {options['max_batched_tokens']:,} | {published:,} "
-                  f"| {ours:,.0f} | {ours / published:.2f} |")
+    print_bench_rows("trtllm-v017", TRTLLM_V017, TRTLLM_V017_REQUESTS, trtllm_v017_options, "tok/s")
