@@ -23,8 +23,9 @@ from ..tree import check_weight_scope
 from .graphs import engine_graphs
 from .host_time import NO_HOST_TIME, RELEASE_PREFIX, SCHEDULER_ENGINES, host_time as host_time_of, profile_for
 from .kv_paging import PAGED_SCHEDULERS, kv_paging
-from .kvcache import BlockPool, cache_sizing, profile_run_facts
+from .kvcache import BlockPool, cache_sizing, check_block_size, profile_run_facts
 from .budgets import default_budget
+from .scheduler_state import check_caps
 from .schedulers import SCHEDULERS
 from .state_slots import STATE_PREFIX_NOTE, check_ssm_cache_dtype, vllm_layer_states, with_state_traffic
 from .host_step import host_bound, host_fields, refuse_uncounted_parts
@@ -142,8 +143,7 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
             check_whole(option, value, None)
     if scheduler not in SCHEDULERS:
         raise ConfigError(f"--scheduler must be one of {', '.join(SCHEDULERS)}, got {show(scheduler)}.")
-    if block_size < 1:
-        raise ConfigError(f"--block-size must be a positive number of tokens, got {block_size}.")
+    check_block_size(block_size)
     if tp < 1:
         raise ConfigError(f"--tp must be at least 1, got {tp}.")
     from ..layout.spec import tensor_split_error
@@ -162,10 +162,7 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
     seqs, tokens, budget_source = default_budget(scheduler, hardware, cfg.max_positions)
     max_num_seqs = seqs if max_num_seqs is None else max_num_seqs
     max_batched_tokens = tokens if max_batched_tokens is None else max_batched_tokens
-    if max_num_seqs < 1:
-        raise ConfigError(f"--max-num-seqs must be at least 1, got {max_num_seqs}.")
-    if max_batched_tokens < 1:
-        raise ConfigError(f"--max-batched-tokens must be at least 1, got {max_batched_tokens}.")
+    check_caps(max_num_seqs, max_batched_tokens)
     if scheduler in ("vllm", "vllm-v0") and max_batched_tokens < max_num_seqs:
         raise ConfigError(f"--max-batched-tokens ({max_batched_tokens}) must be at least --max-num-seqs "
                           f"({max_num_seqs}): vLLM refuses a token budget below its sequence cap "
