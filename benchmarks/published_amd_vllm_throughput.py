@@ -105,7 +105,8 @@ def amd_vllm_tokens_per_s(model: str, prompt: int, output: int, prompts: int, ma
     prompts x output ("output") over the span to the last token."""
     import costmodel
     from costmodel.hardware import load_hardware
-    from costmodel.serving.api import build_replica, run_replicas
+    from costmodel.serving.api import run_replicas
+    from costmodel.serving.replica import build_replica
     from costmodel.serving.workload import Request
 
     cfg = costmodel.load_model(model)

@@ -122,7 +122,7 @@ def lambda_vllm_figures(table: dict, engine: tuple, pairs: list[tuple[int, int]]
     import costmodel
     from costmodel.config import ConfigError
     from costmodel.hardware import load_hardware
-    from costmodel.serving.api import build_replica
+    from costmodel.serving.replica import build_replica
     from costmodel.serving.engine import simulate_replicas
     from costmodel.serving.kvcache import BlockPool
     from costmodel.serving.workload import Request

@@ -110,7 +110,7 @@ def ratio_blocks(model: str, ratio: float, options: dict) -> int:
     preset's usable memory less our weight bytes per GPU), in blocks of our block bytes under `options`."""
     import costmodel
     from costmodel.hardware import load_hardware
-    from costmodel.serving.api import build_replica
+    from costmodel.serving.replica import build_replica
 
     sizings: dict = {}
     build_replica(costmodel.load_model(model), load_hardware("a100-80gb"), sizings=sizings, **options)
@@ -123,7 +123,8 @@ def lmdeploy_v02_run(model: str, batch: int, prompts: int, options: dict) -> dic
     and the output tokens a second, each over the span from 0 to the last token."""
     import costmodel
     from costmodel.hardware import load_hardware
-    from costmodel.serving.api import build_replica, run_replicas
+    from costmodel.serving.api import run_replicas
+    from costmodel.serving.replica import build_replica
     from costmodel.serving.workload import Request
 
     chosen = [Request(i, 0.0, prompt, output) for i, (prompt, output) in enumerate(lmdeploy_v02_pairs(prompts))]

@@ -30,7 +30,7 @@ import json
 from pathlib import Path
 
 from costmodel.config import ConfigError
-from costmodel.serving.api import build_replica
+from costmodel.serving.replica import build_replica
 from costmodel.serving.workload import Lengths, Request
 from benchmarks.published_lengths import MLPERF_LENGTHS, mlperf_input_lengths
 from benchmarks.published_mlperf_vllm import loadgen_server_figures, server_rows

@@ -326,7 +326,7 @@ def step_at_published_load(system: dict, mean_prompt: float) -> dict:
     import costmodel
     from benchmarks.published_mlperf import MLPERF_OUTPUT
     from costmodel.hardware import load_hardware
-    from costmodel.serving.api import build_replica
+    from costmodel.serving.replica import build_replica
 
     _, step, _ = build_replica(costmodel.load_model(system["model"]), load_hardware(system["hardware"]),
                                **krai_options(system, "server"))

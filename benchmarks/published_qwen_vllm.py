@@ -76,7 +76,7 @@ def alone_token_times(model: str, hardware: str, prompt: int, output: int, max_m
     this table's and benchmarks/published_qwen3_sglang.py's)."""
     import costmodel
     from costmodel.hardware import load_hardware
-    from costmodel.serving.api import build_replica
+    from costmodel.serving.replica import build_replica
     from costmodel.serving.engine import simulate_replicas
     from costmodel.serving.kvcache import BlockPool
     from costmodel.serving.workload import Request

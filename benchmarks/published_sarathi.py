@@ -18,7 +18,7 @@ Printed by `python benchmarks/serve_published.py` (every table) as a Markdown ta
 
 from __future__ import annotations
 
-from costmodel.serving.api import build_replica
+from costmodel.serving.replica import build_replica
 from costmodel.serving.engine import simulate
 from costmodel.serving.kvcache import BlockPool
 from costmodel.serving.workload import Request

@@ -91,7 +91,8 @@ def torchao_vllm_tokens_per_s(table: dict, recipe: str, run: str, prompts: int |
     """Our total tokens per second for one run: `prompts` (the run's own count if None) requests at 0
     with the run's lengths, prompts x (input + output) over the span to the last token."""
     import costmodel
-    from costmodel.serving.api import build_replica, run_replicas
+    from costmodel.serving.api import run_replicas
+    from costmodel.serving.replica import build_replica
     from costmodel.serving.workload import Request
 
     count, prompt, output = TORCHAO_VLLM_RUNS[run]

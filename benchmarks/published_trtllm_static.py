@@ -28,7 +28,7 @@ itself says "There have been significant improvements in v0.6 & later". The kern
 
 from __future__ import annotations
 
-from costmodel.serving.api import build_replica
+from costmodel.serving.replica import build_replica
 from costmodel.serving.engine import simulate
 from costmodel.serving.kvcache import BlockPool
 from costmodel.serving.workload import Request

@@ -74,7 +74,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from costmodel.config import ConfigError  # noqa: E402
-from costmodel.serving.api import build_replica  # noqa: E402
+from costmodel.serving.replica import build_replica  # noqa: E402
 from costmodel.serving.host_time import host_time_for_release  # noqa: E402
 from costmodel.serving.workload import Request  # noqa: E402
 from benchmarks.published_lengths import VLLM_SHAREGPT, sharegpt_lengths  # noqa: E402

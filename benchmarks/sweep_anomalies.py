@@ -287,7 +287,7 @@ def serve_eager(s: Sweep, infer: dict[tuple, dict]) -> int:
 
     from costmodel.hardware import load_hardware
     from costmodel.presets import load_preset
-    from costmodel.serving.api import build_replica
+    from costmodel.serving.replica import build_replica
     from costmodel.serving.host_step import HostBound
 
     steps = 0

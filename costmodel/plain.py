@@ -14,17 +14,7 @@ from __future__ import annotations
 import functools
 from typing import Any, Callable
 
-
-def plain(value: Any) -> Any:
-    """value with every numpy scalar (np.int64, np.float32, np.bool_) turned into Python's own
-    number, inside lists, tuples and dicts too; anything else (an array, a string) as it is."""
-    if type(value).__module__ == "numpy" and getattr(value, "ndim", None) == 0 and hasattr(value, "item"):
-        return value.item()
-    if isinstance(value, (list, tuple)) and not hasattr(value, "_fields"):
-        return type(value)(plain(item) for item in value)
-    if isinstance(value, dict):
-        return {key: plain(item) for key, item in value.items()}
-    return value
+from .plain_values import finite, plain  # noqa: F401 (the doors' values: re-exported)
 
 
 def plain_arguments(function: Callable[..., Any]) -> Callable[..., Any]:
@@ -62,15 +52,3 @@ def unknown_keyword(owner: str, keywords: dict[str, Any], known: list[str]) -> N
             near = difflib.get_close_matches(name, known, n=1)
             raise ConfigError(f"{owner}: unknown keyword {name!r}{f' (did you mean {near[0]}?)' if near else ''}; "
                               f"it takes {', '.join(known)}.")
-
-
-def finite(value: Any, nan: bool = False) -> Any:
-    """JSON has no infinity: an unbounded figure (a crossover that never comes) becomes null, and
-    with nan=True so does a NaN (a percentile of no requests)."""
-    if isinstance(value, float) and (value in (float("inf"), float("-inf")) or nan and value != value):
-        return None
-    if isinstance(value, dict):
-        return {k: finite(v, nan) for k, v in value.items()}
-    if isinstance(value, list):
-        return [finite(v, nan) for v in value]
-    return value

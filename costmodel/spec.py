@@ -545,12 +545,12 @@ def spelled_choice(owner: str, name: str, value: Any) -> Any:
 def spell_fields(instance: Any) -> None:
     """A frozen dataclass's choice fields (KEYWORD_CHOICES) set to their lists' own spelling, in place, before
     its checks: Workload(dtype="BF16"), Layout(framework="Megatron"), FineTune(method="QLoRA"); and every
-    field's numpy scalar as the Python number it holds (plain.plain), as the API's doors take it:
+    field's numpy scalar as the Python number it holds (plain_values.plain), as the API's doors take it:
     FineTune(rank=np.int64(16)) and make_workload(cfg, np.int64(2048)) read "must be a positive whole number,
     got np.int64(16)"."""
     import dataclasses
 
-    from .plain import plain
+    from .plain_values import plain
 
     for field in dataclasses.fields(instance):
         value = getattr(instance, field.name)

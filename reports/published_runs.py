@@ -303,17 +303,20 @@ def run_kind(run: dict[str, Any], source: dict[str, Any]) -> str:
     return "MoE training" if experts else "dense training"
 
 
-def other_runs(host_syncs: bool = True) -> list[dict[str, Any]]:
+def other_runs(host_syncs: bool = True, sources: tuple[str, ...] | None = None) -> list[dict[str, Any]]:
     """Each run of costmodel/published_runs.json: published, and ours under the roofline and
     the kernel-level time model (None, with the reason, where a model cannot express it: the
     roofline has no torch.compile, so a compiled run is the kernel model's alone). host_syncs
     (default): the kernel model's Megatron training steps price the MoE layers' host syncs
-    (layout/host_syncs.py); off: the host runs ahead."""
+    (layout/host_syncs.py); off: the host runs ahead. sources: only the runs of these sources (a
+    run id's first word), each row as the whole table computes it (a test that reads a few)."""
     from costmodel.config import ConfigError
 
     data = other_runs_data()
     rows = []
     for run in data["runs"]:
+        if sources is not None and run["id"].split()[0] not in sources:
+            continue
         source = data["sources"][run["id"].split()[0]]
         if run["kind"] == "decode":
             key, unit, measure = "published_tokens_per_s", "tokens/s", decode_run

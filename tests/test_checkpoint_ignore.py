@@ -45,7 +45,7 @@ def test_kimi_k2_thinking_keeps_attention_shared_experts_and_the_dense_layer_in_
     cfg = from_hf_config(kimi_thinking(), "kimi-k2-thinking")
     assert cfg.checkpoint_weights == ("compressed-tensors", "int4", 32, "compressed-tensors",
                                       ("attention", "dense_mlp", "shared_experts"))
-    from costmodel.serving.api import replica_profile  # serve's and plan --serve's replicas read it too
+    from costmodel.serving.replica import replica_profile  # serve's and plan --serve's replicas read it too
 
     assert replica_profile(cfg).weight_format.kept == ("attention", "dense_mlp", "shared_experts")
     assert replica_profile(cfg, weight_dtype="int4").weight_format.kept == ()

@@ -202,7 +202,7 @@ def test_simulate_and_serve_take_the_checkpoint_format():
     assert default["inputs"]["weight_dtype"] == "mxfp4" and default["inputs"]["weight_dtype_source"] == "checkpoint"
     seconds = [run["decode"]["decode_seconds"] for run in (default, explicit, bf16)]
     assert seconds[0] == seconds[1] < seconds[2]  # decoding reads the 4.25-bit experts, not bf16 ones
-    from costmodel.serving.api import build_replica
+    from costmodel.serving.replica import build_replica
 
     hardware = costmodel.hardware.load_hardware("h100-sxm")
     setups = {name: build_replica(load_preset("gpt-oss-20b"), hardware, **extra)[2]

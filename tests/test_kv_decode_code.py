@@ -96,7 +96,7 @@ def test_the_cli_times_the_same_step_with_and_without_a_layout(capsys):
 def test_serve_reads_as_its_engine_does():
     """serve's profile (replica_profile): vLLM's and TensorRT-LLM's schedulers read an FP8 cache as
     stored, Hugging Face generate's static batch is handed it dequantized."""
-    from costmodel.serving.api import replica_profile
+    from costmodel.serving.replica import replica_profile
 
     cfg = load_preset(CFG)
     assert {s: replica_profile(cfg, s, kv_dtype="fp8").kv_read_as_stored for s in ("vllm", "trtllm", "static")} == \

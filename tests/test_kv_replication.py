@@ -99,7 +99,7 @@ def test_serve_blocks_at_tp_8_are_one_kv_heads():
     2,048 hidden states, ids and buffers; 311,173,184 a GPU when the tree's prefill peak of all
     8,192 positions' logits was divided by 8); the presets' 512 MiB reserve (hardware.py
     serving_memory) of the 81,117 MiB the H100 reports; a block 16 tokens x 24,576 B."""
-    from costmodel.serving.api import build_replica
+    from costmodel.serving.replica import build_replica
 
     _, _, setup = build_replica(load_preset("qwen3-30b-a3b"), load_hardware("h100"), tp=8)
     sizing = setup["kv_cache"]
@@ -197,7 +197,7 @@ def test_tp_up_to_the_kv_heads_is_unchanged(capsys):
     15,285,252,096 B of weights a rank) and
     serve --tp 4 (154,836 blocks; 15,266,061,312 B of weights a GPU; the roofline's mean TPOT
     3.2182 ms)."""
-    from costmodel.serving.api import build_replica
+    from costmodel.serving.replica import build_replica
 
     assert cli.main(["simulate", "--model", "qwen3-30b-a3b", "--hardware", "h100", "--tp", "4", "--json"]) == 0
     tp4 = json.loads(capsys.readouterr().out)

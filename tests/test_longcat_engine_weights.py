@@ -11,7 +11,7 @@ import sympy as sp
 
 from costmodel.hf import from_hf_config
 from costmodel.hardware import load_hardware
-from costmodel.serving.api import build_replica
+from costmodel.serving.replica import build_replica
 from costmodel.serving.profile import held_params, serving_profile
 from tests.test_hf_longcat_flash import CONFIGS
 

@@ -120,7 +120,7 @@ def test_bad_form_is_refused():
 
 def test_serving_runs_the_absorbed_form_by_default(cfg):
     from costmodel.hardware import load_hardware
-    from costmodel.serving.api import build_replica
+    from costmodel.serving.replica import build_replica
     from costmodel.serving.steptime import StepTime, serving_profile
 
     hardware = load_hardware("h100-sxm")

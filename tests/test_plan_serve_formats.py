@@ -11,7 +11,7 @@ from click.testing import CliRunner
 from cli import cli
 from costmodel.api import load_model
 from costmodel.hardware import load_hardware
-from costmodel.serving.api import build_replica
+from costmodel.serving.replica import build_replica
 
 
 def test_plan_serve_rate_sizes_the_cache_with_the_weight_and_kv_formats() -> None:

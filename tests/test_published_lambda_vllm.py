@@ -54,7 +54,8 @@ def test_figures_match_the_request_rows():
 
     import costmodel
     from costmodel.hardware import load_hardware
-    from costmodel.serving.api import build_replica, run_replicas
+    from costmodel.serving.api import run_replicas
+    from costmodel.serving.replica import build_replica
     from costmodel.serving.workload import Request
 
     pairs = sharegpt_lengths(lv.LAMBDA_VLLM_LENGTHS, at_least=5000)

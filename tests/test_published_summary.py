@@ -1,7 +1,10 @@
 """`published`'s last tables: the kernel model's comparisons by kind (reports/published_runs.py
-summary_by_kind), each comparison in exactly one kind, the kinds read from the runs' models."""
+summary_by_kind), each comparison in exactly one kind, the kinds read from the runs' models; and
+the docs' cells as `published` computes them."""
 
 from __future__ import annotations
+
+import re
 
 import pytest
 
@@ -115,6 +118,93 @@ def test_the_docs_print_the_counts_and_rows_published_prints():
             s = total[model]
             assert (f"| {label} | {100 * s['median_error']:.1f}% | {s['lowest']:.2f}-{s['highest']:.2f} | "
                     f"{s['within_0.75_1.33']} of {s['comparisons']} | {s['within_5%']} | {s['within_10%']} |") in doc
-    for r in tables["other_runs"]:
-        if r["kernels"] is not None and r["unit"] not in ("GPU-hours",):
-            assert f"{r['kernels']:,.1f} ({r['kernels'] / r['published']:.2f}x)" in checked, r["run"]
+    # Every run a row of its own in checked.md's per-run tables, with its unit, its published figure and (a
+    # speed row's) kernel cell in their columns; it had checked the kernel cell anywhere in the page, so rows
+    # whose published column a merge dropped (session 38's VectorLM and universal-llm-trainer rows, session
+    # 39's two) kept passing.
+    unmatched_runs, unmatched_rows = unmatched(tables["other_runs"], checked)
+    assert not unmatched_runs, unmatched_runs
+    assert not unmatched_rows, unmatched_rows
+
+
+UNITS = ("tokens/s per GPU", "tokens/s", "TFLOP/s per GPU", "GPU-hours")  # other_runs' units, longest first
+
+
+def _unit(cell: str) -> str | None:
+    """The unit a row's unit cell names ("tokens/s per GPU (60.1 s a step)": tokens/s per GPU)."""
+    return next((unit for unit in UNITS if cell == unit or cell.startswith(unit + " (")), None)
+
+
+def _shows(cell: str, value: float) -> bool:
+    """A published cell is the figure as typed, or rounded to the decimals it shows (16.87 for 16.8699)."""
+    if not re.fullmatch(r"[\d,]+(\.\d+)?", cell):
+        return False
+    decimals = len(cell.split(".")[1]) if "." in cell else 0
+    return float(cell.replace(",", "")) == round(value, decimals)
+
+
+def unmatched(runs: list[dict], checked: str) -> tuple[list[str], list[tuple[int, str]]]:
+    """The runs with no row of their own in checked.md's per-run tables (run | unit | published | roofline |
+    kernel model), and the rows no run claims (line number, line). A row is a run's when its unit cell names
+    the run's unit, its published cell shows the run's figure, and, for a speed, its kernel cell is
+    `published`'s (`{kernels:,.1f} ({ratio:.2f}x)` or "not expressible"); a GPU-hours row's kernel cell is
+    not read (those cells round to whole hours, as no other row does)."""
+    free: dict[str, list[tuple[int, str, list[str]]]] = {unit: [] for unit in UNITS}
+    for number, line in enumerate(checked.splitlines(), 1):
+        cells = [cell.strip() for cell in line[2:-2].split(" | ")] if line.startswith("| ") and line.endswith(" |") else []
+        if len(cells) == 5 and _unit(cells[1]):
+            free[_unit(cells[1])].append((number, line, cells))
+    missing = []
+    for r in runs:
+        kernel = None if r["unit"] == "GPU-hours" else (
+            f"{r['kernels']:,.1f} ({r['kernels'] / r['published']:.2f}x)" if r["kernels"] is not None else "not expressible")
+        rows = free[r["unit"]]
+        hit = next((i for i, (_, _, cells) in enumerate(rows)
+                    if _shows(cells[2], r["published"]) and kernel in (None, cells[4])), None)
+        if hit is None:
+            missing.append(r["run"])
+        else:
+            rows.pop(hit)
+    return missing, [(number, line) for rows in free.values() for number, line, _ in rows]
+
+
+SESSION_39 = [  # the two rows a conflicted merge left without their published figure (11bde38b mended them)
+    ({"run": "torchao-h100 llama3.1-8b float8dq-tensor", "unit": "tokens/s", "published": 116.4, "roofline": None,
+      "kernels": 185.4},
+     "| torchao-h100 llama3.1-8b float8dq-tensor | tokens/s | 116.4 | not expressible | 185.4 (1.59x) |",
+     "| torchao-h100 llama3.1-8b float8dq-tensor | tokens/s | not expressible | 185.4 (1.59x) | 211.1 (1.81x) |"),
+    ({"run": "gemlite-sglang llama3.1-8b fp8 per-row tp1 batch 1", "unit": "tokens/s", "published": 166.0,
+      "roofline": None, "kernels": 242.3},
+     "| PyTorch GemLite/TorchAO/SGLang blog: llama3.1-8b fp8 per-row | tokens/s | 166.0 | not expressible | 242.3 (1.46x) |",
+     "| PyTorch GemLite/TorchAO/SGLang blog: llama3.1-8b fp8 per-row | tokens/s | not expressible | 242.3 (1.46x) | "
+     "267.6 (1.61x) |"),
+]
+
+
+def test_a_row_whose_published_column_a_merge_dropped_fails_the_docs_check():
+    """Session 39's two rows as the merge left them: each run unmatched and its row claimed by none; as mended,
+    both match. The kernel cell alone (the old check) was in both pages."""
+    runs = [run for run, _, _ in SESSION_39]
+    mended = "\n".join(good for _, good, _ in SESSION_39)
+    merged = "\n".join(bad for _, _, bad in SESSION_39)
+    assert unmatched(runs, mended) == ([], [])
+    assert all(f"{r['kernels']:,.1f} ({r['kernels'] / r['published']:.2f}x)" in merged for r in runs)
+    missing, rows = unmatched(runs, merged)
+    assert missing == [r["run"] for r in runs] and [number for number, _ in rows] == [1, 2]
+
+
+def test_the_docs_check_reads_each_column():
+    """A row with another unit, another published figure or another kernel cell is not the run's; a unit cell
+    may say more in brackets, a published cell may round to the decimals it shows; a GPU-hours row's kernel
+    cell is not read."""
+    run = {"run": "r", "unit": "tokens/s per GPU", "published": 3550.48, "roofline": 3143.96, "kernels": 3363.85}
+    row = "| VectorLM 1 A100 | {} | {} | 3,144.0 (0.89x) | {} |"
+    assert unmatched([run], row.format("tokens/s per GPU (4.6 s a step)", "3,550.48", "3,363.8 (0.95x)")) == ([], [])
+    assert unmatched([run], row.format("tokens/s per GPU", "3,550.5", "3,363.8 (0.95x)"))[0] == []
+    for cells in (("tokens/s", "3,550.48", "3,363.8 (0.95x)"), ("tokens/s per GPU", "3,550.4", "3,363.8 (0.95x)"),
+                  ("tokens/s per GPU", "3,550.48", "3,363.9 (0.95x)"), ("tokens/s per GPU", "3,550.48", "not expressible"),
+                  ("tokens/s per GPU", "3,144.0 (0.89x)", "3,363.8 (0.95x)")):
+        assert unmatched([run], row.format(*cells))[0] == ["r"], cells
+    hours = {"run": "h", "unit": "GPU-hours", "published": 184320, "roofline": 176560.7, "kernels": 144431.3}
+    assert unmatched([hours], "| StableLM | GPU-hours (ours / published) | 184,320 | 1 (0.00x) | 2 (0.00x) |") == ([], [])
+    assert unmatched([hours, hours], "| StableLM | GPU-hours (ours / published) | 184,320 | 1 (0.00x) | 2 (0.00x) |")[0] == ["h"]

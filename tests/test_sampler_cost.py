@@ -10,7 +10,7 @@ import costmodel
 from costmodel.collectives import collective_seconds
 from costmodel.config import ConfigError
 from costmodel.hardware import load_hardware
-from costmodel.serving.api import build_replica
+from costmodel.serving.replica import build_replica
 from costmodel.serving.sampler import Sampled, sampler_passes
 
 LLAMA3_VOCAB = 128_256

@@ -13,7 +13,7 @@ from cli import cli, main
 from costmodel.api import load_model
 from costmodel.config import ConfigError
 from costmodel.decode_codes import runs_classes, serving_code
-from costmodel.serving.api import replica_profile
+from costmodel.serving.replica import replica_profile
 from costmodel.spec import DECODE_CODES
 from reports.options import DECODE_CODE_HELP
 

@@ -340,8 +340,9 @@ def test_vllm_sharegpt_rows_run_each_requests_own_lengths(script, mlperf, monkey
     """With pairs, every request arrives at 0 with its own prompt and output, in the file's order,
     under the post's setup (vllm_options, the model's tp); the figure is the requests over the span."""
     import costmodel.serving.api as api
+    import costmodel.serving.replica as replica
 
-    seen, real_run, real_build = {}, api.run_replicas, api.build_replica
+    seen, real_run, real_build = {}, api.run_replicas, replica.build_replica
 
     def build(cfg, hardware, **options):
         seen.update(hardware=hardware.name, **options)

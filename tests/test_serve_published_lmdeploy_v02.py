@@ -59,7 +59,7 @@ def test_table_2_sizes_its_pool_from_the_free_memory():
     4,096 x 2 bytes x 64 tokens); int8 halves a block's bytes, so about twice the blocks."""
     import costmodel
     from costmodel.hardware import load_hardware
-    from costmodel.serving.api import build_replica
+    from costmodel.serving.replica import build_replica
 
     fp16 = script.lmdeploy_v02_options("llama2-7b", 1, 256, 2, "fp16", 0.8)
     sizings: dict = {}

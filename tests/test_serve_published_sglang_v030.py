@@ -78,7 +78,7 @@ def test_the_running_cap_follows_sglangs_pool_rule():
     pool is 2,048 requests and the cap 2,047, for every server of the table."""
     import costmodel
     from costmodel.hardware import load_hardware
-    from costmodel.serving.api import build_replica
+    from costmodel.serving.replica import build_replica
 
     for table in script.SGLANG_V030:
         for kind in ("offline", "online"):

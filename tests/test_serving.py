@@ -119,7 +119,7 @@ def test_step_time_adds_context_work_per_sequence() -> None:
 def test_steady_decoding_advanced_at_once_is_the_same_schedule(scheduler: str) -> None:
     """The event loop's shortcut (several decode-only steps computed together) changes nothing:
     the same steps, entries, free blocks, finishes and token times as one step at a time."""
-    from costmodel.serving.api import build_replica
+    from costmodel.serving.replica import build_replica
 
     cfg = costmodel.load_model("llama3-8b")
     replica, step, _ = build_replica(cfg, load_hardware("h100-sxm"), scheduler=scheduler, num_blocks=4000)

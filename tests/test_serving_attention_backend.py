@@ -15,7 +15,7 @@ from costmodel.config import ConfigError
 from costmodel.hardware import load_hardware
 from costmodel.kernel_rates import kernel_facts
 from costmodel.kernel_shapes import AttentionCall
-from costmodel.serving.api import build_replica
+from costmodel.serving.replica import build_replica
 from costmodel.serving.steptime import StepTime
 
 BACKENDS = kernel_facts()["serving_attention_backends"]["backends"]

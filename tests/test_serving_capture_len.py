@@ -9,7 +9,7 @@ import pytest
 import cli
 from costmodel.api import load_model
 from costmodel.hardware import load_hardware
-from costmodel.serving.api import build_replica
+from costmodel.serving.replica import build_replica
 
 
 @pytest.fixture(scope="module")

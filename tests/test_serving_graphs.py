@@ -14,7 +14,8 @@ from costmodel import symbols as S
 from costmodel.config import ConfigError
 from costmodel.hardware import load_hardware
 from costmodel.kernel_time import KernelTimer, inference_subs, leaves_time
-from costmodel.serving.api import DEFAULT_BUDGETS, build_replica
+from costmodel.serving.budgets import DEFAULT_BUDGETS
+from costmodel.serving.replica import build_replica
 from costmodel.serving.graphs import (EAGER, ENGINE_GRAPHS, CudaGraphs, Graphed, engine_graphs, trtllm_graphs,
                                       vllm_v0_graphs, vllm_v1_graphs)
 from costmodel.serving.schedulers import SCHEDULERS

@@ -14,7 +14,7 @@ import pytest
 from costmodel.hardware import load_hardware
 from costmodel.presets import load_preset
 from costmodel.roofline import simulate_inference
-from costmodel.serving.api import build_replica
+from costmodel.serving.replica import build_replica
 from costmodel.serving.host_step import HostBound
 
 H200_HOST_S = 6.545241752576789e-06  # kernel_facts.json eager_host_op_default (benchmarks/h200-measured.json)
@@ -68,7 +68,7 @@ def test_a_gpu_bound_eager_step_keeps_its_kernels_stream_cost(query, keys):
     """A GPU-bound eager step (a prefill of 8,192 tokens; 64 sequences decoding at 2,001 keys) is its kernels without
     per-block launches plus 483 x 1.3 us = 0.628 ms (KernelTimer.stream_seconds, the rule simulate's eager steps
     take since session 38); before session 39 serve's eager steps dropped it."""
-    from costmodel.serving.api import replica_profile
+    from costmodel.serving.replica import replica_profile
     from costmodel.serving.kernel_steptime import KernelStepTime
 
     cfg, hardware = load_preset("llama3-8b"), load_hardware("h100-sxm")

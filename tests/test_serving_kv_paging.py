@@ -138,7 +138,7 @@ def test_serve_capacity_gpt_oss_doubles() -> None:
     512 tokens holds 544 + 9 of them, not 544 of twice the size."""
     from costmodel.api import load_model
     from costmodel.hardware import load_hardware
-    from costmodel.serving.api import build_replica
+    from costmodel.serving.replica import build_replica
 
     cfg, hardware = load_model("gpt-oss-120b"), load_hardware("h100-sxm")
     _, _, paged = build_replica(cfg, hardware, weight_dtype="mxfp4")

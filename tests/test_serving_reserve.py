@@ -14,7 +14,7 @@ import pytest
 import cli
 from costmodel.hardware import load_hardware, serving_memory
 from costmodel.presets import load_preset
-from costmodel.serving.api import build_replica
+from costmodel.serving.replica import build_replica
 
 # Llama 3 8B on h100-sxm (tests/test_serving.py test_blocks_from_memory_left): its weights; vLLM v1's
 # profile-run peak at serve's defaults there (1,024 sequences, 8,192 tokens): the logits of 1,024

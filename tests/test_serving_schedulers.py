@@ -119,7 +119,7 @@ def test_vllm_v0_multi_step_one_is_todays_schedule_and_windows_run_whole() -> No
     """num_scheduler_steps=1 is the scheduler as it was (same steps, blocks, finishes and token
     times on a Poisson trace, with and without the steady-decode shortcut); with 4, a window's
     steps computed together (decode_run) are the steps one at a time."""
-    from costmodel.serving.api import build_replica
+    from costmodel.serving.replica import build_replica
 
     cfg = costmodel.load_model("llama3-8b")
     replica, step, _ = build_replica(cfg, load_hardware("h100-sxm"), scheduler="vllm-v0", num_blocks=4000)

@@ -12,7 +12,7 @@ import pytest
 from costmodel.config import ConfigError
 from costmodel.hardware import load_hardware
 from costmodel.hf import from_hf_config
-from costmodel.serving.api import build_replica
+from costmodel.serving.replica import build_replica
 from tests.test_hf_hybrid import GRANITE, MAMBA2
 from tests.test_hf_nemotron_h import DENSE, MOE
 from tests.test_hf_qwen_next import QWEN3_NEXT

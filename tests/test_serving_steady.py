@@ -8,7 +8,7 @@ import pytest
 
 import costmodel
 from costmodel.hardware import load_hardware
-from costmodel.serving.api import build_replica
+from costmodel.serving.replica import build_replica
 from costmodel.serving.engine import _steps_within_free_blocks, simulate
 from costmodel.serving.kvcache import BlockPool
 from costmodel.serving.scheduler_state import Sequence

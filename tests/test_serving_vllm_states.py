@@ -54,7 +54,7 @@ def test_nemotron_3_nano_bytes_per_request():
     x 2 = 24,965,120 bytes; float32: 23 x (18,432 x 2 + 524,288 x 4) = 49,082,368; transformers'
     layout (the sarathi scheduler: 4 conv columns, fp32 state) stays 49,364,992."""
     from costmodel.api import load_model
-    from costmodel.serving.api import build_replica
+    from costmodel.serving.replica import build_replica
 
     cfg = load_model("nemotron-3-nano")
     got = [build_replica(cfg, H100, **options)[2]["kv_cache"]["state_bytes_per_request"]

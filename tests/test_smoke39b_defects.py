@@ -122,7 +122,7 @@ def test_plan_serve_says_how_each_gpu_runs_fp8_weights(capsys):
 
 # ---------------------------------------------------------------------------------------------
 # 6. serve --gpu-memory-utilization below what the weights need: "spread it over more GPUs (--tp, --pp) or store its
-#    weights in fewer bytes", never the option the user had just lowered (api.build_replica)
+#    weights in fewer bytes", never the option the user had just lowered (replica.build_replica)
 
 L4_8B = ["serve", "--model", "llama3-8b", "--hardware", "l4", "--rate", "5", "--requests", "5"]
 

@@ -237,7 +237,7 @@ def test_serve_weights_a_gpu_are_simulates_rank(model, hardware, tp, weights, ca
     split (serving/kvcache.py rank_weight_bytes): the KV budget is 0.93 GiB smaller a GPU."""
     import costmodel
     from costmodel.hardware import load_hardware
-    from costmodel.serving.api import build_replica
+    from costmodel.serving.replica import build_replica
 
     simulated = run_json(["simulate", "--model", model, "--hardware", hardware, "--tp", str(tp), "--prompt", "512",
                        "--gen", "16", "--attention", "flash"], capsys)

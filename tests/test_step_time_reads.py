@@ -12,7 +12,7 @@ import pytest
 import costmodel
 from costmodel.hardware import load_hardware
 from costmodel.serving import kvcache
-from costmodel.serving.api import build_replica
+from costmodel.serving.replica import build_replica
 from costmodel.serving.sampler import sampler_cost
 from costmodel.serving.steptime import StepTime
 

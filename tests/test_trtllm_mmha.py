@@ -100,7 +100,7 @@ def test_serves_step_and_static_batches_take_the_kernel():
     4 sequences at 513 keys, longer by the same extra loads; the roofline refuses the kernel in one line."""
     import numpy as np
 
-    from costmodel.serving.api import build_replica
+    from costmodel.serving.replica import build_replica
     from costmodel.serving.steptime import StepTime
 
     cfg = load_preset("llama3-8b")

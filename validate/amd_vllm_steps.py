@@ -26,7 +26,7 @@ def rank_step(model: str, sequences: int) -> Any:
     import costmodel
     from benchmarks.published_amd_vllm_throughput import amd_vllm_options
     from costmodel.hardware import load_hardware
-    from costmodel.serving.api import build_replica
+    from costmodel.serving.replica import build_replica
 
     _, step, setup = build_replica(costmodel.load_model(model), load_hardware("mi300x"), **amd_vllm_options(sequences))
     return step, setup

@@ -17,6 +17,8 @@ The parts, each in its module and each replaceable on its own:
                 (step_base.py the base class; kernel_steptime.py and roofline_steptime.py the two models)
   engine.py     the event loop: arrivals, step start, step end
   metrics.py    per-request and aggregate figures
+  replica.py    one replica: options checked, KV cache sized, scheduler class and step time built
+  api.py        serve(): the requests, the replicas behind the router, the frames
   capacity.py   `plan --serve`: the deployments that meet an SLO at a rate, in a process pool
 Pure Python and numpy (the step time evaluates the tree's lambdified leaves): no torch.
 """

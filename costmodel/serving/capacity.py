@@ -28,8 +28,8 @@ from ..leaves import require_chunks
 from ..quantization import runs_w8a8
 from ..spec import DEFAULT_GEN_TOKENS
 from ..attention_kernels import DEFAULT_SERVING_BACKEND
-from .api import (backend_kernel, build_replica, check_drawn_lengths, replica_profile, require_decoder_only,
-                  require_engine_steps, run_replicas)
+from .api import check_drawn_lengths, run_replicas
+from .replica import backend_kernel, build_replica, replica_profile, require_decoder_only, require_engine_steps
 from .metrics import sustained_output
 from .workload import Lengths, check_requests, poisson
 from .state_slots import check_ssm_cache_dtype

@@ -32,12 +32,17 @@ def blocks_for(tokens: int, block_size: int) -> int:
     return -(-tokens // block_size)
 
 
+def check_block_size(block_size: int) -> None:
+    """A block holds at least one token (the pool's rule; build_replica asks it before sizing the cache)."""
+    if block_size < 1:
+        raise ConfigError(f"--block-size must be a positive number of tokens, got {block_size}.")
+
+
 class BlockPool:
     """num_blocks blocks of block_size tokens; a sequence's blocks grow with its tokens."""
 
     def __init__(self, num_blocks: int, block_size: int, paging: Any = None):
-        if block_size < 1:
-            raise ConfigError(f"--block-size must be a positive number of tokens, got {block_size}.")
+        check_block_size(block_size)
         if num_blocks < 1:
             raise ConfigError(f"the KV cache holds no block of {block_size} tokens.")
         self.num_blocks = num_blocks

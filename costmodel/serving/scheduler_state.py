@@ -73,6 +73,15 @@ class SchedulingError(ConfigError):
     """The budgets cannot run a request at all (an input error, reported as one line)."""
 
 
+def check_caps(max_num_seqs: int, max_batched_tokens: int) -> None:
+    """A scheduler runs at least one sequence and one token a step (its rule; build_replica asks it once the
+    engine's defaults are filled in, before sizing the cache)."""
+    if max_num_seqs < 1:
+        raise ConfigError(f"--max-num-seqs must be at least 1, got {max_num_seqs}.")
+    if max_batched_tokens < 1:
+        raise ConfigError(f"--max-batched-tokens must be at least 1, got {max_batched_tokens}.")
+
+
 class Scheduler:
     """The shared state and the moves every policy makes: admit, allocate, free, preempt."""
 
@@ -87,10 +96,7 @@ class Scheduler:
     window = 1
 
     def __init__(self, pool: BlockPool, max_num_seqs: int, max_batched_tokens: int):
-        if max_num_seqs < 1:
-            raise ConfigError(f"--max-num-seqs must be at least 1, got {max_num_seqs}.")
-        if max_batched_tokens < 1:
-            raise ConfigError(f"--max-batched-tokens must be at least 1, got {max_batched_tokens}.")
+        check_caps(max_num_seqs, max_batched_tokens)
         self.pool = pool
         self.max_num_seqs = max_num_seqs
         self.max_batched_tokens = max_batched_tokens
