@@ -58,12 +58,14 @@ def test_datasheet_peaks_as_written():
         148e12, 296e12, 96 * GiB, 4.0e12, 450e9)
     # wt37_h20: 78 SMs at 1,980 MHz as bench-probe read them on an H20-3e (miraclefarms/cuda-kernel-lab 12d3f12,
     # docs/environment-matrix.md); the GH100's graph launch (1.3 us, the H100's) and DRAM startup (1.955 us, the
-    # H200's), borrowed; no measured H20 matmul, GEMV or host figure, so none of those fields.
+    # H200's), borrowed; no measured H20 matmul or host figure, so none of those fields. Restated by wt40_hwfacts
+    # (session 40): a measured streaming rate of an H20 96GB (AutoMegaKernel PR #3, 3,712.3 GB/s) is its GEMV rate
+    # now (tests/test_hardware_measured40.py pins the figure to its source).
     h100, h200 = load_hardware("h100-sxm"), load_hardware("h200")
     assert (h20.sm_count, h20.clock_mhz) == (78, 1980)
     assert (h20.graph_kernel_s, h20.dram_kernel_startup_s) == (h100.graph_kernel_s, h200.dram_kernel_startup_s) == (
         1.3e-6, 1.955e-6)
-    assert (h20.matmul_efficiency, h20.gemv_bandwidth_bytes_per_s, h20.host_module_call_s) == ({}, 0.0, None)
+    assert (h20.matmul_efficiency, h20.gemv_bandwidth_bytes_per_s, h20.host_module_call_s) == ({}, 3712.3e9, None)
     assert "SM 78; L2 60 MiB; memory bus 6016 bit; memory clock 3201 MHz; SM clock 1980 MHz" in h20.source
     # GH200: the H100's peaks with 96 GB HBM3 at 4 TB/s or 144 GB HBM3e at 4.9 TB/s; Bekman's MAMF of the
     # HBM3e part: 828.6 of 989 TFLOP/s BF16, 1535.0 of 1979 FP8.
