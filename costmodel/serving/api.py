@@ -17,6 +17,7 @@ from ..hardware import time_model_for
 from ..layout.tensor_split import spreads
 from ..kernel_rates import kernel_facts
 from ..plain import plain_arguments
+from ..sizes import spelled_out
 from ..quantization import runs_w8a8
 from .. import spec
 from ..spec import MLA_FORMS
@@ -567,8 +568,8 @@ def serve(model: Any, hardware: Any = "h100-sxm", *, rate: float | None = None, 
     load = load_mode(rate, trace, concurrency)
     setup.update({"replicas": replicas, "router": router, "load": load, "concurrency": concurrency,
                   "rate": rate, "trace": trace,
-                  "prompt": _lengths([r.prompt_tokens for r in chosen]) if trace else str(prompt),
-                  "output": _lengths([r.output_tokens for r in chosen]) if trace else str(output),
+                  "prompt": _lengths([r.prompt_tokens for r in chosen]) if trace else spelled_out(prompt),
+                  "output": _lengths([r.output_tokens for r in chosen]) if trace else spelled_out(output),
                   "seed": seed, "disaggregate": disaggregate,
                   "slo_ttft_s": slo_ttft, "slo_tpot_s": slo_tpot, "gpus": replicas * setup["tp"] * setup["pp"],
                   "price_per_gpu_hour": price if price is not None else hw.price_per_gpu_hour})
