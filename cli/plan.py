@@ -73,8 +73,8 @@ def serving_lengths(prompt: str | None, gen: str, rate: float | None) -> tuple:
             counts.append(None)
             continue
         try:
-            count = parse_length(value)
-        except SizeError:
+            count = int(value) if value.strip().lstrip("-").isdigit() else parse_length(value)  # -1: the least's line
+        except (SizeError, ValueError):
             raise InputError(f"{option} {value!r}: a length mix is read by the capacity search (--serve --rate); "
                              f"without --rate give {LENGTH_FORMS}.") from None
         if count < least:
