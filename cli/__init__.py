@@ -51,6 +51,17 @@ def cli() -> None:
     """An analytic cost model for Transformers, proven against real PyTorch code."""
 
 
+@cli.result_callback()
+def size_notes(result: Any) -> Any:
+    """The sizes typed with a suffix, resolved (reports/options.py's Size): printed once the command has
+    succeeded, so that a refused command's error stays its only line."""
+    from reports.options import SIZE_NOTES
+
+    for note in click.get_current_context().meta.get(SIZE_NOTES, ()):
+        click.echo(note, err=True)
+    return result
+
+
 for _command in (estimate.estimate, formulas.formulas, models.models, simulate.simulate, plan.plan,
                  published.published, hardware.hardware, validate.validate, train_demo.train_demo,
                  finetune.finetune, *COMMANDS, sweep.sweep, serve):

@@ -12,7 +12,7 @@ from costmodel.config import ConfigError
 from costmodel.cost import check_run_inputs
 
 from .inputs import InputError, hardware_and_dtype, load_model, make_workload
-from .options import SEQ_LEN_HELP, TOKENS, choice_option, dtype_option, hardware_option, json_option, model_options
+from .options import LENGTH, SEQ_LEN_HELP, TOKENS, choice_option, dtype_option, hardware_option, json_option, model_options
 
 TARGETS_HELP = ("Linear layers that get adapters, comma-separated, by their module names: "
                 f"{', '.join(spec.LORA_TARGETS)} (Llama layout), {', '.join(spec.NEOX_LORA_TARGETS)} (GPT-NeoX), "
@@ -46,7 +46,7 @@ FULL_HINTS = {name: spec.FULL_FINETUNE_WHERE for name in ("full", "fft", "full-f
 @click.option("--offload-optimizer", is_flag=True, help="ZeRO-Offload: the optimizer state and its update on the host.")
 @choice_option("--offload-device", spec.OFFLOAD_DEVICES,
                "With --offload-optimizer: where the state lives (nvme: ZeRO-Infinity).", "cpu")
-@click.option("--seq-len", "-n", type=int, default=None, help=SEQ_LEN_HELP)
+@click.option("--seq-len", "-n", type=LENGTH, default=None, help=SEQ_LEN_HELP)
 @click.option("--batch", "-b", type=int, default=1, show_default=True, help="Sequences per step.")
 @dtype_option(spec.DEFAULT_DTYPE, "The base's dtype and its activations (fp16 where --hardware has no bf16 "
               "and --dtype is not given: V100, T4).")

@@ -14,6 +14,7 @@ import click
 from costmodel import spec
 
 from reports.options import decode_code_option  # noqa: F401 (serve's too: one definition)
+from reports.options import GEN_LENGTH, LENGTH, TOKENS, Size  # noqa: F401 (serve's and report's too: one type)
 from reports.output import DtypeChoice
 
 from .inputs import InputError
@@ -81,26 +82,6 @@ def dtype_option(default: str | None = spec.DEFAULT_DTYPE, help: str = "Weights 
                         show_default=default is not None, help=help)
 
 
-class TokenCount(click.ParamType):
-    """--tokens: a number (2e12) or one with the suffix people write token counts with: 15T, 300B (G too),
-    50M, 10k (thousand, million, billion, trillion)."""
-
-    name = "tokens"  # the metavar help shows: TOKENS, not FLOAT, since 15T is not a float
-    SCALES = {"k": 1e3, "m": 1e6, "b": 1e9, "g": 1e9, "t": 1e12}
-
-    def convert(self, value: Any, param: Any, ctx: Any) -> float:
-        if isinstance(value, (int, float)):
-            return float(value)
-        text = str(value).strip()
-        scale = self.SCALES.get(text[-1:].casefold(), 1.0)
-        try:
-            return float(text[:-1] if scale != 1.0 else text) * scale
-        except ValueError:
-            self.fail(f"{value!r} is not a token count: a number (2e12) or one with k, M, B (G) or T (15T).", param,
-                      ctx)
-
-
-TOKENS = TokenCount()
 
 
 class HintedChoice(click.Choice):
@@ -172,9 +153,9 @@ optimizer_option = choice_option("--optimizer", spec.OPTIMIZERS,
 
 #: The workload options shared by estimate and the commands built on it.
 workload_options = stack(
-    click.option("--seq-len", "-n", type=int, help="Tokens per sequence (encoder side for encoder-decoders). "
+    click.option("--seq-len", "-n", type=LENGTH, help="Tokens per sequence (encoder side for encoder-decoders). "
                  "Default 2048 or the model's context."),
-    click.option("--tgt-len", type=int, help="Decoder tokens of an encoder-decoder (default: --seq-len)."),
+    click.option("--tgt-len", type=LENGTH, help="Decoder tokens of an encoder-decoder (default: --seq-len)."),
     batch_option,
     dtype_option(help="Weights and activations (fp16 where --hardware has no bf16 and --dtype is not given: "
                  "V100, T4)."),
@@ -182,7 +163,7 @@ workload_options = stack(
     choice_option("--attention", spec.ATTENTIONS, ATTENTION_HELP),
     choice_option("--recompute", spec.RECOMPUTES, f"Activation recomputation: {spec.RECOMPUTES.phrase()}.",
                   spec.DEFAULT_RECOMPUTE),
-    click.option("--gen-tokens", "--gen", "-T", "gen_tokens", type=int, default=0, show_default=True,
+    click.option("--gen-tokens", "--gen", "-T", "gen_tokens", type=GEN_LENGTH, default=0, show_default=True,
                  help="Tokens generated after the prefill (KV cache); --gen is simulate's and plan's name."),
     optimizer_option,
     choice_option("--precision", spec.PRECISIONS, f"{spec.PRECISIONS.described()}. Default: "

@@ -11,11 +11,12 @@ from click.core import ParameterSource
 from costmodel import spec
 from costmodel.config import ConfigError
 from costmodel.cost import check_tokens
+from costmodel.sizes import LENGTH_FORMS, SizeError, parse_length
 
 from .inputs import InputError, finite, load_model, with_mtp
 from .options import (ATTENTION_HELP, FP8_HELP, IMPL_HELP, choice_option, decode_code_option, dtype_option,
                       hardware_option, json_option, model_options, mtp_option, optimizer_option,
-                      refuse_mla_without_latent, refuse_typed, TOKENS, untimed_offload_option)
+                      refuse_mla_without_latent, refuse_typed, LENGTH, TOKENS, untimed_offload_option)
 
 #: The options each mode of plan reads and the others would ignore (parameter name: option).
 SERVE_ONLY = {"prompt": "--prompt", "gen": "--gen", "kv_cache": "--kv-cache", "mla": "--mla",
@@ -72,10 +73,10 @@ def serving_lengths(prompt: str | None, gen: str, rate: float | None) -> tuple:
             counts.append(None)
             continue
         try:
-            count = int(value)
-        except ValueError:
+            count = int(value) if value.strip().lstrip("-").isdigit() else parse_length(value)  # -1: the least's line
+        except (SizeError, ValueError):
             raise InputError(f"{option} {value!r}: a length mix is read by the capacity search (--serve --rate); "
-                             "without --rate give a whole number of tokens.") from None
+                             f"without --rate give {LENGTH_FORMS}.") from None
         if count < least:
             raise InputError(f"{option} must be at least {least} tokens, got {count}.")
         counts.append(count)
@@ -86,7 +87,7 @@ def serving_lengths(prompt: str | None, gen: str, rate: float | None) -> tuple:
 @model_options
 @hardware_option()
 @click.option("--gpus", type=str, default=None, help="How many GPUs of that kind; several counts comma-separated (8,16,32) to compare them (required unless --serve --rate).")
-@click.option("--seq-len", "-n", type=int, default=None, help="Training: tokens per sequence (default 2048 or the context).")
+@click.option("--seq-len", "-n", type=LENGTH, default=None, help="Training: tokens per sequence (default 2048 or the context).")
 @click.option("--global-batch", type=int, default=None, help="Training: sequences per step (default 8 x gpus).")
 @click.option("--serve", is_flag=True, help="Plan serving instead: layouts for --batch sequences of --prompt + --gen tokens.")
 @click.option("--batch", "-b", type=int, default=None, help="Training: fix the micro-batch; --serve: the sequences served at once (default 32).")

@@ -24,7 +24,7 @@ from costmodel.simulate_api import decode_inputs, training_inputs
 from .inputs import InputError, finite, load_model, make_layout, make_workload, microbatches_for, with_mtp
 from .options import (ATTENTION_HELP, IMPL_HELP, batch_option, choice_option, decode_code_option, dtype_option,
                       hardware_option, json_option, layout_options, model_options, mtp_option, optimizer_option,
-                      refuse_mla_without_latent, refuse_typed, TOKENS, untimed_offload_option, weight_bits_option)
+                      refuse_mla_without_latent, refuse_typed, GEN_LENGTH, LENGTH, TOKENS, untimed_offload_option, weight_bits_option)
 
 TIME_MODEL_HELP = (f"kernels (the default: {spec.TIME_MODELS.meanings['kernels']}) or roofline "
                    f"({spec.TIME_MODELS.meanings['roofline']}); a hardware without sm_count, and training on one "
@@ -138,8 +138,8 @@ def refuse_other_mode(ctx: click.Context, train: bool) -> None:
 @click.command()
 @model_options
 @hardware_option()
-@click.option("--prompt", type=click.IntRange(min=1), default=None, help="Prompt tokens (inference). Default 2048, or what the context leaves after --gen.")
-@click.option("--gen", "--gen-tokens", "--output", "gen", type=click.IntRange(min=0), default=spec.DEFAULT_GEN_TOKENS,
+@click.option("--prompt", type=LENGTH, default=None, help="Prompt tokens (inference). Default 2048, or what the context leaves after --gen.")
+@click.option("--gen", "--gen-tokens", "--output", "gen", type=GEN_LENGTH, default=spec.DEFAULT_GEN_TOKENS,
               show_default=True, help="Tokens to generate (inference); --gen-tokens is estimate's name, --output serve's.")
 @batch_option
 @dtype_option(None, "Weights and activations (default: the hardware's, bf16 for the GPU presets, fp16 on "
@@ -148,7 +148,7 @@ def refuse_other_mode(ctx: click.Context, train: bool) -> None:
 @choice_option("--kv-cache", spec.KV_CACHES, f"{spec.KV_CACHES.described()}.", spec.DEFAULT_KV_CACHE)
 @choice_option("--mla", spec.MLA_FORMS, f"Latent attention (DeepSeek): {spec.MLA_FORMS.phrase()}.", spec.DEFAULT_MLA)
 @click.option("--train", is_flag=True, help="Simulate a training step instead of inference.")
-@click.option("--seq-len", "-n", type=int, default=None, help="Training sequence length (default 2048 or the context).")
+@click.option("--seq-len", "-n", type=LENGTH, default=None, help="Training sequence length (default 2048 or the context).")
 @choice_option("--recompute", spec.RECOMPUTES, f"Training: {spec.RECOMPUTES.listed()}.", spec.DEFAULT_RECOMPUTE)
 @click.option("--recompute-layers", type=int, default=None,
               help="Training, --recompute full: only the first N layers of each pipeline stage recompute (Megatron's "
@@ -240,7 +240,7 @@ def refuse_other_mode(ctx: click.Context, train: bool) -> None:
               "(default: bf16, as bitsandbytes, AWQ, GPTQ and vLLM leave it); the embedding stays in --dtype.")
 @choice_option("--quant-layout", spec.QUANT_LAYOUTS, "Inference, --weight-dtype int8 or int4: how the weights are "
                f"stored and read: {spec.QUANT_LAYOUTS.described()}.", spec.DEFAULT_QUANT_LAYOUT)
-@click.option("--cache-size", type=click.IntRange(min=1), default=None,
+@click.option("--cache-size", type=LENGTH, default=None,
               help="Inference, --kv-cache static: the cache's allocated tokens, which every decode step attends "
               "whole, filled or not (torchao's generate.py --cache_size, transformers' StaticCache max_cache_len); "
               "default: a step attends the prompt and the tokens so far. One GPU (no layout).")

@@ -16,14 +16,15 @@ from costmodel.spec import (ATTENTIONS, DEFAULT_ATTENTION, DEFAULT_DTYPE, DEFAUL
                             DEFAULT_RECOMPUTE, IMPLEMENTATIONS, OPTIMIZERS, RECOMPUTES)
 
 from .inputs import load_model, make_workload
-from .options import (choice_option, dtype_option, json_option, kv_dtype_option, model_options,
+from .options import (GEN_LENGTH, choice_option, dtype_option, json_option, kv_dtype_option, model_options,
                       weight_bits_option, weight_dtype_option, weight_group_option)
 
 
 @click.command()
 @model_options
 @click.option("--seq-len", "-n", "seq_len", default="128:131072:x2", show_default=True,
-              help="Sequence lengths: a,b,c or start:stop[:+step | :xfactor] (mixable with commas).")
+              help="Sequence lengths: a,b,c or start:stop[:+step | :xfactor] (mixable with commas); each a length as "
+              "users write them (4k:128k:x2; k = 1,024).")
 @click.option("--batch", "-b", "batch", default="1", show_default=True,
               help="Batch sizes, same syntax as --seq-len.")
 @dtype_option(DEFAULT_DTYPE, "Activation and weight dtype.")
@@ -31,7 +32,7 @@ from .options import (choice_option, dtype_option, json_option, kv_dtype_option,
                DEFAULT_IMPL)
 @choice_option("--attention", ATTENTIONS, "Attention kernel (fused kernels keep no n x n matrix).", DEFAULT_ATTENTION)
 @choice_option("--recompute", RECOMPUTES, "Activation recomputation.", DEFAULT_RECOMPUTE)
-@click.option("--gen-tokens", "--gen", "-T", "gen_tokens", type=click.IntRange(min=0), default=0, show_default=True,
+@click.option("--gen-tokens", "--gen", "-T", "gen_tokens", type=GEN_LENGTH, default=0, show_default=True,
               help="Tokens generated after the prefill (KV cache); --gen is simulate's and plan's name.")
 @choice_option("--optimizer", OPTIMIZERS, "Optimizer (state bytes).", DEFAULT_OPTIMIZER)
 @weight_dtype_option
@@ -64,7 +65,7 @@ def sweep(model, config, seq_len, batch, csv_path, json_path, npz_path, as_json,
         if path:
             output.check_destination(path)
     cfg = load_model(model, config)
-    seq_lens = grid.parse_values(seq_len, "--seq-len")
+    seq_lens = grid.parse_values(seq_len, "--seq-len", lengths=True)
     batches = grid.parse_values(batch, "--batch")
     # at the longest n: an error where the model cannot run it, else its warnings (on stderr)
     workload = make_workload(cfg, seq_lens[-1], inference=True, **options)

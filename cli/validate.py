@@ -10,7 +10,7 @@ import click
 from costmodel import spec
 
 from .inputs import InputError, Mismatch, load_model, make_workload, require_measure_extra
-from .options import SEQ_LEN_HELP, batch_option, dtype_option, json_option, model_options
+from .options import GEN_LENGTH, LENGTH, SEQ_LEN_HELP, batch_option, dtype_option, json_option, model_options
 
 
 @click.command()
@@ -19,13 +19,13 @@ from .options import SEQ_LEN_HELP, batch_option, dtype_option, json_option, mode
 @click.option("--quick", is_flag=True, help="Small workloads (n=32, b=2) instead of the defaults.")
 @click.option("--target", type=click.Choice(spec.TARGETS), default=None, help="hf (Hugging Face's class; default where the family has one) or reference.")
 @click.option("--device", type=click.Choice(spec.MEASURE_DEVICES), default="fake", show_default=True, help=f"{spec.MEASURE_DEVICES.phrase()}.")
-@click.option("--seq-len", "-n", type=int, default=None, help=SEQ_LEN_HELP)
-@click.option("--tgt-len", type=int, default=None, help="Decoder tokens of an encoder-decoder.")
+@click.option("--seq-len", "-n", type=LENGTH, default=None, help=SEQ_LEN_HELP)
+@click.option("--tgt-len", type=LENGTH, default=None, help="Decoder tokens of an encoder-decoder.")
 @batch_option
 @dtype_option(None, "Default: bf16 under FakeTensorMode, fp32 on real CPU tensors, where bf16 matmuls are slow.")
 @click.option("--attention", type=click.Choice(spec.MEASURED_ATTENTIONS), default="eager", show_default=True,
               help=f"{spec.MEASURED_ATTENTIONS.listed()} (the measured model's attention).")
-@click.option("--gen-tokens", "--gen", "-T", "gen_tokens", type=int, default=2, show_default=True, help="Tokens generated (KV cache): the prefill makes the first, T - 1 decode steps the rest, as generate(max_new_tokens=T) runs.")
+@click.option("--gen-tokens", "--gen", "-T", "gen_tokens", type=GEN_LENGTH, default=2, show_default=True, help="Tokens generated (KV cache): the prefill makes the first, T - 1 decode steps the rest, as generate(max_new_tokens=T) runs.")
 @click.option("--blocks", is_flag=True, help="Also one row per sublayer for parameters and forward FLOPs.")
 @json_option("Rows as JSON on stdout.")
 def validate(model, config, all_presets, quick, target, device, seq_len, tgt_len, batch, dtype,

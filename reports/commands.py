@@ -16,6 +16,7 @@ import click
 
 from costmodel.spec import DEFAULT_DTYPE, DEFAULT_HARDWARE, DTYPES, FRAMEWORK_NAMES
 
+from .options import LENGTH
 from .output import DtypeChoice, ReportInputError, dtype_on, ensure_directory
 
 
@@ -100,7 +101,7 @@ def model_choice(function):
               help="A layout: whose conventions.")
 @click.option("--hardware", "hardware_name", default=DEFAULT_HARDWARE, show_default=True,
               help="The GPU of the layout figures.")
-@click.option("--seq-len", "-n", type=click.IntRange(min=1), default=None,
+@click.option("--seq-len", "-n", type=LENGTH, default=None,
               help="The layout figures' sequence length.")
 def report(model, models, config, out, batch, dtype, no_measure, no_full_size, tp, pp, dp, zero, sp,
            microbatches, framework, hardware_name, seq_len) -> None:

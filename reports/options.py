@@ -3,10 +3,11 @@ definition each, which cli/options.py re-exports (reports cannot import cli: cli
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Any, Callable
 
 import click
 
+from costmodel import sizes
 from costmodel.spec import DECODE_CODES
 
 #: What --decode-code decides, in every command that takes it (costmodel/decode_codes.py).
@@ -20,3 +21,39 @@ def decode_code_option(lead: str, default: str | None, rule: str = "") -> Callab
     return click.option("--decode-code", type=click.Choice(DECODE_CODES), default=default,
                         show_default=default is not None,
                         help=f"{lead}{DECODE_CODE_HELP}. {rule + ' ' if rule else ''}{DECODE_CODES.described()}.")
+
+
+#: ctx.meta's key for the notes Size leaves (shared by every nested context).
+SIZE_NOTES = "costmodel.size_notes"
+
+
+class Size(click.ParamType):
+    """A size as users write it, read by costmodel/sizes.py: a length (--seq-len 128k = 131,072, k =
+    1,024, M = 1,048,576; an int of at least `least`) or a token total (--tokens 15T = 1.5e13, decimal
+    k, M, B (G), T; a float whose range cost.check_tokens checks). A suffix typed is resolved in a note
+    ("note: --seq-len 128k = 131,072 tokens") that the group prints on stderr once the command has
+    succeeded (cli/__init__.py: a refused command still prints its one line), so the number a command
+    ran is never hidden."""
+
+    def __init__(self, total: bool = False, least: int = 1) -> None:
+        self.total, self.least = total, least
+        self.name = "tokens" if total else "length"  # the metavar: TOKENS or LENGTH, not INTEGER
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> Any:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):  # a default, or the Python API
+            return float(value) if self.total else value
+        try:
+            size = sizes.parse_total(value) if self.total else sizes.parse_length(value)
+        except sizes.SizeError as error:
+            self.fail(str(error), param, ctx)
+        if not self.total and size < self.least:
+            self.fail(f"{str(value).strip()!r} is not a length of at least {self.least}: {sizes.LENGTH_FORMS}.", param, ctx)
+        note = sizes.resolved(value, size)
+        if note and param is not None and ctx is not None:
+            ctx.meta.setdefault(SIZE_NOTES, []).append(f"note: {param.opts[0]} {note} tokens")
+        return size
+
+
+TOKENS = Size(total=True)  # --tokens: a run's tokens
+LENGTH = Size()  # --seq-len, --prompt, --cache-size, ...: at least 1
+GEN_LENGTH = Size(least=0)  # --gen: may be 0

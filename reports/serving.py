@@ -17,7 +17,7 @@ from costmodel.spec import (CUDA_GRAPHS, DEFAULT_HARDWARE, JSON_UNITS, DEFAULT_S
                             DEFAULT_QUANT_LAYOUT, KV_DTYPES, MAMBA_SSM_CACHE_DTYPES, MLA_FORMS, QUANT_LAYOUTS, ROUTERS, SCHEDULERS, VLLM_BLOCK_SIZES,
                             SERVE_ATTENTIONS, WEIGHT_DTYPE_CHOICES, WEIGHT_DTYPE_DEFAULT)
 
-from .options import decode_code_option
+from .options import LENGTH, decode_code_option
 from .output import DtypeChoice, ReportInputError, atomic_file, check_destination, finite, write_text
 from .text import hourly_cost, seconds, significant
 
@@ -244,7 +244,7 @@ def latency_figure(rows: list[dict[str, Any]], title: str) -> Any:
 @click.option("--scheduler", type=click.Choice(SCHEDULERS), default=DEFAULT_SCHEDULER, show_default=True,
               help=f"How each step is batched: {SCHEDULERS.described()}.")
 @click.option("--max-num-seqs", type=int, default=None, help="Sequences per step (default per scheduler).")
-@click.option("--max-batched-tokens", type=int, default=None, help="Token budget per step (chunk size).")
+@click.option("--max-batched-tokens", type=LENGTH, default=None, help="Token budget per step (chunk size).")
 @click.option("--block-size", type=int, default=16, show_default=True, help="Tokens per KV block.")
 @click.option("--gpu-memory-utilization", type=float, default=None,
               help="The fraction of GPU memory the engine plans with (default: the hardware file's "
@@ -296,7 +296,7 @@ def latency_figure(rows: list[dict[str, Any]], title: str) -> Any:
               help="Latent attention (DeepSeek): absorbed, as vLLM's MLA backend runs it, or naive (transformers').")
 @click.option("--time-model", type=click.Choice(("roofline", "kernels")), default=None,
               help="Step times from the kernel-level model (default where the hardware file has sm_count) or the roofline.")
-@click.option("--max-capture-len", type=int, default=None,
+@click.option("--max-capture-len", type=LENGTH, default=None,
               help="--scheduler vllm-v0: vLLM's max_seq_len_to_capture (--max-seq-len-to-capture): a decode step "
                    "whose longest sequence is longer runs eagerly, not from its CUDA graph (default vLLM's 8,192).")
 @click.option("--cuda-graphs", type=click.Choice(CUDA_GRAPHS), default="auto", show_default=True,

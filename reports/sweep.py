@@ -15,29 +15,33 @@ from costmodel import grid
 from costmodel.config import ConfigError, ModelConfig, Workload
 from costmodel.grid import MAX_POINTS, QUANTITIES, SweepResult, expressions  # noqa: F401
 
+from costmodel.sizes import LENGTH_FORMS, parse_length
+
 from .output import ReportInputError
 
 MAX_VALUES = 1_000_000  # values of one axis
 
 
-def parse_values(text: str, option: str) -> list[int]:
+def parse_values(text: str, option: str, lengths: bool = False) -> list[int]:
     """Integers from 'a,b,c', 'start:stop' (step 1), 'start:stop:+k' or 'start:stop:k' (step k)
-    and 'start:stop:xk' (times k), or comma-separated mixtures; sorted, without duplicates."""
+    and 'start:stop:xk' (times k), or comma-separated mixtures; sorted, without duplicates.
+    lengths: each value and bound may also be a length as costmodel/sizes.py reads one (4k:128k:x2)."""
     values: set[int] = set()
     for item in text.split(","):
         item = item.strip()
         if not item:
             raise ReportInputError(f"{option} {text!r}: an empty item; use e.g. 1,8 or 128:4096:x2.")
         if ":" not in item:
-            values.add(_positive(item, option, text))
+            values.add(_positive(item, option, text, lengths))
             continue
-        match = re.fullmatch(r"(\d+):(\d+)(?::([x+]?)(\d+))?", item)
+        match = re.fullmatch(r"(\d+[kKmM]?):(\d+[kKmM]?)(?::([x+]?)(\d+))?" if lengths
+                             else r"(\d+):(\d+)(?::([x+]?)(\d+))?", item)
         if not match:
             raise ReportInputError(
                 f"{option} {text!r}: cannot read {item!r}; use start:stop, start:stop:+step or "
                 "start:stop:xfactor (e.g. 128:131072:x2)."
             )
-        start, stop = int(match[1]), int(match[2])
+        start, stop = parse_length(match[1]), parse_length(match[2])
         kind, step = match[3] or "+", int(match[4] or 1)
         if start < 1 or stop < start:
             raise ReportInputError(f"{option} {text!r}: a range needs 1 <= start <= stop.")
@@ -55,11 +59,11 @@ def parse_values(text: str, option: str) -> list[int]:
     return sorted(values)
 
 
-def _positive(item: str, option: str, text: str) -> int:
+def _positive(item: str, option: str, text: str, lengths: bool = False) -> int:
     try:
-        value = int(item)
+        value = parse_length(item) if lengths else int(item)
     except ValueError:
-        raise ReportInputError(f"{option} {text!r}: {item!r} is not an integer.") from None
+        raise ReportInputError(f"{option} {text!r}: {item!r} is not {'a length: ' + LENGTH_FORMS if lengths else 'an integer'}.") from None
     if value < 1:
         raise ReportInputError(f"{option} {text!r}: values must be at least 1, got {value}.")
     return value

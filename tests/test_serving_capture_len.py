@@ -37,8 +37,12 @@ def test_a_decode_step_past_the_limit_runs_eagerly(steps):
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--max-capture-len", "0"], "error: --max-capture-len must be a whole number of tokens, at least 1; got 0."),
-    (["--max-capture-len", "x"], "error: Invalid value for '--max-capture-len': 'x' is not a valid integer."),
+    # session 40: a length option reads 128k as 131,072 (costmodel/sizes.py), and its own type refuses 0 and x
+    # before the serving check (which still guards the Python API's max_capture_len=0)
+    (["--max-capture-len", "0"], "error: Invalid value for '--max-capture-len': '0' is not a length of at least 1: "
+     "a whole number of tokens (131072) or one with k or M (128k = 131,072, 1M = 1,048,576: k = 1,024)."),
+    (["--max-capture-len", "x"], "error: Invalid value for '--max-capture-len': 'x' is not a length: a whole number "
+     "of tokens (131072) or one with k or M (128k = 131,072, 1M = 1,048,576: k = 1,024)."),
     (["--max-capture-len", "1024", "--scheduler", "vllm"], "error: --max-capture-len is vLLM v0's "
      "max_seq_len_to_capture, read by its decode graphs (--scheduler vllm-v0); the vllm scheduler's engine has no "
      "such limit."),

@@ -47,7 +47,8 @@ def test_the_capacity_search_takes_serves_length_mixes(tmp_path, capsys):
     layouts = ["plan", "--model", "llama3-8b", "--serve", "--gpus", "8"]
     assert one_error_line([*layouts, "--prompt", "uniform:1:4"], capsys) == (
         "error: --prompt 'uniform:1:4': a length mix is read by the capacity search (--serve --rate); without "
-        "--rate give a whole number of tokens.")
+        "--rate give a whole number of tokens (131072) or one with k or M (128k = 131,072, 1M = 1,048,576: "
+        "k = 1,024).")  # session 40: a count may be 4k (costmodel/sizes.py), and the line says so
     assert one_error_line([*layouts, "--gen", "-1"], capsys) == "error: --gen must be at least 0 tokens, got -1."
     made = run_json([*layouts, "--prompt", "1000", "--output", "24", "--top", "1"], capsys)["inputs"]
     assert (made["seq_len"], made["gen"]) == (1000, 24)

@@ -10,6 +10,7 @@ from typing import Any
 from ..config import ConfigError, show
 from ..cost import check_price, serving_cost
 from ..plain import plain_arguments
+from ..sizes import spelled_out
 from .. import spec
 from . import metrics
 from .engine import ROUTERS, simulate_replicas
@@ -248,8 +249,8 @@ def serve(model: Any, hardware: Any = "h100-sxm", *, rate: float | None = None, 
     load = load_mode(rate, trace, concurrency)
     setup.update({"replicas": replicas, "router": router, "load": load, "concurrency": concurrency,
                   "rate": rate, "trace": trace,
-                  "prompt": _lengths([r.prompt_tokens for r in chosen]) if trace else str(prompt),
-                  "output": _lengths([r.output_tokens for r in chosen]) if trace else str(output),
+                  "prompt": _lengths([r.prompt_tokens for r in chosen]) if trace else spelled_out(prompt),
+                  "output": _lengths([r.output_tokens for r in chosen]) if trace else spelled_out(output),
                   "seed": seed, "disaggregate": disaggregate,
                   "slo_ttft_s": slo_ttft, "slo_tpot_s": slo_tpot, "gpus": replicas * setup["tp"] * setup["pp"],
                   "price_per_gpu_hour": price if price is not None else hw.price_per_gpu_hour})

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ..config import ConfigError, show
+from ..sizes import parse_length
 
 #: The longest length a distribution may give: past any model's context, and well inside int64.
 MAX_TOKENS = 1 << 40
@@ -83,21 +84,21 @@ class Lengths:
     @classmethod
     def parse(cls, text: str) -> "Lengths":
         """From an option: "512", "uniform:128:1024", "lognormal:512:0.8[:low:high]", or
-        "histogram:path.json"."""
+        "histogram:path.json"; each length also as costmodel/sizes.py reads one ("4k" = 4,096)."""
         kind, _, rest = text.partition(":")
         try:
-            if not rest and kind.isdigit():
-                return cls("fixed", mean=int(kind))
+            if not rest and kind[:1].isdigit():  # 512, 4k (costmodel/sizes.py)
+                return cls("fixed", mean=parse_length(kind))
             parts = rest.split(":")
             if len(parts) not in {"fixed": (1,), "uniform": (2,), "lognormal": (2, 4)}.get(kind, (len(parts),)):
                 raise IndexError  # uniform:128:1024:512 ran as 128..1024, the 512 dropped unread
             if kind == "fixed":
-                return cls("fixed", mean=int(parts[0]))
+                return cls("fixed", mean=parse_length(parts[0]))
             if kind == "uniform":
-                return cls("uniform", low=int(parts[0]), high=int(parts[1]))
+                return cls("uniform", low=parse_length(parts[0]), high=parse_length(parts[1]))
             if kind == "lognormal":
-                bounds = [int(x) for x in parts[2:4]] or [1, 1 << 30]
-                return cls("lognormal", mean=int(parts[0]), sigma=float(parts[1]), low=bounds[0], high=bounds[1])
+                bounds = [parse_length(x) for x in parts[2:4]] or [1, 1 << 30]
+                return cls("lognormal", mean=parse_length(parts[0]), sigma=float(parts[1]), low=bounds[0], high=bounds[1])
             if kind == "histogram":
                 data = json.loads(Path(rest).read_text())
                 if not (isinstance(data, dict) and isinstance(data.get("values"), list)
