@@ -82,7 +82,8 @@ def lmdeploy_options(table: dict) -> dict:
     return {"scheduler": "vllm-v0", "tp": table["tp"], "max_num_seqs": table["max_batch_size"],
             "max_batched_tokens": 4 * LMDEPLOY_SESSION_LEN, "block_size": LMDEPLOY_BLOCK_TOKENS,
             "num_blocks": table["blocks"], "dtype": "fp16", "cuda_graphs": "off",
-            "sampling": None}  # TurboMind's sampling layers (C++) are not vLLM's and were not read
+            "sampling": None,  # TurboMind's sampling layers (C++) are not vLLM's and were not read
+            "all_reduce": "nccl"}  # TurboMind's custom all-reduce off by default (LMDEPLOY_ASSUMED), not vLLM's
 
 
 def lmdeploy_tokens_per_s(table: dict, concurrency: int, prompt: int, output: int,

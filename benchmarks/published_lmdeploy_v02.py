@@ -95,7 +95,8 @@ def lmdeploy_v02_options(model: str, tp: int, batch: int, table: int, kv: str = 
                          ) -> dict:
     """build_replica's options for a row of table 1 (table=1: the ini's blocks and batch cap) or table 2 (table=2:
     the blocks from `ratio` of the memory the weights leave, the row's batch, `kv` fp16 or int8)."""
-    common = {"scheduler": "vllm-v0", "tp": tp, "dtype": "fp16", "cuda_graphs": "off", "sampling": None}
+    common = {"scheduler": "vllm-v0", "tp": tp, "dtype": "fp16", "cuda_graphs": "off", "sampling": None,
+              "all_reduce": "nccl"}  # TurboMind's, not vLLM's custom all-reduce (the scheduler's default engine)
     if table == 1:
         blocks, max_batch = LMDEPLOY_V02_ENGINE[model]
         return {**common, "max_num_seqs": max_batch, "max_batched_tokens": LMDEPLOY_V02_BUDGET,

@@ -73,7 +73,8 @@ def mlperf_options(system: dict, max_num_seqs: int, cuda_graphs: str = "auto") -
     AMD's Offline engines ran --enforce-eager)."""
     return {"scheduler": "vllm", "tp": system["tp"], "max_num_seqs": max_num_seqs, "dtype": "bf16",
             "weight_dtype": "fp8", "kv_dtype": "fp8", "gpu_memory_utilization": 0.90,
-            "max_batched_tokens": system["max_batched_tokens"], "cuda_graphs": cuda_graphs}
+            "max_batched_tokens": system["max_batched_tokens"], "cuda_graphs": cuda_graphs,
+            "all_reduce": "nccl"}  # TensorRT-LLM's own custom all-reduce is not modelled (nccl_facts.json custom_all_reduce)
 
 
 def mlperf_offline(system: dict, prompt: int | Lengths, samples: int | None = None) -> float:

@@ -41,7 +41,8 @@ def nim_options(table: dict) -> dict:
     """Our replica for a NIM table: vLLM's scheduler and default budgets, the table's tp, FP8
     weights and KV cache with bf16 activations (the projections W8A8 at the FP8 peak)."""
     return {"scheduler": "vllm", "tp": table["tp"], "dtype": "bf16", "weight_dtype": "fp8", "kv_dtype": "fp8",
-            "sampling": None}  # the page names no engine (TensorRT-LLM or vLLM): no sampler priced
+            "sampling": None,  # the page names no engine (TensorRT-LLM or vLLM): no sampler priced,
+            "all_reduce": "nccl"}  # nor whose all-reduce: NCCL's, not vLLM's custom one (collectives.engine_all_reduce)
 
 
 def nim_row(table: dict, concurrency: int, requests: int | None = None) -> dict:

@@ -71,7 +71,8 @@ def sarathi_run(scheduler: str, budget: int):
     replica, step, _ = build_replica(cfg, load_hardware(SARATHI["hardware"]), scheduler=scheduler,
                                      max_num_seqs=SARATHI["max_num_seqs"], max_batched_tokens=budget, tp=SARATHI["tp"],
                                      dtype=SARATHI["dtype"], gpu_memory_utilization=SARATHI["gpu_memory_utilization"],
-                                     cuda_graphs="off")
+                                     cuda_graphs="off", all_reduce="nccl")  # assumed: Sarathi-Serve forks a 2023 vLLM, before
+    # its custom all-reduce (v0.3.0): the baseline's all-reduces NCCL's as its own (collectives.engine_all_reduce)
     cls, blocks, block_size, seqs, tokens = replica
     requests = [Request(i, 0.0, SARATHI["prompt"], SARATHI["output"]) for i in range(SARATHI["requests"])]
     timeline = simulate(requests, cls(BlockPool(blocks, block_size), seqs, tokens), step.seconds,

@@ -35,7 +35,10 @@ NCCL achieves at that message size (costmodel/nccl_facts.json), hierarchical acr
   NCCL's above: alpha + beta, a published per-call latency plus the bytes each rank reads from
   its peers at 80% of the link (intra_node_all_reduce). A group that spans nodes runs NCCL's, and
   so does a tensor of another dtype (fp16 activations, fp32 gradients): PyTorch falls back to NCCL
-  for it (nccl_facts.json "dtypes"), so the caller states each all-reduce's dtype.
+  for it (nccl_facts.json "dtypes"), so the caller states each all-reduce's dtype. Or vLLM's custom
+  all-reduce ("vllm-custom", the serving engines' and published vLLM rows' choice by engine_all_reduce):
+  2, 4, 6 or 8 GPUs that NVLink joins, calls up to 8 MiB, timed on the measured H100 latency-by-size
+  curve (custom_all_reduce), NCCL's otherwise.
 Factors: all-reduce 2(n-1)/n, all-gather, reduce-scatter and all-to-all (n-1)/n (payload: the
 whole tensor), send/recv 1. An all-to-all inside a node takes the node's busbw curve (or link) as the
 others do, capped at nccl-tests' alltoall busbw where NVIDIA publishes one (nccl_facts.json
@@ -155,6 +158,72 @@ def intra_node_all_reduce(hardware: Hardware, payload: float, ranks: int, dtype:
     return float(facts["latency_s"]) + read / node_link(hardware, ranks)
 
 
+def custom_all_reduce(hardware: Hardware, payload: float, ranks: int) -> float | None:
+    """Seconds of one all-reduce of `payload` bytes over `ranks` GPUs of a node by vLLM's custom all-reduce,
+    or None where vLLM hands the call to NCCL (nccl_facts.json "custom_all_reduce"): a world size it has no
+    kernel for, GPUs not joined pairwise by NVLink (intra_node_all_reduce's hardware list), a call above its
+    8 MiB buffer or not a multiple of 16 bytes. Timed from the measured H100 curve where the node has one
+    (custom_curve_seconds), else the curve's smallest-size time for the ranks plus the bytes each rank reads
+    from its peers at the achievable link bandwidth, one-shot or two-shot as the kernel switches."""
+    facts = nccl_facts()["custom_all_reduce"]
+    fabric = nccl_facts()["intra_node_all_reduce"]
+    if ranks not in facts["world_sizes"] or not holds_on(fabric, hardware.network_name) \
+            or payload > facts["max_bytes"] or payload % 16:
+        return None  # NCCL's
+    curve = facts["latency_curve"]
+    seconds = curve["seconds"][str(ranks if str(ranks) in curve["seconds"] else max(map(int, curve["seconds"])))]
+    if holds_on(curve, hardware.network_name):
+        return custom_curve_seconds(curve["sizes_bytes"], seconds, payload)
+    one_shot_below = facts["one_shot_below_bytes"].get(str(min(r for r in (2, 4, 8) if r >= ranks)))
+    read = (ranks - 1) * payload if one_shot_below is None or payload < one_shot_below \
+        else ring_factor("all_reduce", ranks) * payload
+    return seconds[0] + read / node_link(hardware, ranks)
+
+
+def custom_curve_seconds(sizes: list[float], seconds: list[float], payload: float) -> float:
+    """A call's time on a measured latency-by-size curve: linear in bytes between measured sizes, the
+    smallest size's time below them (latency-bound), the last segment extended above them."""
+    if payload <= sizes[0]:
+        return seconds[0]
+    above = min(bisect.bisect_left(sizes, payload), len(sizes) - 1)
+    (s0, t0), (s1, t1) = (sizes[above - 1], seconds[above - 1]), (sizes[above], seconds[above])
+    return t0 + (t1 - t0) * (payload - s0) / (s1 - s0)
+
+
+def engine_all_reduce(engine: str | None, release: str | None = None, disabled: bool = False) -> str:
+    """Whose all-reduce (spec.ALL_REDUCES) a serving engine runs inside a node at a release: vLLM's custom
+    all-reduce for "vllm" from v0.3.0, save v0.3.1 to v0.4.0 where it was off by default (nccl_facts.json
+    "custom_all_reduce" releases), unless its run disabled it (disable_custom_all_reduce); NCCL's for any
+    other engine (TensorRT-LLM's own kernel is not modelled) and before v0.3.0. release None: a current
+    one. "sglang" runs vLLM's kernel at every release (imported from vLLM until its PR #2981, then its own
+    TensorRT-LLM-derived copy, faster at small sizes, until PR #5079 took vLLM's kernel into sgl_kernel:
+    nccl_facts.json "engines_source"). Whether the call itself runs it (fabric, size, ranks) is
+    custom_all_reduce's."""
+    if engine not in ("vllm", "sglang") or disabled:
+        return "nccl"
+    if engine == "sglang":
+        return "vllm-custom"
+    if release is None:
+        return "vllm-custom"
+    releases = nccl_facts()["custom_all_reduce"]["releases"]
+    first, (off_from, off_to) = _release(releases["first"]), map(_release, releases["off_by_default"])
+    version = _release(release)
+    return "nccl" if version < first or off_from <= version <= off_to else "vllm-custom"
+
+
+def _release(text: str) -> tuple[int, ...]:
+    """A release as pip writes it ("0.6.3", "v0.4.0.post1") as comparable numbers (0, 6, 3)."""
+    parts = []
+    for part in text.lstrip("v").split("."):
+        digits = "".join(ch for ch in part if ch.isdigit()) if part[:1].isdigit() else ""
+        if not digits:
+            break
+        parts.append(int(digits))
+    if not parts:
+        raise ValueError(f"a vLLM release must read like 0.6.3, got {text!r}.")
+    return tuple(parts)
+
+
 def within_node(hardware: Hardware, kind: str, payload: float, ranks: int, calls: int = 1,
                 all_reduce: str = "nccl", dtype: str | None = None) -> float:
     """Seconds of `calls` equal collectives moving `payload` bytes in all, inside one node;
@@ -167,6 +236,10 @@ def within_node(hardware: Hardware, kind: str, payload: float, ranks: int, calls
         if dtype is None:
             raise ValueError("an intra-node all-reduce needs its tensor's dtype (PyTorch runs bf16 only).")
         each = intra_node_all_reduce(hardware, payload / calls, ranks, dtype)
+        if each is not None:
+            return calls * each
+    if kind == "all_reduce" and all_reduce == "vllm-custom":
+        each = custom_all_reduce(hardware, payload / calls, ranks)
         if each is not None:
             return calls * each
     links = mesh_links(hardware, kind, ranks)  # the share of a full mesh's links the group has, else 1

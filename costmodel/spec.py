@@ -328,6 +328,7 @@ PRECISION_AWARE_OPTIMIZERS = Choices({
 ALL_REDUCES = Choices({
     "nccl": "NCCL's, at its measured bus bandwidth",
     "intra-node": "PyTorch's IntraNodeComm one-shot/two-shot kernels (ENABLE_INTRA_NODE_COMM=1) for bf16 tensors up to 10 MiB, NCCL above and for other dtypes",
+    "vllm-custom": "vLLM's custom all-reduce (2, 4, 6 or 8 GPUs joined by NVLink, calls up to 8 MiB), NCCL otherwise",
 })
 FP8_RECIPES = Choices({  # layout/fp8.py has each recipe's scales and sources
     "tensorwise": "torchao's, one scale per tensor",

@@ -16,11 +16,26 @@ from .published_rows import run_hardware, run_model, stated
 
 
 def decode_layout(run: dict[str, Any], source: dict[str, Any]) -> Layout:
-    """The layout of a tensor-parallel decode run: its tp, the all-reduce its source names
-    (gpt-fast: ENABLE_INTRA_NODE_COMM=1), and whether its code splits the embedding and head by
-    the vocabulary (gpt-fast's tp.py does not: "vocab_parallel": false)."""
-    return Layout(tp=run["tp"], all_reduce=source.get("all_reduce", "nccl"),
+    """The layout of a tensor-parallel decode run: its tp, its all-reduce (decode_all_reduce), and whether
+    its code splits the embedding and head by the vocabulary (gpt-fast's tp.py does not: "vocab_parallel": false)."""
+    return Layout(tp=run["tp"], all_reduce=decode_all_reduce(run, source),
                   vocab_parallel=source.get("vocab_parallel", True))
+
+
+def decode_all_reduce(run: dict[str, Any], source: dict[str, Any]) -> str:
+    """Whose all-reduce a decode run's tensor-parallel group runs (spec.ALL_REDUCES): the one its source
+    names (gpt-fast: ENABLE_INTRA_NODE_COMM=1, "intra-node"), else its engine's at its release by the one
+    rule (costmodel/collectives.engine_all_reduce: vLLM's custom all-reduce from v0.4.1, "vllm-custom"), the
+    engine a row states as "vllm_release" (vLLM) or "engine" (vLLM's main branch, SGLang), off where the
+    source says disable_custom_all_reduce; NCCL's for every other row."""
+    from costmodel.collectives import engine_all_reduce
+
+    named = stated(run, source, "all_reduce")
+    if named is not None:
+        return named
+    release = stated(run, source, "vllm_release")
+    engine = "vllm" if release is not None else stated(run, source, "engine")
+    return engine_all_reduce(engine, release, bool(stated(run, source, "disable_custom_all_reduce")))
 
 
 #: What a decode run may state for itself over its source's setup (a table's eager row beside its

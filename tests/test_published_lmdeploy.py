@@ -35,7 +35,8 @@ def test_lmdeploy_engine_settings():
     options = lmd.lmdeploy_options(lmd.LMDEPLOY[2])
     assert options == {"scheduler": "vllm-v0", "tp": 4, "max_num_seqs": 256, "max_batched_tokens": 16384,
                        "block_size": 128, "num_blocks": 4000, "dtype": "fp16", "cuda_graphs": "off",
-                       "sampling": None}  # TurboMind's sampler is not vLLM's: none priced
+                       "sampling": None,  # TurboMind's sampler is not vLLM's: none priced
+                       "all_reduce": "nccl"}  # nor its all-reduce vLLM's custom one (wt40_customar)
     assert lmd.LMDEPLOY_ROUNDS == 6  # profile_generation.py --test-round's default
 
 

@@ -128,7 +128,9 @@ def test_mlperf_server_passes_the_published_rate(mlperf, served):
         "scheduler": "vllm", "max_batched_tokens": None}
     run = real_serve("llama2-70b", "h100-sxm", rate=75.10, requests=40, prompt="200", output="294", seed=0,
                      replicas=4, scheduler="vllm", tp=2, max_num_seqs=1024, dtype="bf16", weight_dtype="fp8",
-                     kv_dtype="fp8", gpu_memory_utilization=0.90)
+                     kv_dtype="fp8", gpu_memory_utilization=0.90,
+                     all_reduce="nccl")  # mlperf_options': TensorRT-LLM's, not vLLM's custom all-reduce (wt40_customar)
+    assert seen["all_reduce"] == "nccl"
     # LoadGen's p99 of 40 samples (results.cc: the sorted values at index floor(40 x 0.99) = 39): the largest
     assert ours == {"tokens_per_s": run.summary()["throughput"]["output_tokens_per_s"],
                     "p99_ttft_s": run.requests["ttft_s"].max(), "p99_tpot_s": run.requests["tpot_s"].max()}

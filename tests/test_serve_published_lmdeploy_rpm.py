@@ -74,7 +74,8 @@ def test_a_row_runs_the_lmdeploy_tables_engine(monkeypatch):
     assert seen == {"model": "llama2-70b", "hardware": "a100-80gb", "requests": 3000, "concurrency": 256,
                     "prompt": "248", "output": "233", "seed": 0, "scheduler": "vllm-v0", "tp": 4, "max_num_seqs": 256,
                     "max_batched_tokens": 16384, "block_size": 128, "num_blocks": 4000, "dtype": "fp16",
-                    "cuda_graphs": "off", "sampling": None}
+                    "cuda_graphs": "off", "sampling": None,
+                    "all_reduce": "nccl"}  # TurboMind's, not vLLM's custom all-reduce (wt40_customar)
 
 
 def test_a_row_runs_at_its_own_tp(monkeypatch):

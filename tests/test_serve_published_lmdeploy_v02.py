@@ -50,7 +50,9 @@ def test_the_rows_are_the_pages():
 def test_table_1_runs_the_inis_engine():
     """v0.2.0: the ini's blocks and batch cap, 128-token blocks, max_context_token_num 1 x session_len 4,096."""
     assert script.lmdeploy_v02_options("llama2-70b", 4, 256, 1) == {
-        "scheduler": "vllm-v0", "tp": 4, "dtype": "fp16", "cuda_graphs": "off", "sampling": None, "max_num_seqs": 256,
+        "scheduler": "vllm-v0", "tp": 4, "dtype": "fp16", "cuda_graphs": "off", "sampling": None,
+        "all_reduce": "nccl",  # TurboMind's, not vLLM's custom all-reduce (wt40_customar)
+        "max_num_seqs": 256,
         "max_batched_tokens": 4096, "block_size": 128, "num_blocks": 4000}
 
 

@@ -49,7 +49,9 @@ def test_nim_rows_pass_the_tables_setup(script, served):
     assert "rate" not in seen and script.NIM_REQUESTS_PER_CLIENT == 10
     direct = real_serve("llama3-70b", "h100-sxm", concurrency=3, requests=6, prompt="5000", output="500", seed=0,
                         scheduler="vllm", tp=2, dtype="bf16", weight_dtype="fp8", kv_dtype="fp8",
-                        sampling=None).summary()  # NIM's engine unnamed: no sampler priced
+                        sampling=None,  # NIM's engine unnamed: no sampler priced,
+                        all_reduce="nccl").summary()  # nor vLLM's custom all-reduce (wt40_customar)
+    assert seen["all_reduce"] == "nccl"
     assert direct["setup"]["load"] == "concurrency"
     assert ours == {"ttft_ms": 1e3 * direct["ttft"]["mean"], "itl_ms": 1e3 * direct["tpot"]["mean"],
                     "tokens_per_s": direct["throughput"]["output_tokens_per_s"]}

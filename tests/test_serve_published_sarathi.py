@@ -59,7 +59,8 @@ def test_sarathi_rows_are_computed_from_the_setup(script, monkeypatch):
     monkeypatch.setattr(script, "simulate", simulate)
     rows = script.sarathi_rows()
     common = {"model": "yi-34b-200k", "hardware": "a100-pcie", "tp": 2, "dtype": "fp16", "max_num_seqs": 4,
-              "gpu_memory_utilization": 0.85, "cuda_graphs": "off", "requests": {(0.0, 1024, 16)}, "count": 8, "max_model_len": 1040}
+              "gpu_memory_utilization": 0.85, "cuda_graphs": "off", "requests": {(0.0, 1024, 16)}, "count": 8, "max_model_len": 1040,
+              "all_reduce": "nccl"}  # Sarathi-Serve's vLLM fork predates the custom all-reduce (wt40_customar)
     assert seen == [dict(common, scheduler="vllm-v0", max_batched_tokens=1040),
                     dict(common, scheduler="sarathi", max_batched_tokens=1024)]
     step = steps[-1]

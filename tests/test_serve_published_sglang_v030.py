@@ -110,8 +110,19 @@ def test_docs_record_the_first_summary():
 
 @pytest.mark.slow
 def test_the_figures_now_are_the_first():
-    """The table run as the command runs it (~35 s): every figure as first computed, to 0.05%."""
-    assert_figures_now("sglang-v030", FIRST, abs_tol=1e-3)
+    """The table run as the command runs it (~35 s): every figure as first computed, to 0.05%, but the 70B's (tp 4),
+    which wt40_customar (session 40) moved: SGLang v0.3.0 ran vLLM's custom all-reduce (imported from vllm.distributed),
+    9-21 us a decode call on the H100s instead of NCCL's 34-40 (collectives.custom_all_reduce)."""
+    moved = {("llama3.1-70b offline", "request throughput (req/s)"): 20.7014,
+             ("llama3.1-70b offline", "output token throughput (tok/s)"): 4159.2947,
+             ("llama3.1-70b 4 req/s", "median E2E latency (ms)"): 2632.7843,
+             ("llama3.1-70b 4 req/s", "median TTFT (ms)"): 37.2533,
+             ("llama3.1-70b 4 req/s", "median TPOT (ms)"): 18.741,
+             ("llama3.1-70b 8 req/s", "median E2E latency (ms)"): 3269.7652,
+             ("llama3.1-70b 8 req/s", "median TTFT (ms)"): 39.8922,
+             ("llama3.1-70b 8 req/s", "median TPOT (ms)"): 23.4578}
+    assert_figures_now("sglang-v030", [(row, metric, published, moved.get((row, metric), ours))
+                                       for row, metric, published, ours in FIRST], abs_tol=1e-3)
 
 
 def test_the_runs_take_the_tables_options_and_context(monkeypatch):

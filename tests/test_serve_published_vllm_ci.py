@@ -66,5 +66,10 @@ def test_docs_record_the_first_summary():
 
 @pytest.mark.slow
 def test_the_figures_now_are_the_first():
-    """The table run as the command runs it (~10 s): every figure as first computed, to 0.05%."""
-    assert_figures_now("vllm-ci", FIRST, abs_tol=1e-4)
+    """The table run as the command runs it (~10 s): every figure as first computed, to 0.05%, but the tp-2 and tp-4
+    rows wt40_customar (session 40) moved: their vLLM engines' all-reduces are vLLM's custom all-reduce (NVLink, calls
+    up to 8 MiB; collectives.custom_all_reduce), not NCCL's."""
+    moved = {"9515 H200 throughput_llama70B_tp4": 11.4561, "9515 H200 throughput_mixtral8x7B_tp2": 13.5768,
+             "9523 A100-SXM4-80GB throughput_llama70B_tp4": 5.9896, "9523 A100-SXM4-80GB throughput_mixtral8x7B_tp2": 6.6356}
+    assert_figures_now("vllm-ci", [(row, metric, published, moved.get(row, ours))
+                                   for row, metric, published, ours in FIRST], abs_tol=1e-4)

@@ -104,7 +104,8 @@ AMENDED = {"hf-bloom-ds-inference bloom-176b int8 tp8 batch 1": 1.061,
            "gpt-fast-blog llama2-7b compile": 1.007,
            "evalscope-qwq-hf qwq-32b-preview input 30720": 1.563,  # 1.581 before wt38_sweep (GPU-side launch cost)
            # wt37_vllmhost (session 37): vLLM 0.6.3's host time a step (host_time.py, vllm-v0.6.0): 1.019 -> 1.004
-           "evalscope-qwq-vllm qwq-32b-preview tp2 input 1": 1.004}
+           # wt40_customar (session 40): vLLM's custom all-reduce (collectives.custom_all_reduce, the engine's by release): 1.004 -> 1.087
+           "evalscope-qwq-vllm qwq-32b-preview tp2 input 1": 1.087}
 
 
 def test_first_computed_ratios_of_a_few_rows():
@@ -117,12 +118,14 @@ def test_first_computed_ratios_of_a_few_rows():
 # torchchat's int4 2.076, gpt-fast-blog's int4 g32 1.316) as below
 # wt39_compilegraphs: all's highest 1.599 -> 1.629; torchchat 42.8%, (1.148, 1.599) -> 44.9%, (1.158, 1.629);
 # gpt-fast-blog 9.5%, lowest 0.998 -> 11.3%, 1.007
-NOW = {"all": ((39, 20.6, 27, 14, 10), (0.977, 1.629)),
+# wt40_customar (session 40): vLLM's custom all-reduce (collectives.custom_all_reduce, the engine's by release): all (39, 20.6, 27, 14, 10) -> (39, 20.6, 27, 14, 6)
+NOW = {"all": ((39, 20.6, 27, 14, 6), (0.977, 1.629)),
        "hf-bloom-ds-inference": ((13, 6.1, 11, 8, 4), (0.977, 1.495)),
        "fastertransformer-gpt": ((11, 29.3, 7, 0, 0), (1.129, 1.5)),
        # 43.0, (1.283, 1.583) before wt36_hfsync; 42.8, (1.28, 1.581) before wt38_sweep (the GPU-side launch cost)
        "evalscope-qwq-hf": ((4, 40.0, 1, 0, 0), (1.243, 1.563)),
-       "evalscope-qwq-vllm": ((4, 1.0, 4, 4, 4), (1.004, 1.012)),  # ((4, 2.4, ...), (1.019, 1.025)) before wt37_vllmhost
+       # ((4, 2.4, ...), (1.019, 1.025)) before wt37_vllmhost; ((4, 1.0, 4, 4, 4), (1.004, 1.012)) before wt40_customar
+       "evalscope-qwq-vllm": ((4, 8.6, 4, 4, 0), (1.081, 1.091)),
        "torchchat-blog": ((3, 44.9, 1, 0, 0), (1.158, 1.629)),
        "gpt-fast-blog": ((4, 11.3, 3, 2, 2), (1.007, 1.358))}  # 9.6 before wt34_int4batch (int4 prefill)
 

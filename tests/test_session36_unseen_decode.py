@@ -110,7 +110,8 @@ MOVED: dict[str, float] = {  # the ratios now, where a sourced change moved them
     "pytorch-blog-gemlite llama3.1-8b bf16 tp1 batch 1 1024/512 h100": 1.262,
     "pytorch-blog-gemlite llama3.1-8b int4 g64 tp1 batch 32 1024/512 h100": 0.592,
     "pytorch-blog-gemlite llama3.1-8b fp8 per-row tp1 batch 1 1024/512 h100": 1.46,
-    "pytorch-blog-gemlite llama3.1-8b bf16 tp4 batch 32 1024/512 h100": 1.14,
+    # wt40_customar (session 40): vLLM's custom all-reduce (collectives.custom_all_reduce, the engine's by release): SGLang's tp-4 all-reduces, 1.14 -> 1.612
+    "pytorch-blog-gemlite llama3.1-8b bf16 tp4 batch 32 1024/512 h100": 1.612,
     # wt39_hwholes (session 39): the L40S's and GA102 boards' CUDA-graph / stream launch gap (graph_kernel_s, measured
     # on the L40 and A40 by gpu-benches)
     "trtllm-v0.5.0 llama2-7b fp8 tp1 batch 16 2048/2048 l40s": 1.011}
@@ -130,8 +131,10 @@ FIRST_STATS = {"all": ((57, 24.5, 31, 21, 14), (0.588, 2.549)),
 # wt38_sweep: an eager step's kernels keep their GPU-side launch cost (graph_kernel_s): all 24.5% -> 22.2%; bnb's lowest 1.13 -> 1.103
 # wt39_compilegraphs: the GemLite rows compiled: all within 10% 21 -> 20, lowest 0.588 -> 0.592; GemLite 36.8% -> 36.0%,
 # within 10% 1 -> 0, (0.588, 1.576) -> (0.592, 1.612); then wt39_machete's W8A8 rate at few rows moved the fp8 row: highest 1.528
-NOW_STATS = {**FIRST_STATS, "all": ((57, 22.2, 31, 20, 14), (0.592, 2.549)),
-             "pytorch-blog-gemlite": ((9, 36.0, 4, 0, 0), (0.592, 1.528)),
+# wt40_customar (session 40): vLLM's custom all-reduce (collectives.custom_all_reduce, the engine's by release): all (57, 22.2, 31, 20, 14) -> (57, 25.7, 30, 20, 14);
+# pytorch-blog-gemlite (9, 36.0, 4, 0, 0), (0.592, 1.528) -> (9, 40.9, 3, 0, 0), (0.592, 1.725)
+NOW_STATS = {**FIRST_STATS, "all": ((57, 25.7, 30, 20, 14), (0.592, 2.549)),
+             "pytorch-blog-gemlite": ((9, 40.9, 3, 0, 0), (0.592, 1.725)),
              "bnb-benchmarking-0.45": ((12, 59.0, 2, 0, 0), (1.103, 2.251))}
 
 

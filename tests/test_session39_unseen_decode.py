@@ -93,7 +93,9 @@ FIRST = {
 MOVED: dict[str, float] = {"vllm-pr53060-h100pcie qwen2.5-0.5b-instruct bf16 fa3 batch 1 cache 128": 1.165,
                            "vllm-pr53060-h100pcie qwen2.5-0.5b-instruct bf16 fa3 batch 32 cache 128": 1.364,
                            "vllm-pr53060-h100pcie qwen2.5-0.5b-instruct bf16 fa3 batch 32 cache 32640": 1.087,
-                           "vllm-pr53060-h100pcie qwen3-1.7b bf16 fa3 batch 1 cache 40832": 0.929}
+                           "vllm-pr53060-h100pcie qwen3-1.7b bf16 fa3 batch 1 cache 40832": 0.929,
+                           # wt40_customar (session 40): vLLM's custom all-reduce (collectives.custom_all_reduce, the engine's by release): 0.864 -> 1.083
+                           "vllm-pr23197-bf16 llama3.3-70b bf16 tp4 batch 1 h100": 1.083}
 
 
 def test_first_computed_ratios_of_a_few_rows():
@@ -106,16 +108,19 @@ FIRST_STATS = {"all": ((34, 15.3, 26, 13, 11), (0.864, 1.894)),
                "vllm-pr53060-a100pcie": ((10, 2.7, 10, 9, 9), (1.0, 1.171)),
                "vllm-pr23197-bf16": ((8, 15.1, 8, 3, 1), (0.864, 1.203))}
 # after h100-pcie.json's graph_kernel_s (the H100 PCIe rows alone move)
-NOW_STATS = {**FIRST_STATS, "all": ((34, 7.8, 33, 21, 15), (0.864, 1.364)),
-             "vllm-pr53060-h100pcie": ((16, 8.9, 15, 9, 5), (0.929, 1.364))}
+# wt40_customar (session 40): vLLM's custom all-reduce (collectives.custom_all_reduce, the engine's by release): all (34, 7.8, 33, 21, 15), (0.864, 1.364) -> (34, 8.5, 33, 20, 14), (0.929, 1.364);
+# vllm-pr23197-bf16 (8, 15.1, 8, 3, 1), (0.864, 1.203) -> (8, 13.5, 8, 2, 0), (1.083, 1.203)
+NOW_STATS = {**FIRST_STATS, "all": ((34, 8.5, 33, 20, 14), (0.929, 1.364)),
+             "vllm-pr53060-h100pcie": ((16, 8.9, 15, 9, 5), (0.929, 1.364)),
+             "vllm-pr23197-bf16": ((8, 13.5, 8, 2, 0), (1.083, 1.203))}
 
 
 @pytest.mark.slow  # the 34 rows computed
 def test_the_rows_as_first_computed():
     every = ratios(SOURCES)
     assert_summaries(every, decode_groups(every, SOURCES), NOW_STATS)
-    # 29 of 34 too fast as first computed; 26 after the H100 PCIe graph gap
-    assert sum(v > 1 for v in every.values()) == 26
+    # 29 of 34 too fast as first computed; 26 after the H100 PCIe graph gap; 30 after wt40_customar (the 70B's four)
+    assert sum(v > 1 for v in every.values()) == 30
     # Qwen2.5-0.5B on the H100 PCIe: the error falls as the cache grows at every batch (a per-step time ours lacks,
     # diluted by the attention's bytes), and at 128 tokens it grows with the batch from 8 to 32
     for batch in (1, 8, 32):
@@ -124,7 +129,9 @@ def test_the_rows_as_first_computed():
         assert row == sorted(row, reverse=True)
     assert every["vllm-pr53060-h100pcie qwen2.5-0.5b-instruct bf16 fa3 batch 32 cache 128"] > \
         every["vllm-pr53060-h100pcie qwen2.5-0.5b-instruct bf16 fa3 batch 8 cache 128"]
-    # PR #23197: the one-GPU 8B too fast at every batch, the TP-4 70B too slow at every batch
+    # PR #23197: the one-GPU 8B too fast at every batch (1.17-1.20); the TP-4 70B too slow at every batch (0.86-0.96)
+    # under NCCL's all-reduce, too fast (1.08-1.10) under vLLM's custom all-reduce (wt40_customar): both short of
+    # V1's host time a step, which the model gives none
     eight = [v for k, v in every.items() if "llama3.1-8b" in k]
     seventy = [v for k, v in every.items() if "llama3.3-70b" in k]
-    assert min(eight) > 1.1 and max(seventy) < 1.0
+    assert min(eight) > 1.1 and 1.05 < min(seventy) and max(seventy) < 1.11

@@ -99,7 +99,8 @@ FIRST = {
 # the ratios now, where a sourced change moved them: wt39_machete's W8A8 FP8 GEMM at 1-16 rows on a 132-SM Hopper at
 # vLLM's cutlass_scaled_mm's measured rate (kernel_facts.json w8a8_small_rows, vllm PR #5144 on an H100)
 MOVED: dict[str, float] = {
-    "redhat-r1-llama-70b r1-distill-llama-70b fp8-dynamic tp2 code completion 256/1024 h100": 1.007,
+    # wt40_customar (session 40): vLLM's custom all-reduce (collectives.custom_all_reduce, the engine's by release): 1.007 -> 1.131
+    "redhat-r1-llama-70b r1-distill-llama-70b fp8-dynamic tp2 code completion 256/1024 h100": 1.131,
     "redhat-r1-qwen-32b r1-distill-qwen-32b fp8-dynamic tp1 code completion 256/1024 h100": 1.106,
     # wt39_hwholes (session 39): the GA102 boards' CUDA-graph / stream launch gap (graph_kernel_s, measured on the A40
     # by gpu-benches)
@@ -120,8 +121,10 @@ FIRST_STATS = {"all": ((36, 10.0, 30, 18, 9), (0.902, 1.477)),
                "redhat-r1-qwen-7b": ((6, 21.6, 5, 2, 2), (1.026, 1.477))}
 # wt39_machete's W8A8 rate at few rows moved the six H100 FP8-dynamic rows (1.11-1.33 -> 1.01-1.22); wt39_hwholes:
 # the A6000 rows pay GA102's graph gap (1.7-5.2% slower)
-NOW_STATS = {**FIRST_STATS, "all": ((36, 9.5, 30, 19, 11), (0.886, 1.477)),
-             "redhat-r1-llama-70b": ((12, 6.3, 10, 9, 5), (0.886, 1.421)),
+# wt40_customar (session 40): vLLM's custom all-reduce (collectives.custom_all_reduce, the engine's by release): all (36, 9.5, 30, 19, 11) -> (36, 11.3, 30, 15, 8);
+# redhat-r1-llama-70b (12, 6.3, 10, 9, 5) -> (12, 11.1, 10, 5, 2)
+NOW_STATS = {**FIRST_STATS, "all": ((36, 11.3, 30, 15, 8), (0.886, 1.477)),
+             "redhat-r1-llama-70b": ((12, 11.1, 10, 5, 2), (0.886, 1.421)),
              "redhat-r1-qwen-32b": ((12, 10.9, 10, 5, 2), (0.888, 1.395)),
              "redhat-r1-llama-8b": ((6, 15.5, 5, 3, 2), (0.974, 1.442)),
              "redhat-r1-qwen-7b": ((6, 17.3, 5, 2, 2), (0.974, 1.477))}

@@ -30,8 +30,9 @@
                    values travel: "allgather" (torch 2.13's default) or "ring" (costmodel/layout/context.py)
   cp_kv_heads      which heads the ring moves: "kv" (the model's h_kv, Transformer Engine's) or
                    "repeated" (h: K and V repeated to every query head before sdpa, torchtitan's Llama)
-  all_reduce       whose code runs an all-reduce inside a node: "nccl" (the default) or "intra-node"
-                   (PyTorch's IntraNodeComm, ENABLE_INTRA_NODE_COMM=1; costmodel/collectives.py)
+  all_reduce       whose code runs an all-reduce inside a node: "nccl" (the default), "intra-node"
+                   (PyTorch's IntraNodeComm, ENABLE_INTRA_NODE_COMM=1) or "vllm-custom" (vLLM's custom
+                   all-reduce; costmodel/collectives.py)
   grad_reduce_dtype  Megatron-Core's grad_reduce_in_fp32 (fsdp2: MixedPrecisionPolicy's reduce_dtype):
                    "fp32" or "bf16", the dtype of the main_grad buffers and the data-parallel gradient
                    collectives (None: the default, fp32; frameworks.py bf16_grad_reduce_precision)

@@ -66,15 +66,16 @@ class KernelStepTime(StepTime):
     def __init__(self, cfg: ModelConfig, hardware: Hardware, dtype: str = "bf16",
                  efficiency: Efficiency | None = None, profile: Any = None, tp: int = 1, pp: int = 1,
                  time_model: str | None = None, timer: KernelTimer | None = None, attention_kernel: str = "flash2",
-                 decode_kernel: str | None = None, stream: bool = False):
+                 decode_kernel: str | None = None, stream: bool = False, all_reduce: str = "nccl"):
         """timer: a KernelTimer (default: this hardware's, dtype's, attention and decode kernels', code's fuses_qkv).
         stream: the step of an eager code whose host issues its ops (host_step.HostBound, built on a hardware without
         per-block launches, which the host term stands for): each eager leaf's kernels keep their GPU-side launch cost
-        (KernelTimer.stream_seconds, the rule simulate's eager steps take)."""
+        (KernelTimer.stream_seconds, the rule simulate's eager steps take). all_reduce: whose code runs the
+        tensor-parallel all-reduces (spec.ALL_REDUCES; the engine's, collectives.engine_all_reduce)."""
         import numpy as np
 
         check_kernel_model(hardware)
-        self.cfg, self.hardware, self.tp, self.pp = cfg, hardware, tp, pp
+        self.cfg, self.hardware, self.tp, self.pp, self.all_reduce = cfg, hardware, tp, pp, all_reduce
         self.dtype = Workload(dtype=dtype).dtype
         self.e = DTYPE_BYTES[self.dtype]
         model = CostModel(cfg, profile or serving_profile(cfg), phase="chunk")
@@ -159,14 +160,15 @@ class KernelStepTime(StepTime):
 
     def communication_seconds(self, tokens: int) -> float:
         """tp > 1: two all-reduces of the step's activations per layer (Megatron's row-parallel
-        outputs: attention and FFN); pp > 1: pp - 1 sends of its hidden states between stages;
-        both from costmodel/collectives.py."""
+        outputs: attention and FFN), by the engine's code (self.all_reduce); pp > 1: pp - 1 sends of
+        its hidden states between stages; both from costmodel/collectives.py."""
         from ..collectives import collective_seconds
 
         activations = tokens * self.cfg.d_model * self.e
         layers = self.cfg.n_decoder_layers
         seconds = collective_seconds(self.hardware, "all_reduce", 2 * layers * activations, self.tp, self.tp,
-                                     calls=2 * layers) if self.tp > 1 else 0.0
+                                     calls=2 * layers, all_reduce=self.all_reduce, dtype=self.dtype) \
+            if self.tp > 1 else 0.0
         if self.pp > 1:
             seconds += (self.pp - 1) * collective_seconds(self.hardware, "send", activations, 2, self.tp * self.pp)
         return seconds

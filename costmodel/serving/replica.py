@@ -93,6 +93,19 @@ def backend_kernel(backend: str, hardware: Any, time_model: str | None, dtype: s
     return kernel
 
 
+def replica_all_reduce(scheduler: str, host_time: str | None) -> str:
+    """Whose all-reduce a replica's tensor-parallel group runs (spec.ALL_REDUCES), by the one rule
+    (costmodel/collectives.engine_all_reduce): vLLM's custom all-reduce for the vllm and vllm-v0 schedulers
+    at the release --host-time names (vllm==0.6.3; a profile or none: a current release), NCCL's for the
+    others (Sarathi-Serve's, Orca's, TensorRT-LLM's and static batching's). Whether each call runs it (the
+    fabric, its size) is collectives.custom_all_reduce's."""
+    from ..collectives import engine_all_reduce
+
+    text = str(host_time)
+    release = text.removeprefix(RELEASE_PREFIX) if text.startswith(RELEASE_PREFIX) else None
+    return engine_all_reduce("vllm" if scheduler in SCHEDULER_ENGINES else None, release)
+
+
 def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_seqs: int | None = None,
                   max_batched_tokens: int | None = None, block_size: int = 16,
                   gpu_memory_utilization: float | None = None, num_blocks: int | None = None, tp: int = 1, pp: int = 1,
@@ -106,7 +119,7 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
                   max_capture_len: int | None = None, host: bool = True,
                   host_time: str = NO_HOST_TIME, decode_kernel: str | None = None,
                   decode_code: str | None = None, sampling: str | None = "random",
-                  sampler: str | None = None) -> tuple[Any, Any, dict[str, Any]]:
+                  sampler: str | None = None, all_reduce: str | None = None) -> tuple[Any, Any, dict[str, Any]]:
     """The scheduler class's arguments, a StepTime and the setup dict of one replica (a search
     passes the StepTime it built for this hardware and tp, and a dict that keeps the cache
     sizings by token budget). cuda_graphs: "auto" (the scheduler's engine's default: graphs.py
@@ -237,6 +250,10 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
             raise ConfigError(f"decode kernel {decode_kernel} is the kernel model's; the roofline times attention at "
                               "the hardware's efficiencies: drop one of them.")
         timed["decode_kernel"] = decode_kernel
+    all_reduce = all_reduce or replica_all_reduce(scheduler, host_time)  # the engine's, at its release
+    if all_reduce not in spec.ALL_REDUCES:
+        raise ConfigError(f"all_reduce must be {spec.ALL_REDUCES.listed()}, got {show(all_reduce)}.")
+    timed["all_reduce"] = all_reduce
     step = step or StepTime(cfg, hardware, dtype, efficiency, profile, tp, pp, time_model, **timed)
     step = step.with_graphs(graphs)
     if host:  # an eager counted code on a GPU: host_step.py
@@ -248,6 +265,7 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
     step = with_state_traffic(step, sizing.state_bytes, hardware, efficiency, pp)
     step = with_host_time(step, host_time, scheduler)
     setup = {"model": cfg.name, "hardware": hardware.name, "dtype": step.dtype, "tp": tp, "pp": pp,
+             **({"all_reduce": all_reduce} if tp > 1 else {}),
              "time_model": step.time_model, "cuda_graphs": graphs.mode, "cuda_graphs_source": graphs.source,
              **({"max_capture_len": graphs.max_context} if graphs.max_context is not None else {}),
              "scheduler": scheduler, "scheduler_source": SCHEDULERS[scheduler].source,

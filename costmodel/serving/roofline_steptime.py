@@ -42,10 +42,10 @@ class RooflineStepTime(StepTime):
 
     def __init__(self, cfg: ModelConfig, hardware: Hardware, dtype: str = "bf16",
                  efficiency: Efficiency | None = None, profile: Any = None, tp: int = 1, pp: int = 1,
-                 time_model: str | None = None):
+                 time_model: str | None = None, all_reduce: str = "nccl"):
         import numpy as np
 
-        self.cfg, self.hardware, self.tp, self.pp = cfg, hardware, tp, pp
+        self.cfg, self.hardware, self.tp, self.pp, self.all_reduce = cfg, hardware, tp, pp, all_reduce
         self.dtype = Workload(dtype=dtype).dtype
         self.e = DTYPE_BYTES[self.dtype]
         eff = efficiency or Efficiency(**hardware.efficiency)
@@ -100,11 +100,16 @@ class RooflineStepTime(StepTime):
 
     def communication_seconds(self, tokens: int) -> float:
         """tp > 1: two ring all-reduces of the step's activations per layer over tp GPUs; pp > 1: pp - 1
-        sends of its hidden states between stages; each call as collectives.call_seconds times it."""
-        from ..collectives import call_seconds
+        sends of its hidden states between stages; each call as collectives.call_seconds times it, or
+        vLLM's custom all-reduce where the engine runs it (self.all_reduce "vllm-custom" and
+        collectives.custom_all_reduce takes the call)."""
+        from ..collectives import call_seconds, custom_all_reduce
 
         activations, (tp_link, pp_link) = tokens * self.cfg.d_model * self.e, self._links
-        seconds = 2 * self.layers * call_seconds(self.hardware, "all_reduce", activations, self.tp, tp_link) \
+        custom = custom_all_reduce(self.hardware, activations, self.tp) \
+            if self.tp > 1 and self.all_reduce == "vllm-custom" and self.tp <= self.hardware.gpus_per_node else None
+        seconds = 2 * self.layers * (custom if custom is not None else
+                                     call_seconds(self.hardware, "all_reduce", activations, self.tp, tp_link)) \
             if self.tp > 1 else 0.0
         if self.pp > 1:
             seconds += (self.pp - 1) * call_seconds(self.hardware, "send", activations, 2, pp_link)
