@@ -17,7 +17,9 @@ from costmodel.roofline import Roofline, simulate_inference
 
 def test_the_fact_names_gpt_fasts_and_tensorrt_llms_code_only():
     fact = kernel_facts()["fused_projections"]
-    assert fact["implementations"] == {"gpt-fast": ["qkv"], "gpt-fast-mixtral": ["qkv"], "tensorrt-llm": ["qkv"]}
+    # session 40 (wt40_litgpt): lit-gpt's CausalSelfAttention holds one `attn` Linear for q, k and v at both commits
+    assert fact["implementations"] == {"gpt-fast": ["qkv"], "gpt-fast-mixtral": ["qkv"], "tensorrt-llm": ["qkv"],
+                                       "lit-gpt-d16f924d": ["qkv"], "lit-gpt-982abcbc": ["qkv"]}
     assert "self.wqkv = nn.Linear(config.dim, total_head_dim, bias=False)" in fact["source"]
     assert "self.qkv = ColumnLinear(hidden_size, hidden_size + 2 * tp_size" in fact["source_tensorrt_llm"]
     assert (fuses_qkv("gpt-fast"), fuses_qkv("gpt-fast-mixtral"), fuses_qkv("tensorrt-llm"), fuses_qkv("transformers"),

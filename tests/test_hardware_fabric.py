@@ -118,4 +118,6 @@ def test_every_sources_hardware_still_loads():
                     # session 39's vLLM PR #53060 rows on one H100 PCIe (its fabric unused at one GPU)
                     "vllm-pr53060-h100pcie": ("h100-pcie", 64e9),
                     # session 39's SmolLM2-70M card: one L40S (a PCIe card; its fabric unused at one GPU)
-                    "smollm2-70m-card": ("l40s", 32e9)}
+                    "smollm2-70m-card": ("l40s", 32e9),
+                    # session 40's llama.cpp PR #12183 rows: one RTX 4090 (its fabric unused at one GPU)
+                    "llamacpp-pr12183": ("rtx-4090", 32e9)}

@@ -224,4 +224,6 @@ def test_tp_up_to_the_kv_heads_is_unchanged(capsys):
     assert cli.main(["serve", "--model", "qwen3-30b-a3b", "--hardware", "h100", "--tp", "4", "--rate", "1",
                      "--requests", "20", "--time-model", "roofline", "--json"]) == 0
     served = json.loads(capsys.readouterr().out)
-    assert served["tpot"]["mean"] == pytest.approx(0.0032564042122654674, rel=1e-12)  # + V1's sampler (session 34)
+    # + V1's sampler (session 34): 3.2564 ms; session 40 (wt40_customar): vLLM's replicas run its custom all-reduce
+    # at tp 4 on NVLink (sglang PR #2904's H100 curve, ~9-10 us a small call against NCCL's ~19-23): 3.1501 ms
+    assert served["tpot"]["mean"] == pytest.approx(0.0031500566343826836, rel=1e-12)
