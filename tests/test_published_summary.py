@@ -39,12 +39,13 @@ def test_each_run_has_the_kind_its_model_says():
     unknown = {"kind": "train", "model": "no-such-model"}
     assert run_kind(unknown, {}) == "dense training" and run_kind(unknown, {"moe": True}) == "MoE training"
     kinds = [run_kind(r, data["sources"][r["id"].split()[0]]) for r in data["runs"]]
-    assert set(kinds) == set(KINDS) and kinds.count("MoE training") == 189  # Megatron-Bridge's 103 MoE rows, the model zoo's 12,
+    assert set(kinds) == set(KINDS) and kinds.count("MoE training") == 192  # Megatron-Bridge's 103 MoE rows, the model zoo's 12,
     # NeMo 25.02's and 25.04's 2 Mixtrals each, the model verification cards' 31 (their 32nd, Qwen3 8B, is dense), the
     # DeepSeek-V3 GB200 guide's 13, NeMo AutoModel's 9, AMD Primus's 2 Mixtral 8x22B rows
     # and Megatron-Core's MoE README's 2 Mixtral 8x7B rows; DeepSeek-V2's and V3's GPU-hours (session 28); FlagPerf's
     # 2 Qwen1.5-MoE rows (session 29); Megatron-Bridge's CUDA-graph guide's 2 Qwen3 30B-A3B rows (session 30); the Llama 4 card's
-    # Scout and Maverick GPU-hours (session 32); ms-swift's Qwen1.5-MoE-A2.7B (3) and Qwen3-30B-A3B (2) rows (session 36)
+    # Scout and Maverick GPU-hours (session 32); ms-swift's Qwen1.5-MoE-A2.7B (3) and Qwen3-30B-A3B (2) rows (session 36);
+    # torchao's MXFP8 MoE README's 2 Llama 4 Scout rows and OLMoE's GPU-hours (session 41: 189 -> 192)
 
 
 def _tables():
