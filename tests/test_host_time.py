@@ -170,3 +170,23 @@ def test_sarathi_serve_is_vidurs_profile_of_its_engine():
     assert (sarathi.serial, sarathi.decision, sarathi.overlapped) == (1.0, 0.0, 0.0)
     # a step of 4 sequences whose kernels take 30 ms takes 30 + 1.28134 + 4 x 0.194013 ms
     assert sarathi.step(0.030, 4) == pytest.approx(0.030 + 2.057386746648177e-3, rel=1e-12)
+
+
+def test_unpriced_measurements_say_why_and_their_rows_take_none():
+    """host_time.json "unpriced" (wt41_hostv1): each measured host time no version prices names its engine,
+    releases, figure, source, exposure and why; the SGLang decode rows (releases from v0.4, the overlap
+    scheduler's: no GPU idle in the v0.4 blog's Nsight profile) take no host time a step."""
+    import json
+    from pathlib import Path
+
+    from costmodel.serving.host_time import host_time_file
+    from reports.published_decode import vllm_host_time
+
+    unpriced = host_time_file()["unpriced"]["measurements"]
+    assert [m["engine"] for m in unpriced] == ["SGLang", "SGLang", "TensorRT-LLM", "vLLM V1"]
+    assert all(set(m) == {"engine", "releases", "figure", "source", "exposed", "priced"} for m in unpriced)
+    assert "'~580 us/iter of host overhead as GPU idle'" in unpriced[2]["figure"]  # TensorRT-LLM issue 13957
+    data = json.loads((Path(__file__).resolve().parent.parent / "costmodel" / "published_runs.json").read_text())
+    sglang = [run for run in data["runs"] if run["id"].split()[0] in ("qwen3-speed-sglang", "pytorch-blog-gemlite")]
+    assert len(sglang) == 21
+    assert all(vllm_host_time(run, data["sources"][run["id"].split()[0]]) is None for run in sglang)
