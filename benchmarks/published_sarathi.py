@@ -31,6 +31,9 @@ SARATHI_SOURCE = ("microsoft/sarathi-serve, branch osdi-sarathi-serve (commit 02
 SARATHI = {"model": "yi-34b-200k", "hardware": "a100-pcie", "tp": 2, "dtype": "fp16", "requests": 8, "prompt": 1024,
            "output": 16, "max_model_len": 1040, "max_num_seqs": 4, "gpu_memory_utilization": 0.85,
            "runs": (("vllm-v0", 1040), ("sarathi", 1024))}
+# The engine's host time a step (costmodel/serving/host_time.json "sarathi-serve": Vidur's CPU-overhead profile of
+# Sarathi-Serve's engine on A100s, CodeLlama-34B at tp 2; both runs are that engine's step, serial with the GPU).
+SARATHI_HOST_TIME = "sarathi-serve"
 # results.csv, per kind of batch (prefill tokens, decode tokens, sequences): milliseconds of the median
 # batch_execution_time, of the four projections ("linear") and of the attention kernel.
 SARATHI_BATCHES = {
@@ -71,12 +74,13 @@ def sarathi_run(scheduler: str, budget: int):
     replica, step, _ = build_replica(cfg, load_hardware(SARATHI["hardware"]), scheduler=scheduler,
                                      max_num_seqs=SARATHI["max_num_seqs"], max_batched_tokens=budget, tp=SARATHI["tp"],
                                      dtype=SARATHI["dtype"], gpu_memory_utilization=SARATHI["gpu_memory_utilization"],
-                                     cuda_graphs="off", all_reduce="nccl")  # assumed: Sarathi-Serve forks a 2023 vLLM, before
-    # its custom all-reduce (v0.3.0): the baseline's all-reduces NCCL's as its own (collectives.engine_all_reduce)
+                                     cuda_graphs="off", all_reduce="nccl",  # assumed: Sarathi-Serve forks a 2023 vLLM, before
+                                     host_time=SARATHI_HOST_TIME)  # its custom all-reduce (v0.3.0): NCCL's
+    # all-reduces (collectives.engine_all_reduce); its engine's host parts a step, Vidur's profile of it (host_time.json)
     cls, blocks, block_size, seqs, tokens = replica
     requests = [Request(i, 0.0, SARATHI["prompt"], SARATHI["output"]) for i in range(SARATHI["requests"])]
     timeline = simulate(requests, cls(BlockPool(blocks, block_size), seqs, tokens), step.seconds,
-                        SARATHI["max_model_len"])
+                        SARATHI["max_model_len"], host=step.host_time)  # the engine's host parts on each step
     return batch_kinds(timeline, SARATHI["prompt"]), step
 
 

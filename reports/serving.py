@@ -256,8 +256,9 @@ def latency_figure(rows: list[dict[str, Any]], title: str) -> Any:
 @click.option("--num-scheduler-steps", type=int, default=1, show_default=True,
               help="vllm-v0 only: decode steps run per scheduling decision (vLLM v0.6's multi-step scheduling).")
 @click.option("--host-time", type=str, default="none", show_default=True,
-              help="vllm, vllm-v0: a vLLM version's host (CPU) time a step beside the GPU's kernels "
-                   "(costmodel/serving/host_time.json: vllm-v0.5.4, vllm-v0.6.0, vllm-v1): fixed + per sequence, "
+              help="An engine's host (CPU) time a step beside the GPU's kernels (costmodel/serving/host_time.json: "
+                   "vllm-v0.5.4, vllm-v0.6.0, vllm-v1 beside vllm and vllm-v0; sarathi-serve, Vidur's profile of "
+                   "Sarathi-Serve's engine, beside sarathi and vllm-v0): fixed + per sequence, "
                    "serial, once per decision or overlapped with the next step as that version runs it; or a "
                    "release, vllm==0.6.3, which takes its engine's profile by host_time.json's release rules "
                    "(the engine --scheduler models: vllm-v0 V0, vllm V1; a V0 run with chunked prefill, timed "

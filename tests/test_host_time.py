@@ -75,7 +75,8 @@ def test_v1_gap_through_the_origin():
     assert (v1.fixed_s, v1.per_sequence_s * 1e6) == (0.0, pytest.approx(21.484375, rel=1e-12))
     assert v1.seconds(256) == pytest.approx(5.5e-3, rel=1e-12)
     assert host_time("none") is None and host_time(None) is None
-    with pytest.raises(ConfigError, match="--host-time must be none, one of vllm-v0.5.4, vllm-v0.6.0, vllm-v1 or vllm==RELEASE"):
+    # sarathi-serve listed since wt41_hostv1 (Vidur's profile of Sarathi-Serve's engine)
+    with pytest.raises(ConfigError, match="--host-time must be none, one of vllm-v0.5.4, vllm-v0.6.0, vllm-v1, sarathi-serve or vllm==RELEASE"):
         host_time("vllm-0.7")
 
 
@@ -112,11 +113,16 @@ def test_steady_runs_add_it_each_step():
 def test_serve_option(capsys):
     base = ["serve", "--model", "llama3.1-8b", "--rate", "20", "--requests", "20"]
     assert cli.main(base + ["--host-time", "vllm-0.7"]) == 2
-    assert ("error: --host-time must be none, one of vllm-v0.5.4, vllm-v0.6.0, vllm-v1 or vllm==RELEASE "
+    assert ("error: --host-time must be none, one of vllm-v0.5.4, vllm-v0.6.0, vllm-v1, sarathi-serve or vllm==RELEASE "
             "(host_time.json's release rules), got 'vllm-0.7'.") \
         in capsys.readouterr().err
     assert cli.main(base + ["--scheduler", "trtllm", "--host-time", "vllm-v1"]) == 2
-    assert "modelled for the vllm and vllm-v0 schedulers only, not trtllm." in capsys.readouterr().err
+    # each version names its engine's schedulers since wt41_hostv1 (host_time.json "schedulers")
+    assert ("error: --host-time vllm-v1 is the host time a step of vllm and vllm-v0's engine, not trtllm's."
+            in capsys.readouterr().err)
+    assert cli.main(base + ["--scheduler", "vllm", "--host-time", "sarathi-serve"]) == 2
+    assert ("error: --host-time sarathi-serve is the host time a step of sarathi and vllm-v0's engine, not vllm's."
+            in capsys.readouterr().err)
     # the setup's line names the line's range and the small batch below it
     assert cli.main(base + ["--scheduler", "vllm-v0", "--host-time", "vllm-v0.6.0"]) == 0
     printed = capsys.readouterr().out
@@ -136,3 +142,51 @@ def test_a_named_release_takes_its_engines_profile():
         host_time_for_release("v0", "latest")
     with pytest.raises(ConfigError, match="no host-time rule covers vLLM '0.11.0' on engine 'v0'"):
         host_time_for_release("v0", "0.11.0")
+
+
+def test_sarathi_serve_is_vidurs_profile_of_its_engine():
+    """host_time.json sarathi-serve (wt41_hostv1): each point the sum of the four host parts Vidur charges
+    (schedule, sampler_e2e, prepare_inputs_e2e, process_model_outputs), their MEDIAN columns in ms, in
+    microsoft/vidur data/profiling/a100/cpu_overheads.csv rows 36-43 (CodeLlama-34B, tp 2, batch 8-64)."""
+    from costmodel.serving.host_time import host_time_facts, host_time_schedulers
+
+    csv = {8: (0.17464480005914534, 1.1422494778455083, 0.6872888492350837, 1.0335500338349635),
+           16: (0.2996917292909348, 1.2080404245688643, 1.0843703836591938, 1.8645126544600101),
+           24: (0.4069761073074159, 1.298227129265518, 1.5174019651526234, 2.5934779627540068),
+           32: (0.508138756660952, 1.2904610853311713, 1.917456785292084, 3.2837954287484448),
+           40: (0.6983739185921765, 1.6112328946234806, 2.3419871623412503, 4.1495503307401576),
+           48: (1.0439373878446458, 1.905986486065466, 2.883485637110713, 5.39245126488446),
+           56: (1.165324455711684, 1.7878248148271279, 3.2576298584274874, 6.10434066775168),
+           64: (1.188865579208785, 1.8645126544600101, 3.6876888540052732, 6.732860804094767)}
+    entry = host_time_facts()["sarathi-serve"]
+    assert entry["points_ms"] == [[b, sum(parts)] for b, parts in csv.items()]
+    assert list(entry["parts_ms"].values()) == list(csv[8]) and set(entry["modes"].values()) == {"serial"}
+    assert host_time_schedulers("sarathi-serve") == ("sarathi", "vllm-v0")
+    assert host_time_schedulers("vllm-v0.6.0") == ("vllm", "vllm-v0")
+    sarathi = host_time("sarathi-serve")
+    # the least-squares line through the eight points: 1.28134 ms + 194.013 us a sequence, every part serial
+    assert 1e3 * sarathi.fixed_s == pytest.approx(1.2813360846017758, rel=1e-12)
+    assert 1e6 * sarathi.per_sequence_s == pytest.approx(194.0126655116003, rel=1e-12)
+    assert (sarathi.serial, sarathi.decision, sarathi.overlapped) == (1.0, 0.0, 0.0)
+    # a step of 4 sequences whose kernels take 30 ms takes 30 + 1.28134 + 4 x 0.194013 ms
+    assert sarathi.step(0.030, 4) == pytest.approx(0.030 + 2.057386746648177e-3, rel=1e-12)
+
+
+def test_unpriced_measurements_say_why_and_their_rows_take_none():
+    """host_time.json "unpriced" (wt41_hostv1): each measured host time no version prices names its engine,
+    releases, figure, source, exposure and why; the SGLang decode rows (releases from v0.4, the overlap
+    scheduler's: no GPU idle in the v0.4 blog's Nsight profile) take no host time a step."""
+    import json
+    from pathlib import Path
+
+    from costmodel.serving.host_time import host_time_file
+    from reports.published_decode import vllm_host_time
+
+    unpriced = host_time_file()["unpriced"]["measurements"]
+    assert [m["engine"] for m in unpriced] == ["SGLang", "SGLang", "TensorRT-LLM", "vLLM V1"]
+    assert all(set(m) == {"engine", "releases", "figure", "source", "exposed", "priced"} for m in unpriced)
+    assert "'~580 us/iter of host overhead as GPU idle'" in unpriced[2]["figure"]  # TensorRT-LLM issue 13957
+    data = json.loads((Path(__file__).resolve().parent.parent / "costmodel" / "published_runs.json").read_text())
+    sglang = [run for run in data["runs"] if run["id"].split()[0] in ("qwen3-speed-sglang", "pytorch-blog-gemlite")]
+    assert len(sglang) == 21
+    assert all(vllm_host_time(run, data["sources"][run["id"].split()[0]]) is None for run in sglang)

@@ -50,17 +50,19 @@ def test_sarathi_rows_are_computed_from_the_setup(script, monkeypatch):
         steps.append(step)
         return replica, step, setup
 
-    def simulate(requests, scheduler, step_seconds, max_model_len, *args):
+    def simulate(requests, scheduler, step_seconds, max_model_len, *args, **options):
         seen[-1].update(requests={(r.arrival_s, r.prompt_tokens, r.output_tokens) for r in requests},
-                        count=len(requests), max_model_len=max_model_len)
-        return real_simulate(requests, scheduler, step_seconds, max_model_len, *args)
+                        count=len(requests), max_model_len=max_model_len, host=options["host"].version)
+        return real_simulate(requests, scheduler, step_seconds, max_model_len, *args, **options)
 
     monkeypatch.setattr(script, "build_replica", build)
     monkeypatch.setattr(script, "simulate", simulate)
     rows = script.sarathi_rows()
     common = {"model": "yi-34b-200k", "hardware": "a100-pcie", "tp": 2, "dtype": "fp16", "max_num_seqs": 4,
               "gpu_memory_utilization": 0.85, "cuda_graphs": "off", "requests": {(0.0, 1024, 16)}, "count": 8, "max_model_len": 1040,
-              "all_reduce": "nccl"}  # Sarathi-Serve's vLLM fork predates the custom all-reduce (wt40_customar)
+              "all_reduce": "nccl",  # Sarathi-Serve's vLLM fork predates the custom all-reduce (wt40_customar)
+              # the engine's host parts a step, Vidur's profile of Sarathi-Serve's engine, on each step (wt41_hostv1)
+              "host_time": "sarathi-serve", "host": "sarathi-serve"}
     assert seen == [dict(common, scheduler="vllm-v0", max_batched_tokens=1040),
                     dict(common, scheduler="sarathi", max_batched_tokens=1024)]
     step = steps[-1]
@@ -70,11 +72,17 @@ def test_sarathi_rows_are_computed_from_the_setup(script, monkeypatch):
                  (1021, 3, 4): (217.6498775370419, 158.9964799284935)}
     assert set(by_kind) == set(published) and all(row["steps"] > 0 for row in rows)
     # a prefill alone is one sequence of 1,024 tokens attending to its own 1,024 keys (its median step is vllm-v0's,
-    # which samples its one row since session 34: steps[0].seconds)
-    assert by_kind[(1024, 0, 1)]["ours_ms"] == 1e3 * steps[0].seconds([1024], [1024])
+    # which samples its one row since session 34: steps[0].seconds), and the engine's serial host time at one
+    # sequence: host_time.json sarathi-serve's line (Vidur's medians at 8-64 sequences) at 1, 1.4753 ms (wt41_hostv1)
+    host = steps[0].host_time
+    assert host.version == "sarathi-serve" and step.host_time == host
+    assert by_kind[(1024, 0, 1)]["ours_ms"] == 1e3 * host.step(steps[0].seconds([1024], [1024]), 1)
+    assert 1e3 * host.seconds(1) == pytest.approx(1.4753487501133762, rel=1e-12)
     # four decodes: vllm-v0's 4 + 4 x 15 steps and sarathi's all run at contexts 1,025-1,039 (vllm-v0's with its
-    # sampler since session 34, steps[0]; sarathi's unpriced)
-    decodes = [1e3 * step.seconds([1] * 4, [1025] * 4), 1e3 * steps[0].seconds([1] * 4, [1039] * 4)]
+    # sampler since session 34, steps[0]; sarathi's unpriced), each with the host's 2.0574 ms at four sequences
+    decodes = [1e3 * host.step(step.seconds([1] * 4, [1025] * 4), 4),
+               1e3 * host.step(steps[0].seconds([1] * 4, [1039] * 4), 4)]
+    assert 1e3 * host.seconds(4) == pytest.approx(2.057386746648177, rel=1e-12)
     assert decodes[0] <= by_kind[(0, 4, 4)]["ours_ms"] <= decodes[1]
     for kind, row in by_kind.items():
         gemms = step.gemm_seconds_by_leaf(kind[0] + kind[1])

@@ -1,6 +1,7 @@
-"""vLLM's host time a step (host_time.json): the CPU's scheduling, input building, output processing
-and engine loop between forward passes, which the step time model (steptime.py: the GPU's kernels)
-leaves out. A named per-step term, apart from the eager op time a leaf pays (Hardware.engine_op_s,
+"""An engine's host time a step (host_time.json: vLLM's versions, Sarathi-Serve's engine): the CPU's
+scheduling, input building, output processing and engine loop between forward passes, which the step
+time model (steptime.py: the GPU's kernels) leaves out; each version names the serve schedulers whose
+engine it is (host_time_schedulers). A named per-step term, apart from the eager op time a leaf pays (Hardware.engine_op_s,
 inside the forward).
 
 The one rule, per engine version: the host milliseconds of a step of b sequences are
@@ -84,6 +85,11 @@ def profile_for(version: str | None, scheduler: str) -> str | None:
         raise ConfigError(f"--host-time {version} is vLLM's host time a step, modelled for the vllm and vllm-v0 "
                           f"schedulers only, not {scheduler}.")
     return host_time_for_release(SCHEDULER_ENGINES[scheduler], version.removeprefix(RELEASE_PREFIX))
+
+
+def host_time_schedulers(version: str) -> tuple[str, ...]:
+    """The serve schedulers whose engine a host_time.json version times (its "schedulers")."""
+    return tuple(host_time_facts()[version]["schedulers"])
 
 
 def host_versions() -> tuple[str, ...]:

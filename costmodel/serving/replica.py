@@ -21,7 +21,8 @@ from .. import spec
 from ..spec import MLA_FORMS
 from ..tree import check_weight_scope
 from .graphs import engine_graphs
-from .host_time import NO_HOST_TIME, RELEASE_PREFIX, SCHEDULER_ENGINES, host_time as host_time_of, profile_for
+from .host_time import (NO_HOST_TIME, RELEASE_PREFIX, SCHEDULER_ENGINES, host_time as host_time_of,
+                        host_time_schedulers, profile_for)
 from .kv_paging import PAGED_SCHEDULERS, kv_paging
 from .kvcache import BlockPool, cache_sizing, check_block_size, profile_run_facts
 from .budgets import default_budget
@@ -131,8 +132,9 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
     max_seq_len_to_capture (graphs.py; None: its 8,192), the longest sequence a graphed decode step holds.
     host: an eager GPU step of the scheduler's counted code weighs its host (host_step.py); False where the
     schedule stands for another engine's runtime (benchmarks/published_trtllm_static.py: TensorRT-LLM's
-    static batching, whose C++ runtime issues no Python ops). host_time: a vLLM version's host time a step
-    between forward passes (host_time.json: vllm-v0.5.4, vllm-v0.6.0, vllm-v1; none: the GPU's kernels alone),
+    static batching, whose C++ runtime issues no Python ops). host_time: an engine's host time a step
+    between forward passes (host_time.json: vllm-v0.5.4, vllm-v0.6.0, vllm-v1, sarathi-serve, each beside its
+    own engine's schedulers; none: the GPU's kernels alone),
     the step's `host_time` attribute, which run_replicas hands the event loop (apart from host_step.py's ops,
     which the vLLM schedulers do not take). decode_kernel: the kernel a decode sequence's attention runs where the
     engine's code states one (kernel_facts.json decode_attention_kernels: "trtllm-mmha", TensorRT-LLM v0.6.1's masked
@@ -322,14 +324,14 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
 
 
 def with_host_time(step: Any, version: str | None, scheduler: str) -> Any:
-    """A copy of the step model carrying a vLLM version's host time (host_time.py; None for none),
-    refused for engines other than vLLM's."""
+    """A copy of the step model carrying an engine's host time (host_time.py; None for none), refused
+    beside a scheduler whose engine the version does not time (host_time.json's "schedulers")."""
     import copy
 
     host = host_time_of(profile_for(version, scheduler))
-    if host is not None and scheduler not in ("vllm", "vllm-v0"):
-        raise ConfigError(f"--host-time {version} is vLLM's host time a step, modelled for the vllm and vllm-v0 "
-                          f"schedulers only, not {scheduler}.")
+    if host is not None and scheduler not in host_time_schedulers(host.version):
+        raise ConfigError(f"--host-time {version} is the host time a step of "
+                          f"{' and '.join(host_time_schedulers(host.version))}'s engine, not {scheduler}'s.")
     hosted = copy.copy(step)
     hosted.host_time = host
     return hosted
