@@ -120,4 +120,7 @@ def test_every_sources_hardware_still_loads():
                     # session 39's SmolLM2-70M card: one L40S (a PCIe card; its fabric unused at one GPU)
                     "smollm2-70m-card": ("l40s", 32e9),
                     # session 40's llama.cpp PR #12183 rows: one RTX 4090 (its fabric unused at one GPU)
-                    "llamacpp-pr12183": ("rtx-4090", 32e9)}
+                    "llamacpp-pr12183": ("rtx-4090", 32e9),
+                    # session 41's llama.cpp (December 2023) and ExLlama (May 2023) rows: one GPU each, the RTX 4090
+                    # the sources' default (every llama.cpp row names its own GPU)
+                    "xiongjiedai-llamacpp-2023": ("rtx-4090", 32e9), "exllama-2562100": ("rtx-4090", 32e9)}

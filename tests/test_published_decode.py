@@ -115,7 +115,9 @@ def test_every_decode_run_is_typed_here_from_its_source():
     DeepSeek-R1-distill model cards, vLLM 0.7.2) in tests/test_session39_unseen_decode_quant.py, session 39's (vLLM PRs
     #53060 and #23197) in tests/test_session39_unseen_decode.py, session 40's (ROCm/vllm's MI300X table at vLLM 0.6.6,
     0.8.5 and 0.9.1) in tests/test_session40_unseen_decode.py, session 40's second (llama.cpp PR #12183, the Qwen pages'
-    SGLang and vLLM tables) in tests/test_session40_unseen_decode2.py; every other decode row here."""
+    SGLang and vLLM tables) in tests/test_session40_unseen_decode2.py, session 41's (TensorRT-LLM v0.8.0's and
+    v0.9.0's first-token tables, llama.cpp's December 2023 LLaMA 2 table, ExLlama's README of May 2023) in
+    tests/test_session41_unseen_decode.py; every other decode row here."""
     data = other_runs_data()
     elsewhere = ("amd-vllm ", "torchao-kv-long ", "qwen2.5-speed-hf ", "qwen3-speed-hf ", "trtllm-v0.6.1 ",
                  "lmdeploy-v0.1.0 ", "ibm-compile-llama2 ", "hf-bloom-ds-inference ", "fastertransformer-gpt ",
@@ -135,7 +137,8 @@ def test_every_decode_run_is_typed_here_from_its_source():
                  "redhat-r1-llama-70b ", "redhat-r1-qwen-32b ", "redhat-r1-llama-8b ", "redhat-r1-qwen-7b ",
                  "vllm-pr53060-h100pcie ", "vllm-pr53060-a100pcie ", "vllm-pr23197-bf16 ", "amd-vllm-0.6.6 ",
                  "amd-vllm-0.8.5 ", "amd-vllm-0.9.1 ",
-                 "llamacpp-pr12183 ", "qwen3-speed-sglang ", "qwen2.5-speed-vllm ")
+                 "llamacpp-pr12183 ", "qwen3-speed-sglang ", "qwen2.5-speed-vllm ", "trtllm-v0.8.0-ttft ",
+                 "trtllm-v0.9.0-ttft ", "xiongjiedai-llamacpp-2023 ", "exllama-2562100 ")
     decode = {r["id"] for r in data["runs"] if r["kind"] == "decode" and not r["id"].startswith(elsewhere)}
     assert decode == set(STATED)
 
