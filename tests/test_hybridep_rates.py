@@ -101,3 +101,22 @@ def test_where_the_link_rule_stays():
     other_card = h100.replace(inter_node_bandwidth_bytes_per_s=25e9)
     assert check_dispatcher_peers(_layout(16), other_card) is None
     assert check_dispatcher_peers(_layout(16), h100) is not None
+
+
+@pytest.mark.slow
+def test_two_published_rows_step_with_the_measured_rates(monkeypatch):
+    """`python cli.py published`'s 26.04.01 Qwen3-30B-A3B rows: on 16 H100 (EP 16 across two nodes, HybridEP)
+    11,217.5 tokens/s a GPU (1.25x of 8,960), 10,446.8 (1.17x) on the link rule; on 8 GB200 (EP 8 in the rack)
+    30,375.2 (1.16x of 26,112), 32,127.9 (1.23x) on the link rule (the rates dropped: hybridep_rates -> None)."""
+    from costmodel.layout import hybridep_rates
+    from reports.published_runs import other_runs_data, train_tokens
+
+    data = other_runs_data()
+    runs, source = {r["id"]: r for r in data["runs"]}, data["sources"]["megatron-bridge-moe"]
+    h100, gb200 = (runs[f"megatron-bridge-moe 26.04.01 qwen3-30b-a3b {name}"] for name in ("fp8 16xh100", "mxfp8 8xgb200"))
+    assert (h100["ep_dispatcher"], gb200["ep_dispatcher"]) == ("hybridep", "hybridep")
+    assert round(train_tokens(h100, source, "kernels"), 1) == 11217.5
+    assert round(train_tokens(gb200, source, "kernels"), 1) == 30375.2
+    monkeypatch.setattr(hybridep_rates, "hybridep_rates", lambda layout, hardware, local: None)
+    assert round(train_tokens(h100, source, "kernels"), 1) == 10446.8
+    assert round(train_tokens(gb200, source, "kernels"), 1) == 32127.9
