@@ -66,23 +66,25 @@ VIRTUAL = {"qwen3-235b-a22b perf mxfp8 256xgb200": 3, "qwen3-235b-a22b perf mxfp
 # wt31_small (session 31) with the loss's fused-kernel traffic (blocks/head.py fused_loss_bytes; Megatron-Core's
 # cross_entropy_loss_fusion): 0.1-1.9% slower each (qwen3-30b-a3b pretrain bf16 was 10,039.6 / 10,279.4). Since
 # wt33_small (session 33) with the embedding's dense gradient each micro-batch (costmodel/embedding_grad.py): 0-0.5%
-# slower (that row was 10,010.3 / 10,244.6).
+# slower (that row was 10,010.3 / 10,244.6). Since wt41_moetrain (session 41) with HybridEP at the rates its README
+# measured (layout/hybridep_rates.py, kernel_facts.json "hybridep_measured"): the hybridep rows on GB200 slower, across
+# H100 nodes faster; each moved row says its figures before it.
 CARD_MODEL = {
-    "qwen3-30b-a3b pretrain bf16 16xh100": (9987.7, 10220.9),
-    "qwen3-30b-a3b perf bf16 16xh100": (13601.8, 14038.0),
-    "qwen3-30b-a3b pretrain mxfp8 8xgb200": (43029.0, 38421.1),
-    "qwen3-30b-a3b perf mxfp8 8xgb200": (43029.0, 38421.1),
+    "qwen3-30b-a3b pretrain bf16 16xh100": (10689.7, 10957.3),  # (9987.7, 10220.9) before session 41's HybridEP rates
+    "qwen3-30b-a3b perf bf16 16xh100": (13918.3, 14375.4),  # (13601.8, 14038.0) before session 41's HybridEP rates
+    "qwen3-30b-a3b pretrain mxfp8 8xgb200": (42164.8, 37730.6),  # (43029.0, 38421.1) before session 41's HybridEP rates
+    "qwen3-30b-a3b perf mxfp8 8xgb200": (42164.8, 37730.6),  # (43029.0, 38421.1) before session 41's HybridEP rates
     "qwen3-30b-a3b perf mxfp8 8xgb300": (43603.3, 43043.4),
     "qwen3-30b-a3b weak mxfp8 8xgb300": (43603.3, 43043.4),
     "qwen3-30b-a3b weak mxfp8 32xgb300": (43659.7, 43098.3),
     "qwen3-30b-a3b weak mxfp8 128xgb300": (43678.2, 43116.4),
     "qwen3-30b-a3b weak mxfp8 256xgb300": (43614.8, 43054.6),
-    "qwen3-235b-a22b perf mxfp8 256xgb200": (8064.2, 7182.5),
+    "qwen3-235b-a22b perf mxfp8 256xgb200": (7869.0, 7027.2),  # (8064.2, 7182.5) before session 41's HybridEP rates
     "qwen3-235b-a22b perf mxfp8 256xgb300": (8662.5, 8602.8),
-    "deepseek-v3 perf mxfp8 256xgb200": (5412.3, 4757.2),
+    "deepseek-v3 perf mxfp8 256xgb200": (5297.9, 4668.6),  # (5412.3, 4757.2) before session 41's HybridEP rates
     "deepseek-v3 perf mxfp8 256xgb300": (5695.6, 5717.3),
-    "deepseek-v3 perf bf16 1024xh100": (1009.7, 1015.7),
-    "deepseek-v4-flash perf mxfp8 128xgb200": (8015.3, 6636.9),
+    "deepseek-v3 perf bf16 1024xh100": (1096.2, 1103.2),  # (1009.7, 1015.7) before session 41's HybridEP rates
+    "deepseek-v4-flash perf mxfp8 128xgb200": (7693.3, 6414.6),  # (8015.3, 6636.9) before session 41's HybridEP rates
     "deepseek-v4-flash perf mxfp8 128xgb300": (8084.8, 7685.4),
     # router unfused, no aux loss (wt29_dsv3); the tokenizer's 32,000-token vocabulary (wt37_moe; 5938.4, 5385.0 at 201,088)
     "gpt-oss-120b pretrain bf16 64xh100": (6711.0, 6005.6),
@@ -90,17 +92,17 @@ CARD_MODEL = {
     "gpt-oss-120b perf mxfp8 64xgb300": (33416.7, 35944.0),
     "gpt-oss-20b pretrain bf16 16xh100": (14552.1, 12569.5),  # as 120B (11447.5, 10203.3 at 201,088)
     "nemotron-3-nano perf mxfp8 8xgb300": (62614.3, 56130.4),
-    "nemotron-3-super pretrain bf16 64xh100": (3269.5, 3065.2),  # (3371.9, 3169.7) before the padding (wt35_moe)
-    "nemotron-3-super perf bf16 64xh100": (3269.5, 3065.2),
-    "nemotron-3-super perf bf16 64xgb200": (11472.9, 10296.1),  # (11068.8, 9858.8) at 4,096 a sequence before wt37_moe
+    "nemotron-3-super pretrain bf16 64xh100": (3570.5, 3328.2),  # (3371.9, 3169.7) before the padding (wt35_moe); (3269.5, 3065.2) before session 41's HybridEP rates
+    "nemotron-3-super perf bf16 64xh100": (3570.5, 3328.2),  # (3269.5, 3065.2) before session 41's HybridEP rates
+    "nemotron-3-super perf bf16 64xgb200": (10959.9, 9881.1),  # (11068.8, 9858.8) at 4,096 a sequence before wt37_moe; (11472.9, 10296.1) before session 41's HybridEP rates
     "nemotron-3-super perf nvfp4 64xgb300": (20764.2, 16502.9),
     "nemotron-3.5-lightning perf bf16 16xh100": (15847.1, 15168.3),
-    "nemotron-3.5-lightning perf bf16 8xgb200": (38448.9, 34601.2),
+    "nemotron-3.5-lightning perf bf16 8xgb200": (36987.1, 33412.9),  # (38448.9, 34601.2) before session 41's HybridEP rates
     "qwen3-8b pretrain bf16 16xh100": (10622.4, 11193.4),
     "nemotron-3.5-lightning pretrain bf16 16xh100": (12598.6, 11618.5),
-    "nemotron-3.5-lightning pretrain bf16 8xgb200": (38448.9, 34601.2),
-    "nemotron-3.5-lightning fsdp bf16 8xgb200": (38275.2, 34460.5),
-    "nemotron-3.5-lightning fsdp mxfp8 8xgb200": (48665.9, 40888.9),  # 41,363.7 before session 34's per-expert casts
+    "nemotron-3.5-lightning pretrain bf16 8xgb200": (36987.1, 33412.9),  # (38448.9, 34601.2) before session 41's HybridEP rates
+    "nemotron-3.5-lightning fsdp bf16 8xgb200": (36826.3, 33281.6),  # (38275.2, 34460.5) before session 41's HybridEP rates
+    "nemotron-3.5-lightning fsdp mxfp8 8xgb200": (46347.0, 39239.4),  # 41,363.7 before session 34's per-expert casts; (48665.9, 40888.9) before session 41's HybridEP rates
 }
 #: Why the model refuses a row (a ConfigError matching this).
 REFUSED: dict[str, str] = {}
@@ -157,10 +159,11 @@ def test_each_card_rows_model_figure(name):
     """The model's tokens/s per GPU on each card row under both time models, to the tenth; the two
     Nemotron 3 Super H100 rows (recompute layernorm-moe-core-attn: the MoE layer rerun whole, its
     shared expert and latent projections with it, and the attention core) are one model step,
-    3,169.7 (1.14x and 1.07x; their recipe reduces the gradients after the backward,
+    3,328.2 (3,065.2 before session 41's HybridEP rates across H100 nodes; 3,169.7, 1.14x and 1.07x, before the padding; their recipe reduces the gradients after the backward,
     nemotron_3_super.py line 232); Lightning's H100 pretrain row (CP 2 beside Mamba-2 mixers, their
     all-to-alls) 11,618.5. Lightning's GB200 pretrain row and its performance twin share one model step
-    (34,601.2); its Megatron-FSDP BF16 row is 0.4% slower in the model (34,460.5) where the card's is 24% slower."""
+    (33,412.9; 34,601.2 before session 41's HybridEP rates); its Megatron-FSDP BF16 row is 0.4% slower in the model
+    (33,281.6) where the card's is 24% slower."""
     from costmodel.config import ConfigError
     from reports.published_runs import train_tokens
 
@@ -189,8 +192,8 @@ def test_the_guides_rows_are_its_table_at_its_one_layout():
     """13 rows at TP 1 PP 8 VP 4 EP 32, GBS 2,048 MBS 1, 4,096 tokens, 'Et|(tt|)*30L' (no MTP), MXFP8,
     bf16 moments; up_proj recomputed on rows 1-4 only; the model's figure is one per (dispatcher,
     recomputation, router fusion): 1,085.2 on rows 1-2 (the router unfused: 2.19x, 2.05x), 1,103.0 on row 3
-    (2.04x), 1,159.9 on the three HybridEP rows
-    (1.23-1.20x), and on the seven DeepEP rows (its intranode kernels over the NVL72 domain at the
+    (2.04x), 1,103.3 on the three HybridEP rows
+    (1.17-1.14x; 1,159.9 and 1.23-1.20x before session 41's HybridEP at its README's GB200 rates), and on the seven DeepEP rows (its intranode kernels over the NVL72 domain at the
     guide's 400 / 190 GB/s) 944.3 with up_proj recomputed (1.67x) and 963.0 without (1.58-1.16x). Before
     session 34's per-expert MXFP8 casts (layout/grouped_quantize.py): 1,093.2, 1,111.3, 1,169.0, 950.3, 969.3."""
     from reports.published_runs import train_run, train_setup
@@ -220,8 +223,8 @@ def test_the_guides_rows_are_its_table_at_its_one_layout():
     assert round(train_run(first, source, "kernels"), 1) == 1085.2
     assert round(train_run(rows[2], source, "kernels"), 1) == 1103.0
     assert round(train_run(first, source, "roofline"), 1) == 1236.5
-    assert round(train_run(last, source, "kernels"), 1) == 1159.9
-    assert round(train_run(last, source, "roofline"), 1) == 1303.6
+    assert round(train_run(last, source, "kernels"), 1) == 1103.3
+    assert round(train_run(last, source, "roofline"), 1) == 1232.5  # 1,303.6 before session 41
 
 
 def test_deepseek_v3s_causal_count_is_megatrons():

@@ -377,12 +377,16 @@ def check_dispatcher_peers(layout: Any, hardware: Any) -> dict[str, Any] | None:
     measured rates (kernel_facts.json "deepep_nvlink_domain"); refused where the group spans more
     than one domain or no rate is measured for this GPU and group. Across nodes of at most 8 ranks: its
     internode kernels' measured rates where the card is the measured one (layout/deepep_internode.py).
+    HybridEP: its measured rates where its README times the GPU (layout/hybridep_rates.py).
     None: DeepEP as its own kernels at the link rule (the module docstring's flex dispatcher). Wherever a
     hardware file is known (the time model, estimate's fit)."""
     from ..collectives import ranks_per_node
     from ..kernel_rates import kernel_facts
 
     local = ranks_per_node(hardware, layout.ep, layout.ep_span)
+    if layout.ep_dispatcher == "hybridep":  # its measured rates where NVIDIA timed it (None: the link rule)
+        from .hybridep_rates import hybridep_rates
+        return hybridep_rates(layout, hardware, local)
     if layout.ep_dispatcher != "deepep" or local <= DEEPEP_NVL_PEERS:
         from .deepep_internode import internode_rates  # its internode kernels, measured (None: the link rule)
         return internode_rates(layout, hardware, local)
