@@ -1,0 +1,71 @@
+"""Session 41's second new-user round (wt41_user2): fine-tuning, cost, Hub ids, fit verdicts and the
+Python API as README.md, docs/finetuning.md and docs/fit-and-cost.md show them. Each test failed before its fix."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+import costmodel
+from costmodel.config import ConfigError
+from costmodel.verdict import verdict
+from tests.cli_run import one_error_line, run_json, run_main
+
+#: An RTX 4090's 23.50 GiB, what finetune --hardware rtx-4090 holds a step to (24 GiB less the 512 MiB reserve).
+RTX_4090 = 25232932864
+#: Unsloth's README benchmark setup (Llama 3.1 8B, 4-bit QLoRA on all linear layers, rank 32, batch 1),
+#: with bf16 adapters and FlashAttention-2, as finetune spells it.
+UNSLOTH_SETUP = ["finetune", "--model", "llama3.1-8b", "--method", "qlora", "--lora-targets", "all-linear",
+                 "--lora-rank", "32", "--attention", "flash", "--adapter-dtype", "bf16"]
+
+
+def test_verdict_api_checks_its_inputs_as_finetune_verdict_does():
+    """docs/fit-and-cost.md's costmodel.verdict.verdict(cfg, workload, layout, capacity, gpus, phase): a preset's
+    name was an AttributeError traceback ("'str' object has no attribute 'architecture'"), capacity "80GB" a
+    TypeError, capacity -5 "does not fit" with no option, gpus=0 ran as one GPU. finetune_verdict checked the
+    first two since session 40; both now share verdict.api_inputs."""
+    cfg = costmodel.load_model("llama3-8b")
+    workload, _ = costmodel.make_workload(cfg, 4096, batch=4)
+    h100 = 84520468480  # estimate --hardware h100's 78.72 GiB
+    assert verdict("llama3-8b", workload, None, h100, 1, "training")["memory"] == 661419065860
+    assert verdict(cfg, workload, None, np.int64(h100), np.int64(2), "training")["gpus"] == 2
+    for capacity in ("80GB", -5, float("nan"), True):
+        with pytest.raises(ConfigError, match="capacity: the GPU's bytes, a positive number"):
+            verdict(cfg, workload, None, capacity, 1, "training")
+    for gpus in (0, 2.5, "8"):
+        with pytest.raises(ConfigError, match="gpus: a positive whole number of GPUs"):
+            verdict(cfg, workload, None, h100, gpus, "inference")
+
+
+def test_batch_one_verdict_offers_full_recomputation_with_a_shorter_sequence(capsys):
+    """QLoRA of Llama 3.1 8B at 60,000 tokens on an RTX 4090 (Unsloth's setup) was offered only `--seq-len 2925`:
+    full recomputation alone (60.53 GiB) does not fit, and the verdict tried recomputation beside a smaller
+    batch only, which at batch 1 is no change. With it the longest sequence is 19,303 tokens, the figure
+    `finetune --recompute full --seq-len 19303` prints; 19,304 does not fit."""
+    fit = run_json([*UNSLOTH_SETUP, "--seq-len", "60000", "--hardware", "rtx-4090"], capsys)["fit"]
+    assert [(o["change"], o["memory"]) for o in fit["options"]] == [
+        ("--seq-len 2925", 25230696104), ("--recompute full --seq-len 19303", 25232275544)]
+    at = run_json([*UNSLOTH_SETUP, "--recompute", "full", "--seq-len", "19303"], capsys)["memory"]["total"]
+    over = run_json([*UNSLOTH_SETUP, "--recompute", "full", "--seq-len", "19304"], capsys)["memory"]["total"]
+    assert at == 25232275544 <= RTX_4090 < over
+    text = run_main([*UNSLOTH_SETUP, "--seq-len", "60000", "--hardware", "rtx-4090"], capsys)[1]
+    assert "--recompute full --seq-len 19303    23.50 GiB   each layer's forward rerun, shorter sequences" in text
+
+
+def test_a_folder_here_without_a_slash_is_read(tmp_path, monkeypatch, capsys):
+    """A model downloaded with `--local-dir mymodel` and given as `--model mymodel` read "unknown model 'mymodel'.
+    Known: ..." and 66 preset names, nothing on ./mymodel (read) or --config; a name no preset is spelled like
+    ended with the list alone. The folder is read now (a preset's name still means the preset), and the list
+    says where any other model goes."""
+    from costmodel.presets import PRESET_DIR
+
+    (tmp_path / "mymodel").mkdir()
+    (tmp_path / "mymodel" / "config.json").write_text((PRESET_DIR / "llama3-8b.json").read_text())
+    monkeypatch.chdir(tmp_path)
+    assert run_json(["estimate", "--model", "mymodel"], capsys)["params"]["total"] == 8030261248
+    assert costmodel.estimate("mymodel").to_dict()["params"]["total"] == 8030261248
+    line = one_error_line(["estimate", "--model", "zzqqxx"], capsys)
+    assert line.startswith("error: unknown model 'zzqqxx'. Known: ") and line.endswith(
+        "Any other model: its Hub id (--model org/name) or its config.json (--config path/to/config.json).")
