@@ -69,3 +69,18 @@ def test_a_folder_here_without_a_slash_is_read(tmp_path, monkeypatch, capsys):
     line = one_error_line(["estimate", "--model", "zzqqxx"], capsys)
     assert line.startswith("error: unknown model 'zzqqxx'. Known: ") and line.endswith(
         "Any other model: its Hub id (--model org/name) or its config.json (--config path/to/config.json).")
+
+
+@pytest.mark.parametrize("typed, preset, count", [("8xh100", "h100-sxm", 8), ("H100 x 8", "h100-sxm", 8),
+                                                  ("h100:8", "h100-sxm", 8), ("2*A100-80GB", "a100-80gb", 2),
+                                                  ("4x RTX 4090", "rtx-4090", 4)])
+def test_a_gpu_count_in_the_hardware_name_says_where_it_goes(typed, preset, count, capsys):
+    """`--hardware 8xh100` (as clouds name their machines) read "unknown hardware '8xh100'. Did you mean h800, h200,
+    h100-sxm?": the count was read as part of a GPU's name and the first guess another GPU. One line now names the
+    GPU and where its count goes, in every command that takes --hardware."""
+    for command in (["estimate"], ["finetune"], ["simulate", "--train"]):
+        line = one_error_line([*command, "--model", "llama3-8b", "--hardware", typed], capsys)
+        assert line == (f"error: --hardware {typed!r}: --hardware names one GPU ({preset}); give the count apart: "
+                        f"--hardware {preset} --gpus {count} (estimate, simulate, plan), or serve's --tp and "
+                        "--replicas; finetune sizes one GPU.")
+    assert "Did you mean" in one_error_line(["estimate", "--model", "llama3-8b", "--hardware", "h100x0"], capsys)
