@@ -84,3 +84,13 @@ def test_a_gpu_count_in_the_hardware_name_says_where_it_goes(typed, preset, coun
                         f"--hardware {preset} --gpus {count} (estimate, simulate, plan), or serve's --tp and "
                         "--replicas; finetune sizes one GPU.")
     assert "Did you mean" in one_error_line(["estimate", "--model", "llama3-8b", "--hardware", "h100x0"], capsys)
+
+
+@pytest.mark.parametrize("model, family", [("deepseek-v2-lite", "deepseek_v2"), ("gpt-oss-20b", "gpt_oss"),
+                                           ("falcon-7b", "falcon")])
+def test_finetune_of_an_unsized_family_says_what_sizes_it(model, family, capsys):
+    """`finetune --model deepseek-v2-lite` (an MoE LLaMA-Factory fine-tunes) ended "model 'deepseek-v2-lite' is
+    deepseek_v2." and no more: nothing said the LoRA is not sized, nor which command sizes its fine-tuning."""
+    line = one_error_line(["finetune", "--model", model, "--hardware", "h100"], capsys, warnings=True)
+    assert line.endswith(f"model {model!r} is {family}, whose LoRA is not sized (not measured against peft); "
+                         "`estimate --hardware GPU` sizes its full fine-tuning, every weight trained.")
