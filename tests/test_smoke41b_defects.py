@@ -94,3 +94,41 @@ def test_finetune_of_an_unsized_family_says_what_sizes_it(model, family, capsys)
     line = one_error_line(["finetune", "--model", model, "--hardware", "h100"], capsys, warnings=True)
     assert line.endswith(f"model {model!r} is {family}, whose LoRA is not sized (not measured against peft); "
                          "`estimate --hardware GPU` sizes its full fine-tuning, every weight trained.")
+
+
+@pytest.fixture
+def priced_h100(tmp_path):
+    """An H100 SXM's preset with a rental price of its own, as docs/fit-and-cost.md says a hardware file may state."""
+    from costmodel.hardware import HARDWARE_DIR
+
+    data = json.loads((HARDWARE_DIR / "h100-sxm.json").read_text())
+    path = tmp_path / "priced-h100.json"
+    path.write_text(json.dumps({**data, "name": "priced-h100", "price_per_gpu_hour": 2.99}))
+    return str(path)
+
+
+def test_a_price_from_the_hardware_file_says_so(priced_h100, capsys):
+    """With a hardware file's price_per_gpu_hour and no --price, simulate, plan, serve and finetune printed "at
+    $2.99 per GPU-hour" exactly as for a typed price, and no JSON said which it was (session 40 left it out).
+    Each cost block now has price_source, and the text names the file's price; a typed --price reads as before."""
+    file_note = "(the hardware file's price_per_gpu_hour)"
+    train = ["simulate", "--model", "llama3-8b", "--train", "--tokens", "1e9", "--hardware", priced_h100]
+    assert run_json(train, capsys)["cost"]["price_source"] == "hardware file"
+    assert f"at $2.99 per GPU-hour {file_note}" in run_main(train, capsys)[1]
+    typed = run_main([*train, "--price", "3"], capsys)[1]
+    assert "at $3 per GPU-hour\n" in typed and file_note not in typed
+    assert run_json([*train, "--price", "3"], capsys)["cost"]["price_source"] == "--price"
+    generate = ["simulate", "--model", "llama3-8b", "--prompt", "512", "--gen", "64", "--hardware", priced_h100]
+    assert run_json(generate, capsys)["cost"]["price_source"] == "hardware file"
+    assert "= $2.99/h, the hardware file's price_per_gpu_hour)" in run_main(generate, capsys)[1]
+    serve = ["serve", "--model", "llama3-8b", "--rate", "2", "--requests", "20", "--hardware", priced_h100]
+    assert run_json(serve, capsys)["cost"]["price_source"] == "hardware file"
+    assert f"cost: 1 GPU(s) x $2.99 an hour = $2.99/h {file_note}; " in run_main(serve, capsys)[1]
+    plan = ["plan", "--model", "llama3-8b", "--gpus", "8", "--tokens", "1e12", "--top", "1", "--hardware", priced_h100]
+    assert run_json(plan, capsys)["feasible"][0]["cost"]["price_source"] == "hardware file"
+    assert f"at $2.99 per GPU-hour {file_note}" in run_main(plan, capsys)[1]
+    tune = ["finetune", "--model", "llama3-8b", "--tokens", "1e8", "--hardware", priced_h100]
+    assert run_json(tune, capsys)["time"]["price_source"] == "hardware file"
+    assert f"at $2.99/GPU-hour {file_note}" in run_main(tune, capsys)[1]
+    api = costmodel.simulate("llama3-8b", hardware=priced_h100, train=True, tokens=1e9).to_dict()["cost"]
+    assert (api["price_per_gpu_hour"], api["price_source"]) == (2.99, "hardware file")
