@@ -393,6 +393,8 @@ def verdict(cfg: ModelConfig, workload: Workload, layout: Any, capacity: int, gp
     if phase not in PHASES:  # phase="train" was sized as inference: any phase but "training" took its memory
         raise ConfigError(f"phase must be one of {', '.join(PHASES)}, got {phase!r}.")
     cfg, capacity, gpus = api_inputs(cfg, capacity, gpus)
+    if layout is not None:  # Layout(dp=8) with gpus=2 answered "2 GPUs" with the 8-rank layout's memory
+        layout.check_gpus(gpus)
     if phase == "finetune" and memory is None:  # it too fell to inference's memory
         raise ConfigError("phase 'finetune' needs its memory function: use costmodel.finetune_verdict.finetune_verdict.")
     if phase == "inference" and layout is not None:

@@ -132,3 +132,17 @@ def test_a_price_from_the_hardware_file_says_so(priced_h100, capsys):
     assert f"at $2.99/GPU-hour {file_note}" in run_main(tune, capsys)[1]
     api = costmodel.simulate("llama3-8b", hardware=priced_h100, train=True, tokens=1e9).to_dict()["cost"]
     assert (api["price_per_gpu_hour"], api["price_source"]) == (2.99, "hardware file")
+
+
+def test_verdict_api_refuses_a_layout_on_other_gpus():
+    """verdict(cfg, workload, Layout(dp=8, zero=3), capacity, 2, "training") answered gpus 2 with the 8-rank layout's
+    memory (154,183,395,852 B), where `estimate --dp 8 --zero 3 --gpus 2` refuses the pair in one line. The same
+    line now, from Layout.check_gpus; gpus=None still takes the layout's 8."""
+    from costmodel.layout import Layout
+
+    cfg = costmodel.load_model("llama3-8b")
+    workload, _ = costmodel.make_workload(cfg, 4096)
+    with pytest.raises(ConfigError, match=r"layout: tp x pp x dp = 1 x 1 x 8 = 8, not the 2 GPUs asked for\."):
+        verdict(cfg, workload, Layout(dp=8, zero=3), 84520468480, 2, "training")
+    found = verdict(cfg, workload, Layout(dp=8, zero=3), 84520468480, None, "training")
+    assert (found["gpus"], found["memory"]) == (8, 154183395852)
