@@ -134,10 +134,10 @@ def _step_time(cfg, workload, tune, hardware, tokens: int | None, price: float |
     """The step's seconds (costmodel/lora_time.py) and, with --tokens, the run's steps, seconds,
     GPU-hours and, at --price or the hardware file's price_per_gpu_hour, dollars: a whole number of
     steps costed by costmodel/cost.py's training_cost, as simulate --train and plan cost theirs."""
-    from costmodel.cost import training_cost
+    from costmodel.cost import price_of, priced_from, training_cost
     from costmodel.lora_time import lora_step
 
-    price = hardware.price_per_gpu_hour if price is None else price
+    price, source = price_of(price, hardware)
     try:
         step = lora_step(cfg, workload, tune, hardware)
     except ConfigError as error:  # asked for a run's time: one line; else the memory stands, with the reason
@@ -152,7 +152,7 @@ def _step_time(cfg, workload, tune, hardware, tokens: int | None, price: float |
                             step["tokens"], price)
         out |= {"tokens": tokens, "steps": run["steps"], "seconds": run["train_seconds"], "gpu_hours": run["gpu_hours"]}
         if price is not None:
-            out |= {"price_per_gpu_hour": price, "dollars": run["dollars"]}
+            out |= {"price_per_gpu_hour": price, "dollars": run["dollars"], **priced_from(source)}
     return out
 
 

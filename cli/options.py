@@ -42,7 +42,7 @@ SEQ_LEN_HELP = "Tokens per sequence (default 2048 or the context)."
 model_options = stack(
     click.option("--model", "-m", "model", type=str, help="A preset name or alias, any case (see `models`), a "
                  "Hugging Face Hub id (org/name: its config.json, from the local cache first), or a path to "
-                 "a config file or a model's folder (one with a slash that exists, or a name ending in .json)."),
+                 "a config file or a model's folder (one with a slash that exists, a name ending in .json, or a folder here that no preset is named)."),
     click.option("--config", "config", type=str, help="A Hugging Face config.json, a model's folder holding "
                  "one (as downloaded from the Hub), or a ModelConfig JSON file."),
 )

@@ -40,7 +40,7 @@ def load_model(model: Any) -> ModelConfig:
 
     if isinstance(model, Path) or (isinstance(model, str) and not HUB_ADDRESS.match(model.strip())  # a Hub file's page
                                    and (model.lower().endswith(".json") or model.startswith(PATH_STARTS)
-                                        or "/" in model and Path(model).exists())):
+                                        or "/" in model and Path(model).exists() or _local_folder(model))):
         return load_config_file(model)  # a missing ./dir/ says "no such file", not the 66 preset names
     if isinstance(model, str):
         from .hub import load_named
@@ -48,6 +48,15 @@ def load_model(model: Any) -> ModelConfig:
         return load_named(model)
     raise ConfigError(f"a model is a preset name, a config path, a dict or a ModelConfig; got "
                       f"{type(model).__name__}.")
+
+
+def _local_folder(name: str) -> bool:
+    """Whether a name with no slash that is no preset or alias is a folder here (a model downloaded with
+    `--local-dir mymodel`): it read "unknown model 'mymodel'. Known: ..." and the 66 names, though
+    ./mymodel was read."""
+    from .presets import resolve_name
+
+    return "/" not in name and Path(name).is_dir() and resolve_name(name) is None
 
 
 #: The commands' names for a workload field, which the API's keywords spell as the field (--gen is gen_tokens),

@@ -32,6 +32,25 @@ def is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
+#: Where a run's price per GPU-hour came from (JSON cost.price_source): typed, or the hardware file's.
+TYPED_PRICE, FILE_PRICE = "--price", "hardware file"
+
+
+def price_of(price: float | None, hardware: Any) -> tuple[float | None, str | None]:
+    """The price per GPU-hour a run is costed at and where it came from: --price (price=) as typed, else the
+    hardware file's price_per_gpu_hour, else none. A file's price printed "at $2.99 per GPU-hour" exactly as a
+    typed one, and no JSON said which (simulate, plan, serve and finetune each chose it alike)."""
+    if price is not None:
+        return price, TYPED_PRICE
+    stated = getattr(hardware, "price_per_gpu_hour", None)
+    return (stated, FILE_PRICE) if stated is not None else (None, None)
+
+
+def priced_from(source: str | None) -> dict[str, str]:
+    """A cost block's price_source where it has a price (none without one, so a run unpriced reads as before)."""
+    return {"price_source": source} if source else {}
+
+
 def check_price(price: float | None) -> None:
     """A price per GPU-hour must be a positive, finite number of dollars."""
     if price is not None and not (is_number(price) and price > 0 and math.isfinite(price)):
@@ -95,11 +114,13 @@ def with_measured_step(result: dict[str, Any], step_seconds: float | None, step_
         return
     result["cost_at_step_time"] = {**training_cost(cost["tokens"], step_tokens / step_seconds, cost["gpus"],
                                                    cost["flops"] // cost["steps"], step_tokens,
-                                                   cost["price_per_gpu_hour"]), "step_seconds": step_seconds}
+                                                   cost["price_per_gpu_hour"], cost.get("price_source")),
+                                   "step_seconds": step_seconds}
 
 
 def training_cost(tokens: float, tokens_per_second: float, gpus: int, step_model_flops: float,
-                  step_tokens: float, price_per_gpu_hour: float | None = None) -> dict[str, Any]:
+                  step_tokens: float, price_per_gpu_hour: float | None = None,
+                  price_source: str | None = None) -> dict[str, Any]:
     """Time to train on `tokens`, GPU-hours, total model FLOPs and (with a price) dollars: a run is a
     whole number of steps of `step_tokens` each, the last one whole (`steps`: a run of 1,000 tokens on a
     step of 16,384 takes that step, not 6% of it), one rule for simulate --train, plan and finetune."""
@@ -119,11 +140,12 @@ def training_cost(tokens: float, tokens_per_second: float, gpus: int, step_model
         "flops": step_model_flops * steps,
         "price_per_gpu_hour": price_per_gpu_hour,
         "dollars": None if price_per_gpu_hour is None else gpu_hours * price_per_gpu_hour,
+        **priced_from(price_source if price_per_gpu_hour is not None else None),
     }
 
 
 def serving_cost(output_tokens_per_s: float, gpus: int, price_per_gpu_hour: float,
-                 basis: str | None = None) -> dict[str, Any]:
+                 basis: str | None = None, price_source: str | None = None) -> dict[str, Any]:
     """A deployment's dollars an hour and dollars per million output tokens at `output_tokens_per_s`: serve's
     and plan --serve's the rate it sustains (serving/metrics.sustained_output, `basis` its rule: "offered",
     "saturated window" or "run"), simulate's the end-to-end generation rate."""
@@ -134,7 +156,7 @@ def serving_cost(output_tokens_per_s: float, gpus: int, price_per_gpu_hour: floa
     check_dollars(per_million, price_per_gpu_hour)
     return {"price_per_gpu_hour": price_per_gpu_hour, "gpus": gpus, "dollars_per_hour": per_hour,
             "dollars_per_million_output_tokens": per_million,
-            **({"output_tokens_per_s": output_tokens_per_s, "basis": basis} if basis else {})}
+            **({"output_tokens_per_s": output_tokens_per_s, "basis": basis} if basis else {}), **priced_from(price_source)}
 
 
 def add_generation_cost(result: dict[str, Any], hardware: Any, price: float | None) -> None:
@@ -146,11 +168,11 @@ def add_generation_cost(result: dict[str, Any], hardware: Any, price: float | No
     if price is not None and "end_to_end_tokens_per_second" not in rates:  # --gen 0: it was dropped unread
         raise ConfigError("--price prices the generated tokens (dollars per million); --gen 0 generates none: "
                           "give --gen N or drop --price.")
-    price = hardware.price_per_gpu_hour if price is None else price
+    price, source = price_of(price, hardware)
     if price is None or "end_to_end_tokens_per_second" not in rates:
         return
     gpus = result["layout"]["gpus"] if "layout" in result else 1
-    result["cost"] = serving_cost(rates["end_to_end_tokens_per_second"], gpus, price)
+    result["cost"] = serving_cost(rates["end_to_end_tokens_per_second"], gpus, price, price_source=source)
 
 
 def gpus_of(entry: dict[str, Any]) -> int:
@@ -160,7 +182,7 @@ def gpus_of(entry: dict[str, Any]) -> int:
 
 
 def price_plan(result: dict[str, Any], tokens: float | None, price: float | None,
-               rank_by: str = "time") -> dict[str, Any]:
+               price_source: str | None = None, rank_by: str = "time") -> dict[str, Any]:
     """A training plan's feasible layouts with, for `tokens` tokens, each one's time to train,
     GPU-hours, FLOPs and dollars ("cost"), ranked by step time or by GPU-seconds per token (the
     cost of a token, whatever the price: it differs from time where the GPU counts differ)."""
@@ -171,7 +193,7 @@ def price_plan(result: dict[str, Any], tokens: float | None, price: float | None
         if tokens is not None:
             step_tokens = entry["tokens_per_second"] * entry["step_time"]
             entry["cost"] = training_cost(tokens, entry["tokens_per_second"], gpus_of(entry),
-                                          entry["model_flops"], step_tokens, price)
+                                          entry["model_flops"], step_tokens, price, price_source)
     if rank_by == "cost":
         result["feasible"].sort(key=lambda e: gpus_of(e) / e["tokens_per_second"])
     else:

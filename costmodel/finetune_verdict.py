@@ -20,17 +20,11 @@ def finetune_verdict(cfg: ModelConfig, workload: Workload, tune: FineTune, capac
     QLoRA's nf4 base, a smaller batch or a shorter sequence (costmodel/verdict.py); flash False: the
     GPU runs no FlashAttention-2, which is then not offered."""
     import dataclasses
-    import math
 
-    from .errors import show
-    from .verdict import verdict
+    from .verdict import api_inputs, verdict
 
-    from .api import load_model
-    from .plain import plain
+    cfg, capacity, _ = api_inputs(cfg, capacity)  # a preset's name; np.int64(24 * 2**30) as the int it holds
 
-    cfg, capacity = load_model(cfg), plain(capacity)  # a preset's name; np.int64(24 * 2**30) as the int it holds
-    if isinstance(capacity, bool) or not isinstance(capacity, (int, float)) or not (capacity > 0 and math.isfinite(capacity)):
-        raise ConfigError(f"capacity: the GPU's bytes, a positive number (24 GiB is 24 * 2**30), got {show(capacity)}.")
     def memory_with(change: dict[str, Any]) -> int | None:
         try:
             return finetune_memory(cfg, workload, dataclasses.replace(tune, **change)).total
@@ -49,7 +43,7 @@ def finetune_verdict(cfg: ModelConfig, workload: Workload, tune: FineTune, capac
                       "nf4 base weights: dequantized each matmul, slower, slightly less exact"))
     result = verdict(cfg, workload, None, capacity, 1, "finetune",
                      lambda c, w, _layout: finetune_memory(c, w, tune).total, tuple(extra), flash=flash)
-    if not result["fits"] and not any(not o["change"].startswith(SHRINKS) for o in result["options"]):
+    if not result["fits"] and all(any(shrink in o["change"] for shrink in SHRINKS) for o in result["options"]):
         # no change that keeps the workload fits (a shorter sequence or batch trains something else):
         # QLoRA's own recipe first, on a T4 Llama 3.1 8B at 2,048 tokens, not only --seq-len 78
         result["options"] = _combined_options(cfg, workload, tune, capacity) + result["options"]
@@ -77,7 +71,8 @@ def _least(cfg: ModelConfig, workload: Workload, tune: FineTune) -> dict[str, An
     return None
 
 
-#: The verdict's options that shrink what a step trains (verdict.options' last resort), not how.
+#: The verdict's options that shrink what a step trains (verdict.options' last resort, alone or beside full
+#: recomputation), not how.
 SHRINKS = ("--batch ", "--seq-len ")
 
 

@@ -120,7 +120,9 @@ def family_of(cfg: ModelConfig) -> str:
     """The family's key in FAMILIES, or one sentence saying which families are modelled."""
     if cfg.family not in FAMILIES or cfg.moe != FAMILIES[cfg.family].moe or cfg.architecture != "decoder":
         raise ConfigError(f"fine-tuning memory covers the Llama layout ({', '.join(LORA_FAMILIES[:4])}, "
-                          f"{', '.join(LORA_FAMILIES[5:])}) and gpt_neox; model {cfg.name!r} is {cfg.family}.")
+                          f"{', '.join(LORA_FAMILIES[5:])}) and gpt_neox; model {cfg.name!r} is {cfg.family}, whose "
+                          "LoRA is not sized (not measured against peft); `estimate --hardware GPU` sizes its full "
+                          "fine-tuning, every weight trained.")
     return cfg.family
 
 

@@ -113,7 +113,7 @@ def plan(model: Any, gpus: int | Sequence[int], hardware: str = DEFAULT_HARDWARE
     (serving): the code that decodes (decode_codes.serving_code: None, Hugging Face generate's, as simulate's)."""
     from .api import load_model, make_workload
     from .checkpoint import inference_options
-    from .cost import check_price_has_tokens, gpus_of, price_plan
+    from .cost import check_price_has_tokens, gpus_of, price_of, price_plan
     from .decode_codes import serving_code
     from .defaults import FRAMEWORK_CODE, fallback_note, has_attention, implied, serving_attention, unfused_note
     from .flash_support import require_attention, runs_flash
@@ -225,7 +225,7 @@ def plan(model: Any, gpus: int | Sequence[int], hardware: str = DEFAULT_HARDWARE
         feasible.sort(key=(lambda e: e[key]) if key else
                       (lambda e: gpus_of(e) / e["tokens_per_second"]))
     else:
-        price_plan(data, tokens, chosen.price_per_gpu_hour if price is None else price, rank_by)
+        price_plan(data, tokens, *price_of(price, chosen), rank_by=rank_by)
     if not feasible and nearest is not None:
         data["nearest"] = nearest
     one = len(counts) == 1
@@ -239,7 +239,7 @@ def plan(model: Any, gpus: int | Sequence[int], hardware: str = DEFAULT_HARDWARE
                          {"global_batch": batches[counts[0]] if one else batches, "batch": batch,
                           "fp8": fixed.get("fp8"), **{k: fixed[k] for k in planner.SETTINGS if fixed.get(k)},
                           "flops_convention": flops_convention, "mtp": cfg.mtp_layers, "optimizer": workload.optimizer,
-                          "tokens": tokens, "price_per_gpu_hour": chosen.price_per_gpu_hour if price is None else price}),
+                          "tokens": tokens, "price_per_gpu_hour": price_of(price, chosen)[0]}),
                       "rank_by": rank_by,
                       "memory_capacity": chosen.serving_memory_bytes if serve else chosen.training_memory_bytes}
     return PlanResult(data, warnings, notes)

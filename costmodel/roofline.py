@@ -559,7 +559,7 @@ def simulate_training(cfg: ModelConfig, workload: Workload, hardware: Hardware, 
     named convention, costmodel/model_flops.py), time to train on `tokens` tokens with its
     GPU-hours, FLOPs and (at `price` per GPU-hour, or the hardware's) dollars, and the memory
     that must fit."""
-    from .cost import training_cost
+    from .cost import price_of, training_cost
 
     step = training_step(cfg, workload, hardware, efficiency, flops_convention)
     timing: Timing = step["timing"]
@@ -585,7 +585,7 @@ def simulate_training(cfg: ModelConfig, workload: Workload, hardware: Hardware, 
         result["mfu_measured"] = measured_mfu(step["model_flops"], step_seconds, step["peak_flops_per_s"])
     if tokens is not None:
         result["cost"] = training_cost(tokens, tokens_per_second, 1, step["model_flops"], step["tokens"],
-                                       hardware.price_per_gpu_hour if price is None else price)
+                                       *price_of(price, hardware))
         result["train_seconds"] = result["cost"]["train_seconds"]
     from .cost import with_measured_step
 

@@ -419,12 +419,13 @@ MAMBA_SSM_CACHE_DTYPES = Choices({"auto": "the model dtype, vLLM's default", "fl
 #: unit anywhere in the JSON.
 #: --tokens/--price's cost block, as simulate --train and plan write it.
 _COST_UNITS = ("tokens: tokens; train_seconds: seconds; train_days: days; gpus: GPUs; gpu_hours: GPU-hours; "
-               "flops: FLOP; price_per_gpu_hour: dollars a GPU-hour; dollars: dollars")
+               "flops: FLOP; price_per_gpu_hour: dollars a GPU-hour; dollars: dollars; price_source: where the price "
+               "came from, --price or the hardware file (its price_per_gpu_hour)")
 #: simulate --price without --train: a generation's cost block (its units were the training block's alone, none
 #: of which it holds but price_per_gpu_hour and gpus).
 _GENERATION_COST_UNITS = ("without --train: price_per_gpu_hour: dollars a GPU-hour; gpus: GPUs; dollars_per_hour: "
                           "dollars an hour, every GPU; dollars_per_million_output_tokens: dollars a million generated "
-                          "tokens at the end-to-end rate")
+                          "tokens at the end-to-end rate; price_source: --price or the hardware file")
 
 JSON_UNITS = {
     "estimate": {"params": "parameters (a count)",
@@ -458,7 +459,7 @@ JSON_UNITS = {
     "finetune": {"memory": "bytes; params, trainable_params: parameters (a count)",
                  "fit": "bytes (memory, capacity, each option's memory; least.memory: the least one GPU holds, where no option fits)",
                  "time": "seconds (*_seconds, parts, seconds); gemm_flops: FLOPs; dequant_bytes: bytes; tokens: a count; "
-                         "gpu_hours: hours; dollars: $ at price_per_gpu_hour"},
+                         "gpu_hours: hours; dollars: $ at price_per_gpu_hour; price_source: --price or the hardware file"},
     "serve": {"queueing, ttft, tpot, e2e, itl": "seconds", "*_s": "seconds", "*_per_s": "a second",
               "kv_use": "a fraction of the KV blocks", "setup.kv_cache": "bytes (*_bytes)",
               "setup.rate, rates.rate": 'requests a second; "inf": every request arrives at time 0 (--rate inf); '
@@ -466,7 +467,7 @@ JSON_UNITS = {
               "cost, setup.price_per_gpu_hour": "dollars: price_per_gpu_hour a GPU-hour, dollars_per_hour the "
                                                 "deployment's, dollars_per_million_output_tokens at "
                                                 "output_tokens_per_s, the rate it sustains (basis: offered, or "
-                                                "the run's throughput)"},
+                                                "the run's throughput); price_source: --price or the hardware file"},
     "published": {"narayanan_2021_table_1": "params, params_eq2: parameters; tflops_*: TFLOP/s a GPU; seconds_ours: "
                                             "seconds a step; bubble: a fraction of the step",
                   "korthikanti_2022_table_5": "full_*, present_*: seconds an iteration; mfu_*, hfu_*: percent",

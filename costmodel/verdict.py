@@ -247,8 +247,10 @@ def options(cfg: ModelConfig, workload: Workload, layout: Any, capacity: int, gp
                 workload, **{field: v}), layout) or capacity + 1) <= capacity, getattr(workload, field))
             if value:
                 add(f"{option} {value}", memory(cfg, dataclasses.replace(workload, **{field: value}), layout), why)
-    if training and workload.recompute != "full" and workload.batch > 1:
-        _recompute_and_batch(cfg, workload, layout, capacity, memory, largest.get("batch", 0), add)
+    if training and workload.recompute != "full":  # at batch 1 the sequence is what gives way
+        field = "batch" if workload.batch > 1 else "seq_len"
+        if getattr(workload, field) > 1:
+            _recompute_and_smaller(cfg, workload, layout, capacity, memory, field, largest.get(field, 0), add)
     return [option for option in out if option.fits]
 
 
@@ -285,19 +287,28 @@ def _checkpoint_format(cfg: ModelConfig, workload: Workload) -> Workload | None:
     return dataclasses.replace(workload, **stored)
 
 
-def _recompute_and_batch(cfg: ModelConfig, workload: Workload, layout: Any, capacity: int,
-                         memory: Callable[..., int], plain: int, add: Callable[[str, int | None, str], None]) -> None:
-    """Where full recomputation alone does not fit, the largest batch that fits with it, when that is
-    more than the largest without it (QLoRA of Llama 3 8B at 16 x 2,048 on an RTX 4090 was offered
-    --batch 1 and --seq-len 200, not gradient checkpointing at batch 7)."""
+#: What _recompute_and_smaller says of each field it shrinks beside full recomputation.
+WITH_RECOMPUTE = {"batch": ("--batch", "fewer sequences a step (more steps, or gradient accumulation)"),
+                  "seq_len": ("--seq-len", "shorter sequences")}
+
+
+def _recompute_and_smaller(cfg: ModelConfig, workload: Workload, layout: Any, capacity: int,
+                           memory: Callable[..., int], field: str, plain: int,
+                           add: Callable[[str, int | None, str], None]) -> None:
+    """Where full recomputation alone does not fit, the largest batch (or, at batch 1, the longest
+    sequence) that fits with it, when that is more than the largest without it: QLoRA of Llama 3 8B at
+    16 x 2,048 on an RTX 4090 was offered --batch 1 and --seq-len 200, not gradient checkpointing at
+    batch 9; QLoRA of Llama 3.1 8B at 60,000 tokens there only --seq-len 2925, not --recompute full
+    --seq-len 19303."""
     lean = dataclasses.replace(workload, recompute="full")
     if (_try(memory, cfg, lean, layout) or capacity + 1) <= capacity:  # offered alone above
         return
-    value = _largest(lambda v: (_try(memory, cfg, dataclasses.replace(lean, batch=v), layout) or capacity + 1)
-                     <= capacity, workload.batch)
+    value = _largest(lambda v: (_try(memory, cfg, dataclasses.replace(lean, **{field: v}), layout) or capacity + 1)
+                     <= capacity, getattr(workload, field))
+    option, why = WITH_RECOMPUTE[field]
     if value > plain:
-        add(f"--recompute full --batch {value}", memory(cfg, dataclasses.replace(lean, batch=value), layout),
-            "each layer's forward rerun, fewer sequences a step (more steps, or gradient accumulation)")
+        add(f"--recompute full {option} {value}", memory(cfg, dataclasses.replace(lean, **{field: value}), layout),
+            f"each layer's forward rerun, {why}")
 
 
 def _more_serving_gpus(cfg: ModelConfig, workload: Workload, layout: Any, capacity: int,
@@ -346,6 +357,26 @@ def framework_code(memory: Callable[..., int], cfg: ModelConfig, typed: dict[str
 PHASES = ("training", "inference", "finetune")
 
 
+def api_inputs(cfg: Any, capacity: Any, gpus: Any = None) -> tuple[ModelConfig, int | float, int | None]:
+    """The model, capacity and GPU count a verdict is asked about from Python, as the commands check them:
+    what costmodel.load_model takes (a preset's name: it was an AttributeError traceback), numpy's scalars
+    as the numbers they hold, and a capacity that is a positive finite number of bytes and a GPU count that
+    is a positive whole number, each one ConfigError ("80GB" was a TypeError; -5 "did not fit", with no
+    option; gpus=0 ran as one GPU)."""
+    import math
+
+    from .api import load_model
+    from .errors import show
+    from .plain import plain
+
+    cfg, capacity, gpus = load_model(cfg), plain(capacity), plain(gpus)
+    if isinstance(capacity, bool) or not isinstance(capacity, (int, float)) or not (capacity > 0 and math.isfinite(capacity)):
+        raise ConfigError(f"capacity: the GPU's bytes, a positive number (24 GiB is 24 * 2**30), got {show(capacity)}.")
+    if gpus is not None and (isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 1):
+        raise ConfigError(f"gpus: a positive whole number of GPUs (or None: the layout's, else 1), got {show(gpus)}.")
+    return cfg, capacity, gpus
+
+
 def verdict(cfg: ModelConfig, workload: Workload, layout: Any, capacity: int, gpus: int | None = None,
             phase: str = "training", memory: Callable[..., int] | None = None,
             extra: tuple[tuple[str, int | None, str], ...] = (),
@@ -361,6 +392,9 @@ def verdict(cfg: ModelConfig, workload: Workload, layout: Any, capacity: int, gp
     node_gpus: the hardware's GPUs a node (tensor parallelism suggested within one)."""
     if phase not in PHASES:  # phase="train" was sized as inference: any phase but "training" took its memory
         raise ConfigError(f"phase must be one of {', '.join(PHASES)}, got {phase!r}.")
+    cfg, capacity, gpus = api_inputs(cfg, capacity, gpus)
+    if layout is not None:  # Layout(dp=8) with gpus=2 answered "2 GPUs" with the 8-rank layout's memory
+        layout.check_gpus(gpus)
     if phase == "finetune" and memory is None:  # it too fell to inference's memory
         raise ConfigError("phase 'finetune' needs its memory function: use costmodel.finetune_verdict.finetune_verdict.")
     if phase == "inference" and layout is not None:

@@ -19,7 +19,7 @@ from costmodel.spec import (CUDA_GRAPHS, DEFAULT_HARDWARE, JSON_UNITS, DEFAULT_S
 
 from .options import LENGTH, decode_code_option
 from .output import DtypeChoice, ReportInputError, atomic_file, check_destination, finite, write_text
-from .text import hourly_cost, seconds, significant
+from .text import hourly_cost, price_said, seconds, significant
 
 
 def _ms(value: float) -> str:
@@ -178,7 +178,7 @@ def cost_line(cost: dict[str, Any]) -> str:
     hourly = hourly_cost(cost["price_per_gpu_hour"], cost["dollars_per_hour"], f"{cost['gpus']} GPU(s)")
     over = (f" at {significant(cost['output_tokens_per_s'])} output tokens/s, {SUSTAINED_BASIS[cost['basis']]}"
             if cost.get("basis") else " at this throughput")
-    return (f"cost: {hourly}; "
+    return (f"cost: {hourly}{price_said(cost)}; "
             + (f"${significant(per_million, 4)} per million output tokens{over} (the GPUs billed idle or busy)"
                if per_million is not None else "no output tokens, so no price per token"))
 

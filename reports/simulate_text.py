@@ -9,7 +9,7 @@ from typing import Any
 
 from costmodel.checkpoint import weights_note
 
-from .text import (binary_bytes, dollars, gpu_hours, hourly_cost, mtp_note, rate, render_parallel, seconds, si,
+from .text import (binary_bytes, dollars, gpu_hours, hourly_cost, mtp_note, price_said, rate, render_parallel, seconds, si,
                    significant, table)
 
 
@@ -324,7 +324,8 @@ def _generation_cost(r: dict[str, Any], width: int = 22) -> list[str]:
     gpus = f"{cost['gpus']:,} GPU" + ("s" if cost["gpus"] != 1 else "")
     # ',.4g' read '$2.608e+04' for a long prompt's few tokens: serve's rule (significant) instead
     return [f"  {'cost':<{width}}{'$' + significant(per_million, 4):>10}   per million generated tokens at the "
-            f"end-to-end rate ({hourly_cost(cost['price_per_gpu_hour'], cost['dollars_per_hour'], gpus)})"]
+            f"end-to-end rate ({hourly_cost(cost['price_per_gpu_hour'], cost['dollars_per_hour'], gpus)}"
+            f"{price_said(cost, within=True)})"]
 
 
 def _fit_limits(m: dict[str, Any], hw: dict[str, Any]) -> str:
@@ -373,7 +374,7 @@ def _train_cost(r: dict[str, Any]) -> list[str]:
                      "(model FLOPs, recomputation aside)")
         if cost.get("dollars") is not None:
             lines.append(f"  {'cost':<22}{dollars(cost['dollars']):>10}   at ${cost['price_per_gpu_hour']:g} "
-                         "per GPU-hour")
+                         f"per GPU-hour{price_said(cost)}")
     measured = r.get("cost_at_step_time")
     if measured:  # --step-time with --tokens: the run at the measured step too, so no reader takes one for the other
         lines[0] += " at the predicted step"

@@ -342,6 +342,16 @@ def hourly_cost(price: float, dollars_per_hour: float, gpus: str) -> str:
     return f"{gpus} x ${significant(price, 6)} an hour = {dollars(dollars_per_hour)}/h"
 
 
+def price_said(cost: dict[str, Any], within: bool = False) -> str:
+    """What follows a price the run was not given (costmodel/cost.py price_of's source): a hardware file's
+    price_per_gpu_hour read "at $2.99 per GPU-hour" exactly as a typed --price. within: inside parentheses."""
+    from costmodel.cost import FILE_PRICE
+
+    if cost.get("price_source") != FILE_PRICE:
+        return ""
+    return ", the hardware file's price_per_gpu_hour" if within else " (the hardware file's price_per_gpu_hour)"
+
+
 def dollars(value: float) -> str:
     """$ with thousands separators: 1234567.8 -> '$1,234,568'; below $100 with cents; below half a cent three
     figures, as gpu_hours keeps them ('$0.00431', not a priced run shown as '$0.00')."""
@@ -442,7 +452,7 @@ def render_finetune(r: dict[str, Any]) -> str:
             # (a 1,000-token run read "0.00 h, 0.00 GPU-hours")
             out.append(f"  {t['tokens']:,.0f} tokens: {plural(t['steps'], 'step')}, {seconds(t['seconds'])}, "
                        f"{gpu_hours(t['gpu_hours'])} GPU-hours" + (f", {dollars(t['dollars'])} at "
-                                                                    f"${t['price_per_gpu_hour']:g}/GPU-hour"
+                                                                    f"${t['price_per_gpu_hour']:g}/GPU-hour{price_said(t)}"
                                                                     if "dollars" in t else ""))
         out.append(f"  note: {t['counted']}.")
     return "\n".join(out)

@@ -276,6 +276,9 @@ VERDICT_EXAMPLES = [
     ("docs/finetuning.md", r"LoRA of Llama 3\.1 8B at 2,048 tokens on a 16 GB T4 was offered `--seq-len 78` alone; "
                            r"now `(--method qlora --recompute full)`, ([\d.]+) GiB, first",
      "finetune --model llama3.1-8b --hardware t4 --seq-len 2048"),
+    ("docs/fit-and-cost.md", r"at 60,000\s+tokens on an RTX 4090: `(--recompute full --seq-len \d+)`, ([\d.]+) GiB",
+     "finetune --model llama3.1-8b --method qlora --lora-targets all-linear --lora-rank 32 --attention flash "
+     "--adapter-dtype bf16 --seq-len 60000 --hardware rtx-4090"),
 ]
 
 

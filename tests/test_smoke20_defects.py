@@ -116,7 +116,8 @@ def test_training_commands_warn_of_a_window_without_a_kv_cache_line(capsys):
 def test_finetune_refuses_a_family_before_warning_of_its_window(capsys):
     """`finetune --model openai/gpt-oss-20b` printed the sliding-window warning, then the refusal."""
     assert one_error_line(["finetune", "--model", "openai/gpt-oss-20b"], capsys).endswith(
-        "model 'gpt-oss-20b' is gpt_oss.")
+        "model 'gpt-oss-20b' is gpt_oss, whose LoRA is not sized (not measured against peft); `estimate --hardware "
+        "GPU` sizes its full fine-tuning, every weight trained.")  # session 41 (wt41_user2): the line says what sizes it
 
 
 # 5. report and plot on a model whose class has no sdpa path, and on DeepSeek-V4

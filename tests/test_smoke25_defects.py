@@ -19,7 +19,8 @@ def test_simulate_inference_prices_its_generated_tokens(capsys):
     one = run_json([*GEN_4090, "--price", "0.4"], capsys)
     rate = one["decode"]["end_to_end_tokens_per_second"]
     assert one["cost"] == {"price_per_gpu_hour": 0.4, "gpus": 1, "dollars_per_hour": 0.4,
-                           "dollars_per_million_output_tokens": 0.4 / (rate * 3600) * 1e6}
+                           "dollars_per_million_output_tokens": 0.4 / (rate * 3600) * 1e6,
+                           "price_source": "--price"}  # session 41 (wt41_user2): where the price came from
     layout = run_json(["simulate", "--model", "llama3-8b", "--hardware", "h100-sxm", "--tp", "2", "--dp", "2",
                        "--prompt", "512", "--gen", "128", "--batch", "4", "--price", "2"], capsys)
     assert layout["cost"]["gpus"] == 4 and layout["cost"]["dollars_per_hour"] == 8.0

@@ -20,7 +20,9 @@ def test_finetune_on_a_t4_offers_qlora_with_recomputation_not_only_78_tokens(cap
     lean = run_json(["finetune", "--model", "llama3.1-8b", "--hardware", "t4", "--method", "qlora",
                      "--recompute", "full"], capsys)
     assert fit["fits"] is False and lean["fit"]["fits"] is True
-    assert [o["change"] for o in fit["options"]] == ["--method qlora --recompute full", "--seq-len 78"]
+    # session 41 (wt41_user2): at batch 1 the verdict also offers full recomputation beside a shorter sequence
+    assert [o["change"] for o in fit["options"]] == ["--method qlora --recompute full", "--seq-len 78",
+                                                     "--recompute full --seq-len 490"]
     assert fit["options"][0]["memory"] == lean["memory"]["total"] <= fit["capacity"]
     code, out, _ = run_main(["finetune", "--model", "llama3.1-8b", "--hardware", "t4"], capsys)
     assert code == 0 and "--method qlora --recompute full" in out

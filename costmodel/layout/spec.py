@@ -397,12 +397,16 @@ class Layout:
                               f"only, not {show(self.schedule)} (DeepSpeed's PipelineEngine builds "
                               "schedule.TrainSchedule); add --framework megatron or fsdp2 for another.")
 
-    def check(self, cfg: ModelConfig, gpus: int | None = None, inference: bool = False) -> None:
-        """Raise ConfigError (one sentence) if the layout cannot run the model; inference: for
-        prefill and decoding (serving), where tp may exceed the key/value heads (tensor_split_error)."""
+    def check_gpus(self, gpus: int | None) -> None:
+        """Raise ConfigError where a GPU count is given and the layout's ranks are another count."""
         if gpus is not None and gpus != self.gpus:
             sizes = f"tp x pp x dp = {self.tp} x {self.pp} x {self.dp}" + (f" x cp {self.cp}" if self.cp > 1 else "")
             raise ConfigError(f"layout: {sizes} = {self.gpus}, not the {gpus} GPUs asked for.")
+
+    def check(self, cfg: ModelConfig, gpus: int | None = None, inference: bool = False) -> None:
+        """Raise ConfigError (one sentence) if the layout cannot run the model; inference: for
+        prefill and decoding (serving), where tp may exceed the key/value heads (tensor_split_error)."""
+        self.check_gpus(gpus)
         if inference:
             check_inference_model(cfg)
         check_expert_parallel(cfg, self.ep, self.tp, self.dp, self.zero, self.framework, self.capacity_factor,

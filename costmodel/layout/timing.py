@@ -44,7 +44,7 @@ def simulate_training(cfg: Any, workload: Any, layout: Any, hardware: Hardware,
     memory against the GPU's, and the time to train on `tokens` tokens with its GPU-hours, FLOPs
     and dollars (costmodel/cost.py). graph_scopes: what a Megatron-Core run captures in CUDA graphs
     (its cuda_graph_scope; the kernel model's MoE host-sync windows, layout/host_syncs.py)."""
-    from ..cost import with_measured_step, measured_mfu, training_cost
+    from ..cost import with_measured_step, measured_mfu, price_of, training_cost
 
     estimate = ParallelEstimate(cfg, workload, layout)
     options: dict[str, Any] = {"compiled": True} if compiled else {}
@@ -66,7 +66,7 @@ def simulate_training(cfg: Any, workload: Any, layout: Any, hardware: Hardware,
     if tokens is not None:
         step_tokens = step["tokens_per_second"] * step["seconds"]
         result["cost"] = training_cost(tokens, step["tokens_per_second"], layout.gpus, step["model_flops"],
-                                       step_tokens, hardware.price_per_gpu_hour if price is None else price)
+                                       step_tokens, *price_of(price, hardware))
         result["train_seconds"] = result["cost"]["train_seconds"]
     if step_seconds is not None:
         from .fp8 import RECIPES

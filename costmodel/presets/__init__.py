@@ -143,7 +143,8 @@ def load_preset(name: str) -> ModelConfig:
     if preset is None:
         close = close_spellings(str(name))
         hint = (f" Did you mean {', '.join(close)}?" if close
-                else f" Known: {', '.join(preset_names())} (see `models` for their aliases).")
+                else f" Known: {', '.join(preset_names())} (see `models` for their aliases). Any other model: its "
+                     "Hub id (--model org/name) or its config.json (--config path/to/config.json).")
         raise ConfigError(f"unknown model {show(name)}.{hint}")
     path = PRESET_DIR / f"{preset}.json"
     return parse_config(path.read_text(), source=f"preset {preset}", name=preset)

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..config import ConfigError, show
-from ..cost import check_price, serving_cost
+from ..cost import check_price, price_of, priced_from, serving_cost
 from ..plain import plain_arguments
 from ..sizes import spelled_out
 from .. import spec
@@ -41,7 +41,7 @@ class ServeRun:
         if price is not None:  # serve --price, or the hardware file's price_per_gpu_hour
             throughput = summary["throughput"]  # over the rate it sustains (metrics.sustained_output), not the run's
             summary["cost"] = serving_cost(throughput["sustained_output_tokens_per_s"], self.setup["gpus"], price,
-                                           throughput["sustained_basis"])
+                                           throughput["sustained_basis"], self.setup.get("price_source"))
         return {**summary, "units": spec.JSON_UNITS["serve"]}
 
     def to_dict(self) -> dict[str, Any]:
@@ -253,7 +253,7 @@ def serve(model: Any, hardware: Any = "h100-sxm", *, rate: float | None = None, 
                   "output": _lengths([r.output_tokens for r in chosen]) if trace else spelled_out(output),
                   "seed": seed, "disaggregate": disaggregate,
                   "slo_ttft_s": slo_ttft, "slo_tpot_s": slo_tpot, "gpus": replicas * setup["tp"] * setup["pp"],
-                  "price_per_gpu_hour": price if price is not None else hw.price_per_gpu_hour})
+                  "price_per_gpu_hour": price_of(price, hw)[0], **priced_from(price_of(price, hw)[1])})
     frame = pd.DataFrame(rows).sort_values("id").reset_index(drop=True)
     frame["load"] = load
     return ServeRun(frame, pd.DataFrame(steps), itl[0], setup)
