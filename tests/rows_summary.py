@@ -22,26 +22,21 @@ def ratios(sources: tuple[str, ...], refused: dict[str, str] | None = None) -> d
     out = {}
     for run in data["runs"]:
         source = run["id"].split()[0]
-        if source in sources and run["kind"] == "decode":
-            try:
-                ours = decode_run(run, data["sources"][source], "kernels")
-            except ConfigError as error:
-                if refused is None:
-                    raise
-                refused[run["id"]] = str(error)
-                continue
-            out[run["id"]] = ours / run["published_tokens_per_s"]
-        elif source in sources:
+        if source not in sources:
+            continue
+        if run["kind"] == "decode":
+            key, unit, measure = "published_tokens_per_s", "tokens/s", decode_run
+        else:
             key = next(k for k in TRAIN_UNITS if k in run)
-            unit, ours = TRAIN_UNITS[key]
-            try:
-                value = ours(run, data["sources"][source], "kernels")
-            except ConfigError as error:
-                if refused is None:
-                    raise
-                refused[run["id"]] = str(error)
-                continue
-            out[run["id"]] = run[key] / value if unit in COST_UNITS else value / run[key]
+            unit, measure = TRAIN_UNITS[key]
+        try:
+            value = measure(run, data["sources"][source], "kernels")
+        except ConfigError as error:
+            if refused is None:
+                raise
+            refused[run["id"]] = str(error)
+            continue
+        out[run["id"]] = run[key] / value if unit in COST_UNITS else value / run[key]
     return out
 
 
