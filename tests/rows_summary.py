@@ -13,28 +13,30 @@ from reports.published_runs import COST_UNITS, TRAIN_UNITS, other_runs_data
 
 def ratios(sources: tuple[str, ...], refused: dict[str, str] | None = None) -> dict[str, float]:
     """Each row of `sources` (its id's first word) -> ours / published, the GPU-hours rows inverted. With
-    `refused` (a dict), a decode row the model cannot express (a ConfigError, as `published` marks it not
-    expressible) goes there with its reason instead of raising."""
+    `refused` (a dict), a row the model cannot express (a ConfigError, as `published` marks it not expressible:
+    a decode row, or a training row whose layout or kernel it has no figures for) goes there with its reason
+    instead of raising."""
     from costmodel.config import ConfigError
 
     data = other_runs_data()
     out = {}
     for run in data["runs"]:
         source = run["id"].split()[0]
-        if source in sources and run["kind"] == "decode":
-            try:
-                ours = decode_run(run, data["sources"][source], "kernels")
-            except ConfigError as error:
-                if refused is None:
-                    raise
-                refused[run["id"]] = str(error)
-                continue
-            out[run["id"]] = ours / run["published_tokens_per_s"]
-        elif source in sources:
+        if source not in sources:
+            continue
+        if run["kind"] == "decode":
+            key, unit, measure = "published_tokens_per_s", "tokens/s", decode_run
+        else:
             key = next(k for k in TRAIN_UNITS if k in run)
-            unit, ours = TRAIN_UNITS[key]
-            value = ours(run, data["sources"][source], "kernels")
-            out[run["id"]] = run[key] / value if unit in COST_UNITS else value / run[key]
+            unit, measure = TRAIN_UNITS[key]
+        try:
+            value = measure(run, data["sources"][source], "kernels")
+        except ConfigError as error:
+            if refused is None:
+                raise
+            refused[run["id"]] = str(error)
+            continue
+        out[run["id"]] = run[key] / value if unit in COST_UNITS else value / run[key]
     return out
 
 

@@ -43,13 +43,13 @@ def test_the_model_beside_each_layout():
 
 
 def test_every_moe_training_rows_experts_run_512_rows_or_more():
-    """185 MoE training rows (FlagPerf's two Qwen1.5-MoE rows, session 29, run 2,048; two more since; session 36's
-    ms-swift five); two run 512 rows an expert (the model zoo's Qwen3 235B at TP 4, EP 8: 4,096 tokens / TP 4 x
+    """193 MoE training rows (FlagPerf's two Qwen1.5-MoE rows, session 29, run 2,048; two more since; session 36's
+    ms-swift five; session 41's eight expressible DGX Cloud rows, Grok-1 on H100 at 2,048 and Llama 4 Maverick at 4,096); two run 512 rows an expert (the model zoo's Qwen3 235B at TP 4, EP 8: 4,096 tokens / TP 4 x
     top-8 / 128 experts x EP 8; ms-swift's Qwen3-30B-A3B under ZeRO-3), two 547 (ms-swift's Qwen1.5-MoE under
     DeepSpeed: 60 experts), 12 run 1,024, the rest 1,536 to 32,768: the shapes where the table's grouped entries
     sit at 1.04-1.28x."""
     got = expert_rows()
-    assert len(got) == 185
+    assert len(got) == 193  # 185 before session 41 (wt41_unseent2): its DGX Cloud Grok-1 (2) and Maverick (6) rows
     sizes = sorted(m for _, m, _ in got)
     assert sizes[:17] == [512] * 2 + [547] * 2 + [1024] * 12 + [1536] and sizes[-1] == 32768
     zoo = dict((run, (m, count)) for run, m, count in got)["modelzoo-qwen3 235b deepep tp4 ep8 pp8 vpp4 256xh100"]
