@@ -53,9 +53,18 @@ FIRST_TOKEN = [
 FORMATS = {"dtype": "fp16", "weight_dtype": "fp8", "kv_dtype": "fp8"}
 
 
+#: The release's all-reduce (session 41, wt41_trtar, after the first computation: the 'assumed' NCCL above is superseded
+#: by 0.9.0's trtllm-build default, use_custom_all_reduce enable; collectives.engine_all_reduce, "trtllm-custom")
+RELEASE = "0.9.0"
+
+
 def v090_run(model: str, tp: int, batch: int, prompt: int, output: int):
-    """One static batch of the table's engine on an H100 SXM (benchmarks/published_trtllm_static.static_run)."""
-    return static_run(model, tp, batch, prompt, output, "h100-sxm", decode_kernel=DECODE_KERNEL, **FORMATS)
+    """One static batch of the table's engine on an H100 SXM (benchmarks/published_trtllm_static.static_run), its
+    tensor-parallel all-reduces the release's (TensorRT-LLM's own plugin kernel where it takes the call)."""
+    from costmodel.collectives import engine_all_reduce
+
+    return static_run(model, tp, batch, prompt, output, "h100-sxm", decode_kernel=DECODE_KERNEL,
+                      all_reduce=engine_all_reduce("tensorrt-llm", RELEASE), **FORMATS)
 
 
 def print_trtllm_v090() -> None:

@@ -38,7 +38,8 @@ NCCL achieves at that message size (costmodel/nccl_facts.json), hierarchical acr
   for it (nccl_facts.json "dtypes"), so the caller states each all-reduce's dtype. Or vLLM's custom
   all-reduce ("vllm-custom", the serving engines' and published vLLM rows' choice by engine_all_reduce):
   2, 4, 6 or 8 GPUs that NVLink joins, calls up to 8 MiB, timed on the measured H100 latency-by-size
-  curve (custom_all_reduce), NCCL's otherwise.
+  curve (custom_all_reduce), NCCL's otherwise; or TensorRT-LLM's own plugin kernel ("trtllm-custom", its
+  0.8-0.11 releases' default), the same rule on its own facts (workspace, switch, measured curve).
 Factors: all-reduce 2(n-1)/n, all-gather, reduce-scatter and all-to-all (n-1)/n (payload: the
 whole tensor), send/recv 1. An all-to-all inside a node takes the node's busbw curve (or link) as the
 others do, capped at nccl-tests' alltoall busbw where NVIDIA publishes one (nccl_facts.json
@@ -158,17 +159,25 @@ def intra_node_all_reduce(hardware: Hardware, payload: float, ranks: int, dtype:
     return float(facts["latency_s"]) + read / node_link(hardware, ranks)
 
 
-def custom_all_reduce(hardware: Hardware, payload: float, ranks: int) -> float | None:
-    """Seconds of one all-reduce of `payload` bytes over `ranks` GPUs of a node by vLLM's custom all-reduce,
-    or None where vLLM hands the call to NCCL (nccl_facts.json "custom_all_reduce"): a world size it has no
-    kernel for, GPUs not joined pairwise by NVLink (intra_node_all_reduce's hardware list), a call above its
-    8 MiB buffer or not a multiple of 16 bytes. Timed from the measured H100 curve where the node has one
-    (custom_curve_seconds), else the curve's smallest-size time for the ranks plus the bytes each rank reads
-    from its peers at the achievable link bandwidth, one-shot or two-shot as the kernel switches."""
-    facts = nccl_facts()["custom_all_reduce"]
+#: The engines' own all-reduce kernels (spec.ALL_REDUCES) and the nccl_facts.json entry of each one's facts.
+CUSTOM_ALL_REDUCES = {"vllm-custom": "custom_all_reduce", "trtllm-custom": "trtllm_custom_all_reduce"}
+
+
+def custom_all_reduce(hardware: Hardware, payload: float, ranks: int, kernel: str = "vllm-custom") -> float | None:
+    """Seconds of one all-reduce of `payload` bytes over `ranks` GPUs of a node by an engine's own kernel
+    (CUSTOM_ALL_REDUCES: vLLM's custom all-reduce, nccl_facts.json "custom_all_reduce", or TensorRT-LLM's
+    plugin, "trtllm_custom_all_reduce"), or None where the engine hands the call to NCCL: a world size it has
+    no kernel for, GPUs not joined pairwise by NVLink (intra_node_all_reduce's hardware list), a call above
+    its buffer (vLLM's 8 MiB; TensorRT-LLM's workspace, 16 MB at 2 ranks, 8 MB above) or not a multiple of
+    16 bytes. Timed from the kernel's measured H100 curve where the node has one (custom_curve_seconds), else
+    the curve's smallest-size time for the ranks plus the bytes each rank reads from its peers at the
+    achievable link bandwidth, one-shot or two-shot as the kernel switches."""
+    facts = nccl_facts()[CUSTOM_ALL_REDUCES[kernel]]
     fabric = nccl_facts()["intra_node_all_reduce"]
+    limit = facts["max_bytes"] if isinstance(facts["max_bytes"], int) \
+        else facts["max_bytes"].get(str(ranks), facts["max_bytes"]["other"])
     if ranks not in facts["world_sizes"] or not holds_on(fabric, hardware.network_name) \
-            or payload > facts["max_bytes"] or payload % 16:
+            or payload > limit or payload % 16:
         return None  # NCCL's
     curve = facts["latency_curve"]
     seconds = curve["seconds"][str(ranks if str(ranks) in curve["seconds"] else max(map(int, curve["seconds"])))]
@@ -193,12 +202,19 @@ def custom_curve_seconds(sizes: list[float], seconds: list[float], payload: floa
 def engine_all_reduce(engine: str | None, release: str | None = None, disabled: bool = False) -> str:
     """Whose all-reduce (spec.ALL_REDUCES) a serving engine runs inside a node at a release: vLLM's custom
     all-reduce for "vllm" from v0.3.0, save v0.3.1 to v0.4.0 where it was off by default (nccl_facts.json
-    "custom_all_reduce" releases), unless its run disabled it (disable_custom_all_reduce); NCCL's for any
-    other engine (TensorRT-LLM's own kernel is not modelled) and before v0.3.0. release None: a current
-    one. "sglang" runs vLLM's kernel at every release (imported from vLLM until its PR #2981, then its own
+    "custom_all_reduce" releases), unless its run disabled it (disable_custom_all_reduce); TensorRT-LLM's
+    own ("trtllm-custom") for "tensorrt-llm" from 0.8.0, where trtllm-build's use_custom_all_reduce
+    defaulted to enable, to before 0.12.0, where the knob went and an AUTO strategy (not modelled) took over
+    (nccl_facts.json "trtllm_custom_all_reduce" releases; release None or outside those: NCCL's); NCCL's
+    for any other engine and before those releases. release None: a current one. "sglang" runs vLLM's
+    kernel at every release (imported from vLLM until its PR #2981, then its own
     TensorRT-LLM-derived copy, faster at small sizes, until PR #5079 took vLLM's kernel into sgl_kernel:
     nccl_facts.json "engines_source"). Whether the call itself runs it (fabric, size, ranks) is
     custom_all_reduce's."""
+    if engine == "tensorrt-llm" and release is not None and not disabled:
+        releases = nccl_facts()["trtllm_custom_all_reduce"]["releases"]
+        inside = _release(releases["first"]) <= _release(release) < _release(releases["knob_removed"])
+        return "trtllm-custom" if inside else "nccl"
     if engine not in ("vllm", "sglang") or disabled:
         return "nccl"
     if engine == "sglang":
@@ -220,7 +236,7 @@ def _release(text: str) -> tuple[int, ...]:
             break
         parts.append(int(digits))
     if not parts:
-        raise ValueError(f"a vLLM release must read like 0.6.3, got {text!r}.")
+        raise ValueError(f"a release must read like 0.6.3, got {text!r}.")
     return tuple(parts)
 
 
@@ -238,8 +254,8 @@ def within_node(hardware: Hardware, kind: str, payload: float, ranks: int, calls
         each = intra_node_all_reduce(hardware, payload / calls, ranks, dtype)
         if each is not None:
             return calls * each
-    if kind == "all_reduce" and all_reduce == "vllm-custom":
-        each = custom_all_reduce(hardware, payload / calls, ranks)
+    if kind == "all_reduce" and all_reduce in CUSTOM_ALL_REDUCES:
+        each = custom_all_reduce(hardware, payload / calls, ranks, all_reduce)
         if each is not None:
             return calls * each
     links = mesh_links(hardware, kind, ranks)  # the share of a full mesh's links the group has, else 1

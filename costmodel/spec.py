@@ -329,6 +329,7 @@ ALL_REDUCES = Choices({
     "nccl": "NCCL's, at its measured bus bandwidth",
     "intra-node": "PyTorch's IntraNodeComm one-shot/two-shot kernels (ENABLE_INTRA_NODE_COMM=1) for bf16 tensors up to 10 MiB, NCCL above and for other dtypes",
     "vllm-custom": "vLLM's custom all-reduce (2, 4, 6 or 8 GPUs joined by NVLink, calls up to 8 MiB), NCCL otherwise",
+    "trtllm-custom": "TensorRT-LLM's own all-reduce plugin kernel (2, 4, 6 or 8 GPUs joined by NVLink, calls up to its 8 MB workspace, 16 MB at 2 GPUs), NCCL otherwise",
 })
 FP8_RECIPES = Choices({  # layout/fp8.py has each recipe's scales and sources
     "tensorwise": "torchao's, one scale per tensor",

@@ -27,15 +27,19 @@ def decode_all_reduce(run: dict[str, Any], source: dict[str, Any]) -> str:
     names (gpt-fast: ENABLE_INTRA_NODE_COMM=1, "intra-node"), else its engine's at its release by the one
     rule (costmodel/collectives.engine_all_reduce: vLLM's custom all-reduce from v0.4.1, "vllm-custom"), the
     engine a row states as "vllm_release" (vLLM) or "engine" (vLLM's main branch, SGLang), off where the
-    source says disable_custom_all_reduce; NCCL's for every other row."""
+    source says disable_custom_all_reduce; TensorRT-LLM's own ("trtllm-custom") where a row states a
+    "trtllm_release" whose trtllm-build enabled it by default (0.8 to 0.11); NCCL's for every other row."""
     from costmodel.collectives import engine_all_reduce
 
     named = stated(run, source, "all_reduce")
     if named is not None:
         return named
+    disabled = bool(stated(run, source, "disable_custom_all_reduce"))
+    if (trtllm := stated(run, source, "trtllm_release")) is not None:
+        return engine_all_reduce("tensorrt-llm", trtllm, disabled)
     release = stated(run, source, "vllm_release")
     engine = "vllm" if release is not None else stated(run, source, "engine")
-    return engine_all_reduce(engine, release, bool(stated(run, source, "disable_custom_all_reduce")))
+    return engine_all_reduce(engine, release, disabled)
 
 
 #: What a decode run may state for itself over its source's setup (a table's eager row beside its

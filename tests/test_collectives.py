@@ -227,8 +227,10 @@ def test_the_all_reduce_choice_is_a_validated_layout_field_and_an_option(capsys)
 
     assert Layout().all_reduce == "nccl"
     assert Layout(tp=8, all_reduce="intra-node").to_dict(1)["all_reduce"] == "intra-node"
-    # session 40 (wt40_customar) added vLLM's custom all-reduce as a third choice
-    with pytest.raises(ConfigError, match="all_reduce must be nccl, intra-node or vllm-custom, got 'mpi'"):
+    # session 40 (wt40_customar) added vLLM's custom all-reduce as a third choice; session 41 (wt41_trtar)
+    # TensorRT-LLM's own kernel as a fourth (the message lists it: restated)
+    with pytest.raises(ConfigError, match="all_reduce must be nccl, intra-node, vllm-custom or trtllm-custom, "
+                                          "got 'mpi'"):
         Layout(tp=8, all_reduce="mpi")
     args = ["simulate", "--model", "llama2-7b", "--hardware", "a100-80gb", "--tp", "8", "--prompt", "5", "--gen",
             "200", "--kv-cache", "static", "--cuda-graphs", "--json"]

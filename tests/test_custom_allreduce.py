@@ -101,7 +101,7 @@ def test_published_rows_take_their_engines_all_reduce():
                 "vllm-perf-bench-9515", "pytorch-blog-gemlite"):
         assert by_source[key] == {"vllm-custom"}, key
     for key in ("trtllm-v0.5.0", "nemo-llama2-inference", "rkooo567-llm-benchmark", "llm-perf-bench-vllm"):
-        assert by_source[key] == {"nccl"}, key  # TensorRT-LLM's kernel not modelled; vLLM before v0.3.0
+        assert by_source[key] == {"nccl"}, key  # TensorRT-LLM before 0.8.0 (its own kernel off); vLLM before v0.3.0
     assert by_source["gpt-fast"] == {"intra-node"}  # stated by its source
     source = dict(data["sources"]["evalscope-qwq-vllm"], disable_custom_all_reduce=True)
     assert decode_all_reduce({"tp": 2}, source) == "nccl"  # a source that turned it off keeps NCCL

@@ -124,7 +124,10 @@ MOVED = {"llm-perf-bench-4bit mlc-llm llama2-7b q4f16_1 rtx4090": 0.829,
          # and by wt33_q4a100: the A100 int4 GEMV from gemlite's A100 plots
          "premai-a100 autoawq llama2-7b awq int4 g128": 1.288,
          # and by wt37_vllmhost (session 37): vLLM 0.2.2's host time a step (host_time.py, vllm-v0.5.4), 0.939 before
-         "premai-a100-vllm vllm-0.2.2 llama2-7b fp16": 0.894}
+         "premai-a100-vllm vllm-0.2.2 llama2-7b fp16": 0.894,
+         # and by wt41_trtar (session 41): 0.9.0's trtllm-build ran TensorRT-LLM's own all-reduce by default
+         # (nccl_facts.json trtllm_custom_all_reduce): the 1 MiB decode calls at tp 4, 0.934 before
+         "trtllm-v0.9.0 llama2-70b fp16 tp4 batch 64 2048/2048 a100": 1.177}
 
 
 def test_first_computed_ratios_of_a_few_rows():
@@ -159,7 +162,12 @@ NOW_STATS = {**FIRST_STATS,
              "llm-perf-bench-vllm": ((6, 62.6, 1, 0, 0), (1.201, 2.996)),
              "lmdeploy-w4a16": ((5, 11.1, 4, 2, 1), (0.853, 1.466)),
              "llamacpp-pr4766": ((4, 7.9, 4, 3, 0), (0.933, 1.174)),
-             "exllamav2-readme": ((6, 16.0, 6, 0, 0), (0.823, 0.886))}
+             "exllamav2-readme": ((6, 16.0, 6, 0, 0), (0.823, 0.886)),
+             # wt41_trtar: TensorRT-LLM 0.9.0's own all-reduce on the A100 rows at tp 4 and 8 (two rows moved: the 1 MiB
+             # decode calls off the A100's curve-less rule): all 12.0% -> 13.0%, within 10% 19 -> 18, within 5% 9 -> 8;
+             # trtllm-v0.9.0 3.1% -> 4.9%, 0.934-1.103 -> 1.007-1.177
+             "all": ((47, 13.0, 39, 18, 8), (0.8, 2.996)),
+             "trtllm-v0.9.0": ((8, 4.9, 8, 6, 4), (1.007, 1.177))}
 
 
 @pytest.mark.slow
@@ -170,6 +178,7 @@ def test_the_rows_as_first_computed():
     # fact then): the GeForce rows of ExLlamaV2, MLC, TurboMind and llama.cpp at 0.80-0.99, the 16-token vLLM
     # row, one TensorRT-LLM 70B row and, since wt33_q4a100's A100 int4 GEMV, premAI's ExLlamaV2 row on the A100
     # (18 -> 19 with wt34_llamacpp: llm-perf-bench's llama.cpp 13B row eager, 1.032 -> 0.968)
+    # (19 -> 18 with wt41_trtar: TensorRT-LLM 0.9.0's 70B tp 4 2048/2048 row, its own all-reduce, 0.934 -> 1.177)
     slow = sorted(k for k in every if every[k] < 1)
-    assert len(slow) == 19 and all("rtx" in k for k in slow if k.split()[0] not in ("trtllm-v0.9.0", "premai-a100")
+    assert len(slow) == 18 and all("rtx" in k for k in slow if k.split()[0] not in ("trtllm-v0.9.0", "premai-a100")
                                    and "vllm" not in k)

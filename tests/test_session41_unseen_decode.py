@@ -112,7 +112,11 @@ FIRST = {
     "exllama-2562100 7b g128 ind 2048 rtx4090": 1.355,
     "exllama-2562100 30b g128 ind 2048 rtx4090": 1.078,
 }
-MOVED: dict[str, float] = {}  # no sourced change since
+# session 41 (wt41_trtar): TensorRT-LLM 0.8.0/0.9.0's trtllm-build ran its own all-reduce by default
+# (nccl_facts.json trtllm_custom_all_reduce), its calls of 2 MiB at 22.1 us (8 ranks) or 20.2 (4) instead of
+# NCCL's ~57 us, 161 a prefill: the 70B first tokens at 128 tokens on NVLink move from too slow to within 7%
+MOVED: dict[str, float] = {"trtllm-v0.8.0-ttft llama2-70b fp8 tp8 batch 1 128/1 h100": 1.057,
+                           "trtllm-v0.9.0-ttft llama2-70b fp8 tp4 batch 1 128/1 h200": 1.031}
 
 
 def test_first_computed_ratios_of_a_few_rows():
@@ -125,20 +129,23 @@ FIRST_STATS = {"all": ((42, 10.3, 41, 21, 11), (0.774, 1.355)),
                "trtllm-v0.9.0-ttft": ((12, 10.5, 12, 6, 4), (0.814, 1.273)),
                "xiongjiedai-llamacpp-2023": ((12, 9.1, 12, 7, 4), (0.849, 1.216)),
                "exllama-2562100": ((6, 15.7, 5, 2, 0), (1.055, 1.355))}
-NOW_STATS = {**FIRST_STATS}
+# now (wt41_trtar, TensorRT-LLM's own all-reduce at 0.8.0 and 0.9.0: five 70B rows on NVLink moved)
+NOW_STATS = {**FIRST_STATS, "all": ((42, 8.9, 41, 23, 11), (0.849, 1.355)),
+             "trtllm-v0.8.0-ttft": ((12, 6.0, 12, 8, 3), (0.849, 1.319)),
+             "trtllm-v0.9.0-ttft": ((12, 10.5, 12, 6, 4), (0.861, 1.274))}
 
 
 @pytest.mark.slow  # the 42 rows computed
 def test_the_rows_as_first_computed():
     every = ratios(SOURCES)
     assert_summaries(every, decode_groups(every, SOURCES), NOW_STATS)
-    assert sum(v > 1 for v in every.values()) == 22  # 22 of 42 too fast
-    # the first token of Llama 2 70B on 4-8 NVLink GPUs at 128 tokens: too slow in both releases (NCCL's all-reduce
-    # priced); at 2,048 tokens within 6%
+    assert sum(v > 1 for v in every.values()) == 26  # 26 of 42 too fast (22 as first computed)
+    # the first token of Llama 2 70B on 4-8 NVLink GPUs at 128 tokens: too slow in both releases as first computed
+    # (NCCL's all-reduce priced, 0.77-0.81); TensorRT-LLM's own all-reduce (wt41_trtar) puts them at 1.03-1.06
     short = [every[f"{s} llama2-70b fp8 tp{tp} batch 1 128/1 {g}"]
              for s, tp, g in (("trtllm-v0.8.0-ttft", 8, "h200"), ("trtllm-v0.8.0-ttft", 8, "h100"),
                               ("trtllm-v0.9.0-ttft", 4, "h200"))]
-    assert max(short) < 0.82
+    assert 1.02 < min(short) and max(short) < 1.07
     # the L40S's 70B (a PCIe node, no NVLink) too fast at every shape; its 7B too slow
     assert min(every[k] for k in every if "llama2-70b" in k and k.endswith("l40s")) > 1.1
     assert max(every[k] for k in every if "llama2-7b" in k and k.endswith("l40s")) < 0.93

@@ -101,13 +101,13 @@ class RooflineStepTime(StepTime):
     def communication_seconds(self, tokens: int) -> float:
         """tp > 1: two ring all-reduces of the step's activations per layer over tp GPUs; pp > 1: pp - 1
         sends of its hidden states between stages; each call as collectives.call_seconds times it, or
-        vLLM's custom all-reduce where the engine runs it (self.all_reduce "vllm-custom" and
+        the engine's own all-reduce where it runs it (self.all_reduce "vllm-custom" or "trtllm-custom" and
         collectives.custom_all_reduce takes the call)."""
-        from ..collectives import call_seconds, custom_all_reduce
+        from ..collectives import CUSTOM_ALL_REDUCES, call_seconds, custom_all_reduce
 
         activations, (tp_link, pp_link) = tokens * self.cfg.d_model * self.e, self._links
-        custom = custom_all_reduce(self.hardware, activations, self.tp) \
-            if self.tp > 1 and self.all_reduce == "vllm-custom" and self.tp <= self.hardware.gpus_per_node else None
+        custom = custom_all_reduce(self.hardware, activations, self.tp, self.all_reduce) if self.tp > 1 \
+            and self.all_reduce in CUSTOM_ALL_REDUCES and self.tp <= self.hardware.gpus_per_node else None
         seconds = 2 * self.layers * (custom if custom is not None else
                                      call_seconds(self.hardware, "all_reduce", activations, self.tp, tp_link)) \
             if self.tp > 1 else 0.0
