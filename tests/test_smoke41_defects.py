@@ -1,0 +1,32 @@
+"""Defects a new user hit in session 41's round (wt41_user): formulas read in one case only and listing every
+symbol the project knows, ... Each test failed before its fix."""
+
+from __future__ import annotations
+
+from tests.cli_run import one_error_line, run_json, run_main
+
+# ---------------------------------------------------------------------------------------------
+# 1. formulas: --block and --quantity in one case only; the symbols line named all 80 symbols
+
+
+def test_formulas_reads_block_and_quantity_in_any_case_and_names_the_symbols_it_uses(capsys):
+    """`formulas --model llama2-7b --block Attention` said "no block ... Did you mean self_attention?" where
+    `--block attention` answers, and `--quantity FLOPS_MATMUL` was an unknown quantity (every other choice is
+    read in any case). Each answer closed with the meanings of all 80 symbols the project defines (Mamba-2's
+    heads, RWKV's layers... under Llama's Q, K, V FLOPs); it names those the printed expressions use."""
+    code, out, _ = run_main(["formulas", "--model", "llama2-7b", "--block", "Self_Attention.QKV",
+                             "--quantity", "FLOPS_MATMUL"], capsys)
+    assert code == 0
+    assert out.splitlines() == [
+        "decoder.layer.self_attention.qkv  (x L_dec): Q, K, V projections",
+        "  flops_matmul = 2*b*d*d_h*h*n + 4*b*d*d_h*h_kv*n",
+        "symbols: d: model width d_model, h: query heads, h_kv: key/value heads, d_h: head dimension, "
+        "L_dec: decoder layers, b: batch size, n: sequence length (decoder side)"]
+    data = run_json(["formulas", "--model", "llama2-7b", "--block", "scores", "--quantity", "flops_matmul"], capsys)
+    assert data["blocks"][0]["formulas"] == {"flops_matmul": "2*b*d_h*h*n**2"}
+    assert sorted(data["symbols"]) == ["L_dec", "b", "d_h", "h", "n"]  # the count's L_dec and the formula's
+    latex = run_json(["formulas", "--model", "llama2-7b", "--block", "SCORES", "--quantity", "flops_matmul",
+                      "--latex"], capsys)
+    assert sorted(latex["symbols"]) == ["L_{dec}", "b", "d_{h}", "h", "n"]
+    assert one_error_line(["formulas", "--model", "llama2-7b", "--block", "Atention"], capsys) == (
+        "error: no block of llama2-7b has 'Atention' in its path. Did you mean self_attention?")
