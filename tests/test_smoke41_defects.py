@@ -30,3 +30,22 @@ def test_formulas_reads_block_and_quantity_in_any_case_and_names_the_symbols_it_
     assert sorted(latex["symbols"]) == ["L_{dec}", "b", "d_{h}", "h", "n"]
     assert one_error_line(["formulas", "--model", "llama2-7b", "--block", "Atention"], capsys) == (
         "error: no block of llama2-7b has 'Atention' in its path. Did you mean self_attention?")
+
+
+# ---------------------------------------------------------------------------------------------
+# 2. serve --disaggregate ran prefill and decode pools of engines that cannot split them
+
+
+def test_serve_refuses_to_disaggregate_engines_that_cannot_hand_over_a_kv_cache(capsys):
+    """`serve --disaggregate 1:1 --scheduler static` printed "2 replica(s) (1 prefill + 1 decode) ... scheduler
+    static: Hugging Face transformers generate()": a deployment no generate() call runs (it prefills and decodes
+    each batch in one process); transformers' continuous batching neither. One line now; vllm keeps its pools."""
+    base = ["serve", "--model", "llama3-8b", "--hardware", "h100", "--rate", "5", "--requests", "20",
+            "--disaggregate", "1:1"]
+    for scheduler in ("static", "hf-fifo", "hf-prefill-first"):
+        line = one_error_line([*base, "--scheduler", scheduler], capsys)
+        assert line.startswith("error: --disaggregate splits prefill and decode over two pools of one engine; "
+                               f"the {scheduler} scheduler's cannot: "), line
+        assert line.endswith("Use --scheduler vllm (or another serving engine's), or leave --disaggregate out.")
+    data = run_json([*base, "--scheduler", "vllm"], capsys)
+    assert (data["setup"]["disaggregate"], data["setup"]["replicas"]) == ([1, 1], 2)

@@ -87,6 +87,10 @@ class Scheduler:
 
     name = "base"
     source = ""
+    # Why this engine cannot run `--disaggregate` (None: a prefill pool and a decode pool of it are
+    # modelled, as DistServe and Splitwise run theirs and vLLM's and TensorRT-LLM's disaggregated
+    # serving do).
+    no_disaggregation: str | None = None
     # With no request waiting and every running one decoding, the next steps run them all, one
     # token each, until one finishes, needs a block or a request arrives: the event loop may then
     # advance several steps at once (engine.py). True for the policies whose steps are that.
