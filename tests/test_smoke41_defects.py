@@ -49,3 +49,18 @@ def test_serve_refuses_to_disaggregate_engines_that_cannot_hand_over_a_kv_cache(
         assert line.endswith("Use --scheduler vllm (or another serving engine's), or leave --disaggregate out.")
     data = run_json([*base, "--scheduler", "vllm"], capsys)
     assert (data["setup"]["disaggregate"], data["setup"]["replicas"]) == ([1, 1], 2)
+
+
+# ---------------------------------------------------------------------------------------------
+# 3. a length mix's kind in one case only
+
+
+def test_a_length_mix_reads_its_kind_in_any_case(capsys):
+    """`serve --prompt Uniform:1K:4K` said "use N, uniform:LOW:HIGH, ..." (the sizes' 1K was read, the kind's
+    case was not; README: a choice in any case is the one it spells). The setup records the kind as read."""
+    data = run_json(["serve", "--model", "llama3-8b", "--hardware", "h100", "--rate", "5", "--requests", "20",
+                     "--prompt", "Uniform:1K:4K", "--output", "LOGNORMAL:128:0.5"], capsys)
+    assert (data["setup"]["prompt"], data["setup"]["output"]) == ("uniform:1024:4096", "lognormal:128:0.5")
+    from costmodel.serving.workload import Lengths
+
+    assert Lengths.parse("UNIFORM:1k:4k") == Lengths.parse("uniform:1024:4096")
