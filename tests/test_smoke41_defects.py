@@ -64,3 +64,27 @@ def test_a_length_mix_reads_its_kind_in_any_case(capsys):
     from costmodel.serving.workload import Lengths
 
     assert Lengths.parse("UNIFORM:1k:4k") == Lengths.parse("uniform:1024:4096")
+
+
+# ---------------------------------------------------------------------------------------------
+# 4. serve --num-blocks beside --gpu-memory-utilization: the utilization ignored, the header naming it
+
+
+def test_serve_num_blocks_is_not_said_to_come_from_a_memory_budget(capsys):
+    """`serve --num-blocks 2000 --gpu-memory-utilization 0.5` ran 2,000 blocks and said they were "50% of 79.22 GiB
+    less the 512 MiB reserve" (the budget holds 12,207; JSON kv_cache.num_blocks 12,207 beside setup.num_blocks
+    2,000): the utilization sized nothing. Now one line; with --num-blocks alone the header says the blocks are
+    the option's and what the budget (28,431 at 0.9, tests/test_smoke8_defects.py) would hold."""
+    base = ["serve", "--model", "llama3-8b", "--hardware", "h100", "--rate", "5", "--requests", "20",
+            "--num-blocks", "2000"]
+    assert one_error_line([*base, "--gpu-memory-utilization", "0.5"], capsys) == (
+        "error: --num-blocks 2000 sets the KV cache's blocks; --gpu-memory-utilization 0.5 sizes them from the "
+        "GPU's memory (vLLM's num_gpu_blocks_override replaces what it would size): give one of them.")
+    code, out, _ = run_main(base, capsys)
+    assert code == 0
+    assert ("KV cache per replica: 2,000 blocks of 16 tokens as --num-blocks sets them (the memory budget would "
+            "hold 28,431: 131,072 B per token per GPU;") in out
+    # too few blocks: the hint no longer sends a --num-blocks user to the utilization alone
+    assert one_error_line([*base[:-1], "10"], capsys) == (
+        "error: request 0 needs 40 KV blocks of 16 tokens; the cache holds 10 (raise --gpu-memory-utilization, or "
+        "--num-blocks where it is given).")

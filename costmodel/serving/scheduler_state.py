@@ -249,7 +249,7 @@ class Scheduler:
             raise SchedulingError(
                 f"request {request.id} needs {needed} KV blocks of "
                 f"{self.pool.block_size} tokens; the cache holds {self.pool.num_blocks} (raise "
-                f"--gpu-memory-utilization or --num-blocks).")
+                f"--gpu-memory-utilization, or --num-blocks where it is given).")
 
     def _most_held_by_a_chunk(self, cached: int) -> int:
         """The most pool blocks a lone sequence holds while it computes `cached` tokens in chunks of
