@@ -88,3 +88,25 @@ def test_serve_num_blocks_is_not_said_to_come_from_a_memory_budget(capsys):
     assert one_error_line([*base[:-1], "10"], capsys) == (
         "error: request 0 needs 40 KV blocks of 16 tokens; the cache holds 10 (raise --gpu-memory-utilization, or "
         "--num-blocks where it is given).")
+
+
+# ---------------------------------------------------------------------------------------------
+# 5. --framework deepspeed with Transformer Engine's recipes ran Megatron-Core's casts, unsaid
+
+
+def test_deepspeed_refuses_the_recipes_only_transformer_engine_runs(capsys):
+    """`simulate --train --framework deepspeed --fp8 mxfp8` on 8 B200s ran (532 ms a step, Megatron-Core's MXFP8
+    casts) while `--fp8 delayed` under deepspeed was refused as "not modelled" (no source reads DeepSpeed running
+    Transformer Engine); current, blockwise, mxfp8 and nvfp4 are Transformer Engine's too. Now one line each;
+    torchao's tensorwise still runs, and plan --fp8 mxfp8 searches megatron and fsdp2 alone."""
+    base = ["simulate", "--train", "--model", "llama3-8b", "--hardware", "b200", "--seq-len", "8192", "--dp", "8",
+            "--batch", "1", "--framework", "deepspeed", "--fp8"]
+    for recipe in ("current", "blockwise", "mxfp8", "nvfp4"):
+        line = one_error_line([*base, recipe], capsys)
+        assert line.startswith(f"error: layout: --fp8 {recipe} is Transformer Engine's recipe as Megatron-Core runs it"), line
+        assert line.endswith("DeepSpeed running Transformer Engine is not modelled: use --framework megatron, or "
+                             "--fp8 tensorwise or rowwise (torchao's Float8Linear, on any model's linear layers).")
+    assert run_json([*base, "tensorwise"], capsys)["parallel"]["layout"]["fp8"] == "tensorwise"
+    data = run_json(["plan", "--model", "llama3-8b", "--hardware", "b200", "--gpus", "8", "--seq-len", "8192",
+                     "--global-batch", "64", "--fp8", "mxfp8"], capsys)
+    assert {row["layout"]["framework"] for row in data["feasible"]} == {"megatron", "fsdp2"}
