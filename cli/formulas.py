@@ -17,20 +17,19 @@ from .options import model_options
 @click.option("--latex", is_flag=True, help="Print LaTeX instead of plain sympy text.")
 @click.option("--json", "as_json", is_flag=True,
               help="As JSON on stdout: each block's path, count, title and formulas (text, or LaTeX with --latex), "
-                   "and the symbols' meanings.")
+                   "and the meanings of the symbols they use.")
 def formulas(model, config, block, quantities, latex, as_json) -> None:
     """The sympy expressions every number comes from, block by block."""
-    from costmodel import symbols as S
     from costmodel.config import ConfigError
-    from costmodel.formulas import formula_rows
+    from costmodel.formulas import formula_table
 
     cfg = load_model(model, config)
     try:
-        rows = formula_rows(cfg, block, tuple(quantities), latex)
+        rows, symbols = formula_table(cfg, block, tuple(quantities), latex)
     except ConfigError as error:
         raise InputError(str(error)) from None
     if as_json:
-        click.echo(json.dumps({"model": cfg.name, "latex": latex, "blocks": rows, "symbols": {(S.latex if latex else str)(symbol): meaning for symbol, meaning in S.DESCRIPTIONS.items()}},
+        click.echo(json.dumps({"model": cfg.name, "latex": latex, "blocks": rows, "symbols": symbols},
                               indent=2))
         return
     for row in rows:
@@ -38,4 +37,4 @@ def formulas(model, config, block, quantities, latex, as_json) -> None:
         click.echo(f"{row['path']}  (x {row['count']}{held}): {row['title']}")
         for quantity, text in row["formulas"].items():
             click.echo(f"  {quantity} = {text}")
-    click.echo(f"symbols: {', '.join(f'{k}: {v}' for k, v in S.DESCRIPTIONS.items())}")
+    click.echo(f"symbols: {', '.join(f'{k}: {v}' for k, v in symbols.items())}")

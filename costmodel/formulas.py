@@ -14,26 +14,41 @@ def formula_rows(cfg: ModelConfig, block: str | None = None, quantities: tuple[s
     """One row a leaf whose path contains `block` (all without it): its path, count (and, for a shared block,
     the weights it holds), title and each of `quantities` that is not zero (all without them), as text.
     An unknown quantity, or a block no path contains, is one ConfigError naming what there is."""
+    return formula_table(cfg, block, quantities, latex)[0]
+
+
+def formula_table(cfg: ModelConfig, block: str | None = None, quantities: tuple[str, ...] = (),
+                  latex: bool = False) -> tuple[list[dict[str, Any]], dict[str, str]]:
+    """formula_rows' rows and the meanings of the symbols they use (counts, held weights and the formulas
+    shown), as text or LaTeX. `block` and `quantities` are read in any case, as every choice is."""
     from . import symbols as S
     from .blocks import Cost
     from .tree import CostModel
 
     known = Cost.QUANTITIES + Cost.STEP_QUANTITIES
+    quantities = tuple(str(q).lower() for q in quantities)
     unknown = [q for q in quantities if q not in known]
     if unknown:
         raise ConfigError(f"unknown quantity {unknown[0]!r}; use one of {', '.join(known)}.")
     cost_model = CostModel(cfg)
-    leaves = [leaf for leaf in cost_model.leaves if block is None or block in leaf.path]
+    needle = None if block is None else block.lower()
+    leaves = [leaf for leaf in cost_model.leaves if needle is None or needle in leaf.path.lower()]
     if not leaves:  # a typo ('atention') was told nothing more; the path's words spelled like it are named
         import difflib
 
         words = sorted({word for leaf in cost_model.leaves for word in leaf.path.split(".")})
-        near = difflib.get_close_matches(block, words, n=3, cutoff=0.6)
+        near = difflib.get_close_matches(needle, words, n=3, cutoff=0.6)
         hint = f" Did you mean {', '.join(near)}?" if near else f" Its paths' words: {', '.join(words)}."
         raise ConfigError(f"no block of {cfg.name} has {block!r} in its path.{hint}")
     show = S.latex if latex else str
-    return [{"path": leaf.path, "count": show(leaf.count), "holds": None if leaf.holds is None else show(leaf.holds),
-             "title": leaf.block.title,
-             "formulas": {quantity: show(leaf.cost.get(quantity)) for quantity in quantities or known
-                          if leaf.cost.get(quantity) != 0}}
-            for leaf in leaves]
+    rows, used = [], set()
+    for leaf in leaves:
+        shown = {quantity: leaf.cost.get(quantity) for quantity in quantities or known
+                 if leaf.cost.get(quantity) != 0}
+        for expr in (leaf.count, leaf.holds, *shown.values()):
+            used |= getattr(expr, "free_symbols", set())
+        rows.append({"path": leaf.path, "count": show(leaf.count),
+                     "holds": None if leaf.holds is None else show(leaf.holds), "title": leaf.block.title,
+                     "formulas": {quantity: show(expr) for quantity, expr in shown.items()}})
+    symbols = {show(symbol): meaning for symbol, meaning in S.DESCRIPTIONS.items() if symbol in used}
+    return rows, symbols

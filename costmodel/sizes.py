@@ -65,7 +65,8 @@ def resolved(text: str, value: float) -> str | None:
 def spelled_out(text: str) -> str:
     """A length mix's text with each length written as its integer ("uniform:1k:4k" ->
     "uniform:1024:4096"), as a run's setup records it; a histogram's path is left as it is."""
-    text = str(text)
+    kind, colon, rest = str(text).partition(":")
+    text = kind.lower() + colon + rest  # the kind as the parser reads it, any case (Uniform:1K:4K)
     if text.startswith("histogram:"):
         return text
     return re.sub(r"(?<![\w.])\d+[kKmM](?![\w.])", lambda match: str(parse_length(match[0])), text)

@@ -76,7 +76,9 @@ def render_setup(summary: dict[str, Any], requests: str | None = None) -> list[s
            f"engine, {setup['host_time_engine']}: host_time.json's release rules give it no profile, so the steps are "
            "the GPU's kernels alone)"] if setup.get("host_time_asked") else []),
         f"KV cache per replica: {setup['num_blocks']:,} blocks of {setup['block_size']} tokens "
-        f"({kv['kv_bytes_per_token']:,} B per token per GPU; weights {kv['weight_bytes'] / 2**30:.1f} GiB and "
+        + (f"as --num-blocks sets them (the memory budget would hold {kv['num_blocks']:,}: "
+           if setup['num_blocks'] != kv['num_blocks'] else "(")
+        + f"{kv['kv_bytes_per_token']:,} B per token per GPU; weights {kv['weight_bytes'] / 2**30:.1f} GiB and "
         f"activations {kv['activation_bytes'] / 2**30:.2f} GiB per GPU; {kv['gpu_memory_utilization']:.0%} of "
         f"{kv['memory_bytes'] / 2**30:.4g} GiB"
         + (f" less the {reserve / 2**20:,.0f} MiB reserve)" if (reserve := kv.get("memory_reserve_bytes")) else ")")

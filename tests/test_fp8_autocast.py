@@ -91,7 +91,7 @@ def test_te_linear_casts_its_normed_input_and_its_weight_every_micro_batch():
      "forward, the head in FP8 too) is not modelled."),
     (GPT2 + ["--framework", "deepspeed", "--zero", "3"], "layout: --fp8 delayed is modelled under Megatron-Core (an "
      "fp8_autocast a model chunk) and under --framework fsdp2 with --fp8-autocast; under deepspeed it is not "
-     "modelled; use --fp8 current or tensorwise."),
+     "modelled; use --fp8 tensorwise or rowwise, or --framework megatron."),  # session 41: current is TE's too
     (GPT2 + ["--framework", "megatron", "--zero", "1", "--fp8-autocast", "forward-and-loss"], "layout: --fp8-autocast is "
      "where the training script opens Transformer Engine's fp8_autocast for delayed scaling (--fp8 delayed) outside "
      "Megatron-Core, which opens one a model chunk itself; here --framework megatron with --fp8 delayed."),

@@ -55,7 +55,10 @@ def test_delayed_scaling_refused_elsewhere(capsys, framework):
 @pytest.mark.parametrize("flags", [["--recompute", "selective"], ["--recompute", "full"], ["--fp8", "current"],
                                    ["--fp8", "tensorwise"]])
 def test_what_they_run_still_runs(capsys, framework, flags):
-    code, _, _ = run(SIMULATE + FRAMEWORKS[framework] + flags + ["--json"], capsys)
+    code, _, err = run(SIMULATE + FRAMEWORKS[framework] + flags + ["--json"], capsys)
+    if (framework, flags) == ("deepspeed", ["--fp8", "current"]):  # session 41: Transformer Engine's recipe,
+        assert code == 2 and "DeepSpeed running Transformer Engine is not modelled" in err  # not DeepSpeed's
+        return
     assert code == 0
 
 

@@ -22,8 +22,8 @@ def test_check_counts_the_chunk_that_holds_most_blocks(capsys) -> None:
     code, out, err = run_main(SERVE_509 + ["--num-blocks", "56"], capsys)
     assert code == 2
     assert err.strip().splitlines() == [
-        "error: request 0 needs 57 KV blocks of 16 tokens; the cache holds 56 (raise --gpu-memory-utilization "
-        "or --num-blocks)."]
+        "error: request 0 needs 57 KV blocks of 16 tokens; the cache holds 56 (raise --gpu-memory-utilization, "
+        "or --num-blocks where it is given)."]  # reworded in session 41 (test_smoke41_defects.py, 4)
     code, out, err = run_main(SERVE_509 + ["--num-blocks", "57"], capsys)
     assert code == 0, err
 

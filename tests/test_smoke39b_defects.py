@@ -135,8 +135,8 @@ def test_a_low_gpu_memory_utilization_says_the_least_that_holds_a_block(capsys):
         [*L4_8B, "--gpu-memory-utilization", "0.64"], capsys)
     # 0.65 holds a block (33 of them), if not a whole request: the next refusal is the request's
     assert one_error_line([*L4_8B, "--gpu-memory-utilization", "0.65"], capsys) == (
-        "error: request 0 needs 40 KV blocks of 16 tokens; the cache holds 33 (raise --gpu-memory-utilization or "
-        "--num-blocks).")
+        "error: request 0 needs 40 KV blocks of 16 tokens; the cache holds 33 (raise --gpu-memory-utilization, or "
+        "--num-blocks where it is given).")  # reworded in session 41 (test_smoke41_defects.py, 4)
     # not typed (plan --serve has no such option): no such advice
     line = one_error_line(["serve", "--model", "llama3-70b", "--hardware", "l4", "--rate", "5"], capsys)
     assert "--gpu-memory-utilization" not in line and line.endswith("store its weights in fewer bytes (--weight-dtype).")

@@ -75,7 +75,8 @@ def test_the_kernels_side_is_the_step_less_its_per_block_launches(layout, kernel
 def test_no_host_term_where_the_rank_runs_no_counted_eager_step():
     """FP8 linears (other ops; GPT-2 in bf16 counts 188 x 12 + 95 without), a GQA model: none, as on one GPU."""
     assert _step(Layout(dp=2), _workload(1, dtype="bf16"))["host"]["ops_per_step"] == 188 * 12 + 95
-    assert "host" not in _step(Layout(dp=2, fp8="current"), _workload(1, dtype="bf16"))
+    # torchao's tensorwise: Transformer Engine's current is refused under deepspeed since session 41
+    assert "host" not in _step(Layout(dp=2, fp8="tensorwise"), _workload(1, dtype="bf16"))
     cfg = load_preset("llama2-70b").replace(n_decoder_layers=2)
     step = simulate_training(cfg, _workload(1), Layout(dp=2), load_hardware(str(H200_MEASURED)),
                              time_model="kernels")["step"]

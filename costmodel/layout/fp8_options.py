@@ -36,6 +36,18 @@ def check_fp8_options(layout: Any) -> None:
                           "scaling (--framework megatron --fp8 delayed).")
     if layout.fp8_autocast is not None or (layout.fp8 == "delayed" and layout.framework != "megatron"):
         check_fp8_autocast(layout)
+    if layout.framework == "deepspeed" and layout.fp8 in TE_ONLY_RECIPES:
+        # DeepSpeed with Transformer Engine (accelerate's deepspeed plugin): no source read here, as for delayed
+        # (check_fp8_autocast); the casts would have been Megatron-Core's, unsaid
+        raise ConfigError(f"layout: --fp8 {layout.fp8} is Transformer Engine's recipe as Megatron-Core runs it"
+                          + (" (and torchao's MXLinear under --framework fsdp2)" if layout.fp8 == "mxfp8" else "")
+                          + "; DeepSpeed running Transformer Engine is not modelled: use --framework megatron, or "
+                          "--fp8 tensorwise or rowwise (torchao's Float8Linear, on any model's linear layers).")
+
+
+#: Recipes only Transformer Engine runs (layout/fp8.py RECIPES' current, blockwise, mxfp8, nvfp4; delayed has
+#: its own check): modelled as Megatron-Core's (and mxfp8 as torchao's under fsdp2), not under DeepSpeed.
+TE_ONLY_RECIPES = ("current", "blockwise", "mxfp8", "nvfp4")
 
 
 #: torchao's FSDP2 float8 all-gather (torchtitan's [float8] enable_fsdp_float8_all_gather and
@@ -97,7 +109,7 @@ def check_fp8_autocast(layout: Any) -> None:
         # DeepSpeed with Transformer Engine (accelerate's deepspeed plugin): no source read here.
         raise ConfigError(f"layout: --fp8 delayed is modelled under Megatron-Core (an fp8_autocast a model chunk) "
                           f"and under --framework fsdp2 with --fp8-autocast; under {layout.framework} it is not "
-                          "modelled; use --fp8 current or tensorwise.")
+                          "modelled; use --fp8 tensorwise or rowwise, or --framework megatron.")
     if scope is None:
         # accelerate's apply_fp8_autowrap (utils/transformer_engine.py, 0fade1b) opens one autocast
         # around the forward, but its convert_model turns every nn.Linear whose sizes are multiples of

@@ -235,6 +235,13 @@ def serve(model: Any, hardware: Any = "h100-sxm", *, rate: float | None = None, 
         raise ConfigError(f"--disaggregate: moving {cfg.name}'s recurrent states to the decode pool is not modelled.")
     if disaggregate is not None:
         from .disaggregated import run_disaggregated
+        from .schedulers import SCHEDULERS
+
+        why = SCHEDULERS[setup["scheduler"]].no_disaggregation
+        if why:
+            raise ConfigError(f"--disaggregate splits prefill and decode over two pools of one engine; the "
+                              f"{setup['scheduler']} scheduler's cannot: {why}. Use --scheduler vllm (or another "
+                              "serving engine's), or leave --disaggregate out.")
 
         if setup["pp"] > 1:
             raise ConfigError("--disaggregate runs tensor-parallel pools only; drop --pp.")

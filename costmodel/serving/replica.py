@@ -209,6 +209,10 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
     layer_states = vllm_layer_states(scheduler, mamba_ssm_cache_dtype)  # None: transformers' state layout
     sizings = {} if sizings is None else sizings
     utilization_given = gpu_memory_utilization is not None
+    if utilization_given and num_blocks is not None:  # the budget sized nothing, and the header named it
+        raise ConfigError(f"--num-blocks {num_blocks} sets the KV cache's blocks; --gpu-memory-utilization "
+                          f"{gpu_memory_utilization:g} sizes them from the GPU's memory (vLLM's num_gpu_blocks_override "
+                          "replaces what it would size): give one of them.")
     if gpu_memory_utilization is None:  # the hardware file's, as simulate's and plan's fits read it (0.9: vLLM's)
         gpu_memory_utilization = hardware.serving_memory_utilization
     profile_run = scheduler if scheduler in profile_run_facts() else None  # vLLM's: its profile run's batch

@@ -87,6 +87,10 @@ class Scheduler:
 
     name = "base"
     source = ""
+    # Why this engine cannot run `--disaggregate` (None: a prefill pool and a decode pool of it are
+    # modelled, as DistServe and Splitwise run theirs and vLLM's and TensorRT-LLM's disaggregated
+    # serving do).
+    no_disaggregation: str | None = None
     # With no request waiting and every running one decoding, the next steps run them all, one
     # token each, until one finishes, needs a block or a request arrives: the event loop may then
     # advance several steps at once (engine.py). True for the policies whose steps are that.
@@ -245,7 +249,7 @@ class Scheduler:
             raise SchedulingError(
                 f"request {request.id} needs {needed} KV blocks of "
                 f"{self.pool.block_size} tokens; the cache holds {self.pool.num_blocks} (raise "
-                f"--gpu-memory-utilization or --num-blocks).")
+                f"--gpu-memory-utilization, or --num-blocks where it is given).")
 
     def _most_held_by_a_chunk(self, cached: int) -> int:
         """The most pool blocks a lone sequence holds while it computes `cached` tokens in chunks of

@@ -195,6 +195,8 @@ class StaticScheduler(Scheduler):
 
     name = "static"
     source = "Hugging Face transformers generate(): one padded batch at a time"
+    no_disaggregation = ("generate() prefills and decodes each batch in one process, with no way to hand a "
+                         "prompt's KV cache to another")
 
     def __init__(self, pool: BlockPool, max_num_seqs: int = 8, max_batched_tokens: int = NO_TOKEN_BUDGET):
         super().__init__(pool, max_num_seqs, max_batched_tokens)
@@ -263,6 +265,8 @@ class TransformersScheduler(Scheduler):
 
     name = "hf-fifo"
     source = "transformers 5.24 generation/continuous_batching FIFOScheduler"
+    no_disaggregation = ("transformers 5.24's continuous batching (generation/continuous_batching) runs every "
+                         "request's prefill and decode on one cache, with no way to hand it to another engine")
     prefill_first = False
     default_margin = 0.15
 

@@ -86,6 +86,7 @@ class Lengths:
         """From an option: "512", "uniform:128:1024", "lognormal:512:0.8[:low:high]", or
         "histogram:path.json"; each length also as costmodel/sizes.py reads one ("4k" = 4,096)."""
         kind, _, rest = text.partition(":")
+        kind = kind.lower()  # Uniform:1K:4K as uniform:1k:4k: a choice in any case, as every option's (the path's kept)
         try:
             if not rest and kind[:1].isdigit():  # 512, 4k (costmodel/sizes.py)
                 return cls("fixed", mean=parse_length(kind))
