@@ -2,7 +2,7 @@
 
 Times prefill (a full forward over the prompt, logits at every position, as the cost tree counts
 it), cached decode steps and a training step (forward with the loss, backward, AdamW, zero_grad;
-costmodel.roofline.training_step's conventions) of the reference model and of Hugging Face's
+costmodel.roofline_training.training_step's conventions) of the reference model and of Hugging Face's
 class, for three model sizes whose prefill is compute-bound and whose decode is memory-bound, in
 fp32 (the dtype this CPU runs fast).
 
@@ -39,7 +39,8 @@ import torch  # noqa: E402
 from costmodel.config import ModelConfig, Workload  # noqa: E402
 from costmodel.presets import load_preset  # noqa: E402
 from costmodel.hardware import Efficiency, Hardware  # noqa: E402
-from costmodel.roofline import Roofline, training_step  # noqa: E402
+from costmodel.roofline import Roofline  # noqa: E402
+from costmodel.roofline_training import training_step  # noqa: E402
 from validate.calibrate import measure_local  # noqa: E402
 from validate.compare import training_loss, build  # noqa: E402
 from validate.decoding import prefill as reference_prefill  # noqa: E402

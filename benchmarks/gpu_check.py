@@ -167,7 +167,8 @@ def check_model(cfg, batch, seq_len, gen_tokens, args, host_per_op: dict) -> dic
 
     from costmodel.peak import inference_peak_bytes, training_peak_bytes
     from costmodel.hardware import load_hardware
-    from costmodel.roofline import Roofline, simulate_inference, training_step
+    from costmodel.roofline import Roofline, simulate_inference
+    from costmodel.roofline_training import training_step
     from validate import measure
     from validate.compare import TORCH_DTYPES, training_loss
     from validate.hf_models import build_hf_model, make_inputs

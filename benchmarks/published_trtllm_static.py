@@ -18,7 +18,7 @@ and 2c39687: "H200 FP8 Max throughput", output tokens/s per GPU, TensorRT-LLM v0
 too (a tp 2 run's tokens/s over 2). Ours: the static
 scheduler on the h200 preset with FP8 weights and an FP8 KV cache (--weight-dtype fp8
 --kv-dtype fp8), bf16 activations: the projections' GEMMs run W8A8 at the FP8 peak (--fp8-gemm
-auto; costmodel/quantization.py runs_w8a8), the attention core in bf16, each decode step's attention the
+auto; costmodel/quantized_matmul.py runs_w8a8), the attention core in bf16, each decode step's attention the
 engine's masked MHA (DECODE_KERNEL) as in the A100 table (since session 31; a FlashAttention-style decode beside
 it, as before): the note's v0.5.0 precedes v0.6.1, whose generation phase is that kernel alone (gpt_attention.md at
 138f96d names no other; the XQA kernel for MQA and GQA came later, docs/source/blogs/XQA-kernel.md), and the note

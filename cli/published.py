@@ -20,15 +20,11 @@ def published(as_json, host_syncs) -> None:
     """Published training runs beside the layout model: Narayanan et al. 2021 Table 1 (parameters,
     TFLOP/s per GPU), Korthikanti et al. 2022 Table 5 (seconds per iteration, MFU, HFU), more published
     runs (costmodel/published_runs.json), DeepSeek-V3 and Llama 3 405B's 131k-context run."""
-    from reports.published_frontier import frontier
-    from reports.published_runs import korthikanti, narayanan, other_runs, summary, summary_by_kind
+    from reports.published_runs import published_tables
 
     from .format import render_published
 
-    tables = {"narayanan_2021_table_1": narayanan(), "korthikanti_2022_table_5": korthikanti(),
-              "other_runs": other_runs(host_syncs), "frontier": frontier()}
-    tables["summary"] = summary(tables)
-    tables["summary_by_kind"] = summary_by_kind(tables)
+    tables = published_tables(host_syncs)
     if as_json:
         from costmodel import spec
 

@@ -1,6 +1,6 @@
 """`simulate`: the time of prefill, decode and a training step on a hardware preset; with a layout,
 per GPU, with its communication and pipeline bubble. Four modes: inference or training, on one
-GPU (costmodel/roofline.py) or with a layout (costmodel/layout/timing.py)."""
+GPU (costmodel/roofline.py, costmodel/roofline_training.py) or with a layout (costmodel/layout/timing.py)."""
 
 from __future__ import annotations
 
@@ -416,9 +416,10 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
             workload = make_workload(cfg, seq_len, holds_cache=False, batch=batch, dtype=dtype, recompute=recompute,
                                      recompute_layers=recompute_layers, optimizer=optimizer,
                                      **implied(None, impl, attention, cfg.family))
-            result = sim.simulate_training(cfg, workload, hardware, tokens=tokens,
-                                           step_seconds=step_time, efficiency=efficiency,
-                                           flops_convention=flops_convention, price=price)
+            from costmodel.roofline_training import simulate_training
+
+            result = simulate_training(cfg, workload, hardware, tokens=tokens, step_seconds=step_time,
+                                       efficiency=efficiency, flops_convention=flops_convention, price=price)
         else:
             workload = make_workload(cfg, prompt, batch=batch, dtype=dtype, attention=attention, gen_tokens=gen,
                                      **generation_start(cfg), **quantization)

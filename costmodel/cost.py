@@ -1,5 +1,5 @@
 """What a training run costs: time to train on a number of tokens, GPU-hours, total FLOPs and,
-at a price per GPU-hour, dollars. Arithmetic on a step's figures (costmodel/roofline.py and
+at a price per GPU-hour, dollars. Arithmetic on a step's figures (costmodel/roofline_training.py and
 costmodel/layout/time.py), no formulas of its own.
 
   steps          ceil(tokens / a step's tokens): a run is whole steps, the last one whole

@@ -1,6 +1,6 @@
 """The embedding's dense weight gradient, priced as the bytes each training micro-batch's backward moves for it
 on the rank that holds the embedding (the first pipeline stage; on one device without a layout,
-roofline.training_step adds the zeroed table to the embedding leaves' bytes), beside the rows' scatter the embedding
+roofline_training.training_step adds the zeroed table to the embedding leaves' bytes), beside the rows' scatter the embedding
 block's own backward already counts (blocks/embedding.py: twice the forward's gather). Memory-bound, on the
 compute stream, at the step's memory-bound rate; StepTime.microbatch_accumulation adds it to each micro-batch.
 
@@ -44,7 +44,7 @@ FP32 = 4
 
 def zeroed_table_bytes(tables: float, element: int) -> float:
     """torch's zeroed table gradient each backward: e bytes a table element (one rule for both step paths: the
-    layouts' StepTime and the single device's roofline.training_step)."""
+    layouts' StepTime and the single device's roofline_training.training_step)."""
     return tables * element
 
 

@@ -43,7 +43,7 @@ def grouped_gemms(leaf: Any, flops: float, shapes: list[tuple[int, int, int]], s
     an expert, which keys the grouped kernel's measured share of the tile model (kernel_facts.json
     "grouped_gemm_efficiency": Transformer Engine's on Hopper in BF16), 0 where one expert gets a
     slot (one GEMM: TE's grouped GEMM of one matrix is one cuBLAS call)."""
-    from .quantization import quantizing_inputs, runs_quantized
+    from .quantized_matmul import quantizing_inputs, runs_quantized
 
     experts = max(1, math.ceil(shapes[0][2] * share - 1e-9))
     one_expert = sum(out * inner for out, inner, _ in shapes)

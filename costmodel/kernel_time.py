@@ -18,7 +18,7 @@ fused attention calls, one-pass kernels, memory-bound kernels). A kernel's time:
     gemv2T eager, Inductor's reduction compiled): its bytes at the GEMV rate or FLOPs at the vector peak, no tiles; where the hardware file measures a GEMM's efficiency by
     its rows (gemm_efficiency_by_rows, a CPU's), its FLOPs at that fraction of the peak instead of the tiles
     (log-linear between the measured row counts, the end values beyond them); a layout that dequantizes into memory
-    (DeepSpeed's int8, quantization.in_memory_dequant): a memory-bound pass, then the unquantized GEMM;
+    (DeepSpeed's int8, quantized_matmul.in_memory_dequant): a memory-bound pass, then the unquantized GEMM;
   - fused attention: the FLOPs the kernel executes (blocks of 128 x 128; a causal mask skips the
     blocks above the diagonal, a window those before it; a head width the kernel is not compiled for
     padded to the next one) at the kernel's published efficiency for the GPU's architecture and the
@@ -77,9 +77,9 @@ class KernelTimer:
                  attention_kernel: str = DEFAULT_KERNEL, fused_qkv: bool = False, decode_kernel: str | None = None):
         """matmul_dtype: the tensor cores' dtype where it is not the data's (FP8 training: bf16 tensors,
         products at the FP8 peak and its large-GEMM efficiency); None: the data's. w8a8: GEMMs on fp8-stored
-        weights (Gemm.weight_dtype "fp8") run W8A8 (inference, quantization.runs_w8a8 decides): at the FP8 peak
+        weights (Gemm.weight_dtype "fp8") run W8A8 (inference, quantized_matmul.runs_w8a8 decides): at the FP8 peak
         and its large-GEMM efficiency, their input read in one byte after its per-tensor quantization
-        (quantization.activation_quant_bytes). sustained: the GPU runs saturated for a long time (a training
+        (quantized_matmul.activation_quant_bytes). sustained: the GPU runs saturated for a long time (a training
         step), so its GEMMs run at the hardware's sustained matmul efficiency (MSMF: the clock its power limit
         allows under full load) where one is measured, else at the large-GEMM (burst, MAMF) efficiency.
         eager_ops: ops per run of each block kind (costmodel/eager_ops.py), charged at the hardware's eager_op_s
@@ -257,7 +257,7 @@ class KernelTimer:
         """A W8A8 GEMM: the tile model at the FP8 rate against its bytes (input in one byte, output
         in the data dtype) at the GEMV rate, or at its kernel's measured rate where it has no more rows
         than that measurement (w8a8_small_rows), after its input's quantization pass if it is the first to read it."""
-        from .quantization import activation_quant_bytes
+        from .quantized_matmul import activation_quant_bytes
 
         moved = gemm.count * (gemm.m * gemm.k + self.element_bytes * gemm.m * gemm.n + weights)
         quantize = activation_quant_bytes(gemm.count * gemm.m * gemm.k, self.element_bytes) \

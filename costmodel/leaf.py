@@ -11,7 +11,7 @@ import sympy as sp
 
 from . import blocks as B
 from . import symbols as S
-from .quantization import dequant_bytes
+from .quantized_matmul import dequant_bytes
 from .spec import RECOMPUTED_LAYERS
 
 ONE = sp.Integer(1)
@@ -94,7 +94,7 @@ class Leaf:
         quantized matrices (data, scales, zeros, tables) instead of e bytes per weight. The
         dequantisation runs in the GEMM's registers (weight-only kernels: gpt-fast, Marlin,
         bitsandbytes): no traffic of its own, a stated convention; where the layout dequantizes into
-        memory (DeepSpeed's, quantization.dequant_bytes) the GEMM reads e bytes a weight after a pass
+        memory (DeepSpeed's, quantized_matmul.dequant_bytes) the GEMM reads e bytes a weight after a pass
         that reads the stored matrix and writes that copy. Routed experts read the share of
         their matrices that gets a token (Cost.matrix_read_share: each chosen expert's matrices with
         their scales, as gpt-fast's Mixtral gathers them, self.w1[expert_indices]). At a

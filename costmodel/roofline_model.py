@@ -6,7 +6,7 @@ products, on the matmul units (tensor cores; a CPU's fused multiply-add pipeline
 ops (norms, softmax, activations, adds), on the vector units. Each kind takes its own roofline time,
 max(FLOPs / (peak x compute efficiency), bytes moved / (bandwidth x memory efficiency)), with the
 matmul peak of the dtype for the products (fp8 weights' projections, where they run W8A8: the FP8
-peak, quantization.runs_w8a8) and the vector peak for the rest; a block adds a fixed
+peak, quantized_matmul.runs_w8a8) and the vector peak for the rest; a block adds a fixed
 overhead (kernel launches, or the interpreter's dispatch of its few ops on a CPU). A pass is the sum
 over blocks, and each figure says which resource bounds it.
 
@@ -15,7 +15,7 @@ encoder over the source and the decoder over its prompt), a generation step with
 (the decoder over every token so far) and a cached decode step (one token attending to its
 context, and to the source in cross-attention). Beside them: the batch at which a decode step
 turns compute-bound, and what fits in inference memory. costmodel/roofline.py strings the passes
-into a generation's and a training step's timelines.
+into a generation's timelines, costmodel/roofline_training.py into a training step's.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from .evaluate import Sweep
 from .hardware import Efficiency, Hardware, kernel_times
 from .memory import decode_phase_bytes, inference_phases
 from .leaf import Leaf
-from .quantization import blended_peak, runs_w8a8, w8a8_leaf_adjustment, w8a8_peak
+from .quantized_matmul import blended_peak, runs_w8a8, w8a8_leaf_adjustment, w8a8_peak
 from .tree import CostModel, generate_logits_to_keep, model_values, profile_for, shared_model
 from .workload import logits_kept
 
@@ -83,6 +83,26 @@ class Timing:
         )
 
 
+def timing_dict(timing: Timing, seconds: float, roofline_seconds: float | None = None) -> dict[str, Any]:
+    """A figure with its bound: compute and memory time, and the fraction of the roofline time
+    (roofline_seconds; `seconds` when it is the roofline's) each resource is busy (at most 1: the
+    kernels run one after another). Where the kernel-level model gives `seconds`, the shares stay
+    the roofline's, as the report says: the roofline's compute time over the kernel model's
+    shorter step read 114% busy."""
+    busy_of = seconds if roofline_seconds is None else roofline_seconds
+    return {
+        "seconds": seconds,
+        "flops": timing.flops,
+        "bytes": timing.bytes,
+        "compute_seconds": timing.compute_s,
+        "memory_seconds": timing.memory_s,
+        "bound": timing.bound,
+        "intensity_flops_per_byte": timing.intensity,
+        "compute_busy_fraction": timing.compute_s / busy_of if busy_of else 0.0,
+        "memory_busy_fraction": timing.memory_s / busy_of if busy_of else 0.0,
+    }
+
+
 @dataclass(frozen=True)
 class BlockTiming:
     path: str
@@ -122,7 +142,7 @@ class Roofline:
         # HF generate: its prefill (and an uncached rerun) computes the last position's logits only.
         profile = profile_for(cfg, self.workload, dropout=False, kv_cache=kv_cache,
                               logits_to_keep=generate_logits_to_keep(cfg, self.workload.impl))
-        # FP8 weights on FP8 tensor cores (quantization.runs_w8a8): the quantized projections at
+        # FP8 weights on FP8 tensor cores (quantized_matmul.runs_w8a8): the quantized projections at
         # the FP8 peak, their inputs read in one byte after a quantization pass (w8a8_leaf_bytes).
         self.w8a8 = runs_w8a8(profile.weight_format, hardware)
         self.fp8_flops_per_s = w8a8_peak(hardware, eff) if self.w8a8 else None

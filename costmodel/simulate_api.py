@@ -186,7 +186,9 @@ def simulate(model: Any, hardware: str = spec.DEFAULT_HARDWARE, *, train: bool =
     elif train:
         workload, warnings = make_workload(cfg, seq_len, holds_cache=False, batch=batch, dtype=dtype,
                                            recompute=recompute, attention=attention, impl=impl)
-        data = sim.simulate_training(cfg, workload, chosen, tokens=tokens, step_seconds=step_time, price=price)
+        from .roofline_training import simulate_training
+
+        data = simulate_training(cfg, workload, chosen, tokens=tokens, step_seconds=step_time, price=price)
     else:
         workload, warnings = make_workload(cfg, prompt, batch=batch, dtype=dtype, attention=attention,
                                            gen_tokens=gen, **generation_start(cfg), **quantization)

@@ -94,7 +94,7 @@ QUANT_LAYOUTS = Choices({
     "gptq-cuda-old": "AutoGPTQ 0.4's cuda-old kernel (GPTQ's bytes; the weight read once a row to 127 rows, "
                      "from 128 dequantized into an fp16 copy by torch)",
     "deepspeed": "DeepSpeed-Inference 0.7's int8 (32 groups of fp32 scales a matrix), dequantized into an "
-                 "fp16 copy in memory before each cuBLAS GEMM (costmodel/quantization.py)",
+                 "fp16 copy in memory before each cuBLAS GEMM (costmodel/quantized_matmul.py)",
     "vllm-rtn-torch": "vLLM's RTN before PR #26051 (int8 or int4, a bf16 scale a group, no zero), dequantized "
                       "into a bf16 copy by torch ops before each F.linear",
 })

@@ -50,7 +50,7 @@ def leaf_kernels(leaf: Any, subs: dict, fused_attention: bool, local: dict | Non
     from . import symbols as S
     from .blocks import AttentionCore, QKVProjection, WeightedSum
     from .kernels import SDPA
-    from .quantization import in_memory_dequant
+    from .quantized_matmul import in_memory_dequant
 
     if local:
         subs = {**subs, **{symbol: sp.sympify(value).xreplace(subs) for symbol, value in local.items()}}
@@ -128,7 +128,7 @@ def _gemms(leaf: Any, subs: dict, flops: float) -> list[Kernel]:
     from . import symbols as S
     from .blocks import AttentionScores, FeedForward, Mamba2Mixer, QKVProjection, WeightedSum
     from .expert_kernels import grouped_experts, grouped_gemms
-    from .quantization import gemm_rows, matrix_rows, quantizing_inputs, runs_quantized
+    from .quantized_matmul import gemm_rows, matrix_rows, quantizing_inputs, runs_quantized
 
     block, cost = leaf.block, leaf.cost
     if isinstance(block, (AttentionScores, WeightedSum)):
@@ -157,7 +157,7 @@ def _gemms(leaf: Any, subs: dict, flops: float) -> list[Kernel]:
         return [Pointwise(float_value(cost.bytes_matmul, subs), 0.0), MatmulCompute(flops)]
     stored = quantized and getattr(leaf, "weight_format", None) is not None
     # Each matrix in the format's kernel, or (absorbed MLA's kv_b_proj) dequantized to the
-    # activations' dtype (quantization.runs_quantized); the fp8 ones W8A8 under KernelTimer's w8a8.
+    # activations' dtype (quantized_matmul.runs_quantized); the fp8 ones W8A8 under KernelTimer's w8a8.
     kernels = runs_quantized(leaf) if quantized else [False] * len(shapes)
     each = [(tokens, out, inner, stored and kernel) for (out, inner, how_many), tokens, kernel
             in zip(shapes, rows, kernels) for _ in range(how_many)]

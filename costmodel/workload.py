@@ -151,7 +151,7 @@ class Workload:
     weight_kept: tuple[str, ...] = ()
     kv_dtype: str | None = None
     # How GEMMs on fp8 weights multiply (spec.FP8_GEMMS): auto (W8A8 where the hardware has an FP8
-    # peak), w8a8 or w8a16 (weight-only); quantization.runs_w8a8.
+    # peak), w8a8 or w8a16 (weight-only); quantized_matmul.runs_w8a8.
     fp8_gemm: str = spec.DEFAULT_FP8_GEMM
     # The positions whose logits the prefill computes (Profile.logits_to_keep): 0 all (a plain
     # forward, estimate's); 1 Hugging Face generate's prefill (tree.generate_logits_to_keep).

@@ -398,3 +398,17 @@ def summary(tables: dict[str, list[dict[str, Any]]]) -> dict[str, dict[str, Any]
         if ratios:
             out[f"{model}, GPU-hours" if costs else model] = ratio_counts(ratios)
     return out
+
+
+def published_tables(host_syncs: bool = True) -> dict[str, Any]:
+    """Every table `published` prints, as `published --json` holds them (units aside): Narayanan's and
+    Korthikanti's tables, the other runs (other_runs; host_syncs as there), the frontier rows, and
+    the summaries over them. The one place they are put together (the command and the tests' shared
+    session copy, tests/conftest.py, read it)."""
+    from .published_frontier import frontier
+
+    tables = {"narayanan_2021_table_1": narayanan(), "korthikanti_2022_table_5": korthikanti(),
+              "other_runs": other_runs(host_syncs), "frontier": frontier()}
+    tables["summary"] = summary(tables)
+    tables["summary_by_kind"] = summary_by_kind(tables)
+    return tables

@@ -127,7 +127,7 @@ def host_line(host: dict[str, Any], decode_code: str | None = None) -> str:
 
 
 def fp8_gemm_line(setup: dict[str, Any]) -> str:
-    """Which way fp8 weights multiply here (costmodel/quantization.py, runs_w8a8): W8A8 at the FP8
+    """Which way fp8 weights multiply here (costmodel/quantized_matmul.py, runs_w8a8): W8A8 at the FP8
     peak, or weight-only where the hardware has no FP8 peak (vLLM runs FP8 checkpoints on compute
     capability >= 7.5 as W8A16 with its FP8 Marlin kernel)."""
     if setup["fp8_gemm_runs"] == "w8a8":

@@ -29,7 +29,7 @@ from pathlib import Path
 import pytest
 
 MEASURED_PACKAGES = ("torch", "transformers", "validate")
-HEAVY_FIXTURES = ("gloo", "figures", "report_dir", "full_report_dir")
+HEAVY_FIXTURES = ("gloo", "figures", "report_dir", "full_report_dir", "published_tables")
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")  # see Threads above
 
@@ -100,6 +100,32 @@ def gloo() -> dict[str, list[dict]]:
     names = list(GLOO_CASES)
     by_rank = run_gloo(run_jobs, 2, [GLOO_CASES[name] for name in names], timeout_s=300)
     return {name: [by_rank[r][i] for r in range(2)] for i, name in enumerate(names)}
+
+
+@pytest.fixture(scope="session")
+def published_session() -> dict:
+    """`published`'s tables (reports.published_runs.published_tables: all of published_runs.json's runs
+    under both time models, Narayanan's and Korthikanti's tables, the frontier), computed once a test
+    process: the four files that read the whole table each computed it on their own (six times, the
+    command's own run included)."""
+    from reports.published_runs import published_tables
+
+    return published_tables()
+
+
+@pytest.fixture
+def published_tables(published_session, monkeypatch) -> dict:
+    """A copy of the session's `published` tables for one test to read or change; and the `published`
+    command, run in-process during the test, prints these same tables (it computes them with the
+    same published_tables, which the session fixture ran once) instead of computing them again."""
+    import copy
+
+    import reports.published_runs as published_runs
+
+    computed = published_runs.published_tables  # --no-host-syncs is another computation: not the shared one
+    monkeypatch.setattr(published_runs, "published_tables",
+                        lambda host_syncs=True: copy.deepcopy(published_session) if host_syncs else computed(host_syncs))
+    return copy.deepcopy(published_session)
 
 
 @pytest.fixture

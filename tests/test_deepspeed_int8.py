@@ -12,7 +12,8 @@ from costmodel.blocks import quantized_bytes
 from costmodel.config import ConfigError, Workload
 from costmodel.hardware import Efficiency
 from costmodel.kernel_shapes import Gemm, Pointwise
-from costmodel.quantization import dequant_bytes, in_memory_dequant, weight_format
+from costmodel.quantization import weight_format
+from costmodel.quantized_matmul import dequant_bytes, in_memory_dequant
 from reports.published_decode import decode_layout_run, decode_setup
 from reports.published_runs import other_runs_data
 

@@ -1,6 +1,6 @@
 """FP8 checkpoints at inference (--weight-dtype fp8, --fp8-gemm): W8A8 GEMMs at the FP8 peak where
 the hardware file has one (vLLM's fp8 on compute capability >= 8.9), weight-only elsewhere or when
-asked (costmodel/quantization.py runs_w8a8), in both time models, exact to the formula."""
+asked (costmodel/quantized_matmul.py runs_w8a8), in both time models, exact to the formula."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ from costmodel.config import ConfigError
 from costmodel.hardware import load_hardware
 from costmodel.kernel_time import Gemm, KernelTimer, inference_subs, leaf_kernels
 from costmodel.presets import load_preset
-from costmodel.quantization import activation_quant_bytes, runs_w8a8, weight_format
+from costmodel.quantization import weight_format
+from costmodel.quantized_matmul import activation_quant_bytes, runs_w8a8
 from costmodel.roofline_model import Roofline
 from costmodel.serving.steptime import StepTime, serving_profile
 from costmodel.tree import CostModel

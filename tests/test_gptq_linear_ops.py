@@ -13,7 +13,8 @@ from costmodel.kernel_facts_file import kernel_facts
 from costmodel.kernel_rates import RowsRule
 from costmodel.kernel_shapes import Gemm, Pointwise
 from costmodel.presets import load_preset
-from costmodel.quantization import QUANT_LAYOUT_FACTS, in_memory_dequant, weight_format
+from costmodel.quantization import QUANT_LAYOUT_FACTS, weight_format
+from costmodel.quantized_matmul import in_memory_dequant
 from tests.unseen_rows import ratios, runs_of
 
 

@@ -8,9 +8,9 @@ import cli
 
 
 def test_simulate_is_a_function_beside_the_roofline_module(capsys):
-    from costmodel import roofline as module
+    from costmodel import roofline, roofline_training
 
-    assert callable(costmodel.simulate) and module.simulate_training  # the roofline's functions
+    assert callable(costmodel.simulate) and roofline.simulate_inference and roofline_training.simulate_training
     run = costmodel.simulate("llama3-8b", hardware="h100-sxm", train=True, attention="sdpa", seq_len=4096,
                              tokens=2e12, price=2.5)
     assert cli.main(["simulate", "--model", "llama3-8b", "--hardware", "h100-sxm", "--train", "--attention",

@@ -15,7 +15,7 @@ from costmodel.evaluate import values
 from costmodel.hardware import load_hardware
 from costmodel.model_flops import check_convention, megatron_model_flops, model_flops, palm_model_flops
 from costmodel.presets import load_preset
-from costmodel.roofline import simulate_training
+from costmodel.roofline_training import simulate_training
 from costmodel.tree import CostModel, profile_for
 
 #: GPT-3 175B (Brown et al. 2020, Table 2.1): 96 layers, d 12288, 96 heads of 128, context 2048,

@@ -10,7 +10,7 @@ import pytest
 
 import cli
 from costmodel.config import Workload
-from reports.published_runs import other_runs, other_runs_data
+from reports.published_runs import other_runs_data
 
 
 def test_every_run_has_a_source_and_its_stated_layout():
@@ -25,8 +25,8 @@ def test_every_run_has_a_source_and_its_stated_layout():
 
 
 @pytest.mark.slow
-def test_the_runs_are_computed_under_both_models(capsys):
-    rows = {r["run"]: r for r in other_runs()}
+def test_the_runs_are_computed_under_both_models(capsys, published_tables):
+    rows = {r["run"]: r for r in published_tables["other_runs"]}  # other_runs(), once a test process (conftest.py)
     expressible = [r for r in rows.values() if r["not_expressible"] is None]
     assert len(expressible) >= 8
     assert all(r["roofline"] > 0 and r["kernels"] > 0 for r in expressible)
@@ -54,7 +54,7 @@ def test_the_runs_are_computed_under_both_models(capsys):
     quantized, bf16 = rows["gpt-fast llama2-70b int4 g32 tp8"], rows["gpt-fast llama2-70b tp8"]
     assert "--compile" in quantized["not_expressible"] and quantized["roofline"] is None
     assert quantized["kernels"] > bf16["kernels"]
-    assert cli.main(["published", "--json"]) == 0
+    assert cli.main(["published", "--json"]) == 0  # it prints the same computation (the fixture): its JSON is checked
     tables = json.loads(capsys.readouterr().out)
     assert len(tables["other_runs"]) == len(rows)
     assert all("tflops_kernels" in r for r in tables["narayanan_2021_table_1"])
@@ -275,12 +275,12 @@ def test_torchtitans_gpus_are_the_h100s_its_page_describes():
 
 
 @pytest.mark.slow
-def test_a_compiled_run_is_the_kernel_models_alone():
+def test_a_compiled_run_is_the_kernel_models_alone(published_tables):
     """The roofline has no torch.compile: the row says so and the summary leaves it out of the
     roofline's count, not the kernel model's."""
     from reports.published_runs import COST_UNITS, speed_ratios
 
-    rows = {r["run"]: r for r in other_runs()}
+    rows = {r["run"]: r for r in published_tables["other_runs"]}
     compiled = rows["torchtitan llama3.1-8b fsdp compile 8 GPUs"]
     assert compiled["roofline"] is None and compiled["kernels"] > 0
     assert "--compile" in compiled["not_expressible"]

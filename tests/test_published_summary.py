@@ -80,18 +80,15 @@ def test_the_kinds_split_the_kernel_models_comparisons():
 
 
 @pytest.mark.slow
-def test_the_docs_print_the_counts_and_rows_published_prints():
+def test_the_docs_print_the_counts_and_rows_published_prints(published_tables):
     """README, docs/time.md and docs/checked.md quote `published`'s counts (by time model and by
     kind) and docs/checked.md every expressible run's kernel-model cell: each as the command
     computes it now, so a change that moves a figure cannot leave the docs behind."""
     from pathlib import Path
 
-    from reports.published_runs import korthikanti, narayanan, other_runs
-
     root = Path(__file__).resolve().parent.parent
     readme, time_md, checked = ((root / p).read_text() for p in ("README.md", "docs/time.md", "docs/checked.md"))
-    tables = {"narayanan_2021_table_1": narayanan(), "korthikanti_2022_table_5": korthikanti(),
-              "other_runs": other_runs()}
+    tables = published_tables  # `published`'s, computed once a test process (tests/conftest.py)
 
     def cells(s: dict) -> str:
         return (f"| {s['comparisons']} | {100 * s['median_error']:.1f}% | {s['lowest']:.2f}-{s['highest']:.2f} | "

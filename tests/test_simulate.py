@@ -10,8 +10,8 @@ import cli
 from costmodel.config import ConfigError, Workload
 from costmodel.presets import load_preset
 from costmodel.hardware import Efficiency, Hardware, load_hardware
-from costmodel.roofline import (Roofline, simulate_inference,
-                                simulate_training)
+from costmodel.roofline import Roofline, simulate_inference
+from costmodel.roofline_training import simulate_training
 
 
 def test_decode_crossover_batch_on_a100_is_153():

@@ -90,11 +90,12 @@ def test_no_room_for_a_kv_block_names_the_token_budget_when_activations_fill_the
 
 
 @pytest.mark.slow  # the whole `published` run (~15 s idle; 158 s of the fast tier at load 8-12, session 33)
-def test_published_json_names_its_units(capsys):
+def test_published_json_names_its_units(capsys, published_tables):
     """`published --json` was the one command's JSON without a `units` object: Korthikanti's
     full_published 1.42 (seconds an iteration), mfu_ours 37.6 (percent) and the summary's
     median_error 0.103 (a fraction, printed as 10.3%) said nothing of what they count. Every table
-    now has its line in spec.JSON_UNITS["published"]."""
+    now has its line in spec.JSON_UNITS["published"]. The command prints the tables the test process computed once
+    (published_tables, tests/conftest.py): the JSON and its units are what is checked here."""
     tables = run_json(["published"], capsys)
     units = tables.pop("units")
     named = {key for entry in units for key in entry.split(", ")}

@@ -46,16 +46,16 @@ def test_a_fraction_of_a_token_is_not_a_run(command, capsys):
 
 
 @pytest.mark.slow
-def test_the_readme_quotes_the_roofline_count_published_prints():
+def test_the_readme_quotes_the_roofline_count_published_prints(published_tables):
     """README's "The roofline: 19.1% over 644 (it has no torch.compile), 415 within." was session 27's;
     `published`'s summary table printed "roofline 999 comparisons, 15.8%, 692 within" at d8c22cc2."""
     from pathlib import Path
 
-    from reports.published_runs import korthikanti, narayanan, other_runs, summary
+    from reports.published_runs import summary
 
     readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
-    s = summary({"narayanan_2021_table_1": narayanan(), "korthikanti_2022_table_5": korthikanti(),
-                 "other_runs": other_runs()})["roofline"]
+    s = summary({name: published_tables[name]  # `published`'s tables, computed once a test process (conftest.py)
+                 for name in ("narayanan_2021_table_1", "korthikanti_2022_table_5", "other_runs")})["roofline"]
     quoted = re.search(r"The roofline: ([\d.]+)% over ([\d,]+) \(it has no torch.compile\), ([\d,]+) within\.", readme)
     assert quoted is not None
     assert quoted.groups() == (f"{100 * s['median_error']:.1f}", f"{s['comparisons']:,}", f"{s['within_0.75_1.33']:,}")

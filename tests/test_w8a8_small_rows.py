@@ -7,7 +7,7 @@ import pytest
 from costmodel.hardware import load_hardware
 from costmodel.kernel_rates import w8a8_small_rows_rate
 from costmodel.kernel_time import Gemm, KernelTimer
-from costmodel.quantization import activation_quant_bytes
+from costmodel.quantized_matmul import activation_quant_bytes
 from validate import w8a8_small_rows as fit_module
 
 H100_GEMV = 3016544000000.0  # h100-sxm.json gemv_bandwidth_bytes_per_s (Vidur's profiles)

@@ -9,7 +9,7 @@ under torch.compile. This script rewrites that op sequence (our own code, the sa
 compiles it with the pinned torch's Inductor on the CPU and reports the kernels of the generated code:
 `python validate/rtn_inductor.py` prints, per width, the fused kernels before the mm and the mm calls.
 On torch 2.13.0 both widths give one fused kernel (read the stored bytes and scales, write the bf16
-copy) and one extern mm: the one pass quantization.dequant_bytes counts. The CUDA backend (Triton) is
+copy) and one extern mm: the one pass quantized_matmul.dequant_bytes counts. The CUDA backend (Triton) is
 not run here; its scheduler fuses pointwise chains the same way, a stated assumption.
 """
 

@@ -281,7 +281,7 @@ class Cost:
     matrices: tuple[tuple[Expr, Expr, Expr], ...] = ()
     # The rows (tokens) each of those matrices multiplies, in their order, where they differ
     # (latent attention's: the queries, the new latents, the keys up-projected); empty: every
-    # matrix the same rows, the forward matmul FLOPs over 2 x the weights (quantization.matrix_rows).
+    # matrix the same rows, the forward matmul FLOPs over 2 x the weights (quantized_matmul.matrix_rows).
     matrix_tokens: tuple[Expr, ...] = ()
     # The share of those matrices' weights one run reads (bytes_matmul's weight term over all of
     # them): 1, except routed experts, which read only the experts that get a token.
@@ -482,7 +482,7 @@ class Block:
     def dequantized_matrices(self) -> frozenset[int]:
         """Indices (into its Cost.matrices) of the weight matrices an inference engine multiplies
         dequantized, in the activations' dtype, though a quantized checkpoint stores them so
-        (quantization.runs_quantized); none but absorbed latent attention's."""
+        (quantized_matmul.runs_quantized); none but absorbed latent attention's."""
         return frozenset()
 
 

@@ -21,7 +21,7 @@ from typing import Any
 from .. import compiled
 from ..config import ModelConfig, Workload
 from ..model_flops import leaf_model_flops
-from ..quantization import w8a8_leaf, w8a8_run_bytes
+from ..quantized_matmul import w8a8_leaf, w8a8_run_bytes
 from .fp8 import RECIPES, fp8_blocks, fp8_weights
 from .frameworks import FRAMEWORKS, layout_vocabulary
 from .spec import Layout
@@ -182,7 +182,7 @@ def part_expressions(cfg: ModelConfig, workload: Workload, layout: Layout, phase
                 add(f"{key}.expert_weight_bytes", local(leaf.weight_part("weight_bytes"), subs))
             if leaf.weight_format is not None:
                 row_parallel_widths(leaf, subs, exprs)
-        # A training micro-batch's work (costmodel/roofline.py divides it by the rates): the
+        # A training micro-batch's work (costmodel/roofline_training.py divides it by the rates): the
         # forward, what recomputation reruns of it (Leaf.rerun), the backward; a quantized leaf's
         # weights read as stored (Leaf.matmul_bytes_as_stored).
         rerun, backwards = leaf.rerun, int(phase == "train")
@@ -193,7 +193,7 @@ def part_expressions(cfg: ModelConfig, workload: Workload, layout: Layout, phase
                 "f_o": cost.flops_other + again("flops_other") + backwards * cost.flops_other_backward,
                 "b_o": cost.bytes_other + again("bytes_other") + backwards * cost.bytes_other_backward}
         index = len(structure["work"])
-        w8a8 = w8a8_leaf(leaf, True)  # fp8 weights: W8A8 where the hardware runs it (quantization.runs_w8a8)
+        w8a8 = w8a8_leaf(leaf, True)  # fp8 weights: W8A8 where the hardware runs it (quantized_matmul.runs_w8a8)
         structure["work"].append({"key": key, "path": leaf.path, "active": cost.is_active(),
             "experts": isinstance(leaf.block, B.Experts), "fp8": isinstance(leaf.block, FP8_BLOCKS),
             "attention_core": isinstance(leaf.block, B.AttentionCore), "w8a8": w8a8})

@@ -64,7 +64,7 @@ from ..collectives import collective_seconds, ring_factor
 from ..config import ConfigError
 from ..hardware import Efficiency, Hardware
 from ..model_flops import check_convention
-from ..quantization import runs_w8a8, w8a8_peak
+from ..quantized_matmul import runs_w8a8, w8a8_peak
 from ..spec import RECOMPUTED_LAYERS
 from .fp8 import RECIPES
 from .dtensor_copies import copy_seconds as dtensor_copy_seconds
@@ -116,7 +116,7 @@ class StepTime(DataParallelTime):
         self.vector_per_s = hardware.vector_flops_per_s * eff.compute
         self.bytes_per_s = hardware.bandwidth_bytes_per_s * eff.memory
         # fp8 weights (inference) run W8A8 where the hardware has an FP8 peak and --fp8-gemm allows
-        # it (quantization.runs_w8a8), as on one device.
+        # it (quantized_matmul.runs_w8a8), as on one device.
         self.w8a8 = estimate.phase != "train" and runs_w8a8(estimate.workload.weight_format, hardware)
         self.w8a8_per_s = w8a8_peak(hardware, eff) if self.w8a8 else None
         layout = estimate.layout

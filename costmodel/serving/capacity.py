@@ -25,7 +25,7 @@ from ..layout.spec import tensor_split_error
 from ..config import ConfigError, show
 from ..cost import check_price, serving_cost
 from ..leaves import require_chunks
-from ..quantization import runs_w8a8
+from ..quantized_matmul import runs_w8a8
 from ..spec import DEFAULT_GEN_TOKENS
 from ..attention_kernels import DEFAULT_SERVING_BACKEND
 from .api import check_drawn_lengths, run_replicas

@@ -22,7 +22,7 @@ The kernel-level model (KernelStepTime; costmodel/kernel_time.py, docs/time.md):
   at one context is then the kernel model's decode step at batch b (leaves_time over the decode
   tree, what simulate sums) to rounding;
 - quantized weights: each GEMM reads its weight matrix as the tree stores it (Gemm.weight_bytes);
-  fp8 weights on a hardware file with an FP8 peak run W8A8 (quantization.runs_w8a8: the GEMMs at
+  fp8 weights on a hardware file with an FP8 peak run W8A8 (quantized_matmul.runs_w8a8: the GEMMs at
   the FP8 peak, inputs in one byte after their quantization pass; KernelTimer's w8a8);
 - tensor parallelism (tp > 1): each leaf's kernels at one rank's shapes (layout/split.py's
   substitution: h / tp heads, kv_heads_per_rank, d_ff / tp columns, ceil(V / tp) rows), plus two
@@ -48,7 +48,7 @@ from ..kernel_facts_file import fuses_qkv
 from ..kernel_time import (AttentionCall, Gemm, KernelTimer, MatmulCompute, Pointwise, check_kernel_model,
                            kernels_seconds)
 from ..layout.split import substitution
-from ..quantization import runs_w8a8
+from ..quantized_matmul import runs_w8a8
 from ..tree_kernels import launches_of
 from ..tree import CostModel, model_values
 from .graphs import Graphed

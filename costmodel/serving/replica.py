@@ -16,7 +16,7 @@ from ..attention_kernels import DEFAULT_KERNEL, DEFAULT_SERVING_BACKEND, kernel_
 from ..hardware import time_model_for
 from ..layout.tensor_split import spreads
 from ..kernel_rates import kernel_facts
-from ..quantization import runs_w8a8
+from ..quantized_matmul import runs_w8a8
 from .. import spec
 from ..spec import MLA_FORMS
 from ..tree import check_weight_scope

@@ -5,8 +5,8 @@ The roofline (RooflineStepTime): each leaf's two kernels take max(compute, memor
 hardware's peaks and efficiencies (costmodel/hardware.py kernel_times), and every active block
 pays the hardware's per-block overhead once per step. Quantized weights: each leaf's matmul
 traffic reads its weights as the tree stores them (its weight_bytes); W8A8 leaves (fp8 weights on
-an FP8 peak) at the FP8 peak (the products quantization.runs_quantized names; the rest of the
-leaf's at the dtype's: quantization.blended_peak), with quantization.w8a8_leaf_bytes' traffic. tp > 1: each leaf's FLOPs
+an FP8 peak) at the FP8 peak (the products quantized_matmul.runs_quantized names; the rest of the
+leaf's at the dtype's: quantized_matmul.blended_peak), with quantized_matmul.w8a8_leaf_bytes' traffic. tp > 1: each leaf's FLOPs
 and bytes at one rank's share as the layout model splits it (layout/split.py substitution, as the
 kernel model and serve's memory: heads and widths divided, replicated key/value heads, norms,
 routers and latent attention's down-projections and cache reads whole), plus two
@@ -28,7 +28,7 @@ from ..config import DTYPE_BYTES, ModelConfig, Workload
 from ..evaluate import Sweep
 from ..hardware import Efficiency, Hardware, kernel_times
 from ..layout.split import local, substitution
-from ..quantization import blended_peak, runs_w8a8, w8a8_leaf_adjustment, w8a8_peak
+from ..quantized_matmul import blended_peak, runs_w8a8, w8a8_leaf_adjustment, w8a8_peak
 from ..tree import CostModel, model_values
 from .graphs import Graphed
 from .profile import serving_profile
@@ -58,7 +58,7 @@ class RooflineStepTime(StepTime):
         peaks: dict[str, list[float]] = {"context": [], "head": [], "tokens": []}
         active_blocks = {"context": 0, "head": 0, "tokens": 0}
         quantized = getattr(model.profile, "weight_format", None) is not None
-        w8a8 = runs_w8a8(model.profile.weight_format, hardware)  # FP8 projections (quantization.py)
+        w8a8 = runs_w8a8(model.profile.weight_format, hardware)  # FP8 projections (quantized_matmul.py)
         fp8_peak = w8a8_peak(hardware, eff) if w8a8 else self.peak
         for leaf in model.leaves:
             totals = [leaf.total(q) for q in QUANTITIES]
@@ -83,7 +83,7 @@ class RooflineStepTime(StepTime):
             groups[group].append(totals)
             peaks[group].append(blended_peak(totals[0], fp8_flops, self.peak, fp8_peak, fixed, leaf.path))
         # Each group's leaves' matmul peaks, in the order of its rows (a W8A8 leaf's products at
-        # the FP8 peak, those it runs in the data dtype at that one: quantization.runs_quantized).
+        # the FP8 peak, those it runs in the data dtype at that one: quantized_matmul.runs_quantized).
         self._peaks = {name: np.array(values) for name, values in peaks.items()}
         # The per-block overhead of each group's active blocks (a graph's leaves pay none).
         self._overheads = {name: count * hardware.overhead_s_per_block for name, count in active_blocks.items()}
