@@ -42,3 +42,16 @@ def test_the_models_steps():
     # costmodel/layout/combined_1f1b.py)
     assert hybridep - overlap == pytest.approx(5.6885, abs=5e-4)
     assert published[2] - published[3] == pytest.approx(3.7218, abs=5e-5)
+
+
+def test_checked_md_quotes_the_models_steps():
+    """docs/checked.md's sentence on these runs quotes the model's eager, HybridEP and EP-overlap steps as the
+    script prints them (session 41's review: it still read 39.51, 23.52 and 16.81 s from session 25)."""
+    import re
+    from pathlib import Path
+
+    text = " ".join((Path(__file__).resolve().parents[1] / "docs" / "checked.md").read_text().split())
+    eager, _, hybridep, overlap, _ = (model_step_s(run) for run in runs())
+    quoted = re.search(r"TE-graphed 42\.00 s, the model ([\d.]+) s; HybridEP 24\.71 s, the model ([\d.]+) s; "
+                       r"with the EP overlap 20\.99 s, the model ([\d.]+) s\)", text)
+    assert quoted and [float(x) for x in quoted.groups()] == [round(eager, 2), round(hybridep, 2), round(overlap, 2)]

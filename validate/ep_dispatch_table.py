@@ -9,7 +9,9 @@ published time, the model's time for the same exchange and their ratio:
   all-to-all  collectives.collective_seconds("all_to_all") of tokens x top-k x hidden x bytes, the
               payload layout/communication.py's _all_to_all gives one dispatch (or combine);
   HybridEP    layout/experts.flex_seconds of each token once (_flex_dispatch's payload), as the
-              kernel model times it: flex_copies' expected copies over the inter-node link and NVLink.
+              kernel model times it (layout/time.py flex_dispatch): at HybridEP's measured rates where
+              check_dispatcher_peers takes them (layout/hybridep_rates.py: GB200 in its NVLink domain,
+              H100 across nodes), else flex_copies' expected copies over the inter-node link and NVLink.
 
     PYTHONPATH=. python validate/ep_dispatch_table.py
 
@@ -23,7 +25,8 @@ from pathlib import Path
 
 from costmodel.collectives import collective_seconds
 from costmodel.hardware import load_hardware
-from costmodel.layout.experts import flex_seconds
+from costmodel.layout.experts import check_dispatcher_peers, flex_seconds
+from costmodel.layout.spec import Layout
 
 TABLE = Path(__file__).with_name("ep_dispatch_table.json")
 
@@ -39,8 +42,11 @@ def model_us(hardware_name: str, dispatcher: str, ep: int, data: dict | None = N
     token = data["hidden"] * data["bytes_per_element"]
     if dispatcher == "alltoall":
         return collective_seconds(hardware, "all_to_all", data["tokens"] * data["top_k"] * token, ep, ep) * 1e6
+    # the rates the kernel model's flex_dispatch takes for this group (one EP rank a GPU, as the table runs it)
+    rates = check_dispatcher_peers(Layout(dp=ep, ep=ep, framework="megatron", zero=1, ep_dispatcher=dispatcher),
+                                   hardware)
     return flex_seconds(hardware, data["tokens"] * token, data["experts"], data["top_k"], data["groups"],
-                        data["groups_per_token"], ep, ep) * 1e6
+                        data["groups_per_token"], ep, ep, rates) * 1e6
 
 
 def rows() -> list[tuple[str, str, int, int, int, float]]:

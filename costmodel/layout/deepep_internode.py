@@ -42,8 +42,17 @@ def facts() -> dict[str, Any]:
     return kernel_facts()["deepep_internode"]
 
 
-def _by_nodes(table: dict[str, float]) -> tuple[tuple[int, float], ...]:
-    return tuple(sorted((int(ep) // MEASURED_RANKS_A_NODE, float(rate)) for ep, rate in table.items()))
+def measured_rates(entry: dict[str, Any], at: int, per: int, copies: str) -> dict[str, Any]:
+    """The dispatch and combine rates of a measured table by EP ranks (`entry`'s "dispatch_bytes_per_s" and
+    "combine_bytes_per_s") read at `at` units of `per` ranks (per = the ranks a node it was measured at: nodes;
+    1: ranks), log-linear between the measured points, the end values outside; `copies` names the bytes they
+    divide (experts.flex_seconds). DeepEP's internode kernels and HybridEP's (layout/hybridep_rates.py) read
+    theirs here."""
+    def points(table: dict[str, float]) -> tuple[tuple[int, float], ...]:
+        return tuple(sorted((int(ranks) // per, float(rate)) for ranks, rate in table.items()))
+
+    return {"dispatch_bytes_per_s": log_linear(points(entry["dispatch_bytes_per_s"]), at),
+            "combine_bytes_per_s": log_linear(points(entry["combine_bytes_per_s"]), at), "copies": copies}
 
 
 def internode_rates(layout: Any, hardware: Any, local: int) -> dict[str, Any] | None:
@@ -55,7 +64,4 @@ def internode_rates(layout: Any, hardware: Any, local: int) -> dict[str, Any] | 
         return None
     if hardware.inter_node_bandwidth_bytes_per_s != float(fact["nic_bytes_per_s"]):
         return None
-    nodes = max(1, layout.ep // max(local, 1))
-    return {"dispatch_bytes_per_s": log_linear(_by_nodes(fact["dispatch_bytes_per_s"]), nodes),
-            "combine_bytes_per_s": log_linear(_by_nodes(fact["combine_bytes_per_s"]), nodes),
-            "copies": "nodes"}
+    return measured_rates(fact, max(1, layout.ep // max(local, 1)), MEASURED_RANKS_A_NODE, "nodes")

@@ -216,7 +216,8 @@ def flex_seconds(hardware, payload: float, n_experts: int, top_k: int, groups: i
     dispatch), so half the payload at each measured rate, over what a rank receives: a token once
     per distinct target rank, its own included (FlexCopies.ranks); or DeepEP's internode kernels
     ("copies": "nodes", layout/deepep_internode.py), over a token once per distinct node, its own
-    included (FlexCopies.nodes), as DeepEP's test counts them."""
+    included (FlexCopies.nodes), as DeepEP's test counts them; or HybridEP's measured rates
+    (layout/hybridep_rates.py), over the same ranks or nodes as its README's benchmark counts them."""
     from ..collectives import node_once_seconds, ranks_per_node
 
     copies = flex_copies(n_experts, top_k, groups, chosen, ep, ranks_per_node(hardware, ep, span))

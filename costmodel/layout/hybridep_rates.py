@@ -23,21 +23,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..kernel_rates import kernel_facts, log_linear
+from ..kernel_rates import kernel_facts
+from .deepep_internode import measured_rates
 
 
 def facts() -> dict[str, Any]:
     return kernel_facts()["hybridep_measured"]
-
-
-def _points(table: dict[str, float], per: int = 1) -> tuple[tuple[int, float], ...]:
-    return tuple(sorted((int(ranks) // per, float(rate)) for ranks, rate in table.items()))
-
-
-def _rates(entry: dict[str, Any], x: int, per: int, copies: str) -> dict[str, Any]:
-    return {"dispatch_bytes_per_s": log_linear(_points(entry["dispatch_bytes_per_s"], per), x),
-            "combine_bytes_per_s": log_linear(_points(entry["combine_bytes_per_s"], per), x),
-            "copies": copies}
 
 
 def hybridep_rates(layout: Any, hardware: Any, local: int) -> dict[str, Any] | None:
@@ -50,9 +41,8 @@ def hybridep_rates(layout: Any, hardware: Any, local: int) -> dict[str, Any] | N
     fact = facts()
     if layout.ep_span <= hardware.gpus_per_node:
         entry = fact["nvlink_domain"].get(hardware.network_name)
-        return None if entry is None else _rates(entry, layout.ep, 1, "ranks")
+        return None if entry is None else measured_rates(entry, layout.ep, 1, "ranks")
     entry = fact["internode"].get(hardware.network_name)
     if entry is None or hardware.inter_node_bandwidth_bytes_per_s != float(entry["nic_bytes_per_s"]):
         return None
-    nodes = max(1, layout.ep // max(local, 1))
-    return _rates(entry, nodes, int(entry["ranks_a_node"]), "nodes")
+    return measured_rates(entry, max(1, layout.ep // max(local, 1)), int(entry["ranks_a_node"]), "nodes")
