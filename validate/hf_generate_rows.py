@@ -6,7 +6,7 @@ alone (the same row replayed from CUDA graphs: no host term), the ops one step i
 model counts them (eager_ops.step_ops) and the host's time an op the hardware file gives.
 
 Diagnostics only: nothing here is read by the model, and no figure here sets one (the rows are
-not fitted). Run: PYTHONPATH=. python validate/hf_generate_rows.py [--by source|release|gpu|dtype|size|batch]
+not fitted). Run: PYTHONPATH=. python validate/hf_generate_rows.py [--by source|release|gpu|dtype|batch|implementation]
 """
 
 from __future__ import annotations
@@ -26,6 +26,10 @@ SOURCES = {
     "premai-a100": "4.34.1", "premai-v2": "4.39.3", "qwen2.5-speed-hf": "4.46.0",
     "qwen3-speed-hf": "4.51.3", "tinychat-b76fab6": "4.36.2",
 }
+
+
+#: What --by groups the rows by (a row's keys).
+GROUPS = ("source", "release", "gpu", "dtype", "batch", "implementation", "model", "attention")
 
 
 def hf_rows() -> list[dict[str, Any]]:
@@ -64,8 +68,11 @@ def hf_rows() -> list[dict[str, Any]]:
 
 
 def main(argv: list[str]) -> None:
+    by = argv[argv.index("--by") + 1] if "--by" in argv and argv.index("--by") + 1 < len(argv) else None
+    if "--by" in argv and by not in GROUPS:
+        print(f"error: --by must be one of {', '.join(GROUPS)}.", file=sys.stderr)
+        raise SystemExit(2)
     rows = hf_rows()
-    by = argv[argv.index("--by") + 1] if "--by" in argv else None
     if by is None:
         print(f"{'run':58s} {'gpu':10s} {'ops':>5s} {'us/op':>5s} {'pub ms':>7s} {'ours':>6s} {'kern':>6s} "
               f"{'ratio':>5s} {'gap ms':>6s} {'gap us/op':>9s}")
