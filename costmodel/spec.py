@@ -218,6 +218,11 @@ def mla_not_applicable(cfg: Any) -> str | None:
 #: The code that decodes (simulate's eager host term: kernel_facts.json "eager_step_ops").
 DECODE_CODES = Choices({
     "transformers": "Hugging Face generate",
+    "transformers-4.31": "Hugging Face generate under transformers 4.31.0 (Llama's eager layer gathers the cached rotary tables)",
+    "transformers-4.32": "Hugging Face generate under transformers 4.32.1 (as 4.31, the GPTQ integration's first release)",
+    "transformers-4.34": "Hugging Face generate under transformers 4.34.1 (Llama eager, before sdpa)",
+    "transformers-4.36": "Hugging Face generate under transformers 4.36.2 (Llama's first sdpa path)",
+    "transformers-4.39": "Hugging Face generate under transformers 4.39.3 (Llama's rotary tables computed in every layer)",
     "transformers-4.46": "Hugging Face generate under transformers 4.46.0 (Qwen2's FlashAttention2 repeats the cached K/V heads)",
     "transformers-4.51": "Hugging Face generate under transformers 4.51.3 (Qwen3-MoE's block loops over every expert)",
     "gpt-fast": "gpt-fast's Transformer and generate loop (as torchao's benchmarks run it)",

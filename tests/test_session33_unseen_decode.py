@@ -68,7 +68,7 @@ def test_the_premai_and_llamacpp_rows():
          "exllamav2 llama2-7b exl2 4.0bpw": 164.28, "autoawq llama2-7b awq int4 g128": 116.94}
     _, hardware, settings, _ = decode_setup_of(premai["transformers llama2-7b fp32"])
     assert (hardware.name, settings["dtype"], settings["prompt"], settings["gen"], settings["implementation"]) == \
-        ("a100-80gb", "fp32", 12, 512, "transformers")
+        ("a100-80gb", "fp32", 12, 512, "transformers-4.34")  # the source's 4.34.1, set by wt41_hfgen (session 41)
     vllm = runs_of("premai-a100-vllm")[0]
     assert vllm["published_tokens_per_s"] == 90.54 and decode_setup_of(vllm)[2]["gen"] == 16  # vLLM's default max_tokens
     cpp = {r["id"].split(" ", 1)[1]: (r["published_tokens_per_s"], decode_setup_of(r)[1].name) for r in runs_of("llamacpp-pr4766")}
@@ -130,6 +130,10 @@ MOVED = {"llm-perf-bench-4bit mlc-llm llama2-7b q4f16_1 rtx4090": 0.829,
          "trtllm-v0.9.0 llama2-70b fp16 tp4 batch 64 2048/2048 a100": 1.177}
 
 
+# wt41_hfgen (session 41): the step's ops counted under the transformers release the source names (premai-a100's
+# 4.34.1: 3,250 ops in place of 5.24's 3,023 eager): the fp16 row 1.028 -> 0.956 (the fp32 row 1.164 -> 1.073, not listed)
+MOVED["premai-a100 transformers llama2-7b fp16"] = 0.956
+
 def test_first_computed_ratios_of_a_few_rows():
     assert_first_computed(SOURCES, FIRST, MOVED)
 
@@ -170,6 +174,11 @@ NOW_STATS = {**FIRST_STATS,
              "trtllm-v0.9.0": ((8, 4.9, 8, 6, 4), (1.007, 1.177))}
 
 
+# wt41_hfgen (session 41): the step's ops counted under the transformers release the source names (premai-a100 4.34.1):
+# all 12.0% -> 11.4%, within 10% 19 -> 20; premai-a100 8.3% -> 7.7%, within 10% 3 -> 4
+NOW_STATS = {**NOW_STATS, "all": ((47, 11.4, 39, 20, 9), (0.8, 2.996)),
+             "premai-a100": ((5, 7.7, 5, 4, 1), (0.917, 1.288))}
+
 @pytest.mark.slow
 def test_the_rows_as_first_computed():
     every = ratios(SOURCES)
@@ -180,5 +189,7 @@ def test_the_rows_as_first_computed():
     # (18 -> 19 with wt34_llamacpp: llm-perf-bench's llama.cpp 13B row eager, 1.032 -> 0.968)
     # (19 -> 18 with wt41_trtar: TensorRT-LLM 0.9.0's 70B tp 4 2048/2048 row, its own all-reduce, 0.934 -> 1.177)
     slow = sorted(k for k in every if every[k] < 1)
-    assert len(slow) == 18 and all("rtx" in k for k in slow if k.split()[0] not in ("trtllm-v0.9.0", "premai-a100")
+    # 19 -> 20 with wt41_hfgen: premai-a100's transformers fp16 row under 4.34.1's count, 1.028 -> 0.956 (19 with
+    # wt41_trtar's row above)
+    assert len(slow) == 19 and all("rtx" in k for k in slow if k.split()[0] not in ("trtllm-v0.9.0", "premai-a100")
                                    and "vllm" not in k)

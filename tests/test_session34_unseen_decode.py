@@ -71,7 +71,8 @@ def test_the_autoawq_and_tinychat_rows():
     assert (hf["published_ms_per_token"], hf["published_tokens_per_s"]) == (22.75, round(1000 / 22.75, 4))
     _, hardware, settings, quantization = decode_setup_of(hf)
     assert (hardware.name, settings["prompt"], settings["gen"], settings["implementation"], settings["kv_cache"],
-            settings["attention"], quantization) == ("rtx-a6000", 512, 512, "transformers", "dynamic", "sdpa", {})
+            settings["attention"], quantization) == ("rtx-a6000", 512, 512, "transformers-4.36", "dynamic", "sdpa", {})
+    # transformers-4.36: llm-awq's pinned 4.36.2, its code's ops since wt41_hfgen (session 41)
     int4 = tiny["tinychat-b76fab6 tinychat mpt-30b int4 4090"]
     _, hardware, settings, quantization = decode_setup_of(int4)
     assert (int4["published_ms_per_token"], hardware.name, settings["prompt"], settings["kv_cache"],

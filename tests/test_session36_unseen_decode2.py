@@ -119,6 +119,11 @@ MOVED: dict[str, float] = {"premai-v2 vllm-0.4.0 llama2-7b-chat fp16 a100": 1.10
                            "litgpt-quantize d16f924d falcon-7b bf16 a100-40gb": 2.040}
 
 
+# wt41_hfgen (session 41): the step's ops counted under the transformers release the source names (premai-v2's
+# 4.39.3: Llama 3,072 ops in place of 5.24's 2,488, Mistral 2,833 in place of 2,705)
+MOVED.update({"premai-v2 transformers-4.39 llama2-7b-chat fp16 a100": 1.341,
+              "premai-v2 transformers-4.39 mistral-7b-instruct-v0.1 fp16 a100": 1.342})
+
 def test_first_computed_ratios_of_a_few_rows():
     assert_first_computed(SOURCES, FIRST, MOVED)
 
@@ -137,6 +142,9 @@ NOW_STATS = {**FIRST_STATS, "all": ((32, 19.4, 20, 10, 3), (0.914, 2.313)),
              "premai-v2": ((12, 44.2, 5, 2, 0), (0.921, 2.313)),
              "litgpt-quantize": ((3, 18.1, 2, 0, 0), (1.164, 2.04))}
 
+
+# wt41_hfgen (session 41): the step's ops counted under the transformers release the source names (4.39.3): premai-v2 44.2% -> 34.1%
+NOW_STATS = {**NOW_STATS, "premai-v2": ((12, 34.1, 5, 2, 0), (0.921, 2.313))}
 
 @pytest.mark.slow
 def test_the_rows_as_first_computed():

@@ -71,7 +71,7 @@ def test_the_hamel_rows_are_its_tables_tokens_per_second():
     hf = every["hamel-latency-2023-hf transformers fp32 a6000"]
     _, _, settings, _ = decode_setup_of(hf)
     assert (settings["dtype"], settings["attention"], settings["kv_cache"], settings["implementation"]) == \
-        ("fp32", "eager", "dynamic", "transformers")  # from_pretrained without torch_dtype; transformers 4.31
+        ("fp32", "eager", "dynamic", "transformers-4.31")  # from_pretrained without torch_dtype; transformers 4.31 (its code since wt41_hfgen)
     # its count is generated_ids.shape[1]: the prompt's ids too (24.6 x 7.5 = 184.5, the table's 181.4 ids)
     from tests.unseen_rows import source_of
     assert (source_of("hamel-latency-2023-hf")["rate"], source_of("hamel-latency-2023")["rate"]) == \
