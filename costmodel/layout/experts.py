@@ -115,11 +115,12 @@ all-to-all (lines 376-386: each local expert runs capacity x tp x ep rows), so t
 tp c S: f = c as above. Per MoE layer and pass (forward, backward, a recomputed forward) one all-gather
 and one reduce-scatter over tp ranks, each of payload tp S f d e (the gathered tensor; backward swaps them),
 on the dispatcher's path (exposed as the all-to-alls are, Overlap.ep's share aside; not --overlap tp's,
-which hides the layers' own collectives). The router and a shared expert's gate run on the rank's SP tokens as under folding; a shared expert stays the dense MLP on the tp group.
-Refused: another framework, no --sp, tp not dividing d_x, expert biases or a latent MoE (their split not
-read), Megatron-FSDP, the flex dispatcher (not read with etp > 1), and an etp
-other than 1 or tp (Megatron-Core runs it; its grid is not modelled here). Two approximations: the counts
-stay the all-to-all's 8 E bytes (the gather's 8 E x tp ep, kilobytes); the reduce-scatter's dtype is the
+which hides the layers' own collectives). The router and a shared expert's gate run on the rank's SP
+tokens as under folding; a shared expert stays the dense MLP on the tp group. Refused: another
+framework, no --sp, tp not dividing d_x, expert biases or a latent MoE (their split not read),
+Megatron-FSDP, the flex dispatcher (not read with etp > 1), and an etp other than 1 or tp
+(Megatron-Core runs it; its grid is not modelled here). Two approximations: the counts stay the
+all-to-all's 8 E bytes (the gather's 8 E x tp ep, kilobytes); the reduce-scatter's dtype is the
 activations' (it casts to the router probabilities' dtype, bf16 unless moe_router_dtype is set).
 
 A latent mixture of experts (ModelConfig.d_latent, Nemotron 3 Super's moe_latent_size) sends its
@@ -305,9 +306,10 @@ def check_expert_parallel(cfg: ModelConfig, ep: int, tp: int, dp: int, zero: int
                           "experts' own tensor parallelism, expert_tensor_parallel_size = tp); give --ep with --tp 1, "
                           "or --tp without --ep.")
     if tp > 1 and etp != tp:  # checked first: Megatron-Core's expert grid decides which ranks EP is drawn from
-        raise ConfigError("layout: expert parallelism with tensor parallelism needs --etp: 1 (parallel folding, the "
-                          "routed experts whole, the expert-parallel group drawn from tp x dp) or the --tp value "
-                          "(expert tensor parallelism, each expert split tp ways), with --sp and --framework megatron.")
+        raise ConfigError(f"layout: expert parallelism with tensor parallelism needs --etp 1 with --sp and --framework "
+                          f"megatron (parallel folding: the routed experts whole, the expert-parallel group drawn from "
+                          f"tp x dp) or --etp {tp} with them (expert tensor parallelism: each expert split tp ways), "
+                          "else use --tp 1.")
     if cp > 1 and (cp * dp) % ep:
         raise ConfigError(f"layout: ep = {ep} must divide cp x dp = {cp} x {dp} (Megatron-Core draws the "
                           "expert-parallel ranks from the context- and data-parallel ones).")
