@@ -172,7 +172,7 @@ def test_expert_load_and_capacity_set_the_most_loaded_rank():
     (["--model", "mixtral-8x7b", "--dp", "6", "--ep", "3"], "ep = 3 does not divide the 8 experts"),
     (["--model", "mixtral-8x7b", "--dp", "2", "--ep", "4"], "ep = 4 must divide dp = 2"),
     (["--model", "llama2-7b", "--dp", "2", "--ep", "2"], "needs a mixture of experts"),
-    (["--model", "mixtral-8x7b", "--dp", "4", "--ep", "2", "--tp", "2"], "with tensor parallelism is modelled only as parallel folding"),
+    (["--model", "mixtral-8x7b", "--dp", "4", "--ep", "2", "--tp", "2"], "with tensor parallelism needs --etp"),
     (["--model", "mixtral-8x7b", "--dp", "4", "--ep", "2", "--tp", "2"], "--etp 1 with --sp and --framework megatron"),
 ])
 def test_expert_parallel_refusals_are_one_line(args, words, capsys):

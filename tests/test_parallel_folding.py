@@ -77,7 +77,7 @@ def test_a_folded_ranks_collectives_in_bytes():
 
 @pytest.mark.parametrize("args, words", [
     (["--tp", "2", "--dp", "4", "--ep", "8", "--etp", "1", "--framework", "megatron"], "needs sequence parallelism"),
-    (["--tp", "2", "--sp", "--dp", "4", "--ep", "8", "--etp", "2", "--framework", "megatron"], "--etp 2 is not modelled"),
+    (["--tp", "2", "--sp", "--dp", "4", "--ep", "8", "--etp", "4", "--framework", "megatron"], "--etp 4 is not modelled"),
     (["--tp", "2", "--sp", "--dp", "4", "--ep", "16", "--etp", "1", "--framework", "megatron"],
      "must divide tp x dp = 2 x 4"),
     (["--tp", "2", "--sp", "--dp", "4", "--ep", "8", "--etp", "1", "--framework", "fsdp2", "--zero", "3"],

@@ -249,7 +249,9 @@ def test_tp_beside_ep_is_refused_for_the_folding_before_ep_against_dp(capsys):
 
     assert cli.main(["estimate", "--model", "mixtral-8x7b", "--dp", "2", "--ep", "4", "--tp", "2"]) == 2
     err = capsys.readouterr().err
-    assert len(err.strip().splitlines()) == 1 and "parallel folding (--etp 1" in err and "must divide dp" not in err
+    # (wt41_etp: the refusal names both of Megatron-Core's --etp choices, folding's 1 and tp's 2)
+    assert len(err.strip().splitlines()) == 1 and "needs --etp 1 with --sp" in err and "parallel folding" in err \
+        and "--etp 2 with them" in err and "must divide dp" not in err
 
 
 def test_the_25_09_h100_deepseek_row_runs_its_release_scripts_settings():

@@ -41,7 +41,7 @@ def test_each_run_has_the_kind_its_model_says():
     kinds = [run_kind(r, data["sources"][r["id"].split()[0]]) for r in data["runs"]]
     assert set(kinds) == set(KINDS) and kinds.count("MoE training") == 208  # 189 before session 41
     # (wt41_unseent: torchao's 2 Llama 4 Scout rows and OLMoE's GPU-hours; wt41_unseent2: DGX Cloud's 8 Grok-1 and
-    # 8 Llama 4 Maverick rows, 8 of the 16 not expressible, counted by kind all the same); Megatron-Bridge's 103 MoE rows, the model zoo's 12,
+    # 8 Llama 4 Maverick rows, all expressible since wt41_etp, counted by kind all the same); Megatron-Bridge's 103 MoE rows, the model zoo's 12,
     # NeMo 25.02's and 25.04's 2 Mixtrals each, the model verification cards' 31 (their 32nd, Qwen3 8B, is dense), the
     # DeepSeek-V3 GB200 guide's 13, NeMo AutoModel's 9, AMD Primus's 2 Mixtral 8x22B rows
     # and Megatron-Core's MoE README's 2 Mixtral 8x7B rows; DeepSeek-V2's and V3's GPU-hours (session 28); FlagPerf's

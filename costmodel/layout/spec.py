@@ -348,9 +348,20 @@ class Layout:
         return self.ep > 1 and self.tp > 1 and self.etp == 1
 
     @property
+    def expert_split(self) -> str:
+        """How the routed experts meet tensor parallelism (costmodel/layout/experts.py): "folded"
+        (parallel folding, --etp 1), "etp" (expert tensor parallelism, --etp = tp: each expert's
+        weights split tp ways over the experts' own TP group, Megatron-Core's default), or "" (tp 1
+        or no expert parallelism)."""
+        if self.ep > 1 and self.tp > 1 and self.etp in (1, self.tp):
+            return "folded" if self.etp == 1 else "etp"
+        return ""
+
+    @property
     def ep_span(self) -> int:
         """Consecutive GPUs the expert-parallel group spans: ep under folding (drawn from tp x dp),
-        else tp x ep (a group of one tensor-parallel rank each)."""
+        else tp x ep (a group of one tensor-parallel rank each: under expert tensor parallelism the
+        experts' grid's etp = tp ranks come first, order tp-cp-ep-dp-pp)."""
         return self.ep if self.folded else self.tp * self.ep
 
     @property
@@ -411,6 +422,9 @@ class Layout:
             check_inference_model(cfg)
         check_expert_parallel(cfg, self.ep, self.tp, self.dp, self.zero, self.framework, self.capacity_factor,
                               etp=self.etp, sp=self.sp, inference=inference, cp=self.cp)
+        if self.expert_split == "etp" and self.ep_dispatcher != "alltoall":
+            raise ConfigError("layout: expert tensor parallelism (--etp = --tp) is modelled with the all-to-all "
+                              "dispatcher (costmodel/layout/experts.py); drop --ep-dispatcher.")
         if not isinstance(self.pad_to_capacity, bool):
             raise ConfigError(f"layout: pad_to_capacity must be true or false, got {show(self.pad_to_capacity)}.")
         if self.pad_to_capacity and self.capacity_factor is None:
@@ -427,9 +441,9 @@ class Layout:
         reason = tensor_split_error(cfg, self.tp, inference or replicated_kv.replicates_kv_head(cfg, self, inference))
         if reason:
             raise ConfigError(f"layout: tp = {self.tp} {reason}.")
-        if self.sp and cfg.moe and not self.folded:  # folding: its experts on the SP tokens
-            raise ConfigError("layout: sequence parallelism with a mixture of experts is modelled only under "
-                              "parallel folding (--etp 1 with --ep).")
+        if self.sp and cfg.moe and not self.expert_split:  # folding or expert TP: the dispatcher reads the SP tokens
+            raise ConfigError("layout: sequence parallelism with a mixture of experts is modelled only with --ep "
+                              "beside it: parallel folding (--etp 1) or expert tensor parallelism (--etp = --tp).")
         if cfg.mtp_layers and not FRAMEWORKS[self.framework].builds_mtp:  # frameworks.py builds_mtp
             raise ConfigError(f"layout: multi-token prediction (--mtp) is Megatron-Core's; {self.framework} trains "
                               "the Hugging Face class, which builds no MTP depths; add --framework megatron.")
@@ -530,7 +544,7 @@ class Layout:
                 "all_reduce": self.all_reduce, "vocab_parallel": self.vocab_parallel,
                 "global_batch": batch * self.microbatches * self.dp,
                 **({"dp_shard": self.dp_shard, "dp_replicate": self.replicas} if self.dp_shard else {}),
-                **({"etp": self.etp} if self.folded else {}),
+                **({"etp": self.etp} if self.expert_split else {}),
                 **({"ep_dispatcher": self.ep_dispatcher} if self.ep_dispatcher != "alltoall" else {}),
                 **({"grad_reduce_dtype": self.grad_reduce_dtype} if self.grad_reduce_dtype else {}),
                 **({"pure_precision": True} if self.pure_precision else {}),

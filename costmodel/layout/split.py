@@ -125,12 +125,16 @@ def local_vocabulary(vocabulary: str) -> sp.Expr:
 
 
 def substitution(block: B.Block, *, sp_on: bool, vocabulary: str, loss_parallel: bool,
-                 encoder: bool, folded: bool = False) -> dict[sp.Symbol, sp.Expr]:
+                 encoder: bool, folded: bool | str = False) -> dict[sp.Symbol, sp.Expr]:
     """The symbols to replace in one block's cost for its per-rank share (the outputs an op policy
-    keeps of a block: that block's). folded (parallel folding, costmodel/layout/experts.py): the
-    router and the routed experts run whole on the rank's n / tp sequence-parallel tokens."""
+    keeps of a block: that block's). folded (Layout.expert_split, costmodel/layout/experts.py): under
+    parallel folding the router and the routed experts run whole on the rank's n / tp
+    sequence-parallel tokens; under expert tensor parallelism ("etp") the router likewise, the routed
+    experts split as a dense FFN is (d_x / tp) on the tp ranks' tokens all-gathered (n)."""
     if isinstance(block, B.KeptOutputs):
         block = block.source
+    if folded == "etp" and isinstance(block, B.Experts):
+        return {S.d_x: S.d_x / S.tp}
     if folded and isinstance(block, FOLDED_BLOCKS):
         return {S.n: S.n / S.tp}
     kind = TP_SPLITS.get(type(block))
@@ -175,7 +179,8 @@ def column_inputs(block: B.Block, column_layers: str, gated: bool, folded: bool 
     counts once for its routed and shared experts (they read the same input); latent attention's
     replicated down-projections none (its latents' gradient is all-reduced instead), a direct
     query projection one; under parallel folding the routed experts none and a shared expert its
-    own (FOLDED_BLOCKS: it alone stays under tp)."""
+    own (FOLDED_BLOCKS: it alone stays under tp); under expert tensor parallelism the same (the
+    dispatcher gathers and scatters the routed experts' tokens: layout/communication.py)."""
     if folded and isinstance(block, FOLDED_BLOCKS):
         return 0
     if isinstance(block, B.QKVProjection):

@@ -131,10 +131,10 @@ class StepTime(DataParallelTime):
         self.spans = {"tp": layout.tp, "dp": layout.tp * shard, "pp": layout.gpus,
                       "dp_replicate": layout.tp * layout.dp * layout.cp,
                       "ep": layout.ep_span, "edp": layout.tp * layout.cp * layout.dp,
-                      "cp": layout.tp * layout.cp}
+                      "cp": layout.tp * layout.cp, "etp": layout.tp}  # the experts' tp ranks: the attention's
         self.worlds = {"tp": layout.tp, "dp": shard, "dp_replicate": layout.replicas, "pp": 2, "ep": layout.ep,
                        "edp": layout.expert_shard_ranks,
-                       "cp": layout.cp}
+                       "cp": layout.cp, "etp": layout.tp}
         # Delayed scaling's amax reduction group (Megatron-Core parallel_state.get_amax_reduction_group
         # with_context_parallel=True: TP x DP x CP, its tensor_and_data_parallel_group_with_cp, since
         # core_r0.11.0; TP x CP under --tp-only-amax-red, core_r0.8.0's only group), neighbouring ranks;
@@ -229,6 +229,9 @@ class StepTime(DataParallelTime):
         # Expert parallelism's all-to-alls are on the critical path, but for Overlap.ep's share.
         all_to_all = self.collective("ep", "all_to_all", communication.get("ep", {}).get("all_to_all", 0) / m) \
             + self.flex_dispatch(communication.get("ep", {}).get("flex", 0) / m)
+        if layout.expert_split == "etp":  # the dispatcher's gather and scatter (layout/experts.py): on its path
+            calls, payload = self.estimate.expert_tensor_parallel(stage)
+            all_to_all += sum(self.collective("etp", kind, payload, calls) for kind in ("all_gather", "reduce_scatter"))
         compute = self.compute(stage)
         fused_calls = None
         if self.overlap.async_tp or self.overlap.ub:  # what Async TP's fused ops (layout/async_tp.py) or TE's
