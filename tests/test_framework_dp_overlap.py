@@ -209,6 +209,10 @@ ROWS = {
     "mlperf-v3.0-nvidia gpt3-175b 512xh100": 2 / 3,
     "mlperf-v3.0-coreweave gpt3-175b 768xh100": 2 / 3,
     "swissai-megatron-pr10 llama3.2-3b mbs1 4xgh200": 2 / 3,  # session 40: the Swiss AI fork's --overlap-grad-reduce
+    # session 41 (wt41_unseent2): DGX Cloud benchmarking's Grok-1 and Llama 4 Maverick under NeMo 25.04's performance
+    # recipes, which turn overlap_grad_reduce on as the other NeMo 2 dgxc rows' (the Overlap default, 2/3)
+    "dgxc-grok1 grok1-314b bf16 tp4 ep8 etp4 128xgb200": 2 / 3,
+    "dgxc-llama4 llama4-maverick bf16 pp2 vp12 ep64 128xgb200": 2 / 3,
 }
 
 
@@ -236,9 +240,10 @@ def test_each_megatron_source_reduces_as_its_recipe_states():
         shares[run["id"]] = (options.get("overlap", Overlap()).dp, estimate.layout.zero)
         sources.add(run["id"].split()[0])
     # session 37: MLPerf v5.1's 8 submitters; session 40: MLPerf v5.0's 2, v4.1's 2 and v3.0's 2, Swiss AI's (wt40_unseent)
-    assert len(sources) == 75 and {row.split()[0] for row in ROWS} == sources
+    # session 41: DGX Cloud's Grok-1 and Llama 4 Maverick (wt41_unseent2)
+    assert len(sources) == 77 and {row.split()[0] for row in ROWS} == sources
     assert {row: shares[row][0] for row in ROWS} == ROWS
-    assert len(shares) == 527  # session 37: nanochat's two rows, MLPerf v5.1's 21; session 40: MLPerf's 22, Swiss AI's 2
-    assert sum(dp == 2 / 3 and zero != 3 for dp, zero in shares.values()) == 446  # session 37: MLPerf v5.1's 21; session 40's 24
+    assert len(shares) == 543  # session 41: DGX Cloud's 16 Grok-1 and Maverick rows; session 37: nanochat's two rows, MLPerf v5.1's 21; session 40: MLPerf's 22, Swiss AI's 2
+    assert sum(dp == 2 / 3 and zero != 3 for dp, zero in shares.values()) == 462  # session 41's 16; session 37: MLPerf v5.1's 21; session 40's 24
     assert sum(dp == 0.0 for dp, _ in shares.values()) == 70  # session 37: nanochat's two, after the backward
     assert sum(zero == 3 for _, zero in shares.values()) == 11
