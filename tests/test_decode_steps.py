@@ -171,7 +171,9 @@ SCRIPTS = {"gpt-fast": ("generate.py", "32971d3"), "gpt-fast-amd": ("generate.py
            "qwen3-speed-sglang": ("Speed = (tokens_prompt + tokens_generation) / time", None),
            "qwen2.5-speed-vllm": ("speed_benchmark_vllm.py", "8205ba2"),
            # session 41's unseen rows (wt41_unseend): TensorRT-LLM v0.8.0's and v0.9.0's first-token tables
-           "trtllm-v0.8.0-ttft": ("gptSessionBenchmark", None), "trtllm-v0.9.0-ttft": ("gptSessionBenchmark", None)}
+           "trtllm-v0.8.0-ttft": ("gptSessionBenchmark", None), "trtllm-v0.9.0-ttft": ("gptSessionBenchmark", None),
+           # session 42's unseen rows (wt42_unseend): TensorRT-LLM v0.5.0's first-token tables
+           "trtllm-v0.5.0-ttft": ("gptSessionBenchmark", None)}
 #: The sources whose figure is the decode steps' own rate (the prefill's token apart), and the words of their
 #: rate_source that name what was read: the IBM blog's median latency; ExLlamaV2's test_inference.py (its own
 #: README and llm-perf-bench's 4-bit table), MLC's benchmark (not read: the rate assumed), LMDeploy's
@@ -198,7 +200,9 @@ DECODE_STEPS_ONLY = {"ibm-compile-llama2": "median latency", "llm-perf-bench-4bi
                      "llamacpp-pr12183": "Gen phase tok/sec",
                      # session 41's unseen rows (wt41_unseend): llama.cpp's eval time (December 2023), ExLlama's
                      # script at 2562100
-                     "xiongjiedai-llamacpp-2023": "eval time", "exllama-2562100": "test_benchmark_inference.py"}
+                     "xiongjiedai-llamacpp-2023": "eval time", "exllama-2562100": "test_benchmark_inference.py",
+                     # session 42's unseen rows (wt42_unseend): llm-perf-bench's multi-GPU 4-bit MLC column
+                     "llm-perf-bench-4bit-multi": "mlc_chat.cli.benchmark"}
 #: The sources whose tokens/s counts the prompt's tokens too (Qwen3's docs: (prompt + generation) / time; premAI's
 #: bench.py: len(output[0]) / delta, the prompt's ids among the output's).
 PROMPT_COUNTED = ("qwen3-speed-hf", "qwen3-speed-sglang", "premai-a100", "hamel-latency-2023-hf")  # the last: hf/bench.py's

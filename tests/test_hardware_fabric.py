@@ -123,4 +123,7 @@ def test_every_sources_hardware_still_loads():
                     "llamacpp-pr12183": ("rtx-4090", 32e9),
                     # session 41's llama.cpp (December 2023) and ExLlama (May 2023) rows: one GPU each, the RTX 4090
                     # the sources' default (every llama.cpp row names its own GPU)
-                    "xiongjiedai-llamacpp-2023": ("rtx-4090", 32e9), "exllama-2562100": ("rtx-4090", 32e9)}
+                    "xiongjiedai-llamacpp-2023": ("rtx-4090", 32e9), "exllama-2562100": ("rtx-4090", 32e9),
+                    # session 42's MLC multi-GPU 4-bit rows: the page's PCIe node as llm-perf-bench-fp16's (the A10G
+                    # and RTX 4090 rows name their own GPU)
+                    "llm-perf-bench-4bit-multi": ("a100-pcie", 32e9)}

@@ -138,7 +138,8 @@ def test_every_decode_run_is_typed_here_from_its_source():
                  "vllm-pr53060-h100pcie ", "vllm-pr53060-a100pcie ", "vllm-pr23197-bf16 ", "amd-vllm-0.6.6 ",
                  "amd-vllm-0.8.5 ", "amd-vllm-0.9.1 ",
                  "llamacpp-pr12183 ", "qwen3-speed-sglang ", "qwen2.5-speed-vllm ", "trtllm-v0.8.0-ttft ",
-                 "trtllm-v0.9.0-ttft ", "xiongjiedai-llamacpp-2023 ", "exllama-2562100 ")
+                 "trtllm-v0.9.0-ttft ", "xiongjiedai-llamacpp-2023 ", "exllama-2562100 ", "trtllm-v0.5.0-ttft ",
+                 "llm-perf-bench-4bit-multi ")
     decode = {r["id"] for r in data["runs"] if r["kind"] == "decode" and not r["id"].startswith(elsewhere)}
     assert decode == set(STATED)
 
