@@ -141,3 +141,16 @@ def test_the_rows_as_first_computed():
         assert every[early] > every[late]
     assert every["hf-perf-train-gpu-one-fp16 bert-large-uncased bs4 fp16 1xv100"] / \
         every["hf-perf-train-gpu-one bert-large-uncased bs4 1xv100"] == pytest.approx(1.833, abs=0.001)
+
+
+def test_the_breakdowns_published_step_counts_an_encoder_decoders_decoder_tokens():
+    """validate/time_breakdown.py's published step from a tokens-a-GPU rate: the global batch's tokens as the step
+    counts them (an encoder-decoder's batch x tgt_len), so T5 v1.1 xxl's 3.69 sequences a GPU a second (x 128) give
+    2,304 / (3.69 x 512) = 1.220 s, not four times that; a decoder's row keeps seq_len (torchtune's 4,096 x 2 / 7,075)."""
+    from validate.time_breakdown import published_step_seconds
+
+    xxl = next(r for r in runs_of("jaxtoolbox-t5x") if "xxl" in r["id"])
+    assert published_step_seconds(xxl) == pytest.approx(2304 / (3.69 * 512), rel=1e-9)
+    assert round(published_step_seconds(xxl), 3) == 1.220
+    torchtune = runs_of("torchtune")[0]
+    assert published_step_seconds(torchtune) == pytest.approx(2 * 4096 / 7075, rel=1e-9)
