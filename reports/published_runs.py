@@ -186,6 +186,7 @@ def train_setup(run: dict[str, Any], source: dict[str, Any]) -> tuple[ParallelEs
                     optimizer_step=stated(run, source, "optimizer_step", "fused"),  # torch's AdamW (torchtitan)
                     megatron_release=stated(run, source, "megatron_release", DEFAULT_RELEASE))  # Megatron-LM's step
     workload = Workload(seq_len=run["seq_len"], batch=micro, dtype=source["dtype"],
+                        tgt_len=stated(run, source, "tgt_len"),  # an encoder-decoder's decoder length (estimate --tgt-len)
                         impl=source.get("impl", "megatron"), attention=source["attention"],
                         recompute=stated(run, source, "recompute", "none"),
                         recompute_layers=stated(run, source, "recompute_layers"))

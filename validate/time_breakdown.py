@@ -184,9 +184,8 @@ def print_train_breakdown(name: str, published: float, estimate, hardware, overl
     if unit == "TFLOP/s":
         ours = f"{step['tflops_per_gpu']:.1f} (hardware FLOPs)"
     else:
-        layout, workload = estimate.layout, estimate.workload
-        tokens = workload.batch * layout.microbatches * layout.dp * workload.seq_len
-        ours = f"{tokens / step['seconds'] / layout.gpus:,.0f} ({tokens / step['seconds'] / layout.gpus / published:.2f}x)"
+        rate = step["tokens_per_second"] / estimate.layout.gpus  # the step's tokens (an encoder-decoder's: its decoder's)
+        ours = f"{rate:,.0f} ({rate / published:.2f}x)"
     print(f"{name}: published {published:,} {unit}, ours {ours}; {step_split(step)}")
     kernels = sum(s for _, s, _ in rows)
     rest = step["compute_seconds"] - kernels
@@ -246,7 +245,8 @@ def published_step_seconds(run: dict) -> float | None:
     published rate (None for a row published in another unit)."""
     if "published_tokens_per_s_per_gpu" not in run or "global_batch" not in run:
         return None
-    return run["global_batch"] * run["seq_len"] / run["gpus"] / run["published_tokens_per_s_per_gpu"]
+    tokens = run.get("tgt_len", run["seq_len"])  # a sequence's tokens as the step counts them (an encoder-decoder's decoder)
+    return run["global_batch"] * tokens / run["gpus"] / run["published_tokens_per_s_per_gpu"]
 
 
 def row_breakdowns(run_ids: list[str]) -> None:
