@@ -32,6 +32,11 @@ def formulas(model, config, block, quantities, latex, as_json) -> None:
         click.echo(json.dumps({"model": cfg.name, "latex": latex, "blocks": rows, "symbols": symbols},
                               indent=2))
         return
+    if not rows:  # every block asked for holds none of the quantities: said, not three bare headers
+        where = "" if block is None else f" whose path contains {block!r}"
+        click.echo(f"no block of {cfg.name}{where} has a non-zero {' or '.join(q.lower() for q in quantities)}: "
+                   "it is 0 in each.")
+        return
     for row in rows:
         held = "" if row["holds"] is None else f", weights held x {row['holds']}"  # a shared block's
         click.echo(f"{row['path']}  (x {row['count']}{held}): {row['title']}")

@@ -29,7 +29,7 @@ def measure_hardware_file(out: str, device: str, like: str | None, dtypes: tuple
 
     from validate.hardware_file import measure_file, write_hardware_file
 
-    if device not in spec.DEVICES or device == "cuda" and not torch.cuda.is_available():
+    if device == "cuda" and not torch.cuda.is_available():
         raise InputError(f"--device {device}: no such device here (cpu, or cuda where a GPU is present).")
     try:
         reference = load_hardware(like) if like else None
@@ -79,8 +79,8 @@ def hardware_row(hw, aliases=()) -> dict:
               help="With --measure: write a hardware file here instead of caching `local` (a GEMM grid, "
               "attention, bandwidth, the Dot's read-and-reduce rate, a CUDA graph's kernel gap, the CUDA context's "
               "memory; validate/hardware_file.py).")
-@click.option("--device", default="cuda", show_default=True,
-              help=f"With --out: the device to measure ({spec.DEVICES.listed()}).")
+@click.option("--device", type=click.Choice(spec.DEVICES), default="cuda", show_default=True,
+              help=f"With --out: the device to measure ({spec.DEVICES.listed()}; any case, as every choice).")
 @click.option("--like", default=None, help="With --out: a preset whose datasheet peaks, interconnect and clocks to "
               "keep; the measurements become its efficiencies.")
 @click.option("--quick", is_flag=True, help="With --out: a small grid (seconds; for a test).")

@@ -12,7 +12,8 @@ from .config import ConfigError, ModelConfig
 def formula_rows(cfg: ModelConfig, block: str | None = None, quantities: tuple[str, ...] = (),
                  latex: bool = False) -> list[dict[str, Any]]:
     """One row a leaf whose path contains `block` (all without it): its path, count (and, for a shared block,
-    the weights it holds), title and each of `quantities` that is not zero (all without them), as text.
+    the weights it holds), title and each of `quantities` that is not zero (all without them), as text;
+    with `quantities`, only the leaves where one of them is not zero (none: an empty list).
     An unknown quantity, or a block no path contains, is one ConfigError naming what there is."""
     return formula_table(cfg, block, quantities, latex)[0]
 
@@ -45,6 +46,8 @@ def formula_table(cfg: ModelConfig, block: str | None = None, quantities: tuple[
     for leaf in leaves:
         shown = {quantity: leaf.cost.get(quantity) for quantity in quantities or known
                  if leaf.cost.get(quantity) != 0}
+        if quantities and not shown:  # `--block ffn --quantity kv_cache_bytes` listed three headers, no formula
+            continue
         for expr in (leaf.count, leaf.holds, *shown.values()):
             used |= getattr(expr, "free_symbols", set())
         rows.append({"path": leaf.path, "count": show(leaf.count),

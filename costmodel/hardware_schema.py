@@ -210,12 +210,20 @@ INTERCONNECT: dict[str, Field] = {
 }
 
 
+#: the fields `hardware NAME --json` adds to a hardware's row (cli/hardware.py hardware_row) that no file holds:
+#: what the preset serves with (memory less the reserve, at serving_memory_utilization) and its other names
+ROW_FIELDS = ("serving_memory_bytes", "aliases")
+
+
 def schema_problems(data: Any) -> list[str]:
     """Every problem of a hardware file's JSON, one sentence each (empty: a valid file)."""
     if not isinstance(data, dict):
         return [f"a hardware file is a JSON object, got {type(data).__name__}"]
     problems = [f"unknown field {show(k)} (known: {', '.join(SCHEMA)})" for k in data
                 if k not in SCHEMA and not str(k).startswith("_")]
+    if set(ROW_FIELDS) & set(data):  # `hardware h100 --json > f.json`: the listing's row, not a file
+        problems.insert(0, f"{' and '.join(sorted(set(ROW_FIELDS) & set(data)))} are `hardware NAME --json`'s row, "
+                           "which is not a hardware file: `hardware --show NAME` prints one to edit")
     problems += [f"{name} is missing" for name, spec in SCHEMA.items() if spec.required and name not in data]
     for name, spec in SCHEMA.items():
         if name in data and spec.kind is not dict:

@@ -10,6 +10,7 @@ nothing does. The `plan` command and costmodel.plan both call plan() here.
 
 from __future__ import annotations
 
+import inspect
 import numbers
 from collections.abc import Iterable, Mapping
 from typing import Any, Sequence
@@ -18,7 +19,7 @@ from . import spec
 from .config import ConfigError, require_decoder
 from .defaults import DEFAULT_HARDWARE
 from .kernel_facts_file import borrowed_host_note
-from .plain import plain_arguments
+from .plain import plain_arguments, unknown_keyword
 from .spec import CANONICAL_DTYPE, CUDA_GRAPHS_NEED_SERVE, DEFAULT_GEN_TOKENS, RANK_BY
 from .workload import check_dtype
 
@@ -127,10 +128,13 @@ def plan(model: Any, gpus: int | Sequence[int], hardware: str = DEFAULT_HARDWARE
     for name, value in (("--global-batch", global_batch), ("--batch", batch)):
         if value is not None and value < 1:
             raise ConfigError(f"{name} must be at least 1, got {value}.")
-    unknown = set(fixed) - {"tp", "pp", "dp", "zero", "sp", "framework", "recompute", "ep", "cp", "schedule", "fp8",
-                          "dp_shard", *planner.SETTINGS}
-    if unknown:
-        raise ConfigError(f"plan: unknown option {sorted(unknown)[0]!r}.")
+    layout_keys = ["tp", "pp", "dp", "zero", "sp", "framework", "recompute", "ep", "cp", "schedule", "fp8", "dp_shard",
+                   *planner.SETTINGS]
+    if "rate" in fixed:  # `plan --serve --rate`'s capacity search is the command's (reports/serving.py), not this call's
+        raise ConfigError("plan: rate: the capacity search of `plan --serve --rate` is the command's only; in Python, "
+                          "costmodel.serve(model, hardware, rate=..., tp=...) runs one deployment under that load.")
+    # "plan: unknown option 'seqlen'." named neither seq_len nor what plan takes, as simulate's and serve's do
+    unknown_keyword("plan", fixed, [name for name in inspect.signature(plan).parameters if name != "fixed"] + layout_keys)
     fixed = {k: v for k, v in fixed.items() if k not in planner.SETTINGS or v}  # a setting left off: not fixed
     if serve:  # a serving layout is tp x pp x dp: what only training reads is refused, not dropped
         unread = [name for name, value in (*fixed.items(), ("seq_len", seq_len), ("global_batch", global_batch),

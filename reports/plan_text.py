@@ -106,14 +106,22 @@ def render_plan(result: dict[str, Any], serve: bool, top: int, capacity: int) ->
 def _whole_prefill(shown: list[dict[str, Any]], inputs: dict[str, Any], capacity: int) -> list[str]:
     """plan --serve sizes a prefill one chunk of the engine's token budget at a time; `simulate` with
     the same layout prefills the whole batch at once (generate) and says "DOES NOT FIT" where that
-    is more than a GPU holds: the rows shown where the two verdicts part, each with simulate's figure."""
-    over = [f"rank {rank} ({binary_bytes(e['per_rank']['whole_prefill_total'])})" for rank, e in enumerate(shown, 1)
-            if e["per_rank"].get("whole_prefill_total", 0) > capacity]
-    if not over:
+    is more than a GPU holds: the rows shown where the two verdicts part, each with simulate's figure; where
+    both fit, the rows whose figures differ (34.43 GiB here, 34.76 in simulate's `ids, logits and transients`
+    were unsaid)."""
+    def listed(rows: list[tuple[int, dict[str, Any]]]) -> str:
+        return ", ".join(f"rank {rank} ({binary_bytes(e['per_rank']['whole_prefill_total'])})" for rank, e in rows)
+
+    rows = list(enumerate(shown, 1))
+    over = [(rank, e) for rank, e in rows if e["per_rank"].get("whole_prefill_total", 0) > capacity]
+    more = [(rank, e) for rank, e in rows if e["per_rank"].get("whole_prefill_total", 0) > e["per_rank"]["total"]]
+    if not more:
         return []
+    said = (f"and does not fit there: {listed(over)}" if over else
+            f"and needs more there: {listed(more)}, each within the {binary_bytes(capacity)} a GPU holds")
     return [f"memory: a prefill's transients are one chunk's of {inputs['prefill_chunk']:,} tokens at a time (vLLM's "
             "max_num_batched_tokens on this GPU), as an engine prefills; `simulate` with the layout prefills the whole "
-            f"batch at once, as generate does, and does not fit there: {', '.join(over)}."]
+            f"batch at once, as generate does, {said}."]
 
 
 def _other_sizes(lay: dict[str, Any]) -> str:
