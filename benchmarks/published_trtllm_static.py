@@ -71,7 +71,9 @@ FIRST_TOKEN = [
 
 
 def static_run(model: str, tp: int, batch: int, prompt: int, output: int, hardware: str = "a100-80gb",
-               decode_kernel: str | None = None, **options):
+               decode_kernel: str | None = None, context: int | None = None, **options):
+    """One static batch of `batch` requests started together; context: the engine's longest sequence (None: the
+    model's max_positions; a TensorRT-LLM engine built for its lengths holds max_input_len + max_output_len)."""
     import costmodel
     from costmodel.hardware import load_hardware
 
@@ -82,7 +84,8 @@ def static_run(model: str, tp: int, batch: int, prompt: int, output: int, hardwa
                                      decode_code=DECODE_CODE, **options)
     cls, blocks, block_size, seqs, tokens = replica
     requests = [Request(i, 0.0, prompt, output) for i in range(batch)]
-    return simulate(requests, cls(BlockPool(blocks, block_size), seqs, tokens), step.seconds, cfg.max_positions)
+    return simulate(requests, cls(BlockPool(blocks, block_size), seqs, tokens), step.seconds,
+                    cfg.max_positions if context is None else context)
 
 
 def print_static() -> None:

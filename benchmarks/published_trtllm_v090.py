@@ -58,13 +58,16 @@ FORMATS = {"dtype": "fp16", "weight_dtype": "fp8", "kv_dtype": "fp8"}
 RELEASE = "0.9.0"
 
 
-def v090_run(model: str, tp: int, batch: int, prompt: int, output: int):
+def v090_run(model: str, tp: int, batch: int, prompt: int, output: int, hardware: str = "h100-sxm",
+             decode_kernel: str | None = DECODE_KERNEL, formats: dict | None = None, context: int | None = None):
     """One static batch of the table's engine on an H100 SXM (benchmarks/published_trtllm_static.static_run), its
-    tensor-parallel all-reduces the release's (TensorRT-LLM's own plugin kernel where it takes the call)."""
+    tensor-parallel all-reduces the release's (TensorRT-LLM's own plugin kernel where it takes the call); hardware,
+    decode_kernel, formats (FORMATS if None) and context (static_run's): the same page's other tables
+    (published_trtllm_v090_l40s.py)."""
     from costmodel.collectives import engine_all_reduce
 
-    return static_run(model, tp, batch, prompt, output, "h100-sxm", decode_kernel=DECODE_KERNEL,
-                      all_reduce=engine_all_reduce("tensorrt-llm", RELEASE), **FORMATS)
+    return static_run(model, tp, batch, prompt, output, hardware, decode_kernel=decode_kernel,
+                      all_reduce=engine_all_reduce("tensorrt-llm", RELEASE), context=context, **(formats or FORMATS))
 
 
 def print_trtllm_v090() -> None:

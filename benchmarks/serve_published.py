@@ -46,7 +46,9 @@ lmdeploy-v02) and vLLM's CI throughput tests on H200 and A100 (benchmarks/publis
 session 40 TensorRT-LLM 0.20's trtllm-bench rows of Llama 3.3 70B FP8 at H200 TP4, H100 TP4 and H100 TP1
 (benchmarks/published_trtllm_v020.py, trtllm-v020) and TensorRT-LLM 0.9.0's static-batch H100 FP8 rows of Llama 2 7B
 and 70B (benchmarks/published_trtllm_v090.py, trtllm-v090); since session 41 DataCrunch's SGLang v0.4 bench_serving runs of
-Llama 3.3 70B (tp 4) and Llama 3.1 405B (tp 8) on H200s (benchmarks/published_sglang_h200.py, sglang-h200).
+Llama 3.3 70B (tp 4) and Llama 3.1 405B (tp 8) on H200s (benchmarks/published_sglang_h200.py, sglang-h200); since session 42
+TensorRT-LLM 0.9.0's static-batch L40S FP8 rows (Mistral 7B, Llama 2 7B and 70B, Falcon 180B) and A100 FP16 Mixtral 8x7B
+rows (benchmarks/published_trtllm_v090_l40s.py, trtllm-v090-l40s).
 
 vLLM v0.6.0 under SGLang's benchmark (sgl-project/sglang benchmark/benchmark_vllm_060/README.md at commit 120affb):
 Llama 3.1 8B on one A100 80G and 70B on four H100 80G, ShareGPT through sglang.bench_serving: offline (5,000 at
@@ -60,6 +62,7 @@ first 5,000 pairs of vLLM's ShareGPT sample (sharegpt_vllm_lengths_5000.json bes
                                           | lambda-vllm [SHAREGPT.json] | qwen-vllm | qwen3-sglang
                                           | sglang-v030 [SHAREGPT.json] | lmdeploy-rpm
                                           | lmdeploy-v02 | vllm-ci | trtllm-v020 | trtllm-v090 | sglang-h200
+                                          | trtllm-v090-l40s
                                           | summary [TABLE ...]]
 
 `summary` runs the named tables (every one if none) with their tables discarded and prints what they fed
@@ -96,6 +99,7 @@ from benchmarks.published_torchao_vllm import print_torchao_vllm  # noqa: E402
 from benchmarks.published_vllm_ci import print_vllm_ci  # noqa: E402
 from benchmarks.published_trtllm_v020 import print_trtllm_v020  # noqa: E402
 from benchmarks.published_trtllm_v090 import print_trtllm_v090  # noqa: E402
+from benchmarks.published_trtllm_v090_l40s import print_trtllm_v090_l40s  # noqa: E402
 from benchmarks.published_trtllm_online import print_trtllm_online  # noqa: E402
 from benchmarks.published_trtllm_static import print_static  # noqa: E402
 from benchmarks.published_trtllm_bench import print_trtllm_bench, print_trtllm_v017  # noqa: E402
@@ -319,16 +323,18 @@ SELECTORS = {"trtllm-static": (print_static, 0), "sarathi": (print_sarathi, 0), 
              "qwen3-sglang": (print_qwen3_sglang, 0), "sglang-v030": (print_sglang_v030, 1),
              "lmdeploy-rpm": (print_lmdeploy_rpm, 0), "lmdeploy-v02": (print_lmdeploy_v02, 0),
              "vllm-ci": (print_vllm_ci, 0), "trtllm-v020": (print_trtllm_v020, 0),
-             "trtllm-v090": (print_trtllm_v090, 0), "sglang-h200": (print_sglang_h200, 0)}
+             "trtllm-v090": (print_trtllm_v090, 0), "sglang-h200": (print_sglang_h200, 0),
+             "trtllm-v090-l40s": (print_trtllm_v090_l40s, 0)}
 # Every table, in the order `main` prints them (the summary's sources: trtllm-static feeds trtllm-h200 too).
 TABLES = ("trtllm-static", "sarathi", "vllm", "nim", "trtllm-bench", "sglang-vllm", "torchao-vllm", "lmdeploy",
           "amd-vllm", "trtllm-v017", "trtllm-online", "mlperf", "mlperf-vllm", "lambda-vllm", "qwen-vllm", "qwen3-sglang",
-          "sglang-v030", "lmdeploy-rpm", "lmdeploy-v02", "vllm-ci", "trtllm-v020", "trtllm-v090", "sglang-h200")
+          "sglang-v030", "lmdeploy-rpm", "lmdeploy-v02", "vllm-ci", "trtllm-v020", "trtllm-v090", "sglang-h200",
+          "trtllm-v090-l40s")
 SELECTORS["summary"] = (print_summary, len(TABLES))
 USAGE = ("trtllm-static, sarathi, nim, trtllm-bench, sglang-vllm [SHAREGPT.json], vllm [SHAREGPT.json], mlperf [LENGTHS.json], torchao-vllm, "
          "lmdeploy, amd-vllm, trtllm-v017, trtllm-online, mlperf-vllm [LENGTHS.json], lambda-vllm [SHAREGPT.json], qwen-vllm, "
-         "qwen3-sglang, sglang-v030 [SHAREGPT.json], lmdeploy-rpm, lmdeploy-v02, vllm-ci, trtllm-v020, trtllm-v090 or sglang-h200 "
-         "(none: every table); summary [TABLE ...] (the comparisons of those tables, or of every one, summarised)")
+         "qwen3-sglang, sglang-v030 [SHAREGPT.json], lmdeploy-rpm, lmdeploy-v02, vllm-ci, trtllm-v020, trtllm-v090, sglang-h200 "
+         "or trtllm-v090-l40s (none: every table); summary [TABLE ...] (the comparisons of those tables, or of every one, summarised)")
 
 
 def near(name: str, names) -> str:
