@@ -275,10 +275,11 @@ def check_expert_parallel(cfg: ModelConfig, ep: int, tp: int, dp: int, zero: int
         raise ConfigError(f"layout: the capacity factor must be a positive number, got {capacity_factor!r}.")
     if capacity_factor is not None and not cfg.moe:
         raise ConfigError(f"layout: a capacity factor needs a mixture of experts; model {cfg.name!r} has none.")
-    if etp not in (None, 1) and not (isinstance(etp, int) and etp == tp and ep > 1):
-        raise ConfigError(f"layout: --etp {etp} is not modelled: only 1 (parallel folding, the routed experts "
-                          f"whole on each rank) or --tp {tp} with --ep > 1 (expert tensor parallelism, each "
-                          "expert split over the attention's tensor-parallel ranks).")
+    if etp is not None and not (isinstance(etp, int) and not isinstance(etp, bool) and etp >= 1):
+        raise ConfigError(f"layout: --etp must be a positive integer, got {etp!r}.")
+    if etp not in (None, 1) and ep == 1:
+        raise ConfigError(f"layout: --etp {etp} splits the routed experts of an expert-parallel group; give --ep "
+                          "above 1 (without it the experts split over --tp as a dense FFN does).")
     if ep == 1:
         return
     if not cfg.moe:
@@ -300,17 +301,21 @@ def check_expert_parallel(cfg: ModelConfig, ep: int, tp: int, dp: int, zero: int
     if tp > 1 and etp == 1:  # parallel folding: the EP group drawn from tp x cp x dp
         check_folding(cfg, ep, tp, dp, framework, sp, cp)
         return
-    if tp > 1 and etp == tp and not inference:  # expert tensor parallelism: the EP group drawn from cp x dp
-        check_expert_tensor_parallel(cfg, tp, zero, framework, sp)
+    if etp is not None and etp > 1:  # expert tensor parallelism: the EP group drawn from tp x cp x dp / etp
+        if inference:
+            raise ConfigError("layout: expert tensor parallelism (--etp > 1) is modelled for training only; give "
+                              "--ep without --etp, with --tp 1.")
+        check_expert_tensor_parallel(cfg, tp, etp, ep, cp * dp, zero, framework, sp)
+        return
     if tp > 1 and inference:
         raise ConfigError("layout: expert parallelism with tensor parallelism is not modelled for inference (the "
                           "experts' own tensor parallelism, expert_tensor_parallel_size = tp); give --ep with --tp 1, "
                           "or --tp without --ep.")
-    if tp > 1 and etp != tp:  # checked first: Megatron-Core's expert grid decides which ranks EP is drawn from
+    if tp > 1:  # checked first: Megatron-Core's expert grid decides which ranks EP is drawn from
         raise ConfigError(f"layout: expert parallelism with tensor parallelism needs --etp 1 with --sp and --framework "
                           f"megatron (parallel folding: the routed experts whole, the expert-parallel group drawn from "
-                          f"tp x dp) or --etp {tp} with them (expert tensor parallelism: each expert split tp ways), "
-                          "else use --tp 1.")
+                          f"tp x dp) or --etp above 1 with them (expert tensor parallelism: each expert split etp ways, "
+                          f"--etp {tp} Megatron-Core's default), else use --tp 1.")
     if cp > 1 and (cp * dp) % ep:
         raise ConfigError(f"layout: ep = {ep} must divide cp x dp = {cp} x {dp} (Megatron-Core draws the "
                           "expert-parallel ranks from the context- and data-parallel ones).")
@@ -327,13 +332,20 @@ def check_expert_parallel(cfg: ModelConfig, ep: int, tp: int, dp: int, zero: int
                           "or --framework fsdp2, or megatron's --zero 3, Megatron-FSDP).")
 
 
+def check_megatron_experts(mode: str, framework: str, sp: bool, tp: int) -> None:
+    """What parallel folding and expert tensor parallelism both need (module docstring): Megatron-Core's
+    expert grid, and beside tensor parallelism sequence parallelism (model_parallel_config.py refuses
+    expert_model_parallel_size > 1 with tensor_model_parallel_size > 1 without it, core_v0.12.0)."""
+    if framework != "megatron":
+        raise ConfigError(f"layout: {mode} is Megatron-Core's (its expert grid); use --framework megatron.")
+    if tp > 1 and not sp:
+        raise ConfigError(f"layout: {mode} with --tp > 1 needs sequence parallelism (--sp): Megatron-Core runs "
+                          "experts beside tensor parallelism only with it.")
+
+
 def check_folding(cfg: ModelConfig, ep: int, tp: int, dp: int, framework: str, sp: bool, cp: int = 1) -> None:
     """Parallel folding's refusals (module docstring, "Parallel folding")."""
-    if framework != "megatron":
-        raise ConfigError("layout: parallel folding (--etp 1) is Megatron-Core's; use --framework megatron.")
-    if not sp:
-        raise ConfigError("layout: parallel folding (--etp 1 with --tp > 1) needs sequence parallelism (--sp): "
-                          "Megatron-Core runs experts beside tensor parallelism only with it.")
+    check_megatron_experts("parallel folding (--etp 1)", framework, sp, tp)
     if (tp * cp * dp) % ep:
         grid, sizes = ("tp x cp x dp", f"{tp} x {cp} x {dp}") if cp > 1 else ("tp x dp", f"{tp} x {dp}")
         raise ConfigError(f"layout: ep = {ep} must divide {grid} = {sizes} under parallel folding (the "
@@ -341,17 +353,18 @@ def check_folding(cfg: ModelConfig, ep: int, tp: int, dp: int, framework: str, s
                           "and data-parallel ones).")
 
 
-def check_expert_tensor_parallel(cfg: ModelConfig, tp: int, zero: int, framework: str, sp: bool) -> None:
+def check_expert_tensor_parallel(cfg: ModelConfig, tp: int, etp: int, ep: int, ranks: int, zero: int,
+                                 framework: str, sp: bool) -> None:
     """Expert tensor parallelism's refusals (module docstring, "Expert tensor parallelism"): Megatron-Core's,
-    with sequence parallelism, the experts' width split evenly, the all-to-all dispatcher, no Megatron-FSDP."""
-    if framework != "megatron":
-        raise ConfigError("layout: expert tensor parallelism (--etp = --tp) is modelled as Megatron-Core's; "
-                          "use --framework megatron.")
-    if not sp:
-        raise ConfigError("layout: expert tensor parallelism (--etp = --tp) needs sequence parallelism (--sp): "
-                          "Megatron-Core runs experts beside tensor parallelism only with it.")
-    if cfg.d_expert % tp:
-        raise ConfigError(f"layout: etp = {tp} does not divide the experts' FFN width {cfg.d_expert} of model "
+    with sequence parallelism beside tp > 1, its expert grid (etp x ep dividing the stage's tp x cp x dp
+    ranks, `ranks` = cp x dp), the experts' width split evenly, the all-to-all dispatcher, no Megatron-FSDP."""
+    check_megatron_experts(f"expert tensor parallelism (--etp {etp})", framework, sp, tp)
+    if (tp * ranks) % (etp * ep):
+        raise ConfigError(f"layout: etp x ep = {etp} x {ep} must divide the {tp * ranks} ranks of a pipeline stage "
+                          f"(tp x cp x dp; Megatron-Core's expert grid: its world is not divisible by "
+                          "expert_tensor_model_pipeline_parallel size otherwise).")
+    if cfg.d_expert % etp:
+        raise ConfigError(f"layout: etp = {etp} does not divide the experts' FFN width {cfg.d_expert} of model "
                           f"{cfg.name!r} (each expert's fc1 and fc2 are split over the expert-tensor-parallel ranks).")
     if cfg.expert_bias or cfg.d_latent:
         raise ConfigError(f"layout: expert tensor parallelism beside expert biases or a latent mixture of experts is "
