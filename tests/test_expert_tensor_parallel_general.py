@@ -112,3 +112,34 @@ def test_etp_not_dividing_the_experts_width_is_refused():
     """TEGroupedMLP divides each expert's fc1 and fc2 by etp: width 24 splits 2, 3, 4 and 6 ways, not 5."""
     with pytest.raises(ConfigError, match="etp = 5 does not divide the experts' FFN width 24"):
         Layout(tp=1, dp=15, ep=3, etp=5, framework="megatron").check(_odd_moe())
+
+
+def test_plan_searches_etp_beside_folding():
+    """Qwen3-30B-A3B (128 experts of width 768) on 8 GPUs at tp 2 with SP, dp 4, Megatron: EP 1, 2, 4, 8 (the
+    divisors of tp x dp = 8), and beside each ep > 1 folding's etp 1 and each of 2, 4, 8 whose etp x ep
+    divides 8: ep 2 with etp 1, 2, 4; ep 4 with 1, 2; ep 8 with 1. Six layouts, where folding alone gave three
+    (ep 1 is refused under SP with a mixture of experts, as before)."""
+    from costmodel.hardware import load_hardware
+    from costmodel.layout.plan import training_layouts
+    from costmodel.presets import load_preset
+
+    fixed = {"tp": 2, "pp": 1, "sp": True, "zero": 1, "framework": "megatron", "batch": 1, "recompute": "none"}
+    candidates = list(training_layouts(load_preset("qwen3-30b-a3b"), load_hardware("h100-sxm"), 8, 16, fixed))
+    assert [(lay.ep, lay.etp) for lay, *_ in candidates if lay] == [(2, 1), (2, 2), (2, 4), (4, 1), (4, 2), (8, 1)]
+    assert [problem for lay, _, _, problem in candidates if not lay] == [
+        "layout: sequence parallelism with a mixture of experts is modelled only with --ep beside it: parallel "
+        "folding (--etp 1) or expert tensor parallelism (--etp > 1)."]
+    assert [(lay.ep, lay.etp) for lay, *_ in training_layouts(
+        load_preset("qwen3-30b-a3b"), load_hardware("h100-sxm"), 8, 16, {**fixed, "etp": 2}) if lay] \
+        == [(2, 2), (4, 2)]
+
+
+def test_plan_names_etp(capsys):
+    """plan --etp keeps the layouts of that etp, and its JSON names it."""
+    import json
+
+    assert cli.main(["plan", "-m", "qwen3-30b-a3b", "--gpus", "8", "--seq-len", "2048", "--global-batch", "16",
+                     "--framework", "megatron", "--tp", "2", "--sp", "--pp", "1", "--zero", "1", "--ep", "4",
+                     "--etp", "2", "--batch", "1", "--recompute", "none", "--time-model", "roofline", "--json"]) == 0
+    feasible = json.loads(capsys.readouterr().out)["feasible"]
+    assert [(e["layout"]["ep"], e["layout"]["etp"]) for e in feasible] == [(4, 2)]
