@@ -96,31 +96,36 @@ over dp x cp (Megatron-Core's data-parallel group with context parallelism, as w
 The attention's key/value exchange is context parallelism's own (context.py), over the cp ranks
 of the attention's grid, independent of the experts'. Other frameworks with both are refused.
 
-Expert tensor parallelism (--etp = --tp > 1 with --ep > 1, Megatron-Core's default
-expert_tensor_parallel_size; read at core_v0.12.0, 26f86a597f, the Megatron-Core of NeMo 25.04). The
-same expert grid with tp = etp: the expert-tensor-parallel group is the attention's tp ranks, the EP group
-ep ranks at stride tp (tp x ep consecutive GPUs), the expert-data-parallel group world // (etp ep pp) =
-cp x dp / ep ranks (parallel_state.py lines 693-714), so ep divides cp x dp. Each rank holds E / ep
-experts, each split tp ways: fc1 column-parallel (d_x / tp rows of each of its gated halves), fc2
-row-parallel (d_x / tp columns), both TE linears built with is_expert, whose own TP communication is off
-(explicit_expert_comm, extensions/transformer_engine.py line 209): the dispatcher does it
-(token_dispatcher.py MoEAlltoAllTokenDispatcher, tp_size = expert_tensor_parallel_size). The counts are
-gathered over the tp x ep group (lines 424-430) instead of sent all-to-all; the rank's own S = b (n / cp
-/ tp) k slots go all-to-all over the EP group as under folding (line 531), then are all-gathered over the
-tp group (gather_from_sequence_parallel_region, lines 537-544): each rank runs its experts' d_x / tp slice
-on the tp ranks' tokens together, tp S f slots; after fc2 the partial outputs are reduce-scattered over
-the tp group (reduce_scatter_to_sequence_parallel_region, lines 619-628) back to the rank's S f, then
-sent back all-to-all. Padded to capacity (drop_and_pad) each rank pads its own c S slots before the
-all-to-all (lines 376-386: each local expert runs capacity x tp x ep rows), so the gathered rows are
-tp c S: f = c as above. Per MoE layer and pass (forward, backward, a recomputed forward) one all-gather
-and one reduce-scatter over tp ranks, each of payload tp S f d e (the gathered tensor; backward swaps them),
-on the dispatcher's path (exposed as the all-to-alls are, Overlap.ep's share aside; not --overlap tp's,
-which hides the layers' own collectives). The router and a shared expert's gate run on the rank's SP
-tokens as under folding; a shared expert stays the dense MLP on the tp group. Refused: another
-framework, no --sp, tp not dividing d_x, expert biases or a latent MoE (their split not read),
-Megatron-FSDP, the flex dispatcher (not read with etp > 1), and an etp other than 1 or tp
-(Megatron-Core runs it; its grid is not modelled here). Two approximations: the counts stay the
-all-to-all's 8 E bytes (the gather's 8 E x tp ep, kilobytes); the reduce-scatter's dtype is the
+Expert tensor parallelism (--etp > 1 with --ep > 1, Megatron-Core's expert_tensor_parallel_size; its default
+is tp; read at core_v0.12.0, 26f86a597f, the Megatron-Core of NeMo 25.04). The experts' grid is
+RankGenerator(tp=etp, ep, dp=world // (etp ep pp)) in the order tp-cp-ep-dp-pp without cp (parallel_state.py
+lines 693-714, which raise where etp x ep x pp does not divide the world): the expert-tensor-parallel group
+etp consecutive ranks, the EP group ep ranks at stride etp (span etp x ep), the expert-data-parallel group
+tp x cp x dp / (etp x ep) ranks; so etp x ep divides tp x cp x dp, at etp = tp: ep divides cp x dp. Each
+rank holds E / ep experts, each split etp ways: fc1 column-parallel (d_x / etp rows of each of its gated
+halves), fc2 row-parallel (d_x / etp columns), both TE linears built with is_expert, whose own TP
+communication is off (explicit_expert_comm, extensions/transformer_engine.py line 209): the dispatcher does
+it (token_dispatcher.py MoEAlltoAllTokenDispatcher, tp_size = expert_tensor_parallel_size, the same code at
+any etp). The counts are gathered over the etp x ep group (lines 424-430) instead of sent all-to-all; the
+rank's own S = b (n / cp / tp) k slots (its attention's SP tokens, whatever etp is) go all-to-all over the
+EP group as under folding (line 531), then are all-gathered over the etp group (gather_from_sequence_
+parallel_region, lines 537-544): each rank runs its experts' d_x / etp slice on the etp ranks' tokens
+together, etp S f slots (folding's FLOPs; the substitution n -> n etp / tp, d_x -> d_x / etp, layout/split.py);
+after fc2 the partial outputs are reduce-scattered over the etp group (reduce_scatter_to_sequence_parallel_
+region, lines 619-628) back to the rank's S f, then sent back all-to-all. With etp < tp the etp group is part
+of an attention TP group; with etp > tp (tp 1 included: no SP there, Megatron-Core asks for it only beside
+tp > 1) it spans several, whose tokens are other sequences: the bytes are the same formula. Padded to
+capacity (drop_and_pad) each rank pads its own c S slots before the all-to-all (lines 376-386: each local
+expert runs capacity x etp x ep rows), so the gathered rows are etp c S: f = c as above. Per MoE layer and
+pass (forward, backward, a recomputed forward) one all-gather and one reduce-scatter over etp ranks, each of
+payload etp S f d e (the gathered tensor; backward swaps them), on the dispatcher's path (exposed as the
+all-to-alls are, Overlap.ep's share aside; not --overlap tp's, which hides the layers' own collectives).
+Measured on gloo (validate/distributed/expert_tensor_parallel.py, etp 2 beside tp 4 and tp 1). The router
+and a shared expert's gate run on the rank's SP tokens as under folding; a shared expert stays the dense
+MLP on the tp group. Refused: another framework, no --sp beside tp > 1 (check_megatron_experts), a grid
+etp x ep does not divide, etp not dividing d_x, expert biases or a latent MoE (their split not read),
+Megatron-FSDP, the flex dispatcher (not read with etp > 1), inference. Two approximations: the counts stay
+the all-to-all's 8 E bytes (the gather's 8 E x etp ep, kilobytes); the reduce-scatter's dtype is the
 activations' (it casts to the router probabilities' dtype, bf16 unless moe_router_dtype is set).
 
 A latent mixture of experts (ModelConfig.d_latent, Nemotron 3 Super's moe_latent_size) sends its
