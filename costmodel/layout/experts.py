@@ -319,8 +319,8 @@ def check_expert_parallel(cfg: ModelConfig, ep: int, tp: int, dp: int, zero: int
     if tp > 1:  # checked first: Megatron-Core's expert grid decides which ranks EP is drawn from
         raise ConfigError(f"layout: expert parallelism with tensor parallelism needs --etp 1 with --sp and --framework "
                           f"megatron (parallel folding: the routed experts whole, the expert-parallel group drawn from "
-                          f"tp x dp) or --etp above 1 with them (expert tensor parallelism: each expert split etp ways, "
-                          f"--etp {tp} Megatron-Core's default), else use --tp 1.")
+                          f"tp x dp) or --etp {tp} with them (expert tensor parallelism, Megatron-Core's default: each "
+                          "expert split etp ways; any etp whose etp x ep divides tp x cp x dp), else use --tp 1.")
     if cp > 1 and (cp * dp) % ep:
         raise ConfigError(f"layout: ep = {ep} must divide cp x dp = {cp} x {dp} (Megatron-Core draws the "
                           "expert-parallel ranks from the context- and data-parallel ones).")
