@@ -143,3 +143,14 @@ def test_plan_names_etp(capsys):
                      "--etp", "2", "--batch", "1", "--recompute", "none", "--time-model", "roofline", "--json"]) == 0
     feasible = json.loads(capsys.readouterr().out)["feasible"]
     assert [(e["layout"]["ep"], e["layout"]["etp"]) for e in feasible] == [(4, 2)]
+
+
+def test_the_python_apis_plan_takes_etp():
+    """costmodel.plan's etp= is plan --etp's: the layouts of that etp alone, named in each entry (ep 2's 64
+    experts a rank do not fit an H100: set aside, as its infeasible entry)."""
+    from costmodel.planning import plan
+
+    result = plan("qwen3-30b-a3b", 8, "h100-sxm", framework="megatron", seq_len=2048, global_batch=16, tp=2, sp=True,
+                  pp=1, zero=1, batch=1, recompute="none", time_model="roofline", etp=2).to_dict()
+    pairs = lambda entries: {(e["layout"]["ep"], e["layout"]["etp"]) for e in entries}  # noqa: E731
+    assert pairs(result["feasible"]) == {(4, 2)} and pairs(result["feasible"] + result["infeasible"]) == {(2, 2), (4, 2)}
