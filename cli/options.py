@@ -223,9 +223,10 @@ layout_options = stack(
     click.option("--ep", type=int, default=None,
                  help="Expert-parallel ranks, drawn from dp: each holds E / ep experts (docs/layouts.md)."),
     click.option("--etp", type=int, default=None,
-                 help="The experts' own tensor parallelism: 1 with --tp > 1 and --ep is Megatron-Core's parallel "
-                      "folding (routed experts whole, the EP group drawn from tp x dp); the --tp value is its expert "
-                      "tensor parallelism (each expert split tp ways, the EP group drawn from dp; docs/layouts.md)."),
+                 help="The experts' own tensor parallelism (Megatron-Core's expert_tensor_parallel_size, with --ep): 1 "
+                      "beside --tp > 1 is parallel folding (routed experts whole, the EP group drawn from tp x dp); above "
+                      "1 each expert is split etp ways (its default: the --tp value), the EP group drawn from "
+                      "tp x cp x dp / etp (docs/layouts.md)."),
     choice_option("--ep-dispatcher", spec.EP_DISPATCHERS, "How expert parallelism moves tokens (default "
                   f"{spec.EP_DISPATCHERS[0]}): {spec.EP_DISPATCHERS.described()} (docs/layouts.md)."),
     click.option("--cp", type=int, default=None,

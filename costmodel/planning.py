@@ -92,7 +92,7 @@ def plan(model: Any, gpus: int | Sequence[int], hardware: str = DEFAULT_HARDWARE
     """Every layout of `model` on each count in `gpus` (training, or serving with serve=True):
     those that fit ranked by time (step time; time per output token when serving) or by cost
     (GPU-seconds per token), those that do not with their reason. fixed: tp, pp, dp, zero, sp,
-    framework, recompute, ep, cp, schedule, fp8 keep only the layouts with that value; fp8_param_gather,
+    framework, recompute, ep, etp, cp, schedule, fp8 keep only the layouts with that value; fp8_param_gather,
     tp_only_amax_red, no_align_grad_reduce, overlap_grad_reduce and pure_precision (True) and grad_reduce_dtype ("fp32" or "bf16") are settings
     of every layout (layout/plan.py SETTINGS)
     (dp_shard: hybrid sharding, FSDP2's HSDP or megatron --zero 3's HFSDP, in every layout); impl and
@@ -128,7 +128,7 @@ def plan(model: Any, gpus: int | Sequence[int], hardware: str = DEFAULT_HARDWARE
     for name, value in (("--global-batch", global_batch), ("--batch", batch)):
         if value is not None and value < 1:
             raise ConfigError(f"{name} must be at least 1, got {value}.")
-    layout_keys = ["tp", "pp", "dp", "zero", "sp", "framework", "recompute", "ep", "cp", "schedule", "fp8", "dp_shard",
+    layout_keys = ["tp", "pp", "dp", "zero", "sp", "framework", "recompute", "ep", "etp", "cp", "schedule", "fp8", "dp_shard",
                    *planner.SETTINGS]
     if "rate" in fixed:  # `plan --serve --rate`'s capacity search is the command's (reports/serving.py), not this call's
         raise ConfigError("plan: rate: the capacity search of `plan --serve --rate` is the command's only; in Python, "

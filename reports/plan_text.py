@@ -128,7 +128,7 @@ def _other_sizes(lay: dict[str, Any]) -> str:
     """The layout's sizes beyond tp x pp x dp, as the table and the sentences name them: expert,
     context and hybrid-shard groups, and a folded expert grid (" (cp 8)"; "" where there are none)."""
     return ("".join(f" ({name} {lay[name]})" for name in ("ep", "cp", "dp_shard") if (lay.get(name) or 1) > 1)
-            + (" (etp 1: folded)" if lay.get("etp") else ""))
+            + ("" if lay.get("etp") is None else " (etp 1: folded)" if lay["etp"] == 1 else f" (etp {lay['etp']})"))
 
 
 def _layout_words(lay: dict[str, Any]) -> str:

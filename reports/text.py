@@ -225,9 +225,17 @@ def render_estimate(result: dict[str, Any], rows: Sequence[Any]) -> str:
 
 def expert_grid(lay: dict[str, Any]) -> str:
     """The ranks the expert-parallel group is drawn from (Layout.expert_ranks): dp, cp x dp with
-    context parallelism, tp x ... under parallel folding (etp 1)."""
-    return " x ".join(name for name, used in (("tp", lay.get("etp")), ("cp", lay.get("cp", 1) > 1), ("dp", True))
-                      if used)
+    context parallelism, tp x ... under parallel folding (etp 1), tp x ... / etp where the experts'
+    own tensor parallelism is neither 1 nor tp."""
+    etp = lay.get("etp")
+    ranks = " x ".join(name for name, used in (("tp", etp is not None and etp != lay["tp"]),
+                                                ("cp", lay.get("cp", 1) > 1), ("dp", True)) if used)
+    return ranks + (f" / etp {etp}" if etp not in (None, 1, lay["tp"]) else "")
+
+
+def expert_words(etp: int | None) -> str:
+    """How the routed experts meet tensor parallelism, for the layout line: whole (etp 1) or split etp ways."""
+    return "" if etp is None else ", experts whole: etp 1" if etp == 1 else f", each expert split {etp} ways: etp {etp}"
 
 
 def render_parallel(p: dict[str, Any]) -> str:
@@ -235,7 +243,7 @@ def render_parallel(p: dict[str, Any]) -> str:
     lay = p["layout"]
     head = (f"Parallel layout: {plural(lay['gpus'], 'GPU')} = tp {lay['tp']} x pp {lay['pp']} x dp {lay['dp']}"
             + (f" x cp {lay['cp']}" if lay.get("cp", 1) > 1 else "")
-            + (f" (ep {lay['ep']} of {expert_grid(lay)}{', experts whole: etp 1' if lay.get('etp') else ''})"
+            + (f" (ep {lay['ep']} of {expert_grid(lay)}{expert_words(lay.get('etp'))})"
                if lay.get("ep", 1) > 1 else "") + (f", FP8 {lay['fp8']}" if lay.get("fp8") else "")
             + (" with FP8 parameters" if lay.get("fp8_param_gather") else "")
             + (" (amaxes over TP x CP)" if lay.get("tp_only_amax_red") else "")

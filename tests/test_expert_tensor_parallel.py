@@ -67,12 +67,15 @@ def test_the_experts_gemms_are_split_not_their_flops():
 
 @pytest.mark.parametrize("args, words", [
     (["--tp", "2", "--dp", "4", "--ep", "8", "--etp", "2", "--framework", "megatron"], "needs sequence parallelism"),
-    (["--tp", "4", "--sp", "--dp", "4", "--ep", "8", "--etp", "2", "--framework", "megatron"],
-     "--etp 2 is not modelled"),
+    # (wt42_etp: 1 < etp < tp and etp > tp are modelled; Megatron-Core refuses only a grid that does not divide)
+    (["--tp", "4", "--sp", "--dp", "4", "--ep", "16", "--etp", "2", "--framework", "megatron"],
+     "etp x ep = 2 x 16 must divide the 16 ranks"),
     (["--tp", "2", "--sp", "--dp", "4", "--ep", "8", "--etp", "4", "--framework", "megatron"],
-     "--etp 4 is not modelled"),
+     "etp x ep = 4 x 8 must divide the 8 ranks"),
     (["--tp", "2", "--sp", "--dp", "4", "--ep", "8", "--framework", "megatron"], "needs --etp"),
-    (["--tp", "2", "--sp", "--dp", "4", "--ep", "16", "--etp", "2", "--framework", "megatron"], "must divide dp = 4"),
+    (["--tp", "2", "--sp", "--dp", "4", "--ep", "16", "--etp", "2", "--framework", "megatron"],
+     "etp x ep = 2 x 16 must divide the 8 ranks"),
+    (["--tp", "1", "--dp", "4", "--ep", "4", "--etp", "2", "--framework", "deepspeed"], "use --framework megatron"),
     (["--tp", "2", "--sp", "--dp", "4", "--ep", "8", "--etp", "2", "--framework", "fsdp2"], "Megatron-Core's"),
     (["--tp", "2", "--sp", "--dp", "8", "--ep", "8", "--etp", "2", "--framework", "megatron",
       "--ep-dispatcher", "deepep"], "all-to-all dispatcher"),

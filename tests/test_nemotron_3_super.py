@@ -121,7 +121,7 @@ def test_latent_projections_run_unsplit_like_the_router():
     block = B.LatentProjection(S.b * S.n, S.d, S.d_l)
     common = dict(sp_on=True, vocabulary="pad128", loss_parallel=False, encoder=False)
     assert substitution(block, **common) == {}
-    assert substitution(block, folded=True, **common) == {S.n: S.n / S.tp}
+    assert substitution(block, expert_split="folded", **common) == {S.n: S.n / S.tp}
     assert column_inputs(block, "fused", False) == row_outputs(block) == 0
 
 

@@ -84,7 +84,7 @@ class RankCommunication:
             add("ep", "all_to_all", m * self._all_to_all(stage))
             if layout.ep_dispatcher != "alltoall":
                 add("ep", "flex", m * self._flex_dispatch(stage))
-            if layout.expert_split == "etp":  # the dispatcher's gather and scatter over the experts' tp ranks
+            if layout.expert_split == "etp":  # the dispatcher's gather and scatter over the experts' etp ranks
                 _, payload = self.expert_tensor_parallel(stage)
                 add("etp", "all_gather", m * payload)
                 add("etp", "reduce_scatter", m * payload)
@@ -339,11 +339,11 @@ class RankCommunication:
         """One micro-batch's all-gathers (and as many reduce-scatters) over the expert-tensor-parallel
         group under expert tensor parallelism (layout/experts.py, "Expert tensor parallelism"): per
         mixture-of-experts layer and pass (forward, backward, a recomputed forward) one of each, of the
-        tp ranks' received slots, tp S f d e bytes (the gathered tensor). (calls, payload of all of them)."""
+        etp ranks' received slots, etp S f d e bytes (the gathered tensor). (calls, payload of all of them)."""
         token = self.workload.bytes_per_element * expert_width(self.cfg)
         exchanges = self._expert_exchanges(stage)
         calls = sum(layers * passes for layers, _, passes, _ in exchanges)
-        payload = sum(layers * passes * self.layout.tp * slots * self.load.factor * token
+        payload = sum(layers * passes * self.layout.expert_tp * slots * self.load.factor * token
                       for layers, _, passes, slots in exchanges)
         return calls, int(math.ceil(payload))
 
@@ -474,7 +474,7 @@ class RankCommunication:
         flex_dispatch reads them (layout/experts.py flex_copies), so they are left out here."""
         layout = self.layout
         sizes = {"tp": layout.tp, "dp": layout.shard_ranks, "dp_replicate": layout.replicas, "pp": 2, "ep": layout.ep,
-                 "edp": layout.expert_shard_ranks, "cp": layout.cp, "etp": layout.tp}
+                 "edp": layout.expert_shard_ranks, "cp": layout.cp, "etp": layout.expert_tp}
         out: dict[str, dict[str, int]] = {}
         for group, kinds in communication.items():
             for kind, payload in kinds.items():

@@ -96,31 +96,36 @@ over dp x cp (Megatron-Core's data-parallel group with context parallelism, as w
 The attention's key/value exchange is context parallelism's own (context.py), over the cp ranks
 of the attention's grid, independent of the experts'. Other frameworks with both are refused.
 
-Expert tensor parallelism (--etp = --tp > 1 with --ep > 1, Megatron-Core's default
-expert_tensor_parallel_size; read at core_v0.12.0, 26f86a597f, the Megatron-Core of NeMo 25.04). The
-same expert grid with tp = etp: the expert-tensor-parallel group is the attention's tp ranks, the EP group
-ep ranks at stride tp (tp x ep consecutive GPUs), the expert-data-parallel group world // (etp ep pp) =
-cp x dp / ep ranks (parallel_state.py lines 693-714), so ep divides cp x dp. Each rank holds E / ep
-experts, each split tp ways: fc1 column-parallel (d_x / tp rows of each of its gated halves), fc2
-row-parallel (d_x / tp columns), both TE linears built with is_expert, whose own TP communication is off
-(explicit_expert_comm, extensions/transformer_engine.py line 209): the dispatcher does it
-(token_dispatcher.py MoEAlltoAllTokenDispatcher, tp_size = expert_tensor_parallel_size). The counts are
-gathered over the tp x ep group (lines 424-430) instead of sent all-to-all; the rank's own S = b (n / cp
-/ tp) k slots go all-to-all over the EP group as under folding (line 531), then are all-gathered over the
-tp group (gather_from_sequence_parallel_region, lines 537-544): each rank runs its experts' d_x / tp slice
-on the tp ranks' tokens together, tp S f slots; after fc2 the partial outputs are reduce-scattered over
-the tp group (reduce_scatter_to_sequence_parallel_region, lines 619-628) back to the rank's S f, then
-sent back all-to-all. Padded to capacity (drop_and_pad) each rank pads its own c S slots before the
-all-to-all (lines 376-386: each local expert runs capacity x tp x ep rows), so the gathered rows are
-tp c S: f = c as above. Per MoE layer and pass (forward, backward, a recomputed forward) one all-gather
-and one reduce-scatter over tp ranks, each of payload tp S f d e (the gathered tensor; backward swaps them),
-on the dispatcher's path (exposed as the all-to-alls are, Overlap.ep's share aside; not --overlap tp's,
-which hides the layers' own collectives). The router and a shared expert's gate run on the rank's SP
-tokens as under folding; a shared expert stays the dense MLP on the tp group. Refused: another
-framework, no --sp, tp not dividing d_x, expert biases or a latent MoE (their split not read),
-Megatron-FSDP, the flex dispatcher (not read with etp > 1), and an etp other than 1 or tp
-(Megatron-Core runs it; its grid is not modelled here). Two approximations: the counts stay the
-all-to-all's 8 E bytes (the gather's 8 E x tp ep, kilobytes); the reduce-scatter's dtype is the
+Expert tensor parallelism (--etp > 1 with --ep > 1, Megatron-Core's expert_tensor_parallel_size; its default
+is tp; read at core_v0.12.0, 26f86a597f, the Megatron-Core of NeMo 25.04). The experts' grid is
+RankGenerator(tp=etp, ep, dp=world // (etp ep pp)) in the order tp-cp-ep-dp-pp without cp (parallel_state.py
+lines 693-714, which raise where etp x ep x pp does not divide the world): the expert-tensor-parallel group
+etp consecutive ranks, the EP group ep ranks at stride etp (span etp x ep), the expert-data-parallel group
+tp x cp x dp / (etp x ep) ranks; so etp x ep divides tp x cp x dp, at etp = tp: ep divides cp x dp. Each
+rank holds E / ep experts, each split etp ways: fc1 column-parallel (d_x / etp rows of each of its gated
+halves), fc2 row-parallel (d_x / etp columns), both TE linears built with is_expert, whose own TP
+communication is off (explicit_expert_comm, extensions/transformer_engine.py line 209): the dispatcher does
+it (token_dispatcher.py MoEAlltoAllTokenDispatcher, tp_size = expert_tensor_parallel_size, the same code at
+any etp). The counts are gathered over the etp x ep group (lines 424-430) instead of sent all-to-all; the
+rank's own S = b (n / cp / tp) k slots (its attention's SP tokens, whatever etp is) go all-to-all over the
+EP group as under folding (line 531), then are all-gathered over the etp group (gather_from_sequence_
+parallel_region, lines 537-544): each rank runs its experts' d_x / etp slice on the etp ranks' tokens
+together, etp S f slots (folding's FLOPs; the substitution n -> n etp / tp, d_x -> d_x / etp, layout/split.py);
+after fc2 the partial outputs are reduce-scattered over the etp group (reduce_scatter_to_sequence_parallel_
+region, lines 619-628) back to the rank's S f, then sent back all-to-all. With etp < tp the etp group is part
+of an attention TP group; with etp > tp (tp 1 included: no SP there, Megatron-Core asks for it only beside
+tp > 1) it spans several, whose tokens are other sequences: the bytes are the same formula. Padded to
+capacity (drop_and_pad) each rank pads its own c S slots before the all-to-all (lines 376-386: each local
+expert runs capacity x etp x ep rows), so the gathered rows are etp c S: f = c as above. Per MoE layer and
+pass (forward, backward, a recomputed forward) one all-gather and one reduce-scatter over etp ranks, each of
+payload etp S f d e (the gathered tensor; backward swaps them), on the dispatcher's path (exposed as the
+all-to-alls are, Overlap.ep's share aside; not --overlap tp's, which hides the layers' own collectives).
+Measured on gloo (validate/distributed/expert_tensor_parallel.py, etp 2 beside tp 4 and tp 1). The router
+and a shared expert's gate run on the rank's SP tokens as under folding; a shared expert stays the dense
+MLP on the tp group. Refused: another framework, no --sp beside tp > 1 (check_megatron_experts), a grid
+etp x ep does not divide, etp not dividing d_x, expert biases or a latent MoE (their split not read),
+Megatron-FSDP, the flex dispatcher (not read with etp > 1), inference. Two approximations: the counts stay
+the all-to-all's 8 E bytes (the gather's 8 E x etp ep, kilobytes); the reduce-scatter's dtype is the
 activations' (it casts to the router probabilities' dtype, bf16 unless moe_router_dtype is set).
 
 A latent mixture of experts (ModelConfig.d_latent, Nemotron 3 Super's moe_latent_size) sends its
@@ -275,10 +280,11 @@ def check_expert_parallel(cfg: ModelConfig, ep: int, tp: int, dp: int, zero: int
         raise ConfigError(f"layout: the capacity factor must be a positive number, got {capacity_factor!r}.")
     if capacity_factor is not None and not cfg.moe:
         raise ConfigError(f"layout: a capacity factor needs a mixture of experts; model {cfg.name!r} has none.")
-    if etp not in (None, 1) and not (isinstance(etp, int) and etp == tp and ep > 1):
-        raise ConfigError(f"layout: --etp {etp} is not modelled: only 1 (parallel folding, the routed experts "
-                          f"whole on each rank) or --tp {tp} with --ep > 1 (expert tensor parallelism, each "
-                          "expert split over the attention's tensor-parallel ranks).")
+    if etp is not None and not (isinstance(etp, int) and not isinstance(etp, bool) and etp >= 1):
+        raise ConfigError(f"layout: --etp must be a positive integer, got {etp!r}.")
+    if etp not in (None, 1) and ep == 1:
+        raise ConfigError(f"layout: --etp {etp} splits the routed experts of an expert-parallel group; give --ep "
+                          "above 1 (without it the experts split over --tp as a dense FFN does).")
     if ep == 1:
         return
     if not cfg.moe:
@@ -300,17 +306,21 @@ def check_expert_parallel(cfg: ModelConfig, ep: int, tp: int, dp: int, zero: int
     if tp > 1 and etp == 1:  # parallel folding: the EP group drawn from tp x cp x dp
         check_folding(cfg, ep, tp, dp, framework, sp, cp)
         return
-    if tp > 1 and etp == tp and not inference:  # expert tensor parallelism: the EP group drawn from cp x dp
-        check_expert_tensor_parallel(cfg, tp, zero, framework, sp)
+    if etp is not None and etp > 1:  # expert tensor parallelism: the EP group drawn from tp x cp x dp / etp
+        if inference:
+            raise ConfigError("layout: expert tensor parallelism (--etp > 1) is modelled for training only; give "
+                              "--ep without --etp, with --tp 1.")
+        check_expert_tensor_parallel(cfg, tp, etp, ep, cp * dp, zero, framework, sp)
+        return
     if tp > 1 and inference:
         raise ConfigError("layout: expert parallelism with tensor parallelism is not modelled for inference (the "
                           "experts' own tensor parallelism, expert_tensor_parallel_size = tp); give --ep with --tp 1, "
                           "or --tp without --ep.")
-    if tp > 1 and etp != tp:  # checked first: Megatron-Core's expert grid decides which ranks EP is drawn from
+    if tp > 1:  # checked first: Megatron-Core's expert grid decides which ranks EP is drawn from
         raise ConfigError(f"layout: expert parallelism with tensor parallelism needs --etp 1 with --sp and --framework "
                           f"megatron (parallel folding: the routed experts whole, the expert-parallel group drawn from "
-                          f"tp x dp) or --etp {tp} with them (expert tensor parallelism: each expert split tp ways), "
-                          "else use --tp 1.")
+                          f"tp x dp) or --etp {tp} with them (expert tensor parallelism, Megatron-Core's default: each "
+                          "expert split etp ways; any etp whose etp x ep divides tp x cp x dp), else use --tp 1.")
     if cp > 1 and (cp * dp) % ep:
         raise ConfigError(f"layout: ep = {ep} must divide cp x dp = {cp} x {dp} (Megatron-Core draws the "
                           "expert-parallel ranks from the context- and data-parallel ones).")
@@ -327,13 +337,20 @@ def check_expert_parallel(cfg: ModelConfig, ep: int, tp: int, dp: int, zero: int
                           "or --framework fsdp2, or megatron's --zero 3, Megatron-FSDP).")
 
 
+def check_megatron_experts(mode: str, framework: str, sp: bool, tp: int) -> None:
+    """What parallel folding and expert tensor parallelism both need (module docstring): Megatron-Core's
+    expert grid, and beside tensor parallelism sequence parallelism (model_parallel_config.py refuses
+    expert_model_parallel_size > 1 with tensor_model_parallel_size > 1 without it, core_v0.12.0)."""
+    if framework != "megatron":
+        raise ConfigError(f"layout: {mode} is Megatron-Core's (its expert grid); use --framework megatron.")
+    if tp > 1 and not sp:
+        raise ConfigError(f"layout: {mode} with --tp > 1 needs sequence parallelism (--sp): Megatron-Core runs "
+                          "experts beside tensor parallelism only with it.")
+
+
 def check_folding(cfg: ModelConfig, ep: int, tp: int, dp: int, framework: str, sp: bool, cp: int = 1) -> None:
     """Parallel folding's refusals (module docstring, "Parallel folding")."""
-    if framework != "megatron":
-        raise ConfigError("layout: parallel folding (--etp 1) is Megatron-Core's; use --framework megatron.")
-    if not sp:
-        raise ConfigError("layout: parallel folding (--etp 1 with --tp > 1) needs sequence parallelism (--sp): "
-                          "Megatron-Core runs experts beside tensor parallelism only with it.")
+    check_megatron_experts("parallel folding (--etp 1)", framework, sp, tp)
     if (tp * cp * dp) % ep:
         grid, sizes = ("tp x cp x dp", f"{tp} x {cp} x {dp}") if cp > 1 else ("tp x dp", f"{tp} x {dp}")
         raise ConfigError(f"layout: ep = {ep} must divide {grid} = {sizes} under parallel folding (the "
@@ -341,17 +358,18 @@ def check_folding(cfg: ModelConfig, ep: int, tp: int, dp: int, framework: str, s
                           "and data-parallel ones).")
 
 
-def check_expert_tensor_parallel(cfg: ModelConfig, tp: int, zero: int, framework: str, sp: bool) -> None:
+def check_expert_tensor_parallel(cfg: ModelConfig, tp: int, etp: int, ep: int, ranks: int, zero: int,
+                                 framework: str, sp: bool) -> None:
     """Expert tensor parallelism's refusals (module docstring, "Expert tensor parallelism"): Megatron-Core's,
-    with sequence parallelism, the experts' width split evenly, the all-to-all dispatcher, no Megatron-FSDP."""
-    if framework != "megatron":
-        raise ConfigError("layout: expert tensor parallelism (--etp = --tp) is modelled as Megatron-Core's; "
-                          "use --framework megatron.")
-    if not sp:
-        raise ConfigError("layout: expert tensor parallelism (--etp = --tp) needs sequence parallelism (--sp): "
-                          "Megatron-Core runs experts beside tensor parallelism only with it.")
-    if cfg.d_expert % tp:
-        raise ConfigError(f"layout: etp = {tp} does not divide the experts' FFN width {cfg.d_expert} of model "
+    with sequence parallelism beside tp > 1, its expert grid (etp x ep dividing the stage's tp x cp x dp
+    ranks, `ranks` = cp x dp), the experts' width split evenly, the all-to-all dispatcher, no Megatron-FSDP."""
+    check_megatron_experts(f"expert tensor parallelism (--etp {etp})", framework, sp, tp)
+    if (tp * ranks) % (etp * ep):
+        raise ConfigError(f"layout: etp x ep = {etp} x {ep} must divide the {tp * ranks} ranks of a pipeline stage "
+                          f"(tp x cp x dp; Megatron-Core's expert grid: its world is not divisible by "
+                          "expert_tensor_model_pipeline_parallel size otherwise).")
+    if cfg.d_expert % etp:
+        raise ConfigError(f"layout: etp = {etp} does not divide the experts' FFN width {cfg.d_expert} of model "
                           f"{cfg.name!r} (each expert's fc1 and fc2 are split over the expert-tensor-parallel ranks).")
     if cfg.expert_bias or cfg.d_latent:
         raise ConfigError(f"layout: expert tensor parallelism beside expert biases or a latent mixture of experts is "

@@ -40,7 +40,7 @@ def _options(layout: Layout) -> dict[str, Any]:
     return {"framework": layout.framework, "sp": layout.sp, "loss_parallel": uses_loss_parallel(layout),
             "device": layout.device, "vocabulary": layout_vocabulary(layout),
             "fp8_activations": fp8_activations(layout), "ep": layout.ep, "folded": layout.folded,
-            **({"etp": True} if layout.expert_split == "etp" else {}),
+            **({"etp": layout.etp} if layout.expert_split == "etp" else {}),
             **({"grad_reduce": layout.grad_reduce_dtype} if layout.grad_reduce_dtype else {}),
             **({"pure_precision": True} if layout.pure_precision else {}),
             **({"unfused_loss": True} if layout.unfused_loss else {}),
@@ -132,7 +132,8 @@ def part_expressions(cfg: ModelConfig, workload: Workload, layout: Layout, phase
         runs, copies = (1, 1) if part == "layer" else (int(whole.count), int(whole.copies))
         encoder = leaf.stack == "encoder" and cfg.architecture == "encoder-decoder"
         subs = substitution(leaf.block, sp_on=layout.sp, vocabulary=layout_vocabulary(layout),
-                            loss_parallel=loss_parallel, encoder=encoder, folded=layout.expert_split)
+                            loss_parallel=loss_parallel, encoder=encoder, expert_split=layout.expert_split,
+                            etp=layout.expert_tp)
         cost = leaf.cost
         for tensor in cost.tensors:
             rows, cols = local(tensor.rows, subs), local(tensor.cols, subs)
@@ -175,9 +176,9 @@ def part_expressions(cfg: ModelConfig, workload: Workload, layout: Layout, phase
             add(f"{key}.expert_params", copies * sum(local(t.rows, subs) * local(t.cols, subs) for t in cost.tensors))
             add(f"{key}.expert_saved", 0 if leaf.checkpointed else saved)
             # the slots the rank itself dispatches: under expert tensor parallelism its SP tokens', the
-            # experts' tokens (tp ranks' all-gathered) over tp (layout/experts.py)
+            # experts' tokens (etp ranks' all-gathered) over etp (layout/experts.py)
             add(f"{key}.routed_slots", runs * local(leaf.block.tokens * S.k, subs)
-                / (S.tp if layout.expert_split == "etp" else 1))
+                / (layout.expert_tp if layout.expert_split == "etp" else 1))
         if workload.weight_dtype is not None:  # quantized weights (inference): the rank's shards as stored
             # (rank.weight_bytes sums these alone); a leaf the format leaves alone (mxfp4 quantizes
             # the routed experts only) in the policy's bytes a weight (Leaf.weight_part).
@@ -219,8 +220,8 @@ def part_expressions(cfg: ModelConfig, workload: Workload, layout: Layout, phase
             add("recomputed_flops", whole.count * whole.rerun.flops_matmul)
         counts = structure["counts"].setdefault(key, {"column_inputs": 0, "row_outputs": 0, "sublayers": 0,
                                                       "latents": 0, "attentions": 0, "mamba_mixers": 0})
-        counts["column_inputs"] += runs * column_inputs(leaf.block, framework.column_layers, cfg.gated, bool(layout.expert_split))
-        counts["row_outputs"] += runs * row_outputs(leaf.block, bool(layout.expert_split))
+        counts["column_inputs"] += runs * column_inputs(leaf.block, framework.column_layers, cfg.gated, layout.expert_split)
+        counts["row_outputs"] += runs * row_outputs(leaf.block, layout.expert_split)
         # the column-parallel regions whose input sequence parallelism all-gathers (a Mamba-2
         # mixer's in_proj: MambaMixer assumes its input "already partitioned along the sequence")
         counts["sublayers"] += runs * int(isinstance(leaf.block, (B.QKVProjection, B.FeedForward, B.Mamba2Mixer)))

@@ -154,10 +154,28 @@ def expert_sizes(cfg: ModelConfig, framework: str, tp: int, dp: int, zero: int,
     return [e for e in _divisors(cp * dp) if cfg.n_experts % e == 0]
 
 
-def expert_layout(tp: int, ep: int) -> int | None:
-    """--etp for a layout: 1 (parallel folding) where tensor and expert parallelism meet, the only
-    way the model runs them together; none otherwise."""
-    return 1 if tp > 1 and ep > 1 else None
+#: The experts' own tensor-parallel sizes plan tries beside parallel folding's 1 (and tp, Megatron-Core's
+#: default): the powers of two within a node of 8 GPUs, where the gather and reduce-scatter of the tokens
+#: stay on NVLink (layout/experts.py, "Expert tensor parallelism").
+EXPERT_TENSOR_SIZES = (2, 4, 8)
+
+
+def expert_layouts(cfg: ModelConfig, framework: str, tp: int, ranks: int, ep: int, zero: int,
+                   fixed: dict[str, Any]) -> list[int | None]:
+    """--etp values to try for a layout of tp x (ranks = cp x dp) with ep: the one fixed; none without expert
+    parallelism; where tensor and expert parallelism meet, 1 (parallel folding); under Megatron-Core, each
+    of EXPERT_TENSOR_SIZES and tp above 1 whose etp x ep divides tp x cp x dp and etp the experts' width
+    (expert tensor parallelism, any etp: Megatron-Core's expert grid), where it is modelled (no expert
+    biases, latent experts or Megatron-FSDP: costmodel/layout/experts.py refuses them)."""
+    if ep == 1:
+        return [None]
+    if fixed.get("etp"):
+        return [fixed["etp"]]
+    base: list[int | None] = [1 if tp > 1 else None]
+    if framework != "megatron" or zero >= 3 or cfg.expert_bias or cfg.d_latent:
+        return base
+    sizes = sorted({*EXPERT_TENSOR_SIZES, tp} - {1})
+    return base + [etp for etp in sizes if (tp * ranks) % (etp * ep) == 0 and cfg.d_expert % etp == 0]
 
 
 def context_sizes(cfg: ModelConfig, ranks: int, seq_len: int | None, fixed: dict[str, Any]) -> list[int]:
@@ -219,12 +237,13 @@ def training_layouts(cfg: ModelConfig, hardware: Hardware, gpus: int, global_bat
                             for schedule, v in schedules:
                                 # At dp = 1 every ZeRO stage shards over one rank: the same layout.
                                 for zero in zeros if dp > 1 or fixed.get("zero") is not None else zeros[:1]:
-                                    for ep in expert_sizes(cfg, framework, tp, dp, zero, fixed, sp, cp):
+                                    for ep, etp in ((ep, etp) for ep in expert_sizes(cfg, framework, tp, dp, zero, fixed, sp, cp)
+                                                    for etp in expert_layouts(cfg, framework, tp, cp * dp, ep, zero, fixed)):
                                         # one (frozen) layout, built and checked once, for every recomputation
                                         try:
                                             layout = Layout(dp=dp, tp=tp, pp=pp, sp=sp, zero=zero, microbatches=m,
                                                             schedule=schedule, virtual_stages=v,
-                                                            framework=framework, ep=ep, etp=expert_layout(tp, ep), cp=cp,
+                                                            framework=framework, ep=ep, etp=etp, cp=cp,
                                                             fp8=fixed.get("fp8"), dp_shard=fixed.get("dp_shard"),
                                                             **_layout_settings(fixed))
                                             layout.check(cfg, gpus)
@@ -249,7 +268,7 @@ def _entry(layout: Layout, batch: int, recompute: str) -> dict[str, Any]:
                        "microbatches": layout.microbatches, "batch": batch, "recompute": recompute,
                        "sp": layout.sp, "schedule": layout.schedule, "virtual_stages": layout.virtual_stages,
                        "framework": layout.framework, "ep": layout.ep, "cp": layout.cp, "fp8": layout.fp8,
-                       **({"etp": layout.etp} if layout.etp else {}),
+                       **({"etp": layout.etp} if layout.expert_split else {}),
                        **{name: getattr(layout, name) for name in LAYOUT_SETTINGS if getattr(layout, name)},
                        **({"dp_shard": layout.dp_shard} if layout.dp_shard else {})}}
 

@@ -61,7 +61,7 @@ def _rank_key(estimate: ParallelEstimate, fused_attention: bool, compiled: bool,
             "sp": layout.sp, "vocabulary": layout_vocabulary(layout), "loss_parallel": uses_loss_parallel(layout),
             "fused_attention": fused_attention, "compiled": compiled, "framework": layout.framework,
             "fp8_activations": fp8_activations(layout), "ep": layout.ep, "folded": layout.folded,
-            **({"etp": True} if layout.expert_split == "etp" else {}),
+            **({"etp": layout.etp} if layout.expert_split == "etp" else {}),
             "eager_training": (eager_training(estimate, compiled, autocast) or {}).get("name"), "fused_qkv": fused_qkv,
             **({"unfused_loss": True} if layout.unfused_loss else {}),
             **({"fp32_norm_input": True} if layout.fp32_norm_input else {})}
@@ -75,7 +75,7 @@ def rank_kernels(estimate: ParallelEstimate, fused_attention: bool, compiled: bo
     cfg, layout = estimate.cfg, estimate.layout
     memo = (cfg, estimate.workload, layout.tp, layout.cp, layout.sp, layout.framework, layout.loss_parallel,
             layout_vocabulary(layout), layout.device, estimate.phase, fused_attention, compiled,
-            fp8_activations(layout), autocast, layout.ep, layout.expert_split, fused_qkv, layout.unfused_loss,
+            fp8_activations(layout), autocast, layout.ep, layout.expert_split, layout.expert_tp, fused_qkv, layout.unfused_loss,
             layout.fp32_norm_input)
     if memo in _RANK_KERNELS:
         return _RANK_KERNELS[memo]
@@ -117,7 +117,8 @@ def _from_tree(estimate: ParallelEstimate, fused_attention: bool, compiled: bool
         key = part if part != "layer" else f"layer.{leaf.stack}" + (f".{leaf.kind}" if leaf.kind else "")
         encoder = leaf.stack == "encoder" and cfg.architecture == "encoder-decoder"
         local = substitution(leaf.block, sp_on=layout.sp, vocabulary=layout_vocabulary(layout),
-                             loss_parallel=uses_loss_parallel(layout), encoder=encoder, folded=layout.expert_split)
+                             loss_parallel=uses_loss_parallel(layout), encoder=encoder,
+                             expert_split=layout.expert_split, etp=layout.expert_tp)
         kernels = leaf_kernels(leaf, subs, fused_attention, local, compiled, eager, fused_qkv)
         rerun = rerun_kernels(leaf, kernels, subs, fused_attention, local, compiled, eager)
         if part != "layer":  # the head part's every run (a multi-token-prediction depth runs mtp_layers times)

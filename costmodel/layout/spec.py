@@ -12,8 +12,8 @@
                    DualPipeV; zbv and dualpipev hold two stages a rank in a V: r and 2p - 1 - r)
   stage_layers     layers per pipeline stage (uneven splits allowed); default as even as can be
   framework        whose conventions: megatron, deepspeed or fsdp2 (costmodel/layout/frameworks.py)
-  ep               expert-parallel ranks, drawn from dp, cp x dp with context parallelism, tp x cp x dp
-                   under parallel folding (etp 1; costmodel/layout/experts.py)
+  ep               expert-parallel ranks, drawn from dp, cp x dp with context parallelism, tp x cp x dp / etp
+                   with the experts' own tensor parallelism (etp 1: parallel folding; costmodel/layout/experts.py)
   dp_shard         the ranks each parameter's state is sharded over (None: all dp); 1 < dp_shard < dp is
                    hybrid sharding, FSDP2's HSDP (torchtitan's data_parallel_shard_degree): dp / dp_shard replicas
                    of the shards, each gradient shard all-reduced over them (layout/communication.py); megatron
@@ -123,7 +123,8 @@ class Layout:
     device: str = "cuda"  # where AdamW's step counters live (torch keeps them on the host on CUDA)
     ep: int = 1
     # the experts' own tensor parallelism (Megatron-Core's expert_tensor_parallel_size): None, the experts split as
-    # a dense FFN by tp; 1 with tp > 1 and ep > 1, parallel folding (costmodel/layout/experts.py)
+    # a dense FFN by tp; with ep > 1, 1 (tp > 1: parallel folding) or any etp whose etp x ep divides tp x cp x dp
+    # (expert tensor parallelism; costmodel/layout/experts.py)
     etp: int | None = None
     dp_shard: int | None = None  # hybrid sharding: the shard group (None: dp, plain FSDP)
     capacity_factor: float | None = None
@@ -348,33 +349,40 @@ class Layout:
         return self.ep > 1 and self.tp > 1 and self.etp == 1
 
     @property
+    def expert_tp(self) -> int:
+        """The experts' own tensor-parallel ranks (Megatron-Core's expert_tensor_parallel_size): --etp where
+        given, else tp (its default; without expert parallelism the experts split as a dense FFN is)."""
+        return self.tp if self.etp is None else self.etp
+
+    @property
     def expert_split(self) -> str:
         """How the routed experts meet tensor parallelism (costmodel/layout/experts.py): "folded"
-        (parallel folding, --etp 1), "etp" (expert tensor parallelism, --etp = tp: each expert's
-        weights split tp ways over the experts' own TP group, Megatron-Core's default), or "" (tp 1
-        or no expert parallelism)."""
-        if self.ep > 1 and self.tp > 1 and self.etp in (1, self.tp):
-            return "folded" if self.etp == 1 else "etp"
+        (parallel folding, --etp 1 with tp > 1), "etp" (expert tensor parallelism, --etp > 1, any tp:
+        each expert's weights split etp ways over the experts' own TP group), or "" (neither: tp 1 with
+        --etp unset or 1, or no expert parallelism)."""
+        if self.ep > 1 and self.etp is not None and (self.etp > 1 or self.tp > 1):
+            return "etp" if self.etp > 1 else "folded"
         return ""
 
     @property
     def ep_span(self) -> int:
-        """Consecutive GPUs the expert-parallel group spans: ep under folding (drawn from tp x dp),
-        else tp x ep (a group of one tensor-parallel rank each: under expert tensor parallelism the
-        experts' grid's etp = tp ranks come first, order tp-cp-ep-dp-pp)."""
-        return self.ep if self.folded else self.tp * self.ep
+        """Consecutive GPUs the expert-parallel group spans: etp x ep (Megatron-Core's expert grid, order
+        tp-cp-ep-dp-pp without cp: the experts' etp ranks come first, EP at stride etp; ep under folding)."""
+        return self.expert_tp * self.ep
 
     @property
     def expert_ranks(self) -> int:
-        """The ranks of a pipeline stage the expert-parallel group is drawn from: dp, or cp x dp
-        (Megatron-Core's expert grid covers the context-parallel ranks too), or under parallel
-        folding tp x cp x dp (costmodel/layout/experts.py)."""
-        return (self.tp if self.folded else 1) * self.cp * self.dp
+        """The ranks of a pipeline stage the expert-parallel group is drawn from: tp x cp x dp / etp
+        (Megatron-Core's expert grid covers the stage's tp x cp x dp ranks, etp of them each expert's
+        tensor-parallel group): cp x dp where etp = tp, tp x cp x dp under parallel folding
+        (costmodel/layout/experts.py)."""
+        return self.tp * self.cp * self.dp // self.expert_tp
 
     @property
     def expert_data_parallel(self) -> int:
-        """The ranks holding the same experts, which reduce their gradients: expert_ranks / ep
-        (dp / ep; under parallel folding tp x cp x dp / ep)."""
+        """The ranks holding the same experts (the same slice of them), which reduce their gradients:
+        expert_ranks / ep = tp x cp x dp / (etp x ep), Megatron-Core's expert_data_parallel_size (dp / ep at
+        tp 1; under parallel folding tp x cp x dp / ep)."""
         return self.expert_ranks // self.ep
 
     @property
@@ -423,7 +431,7 @@ class Layout:
         check_expert_parallel(cfg, self.ep, self.tp, self.dp, self.zero, self.framework, self.capacity_factor,
                               etp=self.etp, sp=self.sp, inference=inference, cp=self.cp)
         if self.expert_split == "etp" and self.ep_dispatcher != "alltoall":
-            raise ConfigError("layout: expert tensor parallelism (--etp = --tp) is modelled with the all-to-all "
+            raise ConfigError("layout: expert tensor parallelism (--etp > 1) is modelled with the all-to-all "
                               "dispatcher (costmodel/layout/experts.py); drop --ep-dispatcher.")
         if not isinstance(self.pad_to_capacity, bool):
             raise ConfigError(f"layout: pad_to_capacity must be true or false, got {show(self.pad_to_capacity)}.")
@@ -443,7 +451,7 @@ class Layout:
             raise ConfigError(f"layout: tp = {self.tp} {reason}.")
         if self.sp and cfg.moe and not self.expert_split:  # folding or expert TP: the dispatcher reads the SP tokens
             raise ConfigError("layout: sequence parallelism with a mixture of experts is modelled only with --ep "
-                              "beside it: parallel folding (--etp 1) or expert tensor parallelism (--etp = --tp).")
+                              "beside it: parallel folding (--etp 1) or expert tensor parallelism (--etp > 1).")
         if cfg.mtp_layers and not FRAMEWORKS[self.framework].builds_mtp:  # frameworks.py builds_mtp
             raise ConfigError(f"layout: multi-token prediction (--mtp) is Megatron-Core's; {self.framework} trains "
                               "the Hugging Face class, which builds no MTP depths; add --framework megatron.")

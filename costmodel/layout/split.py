@@ -125,17 +125,18 @@ def local_vocabulary(vocabulary: str) -> sp.Expr:
 
 
 def substitution(block: B.Block, *, sp_on: bool, vocabulary: str, loss_parallel: bool,
-                 encoder: bool, folded: bool | str = False) -> dict[sp.Symbol, sp.Expr]:
+                 encoder: bool, expert_split: str = "", etp: int = 1) -> dict[sp.Symbol, sp.Expr]:
     """The symbols to replace in one block's cost for its per-rank share (the outputs an op policy
-    keeps of a block: that block's). folded (Layout.expert_split, costmodel/layout/experts.py): under
-    parallel folding the router and the routed experts run whole on the rank's n / tp
-    sequence-parallel tokens; under expert tensor parallelism ("etp") the router likewise, the routed
-    experts split as a dense FFN is (d_x / tp) on the tp ranks' tokens all-gathered (n)."""
+    keeps of a block: that block's). expert_split (Layout.expert_split, costmodel/layout/experts.py):
+    under parallel folding ("folded") the router and the routed experts run whole on the rank's n / tp
+    sequence-parallel tokens; under expert tensor parallelism ("etp", etp ranks: Layout.etp) the router
+    likewise, the routed experts on d_x / etp of each expert's width and the etp ranks' tokens
+    all-gathered, n etp / tp (n where etp = tp)."""
     if isinstance(block, B.KeptOutputs):
         block = block.source
-    if folded == "etp" and isinstance(block, B.Experts):
-        return {S.d_x: S.d_x / S.tp}
-    if folded and isinstance(block, FOLDED_BLOCKS):
+    if expert_split == "etp" and isinstance(block, B.Experts):
+        return {S.d_x: S.d_x / etp, S.n: S.n * etp / S.tp}
+    if expert_split and isinstance(block, FOLDED_BLOCKS):
         return {S.n: S.n / S.tp}
     kind = TP_SPLITS.get(type(block))
     subs: dict[sp.Symbol, sp.Expr] = {}
@@ -172,7 +173,7 @@ def rank_leaf(leaf: Any, sp_on: bool) -> Any:
     return replace(leaf, block=shared, cost=cost, rerun=rerun)
 
 
-def column_inputs(block: B.Block, column_layers: str, gated: bool, folded: bool = False) -> int:
+def column_inputs(block: B.Block, column_layers: str, gated: bool, expert_split: str = "") -> int:
     """How many column-parallel linears read this block's input (each all-reduces its input
     gradient in backward without SP): 1 for Megatron's fused layers; DTensor's separate q, k, v
     (3; 1 when the projection itself is fused) and gate, up (2; 1 ungated). A mixture of experts
@@ -181,27 +182,27 @@ def column_inputs(block: B.Block, column_layers: str, gated: bool, folded: bool 
     query projection one; under parallel folding the routed experts none and a shared expert its
     own (FOLDED_BLOCKS: it alone stays under tp); under expert tensor parallelism the same (the
     dispatcher gathers and scatters the routed experts' tokens: layout/communication.py)."""
-    if folded and isinstance(block, FOLDED_BLOCKS):
+    if expert_split and isinstance(block, FOLDED_BLOCKS):
         return 0
     if isinstance(block, B.QKVProjection):
         return 1 if column_layers == "fused" or block.fused else 3
-    if isinstance(block, (B.FeedForward, B.Experts)) and (folded or not is_shared_expert(block)):
+    if isinstance(block, (B.FeedForward, B.Experts)) and (expert_split or not is_shared_expert(block)):
         return 1 if column_layers == "fused" or not gated else 2
     if isinstance(block, B.LatentAttention):
         return 0 if block.q_lora else 1
     return int(isinstance(block, B.Mamba2Mixer))  # its in_proj
 
 
-def row_outputs(block: B.Block, folded: bool = False) -> int:
+def row_outputs(block: B.Block, expert_split: str = "") -> int:
     """Row-parallel outputs a block ends in (each all-reduced in forward without SP): the
     attention's output projection and the FFN's, a mixture of experts' routed and shared experts
     reduced together (under parallel folding the routed experts none, a shared expert its own), a
     Mamba-2 mixer's out_proj."""
-    if folded and isinstance(block, FOLDED_BLOCKS):
+    if expert_split and isinstance(block, FOLDED_BLOCKS):
         return 0
     if isinstance(block, (B.AttentionOutput, B.Mamba2Mixer)):  # a Mamba-2 mixer's out_proj
         return 1
-    return int(isinstance(block, (B.FeedForward, B.Experts)) and (folded or not is_shared_expert(block)))
+    return int(isinstance(block, (B.FeedForward, B.Experts)) and (bool(expert_split) or not is_shared_expert(block)))
 
 
 def is_shared_expert(block: B.Block) -> bool:

@@ -131,10 +131,10 @@ class StepTime(DataParallelTime):
         self.spans = {"tp": layout.tp, "dp": layout.tp * shard, "pp": layout.gpus,
                       "dp_replicate": layout.tp * layout.dp * layout.cp,
                       "ep": layout.ep_span, "edp": layout.tp * layout.cp * layout.dp,
-                      "cp": layout.tp * layout.cp, "etp": layout.tp}  # the experts' tp ranks: the attention's
+                      "cp": layout.tp * layout.cp, "etp": layout.expert_tp}  # the experts' etp neighbouring ranks
         self.worlds = {"tp": layout.tp, "dp": shard, "dp_replicate": layout.replicas, "pp": 2, "ep": layout.ep,
                        "edp": layout.expert_shard_ranks,
-                       "cp": layout.cp, "etp": layout.tp}
+                       "cp": layout.cp, "etp": layout.expert_tp}
         # Delayed scaling's amax reduction group (Megatron-Core parallel_state.get_amax_reduction_group
         # with_context_parallel=True: TP x DP x CP, its tensor_and_data_parallel_group_with_cp, since
         # core_r0.11.0; TP x CP under --tp-only-amax-red, core_r0.8.0's only group), neighbouring ranks;
