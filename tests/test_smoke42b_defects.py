@@ -49,3 +49,35 @@ def test_peft_all_linear_adapts_these_experts(family):
     assert set(model.peft_config["default"].target_parameters) == {"gate.weight", "gate_up_proj", "down_proj"}
     attention = 2 * (32 + 32) + 2 * (32 + 16) + 2 * (32 + 16) + 2 * (32 + 32)  # q, k, v, o at r 2 (2 KV heads of 8)
     assert model.get_nb_trainable_parameters()[0] > attention
+
+
+def test_a_weights_file_as_the_model_says_where_the_config_is(tmp_path, monkeypatch, capsys):
+    """`--model model.safetensors` (the file a user downloaded) read "unknown model 'model.safetensors'. Known:" and
+    106 preset names; `./model.gguf` read "not valid JSON (Expecting value at line 1)". Either is one line now that
+    names the config.json beside it (or asks for one), in the command and the API."""
+    from costmodel.presets import PRESET_DIR
+
+    (tmp_path / "m").mkdir()
+    (tmp_path / "m" / "config.json").write_text((PRESET_DIR / "llama3-8b.json").read_text())
+    for name in ("model.safetensors", "m/model-00001-of-00004.safetensors", "model.gguf"):
+        (tmp_path / name).write_bytes(b"\x00\x01")
+    monkeypatch.chdir(tmp_path)
+    assert one_error_line(["estimate", "--model", "model.safetensors"], capsys) == (
+        "error: model.safetensors: a weights file, not a config: the model's sizes are read from its config.json; "
+        "pass the config.json that comes with it (--config path/to/config.json).")
+    assert one_error_line(["estimate", "--model", "m/model-00001-of-00004.safetensors"], capsys).endswith(
+        "pass its folder (--model m) or --config m/config.json.")
+    assert "a weights file, not a config" in one_error_line(["finetune", "--config", "./model.gguf"], capsys)
+    with pytest.raises(ConfigError, match="a weights file, not a config"):
+        costmodel.estimate("model.gguf")
+
+
+def test_a_home_folder_path_is_read(tmp_path, monkeypatch):
+    """costmodel.estimate("~/models/m") (or --model "~/models/m" quoted) read "unknown model '~/models/m'. Known:"
+    and the preset names: ~ was taken literally. It is the home folder now, as a shell would expand it."""
+    from costmodel.presets import PRESET_DIR
+
+    (tmp_path / "models" / "m").mkdir(parents=True)
+    (tmp_path / "models" / "m" / "config.json").write_text((PRESET_DIR / "llama3-8b.json").read_text())
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert costmodel.estimate("~/models/m").to_dict()["params"]["total"] == 8030261248
