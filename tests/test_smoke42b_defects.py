@@ -81,3 +81,22 @@ def test_a_home_folder_path_is_read(tmp_path, monkeypatch):
     (tmp_path / "models" / "m" / "config.json").write_text((PRESET_DIR / "llama3-8b.json").read_text())
     monkeypatch.setenv("HOME", str(tmp_path))
     assert costmodel.estimate("~/models/m").to_dict()["params"]["total"] == 8030261248
+
+
+def test_the_python_tokens_as_the_command_line_spells_them_say_to_give_the_number():
+    """costmodel.simulate(..., train=True, tokens="1T", price=2.5), as `--tokens 1T` reads on the command line, was
+    refused with "--tokens must be positive and finite, got '1T'": 1T is both; the text was the fault."""
+    with pytest.raises(ConfigError) as refused:
+        costmodel.simulate("llama3.2-1b", hardware="h100-sxm", train=True, tokens="1T", price=2.5)
+    assert str(refused.value) == ("tokens: a number of tokens (1e12), got the text '1T': the command line's --tokens "
+                                  "reads spellings such as 1T; in Python give the number.")
+
+
+def test_an_untimed_moe_lora_run_says_to_drop_tokens(capsys):
+    """`finetune --model mixtral-8x7b --method qlora --hardware h200 --tokens 1e9 --price 2`: the step of a mixture of
+    experts is not timed, and the line said so and stopped, nothing on what does work. It names it now."""
+    line = one_error_line(["finetune", "--model", "mixtral-8x7b", "--method", "qlora", "--hardware", "h200",
+                           "--tokens", "1e9", "--price", "2"], capsys)
+    assert line.startswith("error: --tokens: LoRA step time: decoder.layer.ffn.router runs kernels other than GEMMs")
+    assert line.endswith("its time is not modelled. Drop --tokens and --price for the memory and the fit verdict, "
+                         "which do not need the step's time.")
