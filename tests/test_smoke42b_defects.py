@@ -100,3 +100,18 @@ def test_an_untimed_moe_lora_run_says_to_drop_tokens(capsys):
     assert line.startswith("error: --tokens: LoRA step time: decoder.layer.ffn.router runs kernels other than GEMMs")
     assert line.endswith("its time is not modelled. Drop --tokens and --price for the memory and the fit verdict, "
                          "which do not need the step's time.")
+
+
+def test_a_layout_field_as_a_python_keyword_says_layout():
+    """costmodel.simulate("llama3-8b", hardware="h100-sxm", train=True, gpus=8, dp=8, zero=1), as `simulate --gpus 8
+    --dp 8 --zero 1` reads: "unknown keyword 'gpus'" and 25 keywords, nothing on where a layout goes (`tp=2`: "did
+    you mean dtype?"). The line names layout={...} with what was given."""
+    with pytest.raises(ConfigError) as refused:
+        costmodel.simulate("llama3-8b", hardware="h100-sxm", train=True, gpus=8, dp=8, zero=1)
+    assert str(refused.value).startswith("simulate: unknown keyword 'gpus' (the GPUs are a layout's tp x pp x dp: "
+                                         "layout={'dp': 8, 'zero': 1}); it takes model, hardware, train,")
+    with pytest.raises(ConfigError, match=r"^simulate: unknown keyword 'tp' \(--tp is a layout's field: "
+                                          r"layout=\{'tp': 2\}\); it takes"):
+        costmodel.simulate("llama3-8b", hardware="h100-sxm", tp=2)
+    with pytest.raises(ConfigError, match=r"^simulate: unknown keyword 'cuda_graph' \(did you mean cuda_graphs\?\)"):
+        costmodel.simulate("llama3-8b", cuda_graph=True)
