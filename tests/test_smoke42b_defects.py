@@ -115,3 +115,13 @@ def test_a_layout_field_as_a_python_keyword_says_layout():
         costmodel.simulate("llama3-8b", hardware="h100-sxm", tp=2)
     with pytest.raises(ConfigError, match=r"^simulate: unknown keyword 'cuda_graph' \(did you mean cuda_graphs\?\)"):
         costmodel.simulate("llama3-8b", cuda_graph=True)
+
+
+def test_a_hub_id_given_to_config_says_model(capsys):
+    """`--config meta-llama/Llama-3.1-8B` (the Hub id where a file goes) read "no such file." and nothing more. The
+    line now says a Hub id is --model's; a path that is plainly one (./x, x.json) reads as before."""
+    assert one_error_line(["estimate", "--config", "meta-llama/Llama-3.1-8B"], capsys) == (
+        "error: meta-llama/Llama-3.1-8B: no such file. A Hub id is read by --model: --model meta-llama/Llama-3.1-8B.")
+    assert one_error_line(["finetune", "--config", "Qwen/QwQ-32B"], capsys).endswith("--model Qwen/QwQ-32B.")
+    assert one_error_line(["estimate", "--config", "./nope/x"], capsys) == "error: nope/x: no such file."
+    assert one_error_line(["estimate", "--config", "nope/x.json"], capsys) == "error: nope/x.json: no such file."

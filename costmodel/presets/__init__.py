@@ -164,11 +164,19 @@ def weights_file(path: Path) -> str:
     return f"{path}: a weights file, not a config: the model's sizes are read from its config.json; {where}."
 
 
+def hub_id_hint(text: str) -> str:
+    """What to do with a Hub id given as a file (`--config meta-llama/Llama-3.1-8B` read "no such file." alone)."""
+    from ..hub import HUB_ID
+
+    return (f" A Hub id is read by --model: --model {text}." if HUB_ID.match(text) and not text.lower().endswith(".json")
+            else "")
+
+
 def load_config_file(path: str | Path) -> ModelConfig:
     """A user's config file: a Hugging Face config.json or ModelConfig fields, as JSON only; a
     folder (a model downloaded from the Hub) is read through its config.json, a Hub cache
     repository's folder through the snapshot refs/main names (hub_cache.py), named org/name."""
-    path = Path(path).expanduser()  # "~/models/x" quoted, or from Python, read ~ literally
+    typed, path = str(path), Path(path).expanduser()  # "~/models/x" quoted, or from Python, read ~ literally
     if path.suffix.lower() in WEIGHT_SUFFIXES:
         raise ConfigError(weights_file(path))
     if path.is_dir():
@@ -179,7 +187,7 @@ def load_config_file(path: str | Path) -> ModelConfig:
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise ConfigError(f"{path}: no such file.") from None
+        raise ConfigError(f"{path}: no such file.{hub_id_hint(typed)}") from None
     except IsADirectoryError:
         raise ConfigError(f"{path}: is a directory, not a config file.") from None
     except UnicodeDecodeError:
