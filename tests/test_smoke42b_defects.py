@@ -139,3 +139,24 @@ def test_qlora_says_its_dequantized_transient_is_not_in_the_total(capsys):
     assert f"  note: {note}" in run_main(["finetune", "--model", "llama3-8b", "--method", "qlora"], capsys)[1]
     assert 4096 * 14336 * 2 == 117440512
     assert run_json(["finetune", "--model", "llama3-8b"], capsys)["memory"]["notes"] == []
+
+
+def test_a_python_verdict_takes_the_hardware_the_command_takes(capsys):
+    """docs/finetuning.md's finetune_verdict(..., 24 * 2**30) is the one door to an RTX 4090's verdict in Python, and
+    it answers another question than `finetune --hardware rtx-4090` (23.50 GiB: 24 GiB less the 512 MiB reserve):
+    Llama 3 8B's LoRA at 1,540 tokens (25,476,417,084 B) "fit" in Python and did not in the command, nothing said.
+    A hardware's name is the command's capacity now (and its FlashAttention support), training and inference."""
+    from costmodel.finetune_verdict import finetune_verdict
+    from costmodel.verdict import verdict
+    from tests.cli_run import run_json
+
+    cfg = costmodel.load_model("llama3-8b")
+    workload, _ = costmodel.make_workload(cfg, 1540, holds_cache=False, attention="sdpa")
+    named = finetune_verdict(cfg, workload, FineTune(), "rtx-4090")
+    command = run_json(["finetune", "--model", "llama3-8b", "--seq-len", "1540", "--hardware", "rtx-4090"], capsys)["fit"]
+    assert (named["fits"], named["memory"], named["capacity"]) == (False, 25476417084, 25232932864)
+    assert [o["change"] for o in named["options"]] == [o["change"] for o in command["options"]]
+    assert finetune_verdict(cfg, workload, FineTune(), 24 * 2**30)["fits"]  # bytes as given, as before
+    serving, _ = costmodel.make_workload(cfg, 4096, batch=4)
+    assert verdict(cfg, serving, None, "h100", 1, "inference")["capacity"] == 76014734540  # 70.79 GiB
+    assert verdict(cfg, serving, None, "h100", 1, "training")["capacity"] == 84520468480  # 78.72 GiB
