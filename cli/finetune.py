@@ -142,7 +142,8 @@ def _step_time(cfg, workload, tune, hardware, tokens: int | None, price: float |
         step = lora_step(cfg, workload, tune, hardware)
     except ConfigError as error:  # asked for a run's time: one line; else the memory stands, with the reason
         if tokens is not None:
-            raise InputError(f"--tokens: {error}") from None
+            raise InputError(f"--tokens: {error} Drop --tokens{' and --price' if source == '--price' else ''} for "
+                             "the memory and the fit verdict, which do not need the step's time.") from None
         return {"not_timed": str(error)}
     out = {"step_seconds": step["seconds"], "tokens_per_step": step["tokens"], "parts": step["parts"],
            "gemm_flops": step["gemm_flops"], "dequant_bytes": step["dequant_bytes"],

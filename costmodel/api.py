@@ -24,8 +24,8 @@ from .plain import plain_arguments
 from .spec import DEFAULT_SEQ_LEN
 
 
-#: How a --model that can only be a path begins (no preset name or Hub id does).
-PATH_STARTS = ("/", "./", "../")
+#: How a --model that can only be a path begins (no preset name or Hub id does; ~ is the home folder).
+PATH_STARTS = ("/", "./", "../", "~")
 
 
 def load_model(model: Any) -> ModelConfig:
@@ -51,12 +51,12 @@ def load_model(model: Any) -> ModelConfig:
 
 
 def _local_folder(name: str) -> bool:
-    """Whether a name with no slash that is no preset or alias is a folder here (a model downloaded with
-    `--local-dir mymodel`): it read "unknown model 'mymodel'. Known: ..." and the 66 names, though
-    ./mymodel was read."""
+    """Whether a name with no slash that is no preset or alias is a folder or file here (a model downloaded with
+    `--local-dir mymodel`; its model.safetensors): it read "unknown model 'mymodel'. Known: ..." and the 66
+    names, though ./mymodel was read."""
     from .presets import resolve_name
 
-    return "/" not in name and Path(name).is_dir() and resolve_name(name) is None
+    return "/" not in name and Path(name).exists() and resolve_name(name) is None
 
 
 #: The commands' names for a workload field, which the API's keywords spell as the field (--gen is gen_tokens),

@@ -66,6 +66,9 @@ def check_dollars(dollars: float | None, price: float) -> None:
 def check_tokens(tokens: float | None) -> None:
     """--tokens: a positive, finite count of at least one token (inf printed 'time to train inf on inf Y
     tokens')."""
+    if isinstance(tokens, str):  # costmodel.simulate(tokens="1T") read "must be positive and finite, got '1T'"
+        raise ConfigError(f"tokens: a number of tokens (1e12), got the text {show(tokens)}: the command line's "
+                          "--tokens reads spellings such as 1T; in Python give the number.")
     if tokens is not None and not (is_number(tokens) and tokens > 0 and math.isfinite(tokens)):
         raise ConfigError(f"--tokens must be positive and finite, got {show(tokens)}.")
     if tokens is not None and tokens < 1:  # 0.5 printed "0 tokens: 1 step"

@@ -14,15 +14,19 @@ from .lora_adapters import FineTune
 
 
 def finetune_verdict(cfg: ModelConfig, workload: Workload, tune: FineTune, capacity: int,
-                     flash: bool = True) -> dict[str, Any]:
+                     flash: bool | None = None) -> dict[str, Any]:
     """Whether a fine-tuning step fits in `capacity` bytes, and what would make it fit: fused
     attention, recomputation, then (cheapest first) an 8-bit optimizer, the optimizer on the host,
     QLoRA's nf4 base, a smaller batch or a shorter sequence (costmodel/verdict.py); flash False: the
-    GPU runs no FlashAttention-2, which is then not offered."""
+    GPU runs no FlashAttention-2, which is then not offered (None: a hardware's own, else True). capacity:
+    bytes, or a hardware preset's name, which means what `finetune --hardware` holds a step to."""
     import dataclasses
 
-    from .verdict import api_inputs, verdict
+    from .flash_support import runs_flash
+    from .verdict import api_inputs, hardware_of, verdict
 
+    hardware = hardware_of(capacity)  # "rtx-4090": finetune --hardware's capacity and FlashAttention support
+    flash = (runs_flash(hardware) if hardware is not None else True) if flash is None else flash
     cfg, capacity, _ = api_inputs(cfg, capacity)  # a preset's name; np.int64(24 * 2**30) as the int it holds
 
     def memory_with(change: dict[str, Any]) -> int | None:

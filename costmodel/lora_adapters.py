@@ -96,6 +96,11 @@ class Family:
     # ParamWrapper on experts.down_proj, measured, not modelled)
     mlp_targets: bool = True
     moe: bool = False  # a mixture of experts (its MoE layers: linear_shapes, _experts_removed)
+    # peft 0.21.2's all-linear adapts the router and the routed experts too, as target_parameters
+    # (gate.weight, gate_up_proj, down_proj: utils/transformers_weight_conversion.py,
+    # _resolve_string_target_modules, for the model types it maps onto Mixtral's v4 names; measured
+    # on Mixtral, Qwen3-MoE and OLMoE, not on Qwen2-MoE or GraniteMoE): not modelled, so refused
+    all_linear_experts: bool = False
 
 
 _LLAMA = Family(_llama_shapes, TARGETS, DEFAULT_TARGETS, rms_norm=True)
@@ -105,6 +110,8 @@ _LLAMA = Family(_llama_shapes, TARGETS, DEFAULT_TARGETS, rms_norm=True)
 #: them (linear_shapes; peft's target_parameters on the experts is not modelled); the frozen
 #: router, experts and shared expert stop keeping their inputs (_experts_removed).
 _MOE = Family(_llama_shapes, TARGETS, DEFAULT_TARGETS, rms_norm=True, mlp_targets=False, moe=True)
+_MOE_ALL_LINEAR_EXPERTS = Family(_llama_shapes, TARGETS, DEFAULT_TARGETS, rms_norm=True, mlp_targets=False, moe=True,
+                                 all_linear_experts=True)
 _MOE_SHARED = Family(_llama_shapes, TARGETS, DEFAULT_TARGETS, rms_norm=True, moe=True)  # Qwen2-MoE: measured
 FAMILIES = {"llama": _LLAMA, "mistral": _LLAMA, "qwen2": _LLAMA, "qwen3": _LLAMA,
             "gpt_neox": Family(_neox_shapes, NEOX_TARGETS, ("query_key_value",), rms_norm=False,
@@ -112,7 +119,8 @@ FAMILIES = {"llama": _LLAMA, "mistral": _LLAMA, "qwen2": _LLAMA, "qwen3": _LLAMA
             "gemma": _LLAMA, "smollm3": _LLAMA, "granite": _LLAMA, "gemma2": _LLAMA, "gemma3_text": _LLAMA,
             "olmo2": _LLAMA, "phi3": Family(_phi3_shapes, PHI3_LORA_TARGETS, ("qkv_proj",), rms_norm=True,
                            output_view=False),
-            "mixtral": _MOE, "qwen2_moe": _MOE_SHARED, "qwen3_moe": _MOE, "olmoe": _MOE, "granitemoe": _MOE}
+            "mixtral": _MOE_ALL_LINEAR_EXPERTS, "qwen2_moe": _MOE_SHARED, "qwen3_moe": _MOE_ALL_LINEAR_EXPERTS,
+            "olmoe": _MOE_ALL_LINEAR_EXPERTS, "granitemoe": _MOE}
 LORA_FAMILIES = tuple(FAMILIES)
 
 
@@ -135,6 +143,11 @@ def targets_of(cfg: ModelConfig, tune: "FineTune") -> tuple[str, ...]:
     linears = tuple(t for t in family.targets if t in present)
     if tune.targets is None:
         return family.defaults
+    if tune.targets == ("all-linear",) and family.all_linear_experts:  # it sized the attention alone, silently
+        raise ConfigError(f"--lora-targets all-linear on {cfg.family}: peft 0.21 adapts its router and routed experts "
+                          "too (target_parameters gate.weight, gate_up_proj, down_proj: fused 3-D parameters, not "
+                          "linear layers), which is not modelled; name the linear layers it has: --lora-targets "
+                          f"{','.join(linears)}.")
     if tune.targets == ("all-linear",):
         return linears
     foreign = [t for t in tune.targets if t not in linears]

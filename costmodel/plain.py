@@ -50,5 +50,22 @@ def unknown_keyword(owner: str, keywords: dict[str, Any], known: list[str]) -> N
     for name in keywords:
         if name not in known:
             near = difflib.get_close_matches(name, known, n=1)
-            raise ConfigError(f"{owner}: unknown keyword {name!r}{f' (did you mean {near[0]}?)' if near else ''}; "
-                              f"it takes {', '.join(known)}.")
+            hint = layout_hint(name, keywords) if "layout" in known else ""
+            raise ConfigError(f"{owner}: unknown keyword {name!r}{f' (did you mean {near[0]}?)' if near and not hint else ''}"
+                              f"{hint}; it takes {', '.join(known)}.")
+
+
+def layout_hint(name: str, keywords: dict[str, Any]) -> str:
+    """Where a layout's field given as a keyword goes: simulate(..., gpus=8, dp=8, zero=1), as `simulate --gpus 8
+    --dp 8 --zero 1` reads, said "unknown keyword 'gpus'" and the keywords, nothing on layout={...}."""
+    import dataclasses
+
+    from .layout import Layout
+
+    fields = [field.name for field in dataclasses.fields(Layout)]
+    if name != "gpus" and name not in fields:
+        return ""
+    given = {key: value for key, value in keywords.items() if key in fields}
+    example = ", ".join(f"{key!r}: {value!r}" for key, value in given.items()) or "'dp': 8"
+    what = "the GPUs are a layout's tp x pp x dp" if name == "gpus" else f"--{name.replace('_', '-')} is a layout's field"
+    return f" ({what}: layout={{{example}}})"

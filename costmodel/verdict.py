@@ -357,7 +357,30 @@ def framework_code(memory: Callable[..., int], cfg: ModelConfig, typed: dict[str
 PHASES = ("training", "inference", "finetune")
 
 
-def api_inputs(cfg: Any, capacity: Any, gpus: Any = None) -> tuple[ModelConfig, int | float, int | None]:
+def hardware_of(capacity: Any) -> Any:
+    """The Hardware a capacity names (a preset's name or a Hardware), else None."""
+    from .hardware import Hardware, load_hardware
+
+    if isinstance(capacity, str):
+        try:
+            return load_hardware(capacity)
+        except ConfigError:
+            return None  # "80GB": refused as a capacity (api_inputs)
+    return capacity if isinstance(capacity, Hardware) else None
+
+
+def hardware_capacity(capacity: Any, phase: str) -> Any:
+    """A hardware (a preset's name or a Hardware) as the bytes its command holds the phase to: training and a LoRA
+    step the device's memory less the reserve, inference a serving engine's share (finetune --hardware rtx-4090:
+    23.50 GiB; docs/finetuning.md's 24 * 2**30 for the same GPU let a step of 23.8 GiB "fit", the command not);
+    anything else as given."""
+    hardware = hardware_of(capacity)
+    if hardware is None:
+        return capacity
+    return hardware.serving_memory_bytes if phase == "inference" else hardware.training_memory_bytes
+
+
+def api_inputs(cfg: Any, capacity: Any, gpus: Any = None, phase: str = "training") -> tuple[ModelConfig, int | float, int | None]:
     """The model, capacity and GPU count a verdict is asked about from Python, as the commands check them:
     what costmodel.load_model takes (a preset's name: it was an AttributeError traceback), numpy's scalars
     as the numbers they hold, and a capacity that is a positive finite number of bytes and a GPU count that
@@ -369,9 +392,10 @@ def api_inputs(cfg: Any, capacity: Any, gpus: Any = None) -> tuple[ModelConfig, 
     from .errors import show
     from .plain import plain
 
-    cfg, capacity, gpus = load_model(cfg), plain(capacity), plain(gpus)
+    cfg, capacity, gpus = load_model(cfg), plain(hardware_capacity(capacity, phase)), plain(gpus)
     if isinstance(capacity, bool) or not isinstance(capacity, (int, float)) or not (capacity > 0 and math.isfinite(capacity)):
-        raise ConfigError(f"capacity: the GPU's bytes, a positive number (24 GiB is 24 * 2**30), got {show(capacity)}.")
+        raise ConfigError(f"capacity: the GPU's bytes, a positive number (24 GiB is 24 * 2**30), or a hardware preset's "
+                          f"name (\"rtx-4090\": what its command holds a run to), got {show(capacity)}.")
     if gpus is not None and (isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 1):
         raise ConfigError(f"gpus: a positive whole number of GPUs (or None: the layout's, else 1), got {show(gpus)}.")
     return cfg, capacity, gpus
@@ -392,7 +416,7 @@ def verdict(cfg: ModelConfig, workload: Workload, layout: Any, capacity: int, gp
     node_gpus: the hardware's GPUs a node (tensor parallelism suggested within one)."""
     if phase not in PHASES:  # phase="train" was sized as inference: any phase but "training" took its memory
         raise ConfigError(f"phase must be one of {', '.join(PHASES)}, got {phase!r}.")
-    cfg, capacity, gpus = api_inputs(cfg, capacity, gpus)
+    cfg, capacity, gpus = api_inputs(cfg, capacity, gpus, phase)
     if layout is not None:  # Layout(dp=8) with gpus=2 answered "2 GPUs" with the 8-rank layout's memory
         layout.check_gpus(gpus)
     if phase == "finetune" and memory is None:  # it too fell to inference's memory

@@ -334,8 +334,8 @@ def _fit_limits(m: dict[str, Any], hw: dict[str, Any]) -> str:
     usable = hw.get("serving_memory_bytes", hw["memory_bytes"])
     capacity = binary_bytes(usable)
     if m["weights"] > usable:
-        return (f"the weights alone ({binary_bytes(m['weights'])}) exceed {capacity}: spread them over "
-                "GPUs (--tp)")
+        return (f"the weights alone ({binary_bytes(m['weights'])}) exceed {capacity}: spread them over "  # and, as
+                "GPUs (--tp) or store them in fewer bytes (--weight-dtype; `estimate --hardware` lists what fits)")  # serve
     if m.get("max_batch") == 0 and m.get("one_sequence_over_bytes"):
         return (f"one sequence of this prompt does not fit: it needs "
                 f"{binary_bytes(m['one_sequence_over_bytes'])} more than the {capacity} usable")

@@ -64,7 +64,8 @@ def test_simulate_a_prefill_alone_says_whether_it_fits(capsys):
     assert ("Memory: 173.92 GiB at batch 1 (does NOT fit in 70.79 GiB usable): weights 131.42 GiB, KV cache "
             "320.00 KiB per token per sequence, the prefill's logits at the last position (Hugging Face generate's "
             "prefill, logits_to_keep=1); the weights alone (131.42 GiB) exceed 70.79 GiB: spread them over "
-            "GPUs (--tp)") in out.splitlines()
+            "GPUs (--tp) or store them in fewer bytes (--weight-dtype; `estimate --hardware` lists what fits)"
+            ) in out.splitlines()  # (session 42: the quantized route, which estimate and serve name, named too)
 
 
 def test_context_parallel_inference_is_refused(capsys):

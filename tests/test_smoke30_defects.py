@@ -154,7 +154,8 @@ def test_the_gpu_count_a_plan_suggests_is_a_command_that_gives_what_it_says(caps
 
 
 @pytest.mark.parametrize("kwargs, message", [
-    ({"tokens": "1e9"}, "--tokens must be positive and finite, got '1e9'."),
+    ({"tokens": "1e9"}, "tokens: a number of tokens (1e12), got the text '1e9': the command line's --tokens reads "
+                        "spellings such as 1T; in Python give the number."),  # session 42: it said "positive and finite"
     ({"tokens": True}, "--tokens must be positive and finite, got True."),
     ({"tokens": 1e9, "price": "2"}, "--price must be a positive number of dollars per GPU-hour, got '2'."),
     ({"step_time": "1"}, "--step-time must be positive and finite, got '1'."),

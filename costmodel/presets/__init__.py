@@ -150,11 +150,35 @@ def load_preset(name: str) -> ModelConfig:
     return parse_config(path.read_text(), source=f"preset {preset}", name=preset)
 
 
+#: The files a checkpoint's weights come in, which a user may point --model at in place of its config.json.
+WEIGHT_SUFFIXES = (".safetensors", ".gguf", ".bin", ".pt", ".pth", ".ckpt")
+
+
+def weights_file(path: Path) -> str:
+    """The line for a weights file given as the model (it read "not valid JSON" or "unknown model ... Known:"):
+    the sizes come from the config.json beside it."""
+    beside = path.parent / "config.json"
+    folder = str(path.parent) if str(path.parent) != "." else "."
+    where = (f"pass its folder (--model {folder}) or --config {beside}" if beside.is_file()
+             else "pass the config.json that comes with it (--config path/to/config.json)")
+    return f"{path}: a weights file, not a config: the model's sizes are read from its config.json; {where}."
+
+
+def hub_id_hint(text: str) -> str:
+    """What to do with a Hub id given as a file (`--config meta-llama/Llama-3.1-8B` read "no such file." alone)."""
+    from ..hub import HUB_ID
+
+    return (f" A Hub id is read by --model: --model {text}." if HUB_ID.match(text) and not text.lower().endswith(".json")
+            else "")
+
+
 def load_config_file(path: str | Path) -> ModelConfig:
     """A user's config file: a Hugging Face config.json or ModelConfig fields, as JSON only; a
     folder (a model downloaded from the Hub) is read through its config.json, a Hub cache
     repository's folder through the snapshot refs/main names (hub_cache.py), named org/name."""
-    path = Path(path)
+    typed, path = str(path), Path(path).expanduser()  # "~/models/x" quoted, or from Python, read ~ literally
+    if path.suffix.lower() in WEIGHT_SUFFIXES:
+        raise ConfigError(weights_file(path))
     if path.is_dir():
         cached = None if (path / "config.json").is_file() else snapshot_config(path)  # a Hub cache repo folder
         if cached is None and not (path / "config.json").is_file():
@@ -163,7 +187,7 @@ def load_config_file(path: str | Path) -> ModelConfig:
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise ConfigError(f"{path}: no such file.") from None
+        raise ConfigError(f"{path}: no such file.{hub_id_hint(typed)}") from None
     except IsADirectoryError:
         raise ConfigError(f"{path}: is a directory, not a config file.") from None
     except UnicodeDecodeError:
