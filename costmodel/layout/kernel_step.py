@@ -308,7 +308,8 @@ class KernelStepTime(StepTime):
                                   [w.get("experts", False) for w in work])
         out, self.attention_seconds, self.expert_seconds, self.leaf_seconds = _PARTS[memo]
         out = self._with_sequential_experts(out, entries, work, rules)
-        return self._with_ring_steps(self._with_ring_merges(out, entries, work), entries, work)
+        out = self._with_ring_steps(self._with_ring_merges(out, entries, work), entries, work)
+        return self._with_all_to_all_call(out, entries, work)
 
     def _with_sequential_experts(self, out: dict[str, tuple[float, int]], entries: list[Entry],
                                  work: list[dict], rules: tuple) -> dict[str, tuple[float, int]]:
@@ -338,7 +339,7 @@ class KernelStepTime(StepTime):
         the tree's causal calls, where the kernel publishes unmasked figures (layout/ring_steps.py);
         the forward's again where the layer is recomputed."""
         layout = self.estimate.layout
-        if layout.cp == 1 or self.estimate.phase != "train":
+        if layout.cp == 1 or self.estimate.phase != "train" or layout.cp_rotate == "a2a":
             return out
         from .ring_steps import ring_step_delta, unmasked_points
 
@@ -356,6 +357,33 @@ class KernelStepTime(StepTime):
                 out[key] = (total + delta, active)
                 self.leaf_seconds[index] += delta  # the steps are the attention core's (compute_by_block)
                 # the calls the ring's sends hide under (time.py): the steps' own seconds
+                self.attention_seconds[key] = self.attention_seconds.get(key, 0.0) + delta
+        return out
+
+    def _with_all_to_all_call(self, out: dict[str, tuple[float, int]], entries: list[Entry],
+                              work: list[dict]) -> dict[str, tuple[float, int]]:
+        """Under --cp-rotate a2a a rank runs one causal call over all n tokens of its heads / cp
+        (context.all_to_all_call) in place of the tree's call at n / cp that leaf_factor counts cp
+        times: the same FLOPs, at the kernel's efficiency at n keys; the forward's again where the
+        layer is recomputed."""
+        layout = self.estimate.layout
+        if layout.cp == 1 or self.estimate.phase != "train" or layout.cp_rotate != "a2a":
+            return out
+        from .context import all_to_all_call
+
+        out, self.attention_seconds = dict(out), dict(self.attention_seconds)  # not the memo's own
+        self.leaf_seconds = list(self.leaf_seconds)
+        for index, ((key, rerun, _, kernels), entry) in enumerate(zip(entries, work)):
+            calls = [kernel for kernel in kernels if isinstance(kernel, AttentionCall)]
+            if entry.get("attention_core") and calls:
+                whole = all_to_all_call(calls[0], self.estimate.cfg, layout)
+                forward, backward = (self.timer.attention_seconds(whole, backward)
+                                     - layout.cp * self.timer.attention_seconds(calls[0], backward)
+                                     for backward in (False, True))
+                delta = forward * (2 if rerun else 1) + backward
+                total, active = out[key]
+                out[key] = (total + delta, active)
+                self.leaf_seconds[index] += delta
                 self.attention_seconds[key] = self.attention_seconds.get(key, 0.0) + delta
         return out
 
