@@ -346,19 +346,8 @@ class KernelStepTime(StepTime):
         points = unmasked_points(self.attention_kernel, self.hardware.architecture)
         if points is None:
             return out
-        out, self.attention_seconds = dict(out), dict(self.attention_seconds)  # not the memo's own
-        self.leaf_seconds = list(self.leaf_seconds)
-        for index, ((key, rerun, _, kernels), entry) in enumerate(zip(entries, work)):
-            calls = [kernel for kernel in kernels if isinstance(kernel, AttentionCall)]
-            if entry.get("attention_core") and calls:
-                forward, backward = ring_step_delta(calls[0], layout.cp, self.timer, points)
-                total, active = out[key]
-                delta = forward * (2 if rerun else 1) + backward
-                out[key] = (total + delta, active)
-                self.leaf_seconds[index] += delta  # the steps are the attention core's (compute_by_block)
-                # the calls the ring's sends hide under (time.py): the steps' own seconds
-                self.attention_seconds[key] = self.attention_seconds.get(key, 0.0) + delta
-        return out
+        return self._with_core_delta(out, entries, work,
+                                     lambda call: ring_step_delta(call, layout.cp, self.timer, points))
 
     def _with_all_to_all_call(self, out: dict[str, tuple[float, int]], entries: list[Entry],
                               work: list[dict]) -> dict[str, tuple[float, int]]:
@@ -371,17 +360,26 @@ class KernelStepTime(StepTime):
             return out
         from .context import all_to_all_call
 
+        def delta(call: AttentionCall) -> tuple[float, ...]:
+            whole = all_to_all_call(call, self.estimate.cfg, layout)
+            seconds = self.timer.attention_seconds
+            return tuple(seconds(whole, backward) - layout.cp * seconds(call, backward) for backward in (False, True))
+
+        return self._with_core_delta(out, entries, work, delta)
+
+    def _with_core_delta(self, out: dict[str, tuple[float, int]], entries: list[Entry], work: list[dict],
+                         delta_of: Any) -> dict[str, tuple[float, int]]:
+        """Each attention core's part plus delta_of(its call): (forward, backward) seconds, the
+        forward's twice where the layer is recomputed; added to the core's own seconds
+        (compute_by_block) and to those a ring's sends hide under (time.py)."""
         out, self.attention_seconds = dict(out), dict(self.attention_seconds)  # not the memo's own
         self.leaf_seconds = list(self.leaf_seconds)
         for index, ((key, rerun, _, kernels), entry) in enumerate(zip(entries, work)):
             calls = [kernel for kernel in kernels if isinstance(kernel, AttentionCall)]
             if entry.get("attention_core") and calls:
-                whole = all_to_all_call(calls[0], self.estimate.cfg, layout)
-                forward, backward = (self.timer.attention_seconds(whole, backward)
-                                     - layout.cp * self.timer.attention_seconds(calls[0], backward)
-                                     for backward in (False, True))
-                delta = forward * (2 if rerun else 1) + backward
+                forward, backward = delta_of(calls[0])
                 total, active = out[key]
+                delta = forward * (2 if rerun else 1) + backward
                 out[key] = (total + delta, active)
                 self.leaf_seconds[index] += delta
                 self.attention_seconds[key] = self.attention_seconds.get(key, 0.0) + delta
