@@ -143,3 +143,16 @@ def test_all_to_all_exchange_equals_ulysses_on_gloo():
     # by hand: 8 tokens a rank, bf16: Q and out 2 x 8 x 4 x 8 x 2 = 1,024 each, K and V 512 each (2 heads,
     # and 1 head repeated to 2 alike): 3,072 a pass, 6,144 forward and backward
     assert model == {"all_to_all": 6144}
+
+
+def test_a_hybrids_attention_and_mixer_all_to_alls_add():
+    """Megatron's hybrid (tests/test_mamba_context_parallel.py's odd M*-M-: 2 Mamba-2 mixers of 1,488
+    bytes a pass, one attention layer of 4 heads, 2 KV heads of 10) at cp 2, n 12: the attention's
+    a2a, 2 x 6 tokens x 10 x (2 x 4 + 2 x 2) = 1,440 a pass, adds to the mixers' 5,952 (neither
+    overwrites the other): 5,952 + 2 x 1,440 = 8,832."""
+    from tests.test_hf_nemotron_h import ODD
+
+    cfg = from_hf_config(dict(ODD, intermediate_size=38, hybrid_override_pattern="M*-M-"), "odd-hybrid-cp")
+    workload = Workload(seq_len=12, batch=1, impl="megatron", attention="flash")
+    rank = ParallelEstimate(cfg, workload, Layout(cp=2, framework="megatron", zero=1, cp_rotate="a2a"))
+    assert rank.communication(rank.stages[0])["cp"] == {"all_to_all": 5_952 + 2 * 1_440}
