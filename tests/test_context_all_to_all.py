@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 import cli
-from costmodel.config import Workload
+from costmodel.config import ConfigError, Workload
 from costmodel.hf import from_hf_config
 from costmodel.kernel_shapes import AttentionCall
 from costmodel.layout import Layout
@@ -156,3 +156,16 @@ def test_a_hybrids_attention_and_mixer_all_to_alls_add():
     workload = Workload(seq_len=12, batch=1, impl="megatron", attention="flash")
     rank = ParallelEstimate(cfg, workload, Layout(cp=2, framework="megatron", zero=1, cp_rotate="a2a"))
     assert rank.communication(rank.stages[0])["cp"] == {"all_to_all": 5_952 + 2 * 1_440}
+
+
+def test_ulysses_cuts_the_sequence_into_cp_pieces_not_2cp():
+    """DeepSpeed-Ulysses splits the sequence into cp contiguous pieces (UlyssesSPDataLoaderAdapter:
+    "seqlen isn't divisible by sp-size"); Transformer Engine's a2a keeps the load-balanced 2 cp chunks
+    ("Sequence length per GPU needs to be divisible by 2!"). n = 12, cp 4: 3 tokens a rank, 12 / 8 does not divide."""
+    cfg, workload = small_gqa(), Workload(seq_len=12, batch=1, attention="flash")
+    ulysses = ParallelEstimate(cfg, workload, Layout(cp=4, cp_rotate="a2a", framework="deepspeed", zero=1))
+    assert ulysses.values["n"] == 3
+    with pytest.raises(ConfigError, match="into 2 x cp = 8 chunks; 12 tokens do not divide"):
+        ParallelEstimate(cfg, workload, Layout(cp=4, cp_rotate="a2a", framework="megatron", zero=1))
+    with pytest.raises(ConfigError, match="into 4 pieces; 18 tokens do not divide"):
+        ParallelEstimate(cfg, workload.replace(seq_len=18), Layout(cp=4, cp_rotate="a2a", framework="deepspeed", zero=1))

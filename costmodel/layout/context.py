@@ -7,7 +7,8 @@ Per rank: n / cp tokens of every sequence, so every token-proportional quantity 
 the linear layers' FLOPs, the boundary a pipeline sends) is the tree's at n / cp; the attention
 core sees n / cp queries against all n keys, cp times the tree's work at n / cp. Causal load
 balance: torch's default cuts the sequence into 2 cp chunks and gives rank r chunks r and
-2cp - 1 - r, so every rank does the same causal work (n must be a multiple of 2 cp).
+2cp - 1 - r, so every rank does the same causal work (n must be a multiple of 2 cp; under
+DeepSpeed-Ulysses, --cp-rotate a2a, of cp: contiguous pieces, check_workload).
 
 The exchange, per attention layer and micro-batch, with kv = 2 b (h_kv / tp) (n / cp) d_h e, the
 rank's keys and values (h_kv and d_h are Gemma 4's full layers' h_kvg and d_hg where its config
@@ -145,15 +146,17 @@ def check_inference(cp: int) -> None:
                           "prefill's key/value exchange and decode context parallelism (vLLM's dcp) are not.")
 
 
-def check_workload(workload: Workload, cp: int, sp_ranks: int = 1) -> None:
-    """Raise ConfigError where the sequence does not cut into the rank's pieces: 2 cp chunks, and
-    under sequence parallelism the rank's n / cp tokens into sp_ranks (tp) pieces."""
+def check_workload(workload: Workload, cp: int, sp_ranks: int = 1, chunks: int = 2) -> None:
+    """Raise ConfigError where the sequence does not cut into the rank's pieces: chunks x cp (2 cp
+    for the load-balanced causal split; DeepSpeed-Ulysses' cp: UlyssesSPDataLoaderAdapter refuses
+    only "seqlen isn't divisible by sp-size"), and under sequence parallelism the rank's n / cp
+    tokens into sp_ranks (tp) pieces."""
     if workload.attention == "eager":
         raise ConfigError("layout: context parallelism runs fused attention (sdpa or flash), not eager "
                           "(Transformer Engine's unfused attention, Megatron's below sm80, refuses it too).")
-    if workload.seq_len % (2 * cp):
-        raise ConfigError(f"layout: --cp {cp} cuts each sequence into 2 x cp = {2 * cp} chunks; "
-                          f"{workload.seq_len} tokens do not divide.")
+    if workload.seq_len % (chunks * cp):
+        cut = f"{chunks} x cp = {chunks * cp} chunks" if chunks > 1 else f"{cp} pieces"
+        raise ConfigError(f"layout: --cp {cp} cuts each sequence into {cut}; {workload.seq_len} tokens do not divide.")
     if sp_ranks > 1 and (workload.seq_len // cp) % sp_ranks:
         raise ConfigError(f"layout: sequence parallelism splits a rank's {workload.seq_len // cp} tokens "
                           f"(--cp {cp}) over --tp {sp_ranks}; they do not divide.")
