@@ -278,7 +278,8 @@ RANK_BY = Choices({"time": "step time (time per output token with --serve)",
 #: Whose conventions set the bytes per parameter, sharding and collectives (layout/frameworks.py).
 FRAMEWORK_NAMES = Choices({"megatron": "Megatron-LM", "deepspeed": "DeepSpeed", "fsdp2": "torch's FSDP2"})
 SCHEDULES = Choices({"gpipe": "", "1f1b": "", "interleaved": "", "zb-h1": "", "zbv": "", "dualpipev": ""})
-CP_ROTATES = Choices({"allgather": "torch's", "ring": ""})  # how context parallelism moves keys and values
+CP_ROTATES = Choices({"allgather": "torch's", "ring": "",  # how context parallelism moves keys and values
+                     "a2a": "head-parallel all-to-alls: DeepSpeed-Ulysses, Megatron's cp_comm_type a2a"})
 #: Which key/value heads context parallelism moves: what the attention kernel receives (layout/context.py).
 CP_KV_HEADS = Choices({"kv": "the model's key/value heads, as Transformer Engine sends them",
                        "repeated": "every query head's: the model repeats K and V before sdpa, as torchtitan's Llama"})

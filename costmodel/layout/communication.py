@@ -73,7 +73,8 @@ class RankCommunication:
             mixers = self.layer_count(stage, "mamba_mixers")
             if mixers:  # Megatron-Core's all-to-alls around each Mamba-2 mixer
                 rerun = self.layer_count(stage, "mamba_mixers", recomputed_only=True) if full else 0
-                moved.update(mamba_exchange(self.cfg, self.workload, layout.cp, mixers, layout.tp, rerun))
+                for kind, value in mamba_exchange(self.cfg, self.workload, layout.cp, mixers, layout.tp, rerun).items():
+                    moved[kind] = moved.get(kind, 0) + value  # beside the attention's (--cp-rotate a2a)
             for kind, value in moved.items():
                 add("cp", kind, m * value)
         if layout.reduces_gradients:

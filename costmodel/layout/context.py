@@ -7,7 +7,8 @@ Per rank: n / cp tokens of every sequence, so every token-proportional quantity 
 the linear layers' FLOPs, the boundary a pipeline sends) is the tree's at n / cp; the attention
 core sees n / cp queries against all n keys, cp times the tree's work at n / cp. Causal load
 balance: torch's default cuts the sequence into 2 cp chunks and gives rank r chunks r and
-2cp - 1 - r, so every rank does the same causal work (n must be a multiple of 2 cp).
+2cp - 1 - r, so every rank does the same causal work (n must be a multiple of 2 cp; under
+DeepSpeed-Ulysses, --cp-rotate a2a, of cp: contiguous pieces, check_workload).
 
 The exchange, per attention layer and micro-batch, with kv = 2 b (h_kv / tp) (n / cp) d_h e, the
 rank's keys and values (h_kv and d_h are Gemma 4's full layers' h_kvg and d_hg where its config
@@ -32,6 +33,29 @@ sends are of the same tensors:
       forward   cp - 1 sends of kv to the next rank
       backward  cp - 1 sends of kv, and cp sends of the fp32 gradients; Transformer Engine's
                 ring (Megatron's p2p) cp - 1 sends of the gradients in the attention's dtype
+  a2a (head-parallel all-to-all: DeepSpeed-Ulysses, Transformer Engine's cp_comm_type "a2a")
+      forward   before attention one all-to-all each of Q, K and V, scattering heads and gathering
+                the sequence ([n / cp, h] -> [n, h / cp]), after it one of the output back; each
+                call's payload is its whole input: b (n / cp) e (2 H_q + 2 H_k) d_h a layer
+      backward  the transposed all-to-alls of the output's gradient and of dQ, dK, dV: as many bytes,
+                in the attention's dtype (all_to_all's gradient is the reverse all-to-all)
+  with H_q = h / tp and H_k the KV heads the kernel receives (as above). Read at DeepSpeed v0.18.0
+  (2025-10-07), deepspeed/runtime/sequence_parallel/ulysses_sp.py UlyssesSPAttentionHF (the Hugging
+  Face models' Ulysses: _combine_local_sequences' three _DimZeroAllToAll, _partition_global_sequence's
+  one; sequence/layer.py DistributedAttention, Megatron-DeepSpeed's, runs the same four): it
+  refuses h not divisible by cp, and h_kv unless h_kv divides by cp or cp by h_kv, where it
+  repeat_interleaves K and V to cp heads before the all-to-all (kv_replication_factor = cp / h_kv:
+  H_k = cp, one head a rank). Transformer Engine v2.8 (40c69e75, 2025-10-01),
+  attention/dot_product_attention/context_parallel.py AttnFuncWithCPAndQKVOA2A with
+  flash_attn_a2a_communicate (all_to_all_single of empty_like(input): the payload is the input):
+  asserts the rank's query and key heads (h / tp, h_kv / tp) divisible by cp, and repeats none.
+  A rank then runs one causal attention over all n tokens of H_q / cp heads (all_to_all_call): the
+  FLOPs of the ring's cp calls, but at n keys, with no ring steps and no merges. The all-to-alls
+  sit on the attention's path, exposed (time.py, as the Mamba-2 mixers'). Not counted: TE's chunk
+  reordering (index_select of each tensor, memory-bound), DeepSpeed's per-layer all-gather of
+  position_ids (8 b n / cp bytes in) and its replicated K and V's memory (cp / h_kv times the
+  saved keys and values where it repeats); the gathered Q, K, V and output the kernel saves are as
+  many elements as the tree's at n / cp, so activations are the tree's.
 Under full recomputation a layer's forward runs again in backward, its ring with it: one more
 forward exchange a recomputed layer (torch.utils.checkpoint re-runs the checkpointed forward, and
 torchtitan 9dec370 wraps each TransformerBlock whole, parallelize_llama.py apply_ac 'full'; the
@@ -69,6 +93,7 @@ cp and G / tp by cp or cp by G / tp (check_context_parallel); repeated groups (r
 
 from __future__ import annotations
 
+from dataclasses import replace
 from functools import lru_cache
 from typing import Any
 
@@ -90,6 +115,11 @@ def check_context_parallel(cfg: ModelConfig, layout: Any) -> None:
         raise ConfigError(f"layout: context parallelism with {mixers} mixers is not modelled.")
     if cfg.mamba_heads:  # Megatron-Core's mamba_context_parallel.py: all-to-alls around each mixer
         check_mamba_context_parallel(cfg, layout)
+    if layout.cp_rotate == "a2a":
+        if layout.framework not in ("deepspeed", "megatron"):
+            raise ConfigError(f"layout: --cp-rotate a2a is DeepSpeed-Ulysses' and Megatron-Core's (cp_comm_type a2a); "
+                              f"{layout.framework} runs torch's context_parallel: allgather or ring.")
+        all_to_all_heads(cfg, layout.tp, layout.cp, layout.cp_kv_heads, layout.framework == "deepspeed")
 
 
 def check_mamba_context_parallel(cfg: ModelConfig, layout: Any) -> None:
@@ -116,15 +146,17 @@ def check_inference(cp: int) -> None:
                           "prefill's key/value exchange and decode context parallelism (vLLM's dcp) are not.")
 
 
-def check_workload(workload: Workload, cp: int, sp_ranks: int = 1) -> None:
-    """Raise ConfigError where the sequence does not cut into the rank's pieces: 2 cp chunks, and
-    under sequence parallelism the rank's n / cp tokens into sp_ranks (tp) pieces."""
+def check_workload(workload: Workload, cp: int, sp_ranks: int = 1, chunks: int = 2) -> None:
+    """Raise ConfigError where the sequence does not cut into the rank's pieces: chunks x cp (2 cp
+    for the load-balanced causal split; DeepSpeed-Ulysses' cp: UlyssesSPDataLoaderAdapter refuses
+    only "seqlen isn't divisible by sp-size"), and under sequence parallelism the rank's n / cp
+    tokens into sp_ranks (tp) pieces."""
     if workload.attention == "eager":
         raise ConfigError("layout: context parallelism runs fused attention (sdpa or flash), not eager "
                           "(Transformer Engine's unfused attention, Megatron's below sm80, refuses it too).")
-    if workload.seq_len % (2 * cp):
-        raise ConfigError(f"layout: --cp {cp} cuts each sequence into 2 x cp = {2 * cp} chunks; "
-                          f"{workload.seq_len} tokens do not divide.")
+    if workload.seq_len % (chunks * cp):
+        cut = f"{chunks} x cp = {chunks * cp} chunks" if chunks > 1 else f"{cp} pieces"
+        raise ConfigError(f"layout: --cp {cp} cuts each sequence into {cut}; {workload.seq_len} tokens do not divide.")
     if sp_ranks > 1 and (workload.seq_len // cp) % sp_ranks:
         raise ConfigError(f"layout: sequence parallelism splits a rank's {workload.seq_len // cp} tokens "
                           f"(--cp {cp}) over --tp {sp_ranks}; they do not divide.")
@@ -144,6 +176,37 @@ def attention_widths(cfg: ModelConfig, tp: int, kv_heads: str = "kv") -> tuple[i
     return queries * width, keys * width
 
 
+def all_to_all_heads(cfg: ModelConfig, tp: int, cp: int, kv_heads: str = "kv",
+                     replicate: bool = False) -> tuple[int, int]:
+    """(query heads, key heads) a rank's Q and K hold as they enter --cp-rotate a2a's all-to-alls,
+    each scattered over cp (module docstring): h / tp and the KV heads its kernel receives
+    (attention_widths); replicate: DeepSpeed-Ulysses, which repeats h_kv < cp KV heads to cp.
+    ConfigError (one sentence) where the code refuses the heads."""
+    from .split import kv_heads_per_rank
+
+    queries = cfg.n_heads // tp
+    keys = queries if kv_heads == "repeated" else kv_heads_per_rank(cfg.global_kv_heads or cfg.n_kv_heads, tp)
+    if queries % cp:
+        said = "'Attention head count ... is not divisible by SP size'" if replicate else \
+            "'The number of attention heads needs to be divisible by CP size!'"
+        raise ConfigError(f"layout: --cp-rotate a2a scatters a rank's {queries} attention heads over --cp {cp}; "
+                          f"they do not divide ({said}).")
+    if keys % cp and not (replicate and cp % keys == 0):
+        rule = f"nor do they divide {cp} (DeepSpeed-Ulysses' repetition)" if replicate else \
+            "and Transformer Engine repeats none"
+        raise ConfigError(f"layout: --cp-rotate a2a scatters a rank's {keys} key/value heads over --cp {cp}; "
+                          f"they do not divide, {rule}.")
+    return queries, max(keys, cp)
+
+
+def all_to_all_call(call: Any, cfg: ModelConfig, layout: Any) -> Any:
+    """The attention call a rank runs under --cp-rotate a2a, from the tree's call at n / cp: all n
+    queries and keys of its heads / cp (all_to_all_heads' KV heads / cp)."""
+    cp = layout.cp
+    keys = all_to_all_heads(cfg, layout.tp, cp, layout.cp_kv_heads, layout.framework == "deepspeed")[1]
+    return replace(call, heads=call.heads // cp, kv_heads=keys // cp, n_q=call.n_q * cp, n_kv=call.n_kv * cp)
+
+
 def exchange(cfg: ModelConfig, workload: Workload, cp: int, rotate: str, attention_layers: int,
              tp: int = 1, kv_heads: str = "kv", recomputed_layers: int = 0,
              transformer_engine: bool = False) -> dict[str, int]:
@@ -154,8 +217,14 @@ def exchange(cfg: ModelConfig, workload: Workload, cp: int, rotate: str, attenti
     transformer_engine: Transformer Engine's ring (Megatron's p2p), whose backward sends the keys
     and values at steps 0 to cp - 2 and their gradients, accumulated in the attention's dtype, at
     steps 1 to cp - 1 (v1.4 attention.py AttnFuncWithCP.backward: p2p_comm_buffers of kv.dtype,
-    send_tensor[0] at step 0, send_tensor[1] at the last): 2 (cp - 1) kv."""
+    send_tensor[0] at step 0, send_tensor[1] at the last): 2 (cp - 1) kv. rotate "a2a": the four
+    all-to-alls each pass (module docstring); transformer_engine False is DeepSpeed-Ulysses'."""
     e = workload.bytes_per_element
+    if rotate == "a2a":  # Q, K, V and the output, each pass; DeepSpeed's K and V at least cp heads
+        queries, keys = all_to_all_heads(cfg, tp, cp, kv_heads, replicate=not transformer_engine)
+        width = cfg.global_head_dim or cfg.d_head
+        one = e * workload.batch * (workload.seq_len // cp) * width * (2 * queries + 2 * keys)
+        return {"all_to_all": (2 * attention_layers + recomputed_layers) * one}
     elements = 2 * workload.batch * (workload.seq_len // cp) * attention_widths(cfg, tp, kv_heads)[1]
     kv, gradients = e * elements, 4 * elements
     if rotate == "allgather":

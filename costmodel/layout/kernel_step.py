@@ -308,7 +308,8 @@ class KernelStepTime(StepTime):
                                   [w.get("experts", False) for w in work])
         out, self.attention_seconds, self.expert_seconds, self.leaf_seconds = _PARTS[memo]
         out = self._with_sequential_experts(out, entries, work, rules)
-        return self._with_ring_steps(self._with_ring_merges(out, entries, work), entries, work)
+        out = self._with_ring_steps(self._with_ring_merges(out, entries, work), entries, work)
+        return self._with_all_to_all_call(out, entries, work)
 
     def _with_sequential_experts(self, out: dict[str, tuple[float, int]], entries: list[Entry],
                                  work: list[dict], rules: tuple) -> dict[str, tuple[float, int]]:
@@ -338,24 +339,49 @@ class KernelStepTime(StepTime):
         the tree's causal calls, where the kernel publishes unmasked figures (layout/ring_steps.py);
         the forward's again where the layer is recomputed."""
         layout = self.estimate.layout
-        if layout.cp == 1 or self.estimate.phase != "train":
+        if layout.cp == 1 or self.estimate.phase != "train" or layout.cp_rotate == "a2a":
             return out
         from .ring_steps import ring_step_delta, unmasked_points
 
         points = unmasked_points(self.attention_kernel, self.hardware.architecture)
         if points is None:
             return out
+        return self._with_core_delta(out, entries, work,
+                                     lambda call: ring_step_delta(call, layout.cp, self.timer, points))
+
+    def _with_all_to_all_call(self, out: dict[str, tuple[float, int]], entries: list[Entry],
+                              work: list[dict]) -> dict[str, tuple[float, int]]:
+        """Under --cp-rotate a2a a rank runs one causal call over all n tokens of its heads / cp
+        (context.all_to_all_call) in place of the tree's call at n / cp that leaf_factor counts cp
+        times: the same FLOPs, at the kernel's efficiency at n keys; the forward's again where the
+        layer is recomputed."""
+        layout = self.estimate.layout
+        if layout.cp == 1 or self.estimate.phase != "train" or layout.cp_rotate != "a2a":
+            return out
+        from .context import all_to_all_call
+
+        def delta(call: AttentionCall) -> tuple[float, ...]:
+            whole = all_to_all_call(call, self.estimate.cfg, layout)
+            seconds = self.timer.attention_seconds
+            return tuple(seconds(whole, backward) - layout.cp * seconds(call, backward) for backward in (False, True))
+
+        return self._with_core_delta(out, entries, work, delta)
+
+    def _with_core_delta(self, out: dict[str, tuple[float, int]], entries: list[Entry], work: list[dict],
+                         delta_of: Any) -> dict[str, tuple[float, int]]:
+        """Each attention core's part plus delta_of(its call): (forward, backward) seconds, the
+        forward's twice where the layer is recomputed; added to the core's own seconds
+        (compute_by_block) and to those a ring's sends hide under (time.py)."""
         out, self.attention_seconds = dict(out), dict(self.attention_seconds)  # not the memo's own
         self.leaf_seconds = list(self.leaf_seconds)
         for index, ((key, rerun, _, kernels), entry) in enumerate(zip(entries, work)):
             calls = [kernel for kernel in kernels if isinstance(kernel, AttentionCall)]
             if entry.get("attention_core") and calls:
-                forward, backward = ring_step_delta(calls[0], layout.cp, self.timer, points)
+                forward, backward = delta_of(calls[0])
                 total, active = out[key]
                 delta = forward * (2 if rerun else 1) + backward
                 out[key] = (total + delta, active)
-                self.leaf_seconds[index] += delta  # the steps are the attention core's (compute_by_block)
-                # the calls the ring's sends hide under (time.py): the steps' own seconds
+                self.leaf_seconds[index] += delta
                 self.attention_seconds[key] = self.attention_seconds.get(key, 0.0) + delta
         return out
 

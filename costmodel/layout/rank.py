@@ -160,7 +160,8 @@ class ParallelEstimate(RankCommunication):
         if layout.cp > 1:  # each rank holds n / cp tokens of every sequence (layout/context.py)
             from .context import check_workload
 
-            check_workload(workload, layout.cp, layout.tp if layout.sp else 1)
+            ulysses = layout.cp_rotate == "a2a" and layout.framework == "deepspeed"  # no load-balanced chunks
+            check_workload(workload, layout.cp, layout.tp if layout.sp else 1, chunks=1 if ulysses else 2)
             values["n"] //= layout.cp
         self.values = values  # one rank's values (the kernel model's shapes: layout/kernel_step.py)
         self.numbers = evaluate_parts(evaluate, tuple(values.items()))

@@ -27,7 +27,9 @@
   fp8              an FP8 (or FP4) training recipe: tensorwise, rowwise, current, delayed, blockwise, mxfp8 or nvfp4
                    (costmodel/layout/fp8.py)
   cp, cp_rotate    context-parallel ranks, each holding n / cp of every sequence; how keys and
-                   values travel: "allgather" (torch 2.13's default) or "ring" (costmodel/layout/context.py)
+                   values travel: "allgather" (torch 2.13's default), "ring" or "a2a" (heads scattered,
+                   the sequence gathered: DeepSpeed-Ulysses, Transformer Engine's cp_comm_type "a2a";
+                   costmodel/layout/context.py)
   cp_kv_heads      which heads the ring moves: "kv" (the model's h_kv, Transformer Engine's) or
                    "repeated" (h: K and V repeated to every query head before sdpa, torchtitan's Llama)
   all_reduce       whose code runs an all-reduce inside a node: "nccl" (the default), "intra-node"
