@@ -365,7 +365,9 @@ def serve(model, config, hardware_name, rate, concurrency, count, trace, prompt,
     if concurrency is None and (rate is None) == (trace is None):
         raise ReportInputError("give exactly one of --rate (requests per second), --concurrency N or --trace FILE.")
     if block_size is None:
-        block_size = 1 if scheduler == "sglang" else 16
+        from costmodel.serving.replica import default_block_size
+
+        block_size = default_block_size(scheduler)
     if scheduler in ("vllm", "vllm-v0") and block_size >= 1 and block_size not in VLLM_BLOCK_SIZES:
         raise ReportInputError(f"--block-size {block_size}: vLLM takes {', '.join(map(str, VLLM_BLOCK_SIZES))} tokens "
                                f"a block (its CacheConfig's BlockSize; `vllm serve` refuses others), --scheduler {scheduler}.")

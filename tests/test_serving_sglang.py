@@ -64,6 +64,15 @@ def test_v040_without_ignore_eos_refuses_as_v030_then_holds_admission_off():
         [[(0, 30)]] + [[(0, 1)]] * 19 + [[(1, 30), (2, 10)]] + [[(1, 1), (2, 1)]] * 4 + [[(1, 1)]] * 15)
 
 
+@pytest.mark.parametrize("release", ["v0.3.0", "v0.4.0"])
+def test_a_prompt_past_the_chunk_is_carried_in_flight(release):
+    """Chunk 8: r0's 10-token prompt is cut to 8 (the new in-flight request; the chunk is spent, admission stops);
+    the next prefill takes its last 2 first (add_inflight_req), then r1's 4 in the 6 left; then both decode."""
+    scheduler = SGLangScheduler(BlockPool(1000, 1), 64, 8, release)
+    timeline = simulate(requests((0, 10, 2), (0, 4, 2)), scheduler, ONE_STEP, 512)
+    assert [s.entries for s in timeline.steps] == [[(0, 8)], [(0, 2), (1, 4)], [(0, 1), (1, 1)]]
+
+
 def _decoding(scheduler: SGLangScheduler, rid: int, prompt: int, generated: int, output: int) -> Sequence:
     """A running request that has emitted `generated` tokens: prompt + generated - 1 tokens cached."""
     sequence = Sequence(Request(rid, 0.0, prompt, output))

@@ -47,6 +47,12 @@ def require_decoder_only(cfg: Any) -> None:
         raise ConfigError(f"serving simulates decoder-only models; {cfg.name} is {cfg.architecture}.")
 
 
+def default_block_size(scheduler: str) -> int:
+    """serve's --block-size when not given: 16 tokens (vLLM's default), 1 under sglang (SGLang's TokenToKVPool pages
+    single tokens)."""
+    return 1 if scheduler == "sglang" else 16
+
+
 def replica_profile(cfg: Any, scheduler: str = "vllm", *, weight_dtype: str | None = None,
                     kv_dtype: str | None = None, attention: str = "flash", mla: str = "absorbed",
                     fp8_gemm: str = spec.DEFAULT_FP8_GEMM, weight_group: int | None = None,
@@ -112,7 +118,7 @@ def replica_all_reduce(scheduler: str, host_time: str | None) -> str:
 
 
 def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_seqs: int | None = None,
-                  max_batched_tokens: int | None = None, block_size: int = 16,
+                  max_batched_tokens: int | None = None, block_size: int | None = None,
                   gpu_memory_utilization: float | None = None, num_blocks: int | None = None, tp: int = 1, pp: int = 1,
                   dtype: str | None = None, weight_dtype: str | None = None, kv_dtype: str | None = None,
                   attention: str | None = None, mla: str = "absorbed", fp8_gemm: str = spec.DEFAULT_FP8_GEMM,
@@ -149,9 +155,10 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
     sampling: what the requests ask the engine's sampler (sampler.py, sampler_passes.json): "random" (vLLM's
     SamplingParams defaults, temperature 1.0, as its benchmark_throughput sets) or "greedy" (temperature 0, as
     its benchmark_serving sends); each step pays the sampler's passes over its emitting rows' logits; None: no
-    sampler priced (a schedule standing for an engine whose sampler was not read). sampler: whose sampler code runs
+    sampler priced (a schedule standing for an engine whose sampler was not read). block_size: None, default_block_size's. sampler: whose sampler code runs
     (a key of sampler_passes.json; None: the scheduler's engine's, as the scheduler's name says)."""
     require_decoder_only(cfg)
+    block_size = default_block_size(scheduler) if block_size is None else block_size
     if sampling is not None:
         check_sampling(sampling)
     from ..defaults import serving_attention

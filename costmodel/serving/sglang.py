@@ -167,9 +167,11 @@ class SGLangScheduler(Scheduler):
         inputs, chunk = self.max_prefill_tokens, self.max_batched_tokens
         batch: list[tuple[Sequence, int]] = []
         running = list(self.running)  # the running batch before this prefill
+        admitted: list[Sequence] = []  # can_run_list
         chunked = self.inflight is not None
         if chunked:  # add_inflight_req: its next chunk first, no memory check
             sequence = self.inflight
+            admitted.append(sequence)
             tokens = min(sequence.remaining, chunk)
             last = tokens == sequence.remaining
             if not self.allocate(sequence, sequence.computed + tokens):
@@ -183,7 +185,6 @@ class SGLangScheduler(Scheduler):
         v04 = self.engine.budget_state
         if v04 and self.full and not chunked:  # batch_is_full: no admission until the running batch shrinks
             return batch
-        admitted: list[Sequence] = []
         while self.waiting:
             if not v04 and self._spent(total, current, inputs, chunk):  # v0.3: no_remaining_tokens first
                 break
