@@ -25,7 +25,9 @@ online file (65b698b: an earlier run of the same commands), sglang/README.md's S
 repeats sgl-project's H100 figures digit for digit), the DeepSeek V3 table of sgl-project's
 benchmark/deepseek_v3/README.md (DataCrunch's too, but with --enable-dp-attention, not modelled).
 
-Ours: serve has no SGLang engine. As benchmarks/published_sglang_v030.py (whose choices these rows share, with
+Ours since session 42 (wt42_sglang): serve's SGLang engine at v0.4.0 (`sglang_h200_options`: costmodel/serving/sglang.py,
+its admission, retraction, running cap and KV pool), every other choice below as first stated. The FIRST figures
+(`sglang_h200_first_options`): serve had no SGLang engine. As benchmarks/published_sglang_v030.py (whose choices these rows share, with
 SGLang v0.4's defaults where they differ), serve's vllm-v0 scheduler (prefill batches alone before decodes, within
 the 8,192-token chunked_prefill_size), every choice the repository leaves open in SGLANG_H200_ASSUMED, written
 and committed before any figure was computed.
@@ -124,7 +126,17 @@ def running_cap(pool_tokens: int) -> int:
 
 
 def sglang_h200_options(model: str) -> dict:
-    """serve's options for the row's server: SGLANG_H200_ASSUMED, the running cap from our own pool."""
+    """serve's options for the row's server since session 42 (wt42_sglang): serve's sglang scheduler at v0.4.0
+    (costmodel/serving/sglang.py: its admission, retraction, running cap and KV pool, one token a block), the
+    memory fraction the server's; every other choice SGLANG_H200_ASSUMED's."""
+    server = SERVERS[model]
+    return {"scheduler": "sglang", "engine_release": "v0.4.0", "block_size": 1, "tp": server["tp"],
+            "max_batched_tokens": SGLANG_H200_CHUNK, "dtype": "bf16", "sampling": None,
+            "gpu_memory_utilization": server["memory"], "prefix_caching": False}
+
+
+def sglang_h200_first_options(model: str) -> dict:
+    """The options the FIRST figures ran (session 41): SGLANG_H200_ASSUMED, the running cap from our own pool."""
     import costmodel
     from costmodel.hardware import load_hardware
     from costmodel.serving.replica import build_replica

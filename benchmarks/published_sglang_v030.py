@@ -22,7 +22,9 @@ v0.3-era tp_worker / model_runner: `max_running_requests = min(max_total_num_tok
 req_to_token_pool.size - 1)`, the pool `max_num_reqs = min(max(int(max_total_num_tokens / context_len * 512),
 2048), 5120)`: 2,048 for Llama 3.1 (context 131,072, a pool of fewer tokens than 131,072 x 4), so 2,047 requests.
 
-Ours: serve has no SGLang engine. The rows run serve's vllm-v0 scheduler, the closest in kind to SGLang 0.3's
+Ours since session 42 (wt42_sglang): serve's SGLang engine at v0.3.0 (`sglang_v030_options`: costmodel/serving/sglang.py,
+its admission, retraction, running cap and KV pool), every other choice below as first stated. The FIRST figures
+(`sglang_v030_first_options`): serve had no SGLang engine. The rows ran serve's vllm-v0 scheduler, the closest in kind to SGLang 0.3's
 (a prefill batch runs alone, before any decode, up to a token budget; mixed chunks off), with every choice the
 README leaves open in SGLANG_V030_ASSUMED, written and committed before any figure was computed. The ShareGPT
 requests, the Poisson arrivals and the metrics are the sglang-vllm table's (serve_published.sglang_vllm_run).
@@ -72,10 +74,20 @@ SGLANG_V030_ASSUMED = (
     "of more than one output token; ITL not fed (the sglang-vllm table's metrics: E2E, TTFT, TPOT)")
 
 
-def sglang_v030_options(table: dict, kind: str) -> dict:
-    """serve's options for one of the README's SGLang servers, as SGLANG_V030_ASSUMED states them; kind:
-    "offline" or "online" (the 70B's memory fraction differs)."""
+def sglang_v030_first_options(table: dict, kind: str) -> dict:
+    """The options the FIRST figures ran (session 38, before serve had an SGLang engine): SGLANG_V030_ASSUMED's
+    vllm-v0 stand-in, 2,047 running requests; kind: "offline" or "online" (the 70B's memory fraction differs)."""
     return {"scheduler": "vllm-v0", "tp": table["tp"], "max_num_seqs": SGLANG_V030_MAX_RUNNING,
+            "max_batched_tokens": SGLANG_V030_CHUNK, "dtype": "bf16", "sampling": None,
+            "gpu_memory_utilization": table["memory"][kind], "prefix_caching": False}
+
+
+def sglang_v030_options(table: dict, kind: str) -> dict:
+    """serve's options for one of the README's SGLang servers since session 42 (wt42_sglang): serve's sglang
+    scheduler at v0.3.0 (costmodel/serving/sglang.py: its admission, retraction and running cap, its KV pool
+    from mem_fraction_static, one token a block); the budget its chunked_prefill_size; every other choice
+    SGLANG_V030_ASSUMED's."""
+    return {"scheduler": "sglang", "engine_release": "v0.3.0", "block_size": 1, "tp": table["tp"],
             "max_batched_tokens": SGLANG_V030_CHUNK, "dtype": "bf16", "sampling": None,
             "gpu_memory_utilization": table["memory"][kind], "prefix_caching": False}
 

@@ -82,6 +82,8 @@ def render_setup(summary: dict[str, Any], requests: str | None = None) -> list[s
         f"activations {kv['activation_bytes'] / 2**30:.2f} GiB per GPU; {kv['gpu_memory_utilization']:.0%} of "
         f"{kv['memory_bytes'] / 2**30:.4g} GiB"
         + (f" less the {reserve / 2**20:,.0f} MiB reserve)" if (reserve := kv.get("memory_reserve_bytes")) else ")")
+        + (" (SGLang's pool: the fraction of the memory free before the weights, less them)"
+           if kv.get("rule") == "sglang" else "")
         + (f"; {setup['kv_paging']} ({kv['paged_block_bytes']:,} B per block per GPU)" if setup.get("kv_paging")
            else ""),
         *([f"recurrent states: {kv['state_bytes_per_request']:,} B per request per GPU, "
@@ -247,7 +249,8 @@ def latency_figure(rows: list[dict[str, Any]], title: str) -> Any:
               help=f"How each step is batched: {SCHEDULERS.described()}.")
 @click.option("--max-num-seqs", type=int, default=None, help="Sequences per step (default per scheduler).")
 @click.option("--max-batched-tokens", type=LENGTH, default=None, help="Token budget per step (chunk size).")
-@click.option("--block-size", type=int, default=16, show_default=True, help="Tokens per KV block.")
+@click.option("--block-size", type=int, default=None,
+              help="Tokens per KV block [default: 16; 1 under --scheduler sglang, whose pool pages single tokens].")
 @click.option("--gpu-memory-utilization", type=float, default=None,
               help="The fraction of GPU memory the engine plans with (default: the hardware file's "
               "serving_memory_utilization, 0.9 in every preset: vLLM's default).")
@@ -257,6 +260,8 @@ def latency_figure(rows: list[dict[str, Any]], title: str) -> Any:
               help="Reuse a trace's shared-prefix blocks (vLLM's automatic prefix caching; default: on for vllm).")
 @click.option("--num-scheduler-steps", type=int, default=1, show_default=True,
               help="vllm-v0 only: decode steps run per scheduling decision (vLLM v0.6's multi-step scheduling).")
+@click.option("--engine-release", type=str, default=None,
+              help="The sglang scheduler's SGLang release, whose constants it runs: v0.3.0 or v0.4.0 (default).")
 @click.option("--host-time", type=str, default="none", show_default=True,
               help="An engine's host (CPU) time a step beside the GPU's kernels (costmodel/serving/host_time.json: "
                    "vllm-v0.5.4, vllm-v0.6.0, vllm-v1 beside vllm and vllm-v0; sarathi-serve, Vidur's profile of "
@@ -326,7 +331,8 @@ def serve(model, config, hardware_name, rate, concurrency, count, trace, prompt,
           max_batched_tokens, block_size, gpu_memory_utilization, num_blocks, tp, replicas, dtype, weight_dtype,
           kv_dtype, attention, attention_backend, slo_ttft, slo_tpot, csv_path, steps_csv, plot_path, rates, as_json, router,
           disaggregate, mla, pp, prefix_caching, time_model, fp8_gemm, weight_group, num_scheduler_steps,
-          cuda_graphs, max_capture_len, quant_layout, mamba_ssm_cache_dtype, price, host_time, decode_code) -> None:
+          cuda_graphs, max_capture_len, quant_layout, mamba_ssm_cache_dtype, price, host_time, decode_code,
+          engine_release) -> None:
     """Serve a stream of requests on an engine replica, simulated step by step (continuous
     batching, paged KV cache): latency percentiles, throughput and goodput."""
     from costmodel.serving import serve as run_serve
@@ -358,6 +364,10 @@ def serve(model, config, hardware_name, rate, concurrency, count, trace, prompt,
         rate = chosen[0]
     if concurrency is None and (rate is None) == (trace is None):
         raise ReportInputError("give exactly one of --rate (requests per second), --concurrency N or --trace FILE.")
+    if block_size is None:
+        from costmodel.serving.replica import default_block_size
+
+        block_size = default_block_size(scheduler)
     if scheduler in ("vllm", "vllm-v0") and block_size >= 1 and block_size not in VLLM_BLOCK_SIZES:
         raise ReportInputError(f"--block-size {block_size}: vLLM takes {', '.join(map(str, VLLM_BLOCK_SIZES))} tokens "
                                f"a block (its CacheConfig's BlockSize; `vllm serve` refuses others), --scheduler {scheduler}.")
@@ -385,6 +395,7 @@ def serve(model, config, hardware_name, rate, concurrency, count, trace, prompt,
                    time_model=time_model, fp8_gemm=fp8_gemm, cuda_graphs=cuda_graphs,
                    **({"host_time": host_time} if host_time != "none" else {}),
                    **({"decode_code": decode_code} if decode_code is not None else {}),
+                   **({"engine_release": engine_release} if engine_release is not None else {}),
                    **({"max_capture_len": max_capture_len} if max_capture_len is not None else {}),
                    **({"mamba_ssm_cache_dtype": mamba_ssm_cache_dtype} if mamba_ssm_cache_dtype != "auto" else {}))
     if rates is not None:

@@ -185,13 +185,13 @@ def test_roofline_graph_steps_drop_the_overhead_of_the_graphs_blocks(llama, h100
 
 
 def test_each_scheduler_states_its_engines_graphs(h100):
-    """Every scheduler has its engine's default with a source (TensorRT-LLM's: decode graphs); the transformers engines, Orca,
+    """Every scheduler has its engine's default with a source (TensorRT-LLM's and SGLang's: decode graphs); the transformers engines, Orca,
     Sarathi-Serve and static batching run eagerly, and nothing is graphed on a CPU's file."""
     assert set(ENGINE_GRAPHS) == set(SCHEDULERS)
     for name in SCHEDULERS:
         graphs = engine_graphs("auto", name, 256, 2048, h100)
         assert isinstance(graphs, CudaGraphs) and graphs.source
-        assert (graphs.mode != "none") == (name in ("vllm", "vllm-v0", "trtllm"))
+        assert (graphs.mode != "none") == (name in ("vllm", "vllm-v0", "trtllm", "sglang"))
         assert engine_graphs("off", name, 256, 2048, h100) is EAGER
     assert engine_graphs("auto", "vllm-v0", 256, 2048, h100).mode == "decode"
     assert engine_graphs("auto", "vllm", 256, 2048, h100).mode == "piecewise"

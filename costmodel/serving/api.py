@@ -190,7 +190,8 @@ def serve(model: Any, hardware: Any = "h100-sxm", *, rate: float | None = None, 
     num_scheduler_steps (vllm-v0's multi-step scheduling; default 1), efficiency,
     time_model (default: hardware.time_model_for's), cuda_graphs (auto: the engine's, graphs.py; on; off),
     max_capture_len (vllm-v0: vLLM's max_seq_len_to_capture; default 8,192),
-    mamba_ssm_cache_dtype (vllm and vllm-v0: a hybrid's SSM states in the model dtype, auto, or float32).
+    mamba_ssm_cache_dtype (vllm and vllm-v0: a hybrid's SSM states in the model dtype, auto, or float32),
+    engine_release (sglang: v0.3.0 or v0.4.0, the default; serving/sglang.py).
     price: dollars per GPU-hour (default: the hardware file's price_per_gpu_hour, if it has one), which
     adds the summary's cost (costmodel/cost.py serving_cost)."""
     import pandas as pd

@@ -164,6 +164,16 @@ def trtllm_graphs(max_num_seqs: int, max_batched_tokens: int) -> CudaGraphs:
     return CudaGraphs("decode", tuple(sizes), None, TRTLLM_SOURCE)
 
 
+def sglang_graphs(max_num_seqs: int) -> CudaGraphs:
+    """SGLang's decode graphs (its cuda_graph_runner.py captures decode batches; prefill runs eager): its capture
+    sizes not read, vLLM v0's stand for them, as the SGLang tables assumed before serve had the engine
+    (benchmarks/published_sglang_v030.py, published_sglang_h200.py)."""
+    graphs = vllm_v0_graphs(max_num_seqs)
+    return CudaGraphs(graphs.mode, graphs.sizes, graphs.max_context,
+                      "SGLang's decode graphs, at vLLM v0.6's capture sizes (SGLang's own list not read): "
+                      + graphs.source)
+
+
 #: Per scheduler: its engine's default graphs, from (max_num_seqs, max_batched_tokens).
 ENGINE_GRAPHS = {
     "vllm": lambda seqs, tokens: vllm_v1_graphs(seqs, tokens),
@@ -174,6 +184,7 @@ ENGINE_GRAPHS = {
     "static": lambda seqs, tokens: EAGER,  # transformers generate(): eager
     "hf-fifo": lambda seqs, tokens: EAGER,  # transformers continuous batching: eager (CPU-proven)
     "hf-prefill-first": lambda seqs, tokens: EAGER,
+    "sglang": lambda seqs, tokens: sglang_graphs(seqs),
 }
 
 

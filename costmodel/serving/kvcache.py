@@ -116,6 +116,18 @@ class BlockPool:
         return self.num_blocks - self.free
 
 
+def sglang_pool_bytes(free_bytes: int, weight_bytes: int, mem_fraction_static: float) -> int:
+    """SGLang's KV pool (model_runner.py `profile_max_num_token`, v0.3 and v0.4): rest_memory = the free memory
+    after the weights - total_gpu_memory x (1 - mem_fraction_static), total_gpu_memory the free memory measured
+    before the weights (after the CUDA context and NCCL: free_bytes, the device's memory less the hardware's
+    reserve), both in GiB as get_available_gpu_memory returns them; no activation peak is held back. The pool is
+    int(rest_memory x 2^30 // cell_size) tokens, cell_size a token's KV bytes on one GPU: the bytes returned here
+    are rest_memory x 2^30, floored."""
+    total = free_bytes / (1 << 30)
+    available = (free_bytes - weight_bytes) / (1 << 30)
+    return int((available - total * (1 - mem_fraction_static)) * (1 << 30))
+
+
 @dataclass(frozen=True)
 class CacheSizing:
     """Where a replica's KV blocks come from: the memory a serving engine fills (hardware.py
@@ -134,9 +146,12 @@ class CacheSizing:
     paged_block_bytes: int | None = None
     window_bytes_per_token: int = 0  # of kv_bytes_per_token, the windowed (sliding/chunked) layers'
     state_bytes: int = 0  # a running request's Mamba-2 / Gated DeltaNet states per GPU (state_slots.py)
+    rule: str = "vllm"  # "sglang": SGLang's pool (sglang_pool_bytes), no activation peak
 
     @property
     def kv_budget_bytes(self) -> int:
+        if self.rule == "sglang":
+            return sglang_pool_bytes(self.memory_bytes - self.reserve_bytes, self.weight_bytes, self.utilization)
         return (serving_memory(self.memory_bytes, self.utilization, self.reserve_bytes)
                 - self.weight_bytes - self.activation_bytes)
 
@@ -177,7 +192,8 @@ class CacheSizing:
                 "memory_reserve_bytes": self.reserve_bytes,
                 "weight_bytes": self.weight_bytes, "activation_bytes": self.activation_bytes,
                 "kv_bytes_per_token": self.kv_bytes_per_token, "block_size": self.block_size, **paged,
-                "kv_budget_bytes": self.kv_budget_bytes, "num_blocks": self.num_blocks, **states}
+                "kv_budget_bytes": self.kv_budget_bytes, "num_blocks": self.num_blocks, **states,
+                **({"rule": self.rule} if self.rule != "vllm" else {})}
 
 
 def check_engine_cache(cfg: Any, engine: str | None = "vllm") -> None:
@@ -199,7 +215,7 @@ def check_engine_cache(cfg: Any, engine: str | None = "vllm") -> None:
 def cache_sizing(cfg: Any, profile: Any, dtype_bytes: int, memory_bytes: int, utilization: float,
                  reserve_bytes: int, block_size: int, max_batched_tokens: int, tp: int = 1, pp: int = 1,
                  paging: Any = None, engine: str | None = "vllm", layer_states: dict | None = None,
-                 profile_run: str | None = None, max_num_seqs: int | None = None) -> CacheSizing:
+                 profile_run: str | None = None, max_num_seqs: int | None = None, rule: str = "vllm") -> CacheSizing:
     """A replica's KV blocks from the tree: the memory the engine fills (memory_bytes x
     utilization less reserve_bytes, hardware.py serving_memory, as simulate's and plan's fits) less
     the weights and the activation peak. Per GPU: its weights as the layout model splits them
@@ -239,14 +255,16 @@ def cache_sizing(cfg: Any, profile: Any, dtype_bytes: int, memory_bytes: int, ut
     values = frozenset(subs.items())  # (the sizings of one search share these: _sized keeps each figure once)
     per_token, window_per_token = _sized(rank_kv_per_token, kv_symbolic, values, tp, _as_full)
     prefill = _tree(cfg, profile, "prefill")
-    if profile_run is None:
+    if rule == "sglang":  # SGLang's pool (sglang_pool_bytes) holds no activation peak back
+        activations = 0
+    elif profile_run is None:
         activations = -(-_sized(held_besides_weights, cfg, prefill, values) // tp)
     else:
         activations = _sized(profile_run_bytes, cfg, profile, values, profile_run, max_num_seqs or max_batched_tokens)
     block_bytes = None if paging is None else paging.block_bytes(cfg, per_token, window_per_token, pp)
     return CacheSizing(memory_bytes, utilization, reserve_bytes, -(-_sized(rank_weight_bytes, prefill, values, tp) // pp),
                        activations, -(-per_token // pp), block_size, block_bytes,
-                       -(-window_per_token // pp), state_bytes(decode, subs, tp, pp, layer_states))
+                       -(-window_per_token // pp), state_bytes(decode, subs, tp, pp, layer_states), rule)
 
 
 @lru_cache(maxsize=1024)  # (a long process sizing many models: keep the memo small)

@@ -28,6 +28,7 @@ from .kvcache import BlockPool, cache_sizing, check_block_size, profile_run_fact
 from .budgets import default_budget
 from .scheduler_state import check_caps
 from .schedulers import SCHEDULERS
+from .sglang import max_running_requests, mem_fraction_static, sglang_release
 from .state_slots import STATE_PREFIX_NOTE, check_ssm_cache_dtype, vllm_layer_states, with_state_traffic
 from .host_step import host_bound, host_fields, refuse_uncounted_parts
 from .sampler import check_sampling, with_sampler
@@ -44,6 +45,12 @@ def require_decoder_only(cfg: Any) -> None:
     """The engines serve decoder-only models: anything else is one line."""
     if cfg.architecture != "decoder" or not cfg.n_decoder_layers:
         raise ConfigError(f"serving simulates decoder-only models; {cfg.name} is {cfg.architecture}.")
+
+
+def default_block_size(scheduler: str) -> int:
+    """serve's --block-size when not given: 16 tokens (vLLM's default), 1 under sglang (SGLang's TokenToKVPool pages
+    single tokens)."""
+    return 1 if scheduler == "sglang" else 16
 
 
 def replica_profile(cfg: Any, scheduler: str = "vllm", *, weight_dtype: str | None = None,
@@ -97,18 +104,21 @@ def backend_kernel(backend: str, hardware: Any, time_model: str | None, dtype: s
 def replica_all_reduce(scheduler: str, host_time: str | None) -> str:
     """Whose all-reduce a replica's tensor-parallel group runs (spec.ALL_REDUCES), by the one rule
     (costmodel/collectives.engine_all_reduce): vLLM's custom all-reduce for the vllm and vllm-v0 schedulers
-    at the release --host-time names (vllm==0.6.3; a profile or none: a current release), NCCL's for the
+    at the release --host-time names (vllm==0.6.3; a profile or none: a current release), vLLM's for sglang (SGLang
+    ran vLLM's kernel at every release), NCCL's for the
     others (Sarathi-Serve's, Orca's, TensorRT-LLM's and static batching's). Whether each call runs it (the
     fabric, its size) is collectives.custom_all_reduce's."""
     from ..collectives import engine_all_reduce
 
+    if scheduler == "sglang":  # SGLang runs vLLM's kernel at every release (engine_all_reduce)
+        return engine_all_reduce("sglang")
     text = str(host_time)
     release = text.removeprefix(RELEASE_PREFIX) if text.startswith(RELEASE_PREFIX) else None
     return engine_all_reduce("vllm" if scheduler in SCHEDULER_ENGINES else None, release)
 
 
 def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_seqs: int | None = None,
-                  max_batched_tokens: int | None = None, block_size: int = 16,
+                  max_batched_tokens: int | None = None, block_size: int | None = None,
                   gpu_memory_utilization: float | None = None, num_blocks: int | None = None, tp: int = 1, pp: int = 1,
                   dtype: str | None = None, weight_dtype: str | None = None, kv_dtype: str | None = None,
                   attention: str | None = None, mla: str = "absorbed", fp8_gemm: str = spec.DEFAULT_FP8_GEMM,
@@ -120,7 +130,8 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
                   max_capture_len: int | None = None, host: bool = True,
                   host_time: str = NO_HOST_TIME, decode_kernel: str | None = None,
                   decode_code: str | None = None, sampling: str | None = "random",
-                  sampler: str | None = None, all_reduce: str | None = None) -> tuple[Any, Any, dict[str, Any]]:
+                  sampler: str | None = None, all_reduce: str | None = None,
+                  engine_release: str | None = None) -> tuple[Any, Any, dict[str, Any]]:
     """The scheduler class's arguments, a StepTime and the setup dict of one replica (a search
     passes the StepTime it built for this hardware and tp, and a dict that keeps the cache
     sizings by token budget). cuda_graphs: "auto" (the scheduler's engine's default: graphs.py
@@ -144,9 +155,10 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
     sampling: what the requests ask the engine's sampler (sampler.py, sampler_passes.json): "random" (vLLM's
     SamplingParams defaults, temperature 1.0, as its benchmark_throughput sets) or "greedy" (temperature 0, as
     its benchmark_serving sends); each step pays the sampler's passes over its emitting rows' logits; None: no
-    sampler priced (a schedule standing for an engine whose sampler was not read). sampler: whose sampler code runs
+    sampler priced (a schedule standing for an engine whose sampler was not read). block_size: None, default_block_size's. sampler: whose sampler code runs
     (a key of sampler_passes.json; None: the scheduler's engine's, as the scheduler's name says)."""
     require_decoder_only(cfg)
+    block_size = default_block_size(scheduler) if block_size is None else block_size
     if sampling is not None:
         check_sampling(sampling)
     from ..defaults import serving_attention
@@ -175,9 +187,16 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
         raise ConfigError("--max-batched-tokens: static batching (generate()) prefills its whole padded batch in one "
                           "step, with no token budget; leave it out (--max-num-seqs sets the batch).")
     seqs, tokens, budget_source = default_budget(scheduler, hardware, cfg.max_positions)
+    sglang = scheduler == "sglang"
+    release = sglang_release(engine_release) if sglang else None
+    if engine_release is not None and not sglang:
+        raise ConfigError(f"--engine-release names an SGLang release; the {scheduler} scheduler takes none.")
+    if sglang and block_size != 1:
+        raise ConfigError(f"--block-size {block_size}: SGLang's pool pages one token at a time (TokenToKVPool); "
+                          "--scheduler sglang takes --block-size 1.")
     max_num_seqs = seqs if max_num_seqs is None else max_num_seqs
     max_batched_tokens = tokens if max_batched_tokens is None else max_batched_tokens
-    check_caps(max_num_seqs, max_batched_tokens)
+    check_caps(1 if max_num_seqs is None else max_num_seqs, max_batched_tokens)
     if scheduler in ("vllm", "vllm-v0") and max_batched_tokens < max_num_seqs:
         raise ConfigError(f"--max-batched-tokens ({max_batched_tokens}) must be at least --max-num-seqs "
                           f"({max_num_seqs}): vLLM refuses a token budget below its sequence cap "
@@ -213,6 +232,8 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
         raise ConfigError(f"--num-blocks {num_blocks} sets the KV cache's blocks; --gpu-memory-utilization "
                           f"{gpu_memory_utilization:g} sizes them from the GPU's memory (vLLM's num_gpu_blocks_override "
                           "replaces what it would size): give one of them.")
+    if gpu_memory_utilization is None and sglang:  # SGLang's mem_fraction_static default by tp
+        gpu_memory_utilization = mem_fraction_static(tp)
     if gpu_memory_utilization is None:  # the hardware file's, as simulate's and plan's fits read it (0.9: vLLM's)
         gpu_memory_utilization = hardware.serving_memory_utilization
     profile_run = scheduler if scheduler in profile_run_facts() else None  # vLLM's: its profile run's batch
@@ -221,7 +242,7 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
         return cache_sizing(
             cfg, profile, DTYPE_BYTES[Workload(dtype=dtype).dtype], hardware.usable_memory_bytes, utilization,
             hardware.memory_reserve_bytes, block_size, min(max_batched_tokens, cfg.max_positions), tp, pp, paging,
-            PAGED_SCHEDULERS.get(scheduler), layer_states, profile_run, max_num_seqs)
+            PAGED_SCHEDULERS.get(scheduler), layer_states, profile_run, max_num_seqs, "sglang" if sglang else "vllm")
 
     if key not in sizings:
         sizings[key] = sizing_at(gpu_memory_utilization)
@@ -244,6 +265,9 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
                              if sizing.activation_bytes > sizing.weight_bytes else "")
                           + f"spread it over more GPUs ({spreads(cfg, tp)}) or store its weights in fewer bytes "
                           "(--weight-dtype).")
+    if sglang and max_num_seqs is None:  # max_running_requests from the pool
+        max_num_seqs = seqs = max_running_requests(blocks, cfg.max_positions, release)
+        check_caps(max_num_seqs, max_batched_tokens)
     graphs = engine_graphs(cuda_graphs, scheduler, max_num_seqs, max_batched_tokens, hardware, max_capture_len)
     backend = DEFAULT_SERVING_BACKEND if attention_backend is None else attention_backend  # '' is refused, not the default
     kernel = backend_kernel(backend, hardware, time_model, dtype)
@@ -315,6 +339,7 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
         prefix_caching = False
         setup["prefix_caching_note"] = STATE_PREFIX_NOTE
     options = {**({"prefix_caching": True} if prefix_caching else {}),
+               **({"release": release.tag} if sglang else {}),
                **({"num_scheduler_steps": num_scheduler_steps} if num_scheduler_steps != 1 else {})}
     cls = partial(SCHEDULERS[scheduler], **options) if options else SCHEDULERS[scheduler]
     if paging is not None:
@@ -324,6 +349,8 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
         cls = _with_states(cls, sizing.state_blocks)
     setup["prefix_caching"] = prefix_caching
     setup["num_scheduler_steps"] = num_scheduler_steps
+    if sglang:
+        setup["engine_release"], setup["engine_release_source"] = release.tag, release.source
     return (cls, blocks, block_size, max_num_seqs, max_batched_tokens), step, setup
 
 

@@ -10,6 +10,7 @@ from typing import Callable
 from .budgets import NO_TOKEN_BUDGET
 from .kvcache import BlockPool
 from .scheduler_state import DECODING, FINISHED, PREFILLING, WAITING, Scheduler, SchedulingError, Sequence
+from .sglang import SGLangScheduler
 from .vllm_v0 import VLLMV0Scheduler
 from .workload import Request
 
@@ -427,4 +428,5 @@ class PrefillFirstScheduler(TransformersScheduler):
 
 SCHEDULERS = {cls.name: cls for cls in (VLLMScheduler, SarathiScheduler, OrcaScheduler, TRTLLMScheduler,
                                         StaticScheduler,
-                                        TransformersScheduler, PrefillFirstScheduler, VLLMV0Scheduler)}
+                                        TransformersScheduler, PrefillFirstScheduler, VLLMV0Scheduler,
+                                        SGLangScheduler)}
