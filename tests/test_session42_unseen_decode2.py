@@ -52,7 +52,7 @@ def test_the_vllm_row_is_the_one_token_run():
             settings["cuda_graphs"], quantization) == ("llama2-7b", "a10g", 4, 2000, 1, 1, "fp16", False, {})
     source = source_of("vllm-issue1805")
     assert (source["rate"], source["vllm_release"], source["vllm_engine"]) == ("end_to_end", "0.2.0", "v0")
-    assert decode_all_reduce(run, source) == "nccl"  # vLLM's custom all-reduce came in 0.4.0
+    assert decode_all_reduce(run, source) == "nccl"  # vLLM's custom all-reduce only from v0.4.1 (the engine rule)
 
 
 # As first computed (kernel model, before any change to the model): id -> ours / published
