@@ -173,7 +173,10 @@ SCRIPTS = {"gpt-fast": ("generate.py", "32971d3"), "gpt-fast-amd": ("generate.py
            # session 41's unseen rows (wt41_unseend): TensorRT-LLM v0.8.0's and v0.9.0's first-token tables
            "trtllm-v0.8.0-ttft": ("gptSessionBenchmark", None), "trtllm-v0.9.0-ttft": ("gptSessionBenchmark", None),
            # session 42's unseen rows (wt42_unseend): TensorRT-LLM v0.5.0's first-token tables
-           "trtllm-v0.5.0-ttft": ("gptSessionBenchmark", None)}
+           "trtllm-v0.5.0-ttft": ("gptSessionBenchmark", None),
+           # session 42's second batch (wt42_unseend2): vLLM's benchmark_latency in an issue and three fused-MoE PRs
+           "vllm-issue1805": ("benchmark_latency.py", None), "vllm-pr2542": ("benchmark_latency.py", None),
+           "vllm-pr3240": ("benchmark_latency.py", None), "vllm-pr4002": ("benchmark_latency.py", None)}
 #: The sources whose figure is the decode steps' own rate (the prefill's token apart), and the words of their
 #: rate_source that name what was read: the IBM blog's median latency; ExLlamaV2's test_inference.py (its own
 #: README and llm-perf-bench's 4-bit table), MLC's benchmark (not read: the rate assumed), LMDeploy's
@@ -202,7 +205,9 @@ DECODE_STEPS_ONLY = {"ibm-compile-llama2": "median latency", "llm-perf-bench-4bi
                      # script at 2562100
                      "xiongjiedai-llamacpp-2023": "eval time", "exllama-2562100": "test_benchmark_inference.py",
                      # session 42's unseen rows (wt42_unseend): llm-perf-bench's multi-GPU 4-bit MLC column
-                     "llm-perf-bench-4bit-multi": "mlc_chat.cli.benchmark"}
+                     "llm-perf-bench-4bit-multi": "mlc_chat.cli.benchmark",
+                     # session 42's second batch (wt42_unseend2): llama.cpp PR #16834's llama-bench tgN
+                     "llamacpp-pr16834": "llama-bench"}
 #: The sources whose tokens/s counts the prompt's tokens too (Qwen3's docs: (prompt + generation) / time; premAI's
 #: bench.py: len(output[0]) / delta, the prompt's ids among the output's).
 PROMPT_COUNTED = ("qwen3-speed-hf", "qwen3-speed-sglang", "premai-a100", "hamel-latency-2023-hf")  # the last: hf/bench.py's

@@ -126,4 +126,7 @@ def test_every_sources_hardware_still_loads():
                     "xiongjiedai-llamacpp-2023": ("rtx-4090", 32e9), "exllama-2562100": ("rtx-4090", 32e9),
                     # session 42's MLC multi-GPU 4-bit rows: the page's PCIe node as llm-perf-bench-fp16's (the A10G
                     # and RTX 4090 rows name their own GPU)
-                    "llm-perf-bench-4bit-multi": ("a100-pcie", 32e9)}
+                    "llm-perf-bench-4bit-multi": ("a100-pcie", 32e9),
+                    # session 42's second batch: llama.cpp PR #16834's one RTX 4090 (its fabric unused), vLLM issue
+                    # #1805's g5.12xlarge: four A10Gs over PCIe (no NVLink)
+                    "llamacpp-pr16834": ("rtx-4090", 32e9), "vllm-issue1805": ("a10g", 32e9)}
