@@ -80,7 +80,8 @@ def unread_host_op_time(result: dict[str, Any], hardware: Any, train: bool, layo
 
 
 #: The options one mode reads and the other would ignore (parameter name: option).
-TRAINING_ONLY = {"seq_len": "--seq-len", "tgt_len": "--tgt-len", "recompute": "--recompute", "recompute_layers": "--recompute-layers",
+TRAINING_ONLY = {"seq_len": "--seq-len", "tgt_len": "--tgt-len", "recompute": "--recompute",
+                 "recompute_layers": "--recompute-layers",
                  "optimizer": "--optimizer",
                  "tokens": "--tokens", "step_time": "--step-time",
                  "global_batch": "--global-batch", "impl": "--impl", "flops_convention": "--flops-convention",
