@@ -67,7 +67,8 @@ def v090_run(model: str, tp: int, batch: int, prompt: int, output: int, hardware
     from costmodel.collectives import engine_all_reduce
 
     return static_run(model, tp, batch, prompt, output, hardware, decode_kernel=decode_kernel,
-                      all_reduce=engine_all_reduce("tensorrt-llm", RELEASE), context=context, **(formats or FORMATS))
+                      all_reduce=engine_all_reduce("tensorrt-llm", RELEASE), context=context,
+                      **(FORMATS if formats is None else formats))
 
 
 def print_trtllm_v090() -> None:

@@ -80,7 +80,8 @@ def unread_host_op_time(result: dict[str, Any], hardware: Any, train: bool, layo
 
 
 #: The options one mode reads and the other would ignore (parameter name: option).
-TRAINING_ONLY = {"seq_len": "--seq-len", "recompute": "--recompute", "recompute_layers": "--recompute-layers",
+TRAINING_ONLY = {"seq_len": "--seq-len", "tgt_len": "--tgt-len", "recompute": "--recompute",
+                 "recompute_layers": "--recompute-layers",
                  "optimizer": "--optimizer",
                  "tokens": "--tokens", "step_time": "--step-time",
                  "global_batch": "--global-batch", "impl": "--impl", "flops_convention": "--flops-convention",
@@ -149,6 +150,8 @@ def refuse_other_mode(ctx: click.Context, train: bool) -> None:
 @choice_option("--mla", spec.MLA_FORMS, f"Latent attention (DeepSeek): {spec.MLA_FORMS.phrase()}.", spec.DEFAULT_MLA)
 @click.option("--train", is_flag=True, help="Simulate a training step instead of inference.")
 @click.option("--seq-len", "-n", type=LENGTH, default=None, help="Training sequence length (default 2048 or the context).")
+@click.option("--tgt-len", type=LENGTH, default=None, help="Training: an encoder-decoder's decoder tokens (default: "
+              "--seq-len), as estimate's.")
 @choice_option("--recompute", spec.RECOMPUTES, f"Training: {spec.RECOMPUTES.listed()}.", spec.DEFAULT_RECOMPUTE)
 @click.option("--recompute-layers", type=int, default=None,
               help="Training, --recompute full: only the first N layers of each pipeline stage recompute (Megatron's "
@@ -253,7 +256,7 @@ def refuse_other_mode(ctx: click.Context, train: bool) -> None:
 @untimed_offload_option
 @json_option("As JSON on stdout.")
 def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention, kv_cache, mla, train, seq_len,
-             recompute, recompute_layers, optimizer, tokens, price, step_time, compute_efficiency, memory_efficiency, global_batch, impl,
+             tgt_len, recompute, recompute_layers, optimizer, tokens, price, step_time, compute_efficiency, memory_efficiency, global_batch, impl,
              flops_convention, tp_overlap, async_tp, tp_comm_overlap, dp_overlap, overlap_grad_reduce, no_prefetch, pp_overlap, param_gather_overlap, ep_overlap, overlap_slowdown,
              no_align_grad_reduce, compiled, cuda_graphs, eager_prefill, graph_scopes,
              launch_overhead, graph_kernel_gap, host_op_time, time_model, weight_dtype, weight_group, weight_bits, quantize_head, quant_layout,
@@ -368,7 +371,7 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
             if train:
                 workload = make_workload(cfg, seq_len, holds_cache=False, batch=batch, dtype=dtype, recompute=recompute,
                                          recompute_layers=recompute_layers, attention=attention, impl=impl,
-                                         optimizer=optimizer)
+                                         optimizer=optimizer, tgt_len=tgt_len)
                 stated = dict(tp=tp_overlap, prefetch=not no_prefetch, slowdown=overlap_slowdown,
                               params=param_gather_overlap, ep=ep_overlap, align_grad=not no_align_grad_reduce)
                 if pp_overlap is not None:  # else the framework's (Megatron's interleaved overlap_p2p_comm)
@@ -414,7 +417,7 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
                 raise ConfigError("training on one GPU is timed by the roofline; give a layout (e.g. --dp 1) "
                                   "for --time-model kernels, --compile or --cuda-graph-scope.")
             workload = make_workload(cfg, seq_len, holds_cache=False, batch=batch, dtype=dtype, recompute=recompute,
-                                     recompute_layers=recompute_layers, optimizer=optimizer,
+                                     recompute_layers=recompute_layers, optimizer=optimizer, tgt_len=tgt_len,
                                      **implied(None, impl, attention, cfg.family))
             from costmodel.roofline_training import simulate_training
 

@@ -94,7 +94,7 @@ def simulate_training(cfg: ModelConfig, workload: Workload, hardware: Hardware, 
     tokens_per_second = step["tokens"] / seconds
     result = {
         "inputs": {"model": cfg.name, "hardware": hardware.name, "dtype": workload.dtype,
-                   "seq_len": workload.seq_len, "batch": workload.batch,
+                   "seq_len": workload.seq_len, "tgt_len": workload.tgt_len, "batch": workload.batch,
                    "recompute": workload.recompute, "attention": workload.attention,
                    "impl": workload.impl, "tokens": tokens, "mtp": cfg.mtp_layers, "optimizer": workload.optimizer,
                    "time_model": "roofline"},  # the only model of one GPU's training without a layout

@@ -55,7 +55,7 @@ def training_inputs(cfg: Any, workload: Any, overlap: Any, graph_scopes: tuple[s
     (--dp-overlap, --no-align-grad-reduce...), so two outputs tell why their steps differ."""
     import dataclasses
 
-    return {"impl": workload.impl, "attention": workload.attention, "mtp": cfg.mtp_layers,
+    return {"tgt_len": workload.tgt_len, "impl": workload.impl, "attention": workload.attention, "mtp": cfg.mtp_layers,
             "optimizer": workload.optimizer, "cuda_graph_scope": list(graph_scopes),
             "overlap": dataclasses.asdict(overlap)}
 
@@ -71,7 +71,8 @@ def decode_inputs(workload: Any, cuda_graphs: bool, compiled: bool = False, late
 @plain_arguments
 def simulate(model: Any, hardware: str = spec.DEFAULT_HARDWARE, *, train: bool = False, prompt: int | None = None,
              gen: int = spec.DEFAULT_GEN_TOKENS, batch: int = 1, dtype: str | None = None, attention: str | None = None,
-             kv_cache: str = "dynamic", seq_len: int | None = None, recompute: str = "none", impl: str | None = None,
+             kv_cache: str = "dynamic", seq_len: int | None = None, tgt_len: int | None = None,
+             recompute: str = "none", impl: str | None = None,
              tokens: float | None = None, price: float | None = None, step_time: float | None = None,
              layout: Any = None, weight_dtype: str | None = None, weight_bits: float | None = None,
              kv_dtype: str | None = None,
@@ -79,7 +80,8 @@ def simulate(model: Any, hardware: str = spec.DEFAULT_HARDWARE, *, train: bool =
              decode_code: str = spec.DEFAULT_DECODE_CODE, cuda_graphs: bool = False,
              cache_size: int | None = None, compiled: bool = False, eager_prefill: bool = False) -> SimulationResult:
     """Inference (prompt, gen; price: the dollars per million generated tokens, data["cost"], as `simulate
-    --price`) or a training step (train=True: seq_len, recompute, impl; tokens and price for the time,
+    --price`) or a training step (train=True: seq_len, tgt_len (an encoder-decoder's decoder tokens, default
+    seq_len), recompute, impl; tokens and price for the time,
     GPU-hours, FLOPs and dollars of a run) on `hardware`; layout: a
     costmodel.layout.Layout or a dict of its fields for per-GPU time and memory. Inference, on
     one GPU or with a layout (each tensor-parallel rank's shards): weight_dtype and kv_dtype
@@ -134,7 +136,8 @@ def simulate(model: Any, hardware: str = spec.DEFAULT_HARDWARE, *, train: bool =
     unread = ({"prompt": prompt is not None, "gen": gen != 128, "kv_cache": kv_cache != spec.DEFAULT_KV_CACHE,
                "decode_code": decode_code != spec.DEFAULT_DECODE_CODE, "cuda_graphs": bool(cuda_graphs),
                "cache_size": cache_size is not None, "eager_prefill": bool(eager_prefill)} if train else
-              {"seq_len": seq_len is not None, "recompute": recompute != spec.DEFAULT_RECOMPUTE,
+              {"seq_len": seq_len is not None, "tgt_len": tgt_len is not None,
+               "recompute": recompute != spec.DEFAULT_RECOMPUTE,
                "impl": impl is not None, "tokens": tokens is not None, "step_time": step_time is not None})
     if any(unread.values()):
         names = ", ".join(name for name, given in unread.items() if given)
@@ -159,7 +162,7 @@ def simulate(model: Any, hardware: str = spec.DEFAULT_HARDWARE, *, train: bool =
             chosen_layout.check_schedule()
         if train:
             workload, warnings = make_workload(cfg, seq_len, holds_cache=False, batch=batch, dtype=dtype,
-                                               recompute=recompute, attention=attention, impl=impl)
+                                               tgt_len=tgt_len, recompute=recompute, attention=attention, impl=impl)
             from .layout.overlap import framework_overlap
 
             # the framework's overlap, as the command's defaults (Megatron's sends and gradient reduction)
@@ -185,7 +188,7 @@ def simulate(model: Any, hardware: str = spec.DEFAULT_HARDWARE, *, train: bool =
                                    "implementation": decode_code, **({"eager_prefill": True} if eager_prefill else {})})
     elif train:
         workload, warnings = make_workload(cfg, seq_len, holds_cache=False, batch=batch, dtype=dtype,
-                                           recompute=recompute, attention=attention, impl=impl)
+                                           tgt_len=tgt_len, recompute=recompute, attention=attention, impl=impl)
         from .roofline_training import simulate_training
 
         data = simulate_training(cfg, workload, chosen, tokens=tokens, step_seconds=step_time, price=price)

@@ -9,7 +9,8 @@ from typing import Any
 
 from costmodel.checkpoint import weights_note
 
-from .text import (binary_bytes, dollars, gpu_hours, hourly_cost, mtp_note, price_said, rate, render_parallel, seconds, si,
+from .text import (binary_bytes, dollars, gpu_hours, hourly_cost, mtp_note, price_said, rate, render_parallel, seconds,
+                   seq_lengths, si,
                    significant, table)
 
 
@@ -18,8 +19,7 @@ def render_parallel_training(r: dict[str, Any]) -> str:
     i, step, p = r["inputs"], r["step"], r["parallel"]
     exposed = step["exposed_communication_seconds"]
     out = [
-        f"{i['model']} training on {p['layout']['gpus']} x {i['hardware']} ({i['dtype']}): seq_len "
-        f"{i['seq_len']}, " + (f"impl {i['impl']}, attention {i['attention']}, " if "attention" in i else "")
+        f"{i['model']} training on {p['layout']['gpus']} x {i['hardware']} ({i['dtype']}): {seq_lengths(i)}, " + (f"impl {i['impl']}, attention {i['attention']}, " if "attention" in i else "")
         + f"recompute {i['recompute']}" + mtp_note(i) + attention_why(i),
         *_verdict_first(r, p["per_rank"]["total"], "the most loaded rank"),
         "",
@@ -388,7 +388,7 @@ def render_training(r: dict[str, Any]) -> str:
     """The human report of `simulate --train`."""
     i, m = r["inputs"], r["memory"]
     out = [
-        f"{i['model']} training on {i['hardware']} ({i['dtype']}): seq_len {i['seq_len']}, "
+        f"{i['model']} training on {i['hardware']} ({i['dtype']}): {seq_lengths(i)}, "
         f"batch {i['batch']}, impl {i['impl']}, attention {i['attention']}, recompute {i['recompute']}" + mtp_note(i)
         + attention_why(i),
         *_verdict_first(r, m["total"], "one GPU"),

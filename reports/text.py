@@ -117,10 +117,16 @@ def per_layer_labels(per_layer: dict[str, int]) -> dict[str, int]:
             for key, value in per_layer.items()}
 
 
+def seq_lengths(inputs: dict[str, Any]) -> str:
+    """"seq_len N", and an encoder-decoder's decoder length where one was given (estimate's and simulate --train's
+    first line)."""
+    return f"seq_len {inputs['seq_len']}" + (f", tgt_len {inputs['tgt_len']}" if inputs.get("tgt_len") else "")
+
+
 def render_estimate(result: dict[str, Any], rows: Sequence[Any]) -> str:
     """The human report of `estimate`: parameters, FLOPs, memory, regime and the block table."""
     i, p, f, m, r = (result[k] for k in ("inputs", "params", "flops", "memory", "regime"))
-    lengths = f"seq_len {i['seq_len']}" + (f", tgt_len {i['tgt_len']}" if i["tgt_len"] else "")
+    lengths = seq_lengths(i)
     out = [
         f"{i['model']} ({i['architecture']}, {i['family']}): {lengths}, batch {i['batch']}, "
         f"{i['dtype']}, impl {i['impl']}, attention {i['attention']}, recompute {i['recompute']}" + mtp_note(i)

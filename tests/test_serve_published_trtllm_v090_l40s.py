@@ -82,6 +82,18 @@ def test_the_setup_is_the_assumed_one():
     assert len(timeline.sequences) == 1 and timeline.sequences[0].token_times[0] > 0
 
 
+def test_formats_none_is_the_fp8_default_and_an_empty_dict_is_unquantized():
+    """v090_run's formats: FORMATS (FP8 weights and cache) where None, as its docstring says; `formats or FORMATS` read
+    an empty dict (static_run's own unquantized fp16) as FP8 too (wt42_review)."""
+    from benchmarks.published_trtllm_v090 import v090_run
+
+    def first(formats):
+        return v090_run("llama2-7b", 1, 1, 128, 1, hardware="a100-80gb", formats=formats).sequences[0].token_times[0]
+
+    assert first({}) == first({"dtype": "fp16"})
+    assert first(None) != first({})
+
+
 def test_the_first_summary():
     """30 comparisons, median |ours / published - 1| 15.5%, 23 within 0.75-1.33x, 0.39-1.45: Llama 2 7B's throughput
     0.92 at every shape; the GQA models under the masked MHA far under at long outputs (Mistral 0.39-0.62, Mixtral

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.unseen_rows import (assert_first_computed, assert_summaries, decode_groups, decode_setup_of, ratios, runs_of,
-                               source_of)
+from tests.unseen_rows import (assert_first_computed, assert_summaries, assert_ttft_tables, decode_groups, decode_setup_of,
+                               ratios, runs_of, source_of)
 
 SOURCES = ("trtllm-v0.8.0-ttft", "trtllm-v0.9.0-ttft", "xiongjiedai-llamacpp-2023", "exllama-2562100")
 
@@ -51,20 +51,7 @@ def test_the_four_sources_hold_42_rows():
 def test_the_ttft_rows_are_the_low_latency_tables(source):
     """One output token after the prompt: the end-to-end rate of a one-token generation is 1 / the prefill, so the
     row's tokens/s is 1000 / the first-token latency in ms."""
-    rows = {r["id"]: r for r in runs_of(source)}
-    seen = 0
-    for (tag, preset, weights), table in TTFT[source].items():
-        for model, tp, prompt, ms in table:
-            run = rows[f"{source} {model} {weights} tp{tp} batch 1 {prompt}/1 {tag}"]
-            assert (run["published_first_token_ms"], run["published_tokens_per_s"]) == (ms, round(1000 / ms, 4))
-            cfg, hw, settings, quantization = decode_setup_of(run)
-            assert (cfg.name, hw.name, run["tp"], settings["prompt"], settings["gen"], settings["batch"],
-                    settings["dtype"], settings["cuda_graphs"], settings["implementation"]) == \
-                (model, preset, tp, prompt, 1, 1, "fp16", True, "tensorrt-llm")
-            fp8 = {"weight_dtype": "fp8", "fp8_gemm": "w8a8", "kv_dtype": "fp8"}
-            assert quantization == (fp8 if weights == "fp8" else {})
-            seen += 1
-    assert seen == len(rows) == 12 and source_of(source)["rate"] == "end_to_end"
+    assert len(assert_ttft_tables(source, TTFT[source])) == 12
 
 
 def test_the_llamacpp_rows_are_the_december_2023_llama2_table():

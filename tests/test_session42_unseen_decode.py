@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.unseen_rows import (assert_first_computed, assert_summaries, decode_groups, decode_setup_of, ratios, runs_of,
-                               source_of)
+from tests.unseen_rows import (assert_first_computed, assert_summaries, assert_ttft_tables, decode_groups, decode_setup_of,
+                               ratios, runs_of, source_of)
 
 SOURCES = ("trtllm-v0.5.0-ttft", "llm-perf-bench-4bit-multi")
 
@@ -39,21 +39,9 @@ def test_the_ttft_rows_are_the_v050_low_latency_tables():
     from reports.published_decode import decode_all_reduce
 
     source = "trtllm-v0.5.0-ttft"
-    rows = {r["id"]: r for r in runs_of(source)}
-    seen = 0
-    for (tag, preset, weights), table in TTFT.items():
-        for model, tp, prompt, ms in table:
-            run = rows[f"{source} {model} {weights} tp{tp} batch 1 {prompt}/1 {tag}"]
-            assert (run["published_first_token_ms"], run["published_tokens_per_s"]) == (ms, round(1000 / ms, 4))
-            cfg, hw, settings, quantization = decode_setup_of(run)
-            assert (cfg.name, hw.name, run["tp"], settings["prompt"], settings["gen"], settings["batch"],
-                    settings["dtype"], settings["cuda_graphs"], settings["implementation"]) == \
-                (model, preset, tp, prompt, 1, 1, "fp16", True, "tensorrt-llm")
-            fp8 = {"weight_dtype": "fp8", "fp8_gemm": "w8a8", "kv_dtype": "fp8"}
-            assert quantization == (fp8 if weights == "fp8" else {})
-            assert decode_all_reduce(run, source_of(source)) == "nccl"
-            seen += 1
-    assert seen == len(rows) == 10 and source_of(source)["rate"] == "end_to_end"
+    checked = assert_ttft_tables(source, TTFT)
+    assert len(checked) == 10
+    assert all(decode_all_reduce(run, source_of(source)) == "nccl" for run in checked)
 
 
 def test_the_mlc_rows_are_the_multi_gpu_4bit_column():

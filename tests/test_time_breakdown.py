@@ -160,10 +160,13 @@ def test_one_published_row_prints_its_published_step_beside_the_split(capsys):
 
     gb200, b200 = ("megatron-bridge-moe 26.04.01 gpt-oss-120b bf16 64xgb200",
                    "megatron-bridge-moe 26.04.01 gpt-oss-120b bf16 64xb200")
-    runs = {run["id"]: run for run in other_runs_data()["runs"]}
-    assert published_step_seconds(runs[gb200]) == 81920 / 16640
-    assert published_step_seconds(runs[b200]) == 81920 / 13568
-    assert published_step_seconds(runs["llama3 405b 8k GPUs"]) is None  # published in TFLOP/s
+    data = other_runs_data()
+    runs = {run["id"]: run for run in data["runs"]}
+    step = {key: published_step_seconds(runs[key], data["sources"][key.split()[0]])
+            for key in (gb200, b200, "llama3 405b 8k GPUs")}
+    assert step[gb200] == 81920 / 16640
+    assert step[b200] == 81920 / 13568
+    assert step["llama3 405b 8k GPUs"] is None  # published in TFLOP/s
     row_breakdowns([gb200, b200])
     lines = capsys.readouterr().out.splitlines()
     heads = [line for line in lines if "; published step " in line]

@@ -68,6 +68,28 @@ def decode_setup_of(run: dict) -> tuple:
     return decode_setup(run, source_of(run["id"].split()[0]))
 
 
+def assert_ttft_tables(source: str, tables: dict[tuple[str, str, str], list[tuple]]) -> list[dict]:
+    """A TensorRT-LLM 'Low Latency' source's rows are its tables: (id tag, preset, weights) -> [(model, tp, prompt,
+    first-token ms)], each row one output token at batch 1 (1000 / ms tokens a second, the prefill's end-to-end
+    rate), fp16 with FP8 weights, GEMMs and cache where the table is FP8, TensorRT-LLM's code under CUDA graphs;
+    returns the rows checked, every row of the source (sessions 41 and 42's first-token sources)."""
+    rows = {r["id"]: r for r in runs_of(source)}
+    seen = []
+    for (tag, preset, weights), table in tables.items():
+        for model, tp, prompt, ms in table:
+            run = rows[f"{source} {model} {weights} tp{tp} batch 1 {prompt}/1 {tag}"]
+            assert (run["published_first_token_ms"], run["published_tokens_per_s"]) == (ms, round(1000 / ms, 4))
+            cfg, hw, settings, quantization = decode_setup_of(run)
+            assert (cfg.name, hw.name, run["tp"], settings["prompt"], settings["gen"], settings["batch"],
+                    settings["dtype"], settings["cuda_graphs"], settings["implementation"]) == \
+                (model, preset, tp, prompt, 1, 1, "fp16", True, "tensorrt-llm")
+            fp8 = {"weight_dtype": "fp8", "fp8_gemm": "w8a8", "kv_dtype": "fp8"}
+            assert quantization == (fp8 if weights == "fp8" else {})
+            seen.append(run)
+    assert len(seen) == len(rows) and source_of(source)["rate"] == "end_to_end"
+    return seen
+
+
 def train_setup_of(run: dict) -> tuple:
     """(estimate, hardware, options) of a training run, as `published` builds it."""
     return train_setup(run, source_of(run["id"].split()[0]))

@@ -91,7 +91,7 @@ def bounds() -> list[Bound]:
         source = data["sources"][run["id"].split()[0]]
         if run["kind"] != "train" or run_kind(run, source) != "MoE training":
             continue
-        published = published_step_seconds(run)
+        published = published_step_seconds(run, source)
         if published is None:
             continue
         try:

@@ -240,12 +240,14 @@ def training_breakdowns() -> None:
                                   unit="tokens/s per GPU", **options)
 
 
-def published_step_seconds(run: dict) -> float | None:
+def published_step_seconds(run: dict, source: dict) -> float | None:
     """The step time a tokens-a-second-a-GPU row publishes: its global batch's tokens a GPU over the
-    published rate (None for a row published in another unit)."""
+    published rate (None for a row published in another unit). A sequence's tokens as the step counts them:
+    an encoder-decoder's decoder length, the run's tgt_len or else its source's, as train_setup reads it
+    (stated); a run that left it to its source was priced at seq_len here, 4x a T5 row's 128."""
     if "published_tokens_per_s_per_gpu" not in run or "global_batch" not in run:
         return None
-    tokens = run.get("tgt_len", run["seq_len"])  # a sequence's tokens as the step counts them (an encoder-decoder's decoder)
+    tokens = stated(run, source, "tgt_len") or run["seq_len"]
     return run["global_batch"] * tokens / run["gpus"] / run["published_tokens_per_s_per_gpu"]
 
 
@@ -273,7 +275,7 @@ def row_breakdowns(run_ids: list[str]) -> None:
         # flat Overlap.tp 1 of train_setup had hidden whole here, 5-8% faster than `published` on MLPerf GPT-3)
         options = kernel_options(run, source, estimate, hardware, options)
         layout = estimate.layout
-        seconds = published_step_seconds(run)
+        seconds = published_step_seconds(run, source)
         print(f"{run_id}: tp {layout.tp} pp {layout.pp} dp {layout.dp} ep {layout.ep}, micro-batch "
               f"{estimate.workload.batch} x {layout.microbatches}, {hardware.name}"
               + (f"; published step {seconds:.3f} s" if seconds is not None else ""))

@@ -111,9 +111,14 @@ class QKVProjection(Block):
                                   self.profile)
         moved = linear_bytes(self.q_tokens, self.input_width, self.q_width) if self.queries else ZERO
         moved += linear_bytes(self.kv_tokens, self.input_width, kv_width)
+        # cross-attention's queries are the decoder's rows, its keys and values the encoder's: each matrix its own
+        # rows (else a kernel reads the mean, T5's 3,072 and 12,288 + 12,288 as three of 9,216); a decode step's
+        # cached K/V (no rows) and self-attention keep the one count the FLOPs imply
+        own_rows = not self.fused and self.queries and self.kv_tokens != 0 and self.q_tokens != self.kv_tokens
         return make_cost(
             tensors=tensors,
             matrices=matrices,
+            matrix_tokens=[self.q_tokens, *[self.kv_tokens] * (len(matrices) - 1)] if own_rows else (),
             flops_matmul=q_fwd + kv_fwd,
             flops_matmul_backward=q_bwd + kv_bwd,
             # Falcon splits its fused output with qkv[..., [-2]] and [-1]: two int64 index tensors.
