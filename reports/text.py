@@ -244,6 +244,14 @@ def expert_words(etp: int | None) -> str:
     return "" if etp is None else ", experts whole: etp 1" if etp == 1 else f", each expert split {etp} ways: etp {etp}"
 
 
+def context_words(lay: dict[str, Any]) -> str:
+    """How the context-parallel ranks exchange, for the layout line (layout/context.py): --cp-rotate, and the
+    heads moved where they are the repeated ones; nothing without context parallelism."""
+    if lay.get("cp", 1) == 1 or "cp_rotate" not in lay:
+        return ""
+    return f", --cp-rotate {lay['cp_rotate']}" + (" of repeated K and V" if lay.get("cp_kv_heads") == "repeated" else "")
+
+
 def render_parallel(p: dict[str, Any]) -> str:
     """The per-rank memory and communication of a layout (estimate with --dp/--tp/--pp...)."""
     lay = p["layout"]
@@ -263,7 +271,7 @@ def render_parallel(p: dict[str, Any]) -> str:
                if lay.get("moe_grouped_gemm") is False else "")
             + (f" ({'Megatron-FSDP HFSDP' if lay['framework'] == 'megatron' else 'HSDP'}: {lay['dp_replicate']} replicas "
                f"of shard groups of {lay['dp_shard']})" if lay.get("dp_shard") else "")
-            + (" + SP" if lay["sp"] else "") + f", ZeRO {lay['zero']}, {lay['framework']} ({p['precision']} "
+            + (" + SP" if lay["sp"] else "") + context_words(lay) + f", ZeRO {lay['zero']}, {lay['framework']} ({p['precision']} "
             f"precision{', gradients reduced in ' + lay['grad_reduce_dtype'] if lay.get('grad_reduce_dtype') else ''}"
             f"{', precision-aware optimizer ' + lay['precision_aware_optimizer'] if lay.get('precision_aware_optimizer') else ''}); {plural(lay['microbatches'], 'micro-batch', 'micro-batches')} of {lay['micro_batch']} per step "
             f"(global batch {lay['global_batch']:,})"

@@ -5,6 +5,8 @@ runs, and the payloads measured on gloo."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 import cli
@@ -169,3 +171,21 @@ def test_ulysses_cuts_the_sequence_into_cp_pieces_not_2cp():
         ParallelEstimate(cfg, workload, Layout(cp=4, cp_rotate="a2a", framework="megatron", zero=1))
     with pytest.raises(ConfigError, match="into 4 pieces; 18 tokens do not divide"):
         ParallelEstimate(cfg, workload.replace(seq_len=18), Layout(cp=4, cp_rotate="a2a", framework="deepspeed", zero=1))
+
+
+def test_the_layout_names_how_its_context_ranks_exchange(capsys):
+    """simulate --json's layout and its text line say --cp-rotate (wt42_review2: the layout dict dropped it,
+    so a2a, ring and allgather runs of different exchanges and times read as one layout). Llama 3 8B at
+    4096, tp 2 + SP, cp 2: the a2a payload by hand, 1 x 2048 tokens x 128 x 2 B x (2 x 16 + 2 x 4) heads
+    = 20,971,520 a layer and pass, x 2 passes x 32 layers = 1,342,177,280."""
+    args = ["simulate", "--train", "--model", "llama3-8b", "--seq-len", "4096", "--cp", "2", "--tp", "2", "--sp",
+            "--framework", "megatron"]
+    assert cli.main([*args, "--cp-rotate", "a2a", "--json"]) == 0
+    run = json.loads(capsys.readouterr().out)
+    assert (run["parallel"]["layout"]["cp_rotate"], run["parallel"]["layout"]["cp_kv_heads"]) == ("a2a", "kv")
+    assert run["parallel"]["communication"]["cp"] == {"all_to_all": 1_342_177_280}
+    assert cli.main([*args, "--cp-rotate", "a2a"]) == 0
+    assert "cp 2 + SP, --cp-rotate a2a, ZeRO 0" in capsys.readouterr().out
+    assert cli.main([*args, "--json"]) == 0  # torch's default, allgather, named too
+    assert json.loads(capsys.readouterr().out)["parallel"]["layout"]["cp_rotate"] == "allgather"
+    assert "cp_rotate" not in Layout(tp=2).to_dict(1)  # nothing to name without context parallelism

@@ -154,3 +154,19 @@ def test_the_python_apis_plan_takes_etp():
                   pp=1, zero=1, batch=1, recompute="none", time_model="roofline", etp=2).to_dict()
     pairs = lambda entries: {(e["layout"]["ep"], e["layout"]["etp"]) for e in entries}  # noqa: E731
     assert pairs(result["feasible"]) == {(4, 2)} and pairs(result["feasible"] + result["infeasible"]) == {(2, 2), (4, 2)}
+
+
+def test_plan_etp_keeps_only_layouts_of_that_etp():
+    """plan --etp 2 at tp 1 (wt42_review2): ep 1 has no etp (simulate refuses --etp without --ep), so only ep 2 and
+    4 remain (8 x 2 does not divide the 8 ranks: refused in one line); before, the ep 1 layout came through with
+    no etp at all."""
+    from costmodel.hardware import load_hardware
+    from costmodel.layout.plan import training_layouts
+    from costmodel.presets import load_preset
+
+    fixed = {"tp": 1, "pp": 1, "zero": 1, "framework": "megatron", "batch": 1, "recompute": "none", "etp": 2}
+    candidates = list(training_layouts(load_preset("qwen3-30b-a3b"), load_hardware("h100-sxm"), 8, 16, fixed))
+    assert [(lay.ep, lay.etp) for lay, *_ in candidates if lay] == [(2, 2), (4, 2)]
+    assert [problem for lay, _, _, problem in candidates if not lay] == [
+        "layout: etp x ep = 2 x 8 must divide the 8 ranks of a pipeline stage (tp x cp x dp; Megatron-Core's expert "
+        "grid: its world is not divisible by expert_tensor_model_pipeline_parallel size otherwise)."]

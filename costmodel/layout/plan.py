@@ -31,6 +31,7 @@ from ..spec import DEFAULT_DECODE_CODE, DEFAULT_SERVE_ATTENTION, OP_POLICIES, RE
 PLANNED_RECOMPUTES = tuple(r for r in RECOMPUTES if r not in (
     "deepseek", *OP_POLICIES, "layernorm-moe-act", "layernorm-moe", "layernorm-moe-core-attn", "mla-up-proj"))
 from ..hardware import Efficiency, Hardware, time_model_for
+from .experts import check_expert_tensor_parallel
 from .frameworks import FRAMEWORKS
 from .overlap import Overlap, framework_overlap
 from .rank import ParallelEstimate, check_grad_reduce_dtype, check_pure_precision
@@ -162,20 +163,27 @@ EXPERT_TENSOR_SIZES = (2, 4, 8)
 
 def expert_layouts(cfg: ModelConfig, framework: str, tp: int, ranks: int, ep: int, zero: int,
                    fixed: dict[str, Any]) -> list[int | None]:
-    """--etp values to try for a layout of tp x (ranks = cp x dp) with ep: the one fixed; none without expert
-    parallelism; where tensor and expert parallelism meet, 1 (parallel folding); under Megatron-Core, each
-    of EXPERT_TENSOR_SIZES and tp above 1 whose etp x ep divides tp x cp x dp and etp the experts' width
-    (expert tensor parallelism, any etp: Megatron-Core's expert grid), where it is modelled (no expert
-    biases, latent experts or Megatron-FSDP: costmodel/layout/experts.py refuses them)."""
+    """--etp values to try for a layout of tp x (ranks = cp x dp) with ep: the one fixed (none at ep 1, which has
+    no etp: plan --etp keeps only layouts of that etp, as simulate refuses --etp without --ep); none without
+    expert parallelism; where tensor and expert parallelism meet, 1 (parallel folding); and each of
+    EXPERT_TENSOR_SIZES and tp above 1 that costmodel/layout/experts.py's check_expert_tensor_parallel accepts
+    (Megatron-Core's expert grid; its refusals stated there once). Sequence parallelism is left to
+    Layout.check, which refuses the layouts without it beside folding's as well."""
+    if fixed.get("etp"):
+        return [fixed["etp"]] if ep > 1 else []
     if ep == 1:
         return [None]
-    if fixed.get("etp"):
-        return [fixed["etp"]]
     base: list[int | None] = [1 if tp > 1 else None]
-    if framework != "megatron" or zero >= 3 or cfg.expert_bias or cfg.d_latent:
-        return base
-    sizes = sorted({*EXPERT_TENSOR_SIZES, tp} - {1})
-    return base + [etp for etp in sizes if (tp * ranks) % (etp * ep) == 0 and cfg.d_expert % etp == 0]
+    return base + [etp for etp in sorted({*EXPERT_TENSOR_SIZES, tp} - {1})
+                   if _expert_grid_runs(cfg, framework, tp, etp, ep, ranks, zero)]
+
+
+def _expert_grid_runs(cfg: ModelConfig, framework: str, tp: int, etp: int, ep: int, ranks: int, zero: int) -> bool:
+    try:
+        check_expert_tensor_parallel(cfg, tp, etp, ep, ranks, zero, framework, sp=True)
+    except ConfigError:
+        return False
+    return True
 
 
 def context_sizes(cfg: ModelConfig, ranks: int, seq_len: int | None, fixed: dict[str, Any]) -> list[int]:

@@ -550,6 +550,8 @@ class Layout:
                 "stage_layers": list(self.stage_layers) if self.stage_layers else None,
                 "gpus": self.gpus, "micro_batch": batch, "ep": self.ep,
                 "capacity_factor": self.capacity_factor, "fp8": self.fp8, "cp": self.cp,
+                # how the context-parallel ranks exchange (each prices differently: layout/context.py)
+                **({"cp_rotate": self.cp_rotate, "cp_kv_heads": self.cp_kv_heads} if self.cp > 1 else {}),
                 **({"pad_to_capacity": True} if self.pad_to_capacity else {}),
                 "all_reduce": self.all_reduce, "vocab_parallel": self.vocab_parallel,
                 "global_batch": batch * self.microbatches * self.dp,
