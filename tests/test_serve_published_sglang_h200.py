@@ -157,13 +157,15 @@ def test_the_options_are_the_assumed_setup():
 
 def test_the_engines_pools_and_running_caps():
     """SGLang's pool rule on the H200s (the h200 preset's 141 GiB less its 512 MiB reserve; x 0.85 at tp 4, 0.87
-    at tp 8, less each GPU's weights): 1,134,677 tokens for the 70B (its cap 4,095: the 4,096 bound), 461,592 for the
-    405B (2,047: the 2,048 floor); vllm-v0's FIRST pools were 926,880 and 326,112 (FINDINGS, session 41)."""
+    at tp 8, less each GPU's weights): 1,134,677 tokens for the 70B (its cap 4,097: the 4,096 bound + 1), 461,592 for
+    the 405B (2,049: the 2,048 floor + 1; v0.4.0's tp_worker.py min(tokens // 2, req_to_token_pool.size), the pool
+    max_num_reqs + 1: wt42_sglangver, read in the 0.4.0 wheel; wt42_sglang had 4,095 and 2,047); vllm-v0's FIRST
+    pools were 926,880 and 326,112 (FINDINGS, session 41)."""
     import costmodel
     from costmodel.hardware import load_hardware
     from costmodel.serving.replica import build_replica
 
-    for model, tokens, cap in (("llama3.1-70b", 1_134_677, 4095), ("llama3.1-405b", 461_592, 2047)):
+    for model, tokens, cap in (("llama3.1-70b", 1_134_677, 4097), ("llama3.1-405b", 461_592, 2049)):
         (_, blocks, size, seqs, _), _, _ = build_replica(costmodel.load_model(model), load_hardware("h200"),
                                                          **script.sglang_h200_options(model))
         assert (blocks * size, seqs) == (tokens, cap)

@@ -183,7 +183,8 @@ def test_v040_budget_state_no_token_sets_batch_is_full():
     tokens left A (5, 150), r (6, 70), B (100, 10); 142 - 70 = 72: 72 - 6 x 3 = 54, 72 + 150 - 100 x 2 = 22,
     72 + 220 - 100 > 0: r admitted. rem_total_tokens = 142 - (5 + 100) x 0.7 - (70 + 6) = -7.5 <= 0: NO_TOKEN,
     batch_is_full. Step 2: no prefill until the running batch shrinks: A, B, r decode. (Before this fix the model
-    admitted r2 at step 2: its states r2 (1, 1), A (5, 150), r (5, 71), B (100, 10) pass 71 - 20, 72 - 15, 222 - 200.)"""
+    admitted r2 at step 2: its states r2 (1, 1), A (5, 150), r (5, 71), B (100, 10) pass 71 - 20, 72 - 15,
+    222 - 200.)"""
     scheduler = SGLangScheduler(BlockPool(300, 1), 64, 8192, "v0.4.0")
     a, b = _decoding(scheduler, 0, 149, 1, 6), _decoding(scheduler, 1, 9, 1, 101)
     r, r2 = Sequence(Request(2, 0.0, 70, 6)), Sequence(Request(3, 0.0, 1, 1))
@@ -209,3 +210,19 @@ def test_v040_a_chunk_step_clears_batch_is_full():
     _prefilled(x, 2)
     scheduler.add(y)
     assert scheduler.schedule() == [(y, 2)]
+
+
+@pytest.mark.parametrize("release", ["v0.3.0", "v0.4.0"])
+def test_the_ratio_is_reset_only_after_an_idle_loop(release):
+    """tp_worker.py:285-287 (0.3.0) and scheduler.py:391-394 (0.4.0): new_token_ratio = init only when the loop runs
+    no batch. THREE under v0.3.0: steps 1-2 prefill r0, r1 (the server idle before: 0.7), 19 decodes to 0.681;
+    r2, refused till then, is prefilled at once when they end (no idle loop: the ratio stays), then 4 decodes:
+    0.677 (before: reset to 0.7 at r2's prefill, 0.696). Under v0.4.0 batch_is_full held r1 off while r0 decoded, so
+    the step that filters r0's ended batch runs nothing (scheduler.py:919-921): reset; r1 and r2 then go together and
+    decode 19 steps: 0.7 - 19 x 0.602 / 600."""
+    scheduler = SGLangScheduler(BlockPool(100, 1), 64, 8192, release)
+    simulate(requests(*THREE), scheduler, ONE_STEP, 512)
+    if release == "v0.3.0":
+        assert scheduler.ratio == pytest.approx(0.7 - 23 * 0.001)
+    else:
+        assert scheduler.ratio == pytest.approx(0.7 - 19 * 0.602 / 600)

@@ -160,9 +160,15 @@ class SGLangScheduler(Scheduler):
         self.retracted_total = 0
         self.full = False  # v0.4's batch_is_full
         self.shrank = False
+        self.was_idle = True  # the loop ran no batch since the last one (SGLang's idle iterations)
 
     def idle(self) -> bool:
         return super().idle() and self.inflight is None
+
+    def add(self, sequence: Sequence) -> None:
+        if self.idle():  # SGLang's loop spun with no batch until this request came
+            self.was_idle = True
+        super().add(sequence)
 
     def check_request(self, request: Request, max_model_len: int) -> None:
         super().check_request(request, max_model_len)
@@ -282,14 +288,19 @@ class SGLangScheduler(Scheduler):
                          / sum(s.output for s in self.running))
 
     def schedule(self) -> list[tuple[Sequence, int]]:
-        if not self.running and self.inflight is None:  # the loop found no batch before this one: idle
+        # The loop ran no batch before this one (tp_worker.py:287 at v0.3.0, scheduler.py:394 at v0.4.0): not when the
+        # last running requests ended and the queue's first is admitted at once; at v0.4.0 a batch_is_full held
+        # admission off, so the step that filters the ended batch runs nothing (update_running_batch: None)
+        if not self.running and self.inflight is None and (self.was_idle or (self.engine.budget_state and self.full)):
             self.ratio = self.engine.init_ratio
             self.full = self.shrank = False  # (the empty batch's update_running_batch cleared batch_is_full)
+        self.was_idle = False
         if (self.waiting or self.inflight is not None) and len(self.running) < self.max_num_seqs:
             batch = self._admit()
             if batch:
                 return batch
         if not self.running:
+            self.was_idle = True
             return []
         if self.shrank:  # update_running_batch: the batch shrank since the last decode step
             self.full = self.shrank = False
