@@ -226,3 +226,22 @@ def test_the_ratio_is_reset_only_after_an_idle_loop(release):
         assert scheduler.ratio == pytest.approx(0.7 - 23 * 0.001)
     else:
         assert scheduler.ratio == pytest.approx(0.7 - 19 * 0.602 / 600)
+
+
+def test_the_release_constants_are_the_wheels():
+    """Each constant as the release's PyPI wheel (the tag's python/sglang) holds it, file and line in the source:
+    0.3.0 global_config.py:19-21,29, tp_worker.py:126-133,217-223, model_runner.py:374-385, server_args.py:54-57,
+    policy_scheduler.py:32; 0.4.0 global_config.py:17-28, scheduler.py:305-318, tp_worker.py:92-99,
+    model_runner.py:506-518, server_args.py:64-66,155-175, schedule_policy.py:31-33."""
+    from costmodel.serving import sglang
+
+    v03, v04 = SGLANG_RELEASES["v0.3.0"], SGLANG_RELEASES["v0.4.0"]
+    assert (v03.start_ratio, v03.init_ratio, v03.min_ratio, v03.decay) == (0.1, 0.7, 0.1, 0.001)
+    assert (v04.start_ratio, v04.init_ratio, v04.min_ratio) == (0.7, 0.7, 0.7 * 0.14)
+    assert v04.decay == (0.7 - 0.7 * 0.14) / 600
+    assert (v03.request_pool_cap, v03.running_cap_offset, v03.mem_fraction_tp8) == (5120, -1, 0.83)
+    assert (v04.request_pool_cap, v04.running_cap_offset, v04.mem_fraction_tp8) == (4096, 1, 0.81)
+    assert (sglang.CLIP_MAX_NEW_TOKENS, sglang.RETRACT_DECODE_STEPS) == (4096, 20)
+    assert (sglang.CHUNKED_PREFILL_SIZE, sglang.MAX_PREFILL_TOKENS) == (8192, 16384)
+    assert "sglang 0.3.0 wheel" in v03.source and "tp_worker.py:126-133" in v03.source
+    assert "sglang 0.4.0 wheel" in v04.source and "tp_worker.py:92-99" in v04.source

@@ -110,7 +110,7 @@ SGLANG_RELEASES = {
                 "add_one_req_ignore_eos; schedule_batch.py retract_decode with first_iter")),
 }
 DEFAULT_RELEASE = "v0.4.0"
-CHUNKED_PREFILL_SIZE = 8192  # server_args.py (v0.3 and v0.4): chunked_prefill_size: int = 8192
+CHUNKED_PREFILL_SIZE = 8192  # server_args.py: 8192 (0.3.0:54); None, 8192 over 25,000 MB of GPU (0.4.0:171-175)
 MAX_PREFILL_TOKENS = 16384  # server_args.py (v0.3 and v0.4): max_prefill_tokens: int = 16384
 
 
