@@ -2,10 +2,9 @@
 (v0.3.0: benchmarks/published_sglang_v030.py; v0.4.0: benchmarks/published_sglang_h200.py), its constants per
 release as data (SGLANG_RELEASES), and its running-request cap. Its KV pool rule is kvcache.sglang_pool_tokens.
 
-The code read (sgl-project/sglang, python/sglang/...; the index holds no tagged snapshot of either release: the
-repository is over the fetch limit, and each file is stored at one later commit, so the text was read in copies of
-the era, forks that keep v0.3's `policy_scheduler.py` / `tp_worker.py` and v0.4's `schedule_policy.py` /
-`scheduler.py` / `schedule_batch.py`; docs/serving.md names what each copy shows):
+The code read (sgl-project/sglang, python/sglang/...): first in forks' copies of each era (wt42_sglang), then checked
+line by line in the releases' own PyPI wheels, sglang 0.3.0 and 0.4.0 (the tags' python/sglang; wt42_sglangver):
+SGLANG_RELEASES' sources give file and line; docs/serving.md and validate/FINDINGS.md say what differed:
 
 - Admission, `PrefillAdder` (srt/managers/policy_scheduler.py, v0.3; schedule_policy.py, v0.4). Free tokens are the
   pool's (`token_to_kv_pool.available_size()`, no radix cache). From them the running requests' future tokens are
