@@ -40,7 +40,7 @@ from __future__ import annotations
 SGLANG_H200_SOURCE = ("datacrunch-research/h200-benchmarks (commit c091ef5, 2024-12-14) sglang/outputs/*.jsonl: "
                       "sglang.bench_serving --backend sglang result lines, Llama 3.3 70B at tp 4 and Llama 3.1 405B at "
                       "tp 8 on H200s, bf16, --disable-radix-cache --enable-torch-compile")
-SGLANG_H200_CHUNK = 8192  # SGLang v0.4 server_args: chunked_prefill_size: int = 8192 (as sglang-v030's)
+SGLANG_H200_CHUNK = 8192  # SGLang 0.4.0 server_args.py:171-175: 8192 on a GPU of over 25,000 MB (as sglang-v030)
 SGLANG_H200_CONTEXT = 131072  # context_length None: Llama 3.1 / 3.3's max_position_embeddings
 SGLANG_H200_SEED = 1  # bench_serving's --seed default: np.random.seed(1) before the lengths and the arrivals
 # model (ours) -> the page's model, GPUs, tp, mem_fraction_static (70B at tp 4: SGLang's tp >= 4 default 0.85;

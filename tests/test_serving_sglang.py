@@ -124,16 +124,25 @@ def test_the_pool_of_llama3_8b_on_an_h100():
     assert (blocks, block_size, tokens) == (444_927, 1, 8192)
     kv = setup["kv_cache"]
     assert (kv["gpu_memory_utilization"], kv["activation_bytes"], kv["weight_bytes"]) == (0.88, 0, 16_060_522_496)
-    # max_running_requests: the request pool min(max(int(444,927 / 8,192 x 512), 2048), 4096) = 4,096 (v0.4.0)
-    assert seqs == min(444_927 // 2, 4096 - 1) == 4095
-    assert max_running_requests(444_927, 8192, SGLANG_RELEASES["v0.3.0"]) == 5119  # v0.3's cap 5,120
+    # max_running_requests: max_num_reqs min(max(int(444,927 / 8,192 x 512), 2048), 4096) = 4,096 (v0.4.0's
+    # model_runner.py:506-518), ReqToTokenPool(size=4,097), tp_worker.py:92-99 min(tokens // 2, size) = 4,097
+    # (wt42_sglang read min(..., pool - 1) = 4,095 in a later copy; the 0.4.0 wheel has no - 1)
+    assert seqs == min(444_927 // 2, 4096 + 1) == 4097
+    # v0.3.0: ReqToTokenPool(max_num_reqs = 5,120), tp_worker.py:126-133 min(tokens // 2, size - 1)
+    assert max_running_requests(444_927, 8192, SGLANG_RELEASES["v0.3.0"]) == 5119
     assert setup["engine_release"] == "v0.4.0"
 
 
 def test_mem_fraction_static_by_tp_and_the_70b_pool():
-    """server_args.py: 0.88 at tp 1, 0.87 at 2, 0.85 at 4, 0.83 at 8, 0.79 at 16. Llama 3.1 70B at tp 4 on H100s:
-    SGLang's pool beside vllm-v0's (0.85 of the same memory, less its activation peak)."""
-    assert [mem_fraction_static(tp) for tp in (1, 2, 3, 4, 8, 16)] == [0.88, 0.87, 0.87, 0.85, 0.83, 0.79]
+    """server_args.py: 0.88 at tp 1, 0.87 at 2, 0.85 at 4, 0.79 at 16; at 8, 0.83 in the 0.3.0 wheel
+    (server_args.py:112-113) and 0.81 in the 0.4.0 wheel (:157-158; wt42_sglang read 0.83 for both). Llama 3.1 70B at
+    tp 4 on H100s: SGLang's pool beside vllm-v0's (0.85 of the same memory, less its activation peak)."""
+    v03, v04 = SGLANG_RELEASES["v0.3.0"], SGLANG_RELEASES["v0.4.0"]
+    assert [mem_fraction_static(tp, v03) for tp in (1, 2, 3, 4, 8, 16)] == [0.88, 0.87, 0.87, 0.85, 0.83, 0.79]
+    assert [mem_fraction_static(tp, v04) for tp in (1, 2, 3, 4, 8, 16)] == [0.88, 0.87, 0.87, 0.85, 0.81, 0.79]
+    (*_, setup8) = build_replica(costmodel.load_model("llama3.1-70b"), load_hardware("h100-sxm"), scheduler="sglang",
+                                 block_size=1, tp=8)
+    assert setup8["kv_cache"]["gpu_memory_utilization"] == 0.81
     cfg, h100 = costmodel.load_model("llama3.1-70b"), load_hardware("h100-sxm")
     (_, ours, *_), _, setup = build_replica(cfg, h100, scheduler="sglang", block_size=1, tp=4)
     assert setup["kv_cache"]["gpu_memory_utilization"] == 0.85 and setup["all_reduce"] == "vllm-custom"
@@ -157,3 +166,82 @@ def test_refusals_are_one_line():
     result = CliRunner().invoke(cli, ["serve", "--model", "llama3-8b", "--scheduler", "sglang", "--rate", "5",
                                       "--requests", "5", "--json"])
     assert result.exit_code == 0, result.output
+
+
+def _prefilled(sequence: Sequence, tokens: int) -> None:
+    """What the engine does after a prefill step of `tokens` (engine.py): cached, and the first token out if the
+    prompt is done."""
+    sequence.computed += tokens
+    if sequence.computed == sequence.known:
+        sequence.generated, sequence.known, sequence.status = sequence.generated + 1, sequence.known + 1, DECODING
+
+
+def test_v040_budget_state_no_token_sets_batch_is_full():
+    """v0.4.0 (the 0.4.0 wheel: schedule_policy.py add_one_req_ignore_eos returns budget_state(), NO_TOKEN when
+    rem_total_tokens <= 0; scheduler.py:858-860 then sets batch_is_full). A pool of 300: A (prompt 149, 1 out of 6:
+    149 cached) and B (9, 1 out of 101: 9 cached) decode; 142 free. r (70, 6) and r2 (1, 1) wait. Step 1: states by
+    tokens left A (5, 150), r (6, 70), B (100, 10); 142 - 70 = 72: 72 - 6 x 3 = 54, 72 + 150 - 100 x 2 = 22,
+    72 + 220 - 100 > 0: r admitted. rem_total_tokens = 142 - (5 + 100) x 0.7 - (70 + 6) = -7.5 <= 0: NO_TOKEN,
+    batch_is_full. Step 2: no prefill until the running batch shrinks: A, B, r decode. (Before this fix the model
+    admitted r2 at step 2: its states r2 (1, 1), A (5, 150), r (5, 71), B (100, 10) pass 71 - 20, 72 - 15,
+    222 - 200.)"""
+    scheduler = SGLangScheduler(BlockPool(300, 1), 64, 8192, "v0.4.0")
+    a, b = _decoding(scheduler, 0, 149, 1, 6), _decoding(scheduler, 1, 9, 1, 101)
+    r, r2 = Sequence(Request(2, 0.0, 70, 6)), Sequence(Request(3, 0.0, 1, 1))
+    scheduler.add(r)
+    scheduler.add(r2)
+    assert scheduler.pool.free == 142 and scheduler._reserved() == pytest.approx(73.5)
+    assert scheduler.schedule() == [(r, 70)] and scheduler.full
+    _prefilled(r, 70)
+    assert scheduler.schedule() == [(a, 1), (b, 1), (r, 1)] and list(scheduler.waiting) == [r2]
+
+
+def test_v040_a_chunk_step_clears_batch_is_full():
+    """scheduler.py:771-777 (0.4.0 wheel): after a prefill that left a request being chunked, batch_is_full = False.
+    Chunk 8: x's 10-token prompt is cut to 8; batch_is_full is set (as an earlier NO_TOKEN would); the next step runs
+    x's last 2 and clears it, so y, arriving after, is admitted at once (before: held off until x's batch shrank)."""
+    scheduler = SGLangScheduler(BlockPool(1000, 1), 64, 8, "v0.4.0")
+    x, y = Sequence(Request(0, 0.0, 10, 3)), Sequence(Request(1, 0.0, 2, 2))
+    scheduler.add(x)
+    assert scheduler.schedule() == [(x, 8)]
+    _prefilled(x, 8)
+    scheduler.full = True
+    assert scheduler.schedule() == [(x, 2)] and not scheduler.full
+    _prefilled(x, 2)
+    scheduler.add(y)
+    assert scheduler.schedule() == [(y, 2)]
+
+
+@pytest.mark.parametrize("release", ["v0.3.0", "v0.4.0"])
+def test_the_ratio_is_reset_only_after_an_idle_loop(release):
+    """tp_worker.py:285-287 (0.3.0) and scheduler.py:391-394 (0.4.0): new_token_ratio = init only when the loop runs
+    no batch. THREE under v0.3.0: steps 1-2 prefill r0, r1 (the server idle before: 0.7), 19 decodes to 0.681;
+    r2, refused till then, is prefilled at once when they end (no idle loop: the ratio stays), then 4 decodes:
+    0.677 (before: reset to 0.7 at r2's prefill, 0.696). Under v0.4.0 batch_is_full held r1 off while r0 decoded, so
+    the step that filters r0's ended batch runs nothing (scheduler.py:919-921): reset; r1 and r2 then go together and
+    decode 19 steps: 0.7 - 19 x 0.602 / 600."""
+    scheduler = SGLangScheduler(BlockPool(100, 1), 64, 8192, release)
+    simulate(requests(*THREE), scheduler, ONE_STEP, 512)
+    if release == "v0.3.0":
+        assert scheduler.ratio == pytest.approx(0.7 - 23 * 0.001)
+    else:
+        assert scheduler.ratio == pytest.approx(0.7 - 19 * 0.602 / 600)
+
+
+def test_the_release_constants_are_the_wheels():
+    """Each constant as the release's PyPI wheel (the tag's python/sglang) holds it, file and line in the source:
+    0.3.0 global_config.py:19-21,29, tp_worker.py:126-133,217-223, model_runner.py:374-385, server_args.py:54-57,
+    policy_scheduler.py:32; 0.4.0 global_config.py:17-28, scheduler.py:305-318, tp_worker.py:92-99,
+    model_runner.py:506-518, server_args.py:64-66,155-175, schedule_policy.py:31-33."""
+    from costmodel.serving import sglang
+
+    v03, v04 = SGLANG_RELEASES["v0.3.0"], SGLANG_RELEASES["v0.4.0"]
+    assert (v03.start_ratio, v03.init_ratio, v03.min_ratio, v03.decay) == (0.1, 0.7, 0.1, 0.001)
+    assert (v04.start_ratio, v04.init_ratio, v04.min_ratio) == (0.7, 0.7, 0.7 * 0.14)
+    assert v04.decay == (0.7 - 0.7 * 0.14) / 600
+    assert (v03.request_pool_cap, v03.running_cap_offset, v03.mem_fraction_tp8) == (5120, -1, 0.83)
+    assert (v04.request_pool_cap, v04.running_cap_offset, v04.mem_fraction_tp8) == (4096, 1, 0.81)
+    assert (sglang.CLIP_MAX_NEW_TOKENS, sglang.RETRACT_DECODE_STEPS) == (4096, 20)
+    assert (sglang.CHUNKED_PREFILL_SIZE, sglang.MAX_PREFILL_TOKENS) == (8192, 16384)
+    assert "sglang 0.3.0 wheel" in v03.source and "tp_worker.py:126-133" in v03.source
+    assert "sglang 0.4.0 wheel" in v04.source and "tp_worker.py:92-99" in v04.source

@@ -24,8 +24,8 @@ DEFAULT_BUDGETS = {
     "vllm-v0": (256, None, "vLLM v0's SchedulerConfig defaults (vllm/config.py: max_num_seqs 256, "
                            "max_num_batched_tokens max(max_model_len, 2048))"),
     # None: SGLang's max_running_requests from its pool (serving/sglang.py max_running_requests, build_replica)
-    "sglang": (None, 8192, "SGLang's server_args.py (v0.3, v0.4): chunked_prefill_size 8192; max_running_requests "
-                           "min(pool tokens // 2, req_to_token_pool - 1)"),
+    "sglang": (None, 8192, "SGLang's server_args.py (0.3.0, 0.4.0 over 25,000 MB of GPU): chunked_prefill_size "
+                           "8192; max_running_requests min(pool tokens // 2, max_num_reqs - 1 at 0.3.0, + 1 at 0.4.0)"),
 }
 
 #: vLLM's OpenAI-server defaults on GPUs of 70 GiB or more other than the A100 (H100, H200, MI300X).

@@ -233,7 +233,7 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
                           f"{gpu_memory_utilization:g} sizes them from the GPU's memory (vLLM's num_gpu_blocks_override "
                           "replaces what it would size): give one of them.")
     if gpu_memory_utilization is None and sglang:  # SGLang's mem_fraction_static default by tp
-        gpu_memory_utilization = mem_fraction_static(tp)
+        gpu_memory_utilization = mem_fraction_static(tp, release)
     if gpu_memory_utilization is None:  # the hardware file's, as simulate's and plan's fits read it (0.9: vLLM's)
         gpu_memory_utilization = hardware.serving_memory_utilization
     profile_run = scheduler if scheduler in profile_run_facts() else None  # vLLM's: its profile run's batch

@@ -2,10 +2,9 @@
 (v0.3.0: benchmarks/published_sglang_v030.py; v0.4.0: benchmarks/published_sglang_h200.py), its constants per
 release as data (SGLANG_RELEASES), and its running-request cap. Its KV pool rule is kvcache.sglang_pool_tokens.
 
-The code read (sgl-project/sglang, python/sglang/...; the index holds no tagged snapshot of either release: the
-repository is over the fetch limit, and each file is stored at one later commit, so the text was read in copies of
-the era, forks that keep v0.3's `policy_scheduler.py` / `tp_worker.py` and v0.4's `schedule_policy.py` /
-`scheduler.py` / `schedule_batch.py`; docs/serving.md names what each copy shows):
+The code read (sgl-project/sglang, python/sglang/...): first in forks' copies of each era (wt42_sglang), then checked
+line by line in the releases' own PyPI wheels, sglang 0.3.0 and 0.4.0 (the tags' python/sglang; wt42_sglangver):
+SGLANG_RELEASES' sources give file and line; docs/serving.md and validate/FINDINGS.md say what differed:
 
 - Admission, `PrefillAdder` (srt/managers/policy_scheduler.py, v0.3; schedule_policy.py, v0.4). Free tokens are the
   pool's (`token_to_kv_pool.available_size()`, no radix cache). From them the running requests' future tokens are
@@ -57,6 +56,8 @@ class SGLangRelease:
     min_ratio: float  # the floor it decays to
     decay: float  # per decode step
     request_pool_cap: int  # ReqToTokenPool: min(max(int(tokens / context x 512), 2048), cap)
+    running_cap_offset: int  # max_running_requests = min(tokens // 2, max_num_reqs + this)
+    mem_fraction_tp8: float  # server_args.py: mem_fraction_static's default at 8 <= tp < 16
     ignore_eos_adder: bool  # add_one_req_ignore_eos exists (v0.4)
     retract_at_least_one: bool  # retract_decode's first_iter (v0.4)
     budget_state: bool  # admission stops on the tokens actually free too, and batch_is_full holds it off (v0.4)
@@ -66,23 +67,49 @@ class SGLangRelease:
 SGLANG_RELEASES = {
     "v0.3.0": SGLangRelease(
         "v0.3.0", start_ratio=0.1, init_ratio=0.7, min_ratio=0.1, decay=0.001, request_pool_cap=5120,
-        ignore_eos_adder=False, retract_at_least_one=False, budget_state=False,
-        source=("v0.3-era global_config.py: init_new_token_ratio = 0.7, base_min_new_token_ratio = 0.1, "
+        running_cap_offset=-1, mem_fraction_tp8=0.83, ignore_eos_adder=False, retract_at_least_one=False,
+        budget_state=False,
+        source=("read in the sglang 0.3.0 wheel (PyPI, sha256 1f7ee60f..., the v0.3.0 tag's python/sglang): "
+                "global_config.py:19-21,29 (init_new_token_ratio 0.7, base_min_new_token_ratio 0.1, "
+                "new_token_ratio_decay 0.001, retract_decode_steps 20); srt/managers/tp_worker.py:126-133 "
+                "(max_running_requests = min(tokens // 2, req_to_token_pool.size - 1)), :217-223 (min ratio = 0.1 x "
+                "schedule_conservativeness 1.0, the start ratio), :287 (0.7 when idle), :432-437 (no pre-check; "
+                "break on refusal, no_remaining_tokens or the cap); srt/model_executor/model_runner.py:374-385 "
+                "(max_num_reqs cap 5120, ReqToTokenPool(max_num_reqs)); srt/server_args.py:54-55,57,109-119 (chunk "
+                "8192, max_prefill 16384, conservativeness 1.0, 0.79/0.83/0.85/0.87/0.88); "
+                "srt/managers/policy_scheduler.py:32,108-227 (CLIP 4096, PrefillAdder without the ignore_eos "
+                "adder); schedule_batch.py:475-550 (retract_decode, no first_iter). Read first (wt42_sglang) in "
+                "copies of the era: "
+                "v0.3-era global_config.py: init_new_token_ratio = 0.7, base_min_new_token_ratio = 0.1, "
                 "new_token_ratio_decay = 0.001, retract_decode_steps = 20; tp_worker.py: min_new_token_ratio = "
                 "base_min x schedule_conservativeness (1.0), new_token_ratio = min_new_token_ratio at start; "
                 "model_runner.py: max_num_reqs = min(max(int(max_total_num_tokens / context_len * 512), 2048), "
                 "5120); policy_scheduler.py PrefillAdder")),
     "v0.4.0": SGLangRelease(
         "v0.4.0", start_ratio=0.7, init_ratio=0.7, min_ratio=0.7 * 0.14, decay=(0.7 - 0.7 * 0.14) / 600,
-        request_pool_cap=4096, ignore_eos_adder=True, retract_at_least_one=True, budget_state=True,
-        source=("v0.4-era global_config.py: default_init_new_token_ratio 0.7, default_min_new_token_ratio_factor "
+        request_pool_cap=4096, running_cap_offset=1, mem_fraction_tp8=0.81, ignore_eos_adder=True,
+        retract_at_least_one=True, budget_state=True,
+        source=("read in the sglang 0.4.0 wheel (PyPI, sha256 f0ae1c46..., the v0.4.0 tag's python/sglang): "
+                "global_config.py:17-28 (default_init_new_token_ratio 0.7, default_min_new_token_ratio_factor "
+                "0.14, default_new_token_ratio_decay_steps 600, retract_decode_steps 20); "
+                "srt/managers/scheduler.py:305-318 (init = 0.7 x schedule_conservativeness, min = init x 0.14, "
+                "decay = (init - min) / 600, start = init), :394/:432 (init when idle), :804-861 (batch_is_full on "
+                "the cap and on NO_TOKEN, budget_state's included), :776-777 (cleared after a chunk), :919-950; "
+                "srt/managers/tp_worker.py:92-99 (max_running_requests = min(tokens // 2, "
+                "req_to_token_pool.size)); srt/model_executor/model_runner.py:506-518 (max_num_reqs cap 4096, "
+                "ReqToTokenPool(size=max_num_reqs + 1)); srt/server_args.py:64,66,155-175 (max_prefill 16384, "
+                "conservativeness 1.0, 0.79/0.81/0.85/0.87/0.88, chunk 8192 over 25,000 MB of GPU memory); "
+                "srt/managers/schedule_policy.py:31-33,121-330 (CLIP 4096, budget_state, add_one_req_ignore_eos); "
+                "schedule_batch.py:818-899 (retract_decode with first_iter). Read first (wt42_sglang) in copies "
+                "of the era: "
+                "v0.4-era global_config.py: default_init_new_token_ratio 0.7, default_min_new_token_ratio_factor "
                 "0.14, default_new_token_ratio_decay_steps 600 (scheduler.py: init = 0.7 x "
                 "schedule_conservativeness, min = init x 0.14, decay = (init - min) / 600, new_token_ratio = init at "
                 "start); model_runner.py: max_num_reqs cap 4096; schedule_policy.py PrefillAdder with "
                 "add_one_req_ignore_eos; schedule_batch.py retract_decode with first_iter")),
 }
 DEFAULT_RELEASE = "v0.4.0"
-CHUNKED_PREFILL_SIZE = 8192  # server_args.py (v0.3 and v0.4): chunked_prefill_size: int = 8192
+CHUNKED_PREFILL_SIZE = 8192  # server_args.py: 8192 (0.3.0:54); None, 8192 over 25,000 MB of GPU (0.4.0:171-175)
 MAX_PREFILL_TOKENS = 16384  # server_args.py (v0.3 and v0.4): max_prefill_tokens: int = 16384
 
 
@@ -94,16 +121,19 @@ def sglang_release(tag: str | None) -> SGLangRelease:
     return SGLANG_RELEASES[tag]
 
 
-def mem_fraction_static(tp: int) -> float:
-    """server_args.py `__post_init__` (v0.3 and v0.4): mem_fraction_static's default by tensor-parallel size."""
-    return 0.79 if tp >= 16 else 0.83 if tp >= 8 else 0.85 if tp >= 4 else 0.87 if tp >= 2 else 0.88
+def mem_fraction_static(tp: int, release: SGLangRelease) -> float:
+    """server_args.py `__post_init__`: mem_fraction_static's default by tensor-parallel size (tp >= 8: 0.83 at
+    v0.3.0, 0.81 at v0.4.0)."""
+    return 0.79 if tp >= 16 else release.mem_fraction_tp8 if tp >= 8 else 0.85 if tp >= 4 else 0.87 if tp >= 2 \
+        else 0.88
 
 
 def max_running_requests(pool_tokens: int, context: int, release: SGLangRelease) -> int:
-    """tp_worker.py / scheduler.py: max_running_requests = min(max_total_num_tokens // 2, req_to_token_pool.size -
-    1), the request pool model_runner.py's min(max(int(tokens / context_len x 512), 2048), cap)."""
+    """tp_worker.py: max_running_requests = min(max_total_num_tokens // 2, req_to_token_pool.size - 1) at v0.3.0
+    (the pool max_num_reqs), min(..., req_to_token_pool.size) at v0.4.0 (the pool max_num_reqs + 1), max_num_reqs
+    model_runner.py's min(max(int(tokens / context_len x 512), 2048), cap)."""
     pool_requests = min(max(int(pool_tokens / context * 512), 2048), release.request_pool_cap)
-    return min(pool_tokens // 2, pool_requests - 1)
+    return min(pool_tokens // 2, pool_requests + release.running_cap_offset)
 
 
 class SGLangScheduler(Scheduler):
@@ -129,9 +159,15 @@ class SGLangScheduler(Scheduler):
         self.retracted_total = 0
         self.full = False  # v0.4's batch_is_full
         self.shrank = False
+        self.was_idle = True  # the loop ran no batch since the last one (SGLang's idle iterations)
 
     def idle(self) -> bool:
         return super().idle() and self.inflight is None
+
+    def add(self, sequence: Sequence) -> None:
+        if self.idle():  # SGLang's loop spun with no batch until this request came
+            self.was_idle = True
+        super().add(sequence)
 
     def check_request(self, request: Request, max_model_len: int) -> None:
         super().check_request(request, max_model_len)
@@ -183,7 +219,9 @@ class SGLangScheduler(Scheduler):
                 self.inflight = None
                 self.running.append(sequence)
         v04 = self.engine.budget_state
-        if v04 and self.full and not chunked:  # batch_is_full: no admission until the running batch shrinks
+        if v04 and chunked:  # scheduler.py:776-777 (v0.4.0): a chunk's step clears batch_is_full
+            self.full = False
+        if v04 and self.full:  # batch_is_full: no admission until the running batch shrinks
             return batch
         while self.waiting:
             if not v04 and self._spent(total, current, inputs, chunk):  # v0.3: no_remaining_tokens first
@@ -208,6 +246,8 @@ class SGLangScheduler(Scheduler):
             batch.append((sequence, cut))
             total -= cut + (min(sequence.output, CLIP_MAX_NEW_TOKENS) if cut == tokens else 0)
             current, inputs, chunk = current - cut, inputs - cut, chunk - cut
+            if v04 and (total <= 0 or current <= 0):  # budget_state's NO_TOKEN: batch_is_full (scheduler.py:858-860)
+                self.full = True
             if cut < tokens:  # the new in-flight request (chunked prefill)
                 self.inflight = sequence
                 break
@@ -247,14 +287,19 @@ class SGLangScheduler(Scheduler):
                          / sum(s.output for s in self.running))
 
     def schedule(self) -> list[tuple[Sequence, int]]:
-        if not self.running and self.inflight is None:  # the loop found no batch before this one: idle
+        # The loop ran no batch before this one (tp_worker.py:287 at v0.3.0, scheduler.py:394 at v0.4.0): not when the
+        # last running requests ended and the queue's first is admitted at once; at v0.4.0 a batch_is_full held
+        # admission off, so the step that filters the ended batch runs nothing (update_running_batch: None)
+        if not self.running and self.inflight is None and (self.was_idle or (self.engine.budget_state and self.full)):
             self.ratio = self.engine.init_ratio
             self.full = self.shrank = False  # (the empty batch's update_running_batch cleared batch_is_full)
+        self.was_idle = False
         if (self.waiting or self.inflight is not None) and len(self.running) < self.max_num_seqs:
             batch = self._admit()
             if batch:
                 return batch
         if not self.running:
+            self.was_idle = True
             return []
         if self.shrank:  # update_running_batch: the batch shrank since the last decode step
             self.full = self.shrank = False
