@@ -41,8 +41,13 @@ def ratios(sources: tuple[str, ...], refused: dict[str, str] | None = None,
                 raise
             refused[run["id"]] = str(error)
             continue
-        out[run["id"]] = run[key] / value if unit in COST_UNITS else value / run[key]
+        out[run["id"]] = ratio(unit, run[key], value)
     return out
+
+
+def ratio(unit: str, published: float, ours: float) -> float:
+    """Ours / published, a speed's; a cost's (GPU-hours, COST_UNITS) published / ours."""
+    return published / ours if unit in COST_UNITS else ours / published
 
 
 def _read_ratios(sources: tuple[str, ...], refused: dict[str, str] | None, rows: list[dict]) -> dict[str, float]:
@@ -59,8 +64,7 @@ def _read_ratios(sources: tuple[str, ...], refused: dict[str, str] | None, rows:
                 raise ConfigError(row["not_expressible"])
             refused[row["run"]] = row["not_expressible"]
             continue
-        ours, published = row["kernels"], row["published"]
-        out[row["run"]] = published / ours if row["unit"] in COST_UNITS else ours / published
+        out[row["run"]] = ratio(row["unit"], row["published"], row["kernels"])
     return out
 
 
