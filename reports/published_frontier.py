@@ -15,7 +15,7 @@ from typing import Any
 from costmodel.config import Workload
 from costmodel.hardware import load_hardware
 from costmodel.layout import Layout, ParallelEstimate
-from costmodel.layout.spec import empty_edge_chunks
+from costmodel.layout.schedule import empty_edge_chunks
 from costmodel.layout.timing import step_time
 from costmodel.presets import load_preset
 

@@ -17,7 +17,7 @@ from typing import Any
 from costmodel.config import ConfigError, ModelConfig, Workload
 from costmodel.hardware import load_hardware
 from costmodel.layout import Layout, ParallelEstimate
-from costmodel.layout.spec import empty_edge_chunks
+from costmodel.layout.schedule import empty_edge_chunks
 from costmodel.layout.megatron_step import DEFAULT_RELEASE
 from costmodel.layout.overlap import framework_overlap
 from costmodel.layout.time import Overlap

@@ -11,13 +11,18 @@ from reports.published_decode import decode_run
 from reports.published_runs import COST_UNITS, TRAIN_UNITS, other_runs_data
 
 
-def ratios(sources: tuple[str, ...], refused: dict[str, str] | None = None) -> dict[str, float]:
+def ratios(sources: tuple[str, ...], refused: dict[str, str] | None = None,
+           tables: dict | None = None) -> dict[str, float]:
     """Each row of `sources` (its id's first word) -> ours / published, the GPU-hours rows inverted. With
     `refused` (a dict), a row the model cannot express (a ConfigError, as `published` marks it not expressible:
     a decode row, or a training row whose layout or kernel it has no figures for) goes there with its reason
-    instead of raising."""
+    instead of raising. With `tables` (the published_tables fixture: `published`'s whole table, computed once a
+    test process), the rows are read from its other_runs, which computed each with the same measure and the
+    kernel model, instead of computed again."""
     from costmodel.config import ConfigError
 
+    if tables is not None:
+        return _read_ratios(sources, refused, tables["other_runs"])
     data = other_runs_data()
     out = {}
     for run in data["runs"]:
@@ -36,7 +41,30 @@ def ratios(sources: tuple[str, ...], refused: dict[str, str] | None = None) -> d
                 raise
             refused[run["id"]] = str(error)
             continue
-        out[run["id"]] = run[key] / value if unit in COST_UNITS else value / run[key]
+        out[run["id"]] = ratio(unit, run[key], value)
+    return out
+
+
+def ratio(unit: str, published: float, ours: float) -> float:
+    """Ours / published, a speed's; a cost's (GPU-hours, COST_UNITS) published / ours."""
+    return published / ours if unit in COST_UNITS else ours / published
+
+
+def _read_ratios(sources: tuple[str, ...], refused: dict[str, str] | None, rows: list[dict]) -> dict[str, float]:
+    """ratios() read from `published`'s other_runs rows (reports/published_runs.other_runs): the kernel model's
+    figure, None with the reason where it could not express the row (not_expressible: both models' reasons)."""
+    from costmodel.config import ConfigError
+
+    out = {}
+    for row in rows:
+        if row["run"].split()[0] not in sources:
+            continue
+        if row["kernels"] is None:
+            if refused is None:
+                raise ConfigError(row["not_expressible"])
+            refused[row["run"]] = row["not_expressible"]
+            continue
+        out[row["run"]] = ratio(row["unit"], row["published"], row["kernels"])
     return out
 
 

@@ -18,6 +18,7 @@ import pytest
 
 from costmodel.presets import load_preset
 from validate import other_tools as ot
+from validate import other_tools_cases as cases
 
 RECORD = json.loads(ot.RECORD.read_text())
 CASES = RECORD["cases"]
@@ -31,13 +32,13 @@ def test_the_record_names_each_tools_version_and_every_case():
     versions = RECORD["versions"]
     assert versions["llm-analysis"] == "0.2.2"
     assert all(len(versions[name]) == 40 for name in ("LLM-Viewer", "Calculon", "Megatron-LM"))
-    assert set(CASES) == set(ot.CASES)
+    assert set(CASES) == set(cases.CASES)
     assert set(CASES["gpt3-175b Korthikanti tp8 pp8 v3 sp selective"]["tools"]) == {"llm-analysis", "Calculon",
                                                                                     "Megatron-LM"}
 
 
 def test_the_cases_are_our_presets_sizes():
-    for name, case in ot.CASES.items():
+    for name, case in cases.CASES.items():
         if case["preset"] is None:
             continue
         cfg = load_preset(case["preset"])
@@ -47,20 +48,20 @@ def test_the_cases_are_our_presets_sizes():
                 (cfg.d_model, cfg.n_decoder_layers, cfg.n_heads, cfg.d_ff), name
             assert a["num_query_groups"] == cfg.n_kv_heads
     # LLM-Viewer's config.json, as Hugging Face's LlamaConfig names Llama-2-7B's sizes
-    assert ot.llama_hf_config("llama2-7b") == {
+    assert cases.llama_hf_config("llama2-7b") == {
         "model_type": "llama", "hidden_size": 4096, "intermediate_size": 11008, "num_attention_heads": 32,
         "num_key_value_heads": 32, "num_hidden_layers": 32, "vocab_size": 32000, "max_position_embeddings": 4096}
     gpt3, workload, layout = ot._korthikanti()
-    app = ot.CASES["gpt3-175b Korthikanti tp8 pp8 v3 sp selective"]["calculon"]["application"]
+    app = cases.CASES["gpt3-175b Korthikanti tp8 pp8 v3 sp selective"]["calculon"]["application"]
     assert (app["hidden"], app["feedforward"], app["attn_heads"], app["num_blocks"], app["seq_size"]) == \
         (gpt3.d_model, gpt3.d_ff, gpt3.n_heads, gpt3.n_decoder_layers, workload.seq_len)
     assert (layout.tp, layout.pp, layout.virtual_stages, layout.microbatches, layout.sp) == (8, 8, 3, 64, True)
-    args = ot.CASES["gpt3-175b Korthikanti tp8 pp8 v3 sp selective"]["megatron"]["args"]
+    args = cases.CASES["gpt3-175b Korthikanti tp8 pp8 v3 sp selective"]["megatron"]["args"]
     assert (args["hidden_size"], args["num_layers"], args["ffn_hidden_size"], args["padded_vocab_size"]) == \
         (gpt3.d_model, gpt3.n_decoder_layers, gpt3.d_ff, gpt3.vocab_size)
 
 
-@pytest.mark.parametrize("name", list(ot.CASES))
+@pytest.mark.parametrize("name", list(cases.CASES))
 def test_our_side_of_the_record_is_what_the_api_gives(name):
     """When the model changes a figure on purpose, `python -m validate.other_tools --write` records
     it again (with the tools installed) and FINDINGS' table is updated from its output."""
@@ -75,7 +76,7 @@ def test_our_side_of_the_record_is_what_the_api_gives(name):
 
 def test_ours_equals_every_measurement_but_the_published_time():
     checked = 0
-    for name, case in ot.CASES.items():
+    for name, case in cases.CASES.items():
         for quantity, (value, source) in ot.measured(case).items():
             if "second" in quantity:  # published times: GPT-3 13.64 / 13.75 s, gpt-fast 107.8 / 104.9 tok/s
                 # (1.028: gpt-fast's wqkv runs as one GEMM a layer since session 29, kernel_facts.json fused_projections;
@@ -161,7 +162,7 @@ def test_llm_viewer_weights_are_the_layers_matrices_and_its_head_a_d_v():
 def test_megatron_figures_are_the_ones_megatron_reference_json_holds():
     """Two runs of Megatron's functions (issue 22's and this one) give the same numbers."""
     for case in ("llama2-7b train tp1 pp1 dp8", "llama2-70b train tp8 pp4 dp2 sp selective"):
-        raw, row = tool(case, "Megatron-LM")["raw"], ot.MEGATRON_ROWS[ot.CASES[case]["megatron_row"]]
+        raw, row = tool(case, "Megatron-LM")["raw"], cases.MEGATRON_ROWS[cases.CASES[case]["megatron_row"]]
         assert raw["weight_and_optimizer_bytes"] == row["weight_and_optimizer_bytes"]
         assert raw["activation_bytes"] == pytest.approx(row["activation_bytes"], rel=1e-15)
         assert raw["flops_per_sequence"] == row["flops_per_sequence"]
@@ -204,14 +205,14 @@ def test_calculon_counts_no_head_and_fp16_gradients():
     # a block's gradients take what its fp16 weights take (2 bytes a parameter); Megatron's bf16 keeps 4
     assert calculon["raw"]["block_weight_grad_space"] == calculon["raw"]["block_weight_space"]
     assert ours["gradients"] == 2 * ours["weights"]  # Megatron's fp32 main gradients beside bf16 weights
-    published = ot.MEASURED["gpt3 present s"][0]
+    published = cases.MEASURED["gpt3 present s"][0]
     assert ours["seconds"] / published == pytest.approx(0.99, abs=0.01)
     assert calculon["seconds"] / published == pytest.approx(0.99, abs=0.01)
     assert tool(case, "llm-analysis")["seconds"] / published == pytest.approx(0.52, abs=0.01)
 
 
 def test_the_rooflines_at_full_bandwidth_decode_half_again_faster_than_gpt_fast_measured():
-    case, published = "llama2-7b decode gpt-fast", ot.MEASURED["gpt-fast tok/s"][0]
+    case, published = "llama2-7b decode gpt-fast", cases.MEASURED["gpt-fast tok/s"][0]
     assert tool(case, "llm-analysis")["tokens_per_second"] / published == pytest.approx(1.45, abs=0.01)
     assert tool(case, "LLM-Viewer")["tokens_per_second"] / published == pytest.approx(1.46, abs=0.01)
     # both are about the weights over 2,039 GB/s: 2 x 6.57e9 bytes (llm-analysis's count) / 2.039e12
@@ -244,7 +245,7 @@ def test_full_size_kv_cache_and_decode_step_of_the_class():
             cache = output_cache(model(input_ids=torch.ones(1, 1, dtype=torch.long), cache=cache, use_cache=True))
         step = counter.get_total_flops()
         after = sum(cache_bytes(cache).values())
-    assert prefill == ot.MEASURED["kv 7b 2048"][0] == CASES[case]["ours"]["kv_cache"]
+    assert prefill == cases.MEASURED["kv 7b 2048"][0] == CASES[case]["ours"]["kv_cache"]
     assert prefill == tool(case, "LLM-Viewer")["kv_cache"]
     assert after == tool(case, "llm-analysis")["kv_cache"] == 1_074_266_112
     d, layers, v = cfg.d_model, cfg.n_decoder_layers, cfg.vocab_size

@@ -1,7 +1,7 @@
 """Other tools beside ours (validate/other_tools.py), the cases added in session 25: Llama 3 (GQA, a
 128,256-token vocabulary), ZeRO-3 and FSDP2, decoding at batch 64, 32k context with SP, CP and DTensor,
 Llama 3 70B in Megatron's layout, Mixtral's and Qwen3's experts. llm-analysis is given our sizes
-(ot.llm_analysis_model). The record, its helpers and llm-analysis's formulas as restated in
+(cases.llm_analysis_model). The record, its helpers and llm-analysis's formulas as restated in
 tests/test_other_tools.py.
 """
 
@@ -11,7 +11,7 @@ import pytest
 
 from costmodel.presets import load_preset
 from tests.test_other_tools import CASES, llm_analysis_fwd, llm_analysis_params, tool
-from validate import other_tools as ot
+from validate import other_tools_cases as cases
 
 L3 = "llama3-8b train 1 GPU 8192"
 Z3 = "llama3-8b train ZeRO-3 dp8 8192"
@@ -22,11 +22,11 @@ MIXTRAL = "mixtral-8x7b train ep8 dp8"
 
 
 def test_llm_analysis_is_given_our_sizes():
-    assert ot.llm_analysis_model("llama3-8b") == {
+    assert cases.llm_analysis_model("llama3-8b") == {
         "name": "llama3-8b", "num_layers": 32, "n_head": 32, "hidden_dim": 4096, "vocab_size": 128256,
         "max_seq_len": 8192, "num_key_value_heads": 8, "ffn_embed_dim": 14336, "expansion_ratio": 3.5,
         "model_type": "llama"}
-    mixtral = ot.llm_analysis_model("mixtral-8x7b")
+    mixtral = cases.llm_analysis_model("mixtral-8x7b")
     assert (mixtral["moe_num_experts"], mixtral["moe_top_k"], mixtral["ffn_embed_dim"]) == (8, 2, 14336)
     assert set(CASES[CP2]["tools"]) == {"Megatron-LM"}  # llm-analysis has no context parallelism
 
@@ -61,7 +61,7 @@ def test_zero3_shards_the_same_way_but_the_gradients_bytes():
     mine, its = 8_030_261_248, 5_625_876_480
     assert (ours["weights"], ours["gradients"], ours["optimizer"]) == (mine * 2 // 8, mine * 6 // 8, mine * 12 // 8)
     assert (theirs["weights"], theirs["gradients"], theirs["optimizer"]) == (its * 2 / 8, its * 4 / 8, its * 12 / 8)
-    assert ours["activations"] == CASES[L3]["ours"]["activations"] == ot.MEASURED["saved llama3-8b 8192 sdpa"][0]
+    assert ours["activations"] == CASES[L3]["ours"]["activations"] == cases.MEASURED["saved llama3-8b 8192 sdpa"][0]
 
 
 def test_decoding_at_batch_64_gqa_cache_traffic():
@@ -94,7 +94,7 @@ def test_megatron_at_32k_with_sp_and_cp_and_with_experts():
     assert tp8["activations"] == pytest.approx(megatron_without_sp(32768, 4096, 8, 32, 129024), rel=1e-15)
     assert cp2["activations"] == pytest.approx(megatron_without_sp(32768, 4096, 4, 32, 128512), rel=1e-15)
     # Mixtral's: the dense Llama-2-7B row's bytes to the byte (no expert term)
-    assert mix["activations"] == ot.MEGATRON_ROWS["llama2-7b tp1 pp1 dp8"]["activation_bytes"]
+    assert mix["activations"] == cases.MEGATRON_ROWS["llama2-7b tp1 pp1 dp8"]["activation_bytes"]
     assert CASES[MIXTRAL]["ours"]["activations"] / mix["activations"] == pytest.approx(1.754, abs=0.001)
     # model states: equal at tp 8 and for Mixtral; at cp 2 Megatron's optimizer is over dp only
     assert CASES[TP8]["ours"]["model_states"] == tp8["model_states"] == 18_086_436_864
@@ -125,7 +125,7 @@ def test_full_size_llama3_8b_of_the_class():
     from validate.measure.memory import cache_bytes, output_cache
     from validate.torch_modes import fake_mode
 
-    m = {key: value for key, (value, _) in ot.MEASURED.items()}
+    m = {key: value for key, (value, _) in cases.MEASURED.items()}
     d, layers, f, v, kv_width = 4096, 32, 14336, 128256, 1024
     matmuls = layers * (2 * d * d + 2 * d * kv_width + 3 * d * f) + d * v  # weights a token goes through
     for preset, n in (("llama3-8b", 8192), ("llama3.1-8b", 32768)):
@@ -168,7 +168,7 @@ def test_full_size_llama3_8b_under_fsdp2():
     cfg = load_preset("llama3-8b")
     state = run_fake(measure_fsdp, 8, [0], FsdpCase(cfg, batch=1, seq_len=64, implementation="hf",
                                                     mixed_precision=True, fake=True, memory_tracker=False))[0]["state"]
-    shard = ot.MEASURED["fsdp2 llama3-8b shard"][0]
+    shard = cases.MEASURED["fsdp2 llama3-8b shard"][0]
     assert state["parameters"]["storage"] == state["gradients"]["storage"] == shard == 8_030_261_248 * 4 // 8
     assert state["optimizer"]["storage"] == 8_030_261_248 + 291 * 4
     workload = Workload(seq_len=8192, batch=1, dtype="bf16", attention="sdpa", impl="hf")
@@ -217,7 +217,7 @@ def test_long_context_activations_with_and_without_flash():
     assert eager["activations"] - sdpa["activations"] == layers * (2 * a * s * s * 2 - (2 * s * h + 4 * a * s) * 2)
     assert eager["seconds"] == sdpa["seconds"]
     ours = {k: CASES[f"llama3.1-8b train 1 GPU 32k {k}"]["ours"] for k in ("sdpa", "eager")}
-    assert ours["eager"]["activations"] == ot.MEASURED["saved llama3.1-8b 32768 eager"][0]
+    assert ours["eager"]["activations"] == cases.MEASURED["saved llama3.1-8b 32768 eager"][0]
     scores = layers * a * s * s
     assert 1 - 6 * scores / ours["eager"]["activations"] == pytest.approx(0.0353, abs=0.0005)
     assert ours["eager"]["activations"] - eager["activations"] > 2 * scores  # the fp32 copy it leaves out
@@ -241,7 +241,7 @@ def test_full_size_llama3_1_8b_saved_bytes_at_32k():
         with fake_mode():
             model = build_hf_model(cfg, attention, dtype=torch.bfloat16)
             saved = saved_activation_bytes(model, make_inputs(cfg, 1, 32768, labels=True)).total_bytes
-        assert saved == ot.MEASURED[f"saved llama3.1-8b 32768 {attention}"][0], attention
+        assert saved == cases.MEASURED[f"saved llama3.1-8b 32768 {attention}"][0], attention
 
 
 @pytest.mark.slow
@@ -264,14 +264,14 @@ def test_full_size_moe_forward_flops_of_the_classes():
             model = build_hf_model(cfg, "sdpa", dtype=torch.bfloat16)
             forward = matmul_flops(model, make_inputs(cfg, 1, n)).forward
         token = layers * (2 * d * q + 2 * d * kv + top_k * 3 * d * f + d * experts) + d * v
-        assert forward == 2 * n * token + 4 * layers * n * n * q == ot.MEASURED[f"forward {preset} {n}"][0]
+        assert forward == 2 * n * token + 4 * layers * n * n * q == cases.MEASURED[f"forward {preset} {n}"][0]
 
 
 DTENSOR = "llama3.1-8b train DTensor tp8 sp 32k"
 
 
 def test_sequence_parallelism_under_dtensor_keeps_what_megatrons_formula_leaves_out():
-    measured = ot.MEASURED["saved llama3.1-8b 32768 dtensor tp8 sp"][0]
+    measured = cases.MEASURED["saved llama3.1-8b 32768 dtensor tp8 sp"][0]
     assert CASES[DTENSOR]["ours"]["activations"] == measured
     assert measured / tool(DTENSOR, "llm-analysis")["activations"] == pytest.approx(2.52, abs=0.01)
     assert tool(DTENSOR, "llm-analysis")["activations"] == tool(TP8, "llm-analysis")["activations"]
@@ -292,7 +292,7 @@ def test_full_size_llama3_1_8b_under_dtensor_tp_and_sp_at_32k():
     case = TpCase(load_preset("llama3.1-8b"), batch=1, seq_len=32768, implementation="hf", sequence_parallel=True,
                   fake=True, dtype=torch.bfloat16, attention="sdpa")
     measured = run_fake(measure_tp, 8, [0], case)[0]
-    assert measured["saved_bytes"] == ot.MEASURED["saved llama3.1-8b 32768 dtensor tp8 sp"][0]
+    assert measured["saved_bytes"] == cases.MEASURED["saved llama3.1-8b 32768 dtensor tp8 sp"][0]
     by_module = measured["saved_by_module"]
     # the logits upcast for the loss, whole; the int64 labels; the loss's scalars
     assert by_module["(root)"] == 32768 * 128256 * 4 + 32768 * 8 + 12
@@ -332,4 +332,4 @@ def test_full_size_llama3_70b_forward_flops():
         forward = matmul_flops(build_hf_model(cfg, "sdpa", dtype=torch.bfloat16), make_inputs(cfg, 1, n)).forward
     d, layers, f, v = 8192, 80, 28672, 128256
     assert forward == 2 * n * (layers * (2 * d * d + 2 * d * 1024 + 3 * d * f) + d * v) + 4 * layers * n * n * d
-    assert forward == ot.MEASURED["forward llama3-70b 8192"][0]
+    assert forward == cases.MEASURED["forward llama3-70b 8192"][0]

@@ -150,7 +150,7 @@ def test_the_step_adds_every_term():
 
 def test_empty_edge_chunks_put_the_layers_between_an_embedding_and_a_head_chunk():
     from costmodel.config import ConfigError
-    from costmodel.layout.spec import empty_edge_chunks
+    from costmodel.layout.schedule import empty_edge_chunks
 
     assert empty_edge_chunks(126, 128) == (0,) + (1,) * 126 + (0,)
     assert empty_edge_chunks(7, 5) == (0, 3, 2, 2, 0)

@@ -52,10 +52,10 @@ def test_llama_3_presets_answer_to_the_base_and_the_instruct_id(name):
 
 
 def test_deepseek_v2_lite_preset_is_the_survey_s_released_config():
-    """The preset and tests/test_hf_survey_configs.py REAL_ADDED hold the same released config.json
+    """The preset and tests/test_hf_survey_released.py REAL_ADDED hold the same released config.json
     (deepseek-ai/DeepSeek-V2-Lite): every field both give has one value, and q_lora_rank is among
     them (a preset without it reads DeepseekV2Config's default 1536, a query LoRA the model lacks)."""
-    from tests.test_hf_survey_configs import REAL_ADDED
+    from tests.test_hf_survey_released import REAL_ADDED
 
     preset = json.loads((PRESET_DIR / "deepseek-v2-lite.json").read_text())
     real = REAL_ADDED["deepseek-v2-lite"]

@@ -146,8 +146,8 @@ NOW = {"all": ((55, 8.1, 53, 30, 22), (0.776, 1.522)), "training rates": ((25, 1
 
 
 @pytest.mark.slow
-def test_the_rows_as_computed_now():
-    every = ratios(EXPRESSIBLE)
+def test_the_rows_as_computed_now(published_tables):
+    every = ratios(EXPRESSIBLE, tables=published_tables)
     groups = {"all": list(every), "training rates": [k for k in every if k.startswith("kempnerforge")],
               "GPU-hours": [k for k in every if k.startswith("gpu-hours")],
               "decoding": [k for k in every if k.startswith("lmdeploy")],
@@ -203,8 +203,8 @@ def test_torchtitans_405b_rows():
 
 
 @pytest.mark.slow
-def test_torchtitans_2024_rows_as_computed_now():
-    every = ratios(TORCHTITAN_2024)
+def test_torchtitans_2024_rows_as_computed_now(published_tables):
+    every = ratios(TORCHTITAN_2024, tables=published_tables)
     a100 = [v for k, v in every.items() if k.startswith("torchtitan-2024 ")]
     # (8, 6.2, 8, 5, 1) before wt34_user: the two 'selective layer' rows' recomputed layers now read the eager
     # training bytes their plain layers read (Leaf.code_path): 8B 1.109 -> 1.058, 13B 1.101 -> 1.045
@@ -219,7 +219,7 @@ def test_torchtitans_2024_rows_as_computed_now():
     assert h100 == [1.08, 0.899, 1.008]
     # first (66, 6.1, 64, 42, 27); before wt32_tpsmall (66, 5.7, 64, 44, 29); before wt32_review (66, 7.9, 64, 37, 23);
     # before wt34_user (66, 7.9, 64, 37, 24)
-    assert stats(list(ratios(EXPRESSIBLE + TORCHTITAN_2024).values())) == (66, 7.1, 64, 39, 25)
+    assert stats(list(ratios(EXPRESSIBLE + TORCHTITAN_2024, tables=published_tables).values())) == (66, 7.1, 64, 39, 25)
 
 
 # The Phi cards (a3d6478d, typed before computed): GPUs, days, tokens; ratio now (published / ours; as first
@@ -237,8 +237,8 @@ def test_the_phi_cards_gpu_hours():
 
 
 @pytest.mark.slow
-def test_the_phi_cards_as_computed_now():
-    every = ratios(("gpu-hours-phi-cards",))
+def test_the_phi_cards_as_computed_now(published_tables):
+    every = ratios(("gpu-hours-phi-cards",), tables=published_tables)
     assert {k.split(" ", 1)[1]: round(v, 3) for k, v in every.items()} == {k: v[3] for k, v in PHI.items()}
 
 

@@ -131,8 +131,8 @@ NOW = {"all": ((39, 20.6, 27, 14, 6), (0.977, 1.629)),
 
 
 @pytest.mark.slow
-def test_the_rows_as_first_computed():
-    every = ratios(SOURCES)
+def test_the_rows_as_first_computed(published_tables):
+    every = ratios(SOURCES, tables=published_tables)
     assert_summaries(every, decode_groups(every, SOURCES), NOW)
     # too fast but for the DeepSpeed fp16 rows at batch 8 and 16 (and the compiled 'GPT, Fast' row, 0.998, until its
     # fused kernels were replayed in session 39: 1.007)

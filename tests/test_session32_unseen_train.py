@@ -134,8 +134,8 @@ NOW = dict(FIRST_COMPUTED, **{"training rates": ((30, 23.3, 24, 0, 0), (1.106, 2
 
 
 @pytest.mark.slow
-def test_the_rows_as_first_computed():
-    every = ratios(FIRST + SECOND)
+def test_the_rows_as_first_computed(published_tables):
+    every = ratios(FIRST + SECOND, tables=published_tables)
     groups = train_groups(every, ("bloom-prequel", "megatron-llama", "bigscience-tr8-104b"))
     assert_summaries(every, groups, NOW)
     # every training rate too fast; at the same width, depth and pipeline the smaller micro-batch the faster

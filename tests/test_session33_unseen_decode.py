@@ -181,8 +181,8 @@ NOW_STATS = {**NOW_STATS, "all": ((47, 12.0, 39, 19, 8), (0.8, 2.996)),
              "premai-a100": ((5, 7.7, 5, 4, 1), (0.917, 1.288))}
 
 @pytest.mark.slow
-def test_the_rows_as_first_computed():
-    every = ratios(SOURCES)
+def test_the_rows_as_first_computed(published_tables):
+    every = ratios(SOURCES, tables=published_tables)
     assert_summaries(every, decode_groups(every, SOURCES), NOW_STATS)
     # too slow (first computed: 20, every int4 row on a GeForce card among them, Ada having no weight-only GEMV
     # fact then): the GeForce rows of ExLlamaV2, MLC, TurboMind and llama.cpp at 0.80-0.99, the 16-token vLLM

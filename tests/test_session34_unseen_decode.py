@@ -179,8 +179,8 @@ NOW_STATS = {**FIRST_STATS, "all": ((95, 9.5, 80, 49, 25), (0.338, 1.857)),  # w
 
 
 @pytest.mark.slow
-def test_the_rows_as_first_computed():
-    every = ratios(SOURCES)
+def test_the_rows_as_first_computed(published_tables):
+    every = ratios(SOURCES, tables=published_tables)
     assert_summaries(every, decode_groups(every, SOURCES), NOW_STATS)
     # 34 too fast, 61 too slow (first 46, 49; 45, 50 before wt37_trtllm); the too-slow side is NeMo's 13B rows,
     # AutoAWQ's batched int4 rows, and the batch-1

@@ -184,8 +184,8 @@ NOW_STATS = {**NOW_STATS, "all": ((71, 15.6, 54, 18, 8), (0.814, 2.184)),
              "optimum-gptq-bench": ((15, 52.1, 7, 1, 0), (1.094, 1.81))}
 
 @pytest.mark.slow
-def test_the_rows_as_first_computed():
-    every = ratios(SOURCES)
+def test_the_rows_as_first_computed(published_tables):
+    every = ratios(SOURCES, tables=published_tables)
     assert_summaries(every, decode_groups(every, SOURCES), NOW_STATS)
     # 49 too fast (57 before wt37_trtllm retyped modelopt-v0.11: 7 of its 9 rows now read slower than published; 50
     # before wt39_machete's W8A8 rate at few rows: modelopt-v0.21's 70B fp8 batch 1 on the H200, 1.022 -> 0.902)

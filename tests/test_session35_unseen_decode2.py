@@ -120,8 +120,8 @@ NOW_STATS = {**FIRST_STATS, "all": ((15, 9.9, 12, 8, 4), (0.835, 2.469)),
 
 
 @pytest.mark.slow
-def test_the_rows_as_first_computed():
-    every = ratios(SOURCES)
+def test_the_rows_as_first_computed(published_tables):
+    every = ratios(SOURCES, tables=published_tables)
     assert_summaries(every, decode_groups(every, SOURCES), NOW_STATS)
     # 8 too fast: the AutoGPTQ rows and one NIM row among them (10 before wt39_machete: every NIM row); 9 since
     # wt40_customar (vLLM's custom all-reduce): the H200's Mixtral tp-2 row 1.014 -> 1.078 and the 70B's 0.927 -> 1.204

@@ -150,8 +150,8 @@ NOW = {**FIRST_COMPUTED, "all": ((44, 12.9, 44, 20, 15), (0.76, 1.257)),
 
 
 @pytest.mark.slow
-def test_the_rows_as_first_computed():
-    every = ratios(SOURCES)
+def test_the_rows_as_first_computed(published_tables):
+    every = ratios(SOURCES, tables=published_tables)
     assert_summaries(every, decode_groups(every, SOURCES), NOW)
     # the pattern: as first computed the JAX rows of 70B and up too slow (< 0.9), the JAX GPT 5B too fast (> 1.19);
     # with the recipes' remat policies (and MaxText's bf16 gradient reductions) the 70B FP8 rows at 64-128 GPUs stay

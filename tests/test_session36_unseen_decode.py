@@ -139,8 +139,8 @@ NOW_STATS = {**FIRST_STATS, "all": ((57, 25.7, 30, 20, 14), (0.592, 2.549)),
 
 
 @pytest.mark.slow
-def test_the_rows_as_first_computed():
-    every = ratios(SOURCES)
+def test_the_rows_as_first_computed(published_tables):
+    every = ratios(SOURCES, tables=published_tables)
     assert_summaries(every, decode_groups(every, SOURCES), NOW_STATS)
     # 43 (44 before wt39_hwholes' L40S graph gap: trtllm-v0.5.0's 7B batch 64 128/2048 row 1.005 -> 0.996)
     assert sum(v > 1 for v in every.values()) == 43  # too fast: every SageMaker (TGI) and bitsandbytes row

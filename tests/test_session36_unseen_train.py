@@ -148,8 +148,8 @@ NOW = {**FIRST_COMPUTED, "gpu-hours-stablelm-3b": ((1, 27.6, 1, 0, 0), (1.276, 1
 
 
 @pytest.mark.slow
-def test_the_rows_as_first_computed():
-    every = ratios(SOURCES)
+def test_the_rows_as_first_computed(published_tables):
+    every = ratios(SOURCES, tables=published_tables)
     assert_summaries(every, train_groups(every, SOURCES), NOW)
     # the pattern: MosaicGPT's 2,048-token rows too fast, the more the smaller the model (125M 1.19-1.28x, 7B-70B
     # 1.01-1.13x), its longest sequences too slow (0.80-0.91x) but for the 30B's 8,192 (1.20x); MaxText on A3 too

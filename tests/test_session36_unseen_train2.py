@@ -117,8 +117,8 @@ NOW = {**FIRST_COMPUTED,  # wt36_hfmoe: the HF MoE loop (layout/hf_moe_loop.py) 
 
 
 @pytest.mark.slow
-def test_the_rows_as_first_computed():
-    every = ratios(SOURCES)
+def test_the_rows_as_first_computed(published_tables):
+    every = ratios(SOURCES, tables=published_tables)
     assert_summaries(every, decode_groups(every, SOURCES), NOW)
     # the pattern: the ten dense rows within 0.66-1.12x (median 7.1%), the five MoE rows all too fast (1.17x-46x), the
     # HF (transformers + DeepSpeed) MoE rows the furthest, ZeRO-3 further than ZeRO-2 on the same model

@@ -174,8 +174,8 @@ NOW_STATS = {**FIRST_STATS, "all": ((48, 12.4, 35, 19, 10), (0.829, 4.525)),
 
 
 @pytest.mark.slow
-def test_the_rows_as_first_computed():
-    every = ratios(SOURCES)
+def test_the_rows_as_first_computed(published_tables):
+    every = ratios(SOURCES, tables=published_tables)
     assert_summaries(every, decode_groups(every, SOURCES), NOW_STATS)
     # 43 as first computed, Model Optimizer v0.15's 9 all too fast (1.19-1.89x); 38 since its code's lengths and no
     # graphs (wt37_modelopt15): 0.83-0.94 at batch 1 and its batch-32 fp16/fp8, 1.21-1.37 at batch 64 and int4 batch 32

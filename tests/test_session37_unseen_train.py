@@ -72,8 +72,8 @@ NOW_STATS = {**FIRST_STATS, "all": ((9, 6.2, 8, 7, 4), (0.548, 1.152)), "nanocha
 
 
 @pytest.mark.slow  # every row of the two sources computed
-def test_the_rows_as_first_computed():
-    every = ratios(SOURCES)
+def test_the_rows_as_first_computed(published_tables):
+    every = ratios(SOURCES, tables=published_tables)
     assert_summaries(every, decode_groups(every, SOURCES), NOW_STATS)
     # the A100 rows: eager too fast, compiled within 7%; the A6000 row the one outside 0.75-1.33x
     flags = [round(v, 3) for k, v in every.items() if "3.2-3b" in k]

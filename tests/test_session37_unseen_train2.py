@@ -109,8 +109,8 @@ NOW_STATS = {**FIRST_STATS,  # wt37_mi355x: the MI355X FP8 GEMM and attention ra
 
 
 @pytest.mark.slow  # every row of the eight sources computed
-def test_the_rows_as_first_computed():
-    every = ratios(SOURCES)
+def test_the_rows_as_first_computed(published_tables):
+    every = ratios(SOURCES, tables=published_tables)
     groups = train_groups(every, SOURCES)
     assert groups.pop("GPU-hours") == []
     assert_summaries(every, groups, {k: v for k, v in NOW_STATS.items() if v is not None})

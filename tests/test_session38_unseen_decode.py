@@ -110,8 +110,8 @@ NOW_STATS = {**FIRST_STATS, "rocm-torch-compile": ((4, 28.2, 4, 0, 0), (1.121, 1
 
 
 @pytest.mark.slow  # the 11 rows computed
-def test_the_rows_as_first_computed():
-    every = ratios(SOURCES)
+def test_the_rows_as_first_computed(published_tables):
+    every = ratios(SOURCES, tables=published_tables)
     assert_summaries(every, decode_groups(every, SOURCES), NOW_STATS)
     # calm's rows are all too slow by one figure: its kernels read ~920 GB/s where the rtx-4090 file's decode GEMMs
     # read 806 (efficiency.memory 0.8, no measured GEMV rate), at the start of the context and at 4,000 alike

@@ -139,8 +139,8 @@ NOW_STATS = {**FIRST_STATS,  # restated after the typing was amended (wt38_rowch
 
 
 @pytest.mark.slow  # every row of the five sources computed
-def test_the_rows_as_first_computed():
-    every = ratios(SOURCES)
+def test_the_rows_as_first_computed(published_tables):
+    every = ratios(SOURCES, tables=published_tables)
     groups = train_groups(every, SOURCES)
     assert groups.pop("GPU-hours") == []
     assert_summaries(every, groups, NOW_STATS)

@@ -138,8 +138,8 @@ def _ms_a_token(every: dict[str, float], run_id: str) -> tuple[float, float]:
 
 
 @pytest.mark.slow  # the 36 rows computed
-def test_the_rows_as_first_computed():
-    every = ratios(SOURCES)
+def test_the_rows_as_first_computed(published_tables):
+    every = ratios(SOURCES, tables=published_tables)
     assert_summaries(every, decode_groups(every, SOURCES), NOW_STATS)
     assert sum(v > 1 for v in every.values()) == 24  # too fast, all but 12 A6000 / A100 rows (26, 10 before wt39_hwholes)
     # by GPU: the A6000 rows (768 GB/s, the weights' time the step) within 0.88-1.11; every H100 W4A16 row too fast

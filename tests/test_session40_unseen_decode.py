@@ -99,8 +99,8 @@ NOW_STATS = {**FIRST_STATS}
 
 
 @pytest.mark.slow  # the 36 rows computed
-def test_the_rows_as_first_computed():
-    every = ratios(SOURCES)
+def test_the_rows_as_first_computed(published_tables):
+    every = ratios(SOURCES, tables=published_tables)
     assert_summaries(every, decode_groups(every, SOURCES), NOW_STATS)
     assert sum(v > 1 for v in every.values()) == 11  # 25 of 36 too slow
     # the 70B (vLLM's custom all-reduce on: the pages' commands do not disable it) too slow at batch 1-32 in every

@@ -114,8 +114,8 @@ NOW_STATS = {**FIRST_STATS, "all": ((32, 50.7, 14, 9, 6), (0.934, 2.465)),  # th
 
 
 @pytest.mark.slow  # the 32 rows computed
-def test_the_rows_as_first_computed():
-    every = ratios(SOURCES)
+def test_the_rows_as_first_computed(published_tables):
+    every = ratios(SOURCES, tables=published_tables)
     assert_summaries(every, decode_groups(every, SOURCES), NOW_STATS)
     assert sum(v > 1 for v in every.values()) == 28  # 28 of 32 too fast
     # SGLang on the H20: about 2x too fast at one prompt token at every size, the error growing with the model

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from validate import other_tools as ot
+from validate import other_tools_cases as cases
 from validate import other_tools_peers as peers
 
 RECORD = ot.ROOT / "validate" / "other_tools_time.json"
@@ -52,7 +53,7 @@ CASES: dict[str, dict[str, Any]] = {
         "says": "GPT-3 175B as Korthikanti et al. 2022 Table 5 ran it (tp 8, pp 8 interleaved by 3, SP + selective "
                 "recomputation, 64 sequences of 2,048, 64 A100s): the step's seconds by part",
         "kind": "split", "other_case": "gpt3-175b Korthikanti tp8 pp8 v3 sp selective",
-        "measured": {"seconds": ot.MEASURED["gpt3 present s"]},
+        "measured": {"seconds": cases.MEASURED["gpt3 present s"]},
         "calculon": {"application": {"hidden": 12288, "feedforward": 49152, "seq_size": 2048, "attn_heads": 96,
                                      "attn_size": 128, "num_blocks": 96},
                      "execution": "validation/seqsel/tab5/gpt3-175B_seqsel.json", "system": "systems/a100_80g.json"},
@@ -153,7 +154,7 @@ def split_of(cfg: Any, workload: Any, layout: Any) -> dict[str, float]:
     from costmodel.layout import ParallelEstimate
     from costmodel.layout.timing import step_time
 
-    step = step_time(ParallelEstimate(cfg, workload, layout), load_hardware(ot.HARDWARE),
+    step = step_time(ParallelEstimate(cfg, workload, layout), load_hardware(cases.HARDWARE),
                      time_model="kernels").step()
     exposed = step["exposed_communication_seconds"]
     return {"seconds": step["seconds"], "compute": step["compute_seconds"], "recompute": None,
@@ -170,7 +171,7 @@ def ours_layers(name: str) -> dict[str, Any]:
     import costmodel
 
     case = LAYER_CASES[name]
-    run = costmodel.simulate(case["preset"], ot.HARDWARE, prompt=case["prompt"], gen=2, batch=case["batch"],
+    run = costmodel.simulate(case["preset"], cases.HARDWARE, prompt=case["prompt"], gen=2, batch=case["batch"],
                              attention="sdpa").to_dict()
     seconds = {block["path"]: block["seconds"] for block in run["prefill_blocks"]}
     groups = {group: sum(seconds.get(path, 0.0) for path in paths) for group, (_, paths) in LAYER_GROUPS.items()}
@@ -232,9 +233,9 @@ def calculon_split(spec: dict[str, Any], python: str, checkout: Path) -> dict[st
 def llm_analysis_split(name: str, python: str, efficiency: float | None = None) -> dict[str, Any]:
     """llm-analysis's train() on the case of other_tools.py (its bundled or written config), at
     its default flops_efficiency (1) or the one given; its time has one part."""
-    spec = dict(ot.CASES[CASES[name]["other_case"]]["llm_analysis"])
+    spec = dict(cases.CASES[CASES[name]["other_case"]]["llm_analysis"])
     if "model_config" in spec:
-        spec["model_config"] = ot.llm_analysis_model(spec["model_config"])
+        spec["model_config"] = cases.llm_analysis_model(spec["model_config"])
     if efficiency is not None:
         spec["flops_efficiency"] = efficiency
     raw = peers.llm_analysis({"llm_analysis": spec}, python)["raw"]
@@ -257,13 +258,13 @@ def llm_viewer_layers(name: str, python: str, checkout: Path) -> dict[str, Any]:
     """LLM-Viewer's per-layer OPs, bytes and roofline seconds for the case, grouped as ours."""
     import tempfile
 
-    spec = dict(ot.CASES[LAYER_CASES[name]["other_case"]]["llm_viewer"])
+    spec = dict(cases.CASES[LAYER_CASES[name]["other_case"]]["llm_viewer"])
     if not (checkout / "model_analyzer.py").exists():
         raise peers.Missing(f"no LLM-Viewer checkout at {checkout}")
     with tempfile.TemporaryDirectory() as folder:
         config_dir = Path(folder) / spec["config_name"]
         config_dir.mkdir()
-        (config_dir / "config.json").write_text(json.dumps(ot.llama_hf_config(spec["preset"])))
+        (config_dir / "config.json").write_text(json.dumps(cases.llama_hf_config(spec["preset"])))
         raw = peers.run_script(python, LLM_VIEWER_LAYERS, {**spec, "config_dir": str(config_dir)}, cwd=str(checkout))
     prefill = raw["layers"]["prefill"]
     groups = {group: sum(prefill[layer]["inference_time"] * (1 if layer == "lm_head" else raw["num_layers"])
@@ -282,9 +283,9 @@ LLM_ANALYSIS_PREFILL = {"attention block": "prefill_latency_fwd_attn", "mlp": "p
 
 def llm_analysis_layers(name: str, python: str) -> dict[str, Any]:
     """llm-analysis's infer() on the case of other_tools.py: its prefill latency by part."""
-    spec = dict(ot.CASES[LAYER_CASES[name]["other_case"]]["llm_analysis"])
+    spec = dict(cases.CASES[LAYER_CASES[name]["other_case"]]["llm_analysis"])
     if "model_config" in spec:
-        spec["model_config"] = ot.llm_analysis_model(spec["model_config"])
+        spec["model_config"] = cases.llm_analysis_model(spec["model_config"])
     raw = peers.llm_analysis({"llm_analysis": spec}, python)["raw"]
     return {"prefill": {group: raw[key] for group, key in LLM_ANALYSIS_PREFILL.items()},
             "prefill_seconds": raw["prefill_latency"], "decode_seconds": raw["decode_latency"], "raw": raw}

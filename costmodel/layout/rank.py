@@ -5,13 +5,14 @@ per-rank quantities as expressions. This module places the parts on the pipeline
 multiplies by the micro-batches a stage holds (costmodel/layout/spec.py), shards the parameter
 state over dp as the framework does (costmodel/layout/frameworks.py): what a rank holds. What it
 sends, each collective's payload and its wire bytes, is costmodel/layout/communication.py's part of
-ParallelEstimate. Formulas stay in the blocks: here are only sums and the frameworks' sharding rules.
+ParallelEstimate; which layers each stage holds, costmodel/layout/stages.py. Formulas stay in the
+blocks: here are only sums and the frameworks' sharding rules.
 """
 
 from __future__ import annotations
 
 import math
-from functools import cached_property, lru_cache
+from functools import cached_property
 from typing import Any
 
 from .. import offload
@@ -23,76 +24,11 @@ from .fp8 import RECIPES, TE_GEMMS_PER_DENSE_LAYER, amax_reduction_bytes, fp8_pa
 from .fp8_options import FP8_AUTOCASTS
 from .frameworks import FRAMEWORKS, Framework
 from .parts import Stage, evaluate_parts, model_dimensions, part_evaluator, part_of, uses_loss_parallel
-from ..spec import RECOMPUTED_LAYERS
 from .spec import Layout
+from .stages import kind_runs, pipeline_stages
 
 #: What other modules import from here besides ParallelEstimate (layout/kernel_step.py, layout/time.py).
 __all__ = ["FRAMEWORKS", "ParallelEstimate", "Stage", "part_of", "uses_loss_parallel"]
-
-
-@lru_cache(maxsize=4096)
-def _layer_kinds(cfg: ModelConfig, layer_keys: tuple, stack: str, start: int,
-                 layers: int) -> tuple[tuple[str, int], ...]:
-    """How many of layers start .. start + layers - 1 of a stack are of each part key; the same
-    stages recur across the layouts `plan` enumerates, so they are counted once."""
-    keys = {(s, kind): key for key, (s, kind) in layer_keys}
-    counts: dict[str, int] = {}
-    for index in range(start, start + layers):
-        key = keys[(stack, cfg.layer_kind_at(stack, index))]
-        counts[key] = counts.get(key, 0) + 1
-    return tuple(counts.items())
-
-
-@lru_cache(maxsize=4096)
-def _runs(kinds: tuple[tuple[tuple[str, int], ...], ...]) -> tuple[tuple[str, int], ...]:
-    """The layers of each part key over a rank's virtual stages."""
-    runs: dict[str, int] = {}
-    for stage in kinds:
-        for key, count in stage:
-            runs[key] = runs.get(key, 0) + count
-    return tuple(runs.items())
-
-
-def _kinds(cfg: ModelConfig, layer_keys: tuple, recomputed: int | None, stack: str, start: int,
-           layers: int) -> tuple[tuple[str, int], ...]:
-    """Layers start .. start + layers - 1 of a stack by part key (ModelConfig.layer_kind_at);
-    under full recomputation of N layers (recomputed, training), the first N of these (one
-    pipeline stage; one model chunk of an interleaved schedule, assumed) recomputed: Megatron-Core's
-    block method (TransformerConfig.recompute_method "block": "the number of transformer layers to
-    recompute within each pipeline stage", megatron/core/transformer/transformer_config.py
-    lines 543-555 at Megatron-LM d98e8a64)."""
-    if recomputed is None:
-        return _layer_kinds(cfg, layer_keys, stack, start, layers)
-    keys = {kind: key for key, (s, kind) in layer_keys if s == stack}
-    rerun = min(recomputed, layers)
-    return tuple((key, count) for key, count in ((keys[RECOMPUTED_LAYERS], rerun), (keys[None], layers - rerun))
-                 if count)
-
-
-@lru_cache(maxsize=4096)
-def _stages(cfg: ModelConfig, layer_keys: tuple, stacks: tuple[str, ...], recomputed: int | None, pp: int,
-            virtual_stages: int, schedule: str, microbatches: int,
-            stage_layers: tuple[int, ...] | None) -> tuple[Stage, ...]:
-    """Each pipeline rank's Stage: a pure function of the model, its structure's layer kinds, the
-    layers recomputed and the layout's pipeline fields (what Layout.layers_per_stage, stages_of
-    and in_flight read), so the layouts `plan` enumerates that share a pipeline place it once."""
-    if pp == 1:
-        layers = {"encoder": cfg.n_encoder_layers, "decoder": cfg.n_decoder_layers}
-        kinds = tuple(pair for stack in stacks for pair in _kinds(cfg, layer_keys, recomputed, stack, 0, layers[stack]))
-        return (Stage(0, (cfg.n_layers,), (1,), True, True, (kinds,)),)
-    pipeline = Layout(pp=pp, virtual_stages=virtual_stages, schedule=schedule, microbatches=microbatches,
-                      stage_layers=stage_layers)
-    # each stage whole decoder layers (cfg.pipeline_unit tree layers each: Falcon-H1's three)
-    per_stage = tuple(cfg.pipeline_unit * n for n in pipeline.layers_per_stage(cfg.pipeline_layers))
-    starts = [sum(per_stage[:s]) for s in range(len(per_stage))]
-    stack = stacks[0]
-    last = pipeline.stages - 1
-    out = []
-    for rank in range(pp):
-        own = pipeline.stages_of(rank)
-        out.append(Stage(rank, tuple(per_stage[s] for s in own), pipeline.in_flight(rank), 0 in own, last in own,
-                         tuple(_kinds(cfg, layer_keys, recomputed, stack, starts[s], per_stage[s]) for s in own)))
-    return tuple(out)
 
 
 def check_pure_precision(pure_precision: bool, dtype: str, phase: str = "train") -> None:
@@ -202,16 +138,16 @@ class ParallelEstimate(RankCommunication):
         layout = self.layout
         layer_keys = tuple((key, tuple(kind)) for key, kind in self.structure["layers"].items())
         recomputed = self.workload.recompute_layers if self.phase == "train" else None
-        return list(_stages(self.cfg, layer_keys, tuple(self.structure["stacks"]), recomputed, layout.pp,
+        return list(pipeline_stages(self.cfg, layer_keys, tuple(self.structure["stacks"]), recomputed, layout.pp,
                             layout.virtual_stages, layout.schedule, layout.microbatches, layout.stage_layers))
 
     def layer_runs(self, stage: Stage) -> dict[str, int]:
         """How many layers of each part key the rank runs per micro-batch."""
-        return dict(_runs(stage.kinds))
+        return dict(kind_runs(stage.kinds))
 
     def layer_sum(self, stage: Stage, quantity: str) -> int:
         """A layer quantity over the stage's layers, each kind of layer its own."""
-        return sum(count * self.part(key, quantity) for key, count in _runs(stage.kinds))
+        return sum(count * self.part(key, quantity) for key, count in kind_runs(stage.kinds))
 
     def _largest_layer(self, quantity: str) -> int:
         """The quantity of the largest kind of layer (the one a framework gathers or rebuilds)."""

@@ -192,7 +192,7 @@ class StepTime(DataParallelTime):
 
     def recomputed_layers_share(self) -> float:
         """Under full recomputation of N layers, the layers the pipeline recomputes (N of each
-        stage's, rank._kinds) over the tree's N (its recomputed_flops counts N layers); else 1."""
+        stage's, stages.stage_kinds) over the tree's N (its recomputed_flops counts N layers); else 1."""
         estimate = self.estimate
         recomputed = estimate.workload.recompute_layers
         if recomputed is None or estimate.phase != "train":
