@@ -185,6 +185,8 @@ def serving_lengths(prompt: str | None, gen: str, rate: float | None) -> tuple:
 @decode_code_option("--serve: ", None, "Default, one rule for both modes and serve's (decode_codes.serving_code): "
                     "without --rate Hugging Face generate's (transformers, as simulate's default), with --rate the "
                     "search's vllm scheduler's engine's (vllm).")
+@click.option("--scheduler", "--engine-release", type=str, default=None, expose_value=False, hidden=True,
+              callback=lambda ctx, param, value: refuse_scheduler(value))
 @click.option("--ray", "ray_address", type=str, default=None,
               help="--serve --rate: run the search's configurations as Ray tasks in the cluster at this address "
                    "('local' starts one here; needs pip install '.[ray]') instead of a local process pool.")
@@ -287,3 +289,13 @@ def plan(model, config, hardware_name, gpus, seq_len, global_batch, serve, batch
         click.echo(result.text(top))
     if not result.feasible:
         click.get_current_context().exit(1)
+
+
+def refuse_scheduler(value: str | None) -> None:
+    """--scheduler (or --engine-release) typed to plan: one line saying which scheduler the capacity search runs and
+    where another one runs, not click's "No such option '--scheduler'. (Did you mean '--schedule'?)", a pipeline's."""
+    if value is not None:
+        raise InputError(f"plan --serve --rate searches vLLM's v1 scheduler only (the vllm of serve's --scheduler); "
+                         f"--scheduler and --engine-release ({value!r}) are serve's: run one deployment under another "
+                         "scheduler with `serve --scheduler sglang --tp N --rate R` (costmodel.serve(..., "
+                         "scheduler='sglang')).")

@@ -108,7 +108,7 @@ def check_fixed(fixed: dict[str, Any], gpus: int) -> None:
     when all four (tp, pp, cp, dp) are fixed, or tp, pp and dp are (context parallelism is not
     chosen for the user). Each fixed value of the right kind first (`costmodel.plan(framework="jax")` died in a
     KeyError, sp="yes" ran as SP and tp=True as tp 1): the command's types, for the Python API."""
-    for name in (*GRID, "ep", "dp_shard"):
+    for name in (*GRID, "ep", "etp", "dp_shard"):
         value = fixed.get(name)
         if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
             raise ConfigError(f"plan: {name} must be a positive integer, got {show(value)}.")
@@ -116,6 +116,9 @@ def check_fixed(fixed: dict[str, Any], gpus: int) -> None:
         raise ConfigError(f"plan: zero must be a ZeRO stage, 0 to 3, got {show(fixed['zero'])}.")
     if fixed.get("framework") is not None and fixed["framework"] not in FRAMEWORKS:
         raise ConfigError(f"plan: framework must be one of {', '.join(FRAMEWORKS)}, got {show(fixed['framework'])}.")
+    if fixed.get("etp") and fixed.get("framework") not in (None, "megatron"):  # it planned etp-less layouts instead
+        raise ConfigError(f"plan: etp {fixed['etp']} is Megatron-Core's expert tensor parallelism (its expert grid); "
+                          f"{fixed['framework']} has none: plan --framework megatron, or leave --etp out.")
     for name in ("sp", *(setting for setting in SETTINGS if setting != "grad_reduce_dtype")):
         if fixed.get(name) is not None and not isinstance(fixed[name], bool):
             raise ConfigError(f"plan: {name} must be true or false, got {show(fixed[name])}.")
@@ -167,8 +170,8 @@ def expert_layouts(cfg: ModelConfig, framework: str, tp: int, ranks: int, ep: in
     of EXPERT_TENSOR_SIZES and tp above 1 whose etp x ep divides tp x cp x dp and etp the experts' width
     (expert tensor parallelism, any etp: Megatron-Core's expert grid), where it is modelled (no expert
     biases, latent experts or Megatron-FSDP: costmodel/layout/experts.py refuses them)."""
-    if ep == 1:
-        return [None]
+    if ep == 1:  # a fixed etp keeps only layouts with expert parallelism (it listed ep 1 ones, etp dropped)
+        return [] if fixed.get("etp") else [None]
     if fixed.get("etp"):
         return [fixed["etp"]]
     base: list[int | None] = [1 if tp > 1 else None]
@@ -209,6 +212,8 @@ def training_layouts(cfg: ModelConfig, hardware: Hardware, gpus: int, global_bat
     """(layout, micro-batch, recompute, None) for each candidate, or (None, ..., reason) for a
     combination that cannot run."""
     frameworks = [fixed["framework"]] if fixed.get("framework") else list(FRAMEWORKS)
+    if fixed.get("etp"):  # expert tensor parallelism is Megatron-Core's alone (check_fixed refuses another)
+        frameworks = ["megatron"]
     if fixed.get("dp_shard"):
         check_hybrid_framework(fixed.get("framework") or "fsdp2", fixed.get("zero"))
         # hybrid sharding is FSDP2's HSDP (Layout.dp_shard), or Megatron-FSDP's HFSDP when asked for
@@ -285,6 +290,9 @@ def plan_training(cfg: ModelConfig, hardware: Hardware, gpus: int, seq_len: int,
     fusions (the kernel-level model only), as simulate --train --compile."""
     fixed = fixed or {}
     check_fixed(fixed, gpus)
+    if fixed.get("etp") and not cfg.moe:
+        raise ConfigError(f"plan: etp {fixed['etp']} splits a mixture of experts' routed experts; model "
+                          f"{cfg.name!r} has none: leave --etp out.")
     time_model = time_model_for(hardware, time_model)
     feasible, infeasible, problems = [], [], []
     for layout, batch, recompute, problem in training_layouts(cfg, hardware, gpus, global_batch, fixed, seq_len):

@@ -1,0 +1,80 @@
+"""What a new user's round on session 42's layouts and engine (any --etp, --cp-rotate a2a, serve's SGLang
+scheduler) turned up (wt42_user3): each test runs the command or the call as a user typed it and checks the
+answer or the one error line.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import costmodel
+from costmodel.config import ConfigError
+from tests.cli_run import run_main
+
+QWEN_PLAN = dict(seq_len=4096, global_batch=256, tp=1, pp=1, batch=1, recompute="none", zero=1)
+
+
+def test_plan_etp_keeps_only_layouts_that_split_their_experts():
+    # `plan --etp 2` listed ep 1 layouts first (Qwen3-30B-A3B on 16 H100s: "1 x 8 x 2 ... ep 1"): expert_layouts
+    # gave an ep 1 layout no etp whatever etp was fixed, so the filter dropped it without a word.
+    result = costmodel.plan("qwen3-30b-a3b", 16, "h100-sxm", etp=2, framework="megatron", **QWEN_PLAN)
+    rows = result.feasible + result.infeasible
+    assert rows
+    # dp 16 / etp 2 = 8 ranks of the expert grid: ep 2, 4 and 8 (divisors of the 128 experts), each with etp 2
+    assert sorted({(row["layout"]["ep"], row["layout"]["etp"]) for row in rows}) == [(2, 2), (4, 2), (8, 2)]
+
+
+def test_plan_etp_that_no_layout_carries_is_one_line():
+    # --etp 3 on 16 GPUs: no etp x ep divides the 16 ranks, yet plan ranked 379 etp-less layouts as if none were asked
+    with pytest.raises(ConfigError, match=r"no layout of 'qwen3-30b-a3b' on 16 GPUs can run: layout: etp x ep = 3 x "):
+        costmodel.plan("qwen3-30b-a3b", 16, "h100-sxm", etp=3, **QWEN_PLAN)
+    # another framework: it planned DeepSpeed's layouts, none with etp, silently
+    with pytest.raises(ConfigError, match=r"^plan: etp 2 is Megatron-Core's expert tensor parallelism .* deepspeed has "
+                                          r"none: plan --framework megatron, or leave --etp out\.$"):
+        costmodel.plan("qwen3-30b-a3b", 16, "h100-sxm", etp=2, framework="deepspeed", **QWEN_PLAN)
+    # a dense model has no experts to split: it ranked Llama 3 8B's layouts, etp dropped
+    with pytest.raises(ConfigError, match=r"^plan: etp 2 splits a mixture of experts' routed experts; model "
+                                          r"'llama3-8b' has none"):
+        costmodel.plan("llama3-8b", 16, "h100-sxm", etp=2, **QWEN_PLAN)
+    with pytest.raises(ConfigError, match=r"^plan: etp must be a positive integer, got 0\.$"):
+        costmodel.plan("qwen3-30b-a3b", 16, "h100-sxm", etp=0, **QWEN_PLAN)
+
+
+SERVE = ["serve", "--model", "llama3-8b", "--hardware", "h100-sxm", "--rate", "4", "--requests", "8",
+         "--prompt", "256", "--output", "16"]
+
+
+@pytest.mark.parametrize("release, seqs", [("v0.3.0", 5119), ("v0.4.0", 4095)])
+def test_serve_text_names_the_sglang_release_the_json_names(capsys, release, seqs):
+    # The JSON said setup.engine_release; the text never named which release's constants ran (their only trace:
+    # max-num-seqs 5,119 or 4,095, the request pool's cap 5,120 at v0.3.0 and 4,096 at v0.4.0, less one).
+    code, out, err = run_main(SERVE + ["--scheduler", "sglang", "--engine-release", release], capsys)
+    assert code == 0, err
+    lines = out.splitlines()
+    assert lines[1].startswith(f"budgets: max-num-seqs {seqs}, ")
+    assert lines[2].startswith(f"SGLang release: {release} (v{release[1:4]}-era global_config.py: ")
+    code, out, err = run_main(SERVE + ["--scheduler", "sglang", "--engine-release", release, "--json"], capsys)
+    setup = json.loads(out)["setup"]
+    assert (setup["engine_release"], setup["max_num_seqs"]) == (release, seqs)
+    assert lines[2] == f"SGLang release: {setup['engine_release']} ({setup['engine_release_source']})"
+
+
+def test_serve_text_has_no_release_line_under_vllm(capsys):
+    code, out, err = run_main(SERVE, capsys)
+    assert code == 0, err
+    assert "SGLang release" not in out
+
+
+@pytest.mark.parametrize("flag, value", [("--scheduler", "sglang"), ("--engine-release", "v0.4.0")])
+def test_plan_serve_rate_refuses_a_scheduler_in_one_line(capsys, flag, value):
+    # click answered "No such option '--scheduler'. (Did you mean one of: '--schedule', '--seq-len'?)": a pipeline
+    # schedule, not what the capacity search runs, and nothing said where SGLang's scheduler runs
+    code, out, err = run_main(["plan", "--serve", "--model", "llama3-8b", "--hardware", "h100-sxm", "--gpus", "8",
+                               "--rate", "10", "--slo-ttft", "0.5", "--slo-tpot", "0.05", flag, value], capsys)
+    assert (code, out) == (2, "")
+    assert err == ("error: plan --serve --rate searches vLLM's v1 scheduler only (the vllm of serve's --scheduler); "
+                   f"--scheduler and --engine-release ({value!r}) are serve's: run one deployment under another "
+                   "scheduler with `serve --scheduler sglang --tp N --rate R` (costmodel.serve(..., "
+                   "scheduler='sglang')).\n")
