@@ -78,3 +78,19 @@ def test_plan_serve_rate_refuses_a_scheduler_in_one_line(capsys, flag, value):
                    f"--scheduler and --engine-release ({value!r}) are serve's: run one deployment under another "
                    "scheduler with `serve --scheduler sglang --tp N --rate R` (costmodel.serve(..., "
                    "scheduler='sglang')).\n")
+
+
+def test_etp_help_says_what_the_command_does_without_it(capsys):
+    # simulate --help read "(its default: the --tp value)", yet --tp 2 --sp --ep 8 without --etp is refused
+    # (tests/test_published_moe_runs.py pins that refusal): the help promised a default the command never takes
+    code, out, err = run_main(["simulate", "--help"], capsys)
+    assert code == 0
+    help_text = " ".join(out.split())
+    assert "its default: the --tp value" not in help_text
+    assert "(Megatron-Core's default is the --tp value; type it: --ep beside --tp > 1 without --etp is refused)" \
+        in help_text
+    code, out, err = run_main(["simulate", "--model", "qwen3-30b-a3b", "--hardware", "h100-sxm", "--train",
+                               "--seq-len", "4096", "--batch", "1", "--global-batch", "256", "--framework", "megatron",
+                               "--zero", "1", "--tp", "2", "--sp", "--ep", "8", "--gpus", "16"], capsys)
+    assert (code, out) == (2, "")
+    assert "or --etp 2 with them (expert tensor parallelism, Megatron-Core's default" in err
