@@ -94,3 +94,19 @@ def test_etp_help_says_what_the_command_does_without_it(capsys):
                                "--zero", "1", "--tp", "2", "--sp", "--ep", "8", "--gpus", "16"], capsys)
     assert (code, out) == (2, "")
     assert "or --etp 2 with them (expert tensor parallelism, Megatron-Core's default" in err
+
+
+@pytest.mark.parametrize("scheduler", ["sglang", "vllm"])
+def test_one_typed_budget_does_not_call_the_other_given(capsys, scheduler):
+    # `serve --scheduler sglang --max-num-seqs 8` printed "max-batched-tokens 8192 (given)": 8,192 is SGLang's
+    # chunked_prefill_size default, not typed (vllm's 8,192 the same, its OpenAI server's default on an H100)
+    code, out, err = run_main(SERVE + ["--scheduler", scheduler, "--max-num-seqs", "8", "--json"], capsys)
+    assert code == 0, err
+    setup = json.loads(out)["setup"]
+    assert (setup["max_num_seqs"], setup["max_batched_tokens"]) == (8, 8192)
+    default = {"sglang": "SGLang's server_args.py (v0.3, v0.4): chunked_prefill_size 8192; ",
+               "vllm": "vLLM's OpenAI-server defaults on >= 70 GiB GPUs"}[scheduler]
+    assert setup["budget_source"].startswith("--max-num-seqs given; the other: " + default)
+    code, out, err = run_main(SERVE + ["--scheduler", scheduler, "--max-num-seqs", "8", "--max-batched-tokens",
+                                       "2048", "--json"], capsys)
+    assert json.loads(out)["setup"]["budget_source"] == "given"
