@@ -110,3 +110,18 @@ def test_one_typed_budget_does_not_call_the_other_given(capsys, scheduler):
     code, out, err = run_main(SERVE + ["--scheduler", scheduler, "--max-num-seqs", "8", "--max-batched-tokens",
                                        "2048", "--json"], capsys)
     assert json.loads(out)["setup"]["budget_source"] == "given"
+
+
+def test_sglang_refuses_pipeline_stages_its_releases_cannot_launch(capsys):
+    # `serve --scheduler sglang --tp 4 --pp 2` ran (Llama 3 70B: 1,323,315 pool tokens at tp 4's mem_fraction_static
+    # 0.85), a deployment neither SGLang v0.3.0 nor v0.4.0 can start: their ServerArgs have no pp_size
+    for release in ("v0.3.0", "v0.4.0"):
+        code, out, err = run_main(["serve", "--model", "llama3-70b", "--hardware", "h100-sxm", "--scheduler", "sglang",
+                                   "--engine-release", release, "--tp", "4", "--pp", "2", "--rate", "4", "--requests",
+                                   "8"], capsys)
+        assert (code, out) == (2, "")
+        assert err == (f"error: --pp 2: SGLang {release} has no pipeline parallelism (server_args.py's ServerArgs "
+                       "holds tp_size and dp_size, no pp_size, at v0.3.0 and v0.4.0); serve --scheduler sglang splits "
+                       "a replica by --tp alone (--replicas for more copies).\n")
+    with pytest.raises(ConfigError, match=r"^--pp 2: SGLang v0\.4\.0 has no pipeline parallelism"):
+        costmodel.serve("llama3-70b", "h100-sxm", scheduler="sglang", tp=4, pp=2, rate=4, requests=8)

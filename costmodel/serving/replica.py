@@ -199,6 +199,10 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
     release = sglang_release(engine_release) if sglang else None
     if engine_release is not None and not sglang:
         raise ConfigError(f"--engine-release names an SGLang release; the {scheduler} scheduler takes none.")
+    if sglang and pp != 1:  # it ran a layout those releases cannot launch, mem_fraction_static taken by tp alone
+        raise ConfigError(f"--pp {pp}: SGLang {release.tag} has no pipeline parallelism (server_args.py's ServerArgs "
+                          "holds tp_size and dp_size, no pp_size, at v0.3.0 and v0.4.0); serve --scheduler sglang "
+                          "splits a replica by --tp alone (--replicas for more copies).")
     if sglang and block_size != 1:
         raise ConfigError(f"--block-size {block_size}: SGLang's pool pages one token at a time (TokenToKVPool); "
                           "--scheduler sglang takes --block-size 1.")
