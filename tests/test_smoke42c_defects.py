@@ -125,3 +125,32 @@ def test_sglang_refuses_pipeline_stages_its_releases_cannot_launch(capsys):
                        "a replica by --tp alone (--replicas for more copies).\n")
     with pytest.raises(ConfigError, match=r"^--pp 2: SGLang v0\.4\.0 has no pipeline parallelism"):
         costmodel.serve("llama3-70b", "h100-sxm", scheduler="sglang", tp=4, pp=2, rate=4, requests=8)
+
+
+LLAMA_128K = dict(seq_len=131072, global_batch=8, tp=1, pp=1, framework="megatron", zero=1, recompute="full")
+
+
+def test_plan_takes_cp_rotate_for_its_context_parallel_layouts(capsys):
+    # `plan --cp-rotate a2a` was "No such option '--cp-rotate'. (Did you mean one of: '--prompt', '--rate'?)": plan
+    # costed every cp layout with torch's all-gather, so a DeepSpeed-Ulysses or Megatron a2a user could not plan one
+    rows = {}
+    for rotate in ("a2a", "ring"):
+        result = costmodel.plan("llama3.1-8b", 8, "h100-sxm", cp_rotate=rotate, **LLAMA_128K)
+        every = result.feasible + result.infeasible
+        # dp x cp = 8 at 131,072 tokens: cp 2, 4 and 8 (each keeps >= 4,096 tokens a rank); no cp 1 layout
+        assert sorted({(row["layout"]["cp"], row["layout"]["cp_rotate"]) for row in every}) == \
+            [(2, rotate), (4, rotate), (8, rotate)]
+        rows[rotate] = {(row["layout"]["cp"], row["layout"]["batch"]): row for row in result.feasible}
+    # the all-to-alls are exposed, the ring's sends hidden under the attention (docs/layouts.md): different steps
+    assert rows["a2a"][8, 1]["step_time"] != rows["ring"][8, 1]["step_time"]
+    single = costmodel.simulate("llama3.1-8b", "h100-sxm", train=True, seq_len=131072, batch=1, attention="flash",
+                                recompute="full",
+                                layout=dict(framework="megatron", zero=1, cp=8, cp_rotate="a2a", microbatches=8))
+    assert rows["a2a"][8, 1]["step_time"] == pytest.approx(single.to_dict()["step"]["seconds"], rel=1e-9)
+    code, out, err = run_main(["plan", "--model", "llama3.1-8b", "--gpus", "8", "--hardware", "h100-sxm", "--seq-len",
+                               "131072", "--global-batch", "8", "--tp", "1", "--pp", "1", "--framework", "megatron",
+                               "--zero", "1", "--recompute", "full", "--cp", "8", "--cp-rotate", "a2a"], capsys)
+    assert code == 0, err
+    assert "1 x 1 x 1 (cp 8 a2a)  megatron" in out
+    with pytest.raises(ConfigError, match=r"fsdp2 runs torch's context_parallel: allgather or ring\.$"):
+        costmodel.plan("llama3.1-8b", 8, "h100-sxm", cp_rotate="a2a", **{**LLAMA_128K, "framework": "fsdp2", "zero": 3})

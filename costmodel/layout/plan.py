@@ -187,6 +187,12 @@ def context_sizes(cfg: ModelConfig, ranks: int, seq_len: int | None, fixed: dict
     sequences), divides the sequence into 2 cp chunks, on a model it is modelled for."""
     if fixed.get("cp"):
         return [fixed["cp"]] if ranks % fixed["cp"] == 0 else []
+    if fixed.get("cp_rotate"):  # a rotation typed: only layouts with context parallelism (it ran cp 1 ones too)
+        return [c for c in _context_sizes(cfg, ranks, seq_len, fixed) if c > 1]
+    return _context_sizes(cfg, ranks, seq_len, fixed)
+
+
+def _context_sizes(cfg: ModelConfig, ranks: int, seq_len: int | None, fixed: dict[str, Any]) -> list[int]:
     if seq_len is None or cfg.architecture != "decoder" or cfg.sliding_window is not None or cfg.mla \
             or fixed.get("attention") == "eager":
         return [1]
@@ -249,6 +255,8 @@ def training_layouts(cfg: ModelConfig, hardware: Hardware, gpus: int, global_bat
                                             layout = Layout(dp=dp, tp=tp, pp=pp, sp=sp, zero=zero, microbatches=m,
                                                             schedule=schedule, virtual_stages=v,
                                                             framework=framework, ep=ep, etp=etp, cp=cp,
+                                                            **({"cp_rotate": fixed["cp_rotate"]}
+                                                               if fixed.get("cp_rotate") else {}),
                                                             fp8=fixed.get("fp8"), dp_shard=fixed.get("dp_shard"),
                                                             **_layout_settings(fixed))
                                             layout.check(cfg, gpus)
@@ -273,6 +281,7 @@ def _entry(layout: Layout, batch: int, recompute: str) -> dict[str, Any]:
                        "microbatches": layout.microbatches, "batch": batch, "recompute": recompute,
                        "sp": layout.sp, "schedule": layout.schedule, "virtual_stages": layout.virtual_stages,
                        "framework": layout.framework, "ep": layout.ep, "cp": layout.cp, "fp8": layout.fp8,
+                       **({"cp_rotate": layout.cp_rotate} if layout.cp > 1 else {}),
                        **({"etp": layout.etp} if layout.expert_split else {}),
                        **{name: getattr(layout, name) for name in LAYOUT_SETTINGS if getattr(layout, name)},
                        **({"dp_shard": layout.dp_shard} if layout.dp_shard else {})}}
