@@ -225,7 +225,8 @@ layout_options = stack(
     click.option("--etp", type=int, default=None,
                  help="The experts' own tensor parallelism (Megatron-Core's expert_tensor_parallel_size, with --ep): 1 "
                       "beside --tp > 1 is parallel folding (routed experts whole, the EP group drawn from tp x dp); above "
-                      "1 each expert is split etp ways (its default: the --tp value), the EP group drawn from "
+                      "1 each expert is split etp ways (Megatron-Core's default is the --tp value; type it: --ep beside --tp > 1 "
+                      "without --etp is refused), the EP group drawn from "
                       "tp x cp x dp / etp (docs/layouts.md)."),
     choice_option("--ep-dispatcher", spec.EP_DISPATCHERS, "How expert parallelism moves tokens (default "
                   f"{spec.EP_DISPATCHERS[0]}): {spec.EP_DISPATCHERS.described()} (docs/layouts.md)."),

@@ -24,7 +24,7 @@ SERVE_ONLY = {"prompt": "--prompt", "gen": "--gen", "kv_cache": "--kv-cache", "m
               "mamba_ssm_cache_dtype": "--mamba-ssm-cache-dtype", "attention_backend": "--attention-backend",
               "decode_code": "--decode-code"}
 TRAINING_ONLY = {"seq_len": "--seq-len", "global_batch": "--global-batch", "impl": "--impl", "zero": "--zero",
-                 "sp": "--sp", "framework": "--framework", "ep": "--ep", "etp": "--etp", "cp": "--cp",
+                 "sp": "--sp", "framework": "--framework", "ep": "--ep", "etp": "--etp", "cp": "--cp", "cp_rotate": "--cp-rotate",
                  "dp_shard": "--dp-shard",
                  "schedule": "--schedule",
                  "fp8": "--fp8", "recompute": "--recompute", "mtp": "--mtp", "flops_convention": "--flops-convention",
@@ -118,6 +118,9 @@ def serving_lengths(prompt: str | None, gen: str, rate: float | None) -> tuple:
               "default: 1 beside --tp, and 2, 4, 8 and tp where they divide the grid: docs/layouts.md).")
 @click.option("--cp", type=int, default=None, help="Only this context-parallel size (default: 1, and sizes that "
               "keep at least 4096 tokens a rank).")
+@choice_option("--cp-rotate", spec.CP_ROTATES, "How every layout with context parallelism moves keys and values "
+               f"(default {spec.CP_ROTATES[0]}; a2a: DeepSpeed-Ulysses' or Megatron-Core's head-parallel all-to-alls, "
+               "docs/layouts.md); only layouts with --cp above 1.")
 @choice_option("--schedule", spec.SCHEDULES, "Only this pipeline schedule (default: 1f1b and interleaved).")
 @choice_option("--fp8", spec.FP8_RECIPES, "Train every layout with this FP8 recipe (docs/layouts.md).")
 @choice_option("--recompute", spec.RECOMPUTES, "Only this recomputation.")
@@ -185,11 +188,13 @@ def serving_lengths(prompt: str | None, gen: str, rate: float | None) -> tuple:
 @decode_code_option("--serve: ", None, "Default, one rule for both modes and serve's (decode_codes.serving_code): "
                     "without --rate Hugging Face generate's (transformers, as simulate's default), with --rate the "
                     "search's vllm scheduler's engine's (vllm).")
+@click.option("--scheduler", "--engine-release", type=str, default=None, expose_value=False, hidden=True,
+              callback=lambda ctx, param, value: refuse_scheduler(value))
 @click.option("--ray", "ray_address", type=str, default=None,
               help="--serve --rate: run the search's configurations as Ray tasks in the cluster at this address "
                    "('local' starts one here; needs pip install '.[ray]') instead of a local process pool.")
 def plan(model, config, hardware_name, gpus, seq_len, global_batch, serve, batch, prompt, gen, dtype, impl,
-         attention, kv_cache, tp, pp, dp, zero, dp_shard, sp, framework, ep, etp, cp, schedule, fp8, recompute, optimizer,
+         attention, kv_cache, tp, pp, dp, zero, dp_shard, sp, framework, ep, etp, cp, cp_rotate, schedule, fp8, recompute, optimizer,
          fp8_param_gather, tp_only_amax_red, no_align_grad_reduce, grad_reduce_dtype, overlap_grad_reduce, pure_precision, mtp, tokens,
          flops_convention, compiled, price,
          rank_by, top, time_model, as_json, rate, slo_ttft, slo_tpot, requests, weight_dtype, weight_group, quantize_head,
@@ -263,7 +268,7 @@ def plan(model, config, hardware_name, gpus, seq_len, global_batch, serve, batch
                            dtype=dtype, impl=impl, attention=attention, kv_cache=kv_cache, tokens=tokens,
                            price=price, rank_by=rank_by, time_model=time_model, mla=mla, tp=tp, pp=pp, dp=dp,
                            zero=zero, dp_shard=dp_shard, sp=sp, framework=framework, recompute=recompute,
-                           ep=ep, etp=etp, cp=cp,
+                           ep=ep, etp=etp, cp=cp, **({"cp_rotate": cp_rotate} if cp_rotate else {}),
                            schedule=schedule, fp8=fp8, fp8_param_gather=fp8_param_gather,
                            tp_only_amax_red=tp_only_amax_red, no_align_grad_reduce=no_align_grad_reduce,
                            grad_reduce_dtype=grad_reduce_dtype, overlap_grad_reduce=overlap_grad_reduce,
@@ -287,3 +292,13 @@ def plan(model, config, hardware_name, gpus, seq_len, global_batch, serve, batch
         click.echo(result.text(top))
     if not result.feasible:
         click.get_current_context().exit(1)
+
+
+def refuse_scheduler(value: str | None) -> None:
+    """--scheduler (or --engine-release) typed to plan: one line saying which scheduler the capacity search runs and
+    where another one runs, not click's "No such option '--scheduler'. (Did you mean '--schedule'?)", a pipeline's."""
+    if value is not None:
+        raise InputError(f"plan --serve --rate searches vLLM's v1 scheduler only (the vllm of serve's --scheduler); "
+                         f"--scheduler and --engine-release ({value!r}) are serve's: run one deployment under another "
+                         "scheduler with `serve --scheduler sglang --tp N --rate R` (costmodel.serve(..., "
+                         "scheduler='sglang')).")

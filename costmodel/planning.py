@@ -128,7 +128,7 @@ def plan(model: Any, gpus: int | Sequence[int], hardware: str = DEFAULT_HARDWARE
     for name, value in (("--global-batch", global_batch), ("--batch", batch)):
         if value is not None and value < 1:
             raise ConfigError(f"{name} must be at least 1, got {value}.")
-    layout_keys = ["tp", "pp", "dp", "zero", "sp", "framework", "recompute", "ep", "etp", "cp", "schedule", "fp8", "dp_shard",
+    layout_keys = ["tp", "pp", "dp", "zero", "sp", "framework", "recompute", "ep", "etp", "cp", "cp_rotate", "schedule", "fp8", "dp_shard",
                    *planner.SETTINGS]
     if "rate" in fixed:  # `plan --serve --rate`'s capacity search is the command's (reports/serving.py), not this call's
         raise ConfigError("plan: rate: the capacity search of `plan --serve --rate` is the command's only; in Python, "

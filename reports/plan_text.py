@@ -127,7 +127,9 @@ def _whole_prefill(shown: list[dict[str, Any]], inputs: dict[str, Any], capacity
 def _other_sizes(lay: dict[str, Any]) -> str:
     """The layout's sizes beyond tp x pp x dp, as the table and the sentences name them: expert,
     context and hybrid-shard groups, and a folded expert grid (" (cp 8)"; "" where there are none)."""
-    return ("".join(f" ({name} {lay[name]})" for name in ("ep", "cp", "dp_shard") if (lay.get(name) or 1) > 1)
+    rotate = lay.get("cp_rotate")  # --cp-rotate ring or a2a typed: named beside cp ("(cp 4 a2a)"), torch's allgather not
+    return ("".join(f" ({name} {lay[name]}{f' {rotate}' if name == 'cp' and rotate not in (None, 'allgather') else ''})"
+                    for name in ("ep", "cp", "dp_shard") if (lay.get(name) or 1) > 1)
             + ("" if lay.get("etp") is None else " (etp 1: folded)" if lay["etp"] == 1 else f" (etp {lay['etp']})"))
 
 

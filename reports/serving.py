@@ -61,6 +61,9 @@ def render_setup(summary: dict[str, Any], requests: str | None = None) -> list[s
         f"({setup['budget_source']})"
         + (f"; {setup['num_scheduler_steps']} decode steps per decision" if setup.get("num_scheduler_steps", 1) > 1
            else ""),
+        # the release whose constants ran: only the JSON named it (v0.3.0's 5,119 sequences, v0.4.0's 4,095)
+        *([f"SGLang release: {setup['engine_release']} ({setup['engine_release_source']})"]
+          if setup.get("engine_release") else []),
         f"CUDA graphs: {setup['cuda_graphs']} ({setup['cuda_graphs_source']})" if setup.get("cuda_graphs_source")
         else f"CUDA graphs: {setup.get('cuda_graphs', 'off')}",
         *([f"host time a step: {setup['host_time']} ({setup['host_fixed_ms']:g} ms + {setup['host_per_sequence_us']:g} "

@@ -109,7 +109,7 @@ def check_fixed(fixed: dict[str, Any], gpus: int) -> None:
     when all four (tp, pp, cp, dp) are fixed, or tp, pp and dp are (context parallelism is not
     chosen for the user). Each fixed value of the right kind first (`costmodel.plan(framework="jax")` died in a
     KeyError, sp="yes" ran as SP and tp=True as tp 1): the command's types, for the Python API."""
-    for name in (*GRID, "ep", "dp_shard"):
+    for name in (*GRID, "ep", "etp", "dp_shard"):
         value = fixed.get(name)
         if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
             raise ConfigError(f"plan: {name} must be a positive integer, got {show(value)}.")
@@ -117,6 +117,9 @@ def check_fixed(fixed: dict[str, Any], gpus: int) -> None:
         raise ConfigError(f"plan: zero must be a ZeRO stage, 0 to 3, got {show(fixed['zero'])}.")
     if fixed.get("framework") is not None and fixed["framework"] not in FRAMEWORKS:
         raise ConfigError(f"plan: framework must be one of {', '.join(FRAMEWORKS)}, got {show(fixed['framework'])}.")
+    if fixed.get("etp") and fixed.get("framework") not in (None, "megatron"):  # it planned etp-less layouts instead
+        raise ConfigError(f"plan: etp {fixed['etp']} is Megatron-Core's expert tensor parallelism (its expert grid); "
+                          f"{fixed['framework']} has none: plan --framework megatron, or leave --etp out.")
     for name in ("sp", *(setting for setting in SETTINGS if setting != "grad_reduce_dtype")):
         if fixed.get(name) is not None and not isinstance(fixed[name], bool):
             raise ConfigError(f"plan: {name} must be true or false, got {show(fixed[name])}.")
@@ -192,6 +195,12 @@ def context_sizes(cfg: ModelConfig, ranks: int, seq_len: int | None, fixed: dict
     sequences), divides the sequence into 2 cp chunks, on a model it is modelled for."""
     if fixed.get("cp"):
         return [fixed["cp"]] if ranks % fixed["cp"] == 0 else []
+    if fixed.get("cp_rotate"):  # a rotation typed: only layouts with context parallelism (it ran cp 1 ones too)
+        return [c for c in _context_sizes(cfg, ranks, seq_len, fixed) if c > 1]
+    return _context_sizes(cfg, ranks, seq_len, fixed)
+
+
+def _context_sizes(cfg: ModelConfig, ranks: int, seq_len: int | None, fixed: dict[str, Any]) -> list[int]:
     if seq_len is None or cfg.architecture != "decoder" or cfg.sliding_window is not None or cfg.mla \
             or fixed.get("attention") == "eager":
         return [1]
@@ -217,6 +226,8 @@ def training_layouts(cfg: ModelConfig, hardware: Hardware, gpus: int, global_bat
     """(layout, micro-batch, recompute, None) for each candidate, or (None, ..., reason) for a
     combination that cannot run."""
     frameworks = [fixed["framework"]] if fixed.get("framework") else list(FRAMEWORKS)
+    if fixed.get("etp"):  # expert tensor parallelism is Megatron-Core's alone (check_fixed refuses another)
+        frameworks = ["megatron"]
     if fixed.get("dp_shard"):
         check_hybrid_framework(fixed.get("framework") or "fsdp2", fixed.get("zero"))
         # hybrid sharding is FSDP2's HSDP (Layout.dp_shard), or Megatron-FSDP's HFSDP when asked for
@@ -252,6 +263,8 @@ def training_layouts(cfg: ModelConfig, hardware: Hardware, gpus: int, global_bat
                                             layout = Layout(dp=dp, tp=tp, pp=pp, sp=sp, zero=zero, microbatches=m,
                                                             schedule=schedule, virtual_stages=v,
                                                             framework=framework, ep=ep, etp=etp, cp=cp,
+                                                            **({"cp_rotate": fixed["cp_rotate"]}
+                                                               if fixed.get("cp_rotate") else {}),
                                                             fp8=fixed.get("fp8"), dp_shard=fixed.get("dp_shard"),
                                                             **_layout_settings(fixed))
                                             layout.check(cfg, gpus)
@@ -276,6 +289,7 @@ def _entry(layout: Layout, batch: int, recompute: str) -> dict[str, Any]:
                        "microbatches": layout.microbatches, "batch": batch, "recompute": recompute,
                        "sp": layout.sp, "schedule": layout.schedule, "virtual_stages": layout.virtual_stages,
                        "framework": layout.framework, "ep": layout.ep, "cp": layout.cp, "fp8": layout.fp8,
+                       **({"cp_rotate": layout.cp_rotate} if layout.cp > 1 else {}),
                        **({"etp": layout.etp} if layout.expert_split else {}),
                        **{name: getattr(layout, name) for name in LAYOUT_SETTINGS if getattr(layout, name)},
                        **({"dp_shard": layout.dp_shard} if layout.dp_shard else {})}}
@@ -293,6 +307,9 @@ def plan_training(cfg: ModelConfig, hardware: Hardware, gpus: int, seq_len: int,
     fusions (the kernel-level model only), as simulate --train --compile."""
     fixed = fixed or {}
     check_fixed(fixed, gpus)
+    if fixed.get("etp") and not cfg.moe:
+        raise ConfigError(f"plan: etp {fixed['etp']} splits a mixture of experts' routed experts; model "
+                          f"{cfg.name!r} has none: leave --etp out.")
     time_model = time_model_for(hardware, time_model)
     feasible, infeasible, problems = [], [], []
     for layout, batch, recompute, problem in training_layouts(cfg, hardware, gpus, global_batch, fixed, seq_len):

@@ -117,6 +117,14 @@ def replica_all_reduce(scheduler: str, host_time: str | None) -> str:
     return engine_all_reduce("vllm" if scheduler in SCHEDULER_ENGINES else None, release)
 
 
+def given_budget(seqs_given: bool, tokens_given: bool, default_source: str) -> str:
+    """Where serve's budgets came from: the scheduler's defaults, both typed ("given"), or one typed and the other
+    the default ("--max-num-seqs 8" alone read "max-batched-tokens 8192 (given)", though 8,192 was the default)."""
+    if seqs_given == tokens_given:
+        return "given" if seqs_given else default_source
+    return f"{'--max-num-seqs' if seqs_given else '--max-batched-tokens'} given; the other: {default_source}"
+
+
 def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_seqs: int | None = None,
                   max_batched_tokens: int | None = None, block_size: int | None = None,
                   gpu_memory_utilization: float | None = None, num_blocks: int | None = None, tp: int = 1, pp: int = 1,
@@ -191,6 +199,10 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
     release = sglang_release(engine_release) if sglang else None
     if engine_release is not None and not sglang:
         raise ConfigError(f"--engine-release names an SGLang release; the {scheduler} scheduler takes none.")
+    if sglang and pp != 1:  # it ran a layout those releases cannot launch, mem_fraction_static taken by tp alone
+        raise ConfigError(f"--pp {pp}: SGLang {release.tag} has no pipeline parallelism (server_args.py's ServerArgs "
+                          "holds tp_size and dp_size, no pp_size, at v0.3.0 and v0.4.0); serve --scheduler sglang "
+                          "splits a replica by --tp alone (--replicas for more copies).")
     if sglang and block_size != 1:
         raise ConfigError(f"--block-size {block_size}: SGLang's pool pages one token at a time (TokenToKVPool); "
                           "--scheduler sglang takes --block-size 1.")
@@ -300,7 +312,7 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
              **({"max_capture_len": graphs.max_context} if graphs.max_context is not None else {}),
              "scheduler": scheduler, "scheduler_source": SCHEDULERS[scheduler].source,
              "max_num_seqs": max_num_seqs, "max_batched_tokens": max_batched_tokens,
-             "budget_source": budget_source if (max_num_seqs, max_batched_tokens) == (seqs, tokens) else "given",
+             "budget_source": given_budget(max_num_seqs != seqs, max_batched_tokens != tokens, budget_source),
              "block_size": block_size, "num_blocks": blocks,
              "kv_cache": {**sizing.to_dict(blocks), **({} if num_blocks is None else {"most_blocks": sizing.most_blocks})},
              "weight_dtype": weight_dtype, "weight_group": profile.weight_format.group if weight_dtype else None,
