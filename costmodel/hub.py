@@ -19,10 +19,8 @@ import re
 from pathlib import Path
 
 from .config import ConfigError, ModelConfig, show
-from .hub_cache import REPO_PREFIX, snapshot_config
+from .hub_cache import HUB_ID, REPO_PREFIX, snapshot_config
 
-#: What a Hub model id looks like: org/name, letters, digits, '-', '_', '.'.
-HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
 TRUE = {"1", "true", "yes", "on"}
 #: How close (difflib's ratio) an id the Hub cannot give must be to a preset's spelling for the error
 #: to name it: a letter off in an org/name id (meta-lama/Llama-3.1-8B: 0.98; gemma-7b against gemma-2-27b,

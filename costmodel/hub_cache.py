@@ -6,7 +6,12 @@ org/name, not by its commit hash."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
+
+#: What a Hub model id looks like: org/name, letters, digits, '-', '_', '.' (here, not in hub.py, so that
+#: presets/ reads it without importing hub.py, which imports presets).
+HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 REPO_PREFIX = "models--"
 

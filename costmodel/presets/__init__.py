@@ -20,7 +20,7 @@ from typing import Any
 from ..aliases import read_aliases
 from ..config import ConfigError, ModelConfig, show
 from ..hf import from_hf_config
-from ..hub_cache import repo_id, snapshot_config
+from ..hub_cache import HUB_ID, repo_id, snapshot_config
 
 PRESET_DIR = Path(__file__).resolve().parent
 ALIASES_FILE = PRESET_DIR / "aliases.json"
@@ -166,8 +166,6 @@ def weights_file(path: Path) -> str:
 
 def hub_id_hint(text: str) -> str:
     """What to do with a Hub id given as a file (`--config meta-llama/Llama-3.1-8B` read "no such file." alone)."""
-    from ..hub import HUB_ID
-
     return (f" A Hub id is read by --model: --model {text}." if HUB_ID.match(text) and not text.lower().endswith(".json")
             else "")
 
