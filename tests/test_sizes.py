@@ -28,6 +28,7 @@ SIZED = {
     ("serve", "--max-batched-tokens"): False, ("serve", "--max-capture-len"): False,
     ("simulate", "--prompt"): False, ("simulate", "--gen"): False, ("simulate", "--seq-len"): False,
     ("simulate", "--tokens"): True, ("simulate", "--cache-size"): False,
+    ("simulate", "--tgt-len"): False,  # session 42 (wt42_review): an encoder-decoder's decoder length in training
     ("sweep", "--gen-tokens"): False,
     ("validate", "--seq-len"): False, ("validate", "--tgt-len"): False, ("validate", "--gen-tokens"): False,
 }

@@ -76,10 +76,15 @@ def test_the_stated_releases():
                       # session 40 (wt40_unseend): ROCm/vllm's MI300X pages at vLLM 0.6.6 and 0.8.5 (V0; 0.9.1's is V1)
                       "amd-vllm-0.6.6": {"vllm-v0.6.0"}, "amd-vllm-0.8.5": {"vllm-v0.6.0"},
                       # session 40 (wt40_unseend2): the Qwen2.5 page's vLLM tables, 'vLLM 0.6.3' (V0)
-                      "qwen2.5-speed-vllm": {"vllm-v0.6.0"}}
+                      "qwen2.5-speed-vllm": {"vllm-v0.6.0"},
+                      # session 42 (wt42_unseend2): vLLM 0.2.0, 0.2.7, 0.3.3 and 0.4.0 from GitHub threads (V0, the
+                      # earliest host time on file, as premai-v2's 0.4.0 rows)
+                      "vllm-issue1805": {"vllm-v0.5.4"}, "vllm-pr2542": {"vllm-v0.5.4"},
+                      "vllm-pr3240": {"vllm-v0.5.4"}, "vllm-pr4002": {"vllm-v0.5.4"}}
     assert sum(decode.vllm_host_time(r, data["sources"][r["id"].split()[0]]) is not None
-               for r in data["runs"]) == 21 + 4 + 1 + 4 + 24 + 36 + 24 + 12  # + session 39's 36 model-card rows, + session
-    # 40's 24 V0 MI300X rows (wt40_unseend) and 12 Qwen2.5 vLLM 0.6.3 rows (wt40_unseend2)
+               for r in data["runs"]) == 21 + 4 + 1 + 4 + 24 + 36 + 24 + 12 + 21  # + session 39's 36 model-card rows, +
+    # session 40's 24 V0 MI300X rows (wt40_unseend) and 12 Qwen2.5 vLLM 0.6.3 rows (wt40_unseend2), + session 42's 21
+    # (wt42_unseend2: 1 + 7 + 7 + 6)
 
 
 def test_an_overlapped_part_longer_than_the_shortest_step_is_refused():
