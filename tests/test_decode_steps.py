@@ -176,7 +176,10 @@ SCRIPTS = {"gpt-fast": ("generate.py", "32971d3"), "gpt-fast-amd": ("generate.py
            "trtllm-v0.5.0-ttft": ("gptSessionBenchmark", None),
            # session 42's second batch (wt42_unseend2): vLLM's benchmark_latency in an issue and three fused-MoE PRs
            "vllm-issue1805": ("benchmark_latency.py", None), "vllm-pr2542": ("benchmark_latency.py", None),
-           "vllm-pr3240": ("benchmark_latency.py", None), "vllm-pr4002": ("benchmark_latency.py", None)}
+           "vllm-pr3240": ("benchmark_latency.py", None), "vllm-pr4002": ("benchmark_latency.py", None),
+           # session 43's unseen rows (wt43_unseend): optimum-benchmark's generate throughput (its reports' definition)
+           "optimum-benchmark-vicunas": ("optimum_benchmark/benchmarks/inference", None),
+           "optimum-benchmark-mistrals": ("optimum_benchmark/benchmarks/inference", None)}
 #: The sources whose figure is the decode steps' own rate (the prefill's token apart), and the words of their
 #: rate_source that name what was read: the IBM blog's median latency; ExLlamaV2's test_inference.py (its own
 #: README and llm-perf-bench's 4-bit table), MLC's benchmark (not read: the rate assumed), LMDeploy's
