@@ -142,6 +142,7 @@ def decode_row(run: dict, source: dict) -> dict[str, Any]:
             "context": _bucket(s["cache_size"] or s["prompt"] + s["gen"], (512, 2048, 8192)), "rate": source["rate"],
             "prefill share": _bucket(round(100 * prefill / generation["end_to_end_seconds"]), (5, 20, 50)),
             "regime": main, "model": cfg.name, "host": _host(settings, parts),
+            "gpu and host": f"{hardware.name}, {_host(settings, parts)}",
             "op_us": hardware.eager_op_s * 1e6 if "host ops" in parts else None,
             "implied_op_us": implied * 1e6 if implied is not None else None}
 
@@ -168,28 +169,34 @@ def factor(row: dict, part: str) -> float | None:
     return 1.0 + row["gap_ms"] / size if size > 0 else None
 
 
-ATTRIBUTES = ("host", "source", "decode code", "gpu", "weights", "kv", "batch", "context", "tp", "regime", "rate", "prefill share")
+ATTRIBUTES = ("host", "source", "decode code", "gpu", "weights", "kv", "batch", "context", "tp", "regime", "rate", "prefill share",
+              "gpu and host")
+#: Attributes listed whole (every value with 10 rows or more, too fast or not): the same GPU's rows by how the host
+#: is priced, so a GPU's bandwidth is judged on its graphed rows beside its eager ones.
+WHOLE = {"gpu and host": 10}
 
 
-def group_table(rows: list[dict], attribute: str, least: int = 3) -> list[tuple]:
+def group_table(rows: list[dict], attribute: str, least: int = 3, rows_least: int = 0) -> list[tuple]:
     """Per value of `attribute` among the rows: rows, too fast, median ratio (all of them), the too-fast
     rows' median share of their step in each of the two largest parts, and the median factor the largest
-    part would need. Values with fewer than `least` too-fast rows left out."""
+    part would need. Values with fewer than `least` too-fast rows or fewer than `rows_least` rows left out
+    (a value with no too-fast row: its parts and factor empty)."""
     groups: dict[Any, list[dict]] = defaultdict(list)
     for row in rows:
         groups[row[attribute]].append(row)
     table = []
     for value, members in groups.items():
         fast = [row for row in members if row["ratio"] > TOO_FAST]
-        if len(fast) < least:
+        if len(fast) < least or len(members) < rows_least:
             continue
-        shares = {part: statistics.median(row["parts_ms"][part] / row["step_ms"] for row in fast) for part in PARTS}
-        top = sorted(PARTS, key=lambda part: -shares[part])[:2]
+        shares = {part: statistics.median(row["parts_ms"][part] / row["step_ms"] for row in fast) for part in PARTS} \
+            if fast else {}
+        top = sorted(shares, key=lambda part: -shares[part])[:2]
         needed = [f for row in fast if (f := factor(row, top[0])) is not None]
         table.append((str(value), len(members), len(fast), statistics.median(row["ratio"] for row in members),
-                      statistics.median(row["ratio"] for row in fast), top, [shares[part] for part in top],
-                      statistics.median(needed) if needed else None))
-    return sorted(table, key=lambda item: -item[2])
+                      statistics.median(row["ratio"] for row in fast) if fast else None, top,
+                      [shares[part] for part in top], statistics.median(needed) if needed else None))
+    return sorted(table, key=lambda item: (-item[2], item[0]) if rows_least == 0 else item[0])
 
 
 def print_tables(rows: list[dict]) -> None:
@@ -200,9 +207,11 @@ def print_tables(rows: list[dict]) -> None:
     for attribute in ATTRIBUTES:
         print(f"\n## by {attribute}: value | rows | too fast | median ratio (all / too fast) | the too-fast rows' "
               "two largest parts (median share of the step) | the largest's factor to close the gap")
-        for value, n, n_fast, median, median_fast, top, shares, needed in group_table(rows, attribute):
+        limits = {"least": 0, "rows_least": WHOLE[attribute]} if attribute in WHOLE else {}
+        for value, n, n_fast, median, median_fast, top, shares, needed in group_table(rows, attribute, **limits):
             parts = ", ".join(f"{part} {share:.0%}" for part, share in zip(top, shares))
-            print(f"{value[:60]:60s} {n:4d} {n_fast:4d}  {median:5.2f} / {median_fast:5.2f}  {parts:32s} "
+            fast = f"{median_fast:5.2f}" if median_fast is not None else "    -"
+            print(f"{value[:60]:60s} {n:4d} {n_fast:4d}  {median:5.2f} / {fast}  {parts:32s} "
                   + (f"x{needed:.2f}" if needed is not None else "-"))
     print("\n## host-bound eager rows: gpu | decode code | rows | median ratio | our op time, us | the op time the published "
           "rate implies, us (lowest, median, highest)")
