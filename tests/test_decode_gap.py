@@ -52,7 +52,7 @@ def test_group_table_counts_the_too_fast_rows_and_their_largest_part():
     def row(source, ratio, weights, host):
         parts = dict.fromkeys(PARTS, 0.0) | {"weights": weights, "host": host}
         return {"source": source, "ratio": ratio, "step_ms": weights + host, "gap_ms": (ratio - 1) * (weights + host),
-                "parts_ms": parts, "gpu and host": "a100-80gb, x", "gpu": "a100-80gb", "decode code": "x eager", "implied_op_us": None}
+                "context": "1-512", "parts_ms": parts, "gpu and host": "a100-80gb, x", "gpu": "a100-80gb", "decode code": "x eager", "implied_op_us": None}
     rows = [row("a", 1.5, 1.0, 3.0), row("a", 1.7, 1.0, 3.0), row("a", 1.4, 1.0, 3.0), row("a", 1.0, 1.0, 3.0),
             row("b", 1.6, 4.0, 0.0)]
     (value, n, fast, median, median_fast, top, shares, needed), = group_table(rows, "source")

@@ -222,10 +222,13 @@ def print_tables(rows: list[dict]) -> None:
 def implied_host_table(rows: list[dict]) -> list[tuple]:
     """The host-bound eager rows (ours: the host's ops beyond the kernels) by GPU and decode code: rows, median
     ratio, the op time we take (Hardware.eager_op_s) and the range and median of the op time each row's published
-    rate implies were its whole gap the host's. A diagnosis of where the host term would have to be, not a rate."""
+    rate implies were its whole gap the host's. A diagnosis of where the host term would have to be, not a rate.
+    Rows past 8,192 tokens or with a static cache's copies ('other' over 5% of the step) left out: their gap grows
+    with the context (the kernels over the cache), not with the step's ops."""
     groups: dict[tuple, list[dict]] = defaultdict(list)
     for row in rows:
-        if row["implied_op_us"] is not None:
+        short = row["context"] != ">8192" and row["parts_ms"]["other"] <= 0.05 * row["step_ms"]
+        if row["implied_op_us"] is not None and short:
             groups[(row["gpu"], row["decode code"])].append(row)
     table = []
     for (gpu, code), members in sorted(groups.items(), key=lambda item: -len(item[1])):
