@@ -159,6 +159,21 @@ class Experts(Block):
         moved = S.e * self.width * (2 * self.tokens + passes * slots)
         return moved, moved
 
+    def dispatcher_saved_bytes(self) -> Expr:
+        """Of the bytes cost() keeps, those on the slots of the tokens this rank routes, which stay
+        with it: the slot indices (3 INDEX a slot), the routing weights and the down output the
+        combine weights (it multiplies the probabilities after the experts' output is back home).
+        Under expert tensor parallelism the rest (the gathered input, gate_up, the down input) is on
+        the etp ranks' gathered rows; these are not: Megatron-Core's MoEAlltoAllTokenDispatcher
+        reduce-scatters the down output over the etp group and all-to-alls it home before unpermute
+        applies the probabilities (token_dispatcher.py token_unpermutation at core_v0.12.0: "Unpermutation
+        1: AlltoAll output to output", unpermute(..., probs=self.probs)). Measured on gloo:
+        validate/distributed/expert_tensor_parallel.py measure_expert_saved, layout/parts.py takes it."""
+        if self.profile.recomputes("moe_layer"):
+            return ZERO
+        slots = self.tokens * S.k
+        return (3 * INDEX + dtype_bytes(self.profile.facts.routing_weights_dtype)) * slots + S.e * slots * self.width
+
     def cost(self) -> Cost:
         slots = self.tokens * S.k
         forward = self.expert_flops(slots)
