@@ -133,6 +133,9 @@ def train_setup(run: dict[str, Any], source: dict[str, Any]) -> tuple[ParallelEs
     layout), the hardware, and the StepTime options its source states (autocast: fp32 parameters
     cast each micro-batch, as PyTorch Lightning's precision "bf16" runs them; compiled:
     torch.compile, which only the kernel-level model expresses)."""
+    if stated(run, source, "optimizer_offload"):  # DeepSpeed's offload_optimizer (the HF blog's Ulysses runs)
+        raise ConfigError(f"optimizer offload to {stated(run, source, 'optimizer_offload')}: the model has no host "
+                          "optimizer step nor its PCIe gradient and parameter copies.")
     hardware = run_hardware(source, run)
     if "gpt" in run:  # a GPT of the run's own sizes (heads, hidden, layers; its padded vocabulary;
         # its output layer untied where its source says so: Megatron's --untie-embeddings-and-output-weights)
