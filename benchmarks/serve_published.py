@@ -48,7 +48,9 @@ session 40 TensorRT-LLM 0.20's trtllm-bench rows of Llama 3.3 70B FP8 at H200 TP
 and 70B (benchmarks/published_trtllm_v090.py, trtllm-v090); since session 41 DataCrunch's SGLang v0.4 bench_serving runs of
 Llama 3.3 70B (tp 4) and Llama 3.1 405B (tp 8) on H200s (benchmarks/published_sglang_h200.py, sglang-h200); since session 42
 TensorRT-LLM 0.9.0's static-batch L40S FP8 rows (Mistral 7B, Llama 2 7B and 70B, Falcon 180B) and A100 FP16 Mixtral 8x7B
-rows (benchmarks/published_trtllm_v090_l40s.py, trtllm-v090-l40s).
+rows (benchmarks/published_trtllm_v090_l40s.py, trtllm-v090-l40s); since session 43 TensorRT-LLM 0.14's trtllm-bench
+throughput rows of LLaMA v3.1 8B (TP 1) and 70B (TP 4) on A100-PCIE-80GB (FP16) and L40S (FP8)
+(benchmarks/published_trtllm_v014.py, trtllm-v014).
 
 vLLM v0.6.0 under SGLang's benchmark (sgl-project/sglang benchmark/benchmark_vllm_060/README.md at commit 120affb):
 Llama 3.1 8B on one A100 80G and 70B on four H100 80G, ShareGPT through sglang.bench_serving: offline (5,000 at
@@ -62,7 +64,7 @@ first 5,000 pairs of vLLM's ShareGPT sample (sharegpt_vllm_lengths_5000.json bes
                                           | lambda-vllm [SHAREGPT.json] | qwen-vllm | qwen3-sglang
                                           | sglang-v030 [SHAREGPT.json] | lmdeploy-rpm
                                           | lmdeploy-v02 | vllm-ci | trtllm-v020 | trtllm-v090 | sglang-h200
-                                          | trtllm-v090-l40s
+                                          | trtllm-v090-l40s | trtllm-v014
                                           | summary [TABLE ...]]
 
 `summary` runs the named tables (every one if none) with their tables discarded and prints what they fed
@@ -100,6 +102,7 @@ from benchmarks.published_vllm_ci import print_vllm_ci  # noqa: E402
 from benchmarks.published_trtllm_v020 import print_trtllm_v020  # noqa: E402
 from benchmarks.published_trtllm_v090 import print_trtllm_v090  # noqa: E402
 from benchmarks.published_trtllm_v090_l40s import print_trtllm_v090_l40s  # noqa: E402
+from benchmarks.published_trtllm_v014 import print_trtllm_v014  # noqa: E402
 from benchmarks.published_trtllm_online import print_trtllm_online  # noqa: E402
 from benchmarks.published_trtllm_static import print_static  # noqa: E402
 from benchmarks.published_trtllm_bench import print_trtllm_bench, print_trtllm_v017  # noqa: E402
@@ -324,17 +327,17 @@ SELECTORS = {"trtllm-static": (print_static, 0), "sarathi": (print_sarathi, 0), 
              "lmdeploy-rpm": (print_lmdeploy_rpm, 0), "lmdeploy-v02": (print_lmdeploy_v02, 0),
              "vllm-ci": (print_vllm_ci, 0), "trtllm-v020": (print_trtllm_v020, 0),
              "trtllm-v090": (print_trtllm_v090, 0), "sglang-h200": (print_sglang_h200, 0),
-             "trtllm-v090-l40s": (print_trtllm_v090_l40s, 0)}
+             "trtllm-v090-l40s": (print_trtllm_v090_l40s, 0), "trtllm-v014": (print_trtllm_v014, 0)}
 # Every table, in the order `main` prints them (the summary's sources: trtllm-static feeds trtllm-h200 too).
 TABLES = ("trtllm-static", "sarathi", "vllm", "nim", "trtllm-bench", "sglang-vllm", "torchao-vllm", "lmdeploy",
           "amd-vllm", "trtllm-v017", "trtllm-online", "mlperf", "mlperf-vllm", "lambda-vllm", "qwen-vllm", "qwen3-sglang",
           "sglang-v030", "lmdeploy-rpm", "lmdeploy-v02", "vllm-ci", "trtllm-v020", "trtllm-v090", "sglang-h200",
-          "trtllm-v090-l40s")
+          "trtllm-v090-l40s", "trtllm-v014")
 SELECTORS["summary"] = (print_summary, len(TABLES))
 USAGE = ("trtllm-static, sarathi, nim, trtllm-bench, sglang-vllm [SHAREGPT.json], vllm [SHAREGPT.json], mlperf [LENGTHS.json], torchao-vllm, "
          "lmdeploy, amd-vllm, trtllm-v017, trtllm-online, mlperf-vllm [LENGTHS.json], lambda-vllm [SHAREGPT.json], qwen-vllm, "
          "qwen3-sglang, sglang-v030 [SHAREGPT.json], lmdeploy-rpm, lmdeploy-v02, vllm-ci, trtllm-v020, trtllm-v090, sglang-h200 "
-         "or trtllm-v090-l40s (none: every table); summary [TABLE ...] (the comparisons of those tables, or of every one, summarised)")
+         "trtllm-v090-l40s or trtllm-v014 (none: every table); summary [TABLE ...] (the comparisons of those tables, or of every one, summarised)")
 
 
 def near(name: str, names) -> str:
