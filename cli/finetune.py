@@ -8,6 +8,7 @@ import json
 import click
 
 from costmodel import spec
+from costmodel.json_units import JSON_UNITS
 from costmodel.config import ConfigError
 from costmodel.cost import check_run_inputs
 
@@ -123,7 +124,7 @@ def finetune(model, config, method, rank, alpha, targets, adapter_dtype, optimiz
     if stored:
         click.echo(f"note: {stored}", err=True)
     if as_json:
-        click.echo(json.dumps({**data, "units": spec.JSON_UNITS["finetune"]}, indent=2))
+        click.echo(json.dumps({**data, "units": JSON_UNITS["finetune"]}, indent=2))
         return
     from reports.text import render_finetune
 

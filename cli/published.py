@@ -26,8 +26,8 @@ def published(as_json, host_syncs) -> None:
 
     tables = published_tables(host_syncs)
     if as_json:
-        from costmodel import spec
+        from costmodel.json_units import JSON_UNITS
 
-        click.echo(json.dumps({**tables, "units": spec.JSON_UNITS["published"]}, indent=2))
+        click.echo(json.dumps({**tables, "units": JSON_UNITS["published"]}, indent=2))
         return
     click.echo(render_published(tables))

@@ -11,6 +11,7 @@ from typing import Any
 import click
 
 from costmodel import spec
+from costmodel.json_units import JSON_UNITS
 from costmodel.api import generation_start
 from costmodel.checkpoint import inference_options
 from costmodel.config import ConfigError, require_decoder
@@ -447,7 +448,7 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
         result["inputs"]["weight_dtype_source"] = source
     if as_json:  # the verdict first, as the text puts it where the memory does not fit
         verdict = {key: result[key] for key in ("fits", "memory_capacity") if key in result}
-        click.echo(json.dumps(finite({**verdict, **result, "units": spec.JSON_UNITS["simulate"]}), indent=2))
+        click.echo(json.dumps(finite({**verdict, **result, "units": JSON_UNITS["simulate"]}), indent=2))
         return
     from reports.simulate_text import (render_inference, render_parallel_decode, render_parallel_training,
                                        render_training)

@@ -14,7 +14,8 @@ from fractions import Fraction
 from functools import cached_property
 from typing import Any
 
-from . import compiled, spec
+from . import compiled
+from .json_units import JSON_UNITS
 from .config import ModelConfig, Workload
 from .defaults import has_attention
 from .facts import facts_for
@@ -496,7 +497,7 @@ class Estimate:
             "flops": self.flops(),
             "memory": self.memory_numbers(),
             "regime": self.regime(),
-            "units": spec.JSON_UNITS["estimate"],
+            "units": JSON_UNITS["estimate"],
         }
         if self.cfg.moe:
             data["moe"] = self.moe()

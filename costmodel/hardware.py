@@ -14,7 +14,6 @@ is hardware_schema.py, the presets' names and aliases hardware_presets.py.
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,7 +23,7 @@ from .kernel_facts_file import borrowed_host_op_s
 # Finding a hardware by name (hardware_presets.py), re-exported where callers have always imported it.
 from .hardware_presets import (HARDWARE_ALIASES_FILE, HARDWARE_DIR, close_presets, hardware_aliases,  # noqa: F401
                                hardware_names, is_hardware_path, local_cache_path, normalized_name, preset_key,
-                               preset_names, refused_hardware_names)
+                               preset_names, refuse_a_count, refused_hardware_names)
 from .hardware_schema import (EFFICIENCY_STAND_IN, GENERATIONS, INTERCONNECT, OPTIONAL_NUMBERS, UNSTATED_AS_ZERO, VENDORS,  # noqa: F401
                               PEAK_DTYPES, SCHEMA, SERVING_MEMORY_UTILIZATION, Field, schema_problems,
                               copied_device_memory_problem, copied_fabric_problem, default_dtype_of,
@@ -454,29 +453,11 @@ def load_hardware(name: str) -> Hardware:
     if not path.is_file() and "," in name:  # 'h100-sxm,a100-80gb' suggested the V100s
         raise ConfigError(f"--hardware {show(name)}: one GPU here; several, comma-separated, are compared by plan --serve --rate only.")
     if not path.is_file():
-        _refuse_a_count(name, key)
+        refuse_a_count(name, key)
         close = close_presets(key)
         hint = f" Did you mean {', '.join(close)}?" if close else f" Known: {', '.join(hardware_names())}."
         raise ConfigError(f"unknown hardware {show(name)}.{hint} A path to a hardware file (.json) is also taken.")
     return Hardware.from_dict(json.loads(path.read_text()), source=str(path))
-
-
-#: A GPU count typed into the GPU's name: 8xh100, 8 x H100, h100x8, h100:8, 8*a100-80gb (normalized_name's form).
-COUNTED = re.compile(r"^(?:(?P<before>\d+)-?[x*×]-?(?P<after>.+)|(?P<gpu>.+?)-?[x*×:]-?(?P<count>\d+))$")
-
-
-def _refuse_a_count(name: str, key: str) -> None:
-    """A name that is a preset with a count beside it ("8xh100") said "Did you mean h800, h200, h100-sxm?":
-    the count was read as part of a name. One line now says where the count goes."""
-    match = COUNTED.match(key)
-    if match is None:
-        return
-    gpu, count = (match["after"], match["before"]) if match["before"] else (match["gpu"], match["count"])
-    preset = preset_key(gpu)
-    if preset in hardware_names() and int(count) > 0:
-        raise ConfigError(f"--hardware {show(name)}: --hardware names one GPU ({preset}); give the count apart: "
-                          f"--hardware {preset} --gpus {int(count)} (estimate, simulate, plan), or serve's --tp and "
-                          "--replicas; finetune sizes one GPU.")
 
 
 def load_hardware_file(path: Path) -> Hardware:

@@ -1,6 +1,6 @@
 """Finding a hardware by name: the bundled presets (costmodel/hardware/*.json), their aliases and the
-names refused as no single preset (hardware_aliases.json), any spelling of them (preset_key), and
-where this machine's `local` calibration is cached.
+names refused as no single preset (hardware_aliases.json), any spelling of them (preset_key), a GPU
+count typed into a name (refuse_a_count: "8xh100"), and where this machine's `local` calibration is cached.
 
 Names only, no Hardware: costmodel/hardware.py reads the files these names point to (load_hardware)
 and re-exports every name here, where callers have always imported them.
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from functools import lru_cache
 from pathlib import Path
 
@@ -98,3 +99,21 @@ def close_presets(key: str) -> list[str]:
     aliases = _preset_by_alias()
     near += [aliases[match] for match in difflib.get_close_matches(key, list(aliases), n=3, cutoff=0.5)]
     return list(dict.fromkeys(held + near))[:3]
+
+
+#: A GPU count typed into the GPU's name: 8xh100, 8 x H100, h100x8, h100:8, 8*a100-80gb (normalized_name's form).
+COUNTED = re.compile(r"^(?:(?P<before>\d+)-?[x*×]-?(?P<after>.+)|(?P<gpu>.+?)-?[x*×:]-?(?P<count>\d+))$")
+
+
+def refuse_a_count(name: str, key: str) -> None:
+    """A name that is a preset with a count beside it ("8xh100") said "Did you mean h800, h200, h100-sxm?":
+    the count was read as part of a name. One line now says where the count goes."""
+    match = COUNTED.match(key)
+    if match is None:
+        return
+    gpu, count = (match["after"], match["before"]) if match["before"] else (match["gpu"], match["count"])
+    preset = preset_key(gpu)
+    if preset in hardware_names() and int(count) > 0:
+        raise ConfigError(f"--hardware {show(name)}: --hardware names one GPU ({preset}); give the count apart: "
+                          f"--hardware {preset} --gpus {int(count)} (estimate, simulate, plan), or serve's --tp and "
+                          "--replicas; finetune sizes one GPU.")

@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Sequence
 
 from . import spec
+from .json_units import JSON_UNITS
 from .config import ConfigError, require_decoder
 from .defaults import DEFAULT_HARDWARE
 from .kernel_facts_file import borrowed_host_note
@@ -58,7 +59,7 @@ class PlanResult:
         """Every layout, exactly as `plan --json` prints it."""
         from .plain import finite
 
-        return finite({**self.data, "units": spec.JSON_UNITS["plan"]})  # as `plan --json` prints it: no infinity
+        return finite({**self.data, "units": JSON_UNITS["plan"]})  # as `plan --json` prints it: no infinity
 
     def text(self, top: int = 10) -> str:
         """The `plan` command's table, its `top` best layouts."""

@@ -13,6 +13,7 @@ import html
 from typing import Any
 
 from . import spec
+from .json_units import JSON_UNITS
 from .config import ConfigError
 from .plain import plain_arguments
 
@@ -28,7 +29,7 @@ class SimulationResult:
         comes, as null: JSON has no infinity)."""
         from .plain import finite
 
-        return finite({**self.data, "units": spec.JSON_UNITS["simulate"]})  # as `simulate --json` prints it
+        return finite({**self.data, "units": JSON_UNITS["simulate"]})  # as `simulate --json` prints it
 
     def text(self) -> str:
         """The `simulate` command's text."""

@@ -12,7 +12,8 @@ import click
 from costmodel.attention_kernels import DEFAULT_SERVING_BACKEND
 from costmodel.checkpoint import weights_note
 from costmodel.config import ConfigError
-from costmodel.spec import (CUDA_GRAPHS, DEFAULT_HARDWARE, JSON_UNITS, DEFAULT_SCHEDULER, DEFAULT_SERVE_ATTENTION, DEFAULT_SERVE_MLA, DTYPES,
+from costmodel.json_units import JSON_UNITS
+from costmodel.spec import (CUDA_GRAPHS, DEFAULT_HARDWARE, DEFAULT_SCHEDULER, DEFAULT_SERVE_ATTENTION, DEFAULT_SERVE_MLA, DTYPES,
                             DEFAULT_FP8_GEMM, DEFAULT_GEN_TOKENS, FP8_GEMMS,
                             DEFAULT_QUANT_LAYOUT, KV_DTYPES, MAMBA_SSM_CACHE_DTYPES, MLA_FORMS, QUANT_LAYOUTS, ROUTERS, SCHEDULERS, VLLM_BLOCK_SIZES,
                             SERVE_ATTENTIONS, WEIGHT_DTYPE_CHOICES, WEIGHT_DTYPE_DEFAULT)

@@ -2,9 +2,9 @@
 
 Tiers: `pytest -m "not slow"` is the fast tier for development (the README gives its count and
 time on 2 cores); plain `pytest` is the full run. A test is slow when it takes more than about 3 s: it carries
-@pytest.mark.slow, and every test that needs one of HEAVY_FIXTURES (each takes 8-60 s to set up
-once: the gloo ranks below, the figures and report folders of tests/test_reports*.py) is made
-slow here.
+@pytest.mark.slow, and every test that needs one of HEAVY_FIXTURES (each takes 9-110 s of CPU to set
+up once, an empty expression cache: `published`'s tables below, the figures and report folders of
+tests/test_reports*.py, the gloo ranks) is made slow here.
 
 Sides: a test is `measured` when its module imports torch, transformers or validate/ (the
 measured side) or when it carries @pytest.mark.measured itself; the rest are core tests of the
@@ -12,9 +12,13 @@ analytic side, which never imports torch: `pytest -m "not measured"`. Where torc
 installed, the test files that import the measured side at their top are not collected at all,
 so the core tests run on the analytic install alone.
 
-Workers: the full run's `-n 2 --dist loadgroup` (README) runs every test that needs one heavy fixture
-on one worker (an xdist_group mark per fixture, added here), so each session fixture is set up once
-in the run, not once on each worker; the other tests are spread test by test as under `-n 2` alone.
+Workers: the full run's `-n 2 --dist loadgroup --durations=25` (README) hands each worker whole units
+(pytest_xdist_make_scheduler below): every test that needs a heavy fixture goes with the others that
+need it (an xdist_group mark, added here, named by the costliest of HEAVY_FIXTURES it needs), those
+groups first, costliest first, so each session fixture is set up once in the run; every other test
+goes with its file, largest files first (xdist's order), so a file's module fixtures and the caches
+its tests warm are built on one worker. xdist's own loadgroup sent those tests one at a time to
+whichever worker was free, so both built each file's setup (validate/FINDINGS.md, wt43_house).
 
 Threads: the measured tests build tiny models, whose ops are too small for torch's intra-op
 threads to pay on 2 cores, and the gloo ranks and CLI subprocesses share those cores; one OpenMP
@@ -33,7 +37,7 @@ from pathlib import Path
 import pytest
 
 MEASURED_PACKAGES = ("torch", "transformers", "validate")
-HEAVY_FIXTURES = ("gloo", "figures", "report_dir", "full_report_dir", "published_tables")
+HEAVY_FIXTURES = ("published_tables", "figures", "report_dir", "gloo", "full_report_dir")  # costliest first (Workers)
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")  # see Threads above
 
@@ -97,14 +101,35 @@ def _group_node_id(item: pytest.Item, group: str) -> None:
             return
 
 
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
+    """The full run's `--dist loadgroup` (README), its work units this suite's: each heavy fixture's
+    group, and every other test file whole (see Workers above). None under the other --dist modes."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadGroupScheduling
+
+    class FileOrGroupScheduling(LoadGroupScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            scope = super()._split_scope(nodeid)  # the group after "@", else the node id itself
+            return nodeid.split("::", 1)[0] if scope == nodeid else scope
+
+        def _assign_work_unit(self, node) -> None:
+            for group in reversed(HEAVY_FIXTURES):  # the heavy groups first, costliest at the front
+                if group in self.workqueue:
+                    self.workqueue.move_to_end(group, last=False)
+            super()._assign_work_unit(node)
+
+    return FileOrGroupScheduling(config, log)
+
+
 @pytest.hookimpl(tryfirst=True)  # before xdist's worker reads the xdist_group marks (its nodeid suffix)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     measured_modules: dict[str, bool] = {}
     for item in items:
-        heavy = sorted(set(HEAVY_FIXTURES) & set(getattr(item, "fixturenames", ())))
+        heavy = [name for name in HEAVY_FIXTURES if name in getattr(item, "fixturenames", ())]
         if heavy:
             item.add_marker(pytest.mark.slow)
-            group = "+".join(heavy)
+            group = heavy[0]  # the costliest it needs: its others are set up on that worker too
             item.add_marker(pytest.mark.xdist_group(group))  # see Workers above
             if getattr(config.option, "loadgroup", False):  # an xdist worker under --dist loadgroup
                 _group_node_id(item, group)

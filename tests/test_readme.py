@@ -35,8 +35,9 @@ def test_the_readme_links_the_docs_and_keeps_the_setup_commands():
     for name in ("commands.md", "checked.md", "design.md"):
         assert f"(docs/{name})" in README and name in DOCS
     assert "pip install -e . && costmodel estimate --model llama2-7b" in README
-    # the full run groups each heavy fixture's tests on one worker (tests/conftest.py, Workers)
-    assert "pip install -q -e '.[test]' && python -m pytest -q -n 2 --dist loadgroup\n" in README
+    # the full run keeps each test file and each heavy fixture's tests on one worker (tests/conftest.py,
+    # Workers), and prints its 25 slowest tests
+    assert "pip install -q -e '.[test]' && python -m pytest -q -n 2 --dist loadgroup --durations=25\n" in README
     assert 'python -m pytest -q -m "not slow"' in README
 
 

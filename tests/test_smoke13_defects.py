@@ -135,12 +135,12 @@ def test_finetune_defaults_to_the_attention_transformers_picks(capsys):
 
 def test_every_json_names_its_units(capsys):
     """`plan --json` gave per_rank (bytes) and step_time (seconds), `estimate --json` its memory, with
-    no unit anywhere in the output. Each command's JSON now carries spec.JSON_UNITS's "units"; the
+    no unit anywhere in the output. Each command's JSON now carries json_units.JSON_UNITS's "units"; the
     figures are those units (plan's 68,133,288,450 per_rank total and 2.74 s step, as its table)."""
-    from costmodel import estimate, spec
+    from costmodel import estimate, json_units
 
     est = run_json(["estimate", "--model", "llama2-7b", "--seq-len", "4096", "--batch", "8"], capsys)
-    assert est["units"] == spec.JSON_UNITS["estimate"] and est["units"]["memory"].startswith("bytes;")
+    assert est["units"] == json_units.JSON_UNITS["estimate"] and est["units"]["memory"].startswith("bytes;")
     assert "bytes_per_param: bytes a parameter" in est["units"]["memory"]  # estimate's FP8 weights (session 26)
     assert estimate("llama2-7b", seq_len=4096, batch=8).to_dict()["units"] == est["units"]  # "exactly estimate --json"
     args = ["plan", "--model", "llama2-7b", "--hardware", "h100", "--gpus", "8", "--seq-len", "4096",
@@ -152,10 +152,10 @@ def test_every_json_names_its_units(capsys):
     _, out, _ = run_main(args, capsys)
     assert f"{row['per_rank']['total'] / GIB:.2f} GiB  {row['step_time']:.3g} s" in out
     sim = run_json(["simulate", "--model", "llama2-7b", "--hardware", "h100", "--gen", "2"], capsys)
-    assert sim["units"] == spec.JSON_UNITS["simulate"]
+    assert sim["units"] == json_units.JSON_UNITS["simulate"]
     tune = run_json(["finetune", "--model", "llama2-7b", "--method", "lora"], capsys)
     # (session 38, wt38_user2: fit.least, the least one GPU holds where no option fits, is bytes too)
-    assert tune["units"] == spec.JSON_UNITS["finetune"] and tune["units"]["fit"] == (
+    assert tune["units"] == json_units.JSON_UNITS["finetune"] and tune["units"]["fit"] == (
         "bytes (memory, capacity, each option's memory; least.memory: the least one GPU holds, where no option fits)")
 
 
@@ -200,10 +200,10 @@ def test_simulate_with_a_layout_prints_no_decode_step_for_one_token(capsys):
 
 def test_serve_and_the_capacity_search_name_their_units(capsys):
     """serve's ttft/tpot/e2e percentiles (seconds) and the capacity search's targets had no unit."""
-    from costmodel import spec
+    from costmodel import json_units
 
     data = run_json(["serve", "--model", "llama3.2-1b", "--hardware", "l4", "--rate", "1", "--requests", "5"], capsys)
-    assert data["units"] == spec.JSON_UNITS["serve"] and data["units"]["queueing, ttft, tpot, e2e, itl"] == "seconds"
+    assert data["units"] == json_units.JSON_UNITS["serve"] and data["units"]["queueing, ttft, tpot, e2e, itl"] == "seconds"
     code, out, _ = run_main(["plan", "--model", "llama3.2-1b", "--hardware", "l4", "--serve", "--rate", "1", "--requests",
                          "10", "--tp", "1", "--slo-tpot", "1", "--slo-ttft", "10", "--json"], capsys)
     assert code == 0 and json.loads(out)["units"]["target.slo_ttft, target.slo_tpot"] == "seconds"

@@ -94,7 +94,7 @@ def test_published_json_names_its_units(capsys, published_tables):
     """`published --json` was the one command's JSON without a `units` object: Korthikanti's
     full_published 1.42 (seconds an iteration), mfu_ours 37.6 (percent) and the summary's
     median_error 0.103 (a fraction, printed as 10.3%) said nothing of what they count. Every table
-    now has its line in spec.JSON_UNITS["published"]. The command prints the tables the test process computed once
+    now has its line in json_units.JSON_UNITS["published"]. The command prints the tables the test process computed once
     (published_tables, tests/conftest.py): the JSON and its units are what is checked here."""
     tables = run_json(["published"], capsys)
     units = tables.pop("units")

@@ -73,12 +73,12 @@ def test_estimate_simulate_and_plan_size_the_cache_at_prompt_plus_gen_minus_one(
 def test_serve_rate_inf_is_told_apart_from_no_rate(capsys):
     """`serve --rate inf --json` wrote "rate": null (finite() maps infinities to null), the null of a run
     with no rate (--concurrency); it writes "inf", and the JSON units say what each means. --rates too."""
-    from costmodel import spec
+    from costmodel import json_units
 
     case = ["serve", "--model", "llama3-8b", "--hardware", "h100", "--requests", "4"]
     burst = run_json([*case, "--rate", "inf"], capsys)
     assert burst["setup"]["rate"] == "inf" and '"inf"' in burst["units"]["setup.rate, rates.rate"]
-    assert burst["units"] == spec.JSON_UNITS["serve"]
+    assert burst["units"] == json_units.JSON_UNITS["serve"]
     assert run_json([*case, "--concurrency", "2"], capsys)["setup"]["rate"] is None
     assert run_json([*case, "--rate", "2"], capsys)["setup"]["rate"] == 2.0
     swept = run_json([*case, "--rates", "2,inf"], capsys)

@@ -103,7 +103,7 @@ INTERLEAVED = ["simulate", "--train", "--model", "llama3-8b", "--hardware", "h10
 def test_training_json_names_the_overlap_it_was_timed_under(capsys):
     """`--no-align-grad-reduce` moved the step (0.89218 -> 0.88916 s, the dp exposure 28.5 -> 22.0 ms)
     and no key of either --json said why: the overlap options were recorded nowhere."""
-    from costmodel import spec
+    from costmodel import json_units
     aligned = run_json(INTERLEAVED, capsys)
     moved = run_json([*INTERLEAVED, "--no-align-grad-reduce", "--dp-overlap", "0.5"], capsys)
     # pp 1.0: Megatron's default overlap_p2p_comm on this interleaved layout, dp 0.0 its default
@@ -114,4 +114,4 @@ def test_training_json_names_the_overlap_it_was_timed_under(capsys):
                                             "ub": ""}
     assert (moved["inputs"]["overlap"]["align_grad"], moved["inputs"]["overlap"]["dp"]) == (False, 0.5)
     assert moved["step"]["seconds"] != aligned["step"]["seconds"]
-    assert "inputs.overlap" in aligned["units"] == spec.JSON_UNITS["simulate"]
+    assert "inputs.overlap" in aligned["units"] == json_units.JSON_UNITS["simulate"]

@@ -174,12 +174,12 @@ def test_the_capacity_search_measures_a_sustained_rate(capsys):
 def test_the_capacity_searchs_units_name_every_field(capsys):
     """Its `units` said {"*_s": "seconds", ...}: replica_output_tokens_per_s (and the rows' $/M out,
     budgets and blocks) had no unit but the "*_s" glob's, seconds. Every key of a row is named now."""
-    from costmodel import spec
+    from costmodel import json_units
 
     found = run_json(["plan", "--model", "llama3-8b", "--serve", "--rate", "4", "--slo-ttft", "2", "--slo-tpot",
                       "0.1", "--hardware", "l40s", "--tp", "1", "--requests", "40", "--price", "1"], capsys)
     units = found["units"]
-    assert units == spec.JSON_UNITS["plan --serve --rate"]
+    assert units == json_units.JSON_UNITS["plan --serve --rate"]
     named = {key.strip() for entry in units for key in entry.split(",")}
     unnamed = {key for key in found["feasible"][0] if key not in named and not key.endswith(("_s", "_per_s"))}
     assert unnamed == {"hardware", "tp", "pp", "replicas"}  # names and counts of a layout

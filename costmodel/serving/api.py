@@ -12,6 +12,7 @@ from ..cost import check_price, price_of, priced_from, serving_cost
 from ..plain import plain_arguments
 from ..sizes import spelled_out
 from .. import spec
+from ..json_units import JSON_UNITS
 from . import metrics
 from .engine import ROUTERS, simulate_replicas
 from .kvcache import BlockPool
@@ -31,7 +32,7 @@ class ServeRun:
 
     def summary(self, slo_ttft: float | None = None, slo_tpot: float | None = None) -> dict[str, Any]:
         """What `serve --json` prints: the setup, TTFT/TPOT percentiles, throughput, goodput at the SLOs
-        (the run's unless given), with a price the cost, and the units (spec.JSON_UNITS["serve"]: the
+        (the run's unless given), with a price the cost, and the units (json_units.JSON_UNITS["serve"]: the
         command added them, so `run.summary()`, documented as its JSON, lacked them)."""
         slo_ttft = self.setup.get("slo_ttft_s") if slo_ttft is None else slo_ttft
         slo_tpot = self.setup.get("slo_tpot_s") if slo_tpot is None else slo_tpot
@@ -42,7 +43,7 @@ class ServeRun:
             throughput = summary["throughput"]  # over the rate it sustains (metrics.sustained_output), not the run's
             summary["cost"] = serving_cost(throughput["sustained_output_tokens_per_s"], self.setup["gpus"], price,
                                            throughput["sustained_basis"], self.setup.get("price_source"))
-        return {**summary, "units": spec.JSON_UNITS["serve"]}
+        return {**summary, "units": JSON_UNITS["serve"]}
 
     def to_dict(self) -> dict[str, Any]:
         """Exactly what `serve --json` prints: summary() (its units included), a NaN (the percentiles of no

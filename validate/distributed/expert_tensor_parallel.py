@@ -37,7 +37,7 @@ from torch import nn
 from torch.distributed import _functional_collectives as funcol
 
 from .comm import CommRecorder
-from .experts import ExpertCase, GroupedExperts
+from .experts import ExpertCase, GroupedExperts, recorded_step
 
 
 def _gather(rows: torch.Tensor, sizes: list[int], ranks: list[int], group: dist.ProcessGroup) -> torch.Tensor:
@@ -207,13 +207,7 @@ def measure_expert_tensor_parallel(rank: int, world_size: int, case: ExpertCase,
         shard = case.seq_len // case.tp
         x = whole[:, (rank % case.tp) * shard:(rank % case.tp + 1) * shard].clone().requires_grad_(True)
     recorder = CommRecorder({"ep": ep_group, "etp": etp_group})
-    with recorder:
-        with recorder.in_phase("forward"):
-            y = layer(x)
-        with recorder.in_phase("backward"):
-            y.square().sum().backward()
-    counts = layer.counts.clone()
-    dist.all_reduce(counts)
+    counts = recorded_step(recorder, layer, x)
     expert_bytes = sum(p.numel() * p.element_size() for p in layer.experts.parameters())
     records = [{"phase": r.phase, "group": r.group, "kind": r.kind, "payload": r.payload_bytes, "dtype": r.dtype}
                for r in recorder.records]

@@ -113,6 +113,22 @@ class ExpertParallelMoE(nn.Module):
         return weighted.sum(1).view(b, n, d)
 
 
+def recorded_step(recorder: CommRecorder, layer: nn.Module, x: torch.Tensor, forward=None,
+                  group: dist.ProcessGroup | None = None) -> torch.Tensor:
+    """One forward (`forward`, the layer itself by default) and backward of an expert layer, its loss
+    the output's sum of squares, under `recorder`; then the tokens each expert took (layer.counts),
+    summed over `group` (every rank where None). The step of each expert measurement on gloo (this
+    file's, expert_tensor_parallel.py's, fsdp_experts.py's)."""
+    with recorder:
+        with recorder.in_phase("forward"):
+            y = (forward or layer)(x)
+        with recorder.in_phase("backward"):
+            y.square().sum().backward()
+    counts = layer.counts.clone()
+    dist.all_reduce(counts, group=group)
+    return counts
+
+
 def measure_experts(rank: int, world_size: int, case: ExpertCase) -> dict:
     """One training step of the layer on every rank of the world (the EP group)."""
     torch.manual_seed(case.seed)  # the same router on every rank
@@ -131,14 +147,8 @@ def measure_experts(rank: int, world_size: int, case: ExpertCase) -> dict:
         start = (rank % case.tp) * shard
         x = local[:, start:start + shard].clone().requires_grad_(True)  # (b, n / cp / tp, d)
     recorder = CommRecorder({"ep": group})
-    with recorder:
-        with recorder.in_phase("forward"):
-            y = checkpoint(layer, x, use_reentrant=False) if case.checkpoint else layer(x)
-        with recorder.in_phase("backward"):
-            y.square().sum().backward()
-    # The global tokens per expert (what the model takes as the expert load).
-    counts = layer.counts.clone()
-    dist.all_reduce(counts)
+    forward = (lambda tokens: checkpoint(layer, tokens, use_reentrant=False)) if case.checkpoint else layer
+    counts = recorded_step(recorder, layer, x, forward)  # the global tokens per expert (the model's expert load)
     expert_bytes = sum(p.numel() * p.element_size() for p in layer.experts.parameters())
     records = [{"phase": r.phase, "kind": r.kind, "payload": r.payload_bytes, "dtype": r.dtype,
                 "op": r.op} for r in recorder.records]

@@ -20,13 +20,12 @@ from __future__ import annotations
 from dataclasses import asdict
 
 import torch
-import torch.distributed as dist
 from torch.distributed.device_mesh import init_device_mesh
 from torch.distributed.fsdp import fully_shard
 from torch.distributed.tensor import Shard
 
 from .comm import CommRecorder
-from .experts import ExpertCase, ExpertParallelMoE, GroupedExperts
+from .experts import ExpertCase, ExpertParallelMoE, GroupedExperts, recorded_step
 
 
 def measure_fsdp_experts(rank: int, world_size: int, case: ExpertCase, ep: int) -> dict:
@@ -45,13 +44,7 @@ def measure_fsdp_experts(rank: int, world_size: int, case: ExpertCase, ep: int) 
     x = torch.randn(case.batch, case.seq_len, case.d, requires_grad=True)
     recorder = CommRecorder({"ep": mesh["ep"].get_group(), "edp": mesh["dp_shard_mod_ep"].get_group(),
                              "dp": world.get_group()})
-    with recorder:
-        with recorder.in_phase("forward"):
-            y = layer(x)
-        with recorder.in_phase("backward"):
-            y.square().sum().backward()
-    counts = layer.counts.clone()  # this rank's tokens per expert; summed over its EP group
-    dist.all_reduce(counts, group=mesh["ep"].get_group())
+    counts = recorded_step(recorder, layer, x, group=mesh["ep"].get_group())  # tokens per expert over the EP group
     records = [{"phase": r.phase, "kind": r.kind, "payload": r.payload_bytes, "dtype": r.dtype,
                 "group": r.group} for r in recorder.records]
     return {"case": asdict(case), "ep": ep, "dim1": dim1, "records": records, "counts": counts.tolist()}
