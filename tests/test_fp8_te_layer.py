@@ -128,9 +128,10 @@ def test_the_head_leaf_is_timed_as_an_fp8_gemm_and_its_casts():
 @pytest.mark.parametrize("args, message", [
     (["--tp", "2", "--dp", "4"], f"layout: --fp8-autocast {TE} is Transformer Engine's TransformerLayer built with "
      "no tensor-parallel group; it is modelled at --tp 1 (here 2)."),
-    (["--dp", "8", "--fp8-autocast", TE], None),
+    (["--dp", "8"], None),
 ])
 def test_tensor_parallelism_is_refused_in_one_line(capsys, args, message):
+    """--tp 2 under the scope: one line, exit 2; the same run at --tp 1 runs and names the scope."""
     base = ["simulate", "--train", "--model", "llama3.2-1b", "--hardware", "mi300x", "--seq-len", "1024",
             "--batch", "4", "--microbatches", "2", "--fp8", "delayed", "--framework", "fsdp2", "--zero", "3",
             "--fp8-autocast", TE]
