@@ -127,9 +127,16 @@ def hosted_generation(host: Any, generation: dict[str, Any], batch: int, gen: in
 
 def decode_run(run: dict[str, Any], source: dict[str, Any], time_model: str) -> float:
     """Tokens per second of one sequence, the quantity its source's script measures (the source's
-    "rate", DECODE_RATES): without tensor parallelism simulate_inference's generation, with it
-    the layout model's (simulate_decode's "generation"), both costmodel/roofline.generation_rates; a vLLM row
-    that states its release with vLLM's host time on each step (vllm_host_time, hosted_generation)."""
+    "rate", DECODE_RATES), from decode_generation's generation."""
+    generation, s = decode_generation(run, source, time_model)
+    return sequence_rate(generation, source["rate"], s["prompt"], s["gen"], s["batch"])
+
+
+def decode_generation(run: dict[str, Any], source: dict[str, Any], time_model: str) -> tuple[dict[str, Any], dict]:
+    """One decode run's generation (costmodel/roofline.generation_rates: its prefill, its gen - 1 steps, their
+    seconds and rates) and its settings (decode_setup): without tensor parallelism simulate_inference's, with it
+    the layout model's (simulate_decode's "generation"); a vLLM row that states its release with vLLM's host
+    time on each step (vllm_host_time, hosted_generation). validate/decode_gap.py splits it."""
     from costmodel.config import ConfigError
     from costmodel.roofline import simulate_inference
 
@@ -147,7 +154,7 @@ def decode_run(run: dict[str, Any], source: dict[str, Any], time_model: str) -> 
         if host is not None:  # the token's step: the first decode step's (its context the prompt's)
             generation = hosted_generation(host, generation, s["batch"], s["gen"],
                                            layout_run["token"]["seconds_per_token"])
-        return sequence_rate(generation, rate, s["prompt"], s["gen"], s["batch"])
+        return generation, s
     result = simulate_inference(cfg, hardware, prompt=s["prompt"], gen=s["gen"], batch=s["batch"],
                                 dtype=s["dtype"], attention=s["attention"], kv_cache=s["kv_cache"],
                                 cuda_graphs=s["cuda_graphs"], quantization=quantization, time_model=time_model,
@@ -158,7 +165,7 @@ def decode_run(run: dict[str, Any], source: dict[str, Any], time_model: str) -> 
     if host is not None:
         first = generation["first_token"]["seconds"] if generation["decode_steps"] else 0.0  # no step: none read
         generation = hosted_generation(host, generation, s["batch"], s["gen"], first)
-    return sequence_rate(generation, rate, s["prompt"], s["gen"], s["batch"])
+    return generation, s
 
 
 def decode_layout_run(run: dict[str, Any], source: dict[str, Any], time_model: str,

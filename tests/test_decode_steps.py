@@ -176,7 +176,10 @@ SCRIPTS = {"gpt-fast": ("generate.py", "32971d3"), "gpt-fast-amd": ("generate.py
            "trtllm-v0.5.0-ttft": ("gptSessionBenchmark", None),
            # session 42's second batch (wt42_unseend2): vLLM's benchmark_latency in an issue and three fused-MoE PRs
            "vllm-issue1805": ("benchmark_latency.py", None), "vllm-pr2542": ("benchmark_latency.py", None),
-           "vllm-pr3240": ("benchmark_latency.py", None), "vllm-pr4002": ("benchmark_latency.py", None)}
+           "vllm-pr3240": ("benchmark_latency.py", None), "vllm-pr4002": ("benchmark_latency.py", None),
+           # session 43's unseen rows (wt43_unseend): optimum-benchmark's generate throughput (its reports' definition)
+           "optimum-benchmark-vicunas": ("optimum_benchmark/benchmarks/inference", None),
+           "optimum-benchmark-mistrals": ("optimum_benchmark/benchmarks/inference", None)}
 #: The sources whose figure is the decode steps' own rate (the prefill's token apart), and the words of their
 #: rate_source that name what was read: the IBM blog's median latency; ExLlamaV2's test_inference.py (its own
 #: README and llm-perf-bench's 4-bit table), MLC's benchmark (not read: the rate assumed), LMDeploy's
@@ -207,7 +210,10 @@ DECODE_STEPS_ONLY = {"ibm-compile-llama2": "median latency", "llm-perf-bench-4bi
                      # session 42's unseen rows (wt42_unseend): llm-perf-bench's multi-GPU 4-bit MLC column
                      "llm-perf-bench-4bit-multi": "mlc_chat.cli.benchmark",
                      # session 42's second batch (wt42_unseend2): llama.cpp PR #16834's llama-bench tgN
-                     "llamacpp-pr16834": "llama-bench"}
+                     "llamacpp-pr16834": "llama-bench",
+                     # session 43's unseen rows (wt43_unseend): ExLlamaV2's test_inference.py -s after CUDA graphs,
+                     # optimum-benchmark's short report (batch x (new_tokens - 1) / Decode Latency)
+                     "exllamav2-readme-61e3092": "test_inference.py", "optimum-benchmark-llamas": "Decode Throughput"}
 #: The sources whose tokens/s counts the prompt's tokens too (Qwen3's docs: (prompt + generation) / time; premAI's
 #: bench.py: len(output[0]) / delta, the prompt's ids among the output's).
 PROMPT_COUNTED = ("qwen3-speed-hf", "qwen3-speed-sglang", "premai-a100", "hamel-latency-2023-hf")  # the last: hf/bench.py's
