@@ -22,7 +22,7 @@ from .options import (ATTENTION_HELP, FP8_HELP, IMPL_HELP, choice_option, decode
 SERVE_ONLY = {"prompt": "--prompt", "gen": "--gen", "kv_cache": "--kv-cache", "mla": "--mla",
               "slo_ttft": "--slo-ttft", "slo_tpot": "--slo-tpot", "requests": "--requests",
               "mamba_ssm_cache_dtype": "--mamba-ssm-cache-dtype", "attention_backend": "--attention-backend",
-              "decode_code": "--decode-code"}
+              "decode_code": "--decode-code", "scheduler": "--scheduler", "engine_release": "--engine-release"}
 TRAINING_ONLY = {"seq_len": "--seq-len", "global_batch": "--global-batch", "impl": "--impl", "zero": "--zero",
                  "sp": "--sp", "framework": "--framework", "ep": "--ep", "etp": "--etp", "cp": "--cp", "cp_rotate": "--cp-rotate",
                  "dp_shard": "--dp-shard",
@@ -46,7 +46,7 @@ def refuse_other_modes(ctx: click.Context, serve: bool, rate: float | None) -> N
                  "--prompt and --gen.")
     if rate is None:
         refuse_typed(ctx, {k: SERVE_ONLY[k] for k in ("slo_ttft", "slo_tpot", "requests", "mamba_ssm_cache_dtype",
-                                                      "attention_backend")},
+                                                      "attention_backend", "scheduler", "engine_release")},
                      "the capacity search's options: add --rate.")
         return
     refuse_typed(ctx, SEARCH_IGNORES, "the capacity search (--serve --rate) does not read them: it searches "
@@ -119,8 +119,8 @@ def serving_lengths(prompt: str | None, gen: str, rate: float | None) -> tuple:
 @click.option("--cp", type=int, default=None, help="Only this context-parallel size (default: 1, and sizes that "
               "keep at least 4096 tokens a rank).")
 @choice_option("--cp-rotate", spec.CP_ROTATES, "How every layout with context parallelism moves keys and values "
-               f"(default {spec.CP_ROTATES[0]}; a2a: DeepSpeed-Ulysses' or Megatron-Core's head-parallel all-to-alls, "
-               "docs/layouts.md); only layouts with --cp above 1.")
+               f"(default {spec.CP_ROTATES[0]}, under DeepSpeed a2a; a2a: DeepSpeed-Ulysses' or Megatron-Core's head-parallel "
+               "all-to-alls, docs/layouts.md); only layouts with --cp above 1.", hints=spec.CP_ROTATE_HINTS)
 @choice_option("--schedule", spec.SCHEDULES, "Only this pipeline schedule (default: 1f1b and interleaved).")
 @choice_option("--fp8", spec.FP8_RECIPES, "Train every layout with this FP8 recipe (docs/layouts.md).")
 @choice_option("--recompute", spec.RECOMPUTES, "Only this recomputation.")
@@ -188,8 +188,12 @@ def serving_lengths(prompt: str | None, gen: str, rate: float | None) -> tuple:
 @decode_code_option("--serve: ", None, "Default, one rule for both modes and serve's (decode_codes.serving_code): "
                     "without --rate Hugging Face generate's (transformers, as simulate's default), with --rate the "
                     "search's vllm scheduler's engine's (vllm).")
-@click.option("--scheduler", "--engine-release", type=str, default=None, expose_value=False, hidden=True,
-              callback=lambda ctx, param, value: refuse_scheduler(value))
+@click.option("--scheduler", type=click.Choice(["vllm", "sglang"]), default=None,
+              help="--serve --rate: the engine whose scheduler the search runs, as serve's: vllm (vLLM's v1, the "
+                   "default) or sglang (SGLang's, at --engine-release; its pool pages single tokens, no --pp).")
+@click.option("--engine-release", type=str, default=None,
+              help="--serve --rate --scheduler sglang: the SGLang release whose constants it runs, v0.3.0 or v0.4.0 "
+                   "(default), as serve's.")
 @click.option("--ray", "ray_address", type=str, default=None,
               help="--serve --rate: run the search's configurations as Ray tasks in the cluster at this address "
                    "('local' starts one here; needs pip install '.[ray]') instead of a local process pool.")
@@ -198,8 +202,8 @@ def plan(model, config, hardware_name, gpus, seq_len, global_batch, serve, batch
          fp8_param_gather, tp_only_amax_red, no_align_grad_reduce, grad_reduce_dtype, overlap_grad_reduce, pure_precision, mtp, tokens,
          flops_convention, compiled, price,
          rank_by, top, time_model, as_json, rate, slo_ttft, slo_tpot, requests, weight_dtype, weight_group, quantize_head,
-         quant_layout, kv_dtype, fp8_gemm, mla, mamba_ssm_cache_dtype, attention_backend, ray_address,
-         cuda_graphs, decode_code) -> None:
+         quant_layout, kv_dtype, fp8_gemm, mla, mamba_ssm_cache_dtype, attention_backend, scheduler, engine_release,
+         ray_address, cuda_graphs, decode_code) -> None:
     """Every layout of a model on N GPUs: those that do not fit (and why, in a word), the rest
     ranked by step time (training) or time per output token (--serve); with --tokens, the days,
     GPU-hours, FLOPs and dollars of the run. With --serve --rate: the deployments (GPUs, tp,
@@ -241,7 +245,8 @@ def plan(model, config, hardware_name, gpus, seq_len, global_batch, serve, batch
                               cuda_graphs=cuda_graphs or "auto", weight_dtype=weight_dtype,
                               weight_group=weight_group, kv_dtype=kv_dtype,
                               fp8_gemm=fp8_gemm or spec.DEFAULT_FP8_GEMM, time_model=time_model,
-                              decode_code=decode_code,
+                              decode_code=decode_code, scheduler=scheduler or "vllm",
+                              **({"engine_release": engine_release} if engine_release is not None else {}),
                               **({"mamba_ssm_cache_dtype": mamba_ssm_cache_dtype} if mamba_ssm_cache_dtype else {}),
                               **({"attention_backend": attention_backend} if attention_backend else {}))
         if not met:  # no deployment meets the targets: 1, as when no layout fits below (README, "Exit status")
@@ -292,13 +297,3 @@ def plan(model, config, hardware_name, gpus, seq_len, global_batch, serve, batch
         click.echo(result.text(top))
     if not result.feasible:
         click.get_current_context().exit(1)
-
-
-def refuse_scheduler(value: str | None) -> None:
-    """--scheduler (or --engine-release) typed to plan: one line saying which scheduler the capacity search runs and
-    where another one runs, not click's "No such option '--scheduler'. (Did you mean '--schedule'?)", a pipeline's."""
-    if value is not None:
-        raise InputError(f"plan --serve --rate searches vLLM's v1 scheduler only (the vllm of serve's --scheduler); "
-                         f"--scheduler and --engine-release ({value!r}) are serve's: run one deployment under another "
-                         "scheduler with `serve --scheduler sglang --tp N --rate R` (costmodel.serve(..., "
-                         "scheduler='sglang')).")

@@ -280,6 +280,10 @@ FRAMEWORK_NAMES = Choices({"megatron": "Megatron-LM", "deepspeed": "DeepSpeed", 
 SCHEDULES = Choices({"gpipe": "", "1f1b": "", "interleaved": "", "zb-h1": "", "zbv": "", "dualpipev": ""})
 CP_ROTATES = Choices({"allgather": "torch's", "ring": "",  # how context parallelism moves keys and values
                      "a2a": "head-parallel all-to-alls: DeepSpeed-Ulysses, Megatron's cp_comm_type a2a"})
+#: Rotations a user may reach for that are not modelled, each with why (the option's and the layout's refusal).
+CP_ROTATE_HINTS = {"a2a+p2p": "Megatron-Core's hierarchical cp_comm_type 'a2a+p2p' (all-to-alls inside "
+                   "hierarchical_context_parallel_sizes' inner groups, Transformer Engine's p2p ring across them) is "
+                   "not modelled: the layout has no inner group size; use a2a or ring"}
 #: Which key/value heads context parallelism moves: what the attention kernel receives (layout/context.py).
 CP_KV_HEADS = Choices({"kv": "the model's key/value heads, as Transformer Engine sends them",
                        "repeated": "every query head's: the model repeats K and V before sdpa, as torchtitan's Llama"})

@@ -157,7 +157,7 @@ def train_setup(run: dict[str, Any], source: dict[str, Any]) -> tuple[ParallelEs
         stage_layers = None
     layout = Layout(tp=run["tp"], pp=run["pp"], dp=run["dp"], cp=cp, ep=run.get("ep", 1), etp=run.get("etp"),
                     sp=source.get("sp", True) and run["tp"] > 1,
-                    cp_rotate=stated(run, source, "cp_rotate", "allgather"),
+                    cp_rotate=stated(run, source, "cp_rotate", None),
                     cp_kv_heads=stated(run, source, "cp_kv_heads", "kv"),
                     zero=stated(run, source, "zero", 1), framework=stated(run, source, "framework", "megatron"),
                     microbatches=run["global_batch"] // (run["dp"] * micro),

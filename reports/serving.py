@@ -493,6 +493,8 @@ def render_capacity(result: dict[str, Any], top: int = 10) -> str:
              f"{t['slo_tpot']} s ({result['scheduler']} scheduler; prompt {t['prompt']}, output {t['output']} tokens; "
              f"{t['requests']} simulated requests per point); {result['configurations']} configurations, "
              f"{len(result['feasible'])} meet it",
+             *([f"SGLang release: {result['engine_release']} ({result['engine_release_source']})"]
+               if result.get("engine_release") else []),
              *([note] if (note := weights_note(result.get("weight_dtype"), result.get("weight_dtype_source"))) else []),
              *([code_line(result["decode_code"], result["scheduler"])] if result.get("decode_code") else []),
              *(fp8_gemm_line({**setup, "hardware": name}) for name, setup in result.get("fp8_gemms", {}).items()),

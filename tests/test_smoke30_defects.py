@@ -223,6 +223,11 @@ def test_the_hardware_commands_options_are_read_or_refused(args, option, capsys)
 
 def test_the_context_parallel_chunks_refusal_reads_as_a_product(capsys):
     """`simulate --train --gpus 8 --cp 8 --seq-len 100` said "--cp 8 cuts each sequence into 2 cp = 16 chunks"."""
+    # restated by wt43_etpfix: the default framework, deepspeed, now rotates by its own a2a (Ulysses' cp contiguous
+    # pieces: "into 8 pieces"); torch's context_parallel (fsdp2) keeps the 2 cp load-balanced chunks this pin reads
+    line = one_error_line(["simulate", "--train", "--model", "llama3-8b", "--gpus", "8", "--cp", "8", "--seq-len",
+                           "100", "--framework", "fsdp2"], capsys)
+    assert line == "error: layout: --cp 8 cuts each sequence into 2 x cp = 16 chunks; 100 tokens do not divide."
     line = one_error_line(["simulate", "--train", "--model", "llama3-8b", "--gpus", "8", "--cp", "8", "--seq-len",
                            "100"], capsys)
-    assert line == "error: layout: --cp 8 cuts each sequence into 2 x cp = 16 chunks; 100 tokens do not divide."
+    assert line == "error: layout: --cp 8 cuts each sequence into 8 pieces; 100 tokens do not divide."

@@ -159,22 +159,40 @@ class Experts(Block):
         moved = S.e * self.width * (2 * self.tokens + passes * slots)
         return moved, moved
 
+    def dispatcher_saved_bytes(self) -> Expr:
+        """Of the bytes cost() keeps, those on the slots of the tokens this rank routes, which stay
+        with it: the slot indices (3 INDEX a slot), the routing weights and the down output the
+        combine weights (it multiplies the probabilities after the experts' output is back home).
+        Under expert tensor parallelism the rest (the gathered input, gate_up, the down input) is on
+        the etp ranks' gathered rows; these are not: Megatron-Core's MoEAlltoAllTokenDispatcher
+        reduce-scatters the down output over the etp group and all-to-alls it home before unpermute
+        applies the probabilities (token_dispatcher.py token_unpermutation at core_v0.12.0: "Unpermutation
+        1: AlltoAll output to output", unpermute(..., probs=self.probs)). Measured on gloo:
+        validate/distributed/expert_tensor_parallel.py measure_expert_saved, layout/parts.py takes it."""
+        if self.profile.recomputes("moe_layer"):
+            return ZERO
+        return self._dispatcher_bytes(self.tokens * S.k)
+
+    def _dispatcher_bytes(self, slots: Expr) -> Expr:
+        return (3 * INDEX + dtype_bytes(self.profile.facts.routing_weights_dtype)) * slots + S.e * slots * self.width
+
     def cost(self) -> Cost:
         slots = self.tokens * S.k
         forward = self.expert_flops(slots)
         weights = dtype_bytes(self.profile.facts.routing_weights_dtype)
-        saved = 3 * INDEX * slots + 4 * S.E + weights * slots
+        # the slot indices, the routing weights and the down output (dispatcher_saved_bytes), the group offsets
+        saved = self._dispatcher_bytes(slots) + 4 * S.E
         if self.profile.facts.expert_dispatch in ("loop", "parallel_experts"):
             # DBRX's loop over the experts hit (no grouped_mm): each expert's rows from one
             # nonzero() (two int64 a slot), its gathered input, and its weighted output too (index_add
             # keeps its source); JetMoE's JetMoeParallelExperts the same: the sort's int64 order (the
             # gates' gather keeps it) and each slot's token (the inputs' gather and index_add keep it)
-            saved = 2 * INDEX * slots + weights * slots + S.e * slots * self.width
+            saved = 2 * INDEX * slots + weights * slots + 2 * S.e * slots * self.width
         glu_elements, glu_saved, glu_moved = self.glu(slots)
-        if self.profile.fp8_activations:  # the gathered input and SwiGLU's input in FP8, the down output
-            saved += tiled_bytes(slots, self.width) + tiled_bytes(slots, 2 * S.d_x) + S.e * slots * self.width
-        else:  # the gathered input, the gate_up output, the gating, the down input and output
-            saved += S.e * slots * (2 * self.width + (self.inputs + 1) * S.d_x) + glu_saved
+        if self.profile.fp8_activations:  # the gathered input and SwiGLU's input in FP8 (the down output above)
+            saved += tiled_bytes(slots, self.width) + tiled_bytes(slots, 2 * S.d_x)
+        else:  # the gathered input, the gate_up output, the gating, the down input (the down output above)
+            saved += S.e * slots * (self.width + (self.inputs + 1) * S.d_x) + glu_saved
             if self.profile.recomputes("moe_act"):  # the down input discarded, rebuilt (recomputed_part)
                 saved -= S.e * slots * S.d_x + glu_saved
         one_expert = (self.inputs + 1) * self.width * S.d_x

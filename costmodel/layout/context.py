@@ -48,7 +48,15 @@ sends are of the same tensors:
   H_k = cp, one head a rank). Transformer Engine v2.8 (40c69e75, 2025-10-01),
   attention/dot_product_attention/context_parallel.py AttnFuncWithCPAndQKVOA2A with
   flash_attn_a2a_communicate (all_to_all_single of empty_like(input): the payload is the input):
-  asserts the rank's query and key heads (h / tp, h_kv / tp) divisible by cp, and repeats none.
+  asserts the rank's query and key heads (h / tp, h_kv / tp) divisible by cp, and repeats none
+  (so --cp-kv-heads repeated is refused under megatron's a2a). Under DeepSpeed it is Megatron-DeepSpeed's
+  own GQA (microsoft/Megatron-DeepSpeed 1e3fc81d megatron/model/transformer.py ParallelAttention.forward:
+  `key_layer = self.repeat_kv(key_layer, self.num_key_value_groups)` and the value likewise, before
+  `self.dist_attn(query_layer, key_layer, value_layer, ...)`): H_k = h / tp heads sent. DeepSpeed
+  v0.18.0 runs no other context parallelism (sequence/layer.py, runtime/sequence_parallel/ulysses_sp.py
+  and sequence/fpdt_layer.py's chunked passes are all head all-to-alls): allgather is refused under
+  it, and a2a is its default (Layout.cp_rotate None); ring stays, a model's own ring on DeepSpeed's engine
+  (ms-swift's ring attention, a published row).
   A rank then runs one causal attention over all n tokens of H_q / cp heads (all_to_all_call): the
   FLOPs of the ring's cp calls, but at n keys, with no ring steps and no merges. The all-to-alls
   sit on the attention's path, exposed (time.py, as the Mamba-2 mixers'). Not counted: TE's chunk
@@ -119,7 +127,15 @@ def check_context_parallel(cfg: ModelConfig, layout: Any) -> None:
         if layout.framework not in ("deepspeed", "megatron"):
             raise ConfigError(f"layout: --cp-rotate a2a is DeepSpeed-Ulysses' and Megatron-Core's (cp_comm_type a2a); "
                               f"{layout.framework} runs torch's context_parallel: allgather or ring.")
+        if layout.framework == "megatron" and layout.cp_kv_heads == "repeated":
+            raise ConfigError("layout: --cp-kv-heads repeated has no meaning under Megatron's --cp-rotate a2a: Transformer "
+                              "Engine's AttnFuncWithCPAndQKVOA2A receives the model's key/value heads and repeats none "
+                              "(use --cp-kv-heads kv).")
         all_to_all_heads(cfg, layout.tp, layout.cp, layout.cp_kv_heads, layout.framework == "deepspeed")
+    if layout.framework == "deepspeed" and layout.cp_rotate == "allgather":
+        raise ConfigError("layout: DeepSpeed's sequence parallelism is DeepSpeed-Ulysses' head all-to-all (--cp-rotate "
+                          "a2a, its default); it has no all-gather of keys and values (a model's own ring attention "
+                          "on its engine, as ms-swift's: --cp-rotate ring).")
 
 
 def check_mamba_context_parallel(cfg: ModelConfig, layout: Any) -> None:

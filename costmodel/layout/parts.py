@@ -156,6 +156,10 @@ def part_expressions(cfg: ModelConfig, workload: Workload, layout: Layout, phase
             # (FINDINGS 10.3): its output term is the whole sequence's.
             tokens = leaf.block.tokens
             saved += S.e * tokens * S.d - local(S.e * tokens * S.d, subs)
+        if layout.expert_split == "etp" and isinstance(leaf.block, B.Experts):
+            # the experts' tokens are the etp ranks' gathered slots (split.substitution), but what stays
+            # on the rank's own slots (Experts.dispatcher_saved_bytes) is one rank's: 1 / etp of them
+            saved -= runs * local(leaf.block.dispatcher_saved_bytes(), subs) * (1 - sp.Rational(1, layout.expert_tp))
         add(f"{key}.{'rebuilt' if leaf.checkpointed else 'saved'}", saved)
         add(f"{key}.inputs", runs * local(cost.input_bytes, subs))
         add(f"{key}.buffers", copies * local(cost.buffer_bytes, subs))

@@ -29,7 +29,8 @@
   cp, cp_rotate    context-parallel ranks, each holding n / cp of every sequence; how keys and
                    values travel: "allgather" (torch 2.13's default), "ring" or "a2a" (heads scattered,
                    the sequence gathered: DeepSpeed-Ulysses, Transformer Engine's cp_comm_type "a2a";
-                   costmodel/layout/context.py)
+                   costmodel/layout/context.py); None, the default: a2a under DeepSpeed (its only one),
+                   else allgather
   cp_kv_heads      which heads the ring moves: "kv" (the model's h_kv, Transformer Engine's) or
                    "repeated" (h: K and V repeated to every query head before sdpa, torchtitan's Llama)
   all_reduce       whose code runs an all-reduce inside a node: "nccl" (the default), "intra-node"
@@ -60,7 +61,7 @@ from typing import Any
 
 from ..config import ConfigError, ModelConfig, show
 from ..offload import check as check_offload
-from ..spec import ALL_REDUCES, CP_KV_HEADS, CP_ROTATES, DEVICES, EP_DISPATCHERS, GRAD_REDUCE_DTYPES, SCHEDULES, spell_fields
+from ..spec import ALL_REDUCES, CP_KV_HEADS, CP_ROTATE_HINTS, CP_ROTATES, DEVICES, EP_DISPATCHERS, GRAD_REDUCE_DTYPES, SCHEDULES, spell_fields
 from ..spec import PRECISION_AWARE_OPTIMIZERS as PRECISION_AWARE_OPTIMIZERS_CHOICES
 from .experts import check_expert_parallel
 from .fp8 import RECIPES
@@ -133,7 +134,7 @@ class Layout(PipelineSchedule):
     ep_dispatcher: str = "alltoall"  # how the EP group moves tokens (costmodel/spec.EP_DISPATCHERS)
     fp8: str | None = None  # an FP8 training recipe (costmodel/layout/fp8.py)
     cp: int = 1
-    cp_rotate: str = "allgather"
+    cp_rotate: str | None = None  # None: the framework's own (DeepSpeed's a2a, else torch's allgather)
     cp_kv_heads: str = "kv"  # the heads the ring moves (CP_KV_HEADS; layout/context.py)
     all_reduce: str = "nccl"  # whose all-reduce runs inside a node (costmodel/spec.ALL_REDUCES)
     vocab_parallel: bool = True  # the embedding and head split by the vocabulary (False: replicated)
@@ -161,6 +162,8 @@ class Layout(PipelineSchedule):
 
     def __post_init__(self) -> None:
         spell_fields(self)  # framework "Megatron", schedule "1F1B" as the command takes them
+        if self.cp_rotate is None:  # DeepSpeed's sequence parallelism is Ulysses' all-to-all alone (layout/context.py)
+            object.__setattr__(self, "cp_rotate", "a2a" if self.framework == "deepspeed" and self.cp != 1 else "allgather")
         for name in ("dp", "tp", "pp", "microbatches", "virtual_stages", "ep", "cp"):
             _positive(name, getattr(self, name))
         if self.schedule not in SCHEDULES:
@@ -217,7 +220,9 @@ class Layout(PipelineSchedule):
         if self.reshard_after_forward is not None and self.zero == 2:
             raise ConfigError("layout: --zero 2 with fsdp2 means reshard_after_forward=False already.")
         if self.cp_rotate not in CP_ROTATES:
-            raise ConfigError(f"layout: cp_rotate must be {CP_ROTATES.listed()}, got {show(self.cp_rotate)}.")
+            hint = CP_ROTATE_HINTS.get(str(self.cp_rotate).lower())
+            raise ConfigError(f"layout: cp_rotate must be {CP_ROTATES.listed()}, got {show(self.cp_rotate)}"
+                              + (f": {hint}." if hint else "."))
         if self.cp_kv_heads not in CP_KV_HEADS:
             raise ConfigError(f"layout: cp_kv_heads must be {CP_KV_HEADS.listed()}, got {show(self.cp_kv_heads)}.")
         if self.all_reduce not in ALL_REDUCES:

@@ -29,7 +29,8 @@ from ..quantized_matmul import runs_w8a8
 from ..spec import DEFAULT_GEN_TOKENS
 from ..attention_kernels import DEFAULT_SERVING_BACKEND
 from .api import check_drawn_lengths, run_replicas
-from .replica import backend_kernel, build_replica, replica_profile, require_decoder_only, require_engine_steps
+from .replica import (backend_kernel, build_replica, engine_release_for, replica_profile, require_decoder_only,
+                      require_engine_steps)
 from .metrics import sustained_output
 from .workload import Lengths, check_requests, poisson
 from .state_slots import check_ssm_cache_dtype
@@ -253,6 +254,9 @@ def plan_capacity(cfg: Any, hardwares: list[Any], target: Target, *, scheduler: 
                                 Lengths.parse(target.output), target.seed),
                         target.prompt, target.output, cfg.max_positions)
     check_price(price)
+    release = engine_release_for(scheduler, replica_options.get("engine_release"))  # one line, not one a configuration
+    for pp in pps or []:
+        engine_release_for(scheduler, replica_options.get("engine_release"), pp)
     for tp in tps or []:  # a typed --tp the model cannot take: serve's one line, not a table of
         why = tensor_split_error(cfg, tp, inference=True)  # configurations each refused for it (exit 1)
         if why is not None:
@@ -329,7 +333,9 @@ def plan_capacity(cfg: Any, hardwares: list[Any], target: Target, *, scheduler: 
     fp8_gemms = {setup["hardware"]: {key: setup[key] for key in ("fp8_gemm", "fp8_gemm_runs", "dtype")}
                  for _, _, setup in (_REPLICAS[(r["hardware"], r["tp"], r["pp"], r["max_num_seqs"], r["max_batched_tokens"])]
                                      for r in feasible) if setup.get("fp8_gemm_runs")}
-    return {"target": target.__dict__, "scheduler": scheduler, "decode_code": profile.decode_code,
+    return {"target": target.__dict__, "scheduler": scheduler,
+            **({"engine_release": release.tag, "engine_release_source": release.source} if release else {}),
+            "decode_code": profile.decode_code,
             "attention_backend": backend,
             "configurations": configurations,
             "weight_dtype": weight_dtype, "weight_dtype_source": source,

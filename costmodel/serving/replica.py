@@ -53,6 +53,21 @@ def default_block_size(scheduler: str) -> int:
     return 1 if scheduler == "sglang" else 16
 
 
+def engine_release_for(scheduler: str, engine_release: str | None, pp: int = 1) -> Any:
+    """The SGLang release the sglang scheduler runs (sglang.sglang_release; None under another scheduler), or a
+    ConfigError: a release named for another scheduler, or pipeline stages those releases cannot launch."""
+    if scheduler != "sglang":
+        if engine_release is not None:
+            raise ConfigError(f"--engine-release names an SGLang release; the {scheduler} scheduler takes none.")
+        return None
+    release = sglang_release(engine_release)
+    if pp != 1:  # it ran a layout those releases cannot launch, mem_fraction_static taken by tp alone
+        raise ConfigError(f"--pp {pp}: SGLang {release.tag} has no pipeline parallelism (server_args.py's ServerArgs "
+                          "holds tp_size and dp_size, no pp_size, at v0.3.0 and v0.4.0); serve --scheduler sglang "
+                          "splits a replica by --tp alone (--replicas for more copies).")
+    return release
+
+
 def replica_profile(cfg: Any, scheduler: str = "vllm", *, weight_dtype: str | None = None,
                     kv_dtype: str | None = None, attention: str = "flash", mla: str = "absorbed",
                     fp8_gemm: str = spec.DEFAULT_FP8_GEMM, weight_group: int | None = None,
@@ -196,13 +211,7 @@ def build_replica(cfg: Any, hardware: Any, *, scheduler: str = "vllm", max_num_s
                           "step, with no token budget; leave it out (--max-num-seqs sets the batch).")
     seqs, tokens, budget_source = default_budget(scheduler, hardware, cfg.max_positions)
     sglang = scheduler == "sglang"
-    release = sglang_release(engine_release) if sglang else None
-    if engine_release is not None and not sglang:
-        raise ConfigError(f"--engine-release names an SGLang release; the {scheduler} scheduler takes none.")
-    if sglang and pp != 1:  # it ran a layout those releases cannot launch, mem_fraction_static taken by tp alone
-        raise ConfigError(f"--pp {pp}: SGLang {release.tag} has no pipeline parallelism (server_args.py's ServerArgs "
-                          "holds tp_size and dp_size, no pp_size, at v0.3.0 and v0.4.0); serve --scheduler sglang "
-                          "splits a replica by --tp alone (--replicas for more copies).")
+    release = engine_release_for(scheduler, engine_release, pp)
     if sglang and block_size != 1:
         raise ConfigError(f"--block-size {block_size}: SGLang's pool pages one token at a time (TokenToKVPool); "
                           "--scheduler sglang takes --block-size 1.")
