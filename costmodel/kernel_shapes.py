@@ -32,6 +32,9 @@ class Gemm:
     # the weight-only kernel its layout runs (QuantLayout.kernel; None: unquantized); last, as positional callers pass
     # the fields before it
     weight_kernel: str | None = None
+    # the input is an FFN's activation output (its down projection): a recipe's module may write it in
+    # FP8 in the activation's kernel (layout/fp8.py Casts.fused_activation); not part of the shape
+    activated_input: bool = field(default=False, compare=False)
 
     @property
     def flops(self) -> int:

@@ -354,6 +354,7 @@ FP8_RECIPES = Choices({  # layout/fp8.py has each recipe's scales and sources
 #: Megatron-Core (which opens one a model chunk itself); layout/fp8_options.py has each one's source.
 FP8_AUTOCASTS = Choices({
     "forward-and-loss": "Composer's Trainer (llm-foundry): one autocast around the model's forward and one around the loss, no fp8_group, so the forward amaxes are all-reduced over every rank twice a micro-batch and the backward ones once; the blocks' te.Linear layers in FP8 with their norms apart, the head in bf16, the weights cast every micro-batch",
+    "te-transformer-layer": "AMD's pytorch-training-benchmark (train_fsdp.py): one autocast around the forward and the loss over Transformer Engine's TransformerLayer blocks (the norms written in FP8 by the fused LayerNormLinear and LayerNormMLP, the SwiGLU's output too), the layers' weights cast once a step (is_first_microbatch), the head a te.LayerNormLinear in FP8 with its weight cast every micro-batch; --tp 1",
 })
 #: DeepSpeed's ZeRO-Offload and ZeRO-Infinity (costmodel/offload.py).
 OFFLOADS = Choices({"none": "", "optimizer": "ZeRO-Offload, --zero 1-3", "params": "ZeRO-Infinity, --zero 3"})

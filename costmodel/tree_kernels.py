@@ -126,7 +126,7 @@ def _gemms(leaf: Any, subs: dict, flops: float) -> list[Kernel]:
     """A projection's GEMMs from its weight matrices; the attention core's batched GEMMs
     (eager); any other product as one memory-or-compute kernel of its FLOPs and bytes."""
     from . import symbols as S
-    from .blocks import AttentionScores, FeedForward, Mamba2Mixer, QKVProjection, WeightedSum
+    from .blocks import AttentionScores, FeedForward, LMHead, Mamba2Mixer, QKVProjection, WeightedSum
     from .expert_kernels import grouped_experts, grouped_gemms
     from .quantized_matmul import gemm_rows, matrix_rows, quantizing_inputs, runs_quantized
 
@@ -164,13 +164,16 @@ def _gemms(leaf: Any, subs: dict, flops: float) -> list[Kernel]:
     dtype = leaf.weight_format.dtype if stored else None
     fp8 = [(tokens, inner) for tokens, _, inner, kernel in each if kernel and dtype == "fp8"]
     first = iter(quantizing_inputs(fp8))
-    # A norm writes the input of Q/K/V, the FFN's first matrices and Mamba's in_proj (layout/fp8.py fp8_blocks).
+    # A norm writes the input of Q/K/V, the FFN's first matrices and Mamba's in_proj (layout/fp8.py fp8_blocks), and
+    # the final norm the head's; the FFN's activation the input of its last matrix, the down projection.
     normed = each[0][::2] if isinstance(block, (QKVProjection, FeedForward, Mamba2Mixer)) else None
+    head = isinstance(block, LMHead)
+    down = len(each) - 1 if isinstance(block, FeedForward) and len(each) > 1 else None
     return [Gemm(tokens, out, inner, weight_bytes=_stored(leaf, out, inner, subs) if quantized else None,
                  weight_dtype=dtype if kernel else None, weight_kernel=leaf.weight_format.storage.kernel if kernel else None,
                  quantizes_input=kernel and dtype == "fp8" and next(first),
-                 normed_input=(tokens, inner) == normed)
-            for tokens, out, inner, kernel in each]
+                 normed_input=head or (tokens, inner) == normed, activated_input=index == down)
+            for index, (tokens, out, inner, kernel) in enumerate(each)]
 
 
 def _stored(leaf: Any, out: int, inner: int, subs: dict) -> float | None:

@@ -87,7 +87,7 @@ def test_te_linear_casts_its_normed_input_and_its_weight_every_micro_batch():
 
 @pytest.mark.parametrize("args, message", [
     (GPT2 + ["--framework", "fsdp2", "--zero", "3"], "layout: --fp8 delayed under fsdp2 runs under the training script's "
-     "fp8_autocast; state where with --fp8-autocast (forward-and-loss); accelerate's (one autocast over the "
+     "fp8_autocast; state where with --fp8-autocast (forward-and-loss or te-transformer-layer); accelerate's (one autocast over the "
      "forward, the head in FP8 too) is not modelled."),
     (GPT2 + ["--framework", "deepspeed", "--zero", "3"], "layout: --fp8 delayed is modelled under Megatron-Core (an "
      "fp8_autocast a model chunk) and under --framework fsdp2 with --fp8-autocast; under deepspeed it is not "

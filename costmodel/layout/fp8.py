@@ -470,6 +470,9 @@ class Casts:
     # a norm's output quantized by the norm (TE's LayerNormLinear: "normed_input" passes); False:
     # the norm apart (te.Linear after it), its output cast as any input
     fused_norm: bool = True
+    # the FFN's down-projection input written in FP8 by the activation's kernel (TE's LayerNormMLP): priced
+    # as a norm-written input ("normed_input" passes); False: the activation apart, its output cast as any input
+    fused_activation: bool = False
 
 
 #: Each recipe's casts (None: not stated by any source found: DeepSeek-V3's kernels are its own).
@@ -506,7 +509,8 @@ def _charged(gemms: list, casts: Casts, *, needs_tn: bool, microbatches: int, tp
     for gemm in gemms:
         if (gemm.m, gemm.k) not in seen:
             seen.add((gemm.m, gemm.k))
-            name = "normed_input" if gemm.normed_input and casts.fused_norm else "input"
+            written = (gemm.normed_input and casts.fused_norm) or (gemm.activated_input and casts.fused_activation)
+            name = "normed_input" if written else "input"
             elements[name] += gemm.m * gemm.k * gemm.count
             tensors[name] += gemm.count
         for name, size in (("weight", gemm.k * gemm.n), ("grad", gemm.m * gemm.n), ("grad_input", gemm.m * gemm.k),

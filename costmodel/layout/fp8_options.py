@@ -120,6 +120,9 @@ def check_fp8_autocast(layout: Any) -> None:
     if layout.pp > 1:
         raise ConfigError("layout: --fp8-autocast is one autocast over the whole model's forward; it is "
                           f"modelled at --pp 1 (here {layout.pp}).")
+    if FP8_AUTOCASTS[scope].tp_one and layout.tp > 1:
+        raise ConfigError(f"layout: --fp8-autocast {scope} is Transformer Engine's TransformerLayer built with no "
+                          f"tensor-parallel group; it is modelled at --tp 1 (here {layout.tp}).")
 
 
 @dataclass(frozen=True)
@@ -135,6 +138,16 @@ class AutocastScope:
     # the weights cast once a step (is_first_microbatch passed) or every micro-batch
     weight_once_per_step: bool
     source: str
+    # the output head a Transformer Engine module under the autocast: its GEMMs in FP8, its input the final
+    # norm's output written in FP8 by the module (fused_norm), its weight cast every micro-batch unless
+    # head_weight_once_per_step (the script passes the head no is_first_microbatch)
+    head_fp8: bool = False
+    head_weight_once_per_step: bool = False
+    # the FFN's down projection reads the activation's output in FP8, written by the activation's own kernel
+    # (Transformer Engine's LayerNormMLP), not cast apart
+    fused_activation: bool = False
+    # the layers' modules built without a tensor-parallel group: modelled at --tp 1 only
+    tp_one: bool = False
 
 
 FP8_AUTOCASTS = {
@@ -158,4 +171,33 @@ FP8_AUTOCASTS = {
         "attention.py and ffn.py call them with no is_first_microbatch, so Transformer Engine casts "
         "each weight at every forward (TE v0.10 base.py prepare_forward: update_weight_scale_inv "
         "'is_first_microbatch is None or is_first_microbatch')"),
+    "te-transformer-layer": AutocastScope(
+        1, 1, True, True,
+        "AMD-AIG-AIMA/pytorch-training-benchmark c295aaee train_fsdp.py: one `with torch.amp.autocast('cuda', "
+        "torch.bfloat16), te.fp8_autocast(enabled, fp8_recipe=DelayedScaling(Format.HYBRID, amax_history_len=16, "
+        "amax_compute_algo='max'), fp8_group=all_worker)` around `logits = model(input, is_first_microbatch="
+        "step_idx % grad_accumlate_pre_steps == 0)` and the cross-entropy, backward outside: one forward amax "
+        "all-reduce a micro-batch (the autocast's exit) and one backward (the first FP8 module's); llama.py "
+        "Fp8LLaMA / mistral.py Fp8Mistral: each block a te.TransformerLayer (fuse_qkv_params, RMSNorm, swiglu, "
+        "bias False, no tp_group) given is_first_microbatch, the head te.LayerNormLinear(d, V, "
+        "normalization='RMSNorm') called as `self.norm_lm_head(x)` with none. Transformer Engine 1.11 (the "
+        "rocm/pytorch-training v25.2 container's; ROCm/TransformerEngine branch ifu_release_v1.11, 8f717dc2): "
+        "TransformerLayer builds its attention's QKV as a LayerNormLinear and its projection as a Linear, its "
+        "FFN a LayerNormMLP (transformer.py line 399, attention.py lines 8449 and 8537); fp8_autocast_exit "
+        "reduces the forward amaxes at the outermost exit with gradients enabled (fp8.py lines 437-444); LayerNormLinear and LayerNormMLP launch the norm "
+        "writing FP8 itself (_apply_normalization with an FP8 output, module/layernorm_linear.py line 137, "
+        "layernorm_mlp.py line 158) and make its transpose in backward (tex.fp8_transpose, layernorm_linear.py line "
+        "591, layernorm_mlp.py line 937); LayerNormMLP's swiglu writes FC2's input in FP8 (activation_func with the GEMM2_INPUT meta, "
+        "layernorm_mlp.py line 269), transposed in backward (line 667); the weight cast + transpose into "
+        "a workspace when is_first_microbatch is None or True, cached under 'weight' otherwise "
+        "(layernorm_linear.py lines 1183-1188: update_workspace, cache_name; layernorm_mlp.py line 1485); the output gradient cast + "
+        "transposed (grad_output_preprocess); dgrad and wgrad FP8 GEMMs (override_linear_precision's "
+        "default (False, False, False)); the attention core (DotProductAttention), softmax, RoPE and the "
+        "loss outside TE's FP8 (bf16, the loss as torch autocast runs cross_entropy)",
+        head_fp8=True, fused_activation=True, tp_one=True),
 }
+
+
+def head_in_fp8(layout: Any) -> bool:
+    """Whether the layout's training script runs the output head's GEMMs in FP8 (FP8_AUTOCASTS' head_fp8)."""
+    return layout.fp8_autocast is not None and FP8_AUTOCASTS[layout.fp8_autocast].head_fp8

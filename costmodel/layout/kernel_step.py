@@ -301,10 +301,11 @@ class KernelStepTime(StepTime):
         if [w["key"] for w in work] != [entry[0] for entry in entries]:
             raise AssertionError("the kernel model's leaves are not the layout's work entries, in order.")
         rules = tuple((leaf_factor(w, estimate), runs_fp8(w, estimate)) for w in work)
-        memo = (id(entries), id(timer), id(fp8_timer), rules, self.casts)
+        casts = leaf_casts(self.casts, work, estimate.layout)
+        memo = (id(entries), id(timer), id(fp8_timer), rules, casts)
         if memo not in _PARTS:
             _PARTS[memo] = _parts(entries, rules, timer, fp8_timer, estimate.phase == "train",
-                                  [w.get("attention_core", False) for w in work], self.casts,
+                                  [w.get("attention_core", False) for w in work], casts,
                                   [w.get("experts", False) for w in work])
         out, self.attention_seconds, self.expert_seconds, self.leaf_seconds = _PARTS[memo]
         out = self._with_sequential_experts(out, entries, work, rules)
@@ -450,9 +451,24 @@ def fp8_casts(estimate: ParallelEstimate, hardware: Hardware) -> tuple | None:
         from .fp8_options import FP8_AUTOCASTS
 
         scope = FP8_AUTOCASTS[layout.fp8_autocast]
-        casts = replace(casts, fused_norm=scope.fused_norm, weight_once_per_step=scope.weight_once_per_step)
+        casts = replace(casts, fused_norm=scope.fused_norm, weight_once_per_step=scope.weight_once_per_step,
+                        fused_activation=scope.fused_activation)
     return (casts, hardware.architecture not in NON_TN_FP8_ARCHITECTURES, layout.microbatches, layout.tp,
             bool(layout.sp), fp8_parameters_held(layout))
+
+
+def leaf_casts(casts: tuple | None, work: list[dict], layout: Any) -> tuple:
+    """Each leaf's casts (fp8_casts): the output head's where the training script runs it in FP8 under its
+    autocast (layout/fp8_options.py head_fp8), its weight cast every micro-batch unless the scope caches it."""
+    from dataclasses import replace
+
+    from .fp8_options import FP8_AUTOCASTS, head_in_fp8
+
+    if casts is None or not head_in_fp8(layout):
+        return (casts,) * len(work)
+    scope = FP8_AUTOCASTS[layout.fp8_autocast]
+    head = (replace(casts[0], weight_once_per_step=scope.head_weight_once_per_step),) + casts[1:]
+    return tuple(head if entry.get("head") else casts for entry in work)
 
 
 def cast_kernel(gemms: list, casts: tuple | None, rerun: bool) -> list[Pointwise]:
@@ -469,27 +485,29 @@ def cast_kernel(gemms: list, casts: tuple | None, rerun: bool) -> list[Pointwise
 
 
 def _parts(entries: list[Entry], rules: tuple[tuple[float, bool], ...], timer: KernelTimer,
-           fp8_timer: KernelTimer | None, training: bool, attention: list[bool], casts: tuple | None = None,
+           fp8_timer: KernelTimer | None, training: bool, attention: list[bool], casts: tuple = (),
            experts: list[bool] | None = None
            ) -> tuple[dict[str, tuple[float, int]], dict[str, float], dict[str, float], list[float]]:
     """Each part's seconds and active leaves, its attention core's seconds, its routed experts'
     (what the combined 1F1B's mlp phases run) and each leaf's: a leaf's kernels times its layout
-    factor, an FP8 leaf's GEMMs on the FP8 timer and its recipe's casts (fp8_casts) on the dtype's."""
+    factor, an FP8 leaf's GEMMs on the FP8 timer and its recipe's casts (leaf_casts: one a leaf) on the dtype's."""
     out: dict[str, tuple[float, int]] = {}
     leaves: list[float] = []
     attention_seconds: dict[str, float] = {}
     expert_seconds: dict[str, float] = {}
     experts = experts or [False] * len(entries)
-    def run(kernels: list, training: bool, fp8: bool, rerun: bool = False) -> float:
+    casts = casts or (None,) * len(entries)
+    def run(kernels: list, training: bool, fp8: bool, leaf: tuple | None, rerun: bool = False) -> float:
         if not fp8:
             return kernels_seconds(kernels, timer, training)
         gemms = [k for k in kernels if isinstance(k, (Gemm, MatmulCompute))]
         others = [k for k in kernels if not isinstance(k, (Gemm, MatmulCompute))]
-        others += cast_kernel(gemms, casts, rerun)
+        others += cast_kernel(gemms, leaf, rerun)
         return kernels_seconds(gemms, fp8_timer, training) + kernels_seconds(others, timer, training)
 
-    for (key, rerun, launches, kernels), (factor, fp8), core, routed in zip(entries, rules, attention, experts):
-        seconds = run(kernels, training, fp8) + (run(rerun, False, fp8, rerun=True) if training else 0.0)
+    for (key, rerun, launches, kernels), (factor, fp8), core, routed, leaf in zip(entries, rules, attention, experts,
+                                                                                casts):
+        seconds = run(kernels, training, fp8, leaf) + (run(rerun, False, fp8, leaf, rerun=True) if training else 0.0)
         seconds *= factor
         leaves.append(seconds)
         if core:

@@ -205,6 +205,7 @@ def part_expressions(cfg: ModelConfig, workload: Workload, layout: Layout, phase
         w8a8 = w8a8_leaf(leaf, True)  # fp8 weights: W8A8 where the hardware runs it (quantized_matmul.runs_w8a8)
         structure["work"].append({"key": key, "path": leaf.path, "active": cost.is_active(),
             "experts": isinstance(leaf.block, B.Experts), "fp8": isinstance(leaf.block, FP8_BLOCKS),
+            "head": isinstance(leaf.block, B.LMHead),
             "attention_core": isinstance(leaf.block, B.AttentionCore), "w8a8": w8a8})
         if w8a8:  # its inputs read in one byte, after their quantization pass
             work["w8a8_b_mm"], work["w8a8_b_o"] = w8a8_run_bytes(leaf, S.e)

@@ -21,7 +21,7 @@ from ..module_recompute import check_recompute_framework, check_recomputed_modul
 from .communication import RankCommunication
 from .experts import check_flex_load, expert_load, fsdp_gathered, fsdp_split
 from .fp8 import RECIPES, TE_GEMMS_PER_DENSE_LAYER, amax_reduction_bytes, fp8_parameter_saving
-from .fp8_options import FP8_AUTOCASTS
+from .fp8_options import FP8_AUTOCASTS, head_in_fp8
 from .frameworks import FRAMEWORKS, Framework
 from .parts import Stage, evaluate_parts, model_dimensions, part_evaluator, part_of, uses_loss_parallel
 from .spec import Layout
@@ -322,7 +322,8 @@ class ParallelEstimate(RankCommunication):
         reductions a micro-batch over the whole model, PP 1); none outside training, without delayed
         scaling, or where the chunk has no FP8 GEMM. A layer's GEMMs:
         TE_GEMMS_PER_DENSE_LAYER, or in a mixture-of-experts layer the attention's two and the
-        experts' fc1 and fc2, one GEMM a local expert each (TEGroupedLinear), and a shared expert's two."""
+        experts' fc1 and fc2, one GEMM a local expert each (TEGroupedLinear), and a shared expert's two; the
+        output head's one where the script's autocast runs it in FP8 (layout/fp8_options.py head_fp8)."""
         layout, cfg = self.layout, self.cfg
         if layout.fp8 != "delayed" or self.phase != "train":
             return []
@@ -340,8 +341,9 @@ class ParallelEstimate(RankCommunication):
             return 2 + 2 * local + (2 if cfg.d_shared else 0)
 
         out = []
-        for kinds in stage.kinds:
-            count = sum(runs * gemms(key) for key, runs in kinds)
+        head = int(stage.last and head_in_fp8(layout))  # the head's te.LayerNormLinear, in the last chunk's autocast
+        for index, kinds in enumerate(stage.kinds):
+            count = sum(runs * gemms(key) for key, runs in kinds) + (head if index == len(stage.kinds) - 1 else 0)
             if count:
                 payload = amax_reduction_bytes(count)
                 out += [payload["forward"]] * forward_reductions + [payload["backward"]] * backward_reductions

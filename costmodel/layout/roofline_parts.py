@@ -26,8 +26,12 @@ def leaf_factor(leaf: dict[str, Any], estimate: Any) -> float:
 
 
 def runs_fp8(leaf: dict[str, Any], estimate: Any) -> bool:
-    """Whether a leaf's matrix products run at the FP8 peak (--fp8: the linear layers, layout/fp8.py)."""
-    return estimate.layout.fp8 is not None and bool(leaf.get("fp8"))
+    """Whether a leaf's matrix products run at the FP8 peak (--fp8: the linear layers, layout/fp8.py; the output
+    head too where the training script's autocast scope runs it in FP8, layout/fp8_options.py head_fp8)."""
+    from .fp8_options import head_in_fp8
+
+    layout = estimate.layout
+    return layout.fp8 is not None and (bool(leaf.get("fp8")) or (bool(leaf.get("head")) and head_in_fp8(layout)))
 
 
 #: part -> (seconds, blocks that run an op); attention cores' and routed experts' seconds by part
@@ -42,7 +46,8 @@ def roofline_part_seconds(step: Any) -> Parts:
     numbers, layout = estimate.numbers, estimate.layout
     fp8 = layout.fp8 is not None
     # everything leaf_factor and runs_fp8 (above) read of the layout, and the rates
-    memo = ("roofline", step.flops_per_s, step.fp8_per_s if fp8 else None, step.w8a8, step.w8a8_per_s,
+    memo = ("roofline", step.flops_per_s, step.fp8_per_s if fp8 else None, layout.fp8_autocast if fp8 else None,
+            step.w8a8, step.w8a8_per_s,
             step.vector_per_s, step.bytes_per_s, layout.cp,
             None if estimate.load is None else float(estimate.load.factor))
     if memo not in numbers.seconds:
