@@ -30,14 +30,47 @@ def plain_arguments(function: Callable[..., Any]) -> Callable[..., Any]:
     known = None if any(p.kind is p.VAR_KEYWORD for p in parameters) else \
         [p.name for p in parameters if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
 
+    signature = inspect.signature(function)
+    order = ", ".join(p.name for p in parameters if p.kind is p.POSITIONAL_OR_KEYWORD)
+
     @functools.wraps(function)
     def call(*args: Any, **kwargs: Any) -> Any:
+        kwargs = command_aliases(function.__name__, kwargs)
         if known is not None:
             unknown_keyword(function.__name__, kwargs, known)
+        try:  # plan("llama3-70b", "h100", gpus=32): Python's TypeError "got multiple values for argument 'gpus'"
+            signature.bind(*args, **kwargs)
+        except TypeError as error:
+            from .errors import ConfigError
+
+            raise ConfigError(f"{function.__name__}: {error} (its arguments in order: {order}; "
+                              "the others by keyword).") from None
         return function(*(plain(arg) for arg in args),
                         **spelled_choices({key: plain(value) for key, value in kwargs.items()}, f"{function.__name__}: "))
 
     return call
+
+
+#: The command line's other names of a keyword, as each command's options spell them (`serve --gen` is its
+#: --output, `simulate --output` and `plan --output` their --gen): serve(..., gen=64) was "unknown keyword 'gen'".
+COMMAND_ALIASES = {"serve": {"gen": "output", "gen_tokens": "output"},
+                   "simulate": {"output": "gen", "gen_tokens": "gen"},
+                   "plan": {"output": "gen", "gen_tokens": "gen"}}
+
+
+def command_aliases(owner: str, keywords: dict[str, Any]) -> dict[str, Any]:
+    """keywords with the command line's other names of one (COMMAND_ALIASES) as the function's own; both given is
+    one ConfigError."""
+    from .errors import ConfigError
+
+    renamed = dict(keywords)
+    for alias, name in COMMAND_ALIASES.get(owner, {}).items():
+        if alias in renamed:
+            if name in renamed:
+                raise ConfigError(f"{owner}: {alias} and {name} are one keyword (the command's --{alias.replace('_', '-')} "
+                                  f"is its --{name.replace('_', '-')}); give {name} once.")
+            renamed[name] = renamed.pop(alias)
+    return renamed
 
 
 def unknown_keyword(owner: str, keywords: dict[str, Any], known: list[str]) -> None:

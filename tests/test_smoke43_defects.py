@@ -1,0 +1,101 @@
+"""What a new user's round 43 turned up (wt43_user): README, docs/commands.md, serving, layouts and
+fine-tuning run as an ML engineer types them, through the commands and the Python API. Each test runs
+the command or the call as typed and checks the answer or the one error line; each failed before its fix.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+import costmodel
+from costmodel.config import ConfigError
+from tests.cli_run import one_error_line, run_main
+
+
+def test_plan_with_the_gpu_second_says_the_argument_order():
+    # simulate and serve take (model, hardware); plan takes (model, gpus, hardware). plan("llama3.1-70b", "h100")
+    # read "--gpus must be positive whole numbers, got 'h100'." and plan(..., "h100", gpus=32) raised Python's
+    # TypeError "got multiple values for argument 'gpus'".
+    with pytest.raises(ConfigError, match=re.escape(
+            "--gpus must be positive whole numbers, got 'h100'. 'h100' is a GPU: plan's arguments are (model, gpus, "
+            "hardware), as costmodel.plan(model, 8, 'h100') or costmodel.plan(model, gpus=8, hardware='h100').")):
+        costmodel.plan("llama3.1-70b", "h100")
+    with pytest.raises(ConfigError, match=re.escape(
+            "plan: multiple values for argument 'gpus' (its arguments in order: model, gpus, hardware; the others "
+            "by keyword).")):
+        costmodel.plan("llama3.1-70b", "h100", gpus=32)
+    with pytest.raises(ConfigError, match=re.escape("--gpus must be positive whole numbers, got '8x'.")):
+        costmodel.plan("llama3.1-70b", "8x")  # not a GPU: no word on one
+
+
+def test_serve_and_simulate_take_the_commands_other_names_of_the_output_length():
+    # `serve --gen 64` is serve's --output (its help: "--gen: simulate's and plan's name") and `simulate --output`
+    # simulate's --gen; costmodel.serve(..., gen=64) was "unknown keyword 'gen'; a replica takes scheduler, ..."
+    # (nothing on output) and simulate(..., output=64) "unknown keyword 'output'".
+    run = costmodel.serve("llama3.1-8b", "h100", rate=2, requests=5, gen=64)
+    assert set(run.requests["output_tokens"]) == {64}
+    assert run.to_dict()["setup"]["output"] == costmodel.serve("llama3.1-8b", "h100", rate=2, requests=5,
+                                                              output=64).to_dict()["setup"]["output"] == "64"
+    assert costmodel.simulate("llama3.1-8b", "h100", prompt=100, output=7).to_dict()["inputs"]["gen"] == 7
+    with pytest.raises(ConfigError, match=re.escape("serve: gen and output are one keyword (the command's --gen is "
+                                                    "its --output); give output once.")):
+        costmodel.serve("llama3.1-8b", "h100", rate=2, requests=5, gen=64, output=32)
+
+
+def test_a_capacity_named_by_an_ambiguous_gpu_or_a_bad_hardware_file_says_what_is_wrong(tmp_path):
+    # finetune_verdict(cfg, workload, tune, "a100") read "capacity: the GPU's bytes ... got 'a100'", where every
+    # command says which A100 to give; a hardware file with a typo read the same line, its problem unsaid.
+    from costmodel.finetune import FineTune
+    from costmodel.finetune_verdict import finetune_verdict
+
+    cfg = costmodel.load_model("llama2-7b")
+    workload, _ = costmodel.make_workload(cfg, 2048, holds_cache=False, attention="sdpa")
+    tune = FineTune(method="qlora", targets="q_proj,v_proj")
+    with pytest.raises(ConfigError, match=re.escape("hardware 'a100' comes as 40 or 80 GB SXM4 and as 80 GB PCIe: "
+                                                    "give a100-40gb, a100-80gb or a100-pcie.")):
+        finetune_verdict(cfg, workload, tune, "a100")
+    bad = tmp_path / "my-gpu.json"
+    bad.write_text('{"name": "x"')
+    with pytest.raises(ConfigError, match=r"my-gpu\.json: not JSON \(Expecting ','"):
+        finetune_verdict(cfg, workload, tune, str(bad))
+    with pytest.raises(ConfigError, match=re.escape("capacity: the GPU's bytes, a positive number")):
+        finetune_verdict(cfg, workload, tune, "80GB")  # no hardware: the capacity's own line, as before
+    assert finetune_verdict(cfg, workload, tune, "rtx-4090")["capacity"] == 25232932864  # docs/finetuning.md
+
+
+def test_sweeps_length_step_takes_a_length_as_its_bounds_do(capsys):
+    # `sweep --seq-len 4k:16k:+4k`: "cannot read '4k:16k:+4k'; use ... start:stop:+step", though its help says each
+    # is a length as users write them (4k:128k:x2); a factor stays a plain number.
+    from reports.sweep import parse_values
+
+    assert parse_values("4k:16k:+4k", "--seq-len", lengths=True) == [4096, 8192, 12288, 16384]
+    assert parse_values("4k:16k:4k", "--seq-len", lengths=True) == [4096, 8192, 12288, 16384]
+    assert parse_values("4k:16k:x2", "--seq-len", lengths=True) == [4096, 8192, 16384]
+    code, out, _ = run_main(["sweep", "--model", "llama3.1-8b", "--seq-len", "4k:8k:+2k", "--batch", "1"], capsys)
+    assert code == 0 and [line.split(",")[1] for line in out.splitlines()[1:]] == ["4096", "6144", "8192"]
+    assert "cannot read '4k:64k:x2k'" in one_error_line(["sweep", "--model", "llama3.1-8b", "--seq-len", "4k:64k:x2k"],
+                                                         capsys)
+
+
+@pytest.mark.parametrize("command", [["plan", "--model", "llama3.1-70b", "--seq-len", "8192"],
+                                     ["simulate", "--model", "llama3.1-70b", "--train"],
+                                     ["estimate", "--model", "llama3.1-70b"]])
+def test_gpus_given_as_nodes_names_the_gpu_count(command, capsys):
+    # --gpus "4 nodes": plan said "give a whole number, or several separated by commas", simulate and estimate
+    # click's "'4 nodes' is not a valid integer range"; a node's GPUs are the hardware file's gpus_per_node
+    line = one_error_line([*command, "--hardware", "b200", "--gpus", "4 nodes"], capsys)
+    assert line.endswith("--gpus counts GPUs, not nodes; 4 nodes of b200 (8 GPUs a node: its hardware file's "
+                         "interconnect.gpus_per_node) are --gpus 32.")
+
+
+def test_reports_layout_labels_name_context_parallelism():
+    # `report --tp 8 --pp 2 --hardware b200 --seq-len 8k` on 16 GPUs labelled plan's best "tp 8 x pp 1 x dp 1, ...":
+    # 8 GPUs, its cp 2 dropped (plan's own table reads "8 x 1 x 1 (cp 2)")
+    from reports.report import _layout_label
+
+    best = costmodel.plan("llama3.1-8b", 16, "b200", seq_len=8192, global_batch=1, tp=8, pp=1, framework="deepspeed",
+                          zero=0, sp=True, recompute="none").best
+    assert best["layout"]["cp"] == 2
+    assert _layout_label(best["layout"]) == "tp 8 x pp 1 x dp 1 (cp 2), deepspeed ZeRO 0 SP, b 1 x 1, none"
