@@ -99,3 +99,31 @@ def test_reports_layout_labels_name_context_parallelism():
                           zero=0, sp=True, recompute="none").best
     assert best["layout"]["cp"] == 2
     assert _layout_label(best["layout"]) == "tp 8 x pp 1 x dp 1 (cp 2), deepspeed ZeRO 0 SP, b 1 x 1, none"
+
+
+def test_hardware_shows_several_gpus_side_by_side(capsys):
+    # `hardware h100 a100-80gb` was click's "Got unexpected extra argument (a100-80gb)", `hardware h100,a100-80gb`
+    # "--hardware 'h100,a100-80gb': one GPU here; several ... are compared by plan --serve --rate only" (an option
+    # this command has not, and a command that does not list GPUs)
+    import json
+
+    for typed in (["h100", "A100-80GB"], ["h100,a100-80gb"]):
+        code, out, _ = run_main(["hardware", *typed], capsys)
+        assert code == 0
+        assert [line.split()[0] for line in out.splitlines()[2:4]] == ["h100-sxm", "a100-80gb"]
+        assert [line.split(":")[0] for line in out.splitlines()[4:]] == ["source (h100-sxm)", "source (a100-80gb)"]
+    code, out, _ = run_main(["hardware", "h100", "mi300x", "--json"], capsys)
+    assert [row["name"] for row in json.loads(out)] == ["h100-sxm", "mi300x"]
+    code, out, _ = run_main(["hardware", "NVIDIA", "H100", "80GB", "HBM3"], capsys)  # one driver name, unquoted
+    assert code == 0 and out.splitlines()[2].split()[0] == "h100-sxm" and out.splitlines()[3].startswith("source: ")
+    assert one_error_line(["hardware", "h100", "--show", "h200"], capsys) == (
+        "error: hardware h100: a NAME shows that hardware, which --show does not take; leave out one of them.")
+
+
+def test_models_takes_several_words(capsys):
+    # `models mixtral qwen3-30` was click's "Got unexpected extra argument (qwen3-30)"
+    code, out, _ = run_main(["models", "mixtral", "qwen3-30"], capsys)
+    assert code == 0 and [line.split()[0] for line in out.splitlines()[2:]] == ["mixtral-8x22b", "mixtral-8x7b",
+                                                                              "qwen3-30b-a3b"]
+    assert one_error_line(["models", "zzz,yyy"], capsys).startswith(
+        "error: models zzz,yyy: no preset's name, family or alias contains 'zzz' or 'yyy';")
