@@ -127,3 +127,14 @@ def test_models_takes_several_words(capsys):
                                                                               "qwen3-30b-a3b"]
     assert one_error_line(["models", "zzz,yyy"], capsys).startswith(
         "error: models zzz,yyy: no preset's name, family or alias contains 'zzz' or 'yyy';")
+
+
+def test_a_trace_line_with_other_field_names_says_the_format(tmp_path, capsys):
+    # a trace written {"arrival", "prompt", "output"} read "tr.jsonl:1: missing prompt_tokens, output_tokens." and
+    # nothing of the form a line takes (docs/serving.md's table)
+    trace = tmp_path / "tr.jsonl"
+    trace.write_text('{"arrival": 0, "prompt": 2000, "output": 10}\n')
+    line = one_error_line(["serve", "--model", "llama3.1-8b", "--trace", str(trace)], capsys)
+    assert line == (f'error: {trace}:1: missing prompt_tokens, output_tokens; a trace line is {{"arrival": seconds, '
+                    '"prompt_tokens": N, "output_tokens": N} (optional "prefix", "prefix_tokens"), this one has '
+                    'arrival, prompt, output.')
