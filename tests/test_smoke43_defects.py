@@ -138,3 +138,21 @@ def test_a_trace_line_with_other_field_names_says_the_format(tmp_path, capsys):
     assert line == (f'error: {trace}:1: missing prompt_tokens, output_tokens; a trace line is {{"arrival": seconds, '
                     '"prompt_tokens": N, "output_tokens": N} (optional "prefix", "prefix_tokens"), this one has '
                     'arrival, prompt, output.')
+
+
+def test_lora_targets_are_read_in_any_case_and_checked_against_the_models_layers(capsys):
+    # `--lora-targets Q_PROJ,V_PROJ` was refused ("'Q_PROJ' is not one of q_proj, ..."), where every name the
+    # commands take is read in any case (docs/commands.md); `--lora-targets q_proj,foo` on Llama listed every
+    # family's names (query_key_value, dense, dense_h_to_4h, qkv_proj, gate_up_proj...), none of them Llama's
+    import json
+
+    code, out, _ = run_main(["finetune", "--model", "llama3.1-8b", "--lora-targets", "Q_PROJ,V_proj", "--json"], capsys)
+    assert code == 0 and json.loads(out)["inputs"]["targets"] == ["q_proj", "v_proj"]
+    assert json.loads(out)["memory"]["trainable_params"] == 6_815_744  # peft: 32 x (16 x 4096 + 4096 x 16 + 16 x 4096 + 1024 x 16)
+    assert one_error_line(["finetune", "--model", "llama3.1-8b", "--lora-targets", "q_proj,foo"], capsys) == (
+        "error: --lora-targets: 'foo' is not a linear layer of llama (q_proj, k_proj, v_proj, o_proj, gate_proj, "
+        "up_proj, down_proj, or all-linear).")
+    from costmodel.finetune import FineTune
+
+    assert FineTune(targets="Q_PROJ, ALL-LINEAR".split(",")[0]).targets == ("q_proj",)
+    assert FineTune(targets="ALL-LINEAR").targets == ("all-linear",)
