@@ -39,16 +39,41 @@ def plain_arguments(function: Callable[..., Any]) -> Callable[..., Any]:
         if known is not None:
             unknown_keyword(function.__name__, kwargs, known)
         try:  # plan("llama3-70b", "h100", gpus=32): Python's TypeError "got multiple values for argument 'gpus'"
-            signature.bind(*args, **kwargs)
+            bound = signature.bind(*args, **kwargs)
         except TypeError as error:
             from .errors import ConfigError
 
             raise ConfigError(f"{function.__name__}: {error} (its arguments in order: {order}; "
                               "the others by keyword).") from None
+        check_lengths(function.__name__, {**bound.arguments, **bound.arguments.get("workload", {})})
         return function(*(plain(arg) for arg in args),
                         **spelled_choices({key: plain(value) for key, value in kwargs.items()}, f"{function.__name__}: "))
 
     return call
+
+
+#: The keywords that count tokens (ints in Python; the command line's --seq-len, --prompt, ... read 128k); serve's
+#: prompt and output are length mixes, strings ("uniform:1k:4k"), and are not among them there.
+LENGTH_KEYWORDS = ("seq_len", "tgt_len", "prompt", "gen", "gen_tokens", "cache_size")
+
+
+def check_lengths(owner: str, arguments: dict[str, Any]) -> None:
+    """A length given as the command line's text is one ConfigError saying the number it stands for:
+    simulate(..., prompt="4k") read "workload: seq_len must be an integer, got '4k'" (a keyword not typed), and
+    simulate(..., gen="1k") raised Python's TypeError "'<' not supported between instances of 'str' and 'int'"."""
+    from .errors import ConfigError
+    from .sizes import SizeError, parse_length
+
+    for name in LENGTH_KEYWORDS:
+        value = arguments.get(name)
+        if not isinstance(value, str) or (owner == "serve" and name == "prompt"):
+            continue
+        try:
+            meant = f"{name}={parse_length(value)}"
+        except SizeError:
+            meant = "the number"
+        raise ConfigError(f"{owner}: {name}: a number of tokens, got the text {value!r}: the command line reads "
+                          f"spellings such as 4k (4,096); in Python give {meant}.")
 
 
 #: The command line's other names of a keyword, as each command's options spell them (`serve --gen` is its

@@ -156,3 +156,22 @@ def test_lora_targets_are_read_in_any_case_and_checked_against_the_models_layers
 
     assert FineTune(targets="Q_PROJ, ALL-LINEAR".split(",")[0]).targets == ("q_proj",)
     assert FineTune(targets="ALL-LINEAR").targets == ("all-linear",)
+
+
+def test_a_length_given_as_the_command_lines_text_says_the_number_in_python():
+    # costmodel.simulate(..., gen="1k") raised Python's TypeError "'<' not supported between instances of 'str' and
+    # 'int'"; prompt="4k" read "workload: seq_len must be an integer, got '4k'", a keyword not typed
+    with pytest.raises(ConfigError, match=re.escape("simulate: gen: a number of tokens, got the text '1k': the command "
+                                                    "line reads spellings such as 4k (4,096); in Python give gen=1024.")):
+        costmodel.simulate("llama3.1-8b", "h100", prompt=100, gen="1k")
+    with pytest.raises(ConfigError, match=re.escape("simulate: prompt: a number of tokens, got the text '4k'")):
+        costmodel.simulate("llama3.1-8b", "h100", prompt="4k")
+    with pytest.raises(ConfigError, match=re.escape("estimate: seq_len: a number of tokens, got the text '128k': the "
+                                                    "command line reads spellings such as 4k (4,096); in Python give "
+                                                    "seq_len=131072.")):
+        costmodel.estimate("llama3.1-8b", "128k")
+    with pytest.raises(ConfigError, match=re.escape("plan: seq_len: a number of tokens, got the text '4k'")):
+        costmodel.plan("llama3.1-8b", 8, seq_len="4k")
+    # serve's prompt and output are length mixes, strings, as before
+    assert costmodel.serve("llama3.1-8b", "h100", rate=1, requests=5,
+                           prompt="uniform:1k:2k").to_dict()["setup"]["prompt"] == "uniform:1024:2048"
