@@ -175,3 +175,17 @@ def test_a_length_given_as_the_command_lines_text_says_the_number_in_python():
     # serve's prompt and output are length mixes, strings, as before
     assert costmodel.serve("llama3.1-8b", "h100", rate=1, requests=5,
                            prompt="uniform:1k:2k").to_dict()["setup"]["prompt"] == "uniform:1024:2048"
+
+
+def test_an_inference_layouts_attention_fallback_names_no_training_framework(capsys):
+    # `simulate --model gemma2-9b --tp 2 --prompt 4k` (serving on two GPUs) said "deepspeed's default sdpa gives way to
+    # eager": DeepSpeed is the training layouts' default framework, nothing this run runs
+    code, _, err = run_main(["simulate", "--model", "gemma2-9b", "--hardware", "l4", "--tp", "2", "--prompt", "1024",
+                             "--gen", "16"], capsys)
+    assert code == 0 and err.splitlines()[0] == (
+        "note: attention eager: gemma2's Hugging Face class has no sdpa path in transformers 5.24, so an inference "
+        "layout's default sdpa gives way to eager, what transformers picks for it when none is requested; "
+        "--attention picks another.")
+    code, _, err = run_main(["simulate", "--model", "gemma2-9b", "--hardware", "l4", "--tp", "2", "--train",
+                             "--seq-len", "1024"], capsys)  # training: DeepSpeed's layout it is
+    assert "so deepspeed's default sdpa gives way to eager" in err.splitlines()[0]
