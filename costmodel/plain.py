@@ -52,9 +52,11 @@ def plain_arguments(function: Callable[..., Any]) -> Callable[..., Any]:
     return call
 
 
-#: The keywords that count tokens (ints in Python; the command line's --seq-len, --prompt, ... read 128k); serve's
-#: prompt and output are length mixes, strings ("uniform:1k:4k"), and are not among them there.
+#: The keywords that count tokens (ints in Python; the command line's --seq-len, --prompt, ... read 128k).
 LENGTH_KEYWORDS = ("seq_len", "tgt_len", "prompt", "gen", "gen_tokens", "cache_size")
+#: Those a function reads text of its own in: serve's prompt (and output) are length mixes ("uniform:1k:4k"); sweep's
+#: seq_len is an axis whose text form (128:4096:x2) its own line turns into Python's list.
+OWN_TEXT = {"serve": ("prompt",), "sweep": ("seq_len",)}
 
 
 def check_lengths(owner: str, arguments: dict[str, Any]) -> None:
@@ -66,7 +68,7 @@ def check_lengths(owner: str, arguments: dict[str, Any]) -> None:
 
     for name in LENGTH_KEYWORDS:
         value = arguments.get(name)
-        if not isinstance(value, str) or (owner == "serve" and name == "prompt"):
+        if not isinstance(value, str) or name in OWN_TEXT.get(owner, ()):
             continue
         try:
             meant = f"{name}={parse_length(value)}"

@@ -189,3 +189,20 @@ def test_an_inference_layouts_attention_fallback_names_no_training_framework(cap
     code, _, err = run_main(["simulate", "--model", "gemma2-9b", "--hardware", "l4", "--tp", "2", "--train",
                              "--seq-len", "1024"], capsys)  # training: DeepSpeed's layout it is
     assert "so deepspeed's default sdpa gives way to eager" in err.splitlines()[0]
+
+
+def test_formulas_says_a_tied_head_holds_its_weights_in_the_embedding(capsys):
+    # `formulas --model gemma2-9b --block head --quantity params` read "... has a non-zero params: it is 0 in each."
+    # and nothing of why (estimate says "tied to the embeddings: counted once, above"); --json an empty list alone
+    import json
+
+    line = "the output head of gemma2-9b is tied to its token embedding: its V*d weights are counted once, in " \
+           "embedding.tokens (--block embedding)"
+    code, out, _ = run_main(["formulas", "--model", "gemma2-9b", "--block", "head", "--quantity", "params"], capsys)
+    assert code == 0 and out.strip() == ("no block of gemma2-9b whose path contains 'head' has a non-zero params: it "
+                                         f"is 0 in each; {line}.")
+    code, out, _ = run_main(["formulas", "--model", "gemma2-9b", "--block", "lm_head", "--quantity", "params",
+                             "--json"], capsys)
+    assert json.loads(out)["blocks"] == [] and json.loads(out)["note"] == line
+    code, out, _ = run_main(["formulas", "--model", "llama3.1-8b", "--block", "head", "--quantity", "params"], capsys)
+    assert out.splitlines()[1] == "  params = V*d"  # untied: the head's own row, no note
