@@ -67,7 +67,7 @@ def finetune(model, config, method, rank, alpha, targets, adapter_dtype, optimiz
     and optimizer state, and the activations; with --hardware, whether it fits and what would."""
     from costmodel.finetune import finetune_memory
     from costmodel.finetune_verdict import finetune_verdict
-    from costmodel.lora_adapters import FineTune, family_of, targets_of
+    from costmodel.lora_adapters import FineTune, check_model_targets, family_of, targets_of
 
     for name, value, why in (("--tokens", tokens, NOT_TIMED), ("--price", price, NOT_TIMED), ("--gpus", gpus, ONE_GPU)):
         if value is not None and (name == "--gpus" or hardware_name is None):  # click's "No such option" named nothing that answers it
@@ -88,6 +88,8 @@ def finetune(model, config, method, rank, alpha, targets, adapter_dtype, optimiz
     workload = make_workload(cfg, seq_len, holds_cache=False, batch=batch, dtype=dtype, attention=attention,
                              recompute=recompute)
     try:
+        if targets is not None:
+            check_model_targets(cfg, targets)  # this model's linear layers, not every family's, where one is not
         tune = FineTune(method=method, rank=rank, alpha=alpha,
                         targets=targets,
                         adapter_dtype=adapter_dtype, optimizer=optimizer, offload_optimizer=offload_optimizer,

@@ -28,14 +28,19 @@ def formulas(model, config, block, quantities, latex, as_json) -> None:
         rows, symbols = formula_table(cfg, block, tuple(quantities), latex)
     except ConfigError as error:
         raise InputError(str(error)) from None
+    # Gemma's `--block head --quantity params` read "it is 0 in each" and no word why: the head is the embedding's
+    tied = ("params" in (q.lower() for q in quantities) and cfg.tie_embeddings and not any("lm_head" in row["path"]
+            for row in rows) and (block is None or block.lower() in "head.lm_head"))
+    note = (f"the output head of {cfg.name} is tied to its token embedding: its V*d weights are counted once, in "
+            "embedding.tokens (--block embedding)") if tied else None
     if as_json:
-        click.echo(json.dumps({"model": cfg.name, "latex": latex, "blocks": rows, "symbols": symbols},
-                              indent=2))
+        click.echo(json.dumps({"model": cfg.name, "latex": latex, "blocks": rows, "symbols": symbols,
+                               **({"note": note} if note else {})}, indent=2))
         return
     if not rows:  # every block asked for holds none of the quantities: said, not three bare headers
         where = "" if block is None else f" whose path contains {block!r}"
         click.echo(f"no block of {cfg.name}{where} has a non-zero {' or '.join(q.lower() for q in quantities)}: "
-                   "it is 0 in each.")
+                   f"it is 0 in each{f'; {note}' if note else ''}.")
         return
     for row in rows:
         held = "" if row["holds"] is None else f", weights held x {row['holds']}"  # a shared block's

@@ -66,8 +66,46 @@ def hardware_row(hw, aliases=()) -> dict:
             "aliases": list(aliases)}
 
 
+def _one_hardware(name: str) -> bool:
+    from costmodel.hardware import load_hardware
+
+    try:
+        load_hardware(name)
+    except ConfigError:
+        return False
+    return True
+
+
+def show_named(typed: str, names: list[str], as_json: bool, options: dict[str, object]) -> None:
+    """`hardware NAME [NAME...]`: each one's row and source (`hardware h100 a100-80gb` was click's "Got unexpected
+    extra argument", `hardware h100,a100-80gb` "--hardware ...: one GPU here; several ... by plan --serve --rate")."""
+    from costmodel.hardware import hardware_aliases, load_hardware
+    from costmodel.hardware_presets import is_hardware_path
+
+    given = [option for option, value in options.items() if value]
+    if given:
+        raise InputError(f"hardware {typed}: a NAME shows that hardware, which {given[0]} does not take; "
+                         "leave out one of them.")
+    if not names:
+        raise InputError(f"hardware {typed!r}: no hardware named; `hardware` lists them all.")
+    try:
+        chosen = [(name, load_hardware(name)) for name in names]
+    except ConfigError as error:
+        raise InputError(str(error)) from None
+    # a file named like a preset (`hardware --show h100-sxm > f.json`, edited) is not that preset: no aliases
+    rows = [hardware_row(hw, () if is_hardware_path(name) else hardware_aliases().get(hw.name, ())) for name, hw in chosen]
+    if as_json:
+        click.echo(json.dumps(rows[0] if len(rows) == 1 else rows, indent=2))
+        return
+    from .format import render_hardware
+
+    click.echo(render_hardware(rows, note_local=False))
+    for _, hw in chosen:
+        click.echo(f"source{f' ({hw.name})' if len(chosen) > 1 else ''}: {hw.source or 'none stated (the file has no source field)'}")
+
+
 @click.command()
-@click.argument("name", required=False, default=None)
+@click.argument("names", nargs=-1)
 @click.option("--measure", is_flag=True, help="Benchmark this machine (matmul and vector FLOP/s, bandwidth, overhead) and cache it as `local`.")
 @click.option("--dtype", "dtypes", type=DtypeChoice(spec.DTYPES), multiple=True,
               help="With --measure: the matmul dtypes to measure (repeatable; default fp32, the first is "
@@ -85,33 +123,20 @@ def hardware_row(hw, aliases=()) -> dict:
               "keep; the measurements become its efficiencies.")
 @click.option("--quick", is_flag=True, help="With --out: a small grid (seconds; for a test).")
 @json_option("As JSON on stdout.")
-def hardware(name, measure, dtypes, shown, out, device, like, quick, as_json) -> None:
+def hardware(names, measure, dtypes, shown, out, device, like, quick, as_json) -> None:
     """The hardware presets; NAME (a preset, in any spelling --hardware takes, or a hardware file):
-    that one's row and source; --measure benchmarks this machine as `local` (or, with --out, writes
-    a hardware file of a device); --show prints one as a hardware file."""
-    from costmodel.hardware import hardware_aliases, load_hardware
-    from costmodel.hardware_presets import is_hardware_path
-
-    if name is not None:
-        given = [option for option, value in (("--measure", measure), ("--show", shown), ("--out", out),
-                                              ("--like", like), ("--quick", quick), ("--dtype", dtypes)) if value]
-        if given:
-            raise InputError(f"hardware {name}: a NAME shows that hardware, which {given[0]} does not take; "
-                             f"leave out one of them.")
-        try:
-            hw = load_hardware(name)
-        except ConfigError as error:
-            raise InputError(str(error)) from None
-        # a file named like a preset (`hardware --show h100-sxm > f.json`, edited) is not that preset: no aliases
-        row = hardware_row(hw, () if is_hardware_path(name) else hardware_aliases().get(hw.name, ()))
-        if as_json:
-            click.echo(json.dumps(row, indent=2))
-            return
-        from .format import render_hardware
-
-        click.echo(render_hardware([row], note_local=False))
-        click.echo(f"source: {hw.source or 'none stated (the file has no source field)'}")
+    that one's row and source, several (h100 a100-80gb, or comma-separated) side by side; --measure
+    benchmarks this machine as `local` (or, with --out, writes a hardware file of a device); --show
+    prints one as a hardware file."""
+    if names:
+        whole = " ".join(names)  # `hardware NVIDIA H100 80GB HBM3` unquoted: one driver name, not four
+        show_named(whole, [whole] if len(names) > 1 and _one_hardware(whole) else
+                   [name.strip() for given in names for name in given.split(",") if name.strip()],
+                   as_json, {"--measure": measure, "--show": shown, "--out": out, "--like": like, "--quick": quick,
+                             "--dtype": dtypes})
         return
+
+    from costmodel.hardware import load_hardware
 
     # each option is read in one mode: --measure --quick ran the full 15 s calibration, `hardware --like h100`
     # listed the presets, `--show h200 --out F` measured; a typed option is read or refused, never dropped

@@ -13,12 +13,13 @@ from .options import json_option
 
 
 @click.command()
-@click.argument("text", required=False, default=None)
+@click.argument("texts", nargs=-1)
 @json_option("As JSON on stdout.")
-def models(text, as_json) -> None:
+def models(texts, as_json) -> None:
     """The presets, one line each, with their aliases: a name or an alias, in any case, works as
     --model (LLAMA2-7B, meta-llama/Llama-2-7b-hf). TEXT: only the presets whose name, family or an
-    alias contains it (any case; `models qwen`, `models mistralai/`)."""
+    alias contains it (any case; `models qwen`, `models mistralai/`); several (`models mixtral qwen3`,
+    or comma-separated): those that contain any of them."""
     from costmodel.config import ConfigError
     from costmodel.estimation import Estimate
     from costmodel.presets import load_preset, preset_aliases
@@ -27,17 +28,19 @@ def models(text, as_json) -> None:
     from .inputs import InputError
 
     chosen = preset_aliases()
-    if text is not None:
-        wanted = text.strip().lower()
+    if texts:  # `models mixtral qwen3` was click's "Got unexpected extra argument (qwen3)"
+        text = " ".join(texts)
+        wanted = [word.strip().lower() for given in texts for word in given.split(",") if word.strip()]
         if not wanted:
             raise InputError("models TEXT: give some text to look for (or leave TEXT out for every preset).")
         try:
             chosen = {name: aliases for name, aliases in chosen.items()
-                      if any(wanted in each.lower() for each in (name, load_preset(name).family, *aliases))}
+                      if any(word in each.lower() for word in wanted
+                             for each in (name, load_preset(name).family, *aliases))}
         except ConfigError as error:
             raise InputError(str(error)) from None
         if not chosen:
-            raise InputError(f"models {text}: no preset's name, family or alias contains {text!r}; "
+            raise InputError(f"models {text}: no preset's name, family or alias contains {' or '.join(map(repr, wanted))}; "
                              "`models` lists them all, and --config takes any Hugging Face config.json.")
     rows = []
     for name, aliases in chosen.items():

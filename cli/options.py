@@ -20,6 +20,41 @@ from reports.output import DtypeChoice
 from .inputs import InputError
 
 
+
+def nodes_hint(text: str, hardware_name: str | None) -> str | None:
+    """--gpus "4 nodes": what it means in GPUs (the hardware file's interconnect.gpus_per_node), where
+    click said "'4 nodes' is not a valid integer range" and plan "give a whole number"; None for other text."""
+    import re
+
+    from costmodel.config import ConfigError
+    from costmodel.hardware import load_hardware
+
+    match = re.fullmatch(r"\s*(\d+)\s*(?:x\s*)?nodes?\s*", str(text), re.IGNORECASE)
+    if match is None:
+        return None
+    try:
+        hardware = load_hardware(hardware_name or spec.DEFAULT_HARDWARE)
+    except ConfigError:
+        return None
+    nodes, per_node = int(match[1]), hardware.gpus_per_node
+    return (f"--gpus {text!r}: --gpus counts GPUs, not nodes; {nodes} node{'s' * (nodes != 1)} of {hardware.name} "
+            f"({per_node} GPUs a node: its hardware file's interconnect.gpus_per_node) {'are' if nodes != 1 else 'is'} "
+            f"--gpus {nodes * per_node}.")
+
+
+class GpuCount(click.IntRange):
+    """A GPU count of at least 1, whose "4 nodes" says the count it means (nodes_hint)."""
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> Any:
+        hint = nodes_hint(value, (ctx.params.get("hardware_name") if ctx else None)) if isinstance(value, str) else None
+        if hint:
+            self.fail(hint.split(": ", 1)[1], param, ctx)
+        return super().convert(value, param, ctx)
+
+
+GPU_COUNT = GpuCount(min=1)
+
+
 def stack(*options: Callable) -> Callable:
     """One decorator that adds the options in the order given (the first listed first by -h)."""
     def apply(function: Callable) -> Callable:
@@ -216,7 +251,7 @@ layout_options = stack(
     click.option("--stage-layers", type=str, default=None, help="Layers per stage, comma-separated (an uneven split)."),
     # at least 1 here, where every command reads it: estimate --hardware with --gpus alone skipped the
     # layout's check, so --gpus -2 printed "Inference on -2 h100-sxm GPUs" (and 0 sized one GPU)
-    click.option("--gpus", type=click.IntRange(min=1), default=None, help="How many GPUs: without --dp, dp = GPUs / (tp x pp x cp), as Megatron-LM derives it; "
+    click.option("--gpus", type=GPU_COUNT, default=None, help="How many GPUs: without --dp, dp = GPUs / (tp x pp x cp), as Megatron-LM derives it; "
                  "with it, a check that tp x pp x dp x cp is this many."),
     click.option("--device", "layout_device", type=click.Choice(spec.DEVICES), default=None,
                  help="Where the ranks run (torch's AdamW keeps its step counters on the host on CUDA)."),

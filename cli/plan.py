@@ -14,7 +14,7 @@ from costmodel.cost import check_tokens
 from costmodel.sizes import LENGTH_FORMS, SizeError, parse_length
 
 from .inputs import InputError, finite, load_model, with_mtp
-from .options import (ATTENTION_HELP, FP8_HELP, IMPL_HELP, choice_option, decode_code_option, dtype_option,
+from .options import (nodes_hint, ATTENTION_HELP, FP8_HELP, IMPL_HELP, choice_option, decode_code_option, dtype_option,
                       hardware_option, json_option, model_options, mtp_option, optimizer_option,
                       refuse_mla_without_latent, refuse_typed, LENGTH, TOKENS, untimed_offload_option)
 
@@ -261,7 +261,8 @@ def plan(model, config, hardware_name, gpus, seq_len, global_batch, serve, batch
     try:
         counts = [int(x) for x in gpus.split(",")]
     except ValueError:
-        raise InputError(f"--gpus {gpus!r}: give a whole number, or several separated by commas.") from None
+        raise InputError(nodes_hint(gpus, hardware_name) or
+                         f"--gpus {gpus!r}: give a whole number, or several separated by commas.") from None
     try:
         check_tokens(tokens)
         if recompute is not None:  # a module recomputation the model has no part for: one line, not a search

@@ -333,7 +333,7 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
                 if field in unread:
                     raise ConfigError(f"{name} sets an overlap this layout has nothing for ({unread[field]}).")
         framework = layout.framework if layout else None
-        for attention_note in (fallback_note(framework, impl, attention, cfg.family, has_attention(cfg)),
+        for attention_note in (fallback_note(framework, impl, attention, cfg.family, has_attention(cfg), inference=not train),
                                unfused_note(framework, attention, runs_flash(hardware), has_attention(cfg))):
             if attention_note:
                 click.echo(f"note: {attention_note}", err=True)

@@ -171,11 +171,12 @@ def unfused_note(framework: str | None | tuple[str, ...], attention: str | None,
 
 
 def fallback_note(framework: str | None | tuple[str, ...], impl: str | None, attention: str | None,
-                  family: str, attends: bool = True) -> str | None:
+                  family: str, attends: bool = True, inference: bool = False) -> str | None:
     """One sentence (for a note) when the default attention is not the framework's (class_attention),
     else None. A tuple of frameworks (plan tries each) is one sentence naming those whose default
     falls back, one clause per default kernel given way. attends False (a model with no attention
-    layer: has_attention): nothing to say."""
+    layer: has_attention): nothing to say. inference: a serving layout's default (attention_source's words), not
+    the training framework's (`simulate --tp 2` on Gemma 2 said "deepspeed's default sdpa gives way")."""
     if attention is not None or not attends:
         return None
     frameworks = framework if isinstance(framework, tuple) else (framework,)
@@ -184,7 +185,9 @@ def fallback_note(framework: str | None | tuple[str, ...], impl: str | None, att
         default = implied(each, impl)["attention"]
         chosen = implied(each, impl, None, family)["attention"]
         if chosen != default:
-            falls.setdefault((default, chosen), []).append(f"{each}'s" if each in FRAMEWORK_CODE else "the")
+            falls.setdefault((default, chosen), []).append(
+                "an inference layout's" if inference and each is not None else f"{each}'s" if each in FRAMEWORK_CODE
+                else "the")
     if not falls:
         return None
     clauses = [f"{' and '.join(whose)} default {default} gives way to {chosen}"

@@ -138,9 +138,7 @@ def targets_of(cfg: ModelConfig, tune: "FineTune") -> tuple[str, ...]:
     """The tune's targets for this model's family: its default, all its linear layers, or the
     names given (each a linear layer of this family)."""
     family = FAMILIES[family_of(cfg)]
-    present = {name for _, moe in layer_kinds(cfg) for name, (group, _, _) in linear_shapes(cfg, moe).items()
-               if family.mlp_targets or group.startswith("attention")}
-    linears = tuple(t for t in family.targets if t in present)
+    linears = family_linears(cfg)
     if tune.targets is None:
         return family.defaults
     if tune.targets == ("all-linear",) and family.all_linear_experts:  # it sized the attention alone, silently
@@ -150,14 +148,31 @@ def targets_of(cfg: ModelConfig, tune: "FineTune") -> tuple[str, ...]:
                           f"{','.join(linears)}.")
     if tune.targets == ("all-linear",):
         return linears
-    foreign = [t for t in tune.targets if t not in linears]
+    check_model_targets(cfg, tune.targets)
+    return tuple(t for t in linears if t in tune.targets)
+
+
+def family_linears(cfg: ModelConfig) -> tuple[str, ...]:
+    """The linear layers of this model that LoRA may adapt (its family's, those the model has)."""
+    family = FAMILIES[family_of(cfg)]
+    present = {name for _, moe in layer_kinds(cfg) for name, (group, _, _) in linear_shapes(cfg, moe).items()
+               if family.mlp_targets or group.startswith("attention")}
+    return tuple(t for t in family.targets if t in present)
+
+
+def check_model_targets(cfg: ModelConfig, targets: Any) -> None:
+    """Each name (a tuple, or the command's comma-separated text, any case) a linear layer of this model, else one
+    ConfigError naming the model's: `finetune --model llama3.1-8b --lora-targets q_proj,foo` listed every family's
+    names (query_key_value, dense, qkv_proj...), of which llama has none."""
+    names = [t.strip().lower() for t in targets.split(",")] if isinstance(targets, str) else list(targets or ())
+    linears = family_linears(cfg)
+    foreign = [t for t in names if t not in linears and t != "all-linear"]
     if foreign:
         raise ConfigError(f"--lora-targets: {foreign[0]!r} is not a linear layer of {cfg.family} "
                           f"({', '.join(linears)}, or all-linear)"
                           + ("; its routed experts are fused 3-D parameters, not linear layers, which peft "
                              "adapts as parameters (target_parameters; the experts' down_proj too): not modelled."
                              if cfg.moe else "."))
-    return tuple(t for t in linears if t in tune.targets)
 
 
 @dataclass(frozen=True)
@@ -189,7 +204,8 @@ class FineTune:
             if not isinstance(named, (list, tuple, set, frozenset)):  # targets=5 was a TypeError, b"q_proj" its bytes' numbers
                 raise ConfigError(f"--lora-targets: a module name or names (a str or a list of them), "
                                   f"got {type(self.targets).__name__}.")
-            targets = tuple(t.strip() if isinstance(t, str) else t for t in named)  # --lora-targets (was: q, _, p...)
+            # --lora-targets (was: q, _, p...); any case, as every name the commands take (Q_PROJ was refused)
+            targets = tuple(t.strip().lower() if isinstance(t, str) else t for t in named)
             unknown = [t for t in targets if t not in ALL_TARGETS + ("all-linear",)]
             if unknown or not targets:
                 raise ConfigError(f"--lora-targets: {unknown[0] if unknown else 'none given'!r} is not one of "

@@ -30,14 +30,74 @@ def plain_arguments(function: Callable[..., Any]) -> Callable[..., Any]:
     known = None if any(p.kind is p.VAR_KEYWORD for p in parameters) else \
         [p.name for p in parameters if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
 
+    signature = inspect.signature(function)
+    order = ", ".join(p.name for p in parameters if p.kind is p.POSITIONAL_OR_KEYWORD)
+
     @functools.wraps(function)
     def call(*args: Any, **kwargs: Any) -> Any:
+        kwargs = command_aliases(function.__name__, kwargs)
         if known is not None:
             unknown_keyword(function.__name__, kwargs, known)
+        try:  # plan("llama3-70b", "h100", gpus=32): Python's TypeError "got multiple values for argument 'gpus'"
+            bound = signature.bind(*args, **kwargs)
+        except TypeError as error:
+            from .errors import ConfigError
+
+            raise ConfigError(f"{function.__name__}: {error} (its arguments in order: {order}; "
+                              "the others by keyword).") from None
+        check_lengths(function.__name__, {**bound.arguments, **bound.arguments.get("workload", {})})
         return function(*(plain(arg) for arg in args),
                         **spelled_choices({key: plain(value) for key, value in kwargs.items()}, f"{function.__name__}: "))
 
     return call
+
+
+#: The keywords that count tokens (ints in Python; the command line's --seq-len, --prompt, ... read 128k).
+LENGTH_KEYWORDS = ("seq_len", "tgt_len", "prompt", "gen", "gen_tokens", "cache_size")
+#: Those a function reads text of its own in: serve's prompt (and output) are length mixes ("uniform:1k:4k"); sweep's
+#: seq_len is an axis whose text form (128:4096:x2) its own line turns into Python's list.
+OWN_TEXT = {"serve": ("prompt",), "sweep": ("seq_len",)}
+
+
+def check_lengths(owner: str, arguments: dict[str, Any]) -> None:
+    """A length given as the command line's text is one ConfigError saying the number it stands for:
+    simulate(..., prompt="4k") read "workload: seq_len must be an integer, got '4k'" (a keyword not typed), and
+    simulate(..., gen="1k") raised Python's TypeError "'<' not supported between instances of 'str' and 'int'"."""
+    from .errors import ConfigError
+    from .sizes import SizeError, parse_length
+
+    for name in LENGTH_KEYWORDS:
+        value = arguments.get(name)
+        if not isinstance(value, str) or name in OWN_TEXT.get(owner, ()):
+            continue
+        try:
+            meant = f"{name}={parse_length(value)}"
+        except SizeError:
+            meant = "the number"
+        raise ConfigError(f"{owner}: {name}: a number of tokens, got the text {value!r}: the command line reads "
+                          f"spellings such as 4k (4,096); in Python give {meant}.")
+
+
+#: The command line's other names of a keyword, as each command's options spell them (`serve --gen` is its
+#: --output, `simulate --output` and `plan --output` their --gen): serve(..., gen=64) was "unknown keyword 'gen'".
+COMMAND_ALIASES = {"serve": {"gen": "output", "gen_tokens": "output"},
+                   "simulate": {"output": "gen", "gen_tokens": "gen"},
+                   "plan": {"output": "gen", "gen_tokens": "gen"}}
+
+
+def command_aliases(owner: str, keywords: dict[str, Any]) -> dict[str, Any]:
+    """keywords with the command line's other names of one (COMMAND_ALIASES) as the function's own; both given is
+    one ConfigError."""
+    from .errors import ConfigError
+
+    renamed = dict(keywords)
+    for alias, name in COMMAND_ALIASES.get(owner, {}).items():
+        if alias in renamed:
+            if name in renamed:
+                raise ConfigError(f"{owner}: {alias} and {name} are one keyword (the command's --{alias.replace('_', '-')} "
+                                  f"is its --{name.replace('_', '-')}); give {name} once.")
+            renamed[name] = renamed.pop(alias)
+    return renamed
 
 
 def unknown_keyword(owner: str, keywords: dict[str, Any], known: list[str]) -> None:

@@ -33,8 +33,23 @@ def _counts(gpus: int | Sequence[int]) -> list[int]:
     scalar = isinstance(gpus, (numbers.Number, str, bytes))
     counts = [gpus] if scalar else list(gpus) if isinstance(gpus, Iterable) and not isinstance(gpus, Mapping) else []
     if not counts or any(isinstance(c, bool) or not isinstance(c, numbers.Integral) or c < 1 for c in counts):
-        raise ConfigError(f"--gpus must be positive whole numbers, got {gpus!r}.")
+        raise ConfigError(f"--gpus must be positive whole numbers, got {gpus!r}.{_hardware_hint(gpus)}")
     return sorted({int(c) for c in counts})
+
+
+def _hardware_hint(gpus: Any) -> str:
+    """plan(model, "h100") (simulate's and serve's order: model, hardware) read "--gpus must be positive whole
+    numbers, got 'h100'": plan's second argument is the count, and nothing said so."""
+    from .hardware import load_hardware
+
+    if not isinstance(gpus, str):
+        return ""
+    try:
+        load_hardware(gpus)
+    except ConfigError:
+        return ""
+    return (f" {gpus!r} is a GPU: plan's arguments are (model, gpus, hardware), as "
+            f"costmodel.plan(model, 8, {gpus!r}) or costmodel.plan(model, gpus=8, hardware={gpus!r}).")
 
 
 class PlanResult:

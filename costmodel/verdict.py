@@ -360,11 +360,16 @@ PHASES = ("training", "inference", "finetune")
 def hardware_of(capacity: Any) -> Any:
     """The Hardware a capacity names (a preset's name or a Hardware), else None."""
     from .hardware import Hardware, load_hardware
+    from .hardware_presets import is_hardware_path, preset_key, refused_hardware_names
 
     if isinstance(capacity, str):
         try:
             return load_hardware(capacity)
         except ConfigError:
+            # a hardware file's own problem, or a name that is no single preset ("a100": 40 or 80 GB), is its line:
+            # "capacity: the GPU's bytes ... got 'a100'" hid which to give and what was wrong in the file
+            if is_hardware_path(capacity) or preset_key(capacity) in refused_hardware_names():
+                raise
             return None  # "80GB": refused as a capacity (api_inputs)
     return capacity if isinstance(capacity, Hardware) else None
 

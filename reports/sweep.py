@@ -34,7 +34,8 @@ def parse_values(text: str, option: str, lengths: bool = False) -> list[int]:
         if ":" not in item:
             values.add(_positive(item, option, text, lengths))
             continue
-        match = re.fullmatch(r"(\d+[kKmM]?):(\d+[kKmM]?)(?::([x+]?)(\d+))?" if lengths
+        # a length's step too (4k:64k:+4k, as its bounds); a factor stays a plain number (x2)
+        match = re.fullmatch(r"(\d+[kKmM]?):(\d+[kKmM]?)(?::(x(?=\d+$)|\+?)(\d+[kKmM]?))?" if lengths
                              else r"(\d+):(\d+)(?::([x+]?)(\d+))?", item)
         if not match:
             raise ReportInputError(
@@ -42,7 +43,7 @@ def parse_values(text: str, option: str, lengths: bool = False) -> list[int]:
                 "start:stop:xfactor (e.g. 128:131072:x2)."
             )
         start, stop = parse_length(match[1]), parse_length(match[2])
-        kind, step = match[3] or "+", int(match[4] or 1)
+        kind, step = match[3] or "+", parse_length(match[4] or "1")
         if start < 1 or stop < start:
             raise ReportInputError(f"{option} {text!r}: a range needs 1 <= start <= stop.")
         if (kind == "x" and step < 2) or step < 1:

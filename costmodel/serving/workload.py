@@ -214,7 +214,11 @@ def read_trace(path: str | Path, context: int | None = None) -> list[Request]:
             raise ConfigError(f"{where}: not a JSON object.")
         missing = [key for key in TRACE_FIELDS if key not in data]
         if missing:
-            raise ConfigError(f"{where}: missing {', '.join(missing)}.")
+            # what a line holds and what it must: "missing prompt_tokens, output_tokens." alone left a trace written
+            # with other names ({"arrival", "prompt", "output"}, Mooncake's input_length) to be guessed at
+            raise ConfigError(f"{where}: missing {', '.join(missing)}; a trace line is {{\"arrival\": seconds, "
+                              f"\"prompt_tokens\": N, \"output_tokens\": N}} (optional \"prefix\", \"prefix_tokens\"), "
+                              f"this one has {', '.join(map(str, data)) or 'no field'}.")
         arrival, prompt, output = data["arrival"], data["prompt_tokens"], data["output_tokens"]
         if not isinstance(arrival, (int, float)) or isinstance(arrival, bool) or not arrival >= 0 \
                 or math.isinf(arrival):
