@@ -98,7 +98,8 @@ def test_reports_layout_labels_name_context_parallelism():
     best = costmodel.plan("llama3.1-8b", 16, "b200", seq_len=8192, global_batch=1, tp=8, pp=1, framework="deepspeed",
                           zero=0, sp=True, recompute="none").best
     assert best["layout"]["cp"] == 2
-    assert _layout_label(best["layout"]) == "tp 8 x pp 1 x dp 1 (cp 2), deepspeed ZeRO 0 SP, b 1 x 1, none"
+    # DeepSpeed's cp is Ulysses' all-to-all (wt43_etpfix: its rotation by default), and the label names it
+    assert _layout_label(best["layout"]) == "tp 8 x pp 1 x dp 1 (cp 2 a2a), deepspeed ZeRO 0 SP, b 1 x 1, none"
 
 
 def test_hardware_shows_several_gpus_side_by_side(capsys):
