@@ -267,9 +267,10 @@ layout_options = stack(
                   f"{spec.EP_DISPATCHERS[0]}): {spec.EP_DISPATCHERS.described()} (docs/layouts.md)."),
     click.option("--cp", type=int, default=None,
                  help="Context-parallel ranks: each holds seq-len / cp tokens of every sequence (docs/layouts.md)."),
-    choice_option("--cp-rotate", spec.CP_ROTATES, "How context parallelism moves keys and values (default "
-                  f"{spec.CP_ROTATES[0]}, {spec.CP_ROTATES.meanings[spec.CP_ROTATES[0]]}; under DeepSpeed a2a, its "
-                  "only one, or a model's own ring).", hints=spec.CP_ROTATE_HINTS),
+    choice_option("--cp-rotate", spec.CP_ROTATES, "How context parallelism moves keys and values (default: a2a "
+                  "under DeepSpeed, the default framework, its only one besides a model's own ring; "
+                  f"{spec.CP_ROTATES[0]}, {spec.CP_ROTATES.meanings[spec.CP_ROTATES[0]]}, under another).",
+                  hints=spec.CP_ROTATE_HINTS),
     choice_option("--cp-kv-heads", spec.CP_KV_HEADS, "Which heads context parallelism moves (default "
                   f"{spec.CP_KV_HEADS[0]}): {spec.CP_KV_HEADS.described()}."),
     choice_option("--all-reduce", spec.ALL_REDUCES, "Whose code runs an all-reduce inside a node (default "

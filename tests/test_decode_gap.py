@@ -65,3 +65,13 @@ def test_group_table_counts_the_too_fast_rows_and_their_largest_part():
 def test_an_unknown_argument_is_one_line_and_status_2(capsys):
     assert main(["--bogus"]) == 2
     assert capsys.readouterr().err.count("\n") == 1
+
+
+def test_a_json_path_that_cannot_be_written_is_one_line_before_the_rows(tmp_path, monkeypatch, capsys):
+    """wt43_review2: the path was opened after every decoding row was computed (minutes), then a traceback."""
+    import validate.decode_gap as gap
+
+    monkeypatch.setattr(gap, "decode_rows", lambda: pytest.fail("the rows were computed before the path was checked"))
+    assert main(["--json", str(tmp_path / "no such folder" / "rows.json")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "rows.json" in err and "Traceback" not in err

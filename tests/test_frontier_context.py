@@ -104,7 +104,11 @@ def test_context_parallel_with_sequence_parallelism_is_the_trees_at_n_over_cp():
     (["--model", "mistral-7b", "--cp", "2", "--attention", "flash"], "with a sliding window"),
     (["--model", "t5-small", "--cp", "2", "--attention", "flash"], "of an encoder is not modelled"),
     (["--model", "llama2-7b", "--cp", "2", "--attention", "eager"], "runs fused attention"),
-    (["--model", "llama2-7b", "--cp", "3", "--seq-len", "2048"], "2048 tokens do not divide"),
+    # torch's 2 x cp load-balanced chunks (fsdp2); under DeepSpeed, the default framework, a2a since session 43
+    # (wt43_review2: this row ran the default and met a2a's head check first), cp contiguous pieces
+    (["--model", "llama2-7b", "--cp", "3", "--seq-len", "2048", "--framework", "fsdp2"],
+     "--cp 3 cuts each sequence into 2 x cp = 6 chunks; 2048 tokens do not divide"),
+    (["--model", "llama2-7b", "--cp", "4", "--seq-len", "2050"], "--cp 4 cuts each sequence into 4 pieces; 2050 tokens"),
     (["--model", "llama3-8b", "--cp", "2", "--tp", "4", "--sp", "--seq-len", "4100", "--attention", "flash"],
      "splits a rank's 2050 tokens (--cp 2) over --tp 4"),
 ])

@@ -262,9 +262,16 @@ def main(argv: list[str]) -> int:
         else:
             print(f"unknown argument {argument!r}. {USAGE}", file=sys.stderr)
             return 2
+    handle = None
+    if path:  # opened before the rows are computed (minutes): a path that cannot be written is one line at once
+        try:
+            handle = open(path, "w")
+        except OSError as error:
+            print(f"--json {path}: {error.strerror}.", file=sys.stderr)
+            return 2
     rows = decode_rows()
-    if path:
-        with open(path, "w") as handle:
+    if handle is not None:
+        with handle:
             json.dump(rows, handle, indent=1)
     if rows_too:
         print_rows(rows)

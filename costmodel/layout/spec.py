@@ -30,7 +30,7 @@
                    values travel: "allgather" (torch 2.13's default), "ring" or "a2a" (heads scattered,
                    the sequence gathered: DeepSpeed-Ulysses, Transformer Engine's cp_comm_type "a2a";
                    costmodel/layout/context.py); None, the default: a2a under DeepSpeed (its only one),
-                   else allgather
+                   else allgather, once cp is above 1 (None at cp 1: nothing rotates)
   cp_kv_heads      which heads the ring moves: "kv" (the model's h_kv, Transformer Engine's) or
                    "repeated" (h: K and V repeated to every query head before sdpa, torchtitan's Llama)
   all_reduce       whose code runs an all-reduce inside a node: "nccl" (the default), "intra-node"
@@ -162,8 +162,9 @@ class Layout(PipelineSchedule):
 
     def __post_init__(self) -> None:
         spell_fields(self)  # framework "Megatron", schedule "1F1B" as the command takes them
-        if self.cp_rotate is None:  # DeepSpeed's sequence parallelism is Ulysses' all-to-all alone (layout/context.py)
-            object.__setattr__(self, "cp_rotate", "a2a" if self.framework == "deepspeed" and self.cp != 1 else "allgather")
+        if self.cp_rotate is None and self.cp != 1:  # DeepSpeed's sequence parallelism is Ulysses' all-to-all alone
+            # (layout/context.py); at cp 1 it stays None, so a layout given cp later (dataclasses.replace) takes its own
+            object.__setattr__(self, "cp_rotate", "a2a" if self.framework == "deepspeed" else "allgather")
         for name in ("dp", "tp", "pp", "microbatches", "virtual_stages", "ep", "cp"):
             _positive(name, getattr(self, name))
         if self.schedule not in SCHEDULES:
@@ -219,7 +220,7 @@ class Layout(PipelineSchedule):
             raise ConfigError("layout: reshard_after_forward is FSDP2's option (--framework fsdp2).")
         if self.reshard_after_forward is not None and self.zero == 2:
             raise ConfigError("layout: --zero 2 with fsdp2 means reshard_after_forward=False already.")
-        if self.cp_rotate not in CP_ROTATES:
+        if self.cp_rotate not in CP_ROTATES and not (self.cp_rotate is None and self.cp == 1):
             hint = CP_ROTATE_HINTS.get(str(self.cp_rotate).lower())
             raise ConfigError(f"layout: cp_rotate must be {CP_ROTATES.listed()}, got {show(self.cp_rotate)}"
                               + (f": {hint}." if hint else "."))
