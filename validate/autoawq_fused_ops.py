@@ -3,7 +3,7 @@ eager_step_ops "autoawq-fused"), by running the code at the stated commit on the
 TorchDispatchMode, with the CUDA extensions (awq_ext, awq_ft_ext) replaced by stubs that record each
 call as one host call and return a tensor of the kernel's output shape (made outside the count).
 
-    PYTHONPATH=. python validate/autoawq_fused_ops.py [--repo GITDIR] [--commit SHA]
+    PYTHONPATH=. python validate/autoawq_fused_ops.py [--repo GITDIR] [--commit SHA] [--version GEMM|GEMV]
 
 GITDIR: a git directory of casper-hansen/AutoAWQ (the library's `fetch` mirror by default). The files of
 awq/ at the commit are written to a temporary folder and imported as the package `awq` without its
@@ -63,6 +63,10 @@ def _stubs(record: _Calls) -> None:
         record.calls["awq_ext.gemm_forward_cuda"] += 1
         return made((x.shape[0], scales.shape[1]), x)
 
+    def gemv_forward_cuda(x, qweight, scales, qzeros, group_size):
+        record.calls["awq_ext.gemv_forward_cuda"] += 1
+        return made((x.shape[0], qweight.shape[0]), x)  # WQLinear_GEMV's qweight: (out_features, ...)
+
     def layernorm_forward_cuda(x, weight, out, eps):
         record.calls["awq_ext.layernorm_forward_cuda"] += 1
 
@@ -70,9 +74,12 @@ def _stubs(record: _Calls) -> None:
         record.calls["awq_ft_ext.single_query_attention"] += 1
         return made((q.shape[0], q.shape[1] * q.shape[2]), q)
 
-    sys.modules["awq_ext"] = types.SimpleNamespace(gemm_forward_cuda=gemm_forward_cuda,
-                                                   layernorm_forward_cuda=layernorm_forward_cuda)
-    sys.modules["awq_ft_ext"] = types.SimpleNamespace(single_query_attention=single_query_attention)
+    kernels = types.SimpleNamespace(gemm_forward_cuda=gemm_forward_cuda, gemv_forward_cuda=gemv_forward_cuda,
+                                    layernorm_forward_cuda=layernorm_forward_cuda)
+    attention = types.SimpleNamespace(single_query_attention=single_query_attention)
+    # AutoAWQ_kernels' names from 0.1.7 on; the extensions built in the repository before (0.1.6)
+    sys.modules.update({"awq_ext": kernels, "awq_inference_engine": kernels,
+                        "awq_ft_ext": attention, "ft_inference_engine": attention})
 
 
 def _package(repo: str, commit: str, folder: Path) -> None:
@@ -93,30 +100,40 @@ def _package(repo: str, commit: str, folder: Path) -> None:
     sys.modules["awq.utils"] = utils
 
 
-def count(repo: str = DEFAULT_REPO, commit: str = COMMIT) -> dict:
-    """{"per_layer", "per_step_model", "by_op"}: one decode step's host calls a LlamaLikeBlock (GEMM
-    linears) and LlamaLikeModel's own, fp16, batch 1, at a filled position of the cache."""
+def count(repo: str = DEFAULT_REPO, commit: str = COMMIT, version: str = "GEMM") -> dict:
+    """{"per_layer", "per_step_model", "by_op"}: one decode step's host calls a LlamaLikeBlock (the
+    version's linears: WQLinear_GEMM or WQLinear_GEMV) and LlamaLikeModel's own, fp16, batch 1, at a
+    filled position of the cache. The modules' names and arguments as the commit has them (0.1.6:
+    awq/modules/linear.py, QuantLlamaMLP(gate, down, up) with F.silu; 0.1.8: awq/modules/linear/,
+    QuantFusedMLP(gate, down, up, activation))."""
     import torch
     import torch.nn.functional as F
 
+    for name in [name for name in sys.modules if name == "awq" or name.startswith("awq.")]:
+        del sys.modules[name]  # another commit's modules, imported before
     record = _Calls()
     _stubs(record)
     with tempfile.TemporaryDirectory() as folder:
         _package(repo, commit, Path(folder))
+        import importlib
+
+        from awq.modules.fused import mlp as fused_mlp
         from awq.modules.fused.block import LlamaLikeBlock
-        from awq.modules.fused.mlp import QuantFusedMLP
         from awq.modules.fused.model import LlamaLikeModel
         from awq.modules.fused.norm import FasterTransformerRMSNorm
-        from awq.modules.linear.gemm import WQLinear_GEMM
 
+        linears = importlib.import_module("awq.modules.linear")
+        module = getattr(linears, f"WQLinear_{version}")
         hidden, heads, inner, vocab = 256, 4, 512, 64
 
         def linear(n_in, n_out):
-            return WQLinear_GEMM(4, 128, n_in, n_out, False, "cpu")
+            return module(4, 128, n_in, n_out, False, "cpu")
 
         def block():
             norm = lambda: FasterTransformerRMSNorm(torch.ones(hidden, dtype=torch.float16))  # noqa: E731
-            mlp = QuantFusedMLP(linear(hidden, inner), linear(inner, hidden), linear(hidden, inner), F.silu)
+            gate_down_up = (linear(hidden, inner), linear(inner, hidden), linear(hidden, inner))
+            mlp = (fused_mlp.QuantFusedMLP(*gate_down_up, F.silu) if hasattr(fused_mlp, "QuantFusedMLP")
+                   else fused_mlp.QuantLlamaMLP(*gate_down_up))
             return LlamaLikeBlock(hidden, heads, heads, linear(hidden, 3 * hidden), linear(hidden, hidden),
                                   mlp, norm(), norm(), "cpu", max_seq_len=16)
 
@@ -142,11 +159,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repo", default=DEFAULT_REPO)
     parser.add_argument("--commit", default=COMMIT)
+    parser.add_argument("--version", choices=("GEMM", "GEMV"), default="GEMM")
     args = parser.parse_args(argv)
     if not Path(args.repo).exists():
         print(f"error: no AutoAWQ git directory at {args.repo} (the library's fetch of casper-hansen/AutoAWQ)")
         return 2
-    print(count(args.repo, args.commit))
+    print(count(args.repo, args.commit, args.version))
     return 0
 
 
