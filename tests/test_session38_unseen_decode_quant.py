@@ -148,13 +148,16 @@ FIRST_STATS = {"all": ((27, 36.6, 11, 3, 1), (0.83, 1.972)),
                "autoawq-pr365": ((7, 15.0, 7, 1, 0), (0.83, 0.917))}
 # with the amended Int8 rows (1.36-1.84) and the two AutoAWQ rows under eager attention; wt39_rowcheckd's window on
 # autoawq-pr320 (its eight rows 1.357-1.552 -> 1.387-1.619, median error 42.7% -> 43.7%; all 40.8% -> 43.0%)
-NOW_STATS = {**FIRST_STATS, "all": ((31, 43.0, 11, 3, 1), (0.83, 1.972)),
+# wt43_eagerops: autoawq-pr320's host calls counted: its rows 1.387-1.619 -> 1.411-1.738, median error 43.7% -> 42.4%;
+# all 43.0% -> 42.0%
+NOW_STATS = {**FIRST_STATS, "all": ((31, 42.0, 11, 3, 1), (0.83, 1.972)),
              "oobabooga-quant-2023": ((8, 46.6, 3, 2, 1), (0.906, 1.972)),
              "vllm-pr26051-rtn": ((8, 49.8, 1, 0, 0), (1.221, 1.843)),
-             "autoawq-pr320": ((8, 43.7, 0, 0, 0), (1.387, 1.619))}
+             "autoawq-pr320": ((8, 42.4, 0, 0, 0), (1.411, 1.738))}
 # the 27 rows of the first computation as they read now: the AutoAWQ pair of oobabooga's page amended (eager), and
 # autoawq-pr320's window (36.6% -> 42.5%: the median row is one of its eight)
-FIRST_ROWS_NOW = {**FIRST_STATS, "all": ((27, 42.5, 11, 3, 1), (0.83, 1.972)),
+# (wt43_eagerops: all 42.5% -> 42.0%, autoawq-pr320's counted host calls)
+FIRST_ROWS_NOW = {**FIRST_STATS, "all": ((27, 42.0, 11, 3, 1), (0.83, 1.972)),
                   "oobabooga-quant-2023": NOW_STATS["oobabooga-quant-2023"], "autoawq-pr320": NOW_STATS["autoawq-pr320"]}
 
 
@@ -176,7 +179,8 @@ def test_the_rows_as_first_computed(published_tables):
     for dtype in ("int8", "int4"):
         by_batch = [every[f"vllm-pr26051-rtn llama3.1-8b new rtn {dtype} batch {b} h100"] for b in (1, 4, 8, 16)]
         assert by_batch == sorted(by_batch)
-    # AutoAWQ's benchmark: its A100 GEMM rows too fast (1.36-1.55), its RTX 4090 GEMVFast rows too slow (0.83-0.92)
+    # AutoAWQ's benchmark: its A100 GEMM rows too fast (1.36-1.55; 1.41-1.74 since wt43_eagerops), its RTX 4090
+    # GEMVFast rows too slow (0.83-0.92)
     assert all(v > 1.35 for k, v in every.items() if k.startswith("autoawq-pr320"))
     assert all(v < 0.92 for k, v in every.items() if k.startswith("autoawq-pr365"))
 
