@@ -233,14 +233,18 @@ def _quantized_extra_calls(cfg: Any, quantization: dict[str, Any]) -> int:
 def _counted_weights(implementation: str, quantization: dict[str, Any]) -> bool:
     """Whether the counted ops stand for a step with these weights: unquantized ones, or a weight
     dtype whose linears issue nn.Linear's host calls under this code (kernel_facts.json
-    eager_step_ops "quantized_linears"); an fp8 GEMM never."""
+    eager_step_ops "quantized_linears"), or weights the code's own entry counted its quantized modules'
+    calls for (its "weight_dtypes" in its "quant_layouts": AutoAWQ's fused GEMM modules); an fp8 GEMM never."""
     from .kernel_facts_file import kernel_facts
 
     if quantization.get("fp8_gemm") is not None:
         return False
     weight = quantization.get("weight_dtype")
     kept = kernel_facts()["eager_step_ops"].get("quantized_linears", {})
-    return weight is None or (implementation in kept.get("codes", ()) and weight in kept.get("weight_dtypes", ()))
+    own = [entry for entry in kernel_facts()["eager_step_ops"]["implementations"] if entry["name"] == implementation
+           and weight in entry.get("weight_dtypes", ()) and quantization.get("quant_layout") in entry["quant_layouts"]]
+    return (weight is None or bool(own)
+            or (implementation in kept.get("codes", ()) and weight in kept.get("weight_dtypes", ())))
 
 
 def step_copies(cfg: Any, implementation: str, attention: str, dtype: str | None = None,

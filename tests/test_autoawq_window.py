@@ -30,7 +30,10 @@ def test_the_window_shortens_the_long_rows_steps():
     the 32/32 row's 33-63 keys -> 32 move it by under 0.1%."""
     source = source_of("autoawq-pr320")
     rows = {r["id"].split(" batch 1 ")[1]: r for r in runs_of("autoawq-pr320")}
-    for length, unwindowed, windowed in (("4096/4096 a100", 1.359, 1.467), ("32/32 a100", 1.448, 1.449)):
+    # wt43_eagerops: the rows' host calls are counted now (autoawq-fused, 1,064 a step at the A100's 7.1 us: 7.554 ms),
+    # longer than either step's kernels, so the window no longer shows in the step (was 1.359 -> 1.467 and
+    # 1.448 -> 1.449 under the per-block launch term); it still shows in the cache held (the last test's bytes)
+    for length, unwindowed, windowed in (("4096/4096 a100", 1.71, 1.71), ("32/32 a100", 1.423, 1.423)):
         run = rows[length]
         bare = copy.deepcopy(run)
         del bare["config_changes"]
@@ -71,8 +74,9 @@ def test_the_window_leaves_the_prefill_alone():
             implementation=s["implementation"], decode_kernel=s["decode_kernel"], sampling=s["sampling"],
             cache_size=s["cache_size"], compiled=s["compiled"]))
     (unwindowed, windowed) = results
-    assert round(unwindowed["prefill"]["seconds"], 4) == round(windowed["prefill"]["seconds"], 4) == 0.3906
+    # wt43_eagerops: 0.3906 -> 0.3877, the prefill's per-block launches replaced by the counted calls' host time
+    assert round(unwindowed["prefill"]["seconds"], 4) == round(windowed["prefill"]["seconds"], 4) == 0.3877
     assert unwindowed["prefill"]["flops"] == windowed["prefill"]["flops"]
-    assert [round(r["decode"]["time_per_output_token"] * 1e3, 3) for r in results] == [9.503, 8.806]
+    assert [round(r["decode"]["time_per_output_token"] * 1e3, 3) for r in results] == [7.554, 7.554]  # wt43_eagerops: host-bound (was 9.503, 8.806)
     assert (unwindowed["memory"]["kv_bytes_per_token_past_windows"], windowed["memory"]["kv_bytes_per_token_past_windows"]) \
         == (524288, 0)  # 32 layers x 2 x 4,096 x 2 bytes a position past the window: none held

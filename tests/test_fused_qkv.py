@@ -18,7 +18,9 @@ from costmodel.roofline import Roofline, simulate_inference
 def test_the_fact_names_gpt_fasts_and_tensorrt_llms_code_only():
     fact = kernel_facts()["fused_projections"]
     # session 40 (wt40_litgpt): lit-gpt's CausalSelfAttention holds one `attn` Linear for q, k and v at both commits
+    # wt43_eagerops: AutoAWQ's fused codes (fused_utils.fuse_qkv: one qkv WQLinear)
     assert fact["implementations"] == {"gpt-fast": ["qkv"], "gpt-fast-mixtral": ["qkv"], "tensorrt-llm": ["qkv"],
+                                       "autoawq-fused": ["qkv"], "autoawq-fused-0.1.6": ["qkv"],
                                        "lit-gpt-d16f924d": ["qkv"], "lit-gpt-982abcbc": ["qkv"]}
     assert "self.wqkv = nn.Linear(config.dim, total_head_dim, bias=False)" in fact["source"]
     assert "self.qkv = ColumnLinear(hidden_size, hidden_size + 2 * tp_size" in fact["source_tensorrt_llm"]
