@@ -188,7 +188,7 @@ def serving_lengths(prompt: str | None, gen: str, rate: float | None) -> tuple:
 @decode_code_option("--serve: ", None, "Default, one rule for both modes and serve's (decode_codes.serving_code): "
                     "without --rate Hugging Face generate's (transformers, as simulate's default), with --rate the "
                     "search's vllm scheduler's engine's (vllm).")
-@click.option("--scheduler", type=click.Choice(["vllm", "sglang"]), default=None,
+@click.option("--scheduler", type=click.Choice(spec.PLAN_SCHEDULERS), default=None,
               help="--serve --rate: the engine whose scheduler the search runs, as serve's: vllm (vLLM's v1, the "
                    "default) or sglang (SGLang's, at --engine-release; its pool pages single tokens, no --pp).")
 @click.option("--engine-release", type=str, default=None,

@@ -409,6 +409,8 @@ SCHEDULERS = Choices({"vllm": "vLLM v1's, chunked prefill within a token budget"
                       "hf-prefill-first": "transformers' continuous batching, split prefills first",
                       "vllm-v0": "vLLM v0's, whole prompts first and alone, then decodes",
                       "sglang": "SGLang's (v0.3.0, v0.4.0), conservative admission, prefills alone, retraction"})
+#: The schedulers `plan --serve --rate` searches with (plan --scheduler): serve's vllm and sglang.
+PLAN_SCHEDULERS = Choices({name: SCHEDULERS.meanings[name] for name in ("vllm", "sglang")})
 #: The block sizes vLLM takes (serve --block-size, the vllm and vllm-v0 schedulers): the union over its
 #: releases. vllm/engine/arg_utils.py `--block-size ... choices=[8, 16, 32, 64, 128]` (v0.4-v0.6);
 #: vllm/config.py `BlockSize = Literal[1, 8, 16, 32, 64, 128]` (v0.8-v0.10, whose CLI reads its choices

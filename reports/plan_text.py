@@ -77,7 +77,7 @@ def render_plan(result: dict[str, Any], serve: bool, top: int, capacity: int) ->
         lay, split = e["layout"], e["split"]
         schedule = (lay["schedule"] + (f" x{lay['virtual_stages']}" if lay["virtual_stages"] > 1 else "")
                     if lay["pp"] > 1 else "")
-        rows.append([str(i + 1), f"{lay['tp']} x {lay['pp']} x {lay['dp']}{_other_sizes(lay)}", lay["framework"],
+        rows.append([str(i + 1), f"{lay['tp']} x {lay['pp']} x {lay['dp']}{other_sizes(lay)}", lay["framework"],
                      str(lay["zero"]), "yes" if lay["sp"] else "", schedule,
                      f"{lay['batch']} x {lay['microbatches']}", lay["recompute"],
                      binary_bytes(e["per_rank"]["total"]), seconds(e["step_time"]), seconds(split["compute"]),
@@ -124,7 +124,7 @@ def _whole_prefill(shown: list[dict[str, Any]], inputs: dict[str, Any], capacity
             f"batch at once, as generate does, {said}."]
 
 
-def _other_sizes(lay: dict[str, Any]) -> str:
+def other_sizes(lay: dict[str, Any]) -> str:
     """The layout's sizes beyond tp x pp x dp, as the table and the sentences name them: expert,
     context and hybrid-shard groups, and a folded expert grid (" (cp 8)"; "" where there are none)."""
     rotate = lay.get("cp_rotate")  # --cp-rotate ring or a2a typed: named beside cp ("(cp 4 a2a)"), torch's allgather not
@@ -136,7 +136,7 @@ def _other_sizes(lay: dict[str, Any]) -> str:
 def _layout_words(lay: dict[str, Any]) -> str:
     # the framework too: ZeRO 3 is DeepSpeed's, FSDP2's or Megatron-FSDP's, gigabytes apart a rank;
     # cp and ep too: "On 16 GPUs it fits: tp 2 x pp 1 x dp 1" hid the cp 8 that made the 16
-    return (f"tp {lay['tp']} x pp {lay['pp']} x dp {lay['dp']}{_other_sizes(lay)}"
+    return (f"tp {lay['tp']} x pp {lay['pp']} x dp {lay['dp']}{other_sizes(lay)}"
             + (f", {lay['framework']}" if lay.get("framework") else "")
             + (f", ZeRO {lay['zero']}" if "zero" in lay else "")
             + (f", recompute {lay['recompute']}, micro-batch {lay['batch']}" if "recompute" in lay else ""))

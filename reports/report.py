@@ -322,9 +322,9 @@ def summary_rows(cfgs: Sequence[ModelConfig], batch: int, dtype: str) -> tuple[l
 
 def _layout_label(lay: dict) -> str:
     schedule = f", {lay['schedule']} x{lay['virtual_stages']}" if lay.get("virtual_stages", 1) > 1 else ""
-    from .plan_text import _other_sizes  # cp, ep, etp, dp_shard: "tp 8 x pp 1 x dp 1" hid the cp 2 of 16 GPUs
+    from .plan_text import other_sizes  # cp, ep, etp, dp_shard: "tp 8 x pp 1 x dp 1" hid the cp 2 of 16 GPUs
 
-    return (f"tp {lay['tp']} x pp {lay['pp']} x dp {lay['dp']}{_other_sizes(lay)}, {lay['framework']} ZeRO {lay['zero']}"
+    return (f"tp {lay['tp']} x pp {lay['pp']} x dp {lay['dp']}{other_sizes(lay)}, {lay['framework']} ZeRO {lay['zero']}"
             + (" SP" if lay["sp"] else "") + f", b {lay['batch']} x {lay['microbatches']}, "
             f"{lay['recompute']}{schedule}")
 
