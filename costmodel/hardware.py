@@ -70,12 +70,6 @@ class Hardware:
     # the file's graph_kernel_s (so graph_kernel_s + this = a; a microbenchmark, with its source).
     # The kernel model charges it to each GEMM and attention call (weights, KV caches: DRAM). 0: none.
     dram_kernel_startup_s: float = 0.0
-    # A one-row product of unquantized weights (a GEMV: cuBLAS's gemv, a reduction over K, not a SCALE
-    # kernel's stream), where the file measures it apart: the line T = a + V / b fitted to the GEMV's own
-    # times by weight; its start a less the per-kernel gap of the way it was launched (charged in place of
-    # dram_kernel_startup_s) and its rate b (in place of gemv_bandwidth_bytes_per_s). 0: those.
-    gemv_kernel_startup_s: float = 0.0
-    gemv_kernel_bytes_per_s: float = 0.0
     # FLOP/s of the non-matmul ops: a GPU's non-tensor FP32 peak (norms and softmax compute in fp32
     # in these implementations whatever the dtype). Omitted (0): the fp32 matmul peak.
     vector_flops_per_s: float = 0.0

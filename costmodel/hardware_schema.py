@@ -146,13 +146,6 @@ SCHEMA: dict[str, Field] = {
                                    "bandwidth and beyond graph_kernel_s (the intercept of T = a + V/b over "
                                    "DRAM-resident sizes, less graph_kernel_s; its source in `source`); "
                                    "charged to each GEMM and attention call; 0: none known", low=0),
-    "gemv_kernel_startup_s": Field(float, "fixed seconds a one-row product of unquantized weights (a GEMV, not "
-                                   "batched) takes beyond its bytes and beyond its launch gap (the intercept of "
-                                   "T = a + V/b over the GEMV's own times, less the gap; its source in `source`); "
-                                   "charged to such GEMVs in place of dram_kernel_startup_s; 0: that one", low=0),
-    "gemv_kernel_bytes_per_s": Field(float, "the rate a one-row product of unquantized weights (a GEMV, not batched) "
-                                     "moves its bytes at (the slope of the same fit); in place of "
-                                     "gemv_bandwidth_bytes_per_s for such GEMVs; 0: that one", low=0),
     "default_dtype": Field(str, "the dtype a simulation uses when none is asked for; must have a peak (absent: the first of bf16, fp16 and fp32 the file has a peak for)"),
     "network_of": Field(str, "the preset whose measured collectives this GPU's nodes share (nccl_facts.json's "
                         "all-reduce curves, PyTorch's IntraNodeComm, the NVLink latency class, each keyed by a "
@@ -195,7 +188,7 @@ GENERATIONS = {"volta": "Volta", "turing": "Turing", "ampere": "Ampere", "ada": 
 #: Whose GPUs each generation is (decode_codes.check_runs_on: an engine built for one vendor's).
 VENDORS = {"volta": "nvidia", "turing": "nvidia", "ampere": "nvidia", "ada": "nvidia", "hopper": "nvidia",
            "blackwell": "nvidia", "cdna2": "amd", "cdna3": "amd", "cdna4": "amd", "cpu": "cpu"}
-OPTIONAL_NUMBERS = ("architecture", "network_of", "cluster", "device_memory_bytes", "graph_kernel_s", "dram_kernel_startup_s", "gemv_kernel_startup_s", "gemv_kernel_bytes_per_s", "sm_count", "dispatch_s_per_op", "module_s_per_op",
+OPTIONAL_NUMBERS = ("architecture", "network_of", "cluster", "device_memory_bytes", "graph_kernel_s", "dram_kernel_startup_s", "sm_count", "dispatch_s_per_op", "module_s_per_op",
                     "engine_s_per_op", "host_module_call_s", "clock_mhz", "clock_limit_mhz",
                     "power_watts", "power_limit_watts", "memory_reserve_bytes", "serving_memory_utilization",
                     "price_per_gpu_hour", "gemv_bandwidth_bytes_per_s")

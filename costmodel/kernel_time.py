@@ -35,9 +35,7 @@ fused attention calls, one-pass kernels, memory-bound kernels). A kernel's time:
     measured implementation what its aten ops move (costmodel/eager_ops.py);
   - each GEMM and attention call also pays the hardware's dram_kernel_startup_s (a streaming
     kernel's fixed time beyond its bytes at the bandwidth, measured at DRAM-resident sizes: the
-    first bytes' latency and the last wave's drain; 0 where none is published), a one-row product of
-    unquantized weights (not batched) the GEMV's own start and rate (gemv_kernel_startup_s, gemv_kernel_bytes_per_s)
-    where the file measures them; pointwise kernels do
+    first bytes' latency and the last wave's drain; 0 where none is published); pointwise kernels do
     not (their operands are the previous kernel's output, in L2 at decode's sizes);
   - each active leaf pays the hardware's launch overhead per block (the CPU's launches); under CUDA
     graphs none, but each kernel the leaf launches pays the GPU-side gap a graph's replay keeps (the
@@ -154,10 +152,6 @@ class KernelTimer:
         self.stream_kernel_s = hardware.graph_kernel_s if self.host_s_per_op is not None else 0.0
         # What a kernel reading DRAM (GEMM, attention) takes beyond its bytes, in any launch mode.
         self.dram_startup_s = hardware.dram_kernel_startup_s
-        # A GEMV's own fixed time where the file measures it (gemv_kernel_startup_s), else a streaming kernel's.
-        self.gemv_startup_s = hardware.gemv_kernel_startup_s or self.dram_startup_s
-        self.gemv_kernel_rate = hardware.gemv_kernel_bytes_per_s if hardware.gemv_kernel_bytes_per_s and not memory_given \
-            else self.gemv_bandwidth  # and its own rate (not under a given memory efficiency)
         # A copy op's measured cold time by op, (seconds a call, bytes/s): serving/eager_step.py's paged copies.
         self.cold_copies = hardware.cold_copies
         self.compiled = compiled  # torch.compile's fusions (kernel_facts.json "compile")
@@ -253,9 +247,7 @@ class KernelTimer:
         if factor:  # a published weight-only kernel: its bytes at its one-row rate x that factor, its FLOPs at the least
             return self.dram_startup_s + max(factor * moved / kernel.rate_at(gemm.n, self.sms), gemm.flops / self.matmul_rate)
         if gemm.m == 1 and gemm.weight_dtype is None and not self.gemm_rows:  # a GEMV (gemv2T; compiled: a reduction)
-            single = gemm.count == 1  # one product, as measured (gemv_kernel_*); a batched one: any GEMM's
-            start, rate = (self.gemv_startup_s, self.gemv_kernel_rate) if single else (self.dram_startup_s, self.gemv_bandwidth)
-            return start + max(moved / rate, gemm.flops / self.vector)
+            return self.dram_startup_s + max(moved / self.gemv_bandwidth, gemm.flops / self.vector)
         compute = self.gemm_compute_seconds(gemm, tile) / k_efficiency(self.gemm_by_k, gemm.k) \
             / (k_efficiency(self.grouped_by_rows, gemm.grouped_rows) if gemm.grouped_rows else 1.0)  # experts'
         bound = unquantized_gemv(gemm, bool(self.gemm_rows))  # no published kernel: at most the unquantized GEMV

@@ -337,15 +337,13 @@ def graph_kernel_gap(repeats: int = 5, device: str = "cuda") -> dict[str, Any]:
     }
 
 
-def streaming_fit(points: "dict[int, float] | list[tuple[int, float]]") -> tuple[float, float]:
+def streaming_fit(points: dict[int, float]) -> tuple[float, float]:
     """The least-squares line T = a + V / b through {bytes V: seconds T} of one kernel at several
-    sizes (or (V, T) pairs, where two shapes share a size): (a, its fixed seconds; b, its bytes/s at
-    large sizes)."""
-    pairs = list(points.items()) if isinstance(points, dict) else list(points)
-    n = len(pairs)
+    sizes: (a, its fixed seconds; b, its bytes/s at large sizes)."""
+    n = len(points)
     if n < 2:
         raise ValueError("a streaming fit needs two sizes or more.")
-    volumes, times = [v for v, _ in pairs], [t for _, t in pairs]
+    volumes, times = list(points), list(points.values())
     mean_v, mean_t = sum(volumes) / n, sum(times) / n
     slope = sum((v - mean_v) * (t - mean_t) for v, t in zip(volumes, times)) / \
         sum((v - mean_v) ** 2 for v in volumes)
