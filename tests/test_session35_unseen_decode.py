@@ -182,10 +182,6 @@ NOW_STATS = {**FIRST_STATS, "all": ((71, 16.3, 49, 17, 8), (0.814, 2.184)),
 # 15.6%, within 49 -> 54, within 10% 17 -> 18; optimum-gptq-bench within 2 -> 7, within 10% 0 -> 1, lowest 1.172 -> 1.094
 NOW_STATS = {**NOW_STATS, "all": ((71, 15.6, 54, 18, 8), (0.814, 2.184)),
              "optimum-gptq-bench": ((15, 52.1, 7, 1, 0), (1.094, 1.81))}
-# wt43_h200gemv (the H200's one-row GEMV from benchmarks/h200-measured.json): the 70B bf16 tp 2 batch-1 row 0.850 ->
-# 0.884, modelopt-v0.21's lowest with it (its other batch-1 rows by <= 0.032; the summaries' counts unchanged)
-MOVED["modelopt-v0.21 llama3.1-70b bf16 tp2 batch 1 2048/128 h200"] = 0.884
-NOW_STATS = {**NOW_STATS, "modelopt-v0.21": ((18, 18.5, 12, 3, 1), (0.884, 2.184))}
 
 @pytest.mark.slow
 def test_the_rows_as_first_computed(published_tables):
