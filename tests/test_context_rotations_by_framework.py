@@ -20,19 +20,13 @@ import json
 
 import pytest
 
-import cli
+from tests.cli_run import run_main
 import costmodel
 from costmodel.config import ConfigError
 from costmodel.layout import Layout
 
 LLAMA3 = ["simulate", "--train", "--model", "llama3-8b", "--hardware", "h100-sxm", "--gpus", "16", "--dp", "8",
           "--seq-len", "8192", "--attention", "flash", "--cp", "2"]
-
-
-def _run(args, capsys):
-    code = cli.main(args)
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 @pytest.mark.parametrize("extra, words", [
@@ -45,7 +39,7 @@ def _run(args, capsys):
     (["--framework", "megatron", "--cp-rotate", "a2a+p2p"], "Megatron-Core's hierarchical cp_comm_type 'a2a+p2p'"),
 ])
 def test_what_the_framework_does_not_run_is_one_line(extra, words, capsys):
-    code, out, err = _run([*LLAMA3, *extra, "--json"], capsys)
+    code, out, err = run_main([*LLAMA3, *extra, "--json"], capsys)
     assert (code, out) == (2, "")
     assert words in err and "Traceback" not in err
     assert err.startswith("error: ") or "Error: Invalid value for '--cp-rotate'" in err
@@ -63,7 +57,7 @@ def test_the_python_api_says_why_a2a_p2p_is_not_a_rotation():
     ("kv", 5_368_709_120),  # 4,096 x 128 x 2 x (2 x 32 + 2 x 8) x 64
 ])
 def test_deepspeed_a2a_sends_the_heads_its_attention_receives(heads, payload, capsys):
-    code, out, err = _run([*LLAMA3, "--framework", "deepspeed", "--cp-rotate", "a2a", "--cp-kv-heads", heads, "--json"],
+    code, out, err = run_main([*LLAMA3, "--framework", "deepspeed", "--cp-rotate", "a2a", "--cp-kv-heads", heads, "--json"],
                           capsys)
     assert code == 0, err
     assert json.loads(out)["parallel"]["communication"]["cp"] == {"all_to_all": payload}
@@ -73,7 +67,7 @@ def test_deepspeed_a2a_sends_the_heads_its_attention_receives(heads, payload, ca
 def test_deepspeeds_default_rotation_is_its_all_to_all(framework, capsys):
     # the layout's default framework is deepspeed: `simulate --cp 2` priced torch's all-gather (16 GiB gathered and
     # 16 GiB of fp32 gradient sends here), which DeepSpeed does not run
-    code, out, err = _run([*LLAMA3, *framework, "--json"], capsys)
+    code, out, err = run_main([*LLAMA3, *framework, "--json"], capsys)
     assert code == 0, err
     result = json.loads(out)
     assert result["parallel"]["communication"]["cp"] == {"all_to_all": 5_368_709_120}
@@ -99,13 +93,13 @@ def test_a_layout_given_context_parallelism_later_takes_its_frameworks_rotation(
 
 
 def cli_text(capsys, args):
-    code, out, err = _run(args, capsys)
+    code, out, err = run_main(args, capsys)
     assert code == 0, err
     return out
 
 
 def test_a_models_own_ring_on_deepspeed_still_runs(capsys):
-    code, out, err = _run([*LLAMA3, "--framework", "deepspeed", "--cp-rotate", "ring", "--json"], capsys)
+    code, out, err = run_main([*LLAMA3, "--framework", "deepspeed", "--cp-rotate", "ring", "--json"], capsys)
     assert code == 0, err
     # priced as torch's ring (ms-swift's zigzag ring flash attention also sends fp32 gradients): (cp - 1) kv forward,
     # (cp - 1) kv and cp fp32 gradient sends (2 kv each) backward, 6 kv a layer; kv = 4,096 x 8 x 128 x 2 x 2 bytes
