@@ -213,7 +213,11 @@ DECODE_STEPS_ONLY = {"ibm-compile-llama2": "median latency", "llm-perf-bench-4bi
                      "llamacpp-pr16834": "llama-bench",
                      # session 43's unseen rows (wt43_unseend): ExLlamaV2's test_inference.py -s after CUDA graphs,
                      # optimum-benchmark's short report (batch x (new_tokens - 1) / Decode Latency)
-                     "exllamav2-readme-61e3092": "test_inference.py", "optimum-benchmark-llamas": "Decode Throughput"}
+                     "exllamav2-readme-61e3092": "test_inference.py", "optimum-benchmark-llamas": "Decode Throughput",
+                     # session 44's unseen rows (wt44_unseend): AutoAWQ's benchmark.py in issues #276 and #645 and
+                     # PR #656 (the median decode step; --pretrained's steps one-token forwards with no cache)
+                     "autoawq-issue276": "examples/benchmark.py", "autoawq-issue276-fp16": "examples/benchmark.py",
+                     "autoawq-issue645": "examples/benchmark.py", "autoawq-pr656": "examples/benchmark.py"}
 #: The sources whose tokens/s counts the prompt's tokens too (Qwen3's docs: (prompt + generation) / time; premAI's
 #: bench.py: len(output[0]) / delta, the prompt's ids among the output's).
 PROMPT_COUNTED = ("qwen3-speed-hf", "qwen3-speed-sglang", "premai-a100", "hamel-latency-2023-hf")  # the last: hf/bench.py's

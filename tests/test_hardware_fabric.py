@@ -131,4 +131,6 @@ def test_every_sources_hardware_still_loads():
                     # #1805's g5.12xlarge: four A10Gs over PCIe (no NVLink)
                     "llamacpp-pr16834": ("rtx-4090", 32e9), "vllm-issue1805": ("a10g", 32e9),
                     # session 43's unseen rows: ExLlamaV2's README at 61e3092, one RTX 4090 (its fabric unused)
-                    "exllamav2-readme-61e3092": ("rtx-4090", 32e9)}
+                    "exllamav2-readme-61e3092": ("rtx-4090", 32e9),
+                    # session 44's unseen rows: AutoAWQ PR #656's one RTX 4090 (its fabric unused)
+                    "autoawq-pr656": ("rtx-4090", 32e9)}
