@@ -220,6 +220,11 @@ ROWS = {
     "nemo-launcher-2023-bert bert-4b 8xa100-80gb": 0.0,
     "nemo-perf-nvfp4 llama3-8b bf16 8xb200": 2 / 3,
     "swissai-megatron-pr23 llama3-300m mbs2 32xgh200": 2 / 3,
+    # session 44: DeepLearningExamples' SQuAD fine-tuning rows, DDP's bucketed all-reduce under the backward typed as
+    # --framework megatron --zero 0 with overlap_grad_reduce (wt44_unseent; their pre-training rows are deepspeed)
+    "dle-bert-pytorch bert-large fp16 squad 384 1xa100-80gb": 2 / 3,
+    "dle-bert-paddle bert-large amp squad 384 1xa100-80gb": 2 / 3,
+    "dle-bert-tf bert-large amp squad 384 1xa100-40gb": 2 / 3,
 }
 
 
@@ -255,9 +260,9 @@ def test_each_megatron_source_reduces_as_its_recipe_states():
     # session 42: the launcher's T5/BERT, the NVFP4 reproduction and the Swiss AI PR #23 (its MXFP8 row refused: MXFP8
     # parameter gather is not modelled, wt42_unseent2)
     assert refused == ["nemo-perf-nvfp4 llama3-8b mxfp8 8xb200"]
-    assert len(sources) == 81 and {row.split()[0] for row in ROWS} == sources
+    assert len(sources) == 84 and {row.split()[0] for row in ROWS} == sources  # 81 before session 44's 3 SQuAD sources
     assert {row: shares[row][0] for row in ROWS} == ROWS
-    assert len(shares) == 553  # session 42: the launcher's 4 T5 and 2 BERT rows, 3 NVFP4-reproduction rows, Swiss AI's PR #23; session 41: DGX Cloud's 16 Grok-1 and Maverick rows; session 37: nanochat's two rows, MLPerf v5.1's 21; session 40: MLPerf's 22, Swiss AI's 2
-    assert sum(dp == 2 / 3 and zero != 3 for dp, zero in shares.values()) == 466  # session 42's 4; session 41's 16; session 37: MLPerf v5.1's 21; session 40's 24
+    assert len(shares) == 559  # session 44: DeepLearningExamples' 6 SQuAD rows; session 42: the launcher's 4 T5 and 2 BERT rows, 3 NVFP4-reproduction rows, Swiss AI's PR #23; session 41: DGX Cloud's 16 Grok-1 and Maverick rows; session 37: nanochat's two rows, MLPerf v5.1's 21; session 40: MLPerf's 22, Swiss AI's 2
+    assert sum(dp == 2 / 3 and zero != 3 for dp, zero in shares.values()) == 472  # session 44's 6 SQuAD rows; session 42's 4; session 41's 16; session 37: MLPerf v5.1's 21; session 40's 24
     assert sum(dp == 0.0 for dp, _ in shares.values()) == 76  # session 42: the launcher's six T5/BERT rows; session 37: nanochat's two, after the backward
     assert sum(zero == 3 for _, zero in shares.values()) == 11
