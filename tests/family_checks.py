@@ -13,6 +13,10 @@ buffers, refusals) stays in its file.
   (batch, tokens) pairs its ids name
 - decode_and_prefill_flops: a decode step's and a prefill's FLOPs; prefill_flops alone where the
   class holds no cache to decode from
+
+`real_config_checks(REAL, EXACT)` returns the two tests over a file's real config.json files (the
+Hub's, as published): the meta model's count == the file's exact integer, and the file read without
+its model_type (architectures alone) is the same ModelConfig.
 """
 
 from __future__ import annotations
@@ -157,3 +161,23 @@ def refused_in_one_line(fields: dict[str, Any], cases: list[tuple[dict[str, Any]
         assert code == 2 and err.count("\n") == 1 and words in err
 
     return refused
+
+
+def real_config_checks(real: dict[str, dict[str, Any]], exact: dict[str, int]) -> SimpleNamespace:
+    """The two tests over sorted(real): equals_hugging_face (the meta model of each config.json,
+    `architectures` dropped, counts exact[name]) and architectures_alone_name_the_model_type (the
+    config without its model_type reads as the same ModelConfig)."""
+    @pytest.mark.parametrize("name", sorted(real))
+    def equals_hugging_face(name):
+        pytest.importorskip("transformers")
+        assert hf_meta_count({k: v for k, v in real[name].items() if k != "architectures"}) == exact[name]
+
+    @pytest.mark.parametrize("name", sorted(real))
+    def architectures_alone_name_the_model_type(name):
+        from costmodel.hf import from_hf_config
+
+        bare = {k: v for k, v in real[name].items() if k != "model_type"}
+        assert from_hf_config(bare, name=name) == from_hf_config(real[name], name=name)
+
+    return SimpleNamespace(equals_hugging_face=equals_hugging_face,
+                           architectures_alone_name_the_model_type=architectures_alone_name_the_model_type)

@@ -11,6 +11,7 @@ import json
 import pytest
 
 from tests.cli_run import run_main
+from tests.family_checks import real_config_checks
 from tests.family_configs import hf_meta_count as _hf_count, estimated_total as _ours
 
 _BASE = dict(vocab_size=99, hidden_size=48, num_attention_heads=6, intermediate_size=37,
@@ -312,18 +313,9 @@ def test_stablelm_2_card_count_leaves_out_the_layer_norm_biases():
     assert EXACT["stablelm-2-1_6b"] - layer_norm_biases == 1_644_417_024
 
 
-@pytest.mark.parametrize("name", sorted(REAL))
-def test_real_config_equals_hugging_face(name):
-    pytest.importorskip("transformers")
-    assert _hf_count({k: v for k, v in REAL[name].items() if k != "architectures"}) == EXACT[name]
-
-
-@pytest.mark.parametrize("name", sorted(REAL))
-def test_architectures_alone_name_the_model_type(name):
-    from costmodel.hf import from_hf_config
-
-    bare = {k: v for k, v in REAL[name].items() if k != "model_type"}
-    assert from_hf_config(bare, name=name) == from_hf_config(REAL[name], name=name)
+REAL_CHECKS = real_config_checks(REAL, EXACT)
+test_real_config_equals_hugging_face = REAL_CHECKS.equals_hugging_face
+test_architectures_alone_name_the_model_type = REAL_CHECKS.architectures_alone_name_the_model_type
 
 
 @pytest.mark.parametrize("fields, words", [

@@ -9,6 +9,7 @@ import json
 import pytest
 
 from tests.cli_run import run_main
+from tests.family_checks import real_config_checks
 from tests.family_configs import hf_meta_count as _hf_count, estimated_total as _ours
 
 _BASE = dict(vocab_size=99, hidden_size=48, num_attention_heads=6, intermediate_size=37,
@@ -129,18 +130,9 @@ def test_real_config_gives_the_published_total(name, tmp_path, capsys):
     assert total * 10**digits // 10**9 == round(value * 10**digits)
 
 
-@pytest.mark.parametrize("name", sorted(REAL))
-def test_real_config_equals_hugging_face(name):
-    pytest.importorskip("transformers")
-    assert _hf_count({k: v for k, v in REAL[name].items() if k != "architectures"}) == EXACT[name]
-
-
-@pytest.mark.parametrize("name", sorted(REAL))
-def test_architectures_alone_name_the_model_type(name):
-    from costmodel.hf import from_hf_config
-
-    bare = {k: v for k, v in REAL[name].items() if k != "model_type"}
-    assert from_hf_config(bare, name=name) == from_hf_config(REAL[name], name=name)
+REAL_CHECKS = real_config_checks(REAL, EXACT)
+test_real_config_equals_hugging_face = REAL_CHECKS.equals_hugging_face
+test_architectures_alone_name_the_model_type = REAL_CHECKS.architectures_alone_name_the_model_type
 
 
 @pytest.mark.parametrize("fields, words", [
