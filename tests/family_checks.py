@@ -152,13 +152,13 @@ def assert_class_default_total(model_type: str, total: int) -> None:
 
 def refused_in_one_line(fields: dict[str, Any], cases: list[tuple[dict[str, Any], str]]):
     """A test that writes `fields` with each case's change as a config.json and expects `estimate` to
-    refuse it with exit status 2 and one line holding the case's words; the cases stay in the file."""
+    refuse it with exit status 2 and one `error:` line holding the case's words; the cases stay in the file."""
     @pytest.mark.parametrize("change, words", cases)
     def refused(tmp_path, capsys, change, words):
         path = tmp_path / "config.json"
         path.write_text(json.dumps(dict(fields, **change)))
         code, _, err = run_main(["estimate", "--config", str(path)], capsys)
-        assert code == 2 and err.count("\n") == 1 and words in err
+        assert code == 2 and err.startswith("error:") and err.count("\n") == 1 and words in err, err
 
     return refused
 
