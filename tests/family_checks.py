@@ -150,15 +150,30 @@ def assert_class_default_total(model_type: str, total: int) -> None:
     assert hf_meta_count({"model_type": model_type}) == total
 
 
+def cli_total(fields: dict[str, Any], tmp_path, capsys) -> int:
+    """`estimate --config --json`'s parameter total for `fields` written as a config.json."""
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(fields))
+    code, out, err = run_main(["estimate", "--config", str(path), "--json"], capsys)
+    assert code == 0, err
+    return json.loads(out)["params"]["total"]
+
+
+def assert_estimate_refuses(fields: dict[str, Any], words: str, tmp_path, capsys) -> None:
+    """`estimate --config` of `fields` written as a config.json exits 2 with nothing on stdout and one
+    `error:` line on stderr holding `words`."""
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(fields))
+    code, out, err = run_main(["estimate", "--config", str(path)], capsys)
+    assert (code, out) == (2, "") and err.startswith("error:") and err.count("\n") == 1 and words in err, err
+
+
 def refused_in_one_line(fields: dict[str, Any], cases: list[tuple[dict[str, Any], str]]):
     """A test that writes `fields` with each case's change as a config.json and expects `estimate` to
-    refuse it with exit status 2 and one `error:` line holding the case's words; the cases stay in the file."""
+    refuse it as assert_estimate_refuses checks; the cases stay in the file."""
     @pytest.mark.parametrize("change, words", cases)
     def refused(tmp_path, capsys, change, words):
-        path = tmp_path / "config.json"
-        path.write_text(json.dumps(dict(fields, **change)))
-        code, _, err = run_main(["estimate", "--config", str(path)], capsys)
-        assert code == 2 and err.startswith("error:") and err.count("\n") == 1 and words in err, err
+        assert_estimate_refuses(dict(fields, **change), words, tmp_path, capsys)
 
     return refused
 

@@ -11,7 +11,7 @@ import json
 import pytest
 
 from tests.cli_run import run_main
-from tests.family_checks import real_config_checks
+from tests.family_checks import assert_estimate_refuses, cli_total, real_config_checks
 from tests.family_configs import hf_meta_count as _hf_count, estimated_total as _ours
 
 _BASE = dict(vocab_size=99, hidden_size=48, num_attention_heads=6, intermediate_size=37,
@@ -290,17 +290,9 @@ def test_every_validate_row_is_exact_at_batch_one(name):
     assert [row for row in rows if row.difference != 0] == []
 
 
-def _cli_total(fields: dict, tmp_path, capsys) -> int:
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps(fields))
-    code, out, _ = run_main(["estimate", "--config", str(path), "--json"], capsys)
-    assert code == 0
-    return json.loads(out)["params"]["total"]
-
-
 @pytest.mark.parametrize("name", sorted(REAL))
 def test_real_config_gives_the_published_total(name, tmp_path, capsys):
-    total = _cli_total(REAL[name], tmp_path, capsys)
+    total = cli_total(REAL[name], tmp_path, capsys)
     assert total == EXACT[name]
     value, digits = PUBLISHED[name]
     assert abs(total - round(value * 10**digits) * 10**(9 - digits)) < 10**(9 - digits)
@@ -360,11 +352,7 @@ test_architectures_alone_name_the_model_type = REAL_CHECKS.architectures_alone_n
     (dict(CONFIGS["cohere2"], logit_scale=None), "logit_scale"),
 ])
 def test_what_is_not_modelled_is_one_line(fields, words, tmp_path, capsys):
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps(fields))
-    code, out, err = run_main(["estimate", "--config", str(path)], capsys)
-    assert code == 2 and out == ""
-    assert err.count("\n") == 1 and err.startswith("error:") and words in err
+    assert_estimate_refuses(fields, words, tmp_path, capsys)
 
 
 def test_cohere2_rope_only_on_its_sliding_layers():
