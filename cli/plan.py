@@ -234,7 +234,7 @@ def plan(model, config, hardware_name, gpus, seq_len, global_batch, serve, batch
         if not serve:
             raise InputError("--rate plans serving: add --serve.")
         from costmodel.serving.kvcache import check_engine_cache
-        from reports.serving import plan_capacity_command
+        from reports.serving_capacity import plan_capacity_command
 
         try:  # a refusal of the model itself: one line, not one per deployment searched
             check_engine_cache(cfg)

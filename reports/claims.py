@@ -22,6 +22,7 @@ from costmodel.config import ModelConfig
 from costmodel.evaluate import exact
 from costmodel.tree import CostModel, model_values
 
+from .measured import measure_by_module, measure_ffn_ratio, measure_square_saved
 from .series import load_model
 from .text import binary_bytes, count, si
 
@@ -242,7 +243,7 @@ def _claim_output_projection(measure: bool, progress: Progress) -> list[Claim]:
     agree = True
     if measure:
         progress(f"[claims] FlopCounterMode on the reference {cfg.name} at n = {TRANSLATION_N}")
-        by_module = _measure_by_module(cfg, TRANSLATION_N)
+        by_module = measure_by_module(cfg, TRANSLATION_N)
         head = by_module["head"] // TRANSLATION_N // 2
         encoder = by_module["encoder"] // TRANSLATION_N // 2
         measured_head = f"{head:,} multiplications per token"
@@ -283,7 +284,7 @@ def _claim_attention_matrices(measure: bool, progress: Progress) -> Claim:
     if measure:
         progress(f"[claims] saved tensors of a 12-layer h=8 reference decoder at n = {LONG_N} "
                  "(FakeTensorMode)")
-        got = _measure_square_saved(cfg, LONG_N)
+        got = measure_square_saved(cfg, LONG_N)
         measured, agree = f"{got:,} bytes ({binary_bytes(got)})", got == value
     return Claim(
         "attention-matrices",
@@ -360,7 +361,7 @@ def _claim_ffn(measure: bool, progress: Progress) -> Claim:
         expected = (exact(small_model.layer_total("flops_matmul", ("mlp",)), _at(small, n=32))
                     / exact(small_model.layer_total("flops_matmul", ("qkv", "out")), _at(small, n=32)))
         progress(f"[claims] FFN and projection FLOPs of {small.name}")
-        got = _measure_ffn_ratio(small, 32)
+        got = measure_ffn_ratio(small, 32)
         measured, agree = f"{got:.4f} ({small.name}, d_ff = 4d)", got == expected
     return Claim(
         "ffn-2x-projections",
@@ -464,47 +465,6 @@ def _claim_kv_cache(measure: bool, progress: Progress) -> list[Claim]:
                      "with_cache_leading": str(per_width["with_cache"])},
         ),
     ]
-
-
-# ---------------------------------------------------------------------------------------------
-# Measurements the claims need (torch imported only here)
-
-
-def _measure_by_module(cfg: ModelConfig, seq_len: int) -> dict[str, int]:
-    from validate.measure import matmul_flops
-
-    from .measured import build_model, model_inputs
-
-    return matmul_flops(build_model(cfg), model_inputs(cfg, 1, seq_len, labels=False), depth=1).forward_by_module
-
-
-def _measure_square_saved(cfg: ModelConfig, seq_len: int) -> int:
-    """Bytes of the n x n tensors saved for backward (under FakeTensorMode: no memory used)."""
-    from validate.hf_models import fake_mode
-    from validate.measure import saved_activation_bytes
-
-    from .measured import build_model, model_inputs, probe_loss
-
-    with fake_mode():
-        result = saved_activation_bytes(build_model(cfg), model_inputs(cfg, 1, seq_len, labels=True), probe_loss)
-    return sum(t.bytes for t in result.tensors if t.shape[-2:] == (seq_len, seq_len))
-
-
-def _measure_ffn_ratio(cfg: ModelConfig, seq_len: int) -> float:
-    """Measured FFN FLOPs over Q, K, V and output projection FLOPs (FlopCounterMode by module)."""
-    import torch
-    from torch.utils.flop_counter import FlopCounterMode
-
-    from .measured import build_model, model_inputs
-
-    counter = FlopCounterMode(display=False)
-    with torch.no_grad(), counter:
-        build_model(cfg)(**model_inputs(cfg, 1, seq_len, labels=False))
-    totals = {name: sum(ops.values()) for name, ops in counter.get_flop_counts().items()}
-    ffn = sum(v for name, v in totals.items() if name.endswith(".ffn.block"))
-    projections = sum(v for name, v in totals.items()
-                      if ".self_attention.block." in name and name.endswith("_proj"))
-    return ffn / projections
 
 
 # ---------------------------------------------------------------------------------------------

@@ -342,3 +342,39 @@ def validation_points(cfgs: list[ModelConfig], progress: Progress = default_prog
                                 measure_kv_cache(small, prompt, generated),
                                 f"cache after a prefill of {prompt} and {generated} decode steps"))
     return points
+
+
+# ---------------------------------------------------------------------------------------------
+# Measurements reports/claims.py's claims need
+
+
+def measure_by_module(cfg: ModelConfig, seq_len: int) -> dict[str, int]:
+    """Forward matmul FLOPs by top-level module (FlopCounterMode, depth 1), one sequence of seq_len."""
+    from validate.measure import matmul_flops
+
+    return matmul_flops(build_model(cfg), model_inputs(cfg, 1, seq_len, labels=False), depth=1).forward_by_module
+
+
+def measure_square_saved(cfg: ModelConfig, seq_len: int) -> int:
+    """Bytes of the n x n tensors saved for backward (under FakeTensorMode: no memory used)."""
+    from validate.hf_models import fake_mode
+    from validate.measure import saved_activation_bytes
+
+    with fake_mode():
+        result = saved_activation_bytes(build_model(cfg), model_inputs(cfg, 1, seq_len, labels=True), probe_loss)
+    return sum(t.bytes for t in result.tensors if t.shape[-2:] == (seq_len, seq_len))
+
+
+def measure_ffn_ratio(cfg: ModelConfig, seq_len: int) -> float:
+    """Measured FFN FLOPs over Q, K, V and output projection FLOPs (FlopCounterMode by module)."""
+    import torch
+    from torch.utils.flop_counter import FlopCounterMode
+
+    counter = FlopCounterMode(display=False)
+    with torch.no_grad(), counter:
+        build_model(cfg)(**model_inputs(cfg, 1, seq_len, labels=False))
+    totals = {name: sum(ops.values()) for name, ops in counter.get_flop_counts().items()}
+    ffn = sum(v for name, v in totals.items() if name.endswith(".ffn.block"))
+    projections = sum(v for name, v in totals.items()
+                      if ".self_attention.block." in name and name.endswith("_proj"))
+    return ffn / projections

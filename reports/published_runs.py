@@ -218,12 +218,14 @@ def train_setup(run: dict[str, Any], source: dict[str, Any]) -> tuple[ParallelEs
 
 
 def train_step(run: dict[str, Any], source: dict[str, Any], time_model: str,
-                flops_convention: str = "dense", host_syncs: bool = True) -> tuple[dict[str, Any], Any]:
+                flops_convention: str = "dense", host_syncs: bool = True,
+                setup: tuple | None = None) -> tuple[dict[str, Any], Any]:
     """A published training row's step (StepTime.step()) under `time_model`, as `published` prices it, and its
-    hardware (validate/scale_efficiency.py reads each step's split from it)."""
+    hardware (validate/scale_efficiency.py reads each step's split from it). setup: train_setup(run, source)
+    where the caller has it already (other_runs builds it once for both time models)."""
     from costmodel.layout.timing import step_time
 
-    estimate, hardware, options = train_setup(run, source)
+    estimate, hardware, options = setup or train_setup(run, source)
     if time_model == "kernels":
         options = kernel_options(run, source, estimate, hardware, options, host_syncs)
     return step_time(estimate, hardware, time_model=time_model, flops_convention=flops_convention,
@@ -247,22 +249,25 @@ def kernel_options(run: dict[str, Any], source: dict[str, Any], estimate: Parall
     return options
 
 
-def train_run(run: dict[str, Any], source: dict[str, Any], time_model: str, host_syncs: bool = True) -> float:
+def train_run(run: dict[str, Any], source: dict[str, Any], time_model: str, host_syncs: bool = True,
+              setup: tuple | None = None) -> float:
     """Model TFLOP/s per GPU (MFU x the bf16 peak), the model FLOPs counted in the convention the
     run's source states ("flops_convention": dense, every (query, key) pair, unless it says causal,
     as Megatron-Core's newer num_floating_point_operations count them)."""
-    step, hardware = train_step(run, source, time_model, stated(run, source, "flops_convention", "dense"), host_syncs)
+    step, hardware = train_step(run, source, time_model, stated(run, source, "flops_convention", "dense"), host_syncs,
+                                setup)
     return step["mfu"] * hardware.datasheet_peak(source["dtype"]) / 1e12
 
 
-def train_tokens(run: dict[str, Any], source: dict[str, Any], time_model: str, host_syncs: bool = True) -> float:
+def train_tokens(run: dict[str, Any], source: dict[str, Any], time_model: str, host_syncs: bool = True,
+                 setup: tuple | None = None) -> float:
     """Tokens a second per GPU: the step's tokens a second (global batch x sequence over its time)
     over the run's GPUs, the figure torchtitan and llm-foundry publish (no FLOP convention in it)."""
-    step, _ = train_step(run, source, time_model, host_syncs=host_syncs)
+    step, _ = train_step(run, source, time_model, host_syncs=host_syncs, setup=setup)
     return step["tokens_per_second"] / run["gpus"]
 
 
-def train_gpu_hours(run: dict[str, Any], source: dict[str, Any], time_model: str) -> float:
+def train_gpu_hours(run: dict[str, Any], source: dict[str, Any], time_model: str, setup: tuple | None = None) -> float:
     """GPU-hours to train on the run's tokens, computed as `simulate --train --tokens` computes
     them (costmodel/layout/timing.simulate_training, then costmodel/cost.training_cost): the
     tokens over the step's tokens a second, times the GPUs. Step options that command has no
@@ -270,7 +275,7 @@ def train_gpu_hours(run: dict[str, Any], source: dict[str, Any], time_model: str
     from costmodel.config import ConfigError
     from costmodel.layout.timing import simulate_training
 
-    estimate, hardware, options = train_setup(run, source)
+    estimate, hardware, options = setup or train_setup(run, source)
     unexpressed = [name for name in ("autocast", "attention_kernel") if options.get(name)]
     if unexpressed:
         raise ConfigError(f"{', '.join(unexpressed)}: `simulate --train --tokens` has no option for it.")
@@ -332,9 +337,16 @@ def other_runs(host_syncs: bool = True, sources: tuple[str, ...] | None = None) 
         if "not_modelled" in source:  # what a published total holds that no step model times
             row["not_modelled"] = source["not_modelled"]
         reasons = []
-        for model in ("roofline", "kernels"):
+        extra: dict[str, Any] = {}
+        if run["kind"] != "decode":  # built once: both time models price the same estimate, hardware and options
             try:
-                extra = {"host_syncs": False} if not host_syncs and measure in (train_run, train_tokens) else {}
+                extra["setup"] = train_setup(run, source)
+            except ConfigError as error:
+                reasons.append(str(error))
+        for model in ("roofline", "kernels") if not reasons else ():
+            try:
+                if not host_syncs and measure in (train_run, train_tokens):
+                    extra["host_syncs"] = False
                 row[model] = measure(run, source, model, **extra)
             except ConfigError as error:
                 reasons.append(str(error))

@@ -13,6 +13,10 @@ buffers, refusals) stays in its file.
   (batch, tokens) pairs its ids name
 - decode_and_prefill_flops: a decode step's and a prefill's FLOPs; prefill_flops alone where the
   class holds no cache to decode from
+
+`real_config_checks(REAL, EXACT)` returns the two tests over a file's real config.json files (the
+Hub's, as published): the meta model's count == the file's exact integer, and the file read without
+its model_type (architectures alone) is the same ModelConfig.
 """
 
 from __future__ import annotations
@@ -146,14 +150,49 @@ def assert_class_default_total(model_type: str, total: int) -> None:
     assert hf_meta_count({"model_type": model_type}) == total
 
 
+def cli_total(fields: dict[str, Any], tmp_path, capsys) -> int:
+    """`estimate --config --json`'s parameter total for `fields` written as a config.json."""
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(fields))
+    code, out, err = run_main(["estimate", "--config", str(path), "--json"], capsys)
+    assert code == 0, err
+    return json.loads(out)["params"]["total"]
+
+
+def assert_estimate_refuses(fields: dict[str, Any], words: str, tmp_path, capsys) -> None:
+    """`estimate --config` of `fields` written as a config.json exits 2 with nothing on stdout and one
+    `error:` line on stderr holding `words`."""
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(fields))
+    code, out, err = run_main(["estimate", "--config", str(path)], capsys)
+    assert (code, out) == (2, "") and err.startswith("error:") and err.count("\n") == 1 and words in err, err
+
+
 def refused_in_one_line(fields: dict[str, Any], cases: list[tuple[dict[str, Any], str]]):
     """A test that writes `fields` with each case's change as a config.json and expects `estimate` to
-    refuse it with exit status 2 and one line holding the case's words; the cases stay in the file."""
+    refuse it as assert_estimate_refuses checks; the cases stay in the file."""
     @pytest.mark.parametrize("change, words", cases)
     def refused(tmp_path, capsys, change, words):
-        path = tmp_path / "config.json"
-        path.write_text(json.dumps(dict(fields, **change)))
-        code, _, err = run_main(["estimate", "--config", str(path)], capsys)
-        assert code == 2 and err.count("\n") == 1 and words in err
+        assert_estimate_refuses(dict(fields, **change), words, tmp_path, capsys)
 
     return refused
+
+
+def real_config_checks(real: dict[str, dict[str, Any]], exact: dict[str, int]) -> SimpleNamespace:
+    """The two tests over sorted(real): equals_hugging_face (the meta model of each config.json,
+    `architectures` dropped, counts exact[name]) and architectures_alone_name_the_model_type (the
+    config without its model_type reads as the same ModelConfig)."""
+    @pytest.mark.parametrize("name", sorted(real))
+    def equals_hugging_face(name):
+        pytest.importorskip("transformers")
+        assert hf_meta_count({k: v for k, v in real[name].items() if k != "architectures"}) == exact[name]
+
+    @pytest.mark.parametrize("name", sorted(real))
+    def architectures_alone_name_the_model_type(name):
+        from costmodel.hf import from_hf_config
+
+        bare = {k: v for k, v in real[name].items() if k != "model_type"}
+        assert from_hf_config(bare, name=name) == from_hf_config(real[name], name=name)
+
+    return SimpleNamespace(equals_hugging_face=equals_hugging_face,
+                           architectures_alone_name_the_model_type=architectures_alone_name_the_model_type)

@@ -7,18 +7,15 @@ trip and their bad-input errors (one line, exit status 2)."""
 
 from __future__ import annotations
 
-import json
-
 import pytest
 import sympy as sp
-from click.testing import CliRunner
 
-from cli import cli
 from costmodel import exl2
 from costmodel import symbols as S
 from costmodel.config import Workload
 from costmodel.presets import load_preset
 from costmodel.tree import CostModel, model_values, profile_for
+from tests.cli_run import one_error_line, run_json, run_main
 from tests.unseen_rows import assert_first_computed, runs_of
 
 # llama2-13b's 40 layers: 4 d^2 + 3 d d_ff weights each (d 5,120, d_ff 13,824); llama3.1-8b's 32: d (d + 2 d / 4)
@@ -100,24 +97,17 @@ def test_the_14_rows_as_first_computed():
     assert [r["weight_bits"] for r in exl2_rows] == [4.9, 4.65, 4.4, 4.25, 4.125, 4.0]  # their ids' bits
 
 
-def _run(*args: str):
-    return CliRunner().invoke(cli, list(args), catch_exceptions=False)
-
-
-def test_the_options_round_trip():
-    result = _run("estimate", "--model", "llama2-13b", "--dtype", "fp16", "--weight-dtype", "exl2", "--weight-bits",
-                  "4.65", "--json")
-    assert result.exit_code == 0
-    data = json.loads(result.output)
+def test_the_options_round_trip(capsys):
+    data = run_json(["estimate", "--model", "llama2-13b", "--dtype", "fp16", "--weight-dtype", "exl2", "--weight-bits",
+                     "4.65"], capsys)
     assert (data["inputs"]["weight_dtype"], data["inputs"]["weight_bits"]) == ("exl2", 4.65)
     assert data["memory"]["quantized_weights"]["total"] == 7842008000
-    result = _run("simulate", "--model", "llama3.1-8b", "--hardware", "h100-sxm", "--prompt", "256", "--gen", "32",
-                  "--weight-dtype", "int4", "--weight-group", "128", "--quant-layout", "vllm-rtn-torch", "--json")
-    assert result.exit_code == 0
-    assert json.loads(result.output)["memory"]["weights"] == 5700591616
-    text = _run("simulate", "--model", "llama2-13b", "--hardware", "rtx-3090", "--prompt", "32", "--gen", "4",
-                "--weight-dtype", "exl2", "--weight-bits", "4.4").output
-    assert "weights exl2 at 4.4 bits a weight" in text
+    data = run_json(["simulate", "--model", "llama3.1-8b", "--hardware", "h100-sxm", "--prompt", "256", "--gen", "32",
+                     "--weight-dtype", "int4", "--weight-group", "128", "--quant-layout", "vllm-rtn-torch"], capsys)
+    assert data["memory"]["weights"] == 5700591616
+    code, text, err = run_main(["simulate", "--model", "llama2-13b", "--hardware", "rtx-3090", "--prompt", "32", "--gen",
+                                "4", "--weight-dtype", "exl2", "--weight-bits", "4.4"], capsys)
+    assert code == 0 and "weights exl2 at 4.4 bits a weight" in text, err
 
 
 @pytest.mark.parametrize("args, says", [
@@ -129,12 +119,10 @@ def test_the_options_round_trip():
     (("--weight-dtype", "exl2", "--quant-layout", "vllm-rtn-torch"), "applies to int8 and int4 weights"),
     (("--weight-dtype", "fp8", "--quant-layout", "vllm-rtn-torch"), "applies to int8 and int4 weights"),
 ])
-def test_bad_input_is_one_line_and_status_2(args, says):
-    result = CliRunner().invoke(cli, ["simulate", "--model", "llama2-13b", "--hardware", "rtx-3090", "--prompt", "32",
-                                      "--gen", "4", *args])
-    assert result.exit_code == 2 and result.exception is not None and not isinstance(result.exception, AssertionError)
-    lines = [line for line in result.output.splitlines() if line.strip()]
-    assert len(lines) == 1 and says in lines[0], result.output
+def test_bad_input_is_one_line_and_status_2(args, says, capsys):
+    line = one_error_line(["simulate", "--model", "llama2-13b", "--hardware", "rtx-3090", "--prompt", "32", "--gen", "4",
+                           *args], capsys)
+    assert says in line, line
 
 
 @pytest.mark.slow  # two Inductor compilations (~30 s)
@@ -149,15 +137,15 @@ def test_inductor_fuses_the_rtn_dequantization_into_one_kernel():
         assert (len(fused), mms) == (1, 1), (bits, fused)
 
 
-def test_the_python_api_takes_weight_bits_as_the_command_does():
+def test_the_python_api_takes_weight_bits_as_the_command_does(capsys):
     """Review (wt40_review): `simulate --weight-bits` had no keyword in costmodel.simulate, whose exl2 was the
     converter's 4.125 whatever the file. Now weight_bits gives the command's figures (one GPU and a layout), and a
     misuse is the command's one sentence."""
     import costmodel
     from costmodel.config import ConfigError
 
-    cli_data = json.loads(_run("simulate", "--model", "llama2-13b", "--hardware", "rtx-3090", "--prompt", "32",
-                               "--gen", "4", "--weight-dtype", "exl2", "--weight-bits", "4.65", "--json").output)
+    cli_data = run_json(["simulate", "--model", "llama2-13b", "--hardware", "rtx-3090", "--prompt", "32", "--gen", "4",
+                         "--weight-dtype", "exl2", "--weight-bits", "4.65"], capsys)
     api = costmodel.simulate("llama2-13b", "rtx-3090", prompt=32, gen=4, weight_dtype="exl2", weight_bits=4.65).to_dict()
     assert api["inputs"]["weight_bits"] == cli_data["inputs"]["weight_bits"] == 4.65
     assert api["memory"]["weights"] == cli_data["memory"]["weights"] == 7842008000
@@ -173,11 +161,9 @@ def test_the_python_api_takes_weight_bits_as_the_command_does():
         costmodel.simulate("llama2-13b", "rtx-3090", train=True, seq_len=128, weight_bits=4.65)
 
 
-def test_a_tied_head_names_exl2_not_an_option_nobody_typed():
+def test_a_tied_head_names_exl2_not_an_option_nobody_typed(capsys):
     """Review (wt40_review): exl2 on a model whose head is its embedding (llama3.2-1b) said 'quantize_head: ...', an
     option the command line never held; EXL2 always quantizes the head, so the sentence names exl2."""
-    result = CliRunner().invoke(cli, ["simulate", "--model", "llama3.2-1b", "--hardware", "h100-sxm", "--prompt", "32",
-                                      "--gen", "4", "--weight-dtype", "exl2"])
-    lines = [line for line in result.output.splitlines() if line.strip()]
-    assert result.exit_code == 2 and len(lines) == 1, result.output
-    assert "exl2 (its converter quantizes the head): 'llama3.2-1b' ties its head to the embedding" in lines[0]
+    line = one_error_line(["simulate", "--model", "llama3.2-1b", "--hardware", "h100-sxm", "--prompt", "32", "--gen", "4",
+                           "--weight-dtype", "exl2"], capsys)
+    assert "exl2 (its converter quantizes the head): 'llama3.2-1b' ties its head to the embedding" in line

@@ -14,7 +14,8 @@ from costmodel.config import ConfigError
 from costmodel.hardware import Hardware, load_hardware
 from costmodel.kernel_shapes import Gemm
 from costmodel.kernel_time import KernelTimer
-from costmodel.layout.fp8 import BLOCK_FORMATS, CAST_PASSES, RECIPES, Casts, cast_bytes
+from costmodel.layout.fp8 import RECIPES
+from costmodel.layout.fp8_casts import BLOCK_FORMATS, CAST_PASSES, Casts, cast_bytes
 
 # one linear: 96 tokens, 160 inputs, 224 outputs (multiples of 32, as TE requires; no two alike)
 M, K, N = 96, 160, 224  # input 15,360 elements, weight 35,840, output gradient 21,504
@@ -145,7 +146,7 @@ def test_torchao_mxfp8_one_linear_casts_each_operand_twice():
     saved bf16 input along columns in backward, each cast a read of the bf16 tensor (2) and one
     byte and one E8M0 byte a 32 written: 3.03125 bytes an element; the weight cast in each forward
     (no cache across micro-batches), and a recomputed forward casts both again."""
-    from costmodel.layout.fp8 import FRAMEWORK_CAST_PASSES
+    from costmodel.layout.fp8_casts import FRAMEWORK_CAST_PASSES
 
     casts = FRAMEWORK_CAST_PASSES[("mxfp8", "fsdp2")]
     forward = (15_360 + 35_840) * 3.03125  # 155,200
@@ -160,7 +161,7 @@ def test_torchao_mxfp8_one_linear_casts_each_operand_twice():
 def test_torchtitan_runs_torchaos_mx_and_megatron_transformer_engines(framework, torchao):
     """--fp8 mxfp8 under --framework fsdp2 (torchtitan's MX converter: torchao's MXLinear) takes
     torchao's casts; under megatron, Transformer Engine's MXFP8BlockScaling."""
-    from costmodel.layout.fp8 import FRAMEWORK_CAST_PASSES
+    from costmodel.layout.fp8_casts import FRAMEWORK_CAST_PASSES
     from costmodel.layout.kernel_step import fp8_casts
     from costmodel.layout.rank import Layout, ParallelEstimate
     from costmodel.presets import load_preset

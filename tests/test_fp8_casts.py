@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 
 from costmodel.kernel_shapes import Gemm
-from costmodel.layout.fp8 import CAST_PASSES, RECIPES, cast_bytes
+from costmodel.layout.fp8 import RECIPES
+from costmodel.layout.fp8_casts import CAST_PASSES, cast_bytes
 
 M, K, N = 37, 19, 23
 

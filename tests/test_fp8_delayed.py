@@ -13,7 +13,8 @@ import pytest
 
 import cli
 from costmodel.kernel_shapes import Gemm
-from costmodel.layout.fp8 import CAST_PASSES, RECIPES, cast_bytes, cast_kernels, scaling_state_bytes
+from costmodel.layout.fp8 import RECIPES, scaling_state_bytes
+from costmodel.layout.fp8_casts import CAST_PASSES, cast_bytes, cast_kernels
 
 M, D, KV, FF = 37, 19, 7, 23
 

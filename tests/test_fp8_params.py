@@ -16,7 +16,8 @@ import pytest
 import cli
 from costmodel.collectives import collective_seconds
 from costmodel.kernel_shapes import Gemm
-from costmodel.layout.fp8 import CAST_PASSES, amax_reduction_bytes, cast_bytes
+from costmodel.layout.fp8 import amax_reduction_bytes
+from costmodel.layout.fp8_casts import CAST_PASSES, cast_bytes
 
 # Llama 3 8B (32 layers, d 4096, 8 KV heads of 128, FFN 14,336, vocabulary 128,256, untied)
 LAYER_LINEARS = 4096 * (4096 + 2 * 1024) + 4096 * 4096 + 3 * 4096 * 14336  # 218,103,808

@@ -26,7 +26,7 @@ def model_speedup(m: int, k: int, n: int) -> float:
     """bf16 over rowwise seconds of one linear's fwd + bwd on the torchtitan H100 (500 W cap),
     both at the sustained (training) GEMM rate."""
     from costmodel.kernel_time import Gemm, KernelTimer
-    from costmodel.layout.fp8 import CAST_PASSES, cast_bytes
+    from costmodel.layout.fp8_casts import CAST_PASSES, cast_bytes
     from reports.published_runs import train_setup
     from tests.test_published_runs import _runs
 

@@ -16,7 +16,7 @@ from costmodel.config import Workload
 from costmodel.hardware import load_hardware
 from costmodel.kernel_shapes import Gemm
 from costmodel.layout import Layout
-from costmodel.layout.fp8 import cast_bytes
+from costmodel.layout.fp8_casts import cast_bytes
 from costmodel.layout.kernel_step import KernelStepTime, fp8_casts, leaf_casts
 from costmodel.layout.rank import ParallelEstimate
 from costmodel.layout.roofline_parts import runs_fp8

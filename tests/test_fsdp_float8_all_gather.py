@@ -8,7 +8,7 @@ import pytest
 
 from costmodel.config import ConfigError
 from costmodel.kernel_shapes import Gemm
-from costmodel.layout.fp8 import CAST_PASSES, cast_bytes
+from costmodel.layout.fp8_casts import CAST_PASSES, cast_bytes
 from costmodel.layout.spec import Layout
 from reports.published_runs import other_runs_data, train_setup
 

@@ -7,11 +7,9 @@ own training forward in fp32 and bf16, and the configs refused in one line.
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
-from tests.family_checks import family_checks
+from tests.family_checks import family_checks, refused_in_one_line
 from tests.family_configs import buffer_bytes_both, estimated_total, hf_meta_count
 
 _BASE = dict(model_type="aria_text", vocab_size=99, hidden_size=48, num_attention_heads=6, num_key_value_heads=2,
@@ -73,19 +71,12 @@ test_cache_after_prefill = CHECKS.cache_after_prefill
 test_bytes_saved_for_backward = CHECKS.bytes_saved_for_backward
 
 
-@pytest.mark.parametrize("fields,words", [
-    (dict(_BASE, moe_topk=5), "moe_topk (5) is more than moe_num_experts (4)"),
-    (dict(_BASE, hidden_act="gelu"), "unsupported hidden_act 'gelu' for aria_text"),
-    (dict(_BASE, moe_num_shared_experts=-1), "moe_num_shared_experts"),
-    (dict(_BASE, moe_num_shared_experts=0, mlp_bias=True), "mlp_bias with moe_num_shared_experts 0 is not modelled"),
+test_refused_in_one_line = refused_in_one_line(_BASE, [
+    (dict(moe_topk=5), "moe_topk (5) is more than moe_num_experts (4)"),
+    (dict(hidden_act="gelu"), "unsupported hidden_act 'gelu' for aria_text"),
+    (dict(moe_num_shared_experts=-1), "moe_num_shared_experts"),
+    (dict(moe_num_shared_experts=0, mlp_bias=True), "mlp_bias with moe_num_shared_experts 0 is not modelled"),
 ])
-def test_refused_in_one_line(fields, words, tmp_path, capsys):
-    from tests.cli_run import run_main
-
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps(fields))
-    code, out, err = run_main(["estimate", "--config", str(path)], capsys)
-    assert code == 2 and err.startswith("error:") and err.count("\n") == 1 and words in err, err
 
 
 def test_architectures_name_the_type():

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.family_checks import family_checks
+from tests.family_checks import family_checks, refused_in_one_line
 from tests.family_configs import assert_rows_exact, estimated_total, hf_meta_count
 
 _BASE = dict(model_type="bitnet", vocab_size=99, hidden_size=48, num_attention_heads=6,
@@ -103,21 +103,12 @@ def test_sub_norms_add_their_leaves():
     assert (width["decoder.layer.self_attention.sub_norm"], width["decoder.layer.ffn.sub_norm"]) == (S.h * S.d_h, S.d_ff)
 
 
-@pytest.mark.parametrize("fields,words", [
-    (dict(CONFIGS["bitnet"], quantization_config={"quant_method": "bitnet", "linear_class": "bitlinear"}),
+test_refused_in_one_line = refused_in_one_line(CONFIGS["bitnet"], [
+    (dict(quantization_config={"quant_method": "bitnet", "linear_class": "bitlinear"}),
      "quantization_config is not modelled for bitnet"),
-    (dict(CONFIGS["bitnet"], hidden_act="gelu"), "unsupported hidden_act 'gelu' for bitnet"),
-    (dict(CONFIGS["bitnet"], head_dim=10), "attn_sub_norm"),
+    (dict(hidden_act="gelu"), "unsupported hidden_act 'gelu' for bitnet"),
+    (dict(head_dim=10), "attn_sub_norm"),
 ])
-def test_refused_in_one_line(fields, words, tmp_path, capsys):
-    import json
-
-    from tests.cli_run import run_main
-
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps(fields))
-    code, out, err = run_main(["estimate", "--config", str(path)], capsys)
-    assert code == 2 and err.startswith("error:") and err.count("\n") == 1 and words in err, err
 
 
 def test_tensor_parallelism_is_refused(tmp_path, capsys):

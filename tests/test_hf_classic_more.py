@@ -11,6 +11,7 @@ import json
 import pytest
 
 from tests.cli_run import run_main
+from tests.family_checks import assert_estimate_refuses, cli_total, real_config_checks
 from tests.family_configs import hf_meta_count as _hf_count, estimated_total as _ours
 
 _BASE = dict(vocab_size=99, hidden_size=48, num_attention_heads=6, intermediate_size=37,
@@ -289,17 +290,9 @@ def test_every_validate_row_is_exact_at_batch_one(name):
     assert [row for row in rows if row.difference != 0] == []
 
 
-def _cli_total(fields: dict, tmp_path, capsys) -> int:
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps(fields))
-    code, out, _ = run_main(["estimate", "--config", str(path), "--json"], capsys)
-    assert code == 0
-    return json.loads(out)["params"]["total"]
-
-
 @pytest.mark.parametrize("name", sorted(REAL))
 def test_real_config_gives_the_published_total(name, tmp_path, capsys):
-    total = _cli_total(REAL[name], tmp_path, capsys)
+    total = cli_total(REAL[name], tmp_path, capsys)
     assert total == EXACT[name]
     value, digits = PUBLISHED[name]
     assert abs(total - round(value * 10**digits) * 10**(9 - digits)) < 10**(9 - digits)
@@ -312,18 +305,9 @@ def test_stablelm_2_card_count_leaves_out_the_layer_norm_biases():
     assert EXACT["stablelm-2-1_6b"] - layer_norm_biases == 1_644_417_024
 
 
-@pytest.mark.parametrize("name", sorted(REAL))
-def test_real_config_equals_hugging_face(name):
-    pytest.importorskip("transformers")
-    assert _hf_count({k: v for k, v in REAL[name].items() if k != "architectures"}) == EXACT[name]
-
-
-@pytest.mark.parametrize("name", sorted(REAL))
-def test_architectures_alone_name_the_model_type(name):
-    from costmodel.hf import from_hf_config
-
-    bare = {k: v for k, v in REAL[name].items() if k != "model_type"}
-    assert from_hf_config(bare, name=name) == from_hf_config(REAL[name], name=name)
+REAL_CHECKS = real_config_checks(REAL, EXACT)
+test_real_config_equals_hugging_face = REAL_CHECKS.equals_hugging_face
+test_architectures_alone_name_the_model_type = REAL_CHECKS.architectures_alone_name_the_model_type
 
 
 @pytest.mark.parametrize("fields, words", [
@@ -368,11 +352,7 @@ def test_architectures_alone_name_the_model_type(name):
     (dict(CONFIGS["cohere2"], logit_scale=None), "logit_scale"),
 ])
 def test_what_is_not_modelled_is_one_line(fields, words, tmp_path, capsys):
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps(fields))
-    code, out, err = run_main(["estimate", "--config", str(path)], capsys)
-    assert code == 2 and out == ""
-    assert err.count("\n") == 1 and err.startswith("error:") and words in err
+    assert_estimate_refuses(fields, words, tmp_path, capsys)
 
 
 def test_cohere2_rope_only_on_its_sliding_layers():

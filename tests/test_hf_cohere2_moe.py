@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.family_checks import family_checks
+from tests.family_checks import family_checks, refused_in_one_line
 from tests.family_configs import buffer_bytes_both, estimated_total, hf_meta_count
 
 _BASE = dict(model_type="cohere2_moe", vocab_size=99, hidden_size=48, num_attention_heads=6,
@@ -98,26 +98,17 @@ def test_bytes_saved_exact_integer():
     assert ours["memory"]["activations"] == BYTES_SAVED
 
 
-@pytest.mark.parametrize("fields,words", [
-    (dict(CONFIGS["cohere2_moe"], mlp_layer_types=["dense"] + ["sparse"] * 4), "mlp_layer_types other than sparse"),
-    (dict(CONFIGS["cohere2_moe"], first_k_dense_replace=1), "first_k_dense_replace (dense prefix layers)"),
-    (dict(CONFIGS["cohere2_moe"], rms_norm_eps=1e-5), "rms_norm_eps (RMSNorms"),
-    (dict(CONFIGS["cohere2_moe"], expert_selection_fn="sigmoid"), "expert_selection_fn 'sigmoid'"),
-    (dict(CONFIGS["cohere2_moe"], num_shared_experts=1), "shared_expert_combination_strategy 'average'"),
-    (dict(CONFIGS["cohere2_moe"], num_experts_per_tok=6), "num_experts_per_tok (6) is more than num_experts (5)"),
-    (dict(CONFIGS["cohere2_moe"], sliding_window=None), "sliding_window null"),
-    (dict(CONFIGS["cohere2_moe"], layer_types=["full_attention"] * 5), "no sliding_attention layer"),
-    (dict(CONFIGS["cohere2_moe"], num_experts=0), "num_experts must be at least 1"),
+test_refused_in_one_line = refused_in_one_line(CONFIGS["cohere2_moe"], [
+    (dict(mlp_layer_types=["dense"] + ["sparse"] * 4), "mlp_layer_types other than sparse"),
+    (dict(first_k_dense_replace=1), "first_k_dense_replace (dense prefix layers)"),
+    (dict(rms_norm_eps=1e-5), "rms_norm_eps (RMSNorms"),
+    (dict(expert_selection_fn="sigmoid"), "expert_selection_fn 'sigmoid'"),
+    (dict(num_shared_experts=1), "shared_expert_combination_strategy 'average'"),
+    (dict(num_experts_per_tok=6), "num_experts_per_tok (6) is more than num_experts (5)"),
+    (dict(sliding_window=None), "sliding_window null"),
+    (dict(layer_types=["full_attention"] * 5), "no sliding_attention layer"),
+    (dict(num_experts=0), "num_experts must be at least 1"),
 ])
-def test_refused_in_one_line(fields, words, tmp_path, capsys):
-    import json
-
-    from tests.cli_run import run_main
-
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps(fields))
-    code, out, err = run_main(["estimate", "--config", str(path)], capsys)
-    assert code == 2 and err.startswith("error:") and err.count("\n") == 1 and words in err, err
 
 
 def test_architectures_name_the_type():

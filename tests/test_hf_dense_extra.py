@@ -7,11 +7,10 @@ and the fields their code does not run refused in one line."""
 
 from __future__ import annotations
 
-import json
 
 import pytest
 
-from tests.cli_run import run_main
+from tests.family_checks import assert_estimate_refuses, cli_total, real_config_checks
 from tests.family_configs import assert_rows_exact, buffer_bytes_both, hf_meta_count as _hf_count, estimated_total as _ours
 
 _BASE = dict(vocab_size=99, hidden_size=48, num_attention_heads=6, intermediate_size=37,
@@ -322,31 +321,14 @@ REAL["biogpt"] = {  # microsoft/biogpt's config.json, as a fine-tune's copy quot
 EXACT = {"minitron-4b": 4_190_509_056, "vaultgemma-1b": 1_038_741_120, "biogpt": 346_763_264}
 
 
-def _cli_total(fields: dict, tmp_path, capsys) -> int:
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps(fields))
-    code, out, _ = run_main(["estimate", "--config", str(path), "--json"], capsys)
-    assert code == 0
-    return json.loads(out)["params"]["total"]
-
-
 @pytest.mark.parametrize("name", sorted(REAL))
 def test_real_config_total(name, tmp_path, capsys):
-    assert _cli_total(REAL[name], tmp_path, capsys) == EXACT[name]
+    assert cli_total(REAL[name], tmp_path, capsys) == EXACT[name]
 
 
-@pytest.mark.parametrize("name", sorted(REAL))
-def test_real_config_equals_hugging_face(name):
-    pytest.importorskip("transformers")
-    assert _hf_count({k: v for k, v in REAL[name].items() if k != "architectures"}) == EXACT[name]
-
-
-@pytest.mark.parametrize("name", sorted(REAL))
-def test_architectures_alone_name_the_model_type(name):
-    from costmodel.hf import from_hf_config
-
-    bare = {k: v for k, v in REAL[name].items() if k != "model_type"}
-    assert from_hf_config(bare, name=name) == from_hf_config(REAL[name], name=name)
+REAL_CHECKS = real_config_checks(REAL, EXACT)
+test_real_config_equals_hugging_face = REAL_CHECKS.equals_hugging_face
+test_architectures_alone_name_the_model_type = REAL_CHECKS.architectures_alone_name_the_model_type
 
 
 @pytest.mark.parametrize("fields, words", [
@@ -376,11 +358,7 @@ def test_architectures_alone_name_the_model_type(name):
      "no number original_max_position_embeddings"),
 ])
 def test_what_is_not_modelled_is_one_line(fields, words, tmp_path, capsys):
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps(fields))
-    code, out, err = run_main(["estimate", "--config", str(path)], capsys)
-    assert code == 2 and out == ""
-    assert err.count("\n") == 1 and err.startswith("error:") and words in err
+    assert_estimate_refuses(fields, words, tmp_path, capsys)
 
 
 def test_mistral3_wrapper_reads_its_ministral3_language_model():

@@ -12,7 +12,7 @@ import json
 
 import pytest
 
-from tests.family_checks import family_checks
+from tests.family_checks import family_checks, refused_in_one_line
 from tests.family_configs import buffer_bytes_both, estimated_total, hf_meta_count
 
 _BASE = dict(model_type="diffllama", vocab_size=99, hidden_size=48, num_attention_heads=6, num_key_value_heads=2,
@@ -106,18 +106,11 @@ def test_second_call_in_the_attention_flops():
     assert exact(tree.attention_flops(), subs) == 2 * 2 * (4 * 2 * 12 * 12 * 6 * 10)
 
 
-@pytest.mark.parametrize("fields,words", [
-    (dict(_BASE, num_key_value_heads=3, num_attention_heads=6), "even num_attention_heads (6) and num_key_value_heads (3)"),
-    (dict(_BASE, num_attention_heads=3, num_key_value_heads=None, head_dim=16), "even num_attention_heads (3)"),
-    (dict(_BASE, attention_dropout=0.1), "a nonzero attention_dropout is not supported by diffllama"),
+test_refused_in_one_line = refused_in_one_line(_BASE, [
+    (dict(num_key_value_heads=3, num_attention_heads=6), "even num_attention_heads (6) and num_key_value_heads (3)"),
+    (dict(num_attention_heads=3, num_key_value_heads=None, head_dim=16), "even num_attention_heads (3)"),
+    (dict(attention_dropout=0.1), "a nonzero attention_dropout is not supported by diffllama"),
 ])
-def test_refused_in_one_line(fields, words, tmp_path, capsys):
-    from tests.cli_run import run_main
-
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps(fields))
-    code, out, err = run_main(["estimate", "--config", str(path)], capsys)
-    assert code == 2 and err.startswith("error:") and err.count("\n") == 1 and words in err, err
 
 
 def test_architectures_name_the_type():

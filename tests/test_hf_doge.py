@@ -11,7 +11,7 @@ import json
 
 import pytest
 
-from tests.family_checks import family_checks
+from tests.family_checks import assert_estimate_refuses, family_checks
 from tests.family_configs import buffer_bytes_both, estimated_total, hf_meta_count
 
 _BASE = dict(model_type="doge", vocab_size=99, hidden_size=48, num_attention_heads=6, num_key_value_heads=2,
@@ -101,12 +101,7 @@ def test_bytes_saved_exact_integer(attention):
     (dict(_BASE, attention_dropout=0.1), "a nonzero attention_dropout is not modelled for doge"),
 ])
 def test_refused_in_one_line(fields, words, tmp_path, capsys):
-    from tests.cli_run import run_main
-
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps(fields))
-    code, out, err = run_main(["estimate", "--config", str(path)], capsys)
-    assert code == 2 and err.startswith("error:") and err.count("\n") == 1 and words in err, err
+    assert_estimate_refuses(fields, words, tmp_path, capsys)
 
 
 @pytest.mark.parametrize("args,words", [

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.family_checks import family_checks
+from tests.family_checks import assert_estimate_refuses, family_checks
 from tests.family_configs import buffer_bytes_both, estimated_total, hf_meta_count
 
 _BASE = dict(model_type="exaone_moe", vocab_size=99, hidden_size=48, num_attention_heads=6,
@@ -137,14 +137,7 @@ def test_bytes_saved_exact_integer():
     (dict(CONFIGS["exaone_moe"], hidden_act="gelu"), "unsupported hidden_act 'gelu' for exaone_moe"),
 ])
 def test_refused_in_one_line(fields, words, tmp_path, capsys):
-    import json
-
-    from tests.cli_run import run_main
-
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps(fields))
-    code, out, err = run_main(["estimate", "--config", str(path)], capsys)
-    assert code == 2 and err.startswith("error:") and err.count("\n") == 1 and words in err, err
+    assert_estimate_refuses(fields, words, tmp_path, capsys)
 
 
 def test_the_class_default():

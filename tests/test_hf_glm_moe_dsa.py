@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.family_checks import assert_estimate_refuses
 from tests.family_configs import assert_rows_exact, estimated_total as _ours
 from tests.family_configs import hf_meta_count as _hf_count
 
@@ -125,14 +126,7 @@ def test_architectures_alone_name_the_model_type():
     (dict(CONFIGS["glm_moe_dsa"], hidden_act="gelu"), "unsupported hidden_act 'gelu' for glm_moe_dsa"),
 ])
 def test_what_the_code_does_not_run_is_refused_in_one_line(fields, words, tmp_path, capsys):
-    import json
-
-    from tests.cli_run import run_main
-
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps(fields))
-    code, out, err = run_main(["estimate", "--config", str(path)], capsys)
-    assert code == 2 and err.startswith("error:") and err.count("\n") == 1 and words in err
+    assert_estimate_refuses(fields, words, tmp_path, capsys)
 
 
 def test_glm_5_preset_counts_the_class_parameters():

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.family_checks import assert_estimate_refuses
 from tests.family_configs import assert_rows_exact, buffer_bytes_both
 from tests.family_configs import estimated_total as _ours
 from tests.family_configs import hf_meta_count as _hf_count
@@ -157,15 +158,7 @@ def test_sdpa_is_refused_as_transformers_refuses_it(tmp_path, capsys):
      "rope_parameters must hold one dict per layer type (sliding_attention missing)"),
 ])
 def test_what_its_code_does_not_run_is_refused_in_one_line(fields, words, tmp_path, capsys):
-    import json
-
-    from tests.cli_run import run_main
-
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps(fields))
-    code, out, err = run_main(["estimate", "--config", str(path)], capsys)
-    assert code == 2 and out == ""
-    assert err.count("\n") == 1 and err.startswith("error:") and words in err, err
+    assert_estimate_refuses(fields, words, tmp_path, capsys)
 
 
 def test_the_general_pieces_hold_on_their_own():

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.family_checks import assert_estimate_refuses
 from tests.family_configs import assert_fp32_rows_exact, assert_rows_exact, buffer_bytes_both
 from tests.family_configs import estimated_total as _ours
 from tests.family_configs import hf_meta_count as _hf_count
@@ -210,14 +211,7 @@ def test_architectures_alone_name_the_model_types(name):
     (dict(CONFIGS["ernie4_5_moe"], moe_layer_interval=0), "moe_layer_interval must be at least 1, got 0"),
 ])
 def test_what_the_code_does_not_run_is_refused_in_one_line(fields, words, tmp_path, capsys):
-    import json
-
-    from tests.cli_run import run_main
-
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps(fields))
-    code, out, err = run_main(["estimate", "--config", str(path)], capsys)
-    assert code == 2 and err.startswith("error:") and err.count("\n") == 1 and words in err, err
+    assert_estimate_refuses(fields, words, tmp_path, capsys)
 
 
 @pytest.mark.slow
@@ -363,14 +357,7 @@ def _dbrx(attn=None, ffn=None, **top):
     (_dbrx(attn_config=[1]), "attn_config must be an object"),
 ])
 def test_dbrx_what_the_code_does_not_run_is_refused_in_one_line(fields, words, tmp_path, capsys):
-    import json
-
-    from tests.cli_run import run_main
-
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps(fields))
-    code, out, err = run_main(["estimate", "--config", str(path)], capsys)
-    assert code == 2 and err.startswith("error:") and err.count("\n") == 1 and words in err, err
+    assert_estimate_refuses(fields, words, tmp_path, capsys)
 
 
 def test_dbrx_validate_under_fake_tensors_is_one_line(tmp_path, capsys):

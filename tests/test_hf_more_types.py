@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.family_checks import assert_estimate_refuses
 from tests.family_configs import FAMILY_CONFIGS, assert_rows_exact
 from tests.test_hf_moe_extra import CONFIGS as MOE_CONFIGS
 from tests.test_hf_moe_extra import DBRX
@@ -281,11 +282,4 @@ def test_architectures_alone_name_the_model_types(name):
      "partial_rotary_factor 0.6 is not what solar_open"),
 ])
 def test_what_the_code_does_not_run_is_refused_in_one_line(fields, words, tmp_path, capsys):
-    import json
-
-    from tests.cli_run import run_main
-
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps(fields))
-    code, out, err = run_main(["estimate", "--config", str(path)], capsys)
-    assert code == 2 and err.startswith("error:") and err.count("\n") == 1 and words in err, err
+    assert_estimate_refuses(fields, words, tmp_path, capsys)

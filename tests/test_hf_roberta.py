@@ -15,6 +15,7 @@ import json
 
 import pytest
 
+from tests.family_checks import assert_estimate_refuses
 from tests.family_configs import estimated_total
 
 _BASE = dict(vocab_size=99, hidden_size=48, num_attention_heads=6, intermediate_size=37, num_hidden_layers=2,
@@ -192,12 +193,7 @@ OURS = (990_720, 1_981_440, 57_720)
     (dict(CONFIGS["ernie"], is_decoder=True), "is_decoder is not modelled for ernie"),
 ])
 def test_refused_in_one_line(fields, words, tmp_path, capsys):
-    from tests.cli_run import run_main
-
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps(fields))
-    code, out, err = run_main(["estimate", "--config", str(path)], capsys)
-    assert code == 2 and err.startswith("error:") and err.count("\n") == 1 and words in err, err
+    assert_estimate_refuses(fields, words, tmp_path, capsys)
 
 
 def test_megatron_bert_sdpa_is_refused_as_the_class_refuses_it(tmp_path, capsys):

@@ -4,11 +4,10 @@ equal to their published totals, and the fields their code does not run refused 
 
 from __future__ import annotations
 
-import json
 
 import pytest
 
-from tests.cli_run import run_main
+from tests.family_checks import assert_estimate_refuses, cli_total, real_config_checks
 from tests.family_configs import hf_meta_count as _hf_count, estimated_total as _ours
 
 _BASE = dict(vocab_size=99, hidden_size=48, num_attention_heads=6, intermediate_size=37,
@@ -113,34 +112,17 @@ def test_every_validate_row_is_exact(name, attention):
     assert [row for row in rows if row.difference != 0] == []
 
 
-def _cli_total(fields: dict, tmp_path, capsys) -> int:
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps(fields))
-    code, out, _ = run_main(["estimate", "--config", str(path), "--json"], capsys)
-    assert code == 0
-    return json.loads(out)["params"]["total"]
-
-
 @pytest.mark.parametrize("name", sorted(REAL))
 def test_real_config_gives_the_published_total(name, tmp_path, capsys):
-    total = _cli_total(REAL[name], tmp_path, capsys)
+    total = cli_total(REAL[name], tmp_path, capsys)
     assert total == EXACT[name]
     value, digits = PUBLISHED[name]
     assert total * 10**digits // 10**9 == round(value * 10**digits)
 
 
-@pytest.mark.parametrize("name", sorted(REAL))
-def test_real_config_equals_hugging_face(name):
-    pytest.importorskip("transformers")
-    assert _hf_count({k: v for k, v in REAL[name].items() if k != "architectures"}) == EXACT[name]
-
-
-@pytest.mark.parametrize("name", sorted(REAL))
-def test_architectures_alone_name_the_model_type(name):
-    from costmodel.hf import from_hf_config
-
-    bare = {k: v for k, v in REAL[name].items() if k != "model_type"}
-    assert from_hf_config(bare, name=name) == from_hf_config(REAL[name], name=name)
+REAL_CHECKS = real_config_checks(REAL, EXACT)
+test_real_config_equals_hugging_face = REAL_CHECKS.equals_hugging_face
+test_architectures_alone_name_the_model_type = REAL_CHECKS.architectures_alone_name_the_model_type
 
 
 @pytest.mark.parametrize("fields, words", [
@@ -157,8 +139,4 @@ def test_architectures_alone_name_the_model_type(name):
       if k != "num_key_value_heads"}, "transformers' default"),
 ])
 def test_what_is_not_modelled_is_one_line(fields, words, tmp_path, capsys):
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps(fields))
-    code, out, err = run_main(["estimate", "--config", str(path)], capsys)
-    assert code == 2 and out == ""
-    assert err.count("\n") == 1 and err.startswith("error:") and words in err
+    assert_estimate_refuses(fields, words, tmp_path, capsys)

@@ -11,7 +11,7 @@ import json
 
 import pytest
 
-from tests.family_checks import family_checks
+from tests.family_checks import assert_estimate_refuses, family_checks
 from tests.family_configs import buffer_bytes_both, estimated_total, hf_meta_count
 
 _BASE = dict(model_type="xglm", vocab_size=99, d_model=48, attention_heads=6, ffn_dim=37, num_layers=3,
@@ -100,12 +100,7 @@ def test_bytes_saved_exact_integer():
     (dict(_BASE, d_model=50), "d_model (50) is not divisible by attention_heads (6)"),
 ])
 def test_refused_in_one_line(fields, words, tmp_path, capsys):
-    from tests.cli_run import run_main
-
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps(fields))
-    code, out, err = run_main(["estimate", "--config", str(path)], capsys)
-    assert code == 2 and err.startswith("error:") and err.count("\n") == 1 and words in err, err
+    assert_estimate_refuses(fields, words, tmp_path, capsys)
 
 
 def test_sdpa_is_refused(tmp_path, capsys):

@@ -12,7 +12,7 @@ from costmodel.config import Workload
 from costmodel.hardware import load_hardware
 from costmodel.kernel_time import AttentionCall, Gemm, kernels_seconds
 from costmodel.layout import Layout, ParallelEstimate
-from costmodel.layout.fp8 import CAST_PASSES, cast_bytes
+from costmodel.layout.fp8_casts import CAST_PASSES, cast_bytes
 from costmodel.layout.kernel_step import KernelStepTime, rank_kernels
 from costmodel.presets import load_preset
 

@@ -69,9 +69,14 @@ def test_each_fast_table_feeds_its_rows(fast):
 
 
 @pytest.mark.slow
-def test_the_command_prints_the_functions_counts(fast, capsys):
+def test_the_command_prints_the_functions_counts(fast, capsys, monkeypatch):
+    """print_summary collects the named tables' comparisons and prints their summary: here it is handed the
+    module's one computation of them (the fixture's, ~10 s), having asked for exactly those tables."""
     script, fed = fast
+    asked = []
+    monkeypatch.setattr(script, "collect", lambda printers: asked.append(printers) or fed)
     script.print_summary(*FAST)
+    assert asked == [[script.SELECTORS[name][0] for name in FAST]]
     printed = capsys.readouterr().out
     for source, counts in summarise(fed).items():
         name = f"**{source}**" if source == "overall" else source

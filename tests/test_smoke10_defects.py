@@ -8,29 +8,23 @@ import json
 
 import pytest
 
-import cli
+from tests.cli_run import run_main
 from costmodel.api import load_model
 from costmodel.errors import ConfigError
 from costmodel.hardware import load_hardware
 
 
-def _run(args, capsys):
-    code = cli.main(args)
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
 def test_plan_states_the_sdpa_fallback_once_as_a_note(capsys):
     """plan tried each framework and printed one "warning:" a framework; estimate and simulate say
     it once as "note:". One note now, naming the frameworks whose default gives way."""
-    code, out, err = _run(["plan", "--model", "gemma2-2b", "--gpus", "2", "--seq-len", "512", "--top", "1"], capsys)
+    code, out, err = run_main(["plan", "--model", "gemma2-2b", "--gpus", "2", "--seq-len", "512", "--top", "1"], capsys)
     assert code == 0
     lines = err.strip().splitlines()
     assert lines == ["note: attention eager: gemma2's Hugging Face class has no sdpa path in transformers 5.24, "
                      "so deepspeed's and fsdp2's default sdpa gives way to eager, what transformers picks for it "
                      "when none is requested; --attention picks another."]
     # one framework named: the sentence estimate and simulate print
-    code, out, err = _run(["plan", "--model", "gemma2-2b", "--gpus", "2", "--seq-len", "512", "--top", "1",
+    code, out, err = run_main(["plan", "--model", "gemma2-2b", "--gpus", "2", "--seq-len", "512", "--top", "1",
                            "--framework", "fsdp2"], capsys)
     assert err.strip().splitlines() == [
         "note: attention eager: gemma2's Hugging Face class has no sdpa path in transformers 5.24, so fsdp2's "
@@ -45,14 +39,14 @@ def test_mtp_under_a_hugging_face_framework_is_refused(command, framework, capsy
     layer 61 on load), so --mtp under DeepSpeed or FSDP2 is one sentence, exit 2."""
     args = [command, "--model", "llama3-8b", "--seq-len", "1024", "--dp", "2", "--framework", framework,
             "--mtp", "1"] + (["--train"] if command == "simulate" else [])
-    code, out, err = _run(args, capsys)
+    code, out, err = run_main(args, capsys)
     assert code == 2 and out == ""
     assert err.strip() == (f"error: layout: multi-token prediction (--mtp) is Megatron-Core's; {framework} trains "
                            "the Hugging Face class, which builds no MTP depths; add --framework megatron.")
 
 
 def test_mtp_under_megatron_still_runs(capsys):
-    code, out, _ = _run(["estimate", "--model", "llama3-8b", "--seq-len", "1024", "--dp", "2", "--framework",
+    code, out, _ = run_main(["estimate", "--model", "llama3-8b", "--seq-len", "1024", "--dp", "2", "--framework",
                          "megatron", "--mtp", "1", "--json"], capsys)
     # 8,030,261,248 + one depth's 251,678,720 (the ninth round's figure)
     assert code == 0 and json.loads(out)["params"]["total"] == 8_281_939_968
@@ -60,18 +54,18 @@ def test_mtp_under_megatron_still_runs(capsys):
 
 def test_estimate_names_a_hybrids_layers_inside_the_column(capsys):
     """"per decoder.mamba layer" overflowed the 19-character column; the kind names the row now."""
-    code, out, _ = _run(["estimate", "--model", "nemotron-3-nano", "--seq-len", "1024"], capsys)
+    code, out, _ = run_main(["estimate", "--model", "nemotron-3-nano", "--seq-len", "1024"], capsys)
     assert code == 0
     rows = [line for line in out.splitlines() if line.startswith("  per ")]
     assert rows == ["  per mamba layer         38.74 M", "  per attention layer     23.40 M",
                     "  per moe layer            1.30 B"]
-    code, out, _ = _run(["estimate", "--model", "t5-small"], capsys)
+    code, out, _ = run_main(["estimate", "--model", "t5-small"], capsys)
     assert [line for line in out.splitlines() if line.startswith("  per ")] == [
         "  per encoder layer        3.15 M", "  per decoder layer        4.20 M"]
 
 
 def test_a_router_with_one_replica_is_refused(capsys):
-    code, out, err = _run(["serve", "--model", "llama3-8b", "--router", "least-outstanding", "--requests", "4",
+    code, out, err = run_main(["serve", "--model", "llama3-8b", "--router", "least-outstanding", "--requests", "4",
                            "--rate", "1"], capsys)
     assert code == 2 and out == ""
     assert err.strip() == ("error: --router least-outstanding spreads arrivals over replicas; there is one replica, "
@@ -176,9 +170,9 @@ def test_granite_micro_runs_every_command(tmp_path, capsys):
     for args in (["estimate"], ["simulate", "--train", "--seq-len", "1024"], ["simulate", "--prompt", "256",
                                                                               "--gen", "8"],
                  ["plan", "--serve", "--gpus", "1", "--top", "1"]):
-        code, out, err = _run([*args, "--config", str(path)], capsys)
+        code, out, err = run_main([*args, "--config", str(path)], capsys)
         assert code == 0 and "Traceback" not in err, (args, err)
-    code, out, _ = _run(["estimate", "--config", str(path), "--json"], capsys)
+    code, out, _ = run_main(["estimate", "--config", str(path), "--json"], capsys)
     weights = json.loads(out)["memory"]["weights"]
     assert weights == 2 * 3_191_396_096
 
@@ -188,7 +182,7 @@ def test_no_fallback_note_for_a_model_without_attention(tmp_path, capsys):
     no attention layer: the frameworks' kernels give way to nothing, so no note."""
     path = tmp_path / "mamba2-2.7b.json"
     path.write_text(json.dumps(RELEASED["mamba2-2.7b"][0]))
-    code, _, err = _run(["plan", "--config", str(path), "--gpus", "2", "--seq-len", "512", "--top", "1"], capsys)
+    code, _, err = run_main(["plan", "--config", str(path), "--gpus", "2", "--seq-len", "512", "--top", "1"], capsys)
     assert code == 0 and "note:" not in err
-    code, _, err = _run(["simulate", "--config", str(path), "--train", "--dp", "2", "--seq-len", "512"], capsys)
+    code, _, err = run_main(["simulate", "--config", str(path), "--train", "--dp", "2", "--seq-len", "512"], capsys)
     assert code == 0 and "note:" not in err

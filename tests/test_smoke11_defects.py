@@ -6,19 +6,11 @@ from __future__ import annotations
 
 import json
 
-import cli
-
-
-def _run(args, capsys):
-    code = cli.main(args)
-    out, err = capsys.readouterr()
-    return code, out, err
+from tests.cli_run import run_json, run_main
 
 
 def _fit(args, capsys):
-    code, out, err = _run(["estimate", *args, "--json"], capsys)
-    assert code == 0, err
-    return json.loads(out)["fit"]
+    return run_json(["estimate", *args], capsys)["fit"]
 
 
 def test_fit_under_deepspeed_pipeline_stages_does_not_fail_on_its_own_suggestion(capsys):
@@ -55,12 +47,12 @@ def test_simulate_a_prefill_alone_says_whether_it_fits(capsys):
     line was there. The fit is the prefill's (weights 141,107,412,992 B = 70,553,706,496 params x
     2, the 8,192 tokens' KV cache at 327,680 B a token, generate's last-position logits)."""
     args = ["simulate", "--model", "llama3.1-70b", "--hardware", "h100", "--prompt", "8192", "--gen", "0"]
-    code, out, _ = _run([*args, "--json"], capsys)
+    code, out, _ = run_main([*args, "--json"], capsys)
     memory = json.loads(out)["memory"]
     assert code == 0 and memory["weights"] == 141_107_412_992 and memory["kv_bytes_per_token"] == 327_680
     assert memory["bytes"] == memory["bytes_by_phase"]["prefill"] == 143_792_090_112 - 256_512 + 64 * 8_192**2 * 10 and not memory["fits"]  # since session 26 the eager
     # scores (64 heads x 8,192^2 pairs x 10 B) replace the logits
-    code, out, _ = _run(args, capsys)
+    code, out, _ = run_main(args, capsys)
     assert ("Memory: 173.92 GiB at batch 1 (does NOT fit in 70.79 GiB usable): weights 131.42 GiB, KV cache "
             "320.00 KiB per token per sequence, the prefill's logits at the last position (Hugging Face generate's "
             "prefill, logits_to_keep=1); the weights alone (131.42 GiB) exceed 70.79 GiB: spread them over "
@@ -73,12 +65,12 @@ def test_context_parallel_inference_is_refused(capsys):
     key/value exchange is not modelled), a decode step slower than without --cp and each rank
     holding the whole KV cache: figures of a layout it does not model. One sentence now; the
     refusal of the training layout options no longer lists --cp as an inference option."""
-    code, out, err = _run(["simulate", "--model", "llama3.1-8b", "--hardware", "h100", "--cp", "2", "--prompt",
+    code, out, err = run_main(["simulate", "--model", "llama3.1-8b", "--hardware", "h100", "--cp", "2", "--prompt",
                            "4096"], capsys)
     assert (code, out) == (2, "")
     assert err == ("error: layout: context parallelism (--cp) is modelled for training only: an inference prefill's "
                    "key/value exchange and decode context parallelism (vLLM's dcp) are not.\n")
-    code, out, err = _run(["simulate", "--model", "llama3.1-8b", "--hardware", "h100", "--tp", "2", "--zero", "1"],
+    code, out, err = run_main(["simulate", "--model", "llama3.1-8b", "--hardware", "h100", "--tp", "2", "--zero", "1"],
                           capsys)
     assert code == 2 and "an inference layout is --tp, --pp, --dp, --ep and --stage-layers" in err
 
@@ -109,11 +101,11 @@ def test_static_batching_refuses_a_token_budget(capsys):
     step and never reads a budget (the budget only shrank the activations the KV sizing
     reserves). One sentence now; without it the run is unchanged."""
     base = ["serve", "--model", "llama3.1-8b", "--rate", "1", "--requests", "20", "--scheduler", "static", "--json"]
-    code, out, err = _run([*base, "--max-batched-tokens", "100"], capsys)
+    code, out, err = run_main([*base, "--max-batched-tokens", "100"], capsys)
     assert (code, out) == (2, "")
     assert err == ("error: --max-batched-tokens: static batching (generate()) prefills its whole padded batch in one "
                    "step, with no token budget; leave it out (--max-num-seqs sets the batch).\n")
-    code, out, _ = _run(base, capsys)
+    code, out, _ = run_main(base, capsys)
     setup = json.loads(out)["setup"]
     assert code == 0 and setup["max_num_seqs"] == 8 and setup["budget_source"] == "a batch of 8, as one would call generate()"
 
@@ -123,11 +115,11 @@ def test_the_longest_context_names_the_models_own(capsys):
     4,096: that figure is memory's alone (what the KV cache left after the weights holds, kept as
     it is), and the line now says where the model stops. (126.40 GiB usable - 13.06 GiB) / 512 KiB
     a token = 233,162 tokens after the 1,024-token prompt."""
-    code, out, _ = _run(["simulate", "--model", "llama2-7b", "--hardware", "h200", "--prompt", "1024", "--gen", "16",
+    code, out, _ = run_main(["simulate", "--model", "llama2-7b", "--hardware", "h200", "--prompt", "1024", "--gen", "16",
                          "--json"], capsys)
     memory = json.loads(out)["memory"]
     assert code == 0 and (memory["max_context"], memory["model_context"]) == (233_019, 4_096)  # 233,162 before the decode step's scores counted
-    code, out, _ = _run(["simulate", "--model", "llama2-7b", "--hardware", "h200", "--prompt", "1024", "--gen", "16"],
+    code, out, _ = run_main(["simulate", "--model", "llama2-7b", "--hardware", "h200", "--prompt", "1024", "--gen", "16"],
                         capsys)
     assert ("decoding to a context <= 233,019 after this prompt at this batch (the prefill's ids and KV cache grow "
             "with a longer prompt); the model's context stops at 4,096 tokens") in out
@@ -135,7 +127,7 @@ def test_the_longest_context_names_the_models_own(capsys):
 
 def test_a_global_batch_of_zero_says_why(capsys):
     """`--global-batch 0` was refused as "not a multiple of batch x dp = 1 x 2", which 0 is."""
-    code, out, err = _run(["simulate", "--model", "llama3.1-8b", "--hardware", "h100", "--train", "--dp", "2",
+    code, out, err = run_main(["simulate", "--model", "llama3.1-8b", "--hardware", "h100", "--train", "--dp", "2",
                            "--global-batch", "0"], capsys)
     assert (code, out, err) == (2, "", "error: --global-batch must be at least 1, got 0.\n")
 
@@ -165,14 +157,14 @@ def test_an_eager_decode_on_a_gpu_without_a_host_figure_says_so(capsys):
     host's time an op (6.545 us: 3,279 ops, 21.5 ms) and says it is borrowed; under CUDA graphs (no
     host issue) nothing is said."""
     base = ["simulate", "--model", "llama3.1-8b", "--prompt", "1024", "--gen", "128"]
-    code, out, _ = _run([*base, "--hardware", "h100"], capsys)
+    code, out, _ = run_main([*base, "--hardware", "h100"], capsys)
     assert code == 0 and ("  host time an op: 6.55 us, borrowed from the project's H200 host measurement; your "
                           "host may differ (a hardware file's module_s_per_op or dispatch_s_per_op, or simulate's "
                           "--host-op-time, states its own)") in out.splitlines()
     assert "  host: 3,279 eager ops a step (transformers), 21.5 ms to issue" in out
-    code, out, _ = _run([*base, "--hardware", "a100-80gb", "--json"], capsys)
+    code, out, _ = run_main([*base, "--hardware", "a100-80gb", "--json"], capsys)
     host = json.loads(out)["decode"]["host"]
     assert host == {"ops_per_step": 3279, "seconds_per_step": 3279 * 7.1e-6, "bound": True, "op_seconds": 7.1e-6,
                     "op_time_borrowed": False}
-    code, out, _ = _run([*base, "--hardware", "h100", "--cuda-graphs"], capsys)
+    code, out, _ = run_main([*base, "--hardware", "h100", "--cuda-graphs"], capsys)
     assert code == 0 and "host:" not in out and "borrowed" not in out

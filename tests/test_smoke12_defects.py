@@ -5,16 +5,10 @@ from __future__ import annotations
 
 import json
 
-import cli
+from tests.cli_run import run_main
 
 CP_REFUSAL = ("layout: context parallelism (--cp) is modelled for training only: an inference prefill's "
               "key/value exchange and decode context parallelism (vLLM's dcp) are not.")
-
-
-def _run(args, capsys):
-    code = cli.main(args)
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def test_estimate_refuses_to_serve_a_context_parallel_layout_as_simulate_does(capsys):
@@ -22,15 +16,15 @@ def test_estimate_refuses_to_serve_a_context_parallel_layout_as_simulate_does(ca
     on 2 GPUs: 15.96 GiB fits") while `simulate --cp 2` refuses the layout: the inference verdict now
     carries simulate's sentence; the training verdict (its ZeRO suggestion) stays."""
     args = ["--model", "llama3.1-8b", "--cp", "2", "--hardware", "h100", "--seq-len", "8192"]
-    code, out, err = _run(["estimate", *args, "--json"], capsys)
+    code, out, err = run_main(["estimate", *args, "--json"], capsys)
     fit = json.loads(out)["fit"]
     assert code == 0 and fit["inference"] == {"phase": "inference", "gpus": 2, "refused": CP_REFUSAL}
     # ZeRO 3 over the cp ranks (85,309,186,572 B) no longer fits the 81,117 MiB an H100 reports less the
     # reserve: the first suggestion is 4 GPUs (tests/test_smoke11_defects.py)
     assert fit["training"]["options"][0]["memory"] == 45_157_880_332
-    code, out, _ = _run(["estimate", *args], capsys)
+    code, out, _ = run_main(["estimate", *args], capsys)
     assert ("Inference on 2 h100-sxm GPUs: not sized; " + CP_REFUSAL.removeprefix("layout: ")) in out.splitlines()
-    code, _, err = _run(["simulate", "--model", "llama3.1-8b", "--cp", "2", "--hardware", "h100", "--prompt",
+    code, _, err = run_main(["simulate", "--model", "llama3.1-8b", "--cp", "2", "--hardware", "h100", "--prompt",
                          "8192", "--gen", "4"], capsys)
     assert code == 2 and err.strip() == f"error: {CP_REFUSAL}"
 
@@ -50,13 +44,13 @@ def test_a_hardware_file_states_no_zero_for_an_unknown_field(tmp_path, capsys):
         assert all(shown.get(name, 1) != 0 for name in UNSTATED_AS_ZERO), path.name
         assert Hardware.from_dict(shown, path.name).to_dict() == shown
     for name, absent in (("b200", "clock_mhz"), ("gb200", "power_watts")):
-        code, out, _ = _run(["hardware", "--show", name], capsys)
+        code, out, _ = run_main(["hardware", "--show", name], capsys)
         assert code == 0 and absent not in json.loads(out)
-    code, out, _ = _run(["hardware", "--show", "h100"], capsys)
+    code, out, _ = run_main(["hardware", "--show", "h100"], capsys)
     for name in UNSTATED_AS_ZERO:
         edited = tmp_path / f"{name}.json"
         edited.write_text(json.dumps(dict(json.loads(out), **{name: 0})))
-        code, _, err = _run(["simulate", "--model", "llama3.1-8b", "--hardware", str(edited)], capsys)
+        code, _, err = run_main(["simulate", "--model", "llama3.1-8b", "--hardware", str(edited)], capsys)
         assert code == 2 and err.splitlines() == [
             f"error: {edited}: not a valid hardware file: {name} must be greater than 0, got 0."]
 
@@ -74,7 +68,7 @@ def test_plan_serve_generates_what_serve_and_simulate_generate_by_default(capsys
     defaults = [{p.name: p.default for p in command.params}[name]
                 for command, name in ((plan, "gen"), (simulate, "gen"), (serve, "output_tokens"))]
     assert [int(d) for d in defaults] == [128, 128, 128]
-    code, out, err = _run(["plan", "--model", "llama3.1-8b", "--hardware", "h100", "--gpus", "2", "--serve",
+    code, out, err = run_main(["plan", "--model", "llama3.1-8b", "--hardware", "h100", "--gpus", "2", "--serve",
                            "--tp", "2", "--json"], capsys)  # (eager, host-bound: tp 1 x dp 2 ranks first since wt27_tphost)
     row = json.loads(out)["feasible"][0]
     assert code == 0 and row["layout"] == {"tp": 2, "pp": 1, "dp": 1, "batch": 32, "batch_per_replica": 32}
@@ -87,7 +81,7 @@ def test_plan_serve_generates_what_serve_and_simulate_generate_by_default(capsys
                                                                            352_321_536 + 32 * 2_048 * 8)
     # at batch 64 the cache of the last step peaks (64 x 127 x 131,072 / 2 = 532,676,608 over the same chunk):
     # sized at 2,175 tokens, beside one token's ids and the gathered logits (64 x 128,256 x 2 B)
-    code, out, err = _run(["plan", "--model", "llama3.1-8b", "--hardware", "h100", "--gpus", "2", "--serve",
+    code, out, err = run_main(["plan", "--model", "llama3.1-8b", "--hardware", "h100", "--gpus", "2", "--serve",
                            "--batch", "64", "--tp", "2", "--json"], capsys)
     row = json.loads(out)["feasible"][0]
     assert code == 0 and row["layout"] == {"tp": 2, "pp": 1, "dp": 1, "batch": 64, "batch_per_replica": 64}
@@ -102,14 +96,14 @@ def test_an_int4_group_must_divide_each_quantized_matrix_k(capsys):
     14,336 = 2^11 x 7 (down); groups of 4,096 divide the first, not the second."""
     base = ["estimate", "--model", "llama3.1-8b", "--weight-dtype", "int4", "--weight-group"]
     for group, width in (("7", 4_096), ("4096", 14_336)):
-        code, _, err = _run([*base, group], capsys)
+        code, _, err = run_main([*base, group], capsys)
         assert code == 2 and err.splitlines() == [
             f"error: --weight-group {group}: int4 groups of {group} input columns do not divide a quantized "
             f"matrix's K = {width} (GPTQ and AWQ kernels need whole groups); use a --weight-group that divides "
             "every K."]
-    code, _, err = _run([*base, "2048", "--json"], capsys)  # 4,096 and 14,336 = 7 x 2,048
+    code, _, err = run_main([*base, "2048", "--json"], capsys)  # 4,096 and 14,336 = 7 x 2,048
     assert code == 0, err
-    code, _, err = _run([*base, "7", "--quant-layout", "gpt-fast"], capsys)  # its own 32-256 groups, K padded
+    code, _, err = run_main([*base, "7", "--quant-layout", "gpt-fast"], capsys)  # its own 32-256 groups, K padded
     assert code == 2 and "gpt-fast's int4 takes groups of 32, 64, 128, 256 input columns, not 7" in err
 
 
@@ -158,7 +152,7 @@ def test_a_windowed_cache_after_the_prefill_is_the_storage_it_keeps(capsys):
 def test_plan_serve_refuses_gen_0_in_one_line(capsys):
     """`plan --serve --gen 0` ranked layouts by per-token decode figures with no decode step: now one
     sentence, exit 2 (simulate --gen 0 drops its decode lines)."""
-    code, out, err = _run(["plan", "-m", "llama3-8b", "--gpus", "2", "--serve", "--gen", "0"], capsys)
+    code, out, err = run_main(["plan", "-m", "llama3-8b", "--gpus", "2", "--serve", "--gen", "0"], capsys)
     assert code == 2 and out == ""
     assert err.strip() == ("error: plan --serve ranks layouts by their time per output token: --gen 0 generates "
                            "none; use --gen 1 or more.")
@@ -168,8 +162,8 @@ def test_plan_serve_refuses_gptq_groups_that_split_a_k_in_one_line(capsys):
     """int4 gptq groups of 96 do not divide Llama-3-8B's K = 4,096: plan --serve listed every layout
     as unsupported and exited 1; now simulate's one sentence, exit 2, before any layout is ranked."""
     args = ["-m", "llama3-8b", "--weight-dtype", "int4", "--weight-group", "96", "--quant-layout", "gptq"]
-    code, out, err = _run(["plan", *args, "--gpus", "2", "--serve"], capsys)
+    code, out, err = run_main(["plan", *args, "--gpus", "2", "--serve"], capsys)
     sentence = ("error: --weight-group 96: int4 groups of 96 input columns do not divide a quantized matrix's "
                 "K = 4096 (GPTQ and AWQ kernels need whole groups); use a --weight-group that divides every K.")
     assert code == 2 and out == "" and err.strip() == sentence
-    assert _run(["simulate", *args], capsys)[::2] == (2, sentence + "\n")
+    assert run_main(["simulate", *args], capsys)[::2] == (2, sentence + "\n")

@@ -57,7 +57,7 @@ def test_the_capacity_search_takes_serves_length_mixes(tmp_path, capsys):
 def test_the_capacity_tables_reasons_are_whole(capsys):
     """The "not feasible" line cut its reasons at 300 characters, mid-word ("not met with 8 replicas
     (mor"); it now lists whole reasons and says how many more --json holds."""
-    from reports.serving import render_capacity
+    from reports.serving_capacity import render_capacity
 
     result = {"target": {"rate": 1, "slo_ttft": 1, "slo_tpot": 1, "prompt": "512", "output": "128", "requests": 9},
               "scheduler": "vllm", "configurations": 6, "feasible": [],

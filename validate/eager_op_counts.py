@@ -57,7 +57,9 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from .training_families import LAYER, bert_leaf_of_module, bert_training_model, gpt2_leaf_of_module, gpt2_training_model
+from .training_families import (BERT_STATED, CPU_ONLY_LEAVES, ENCODER_LAYER, GPT2_STATED, LAYER, LLAMA_STATED,
+                                bert_leaf_of_module, bert_training_model, gpt2_leaf_of_module, gpt2_training_model,
+                                llama_training_model)
 
 
 def leaf_of_module(name: str) -> str | None:
@@ -367,20 +369,6 @@ class ByteCounter:
             loss.backward()
 
 
-def training_model(hidden: int, heads: int, kv_heads: int, head_dim: int, ffn: int, layers: int = 2,
-                   vocab: int = 97, seed: int = 0, attention: str = "sdpa", dtype: str = "bf16") -> Any:
-    """A random LlamaForCausalLM of these sizes in this dtype (bf16, fp32) under this attention
-    implementation (sdpa, eager), as a training step runs it."""
-    import torch
-    from transformers import LlamaConfig, LlamaForCausalLM
-
-    torch.manual_seed(seed)
-    config = LlamaConfig(vocab_size=vocab, hidden_size=hidden, intermediate_size=ffn, num_hidden_layers=layers,
-                         num_attention_heads=heads, num_key_value_heads=kv_heads, head_dim=head_dim,
-                         max_position_embeddings=256, attn_implementation=attention)
-    return LlamaForCausalLM(config).to({"bf16": torch.bfloat16, "fp32": torch.float32}[dtype]).train()
-
-
 def training_step_bytes(model: Any, batch: int, seq_len: int) -> dict[str, dict[str, dict[str, int]]]:
     """One training step's bytes and kernels per leaf run (per_leaf: a layer leaf per layer),
     forward and backward: {"bytes": {"forward": {leaf: bytes}, "backward": ...}, "kernels": ...}."""
@@ -422,7 +410,7 @@ def shape_values(shape: tuple[int, ...]) -> dict[str, int]:
 def measure_shapes(shapes: tuple[tuple[int, ...], ...], attention: str = "sdpa", dtype: str = "bf16",
                    family: str = "llama") -> list[tuple[dict[str, int], dict]]:
     """(the shape's symbol values, training_step_bytes) for each shape, of the family's training
-    model (training_model; training_families.gpt2_training_model, bert_training_model: gpt2_shapes)
+    model (training_families.llama_training_model; gpt2_training_model, bert_training_model: gpt2_shapes)
     under this attention and dtype."""
     out = []
     for shape in shapes:
@@ -431,7 +419,7 @@ def measure_shapes(shapes: tuple[tuple[int, ...], ...], attention: str = "sdpa",
             build = gpt2_training_model if family == "gpt2" else bert_training_model
             model = build(hidden, heads, ffn, attention=attention, dtype=dtype)
         else:
-            model = training_model(hidden, heads, kv_heads, head_dim, ffn, attention=attention, dtype=dtype)
+            model = llama_training_model(hidden, heads, kv_heads, head_dim, ffn, attention=attention, dtype=dtype)
         out.append((shape_values(shape), training_step_bytes(model, batch, seq_len)))
     return out
 
@@ -490,24 +478,8 @@ def fit_bytes(measured: list[tuple[dict[str, int], dict]], check: int = 2,
     return out
 
 
-#: The leaves whose training bytes are stated: every leaf of the Llama tree the decoder runs
-#: but the attention core's. The embedding's gather reads rows, not the table the in-plus-out
-#: rule would count, and the head's loss runs outside the model (its own implementation): they
-#: keep the tree's bytes.
-STATED_LEAVES = ("decoder.rope_tables",) + tuple(LAYER + leaf for leaf in (
-    "self_attention.norm", "self_attention.qkv", "self_attention.rope", "self_attention.out",
-    "self_attention.residual", "ffn.norm", "ffn.mlp", "ffn.residual")) + ("decoder.final_norm",)
-
-#: Measured and recorded, not used: the attention module's own body around the call (the
-#: weighted-sum leaf, as OpCounter gives it). On the CPU its backward copies the query and key
-#: gradients back from (batch, heads, tokens, width) memory; CUDA's flash backward returns them
-#: in (batch, tokens, heads, width) memory (transposed views), so the heads' views need no copy
-#: there, and the leaf's time is the attention model's.
-CPU_ONLY_LEAVES = (LAYER + "self_attention.weighted_sum",)
-
-
 def training_leaves(measured: list[tuple[dict[str, int], dict]],
-                    leaves: tuple[str, ...] = STATED_LEAVES) -> dict[str, dict[str, Any]]:
+                    leaves: tuple[str, ...] = LLAMA_STATED) -> dict[str, dict[str, Any]]:
     """kernel_facts.json "eager_training_bytes" leaves: each leaf's bytes (fit_bytes) and its
     kernels (ops that move bytes) per run, forward and backward, the same at every shape."""
     fitted = fit_bytes(measured, leaves=leaves)
@@ -528,13 +500,11 @@ def entry_leaves(family: str = "llama", attention: str = "sdpa", dtype: str = "b
     cpu_only ones): the family's shapes (Llama sdpa: TRAINING_SHAPES; Llama eager: eager_shapes;
     GPT-2 and BERT: gpt2_shapes), its stated leaves, eager attention's three where it runs,
     BERT's layer leaves under the encoder's names."""
-    from .training_families import BERT_STATED, ENCODER_LAYER, GPT2_STATED
-
     if family == "llama":
         shapes = measure_shapes(TRAINING_SHAPES if attention == "sdpa" else eager_shapes(TRAINING_SHAPES), attention, dtype)
     else:
         shapes = measure_shapes(gpt2_shapes(TRAINING_SHAPES), attention, dtype, family=family)
-    stated = {"llama": STATED_LEAVES, "gpt2": GPT2_STATED, "bert": BERT_STATED}[family]
+    stated = {"llama": LLAMA_STATED, "gpt2": GPT2_STATED, "bert": BERT_STATED}[family]
     core = (SCORES, SOFTMAX, LAYER + "self_attention.weighted_sum") if attention == "eager" else ()
     leaves = {path.replace(LAYER, ENCODER_LAYER) if family == "bert" else path: fields
               for path, fields in training_leaves(shapes, stated + core).items()}

@@ -1,6 +1,6 @@
-"""GPT-2's and BERT's modules as the cost tree's leaves, and the random models whose training
-step validate/eager_op_counts.py's ByteCounter counts (kernel_facts.json "eager_training_bytes":
-the GPT-2 and BERT entries; tests/test_eager_ops.py measures them again)."""
+"""GPT-2's and BERT's modules as the cost tree's leaves, the random models (Llama's, GPT-2's, BERT's)
+whose training step validate/eager_op_counts.py's ByteCounter counts, and the leaves each family's
+entry states (kernel_facts.json "eager_training_bytes"; tests/test_eager_ops.py measures them again)."""
 
 from __future__ import annotations
 
@@ -61,6 +61,20 @@ def bert_leaf_of_module(name: str) -> str | None:
     return None
 
 
+def llama_training_model(hidden: int, heads: int, kv_heads: int, head_dim: int, ffn: int, layers: int = 2,
+                         vocab: int = 97, seed: int = 0, attention: str = "sdpa", dtype: str = "bf16") -> Any:
+    """A random LlamaForCausalLM of these sizes in this dtype (bf16, fp32) under this attention
+    implementation (sdpa, eager), as a training step runs it."""
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(seed)
+    config = LlamaConfig(vocab_size=vocab, hidden_size=hidden, intermediate_size=ffn, num_hidden_layers=layers,
+                         num_attention_heads=heads, num_key_value_heads=kv_heads, head_dim=head_dim,
+                         max_position_embeddings=256, attn_implementation=attention)
+    return LlamaForCausalLM(config).to({"bf16": torch.bfloat16, "fp32": torch.float32}[dtype]).train()
+
+
 def gpt2_training_model(hidden: int, heads: int, ffn: int, layers: int = 2, vocab: int = 97, seed: int = 0,
                         attention: str = "sdpa", dtype: str = "bf16") -> Any:
     """A random GPT2LMHeadModel of these sizes (head width hidden / heads; dropout 0.1 everywhere,
@@ -86,6 +100,21 @@ def bert_training_model(hidden: int, heads: int, ffn: int, layers: int = 2, voca
                         num_hidden_layers=layers, max_position_embeddings=256, attn_implementation=attention)
     return BertModel(config, add_pooling_layer=True).to({"bf16": torch.bfloat16, "fp32": torch.float32}[dtype]).train()
 
+
+#: The leaves whose training bytes are stated: every leaf of the Llama tree the decoder runs
+#: but the attention core's. The embedding's gather reads rows, not the table the in-plus-out
+#: rule would count, and the head's loss runs outside the model (its own implementation): they
+#: keep the tree's bytes.
+LLAMA_STATED = ("decoder.rope_tables",) + tuple(LAYER + leaf for leaf in (
+    "self_attention.norm", "self_attention.qkv", "self_attention.rope", "self_attention.out",
+    "self_attention.residual", "ffn.norm", "ffn.mlp", "ffn.residual")) + ("decoder.final_norm",)
+
+#: Measured and recorded, not used: the attention module's own body around the call (the
+#: weighted-sum leaf, as OpCounter gives it). On the CPU its backward copies the query and key
+#: gradients back from (batch, heads, tokens, width) memory; CUDA's flash backward returns them
+#: in (batch, tokens, heads, width) memory (transposed views), so the heads' views need no copy
+#: there, and the leaf's time is the attention model's.
+CPU_ONLY_LEAVES = (LAYER + "self_attention.weighted_sum",)
 
 #: GPT-2's stated leaves: Llama's less RoPE's, with its three dropouts (its position embedding's
 #: gather, like the tokens', keeps the tree's bytes; the add of the two is the model's body).

@@ -64,7 +64,7 @@ TE_ONLY_RECIPES = ("current", "blockwise", "mxfp8", "nvfp4")
 #: torchtitan 3faaa1a0d torchtitan/float8.py: on only where FSDP is (dp_enabled and dp_type 'fsdp'),
 #: every nn.Linear but 'output' converted. So: the layers' linear weights are all-gathered at
 #: FP8_PARAM_BYTES an element (layout/communication.py _data_parallel), their forward casts do not run
-#: (the backward's column-major copy does: layout/fp8.py _charged). Not charged: the shard's cast
+#: (the backward's column-major copy does: layout/fp8_casts.py _charged). Not charged: the shard's cast
 #: (1/dp of the weight, every gather) and the gathered layer's buffer at one byte (rank.py buffers
 #: keeps the bf16 one: an overstatement; fsdp_copies.edge_seconds times the first layer's gather at the
 #: dtype's bytes, as before); the sharded parameters stay as FSDP2 holds them (no

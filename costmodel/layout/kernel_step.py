@@ -437,7 +437,7 @@ def fp8_casts(estimate: ParallelEstimate, hardware: Hardware) -> tuple | None:
     whether the GPU needs column-major copies, the micro-batches, tp, sequence parallelism and FP8
     parameters (Layout.fp8_param_gather);
     None where nothing is cast or no source states the recipe's casts."""
-    from .fp8 import CAST_PASSES, FRAMEWORK_CAST_PASSES, NON_TN_FP8_ARCHITECTURES
+    from .fp8_casts import CAST_PASSES, FRAMEWORK_CAST_PASSES, NON_TN_FP8_ARCHITECTURES
     from .fp8_options import fp8_parameters_held
 
     layout = estimate.layout
@@ -473,7 +473,7 @@ def leaf_casts(casts: tuple | None, work: list[dict], layout: Any) -> tuple:
 
 def cast_kernel(gemms: list, casts: tuple | None, rerun: bool) -> list[Pointwise]:
     """The recipe's casts beside a leaf's FP8 GEMMs, as one memory-bound kernel (forward, backward)."""
-    from .fp8 import cast_bytes
+    from .fp8_casts import cast_bytes
 
     shaped = [g for g in gemms if isinstance(g, Gemm)]  # MatmulCompute: no shapes, nothing charged
     if casts is None or not shaped:
