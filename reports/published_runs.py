@@ -182,6 +182,7 @@ def train_setup(run: dict[str, Any], source: dict[str, Any]) -> tuple[ParallelEs
                     moe_grouped_gemm=stated(run, source, "moe_grouped_gemm", True),  # off: SequentialMLP
                     # the script's fp8_autocast scope (delayed scaling off Megatron-Core): its delayed rows only
                     fp8_autocast=stated(run, source, "fp8_autocast") if stated(run, source, "fp8") == "delayed" else None,
+                    mixed_precision=stated(run, source, "mixed_precision"),  # a recipe's bf16 layers (layout/fp8_layers.py)
                     unfused_loss=stated(run, source, "unfused_loss", False),  # Megatron's loss, whatever the family
                     loss_parallel=stated(run, source, "loss_parallel", True),  # DTensor's head: logits gathered when off
                     fp32_norm_input=stated(run, source, "fp32_norm_input", False),  # InternLM's norm(x.float())

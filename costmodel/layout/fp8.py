@@ -27,15 +27,13 @@ The block-scaled recipes (mxfp8, nvfp4: Transformer Engine's MXFP8BlockScaling a
 Megatron-Bridge's fp8_mx and nvfp4) run all three GEMMs of a linear (fprop, dgrad, wgrad) on
 Blackwell's block-scaled tensor cores. A scale covers a block of one row (or one column), so the
 column-wise copy wgrad and dgrad need is its own quantization, not a transpose: each operand is cast
-both ways from bf16 in one kernel (layout/fp8_casts.py BLOCK_FORMATS). Where the hardware file has
-no measured efficiency for the recipe's peak, the GEMMs take the FP8 one's (hardware_schema.EFFICIENCY_STAND_IN: a stated
-assumption, not a measurement). Not modelled: which layers Megatron-Bridge's own configurations keep
-in bf16 under nvfp4 (Nemotron-3 Super's perf recipe at Megatron-Bridge 21d102f5e keeps its last 14
-layers, its attention projections, latent projections and MTP layers in bf16 and its Mamba out_proj
-in MXFP8: scripts/performance/configs/nemotronh/te_quant.cfg, training/mixed_precision.py
-nemotron_3_super_bf16_with_nvfp4_mixed); here every linear leaf runs in FP4, an overstatement of
-the speed. Nor the parameters held in MXFP8 under fp8_param_gather (bf16_with_mxfp8_mixed), nor its
-all-gathers' bytes.
+both ways from bf16 in one kernel (layout/fp8_casts.py BLOCK_FORMATS). Where the hardware file has no measured efficiency
+for the recipe's peak, the GEMMs take the FP8 one's (hardware_schema.EFFICIENCY_STAND_IN: a stated
+assumption, not a measurement). The layers and modules a named Megatron-Bridge configuration keeps in
+bf16 (Nemotron-3 Super's nvfp4 perf recipe: its last 14 layers, attention and latent projections and MTP
+layers) are Layout.mixed_precision's (layout/fp8_layers.py; its Mamba out_proj in MXFP8 is not: that leaf
+stays FP4, an overstatement of the speed). Not modelled: the parameters held in MXFP8 under
+fp8_param_gather (bf16_with_mxfp8_mixed), nor its all-gathers' bytes.
 """
 
 from __future__ import annotations

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..config import ConfigError, show
+from .fp8_layers import check_mixed_precision
 
 
 def check_fp8_options(layout: Any) -> None:
@@ -36,6 +37,7 @@ def check_fp8_options(layout: Any) -> None:
                           "scaling (--framework megatron --fp8 delayed).")
     if layout.fp8_autocast is not None or (layout.fp8 == "delayed" and layout.framework != "megatron"):
         check_fp8_autocast(layout)
+    check_mixed_precision(layout)
     if layout.framework == "deepspeed" and layout.fp8 in TE_ONLY_RECIPES:
         # DeepSpeed with Transformer Engine (accelerate's deepspeed plugin): no source read here, as for delayed
         # (check_fp8_autocast); the casts would have been Megatron-Core's, unsaid

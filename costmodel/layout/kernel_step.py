@@ -8,7 +8,7 @@ at the measured large-GEMM efficiency, attention's executed FLOPs), the leaves' 
 share (layout/split.py's substitution: h -> h / tp, d_ff -> d_ff / tp, the vocabulary, and the
 tokens of the norms and adds under sequence parallelism) at the rank's n (n / cp under context
 parallelism). What a layout does to a leaf's time is the roofline's rule, from the same work
-entries' flags (layout/roofline_parts.py: leaf_factor, runs_fp8): the attention core cp times the rank's
+entries' flags (layout/roofline_parts.py: leaf_factor, fp8_share): the attention core cp times the rank's
 tree's, the experts at the most loaded EP rank's share, and under --fp8 the linear layers' GEMMs
 at the FP8 peak and its large-GEMM efficiency (a second KernelTimer; memory-bound kernels as bf16).
 
@@ -38,7 +38,7 @@ from .host_syncs import moe_layers
 from .grouped_quantize import applies as quantize_applies, stage_seconds as quantize_stage_seconds
 from .permute_fusion import applies as permute_applies, stage_seconds as permute_stage_seconds
 from .router_fusion import applies as router_applies, stage_seconds as router_stage_seconds
-from .roofline_parts import leaf_factor, runs_fp8
+from .roofline_parts import fp8_share, leaf_factor
 from .step_parts import eager_launch_seconds, host_bound_parts, stream_seconds
 from .time import StepTime
 
@@ -300,7 +300,7 @@ class KernelStepTime(StepTime):
         work = estimate.structure["work"]
         if [w["key"] for w in work] != [entry[0] for entry in entries]:
             raise AssertionError("the kernel model's leaves are not the layout's work entries, in order.")
-        rules = tuple((leaf_factor(w, estimate), runs_fp8(w, estimate)) for w in work)
+        rules = tuple((leaf_factor(w, estimate), fp8_share(w, estimate)) for w in work)
         casts = leaf_casts(self.casts, work, estimate.layout)
         memo = (id(entries), id(timer), id(fp8_timer), rules, casts)
         if memo not in _PARTS:
@@ -484,7 +484,7 @@ def cast_kernel(gemms: list, casts: tuple | None, rerun: bool) -> list[Pointwise
     return [Pointwise(forward, 0.0, backward)]
 
 
-def _parts(entries: list[Entry], rules: tuple[tuple[float, bool], ...], timer: KernelTimer,
+def _parts(entries: list[Entry], rules: tuple[tuple[float, float], ...], timer: KernelTimer,
            fp8_timer: KernelTimer | None, training: bool, attention: list[bool], casts: tuple = (),
            experts: list[bool] | None = None
            ) -> tuple[dict[str, tuple[float, int]], dict[str, float], dict[str, float], list[float]]:
@@ -505,9 +505,13 @@ def _parts(entries: list[Entry], rules: tuple[tuple[float, bool], ...], timer: K
         others += cast_kernel(gemms, leaf, rerun)
         return kernels_seconds(gemms, fp8_timer, training) + kernels_seconds(others, timer, training)
 
-    for (key, rerun, launches, kernels), (factor, fp8), core, routed, leaf in zip(entries, rules, attention, experts,
-                                                                                casts):
-        seconds = run(kernels, training, fp8, leaf) + (run(rerun, False, fp8, leaf, rerun=True) if training else 0.0)
+    for (key, rerun, launches, kernels), (factor, share), core, routed, leaf in zip(entries, rules, attention, experts,
+                                                                                  casts):
+        seconds = 0.0  # share of the leaf's runs in the FP8 recipe (its casts included), the rest at the dtype's
+        for part, fp8 in ((share, True), (1.0 - share, False)):
+            if part > 0:
+                seconds += part * (run(kernels, training, fp8, leaf)
+                                   + (run(rerun, False, fp8, leaf, rerun=True) if training else 0.0))
         seconds *= factor
         leaves.append(seconds)
         if core:

@@ -25,6 +25,14 @@ def leaf_factor(leaf: dict[str, Any], estimate: Any) -> float:
     return factor
 
 
+def fp8_share(leaf: dict[str, Any], estimate: Any) -> float:
+    """The share of a leaf's runs at the --fp8 recipe's rate: runs_fp8 (below), less the layers and modules
+    a named mixed-precision configuration keeps in bf16 (layout/fp8_layers.py); 0.0 or 1.0 without one."""
+    from .fp8_layers import low_precision_share
+
+    return low_precision_share(leaf, estimate, runs_fp8(leaf, estimate))
+
+
 def runs_fp8(leaf: dict[str, Any], estimate: Any) -> bool:
     """Whether a leaf's matrix products run at the FP8 peak (--fp8: the linear layers, layout/fp8.py; the output
     head too where the training script's autocast scope runs it in FP8, layout/fp8_options.py head_fp8)."""
@@ -45,8 +53,9 @@ def roofline_part_seconds(step: Any) -> Parts:
     estimate = step.estimate
     numbers, layout = estimate.numbers, estimate.layout
     fp8 = layout.fp8 is not None
-    # everything leaf_factor and runs_fp8 (above) read of the layout, and the rates
+    # everything leaf_factor and fp8_share (above) read of the layout, and the rates
     memo = ("roofline", step.flops_per_s, step.fp8_per_s if fp8 else None, layout.fp8_autocast if fp8 else None,
+            layout.mixed_precision if fp8 else None,
             step.w8a8, step.w8a8_per_s,
             step.vector_per_s, step.bytes_per_s, layout.cp,
             None if estimate.load is None else float(estimate.load.factor))
@@ -61,12 +70,14 @@ def _sums(step: Any, estimate: Any, numbers: Any) -> Parts:
     experts: dict[str, float] = {}
     for index, leaf in enumerate(estimate.structure["work"]):
         work = [float(numbers[f"work.{index}.{q}"]) for q in ("f_mm", "b_mm", "f_o", "b_o")]
-        rate = step.fp8_per_s if runs_fp8(leaf, estimate) else step.flops_per_s
+        share = fp8_share(leaf, estimate)  # of the leaf's runs at the FP8 rate, the rest at the dtype's
+        rates = [(share, step.fp8_per_s), (1.0 - share, step.flops_per_s)]
         if step.w8a8 and leaf.get("w8a8"):  # inputs in one byte after their quantization pass
             work[1] += float(numbers[f"work.{index}.w8a8_b_mm"])
             work[3] += float(numbers[f"work.{index}.w8a8_b_o"])
-            rate = step.w8a8_per_s
-        busy = kernel_times(*work, rate, step.vector_per_s, step.bytes_per_s)[2] * leaf_factor(leaf, estimate)
+            rates = [(1.0, step.w8a8_per_s)]
+        busy = sum(part * kernel_times(*work, rate, step.vector_per_s, step.bytes_per_s)[2]
+                   for part, rate in rates if part > 0) * leaf_factor(leaf, estimate)
         if leaf.get("attention_core"):
             attention[leaf["key"]] = attention.get(leaf["key"], 0.0) + busy
         if leaf.get("experts"):

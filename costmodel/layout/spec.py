@@ -49,6 +49,8 @@
                    PRECISION_AWARE_OPTIMIZERS); megatron's distributed optimizer (--zero 1) only
   fp8_autocast     where the training script opens Transformer Engine's fp8_autocast, for --fp8
                    delayed under fsdp2 (costmodel/layout/fp8_options.py FP8_AUTOCASTS)
+  mixed_precision  a named mixed-precision configuration whose layers and modules stay out of the --fp8
+                   recipe (Megatron-Bridge's nemotron_3_super_bf16_with_nvfp4_mixed: layout/fp8_layers.py)
   vocab_parallel   tensor parallelism splits the embedding and the output head by the vocabulary
                    (True: Megatron's, DTensor's); False: every rank holds both whole and computes every logit, so
                    no embedding all-reduce and no logits all-gather (gpt-fast's tp.py shards attention and the FFN only); decoding only
@@ -148,6 +150,7 @@ class Layout(PipelineSchedule):
     fp8_param_gather: bool = False  # Megatron-Core's --fp8-param-gather: FP8 parameters, gathered in FP8
     tp_only_amax_red: bool = False  # Megatron-Core's --tp-only-amax-red: delayed scaling's amaxes over TP x CP
     fp8_autocast: str | None = None  # the script's fp8_autocast scope, --fp8 delayed off Megatron-Core
+    mixed_precision: str | None = None  # a named configuration's bf16 layers and modules (layout/fp8_layers.py)
     moe_router_fusion: bool = True  # Megatron-Core's --moe-router-fusion (layout/router_fusion.py; False: eager ops)
     moe_router_load_balancing_type: str = "aux_loss"  # Megatron-Core's; read where the router is unfused
     moe_permute_fusion: bool = True  # Megatron-Core's --moe-permute-fusion (layout/permute_fusion.py)
@@ -503,6 +506,7 @@ class Layout(PipelineSchedule):
                 **({"moe_permute_fusion": False} if not self.moe_permute_fusion else {}),
                 **({"moe_grouped_gemm": False} if not self.moe_grouped_gemm else {}),
                 **({"fp8_autocast": self.fp8_autocast} if self.fp8_autocast else {}),
+                **({"mixed_precision": self.mixed_precision} if self.mixed_precision else {}),
                 **({"unfused_loss": True} if self.unfused_loss else {}),
                 **({"fp32_norm_input": True} if self.fp32_norm_input else {}),
                 **({"zero_optimizer": self.zero_optimizer} if self.zero_optimizer != "flat" else {}),
