@@ -26,29 +26,13 @@ import types
 from collections import Counter
 from pathlib import Path
 
+from validate.host_calls import Calls, mode
+
 DEFAULT_REPO = "/work/.mirror/turboderp+exllama/repo"
 COMMIT = "b65d774"  # 2023-06-11 'Concurrency (experimental)': the commit that wrote the README's 173 / 140 t/s row
 
 
-class _Calls:
-    def __init__(self) -> None:
-        self.calls: Counter = Counter()
-        self.on = False
-
-
-def _mode(record: _Calls):
-    from torch.utils._python_dispatch import TorchDispatchMode
-
-    class Count(TorchDispatchMode):
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            if record.on:
-                record.calls[str(func.overloadpacket.__name__)] += 1
-            return func(*args, **(kwargs or {}))
-
-    return Count()
-
-
-def _extension(record: _Calls) -> types.ModuleType:
+def _extension(record: Calls) -> types.ModuleType:
     """exllama_ext: every function one host call (its kernels write into the tensors they are handed); make_q4 a handle."""
     stub = types.ModuleType("exllama_ext")
 
@@ -57,8 +41,7 @@ def _extension(record: _Calls) -> types.ModuleType:
             raise AttributeError(name)
 
         def call(*args, **kwargs):
-            if record.on:
-                record.calls[f"exllama_ext.{name}"] += 1
+            record.note(f"exllama_ext.{name}")
             return 0 if name == "make_q4" else None
         return call
 
@@ -66,7 +49,7 @@ def _extension(record: _Calls) -> types.ModuleType:
     return stub
 
 
-def _modules(repo: str, commit: str, folder: Path, record: _Calls):
+def _modules(repo: str, commit: str, folder: Path, record: Calls):
     """model.py and cuda_ext.py at the commit, imported with the stubbed extension."""
     import torch.utils.cpp_extension as cpp
 
@@ -108,7 +91,7 @@ def _tensors(layers: int, hidden: int, inner: int, group: int = 128) -> dict:
     return tensors
 
 
-def _model(model, folder: Path, layers: int, record: _Calls):
+def _model(model, folder: Path, layers: int, record: Calls):
     """An ExLlama of `layers` layers without its __init__ (no file read), its cache at 4 tokens, and the move tracker."""
     import torch
 
@@ -137,7 +120,7 @@ def _model(model, folder: Path, layers: int, record: _Calls):
     return exllama, cache
 
 
-def _track_moves(model, record: _Calls) -> None:
+def _track_moves(model, record: Calls) -> None:
     """model._move_tensor as a tracker of the default map's devices: the token starts on cuda:0 (the benchmark's
     argmax of logits left on the GPU, 30d8051) or where the last step's logits were moved (b65d774: the CPU);
     output_device (a torch.device: the input's own) is the input ids' device before their move."""
@@ -148,8 +131,7 @@ def _track_moves(model, record: _Calls) -> None:
         if name == "input_ids":
             where["input"] = where["now"]
         if target != where["now"]:
-            if record.on:
-                record.calls["_to_copy"] += 1  # Tensor.to(new_device): one aten._to_copy on the GPU
+            record.note("_to_copy")  # Tensor.to(new_device): one aten._to_copy on the GPU
             where["now"] = target
         return tensor
 
@@ -161,7 +143,7 @@ def count(repo: str = DEFAULT_REPO, commit: str = COMMIT) -> dict:
     cached), the calls a layer and the step's own (the loop's token ops, the embedding, the moves, norm, head)."""
     import torch
 
-    record = _Calls()
+    record = Calls()
 
     def step_calls(layers: int) -> Counter:
         with tempfile.TemporaryDirectory() as name:
@@ -171,7 +153,7 @@ def count(repo: str = DEFAULT_REPO, commit: str = COMMIT) -> dict:
             for timed in (False, True):  # a first step untimed (the tracker's devices settle), then the counted one
                 record.calls.clear()
                 record.on = timed
-                with torch.no_grad(), _mode(record):
+                with torch.no_grad(), mode(record):
                     logits = logits[0, -1, :]
                     token = torch.argmax(logits)
                     next_id = token.unsqueeze(0).unsqueeze(0)

@@ -29,29 +29,13 @@ import types
 from collections import Counter
 from pathlib import Path
 
+from validate.host_calls import Calls, mode
+
 DEFAULT_REPO = "/work/.mirror/mit-han-lab+llm-awq/repo"
 COMMIT = "b76fab6"  # '[Major] Support Llama3 and update on-the-fly rope scaling (#177)', the README the rows read
 
 
-class _Calls:
-    def __init__(self) -> None:
-        self.calls: Counter = Counter()
-        self.on = False
-
-
-def _mode(record: _Calls):
-    from torch.utils._python_dispatch import TorchDispatchMode
-
-    class Count(TorchDispatchMode):
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            if record.on:
-                record.calls[str(func.overloadpacket.__name__)] += 1
-            return func(*args, **(kwargs or {}))
-
-    return Count()
-
-
-def _engine(record: _Calls) -> types.ModuleType:
+def _engine(record: Calls) -> types.ModuleType:
     """awq_inference_engine's kernels used at a decode step, one host call each, outputs made outside the count."""
     import torch
 
@@ -63,8 +47,7 @@ def _engine(record: _Calls) -> types.ModuleType:
             record.on = on
 
     def note(name):
-        if record.on:
-            record.calls[f"awq_inference_engine.{name}"] += 1
+        record.note(f"awq_inference_engine.{name}")
 
     def layernorm_forward_cuda(x, weight, out, eps):
         note("layernorm_forward_cuda")
@@ -93,7 +76,7 @@ def _package(name: str, folder: Path) -> None:
         setattr(sys.modules[parent], child, package)
 
 
-def _import(repo: str, commit: str, folder: Path, record: _Calls):
+def _import(repo: str, commit: str, folder: Path, record: Calls):
     """tinychat's llama.py, fused_attn.py and load_quant's make_quant_linear's WQLinear at the commit."""
     import importlib
 
@@ -155,7 +138,7 @@ def count(repo: str = DEFAULT_REPO, commit: str = COMMIT, kv_heads: int = 2) -> 
     norm, lm_head, the logits' float())."""
     import torch
 
-    record = _Calls()
+    record = Calls()
 
     def step_calls(layers: int) -> Counter:
         with tempfile.TemporaryDirectory() as name:
@@ -163,7 +146,7 @@ def count(repo: str = DEFAULT_REPO, commit: str = COMMIT, kv_heads: int = 2) -> 
             model = _model(llama, fused_attn, qmodule, layers, kv_heads)
             record.calls.clear()
             record.on = True
-            with _mode(record):
+            with mode(record):
                 inputs = torch.as_tensor([[5]], device="cpu")
                 model(inputs, start_pos=4)
             record.on = False
