@@ -183,13 +183,22 @@ NOW_STATS = {**FIRST_STATS, "all": ((71, 16.3, 49, 17, 8), (0.814, 2.184)),
 NOW_STATS = {**NOW_STATS, "all": ((71, 15.6, 54, 18, 8), (0.814, 2.184)),
              "optimum-gptq-bench": ((15, 52.1, 7, 1, 0), (1.094, 1.81))}
 
+# wt44_eagerblock (session 44): exllama-v1's code amended to exllama-v1 (ExLlama's own host calls at b65d774 counted,
+# 28 a layer and 18 a step, at the RTX 4090's borrowed 6.55 us; q, k and v three GEMMs) in place of tensorrt-llm's
+# per-block launch term: all 15.6% -> 15.3%, within 10% 18 -> 21; exllama-v1 7.9% -> 7.6%, within 10% 7 -> 10,
+# 0.844-1.008 -> 0.879-1.077
+MOVED.update({"exllama-v1 7b g128 best rtx4090": 0.966, "exllama-v1 33b g128 worst 2048 rtx4090": 0.893})
+NOW_STATS = {**NOW_STATS, "all": ((71, 15.3, 54, 21, 8), (0.814, 2.184)),
+             "exllama-v1": ((12, 7.6, 12, 10, 4), (0.879, 1.077))}
+
 @pytest.mark.slow
 def test_the_rows_as_first_computed(published_tables):
     every = ratios(SOURCES, tables=published_tables)
     assert_summaries(every, decode_groups(every, SOURCES), NOW_STATS)
     # 49 too fast (57 before wt37_trtllm retyped modelopt-v0.11: 7 of its 9 rows now read slower than published; 50
     # before wt39_machete's W8A8 rate at few rows: modelopt-v0.21's 70B fp8 batch 1 on the H200, 1.022 -> 0.902)
-    assert sum(v > 1 for v in every.values()) == 49
+    # 50 since wt44_eagerblock: ExLlama's counted host moved exllama-v1's 7B worst row 0.997 -> 1.077
+    assert sum(v > 1 for v in every.values()) == 50
     # the H200 table's Llama 3.1 8B INT4 AWQ rows (TP 1 as its BF16): published slower than BF16 at batch 8 and 64, ours
     # faster (the int4 product priced by its bytes)
     rows = {r["id"]: r for r in runs_of("modelopt-v0.21")}

@@ -1,0 +1,57 @@
+"""TinyChat's W4A16 Llama decode step priced by its counted host calls (kernel_facts.json eager_step_ops
+"tinychat-llama", validate/tinychat_ops.py): the count re-measured from the code where its git directory is here, a
+step's ops from the table, and the tinychat-b76fab6 Llama INT4 rows' code (MPT's and Falcon's keep tensorrt-llm)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from costmodel.eager_ops import step_ops
+from costmodel.kernel_facts_file import fuses_qkv
+from costmodel.presets import load_preset
+from validate.tinychat_ops import COMMIT, DEFAULT_REPO, count
+
+AWQ = {"weight_dtype": "int4", "weight_group": 128}
+HERE = pytest.mark.skipif(not Path(DEFAULT_REPO).exists(), reason="no llm-awq git directory (the library's fetch)")
+
+
+@HERE
+def test_the_code_at_the_commit_issues_22_calls_a_layer_and_8_a_step():
+    counted = count(DEFAULT_REPO, COMMIT)
+    assert (counted["per_layer"], counted["per_step"]) == (22, 8)
+    layer = counted["by_op"]
+    assert (layer["awq_inference_engine.gemv_forward_cuda_new"], layer["awq_inference_engine.layernorm_forward_cuda"],
+            layer["awq_inference_engine.single_query_attention"], layer["slice"], layer["add"]) == (5, 2, 1, 3, 2)
+    assert counted["step_by_op"] == {"awq_inference_engine.layernorm_forward_cuda": 1, "embedding": 1, "empty_like": 1,
+                                     "lift_fresh": 1, "linear": 1, "slice": 1, "to": 2}
+
+
+@HERE
+def test_grouped_key_value_heads_issue_the_same_calls():
+    assert count(DEFAULT_REPO, COMMIT, kv_heads=1)["per_layer"] == 22
+
+
+def test_a_step_is_its_layers_calls_and_the_steps_own():
+    assert step_ops(load_preset("llama2-7b"), "tinychat-llama", "fp16", "flash", "static", AWQ) == 22 * 32 + 8  # 712
+    assert step_ops(load_preset("llama3-8b"), "tinychat-llama", "fp16", "flash", "static", AWQ) == 22 * 32 + 8
+    assert step_ops(load_preset("llama2-13b"), "tinychat-llama", "fp16", "flash", "static", AWQ) == 22 * 40 + 8
+    assert step_ops(load_preset("mpt-7b"), "tinychat-llama", "fp16", "flash", "static", AWQ) is None
+    assert step_ops(load_preset("llama2-7b"), "tinychat-llama", "fp16", "flash", "static",
+                    {**AWQ, "quant_layout": "awq-gemm"}) is None
+    assert fuses_qkv("tinychat-llama") and not fuses_qkv("exllama-v1")
+
+
+def test_the_llama_int4_rows_run_the_counted_code():
+    from reports.published_decode import decode_setup
+    from reports.published_runs import other_runs_data
+
+    data = other_runs_data()
+    source = data["sources"]["tinychat-b76fab6"]
+    codes = {run["id"]: decode_setup(run, source)[2]["implementation"] for run in data["runs"]
+             if run["id"].startswith("tinychat-b76fab6 tinychat ")}
+    assert sorted(rid for rid, code in codes.items() if code == "tinychat-llama") == sorted(
+        f"tinychat-b76fab6 tinychat {model} int4 {gpu}" for model in ("llama3-8b", "llama2-7b", "llama2-13b")
+        for gpu in ("a6000", "4090"))
+    assert {code for code in codes.values() if code != "tinychat-llama"} == {"tensorrt-llm"}  # MPT's and Falcon's

@@ -1,0 +1,177 @@
+"""Counts the host calls one decode step of TinyChat's W4A16 Llama (mit-han-lab/llm-awq tinychat/) issues
+(kernel_facts.json eager_step_ops "tinychat-llama"), by running the code at the stated commit on the CPU under a
+TorchDispatchMode, with its CUDA extension (awq_inference_engine) replaced by stubs that record each call as one host
+call and return a tensor of the kernel's output shape (made outside the count).
+
+    PYTHONPATH=. python validate/tinychat_ops.py [--repo GITDIR] [--commit SHA]
+
+GITDIR: a git directory of mit-han-lab/llm-awq (the library's `fetch` mirror by default). tinychat/ and
+awq/quantize/qmodule.py at the commit are written to a temporary folder and imported without their packages'
+__init__ files (which import every model, the vision towers and the serving code): only tinychat/models/llama.py,
+tinychat/modules/fused_attn.py and awq/quantize/qmodule.py are run. The model is built as demo.py builds a W4A16 Llama:
+LlamaForCausalLM(config).half(), every linear but lm_head a WQLinear (load_quant.load_awq_llama_fast's
+make_quant_linear), then make_quant_attn (q, k and v one WQLinear; QuantLlamaAttentionFused); make_quant_norm replaces
+transformers' LlamaRMSNorm only, which tinychat's Llama does not hold. The timed part of a decode step is
+stream_gen.StreamGenerator's between its two torch.cuda.synchronize(): `torch.as_tensor([[token]], device=device)` and
+`model(inputs, start_pos=start_pos)` (seqlen 1: QuantLlamaAttentionFused's single_query_attention branch; WQLinear's
+gemv_forward_cuda_new below 8 rows). The rotary-embedding modules the constructors build (dummies, unused in forward)
+and the caches' .cuda() are made on the CPU. per layer: a model of two layers less one; per step: one layer's model less
+one layer.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import tempfile
+import types
+from collections import Counter
+from pathlib import Path
+
+from validate.host_calls import Calls, mode
+
+DEFAULT_REPO = "/work/.mirror/mit-han-lab+llm-awq/repo"
+COMMIT = "b76fab6"  # '[Major] Support Llama3 and update on-the-fly rope scaling (#177)', the README the rows read
+
+
+def _engine(record: Calls) -> types.ModuleType:
+    """awq_inference_engine's kernels used at a decode step, one host call each, outputs made outside the count."""
+    import torch
+
+    def made(shape, like):
+        on, record.on = record.on, False
+        try:
+            return torch.zeros(shape, dtype=like.dtype)
+        finally:
+            record.on = on
+
+    def note(name):
+        record.note(f"awq_inference_engine.{name}")
+
+    def layernorm_forward_cuda(x, weight, out, eps):
+        note("layernorm_forward_cuda")
+
+    def gemv_forward_cuda_new(x, qweight, scales, zeros, rows, out_features, in_features, group_size):
+        note("gemv_forward_cuda_new")
+        return made((*x.shape[:-1], out_features), x)
+
+    def single_query_attention(q, k, v, k_cache, v_cache, lengths, alibi, t, rotary_dim, base, scaling, neox):
+        note("single_query_attention")
+        return made((q.shape[0], q.shape[1] * q.shape[2]), q)
+
+    engine = types.ModuleType("awq_inference_engine")
+    engine.layernorm_forward_cuda = layernorm_forward_cuda
+    engine.gemv_forward_cuda_new = gemv_forward_cuda_new
+    engine.single_query_attention = single_query_attention
+    return engine
+
+
+def _package(name: str, folder: Path) -> None:
+    package = types.ModuleType(name)
+    package.__path__ = [str(folder / name.replace(".", "/"))]
+    sys.modules[name] = package
+    if "." in name:  # bound on its parent, as an import binds it
+        parent, child = name.rsplit(".", 1)
+        setattr(sys.modules[parent], child, package)
+
+
+def _import(repo: str, commit: str, folder: Path, record: Calls):
+    """tinychat's llama.py, fused_attn.py and load_quant's make_quant_linear's WQLinear at the commit."""
+    import importlib
+
+    import torch
+    from transformers.models.llama import modeling_llama
+
+    files = subprocess.run(["git", "--git-dir", repo, "ls-tree", "-r", "--name-only", commit, "tinychat", "awq"],
+                           check=True, capture_output=True, text=True).stdout.split()
+    for name in files:
+        if name.endswith(".py"):
+            path = folder / name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(subprocess.run(["git", "--git-dir", repo, "show", f"{commit}:{name}"], check=True,
+                                            capture_output=True).stdout)
+    for name in [name for name in sys.modules if name.split(".")[0] in ("tinychat", "awq", "awq_inference_engine")]:
+        del sys.modules[name]
+    sys.modules["awq_inference_engine"] = _engine(record)
+    for name in ("tinychat", "tinychat.models", "tinychat.modules", "tinychat.utils", "awq", "awq.quantize"):
+        _package(name, folder)
+    sys.path.insert(0, str(folder))
+    try:
+        constants = importlib.import_module("tinychat.utils.constants")
+        constants.init()  # tinychat/utils/__init__.py's own call
+        llama = importlib.import_module("tinychat.models.llama")
+        fused_attn = importlib.import_module("tinychat.modules.fused_attn")
+        qmodule = importlib.import_module("awq.quantize.qmodule")
+    finally:
+        sys.path.remove(str(folder))
+    dummy = type("Dummy", (torch.nn.Module,), {"__init__": lambda self, *a, **k: torch.nn.Module.__init__(self)})
+    llama.LlamaRotaryEmbedding = dummy  # "# dummy" in both constructors: never called in forward
+    fused_attn.QuantLlamaRotaryEmbedding = dummy
+    del modeling_llama
+    return llama, fused_attn, qmodule
+
+
+def _model(llama, fused_attn, qmodule, layers: int, kv_heads: int):
+    """demo.py's W4A16 Llama of `layers` layers (2 query heads, `kv_heads` key/value heads), on the CPU."""
+    import torch
+
+    params = types.SimpleNamespace(hidden_size=256, num_attention_heads=2, num_key_value_heads=kv_heads, intermediate_size=512,
+                                   vocab_size=64, num_hidden_layers=layers, rms_norm_eps=1e-6,
+                                   max_position_embeddings=64, rope_theta=10000.0, rope_scaling=None)
+    cuda, torch.Tensor.cuda = torch.Tensor.cuda, lambda self, *args, **kwargs: self
+    try:
+        model = llama.LlamaForCausalLM(params).half()
+    finally:
+        torch.Tensor.cuda = cuda
+    for module in list(model.modules()):  # make_quant_linear: every nn.Linear but lm_head
+        for name, child in list(module.named_children()):
+            if isinstance(child, torch.nn.Linear) and child is not model.lm_head:
+                setattr(module, name, qmodule.WQLinear(4, 128, child.in_features, child.out_features, False, "cpu"))
+    fused_attn.make_quant_attn(model, "cpu")
+    return model
+
+
+def count(repo: str = DEFAULT_REPO, commit: str = COMMIT, kv_heads: int = 2) -> dict:
+    """{"per_layer", "per_step", "by_op", "step_by_op"}: the timed part of one decode step (fp16, batch 1, 4 tokens in
+    the cache; kv_heads 1: grouped heads, Llama 3's): the calls a layer and the step's own (as_tensor, the embedding, the rotary table's slice, the final
+    norm, lm_head, the logits' float())."""
+    import torch
+
+    record = Calls()
+
+    def step_calls(layers: int) -> Counter:
+        with tempfile.TemporaryDirectory() as name:
+            llama, fused_attn, qmodule = _import(repo, commit, Path(name), record)
+            model = _model(llama, fused_attn, qmodule, layers, kv_heads)
+            record.calls.clear()
+            record.on = True
+            with mode(record):
+                inputs = torch.as_tensor([[5]], device="cpu")
+                model(inputs, start_pos=4)
+            record.on = False
+            return Counter(record.calls)
+
+    one, two = step_calls(1), step_calls(2)
+    per_layer = two - one
+    own = one - per_layer
+    return {"per_layer": sum(per_layer.values()), "per_step": sum(own.values()),
+            "by_op": dict(sorted(per_layer.items())), "step_by_op": dict(sorted(own.items()))}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repo", default=DEFAULT_REPO)
+    parser.add_argument("--commit", default=COMMIT)
+    parser.add_argument("--kv-heads", type=int, choices=(1, 2), default=2)
+    args = parser.parse_args(argv)
+    if not Path(args.repo).exists():
+        print(f"error: no llm-awq git directory at {args.repo} (the library's fetch of mit-han-lab/llm-awq)",
+              file=sys.stderr)
+        return 2
+    print(count(args.repo, args.commit, args.kv_heads))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
