@@ -49,6 +49,8 @@ def test_groups_by_source_framework_gpu_and_sign():
     assert found[1]["layouts"] == ["tp1 pp1 dp8 zero 3"]
     assert markdown(found).splitlines()[2] == \
         "| over | litgpt-thunder | fsdp2 | a100-40gb | 2 | 1.45-1.45 | tp1 pp1 dp8 zero 2 |"
+    assert markdown(found, rows=True).splitlines()[3:5] == [f"|  | {DDP_EAGER} |  |  |  | 1.446 |  |",
+                                                           f"|  | {DDP_COMPILE} |  |  |  | 1.450 |  |"]
 
 
 def test_other_kinds_group_apart():

@@ -4,7 +4,7 @@ section prints, read from `python cli.py published --json`'s other_runs (ratio =
 GPU-hours rows apart, as summary_by_kind leaves them).
 
     python cli.py published --json > /tmp/published.json
-    PYTHONPATH=. python validate/band_groups.py /tmp/published.json [--kind "dense training"]
+    PYTHONPATH=. python validate/band_groups.py /tmp/published.json [--kind "dense training"] [--rows]
 """
 
 from __future__ import annotations
@@ -62,17 +62,20 @@ def groups(other_runs: list[dict[str, Any]], kind: str = "dense training") -> li
     order = [name for name, _, _ in BANDS]
     out = [{"band": key[0], "source": key[1], "framework": key[2], "hardware": key[3], "rows": len(rows),
             "lowest": min(r for _, r, _ in rows), "highest": max(r for _, r, _ in rows),
-            "layouts": sorted({layout for _, _, layout in rows}), "runs": [run for run, _, _ in rows]}
+            "layouts": sorted({layout for _, _, layout in rows}), "runs": [run for run, _, _ in rows],
+            "ratios": [ratio for _, ratio, _ in rows]}
            for key, rows in found.items()]
     return sorted(out, key=lambda g: (order.index(g["band"]), -g["rows"], g["source"], g["hardware"]))
 
 
-def markdown(found: list[dict[str, Any]]) -> str:
-    """The groups as a Markdown table, one line a group."""
+def markdown(found: list[dict[str, Any]], rows: bool = False) -> str:
+    """The groups as a Markdown table, one line a group; rows: each run beneath its group, with its ratio."""
     lines = ["| band | source | framework | GPU | rows | range | layouts |", "|---|---|---|---|---|---|---|"]
     for g in found:
         lines.append(f"| {g['band']} | {g['source']} | {g['framework']} | {g['hardware']} | {g['rows']} | "
                      f"{g['lowest']:.2f}-{g['highest']:.2f} | {'; '.join(g['layouts'])} |")
+        if rows:
+            lines += [f"|  | {run} |  |  |  | {ratio:.3f} |  |" for run, ratio in zip(g["runs"], g["ratios"])]
     return "\n".join(lines)
 
 
@@ -80,6 +83,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("published_json", help="the output of `python cli.py published --json`")
     parser.add_argument("--kind", default="dense training", choices=KINDS)
+    parser.add_argument("--rows", action="store_true", help="each run beneath its group, with its ratio")
     args = parser.parse_args(argv)
     try:
         with open(args.published_json) as handle:
@@ -88,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"band_groups: {args.published_json} is not `published --json`'s output ({error}).", file=sys.stderr)
         return 2
     found = groups(other, args.kind)
-    print(markdown(found))
+    print(markdown(found, args.rows))
     for name, _, _ in BANDS:
         print(f"{name}: {sum(g['rows'] for g in found if g['band'] == name)} rows")
     return 0
