@@ -297,6 +297,11 @@ def pcie_ring_seconds(hardware: Hardware, kind: str, each: float, ranks: int, li
     collective_latency_s applies)."""
     if hardware.intra_node_fabric != "pcie" or kind not in RING_STEPS or ranks <= 1:
         return None
+    return pcie_ring(kind, each, ranks, link)
+
+
+def pcie_ring(kind: str, each: float, ranks: int, link: float) -> float:
+    """pcie_ring_seconds' time of one ring call that crosses PCIe (kind in RING_STEPS, ranks > 1), on any node."""
     facts, us = nccl_facts()["inter_node_latency"], 1e-6
     ll, steps, moved = facts["ring_protocols"]["ll"], RING_STEPS[kind] * (ranks - 1), each * ring_factor(kind, ranks)
     simple = (facts["base_latency_us"]["ring"] + steps * facts["hw_latency_us"]["pci"]["ring"]) * us + moved / link
@@ -414,6 +419,12 @@ def collective_seconds(hardware: Hardware, kind: str, payload: float, ranks: int
     per_node = hardware.gpus_per_node
     if span <= per_node:
         return within_node(hardware, kind, payload, ranks, calls, all_reduce, dtype)
+    if span <= hardware.gpus_per_host and kind in RING_STEPS:
+        # NVLink domains (bridged pairs) inside one PCIe host: NCCL's nodes are hosts, and inside one it runs a ring
+        # through every GPU of the group, which crosses PCIe between domains: the whole ring at the PCIe link, at
+        # the share of it a link inside a node reaches (node_link's), as a PCIe node's ring (pcie_ring_seconds)
+        pcie = hardware.link(span) * float(nccl_facts()["link_efficiency"]["value"])
+        return calls * pcie_ring(kind, payload / calls, ranks, pcie)
     inter = inter_node_link(hardware, span)
     if kind in ("send", "recv"):
         return payload / inter + calls * hardware.collective_latency_s

@@ -85,6 +85,10 @@ class Hardware:
     # "pcie" where a node's GPUs meet over PCIe only (no NVLink, no NVSwitch): its rings' collectives take NCCL's
     # own latency model for a PCIe ring (collectives.pcie_ring_seconds) in place of collective_latency_s.
     intra_node_fabric: str = ""
+    # GPUs one host holds where its NVLink domains (gpus_per_node) are smaller, as NVLink bridges join an A100 PCIe
+    # box's GPUs in pairs: a collective past a node but inside the host runs NCCL's one ring through the host's GPUs,
+    # at its slowest hop, the PCIe link (collectives.collective_seconds). 0: a host is a node.
+    gpus_per_host: int = 0
     # The preset whose measured collectives (nccl_facts.json, keyed by preset names) this GPU's
     # nodes share; "" means the file's own name (network_name). cluster: the cluster whose collectives
     # were measured across its nodes (nccl_facts.json "cluster_busbw"; collectives.cluster_busbw) or inside
@@ -205,6 +209,10 @@ class Hardware:
         if self.intra_node_fabric not in ("", "pcie"):
             raise ConfigError(f"hardware {self.name}: interconnect intra_node_fabric must be \"pcie\" (a node whose GPUs "
                               f"meet over PCIe only) or left out, got {show(self.intra_node_fabric)}.")
+        if self.gpus_per_host and (self.gpus_per_host <= self.gpus_per_node or self.intra_node_fabric):
+            raise ConfigError(f"hardware {self.name}: interconnect gpus_per_host ({self.gpus_per_host}) names a host "
+                              f"of NVLink domains larger than a node of {self.gpus_per_node} GPUs and joined over "
+                              "PCIe; give more GPUs than gpus_per_node, without intra_node_fabric, or leave it out.")
         if not self.vector_flops_per_s > 0:
             object.__setattr__(self, "vector_flops_per_s", self.flops_per_s.get("fp32", 0.0))
         if not self.vector_flops_per_s > 0:
@@ -382,6 +390,7 @@ class Hardware:
             inter_node_bandwidth_bytes_per_s=float(network.get("inter_node_bandwidth_bytes_per_s", 0.0)),
             collective_latency_s=float(network.get("collective_latency_s", 0.0)),
             intra_node_fabric=str(network.get("intra_node_fabric", "")),
+            gpus_per_host=int(network.get("gpus_per_host", 0)),
             matmul_efficiency={str(k): float(v) for k, v in data.get("matmul_efficiency", {}).items()},
             sustained_matmul_efficiency={str(k): float(v)
                                          for k, v in data.get("sustained_matmul_efficiency", {}).items()},
@@ -416,6 +425,8 @@ class Hardware:
         }
         if self.intra_node_fabric:
             out["interconnect"]["intra_node_fabric"] = self.intra_node_fabric
+        if self.gpus_per_host:
+            out["interconnect"]["gpus_per_host"] = self.gpus_per_host
         if self.sustained_matmul_efficiency:
             out["sustained_matmul_efficiency"] = dict(self.sustained_matmul_efficiency)
         if self.gemm_efficiency_by_rows:

@@ -206,6 +206,9 @@ INTERCONNECT: dict[str, Field] = {
                                "model (collectives.pcie_ring_seconds) in place of collective_latency_s; "
                                f"{PCIE_HELP} (a \"pcie\" node faster than PCIe 7.0 x16's 256 GB/s a direction, or "
                                "a copy of a PCIe preset edited faster than the preset's link, is refused)"),
+    "gpus_per_host": Field(int, "GPUs one host holds where its NVLink domains are smaller (bridged pairs): a "
+                           "collective past a node but inside the host runs NCCL's one ring through them at the PCIe "
+                           "link, inter_node_bandwidth_bytes_per_s (collectives.collective_seconds)", low=1),
     "source": Field(str, "where the interconnect's numbers come from"),
 }
 
