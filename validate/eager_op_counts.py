@@ -373,12 +373,13 @@ def training_model(hidden: int, heads: int, kv_heads: int, head_dim: int, ffn: i
     implementation (sdpa, eager), as a training step runs it."""
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM
+    from .compare import TORCH_DTYPES  # bf16, fp16, fp32: one map
 
     torch.manual_seed(seed)
     config = LlamaConfig(vocab_size=vocab, hidden_size=hidden, intermediate_size=ffn, num_hidden_layers=layers,
                          num_attention_heads=heads, num_key_value_heads=kv_heads, head_dim=head_dim,
                          max_position_embeddings=256, attn_implementation=attention)
-    return LlamaForCausalLM(config).to({"bf16": torch.bfloat16, "fp32": torch.float32}[dtype]).train()
+    return LlamaForCausalLM(config).to(TORCH_DTYPES[dtype]).train()
 
 
 def training_step_bytes(model: Any, batch: int, seq_len: int) -> dict[str, dict[str, dict[str, int]]]:
