@@ -11,7 +11,7 @@ import pytest
 
 import costmodel
 from costmodel.config import ConfigError
-from tests.cli_run import one_error_line, run_json
+from tests.cli_run import one_error_line, run_json, run_main
 
 
 def test_estimate_with_a_layout_field_as_a_keyword_names_layout():
@@ -69,3 +69,36 @@ def test_an_fp16_lora_step_moves_the_bytes_a_bf16_one_does(capsys):
                                  "--dtype", dtype, "--json"], capsys)["time"]
     assert steps["fp16"]["step_seconds"] == steps["bf16"]["step_seconds"]
     assert round(steps["fp16"]["step_seconds"], 3) == 0.171
+
+
+def test_a_measured_local_below_a_gb_per_s_loads_and_a_refused_one_is_said(tmp_path, monkeypatch, capsys):
+    # `hardware --measure` on a 2-core machine shared by other jobs measured its decode chain at 0.51 GB/s; the schema's
+    # unit floor, 1 GB/s ("below any GPU's or CPU's"), refused the file it had just written, and the list it printed
+    # then said "(local: not measured yet; `python cli.py hardware --measure`)", the command just run.
+    import json
+
+    from costmodel.hardware import load_hardware
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    local = tmp_path / "transformer-costmodel" / "local.json"
+    local.parent.mkdir()
+    measured = {"name": "local", "architecture": "cpu", "description": "this machine", "default_dtype": "fp32",
+                "flops_per_s": {"fp32": 12449243901.4}, "vector_flops_per_s": 337497992.2,
+                "bandwidth_bytes_per_s": 508372717.9, "memory_bytes": 25276182528}
+    local.write_text(json.dumps(measured))
+    assert load_hardware("local").bandwidth_bytes_per_s == 508372717.9
+    local.write_text(json.dumps({**measured, "bandwidth_bytes_per_s": 4.8}))  # a unit slip is still one line
+    with pytest.raises(ConfigError, match=re.escape("bandwidth_bytes_per_s must be at least 1,000,000, got 4.8")):
+        load_hardware("local")
+    code, out, _ = run_main(["hardware"], capsys)
+    assert code == 0 and out.rstrip().endswith("(local: measured, but its file does not load: `--hardware local` says "
+                                               "why; `python cli.py hardware --measure` measures again)")
+
+    import validate.calibrate
+
+    monkeypatch.setattr(validate.calibrate, "calibrate", lambda dtypes: None)  # the 15 s measurement: the file above
+    code, out, err = run_main(["hardware", "--measure"], capsys)
+    progress, line = err.strip().splitlines()  # the measurement's progress line, then one error line
+    assert (code, out) == (2, "") and progress.startswith("measuring matmul")
+    assert line.startswith("error: hardware --measure: measured and cached, but the file is refused: ")
+    assert "bandwidth_bytes_per_s must be at least 1,000,000, got 4.8" in line
