@@ -102,3 +102,13 @@ def test_a_measured_local_below_a_gb_per_s_loads_and_a_refused_one_is_said(tmp_p
     assert (code, out) == (2, "") and progress.startswith("measuring matmul")
     assert line.startswith("error: hardware --measure: measured and cached, but the file is refused: ")
     assert "bandwidth_bytes_per_s must be at least 1,000,000, got 4.8" in line
+
+
+@pytest.mark.parametrize("quantity, near", [("kv_cache", "kv_cache_bytes"), ("activations", "saved_bytes"),
+                                            ("flops", "flops_matmul, flops_other, flops_matmul_backward, "
+                                                      "flops_other_backward")])
+def test_formulas_with_estimates_word_for_a_quantity_names_the_formulas_one(quantity, near, capsys):
+    # `formulas --quantity kv_cache` (estimate's JSON key) or `activations` (its Memory line) read "unknown quantity"
+    # and the twenty names, the one meant among them unsaid.
+    line = one_error_line(["formulas", "--model", "llama3.1-8b", "--block", "attention", "--quantity", quantity], capsys)
+    assert line.startswith(f"error: unknown quantity {quantity!r} (did you mean {near}?); use one of params, ")
