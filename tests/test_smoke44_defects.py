@@ -112,3 +112,11 @@ def test_formulas_with_estimates_word_for_a_quantity_names_the_formulas_one(quan
     # and the twenty names, the one meant among them unsaid.
     line = one_error_line(["formulas", "--model", "llama3.1-8b", "--block", "attention", "--quantity", quantity], capsys)
     assert line.startswith(f"error: unknown quantity {quantity!r} (did you mean {near}?); use one of params, ")
+
+
+def test_serve_with_the_rate_as_text_says_to_give_the_number():
+    # serve(m, "h100", rate="5") read "--rate must be a positive number of requests per second, got '5'.": 5 is one.
+    with pytest.raises(ConfigError, match=re.escape("got '2.5': text; in Python give the number, rate=2.5.")):
+        costmodel.serve("llama3.1-8b", "h100", rate="2.5", requests=3)
+    with pytest.raises(ConfigError, match=re.escape("per second, got 'fast'.")):
+        costmodel.serve("llama3.1-8b", "h100", rate="fast", requests=3)
