@@ -44,7 +44,11 @@ def render_hardware(rows: list[dict[str, Any]], note_local: bool = True) -> str:
         align="lrrrrrrlll",
     )
     if note_local and "local" not in {r["name"] for r in rows}:
-        text += "\n(local: not measured yet; `python cli.py hardware --measure`)"
+        from costmodel.hardware import local_cache_path
+
+        text += ("\n(local: measured, but its file does not load: `--hardware local` says why; `python cli.py hardware "
+                 "--measure` measures again)" if local_cache_path().is_file() else
+                 "\n(local: not measured yet; `python cli.py hardware --measure`)")
     return text
 
 

@@ -167,6 +167,12 @@ def hardware(names, measure, dtypes, shown, out, device, like, quick, as_json) -
         click.echo("measuring matmul and vector FLOP/s, memory bandwidth and per-block overhead "
                    "(about 15 seconds)...", err=True)
         calibrate(dtypes=tuple(dict.fromkeys(Workload(dtype=d).dtype for d in dtypes)) or ("fp32",))
+        from costmodel.hardware import load_hardware
+
+        try:  # the list below leaves out a `local` that does not load, and said "not measured yet"
+            load_hardware("local")
+        except ConfigError as error:
+            raise InputError(f"hardware --measure: measured and cached, but the file is refused: {error}") from None
     rows = hardware_rows()
     if as_json:
         click.echo(json.dumps(rows, indent=2))

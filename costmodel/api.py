@@ -66,17 +66,22 @@ COMMAND_NAMES = {"gen": "did you mean gen_tokens? ", "prompt": "did you mean seq
                  "layout": "a layout is estimate's and simulate's, not sweep's; "}
 
 
-def check_workload_keywords(options: dict[str, Any]) -> None:
+def check_workload_keywords(options: dict[str, Any], layout: bool = False) -> None:
     """Each keyword a workload field, else one ConfigError naming the fields: estimate(..., hardware="h100")
-    raised Python's TypeError naming Workload.__init__, a class the caller never called."""
+    raised Python's TypeError naming Workload.__init__, a class the caller never called. layout: the caller
+    takes layout={...} (estimate), where estimate(..., tp=8) and (..., gpus=8) read "unknown keyword 'tp'" and
+    the workload's fields, nothing on layout={'tp': 8}, which simulate's same refusal names (plain.layout_hint)."""
     import dataclasses
     import difflib
+
+    from .plain import layout_hint
 
     fields = [field.name for field in dataclasses.fields(Workload) if field.name != "seq_len"]
     for name in options:
         if name not in fields:
             near = difflib.get_close_matches(name, fields, n=1)
-            hint = COMMAND_NAMES.get(name) or (f"did you mean {near[0]}? " if near else "")
+            placed = layout_hint(name, options).strip(" ()") if layout else ""
+            hint = (f"{placed}; " if placed else "") or COMMAND_NAMES.get(name) or (f"did you mean {near[0]}? " if near else "")
             raise ConfigError(f"unknown keyword {name!r}: {hint}a workload takes seq_len, {', '.join(fields)}.")
 
 
@@ -140,6 +145,7 @@ def estimate(model: Any, seq_len: int | None = None, layout: Any = None, **workl
     from .spec import CANONICAL_DTYPE, DEFAULT_DTYPE
 
     cfg = load_model(model)
+    check_workload_keywords(workload, layout=True)  # tp=8 beside the workload's keywords: layout={'tp': 8} said
     chosen_layout = make_layout(layout)
     if chosen_layout is not None:  # the framework's code and precision unless impl or attention is given
         workload = {**workload, **implied(chosen_layout.framework, workload.get("impl"), workload.get("attention"),

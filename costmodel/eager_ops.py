@@ -34,7 +34,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .kernel_facts_file import matching_entry
+from .kernel_facts_file import kernel_facts, matching_entry
 
 
 def eager_step_seconds(kernels: Any, launches: Any, host: Any) -> Any:
@@ -126,8 +126,9 @@ def eager_training_implementation(cfg: Any, workload: Any) -> dict | None:
     eager: not compiled, not under autocast (layout/rank_kernel_cache.eager_training)."""
     if workload.weight_format is not None:
         return None
+    dtype = kernel_facts()["eager_training_bytes"]["same_bytes_as"].get(workload.dtype, workload.dtype)  # fp16: bf16's
     return matching_entry("eager_training_bytes", cfg, lambda entry: (
-        workload.attention in entry["attention"] and workload.dtype == entry["dtype"]
+        workload.attention in entry["attention"] and dtype == entry["dtype"]
         and workload.impl == entry["impl"] and workload.batch >= entry.get("min_batch", 1)
         and not (entry.get("multi_head_only") and cfg.n_kv_heads != cfg.n_heads)))
 

@@ -9,6 +9,10 @@ from typing import Any
 from .config import ConfigError, ModelConfig
 
 
+#: estimate's words for a quantity that the formulas name otherwise (its "activations" are saved for backward).
+ESTIMATE_WORDS = {"activations": "saved_bytes", "weights": "params", "parameters": "params"}
+
+
 def formula_rows(cfg: ModelConfig, block: str | None = None, quantities: tuple[str, ...] = (),
                  latex: bool = False) -> list[dict[str, Any]]:
     """One row a leaf whose path contains `block` (all without it): its path, count (and, for a shared block,
@@ -22,6 +26,8 @@ def formula_table(cfg: ModelConfig, block: str | None = None, quantities: tuple[
                   latex: bool = False) -> tuple[list[dict[str, Any]], dict[str, str]]:
     """formula_rows' rows and the meanings of the symbols they use (counts, held weights and the formulas
     shown), as text or LaTeX. `block` and `quantities` are read in any case, as every choice is."""
+    import difflib
+
     from . import symbols as S
     from .blocks import Cost
     from .tree import CostModel
@@ -29,14 +35,15 @@ def formula_table(cfg: ModelConfig, block: str | None = None, quantities: tuple[
     known = Cost.QUANTITIES + Cost.STEP_QUANTITIES
     quantities = tuple(str(q).lower() for q in quantities)
     unknown = [q for q in quantities if q not in known]
-    if unknown:
-        raise ConfigError(f"unknown quantity {unknown[0]!r}; use one of {', '.join(known)}.")
+    if unknown:  # "kv_cache" and "flops" (estimate's words) read only the whole list: the names that hold them said
+        near = ([ESTIMATE_WORDS[unknown[0]]] if unknown[0] in ESTIMATE_WORDS else [name for name in known if unknown[0] in name]
+                or difflib.get_close_matches(unknown[0], known, n=2))
+        hint = f" (did you mean {', '.join(near)}?)" if near else ""
+        raise ConfigError(f"unknown quantity {unknown[0]!r}{hint}; use one of {', '.join(known)}.")
     cost_model = CostModel(cfg)
     needle = None if block is None else block.lower()
     leaves = [leaf for leaf in cost_model.leaves if needle is None or needle in leaf.path.lower()]
     if not leaves:  # a typo ('atention') was told nothing more; the path's words spelled like it are named
-        import difflib
-
         words = sorted({word for leaf in cost_model.leaves for word in leaf.path.split(".")})
         near = difflib.get_close_matches(needle, words, n=3, cutoff=0.6)
         hint = f" Did you mean {', '.join(near)}?" if near else f" Its paths' words: {', '.join(words)}."

@@ -44,6 +44,12 @@ def _hardware_hint(gpus: Any) -> str:
 
     if not isinstance(gpus, str):
         return ""
+    counts = gpus.replace(" ", "").split(",")
+    if all(count.isdigit() for count in counts):  # plan(m, "8"): "must be positive whole numbers, got '8'" said no more
+        listed = ", ".join(str(int(count)) for count in counts)
+        return (f" {gpus!r} is text: in Python give the number, gpus={listed}" if len(counts) == 1 else
+                f" {gpus!r} is text: in Python give a list of numbers, gpus=[{listed}]") + \
+            " (the command line's --gpus reads the text)."
     try:
         load_hardware(gpus)
     except ConfigError:

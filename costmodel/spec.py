@@ -510,3 +510,14 @@ def spell_fields(instance: Any) -> None:
         spelled = spelled_choice(f"{type(instance).__name__.lower()}: ", name, value)
         if spelled is not value:
             object.__setattr__(instance, name, spelled)
+
+
+#: A training layout's words that serve does not take, and what stands for each: serve(..., ep=2) read "did you
+#: mean step?" and `serve --dp 2` click's "Did you mean --dtype, --pp, --tp?" (reports/options.not_replica_options
+#: refuses the options with these lines).
+NOT_A_REPLICA = {
+    "dp": "data parallelism is replicas behind a router: replicas=N (--replicas N), each of tp x pp GPUs",
+    "gpus": "a deployment's GPUs are replicas x tp x pp: give tp, pp and replicas (--tp, --pp, --replicas)",
+    "ep": "expert parallelism (vLLM's --enable-expert-parallel) is not modelled by serve: a replica splits every "
+          "expert over its tp ranks, as vLLM does without it (`simulate --dp N --ep N` times one expert-parallel generation)",
+}

@@ -7,7 +7,7 @@ from typing import Any, Callable
 
 import click
 
-from costmodel import sizes
+from costmodel import sizes, spec
 from costmodel.spec import DECODE_CODES
 
 #: What --decode-code decides, in every command that takes it (costmodel/decode_codes.py).
@@ -57,3 +57,16 @@ class Size(click.ParamType):
 TOKENS = Size(total=True)  # --tokens: a run's tokens
 LENGTH = Size()  # --seq-len, --prompt, --cache-size, ...: at least 1
 GEN_LENGTH = Size(least=0)  # --gen: may be 0
+
+
+def not_replica_options(function: Callable) -> Callable:
+    """serve's hidden --dp, --gpus and --ep: each refused in one line saying what a replica takes instead
+    (costmodel/spec.NOT_A_REPLICA), where click's "No such option" offered --dtype, --pp, --tp or --help."""
+    def refuse(ctx: click.Context, param: click.Parameter, value: Any) -> None:
+        if value is not None:
+            raise click.UsageError(f"--{param.name} {value}: serve takes no --{param.name}: {spec.NOT_A_REPLICA[param.name]}.")
+
+    for name in spec.NOT_A_REPLICA:
+        function = click.option(f"--{name}", type=str, default=None, expose_value=False, hidden=True,
+                                callback=refuse)(function)
+    return function

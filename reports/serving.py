@@ -19,7 +19,7 @@ from costmodel.spec import (CUDA_GRAPHS, DEFAULT_HARDWARE, DEFAULT_SCHEDULER, DE
                             DEFAULT_QUANT_LAYOUT, KV_DTYPES, MAMBA_SSM_CACHE_DTYPES, MLA_FORMS, QUANT_LAYOUTS, ROUTERS, SCHEDULERS, VLLM_BLOCK_SIZES,
                             SERVE_ATTENTIONS, WEIGHT_DTYPE_CHOICES, WEIGHT_DTYPE_DEFAULT)
 
-from .options import LENGTH, decode_code_option
+from .options import LENGTH, decode_code_option, not_replica_options
 from .output import DtypeChoice, ReportInputError, atomic_file, check_destination, finite, write_text
 from .text import hourly_cost, price_said, seconds, significant
 
@@ -281,6 +281,7 @@ def latency_figure(rows: list[dict[str, Any]], title: str) -> Any:
 @click.option("--pp", type=int, default=1, show_default=True,
               help="Pipeline stages per replica (pp batches in flight, as vLLM's pipeline parallelism).")
 @click.option("--replicas", type=int, default=1, show_default=True, help="Replicas behind the router.")
+@not_replica_options
 @click.option("--router", type=click.Choice(ROUTERS), default=None,
               help=f"How arrivals are spread over two or more replicas (default: {ROUTERS[0]}).")
 @click.option("--disaggregate", type=str, default=None,

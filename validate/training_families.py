@@ -67,12 +67,13 @@ def llama_training_model(hidden: int, heads: int, kv_heads: int, head_dim: int, 
     implementation (sdpa, eager), as a training step runs it."""
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM
+    from .compare import TORCH_DTYPES  # bf16, fp16, fp32: one map
 
     torch.manual_seed(seed)
     config = LlamaConfig(vocab_size=vocab, hidden_size=hidden, intermediate_size=ffn, num_hidden_layers=layers,
                          num_attention_heads=heads, num_key_value_heads=kv_heads, head_dim=head_dim,
                          max_position_embeddings=256, attn_implementation=attention)
-    return LlamaForCausalLM(config).to({"bf16": torch.bfloat16, "fp32": torch.float32}[dtype]).train()
+    return LlamaForCausalLM(config).to(TORCH_DTYPES[dtype]).train()
 
 
 def gpt2_training_model(hidden: int, heads: int, ffn: int, layers: int = 2, vocab: int = 97, seed: int = 0,
@@ -81,11 +82,12 @@ def gpt2_training_model(hidden: int, heads: int, ffn: int, layers: int = 2, voca
     as gpt2's config states) in this dtype under this attention, as a training step runs it."""
     import torch
     from transformers import GPT2Config, GPT2LMHeadModel
+    from .compare import TORCH_DTYPES  # bf16, fp16, fp32: one map
 
     torch.manual_seed(seed)
     config = GPT2Config(vocab_size=vocab, n_embd=hidden, n_head=heads, n_inner=ffn, n_layer=layers,
                         n_positions=256, attn_implementation=attention)
-    return GPT2LMHeadModel(config).to({"bf16": torch.bfloat16, "fp32": torch.float32}[dtype]).train()
+    return GPT2LMHeadModel(config).to(TORCH_DTYPES[dtype]).train()
 
 
 def bert_training_model(hidden: int, heads: int, ffn: int, layers: int = 2, vocab: int = 97, seed: int = 0,
@@ -94,11 +96,12 @@ def bert_training_model(hidden: int, heads: int, ffn: int, layers: int = 2, voca
     as bert-base's config states; GELU) in this dtype under this attention, as a training step runs it."""
     import torch
     from transformers import BertConfig, BertModel
+    from .compare import TORCH_DTYPES  # bf16, fp16, fp32: one map
 
     torch.manual_seed(seed)
     config = BertConfig(vocab_size=vocab, hidden_size=hidden, num_attention_heads=heads, intermediate_size=ffn,
                         num_hidden_layers=layers, max_position_embeddings=256, attn_implementation=attention)
-    return BertModel(config, add_pooling_layer=True).to({"bf16": torch.bfloat16, "fp32": torch.float32}[dtype]).train()
+    return BertModel(config, add_pooling_layer=True).to(TORCH_DTYPES[dtype]).train()
 
 
 #: The leaves whose training bytes are stated: every leaf of the Llama tree the decoder runs

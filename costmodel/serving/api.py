@@ -168,10 +168,13 @@ def check_replica_keywords(options: dict[str, Any]) -> None:
 
     known = [name for name in inspect.signature(build_replica).parameters if name not in ("cfg", "hardware")]
     for name in options:
+        if name in spec.NOT_A_REPLICA:
+            raise ConfigError(f"serve: unknown keyword {name!r}: {spec.NOT_A_REPLICA[name]}.")
         if name not in known:
             near = difflib.get_close_matches(name, known, n=1)
             raise ConfigError(f"serve: unknown keyword {name!r}{f' (did you mean {near[0]}?)' if near else ''}; a replica "
                               f"takes {', '.join(known)}.")
+
 
 
 @plain_arguments

@@ -171,7 +171,9 @@ def poisson(rate: float, count: int, prompt: Lengths, output: Lengths, seed: int
     import numpy as np
 
     if isinstance(rate, bool) or not isinstance(rate, numbers.Real) or not rate > 0:  # "5" is text, not a rate
-        raise ConfigError(f"--rate must be a positive number of requests per second, got {show(rate)}.")
+        text = isinstance(rate, str) and rate.strip().replace(".", "", 1).isdigit()  # serve(rate="5"): "got '5'" alone
+        raise ConfigError(f"--rate must be a positive number of requests per second, got {show(rate)}"
+                          + (f": text; in Python give the number, rate={float(rate):g}." if text else "."))
     check_requests(count)
     rng = np.random.default_rng(seed)
     gaps = np.zeros(count) if math.isinf(rate) else rng.exponential(1.0 / rate, size=count)
