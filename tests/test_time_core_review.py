@@ -143,3 +143,49 @@ def test_qwen3_30b_hybridep_exchange_by_hand():
     assert flex == 48 * 2 * 2 * token  # forward and backward, a dispatch and a combine each
     assert step.flex_dispatch(flex) == pytest.approx(per_microbatch, rel=1e-12)
     assert per_microbatch * 64 == pytest.approx(7.626029372088602, rel=1e-12)
+
+
+def test_llama2_7b_batch_1_decode_step_by_hand():
+    # lmdeploy v0.1.0's Llama-2-7B fp16 row on an A100 80GB (TensorRT-LLM's fused qkv, CUDA graphs, flash,
+    # static cache) at context 65, split as `validate/time_breakdown.py --row` prints it
+    from reports.published_runs import other_runs_data
+    from validate.time_breakdown import decode_step_split
+
+    data = other_runs_data()
+    run_id = "lmdeploy-v0.1.0 llama2-7b fp16 tp1 batch 1 1/128 a100"
+    run = next(r for r in data["runs"] if r["id"] == run_id)
+    split = decode_step_split(run, data["sources"]["lmdeploy-v0.1.0"], context=65)
+    layers, d, ffn, vocabulary = 32, 4096, 11008, 32000
+    weights = 2 * (layers * (4 * d * d + 3 * d * ffn) + vocabulary * d)  # 13,214,154,752 bytes
+    # each GEMM's one-row input and output: wqkv d -> 3d, wo, gate and up d -> ffn, down, the head
+    rows = 2 * (layers * (4 * d + 2 * d + 2 * (d + ffn) + (ffn + d)) + d + vocabulary)
+    assert (weights, rows) == (13_214_154_752, 4_545_024)
+    assert split["weight GEMMs"] == pytest.approx((weights + rows) / 1586.905948e9, rel=1e-12)  # BabelStream Dot
+    # a layer's 6 GEMMs and attention calls (wqkv, the call, wo, gate, up, down) and the head; 12 kernels a layer
+    # (norm, wqkv, rope, call, wo, add, norm, gate, up, silu-mul, down, add), the embedding, final norm and head
+    assert split["DRAM startups"] == pytest.approx((6 * layers + 1) * 1.96e-6, rel=1e-12)
+    assert split["launches"] == pytest.approx((12 * layers + 3) * 1.34e-6, rel=1e-12)
+    # the call reads 65 keys and values and the query, writes its output, at bandwidth x 0.8
+    attention = 2 * layers * (2 * 65 * d + 2 * d)
+    assert split["attention"] == pytest.approx(attention / (2039e9 * 0.8), rel=1e-12)
+
+
+def test_megatrons_fused_scale_mask_softmax_and_dropout_bytes():
+    # Megatron-LM cbad126 ParallelAttention: baddbmm(..., alpha=1 / norm_factor) (the scale in the GEMM),
+    # FusedScaleMaskSoftmax (the causal mask in the softmax kernel), attention_dropout (p 0.1) on the
+    # probabilities. Before: the scale and mask as two read-write passes (8 bytes a score), the softmax 4
+    # and twice that backward, no dropout traffic; now the scores leaf none, the softmax leaf 4 + 5 forward,
+    # 6 + 5 backward (16-bit scores, a 1-byte dropout mask)
+    from costmodel.kernel_shapes import Pointwise
+
+    estimate, overlap = _narayanan_1_7b()
+    step = KernelStepTime(estimate, load_hardware("a100-80gb"), overlap=overlap)
+    pairs = 16 * 24 * 2048 * 2048  # micro-batch x heads x queries x keys, a layer
+    scores, _ = _leaf_kernels(estimate, step, "self_attention.scores")
+    softmax, rerun = _leaf_kernels(estimate, step, "self_attention.softmax")
+    assert [k.bytes for k in scores if isinstance(k, Pointwise)] in ([], [0.0])
+    moved = [(k.bytes, k.backward_bytes) for k in softmax if isinstance(k, Pointwise)]
+    assert moved == [(9 * pairs, 11 * pairs)] == [(14_495_514_624, 17_716_740_096)]
+    # forward, backward and the recomputed forward at bandwidth x 0.8: 29 bytes a score
+    seconds = kernels_seconds(softmax, step.timer, training=True) + kernels_seconds(rerun, step.timer)
+    assert seconds == pytest.approx(29 * pairs / (2039e9 * 0.8), rel=1e-12)
