@@ -90,7 +90,7 @@ def test_the_gpt_oss_gb200_row_moves_with_the_measured_shape(monkeypatch):
     run = next(r for r in data["runs"] if r["id"] == "megatron-bridge-moe 26.04 gpt-oss-120b bf16 64xgb200")
     estimate, hardware, options = train_setup(run, data["sources"]["megatron-bridge-moe"])
     measured = step_time(estimate, hardware, time_model="kernels", **options)
-    assert measured.step()["tokens_per_second"] / run["gpus"] == pytest.approx(23_102.5, abs=0.05)
+    assert measured.step()["tokens_per_second"] / run["gpus"] == pytest.approx(23_118.1, abs=0.05)  # 23_102.5 before session 43 (wt43_review)
     monkeypatch.setattr(kernel_time, "shape_points", lambda *args: {})
     fresh = Hardware.from_dict(hardware.to_dict(), "gb200")  # a new hardware object: new timers (one per object)
     by_length = step_time(estimate, fresh, time_model="kernels", **options)
