@@ -288,7 +288,7 @@ def test_plan_searches_parallel_folding_where_tensor_and_expert_parallelism_meet
                      "--global-batch", "16", "--framework", "megatron", "--tp", "2", "--sp", "--dp", "4",
                      "--zero", "1", "--ep", "8", "--etp", "1", "--batch", "1", "--json"]) == 0
     step = json.loads(capsys.readouterr().out)["step"]["seconds"]
-    assert step == pytest.approx(best["step_time"], rel=1e-9) and round(step, 4) == 0.4837
+    assert step == pytest.approx(best["step_time"], rel=1e-9) and round(step, 4) == 0.4803  # 0.4837 before session 43
 
 
 def test_plan_sets_aside_layouts_only_the_step_time_refuses():
