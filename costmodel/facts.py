@@ -79,6 +79,10 @@ class Facts:
     linear_weights_transposed: bool = False
     # one fused Q/K/V projection (one weight and one bias)
     fused_qkv: bool = False
+    # the dense attention's scale runs in its scores GEMM (baddbmm's alpha) and its mask inside one fused
+    # softmax kernel, the probabilities' dropout a kernel of its own (Megatron's FusedScaleMaskSoftmax):
+    # the scores leaf moves no pointwise bytes, the softmax leaf the softmax's and the dropout's passes
+    fused_scale_mask_softmax: bool = False
     # the eager query is a view of the fused Q/K/V output, which it keeps whole at b = 1 (GPT-2)
     fused_qkv_query_view: bool = False
     # one fused gate/up projection (one (2 d_ff) x d weight) in a gated FFN

@@ -344,7 +344,9 @@ class AttentionScores(AttentionCore):
         pointwise = ZERO
         if kernel.dense:
             moved += S.e * pairs
-            pointwise = sp.Add(*(elementwise_bytes(x) for _, x in elements))
+            # Megatron's scale is the GEMM's alpha and its mask the fused softmax's (facts.fused_scale_mask_softmax)
+            pointwise = ZERO if self.profile.facts.fused_scale_mask_softmax \
+                else sp.Add(*(elementwise_bytes(x) for _, x in elements))
         # Soft-capping keeps tanh's result (its backward reads it), in the activation dtype.
         capped = S.e * pairs if self.softcap and kernel.dense else ZERO
         # GPT-Neo's attention holds its own P x P bool causal (or local) mask as a buffer, OpenAI
@@ -412,9 +414,23 @@ class Softmax(AttentionCore):
             saved += INDEX * S.b * S.h * self.q_len
             elements.append(("add", columns))
         moved = elementwise_bytes(columns) * (2 if self.sinks else 1) if kernel.dense else 0
+        backward = None
+        if kernel.dense and not self.sinks and self.profile.facts.fused_scale_mask_softmax:
+            moved, backward = self.fused_softmax_bytes()
         return make_cost(tensors=[Tensor(S.h)] if self.sinks else [], elements=elements,
-                         saved_bytes=saved, bytes_other=moved,
+                         saved_bytes=saved, bytes_other=moved, backward_bytes_other=backward,
                          forward_transient_bytes=kernel.scores_live_no_grad(self))
+
+    def fused_softmax_bytes(self) -> tuple[Expr, Expr]:
+        """(forward, backward) bytes of Megatron's fused scale-mask-softmax and the probabilities' dropout
+        (facts.fused_scale_mask_softmax; NVIDIA/Megatron-LM megatron/model/transformer.py ParallelAttention at
+        cbad126, Megatron-Core's DotProductAttention alike): the softmax reads the scores and writes the
+        probabilities (its backward reads them and their gradient, writes the scores' gradient: 3 e); torch's
+        fused dropout reads them and writes its output and a mask (2 e + the mask's byte; backward reads the
+        gradient and the mask, writes one: the same). 9 and 11 bytes a score in 16-bit."""
+        pairs = self.pairs
+        dropout = (2 * S.e + self.profile.mask_bytes) * pairs if self.profile.probs_dropout else ZERO
+        return 2 * S.e * pairs + dropout, 3 * S.e * pairs + dropout
 
 
     def lse_sink_cost(self, softmax_saved: Expr) -> Cost:
