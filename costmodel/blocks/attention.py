@@ -115,6 +115,7 @@ class QKVProjection(Block):
         # rows (else a kernel reads the mean, T5's 3,072 and 12,288 + 12,288 as three of 9,216); a decode step's
         # cached K/V (no rows) and self-attention keep the one count the FLOPs imply
         own_rows = not self.fused and self.queries and self.kv_tokens != 0 and self.q_tokens != self.kv_tokens
+        forward_passes, backward_passes = self.megatron_dense_bytes()
         return make_cost(
             tensors=tensors,
             matrices=matrices,
@@ -126,8 +127,20 @@ class QKVProjection(Block):
             kv_cache_bytes=kv_cache,
             bytes_matmul=moved,
             # torch.cat reads the cache and the new token's keys and values, writes them all.
-            bytes_other=2 * kv_cache if self.copies_cache else ZERO,
+            bytes_other=2 * kv_cache if self.copies_cache else forward_passes,
+            backward_bytes_other=backward_passes,
         )
+
+    def megatron_dense_bytes(self) -> tuple[Expr, Expr | None]:
+        """(forward, backward) bytes of the passes Megatron's own dense path runs around its fused Q/K/V GEMM
+        (facts.megatron_dense_passes): the bias added after the GEMM (reads and writes the output; backward reads
+        its gradient for the bias's) and the split's backward, torch.cat of the three gradients (reads and writes
+        them). (0, None) elsewhere: no such pass, the tree's convention."""
+        if not (self.fused and self.profile.facts.megatron_dense_passes and self.profile.kernel().dense):
+            return ZERO, None
+        outputs = self.q_tokens * (S.h + 2 * self.kv_heads) * self.head_dim
+        bias = 1 if self.bias else 0
+        return 2 * S.e * outputs * bias, (bias + 2) * S.e * outputs
 
 
 @dataclass(frozen=True)
@@ -465,12 +478,17 @@ class WeightedSum(AttentionCore):
         moved = S.b * self.value_dim * (self.cache_element_bytes * values_read + S.e * S.h * self.q_len)
         if kernel.dense:
             moved += S.e * pairs
+        # Megatron's dense path copies the heads' output [b, heads, s, d] to [s, b, h] (permute(2, 0, 1, 3)
+        # .contiguous(); facts.megatron_dense_passes): reads and writes it once, its backward a view
+        copy = kernel.dense and self.profile.facts.megatron_dense_passes
         return make_cost(
             flops_matmul=forward,
             variants=self.core_variants(self.value_dim, S.r_kv),
             flops_matmul_backward=2 * forward,
             saved_bytes=kernel.weighted_sum_saved(self),
             bytes_matmul=moved,
+            bytes_other=2 * S.e * S.b * S.h * self.q_len * self.value_dim if copy else ZERO,
+            backward_bytes_other=ZERO if copy else None,
         )
 
     def backward(self) -> Backward | None:
