@@ -40,4 +40,6 @@ def test_the_prequel_rows_data_parallel_reduce_takes_four_times_as_long():
     assert exposed["tp"] == was["tp"]  # inside the node: unchanged
     # 98.572 and 102.783 before session 43's Megatron attention bytes and one QKV GEMM (facts.json
     # fused_scale_mask_softmax, fused_qkv; wt43_review): the compute 2.509 s shorter, the network's cost the same
-    assert before["seconds"] == pytest.approx(96.063, abs=1e-3) and step["seconds"] == pytest.approx(100.273, abs=1e-3)
+    # 96.063 and 100.273 before session 44's Megatron dense-path passes (facts.json megatron_dense_passes: the Q/K/V
+    # bias pass, the split's cat, the context's copy): the compute 0.373 s longer
+    assert before["seconds"] == pytest.approx(96.436, abs=1e-3) and step["seconds"] == pytest.approx(100.646, abs=1e-3)

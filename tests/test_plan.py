@@ -162,15 +162,17 @@ def test_narayanan_rows_reduce_their_gradients_as_the_script_ran_them():
     local = _step(cfg, workload, layout, "kernels", overlap=Overlap(dp=0.0))
     reduce = local["exposed_communication_seconds"]["dp"]
     assert reduce == pytest.approx(0.2091, abs=5e-4)
-    assert reduce < 2 / 3 * torch_ddp["compute_seconds"] == pytest.approx(2 / 3 * 2.8308, abs=5e-4)
+    # 2.8308 before session 44's Megatron dense-path passes (facts.json megatron_dense_passes)
+    assert reduce < 2 / 3 * torch_ddp["compute_seconds"] == pytest.approx(2 / 3 * 2.8678, abs=5e-4)
     assert torch_ddp["exposed_communication_seconds"]["dp"] == 0.0
-    assert local["seconds"] == pytest.approx(3.5523, abs=5e-4)  # 3.7705 before session 43
+    assert local["seconds"] == pytest.approx(3.5893, abs=5e-4)  # 3.7705 before session 43, 3.5523 before 44
     assert torch_ddp["hidden_communication_seconds"] == pytest.approx(reduce, rel=1e-12)
     assert torch_ddp["overlap_contention_seconds"] == pytest.approx(reduce * 0.189 / 1.189, rel=1e-12)
     assert torch_ddp["seconds"] == pytest.approx(local["seconds"] - reduce + reduce * 0.189 / 1.189)
     # 1.0283 and 0.9803 before session 43's Megatron attention bytes and one QKV GEMM (1.0426, 0.9934 at 0.827)
-    assert torch_ddp["tflops_per_gpu"] / 142 == pytest.approx(1.0947, abs=5e-4)
-    assert local["tflops_per_gpu"] / 142 == pytest.approx(1.0405, abs=5e-4)
+    # 1.0947 and 1.0405 before session 44's Megatron dense-path passes (megatron_dense_passes)
+    assert torch_ddp["tflops_per_gpu"] / 142 == pytest.approx(1.0829, abs=5e-4)
+    assert local["tflops_per_gpu"] / 142 == pytest.approx(1.0298, abs=5e-4)
 
 
 def test_published_runs_are_reproduced_within_fifteen_percent():
@@ -201,8 +203,9 @@ def test_published_runs_are_reproduced_within_fifteen_percent():
         # kept fp16 gradients and reduced them in fp16, half the data-parallel bytes,
         # docs/layouts.md, which these fp16 runs do).
         # 0.99-1.07 before session 43's Megatron attention bytes (facts.json fused_scale_mask_softmax: the scale and
-        # mask no passes of their own, the probabilities' dropout charged) and one QKV GEMM: 1.024-1.133 since
-        assert 1.02 <= row["tflops_kernels"] / row["tflops_published"] <= 1.14, row["model"]
+        # mask no passes of their own, the probabilities' dropout charged) and one QKV GEMM: 1.024-1.133 since;
+        # 1.018-1.114 with session 44's Megatron dense-path passes (facts.json megatron_dense_passes)
+        assert 1.01 <= row["tflops_kernels"] / row["tflops_published"] <= 1.12, row["model"]
     for row in korthikanti():
         # The roofline: its tensor-parallel all-reduces now at NCCL's measured bus bandwidth (they
         # were at NVLink's line rate, which hid its flat 0.7 compute efficiency being too slow, as

@@ -154,3 +154,10 @@ NOW.update({'training rates': ((30, 24.9, 23, 0, 0), (1.106, 2.09)),
               'megatron-llama': ((5, 23.6, 4, 0, 0), (1.137, 1.354)),
               'bigscience-tr8-104b': ((5, 94.6, 0, 0, 0), (1.819, 2.09)),
               'GPU-hours': ((6, 75.9, 3, 2, 1), (1.022, 4.898))})
+
+
+# Session 44 (wt44_review): Megatron's dense path's Q/K/V bias pass, its split's cat and the context's copy
+# (facts.json megatron_dense_passes) moved these, each from the session-43 figure above.
+NOW.update({'training rates': ((30, 24.6, 23, 0, 0), (1.106, 2.083)),  # 24.9, 2.09
+            'bloom-prequel': ((19, 20.7, 18, 0, 0), (1.168, 1.336)),  # 21.1, 1.172-1.341
+            'bigscience-tr8-104b': ((5, 94.0, 0, 0, 0), (1.812, 2.083))})  # 94.6, 1.819-2.09

@@ -93,7 +93,9 @@ def test_megatrons_qkv_is_one_gemm_in_narayanans_step():
     # its forward, recomputed forward, input and weight gradients: 4.152 + 4.152 + 4.160 + 4.152 ms a layer
     hand = _trained(32768, 6912, 2304, rerun=True, **A100_FP16_TRAIN)
     assert hand == pytest.approx(0.016617031653368964, rel=1e-12)
-    seconds = kernels_seconds(kernels, step.timer, training=True) + kernels_seconds(rerun, step.timer)
+    # its GEMMs alone: the bias, split and copy passes beside them (session 44) are tests/test_megatron_dense_passes.py's
+    seconds = kernels_seconds([g for g in kernels if isinstance(g, Gemm)], step.timer, training=True) + \
+        kernels_seconds([g for g in rerun if isinstance(g, Gemm)], step.timer)
     assert seconds == pytest.approx(hand, rel=1e-12)
 
 
