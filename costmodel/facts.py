@@ -79,6 +79,15 @@ class Facts:
     linear_weights_transposed: bool = False
     # one fused Q/K/V projection (one weight and one bias)
     fused_qkv: bool = False
+    # the dense attention's scale runs in its scores GEMM (baddbmm's alpha) and its mask inside one fused
+    # softmax kernel, the probabilities' dropout a kernel of its own (Megatron's FusedScaleMaskSoftmax):
+    # the scores leaf moves no pointwise bytes, the softmax leaf the softmax's and the dropout's passes
+    fused_scale_mask_softmax: bool = False
+    # Megatron's own dense attention path (ParallelAttention / CoreAttention with mpu's linears, not Transformer
+    # Engine's): the column-parallel Q/K/V linear adds its bias after the GEMM (backward: the bias's gradient, a sum
+    # over the tokens), the split of its output is torch.split (backward: torch.cat of the three gradients) and the
+    # context leaves its batched GEMM as [b, heads, s, d] for a permute(2, 0, 1, 3).contiguous() copy (backward: a view)
+    megatron_dense_passes: bool = False
     # the eager query is a view of the fused Q/K/V output, which it keeps whole at b = 1 (GPT-2)
     fused_qkv_query_view: bool = False
     # one fused gate/up projection (one (2 d_ff) x d weight) in a gated FFN

@@ -94,9 +94,9 @@ def leaf_kernels(leaf: Any, subs: dict, fused_attention: bool, local: dict | Non
     if listed is not None:  # a Mamba-2 mixer's training kernels (mamba_kernels.py), not its bytes_other
         return kernels + listed
     other = float_value(cost.bytes_other, subs) - (_fused_away(leaf, subs) if compiled else 0.0)
-    if other or other_flops:
-        stated = cost.backward_bytes_other
-        kernels.append(Pointwise(other, other_flops, None if stated is None else float_value(stated, subs)))
+    stated = None if cost.backward_bytes_other is None else float_value(cost.backward_bytes_other, subs)
+    if other or other_flops or stated:  # a pass of the backward alone (Megatron's split: QKVProjection) too
+        kernels.append(Pointwise(other, other_flops, stated))
     return kernels
 
 

@@ -36,32 +36,33 @@ def _communication(dp: int, zero: int, dispatcher: str = "deepep", framework: st
 
 def _padded_dense_elements(dp: int) -> int:
     """The block's and the root's parameters (not the experts) as FSDP2 holds them: each tensor's dim 0
-    padded to a multiple of dp (ceil(d0 / dp) rows a rank). Per layer q (64 x 64), k and v (32 x 64),
-    o (64 x 64), two RMSNorms (64), q_norm and k_norm (16), the router (6 x 64); then the embedding and
+    padded to a multiple of dp (ceil(d0 / dp) rows a rank). Per layer Megatron's one linear_qkv (128 x 64: q 64,
+    k and v 32 rows; three tensors before session 43's facts.json fused_qkv), o (64 x 64), two RMSNorms (64), q_norm and k_norm (16), the router (6 x 64); then the embedding and
     the output layer (256 x 64) and the final norm (64)."""
     def padded(rows: int, cols: int = 1) -> int:
         return -(-rows // dp) * dp * cols
-    layer = (padded(64, 64) + 2 * padded(32, 64) + padded(64, 64) + 2 * padded(64) + 2 * padded(16)
+    layer = (padded(128, 64) + padded(64, 64) + 2 * padded(64) + 2 * padded(16)
              + padded(6, 64))
     return 2 * layer + 2 * padded(256, 64) + padded(64)
 
 
 def test_padded_dense_elements_by_hand():
-    """dp 6: q and o 66 x 64 = 4,224, k and v 36 x 64 = 2,304, norms 66 + 66 + 18 + 18, router 384:
-    13,608 a layer; embedding and output 258 x 64 = 16,512 each, final norm 66: 60,306. dp 12: 14,784
-    a layer (the router's 6 rows padded to 12), 264 x 64 = 16,896 each, 72: 63,432."""
-    assert _padded_dense_elements(6) == 2 * 13_608 + 2 * 16_512 + 66 == 60_306
-    assert _padded_dense_elements(12) == 2 * 14_784 + 2 * 16_896 + 72 == 63_432
+    """dp 6: qkv 132 x 64 = 8,448, o 66 x 64 = 4,224, norms 66 + 66 + 18 + 18, router 384: 13,224 a layer;
+    embedding and output 258 x 64 = 16,512 each, final norm 66: 59,538. dp 12: 14,016 a layer (qkv 132 x 64,
+    o 72 x 64, the router's 6 rows padded to 12), 264 x 64 = 16,896 each, 72: 61,896. (Session 43: q, k and v
+    one tensor under impl megatron; 13,608, 59,538, 14,784 and 61,896 with three.)"""
+    assert _padded_dense_elements(6) == 2 * 13_224 + 2 * 16_512 + 66 == 59_538
+    assert _padded_dense_elements(12) == 2 * 14_016 + 2 * 16_896 + 72 == 61_896
 
 
 def test_ep_equal_to_dp_leaves_the_experts_out_of_fsdp():
     """dp = ep = 6 (the Qwen3 and Nemotron Nano rows' 8 = 8): AutoModel's ep_shard mesh is one rank, so
     no fully_shard on the experts and no collective on them; the rest gathered once in bf16
-    (reshard_after_forward False, --zero 2: 2 x 60,306 bytes) and its gradients reduce-scattered in
-    fp32 (4 x 60,306); the flex dispatcher's bytes are Megatron-Core's: each of the 12 tokens once per
+    (reshard_after_forward False, --zero 2: 2 x 59,538 bytes) and its gradients reduce-scattered in
+    fp32 (4 x 59,538); the flex dispatcher's bytes are Megatron-Core's: each of the 12 tokens once per
     dispatch and combine, forward and backward, 128 bytes each (4 x 12 x 128 = 6,144 a layer), and the
     6 experts' int64 counts (48 bytes a layer)."""
-    assert _communication(6, 2) == {"dp": {"all_gather": 2 * 60_306, "reduce_scatter": 4 * 60_306},
+    assert _communication(6, 2) == {"dp": {"all_gather": 2 * 59_538, "reduce_scatter": 4 * 59_538},
                                      "ep": {"all_to_all": 2 * 48, "flex": 2 * 6_144}}
     assert _communication(6, 2)["ep"] == _communication(6, 1, framework="megatron")["ep"]  # the same kernels
 
@@ -80,12 +81,12 @@ def test_experts_sharded_over_dp_over_ep(zero, gathers):
     one expert a layer, 3 x 64 x 24 = 4,608 elements, 9,216 over the 2 layers, split on dim 1 (64 and
     24 both even over 2: no padding, as Shard(1) requires), gathered in bf16 once a micro-batch (twice
     where it reshards after forward, --zero 3) and reduce-scattered in fp32; the rest over all 12 ranks
-    (63,432 padded elements; under --zero 3 it is gathered again in backward but for the root's
-    embedding, output layer and final norm, which FSDP2 keeps after forward: 63,432 + 29,568)."""
+    (61,896 padded elements; under --zero 3 it is gathered again in backward but for the root's
+    embedding, output layer and final norm, which FSDP2 keeps after forward: 61,896 + 28,032)."""
     out = _communication(12, zero)
     assert out["edp"] == {"all_gather": gathers * 2 * 9_216, "reduce_scatter": 4 * 9_216}
-    dense_gathered = 63_432 if zero == 2 else 63_432 + 2 * 14_784
-    assert out["dp"] == {"all_gather": 2 * dense_gathered, "reduce_scatter": 4 * 63_432}
+    dense_gathered = 61_896 if zero == 2 else 61_896 + 2 * 14_016
+    assert out["dp"] == {"all_gather": 2 * dense_gathered, "reduce_scatter": 4 * 61_896}
     assert out["ep"] == {"all_to_all": 96, "flex": 12_288}
 
 
@@ -110,8 +111,8 @@ def test_expert_biases_travel_and_are_held_with_their_experts(dp, gathered):
     """gpt-oss's per-expert biases (gate_up 2 x 24, down 64: 112 an expert, 224 over the 2 layers)
     beside the rank's expert: 9,216 + 224 = 9,440 elements, split with it over dp / ep (AutoModel's
     Shard(1) of the (E / ep, 48) and (E / ep, 64) tensors) and none of them on the dp side, which stays
-    60,306 / 63,432 padded elements. fp32 weights a rank: (60,306 / 6 + 9,440) x 4 = 77,964 bytes at dp
-    6; (63,432 / 12 + 9,440 / 2) x 4 = 40,024 at dp 12."""
+    59,538 / 61,896 padded elements. fp32 weights a rank: (59,538 / 6 + 9,440) x 4 = 77,452 bytes at dp
+    6; (61,896 / 12 + 9,440 / 2) x 4 = 39,512 at dp 12."""
     cfg = _odd_moe().replace(expert_bias=True)
     layout = Layout(dp=dp, ep=6, framework="fsdp2", zero=2, ep_dispatcher="deepep")
     estimate = ParallelEstimate(cfg, Workload(seq_len=12, batch=1, dtype="bf16", impl="megatron",
@@ -120,4 +121,4 @@ def test_expert_biases_travel_and_are_held_with_their_experts(dp, gathered):
     assert out["dp"] == {"all_gather": 2 * _padded_dense_elements(dp), "reduce_scatter": 4 * _padded_dense_elements(dp)}
     assert out.get("edp") == (None if gathered is None else {"all_gather": gathered, "reduce_scatter": 2 * gathered})
     held = _padded_dense_elements(dp) // dp + 9_440 * 6 // dp
-    assert estimate.state(estimate.stages[0])["weights"] == 4 * held == {6: 77_964, 12: 40_024}[dp]
+    assert estimate.state(estimate.stages[0])["weights"] == 4 * held == {6: 77_452, 12: 39_512}[dp]

@@ -59,10 +59,10 @@ def test_the_cli_default_is_megatrons_and_overlap_grad_reduce_puts_it_under_the_
     under, share = _step(capsys, "--overlap-grad-reduce"), _step(capsys, "--dp-overlap", repr(2 / 3))
     assert default["inputs"]["overlap"]["dp"] == 0.0
     assert default["step"] == after["step"]
-    assert round(default["step"]["seconds"], 4) == 1.5794
+    assert round(default["step"]["seconds"], 4) == 1.5642  # 1.5794 before session 43 (wt43_review)
     assert under["inputs"]["overlap"]["dp"] == 2 / 3
     assert under["step"] == share["step"]
-    assert round(under["step"]["seconds"], 4) == 1.4938
+    assert round(under["step"]["seconds"], 4) == 1.4799  # 1.4938 before session 43 (wt43_review)
     assert cli.main([*LAYOUT, "--overlap-grad-reduce", "--dp-overlap", "0"]) == 2
     assert "--dp-overlap and --overlap-grad-reduce both set" in capsys.readouterr().err
     # Megatron-LM asserts --overlap-param-gather with --overlap-grad-reduce (arguments.py lines 1028-1029)
@@ -86,7 +86,7 @@ def test_plan_overlap_grad_reduce_times_every_megatron_candidate_under_the_backw
         assert (best["layout"]["framework"], best["layout"]["tp"], best["layout"]["pp"], best["layout"]["dp"]) == \
             ("megatron", 1, 1, 8)
         steps.append((round(best["step_time"], 4), data["inputs"].get("overlap_grad_reduce")))
-    assert steps == [(1.3586, None), (1.3039, True)]
+    assert steps == [(1.3539, None), (1.2992, True)]  # (1.3586, 1.3039) before session 43 (wt43_review)
     assert cli.main([*args, "--overlap-grad-reduce"]) == 0
     assert "bf16, gradient reduces under the backward:" in capsys.readouterr().out.splitlines()[0]
 
@@ -99,7 +99,7 @@ def test_the_python_api_takes_the_commands_default():
 
     layout = dict(framework="megatron", tp=8, pp=4, dp=2, schedule="interleaved", virtual_stages=5, microbatches=16)
     step = costmodel.simulate("llama3-70b", hardware="h100-sxm", train=True, layout=layout).to_dict()["step"]
-    assert round(step["seconds"], 4) == 1.5794
+    assert round(step["seconds"], 4) == 1.5642  # 1.5794 before session 43 (wt43_review)
 
 
 #: One row of each Megatron source of costmodel/published_runs.json and the share of its last micro-batch

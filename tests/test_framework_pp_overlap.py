@@ -47,9 +47,9 @@ def test_the_cli_default_is_megatrons_overlap_p2p_comm(capsys):
     assert default["step"] == hidden["step"]
     assert default["inputs"]["overlap"]["pp"] == 1.0
     assert default["step"]["exposed_communication_seconds"]["pp"] == 0.0
-    assert round(default["step"]["seconds"], 4) == 1.4938
+    assert round(default["step"]["seconds"], 4) == 1.4799  # 1.4938 before session 43 (wt43_review)
     assert round(exposed["step"]["exposed_communication_seconds"]["pp"], 4) == 0.0333
-    assert round(exposed["step"]["seconds"], 4) == 1.5229
+    assert round(exposed["step"]["seconds"], 4) == 1.5090  # 1.5229 before session 43 (wt43_review)
     # 1F1B: Megatron-LM turns overlap_p2p_comm off without virtual stages; the sends stay exposed
     plain = _step(capsys)
     assert plain["inputs"]["overlap"]["pp"] == 0.0

@@ -81,5 +81,7 @@ def test_a_gpt_rows_vocabulary_share_changes_its_sources_vocabulary():
     (published_rows.run_model); a row of GPT sizes reads its source's "vocabulary" (train_setup), so a config change
     left it at 50,257 and the share read 0.0 (before session 39). NeMo's 2022 GPT-3 5B on 8 A100s, kernel model."""
     share = G.vocabulary_share("nemo-launcher-2022 gpt3-5b 8xa100-80gb")
-    assert round(share, 3) == 0.038
+    # 0.038 before session 43's Megatron attention rules (its one QKV GEMM and fused softmax shorten the rest of the
+    # step: 0.042), 0.041 with session 44's dense-path passes (facts.json megatron_dense_passes)
+    assert round(share, 3) == 0.041
     assert round(G.vocabulary_share("flash-attention-1-hf gpt2-small 1k"), 3) == 0.118  # a preset's row, as before

@@ -49,7 +49,7 @@ def test_the_step_grows_by_the_launches():
     stage = grouped_quantize.stage_seconds(estimate, hardware, 48, options.get("moe_op_fuser", False))
     assert stage == pytest.approx(48 * 84 * 5e-6)
     step = KernelStepTime(estimate, hardware, **options).step()
-    assert round(step["seconds"], 3) == 23.369 and estimate.layout.microbatches == 64
+    assert round(step["seconds"], 3) == 23.307 and estimate.layout.microbatches == 64  # 23.369 before session 43 (wt43_review)
     assert round(64 * stage, 3) == 1.290
 
 

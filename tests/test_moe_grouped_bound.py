@@ -37,7 +37,8 @@ def test_the_rows_an_expert_and_the_needed_shares(by_id):
     Nano on 8 B200 (one NVLink domain, as on GB200): 6,144 x 16, 0.26 (0.24 before HybridEP's measured B200 rate)."""
     qwen = by_id["megatron-bridge-moe 26.04.01 qwen3-30b-a3b fp8 16xh100"]
     assert (qwen.rows, qwen.experts) == (4096, 8)
-    assert (round(qwen.model_step, 2), round(qwen.published_step, 2)) == (23.37, 29.26)
+    # 23.37 before session 43's one QKV GEMM for Megatron-Core's linear_qkv (facts.json fused_qkv; merged in session 44)
+    assert (round(qwen.model_step, 2), round(qwen.published_step, 2)) == (23.31, 29.26)
     assert round(qwen.expert_seconds, 2) == 2.42
     assert round(qwen.needed, 2) == 0.29
     super_gb200 = by_id["megatron-bridge-moe 26.04.01 nemotron-3-super mxfp8 64xgb200"]
@@ -58,7 +59,7 @@ def test_few_rows_run_small_experts(by_id):
 def test_the_script_and_its_bad_option(monkeypatch, capsys):
     script = ROOT / "validate" / "moe_grouped_bound.py"
     code, out, _ = run_script(script, [], monkeypatch, capsys)
-    row = "| megatron-bridge-moe 26.04.01 qwen3-30b-a3b fp8 16xh100 | 1.25 | 23.37 | 29.26 | 4,096 x 8 | 2.42 | 0.29 |"
+    row = "| megatron-bridge-moe 26.04.01 qwen3-30b-a3b fp8 16xh100 | 1.26 | 23.31 | 29.26 | 4,096 x 8 | 2.42 | 0.29 |"
     assert code == 0 and row in out
     code, out, err = run_script(script, ["--nope"], monkeypatch, capsys)
     assert code == 2 and err.startswith("error: ") and out == ""

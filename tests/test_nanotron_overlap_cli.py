@@ -39,6 +39,6 @@ def test_dp_overlap_zero_on_the_command_line_is_the_row(tmp_path, capsys):
     # the row's 132.5 TFLOP/s a GPU (MFU x the 989.4 datasheet peak), its 0.3967 s step; 0.3341 s hidden
     # (nanotron's ZeRO-1, --zero-optimizer nanotron: session 30; its loss, --unfused-loss: session 31)
     assert exposed["mfu"] * 989.4 == train_run(run, source, "kernels")
-    assert (round(exposed["seconds"], 4), round(hidden["seconds"], 4)) == (0.3967, 0.3342)
+    assert (round(exposed["seconds"], 4), round(hidden["seconds"], 4)) == (0.3951, 0.3334)  # (0.3967, 0.3342) before s43
     bare = dict({k: v for k, v in run.items() if k != "overlap"}, overlap_grad_reduce=True)
     assert hidden["mfu"] * 989.4 == train_run(bare, source, "kernels")

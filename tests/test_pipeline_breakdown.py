@@ -56,7 +56,7 @@ def test_korthikanti_replay_against_the_model_as_first_computed():
     """The model's forward-backward against the replayed schedule with the model's own chunks (session
     35, first computed): within 1.0% on every Table 5 row, the replay the longer on the interleaved
     rows (the first stage's embedding and the last stage's head add in different steps of the lock-step
-    exchanges); the step itself unchanged (published / ours 1.008 for 175B present)."""
+    exchanges); the step itself unchanged (published / ours 1.048 for 175B present since session 43; 1.008 before)."""
     rows = {(r["model"], r["key"]): r for r in korthikanti_rows()}
     ratios = {key: r["replayed_fb_s"] / r["model_fb_s"] for key, r in rows.items()}
     assert ratios[("175B", "present")] == pytest.approx(1.0030, abs=5e-4)
@@ -64,5 +64,8 @@ def test_korthikanti_replay_against_the_model_as_first_computed():
     assert ratios[("1T", "present")] == pytest.approx(0.9983, abs=5e-4)
     assert all(0.998 <= ratio <= 1.0105 for ratio in ratios.values())
     present = rows[("175B", "present")]
-    assert present["published_s"] / present["step_s"] == pytest.approx(1.008, abs=5e-4)
+    # 1.008 before session 43's Megatron attention bytes (facts.json fused_scale_mask_softmax: the scale and mask
+    # no passes of their own, the dropout's charged) and one QKV GEMM (fused_qkv), wt43_review
+    # 1.0483 before session 44's Megatron dense-path passes (facts.json megatron_dense_passes)
+    assert present["published_s"] / present["step_s"] == pytest.approx(1.0436, abs=5e-4)
     assert present["stages"][-1]["crossings"] == 5 and present["slowest_stage"] == 7

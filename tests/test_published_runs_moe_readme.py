@@ -59,7 +59,7 @@ def test_our_flops_are_megatron_v0_9s():
 
 
 def test_the_kernel_model_against_both_figures():
-    """One layout, so one step: 488.6 TFLOP/s a GPU, 1.12x the v0.8 figure and 1.04x the v0.9 one; the
+    """One layout, so one step: 489.7 TFLOP/s a GPU (488.6 before session 43), 1.12x the v0.8 figure and 1.05x the v0.9 one (1.04x); the
     roofline 470.3 (1.07x, 1.00x). Before session 31's loss traffic (blocks/head.py fused_loss_bytes) 489.6
     (2.7755 s a step) and 471.1."""
     from reports.published_runs import TRAIN_UNITS
@@ -70,5 +70,5 @@ def test_the_kernel_model_against_both_figures():
     source = other_runs_data()["sources"][SOURCE]
     rows = {k: {model: train_run(_run(k), source, model) for model in ("kernels", "roofline")} for k in PUBLISHED}
     assert {k: (round(r["kernels"], 1), round(r["roofline"], 1)) for k, r in rows.items()} == \
-        {k: (488.6, 470.3) for k in PUBLISHED}
-    assert [round(rows[k]["kernels"] / PUBLISHED[k], 2) for k in sorted(PUBLISHED)] == [1.12, 1.04]
+        {k: (489.7, 470.3) for k in PUBLISHED}  # 488.6 before session 43's one QKV GEMM (wt43_review)
+    assert [round(rows[k]["kernels"] / PUBLISHED[k], 2) for k in sorted(PUBLISHED)] == [1.12, 1.05]  # 1.04 before session 43

@@ -159,4 +159,5 @@ def test_the_zero1_cells_reduce_their_gradients_after_the_backward():
         step = step_time(estimate, hardware, time_model="kernels", **options).step()
         steps.append((round(step["seconds"], 4), round(step["exposed_communication_seconds"]["dp"], 4),
                       round(step["hidden_communication_seconds"], 4)))
-    assert steps == [(0.3967, 0.1363, 0.0), (0.3342, 0.0619, 0.0744)]
+    # [(0.3967, 0.1363, 0.0), (0.3342, 0.0619, 0.0744)] before session 43's one QKV GEMM (impl megatron: fused_qkv)
+    assert steps == [(0.3951, 0.1363, 0.0), (0.3334, 0.063, 0.0733)]

@@ -96,7 +96,7 @@ RATIOS = {
     "flagperf-chatglm3-6b-ds-h100 chatglm3-6b zero3 8xh100": 1.419,
     "flagperf-baichuan2-13b-ds-h800 baichuan2-13b zero1 gas8 16xh800": 1.665,
     "flagperf-baichuan2-13b-ds-h800 baichuan2-13b zero1 gas64 16xh800": 1.344,
-    "flagperf-llama2-7b-megatron-ds-a100 llama2-7b tp4dp2 8xa100-40gb": 1.270,
+    "flagperf-llama2-7b-megatron-ds-a100 llama2-7b tp4dp2 8xa100-40gb": 1.276,  # 1.270 before session 43's one QKV GEMM
     "colossalai-llama2-7b llama2-7b gemini 32xa800": 1.098,
     "colossalai-llama-65b llama-65b gemini 32xa800": 1.144,
 }

@@ -135,13 +135,24 @@ AFTER_EMBEDDING = {"flagperf-llama3 llama3-8b pp1dp4tp2 fp8 8xh100": 1.051,
                    "internlm-train 7b tp1 zero1-all 1024xa100-80gb": 1.407,
                    "internlm-train 7b tp2 zero1-all 1024xa100-80gb": 1.166}
 
+#: ... and after wt43_review: Megatron's linear_qkv as one GEMM (facts.json fused_qkv; FINDINGS, session 43).
+AFTER_QKV = {
+    "flagperf-llama2-70b-h800 llama2-70b tp8pp4dp1 gbs44 32xh800": 1.058,
+    "flagperf-llama3 llama3-70b pp4dp2tp8 64xh100": 1.038,
+    "flagperf-llama3 llama3-8b pp1dp4tp2 fp8 8xh100": 1.054,
+    "flagperf-llama3-a800 llama3-8b pp2dp4tp1 8xa800": 1.055,
+    "flagperf-qwen-moe-bf16 qwen1.5-moe-2.7b-8e pp2dp4tp1 8xa800": 1.314,
+    "internlm-train 7b tp1 zero1-all 1024xa100-80gb": 1.408,
+    "internlm-train 7b tp2 zero1-all 1024xa100-80gb": 1.167,
+}
+
 
 @pytest.mark.parametrize("run_id", sorted(RATIOS))
 def test_ratios_as_first_computed(run_id):
-    """As first computed (RATIOS), or after wt29_bias, wt29_seqmlp, wt30_nanotron, wt31_small, wt32_bias and wt33_small
+    """As first computed (RATIOS), or after wt29_bias, wt29_seqmlp, wt30_nanotron, wt31_small, wt32_bias, wt33_small and wt43_review
     where they moved them."""
     run, source = _run(run_id)
-    expected = next((moved[run_id] for moved in (AFTER_EMBEDDING, AFTER_STEP, AFTER_LOSS, AFTER_ZERO, AFTER_SEQMLP, AFTER_BIAS)
+    expected = next((moved[run_id] for moved in (AFTER_QKV, AFTER_EMBEDDING, AFTER_STEP, AFTER_LOSS, AFTER_ZERO, AFTER_SEQMLP, AFTER_BIAS)
                      if run_id in moved),
                     RATIOS[run_id])
     assert round(train_tokens(run, source, "kernels") / run["published_tokens_per_s_per_gpu"], 3) == expected

@@ -145,3 +145,19 @@ def test_the_rows_as_first_computed(published_tables):
         prequel["bloom-prequel h14336 l72 dp8 tp8 pp6 mbs4 384xa100-80gb 02-21"] + 0.05
     # Megatron's 2023 distributed optimizer without the overlap further off than Megatron-LLaMA's overlapped one
     assert every["megatron-llama llama-13b distopt 512xa100-80gb"] > every["megatron-llama llama-13b overlapped-distopt 512xa100-80gb"] + 0.15
+
+
+# Session 43 (wt43_review): Megatron's linear_qkv as one GEMM and its dense attention's scale, mask and
+# dropout passes (facts.json fused_qkv, fused_scale_mask_softmax) moved these rows' ratios and summaries.
+NOW.update({'training rates': ((30, 24.9, 23, 0, 0), (1.106, 2.09)),
+              'bloom-prequel': ((19, 21.1, 18, 0, 0), (1.172, 1.341)),
+              'megatron-llama': ((5, 23.6, 4, 0, 0), (1.137, 1.354)),
+              'bigscience-tr8-104b': ((5, 94.6, 0, 0, 0), (1.819, 2.09)),
+              'GPU-hours': ((6, 75.9, 3, 2, 1), (1.022, 4.898))})
+
+
+# Session 44 (wt44_review): Megatron's dense path's Q/K/V bias pass, its split's cat and the context's copy
+# (facts.json megatron_dense_passes) moved these, each from the session-43 figure above.
+NOW.update({'training rates': ((30, 24.6, 23, 0, 0), (1.106, 2.083)),  # 24.9, 2.09
+            'bloom-prequel': ((19, 20.7, 18, 0, 0), (1.168, 1.336)),  # 21.1, 1.172-1.341
+            'bigscience-tr8-104b': ((5, 94.0, 0, 0, 0), (1.812, 2.083))})  # 94.6, 1.819-2.09

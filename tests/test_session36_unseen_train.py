@@ -159,3 +159,11 @@ def test_the_rows_as_first_computed(published_tables):
     assert max(v for k, v in mosaic.items() if " 65536 " in k or " 32768 " in k) < 0.91
     maxtext = {k: v for k, v in every.items() if k.startswith("maxtext-a3")}
     assert min(v for k, v in maxtext.items() if not k.endswith(" 8xh100")) > maxtext["maxtext-a3 llama2-7b fsdp8 dp1 8xh100"] + 0.15
+
+
+# Session 43 (wt43_review): Megatron's linear_qkv as one GEMM and its dense attention's scale, mask and
+# dropout passes (facts.json fused_qkv, fused_scale_mask_softmax) moved these rows' ratios and summaries.
+MOVED.update({'llmc gpt2-124m zero1 8xa100-80gb': 0.784,
+              'llmc gpt2-1558m zero1 8xh100-sxm': 1.042})
+NOW.update({'training rates': ((36, 12.7, 35, 15, 7), (0.784, 1.424)),
+              'llmc': ((4, 5.5, 4, 3, 2), (0.784, 1.042))})

@@ -126,3 +126,20 @@ def test_the_rows_as_first_computed(published_tables):
     moe = [v for k, v in every.items() if "moe" in k or "qwen3-30b" in k]
     assert len(dense) == 10 and 0.66 < min(dense) and max(dense) < 1.12 and min(moe) > 1.16
     assert every["ms-swift-deepspeed qwen1.5-moe-a2.7b zero3 8xa800"] > 3 * every["ms-swift-deepspeed qwen1.5-moe-a2.7b zero2 8xa800"]
+
+
+# Session 43 (wt43_review): Megatron's linear_qkv as one GEMM and its dense attention's scale, mask and
+# dropout passes (facts.json fused_qkv, fused_scale_mask_softmax) moved these rows' ratios and summaries.
+MOVED.update({'ms-swift-megatron qwen1.5-moe-a2.7b pp2 ep4 full 8xa800': 1.168,
+              'ms-swift-qwen3-megatron qwen3-30b-a3b pp2 ep8 full 16xa800': 2.967,
+              'ms-swift-long-megatron qwen2.5-7b tp4 32k 4xa100': 0.794,
+              'fast-llm mistral-7b zero2 32xh100': 0.995,
+              'bionemo-og2-fsdp2 og2-7b bf16 fsdp48 48xh100': 0.983,
+              'bionemo-og2-megatron og2-7b fp8 tp4 dp12 48xh100': 0.726})
+NOW.update({'all': ((15, 16.8, 9, 6, 5), (0.663, 23.827)),
+              'ms-swift-megatron': ((2, 8.5, 2, 1, 1), (0.999, 1.168)),
+              'ms-swift-qwen3-megatron': ((1, 196.7, 0, 0, 0), (2.967, 2.967)),
+              'ms-swift-long-megatron': ((1, 20.6, 1, 0, 0), (0.794, 0.794)),
+              'fast-llm': ((2, 1.6, 2, 2, 2), (0.995, 1.026)),
+              'bionemo-og2-fsdp2': ((1, 1.7, 1, 1, 1), (0.983, 0.983)),
+              'bionemo-og2-megatron': ((1, 27.4, 0, 0, 0), (0.726, 0.726))})

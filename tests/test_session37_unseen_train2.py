@@ -121,3 +121,21 @@ def test_the_rows_as_first_computed(published_tables):
         "mlperf-v5.1-cisco llama3.1-8b fp8 64xh100",  # the MI355X rows 1.137, 1.198 since wt37_mi355x
         "mlperf-v5.1-cisco llama3.1-8b fp8 tp2 128xh100",
         "mlperf-v5.1-nvidia llama3.1-8b fp8 tp2 cp4 512xgb200", "mlperf-v5.1-nvidia llama3.1-8b fp8 tp2 cp4 512xgb300"]
+
+
+# Session 43 (wt43_review): Megatron's linear_qkv as one GEMM and its dense attention's scale, mask and
+# dropout passes (facts.json fused_qkv, fused_scale_mask_softmax) moved these rows' ratios and summaries.
+MOVED.update({'mlperf-v5.1-cisco llama3.1-8b fp8 64xh100': 1.269,
+              'mlperf-v5.1-cisco llama3.1-8b fp8 tp2 128xh100': 1.523,
+              'mlperf-v5.1-nvidia llama3.1-8b nvfp4 8xgb200': 0.967,
+              'mlperf-v5.1-nvidia llama3.1-8b fp8 tp2 cp4 512xgb300': 1.461,
+              'mlperf-v5.1-nvidia llama3.1-405b nvfp4 2560xgb200': 1.019})
+
+
+# Session 43 (wt43_review): Megatron's linear_qkv as one GEMM and its dense attention's scale, mask and
+# dropout passes (facts.json fused_qkv, fused_scale_mask_softmax) moved these rows' ratios and summaries.
+NOW_STATS.update({'training rates': ((21, 7.4, 18, 15, 9), (0.967, 1.523)),
+              'mlperf-v5.1-cisco': ((2, 39.6, 1, 0, 0), (1.269, 1.523)),
+              'mlperf-v5.1-dell': ((4, 3.0, 4, 4, 3), (0.996, 1.059)),
+              'mlperf-v5.1-oracle': ((2, 5.3, 2, 2, 1), (1.023, 1.084)),
+              'mlperf-v5.1-nvidia': ((8, 5.6, 6, 6, 4), (0.967, 1.461))})

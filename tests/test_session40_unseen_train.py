@@ -124,3 +124,30 @@ def test_the_rows_as_first_computed(published_tables):
     assert all(0.98 < v < 1.04 for k, v in every.items() if k.endswith("xh100") and "405b" in k)
     v31 = ratios(("mlperf-v3.1-nvidia",), tables=published_tables)["mlperf-v3.1-nvidia gpt3-175b 512xh100"]
     assert min(v for k, v in every.items() if k.startswith("mlperf-v3.0")) > v31 + 0.06
+
+
+# Session 43 (wt43_review): Megatron's linear_qkv as one GEMM and its dense attention's scale, mask and
+# dropout passes (facts.json fused_qkv, fused_scale_mask_softmax) moved these rows' ratios and summaries.
+MOVED.update({'mlperf-v5.0-nvidia llama3.1-405b fp8 tp8 512xh100': 0.993,
+              'mlperf-v5.0-nvidia llama3.1-405b fp8 tp8 8192xh100': 1.039,
+              'mlperf-v5.0-nvidia llama3.1-405b fp8 tp4 256xgb200': 1.065,
+              'mlperf-v5.0-coreweave llama3.1-405b fp8 tp4 2496xgb200': 1.104,
+              'mlperf-v4.1-nvidia gpt3-175b vp6 64xb200': 0.982,
+              'mlperf-v4.1-oracle gpt3-175b vp4 1536xh100': 1.043,
+              'mlperf-v4.1-oracle gpt3-175b vp4 3072xh100': 1.231,
+              'mlperf-v3.0-nvidia gpt3-175b 512xh100': 1.166,
+              'mlperf-v3.0-coreweave gpt3-175b 3584xh100': 1.234,
+              'swissai-megatron-pr10 llama3.2-3b mbs1 4xgh200': 1.28,
+              'swissai-megatron-pr10 llama3.2-3b mbs2 32xgh200': 1.27})
+
+
+# Session 43 (wt43_review): Megatron's linear_qkv as one GEMM and its dense attention's scale, mask and
+# dropout passes (facts.json fused_qkv, fused_scale_mask_softmax) moved these rows' ratios and summaries.
+NOW_STATS.update({'training rates': ((24, 8.7, 24, 15, 9), (0.976, 1.28)),
+              'mlperf-v5.0-nvidia': ((7, 0.7, 7, 7, 5), (0.993, 1.094)),
+              'mlperf-v5.0-coreweave': ((5, 8.8, 5, 4, 0), (1.084, 1.104)),
+              'mlperf-v4.1-nvidia': ((3, 1.8, 3, 3, 3), (0.976, 0.995)),
+              'mlperf-v4.1-oracle': ((2, 13.7, 2, 1, 1), (1.043, 1.231)),
+              'mlperf-v3.0-nvidia': ((2, 16.9, 2, 0, 0), (1.166, 1.171)),
+              'mlperf-v3.0-coreweave': ((3, 19.4, 3, 0, 0), (1.189, 1.234)),
+              'swissai-megatron-pr10': ((2, 27.5, 2, 0, 0), (1.27, 1.28))})

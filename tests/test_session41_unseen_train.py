@@ -72,3 +72,10 @@ def test_the_rows_as_first_computed(published_tables):
     bf16 = every["torchao-moe-b200 llama4-scout-2l fsdp4 ep4 compile bf16 4xb200"]
     dense = ratios(("torchao-mx-b200",), tables=published_tables)["torchao-mx-b200 llama3-8b fsdp compile bf16 8xb200"]
     assert abs(bf16 - dense) < 0.1
+
+
+# Session 43 (wt43_review): Megatron's linear_qkv as one GEMM and its dense attention's scale, mask and
+# dropout passes (facts.json fused_qkv, fused_scale_mask_softmax) moved these rows' ratios and summaries.
+MOVED.update({'torchao-moe-b200 llama4-scout-2l fsdp4 ep4 compile bf16 4xb200': 1.985})
+NOW_STATS.update({'training rates': ((2, 76.4, 0, 0, 0), (1.543, 1.985)),
+              'torchao-moe-b200': ((2, 76.4, 0, 0, 0), (1.543, 1.985))})

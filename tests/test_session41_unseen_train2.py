@@ -124,6 +124,8 @@ ETP_ROWS = {**{f"dgxc-grok1 grok1-314b {p} tp4 ep8 etp4 {g}xgb200": r
                for g, r in zip((128, 256, 512), rs)},
             "dgxc-llama4 llama4-maverick bf16 tp4 ep128 etp4 512xh100": 1.076,
             "dgxc-llama4 llama4-maverick fp8 tp4 ep128 etp4 512xh100": 1.143}
+# Session 43 (wt43_review): Megatron's linear_qkv as one GEMM (facts.json fused_qkv) moved these
+ETP_ROWS.update({'dgxc-grok1 grok1-314b bf16 tp4 ep8 etp4 128xgb200': 1.012, 'dgxc-grok1 grok1-314b bf16 tp4 ep8 etp4 256xgb200': 1.019, 'dgxc-grok1 grok1-314b bf16 tp4 ep8 etp4 512xgb200': 1.009, 'dgxc-grok1 grok1-314b fp8 tp4 ep8 etp4 128xgb200': 1.124, 'dgxc-grok1 grok1-314b fp8 tp4 ep8 etp4 256xgb200': 1.106, 'dgxc-grok1 grok1-314b fp8 tp4 ep8 etp4 512xgb200': 1.098, 'dgxc-llama4 llama4-maverick bf16 tp4 ep128 etp4 512xh100': 1.083, 'dgxc-llama4 llama4-maverick fp8 tp4 ep128 etp4 512xh100': 1.145})
 
 
 def test_the_refused_rows_say_why():
@@ -191,3 +193,17 @@ def test_the_rows_as_first_computed(published_tables):
         for key in every:
             if key.startswith(name) and " bf16 " in key:
                 assert every[key.replace(" bf16 ", " fp8 ")] > every[key], key
+
+
+# Session 43 (wt43_review): Megatron's linear_qkv as one GEMM and its dense attention's scale, mask and
+# dropout passes (facts.json fused_qkv, fused_scale_mask_softmax) moved these rows' ratios and summaries.
+MOVED.update({'dgxc-grok1 grok1-314b bf16 tp4 pp8 cp2 vp8 ep8 etp1 512xh100': 1.011,
+              'dgxc-grok1 grok1-314b fp8 tp4 pp8 cp2 vp8 ep8 etp1 512xh100': 1.215,
+              'dgxc-llama4 llama4-maverick bf16 pp2 vp12 ep64 128xgb200': 1.205})
+
+
+# Session 43 (wt43_review): Megatron's linear_qkv as one GEMM and its dense attention's scale, mask and
+# dropout passes (facts.json fused_qkv, fused_scale_mask_softmax) moved these rows' ratios and summaries.
+NOW_STATS.update({'training rates': ((37, 10.6, 33, 17, 9), (0.691, 1.364)),
+              'dgxc-grok1': ((8, 5.8, 8, 5, 4), (1.009, 1.215)),
+              'dgxc-llama4': ((8, 22.0, 6, 1, 0), (1.083, 1.36))})

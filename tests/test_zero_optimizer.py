@@ -85,7 +85,7 @@ def test_the_row_exposes_the_all_reduce_and_the_copy_loop():
     assert round(loop, 4) == 0.1424
     assert steps[0]["optimizer_seconds"] - steps[1]["optimizer_seconds"] == pytest.approx(loop - gather)
     # 0.3915 / 0.2224 before session 31's loss passes (nanotron's sharded_cross_entropy: Layout.unfused_loss, 5.2 ms)
-    assert (round(steps[0]["seconds"], 4), round(steps[1]["seconds"], 4)) == (0.3967, 0.2281)
+    assert (round(steps[0]["seconds"], 4), round(steps[1]["seconds"], 4)) == (0.3951, 0.2264)  # (0.3967, 0.2281) before session 43
 
 
 def test_no_loop_where_the_gather_outlasts_it_or_dp_is_one():

@@ -115,6 +115,7 @@ class QKVProjection(Block):
         # rows (else a kernel reads the mean, T5's 3,072 and 12,288 + 12,288 as three of 9,216); a decode step's
         # cached K/V (no rows) and self-attention keep the one count the FLOPs imply
         own_rows = not self.fused and self.queries and self.kv_tokens != 0 and self.q_tokens != self.kv_tokens
+        forward_passes, backward_passes = self.megatron_dense_bytes()
         return make_cost(
             tensors=tensors,
             matrices=matrices,
@@ -126,8 +127,20 @@ class QKVProjection(Block):
             kv_cache_bytes=kv_cache,
             bytes_matmul=moved,
             # torch.cat reads the cache and the new token's keys and values, writes them all.
-            bytes_other=2 * kv_cache if self.copies_cache else ZERO,
+            bytes_other=2 * kv_cache if self.copies_cache else forward_passes,
+            backward_bytes_other=backward_passes,
         )
+
+    def megatron_dense_bytes(self) -> tuple[Expr, Expr | None]:
+        """(forward, backward) bytes of the passes Megatron's own dense path runs around its fused Q/K/V GEMM
+        (facts.megatron_dense_passes): the bias added after the GEMM (reads and writes the output; backward reads
+        its gradient for the bias's) and the split's backward, torch.cat of the three gradients (reads and writes
+        them). (0, None) elsewhere: no such pass, the tree's convention."""
+        if not (self.fused and self.profile.facts.megatron_dense_passes and self.profile.kernel().dense):
+            return ZERO, None
+        outputs = self.q_tokens * (S.h + 2 * self.kv_heads) * self.head_dim
+        bias = 1 if self.bias else 0
+        return 2 * S.e * outputs * bias, (bias + 2) * S.e * outputs
 
 
 @dataclass(frozen=True)
@@ -344,7 +357,9 @@ class AttentionScores(AttentionCore):
         pointwise = ZERO
         if kernel.dense:
             moved += S.e * pairs
-            pointwise = sp.Add(*(elementwise_bytes(x) for _, x in elements))
+            # Megatron's scale is the GEMM's alpha and its mask the fused softmax's (facts.fused_scale_mask_softmax)
+            pointwise = ZERO if self.profile.facts.fused_scale_mask_softmax \
+                else sp.Add(*(elementwise_bytes(x) for _, x in elements))
         # Soft-capping keeps tanh's result (its backward reads it), in the activation dtype.
         capped = S.e * pairs if self.softcap and kernel.dense else ZERO
         # GPT-Neo's attention holds its own P x P bool causal (or local) mask as a buffer, OpenAI
@@ -412,9 +427,23 @@ class Softmax(AttentionCore):
             saved += INDEX * S.b * S.h * self.q_len
             elements.append(("add", columns))
         moved = elementwise_bytes(columns) * (2 if self.sinks else 1) if kernel.dense else 0
+        backward = None
+        if kernel.dense and not self.sinks and self.profile.facts.fused_scale_mask_softmax:
+            moved, backward = self.fused_softmax_bytes()
         return make_cost(tensors=[Tensor(S.h)] if self.sinks else [], elements=elements,
-                         saved_bytes=saved, bytes_other=moved,
+                         saved_bytes=saved, bytes_other=moved, backward_bytes_other=backward,
                          forward_transient_bytes=kernel.scores_live_no_grad(self))
+
+    def fused_softmax_bytes(self) -> tuple[Expr, Expr]:
+        """(forward, backward) bytes of Megatron's fused scale-mask-softmax and the probabilities' dropout
+        (facts.fused_scale_mask_softmax; NVIDIA/Megatron-LM megatron/model/transformer.py ParallelAttention at
+        cbad126, Megatron-Core's DotProductAttention alike): the softmax reads the scores and writes the
+        probabilities (its backward reads them and their gradient, writes the scores' gradient: 3 e); torch's
+        fused dropout reads them and writes its output and a mask (2 e + the mask's byte; backward reads the
+        gradient and the mask, writes one: the same). 9 and 11 bytes a score in 16-bit."""
+        pairs = self.pairs
+        dropout = (2 * S.e + self.profile.mask_bytes) * pairs if self.profile.probs_dropout else ZERO
+        return 2 * S.e * pairs + dropout, 3 * S.e * pairs + dropout
 
 
     def lse_sink_cost(self, softmax_saved: Expr) -> Cost:
@@ -449,12 +478,17 @@ class WeightedSum(AttentionCore):
         moved = S.b * self.value_dim * (self.cache_element_bytes * values_read + S.e * S.h * self.q_len)
         if kernel.dense:
             moved += S.e * pairs
+        # Megatron's dense path copies the heads' output [b, heads, s, d] to [s, b, h] (permute(2, 0, 1, 3)
+        # .contiguous(); facts.megatron_dense_passes): reads and writes it once, its backward a view
+        copy = kernel.dense and self.profile.facts.megatron_dense_passes
         return make_cost(
             flops_matmul=forward,
             variants=self.core_variants(self.value_dim, S.r_kv),
             flops_matmul_backward=2 * forward,
             saved_bytes=kernel.weighted_sum_saved(self),
             bytes_matmul=moved,
+            bytes_other=2 * S.e * S.b * S.h * self.q_len * self.value_dim if copy else ZERO,
+            backward_bytes_other=ZERO if copy else None,
         )
 
     def backward(self) -> Backward | None:
