@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..config import ConfigError
+from ..config import ConfigError, show
 
 
 @dataclass(frozen=True)
@@ -57,8 +57,8 @@ def check_mixed_precision(layout: Any) -> None:
     name = layout.mixed_precision
     if name is None:
         return
-    if name not in MIXED_PRECISION:
-        raise ConfigError(f"layout: mixed_precision must be one of {', '.join(MIXED_PRECISION)}; got {name!r}.")
+    if not isinstance(name, str) or name not in MIXED_PRECISION:
+        raise ConfigError(f"layout: mixed_precision must be one of {', '.join(MIXED_PRECISION)}; got {show(name)}.")
     recipe = MIXED_PRECISION[name].recipe
     if layout.fp8 != recipe:
         raise ConfigError(f"layout: mixed_precision {name} is a --fp8 {recipe} configuration; here "
@@ -66,6 +66,15 @@ def check_mixed_precision(layout: Any) -> None:
     if layout.pp > 1:
         raise ConfigError(f"layout: mixed_precision {name} keeps the stack's end layers in bf16, modelled "
                           f"without pipeline parallelism (pp 1); here pp {layout.pp}.")
+
+
+def check_mixed_precision_model(cfg: Any, layout: Any) -> None:
+    """A named configuration's layers are numbered along a hybrid layer pattern (Nemotron-H's Mamba, attention
+    and MoE layers: low_precision_share reads the leaves 'layer.decoder.<kind>'): a model without one (a dense or
+    MoE decoder, whose leaves are 'layer.decoder' and 'self_attention.*') is refused, not run wholly in the recipe."""
+    if layout.mixed_precision is not None and not cfg.layer_pattern:
+        raise ConfigError(f"layout: mixed_precision {layout.mixed_precision} is modelled on a hybrid layer pattern "
+                          f"(Nemotron-H's Mamba, attention and MoE layers); {cfg.name} has none.")
 
 
 def low_precision_share(leaf: dict[str, Any], estimate: Any, runs_fp8: bool) -> float:
@@ -77,6 +86,7 @@ def low_precision_share(leaf: dict[str, Any], estimate: Any, runs_fp8: bool) -> 
     name = estimate.layout.mixed_precision
     if name is None:
         return 1.0
+    check_mixed_precision_model(estimate.cfg, estimate.layout)  # an estimate built without Layout.check
     mixed = MIXED_PRECISION[name]
     path = leaf["path"]
     if path.startswith(mixed.bf16_prefixes) or ".".join(path.split(".")[-2:]) in mixed.bf16_leaves:
@@ -84,7 +94,7 @@ def low_precision_share(leaf: dict[str, Any], estimate: Any, runs_fp8: bool) -> 
     key = leaf["key"]
     if not key.startswith("layer.decoder."):
         return 1.0
-    pattern = estimate.cfg.layer_pattern or ("decoder",) * estimate.cfg.n_decoder_layers
+    pattern = estimate.cfg.layer_pattern  # check_mixed_precision_model: a hybrid model's
     kind = key.split(".")[-1]
     layers = [i for i, k in enumerate(pattern) if k == kind]
     if not layers:
