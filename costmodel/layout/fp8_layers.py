@@ -4,7 +4,9 @@ num_layers_at_start_in_bf16 / num_layers_at_end_in_bf16, and a Transformer Engin
 file's bf16 matchers. Each leaf whose products the --fp8 recipe runs (roofline_parts.runs_fp8) runs
 low_precision_share of its layers' runs in the recipe and the rest at the activation dtype's rate, with no
 recipe casts (layout/kernel_step.py and roofline_parts.py blend the two). Layout.mixed_precision names the
-configuration (None: every linear leaf in the recipe, as before).
+configuration (None: every linear leaf in the recipe, as before); it is refused on a model without a hybrid
+layer pattern (check_mixed_precision_model) and under async TP or TE's userbuffers ops (async_tp.stage_passes: one
+GEMM timer a leaf).
 
 Megatron-Core decides per layer (megatron/core/fp8_utils.py is_first_last_bf16_layer: a layer number below
 num_layers_at_start_in_bf16 or at or above num_layers - num_layers_at_end_in_bf16 builds its linears without
