@@ -71,3 +71,38 @@ def test_a_configuration_it_cannot_apply_is_refused(changes, words):
     layout = {"tp": 1, "pp": 1, "dp": 64, "ep": 64, "fp8": "nvfp4", "mixed_precision": NAME} | changes
     with pytest.raises(ConfigError, match=words.replace("(", r"\(").replace(")", r"\)")):
         Layout(**layout)
+
+
+@pytest.mark.parametrize("value", [["x"], {"a": 1}, 5])
+def test_a_name_that_is_not_a_string_is_one_config_error(value):
+    """A list or a dict raised TypeError (unhashable) from the dictionary lookup: a traceback through Layout, and
+    make_layout's "layout: unhashable type: 'list'." through the API."""
+    with pytest.raises(ConfigError, match="mixed_precision must be one of"):
+        Layout(tp=1, dp=8, framework="megatron", fp8="nvfp4", mixed_precision=value)
+
+
+@pytest.mark.parametrize("model", ["llama-3-8b", "mixtral-8x7b"])
+def test_a_model_without_a_hybrid_layer_pattern_is_refused(model):
+    """The configuration's layers are numbered along a hybrid pattern's Mamba, attention and MoE layers and its
+    matchers named by their leaves; a model without a pattern ran every linear in FP4 with the name accepted
+    (its leaves 'layer.decoder', 'self_attention.qkv' matched neither rule)."""
+    from costmodel import api
+
+    layout = Layout(tp=1, dp=8, framework="megatron", fp8="nvfp4", mixed_precision=NAME)
+    with pytest.raises(ConfigError, match=f"mixed_precision {NAME} is modelled on a hybrid layer pattern"):
+        layout.check(api.load_model(model))
+    # and through the API's estimate, one ConfigError before any number
+    with pytest.raises(ConfigError, match="hybrid layer pattern"):
+        api.estimate(model, seq_len=4096, layout={"tp": 1, "dp": 8, "framework": "megatron", "fp8": "nvfp4",
+                                                  "mixed_precision": NAME})
+
+
+def test_userbuffers_overlap_refuses_the_configuration():
+    """TE's userbuffers ops (layout/ub_overlap.py, through async_tp.stage_passes) time each leaf's GEMMs at one
+    timer, runs_fp8's: under the configuration they priced its bf16 layers' overlapped GEMMs at the FP4 rate."""
+    from costmodel.layout.overlap import Overlap
+    from costmodel.layout.timing import step_time
+
+    estimate, hardware, options = train_setup(*_row(SUPER_NVFP4))
+    with pytest.raises(ConfigError, match="userbuffers .* mixed_precision"):
+        step_time(estimate, hardware, time_model="kernels", **(options | {"overlap": Overlap(ub="te")})).step()

@@ -103,7 +103,7 @@ def _one_gpu_parts(run: dict, source: dict, settings: dict) -> dict[str, Any]:
         kernels = parts["weights"] + parts["attention"] + parts["memory-bound"]
         parts["host ops"] = host  # the host's whole issue time (its ops x eager_op_s), for the implied op time
         parts["host"] = max(0.0, host - kernels)
-        parts["launches"] = 0.0 if host >= kernels else parts["launches"]
+        parts["launches"] = 0.0  # the host's term stands for them, host-bound or not (the rule above)
     if "step (its windows)" in split:  # a layer-synchronised step: its windows beyond the kernels
         kernels = sum(parts[k] for k in ("weights", "attention", "memory-bound", "launches"))
         parts["host"] = max(0.0, split["step (its windows)"] - kernels)

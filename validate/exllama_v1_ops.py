@@ -26,7 +26,7 @@ import types
 from collections import Counter
 from pathlib import Path
 
-from validate.host_calls import Calls, mode
+from validate.host_calls import Calls, layer_split, mode
 
 DEFAULT_REPO = "/work/.mirror/turboderp+exllama/repo"
 COMMIT = "b65d774"  # 2023-06-11 'Concurrency (experimental)': the commit that wrote the README's 173 / 140 t/s row
@@ -161,11 +161,7 @@ def count(repo: str = DEFAULT_REPO, commit: str = COMMIT) -> dict:
                 record.on = False
             return Counter(record.calls)
 
-    one, two = step_calls(1), step_calls(2)
-    per_layer = two - one
-    own = one - per_layer
-    return {"per_layer": sum(per_layer.values()), "per_step": sum(own.values()),
-            "by_op": dict(sorted(per_layer.items())), "step_by_op": dict(sorted(own.items()))}
+    return layer_split(step_calls(1), step_calls(2))
 
 
 def main(argv: list[str] | None = None) -> int:

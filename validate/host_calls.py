@@ -1,6 +1,7 @@
 """The host calls of a step as the counting scripts record them (validate/exllama_v1_ops.py, validate/tinychat_ops.py):
 every aten call that reaches a TorchDispatchMode while the record is on, by its op's name, beside the stubbed
-extensions' calls the scripts add by their own names."""
+extensions' calls the scripts add by their own names, and the rule that splits a step's calls into a layer's and the
+step's own (layer_split)."""
 
 from __future__ import annotations
 
@@ -29,3 +30,12 @@ def mode(record: Calls):
             return func(*args, **(kwargs or {}))
 
     return Count()
+
+
+def layer_split(one: Counter, two: Counter) -> dict:
+    """A step's calls split from models of one and two layers: {"per_layer", "per_step", "by_op", "step_by_op"}, the
+    layer's the difference of the two, the step's own the one-layer model's less a layer's."""
+    per_layer = two - one
+    own = one - per_layer
+    return {"per_layer": sum(per_layer.values()), "per_step": sum(own.values()),
+            "by_op": dict(sorted(per_layer.items())), "step_by_op": dict(sorted(own.items()))}

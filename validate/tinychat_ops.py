@@ -29,7 +29,7 @@ import types
 from collections import Counter
 from pathlib import Path
 
-from validate.host_calls import Calls, mode
+from validate.host_calls import Calls, layer_split, mode
 
 DEFAULT_REPO = "/work/.mirror/mit-han-lab+llm-awq/repo"
 COMMIT = "b76fab6"  # '[Major] Support Llama3 and update on-the-fly rope scaling (#177)', the README the rows read
@@ -152,11 +152,7 @@ def count(repo: str = DEFAULT_REPO, commit: str = COMMIT, kv_heads: int = 2) -> 
             record.on = False
             return Counter(record.calls)
 
-    one, two = step_calls(1), step_calls(2)
-    per_layer = two - one
-    own = one - per_layer
-    return {"per_layer": sum(per_layer.values()), "per_step": sum(own.values()),
-            "by_op": dict(sorted(per_layer.items())), "step_by_op": dict(sorted(own.items()))}
+    return layer_split(step_calls(1), step_calls(2))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -117,6 +117,9 @@ def stage_passes(step: Any, stage: Any, ops_of: Any = None) -> list[tuple[int, s
     estimate, timer = step.estimate, getattr(step, "timer", None)
     if not hasattr(step, "kernel_entries"):
         raise ConfigError("--async-tp is priced by the kernel-level time model only; add --time-model kernels.")
+    if estimate.layout.mixed_precision is not None:  # one timer a leaf below; fp8_share's blend is not here
+        raise ConfigError(f"layout: async TP and TE's userbuffers overlap time each leaf's GEMMs at one rate; "
+                          f"mixed_precision {estimate.layout.mixed_precision}'s bf16 layers are not modelled there.")
     width = estimate.cfg.d_model
     rerun = {kind for kind, calls, _ in estimate.recomputed_collectives(stage) if calls}
     runs = estimate.layer_runs(stage)

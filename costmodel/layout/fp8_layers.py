@@ -4,7 +4,9 @@ num_layers_at_start_in_bf16 / num_layers_at_end_in_bf16, and a Transformer Engin
 file's bf16 matchers. Each leaf whose products the --fp8 recipe runs (roofline_parts.runs_fp8) runs
 low_precision_share of its layers' runs in the recipe and the rest at the activation dtype's rate, with no
 recipe casts (layout/kernel_step.py and roofline_parts.py blend the two). Layout.mixed_precision names the
-configuration (None: every linear leaf in the recipe, as before).
+configuration (None: every linear leaf in the recipe, as before); it is refused on a model without a hybrid
+layer pattern (check_mixed_precision_model) and under async TP or TE's userbuffers ops (async_tp.stage_passes: one
+GEMM timer a leaf).
 
 Megatron-Core decides per layer (megatron/core/fp8_utils.py is_first_last_bf16_layer: a layer number below
 num_layers_at_start_in_bf16 or at or above num_layers - num_layers_at_end_in_bf16 builds its linears without
@@ -20,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..config import ConfigError
+from ..config import ConfigError, show
 
 
 @dataclass(frozen=True)
@@ -57,8 +59,8 @@ def check_mixed_precision(layout: Any) -> None:
     name = layout.mixed_precision
     if name is None:
         return
-    if name not in MIXED_PRECISION:
-        raise ConfigError(f"layout: mixed_precision must be one of {', '.join(MIXED_PRECISION)}; got {name!r}.")
+    if not isinstance(name, str) or name not in MIXED_PRECISION:
+        raise ConfigError(f"layout: mixed_precision must be one of {', '.join(MIXED_PRECISION)}; got {show(name)}.")
     recipe = MIXED_PRECISION[name].recipe
     if layout.fp8 != recipe:
         raise ConfigError(f"layout: mixed_precision {name} is a --fp8 {recipe} configuration; here "
@@ -66,6 +68,15 @@ def check_mixed_precision(layout: Any) -> None:
     if layout.pp > 1:
         raise ConfigError(f"layout: mixed_precision {name} keeps the stack's end layers in bf16, modelled "
                           f"without pipeline parallelism (pp 1); here pp {layout.pp}.")
+
+
+def check_mixed_precision_model(cfg: Any, layout: Any) -> None:
+    """A named configuration's layers are numbered along a hybrid layer pattern (Nemotron-H's Mamba, attention
+    and MoE layers: low_precision_share reads the leaves 'layer.decoder.<kind>'): a model without one (a dense or
+    MoE decoder, whose leaves are 'layer.decoder' and 'self_attention.*') is refused, not run wholly in the recipe."""
+    if layout.mixed_precision is not None and not cfg.layer_pattern:
+        raise ConfigError(f"layout: mixed_precision {layout.mixed_precision} is modelled on a hybrid layer pattern "
+                          f"(Nemotron-H's Mamba, attention and MoE layers); {cfg.name} has none.")
 
 
 def low_precision_share(leaf: dict[str, Any], estimate: Any, runs_fp8: bool) -> float:
@@ -77,6 +88,7 @@ def low_precision_share(leaf: dict[str, Any], estimate: Any, runs_fp8: bool) -> 
     name = estimate.layout.mixed_precision
     if name is None:
         return 1.0
+    check_mixed_precision_model(estimate.cfg, estimate.layout)  # an estimate built without Layout.check
     mixed = MIXED_PRECISION[name]
     path = leaf["path"]
     if path.startswith(mixed.bf16_prefixes) or ".".join(path.split(".")[-2:]) in mixed.bf16_leaves:
@@ -84,7 +96,7 @@ def low_precision_share(leaf: dict[str, Any], estimate: Any, runs_fp8: bool) -> 
     key = leaf["key"]
     if not key.startswith("layer.decoder."):
         return 1.0
-    pattern = estimate.cfg.layer_pattern or ("decoder",) * estimate.cfg.n_decoder_layers
+    pattern = estimate.cfg.layer_pattern  # check_mixed_precision_model: a hybrid model's
     kind = key.split(".")[-1]
     layers = [i for i, k in enumerate(pattern) if k == kind]
     if not layers:

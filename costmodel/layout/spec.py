@@ -67,6 +67,7 @@ from ..spec import ALL_REDUCES, CP_KV_HEADS, CP_ROTATE_HINTS, CP_ROTATES, DEVICE
 from ..spec import PRECISION_AWARE_OPTIMIZERS as PRECISION_AWARE_OPTIMIZERS_CHOICES
 from .experts import check_expert_parallel
 from .fp8 import RECIPES
+from .fp8_layers import check_mixed_precision_model
 from .fp8_options import check_fp8_options
 from .permute_fusion import check as check_permute_fusion, check_model as check_permute_model
 from . import replicated_kv, sequential_mlp
@@ -446,6 +447,7 @@ class Layout(PipelineSchedule):
         if not self.moe_permute_fusion:
             check_permute_model(cfg, self)
         sequential_mlp.check(cfg, self)
+        check_mixed_precision_model(cfg, self)
         if self.cp > 1:
             from .context import check_context_parallel
 
