@@ -97,7 +97,7 @@ CARD_MODEL = {
     "nemotron-3-super pretrain bf16 64xh100": (3570.5, 3329.6),  # (3371.9, 3169.7) before the padding (wt35_moe); (3269.5, 3065.2) before session 41's HybridEP rates; 3328.2 before session 43
     "nemotron-3-super perf bf16 64xh100": (3570.5, 3329.6),  # (3269.5, 3065.2) before session 41's HybridEP rates; 3328.2 before session 43
     "nemotron-3-super perf bf16 64xgb200": (10959.9, 9887.7),  # (11068.8, 9858.8) at 4,096 a sequence before wt37_moe; (11472.9, 10296.1) before session 41's HybridEP rates; 9881.1 before session 43
-    "nemotron-3-super perf nvfp4 64xgb300": (18072.2, 15364.6),  # (20764.2, 16502.9) before its recipe's bf16 layers (wt44_moetrain)
+    "nemotron-3-super perf nvfp4 64xgb300": (18072.2, 15366.5),  # (20764.2, 16502.9) before its recipe's bf16 layers (wt44_moetrain); 15364.6 before the Megatron dense passes (wt44_review)
     "nemotron-3.5-lightning perf bf16 16xh100": (15847.1, 15181.9),  # kernels 15168.3 before session 43
     "nemotron-3.5-lightning perf bf16 8xgb200": (36987.1, 33420.8),  # (38448.9, 34601.2) before session 41's HybridEP rates; 33412.9 before session 43
     "qwen3-8b pretrain bf16 16xh100": (10622.4, 11238.5),  # kernels 11193.4 before session 43
