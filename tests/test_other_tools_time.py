@@ -81,21 +81,23 @@ def test_calculon_and_our_step_are_the_sums_of_their_parts():
         assert ours["seconds"] == pytest.approx(sum(ours[p] for p in ("compute", "tp_comm", "pp_comm", "dp_comm",
                                                                       "bubble", "optimizer", "other")), rel=1e-12)
     # ours' "other" at Llama-2-70B is the contention of the DP collectives it overlaps with backward
-    assert round(RECORD["cases"][LLAMA70B]["ours"]["other"], 4) == 0.026
+    assert round(RECORD["cases"][LLAMA70B]["ours"]["other"], 4) == 0.0258  # 0.026 before wt44_review's Megatron passes
 
 
 def test_korthikanti_step_ours_and_calculon_within_one_percent_by_different_parts():
     ours, calculon = RECORD["cases"][KORTHIKANTI]["ours"], split(KORTHIKANTI, "Calculon")
     published = 13.75  # Korthikanti et al. 2022, Table 5, 175B with SP + selective recomputation
-    assert round(ours["seconds"] / published, 3) == 0.992 and round(calculon["seconds"] / published, 3) == 0.992
+    # ours 0.992 of the published step before Megatron's one QKV GEMM, FusedScaleMaskSoftmax's bytes and its dense
+    # passes (wt43_review, wt44_review: ours 13.642 -> 13.175 s), the totals then 4 ms apart; now 0.46 s
+    assert round(ours["seconds"] / published, 3) == 0.958 and round(calculon["seconds"] / published, 3) == 0.992
     # the totals agree to 4 ms, the parts do not: Calculon's compute (fw + bw + its selective
     # recompute) is 0.78 s less than ours, its exposed TP communication (rs/ag at 300 GB/s x 0.65,
     # plus SP's all-gather redone in backward, "recomm") 0.82 s more; the bubble agrees to 2 ms
     # (both (pp - 1) / (v m) of a stage's micro-batch: 7 / (3 x 64) x ...), no DP (dp 1)
-    assert round(ours["seconds"] - calculon["seconds"], 3) == 0.004
-    assert round(calculon["compute"] + calculon["recompute"], 3) == 10.0 and round(ours["compute"], 2) == 10.78
+    assert round(ours["seconds"] - calculon["seconds"], 3) == -0.463  # 0.004 before wt44_review
+    assert round(calculon["compute"] + calculon["recompute"], 3) == 10.0 and round(ours["compute"], 2) == 10.33  # 10.78 before
     assert round(calculon["tp_comm"], 3) == 3.023 and round(ours["tp_comm"], 3) == 2.2
-    assert round(calculon["bubble"], 3) == 0.479 and round(ours["bubble"], 3) == 0.477
+    assert round(calculon["bubble"], 3) == 0.479 and round(ours["bubble"], 3) == 0.461  # 0.477 before wt44_review
     assert ours["bubble"] / (ours["seconds"] - ours["bubble"]) == pytest.approx(7 / (3 * 64), rel=0.02)
     assert ours["dp_comm"] == calculon["dp_comm"] == 0
 
@@ -116,12 +118,14 @@ def test_llm_analysis_step_is_its_flops_over_the_model_parallel_gpus_at_one_effi
     assert round(split(KORTHIKANTI, "llm-analysis")["seconds"] / 13.75, 3) == 0.518
     assert split(KORTHIKANTI, "llm-analysis at our HFU")["raw"]["flops_efficiency"] == 0.5226
     ours = RECORD["cases"][KORTHIKANTI]["ours"]
-    assert split(KORTHIKANTI, "llm-analysis at our HFU")["seconds"] == pytest.approx(ours["seconds"], rel=1e-4)
+    # equal to ours to 1e-4 when recorded; the tool is not rerun here, and since wt44_review's Megatron passes our
+    # step is 3.4% shorter (HFU 0.5226 -> 0.5411), so its run at the old HFU reads 1.035x ours
+    assert round(split(KORTHIKANTI, "llm-analysis at our HFU")["seconds"] / ours["seconds"], 3) == 1.035
     # at Llama-2-70B its 16 n d^2 MLP (other_tools.py) leaves it 19% under ours even at our HFU (0.813 when
     # recorded; 0.812 since wt29_bias's FlashAttention-2 A100 backward made our step 0.14% longer, the
     # tool's figure kept at the HFU it was run at)
     ours70 = RECORD["cases"][LLAMA70B]["ours"]
-    assert round(split(LLAMA70B, "llm-analysis at our HFU")["seconds"] / ours70["seconds"], 3) == 0.812
+    assert round(split(LLAMA70B, "llm-analysis at our HFU")["seconds"] / ours70["seconds"], 3) == 0.816  # 0.812 before wt44_review
 
 
 def test_calculon_counts_llama2_70b_k_and_v_at_full_width():
@@ -144,8 +148,8 @@ def test_calculon_counts_llama2_70b_k_and_v_at_full_width():
     # backward; 1.127 of it FLOPs), TP and DP communication
     # 1.5x and 2.2x, its bubble scaling with its slower micro-batch
     ours, calculon = RECORD["cases"][LLAMA70B]["ours"], split(LLAMA70B, "Calculon")
-    assert round(calculon["seconds"] / ours["seconds"], 2) == 1.37
-    assert round(calculon["compute"] / ours["compute"], 2) == 1.22
+    assert round(calculon["seconds"] / ours["seconds"], 2) == 1.38  # 1.37 before wt44_review's Megatron passes
+    assert round(calculon["compute"] / ours["compute"], 2) == 1.23  # 1.22 before
 
 
 def viewer(case: str) -> dict:
@@ -277,7 +281,7 @@ def test_vllm_block_counts_it_logged_at_tp_1_and_4_against_ours():
 
 def test_every_table_5_row_ours_and_calculon_against_the_published_step():
     """Korthikanti et al. 2022's Table 5, 22B to 1T, full recomputation and SP + selective: ours
-    (the kernel model) is 0.96-1.04x of all eight published steps, Calculon (its own model and
+    (the kernel model) is 0.95-0.99x of all eight published steps (0.96-1.04x before wt44_review), Calculon (its own model and
     execution files for each row) 0.91-1.03x; both are sums of their parts."""
     rows = RECORD["korthikanti"]
     assert [(r["model"], r["recompute"], r["published"]) for r in rows] == [
@@ -290,11 +294,12 @@ def test_every_table_5_row_ours_and_calculon_against_the_published_step():
         assert calculon["total_time"] == pytest.approx(sum(calculon[p] for p in parts), rel=1e-12)
     ours = [round(r["ours"]["seconds"] / r["published"], 2) for r in rows]
     theirs = [round(r["tools"]["Calculon"]["seconds"] / r["published"], 2) for r in rows]
-    assert ours == [1.04, 1.03, 1.0, 0.99, 0.98, 0.96, 0.99, 1.0]  # 22B full 1.03 before session 33's embedding gradient
+    assert ours == [0.99, 0.97, 0.97, 0.96, 0.97, 0.95, 0.98, 0.99]  # [1.04, 1.03, 1.0, 0.99, 0.98, 0.96, 0.99, 1.0] before
+    # Megatron's one QKV GEMM, FusedScaleMaskSoftmax's bytes and its dense passes (wt43_review, wt44_review); 22B full 1.03 before session 33's embedding gradient
     assert theirs == [0.98, 1.03, 0.99, 0.99, 1.02, 0.91, 0.95, 0.92]
     compute = [round((r["tools"]["Calculon"]["compute"] + r["tools"]["Calculon"]["recompute"]) / r["ours"]["compute"], 2)
                for r in rows]
-    assert compute == [0.97, 0.89, 0.98, 0.93, 0.93, 0.89, 0.91, 0.88]
+    assert compute == [1.03, 0.97, 1.01, 0.97, 0.94, 0.9, 0.92, 0.89]  # [0.97, 0.89, 0.98, 0.93, 0.93, 0.89, 0.91, 0.88] before wt44_review
     tp = [round(r["tools"]["Calculon"]["tp_comm"] / r["ours"]["tp_comm"], 2) for r in rows if r["recompute"] == "present"]
     assert tp == [1.52, 1.37, 1.39, 1.34]
     # our side is the costmodel today
