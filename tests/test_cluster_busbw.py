@@ -110,7 +110,9 @@ def test_the_nanotron_rows_run_on_the_books_cluster():
     assert source["hardware_overrides"] == {"cluster": "hf-h100-efa"}
     row = next(r for r in data["runs"] if r["id"] == "nanotron-playbook llama-80b dp32 tp16 pp1 gas4 mbs2 zero1 512xh100")
     bare = {k: v for k, v in source.items() if k != "hardware_overrides"}
-    for run, figures in (({**row, "zero_optimizer": "flat"}, (226.8, 214.4, 240.3, 226.4)), (row, (203.2, 193.2, 213.9, 202.9))):
+    # (226.8, 214.4, 240.3, 226.4) and (203.2, 193.2, 213.9, 202.9) before Megatron's one QKV GEMM and its dense passes
+    # (wt43_review, wt44_review; the playbook's rows type impl megatron)
+    for run, figures in (({**row, "zero_optimizer": "flat"}, (228.1, 215.6, 241.5, 227.5)), (row, (204.2, 194.1, 214.9, 203.7))):
         hidden = {**run, "overlap": {**run["overlap"], "dp": 2 / 3}}
         assert tuple(round(train_run(r, s, "kernels"), 1) for r in (run, hidden) for s in (bare, source)) == figures
 

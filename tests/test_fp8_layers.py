@@ -56,8 +56,8 @@ def test_the_rows_rate_before_and_after():
     """The kernel model (tokens/s a GPU): 12,430.8 with every linear in FP4, 11,650.2 with the recipe's bf16
     layers and modules (published 6,784: 1.83x -> 1.72x); the roofline 16,004.4 -> 14,464.4."""
     after, before = _row(SUPER_NVFP4), _row(SUPER_NVFP4, drop_mixed=True)
-    assert round(train_tokens(*before, "kernels"), 1) == 12430.8
-    assert round(train_tokens(*after, "kernels"), 1) == 11650.2
+    assert round(train_tokens(*before, "kernels"), 1) == 12452.1  # 12430.8 before wt44_review's Megatron passes
+    assert round(train_tokens(*after, "kernels"), 1) == 11659.4  # 11650.2 before wt44_review
     assert round(train_tokens(*before, "roofline"), 1) == 16004.4
     assert round(train_tokens(*after, "roofline"), 1) == 14464.4
 

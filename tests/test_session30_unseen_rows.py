@@ -124,9 +124,11 @@ RANGES = {"training rates": (1.010, 1.950), "llama2-7b": (0.532, 0.768), "llama2
 # Then (wt31_small): the loss's fused-kernel traffic (blocks/head.py fused_loss_bytes): nanoGPT 1.950 -> 1.860,
 # the training rates' median 14.3% -> 14.2%, all 13.9% -> 13.8%. Then (wt33_small): the embedding's dense gradient
 # (costmodel/embedding_grad.py): nanoGPT 1.860 -> 1.856.
-NOW = {**FIRST, "all": (21, 13.8, 19, 10, 6), "training rates": (5, 14.2, 4, 2, 2), "decoding": (14, 9.2, 14, 8, 4),
+# GPU-hours 23.9 -> 23.6 since wt43_review's and wt44_review's Megatron passes
+NOW = {**FIRST, "GPU-hours": (2, 23.6, 1, 0, 0), "all": (21, 13.8, 19, 10, 6), "training rates": (5, 14.2, 4, 2, 2), "decoding": (14, 9.2, 14, 8, 4),
        "llama2-7b": (4, 6.2, 4, 4, 1), "llama2-70b": (4, 16.5, 4, 1, 1), "falcon-180b": (6, 12.0, 6, 3, 2)}
-NOW_RANGES = {**RANGES, "training rates": (1.010, 1.856), "llama2-7b": (0.904, 1.070), "llama2-70b": (0.788, 0.957),
+NOW_RANGES = {**RANGES, "training rates": (1.010, 1.875),  # 1.856 before wt44_review (nanoGPT)
+              "llama2-7b": (0.904, 1.070), "llama2-70b": (0.788, 0.957),
               "falcon-180b": (0.802, 1.020)}
 
 
@@ -143,4 +145,4 @@ def test_the_rows_now():
             assert (round(min(values), 3), round(max(values), 3)) == NOW_RANGES[name], name
     # every training rate too fast
     assert all(every[k] > 1 for k in groups["training rates"])
-    assert every["gpu-hours-falcon-180b 180b 3.5T tokens"] == pytest.approx(0.661, abs=5e-4)
+    assert every["gpu-hours-falcon-180b 180b 3.5T tokens"] == pytest.approx(0.666, abs=5e-4)  # 0.661 before wt44_review

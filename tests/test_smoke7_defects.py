@@ -124,7 +124,8 @@ def test_plan_json_keeps_the_rows_top_asks_for(capsys):
     assert cli.main(args + ["--top", "1"]) == 0
     kept = json.loads(capsys.readouterr().out)
     assert len(kept["feasible"]) == 1 and len(kept["infeasible"]) == 132  # 128 at 80 GiB
-    assert kept["feasible"][0]["layout"]["dp"] == 8 and round(kept["feasible"][0]["step_time"], 4) == 1.3586
+    # 1.3586 s before Megatron's one QKV GEMM and its dense passes (wt43_review, wt44_review; plan's default framework)
+    assert kept["feasible"][0]["layout"]["dp"] == 8 and round(kept["feasible"][0]["step_time"], 4) == 1.3539
     assert cli.main(args) == 0
     assert len(json.loads(capsys.readouterr().out)["feasible"]) == 1200  # 1,204 at 80 GiB: 4 need more than the 81,117 MiB an H100 reports
     assert cli.main(args[:-1] + ["--top", "1"]) == 0  # the table's counts are the whole plan's
