@@ -8,6 +8,17 @@ shapes: (M, N, K) and how many) and the bytes it reads and writes, from the code
 times each as the longer of its products (the GEMM tile model) and its bytes (the bandwidth).
 Plain integers: no sympy, no torch.
 
+The rows' containers run these kernels as listed (wt45_hybrid, read at the versions they pin):
+Megatron-Bridge's uv.lock pins mamba-ssm 2.3.1 at v0.4.0-v0.4.2 (26.04, 26.04.01) and 2.3.2.post1 at
+v0.5.0-v0.6.0; their ssd_*.py differ from e9594ce1 only by the state_dtype argument (#972: Megatron-Core
+passes it from 6142ee47 on, not at 44151194, as mamba_training_ssm_states_dtype or else params_dtype:
+C's own dtype, as before), a cast of C to dout's dtype in _chunk_scan_bwd_dstates (#855: bf16 on both
+sides) and a duplicate assignment removed (#921): the same launches and bytes. MambaMixer._ssm_training
+is the same call at 44151194 (26.04.01's Megatron-LM) and d98e8a64. The deterministic backward (#827,
+mamba_ssm/utils/determinism.py: tile workspaces summed after each kernel) runs only under
+MAMBA_DETERMINISTIC or torch.use_deterministic_algorithms, which the Nemotron-H performance recipes do
+not set.
+
 Conventions (stated, not measured):
   - a kernel reads each input and writes each output once (a block one program re-reads from L2,
     as each head of a group reads its group's C B^T, is counted once);

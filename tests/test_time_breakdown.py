@@ -262,3 +262,29 @@ def test_a_rows_breakdown_prices_its_tp_overlap_as_published_does(capsys):
     # 787, 1.16x before session 43's one QKV GEMM for Megatron's linear_qkv (facts.json fused_qkv, wt43_review)
     assert line.startswith(f"{run_id}: published 677.97 tokens/s per GPU, ours {ours:,.0f} (1.17x)")
     assert "ours 791 (1.17x)" in line and " + tp 0.277 + " in line
+
+
+def test_leaves_split_a_rows_kernels_by_leaf_and_a_mixers_ssd_kernels_by_name(monkeypatch, capsys):
+    """--row ID --leaves (session 45, wt45_hybrid): the same first-stage kernels by leaf path, a Mamba-2 mixer's
+    one-pass SSD kernels each under its name. Nemotron 3 Nano 26.04.01 on 8 GB200 (micro-batch 2 x 32, 23 Mamba-2
+    layers): _state_passing_fwd runs in the forward on the fp32 chunk states, 128 chunks x 4,096 x 128 =
+    67,108,864 values read (4 bytes) and written (2), plus the final fp32 state (2 x 4,096 x 128 x 4), 406,847,488
+    bytes, and again in the backward's recomputation with fp32 out, 541,065,216: 947,912,704 bytes a layer and
+    micro-batch, x 23 x 32 over the GB200's sustained 6.4 TB/s (0.8 x 8), 0.109 s. The leaves and the FP8 casts sum to
+    the kernels' total the split prints."""
+    from validate.time_breakdown import row_breakdowns
+
+    row_id = "megatron-bridge-moe 26.04.01 nemotron-3-nano mxfp8 8xgb200"
+    row_breakdowns([row_id], leaves=True)
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].endswith("micro-batch 2 x 32, gb200; published step 16.000 s")
+    start = lines.index("  by leaf (the kernels above, the FP8 casts apart):")
+    leaves = {line[14:]: float(line[:10]) for line in lines[start + 1:]}
+    assert round(947_912_704 * 23 * 32 / 6.4e12, 3) == 0.109
+    assert leaves["decoder.mamba_layer.mamba.mamba _state_passing_fwd"] == 0.109
+    assert {"decoder.moe_layer.moe.experts", "decoder.mamba_layer.mamba.mamba", "head.lm_head"} <= set(leaves)
+    total = float(next(line for line in lines if line.startswith("  kernels ")).split()[1])
+    casts = float(next(line for line in lines if line.endswith("  FP8 casts")).split()[0])
+    assert abs(sum(leaves.values()) + casts - total) < 0.03
+    code, out, err = run_script(SCRIPT, ["--leaves"], monkeypatch, capsys)
+    assert code == 2 and out == "" and err.startswith("--leaves splits the rows --row names: name one.")

@@ -12,6 +12,9 @@ and optimizer of the step.
                                                                 # one published training row (repeatable),
                                                                 # its published step beside ours (a decoding
                                                                 # row: its step's split)
+    PYTHONPATH=. python validate/time_breakdown.py --row "megatron-bridge-moe 26.04.01 nemotron-3-nano mxfp8 8xgb200" --leaves
+                                                                # the same, and its kernels by leaf (a Mamba-2
+                                                                # mixer's SSD kernels by name)
 
 No GPU needed; nothing here is fitted (docs/time.md, validate/FINDINGS.md "Issue 18").
 """
@@ -81,12 +84,15 @@ def decode_step_split(run: dict, source: dict, context: int) -> dict[str, float]
 
 
 def train_step_kernels(estimate, hardware, overlap=None, autocast=False, compiled=False, attention_kernel=DEFAULT_KERNEL,
-                       moe_op_fuser=False, host_syncs=()) -> tuple[dict, list[tuple[str, float, float | None]]]:
+                       moe_op_fuser=False, host_syncs=(), by_leaf: dict | None = None
+                       ) -> tuple[dict, list[tuple[str, float, float | None]]]:
     """A training step under the kernel model (issue 18, fourth round): the step's parts
     (KernelStepTime.step()) and, for the first pipeline stage, each kernel's seconds per step
     (forward, backward and recomputed forward, all micro-batches), GEMMs by shape with the
     fraction of the peak they run at. Layouts without context or expert parallelism (their
-    per-leaf factors are left out here)."""
+    per-leaf factors are left out here). `by_leaf`, where given, gathers the same seconds by the
+    leaf's path, a one-pass kernel (a Mamba-2 mixer's SSD kernels) under its path and name."""
+    from costmodel.kernel_shapes import PassKernel
     from costmodel.kernel_time import Pointwise, kernels_seconds
     from costmodel.layout.kernel_step import KernelStepTime, cast_kernel, rank_kernels
     from costmodel.layout.roofline_parts import runs_fp8
@@ -115,7 +121,11 @@ def train_step_kernels(estimate, hardware, overlap=None, autocast=False, compile
                 label = "fused attention"
             else:
                 label = "memory-bound kernels" if isinstance(kernel, Pointwise) else "other products"
-            seconds[label] += times * kernels_seconds([kernel], timer, training=training)
+            spent = times * kernels_seconds([kernel], timer, training=training)
+            seconds[label] += spent
+            if by_leaf is not None:
+                path = leaf["path"] + (f" {kernel.name}" if isinstance(kernel, PassKernel) else "")
+                by_leaf[path] = by_leaf.get(path, 0.0) + spent
     rows = [(label, s, flops[label] / s / timer.peak if label in flops else None)
             for label, s in sorted(seconds.items(), key=lambda item: -item[1]) if s > 0]  # a part the stage runs
     return step, rows
@@ -176,11 +186,13 @@ def pipelined_splits() -> None:
 
 def print_train_breakdown(name: str, published: float, estimate, hardware, overlap=None, autocast=False,
                           compiled=False, unit: str = "TFLOP/s", attention_kernel: str = DEFAULT_KERNEL,
-                          moe_op_fuser: bool = False, host_syncs=()) -> None:
+                          moe_op_fuser: bool = False, host_syncs=(), leaves: bool = False) -> None:
     """One training step's split and its first stage's kernels; `published` in `unit` (TFLOP/s
-    per GPU, or tokens/s per GPU beside ours from the step's seconds)."""
+    per GPU, or tokens/s per GPU beside ours from the step's seconds); `leaves`: the same kernels'
+    seconds by leaf after them."""
+    by_leaf: dict[str, float] | None = {} if leaves else None
     step, rows = train_step_kernels(estimate, hardware, overlap, autocast, compiled, attention_kernel, moe_op_fuser,
-                                    host_syncs)
+                                    host_syncs, by_leaf)
     if unit == "TFLOP/s":
         ours = f"{step['tflops_per_gpu']:.1f} (hardware FLOPs)"
     else:
@@ -198,6 +210,11 @@ def print_train_breakdown(name: str, published: float, estimate, hardware, overl
               + (", the FP8 GEMMs' saving" if estimate.layout.fp8 else "") + ")")
     for label, s, efficiency in rows:
         print(f"  {s:8.3f} s  {label}" + (f"  at {efficiency:.3f} of peak" if efficiency else ""))
+    if by_leaf:
+        print("  by leaf (the kernels above, the FP8 casts apart):")
+        for path, s in sorted(by_leaf.items(), key=lambda item: -item[1]):
+            if s > 0:
+                print(f"  {s:8.3f} s  {path}")
 
 
 def training_breakdowns() -> None:
@@ -251,10 +268,11 @@ def published_step_seconds(run: dict, source: dict) -> float | None:
     return run["global_batch"] * tokens / run["gpus"] / run["published_tokens_per_s_per_gpu"]
 
 
-def row_breakdowns(run_ids: list[str]) -> None:
+def row_breakdowns(run_ids: list[str], leaves: bool = False) -> None:
     """Each named training row of published_runs.json: its published step (where the rate is in
-    tokens a second a GPU) and the kernel model's split of its step, kernel by kernel; a decoding row:
-    its one line of the listing (the step's kernels by kind and the host's eager ops)."""
+    tokens a second a GPU) and the kernel model's split of its step, kernel by kernel (and by leaf,
+    `leaves`); a decoding row: its one line of the listing (the step's kernels by kind and the host's
+    eager ops)."""
     data = other_runs_data()
     runs = {run["id"]: run for run in data["runs"] if run["kind"] in ("train", "decode")}
     for run_id in run_ids:
@@ -281,12 +299,14 @@ def row_breakdowns(run_ids: list[str]) -> None:
               + (f"; published step {seconds:.3f} s" if seconds is not None else ""))
         if "published_tokens_per_s_per_gpu" in run:
             print_train_breakdown(run_id, run["published_tokens_per_s_per_gpu"], estimate, hardware,
-                                  unit="tokens/s per GPU", **options)
+                                  unit="tokens/s per GPU", leaves=leaves, **options)
         elif "published_gpu_hours" in run:  # the run's mean rate: its tokens over its GPU-hours
             print_train_breakdown(run_id, round(run["tokens"] / (run["published_gpu_hours"] * 3600)), estimate,
-                                  hardware, unit="tokens/s per GPU (the published GPU-hours' mean)", **options)
+                                  hardware, unit="tokens/s per GPU (the published GPU-hours' mean)", leaves=leaves,
+                                  **options)
         else:
-            print_train_breakdown(run_id, run["published_tflops_per_gpu"], estimate, hardware, **options)
+            print_train_breakdown(run_id, run["published_tflops_per_gpu"], estimate, hardware, leaves=leaves,
+                                  **options)
 
 
 def _published(run: dict) -> str:
@@ -348,16 +368,17 @@ def _vllm_host(run: dict, source: dict) -> str:
             f"{total * host.overlapped * 1e3:.3f} beside the next step's kernels")
 
 
-USAGE = ("usage: python validate/time_breakdown.py [--training | --row ID ...]: every published run's "
+USAGE = ("usage: python validate/time_breakdown.py [--training | --row ID ... [--leaves]]: every published run's "
          "kernels (no option), Narayanan's and FlashAttention-2's training kernels and the pipelined "
          "splits (--training), or one published training row's layout and split, or a decoding row's step "
-         "(--row ID, repeatable).")
+         "(--row ID, repeatable; --leaves adds a training row's kernels by leaf).")
 
-def parse(argv: list[str]) -> tuple[str, list[str]]:
-    """What the arguments ask: ("all", []), ("training", []) or ("rows", IDS); anything else, a bare word
-    (an id without --row before it) or --training beside --row included, is one ConfigError line (they
-    were dropped: `--row ID extra` explained ID alone, `extra` every run)."""
-    ids, training, rest = [], False, list(argv)
+def parse(argv: list[str]) -> tuple[str, list[str], bool]:
+    """What the arguments ask: ("all", [], False), ("training", [], False) or ("rows", IDS, LEAVES);
+    anything else, a bare word (an id without --row before it), --training beside --row or --leaves
+    without --row included, is one ConfigError line (they were dropped: `--row ID extra` explained ID
+    alone, `extra` every run)."""
+    ids, training, leaves, rest = [], False, False, list(argv)
     while rest:
         argument = rest.pop(0)
         if argument == "--row":
@@ -366,13 +387,17 @@ def parse(argv: list[str]) -> tuple[str, list[str]]:
             ids.append(rest.pop(0))
         elif argument == "--training":
             training = True
+        elif argument == "--leaves":
+            leaves = True
         else:
             raise ConfigError((f"unknown option {argument!r}. " if argument.startswith("-") else
                                f"unexpected argument {argument!r}: an id goes after --row, in quotes where it has "
                                "spaces (--row \"gpt-fast llama2-7b tp2\"). ") + USAGE)
     if training and ids:
         raise ConfigError(f"--training lists every training row; --row names some: give one of them. {USAGE}")
-    return ("rows", ids) if ids else ("training" if training else "all", [])
+    if leaves and not ids:
+        raise ConfigError(f"--leaves splits the rows --row names: name one. {USAGE}")
+    return ("rows", ids, leaves) if ids else ("training" if training else "all", [], False)
 
 
 if __name__ == "__main__":
@@ -382,9 +407,9 @@ if __name__ == "__main__":
         print(USAGE)
         sys.exit(0)
     try:
-        mode, named = parse(sys.argv[1:])
+        mode, named, by_leaf = parse(sys.argv[1:])
         if mode == "rows":
-            row_breakdowns(named)
+            row_breakdowns(named, by_leaf)
     except ConfigError as error:
         print(error, file=sys.stderr)
         sys.exit(2)
