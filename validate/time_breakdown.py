@@ -12,7 +12,7 @@ and optimizer of the step.
                                                                 # one published training row (repeatable),
                                                                 # its published step beside ours (a decoding
                                                                 # row: its step's split)
-    PYTHONPATH=. python validate/time_breakdown.py --row "megatron-bridge-moe 26.04.01 nemotron-3-nano mxfp8 8xgb200" --leaves
+    PYTHONPATH=. python validate/time_breakdown.py --leaves --row "megatron-bridge-moe 26.04.01 nemotron-3-nano mxfp8 8xgb200"
                                                                 # the same, and its kernels by leaf (a Mamba-2
                                                                 # mixer's SSD kernels by name)
 
