@@ -61,7 +61,9 @@ class TreeBuilder(AttentionLeaves):
         sites = (site, "sublayer") if site.endswith("_output") else (site,)
         if not set(sites) & set(self.dropout_sites):
             return []
-        return [at.leaf(name, B.Dropout(tokens, S.d, self.profile))]
+        # flash_attn's Block drops the embeddings and each sublayer's output in the next norm's kernel
+        in_norm = self.norm_adds_residual and (site == "embedding" or site.endswith("_output"))
+        return [at.leaf(name, B.Dropout(tokens, S.d, self.profile, in_norm=in_norm))]
 
     def norms(self, at: Place, tokens: sp.Expr, sublayer: str = "attention",
               experts: bool = False, output_kept: bool = True) -> tuple[Leaves, Leaves]:

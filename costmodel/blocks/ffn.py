@@ -107,6 +107,7 @@ class FeedForward(Block):
             + (elementwise_bytes(inner, reads=2) if self.gated else 0)
             + (elementwise_bytes(inner) if squared else 0),
             backward_bytes_other=ZERO if in_gemm else None,
+            own_kernel=not in_gemm,
             forward_transient_bytes=self.live_no_grad(act),
         )
 

@@ -335,7 +335,7 @@ class Residual(Block):
     def cost(self) -> Cost:
         values = self.tokens * S.d
         if self.in_norm:
-            return make_cost(elements=[("add", values)], bytes_other=ZERO, backward_bytes_other=ZERO)
+            return make_cost(elements=[("add", values)], bytes_other=ZERO, backward_bytes_other=ZERO, own_kernel=False)
         muls = int(self.scaled) + int(self.layer_scalar) + int(self.vector)
         return make_cost(tensors=[Tensor(S.d)] if self.vector else [],
                          elements=[("add", values), ("mul", muls * values)],
@@ -362,11 +362,13 @@ class Dropout(Block):
     tokens: Expr
     width: Expr
     profile: Profile = Profile()
+    in_norm: bool = False  # the next norm's kernel runs it (facts.dropout_add_norm: Norm.dropout_add)
     title = "dropout"
 
     def cost(self) -> Cost:
         elements = self.tokens * self.width
-        return make_cost(elements=[("mul", elements)], saved_bytes=self.profile.mask_bytes * elements)
+        return make_cost(elements=[("mul", elements)], saved_bytes=self.profile.mask_bytes * elements,
+                         own_kernel=not self.in_norm)
 
     def backward(self) -> Backward:
         """Its gradient times the kept mask, a new tensor; then the mask goes."""
