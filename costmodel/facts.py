@@ -288,6 +288,9 @@ class Facts:
     # "forward" tables d_h / 2 wide, one value per rotated pair (gpt-oss's rotary module returns
     # cos and sin of the frequencies without repeating them; its rotation multiplies each half)
     rotary_tables_half: bool = False
+    # the rotation runs in place on the packed q and k (flash_attn's ApplyRotaryEmbQKV_), its backward in place on
+    # their gradients: one read and one write each way (False: backward twice the forward's, the tree's convention)
+    rotary_in_place: bool = False
     # Megatron-Core rotates the query and the key with its unfused eager code (rope_utils.py
     # _apply_rotary_pos_emb_bshd: GPT-OSS's YaRN); a training step's kernel model adds its kernels
     # beside the tree's one pass (costmodel/layout/gpt_oss_eager.py)

@@ -147,3 +147,16 @@ def test_models_flash_attn_does_not_build_are_refused():
     cfg = load_preset("deepseek-v2-lite")
     with pytest.raises(ConfigError, match="builds no routed experts, no latent attention"):
         Workload(seq_len=512, batch=1, impl="flash_attn").check_fits(cfg)
+
+
+def test_rotary_runs_in_place_each_way():
+    # flash_attn/layers/rotary.py ApplyRotaryEmbQKV_: apply_rotary on q1, q2 and k1, k2 in place, backward the same
+    # on dq and dk: 2e bytes a rotated value each way (b 3, n 5, h 7 heads of 6, all rotated: 630 values a side)
+    from costmodel.blocks.attention import RotaryEmbedding
+
+    subs = {S.b: 3, S.n: 5, S.h: 7, S.h_kv: 7, S.d_h: 6, S.e: E}
+    ours = RotaryEmbedding(S.b * S.n, S.b * S.n, profile=Profile(impl="flash_attn", family="gpt")).cost()
+    assert [int(sp.sympify(x).xreplace(subs)) for x in (ours.bytes_other, ours.backward_bytes_other)] \
+        == [2 * E * 2 * 630] * 2
+    megatron = RotaryEmbedding(S.b * S.n, S.b * S.n, profile=Profile(impl="megatron", family="gpt")).cost()
+    assert megatron.backward_bytes_other is None  # the tree's convention, twice the forward's

@@ -187,7 +187,9 @@ class RotaryEmbedding(Block):
         size = FP32 if self.profile.facts.rotary_tables_fp32 else S.e
         repeats = (2 * size * (self.q_tokens + self.kv_tokens) / S.b * self.width
                    if self.profile.facts.rotary_repeats_per_call else ZERO)
+        in_place = self.profile.facts.rotary_in_place  # flash_attn's kernel: backward reads and writes the gradient
         return make_cost(elements=[("rope", rotated)], bytes_other=elementwise_bytes(rotated),
+                         backward_bytes_other=elementwise_bytes(rotated) if in_place else None,
                          saved_bytes=self.tables_kept + repeats)
 
 
