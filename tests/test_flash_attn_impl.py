@@ -160,3 +160,12 @@ def test_rotary_runs_in_place_each_way():
         == [2 * E * 2 * 630] * 2
     megatron = RotaryEmbedding(S.b * S.n, S.b * S.n, profile=Profile(impl="megatron", family="gpt")).cost()
     assert megatron.backward_bytes_other is None  # the tree's convention, twice the forward's
+
+
+def test_the_cli_refuses_in_one_line(capsys):
+    import cli
+
+    assert cli.main(["estimate", "--model", "deepseek-v2-lite", "--impl", "flash_attn", "--seq-len", "512"]) == 2
+    assert capsys.readouterr().err.strip().splitlines() == [
+        "error: flash_attn's GPT (--impl flash_attn) builds no routed experts, no latent attention (model "
+        "'deepseek-v2-lite'); use --impl hf or megatron."]
