@@ -1,8 +1,9 @@
 """Implementation facts: what the code that runs keeps for backward, and in which dtype, as data.
 
-Three implementations are modelled: "hf" (transformers 5.24's classes), "reference" (this
-project's validate/reference.py) and "megatron" (the accounting of Korthikanti et al. 2022, Table 2:
-2-byte activations, 1-byte dropout masks, a norm keeps its input only). They differ from family to family in ways only a measurement
+Four implementations are modelled: "hf" (transformers 5.24's classes), "reference" (this
+project's validate/reference.py), "megatron" (the accounting of Korthikanti et al. 2022, Table 2:
+2-byte activations, 1-byte dropout masks, a norm keeps its input only) and "flash_attn"
+(Dao-AILab/flash-attention's GPT at 30fd8c17, each of its rows read from that code). They differ from family to family in ways only a measurement
 shows: Llama's softmax in fp32, T5's norm keeping its un-cast input, GPT-2's fused QKV. Each such
 fact is one row of costmodel/facts.json, keyed by implementation and family, citing the
 measurement that found it (validate/FINDINGS.md). Facts (the dataclass below) lists every fact with
@@ -51,7 +52,8 @@ class Facts:
     # the loss the model's code calls: "none" (not modelled in time: its FLOPs only) or
     # "vocab_parallel" (Megatron-LM's mpu.vocab_parallel_cross_entropy on the fp32 logits, unfused:
     # its passes timed where the framework runs it, Profile.framework_loss, blocks/head.py
-    # vocab_parallel_loss_bytes)
+    # vocab_parallel_loss_bytes) or "fused" (one kernel reads the logits, its backward writes their gradient:
+    # flash_attn's xentropy, blocks/head.py fused_loss_bytes, what "none" is timed as too)
     loss_passes: str = "none"
     # the causal-LM loss pads the labels by one and shifts: at b = 1 the target is a view of the
     # padded row (one more id)
@@ -88,6 +90,27 @@ class Facts:
     # over the tokens), the split of its output is torch.split (backward: torch.cat of the three gradients) and the
     # context leaves its batched GEMM as [b, heads, s, d] for a permute(2, 0, 1, 3).contiguous() copy (backward: a view)
     megatron_dense_passes: bool = False
+    # flash_attn's unfused SelfAttention (mha.py): torch.einsum over q, k and v unbound from the packed
+    # (b, s, 3, h, d) projection copies each to (b h, s, d) for its bmm, and its output back from
+    # (b, h, s, d) where the output projection's rearrange reads it whole (backward: the gradient's copy the
+    # other way); the unbind's backward stacks the three gradients (reads and writes them)
+    einsum_layout_copies: bool = False
+    # the dense scores' scale multiplies the keys (k * softmax_scale: tokens x width, backward the same),
+    # not the scores; the causal mask is built each call in fp32 (torch.full, torch.triu), cast and added
+    # to the scores in a pass of its own (backward: none, the gradient passes through)
+    scores_scale_on_keys: bool = False
+    # the dense softmax and the probabilities' dropout each a torch kernel of their own on CUDA
+    # (torch.softmax, nn.Dropout's native_dropout): the softmax leaf moves what Megatron's fused
+    # softmax and dropout move (blocks/attention.py Softmax.softmax_dropout_bytes)
+    softmax_dropout_passes: bool = False
+    # a non-gated FFN's bias and activation run in its first GEMM's epilogue and the activation's
+    # gradient and the bias's in the second GEMM's dgrad epilogue (flash_attn's FusedMLP: cuBLASLt
+    # GELU_AUX_BIAS and DGELU_BGRAD): no pointwise pass of its own
+    activation_in_gemm: bool = False
+    # the dropout of a sublayer's output, the residual add and the next pre-norm's LayerNorm run as
+    # one kernel (flash_attn's dropout_add_layer_norm): "none", "activation" (the residual stream in
+    # the activation dtype) or "fp32" (residual_in_fp32: the residual stream in fp32)
+    dropout_add_norm: str = "none"
     # the eager query is a view of the fused Q/K/V output, which it keeps whole at b = 1 (GPT-2)
     fused_qkv_query_view: bool = False
     # one fused gate/up projection (one (2 d_ff) x d weight) in a gated FFN
@@ -265,6 +288,9 @@ class Facts:
     # "forward" tables d_h / 2 wide, one value per rotated pair (gpt-oss's rotary module returns
     # cos and sin of the frequencies without repeating them; its rotation multiplies each half)
     rotary_tables_half: bool = False
+    # the rotation runs in place on the packed q and k (flash_attn's ApplyRotaryEmbQKV_), its backward in place on
+    # their gradients: one read and one write each way (False: backward twice the forward's, the tree's convention)
+    rotary_in_place: bool = False
     # Megatron-Core rotates the query and the key with its unfused eager code (rope_utils.py
     # _apply_rotary_pos_emb_bshd: GPT-OSS's YaRN); a training step's kernel model adds its kernels
     # beside the tree's one pass (costmodel/layout/gpt_oss_eager.py)

@@ -46,12 +46,24 @@ class TreeBuilder(AttentionLeaves):
         self.step_len = S.n if phase == "chunk" else ONE
         self.dropout_sites = profile.dropout_sites()  # where dropout runs (see Profile)
 
+    @property
+    def norm_adds_residual(self) -> bool:
+        """Each pre-norm runs the dropout and residual add before it in its own kernel (facts.dropout_add_norm,
+        flash_attn's Block: dropout -> add -> LayerNorm), where the layer is a plain pre-norm one (no parallel
+        attention, no norm after the sublayer, no residual multiplier)."""
+        cfg = self.cfg
+        return (self.profile.facts.dropout_add_norm != "none" and cfg.norm_position == "pre"
+                and not cfg.parallel_attention and not cfg.post_sublayer_norm and cfg.residual_multiplier is None
+                and not cfg.residual_scales)
+
     def dropout(self, at: Place, tokens: sp.Expr, site: str, name: str = "dropout") -> Leaves:
         """Dropout where the profile runs it: `site` or, for a sublayer's output, "sublayer" (both)."""
         sites = (site, "sublayer") if site.endswith("_output") else (site,)
         if not set(sites) & set(self.dropout_sites):
             return []
-        return [at.leaf(name, B.Dropout(tokens, S.d, self.profile))]
+        # flash_attn's Block drops the embeddings and each sublayer's output in the next norm's kernel
+        in_norm = self.norm_adds_residual and (site == "embedding" or site.endswith("_output"))
+        return [at.leaf(name, B.Dropout(tokens, S.d, self.profile, in_norm=in_norm))]
 
     def norms(self, at: Place, tokens: sp.Expr, sublayer: str = "attention",
               experts: bool = False, output_kept: bool = True) -> tuple[Leaves, Leaves]:
@@ -68,7 +80,8 @@ class TreeBuilder(AttentionLeaves):
                                            affine=cfg.norm_affine, bias=cfg.norm_bias))], []
         norm = [at.leaf("norm", B.Norm(tokens, cfg.norm, self.profile, affine=cfg.norm_affine,
                                        bias=cfg.norm_bias, output_kept=output_kept,
-                                       before_experts=experts and cfg.norm_position == "pre"))]
+                                       before_experts=experts and cfg.norm_position == "pre",
+                                       dropout_add="layer" if self.norm_adds_residual else ""))]
         if cfg.post_sublayer_norm:
             post = [at.leaf("post_norm", B.Norm(tokens, cfg.norm, self.profile, output_kept=False,
                                                 affine=cfg.norm_affine, bias=cfg.norm_bias))]
@@ -81,7 +94,7 @@ class TreeBuilder(AttentionLeaves):
         """Dropout, the residual add and a post-LN norm, or a post-sublayer norm then the add."""
         scalar = site == "ffn_output" and self.profile.facts.layer_scalar_buffer  # Gemma 4's layer_scalar
         residual = at.leaf("residual", B.Residual(tokens, self.cfg.residual_multiplier is not None, scalar,
-                                                  vector=self.cfg.residual_scales))
+                                                  vector=self.cfg.residual_scales, in_norm=self.norm_adds_residual))
         if self.cfg.post_sublayer_norm:
             return [*post, *self.dropout(at, tokens, site), residual]
         return [*self.dropout(at, tokens, site), residual, *post]
@@ -282,7 +295,7 @@ class TreeBuilder(AttentionLeaves):
         body = [leaf for kind in layer_kinds(self.cfg, stack, layers, self.phase, self.profile.recompute_layers)
                 for leaf in self.layer(stack, seq, kind, cross_len)]
         final_norm = (B.Norm(S.b * seq, cfg.norm, self.profile, affine=cfg.norm_affine,
-                             bias=cfg.norm_bias)
+                             bias=cfg.norm_bias, dropout_add="final" if self.norm_adds_residual else "")
                       if cfg.norm_position == "pre" else None)
         mixed = 0 < cfg.n_window_layers < cfg.n_decoder_layers
         sets = cfg.rotary_sets if cfg.rotary_sets is not None else 2 if mixed else 1

@@ -112,6 +112,9 @@ IMPLEMENTATIONS = Choices({
     "reference": "validate/reference.py's model",
     "hf": "Hugging Face's classes, the code the activation profile was measured on",
     "megatron": "Megatron-LM's layers: Korthikanti et al. 2022's accounting, a fused SwiGLU",
+    "flash_attn": "Dao-AILab/flash-attention's GPT (flash_attn.models.gpt at 30fd8c17, as its training configs run "
+                  "it): biases and GeLU in the GEMMs' epilogues, dropout, residual add and LayerNorm in one kernel "
+                  "over an fp32 residual, its fused cross-entropy",
 })
 ATTENTIONS = Choices({"eager": "an n x n score matrix", "sdpa": "torch's fused kernel",
                       "flash": "flash attention"})

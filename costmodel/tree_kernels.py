@@ -95,7 +95,7 @@ def leaf_kernels(leaf: Any, subs: dict, fused_attention: bool, local: dict | Non
         return kernels + listed
     other = float_value(cost.bytes_other, subs) - (_fused_away(leaf, subs) if compiled else 0.0)
     stated = None if cost.backward_bytes_other is None else float_value(cost.backward_bytes_other, subs)
-    if other or other_flops or stated:  # a pass of the backward alone (Megatron's split: QKVProjection) too
+    if (other or other_flops or stated) and cost.own_kernel:  # a backward-alone pass (Megatron's split) too
         kernels.append(Pointwise(other, other_flops, stated))
     return kernels
 

@@ -50,6 +50,22 @@ def reference_unsupported(cfg: Any) -> list[str]:
     return missing
 
 
+def flash_attn_unsupported(cfg: Any) -> list[str]:
+    """What flash_attn's GPT (Dao-AILab/flash-attention 30fd8c17 flash_attn/models/gpt.py: GPTLMHeadModel, a stack of
+    modules/block.py Blocks, each an MHA mixer and an Mlp/FusedMLP/GatedMlp) does not build, which --impl flash_attn
+    therefore refuses: an encoder, routed experts, mixers other than attention, latent attention."""
+    missing = []
+    if cfg.architecture != "decoder":
+        missing.append(f"a{'n' if cfg.architecture[0] in 'aeiou' else ''} {cfg.architecture}")
+    if cfg.n_experts:
+        missing.append("routed experts")
+    if cfg.mixer_layers:
+        missing.append("mixer layers")
+    if cfg.mla:
+        missing.append("latent attention")
+    return missing
+
+
 def logits_kept(keep: int) -> str:
     """In words, the positions whose logits a prefill computes (Workload.logits_to_keep, 0: all):
     what estimate's and simulate's output say beside each figure that holds the logits."""
@@ -331,6 +347,10 @@ class Workload:
         if missing:
             raise ConfigError(f"the reference implementation does not build {', '.join(missing)} of model "
                               f"{show(cfg.name)}; use --impl hf.")
+        missing = flash_attn_unsupported(cfg) if self.impl == "flash_attn" else []
+        if missing:
+            raise ConfigError(f"flash_attn's GPT (--impl flash_attn) builds no {', no '.join(missing)} (model "
+                              f"{show(cfg.name)}); use --impl hf or megatron.")
         if cfg.architecture != "encoder-decoder" and self.tgt_len is not None:
             raise ConfigError(
                 f"tgt_len applies only to encoder-decoder models; {cfg.name} is "

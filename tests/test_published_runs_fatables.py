@@ -53,8 +53,9 @@ def test_the_v1_column_is_the_flash_attention_2_columns_runs_with_its_kernel():
         assert a == b
     source, base = v1["gpt3-1.3b 2k"][1], fa2["gpt3-1.3b 2k"][1]
     assert source["attention_kernel"] == "flash1" and "attention_kernel" not in base
-    assert {k: v for k, v in source.items() if k not in ("source", "assumed", "attention_kernel")} == \
-        {k: v for k, v in base.items() if k not in ("source", "assumed")}
+    # "amended": each source's retyping to impl flash_attn (session 45) says what that source's rows gain
+    assert {k: v for k, v in source.items() if k not in ("source", "assumed", "amended", "attention_kernel")} == \
+        {k: v for k, v in base.items() if k not in ("source", "assumed", "amended")}
     timer = KernelTimer(load_hardware("a100-80gb"), "bf16", "flash", attention_kernel="flash1")
     assert (timer.padded_head_dim(80), timer.padded_head_dim(128), timer.padded_head_dim(64)) == (128, 128, 64)
 
@@ -101,8 +102,9 @@ def test_the_2022_rows_run_the_code_each_column_names():
 
 def test_eager_attention_costs_the_baseline_its_long_context():
     """What the table shows between its columns, the kernel model shows: without FlashAttention the
-    8k rows run at about half the 2k rows' TFLOP/s (published 72 / 142, 80 / 149; ours 77.9 / 139.0,
-    58.7 / 114.1), where FlashAttention-2's 8k rows run faster than its 2k rows."""
+    8k rows run at about half the 2k rows' TFLOP/s (published 72 / 142, 80 / 149; ours 86.1 / 153.7,
+    66.5 / 127.4 as impl flash_attn since session 45; 77.9 / 139.0, 58.7 / 114.1 when written), where
+    FlashAttention-2's 8k rows run faster than its 2k rows."""
     noflash, fa2 = _runs("flash-attention-2-noflash"), _runs("flash-attention-2")
     for size in ("gpt3-1.3b", "gpt3-2.7b"):
         short, long = (train_run(*noflash[f"{size} {n}"], "kernels") for n in ("2k", "8k"))

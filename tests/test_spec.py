@@ -56,7 +56,7 @@ def test_each_value_has_its_meaning_and_the_phrases_read_as_sentences():
                                         "(Megatron-Core's recompute_modules mla_up_proj: latent attention's "
                                         "up-projections with their norms)")
     assert spec.OPTIMIZERS.listed() == "adamw or sgd"
-    assert spec.IMPLEMENTATIONS.listed(first="hf") == "hf, reference or megatron"
+    assert spec.IMPLEMENTATIONS.listed(first="hf") == "hf, reference, megatron or flash_attn"
     assert spec.KV_CACHES.described().startswith("dynamic: each decode step copies the cache")
     restored = pickle.loads(pickle.dumps(spec.ATTENTIONS))
     assert restored == spec.ATTENTIONS and restored.meanings == spec.ATTENTIONS.meanings

@@ -135,10 +135,16 @@ class QKVProjection(Block):
         """(forward, backward) bytes of the passes Megatron's own dense path runs around its fused Q/K/V GEMM
         (facts.megatron_dense_passes): the bias added after the GEMM (reads and writes the output; backward reads
         its gradient for the bias's) and the split's backward, torch.cat of the three gradients (reads and writes
-        them). (0, None) elsewhere: no such pass, the tree's convention."""
+        them). flash_attn's dense path (facts.einsum_layout_copies) the unbind's backward alone, a torch.stack of
+        the three gradients (Dao-AILab/flash-attention 30fd8c17 flash_attn/modules/mha.py line 172). (0, None)
+        elsewhere: no such pass, the tree's convention."""
+        outputs = self.q_tokens * (S.h + 2 * self.kv_heads) * self.head_dim
+        if self.fused and self.profile.facts.einsum_layout_copies and self.profile.kernel().dense:
+            # flash_attn's SelfAttention: q, k, v = qkv.unbind(dim=2), whose backward stacks the three gradients
+            # (reads and writes them); its bias rides the GEMM (facts.activation_in_gemm's FusedDense)
+            return ZERO, 2 * S.e * outputs
         if not (self.fused and self.profile.facts.megatron_dense_passes and self.profile.kernel().dense):
             return ZERO, None
-        outputs = self.q_tokens * (S.h + 2 * self.kv_heads) * self.head_dim
         bias = 1 if self.bias else 0
         return 2 * S.e * outputs * bias, (bias + 2) * S.e * outputs
 
@@ -181,7 +187,9 @@ class RotaryEmbedding(Block):
         size = FP32 if self.profile.facts.rotary_tables_fp32 else S.e
         repeats = (2 * size * (self.q_tokens + self.kv_tokens) / S.b * self.width
                    if self.profile.facts.rotary_repeats_per_call else ZERO)
+        in_place = self.profile.facts.rotary_in_place  # flash_attn's kernel: backward reads and writes the gradient
         return make_cost(elements=[("rope", rotated)], bytes_other=elementwise_bytes(rotated),
+                         backward_bytes_other=elementwise_bytes(rotated) if in_place else None,
                          saved_bytes=self.tables_kept + repeats)
 
 
@@ -354,12 +362,14 @@ class AttentionScores(AttentionCore):
         # writes the scores, and its scaling, mask and position bias each read and write them (the
         # broadcast mask or bias itself is small); a fused kernel does them in registers.
         moved = S.b * self.qk_dim * (S.e * S.h * self.q_len + self.cache_element_bytes * self.kv_heads * self.k_len)
-        pointwise = ZERO
+        pointwise, backward = ZERO, None
         if kernel.dense:
             moved += S.e * pairs
             # Megatron's scale is the GEMM's alpha and its mask the fused softmax's (facts.fused_scale_mask_softmax)
             pointwise = ZERO if self.profile.facts.fused_scale_mask_softmax \
                 else sp.Add(*(elementwise_bytes(x) for _, x in elements))
+            if self.profile.facts.scores_scale_on_keys:  # flash_attn's SelfAttention: its own passes
+                pointwise, backward = self.keys_scale_bytes()
         # Soft-capping keeps tanh's result (its backward reads it), in the activation dtype.
         capped = S.e * pairs if self.softcap and kernel.dense else ZERO
         # GPT-Neo's attention holds its own P x P bool causal (or local) mask as a buffer, OpenAI
@@ -377,8 +387,29 @@ class AttentionScores(AttentionCore):
             + self.fused_qkv_extra + capped + clamped,
             bytes_matmul=moved,
             bytes_other=pointwise,
+            backward_bytes_other=backward,
             buffer_bytes=mask,
         )
+
+    def keys_scale_bytes(self) -> tuple[Expr, Expr]:
+        """(forward, backward) bytes of flash_attn's unfused scores (facts.scores_scale_on_keys;
+        Dao-AILab/flash-attention 30fd8c17 flash_attn/modules/mha.py SelfAttention.forward, lines 172-186):
+          k * softmax_scale             reads and writes the keys (backward: the same for their gradient);
+          torch.einsum('bthd,bshd->bhts', q, k)  copies q (a view of the packed projection) and the
+                                        scaled k, each permuted to (b h, s, d), for its bmm (backward none:
+                                        the gradients' bmm write them in that layout);
+          the causal mask               torch.full((n, n), -10000.0) in fp32 (write 4), torch.triu (read 4,
+                                        write 4), .to(the scores' dtype) (read 4, write e), once a call;
+          scores + causal_mask          reads the scores and the mask, writes the scores (backward: none,
+                                        the gradient passes through).
+        Counted on the CPU (torch 2.13) by validate/flash_attn_attention_ops.py, op for op."""
+        queries = S.b * self.q_len * S.h * self.qk_dim
+        keys = S.b * self.k_len * self.kv_heads * self.qk_dim
+        forward = 2 * S.e * keys + 2 * S.e * (queries + keys)
+        if self.causal and not self.cross:
+            square = self.q_len * self.k_len
+            forward += (4 + 8 + 4 + S.e) * square + 2 * S.e * self.pairs + S.e * square
+        return forward, 2 * S.e * keys
 
     @property
     def masked_by_product(self) -> bool:
@@ -428,7 +459,8 @@ class Softmax(AttentionCore):
             elements.append(("add", columns))
         moved = elementwise_bytes(columns) * (2 if self.sinks else 1) if kernel.dense else 0
         backward = None
-        if kernel.dense and not self.sinks and self.profile.facts.fused_scale_mask_softmax:
+        facts = self.profile.facts
+        if kernel.dense and not self.sinks and (facts.fused_scale_mask_softmax or facts.softmax_dropout_passes):
             moved, backward = self.fused_softmax_bytes()
         return make_cost(tensors=[Tensor(S.h)] if self.sinks else [], elements=elements,
                          saved_bytes=saved, bytes_other=moved, backward_bytes_other=backward,
@@ -440,7 +472,10 @@ class Softmax(AttentionCore):
         cbad126, Megatron-Core's DotProductAttention alike): the softmax reads the scores and writes the
         probabilities (its backward reads them and their gradient, writes the scores' gradient: 3 e); torch's
         fused dropout reads them and writes its output and a mask (2 e + the mask's byte; backward reads the
-        gradient and the mask, writes one: the same). 9 and 11 bytes a score in 16-bit."""
+        gradient and the mask, writes one: the same). 9 and 11 bytes a score in 16-bit. flash_attn's SelfAttention
+        (facts.softmax_dropout_passes; mha.py lines 187-188: torch.softmax(scores, dim=-1, dtype=v.dtype), then
+        nn.Dropout) moves the same: aten's softmax and its backward (_softmax_backward_data reads the output and
+        the gradient), CUDA's native_dropout and its backward."""
         pairs = self.pairs
         dropout = (2 * S.e + self.profile.mask_bytes) * pairs if self.profile.probs_dropout else ZERO
         return 2 * S.e * pairs + dropout, 3 * S.e * pairs + dropout
@@ -481,14 +516,23 @@ class WeightedSum(AttentionCore):
         # Megatron's dense path copies the heads' output [b, heads, s, d] to [s, b, h] (permute(2, 0, 1, 3)
         # .contiguous(); facts.megatron_dense_passes): reads and writes it once, its backward a view
         copy = kernel.dense and self.profile.facts.megatron_dense_passes
+        output = S.b * S.h * self.q_len * self.value_dim
+        forward_other, backward_other = (2 * S.e * output, ZERO) if copy else (ZERO, None)
+        if kernel.dense and self.profile.facts.einsum_layout_copies:
+            # flash_attn's torch.einsum('bhts,bshd->bthd', attention_drop, v) (mha.py line 189) copies v (a view of
+            # the packed projection) to (b h, s, d) for its bmm and returns (b, t, h, d) as a view of (b, h, t, d),
+            # which the output projection's rearrange('... h d -> ... (h d)') copies (line 516); backward: the
+            # gradient copied to (b h, t, d) for the bmm (validate/flash_attn_attention_ops.py)
+            values = S.b * self.k_len * self.kv_heads * self.value_dim
+            forward_other, backward_other = 2 * S.e * (values + output), 2 * S.e * output
         return make_cost(
             flops_matmul=forward,
             variants=self.core_variants(self.value_dim, S.r_kv),
             flops_matmul_backward=2 * forward,
             saved_bytes=kernel.weighted_sum_saved(self),
             bytes_matmul=moved,
-            bytes_other=2 * S.e * S.b * S.h * self.q_len * self.value_dim if copy else ZERO,
-            backward_bytes_other=ZERO if copy else None,
+            bytes_other=forward_other,
+            backward_bytes_other=backward_other,
         )
 
     def backward(self) -> Backward | None:

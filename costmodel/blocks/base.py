@@ -264,6 +264,9 @@ class Cost:
     # their backward's traffic where the block states the code's passes (Megatron's vocabulary-
     # parallel cross-entropy); None: the convention below, twice the forward's
     backward_bytes_other: Expr | None = None
+    # False: its other ops run inside another kernel (a GEMM's epilogue, the next norm's fused kernel), so it
+    # launches no memory-bound kernel of its own (tree_kernels.leaf_kernels); its elements still count as FLOPs
+    own_kernel: bool = True
     buffer_bytes: Expr = ZERO
     input_bytes: Expr = ZERO
     saved_input_bytes: Expr = ZERO  # of saved_bytes, the caller's own inputs (the ids it passes and holds)
@@ -361,7 +364,7 @@ def make_cost(**kwargs) -> Cost:
     """A Cost with every value made a sympy expression (zero elements and tensors dropped; a
     tensor given as an expression is one-dimensional)."""
     pairs = ("elements", "tensors", "matrices", "variants", "matrix_tokens")
-    values = {k: None if v is None else sp.sympify(v) for k, v in kwargs.items() if k not in pairs}
+    values = {k: v if k == "own_kernel" or v is None else sp.sympify(v) for k, v in kwargs.items() if k not in pairs}
     elements = tuple((k, sp.sympify(x)) for k, x in kwargs.get("elements", ()) if x != 0)
     tensors = tuple(t if isinstance(t, Tensor) else Tensor(sp.sympify(t))
                     for t in kwargs.get("tensors", ()) if t != 0)

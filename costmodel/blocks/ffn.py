@@ -85,6 +85,10 @@ class FeedForward(Block):
         if self.gated and self.profile.facts.swiglu_clamped_copies:  # the gate clamped above, up both ways
             elements += [("clamp_max", inner), ("clamp", inner)]
         xielu = self.activation == "xielu"
+        # the bias and activation in the first GEMM's epilogue, their gradients in the second's dgrad epilogue
+        # (facts.activation_in_gemm: flash_attn's FusedMLP; its pre-activation, an aux output of the first GEMM
+        # and an aux input of the dgrad GEMM, rides those GEMMs): no pass of its own
+        in_gemm = self.profile.facts.activation_in_gemm and not self.gated and not squared and not xielu
         return make_cost(
             # xIELU: its alpha_p and alpha_n (one element each), and beta and eps as buffers
             tensors=inputs + weight_and_bias(self.width, S.d, self.bias, transposed) + (
@@ -99,9 +103,11 @@ class FeedForward(Block):
                           + linear_bytes(self.tokens, self.width, S.d)),
             # The activation over d_ff (and, gated, the product with the second projection; squared,
             # the square: one more kernel reading and writing d_ff).
-            bytes_other=(XIELU_KERNELS if xielu else 1) * elementwise_bytes(inner)
+            bytes_other=ZERO if in_gemm else (XIELU_KERNELS if xielu else 1) * elementwise_bytes(inner)
             + (elementwise_bytes(inner, reads=2) if self.gated else 0)
             + (elementwise_bytes(inner) if squared else 0),
+            backward_bytes_other=ZERO if in_gemm else None,
+            own_kernel=not in_gemm,
             forward_transient_bytes=self.live_no_grad(act),
         )
 

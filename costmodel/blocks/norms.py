@@ -85,6 +85,24 @@ def fp32_input_norm_bytes(values: Expr, rerun: bool) -> tuple[Expr, Expr]:
     return forward, backward + (forward if rerun else 0)
 
 
+def dropout_add_norm_bytes(values: Expr, residual: Expr, mask: Expr, returns_residual: bool) -> tuple[Expr, Expr]:
+    """Traffic of flash_attn's dropout_add_layer_norm over `values` elements (facts.dropout_add_norm:
+    Dao-AILab/flash-attention 30fd8c17 flash_attn/ops/layer_norm.py DropoutAddLayerNormFn, csrc/layer_norm/ln_api.cpp
+    dropout_add_ln_fwd and dropout_add_ln_bwd), `residual` bytes a residual element (4 under residual_in_fp32),
+    `mask` bytes a dropout mask element (uint8; 0 without dropout):
+      forward   reads the sublayer's output x0 (e) and the residual (r), writes the new residual x (r), the mask
+                and the normalised output z (e): 2e + 2r + mask;
+      backward  reads z's gradient (e), x (r) and the mask, and where the kernel returned the residual (prenorm,
+                every layer's norm; not the final ln_f, prenorm=False) that residual's gradient (r); writes x0's
+                gradient (e) and the residual's (r): 2e + 2r + mask (+ r).
+    mu and rsigma (fp32 a row) and the weights' partial sums are a row's or a column's, not an element's: left out.
+    The first layer's kernel reads no residual (the embeddings'; residual None) and writes no residual gradient:
+    priced as every layer's."""
+    forward = (2 * S.e + 2 * residual + mask) * values
+    backward = (2 * S.e + 2 * residual + mask + (residual if returns_residual else 0)) * values
+    return forward, backward
+
+
 @dataclass(frozen=True)
 class Norm(Block):
     """LayerNorm (weight and bias, or weight only: bias False) or RMSNorm (weight only) over d
@@ -99,6 +117,9 @@ class Norm(Block):
     affine: bool = True
     bias: bool = True  # a LayerNorm's bias (False: weight only, MPT's)
     before_experts: bool = False  # the norm before a layer's routed experts (recompute "moe_norms")
+    # the dropout and residual add before it run in its kernel (facts.dropout_add_norm): "layer" (a layer's
+    # pre-norm, which returns the residual), "final" (the stack's last norm, which does not), "" (none)
+    dropout_add: str = ""
     title = "norm"
 
     def cost(self) -> Cost:
@@ -110,6 +131,10 @@ class Norm(Block):
         forward, backward = elementwise_bytes(values) + weights, None
         if self.profile.fp32_norm_input:  # InternLM's norm(residual.float()), checkpointed
             forward, backward = fp32_input_norm_bytes(values, rerun=self.profile.recompute != "full")
+            forward, backward = forward + weights, backward + 2 * weights
+        elif self.dropout_add:  # flash_attn's dropout_add_layer_norm: the residual add's and dropout's passes too
+            forward, backward = dropout_add_norm_bytes(values, self.residual_bytes, self.residual_mask_bytes,
+                                                       returns_residual=self.dropout_add == "layer")
             forward, backward = forward + weights, backward + 2 * weights
         return make_cost(
             tensors=tensors,
@@ -133,15 +158,29 @@ class Norm(Block):
         fp32 (facts.layernorm_python_fp32) keeps two copies of x - mean, x_hat and rsqrt in fp32 and
         the output.
         """
+        if self.dropout_add and not self.recomputed:  # x (the residual, its dtype), fp32 mu and rsigma, z
+            output = S.e * self.tokens * self.width if self.output_kept else ZERO
+            return self.residual_bytes * self.tokens * self.width + 2 * FP32 * self.tokens + output
         return norm_saved(self.kind, self.tokens, self.width, self.profile.facts,
                           self.input_kept, self.output_kept, self.recomputed, self.affine)
+
+    @property
+    def residual_bytes(self) -> Expr:
+        """Bytes a residual element where the norm runs the residual add (facts.dropout_add_norm): 4 under
+        residual_in_fp32 ("fp32"), else the activation's."""
+        return FP32 if self.profile.facts.dropout_add_norm == "fp32" else S.e
+
+    @property
+    def residual_mask_bytes(self) -> Expr:
+        """The dropout mask's bytes an element where dropout runs on the sublayers' outputs, else 0."""
+        return self.profile.mask_bytes if "sublayer" in self.profile.dropout_sites() else ZERO
 
     def backward(self) -> Backward | None:
         """aten's LayerNorm backward (weight and bias, statistics in the activation dtype): its
         input's gradient and the weight gradients at once, then its input and statistics go; its
         output goes with the next block's backward. Other norms: not stated."""
         facts = self.profile.facts
-        plain = (self.kind == "layernorm" and self.affine and self.bias and self.input_kept
+        plain = (self.kind == "layernorm" and self.affine and self.bias and self.input_kept and not self.dropout_add
                  and facts.norm_keeps_stats and not facts.layernorm_python_fp32 and not facts.layernorm_fp32
                  and not facts.layernorm_weight_plus_one and not self.recomputed)
         if not plain:
@@ -290,10 +329,13 @@ class Residual(Block):
     scaled: bool = False
     layer_scalar: bool = False
     vector: bool = False
+    in_norm: bool = False  # the next norm's kernel adds it (facts.dropout_add_norm: Norm.dropout_add)
     title = "residual add"
 
     def cost(self) -> Cost:
         values = self.tokens * S.d
+        if self.in_norm:
+            return make_cost(elements=[("add", values)], bytes_other=ZERO, backward_bytes_other=ZERO, own_kernel=False)
         muls = int(self.scaled) + int(self.layer_scalar) + int(self.vector)
         return make_cost(tensors=[Tensor(S.d)] if self.vector else [],
                          elements=[("add", values), ("mul", muls * values)],
@@ -320,11 +362,13 @@ class Dropout(Block):
     tokens: Expr
     width: Expr
     profile: Profile = Profile()
+    in_norm: bool = False  # the next norm's kernel runs it (facts.dropout_add_norm: Norm.dropout_add)
     title = "dropout"
 
     def cost(self) -> Cost:
         elements = self.tokens * self.width
-        return make_cost(elements=[("mul", elements)], saved_bytes=self.profile.mask_bytes * elements)
+        return make_cost(elements=[("mul", elements)], saved_bytes=self.profile.mask_bytes * elements,
+                         own_kernel=not self.in_norm)
 
     def backward(self) -> Backward:
         """Its gradient times the kept mask, a new tensor; then the mask goes."""
