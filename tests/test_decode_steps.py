@@ -217,7 +217,13 @@ DECODE_STEPS_ONLY = {"ibm-compile-llama2": "median latency", "llm-perf-bench-4bi
                      # session 44's unseen rows (wt44_unseend): AutoAWQ's benchmark.py in issues #276 and #645 and
                      # PR #656 (the median decode step; --pretrained's steps one-token forwards with no cache)
                      "autoawq-issue276": "examples/benchmark.py", "autoawq-issue276-fp16": "examples/benchmark.py",
-                     "autoawq-issue645": "examples/benchmark.py", "autoawq-pr656": "examples/benchmark.py"}
+                     "autoawq-issue645": "examples/benchmark.py", "autoawq-pr656": "examples/benchmark.py",
+                     # session 45's unseen rows (wt45_unseend): the serving benchmarks' TPOT at a concurrency (SGLang's
+                     # bench_serving, vLLM's bench serve, AccelMark's interactive loadgen, InferenceBench's closed loop)
+                     "sglang-b200-gist": "TPOT", "vultr-b200-vllm": "TPOT", "accelmark-a": "tpot_ms_p50",
+                     "accelmark-f": "tpot_ms_p50", "accelmark-d": "tpot_ms_p50", "accelmark-b": "tpot_ms_p50",
+                     "accelmark-g": "tpot_ms_p50", "accelmark-vllm020": "tpot_ms_p50",
+                     "inferencebench-qwen72b-h100": "tpot_p50_ms", "inferencebench-llama8b-h100": "tpot_p50_ms"}
 #: The sources whose tokens/s counts the prompt's tokens too (Qwen3's docs: (prompt + generation) / time; premAI's
 #: bench.py: len(output[0]) / delta, the prompt's ids among the output's).
 PROMPT_COUNTED = ("qwen3-speed-hf", "qwen3-speed-sglang", "premai-a100", "hamel-latency-2023-hf")  # the last: hf/bench.py's

@@ -120,7 +120,9 @@ def test_every_decode_run_is_typed_here_from_its_source():
     tests/test_session41_unseen_decode.py, session 42's second (llama.cpp PR #16834, vLLM issue #1805 and PRs #2542,
     #3240, #4002) in tests/test_session42_unseen_decode2.py, session 43's (ExLlamaV2's README at 61e3092,
     optimum-benchmark's running-llamas, -vicunas and -mistrals reports) in tests/test_session43_unseen_decode.py, session 44's
-    (AutoAWQ's benchmark.py in issues #276 and #645 and PR #656) in tests/test_session44_unseen_decode.py; every other decode row here."""
+    (AutoAWQ's benchmark.py in issues #276 and #645 and PR #656) in tests/test_session44_unseen_decode.py, session 45's
+    (SGLang and vLLM on B200s, AccelMark's interactive TPOTs, InferenceBench's H100 loops) in
+    tests/test_session45_unseen_decode.py; every other decode row here."""
     data = other_runs_data()
     elsewhere = ("amd-vllm ", "torchao-kv-long ", "qwen2.5-speed-hf ", "qwen3-speed-hf ", "trtllm-v0.6.1 ",
                  "lmdeploy-v0.1.0 ", "ibm-compile-llama2 ", "hf-bloom-ds-inference ", "fastertransformer-gpt ",
@@ -145,7 +147,9 @@ def test_every_decode_run_is_typed_here_from_its_source():
                  "llm-perf-bench-4bit-multi ", "llamacpp-pr16834 ", "vllm-issue1805 ", "vllm-pr2542 ", "vllm-pr3240 ",
                  "vllm-pr4002 ", "exllamav2-readme-61e3092 ", "optimum-benchmark-llamas ",
                  "optimum-benchmark-vicunas ", "optimum-benchmark-mistrals ", "autoawq-issue276 ",
-                 "autoawq-issue276-fp16 ", "autoawq-issue645 ", "autoawq-pr656 ")
+                 "autoawq-issue276-fp16 ", "autoawq-issue645 ", "autoawq-pr656 ", "sglang-b200-gist ",
+                 "vultr-b200-vllm ", "accelmark-a ", "accelmark-f ", "accelmark-d ", "accelmark-b ", "accelmark-g ",
+                 "accelmark-vllm020 ", "inferencebench-qwen72b-h100 ", "inferencebench-llama8b-h100 ")
     decode = {r["id"] for r in data["runs"] if r["kind"] == "decode" and not r["id"].startswith(elsewhere)}
     assert decode == set(STATED)
 
