@@ -75,7 +75,8 @@ class KernelTimer:
                  cuda_graphs: bool = False, efficiency: Efficiency | None = None, compiled: bool = False,
                  matmul_dtype: str | None = None, sustained: bool = False,
                  eager_ops: dict[str, int] | None = None, w8a8: bool = False,
-                 attention_kernel: str = DEFAULT_KERNEL, fused_qkv: bool = False, decode_kernel: str | None = None):
+                 attention_kernel: str = DEFAULT_KERNEL, fused_qkv: bool = False, decode_kernel: str | None = None,
+                 operand_bytes: float | None = None):
         """matmul_dtype: the tensor cores' dtype where it is not the data's (FP8 training: bf16 tensors,
         products at the FP8 peak and its large-GEMM efficiency); None: the data's. w8a8: GEMMs on fp8-stored
         weights (Gemm.weight_dtype "fp8") run W8A8 (inference, quantized_matmul.runs_w8a8 decides): at the FP8 peak
@@ -90,10 +91,13 @@ class KernelTimer:
         without figures on this hardware's architecture is refused (attention_kernels.kernel_entry). fused_qkv:
         the code runs Q, K and V as one GEMM (leaf_kernels; kernel_facts_file.fuses_qkv). decode_kernel: the kernel
         that runs a decode step's single-query calls (kernel_facts.json decode_attention_kernels: "trtllm-mmha";
-        attention_kernels.decode_terms); None: the fused kernel's figures time them too."""
+        attention_kernels.decode_terms); None: the fused kernel's figures time them too. operand_bytes: bytes an
+        element of a GEMM's inputs and weights where a recipe casts them before the product (FP8 training:
+        layout/fp8.py Recipe.gemm_operand_bytes), its output in the data dtype; None: the data's element."""
         self.hardware = hardware
         self.dtype = Workload(dtype=dtype).dtype
         self.element_bytes = DTYPE_BYTES[self.dtype]
+        self.operand_bytes = self.element_bytes if operand_bytes is None else operand_bytes
         eff = efficiency or Efficiency(**hardware.efficiency)
         # Each fraction a user gives (Efficiency.given) replaces the file's measured rate for it alone:
         # --compute-efficiency the GEMMs' (MAMF, MSMF, rows table), --memory-efficiency a GEMM's bytes'.
@@ -250,10 +254,10 @@ class KernelTimer:
         return self.copy_bandwidth if written > read else self.gemv_bandwidth
 
     def gemm_seconds(self, gemm: Gemm, tile: tuple[int, int] | None = None) -> float:
-        weights = self.element_bytes * gemm.k * gemm.n if gemm.weight_bytes is None else gemm.weight_bytes
+        weights = self.operand_bytes * gemm.k * gemm.n if gemm.weight_bytes is None else gemm.weight_bytes
         if self.w8a8 and gemm.weight_dtype == "fp8":
             return self.w8a8_gemm_seconds(gemm, weights, tile)
-        read = gemm.count * (self.element_bytes * gemm.m * gemm.k + weights)
+        read = gemm.count * (self.operand_bytes * gemm.m * gemm.k + weights)
         written = gemm.count * self.element_bytes * gemm.m * gemm.n
         moved, rate = read + written, self.stream_rate(read, written)
         kernel = self.weight_only_gemv.get(gemm.weight_dtype)
