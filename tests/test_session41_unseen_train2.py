@@ -207,3 +207,9 @@ MOVED.update({'dgxc-grok1 grok1-314b bf16 tp4 pp8 cp2 vp8 ep8 etp1 512xh100': 1.
 NOW_STATS.update({'training rates': ((37, 10.6, 33, 17, 9), (0.691, 1.364)),
               'dgxc-grok1': ((8, 5.8, 8, 5, 4), (1.009, 1.215)),
               'dgxc-llama4': ((8, 22.0, 6, 1, 0), (1.083, 1.36))})
+
+
+# the eager score GEMMs' writes at the A100's Copy rate (session 45): 1.364 and 1.035 before
+MOVED.update({
+              "jaxtoolbox-pax-2310-5b gpt3-5b bf16 fsdp256 256xa100-80gb 23.10": 1.367,
+              "jaxtoolbox-pax-2310-175b gpt3-175b bf16 fsdp256 256xa100-80gb 23.10": 1.036})
