@@ -157,6 +157,10 @@ class Hardware:
     # weights: a read-and-reduce microbenchmark such as BabelStream's Dot, with its source): the
     # kernel-level time model's rate for the bytes of a GEMM. 0: bandwidth x efficiency's memory.
     gemv_bandwidth_bytes_per_s: float = 0.0
+    # The bandwidth a stream that writes as much as it reads reaches (BabelStream's Copy, from the run that
+    # gives gemv_bandwidth): the kernel-level time model's rate for the bytes of a GEMM that writes more
+    # than it reads (KernelTimer.gemm_bytes_seconds). 0: not measured (gemv_bandwidth's rate for every GEMM).
+    copy_stream_bandwidth_bytes_per_s: float = 0.0
     # The GPU generation (volta, turing, ampere, ada, hopper, blackwell, cdna2, cdna3): which published attention-kernel
     # efficiencies apply (costmodel/kernel_facts.json). Empty: none do.
     architecture: str = ""
@@ -493,19 +497,22 @@ def _check_copied_preset(hardware: Hardware, path: Path) -> None:
     with the SXM's 3.02 TB/s decoded 8% faster than at its own). Likewise its measured device
     memory (copied_device_memory_problem) and its PCIe fabric (copied_fabric_problem)."""
     name = hardware.network_of
-    if not name or (hardware.gemv_bandwidth_bytes_per_s <= 0 and not hardware.device_memory_bytes
-                    and not hardware.intra_node_fabric):  # same-named copies too (round 23)
+    if not name or (hardware.gemv_bandwidth_bytes_per_s <= 0 and hardware.copy_stream_bandwidth_bytes_per_s <= 0
+                    and not hardware.device_memory_bytes and not hardware.intra_node_fabric):  # same-named copies too (round 23)
         return
     preset = load_hardware(name)
     for problem in (copied_device_memory_problem(hardware, preset), copied_fabric_problem(hardware, preset)):
         if problem:
             raise ConfigError(f"hardware file {show(str(path))}: {problem}.")
-    if (0 < hardware.gemv_bandwidth_bytes_per_s == preset.gemv_bandwidth_bytes_per_s
-            and hardware.bandwidth_bytes_per_s != preset.bandwidth_bytes_per_s):
-        raise ConfigError(f"hardware file {show(str(path))}: bandwidth_bytes_per_s is {hardware.bandwidth_bytes_per_s:.4g}, "
-                          f"not {name}'s {preset.bandwidth_bytes_per_s:.4g}, but gemv_bandwidth_bytes_per_s is still "
-                          f"{name}'s measured {preset.gemv_bandwidth_bytes_per_s:.4g}: set it to 0 (none measured: "
-                          "bandwidth x efficiency.memory) or to this card's.")
+    if hardware.bandwidth_bytes_per_s == preset.bandwidth_bytes_per_s:
+        return
+    for field_name, unset in (("gemv_bandwidth_bytes_per_s", "set it to 0 (none measured: bandwidth x efficiency.memory)"),
+                              ("copy_stream_bandwidth_bytes_per_s", "leave it out (none measured: the GEMV rate)")):
+        rate = getattr(hardware, field_name)
+        if 0 < rate == getattr(preset, field_name):
+            raise ConfigError(f"hardware file {show(str(path))}: bandwidth_bytes_per_s is {hardware.bandwidth_bytes_per_s:.4g}, "
+                              f"not {name}'s {preset.bandwidth_bytes_per_s:.4g}, but {field_name} is still "
+                              f"{name}'s measured {rate:.4g}: {unset} or to this card's.")
 
 
 def _load_local() -> Hardware:

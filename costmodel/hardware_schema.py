@@ -142,6 +142,13 @@ SCHEMA: dict[str, Field] = {
                                         "such as BabelStream's Dot), bytes/s: the kernel time model's rate for "
                                         "a GEMM's bytes (0 or omitted: bandwidth x efficiency's memory); at most "
                                         "bandwidth_bytes_per_s", low=0),
+    "copy_stream_bandwidth_bytes_per_s": Field(float, "the bandwidth a stream that writes as much as it reads "
+                                               "reaches (BabelStream's Copy, measured in the run that gives "
+                                               "gemv_bandwidth_bytes_per_s), bytes/s: the kernel time model's rate "
+                                               "for the bytes of a GEMM that writes more than it reads (the eager "
+                                               "attention's score GEMM); omitted: gemv_bandwidth_bytes_per_s's "
+                                               "rate for every GEMM; at most bandwidth_bytes_per_s",
+                                               low=0, strict=True),
     "graph_kernel_s": Field(float, "GPU-side seconds each kernel replayed from a CUDA graph takes beyond its "
                             "work (a measured empty-kernel gap, its source in `source`); 0: none known", low=0),
     "dram_kernel_startup_s": Field(float, "fixed seconds a kernel streaming from DRAM takes beyond its bytes at the "
@@ -193,11 +200,13 @@ VENDORS = {"volta": "nvidia", "turing": "nvidia", "ampere": "nvidia", "ada": "nv
 OPTIONAL_NUMBERS = ("architecture", "network_of", "cluster", "device_memory_bytes", "graph_kernel_s", "dram_kernel_startup_s", "sm_count", "dispatch_s_per_op", "module_s_per_op",
                     "engine_s_per_op", "host_module_call_s", "clock_mhz", "clock_limit_mhz",
                     "power_watts", "power_limit_watts", "memory_reserve_bytes", "serving_memory_utilization",
-                    "price_per_gpu_hour", "gemv_bandwidth_bytes_per_s")
+                    "price_per_gpu_hour", "gemv_bandwidth_bytes_per_s",
+                    "copy_stream_bandwidth_bytes_per_s")
 #: The fields a Hardware holds as 0 when its file does not give them: a file omits them where unknown
 #: (Hardware.to_dict, so `hardware --show` and calibrate write no 0) and 0 in a file is refused, not
 #: read as "not given" (an sm_count of 0 fell back to the roofline without a word: eleventh round).
-UNSTATED_AS_ZERO = ("device_memory_bytes", "sm_count", "clock_mhz", "clock_limit_mhz", "power_watts", "power_limit_watts")
+UNSTATED_AS_ZERO = ("device_memory_bytes", "sm_count", "clock_mhz", "clock_limit_mhz", "power_watts", "power_limit_watts",
+                    "copy_stream_bandwidth_bytes_per_s")
 INTERCONNECT: dict[str, Field] = {
     "gpus_per_node": Field(int, "GPUs one node (NVLink domain) holds", low=1),
     "intra_node_bandwidth_bytes_per_s": Field(float, "between two GPUs of a node, per direction", low=0),
@@ -369,13 +378,17 @@ def _limit_problems(data: dict) -> list[str]:
 def _gemv_problem(data: dict) -> str | None:
     """A read-and-reduce stream reads memory, so it reaches at most the memory bandwidth (the presets'
     BabelStream Dot rates are 0.73-0.90 of it); a rate above it made the kernel model's GEMMs faster
-    than their bytes allow. Checked on fields already known to be numbers in range."""
-    gemv, bandwidth = data.get("gemv_bandwidth_bytes_per_s", 0), data["bandwidth_bytes_per_s"]
-    if gemv <= bandwidth:
-        return None
-    return (f"gemv_bandwidth_bytes_per_s ({gemv:.4g}) must be at most bandwidth_bytes_per_s ({bandwidth:.4g}): "
-            "a read-and-reduce stream reads memory at no more than its bandwidth; set it to 0 (none measured: "
-            "bandwidth x efficiency.memory) or to this card's measured rate")
+    than their bytes allow; so does a copy stream's. Checked on fields already known to be numbers in range."""
+    bandwidth = data["bandwidth_bytes_per_s"]
+    for name, stream, unset in (("gemv_bandwidth_bytes_per_s", "a read-and-reduce stream", "set it to 0 (none "
+                                 "measured: bandwidth x efficiency.memory)"),
+                                ("copy_stream_bandwidth_bytes_per_s", "a copy stream", "leave it out (none "
+                                 "measured: the GEMV rate)")):
+        rate = data.get(name, 0)
+        if rate > bandwidth:
+            return (f"{name} ({rate:.4g}) must be at most bandwidth_bytes_per_s ({bandwidth:.4g}): {stream} "
+                    f"moves memory at no more than its bandwidth; {unset} or to this card's measured rate")
+    return None
 
 
 def _rows_problems(data: dict, field_name: str, counted: str) -> list[str | None]:

@@ -11,7 +11,8 @@ fused attention calls, one-pass kernels, memory-bound kernels). A kernel's time:
     "gemm_efficiency_by_k": each tile's fixed start and store against a main loop of K); routed experts'
     grouped GEMMs x their kernel's measured share at its rows an expert ("grouped_gemm_efficiency"); no GEMM runs
     faster than its bytes at the bandwidth a read-and-reduce stream reaches (the hardware's gemv_bandwidth, a
-    microbenchmark; else the achievable bandwidth); a weight-only quantized GEMM moves its stored bytes at its kernel's
+    microbenchmark; else the achievable bandwidth), one that writes more than it reads at a copy stream's
+    (copy_stream_bandwidth, where measured; KernelTimer.stream_rate); a weight-only quantized GEMM moves its stored bytes at its kernel's
     one-row rate ("weight_only_gemv": a fraction of the GEMV rate, or per SM and clock where the SMs bind, by blocks
     an SM) x its time at M rows over one row's ("weight_only_by_rows", the layout's kernel's: measured, or passes
     from code), at least its FLOPs at the large-GEMM rate; one row with unquantized weights is a GEMV (cuBLAS's
@@ -74,7 +75,8 @@ class KernelTimer:
                  cuda_graphs: bool = False, efficiency: Efficiency | None = None, compiled: bool = False,
                  matmul_dtype: str | None = None, sustained: bool = False,
                  eager_ops: dict[str, int] | None = None, w8a8: bool = False,
-                 attention_kernel: str = DEFAULT_KERNEL, fused_qkv: bool = False, decode_kernel: str | None = None):
+                 attention_kernel: str = DEFAULT_KERNEL, fused_qkv: bool = False, decode_kernel: str | None = None,
+                 operand_bytes: float | None = None):
         """matmul_dtype: the tensor cores' dtype where it is not the data's (FP8 training: bf16 tensors,
         products at the FP8 peak and its large-GEMM efficiency); None: the data's. w8a8: GEMMs on fp8-stored
         weights (Gemm.weight_dtype "fp8") run W8A8 (inference, quantized_matmul.runs_w8a8 decides): at the FP8 peak
@@ -89,10 +91,13 @@ class KernelTimer:
         without figures on this hardware's architecture is refused (attention_kernels.kernel_entry). fused_qkv:
         the code runs Q, K and V as one GEMM (leaf_kernels; kernel_facts_file.fuses_qkv). decode_kernel: the kernel
         that runs a decode step's single-query calls (kernel_facts.json decode_attention_kernels: "trtllm-mmha";
-        attention_kernels.decode_terms); None: the fused kernel's figures time them too."""
+        attention_kernels.decode_terms); None: the fused kernel's figures time them too. operand_bytes: bytes an
+        element of a GEMM's inputs and weights where a recipe casts them before the product (FP8 training:
+        layout/fp8.py Recipe.gemm_operand_bytes), its output in the data dtype; None: the data's element."""
         self.hardware = hardware
         self.dtype = Workload(dtype=dtype).dtype
         self.element_bytes = DTYPE_BYTES[self.dtype]
+        self.operand_bytes = self.element_bytes if operand_bytes is None else operand_bytes
         eff = efficiency or Efficiency(**hardware.efficiency)
         # Each fraction a user gives (Efficiency.given) replaces the file's measured rate for it alone:
         # --compute-efficiency the GEMMs' (MAMF, MSMF, rows table), --memory-efficiency a GEMM's bytes'.
@@ -124,6 +129,9 @@ class KernelTimer:
         # A GEMM's bytes: the measured read-and-reduce rate, unless a memory efficiency is given.
         measured_gemv = not memory_given and hardware.gemv_bandwidth_bytes_per_s > 0
         self.gemv_bandwidth = hardware.gemv_bandwidth_bytes_per_s if measured_gemv else self.bandwidth
+        # A GEMM that writes more than it reads: a copy stream's measured rate where the file states one (gemm_bytes_seconds).
+        measured_copy = not memory_given and hardware.copy_stream_bandwidth_bytes_per_s > 0
+        self.copy_bandwidth = hardware.copy_stream_bandwidth_bytes_per_s if measured_copy else self.gemv_bandwidth
         # A W8A8 GEMM of few rows: its kernel's measured rate (kernel_facts.json "w8a8_small_rows"), (rows, bytes/s).
         self.w8a8_small_rows = w8a8_small_rows_rate(hardware, "fp8", self.gemv_bandwidth) if w8a8 else None
         self.vector = hardware.vector_flops_per_s * eff.compute
@@ -237,21 +245,31 @@ class KernelTimer:
             return ops * self.dispatch_s
         return self.launch_seconds(launches_of(leaf, kernels, self.compiled))
 
+    def stream_rate(self, read: float, written: float) -> float:
+        """The bytes/s a GEMM of `read` bytes read and `written` written streams at: a read-dominated one (a
+        GEMV's weights, a training GEMM's operands) at the read-and-reduce rate (gemv_bandwidth: BabelStream's
+        Dot, each array read once, nothing written), a write-dominated one (the eager attention's score GEMM,
+        its s x s scores written from s x head-width operands) at a copy stream's (copy_bandwidth: the Copy
+        measured beside that Dot, one array read and one written), where the file measures one."""
+        return self.copy_bandwidth if written > read else self.gemv_bandwidth
+
     def gemm_seconds(self, gemm: Gemm, tile: tuple[int, int] | None = None) -> float:
-        weights = self.element_bytes * gemm.k * gemm.n if gemm.weight_bytes is None else gemm.weight_bytes
+        weights = self.operand_bytes * gemm.k * gemm.n if gemm.weight_bytes is None else gemm.weight_bytes
         if self.w8a8 and gemm.weight_dtype == "fp8":
             return self.w8a8_gemm_seconds(gemm, weights, tile)
-        moved = gemm.count * (self.element_bytes * (gemm.m * gemm.k + gemm.m * gemm.n) + weights)
+        read = gemm.count * (self.operand_bytes * gemm.m * gemm.k + weights)
+        written = gemm.count * self.element_bytes * gemm.m * gemm.n
+        moved, rate = read + written, self.stream_rate(read, written)
         kernel = self.weight_only_gemv.get(gemm.weight_dtype)
         factor = kernel.rows_factor(gemm.weight_kernel, gemm.m) if kernel else None  # its time at m rows over one's
         if factor:  # a published weight-only kernel: its bytes at its one-row rate x that factor, its FLOPs at the least
             return self.dram_startup_s + max(factor * moved / kernel.rate_at(gemm.n, self.sms), gemm.flops / self.matmul_rate)
         if gemm.m == 1 and gemm.weight_dtype is None and not self.gemm_rows:  # a GEMV (gemv2T; compiled: a reduction)
-            return self.dram_startup_s + max(moved / self.gemv_bandwidth, gemm.flops / self.vector)
+            return self.dram_startup_s + max(moved / rate, gemm.flops / self.vector)
         compute = self.gemm_compute_seconds(gemm, tile) / k_efficiency(self.gemm_by_k, gemm.k) \
             / (k_efficiency(self.grouped_by_rows, gemm.grouped_rows) if gemm.grouped_rows else 1.0)  # experts'
         bound = unquantized_gemv(gemm, bool(self.gemm_rows))  # no published kernel: at most the unquantized GEMV
-        return min(self.dram_startup_s + max(compute, moved / self.gemv_bandwidth), self.gemm_seconds(bound) if bound else math.inf)
+        return min(self.dram_startup_s + max(compute, moved / rate), self.gemm_seconds(bound) if bound else math.inf)
 
     def w8a8_gemm_seconds(self, gemm: Gemm, weights: float, tile: tuple[int, int] | None = None) -> float:
         """A W8A8 GEMM: the tile model at the FP8 rate against its bytes (input in one byte, output
@@ -259,11 +277,12 @@ class KernelTimer:
         than that measurement (w8a8_small_rows), after its input's quantization pass if it is the first to read it."""
         from .quantized_matmul import activation_quant_bytes
 
-        moved = gemm.count * (gemm.m * gemm.k + self.element_bytes * gemm.m * gemm.n + weights)
+        read, written = gemm.count * (gemm.m * gemm.k + weights), gemm.count * self.element_bytes * gemm.m * gemm.n
+        moved = read + written
         quantize = activation_quant_bytes(gemm.count * gemm.m * gemm.k, self.element_bytes) \
             if gemm.quantizes_input else 0
         small = self.w8a8_small_rows
-        rate = small[1] if small and gemm.m <= small[0] else self.gemv_bandwidth
+        rate = small[1] if small and gemm.m <= small[0] else self.stream_rate(read, written)
         return self.dram_startup_s + max(self.gemm_compute_seconds(gemm, tile, self.fp8_rate),
                                          moved / rate) + quantize / self.bandwidth
 

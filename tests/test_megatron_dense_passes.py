@@ -59,12 +59,14 @@ def test_narayanans_context_copy():
 
 def test_narayanans_step_with_the_three_passes():
     # 24 layers, one micro-batch: (14 x 3h + 8 x h) x tokens x 2,039 GB/s x 0.8 more than before this round
-    # (3.1126 s), the GEMMs, softmax and every other term as they were
+    # (3.1126 s), the GEMMs, softmax and every other term as they were; session 45's copy-stream rate for the
+    # write-dominated score GEMMs (tests/test_time_core_review.py) takes 0.0115 s off the base: 3.1011 s
     estimate, overlap = _narayanan_1_7b()
     step = KernelStepTime(estimate, load_hardware("a100-80gb"), overlap=overlap).step()
     added = 24 * (14 * 3 + 8) * TOKENS * HIDDEN / (2039e9 * 0.8)
     assert added == pytest.approx(0.055540, abs=1e-6)
-    assert step["seconds"] == pytest.approx(3.1126086702496476 + added, rel=1e-6)
+    # 3.1126086702496476 + added before session 45
+    assert step["seconds"] == pytest.approx(3.1011571602504833 + added, rel=1e-6)
 
 
 def test_not_charged_beside_flash_or_outside_megatron():

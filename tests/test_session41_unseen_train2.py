@@ -207,3 +207,19 @@ MOVED.update({'dgxc-grok1 grok1-314b bf16 tp4 pp8 cp2 vp8 ep8 etp1 512xh100': 1.
 NOW_STATS.update({'training rates': ((37, 10.6, 33, 17, 9), (0.691, 1.364)),
               'dgxc-grok1': ((8, 5.8, 8, 5, 4), (1.009, 1.215)),
               'dgxc-llama4': ((8, 22.0, 6, 1, 0), (1.083, 1.36))})
+
+
+# the eager score GEMMs' writes at the A100's Copy rate (session 45): 1.364 and 1.035 before
+MOVED.update({
+              "jaxtoolbox-pax-2310-5b gpt3-5b bf16 fsdp256 256xa100-80gb 23.10": 1.367,
+              "jaxtoolbox-pax-2310-175b gpt3-175b bf16 fsdp256 256xa100-80gb 23.10": 1.036})
+
+
+# the eager score GEMMs' writes at the A100's Copy rate (session 45); before: (10.6, 0.691-1.364), (10.2,
+# 0.876-1.102), (7.9, 0.921-1.232), (28.8, 1.082-1.364), (3.1, 0.972-1.063)
+NOW_STATS = {**NOW_STATS,
+                 "training rates": ((37, 10.7, 33, 17, 9), (0.691, 1.367)),
+                 "jaxtoolbox-pax-126m": ((3, 10.7, 3, 1, 0), (0.876, 1.107)),
+                 "jaxtoolbox-pax-2310-126m": ((3, 7.5, 3, 2, 1), (0.925, 1.237)),
+                 "jaxtoolbox-pax-2310-5b": ((4, 28.8, 3, 1, 0), (1.085, 1.367)),
+                 "jaxtoolbox-pax-2310-175b": ((4, 3.1, 4, 4, 3), (0.973, 1.063))}

@@ -216,6 +216,9 @@ def measure_file(name: str, device: str = "cuda", dtypes: tuple[str, ...] = ("bf
         data["sustained_matmul_efficiency"] = {d: min(1.0, sustained[d]["flops_per_s"] / best[d]) for d in best}
     else:
         data = like.to_dict()
+        # the preset's copy stream is its own card's Copy, measured beside the Dot this run replaces: not kept
+        # (costmodel/kernel_time.py KernelTimer.stream_rate then takes the measured Dot for every GEMM)
+        data.pop("copy_stream_bandwidth_bytes_per_s", None)
         peaks = data["flops_per_s"]
         data.update(name=name, memory_reserve_bytes=facts["memory_reserve_bytes"],
                     source=f"{measured}; datasheet peaks, interconnect and clocks of {like.name}, whose other "

@@ -61,6 +61,21 @@ class Recipe:
     # the amaxes each quantizer keeps, one per scale update (delayed scaling; 0: no history)
     amax_history_len: int = 0
 
+    @property
+    def gemm_operand_bytes(self) -> float:
+        """Bytes an element of a linear GEMM's operands takes after the recipe's casts (KernelTimer's
+        operand_bytes): Transformer Engine's fprop reads the quantized input and weight
+        (general_gemm(weightmat, inputmat_total, out_dtype=activation_dtype), module/linear.py line 309 at
+        v2.9), dgrad the quantized weight and output gradient (line 712, out_dtype=ctx.activation_dtype),
+        wgrad the quantized input and output gradient (line 875); torchao's float8 and DeepSeek's blockwise
+        run their products on FP8 operands alike. One byte an FP8 element (its per-tensor, per-row or
+        per-tile fp32 scales left out: at most 4 bytes a 128 elements); a block-scaled format's data and
+        its share of a scale (layout/fp8_casts.py BLOCK_FORMATS). The output stays in the data dtype."""
+        from .fp8_casts import BLOCK_FORMATS
+
+        block = BLOCK_FORMATS.get(self.name)
+        return block.bytes_per_element if block else FP8_ELEMENT_BYTES
+
 
 RECIPES = {
     "tensorwise": Recipe(
@@ -125,6 +140,7 @@ RECIPES = {
 #: quantizer and an fp32 amax history of amax_history_len x quantizers).
 QUANTIZERS_PER_GEMM = {"forward": 3, "backward": 2}
 FP32_BYTES = DTYPE_BYTES["fp32"]
+FP8_ELEMENT_BYTES = 1  # E4M3 and E5M2 alike
 
 #: What runs once per forward autocast (at its exit, quantization.py autocast_exit lines 590-601) and
 #: once per backward (the first FP8 module's, layernorm_linear.py lines 1000-1003, linear.py 960-964):

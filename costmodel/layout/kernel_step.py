@@ -48,16 +48,18 @@ _TIMERS: dict[tuple, tuple[Hardware, KernelTimer]] = {}
 
 def _timer(hardware: Hardware, dtype: str, attention: str, efficiency: Efficiency | None,
            compiled: bool, matmul_dtype: str | None = None, sustained: bool = False,
-           w8a8: bool = False, attention_kernel: str = DEFAULT_KERNEL, decode_kernel: str | None = None) -> KernelTimer:
+           w8a8: bool = False, attention_kernel: str = DEFAULT_KERNEL, decode_kernel: str | None = None,
+           operand_bytes: float | None = None) -> KernelTimer:
     """One KernelTimer (and so one memo of kernel seconds) per hardware object and options."""
     key = (id(hardware), dtype, attention, efficiency, compiled, matmul_dtype, sustained, w8a8, attention_kernel,
-           decode_kernel)
+           decode_kernel, operand_bytes)
     held = _TIMERS.get(key)
     if held is None or held[0] is not hardware:
         held = _TIMERS[key] = (hardware, KernelTimer(hardware, dtype, attention, efficiency=efficiency,
                                                      compiled=compiled, matmul_dtype=matmul_dtype,
                                                      sustained=sustained, w8a8=w8a8,
-                                                     attention_kernel=attention_kernel, decode_kernel=decode_kernel))
+                                                     attention_kernel=attention_kernel, decode_kernel=decode_kernel,
+                                                     operand_bytes=operand_bytes))
     return held[1]
 
 
@@ -163,11 +165,12 @@ class KernelStepTime(StepTime):
         self.attention_kernel = attention_kernel
         # --fp8: the linear layers' GEMMs on the recipe's tensor cores (layout/fp8.py Recipe.peak: fp8,
         # mxfp8 or fp4, at that peak's measured efficiency or fp8's: Hardware.efficiency_dtype;
-        # StepTime checked the peak).
-        self.fp8_timer = None if estimate.layout.fp8 is None else \
+        # StepTime checked the peak), their operands read as the recipe casts them (Recipe.gemm_operand_bytes).
+        recipe = None if estimate.layout.fp8 is None else RECIPES[estimate.layout.fp8]
+        self.fp8_timer = None if recipe is None else \
             _timer(hardware, workload.dtype, workload.attention, efficiency, compiled,
-                   matmul_dtype=RECIPES[estimate.layout.fp8].peak, sustained=sustained,
-                   attention_kernel=attention_kernel)
+                   matmul_dtype=recipe.peak, sustained=sustained,
+                   attention_kernel=attention_kernel, operand_bytes=recipe.gemm_operand_bytes)
         # ... and the recipe's casts beside them, memory-bound at the dtype's timer (layout/fp8.py).
         self.casts = fp8_casts(estimate, hardware)
 
