@@ -29,6 +29,11 @@ NCCL achieves at that message size (costmodel/nccl_facts.json), hierarchical acr
   fastest protocol NCCL enables (Simple, LL128 on NVSwitch nodes, LL: ring_seconds); an all-reduce
   may run as NCCL's tree (2 log2 N network steps at its own bandwidth, Simple) and takes the
   faster, as NCCL's tuner does (between_nodes).
+- Where a host holds several NVLink domains (interconnect gpus_per_host: the A100 PCIe's bridged pairs), NCCL's
+  nodes are the hosts: a ring collective inside the host is one ring through its GPUs at the PCIe link
+  (host_ring), and past the host the hosts are the nodes of the hierarchy above, their in-node calls host_ring's
+  and their steps at NCCL's PCI latency (session 45: before, the pairs were the nodes, which priced 8 GPUs
+  below 4).
 - The all-reduce's code is a stated choice (costmodel/spec.ALL_REDUCES, Layout.all_reduce): NCCL's
   (the default), or PyTorch's IntraNodeComm (ENABLE_INTRA_NODE_COMM=1), which runs a bf16
   all-reduce inside a node as its own one-shot kernel up to 256 KiB and two-shot up to 10 MiB,
