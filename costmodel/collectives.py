@@ -29,6 +29,11 @@ NCCL achieves at that message size (costmodel/nccl_facts.json), hierarchical acr
   fastest protocol NCCL enables (Simple, LL128 on NVSwitch nodes, LL: ring_seconds); an all-reduce
   may run as NCCL's tree (2 log2 N network steps at its own bandwidth, Simple) and takes the
   faster, as NCCL's tuner does (between_nodes).
+- Where a host holds several NVLink domains (interconnect gpus_per_host: the A100 PCIe's bridged pairs), NCCL's
+  nodes are the hosts: a ring collective inside the host is one ring through its GPUs at the PCIe link
+  (host_ring), and past the host the hosts are the nodes of the hierarchy above, their in-node calls host_ring's
+  and their steps at NCCL's PCI latency (session 45: before, the pairs were the nodes, which priced 8 GPUs
+  below 4).
 - The all-reduce's code is a stated choice (costmodel/spec.ALL_REDUCES, Layout.all_reduce): NCCL's
   (the default), or PyTorch's IntraNodeComm (ENABLE_INTRA_NODE_COMM=1), which runs a bf16
   all-reduce inside a node as its own one-shot kernel up to 256 KiB and two-shot up to 10 MiB,
@@ -345,7 +350,8 @@ def mesh_links(hardware: Hardware, kind: str, ranks: int) -> float:
     return used / (per_node - 1)
 
 
-def between_nodes(hardware: Hardware, kind: str, share: float, nodes: int, local: int, inter: float) -> float:
+def between_nodes(hardware: Hardware, kind: str, share: float, nodes: int, local: int, inter: float,
+                  fabric: str | None = None) -> float:
     """Seconds of one call's crossing between `nodes` nodes, each GPU's `share` bytes (its 1/local of
     the call's payload) at `inter` bytes/s, as NCCL's tuning model composes it (nccl_facts.json
     "inter_node_latency"): a ring pays k(nodes - 1) network steps and the
@@ -355,13 +361,15 @@ def between_nodes(hardware: Hardware, kind: str, share: float, nodes: int, local
     the call's size); an all-gather or reduce-scatter with one GPU a node as PAT: log2i(nodes)
     network steps at 1/3.5 of 14 us, 2.8 us a rank, bytes / .75 (tree and PAT in Simple; a ring in
     the fastest protocol NCCL enables on the hardware, ring_seconds). The tuner runs the fastest. With
-    one GPU a node no in-node call carries a base latency, so the crossing pays its algorithm's."""
+    one GPU a node no in-node call carries a base latency, so the crossing pays its algorithm's. fabric: the
+    in-node hops' kind for NCCL's latency table ("nvlink" or "pci"; None: the hardware's, ring_seconds)."""
     facts = nccl_facts()["inter_node_latency"]
     us = 1e-6
     net = facts["hw_latency_us"]["net"]["ring" if local > 1 else "tree"] * us  # ppn 1: tree's (NCCL)
     base = facts["base_latency_us"] if local == 1 else {"ring": 0.0, "tree": 0.0, "pat": 0.0}
     k = 2 if kind == "all_reduce" else 1
-    ring = min(ring_seconds(hardware, protocol, share, nodes, local, inter, k) for protocol in ring_protocols(hardware))
+    ring = min(ring_seconds(hardware, protocol, share, nodes, local, inter, k, fabric)
+               for protocol in ring_protocols(hardware))
     if kind != "all_reduce":
         if local > 1:
             return ring
@@ -385,14 +393,17 @@ def ring_protocols(hardware: Hardware) -> tuple[str, ...]:
 
 
 def ring_seconds(hardware: Hardware, protocol: str, share: float, nodes: int, local: int, inter: float,
-                 k: int) -> float:
+                 k: int, fabric: str | None = None) -> float:
     """Seconds of a ring's crossing between `nodes` nodes in one NCCL protocol (tuning.cc's
     latency + bytes / bandwidth): k(nodes - 1) network steps, each with the (local - 1) in-node steps
     its share takes beyond the in-node calls' own (a step max(the fabric's figure, the network
     overhead, x3 for Simple)), the base latency where one GPU a node leaves no in-node call to
-    carry it, and the bytes at the protocol's share of `inter` (LL's capped at llMaxBw)."""
+    carry it, and the bytes at the protocol's share of `inter` (LL's capped at llMaxBw). fabric: the in-node
+    hops' kind ("nvlink" or "pci"), by default NVLink where the hardware's GPUs share it (nccl_facts.json
+    intra_node_all_reduce's list), else PCIe."""
     facts, us = nccl_facts()["inter_node_latency"], 1e-6
-    fabric = "nvlink" if holds_on(nccl_facts()["intra_node_all_reduce"], hardware.network_name) else "pci"
+    if fabric is None:
+        fabric = "nvlink" if holds_on(nccl_facts()["intra_node_all_reduce"], hardware.network_name) else "pci"
     if protocol == "simple":
         step = max(facts["hw_latency_us"][fabric]["ring"], 3 * facts["net_overhead_us"])
         net = facts["hw_latency_us"]["net"]["ring" if local > 1 else "tree"]
@@ -408,6 +419,24 @@ def ring_seconds(hardware: Hardware, protocol: str, share: float, nodes: int, lo
     return latency * us + share * k * (nodes - 1) / nodes / rate
 
 
+#: The calls inside each node of a hierarchical collective (reduce-scatter, the crossing, all-gather).
+IN_NODE_STEPS = {"all_reduce": ("reduce_scatter", "all_gather"), "reduce_scatter": ("reduce_scatter",),
+                 "all_gather": ("all_gather",)}
+
+
+def host_ring(hardware: Hardware, kind: str, payload: float, ranks: int, span: int, calls: int = 1) -> float:
+    """Seconds of `calls` ring collectives (kind in RING_STEPS) of `payload` bytes in all over `ranks` GPUs spanning
+    `span` consecutive GPUs of one
+    PCIe host whose NVLink domains are smaller (interconnect gpus_per_host: bridged pairs): NCCL's nodes are hosts,
+    and inside one it runs a ring through every GPU of the group, which crosses PCIe between domains, a channel
+    bounded by its slowest hop: the whole ring at the PCIe link, at the share of it a link inside a node reaches
+    (node_link's), as a PCIe node's ring (pcie_ring_seconds). A group inside one domain is within_node's."""
+    if span <= hardware.gpus_per_node:
+        return within_node(hardware, kind, payload, ranks, calls)
+    pcie = hardware.link(span) * float(nccl_facts()["link_efficiency"]["value"])
+    return calls * pcie_ring(kind, payload / calls, ranks, pcie)
+
+
 def collective_seconds(hardware: Hardware, kind: str, payload: float, ranks: int, span: int,
                        calls: int = 1, all_reduce: str = "nccl", dtype: str | None = None) -> float:
     """Seconds of `calls` collectives of `kind` moving `payload` bytes in all over `ranks` GPUs
@@ -420,14 +449,21 @@ def collective_seconds(hardware: Hardware, kind: str, payload: float, ranks: int
     if span <= per_node:
         return within_node(hardware, kind, payload, ranks, calls, all_reduce, dtype)
     if span <= hardware.gpus_per_host and kind in RING_STEPS:
-        # NVLink domains (bridged pairs) inside one PCIe host: NCCL's nodes are hosts, and inside one it runs a ring
-        # through every GPU of the group, which crosses PCIe between domains: the whole ring at the PCIe link, at
-        # the share of it a link inside a node reaches (node_link's), as a PCIe node's ring (pcie_ring_seconds)
-        pcie = hardware.link(span) * float(nccl_facts()["link_efficiency"]["value"])
-        return calls * pcie_ring(kind, payload / calls, ranks, pcie)
+        return host_ring(hardware, kind, payload, ranks, span, calls)
     inter = inter_node_link(hardware, span)
     if kind in ("send", "recv"):
         return payload / inter + calls * hardware.collective_latency_s
+    if hardware.gpus_per_host and kind in RING_STEPS:
+        # past a host of bridged pairs: NCCL's nodes are the hosts, so the in-host stages are the host's PCIe
+        # rings over its ranks and the crossing is between hosts, each rank's 1/local share (wt45_denseout; before,
+        # the pairs were the nodes and a group of 8 was priced below one of 4, whose whole ring crosses PCIe)
+        local = max(1, min(ranks, hardware.gpus_per_host * ranks // span))  # this group's ranks inside one host
+        # the host's ring crosses PCIe between its pairs: NCCL's intra-node latency is its PCI one (tuning.cc:
+        # a graph's typeIntra past NVLink takes the PCI row)
+        crossing = calls * between_nodes(hardware, kind, payload / calls / local, max(1, ranks // local), local, inter,
+                                         fabric="pci")
+        in_host = span * local // ranks  # the GPUs those ranks span inside their host
+        return crossing + sum(host_ring(hardware, step, payload, local, in_host, calls) for step in IN_NODE_STEPS[kind])
     local = ranks_per_node(hardware, ranks, span)  # this group's ranks inside one node
     if kind == "all_to_all":  # each rank sends 1/ranks of its payload to every other rank, no tree
         off_node = payload * (ranks - local) / ranks / inter
@@ -435,9 +471,7 @@ def collective_seconds(hardware: Hardware, kind: str, payload: float, ranks: int
             + calls * hardware.collective_latency_s
     nodes = max(1, ranks // local)
     crossing = calls * between_nodes(hardware, kind, payload / calls / local, nodes, local, inter)
-    inside = {"all_reduce": ("reduce_scatter", "all_gather"), "reduce_scatter": ("reduce_scatter",),
-              "all_gather": ("all_gather",)}[kind]
-    hierarchical = crossing + sum(within_node(hardware, step, payload, local, calls) for step in inside)
+    hierarchical = crossing + sum(within_node(hardware, step, payload, local, calls) for step in IN_NODE_STEPS[kind])
     # a cluster measured across its nodes caps a call of the measured shape at its measured busbw
     return max(hierarchical, payload * ring_factor(kind, ranks) / cluster_busbw(hardware, kind, span, local, payload / calls))
 

@@ -219,7 +219,8 @@ INTERCONNECT: dict[str, Field] = {
                                "a copy of a PCIe preset edited faster than the preset's link, is refused)"),
     "gpus_per_host": Field(int, "GPUs one host holds where its NVLink domains are smaller (bridged pairs): a "
                            "collective past a node but inside the host runs NCCL's one ring through them at the PCIe "
-                           "link, inter_node_bandwidth_bytes_per_s (collectives.collective_seconds)", low=1),
+                           "link, inter_node_bandwidth_bytes_per_s, and past the host the hosts are the nodes "
+                           "(collectives.collective_seconds)", low=1),
     "source": Field(str, "where the interconnect's numbers come from"),
 }
 
