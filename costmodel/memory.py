@@ -36,7 +36,7 @@ from .tree import CostModel, generate_logits_to_keep, profile_for
 def largest(sizes: Any) -> sp.Expr:
     """The largest of some byte counts (none: 0; a zero among them left out). Max built unevaluated
     and compared when evaluated, as blocks/optimizer.py builds its own: sympy's pairwise proofs of
-    which size dominates (Max's _find_localzeros) cost about 4 of a cold `estimate`'s 11 s of CPU
+    which size dominates (Max's _find_localzeros) were a third of a cold `estimate` under cProfile
     and change no number (validate/FINDINGS.md, wt45_house)."""
     sizes = set(sizes) - {sp.Integer(0)}
     return sp.Max(*sizes, evaluate=False) if len(sizes) > 1 else next(iter(sizes), sp.Integer(0))
