@@ -33,6 +33,25 @@ from .precision import ParamBytes, inference_precision
 from .tree import CostModel, generate_logits_to_keep, profile_for
 
 
+def largest(sizes: Any) -> sp.Expr:
+    """The largest of some byte counts (none: 0; a zero among them left out). Max built unevaluated
+    and compared when evaluated, as blocks/optimizer.py builds its own: sympy's pairwise proofs of
+    which size dominates (Max's _find_localzeros) were a third of a cold `estimate` under cProfile
+    and change no number (validate/FINDINGS.md, wt45_house)."""
+    sizes = set(sizes) - {sp.Integer(0)}
+    return sp.Max(*sizes, evaluate=False) if len(sizes) > 1 else next(iter(sizes), sp.Integer(0))
+
+
+def replaced(expr: sp.Expr, rule: dict) -> sp.Expr:
+    """expr.xreplace(rule) with its Max kept unevaluated: xreplace rebuilds each node it changes, and
+    a Max rebuilt is compared again, which largest() spared."""
+    if isinstance(expr, sp.Max):
+        return sp.Max(*(replaced(arg, rule) for arg in expr.args), evaluate=False)
+    if not expr.has(sp.Max):
+        return expr.xreplace(rule)
+    return expr.func(*(replaced(arg, rule) for arg in expr.args))
+
+
 def activation_bytes(model: CostModel) -> sp.Expr:
     """Bytes saved for backward over a training forward, after recomputation (the tree's leaves:
     what selective recomputation keeps is its kernel's; full recomputation marks the layers'
@@ -48,7 +67,7 @@ def activation_bytes(model: CostModel) -> sp.Expr:
         rebuilt += [sp.Add(*one_layer) for one_layer in layers.values()]
     if not rebuilt:
         return kept
-    return kept + (rebuilt[0] if len(rebuilt) == 1 else sp.Max(*rebuilt))
+    return kept + largest(rebuilt)
 
 
 PHASE_QUANTITIES = ("weight_bytes", "buffer_bytes", "input_bytes", "result_bytes", "kv_cache_bytes")
@@ -58,8 +77,7 @@ def forward_transient(model: CostModel) -> sp.Expr:
     """The largest transient one block's run holds in a no-grad forward (blocks run one at a
     time): the eager softmax's n x n scores (kernels.Kernel.scores_live_no_grad); 0 where no
     block states one. The other tensors of a layer's forward are not counted (a lower bound)."""
-    transients = {leaf.cost.forward_transient_bytes for leaf in model.leaves} - {sp.Integer(0)}
-    return sp.Max(*transients) if len(transients) > 1 else next(iter(transients), sp.Integer(0))
+    return largest(leaf.cost.forward_transient_bytes for leaf in model.leaves)
 
 
 def phase_bytes(model: CostModel) -> sp.Expr:
@@ -69,7 +87,7 @@ def phase_bytes(model: CostModel) -> sp.Expr:
     held = sp.Add(*(model.total(q) for q in PHASE_QUANTITIES if q != "result_bytes"))
     transient = forward_transient(model)
     logits = model.total("result_bytes")
-    return held + (logits if transient == 0 else sp.Max(logits, transient))
+    return held + largest((logits, transient))
 
 
 @lru_cache(maxsize=64)
@@ -78,7 +96,7 @@ def decode_phase_bytes(cfg: ModelConfig, profile: Any) -> sp.Expr:
     cache (facts.kv_cache_held false: OpenAI GPT's) reruns the prefix instead: a prefill of c tokens.
     Cached by (cfg, profile), both frozen: a warm simulate built its trees and Max anew each call."""
     if not profile.facts.kv_cache_held:
-        return phase_bytes(CostModel(cfg, profile, phase="prefill")).xreplace({S.n: S.c})
+        return replaced(phase_bytes(CostModel(cfg, profile, phase="prefill")), {S.n: S.c})
     return phase_bytes(CostModel(cfg, profile, phase="decode"))
 
 
@@ -93,14 +111,13 @@ def _inference_phases(cfg: ModelConfig, profile: Any) -> tuple[tuple[str, sp.Exp
     """inference_phases' pairs, cached by (cfg, profile) (a new dict to each caller)."""
     phases = {"prefill": phase_bytes(CostModel(cfg, profile, phase="prefill"))}
     if cfg.n_decoder_layers:
-        phases["decode"] = decode_phase_bytes(cfg, profile).xreplace({S.c: S.LAST_CONTEXT})
+        phases["decode"] = replaced(decode_phase_bytes(cfg, profile), {S.c: S.LAST_CONTEXT})
     return tuple(phases.items())
 
 
 def inference_bytes(cfg: ModelConfig, profile: Any) -> sp.Expr:
     """Memory of inference: the larger of its phases (see inference_phases)."""
-    phases = list(inference_phases(cfg, profile).values())
-    return phases[0] if len(phases) == 1 else sp.Max(*phases)
+    return largest(inference_phases(cfg, profile).values())
 
 
 @dataclass(frozen=True)

@@ -326,3 +326,64 @@ def test_a_tool_not_installed_is_said_once_and_skipped_with_its_variants(capsys)
                        skipped)
     assert out == {"llm-analysis": 7} and skipped == {"Calculon"} and ran == []
     assert capsys.readouterr().out == "skipped Calculon: not installed (no checkout)\n"
+
+
+def without_ours(record):
+    """The record's JSON as main() writes it, every "ours" left out: the tools' side."""
+    def strip(value):
+        if isinstance(value, dict):
+            return {key: strip(item) for key, item in value.items() if key != "ours"}
+        return [strip(item) for item in value] if isinstance(value, list) else value
+
+    return json.dumps(strip(record), indent=1, sort_keys=True)
+
+
+def ours_slots(record):
+    """Every "ours" in the record, flattened to (where, value) pairs."""
+    slots = {}
+
+    def walk(value, where):
+        if isinstance(value, dict):
+            for key, item in value.items():
+                walk(item, where + (key,))
+        elif isinstance(value, list):
+            for i, item in enumerate(value):
+                walk(item, where + (i,))
+        elif "ours" in where:
+            slots[where] = value
+
+    walk(record, ())
+    return slots
+
+
+def test_ours_only_rewrites_our_side_and_leaves_the_tools_byte_identical(tmp_path, monkeypatch, capsys):
+    """`--ours-only` on a record whose every "ours" is stale: each is recomputed (the committed
+    record's figures, which test_our_side_of_the_record_is_the_costmodel_today holds to the API),
+    and the rest of the file, the tools' figures, published steps, logs and versions, is written
+    byte for byte as it was; a record of other cases is refused in one line, the file untouched."""
+    stale = json.loads(ott.RECORD.read_text())
+    for case in (*stale["cases"].values(), *stale["korthikanti"], *stale["layers"].values(),
+                 *stale["deepspeed"].values(), stale["vllm"], *stale["vllm"]["blocks"]):
+        case["ours"] = "stale"
+    path = tmp_path / "other_tools_time.json"
+    path.write_text(json.dumps(stale, indent=1, sort_keys=True) + "\n")
+    monkeypatch.setattr(ott, "RECORD", path)
+    assert ott.main(["--ours-only"]) == 0
+    written = json.loads(path.read_text())
+    assert without_ours(written) == without_ours(RECORD) == without_ours(stale)
+    assert all(f'"{tool}": {{' in without_ours(written) for tool in ("Calculon", "llm-analysis", "LLM-Viewer"))
+    ours, recorded = ours_slots(written), ours_slots(RECORD)
+    # 2 step splits and 8 Table 5 rows of 13 figures, 2 layer cases of 9 groups + 5, 2 DeepSpeed cases of 6,
+    # vLLM's 9 KV-sizing figures and 2 block counts
+    assert ours.keys() == recorded.keys() and len(ours) == 10 * 13 + 2 * 14 + 2 * 6 + 9 + 2 == 181
+    assert "stale" not in ours.values()
+    assert [where for where, value in ours.items()
+            if value != (value if value is None or isinstance(value, (bool, str)) else pytest.approx(recorded[where], rel=1e-9))] == []
+    assert capsys.readouterr().out == f"wrote {path}\n"
+    stale["korthikanti"].pop()
+    text = json.dumps(stale, indent=1, sort_keys=True) + "\n"
+    path.write_text(text)
+    assert ott.main(["--ours-only"]) == 2
+    assert capsys.readouterr().err == ("error: other_tools_time.json holds other cases than other_tools_time.py: run "
+                                       "--write with the tools\n")
+    assert path.read_text() == text

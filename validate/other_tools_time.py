@@ -3,6 +3,14 @@ DeepSpeed's model-state estimators and vLLM's KV-cache blocks.
 
     python -m validate.other_tools_time            # runs the tools it finds, prints the tables
     python -m validate.other_tools_time --write    # and records them in validate/other_tools_time.json
+    python -m validate.other_tools_time --ours-only  # rewrites our side of the record only
+
+`--ours-only` runs no tool: it recomputes every figure of ours in validate/other_tools_time.json
+(each case's and Table 5 row's "ours", the layer cases', DeepSpeed cases' and vLLM's, and the
+block counts' "ours") with the functions `--write` uses, and leaves everything else as recorded:
+the tools' figures, the published steps, the logs and the versions (with_our_side). It is the
+rewrite a change to the cost model owes the record when the tools have not moved; "llm-analysis
+at our HFU" is a tool's run, so it keeps the HFU it was run at until a `--write` with the tools.
 
 validate/other_tools.py compares parameters, FLOPs and memory; this module the figures users
 quote for time and serving:
@@ -475,7 +483,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--calculon", default=str(TOOLS / "calculon"), help="a Calculon checkout")
     parser.add_argument("--deepspeed", default=str(TOOLS / "DeepSpeed"), help="a DeepSpeed checkout")
     parser.add_argument("--write", action="store_true", help=f"record the figures in {RECORD.name}")
+    parser.add_argument("--ours-only", action="store_true",
+                        help=f"run no tool: recompute our side of {RECORD.name}, every tool's figure as recorded")
     where = parser.parse_args(argv)
+    if where.ours_only:
+        try:
+            record = with_our_side(json.loads(RECORD.read_text()))
+        except ValueError as error:
+            print(f"error: {error}", file=sys.stderr)
+            return 2
+        write_record(record)
+        return 0
     skipped: set[str] = set()
     record: dict[str, Any] = {"cases": {}}
     for name in CASES:
@@ -517,9 +535,39 @@ def main(argv: list[str] | None = None) -> int:
                           "DeepSpeed": peers.checkout_commit(Path(where.deepspeed))}
     record["versions"].pop("Megatron-LM")
     if where.write:
-        RECORD.write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
-        print(f"wrote {RECORD.relative_to(ot.ROOT)}")
+        write_record(record)
     return 0
+
+
+def with_our_side(record: dict[str, Any]) -> dict[str, Any]:
+    """A copy of a record with every "ours" recomputed as main() computes it; the tools' figures,
+    the published steps, the logs and the versions as they stand. ValueError for a record whose
+    cases, Table 5 rows or vLLM logs are not this module's: those need a `--write` with the tools."""
+    from reports.published_runs import korthikanti_runs
+
+    out, table_5 = json.loads(json.dumps(record)), list(korthikanti_runs())
+    logs = [{key: value for key, value in row.items() if key != "ours"} for row in out["vllm"]["blocks"]]
+    if ((set(out["cases"]), set(out["layers"]), set(out["deepspeed"])) != (set(CASES), set(LAYER_CASES), set(DEEPSPEED_CASES))
+            or [(row["model"], row["recompute"]) for row in out["korthikanti"]] != [(r[0], key) for r, key, *_ in table_5]
+            or out["vllm"]["log"] != VLLM_LOG or logs != VLLM_BLOCK_LOGS):
+        raise ValueError(f"{RECORD.name} holds other cases than {Path(__file__).name}: run --write with the tools")
+    for name in CASES:
+        out["cases"][name]["ours"] = ours_split(name)
+    for row, (_, _, cfg, workload, layout) in zip(out["korthikanti"], table_5):
+        row["ours"] = split_of(cfg, workload, layout)
+    for name in LAYER_CASES:
+        out["layers"][name]["ours"] = ours_layers(name)
+    for name in DEEPSPEED_CASES:
+        out["deepspeed"][name]["ours"] = ours_deepspeed(name)
+    out["vllm"]["ours"] = ours_vllm()
+    for row, log in zip(out["vllm"]["blocks"], VLLM_BLOCK_LOGS):
+        row["ours"] = ours_vllm(log)["num_blocks"]
+    return out
+
+
+def write_record(record: dict[str, Any]) -> None:
+    RECORD.write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
+    print(f"wrote {RECORD}")
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@ from typing import Any
 
 from .. import compiled
 from ..config import ModelConfig, Workload
+from ..memory import largest
 from ..model_flops import leaf_model_flops
 from ..quantized_matmul import w8a8_leaf, w8a8_run_bytes
 from .fp8 import RECIPES, fp8_blocks, fp8_weights
@@ -252,7 +253,7 @@ def part_expressions(cfg: ModelConfig, workload: Workload, layout: Layout, phase
     exprs["logits"] = S.e * kept * S.tp * sp.ceiling(S.V / S.tp)
     # the largest no-grad transient of one block's run (an eager softmax's scores, the FFN's hidden
     # tensors: Cost.forward_transient_bytes), on every stage alike
-    exprs["forward_transient"] = sp.Max(*transients) if len(transients) > 1 else next(iter(transients), sp.Integer(0))
+    exprs["forward_transient"] = largest(transients)
     exprs["loss_reduction"] = 3 * 4 * S.b * S.n  # fp32 max, sum of exponentials, target logit
     exprs["embedding_table"] = sp.ceiling(S.V / S.tp) * S.d
     structure["tied"] = bool(cfg.tie_embeddings and cfg.head == "lm")
