@@ -127,11 +127,13 @@ def test_flash_rows_keep_no_attention_passes():
 
 
 @pytest.mark.parametrize("row_id, ratio, was", [
-    # ours / published, the kernel model (`python cli.py published`); was: typed impl megatron (main)
-    ("flash-attention-2-noflash gpt3-1.3b 2k", 1.082, 1.082),
-    ("flash-attention-2-noflash gpt3-1.3b 8k", 1.196, 1.363),
-    ("flash-attention-2-noflash gpt3-2.7b 2k", 0.855, 0.864),
-    ("flash-attention-2-noflash gpt3-2.7b 8k", 0.832, 0.945),
+    # ours / published, the kernel model (`python cli.py published`); was: typed impl megatron (main). The four
+    # noflash rows after wt45_megatron's copy-rate rule (their score GEMMs write more than they read, at the A100
+    # file's Copy rate); before it, wt45_flashimpl's own figures: 1.082, 1.196, 0.855, 0.832
+    ("flash-attention-2-noflash gpt3-1.3b 2k", 1.085, 1.082),
+    ("flash-attention-2-noflash gpt3-1.3b 8k", 1.203, 1.363),
+    ("flash-attention-2-noflash gpt3-2.7b 2k", 0.8575, 0.864),
+    ("flash-attention-2-noflash gpt3-2.7b 8k", 0.837, 0.945),
     ("flash-attention-2 gpt3-1.3b 2k", 1.178, 1.131),
     ("flash-attention-2 gpt3-2.7b 8k", 1.067, 1.041),
     ("flash-attention-2-v1 gpt3-2.7b 8k", 0.819, 0.807),
