@@ -178,7 +178,7 @@ def simulate(model: Any, hardware: str = spec.DEFAULT_HARDWARE, *, train: bool =
             data = parallel_time.simulate_decode(cfg, workload, chosen_layout, chosen, cuda_graphs=bool(cuda_graphs),
                                                  compiled=bool(compiled), implementation=decode_code,
                                                  eager_prefill=bool(eager_prefill))
-        data["inputs"] = {"model": cfg.name, "hardware": chosen.name, "dtype": workload.dtype,
+        data["inputs"] = {"model": cfg.name, **chosen.input_fields(), "dtype": workload.dtype,
                           "seq_len": workload.seq_len, "gen": workload.gen_tokens, "batch": workload.batch,
                           "recompute": workload.recompute, "tokens": tokens}
         if train:  # the code the step was timed as, the optimizer, the overlap: as the command's

@@ -67,8 +67,10 @@ def render_parallel_training(r: dict[str, Any]) -> str:
     fits = "fits" if r["fits"] else "does NOT fit"
     # where it does not fit, the two commands that answer "what does": a bare "does NOT fit" after a
     # priced run (1T tokens of llama3.1-70b on 256 H100s at dp 256, ZeRO 0) left the user there
-    advice = "" if r["fits"] else (f": `plan --hardware {i['hardware']} --gpus {p['layout']['gpus']}` ranks the layouts "
-                                   f"that fit; `estimate --hardware {i['hardware']}` with this layout says what to change")
+    # a hardware file is named by its path (a file's name, "my-h100", is no preset those commands read)
+    named = i.get("hardware_file", i["hardware"])
+    advice = "" if r["fits"] else (f": `plan --hardware {named} --gpus {p['layout']['gpus']}` ranks the layouts "
+                                   f"that fit; `estimate --hardware {named}` with this layout says what to change")
     out += ["", render_parallel(p),
             f"The most loaded rank {fits} in {binary_bytes(r['memory_capacity'])}{advice}."]
     return "\n".join(out)

@@ -1,0 +1,90 @@
+"""What a new user's round 45 turned up (wt45_user): the README and docs/ run as an ML engineer types them,
+through the commands and the Python API, with the mistakes such a user makes. Each test runs the command or
+the call as typed and checks the answer or the one error line; each failed before its fix.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+import costmodel
+from costmodel.config import ConfigError
+from costmodel.hardware import load_hardware
+from tests.cli_run import one_error_line, run_main
+
+ROOT = Path(__file__).parent.parent
+
+
+@pytest.mark.parametrize("args, said", [
+    (["plan", "--model", "llama3-70b", "--serve", "--rate", "2", "--hardware", "h100", "--slo-ttft", "500ms",
+      "--slo-tpot", "0.05"], "'--slo-ttft': '500ms' is not a number: --slo-ttft is in seconds; give --slo-ttft 0.5."),
+    (["serve", "--model", "llama3-8b", "--rate", "5", "--slo-tpot", "50ms"],
+     "'--slo-tpot': '50ms' is not a number: --slo-tpot is in seconds; give --slo-tpot 0.05."),
+    (["serve", "--model", "llama3-8b", "--rate", "5/s"],
+     "'--rate': '5/s' is not a number: --rate is in requests per second; give --rate 5."),
+    (["simulate", "--model", "llama3-8b", "--train", "--tokens", "1T", "--price", "$2.5"],
+     "'--price': '$2.5' is not a number: --price is in dollars per GPU-hour; give --price 2.5."),
+    (["finetune", "--model", "llama3-8b", "--hardware", "h100", "--tokens", "1B", "--price", "2.5/h"],
+     "'--price': '2.5/h' is not a number: --price is in dollars per GPU-hour; give --price 2.5."),
+    (["plan", "--model", "llama3-8b", "--gpus", "8", "--tokens", "1T", "--price", "cheap"],
+     "'--price': 'cheap' is not a number: --price is in dollars per GPU-hour; a number such as --price 2.5."),
+])
+def test_a_number_typed_with_its_unit_names_the_number_to_give(args, said, capsys):
+    # click's "'500ms' is not a valid float." (and '$2.5', '2.5/h', '5/s', left by round 44) said neither the unit
+    # the option is in nor the number meant; a plain number still runs (test_plan, test_serving, test_cost).
+    assert one_error_line(args, capsys) == f"error: Invalid value for {said}"
+
+
+def test_simulates_advice_names_a_hardware_file_by_its_path(tmp_path, capsys):
+    # A copy of h100 as `hardware --show` writes it, renamed "my-h100": simulate's "does NOT fit" advice read
+    # "`plan --hardware my-h100 --gpus 8` ranks the layouts that fit", and that command is "unknown hardware 'my-h100'".
+    data = load_hardware("h100").to_dict()
+    data["name"] = "my-h100"
+    path = tmp_path / "my-h100.json"
+    path.write_text(json.dumps(data))
+    code, out, _ = run_main(["simulate", "--model", "llama3-8b", "--hardware", str(path), "--train", "--dp", "8"], capsys)
+    assert code == 0
+    assert out.rstrip().splitlines()[-1] == (
+        f"The most loaded rank does NOT fit in 78.72 GiB: `plan --hardware {path} --gpus 8` ranks the layouts that "
+        f"fit; `estimate --hardware {path}` with this layout says what to change.")
+    assert one_error_line(["plan", "--model", "llama3-8b", "--hardware", "my-h100", "--gpus", "8"], capsys).startswith(
+        "error: unknown hardware 'my-h100'")  # the name alone is no hardware a command reads
+    result = costmodel.simulate("llama3-8b", hardware=str(path), train=True, layout={"dp": 8}).to_dict()
+    assert (result["inputs"]["hardware"], result["inputs"]["hardware_file"]) == ("my-h100", str(path))
+    assert "hardware_file" not in costmodel.simulate("llama3-8b", hardware="h100", train=True,
+                                                     layout={"dp": 8}).to_dict()["inputs"]  # a preset: its name
+
+
+@pytest.mark.parametrize("layout, said", [
+    ({"tpp": 2}, "layout: unknown field 'tpp' (did you mean tp?); a layout takes dp, tp, pp, sp, zero, microbatches,"),
+    ({"dp": 8, "zro": 1}, "layout: unknown field 'zro' (did you mean zero?); a layout takes dp, tp, pp,"),
+    ({"gpus": 8}, "layout: gpus is no field of a layout: the GPUs are its tp x pp x dp (x cp); give layout={'dp': 8}"),
+])
+def test_a_layout_dict_with_an_unknown_field_names_the_field(layout, said):
+    # layout={'tpp': 2} read "layout: Layout.__init__() got an unexpected keyword argument 'tpp'.": a class the
+    # caller never called, the field meant unsaid.
+    for call in (lambda: costmodel.estimate("llama3-8b", layout=layout),
+                 lambda: costmodel.simulate("llama3-8b", train=True, layout=layout)):
+        with pytest.raises(ConfigError, match="^" + re.escape(said)):
+            call()
+
+
+def test_the_hardware_files_bandwidth_floor_is_the_one_docs_state(tmp_path):
+    # The floor went from 1e9 to 1e6 in session 44 (hardware_schema.FLOOR), but docs/time.md's schema table kept
+    # "a bandwidth under 1 GB/s ... a `flops_per_s` peak under 1 GFLOP/s is one error line" and the schema's own
+    # field text "at least 1 GB/s": a file at 0.5 GB/s, which the docs said is refused, loads.
+    from costmodel.hardware_schema import FLOOR, SCHEMA
+
+    data = {"name": "slow-cpu", "flops_per_s": {"fp32": 5e8}, "bandwidth_bytes_per_s": 5e8, "memory_bytes": 2**34}
+    path = tmp_path / "slow.json"
+    path.write_text(json.dumps(data))
+    assert load_hardware(str(path)).bandwidth_bytes_per_s == 5e8
+    assert FLOOR == 1e6
+    text = " ".join((ROOT / "docs" / "time.md").read_text(encoding="utf-8").split())
+    assert "a bandwidth under 1 MB/s (1e6), a capacity under 1 GiB or a `flops_per_s` peak under 1 MFLOP/s (1e6)" in text
+    assert "under 1 GB/s" not in text and "under 1 GFLOP/s" not in text
+    assert SCHEMA["bandwidth_bytes_per_s"].meaning.startswith("memory bandwidth, bytes/s (at least 1,000,000:")
