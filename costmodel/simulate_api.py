@@ -120,6 +120,10 @@ def simulate(model: Any, hardware: str = spec.DEFAULT_HARDWARE, *, train: bool =
         require_decoder(cfg)
         if gen < 0:
             raise ConfigError(f"gen must be at least 0, got {gen}.")
+        if prompt is not None:  # the prompt is the workload's seq_len, which its refusal named ("seq_len must be ...")
+            from .errors import check_int
+
+            check_int("simulate", "prompt", prompt)
     if train and weight_dtype == spec.UNQUANTIZED:
         weight_dtype = None  # unquantized weights: what training holds anyway
     quantization = {"weight_dtype": weight_dtype, "kv_dtype": kv_dtype}

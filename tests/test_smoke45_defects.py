@@ -88,3 +88,27 @@ def test_the_hardware_files_bandwidth_floor_is_the_one_docs_state(tmp_path):
     assert "a bandwidth under 1 MB/s (1e6), a capacity under 1 GiB or a `flops_per_s` peak under 1 MFLOP/s (1e6)" in text
     assert "under 1 GB/s" not in text and "under 1 GFLOP/s" not in text
     assert SCHEMA["bandwidth_bytes_per_s"].meaning.startswith("memory bandwidth, bytes/s (at least 1,000,000:")
+
+
+@pytest.mark.parametrize("prompt, said", [(0, "simulate: prompt must be at least 1, got 0."),
+                                          (2048.5, "simulate: prompt must be an integer, got 2048.5.")])
+def test_simulate_names_the_prompt_it_was_given(prompt, said):
+    # costmodel.simulate(m, prompt=0) read "workload: seq_len must be at least 1, got 0.": simulate's inference
+    # takes prompt (seq_len is train=True's, refused there), as `simulate --prompt 0` names --prompt.
+    with pytest.raises(ConfigError, match="^" + re.escape(said) + "$"):
+        costmodel.simulate("llama3-8b", prompt=prompt)
+    assert costmodel.simulate("llama3-8b", prompt=512, gen=2).to_dict()["inputs"]["prompt"] == 512
+
+
+@pytest.mark.parametrize("model, hardware, said", [
+    ("llama3-70b", "rtx-4090", "  No single change, nor full recomputation, makes it fit: even `--recompute full "
+                               "--seq-len 1` needs 37.29 GiB;"),
+    ("mixtral-8x7b", "a100-40gb", "  No single change makes it fit (full recomputation is not modelled for a mixture "
+                                  "of experts): even `--seq-len 1` needs 85.25 GiB;"),
+])
+def test_a_qlora_run_that_fits_nowhere_is_not_offered_qlora(model, hardware, said, capsys):
+    # `finetune --method qlora` read "No single change, nor QLoRA with full recomputation, makes it fit" (and, for a
+    # mixture of experts, "nor QLoRA (...)"), as if the run were not QLoRA already; the figures are the least the
+    # verdict computes (the LoRA wording, with --method qlora in the change, is test_smoke38b's and 40b's).
+    code, out, _ = run_main(["finetune", "--model", model, "--method", "qlora", "--hardware", hardware], capsys)
+    assert code == 0 and said in out and "nor QLoRA" not in out
