@@ -10,7 +10,7 @@ from typing import Any
 from costmodel.checkpoint import weights_note
 
 from .text import (binary_bytes, dollars, gpu_hours, hourly_cost, mtp_note, price_said, rate, render_parallel, seconds,
-                   seq_lengths, si,
+                   seq_lengths, si, tokens,
                    significant, table)
 
 
@@ -369,7 +369,7 @@ def _train_cost(r: dict[str, Any]) -> list[str]:
     if "train_seconds" not in r:
         return []
     cost = r.get("cost", {})
-    lines = [f"  {'time to train':<22}{seconds(r['train_seconds']):>10}   on {si(r['inputs']['tokens'])} tokens"
+    lines = [f"  {'time to train':<22}{seconds(r['train_seconds']):>10}   on {tokens(r['inputs']['tokens'])}"
              + (f", {cost['gpus']:,} GPU" + ("s" if cost["gpus"] != 1 else "") if cost else "")]
     if cost:
         lines.append(f"  {'GPU-hours':<22}{gpu_hours(cost['gpu_hours']):>10}   total {si(cost['flops'], 'FLOP')} "

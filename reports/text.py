@@ -53,6 +53,12 @@ def count(value: float) -> str:
     return f"{value:g}" if scaled is None else f"{scaled[0]} {scaled[1]}"
 
 
+def tokens(value: float) -> str:
+    """A run's tokens as papers count them and `--tokens` reads them (costmodel/sizes.py: k, M, B, T):
+    1.5e9 -> '1.50 B tokens'. si() wrote '1.50 G tokens', a suffix for FLOPs, beside `--tokens 1.5B`."""
+    return f"{count(value)} tokens"
+
+
 def binary_bytes(value: float) -> str:
     """Bytes in binary units: 13476831232 -> '12.55 GiB'."""
     scaled = _scaled(value, BINARY_UNITS)

@@ -112,3 +112,12 @@ def test_a_qlora_run_that_fits_nowhere_is_not_offered_qlora(model, hardware, sai
     # verdict computes (the LoRA wording, with --method qlora in the change, is test_smoke38b's and 40b's).
     code, out, _ = run_main(["finetune", "--model", model, "--method", "qlora", "--hardware", hardware], capsys)
     assert code == 0 and said in out and "nor QLoRA" not in out
+
+
+def test_a_runs_tokens_read_as_tokens_are_counted(capsys):
+    # `simulate --train --tokens 1.5B` printed "time to train ... on 1.50 G tokens" (si's FLOP prefixes; left by round
+    # 44): the B the user typed came back as G. Now reports.text.tokens, the suffixes --tokens reads (k, M, B, T).
+    code, out, _ = run_main(["simulate", "--model", "gpt2", "--hardware", "h100", "--train", "--tokens", "1.5B"], capsys)
+    assert code == 0 and re.search(r"time to train +\S+ \S+ +on 1\.50 B tokens, 1 GPU\n", out) and " G tokens" not in out
+    code, out, _ = run_main(["plan", "--model", "gpt2", "--gpus", "1", "--tokens", "15T", "--top", "1"], capsys)
+    assert code == 0 and "To train on 15.00 T tokens (" in out
