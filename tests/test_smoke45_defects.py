@@ -121,3 +121,16 @@ def test_a_runs_tokens_read_as_tokens_are_counted(capsys):
     assert code == 0 and re.search(r"time to train +\S+ \S+ +on 1\.50 B tokens, 1 GPU\n", out) and " G tokens" not in out
     code, out, _ = run_main(["plan", "--model", "gpt2", "--gpus", "1", "--tokens", "15T", "--top", "1"], capsys)
     assert code == 0 and "To train on 15.00 T tokens (" in out
+
+
+def test_a_length_with_a_space_before_its_suffix_is_read_as_a_token_total_is(capsys):
+    # `--tokens "15 T"` is 15,000,000,000,000 (float() strips the space), but `--seq-len "128 k"` was "'128 k' is not
+    # a length" (left by round 43): one parser, two rules. Now both read the space; a serve mix records the integers.
+    from costmodel.sizes import parse_length, parse_total, spelled_out
+
+    assert (parse_length("128 k"), parse_length("1 M"), parse_total("15 T")) == (131_072, 1_048_576, 1.5e13)
+    assert spelled_out("uniform:1 k:4 k") == "uniform:1024:4096"
+    code, out, err = run_main(["estimate", "--model", "llama3-8b", "--seq-len", "4 k", "--json"], capsys)
+    assert code == 0 and json.loads(out)["inputs"]["seq_len"] == 4096 and "note: --seq-len 4 k = 4,096 tokens" in err
+    assert one_error_line(["estimate", "--model", "llama3-8b", "--seq-len", "12 q"], capsys).startswith(
+        "error: Invalid value for '--seq-len' / '-n': '12 q' is not a length")
