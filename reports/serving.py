@@ -20,7 +20,7 @@ from costmodel.spec import (CUDA_GRAPHS, DEFAULT_HARDWARE, DEFAULT_SCHEDULER, DE
                             SERVE_ATTENTIONS, WEIGHT_DTYPE_CHOICES, WEIGHT_DTYPE_DEFAULT)
 
 from .options import LENGTH, PRICE, RATE, SECONDS_NUMBER, decode_code_option, not_replica_options
-from .output import DtypeChoice, ReportInputError, atomic_file, check_destination, finite, write_text
+from .output import DtypeChoice, ReportInputError, atomic_file, check_destination, figure_format, finite, write_text
 from .text import hourly_cost, price_said, seconds, significant
 
 
@@ -377,8 +377,8 @@ def serve(model, config, hardware_name, rate, concurrency, count, trace, prompt,
     if scheduler in ("vllm", "vllm-v0") and block_size >= 1 and block_size not in VLLM_BLOCK_SIZES:
         raise ReportInputError(f"--block-size {block_size}: vLLM takes {', '.join(map(str, VLLM_BLOCK_SIZES))} tokens "
                                f"a block (its CacheConfig's BlockSize; `vllm serve` refuses others), --scheduler {scheduler}.")
-    if plot_path is not None and not plot_path.endswith((".png", ".svg", ".pdf")):
-        raise ReportInputError(f"--plot must name a .png, .svg or .pdf file, got {plot_path!r}.")
+    if plot_path is not None:
+        figure_format(plot_path, "--plot")
     for path in (csv_path, steps_csv, plot_path):  # every output checked before the run: none half-written
         if path:
             check_destination(path)
@@ -427,7 +427,7 @@ def serve(model, config, hardware_name, rate, concurrency, count, trace, prompt,
 def save_figure(figure: Any, path: str) -> None:
     """A figure written atomically (reports/output.atomic_file), in the format its suffix names."""
     with atomic_file(path) as stream:
-        figure.savefig(stream, format=path.rsplit(".", 1)[-1])
+        figure.savefig(stream, format=figure_format(path, "--plot"))
 
 
 def _refuse_mla_without_latent(model: str | None, config: str | None) -> None:

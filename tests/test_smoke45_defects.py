@@ -134,3 +134,18 @@ def test_a_length_with_a_space_before_its_suffix_is_read_as_a_token_total_is(cap
     assert code == 0 and json.loads(out)["inputs"]["seq_len"] == 4096 and "note: --seq-len 4 k = 4,096 tokens" in err
     assert one_error_line(["estimate", "--model", "llama3-8b", "--seq-len", "12 q"], capsys).startswith(
         "error: Invalid value for '--seq-len' / '-n': '12 q' is not a length")
+
+
+def test_plot_and_serve_write_the_same_figure_files(tmp_path, capsys):
+    # `plot` took .png and .svg in any case, `serve --plot` .png, .svg and .pdf in lower case only: `plot --out f.pdf`
+    # read "the figure file must end in .png or .svg" and `serve --plot t.PNG` "--plot must name a .png, .svg or .pdf
+    # file", each a format the other command writes. One list now (reports/output.FIGURE_FORMATS).
+    pdf, png = tmp_path / "flops.pdf", tmp_path / "timeline.PNG"
+    code, out, _ = run_main(["plot", "flops", "--model", "gpt2", "--out", str(pdf)], capsys)
+    assert code == 0 and pdf.read_bytes().startswith(b"%PDF-")
+    code, out, _ = run_main(["serve", "--model", "gpt2", "--rate", "2", "--requests", "5", "--plot", str(png)], capsys)
+    assert code == 0 and png.read_bytes().startswith(b"\x89PNG")
+    for args, option in ((["plot", "flops", "--model", "gpt2", "--out"], "--out"),
+                         (["serve", "--model", "gpt2", "--rate", "2", "--requests", "5", "--plot"], "--plot")):
+        path = str(tmp_path / "f.jpg")
+        assert one_error_line([*args, path], capsys) == f"error: {option} {path!r}: a figure file ends in .png, .svg or .pdf."
