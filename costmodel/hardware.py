@@ -14,7 +14,7 @@ is hardware_schema.py, the presets' names and aliases hardware_presets.py.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -497,7 +497,7 @@ def load_hardware_file(path: Path) -> Hardware:
         raise ConfigError(f"{path}: not JSON ({str(error).splitlines()[0]}).") from None
     hardware = Hardware.from_dict(data, source=str(path))
     _check_copied_preset(hardware, path)
-    return replace(hardware, file=str(path))
+    return hardware.replace(file=str(path))  # from the datasheet peaks: a capped file's limit applied once
 
 
 def _check_copied_preset(hardware: Hardware, path: Path) -> None:
