@@ -13,7 +13,7 @@ from costmodel.config import ConfigError
 from costmodel.cost import check_run_inputs
 
 from .inputs import InputError, hardware_and_dtype, load_model, make_workload
-from .options import LENGTH, SEQ_LEN_HELP, TOKENS, choice_option, dtype_option, hardware_option, json_option, model_options
+from .options import LENGTH, PRICE, SEQ_LEN_HELP, TOKENS, choice_option, dtype_option, hardware_option, json_option, model_options
 
 TARGETS_HELP = ("Linear layers that get adapters, comma-separated, by their module names: "
                 f"{', '.join(spec.LORA_TARGETS)} (Llama layout), {', '.join(spec.NEOX_LORA_TARGETS)} (GPT-NeoX), "
@@ -57,7 +57,7 @@ FULL_HINTS = {name: spec.FULL_FINETUNE_WHERE for name in ("full", "fft", "full-f
                spec.DEFAULT_RECOMPUTE)
 @hardware_option(None, "A GPU (see `hardware`): whether the step fits, and what would make it fit.")
 @click.option("--tokens", type=TOKENS, default=None, help="With --hardware: the tokens of an epoch (or run), timed at the step's time.")
-@click.option("--price", type=float, default=None, help="With --hardware and --tokens: $ per GPU-hour (default: the hardware file's price_per_gpu_hour, if it has one); the run's cost.")
+@click.option("--price", type=PRICE, default=None, help="With --hardware and --tokens: $ per GPU-hour (default: the hardware file's price_per_gpu_hour, if it has one); the run's cost.")
 @click.option("--gpus", type=int, default=None, hidden=True, help="Refused: the error names what sizes more GPUs.")
 @json_option("As JSON on stdout.")
 def finetune(model, config, method, rank, alpha, targets, adapter_dtype, optimizer, offload_optimizer,

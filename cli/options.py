@@ -15,6 +15,7 @@ from costmodel import spec
 
 from reports.options import decode_code_option  # noqa: F401 (serve's too: one definition)
 from reports.options import GEN_LENGTH, LENGTH, TOKENS, Size  # noqa: F401 (serve's and report's too: one type)
+from reports.options import PRICE, RATE, SECONDS_NUMBER  # noqa: F401 (serve's too: one type each)
 from reports.output import DtypeChoice
 
 from .inputs import InputError

@@ -16,7 +16,7 @@ from costmodel.sizes import LENGTH_FORMS, SizeError, parse_length
 from .inputs import InputError, finite, load_model, with_mtp
 from .options import (nodes_hint, ATTENTION_HELP, FP8_HELP, IMPL_HELP, choice_option, decode_code_option, dtype_option,
                       hardware_option, json_option, model_options, mtp_option, optimizer_option,
-                      refuse_mla_without_latent, refuse_typed, LENGTH, TOKENS, untimed_offload_option)
+                      refuse_mla_without_latent, refuse_typed, LENGTH, PRICE, RATE, SECONDS_NUMBER, TOKENS, untimed_offload_option)
 
 #: The options each mode of plan reads and the others would ignore (parameter name: option).
 SERVE_ONLY = {"prompt": "--prompt", "gen": "--gen", "kv_cache": "--kv-cache", "mla": "--mla",
@@ -151,7 +151,7 @@ def serving_lengths(prompt: str | None, gen: str, rate: float | None) -> tuple:
               "kernel-level model; training, or --serve without --rate).")
 @choice_option("--flops-convention", spec.FLOPS_CONVENTIONS, "Training: the model FLOPs MFU (and the run's FLOPs) "
                f"count: {spec.FLOPS_CONVENTIONS.phrase()}, as simulate's.")
-@click.option("--price", type=float, default=None, help="Dollars per GPU-hour (default: the hardware file's price_per_gpu_hour, if it has one): training with --tokens, or --serve --rate's $/h and $/M out columns ($/M out over the offered output rate a deployment keeps up with).")
+@click.option("--price", type=PRICE, default=None, help="Dollars per GPU-hour (default: the hardware file's price_per_gpu_hour, if it has one): training with --tokens, or --serve --rate's $/h and $/M out columns ($/M out over the offered output rate a deployment keeps up with).")
 @choice_option("--rank-by", spec.RANK_BY, f"{spec.RANK_BY.described()}.", "time")
 @mtp_option
 @click.option("--top", type=click.IntRange(min=1), default=10, show_default=True,
@@ -159,11 +159,11 @@ def serving_lengths(prompt: str | None, gen: str, rate: float | None) -> tuple:
 @choice_option("--time-model", spec.TIME_MODELS, "kernels (the default) or roofline, as simulate's (docs/time.md).")
 @untimed_offload_option
 @json_option('{"feasible": [...], "infeasible": [...]} on stdout.')
-@click.option("--rate", type=float, default=None,
+@click.option("--rate", type=RATE, default=None,
               help="--serve: requests per second to serve within --slo-ttft/--slo-tpot (a capacity search; "
                    "--hardware may list presets).")
-@click.option("--slo-ttft", type=float, default=None, help="--serve --rate: p99 time to first token, seconds.")
-@click.option("--slo-tpot", type=float, default=None, help="--serve --rate: p99 time per output token, seconds.")
+@click.option("--slo-ttft", type=SECONDS_NUMBER, default=None, help="--serve --rate: p99 time to first token, seconds.")
+@click.option("--slo-tpot", type=SECONDS_NUMBER, default=None, help="--serve --rate: p99 time per output token, seconds.")
 @click.option("--requests", type=int, default=300, show_default=True, help="--serve --rate: requests simulated per point.")
 @choice_option("--weight-dtype", spec.WEIGHT_DTYPE_CHOICES, "--serve: quantized weights, each tensor-parallel "
                f"rank's shards as stored (as simulate's). {spec.WEIGHT_DTYPE_DEFAULT}")

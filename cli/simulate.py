@@ -25,7 +25,7 @@ from costmodel.simulate_api import decode_inputs, training_inputs
 from .inputs import InputError, finite, load_model, make_layout, make_workload, microbatches_for, with_mtp
 from .options import (ATTENTION_HELP, IMPL_HELP, batch_option, choice_option, decode_code_option, dtype_option,
                       hardware_option, json_option, layout_options, model_options, mtp_option, optimizer_option,
-                      refuse_mla_without_latent, refuse_typed, GEN_LENGTH, LENGTH, TOKENS, untimed_offload_option, weight_bits_option)
+                      refuse_mla_without_latent, refuse_typed, GEN_LENGTH, LENGTH, PRICE, TOKENS, untimed_offload_option, weight_bits_option)
 
 TIME_MODEL_HELP = (f"kernels (the default: {spec.TIME_MODELS.meanings['kernels']}) or roofline "
                    f"({spec.TIME_MODELS.meanings['roofline']}); a hardware without sm_count, and training on one "
@@ -159,7 +159,7 @@ def refuse_other_mode(ctx: click.Context, train: bool) -> None:
               "recompute_method block, recompute_num_layers); the others keep everything.")
 @optimizer_option
 @click.option("--tokens", type=TOKENS, default=None, help="Training: tokens to train on (a number, 2e12, or one with k, M, B (G) or T: 15T) for the time to train.")
-@click.option("--price", type=float, default=None, help="Dollars per GPU-hour (default: the hardware file's price_per_gpu_hour, if it has one): training with --tokens costs the run; inference, the dollars per million generated tokens at the end-to-end rate, as serve --price at its throughput.")
+@click.option("--price", type=PRICE, default=None, help="Dollars per GPU-hour (default: the hardware file's price_per_gpu_hour, if it has one): training with --tokens costs the run; inference, the dollars per million generated tokens at the end-to-end rate, as serve --price at its throughput.")
 @click.option("--step-time", type=float, default=None, help="Training: a measured step time in seconds, for its MFU.")
 @click.option("--compute-efficiency", type=float, default=None, help="Fraction of peak FLOP/s reached (default: the preset's).")
 @click.option("--memory-efficiency", type=float, default=None, help="Fraction of peak bandwidth reached (default: the preset's).")
@@ -404,7 +404,7 @@ def simulate(model, config, hardware_name, prompt, gen, batch, dtype, attention,
                 result = parallel_time.simulate_decode(cfg, workload, layout, hardware, efficiency,
                                                        cuda_graphs, time_model, compiled,
                                                        implementation=decode_code, eager_prefill=eager_prefill)
-            result["inputs"] = {"model": cfg.name, "hardware": hardware.name, "dtype": workload.dtype,
+            result["inputs"] = {"model": cfg.name, **hardware.input_fields(), "dtype": workload.dtype,
                                 "seq_len": workload.seq_len, "gen": workload.gen_tokens,
                                 "batch": workload.batch, "recompute": workload.recompute,
                                 "tokens": tokens, **{k: v for k, v in quantization.items() if v is not None}}

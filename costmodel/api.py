@@ -124,12 +124,34 @@ def make_layout(layout: Any) -> Any:
                           f"got {show(layout)}.")
 
     fields = dict(layout)
+    unknown_layout_fields(fields)
     if fields.get("stage_layers") is not None:
         fields["stage_layers"] = tuple(fields["stage_layers"])
     try:
         return Layout(**fields)
     except TypeError as error:
         raise ConfigError(f"layout: {error}.") from None
+
+
+def unknown_layout_fields(fields: dict[str, Any]) -> None:
+    """One ConfigError for a key of layout={...} that is no Layout field: layout={'tpp': 2} read "layout:
+    Layout.__init__() got an unexpected keyword argument 'tpp'.", a class the caller never called, no field
+    named; layout={'gpus': 8} so too, where the GPUs are the layout's tp x pp x dp (plain.layout_hint's words)."""
+    import dataclasses
+    import difflib
+
+    from .layout import Layout
+
+    known = [field.name for field in dataclasses.fields(Layout)]
+    for name in fields:
+        if name in known:
+            continue
+        if name == "gpus":
+            raise ConfigError("layout: gpus is no field of a layout: the GPUs are its tp x pp x dp (x cp); give "
+                              "layout={'dp': 8} for 8 GPUs of data parallelism.")
+        near = difflib.get_close_matches(str(name), known, n=1)
+        raise ConfigError(f"layout: unknown field {name!r}{f' (did you mean {near[0]}?)' if near else ''}; a layout "
+                          f"takes {', '.join(known)}.")
 
 
 @plain_arguments

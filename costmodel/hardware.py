@@ -166,6 +166,20 @@ class Hardware:
     architecture: str = ""
     # Dollars per GPU-hour (optional: a rental price, with its source in `source`); None: unknown.
     price_per_gpu_hour: float | None = None
+    # The path of the user's hardware file this was read from (load_hardware_file), "" for a preset or `local`:
+    # what names it on a command line, where its `name` is no preset (simulate's advice named a file's
+    # "my-h100", which plan and estimate then refused as unknown hardware). Not part of the hardware.
+    file: str = field(default="", compare=False)
+
+    @property
+    def argument(self) -> str:
+        """What `--hardware` takes to name this hardware again: the file it was read from, else its name."""
+        return self.file or self.name
+
+    def input_fields(self) -> dict[str, str]:
+        """A result's `inputs` naming this hardware: its name, and the file it was read from where it was
+        (`hardware_file`, which reports/simulate_text.py's advice names)."""
+        return {"hardware": self.name, **({"hardware_file": self.file} if self.file else {})}
 
     @property
     def eager_op_s(self) -> float | None:
@@ -487,7 +501,7 @@ def load_hardware_file(path: Path) -> Hardware:
         raise ConfigError(f"{path}: not JSON ({str(error).splitlines()[0]}).") from None
     hardware = Hardware.from_dict(data, source=str(path))
     _check_copied_preset(hardware, path)
-    return hardware
+    return hardware.replace(file=str(path))  # from the datasheet peaks: a capped file's limit applied once
 
 
 def _check_copied_preset(hardware: Hardware, path: Path) -> None:

@@ -86,8 +86,8 @@ SCHEMA: dict[str, Field] = {
     "flops_per_s": Field(dict, f"dense matmul FLOP/s per dtype ({', '.join(PEAK_DTYPES)}); no sparsity",
                          required=True),
     "vector_flops_per_s": Field(float, "FLOP/s of the non-matmul ops (the FP32 non-tensor peak); 0: the fp32 peak", low=0),
-    "bandwidth_bytes_per_s": Field(float, "memory bandwidth, bytes/s (at least 1 GB/s: a figure in TB/s or GB/s "
-                                   "is refused, not timed as bytes)", required=True, low=FLOOR, units=BYTES_PER_S),
+    "bandwidth_bytes_per_s": Field(float, f"memory bandwidth, bytes/s (at least {FLOOR:,.0f}: a figure in TB/s or "
+                                   "GB/s is refused, not timed as bytes)", required=True, low=FLOOR, units=BYTES_PER_S),
     "copy_bandwidth_bytes_per_s": Field(float, "a measured copy bandwidth (calibration, informational)", low=0),
     "memory_bytes": Field(int, "memory capacity, bytes (at least 1 GiB: a figure in GB is refused)", required=True,
                           low=2**30, units=BYTES),

@@ -120,6 +120,10 @@ def simulate(model: Any, hardware: str = spec.DEFAULT_HARDWARE, *, train: bool =
         require_decoder(cfg)
         if gen < 0:
             raise ConfigError(f"gen must be at least 0, got {gen}.")
+        if prompt is not None:  # the prompt is the workload's seq_len, which its refusal named ("seq_len must be ...")
+            from .errors import check_int
+
+            check_int("simulate", "prompt", prompt)
     if train and weight_dtype == spec.UNQUANTIZED:
         weight_dtype = None  # unquantized weights: what training holds anyway
     quantization = {"weight_dtype": weight_dtype, "kv_dtype": kv_dtype}
@@ -178,7 +182,7 @@ def simulate(model: Any, hardware: str = spec.DEFAULT_HARDWARE, *, train: bool =
             data = parallel_time.simulate_decode(cfg, workload, chosen_layout, chosen, cuda_graphs=bool(cuda_graphs),
                                                  compiled=bool(compiled), implementation=decode_code,
                                                  eager_prefill=bool(eager_prefill))
-        data["inputs"] = {"model": cfg.name, "hardware": chosen.name, "dtype": workload.dtype,
+        data["inputs"] = {"model": cfg.name, **chosen.input_fields(), "dtype": workload.dtype,
                           "seq_len": workload.seq_len, "gen": workload.gen_tokens, "batch": workload.batch,
                           "recompute": workload.recompute, "tokens": tokens}
         if train:  # the code the step was timed as, the optimizer, the overlap: as the command's

@@ -35,8 +35,9 @@ class SizeError(ValueError):
 
 def parse_length(text: str) -> int:
     """A length: "131072", "128k" (131,072), "1M" (1,048,576); k = 1,024. Not negative; at least
-    zero (the caller sets its own least value)."""
-    match = re.fullmatch(r"(\d+)([kKmM]?)", str(text).strip())
+    zero (the caller sets its own least value). A space before the suffix is read ("128 k"), as parse_total
+    reads "15 T" (float() strips it): `--seq-len "128 k"` was refused beside `--tokens "15 T"`."""
+    match = re.fullmatch(r"(\d+)\s*([kKmM]?)", str(text).strip())
     if not match:
         raise SizeError(f"{str(text)!r} is not a length: {LENGTH_FORMS}.")
     return int(match[1]) * LENGTH_SCALES[match[2].casefold()]
@@ -69,4 +70,4 @@ def spelled_out(text: str) -> str:
     text = kind.lower() + colon + rest  # the kind as the parser reads it, any case (Uniform:1K:4K)
     if text.startswith("histogram:"):
         return text
-    return re.sub(r"(?<![\w.])\d+[kKmM](?![\w.])", lambda match: str(parse_length(match[0])), text)
+    return re.sub(r"(?<![\w.])\d+\s*[kKmM](?![\w.])", lambda match: str(parse_length(match[0])), text)

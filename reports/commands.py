@@ -171,21 +171,21 @@ def report(model, models, config, out, batch, dtype, no_measure, no_full_size, t
 
 @click.group()
 def plot() -> None:
-    """One figure to a file (.png or .svg): flops, regimes, memory, generation, params, kv-cache, validation."""
+    """One figure to a file (.png, .svg or .pdf): flops, regimes, memory, generation, params, kv-cache, validation."""
 
 
 def _figure_options(function):
     function = click.option("--csv", "csv_path", type=str, default=None,
                             help="Also write the figure's numbers as CSV.")(function)
     return click.option("--out", "-o", required=True, type=str,
-                        help="The figure file: .png or .svg.")(function)
+                        help="The figure file: .png, .svg or .pdf.")(function)
 
 
 def _save(made: Any, out: str, csv_path: str | None) -> None:
     """Render and write the figure (its suffix already checked by _check_out, before the work)."""
     from . import output
 
-    fmt = Path(out).suffix.lower().lstrip(".")
+    fmt = output.figure_format(out, "--out")
     made.render((fmt,))
     output.write_bytes(out, made.images[fmt])
     if csv_path:
@@ -196,10 +196,9 @@ def _save(made: Any, out: str, csv_path: str | None) -> None:
 def _check_out(out: str, csv_path: str | None) -> None:
     """The figure's suffix and both destinations, before the work: nothing is written when either
     path is bad (the figure used to be written before a --csv into a missing folder failed)."""
-    from .output import check_destination
+    from .output import check_destination, figure_format
 
-    if Path(out).suffix.lower() not in (".png", ".svg"):
-        raise ReportInputError(f"{out}: the figure file must end in .png or .svg.")
+    figure_format(out, "--out")
     for path in (out, csv_path):
         if path:
             check_destination(path)

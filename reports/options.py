@@ -59,6 +59,54 @@ LENGTH = Size()  # --seq-len, --prompt, --cache-size, ...: at least 1
 GEN_LENGTH = Size(least=0)  # --gen: may be 0
 
 
+class Number(click.ParamType):
+    """A plain number in an option's one unit, the unit never typed: `--slo-ttft 500ms`, `--price $2.5` and
+    `--rate 5/s` read click's "'500ms' is not a valid float.", the unit the option wants unsaid. A value
+    typed with a spelling of the unit (its prefix, its suffixes below) is one line naming the number to give
+    ("'500ms' is not a number: --slo-ttft is in seconds; give --slo-ttft 0.5"); anything else names the unit
+    and an example. Nothing is read for the user: the number is theirs to type."""
+
+    name = "float"
+
+    def __init__(self, unit: str, example: str, suffixes: dict[str, float], prefix: str = "") -> None:
+        self.unit, self.example, self.suffixes, self.prefix = unit, example, suffixes, prefix
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> Any:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):  # a default, or the Python API
+            return float(value)
+        text = str(value).strip()
+        try:
+            return float(text)
+        except ValueError:
+            pass
+        option = param.opts[0] if param is not None else "the value"
+        meant = self.meant(text)
+        fix = f"give {option} {meant:g}" if meant is not None else f"a number such as {option} {self.example}"
+        self.fail(f"{text!r} is not a number: {option} is in {self.unit}; {fix}.", param, ctx)
+
+    def meant(self, text: str) -> float | None:
+        """The number `text` spells in this option's unit (500ms -> 0.5 for seconds), or None."""
+        lowered = text.lower().replace(" ", "")
+        if self.prefix and lowered.startswith(self.prefix):
+            lowered = lowered[len(self.prefix):]
+        for suffix, scale in sorted({**self.suffixes, "": 1.0}.items(), key=lambda item: -len(item[0])):
+            if lowered.endswith(suffix):
+                try:
+                    return float(lowered[: len(lowered) - len(suffix)]) * scale
+                except ValueError:
+                    continue
+        return None
+
+
+#: The ways a unit is typed that the options below read back into the number to give (never used in its place).
+SECONDS = {"s": 1.0, "sec": 1.0, "ms": 1e-3, "us": 1e-6}
+AN_HOUR = {"/h": 1.0, "/hr": 1.0, "/hour": 1.0, "/gpu-hour": 1.0, "/gpu/h": 1.0}
+PER_SECOND = {"/s": 1.0, "req/s": 1.0, "rps": 1.0, "qps": 1.0}
+SECONDS_NUMBER = Number("seconds", "0.5", SECONDS)  # --slo-ttft, --slo-tpot
+PRICE = Number("dollars per GPU-hour", "2.5", AN_HOUR, prefix="$")  # --price
+RATE = Number("requests per second", "5", PER_SECOND)  # --rate
+
+
 def not_replica_options(function: Callable) -> Callable:
     """serve's hidden --dp, --gpus and --ep: each refused in one line saying what a replica takes instead
     (costmodel/spec.NOT_A_REPLICA), where click's "No such option" offered --dtype, --pp, --tp or --help."""

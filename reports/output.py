@@ -192,12 +192,28 @@ def ensure_directory(path: str | Path) -> Path:
     return path
 
 
+#: The figure files every command writes (`plot --out`, `serve --plot`), by suffix in any case: `plot` took .png
+#: and .svg (any case) and `serve --plot` .png, .svg and .pdf (lower case only), so `plot --out f.pdf` and
+#: `serve --plot t.PNG` were refused, each a format the other command wrote.
+FIGURE_FORMATS = ("png", "svg", "pdf")
+FIGURE_FILES = ", ".join(f".{fmt}" for fmt in FIGURE_FORMATS[:-1]) + f" or .{FIGURE_FORMATS[-1]}"
+
+
+def figure_format(path: str, option: str) -> str:
+    """The format a figure file's suffix names (png, svg or pdf, any case), else one ReportInputError."""
+    fmt = Path(path).suffix.lower().lstrip(".")
+    if fmt not in FIGURE_FORMATS:
+        raise ReportInputError(f"{option} {path!r}: a figure file ends in {FIGURE_FILES}.")
+    return fmt
+
+
 def figure_bytes(figure: Any, fmt: str) -> bytes:
-    """A matplotlib figure as PNG or SVG bytes with no timestamps or random ids."""
+    """A matplotlib figure as PNG, SVG or PDF bytes with no timestamps or random ids."""
     import matplotlib
 
     buffer = io.BytesIO()
-    metadata = {"Software": None} if fmt == "png" else {"Date": None, "Creator": None}
+    metadata = {"png": {"Software": None}, "pdf": {"CreationDate": None, "Creator": None}}.get(
+        fmt, {"Date": None, "Creator": None})
     with matplotlib.rc_context({"svg.hashsalt": SVG_HASH_SALT, "svg.fonttype": "path"}):
         figure.savefig(buffer, format=fmt, metadata=metadata, dpi=110 if fmt == "png" else None)
     return buffer.getvalue()

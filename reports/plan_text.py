@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from .simulate_text import latent_form, weight_group
-from .text import binary_bytes, dollars, gpu_hours, plural, price_said, rate, seconds, si, table
+from .text import binary_bytes, dollars, gpu_hours, plural, price_said, rate, seconds, si, table, tokens
 
 
 def render_plan(result: dict[str, Any], serve: bool, top: int, capacity: int) -> str:
@@ -97,7 +97,7 @@ def render_plan(result: dict[str, Any], serve: bool, top: int, capacity: int) ->
     out.append(table(headers, rows, align=align))
     if feasible and "cost" in feasible[0]:
         c = feasible[0]["cost"]
-        out.append(f"To train on {si(c['tokens'])} tokens ({si(c['flops'], 'FLOP')}, recomputation aside)"
+        out.append(f"To train on {tokens(c['tokens'])} ({si(c['flops'], 'FLOP')}, recomputation aside)"
                    + (f" at ${c['price_per_gpu_hour']:g} per GPU-hour{price_said(c)}" if c["price_per_gpu_hour"] else
                       "; --price (dollars per GPU-hour) adds dollars"))
     return "\n".join(out)

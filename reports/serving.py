@@ -19,8 +19,8 @@ from costmodel.spec import (CUDA_GRAPHS, DEFAULT_HARDWARE, DEFAULT_SCHEDULER, DE
                             DEFAULT_QUANT_LAYOUT, KV_DTYPES, MAMBA_SSM_CACHE_DTYPES, MLA_FORMS, QUANT_LAYOUTS, ROUTERS, SCHEDULERS, VLLM_BLOCK_SIZES,
                             SERVE_ATTENTIONS, WEIGHT_DTYPE_CHOICES, WEIGHT_DTYPE_DEFAULT)
 
-from .options import LENGTH, decode_code_option, not_replica_options
-from .output import DtypeChoice, ReportInputError, atomic_file, check_destination, finite, write_text
+from .options import LENGTH, PRICE, RATE, SECONDS_NUMBER, decode_code_option, not_replica_options
+from .output import DtypeChoice, ReportInputError, atomic_file, check_destination, figure_format, finite, write_text
 from .text import hourly_cost, price_said, seconds, significant
 
 
@@ -238,7 +238,7 @@ def latency_figure(rows: list[dict[str, Any]], title: str) -> Any:
 @click.option("--config", "config", type=str, help="A Hugging Face config.json or a ModelConfig JSON file.")
 @click.option("--hardware", "hardware_name", default=DEFAULT_HARDWARE, show_default=True,
               help="A hardware preset (see `hardware`; any case) or a path to a hardware file (docs/time.md).")
-@click.option("--rate", type=float, default=None, help="Poisson arrivals, requests per second (or --trace).")
+@click.option("--rate", type=RATE, default=None, help="Poisson arrivals, requests per second (or --trace).")
 @click.option("--concurrency", type=int, default=None,
               help="A closed loop of N clients, each sending its next request when its previous one finishes "
                    "(vLLM benchmark_serving --max-concurrency, AIPerf --concurrency); instead of --rate.")
@@ -321,14 +321,14 @@ def latency_figure(rows: list[dict[str, Any]], title: str) -> Any:
                     "(vllm for vllm, vllm-v0, sarathi and orca; tensorrt-llm for trtllm; transformers for static, "
                     "hf-fifo and hf-prefill-first); a typed code keeps the scheduler's schedule (static with "
                     "tensorrt-llm: TensorRT-LLM's static batches); hf-fifo and hf-prefill-first run transformers only.")
-@click.option("--slo-ttft", type=float, default=None, help="Seconds, for goodput.")
-@click.option("--slo-tpot", type=float, default=None, help="Seconds per output token, for goodput.")
+@click.option("--slo-ttft", type=SECONDS_NUMBER, default=None, help="Seconds, for goodput.")
+@click.option("--slo-tpot", type=SECONDS_NUMBER, default=None, help="Seconds per output token, for goodput.")
 @click.option("--csv", "csv_path", type=str, default=None, help="Write the per-request table here.")
 @click.option("--steps-csv", type=str, default=None, help="Write the per-step KV and batch timeline here.")
 @click.option("--plot", "plot_path", type=str, default=None,
               help="Save a figure here (.png, .svg or .pdf): the KV and batch timeline, or latency vs rate with --rates.")
 @click.option("--rates", type=str, default=None, help="Comma-separated rates: p50/p99 TTFT and TPOT at each.")
-@click.option("--price", type=float, default=None,
+@click.option("--price", type=PRICE, default=None,
               help="Dollars per GPU-hour (default: the hardware file's price_per_gpu_hour, if it has one): the "
                    "deployment's $/h and $ per million output tokens at the output rate it sustains (the offered "
                    "rate where it keeps up, else the run's throughput).")
@@ -377,8 +377,8 @@ def serve(model, config, hardware_name, rate, concurrency, count, trace, prompt,
     if scheduler in ("vllm", "vllm-v0") and block_size >= 1 and block_size not in VLLM_BLOCK_SIZES:
         raise ReportInputError(f"--block-size {block_size}: vLLM takes {', '.join(map(str, VLLM_BLOCK_SIZES))} tokens "
                                f"a block (its CacheConfig's BlockSize; `vllm serve` refuses others), --scheduler {scheduler}.")
-    if plot_path is not None and not plot_path.endswith((".png", ".svg", ".pdf")):
-        raise ReportInputError(f"--plot must name a .png, .svg or .pdf file, got {plot_path!r}.")
+    if plot_path is not None:
+        figure_format(plot_path, "--plot")
     for path in (csv_path, steps_csv, plot_path):  # every output checked before the run: none half-written
         if path:
             check_destination(path)
@@ -427,7 +427,7 @@ def serve(model, config, hardware_name, rate, concurrency, count, trace, prompt,
 def save_figure(figure: Any, path: str) -> None:
     """A figure written atomically (reports/output.atomic_file), in the format its suffix names."""
     with atomic_file(path) as stream:
-        figure.savefig(stream, format=path.rsplit(".", 1)[-1])
+        figure.savefig(stream, format=figure_format(path, "--plot"))
 
 
 def _refuse_mla_without_latent(model: str | None, config: str | None) -> None:

@@ -10,7 +10,7 @@ from typing import Any
 from costmodel.checkpoint import weights_note
 
 from .text import (binary_bytes, dollars, gpu_hours, hourly_cost, mtp_note, price_said, rate, render_parallel, seconds,
-                   seq_lengths, si,
+                   seq_lengths, si, tokens,
                    significant, table)
 
 
@@ -67,8 +67,10 @@ def render_parallel_training(r: dict[str, Any]) -> str:
     fits = "fits" if r["fits"] else "does NOT fit"
     # where it does not fit, the two commands that answer "what does": a bare "does NOT fit" after a
     # priced run (1T tokens of llama3.1-70b on 256 H100s at dp 256, ZeRO 0) left the user there
-    advice = "" if r["fits"] else (f": `plan --hardware {i['hardware']} --gpus {p['layout']['gpus']}` ranks the layouts "
-                                   f"that fit; `estimate --hardware {i['hardware']}` with this layout says what to change")
+    # a hardware file is named by its path (a file's name, "my-h100", is no preset those commands read)
+    named = i.get("hardware_file", i["hardware"])
+    advice = "" if r["fits"] else (f": `plan --hardware {named} --gpus {p['layout']['gpus']}` ranks the layouts "
+                                   f"that fit; `estimate --hardware {named}` with this layout says what to change")
     out += ["", render_parallel(p),
             f"The most loaded rank {fits} in {binary_bytes(r['memory_capacity'])}{advice}."]
     return "\n".join(out)
@@ -367,7 +369,7 @@ def _train_cost(r: dict[str, Any]) -> list[str]:
     if "train_seconds" not in r:
         return []
     cost = r.get("cost", {})
-    lines = [f"  {'time to train':<22}{seconds(r['train_seconds']):>10}   on {si(r['inputs']['tokens'])} tokens"
+    lines = [f"  {'time to train':<22}{seconds(r['train_seconds']):>10}   on {tokens(r['inputs']['tokens'])}"
              + (f", {cost['gpus']:,} GPU" + ("s" if cost["gpus"] != 1 else "") if cost else "")]
     if cost:
         lines.append(f"  {'GPU-hours':<22}{gpu_hours(cost['gpu_hours']):>10}   total {si(cost['flops'], 'FLOP')} "

@@ -53,6 +53,12 @@ def count(value: float) -> str:
     return f"{value:g}" if scaled is None else f"{scaled[0]} {scaled[1]}"
 
 
+def tokens(value: float) -> str:
+    """A run's tokens as papers count them and `--tokens` reads them (costmodel/sizes.py: k, M, B, T):
+    1.5e9 -> '1.50 B tokens'. si() wrote '1.50 G tokens', a suffix for FLOPs, beside `--tokens 1.5B`."""
+    return f"{count(value)} tokens"
+
+
 def binary_bytes(value: float) -> str:
     """Bytes in binary units: 13476831232 -> '12.55 GiB'."""
     scaled = _scaled(value, BINARY_UNITS)
@@ -452,9 +458,13 @@ def render_finetune(r: dict[str, Any]) -> str:
                 + ("fits" if f["fits"] else "does NOT fit") + f" in {binary_bytes(f['capacity'])}."]
         if not f["fits"]:
             least = f.get("least")
-            lean = "QLoRA" + (" with full recomputation" if not least or least.get("recompute") == "full"
-                              else " (full recomputation is not modelled for a mixture of experts)")
-            out += _fit_options(f, 30, f"No single change, nor {lean}, makes it fit"
+            # a run already in QLoRA is offered no QLoRA: "nor QLoRA" read as if it were not
+            recomputed = not least or least.get("recompute") == "full"
+            moe = "full recomputation is not modelled for a mixture of experts"
+            head = (("No single change, nor full recomputation, makes it fit" if recomputed else
+                     f"No single change makes it fit ({moe})") if i["method"] == "qlora" else
+                    f"No single change, nor QLoRA{' with full recomputation' if recomputed else f' ({moe})'}, makes it fit")
+            out += _fit_options(f, 30, head
                                 + (f": even `{least['change']}` needs {binary_bytes(least['memory'])}; a GPU with more "
                                    "memory than that (finetune sizes one GPU; `estimate --hardware H --gpus N` "
                                    "shards full training)." if least else "."))

@@ -178,7 +178,8 @@ def test_a_measured_step_time_costs_the_run_too(capsys):
     one = run_json(args, capsys)["cost_at_step_time"]
     assert (one["steps"], one["train_seconds"]) == (488_282, 244_141.0)  # ceil(1e9 / 2,048) x 0.5 s
     code, out, _ = run_main([*args, "--dp", "8", "--gpus", "8"], capsys)
-    assert code == 0 and "on 1.00 G tokens, 8 GPUs at the predicted step" in out
+    # was "on 1.00 G tokens" before wt45_user: a run's tokens as --tokens reads them (k, M, B, T)
+    assert code == 0 and "on 1.00 B tokens, 8 GPUs at the predicted step" in out
     assert "  at --step-time            8.48 h   the measured 500 ms step: 67.8 GPU-hours, $136" in out
     code, out, _ = run_main([*args[:-6], "--tokens", "1e9", "--dp", "8", "--gpus", "8"], capsys)
     assert code == 0 and "at the predicted step" not in out and "at --step-time" not in out

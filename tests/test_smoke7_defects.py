@@ -99,7 +99,8 @@ def test_an_infinite_token_count_is_one_line(capsys):
 def test_a_finite_token_count_still_costs_the_run(capsys):
     """Llama 2 7B on one H100, 10^9 tokens: 1.69 days at the roofline's 6,844 tokens/s (10^9 / 6,844 / 86,400)."""
     assert cli.main(["simulate", "--model", "llama2-7b", "--hardware", "h100-sxm", "--train", "--tokens", "1e9"]) == 0
-    assert "time to train          1.69 days   on 1.00 G tokens, 1 GPU" in capsys.readouterr().out
+    # was "on 1.00 G tokens" before wt45_user: a run's tokens as --tokens reads them (k, M, B, T)
+    assert "time to train          1.69 days   on 1.00 B tokens, 1 GPU" in capsys.readouterr().out
 
 
 def test_serving_an_encoder_says_so_first(capsys):
