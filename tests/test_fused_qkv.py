@@ -21,6 +21,9 @@ def test_the_fact_names_gpt_fasts_and_tensorrt_llms_code_only():
     # wt43_eagerops: AutoAWQ's fused codes (fused_utils.fuse_qkv: one qkv WQLinear)
     assert fact["implementations"] == {"gpt-fast": ["qkv"], "gpt-fast-mixtral": ["qkv"], "tensorrt-llm": ["qkv"],
                                        "autoawq-fused": ["qkv"], "autoawq-fused-0.1.6": ["qkv"],
+                                       # wt45_eagerhost: AutoAWQ's MPT and Falcon blocks at d6ac3be (Wqkv,
+                                       # query_key_value: one WQLinear each)
+                                       "autoawq-fused-d6ac3be": ["qkv"],
                                        # wt44_eagerblock: TinyChat's make_quant_attn (one qkv WQLinear)
                                        "tinychat-llama": ["qkv"],
                                        "lit-gpt-d16f924d": ["qkv"], "lit-gpt-982abcbc": ["qkv"]}
