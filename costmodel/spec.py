@@ -240,6 +240,8 @@ DECODE_CODES = Choices({
     "tinychat-llama": "TinyChat's W4A16 Llama at b76fab6 (mit-han-lab/llm-awq tinychat/): AWQ's GEMV and FasterTransformer's "
                       "masked attention over TensorRT-LLM's cache and kernels' code (q, k and v one GEMM), its host calls "
                       "counted (int4)",
+    "tinychat-mpt-falcon": "TinyChat's own W4A16 MPT and Falcon-7B at b76fab6: their fused attention over TensorRT-LLM's cache "
+                           "and kernels' code (one QKV GEMM), their host calls counted (int4)",
     "lit-gpt-d16f924d": "lit-gpt's generate/base.py at d16f924d (July 2023): its attention reads the GPU in every layer "
                         "(the cache's roll check), one window a layer",
     "lit-gpt-982abcbc": "lit-gpt's generate/base.py at 982abcbc (October 2023, after #507): no read inside the forward",

@@ -28,6 +28,8 @@ import types
 from collections import Counter
 from pathlib import Path
 
+from validate.host_calls import INDEX_MOVE, device_moves
+
 DEFAULT_REPO = "/work/.mirror/casper-hansen+AutoAWQ/repo"
 COMMIT = "34085ed"  # PR #320's merge (2024-02-03), the autoawq-pr320 rows' code
 
@@ -47,12 +49,9 @@ def _mode(record: _Calls):
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             if not record.paused:
                 record.calls[str(func.overloadpacket.__name__)] += 1
-                if func.overloadpacket.__name__ == "index":  # a Python list's index tensor, made on the CPU:
-                    # on a GPU, aten::index moves it to the device first (ATen/native/
-                    # TensorAdvancedIndexingUtils.h make_info, "Ensure indices are on the same device as
-                    # self": indice.to(self.device())), one _to_copy each, which a CPU run never issues
-                    moves = sum(index is not None for index in args[1])
-                    record.calls["_to_copy (index's list to the GPU)"] += moves
+                moves = device_moves(func, args)  # on a GPU only: a Python list's index tensor moved
+                if moves:
+                    record.calls[INDEX_MOVE] += moves
             return func(*args, **(kwargs or {}))
 
     return Count()
