@@ -235,12 +235,16 @@ DECODE_CODES = Choices({
     "autoawq-fused": "AutoAWQ's fused modules at 34085ed (PR #320's merge; fuse_layers=True): TensorRT-LLM's cache "
                      "and kernels' code (decode_codes.json base), its host calls counted (AWQ GEMM and GEMV int4)",
     "autoawq-fused-0.1.6": "AutoAWQ 0.1.6's fused modules (5c7e368), as autoawq-fused with its own count",
+    "autoawq-fused-d6ac3be": "AutoAWQ's fused MPT and Falcon-7B models at d6ac3be (October 2023): as autoawq-fused, "
+                             "their own blocks' host calls counted (AWQ GEMM and GEMV int4)",
     "exllama-v1": "ExLlama v1's model.py at b65d774 (turboderp/exllama, June 2023): its CUDA extension's fused "
                   "attention and MLP calls over TensorRT-LLM's cache and kernels' code (q, k and v three GEMMs), its host "
                   "calls counted (GPTQ int4)",
     "tinychat-llama": "TinyChat's W4A16 Llama at b76fab6 (mit-han-lab/llm-awq tinychat/): AWQ's GEMV and FasterTransformer's "
                       "masked attention over TensorRT-LLM's cache and kernels' code (q, k and v one GEMM), its host calls "
                       "counted (int4)",
+    "tinychat-mpt-falcon": "TinyChat's own W4A16 MPT and Falcon-7B at b76fab6: their fused attention over TensorRT-LLM's cache "
+                           "and kernels' code (one QKV GEMM), their host calls counted (int4)",
     "lit-gpt-d16f924d": "lit-gpt's generate/base.py at d16f924d (July 2023): its attention reads the GPU in every layer "
                         "(the cache's roll check), one window a layer",
     "lit-gpt-982abcbc": "lit-gpt's generate/base.py at 982abcbc (October 2023, after #507): no read inside the forward",

@@ -295,10 +295,10 @@ def test_the_decoding_code_is_chosen_on_the_cli_and_in_the_api():
     # wt41_hfgen: the releases the HF generate rows name (4.31-4.39) joined the codes
     with pytest.raises(ConfigError, match="--decode-code must be transformers, transformers-4.31, transformers-4.32, "
                        "transformers-4.34, transformers-4.36, transformers-4.39, transformers-4.46, transformers-4.51, gpt-fast, gpt-fast-mixtral, "
-                       "tensorrt-llm, autoawq-fused, autoawq-fused-0.1.6, exllama-v1, tinychat-llama, lit-gpt-d16f924d or "
-                       "lit-gpt-982abcbc"):
+                       "tensorrt-llm, autoawq-fused, autoawq-fused-0.1.6, autoawq-fused-d6ac3be, exllama-v1, tinychat-llama, "
+                       "tinychat-mpt-falcon, lit-gpt-d16f924d or lit-gpt-982abcbc"):
         # wt40_litgpt: lit-gpt's two codes; wt43_eagerops: AutoAWQ's fused modules' two; wt44_eagerblock: ExLlama v1's
-        # and TinyChat's Llama
+        # and TinyChat's Llama; wt45_eagerhost: AutoAWQ's fused models at d6ac3be, TinyChat's MPT and Falcon
         costmodel.simulate("llama2-7b", "a100-80gb", prompt=5, gen=20, decode_code="vllm")
     assert main(["simulate", "--model", "llama2-7b", "--hardware", "a100-80gb", "--prompt", "5", "--gen", "20",
                  "--attention", "sdpa", "--kv-cache", "static", "--decode-code", "gpt-fast", "--json"]) == 0

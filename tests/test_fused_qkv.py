@@ -21,8 +21,13 @@ def test_the_fact_names_gpt_fasts_and_tensorrt_llms_code_only():
     # wt43_eagerops: AutoAWQ's fused codes (fused_utils.fuse_qkv: one qkv WQLinear)
     assert fact["implementations"] == {"gpt-fast": ["qkv"], "gpt-fast-mixtral": ["qkv"], "tensorrt-llm": ["qkv"],
                                        "autoawq-fused": ["qkv"], "autoawq-fused-0.1.6": ["qkv"],
+                                       # wt45_eagerhost: AutoAWQ's MPT and Falcon blocks at d6ac3be (Wqkv,
+                                       # query_key_value: one WQLinear each)
+                                       "autoawq-fused-d6ac3be": ["qkv"],
                                        # wt44_eagerblock: TinyChat's make_quant_attn (one qkv WQLinear)
                                        "tinychat-llama": ["qkv"],
+                                       # wt45_eagerhost: TinyChat's MPT (Wqkv) and Falcon (query_key_value)
+                                       "tinychat-mpt-falcon": ["qkv"],
                                        "lit-gpt-d16f924d": ["qkv"], "lit-gpt-982abcbc": ["qkv"]}
     assert "self.wqkv = nn.Linear(config.dim, total_head_dim, bias=False)" in fact["source"]
     assert "self.qkv = ColumnLinear(hidden_size, hidden_size + 2 * tp_size" in fact["source_tensorrt_llm"]

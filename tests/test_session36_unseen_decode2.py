@@ -124,6 +124,17 @@ MOVED: dict[str, float] = {"premai-v2 vllm-0.4.0 llama2-7b-chat fp16 a100": 1.10
 MOVED.update({"premai-v2 transformers-4.39 llama2-7b-chat fp16 a100": 1.341,
               "premai-v2 transformers-4.39 mistral-7b-instruct-v0.1 fp16 a100": 1.342})
 
+# wt45_eagerhost (session 45): AutoAWQ's fused models at d6ac3be priced by their counted host calls
+# (autoawq-fused-d6ac3be: Vicuna 1,015 a step, MPT 873, Falcon-7B 969, at the borrowed 6.55 us) in place of the
+# per-block launch term: the step is the longer of the kernels less their launches and the host. First computed
+# 0.914, 1.184, 0.921, 1.222, 1.439
+MOVED.update({"autoawq-d6ac3be vicuna llama2-7b gemv batch 1 2048/2048 rtx3090": 1.020,
+              "autoawq-d6ac3be vicuna llama2-7b gemm batch 1 64/64 rtx3090": 1.200,
+              "autoawq-d6ac3be mpt mpt-7b gemv batch 1 2048/2048 rtx3090": 1.020,
+              "autoawq-d6ac3be mpt mpt-7b gemm batch 1 64/64 rtx3090": 1.401,
+              "autoawq-d6ac3be falcon falcon-7b gemm batch 1 64/64 rtx3090": 1.631})
+
+
 def test_first_computed_ratios_of_a_few_rows():
     assert_first_computed(SOURCES, FIRST, MOVED)
 
@@ -146,12 +157,20 @@ NOW_STATS = {**FIRST_STATS, "all": ((32, 19.4, 20, 10, 3), (0.914, 2.313)),
 # wt41_hfgen (session 41): the step's ops counted under the transformers release the source names (4.39.3): premai-v2 44.2% -> 34.1%
 NOW_STATS = {**NOW_STATS, "premai-v2": ((12, 34.1, 5, 2, 0), (0.921, 2.313))}
 
+# wt45_eagerhost: autoawq-d6ac3be 8.6% -> 20.7%, within 13 -> 11, within 10% 8 -> 4, range 0.914-1.439 ->
+# 0.974-1.631; all 19.4% -> 27.2%, within 20 -> 18, within 10% 10 -> 6, lowest 0.914 -> 0.921
+NOW_STATS = {**NOW_STATS, "all": ((32, 27.2, 18, 6, 3), (0.921, 2.313)),
+             "autoawq-d6ac3be": ((15, 20.7, 11, 4, 3), (0.974, 1.631))}
+
+
 @pytest.mark.slow
 def test_the_rows_as_first_computed(published_tables):
     every = ratios(SOURCES, tables=published_tables)
     assert_summaries(every, decode_groups(every, SOURCES), NOW_STATS)
-    assert sum(v > 1 for v in every.values()) == 27  # 27 too fast: every eager-Python engine row of premai-v2 but one
+    # 27 too fast: every eager-Python engine row of premai-v2 but one; 30 since wt45_eagerhost (the 2048 GEMV rows of
+    # Vicuna and MPT, 0.914 and 0.921 -> 1.020, and Vicuna's 512 GEMV, 0.995 -> 1.082)
+    assert sum(v > 1 for v in every.values()) == 30
     # AutoAWQ 0.2.4 through Hugging Face generate is the furthest (2.27-2.31x): the same fused kernels ran 1.08-1.44x on
-    # the RTX 3090 through AutoAWQ's own benchmark loop (autoawq-d6ac3be)
+    # the RTX 3090 through AutoAWQ's own benchmark loop (autoawq-d6ac3be; 0.97-1.63x since wt45_eagerhost: was < 1.45)
     assert min(v for k, v in every.items() if "autoawq-0.2.4" in k) > 2.2
-    assert max(v for k, v in every.items() if k.startswith("autoawq-d6ac3be")) < 1.45
+    assert max(v for k, v in every.items() if k.startswith("autoawq-d6ac3be")) < 1.65

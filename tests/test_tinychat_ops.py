@@ -1,6 +1,7 @@
 """TinyChat's W4A16 Llama decode step priced by its counted host calls (kernel_facts.json eager_step_ops
 "tinychat-llama", validate/tinychat_ops.py): the count re-measured from the code where its git directory is here, a
-step's ops from the table, and the tinychat-b76fab6 Llama INT4 rows' code (MPT's and Falcon's keep tensorrt-llm)."""
+step's ops from the table, and the tinychat-b76fab6 Llama INT4 rows' code; TinyChat's own MPT and Falcon models the same
+way ("tinychat-mpt-falcon", count_model; wt45_eagerhost)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ import pytest
 from costmodel.eager_ops import step_ops
 from costmodel.kernel_facts_file import fuses_qkv
 from costmodel.presets import load_preset
-from validate.tinychat_ops import COMMIT, DEFAULT_REPO, count
+from validate.host_calls import INDEX_MOVE
+from validate.tinychat_ops import COMMIT, DEFAULT_REPO, count, count_model
 
 AWQ = {"weight_dtype": "int4", "weight_group": 128}
 HERE = pytest.mark.skipif(not Path(DEFAULT_REPO).exists(), reason="no llm-awq git directory (the library's fetch)")
@@ -54,4 +56,32 @@ def test_the_llama_int4_rows_run_the_counted_code():
     assert sorted(rid for rid, code in codes.items() if code == "tinychat-llama") == sorted(
         f"tinychat-b76fab6 tinychat {model} int4 {gpu}" for model in ("llama3-8b", "llama2-7b", "llama2-13b")
         for gpu in ("a6000", "4090"))
-    assert {code for code in codes.values() if code != "tinychat-llama"} == {"tensorrt-llm"}  # MPT's and Falcon's
+    # wt45_eagerhost: MPT's and Falcon's INT4 rows run their own counted models (tinychat-mpt-falcon; was tensorrt-llm)
+    assert sorted(rid for rid, code in codes.items() if code == "tinychat-mpt-falcon") == sorted(
+        f"tinychat-b76fab6 tinychat {model} int4 {gpu}" for model in ("mpt-7b", "mpt-30b", "falcon-7b")
+        for gpu in ("a6000", "4090"))
+
+
+# wt45_eagerhost (session 45): TinyChat's own MPT and Falcon models (load_awq_model's WQLinears, their fused attention)
+@pytest.mark.skipif(not Path(DEFAULT_REPO).exists(), reason="no llm-awq git directory (the library's fetch)")
+def test_tinychats_mpt_and_falcon_issue_19_and_21_calls_a_layer():
+    mpt = count_model("mpt")
+    assert (mpt["per_layer"], mpt["per_step"]) == (19, 5)
+    assert mpt["by_op"]["awq_inference_engine.gemv_forward_cuda_new"] == 4 and mpt["by_op"]["select"] == 3
+    assert mpt["by_op"]["to"] == 1  # alibi_slopes.float() every layer: one aten::to under inference_mode
+    falcon = count_model("falcon")
+    assert (falcon["per_layer"], falcon["per_step"]) == (21, 5)
+    # xqkv[:, :, [-2]] and [[-1]]: aten::index with a CPU list tensor, moved to the GPU there (host_calls.device_moves)
+    assert falcon["by_op"]["index"] == 2 and falcon["by_op"][INDEX_MOVE] == 2
+    assert mpt["step_by_op"] == falcon["step_by_op"] == {"embedding": 1, "layer_norm": 1, "lift_fresh": 1, "linear": 1,
+                                                          "to": 1}
+    with pytest.raises(ValueError, match="family must be one of mpt, falcon, not 'llama'"):
+        count_model("llama")
+
+
+def test_the_mpt_and_falcon_steps_from_the_table():
+    assert step_ops(load_preset("mpt-7b"), "tinychat-mpt-falcon", "fp16", "flash", "static", AWQ) == 19 * 32 + 5  # 613
+    assert step_ops(load_preset("mpt-30b"), "tinychat-mpt-falcon", "fp16", "flash", "static", AWQ) == 19 * 48 + 5
+    assert step_ops(load_preset("falcon-7b"), "tinychat-mpt-falcon", "fp16", "flash", "static", AWQ) == 21 * 32 + 5
+    assert step_ops(load_preset("falcon-40b"), "tinychat-mpt-falcon", "fp16", "flash", "static", AWQ) is None
+    assert step_ops(load_preset("llama2-7b"), "tinychat-mpt-falcon", "fp16", "flash", "static", AWQ) is None

@@ -20,13 +20,30 @@ class Calls:
             self.calls[name] += 1
 
 
+#: The name under which a count records device_moves' calls.
+INDEX_MOVE = "_to_copy (index's list to the GPU)"
+
+
+def device_moves(func, args) -> int:
+    """The device moves a call issues on a GPU that a CPU run never shows: aten::index moves each index tensor
+    not on self's device there first (ATen/native/TensorAdvancedIndexingUtils.h make_info, "Ensure indices are on
+    the same device as self": indice.to(self.device()), one _to_copy each). The counted codes index only with
+    Python lists (xqkv[:, :, [-2]]), which Python's indexing makes on the CPU: one move per index tensor."""
+    if func.overloadpacket.__name__ != "index":
+        return 0
+    return sum(index is not None for index in args[1])
+
+
 def mode(record: Calls):
-    """A TorchDispatchMode adding each aten call to `record` (by its overload packet's name) while it is on."""
+    """A TorchDispatchMode adding each aten call to `record` (by its overload packet's name) while it is on, and
+    the device moves it would issue on a GPU (device_moves, as INDEX_MOVE)."""
     from torch.utils._python_dispatch import TorchDispatchMode
 
     class Count(TorchDispatchMode):
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             record.note(str(func.overloadpacket.__name__))
+            for _ in range(device_moves(func, args)):
+                record.note(INDEX_MOVE)
             return func(*args, **(kwargs or {}))
 
     return Count()

@@ -155,6 +155,73 @@ def count(repo: str = DEFAULT_REPO, commit: str = COMMIT, kv_heads: int = 2) -> 
     return layer_split(step_calls(1), step_calls(2))
 
 
+#: The W4A16 models demo.py loads by load_awq_model (no make_quant_attn: their own fused attention), by model type:
+#: (the module, its class, the constructor's params at a tiny size, the name of its layer count). MPT: tinychat/models/mpt.py (MPTAttentionFused,
+#: ALiBi slopes to the kernel, LPLayerNorm, the tied head SharedEmbedding(unembed=True)); Falcon: falcon.py
+#: (FalconAttentionFused: multi-query, the 7B's layout; nn.LayerNorm; its own lm_head).
+OTHER_MODELS = {
+    "mpt": ("tinychat.models.mpt", "MPTForCausalLM",
+            dict(d_model=256, n_heads=4, max_seq_len=16, vocab_size=64, no_bias=True), "n_layers"),
+    "falcon": ("tinychat.models.falcon", "FalconForCausalLM",
+               dict(hidden_size=256, n_head=4, vocab_size=64, layer_norm_epsilon=1e-5, rope_theta=10000.0,
+                    rope_scaling=None), "n_layer"),
+}
+
+
+def count_model(family: str, repo: str = DEFAULT_REPO, commit: str = COMMIT) -> dict:
+    """As count(), for TinyChat's own MPT and Falcon models (OTHER_MODELS) as demo.py runs them at W4A16:
+    load_awq_model's real_quantize_model_weight(init_only=True) makes every linear of the blocks a WQLinear
+    (awq/quantize/pre_quant.py get_blocks: transformer.blocks, transformer.h), the head stays fp16. The
+    constructors' .cuda() and .to("cuda:0") stay on the CPU."""
+    import importlib
+
+    import torch
+
+    if family not in OTHER_MODELS:
+        raise ValueError(f"family must be one of {', '.join(OTHER_MODELS)}, not {family!r}")
+    module_name, class_name, sizes, layers_field = OTHER_MODELS[family]
+    record = Calls()
+
+    def build(layers: int, folder: Path):
+        _import(repo, commit, folder, record)  # the packages, the engine stub, the constants
+        sys.path.insert(0, str(folder))
+        try:
+            module = importlib.import_module(module_name)
+            qmodule = importlib.import_module("awq.quantize.qmodule")
+        finally:
+            sys.path.remove(str(folder))
+        params = types.SimpleNamespace(**sizes, **{layers_field: layers})
+        cuda, to = torch.Tensor.cuda, torch.Tensor.to
+        torch.Tensor.cuda = lambda self, *args, **kwargs: self
+        torch.Tensor.to = lambda self, *args, **kwargs: (self if args and isinstance(args[0], str)
+                                                       and args[0].startswith("cuda") else to(self, *args, **kwargs))
+        try:
+            model = getattr(module, class_name)(params).half()
+        finally:
+            torch.Tensor.cuda, torch.Tensor.to = cuda, to
+        blocks = model.transformer.blocks if family == "mpt" else model.transformer.h
+        for block in blocks:
+            for parent in list(block.modules()):
+                for name, child in list(parent.named_children()):
+                    if isinstance(child, torch.nn.Linear):
+                        setattr(parent, name, qmodule.WQLinear(4, 128, child.in_features, child.out_features, False,
+                                                               "cpu"))
+        return model
+
+    def step_calls(layers: int) -> Counter:
+        with tempfile.TemporaryDirectory() as name:
+            model = build(layers, Path(name))
+            record.calls.clear()
+            record.on = True
+            with mode(record):
+                inputs = torch.as_tensor([[5]], device="cpu")
+                model(inputs, start_pos=4)
+            record.on = False
+            return Counter(record.calls)
+
+    return layer_split(step_calls(1), step_calls(2))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repo", default=DEFAULT_REPO)
