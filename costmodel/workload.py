@@ -55,8 +55,8 @@ def flash_attn_unsupported(cfg: Any) -> list[str]:
     modules/block.py Blocks, each an MHA mixer and an Mlp/FusedMLP/GatedMlp) does not build, which --impl flash_attn
     therefore refuses: an encoder, routed experts, mixers other than attention, latent attention."""
     missing = []
-    if cfg.architecture != "decoder":
-        missing.append(f"a{'n' if cfg.architecture[0] in 'aeiou' else ''} {cfg.architecture}")
+    if cfg.architecture != "decoder":  # the message reads "builds no encoder, no ...": a noun without its article
+        missing.append("encoder")
     if cfg.n_experts:
         missing.append("routed experts")
     if cfg.mixer_layers:

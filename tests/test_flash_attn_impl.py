@@ -169,3 +169,17 @@ def test_the_cli_refuses_in_one_line(capsys):
     assert capsys.readouterr().err.strip().splitlines() == [
         "error: flash_attn's GPT (--impl flash_attn) builds no routed experts, no latent attention (model "
         "'deepseek-v2-lite'); use --impl hf or megatron."]
+
+
+@pytest.mark.parametrize("model, refused", [
+    # an encoder-decoder and an encoder alike: GPTLMHeadModel is a causal decoder stack (gpt.py GPTModel)
+    ("t5-small", "builds no encoder (model 't5-small')"),
+    ("bert-base-uncased", "builds no encoder (model 'bert-base-uncased')"),
+])
+def test_the_refusal_reads_as_a_sentence(model, refused):
+    # was "builds no an encoder-decoder" before the item lost its article
+    from costmodel.presets import load_preset
+
+    with pytest.raises(ConfigError) as raised:
+        Workload(seq_len=128, batch=1, impl="flash_attn").check_fits(load_preset(model))
+    assert str(raised.value) == f"flash_attn's GPT (--impl flash_attn) {refused}; use --impl hf or megatron."
