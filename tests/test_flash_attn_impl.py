@@ -183,3 +183,30 @@ def test_the_refusal_reads_as_a_sentence(model, refused):
     with pytest.raises(ConfigError) as raised:
         Workload(seq_len=128, batch=1, impl="flash_attn").check_fits(load_preset(model))
     assert str(raised.value) == f"flash_attn's GPT (--impl flash_attn) {refused}; use --impl hf or megatron."
+
+
+@pytest.mark.parametrize("model, refused", [
+    # MHA.__init__ at 30fd8c17 (modules/mha.py line 311) takes num_heads alone: MQA/GQA came in 425dbcb6 (2023-07-23)
+    ("llama3-8b", "grouped key/value heads"),
+    # ALiBi came in c3b21966 (2023-12-21)
+    ("bloom-560m", "ALiBi"),
+    # window_size in ef0ed106 (2024-01-31); neither SelfAttention nor Block has a soft cap or a norm after the sublayer
+    ("gemma2-2b", "grouped key/value heads, no sliding window, no post_sublayer_norm, no attention_softcap, "
+                   "no logit_softcap"),
+    ("qwen3-8b", "grouped key/value heads, no qk_norm"),
+])
+def test_what_30fd8c17_does_not_build_is_refused(model, refused, capsys):
+    # before: each priced as if flash_attn's GPT ran it (exit 0)
+    import cli
+
+    assert cli.main(["estimate", "--model", model, "--impl", "flash_attn", "--seq-len", "512"]) == 2
+    assert capsys.readouterr().err.strip().splitlines() == [
+        f"error: flash_attn's GPT (--impl flash_attn) builds no {refused} (model '{model}'); use --impl hf or megatron."]
+
+
+@pytest.mark.parametrize("model", ["gpt2", "gpt3-2.7b", "llama2-7b", "opt-1.3b"])
+def test_what_it_builds_is_not_refused(model):
+    # learned positions, rotary, RMSNorm and an unfused SwiGLU (GatedMlp), OPT's two offset rows (opt.py line 33)
+    from costmodel.presets import load_preset
+
+    Workload(seq_len=512, batch=1, impl="flash_attn").check_fits(load_preset(model))
