@@ -210,3 +210,15 @@ def test_what_it_builds_is_not_refused(model):
     from costmodel.presets import load_preset
 
     Workload(seq_len=512, batch=1, impl="flash_attn").check_fits(load_preset(model))
+
+
+def test_sdpa_is_refused(capsys):
+    # MHA runs SelfAttention (eager) or FlashSelfAttention (mha.py line 350); flash_attn/ at 30fd8c17 calls no
+    # scaled_dot_product_attention (facts sdpa_supported). Before: priced as torch's sdpa, exit 0.
+    import cli
+
+    assert cli.main(["simulate", "--model", "gpt3-2.7b", "--train", "--impl", "flash_attn", "--attention", "sdpa",
+                     "--seq-len", "2048", "--hardware", "a100-80gb"]) == 2
+    assert capsys.readouterr().err.strip().splitlines() == [
+        "error: attention 'sdpa': --impl flash_attn's code has no scaled_dot_product_attention path (facts.json); "
+        "use --attention eager, or flash for a fused kernel."]
