@@ -77,7 +77,8 @@ def attention_source(framework: str | None, impl: str | None, attention: str | N
         return (f"{chosen} attention: the {family} class runs no {stated} (transformers falls back to {chosen}; "
                 f"facts.json)")
     if framework is None and family is not None and not runs_attention(impl or DEFAULT_IMPL, family, "sdpa"):
-        return f"eager attention: the default without a layout (the {family} class runs no sdpa either; facts.json)"
+        code = f"the {family} class" if (impl or DEFAULT_IMPL) == "hf" else f"--impl {impl}'s code"
+        return f"eager attention: the default without a layout ({code} runs no sdpa either; facts.json)"
     if framework is None:
         return ("eager attention: the default without a layout (transformers' eager path, which the memory and op "
                 "counts are proven against); transformers itself, and a layout, run sdpa: --attention sdpa times it")

@@ -237,3 +237,13 @@ def test_the_dense_scale_multiplies_the_keys_not_the_scores():
     flash = Profile(impl="flash_attn", attention="flash", family="gpt", kernel_device="cuda")
     ours = dict(AttentionScores(S.n, S.n, profile=flash, causal=True).cost().elements)
     assert int(sp.sympify(ours["mul"]).xreplace(subs)) == 1_014
+
+
+def test_the_default_attention_is_said_as_flash_attns():
+    # was "(the gpt2 class runs no sdpa either ...)": flash_attn's GPT is no Hugging Face class
+    from costmodel.defaults import attention_source
+
+    assert attention_source(None, "flash_attn", None, "gpt2") == (
+        "eager attention: the default without a layout (--impl flash_attn's code runs no sdpa either; facts.json)")
+    assert attention_source(None, "hf", None, "gpt_neo") == (
+        "eager attention: the default without a layout (the gpt_neo class runs no sdpa either; facts.json)")
