@@ -195,6 +195,9 @@ def fallback_note(framework: str | None | tuple[str, ...], impl: str | None, att
                for (default, chosen), whose in falls.items()]
     chosen_all = " and ".join(dict.fromkeys(chosen for _, chosen in falls))
     defaults_all = " or ".join(dict.fromkeys(default for default, _ in falls))
+    if (impl or DEFAULT_IMPL) != "hf":  # flash_attn's GPT runs eager or flash (facts sdpa_supported)
+        return (f"attention {chosen_all}: --impl {impl}'s code has no {defaults_all} path (facts.json), so "
+                f"{', and '.join(clauses)}; --attention picks another.")
     return (f"attention {chosen_all}: {family}'s Hugging Face class has no {defaults_all} path in "
             f"transformers 5.24, so {', and '.join(clauses)}, what transformers picks for it when none is "
             "requested; --attention picks another.")

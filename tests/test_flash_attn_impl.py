@@ -247,3 +247,13 @@ def test_the_default_attention_is_said_as_flash_attns():
         "eager attention: the default without a layout (--impl flash_attn's code runs no sdpa either; facts.json)")
     assert attention_source(None, "hf", None, "gpt_neo") == (
         "eager attention: the default without a layout (the gpt_neo class runs no sdpa either; facts.json)")
+
+
+def test_a_layouts_fallback_is_said_as_flash_attns():
+    # plan's note was "gpt2's Hugging Face class has no sdpa path in transformers 5.24, so deepspeed's and fsdp2's
+    # default sdpa gives way to eager, what transformers picks ...": flash_attn's GPT is no Hugging Face class
+    from costmodel.defaults import fallback_note
+
+    assert fallback_note(("megatron", "deepspeed", "fsdp2"), "flash_attn", None, "gpt2") == (
+        "attention eager: --impl flash_attn's code has no sdpa path (facts.json), so deepspeed's and fsdp2's default "
+        "sdpa gives way to eager; --attention picks another.")
