@@ -77,7 +77,8 @@ def attention_source(framework: str | None, impl: str | None, attention: str | N
         return (f"{chosen} attention: the {family} class runs no {stated} (transformers falls back to {chosen}; "
                 f"facts.json)")
     if framework is None and family is not None and not runs_attention(impl or DEFAULT_IMPL, family, "sdpa"):
-        return f"eager attention: the default without a layout (the {family} class runs no sdpa either; facts.json)"
+        code = f"the {family} class" if (impl or DEFAULT_IMPL) == "hf" else f"--impl {impl}'s code"
+        return f"eager attention: the default without a layout ({code} runs no sdpa either; facts.json)"
     if framework is None:
         return ("eager attention: the default without a layout (transformers' eager path, which the memory and op "
                 "counts are proven against); transformers itself, and a layout, run sdpa: --attention sdpa times it")
@@ -194,6 +195,9 @@ def fallback_note(framework: str | None | tuple[str, ...], impl: str | None, att
                for (default, chosen), whose in falls.items()]
     chosen_all = " and ".join(dict.fromkeys(chosen for _, chosen in falls))
     defaults_all = " or ".join(dict.fromkeys(default for default, _ in falls))
+    if (impl or DEFAULT_IMPL) != "hf":  # flash_attn's GPT runs eager or flash (facts sdpa_supported)
+        return (f"attention {chosen_all}: --impl {impl}'s code has no {defaults_all} path (facts.json), so "
+                f"{', and '.join(clauses)}; --attention picks another.")
     return (f"attention {chosen_all}: {family}'s Hugging Face class has no {defaults_all} path in "
             f"transformers 5.24, so {', and '.join(clauses)}, what transformers picks for it when none is "
             "requested; --attention picks another.")

@@ -138,9 +138,10 @@ class CostModel:
             self.profile = dataclasses.replace(self.profile, dropout=False, recompute="none", recompute_layers=None)
         if self.profile.attention == "sdpa" and not self.profile.facts.sdpa_supported and has_attention(cfg):
             flash = ", or flash for a fused kernel" if self.profile.facts.flash_supported else ""
-            raise ConfigError(f"attention 'sdpa': {cfg.family}'s Hugging Face class has no "
-                              "scaled_dot_product_attention path in transformers 5.24 (its _supports_sdpa is "
-                              f"False: transformers refuses it); use --attention eager{flash}.")
+            code = (f"{cfg.family}'s Hugging Face class has no scaled_dot_product_attention path in transformers "
+                    "5.24 (its _supports_sdpa is False: transformers refuses it)") if self.profile.impl == "hf" else (
+                    f"--impl {self.profile.impl}'s code has no scaled_dot_product_attention path (facts.json)")
+            raise ConfigError(f"attention 'sdpa': {code}; use --attention eager{flash}.")
         if self.profile.kv_dtype is not None and not self.profile.facts.kv_cache_held:
             raise ConfigError(f"kv_dtype {self.profile.kv_dtype}: {cfg.family}'s Hugging Face class holds no KV "
                               "cache to quantize (generate() reruns the whole prefix for every new token).")

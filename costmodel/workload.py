@@ -50,19 +50,39 @@ def reference_unsupported(cfg: Any) -> list[str]:
     return missing
 
 
+#: Of NOT_IN_REFERENCE's fields, those flash_attn's GPT at 30fd8c17 builds (Dao-AILab/flash-attention
+#: flash_attn/models/gpt.py): rotary_dim (create_mixer_cls line 77, rotary_emb_fraction), embedding_dim
+#: (GPTModel line 288, word_embed_proj_dim), attention_dropout (attn_pdrop), parallel_attention (line 290,
+#: parallel_block: GPT-J's and GPT-NeoX's) and position_offset (models/opt.py line 33 drops OPT's two extra rows:
+#: the tree counts them, 2 d parameters more). Every other field there it does not build.
+FLASH_ATTN_BUILDS = ("rotary_dim", "embedding_dim", "attention_dropout", "parallel_attention", "position_offset")
+
+
 def flash_attn_unsupported(cfg: Any) -> list[str]:
     """What flash_attn's GPT (Dao-AILab/flash-attention 30fd8c17 flash_attn/models/gpt.py: GPTLMHeadModel, a stack of
     modules/block.py Blocks, each an MHA mixer and an Mlp/FusedMLP/GatedMlp) does not build, which --impl flash_attn
-    therefore refuses: an encoder, routed experts, mixers other than attention, latent attention."""
+    therefore refuses: an encoder, routed experts, mixers other than attention, latent attention; grouped key/value
+    heads, ALiBi and sliding windows, which its MHA gained after that commit (MQA/GQA 425dbcb6, 2023-07-23; ALiBi
+    c3b21966, 2023-12-21; window_size ef0ed106, 2024-01-31: at 30fd8c17 MHA.__init__ (modules/mha.py line 311)
+    takes num_heads alone); and NOT_IN_REFERENCE's other fields (soft-capping, QK norms, post-sublayer norms ...:
+    neither MHA nor Block has them), named as the reference's refusal names them."""
     missing = []
-    if cfg.architecture != "decoder":
-        missing.append(f"a{'n' if cfg.architecture[0] in 'aeiou' else ''} {cfg.architecture}")
+    if cfg.architecture != "decoder":  # the message reads "builds no encoder, no ...": a noun without its article
+        missing.append("encoder")
     if cfg.n_experts:
         missing.append("routed experts")
     if cfg.mixer_layers:
         missing.append("mixer layers")
     if cfg.mla:
         missing.append("latent attention")
+    if cfg.n_kv_heads != cfg.n_heads:
+        missing.append("grouped key/value heads")
+    if cfg.position == "alibi":
+        missing.append("ALiBi")
+    if cfg.sliding_window is not None:
+        missing.append("sliding window")
+    said = {"n_experts", "kv_lora_rank", "mixer_layers", *FLASH_ATTN_BUILDS}
+    missing += [name for name, off in NOT_IN_REFERENCE.items() if name not in said and getattr(cfg, name) != off]
     return missing
 
 

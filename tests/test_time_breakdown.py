@@ -288,3 +288,11 @@ def test_leaves_split_a_rows_kernels_by_leaf_and_a_mixers_ssd_kernels_by_name(mo
     assert abs(sum(leaves.values()) + casts - total) < 0.03
     code, out, err = run_script(SCRIPT, ["--leaves"], monkeypatch, capsys)
     assert code == 2 and out == "" and err.startswith("--leaves splits the rows --row names: name one.")
+
+
+def test_leaves_on_a_decoding_row_is_refused(monkeypatch, capsys):
+    """--leaves splits a training step's kernels; on a decoding row it was ignored (the row's step printed, exit 0)."""
+    code, out, err = run_script(SCRIPT, ["--row", "gpt-fast llama2-7b bf16", "--leaves"], monkeypatch, capsys)
+    assert code == 2 and out == ""
+    assert err.startswith("--leaves splits a training row's kernels by leaf; 'gpt-fast llama2-7b bf16' is a decoding "
+                          "row: drop --leaves for its step's split.")

@@ -282,6 +282,9 @@ def row_breakdowns(run_ids: list[str], leaves: bool = False) -> None:
                               + (f"; did you mean {' or '.join(map(repr, near))}?" if near else "")
                               + " (the ids are the first column of `python cli.py published`, and "
                               "costmodel/published_runs.json's \"id\").")
+        if leaves and runs[run_id]["kind"] == "decode":  # it was ignored: the by-leaf split is a training step's
+            raise ConfigError(f"--leaves splits a training row's kernels by leaf; {run_id!r} is a decoding row: drop "
+                              f"--leaves for its step's split. {USAGE}")
     for run_id in run_ids:
         run = runs[run_id]
         if run["kind"] == "decode":  # its step split, as the listing without options prints it

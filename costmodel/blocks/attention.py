@@ -352,7 +352,10 @@ class AttentionScores(AttentionCore):
     def cost(self) -> Cost:
         pairs, kernel = self.pairs, self.kernel
         forward = 2 * pairs * self.qk_dim
-        elements = [("mul", pairs * (int(self.scaled) + 2 * int(self.softcap)))]
+        # flash_attn's dense scores scale the keys, k * softmax_scale (facts.scores_scale_on_keys), not the scores
+        keys_scaled = kernel.dense and self.profile.facts.scores_scale_on_keys
+        scale = self.key_elements if keys_scaled else pairs * int(self.scaled)
+        elements = [("mul", scale + pairs * 2 * int(self.softcap))]
         elements.append(("add", pairs * (int(self.causal_or_padding_mask) + int(self.position_bias))))
         if self.masked_by_product:  # w * b + -1e4 * (1 - b), b the buffer's n_q x n_k slice: the
             # product over the scores, 1 - b and its product over the slice (the add is the mask's)
@@ -391,6 +394,11 @@ class AttentionScores(AttentionCore):
             buffer_bytes=mask,
         )
 
+    @property
+    def key_elements(self) -> Expr:
+        """The keys' values (b x keys x KV heads x width): what flash_attn's k * softmax_scale multiplies."""
+        return S.b * self.k_len * self.kv_heads * self.qk_dim
+
     def keys_scale_bytes(self) -> tuple[Expr, Expr]:
         """(forward, backward) bytes of flash_attn's unfused scores (facts.scores_scale_on_keys;
         Dao-AILab/flash-attention 30fd8c17 flash_attn/modules/mha.py SelfAttention.forward, lines 172-186):
@@ -404,7 +412,7 @@ class AttentionScores(AttentionCore):
                                         the gradient passes through).
         Counted on the CPU (torch 2.13) by validate/flash_attn_attention_ops.py, op for op."""
         queries = S.b * self.q_len * S.h * self.qk_dim
-        keys = S.b * self.k_len * self.kv_heads * self.qk_dim
+        keys = self.key_elements
         forward = 2 * S.e * keys + 2 * S.e * (queries + keys)
         if self.causal and not self.cross:
             square = self.q_len * self.k_len
