@@ -107,7 +107,9 @@ FIRST_STATS = {"training rates": ((30, 353.4, 5, 3, 3), (0.984, 15.836)),
                "megatron-ci-cp2": ((3, 863.1, 0, 0, 0), (8.273, 15.836)),
                "megatron-ci-fusedce": ((3, 377.8, 0, 0, 0), (4.348, 9.345)),
                "megatron-llama-example": ((3, 1.6, 3, 3, 3), (0.984, 1.03))}
-NOW_STATS = {**FIRST_STATS}
+NOW_STATS = {**FIRST_STATS,  # wt45_megatron's copy-rate rule (the unfused A100 rows' score GEMMs write more than they read)
+             "training rates": ((30, 354.0, 5, 3, 3), (0.984, 15.836)),  # was 353.4
+             "megatron-ci-unfused": ((15, 447.8, 0, 0, 0), (2.81, 11.478))}  # was lowest 2.803
 
 
 @pytest.mark.slow  # every row of the sources computed
