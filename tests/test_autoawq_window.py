@@ -75,7 +75,8 @@ def test_the_window_leaves_the_prefill_alone():
             cache_size=s["cache_size"], compiled=s["compiled"]))
     (unwindowed, windowed) = results
     # wt43_eagerops: 0.3906 -> 0.3877, the prefill's per-block launches replaced by the counted calls' host time
-    assert round(unwindowed["prefill"]["seconds"], 4) == round(windowed["prefill"]["seconds"], 4) == 0.3877
+    # wt45_megatron: 0.3877 -> 0.3861, the prefill's write-dominated GEMMs (the scores) at the A100 file's Copy rate
+    assert round(unwindowed["prefill"]["seconds"], 4) == round(windowed["prefill"]["seconds"], 4) == 0.3861
     assert unwindowed["prefill"]["flops"] == windowed["prefill"]["flops"]
     assert [round(r["decode"]["time_per_output_token"] * 1e3, 3) for r in results] == [7.554, 7.554]  # wt43_eagerops: host-bound (was 9.503, 8.806)
     assert (unwindowed["memory"]["kv_bytes_per_token_past_windows"], windowed["memory"]["kv_bytes_per_token_past_windows"]) \

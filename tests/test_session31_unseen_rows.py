@@ -216,7 +216,8 @@ def test_torchtitans_2024_rows_as_computed_now(published_tables):
     # wt32_asynctp); since wt32_tpsmall with DTensor's copy around each sequence-sharded TP collective
     # (layout/dtensor_copies.py): 1.135 -> 1.08, 0.962 -> 0.899, and the last 1.022 -> 0.948; since wt32_review
     # the last's fused collectives copy no cat (the micro-pipeline pass takes it into the fused op): 0.948 -> 1.008
-    assert h100 == [1.08, 0.899, 1.008]
+    # wt45_megatron: the float8 rows' GEMM operands at 1 B: 0.899 -> 0.906, 1.008 -> 1.015
+    assert h100 == [1.08, 0.906, 1.015]
     # first (66, 6.1, 64, 42, 27); before wt32_tpsmall (66, 5.7, 64, 44, 29); before wt32_review (66, 7.9, 64, 37, 23);
     # before wt34_user (66, 7.9, 64, 37, 24)
     assert stats(list(ratios(EXPRESSIBLE + TORCHTITAN_2024, tables=published_tables).values())) == (66, 7.1, 64, 39, 25)

@@ -28,7 +28,8 @@ def test_unfused_context_attention_seconds(unfused):
     """The fused call against FT's scores GEMM, masked softmax and weighted-sum GEMM, all 32 layers of a request."""
     assert len(unfused) == 6
     big = unfused["tp1 batch 64 512/32"]
-    assert (round(big["fused_s"] * 1e3, 2), round(big["unfused_s"] * 1e3, 2)) == (35.30, 107.21)
+    # wt45_megatron: 107.21 -> 104.88, the unfused score GEMMs (they write more than they read) at the A100 file's Copy rate
+    assert (round(big["fused_s"] * 1e3, 2), round(big["unfused_s"] * 1e3, 2)) == (35.30, 104.88)
     small = unfused["tp1 batch 1 128/8"]
     assert (round(small["fused_s"] * 1e3, 2), round(small["unfused_s"] * 1e3, 2)) == (0.15, 0.29)
 
@@ -39,4 +40,4 @@ def test_the_rows_stay_too_fast_with_it(unfused):
     assert {k: (round(r["ratio"], 3), round(r["ratio_unfused"], 3)) for k, r in unfused.items()} == \
         {"tp1 batch 1 128/8": (1.286, 1.283), "tp1 batch 8 128/8": (1.316, 1.308), "tp1 batch 64 128/8": (1.413, 1.398),
          "tp1 batch 1 512/32": (1.206, 1.202), "tp1 batch 8 512/32": (1.293, 1.272),
-         "tp1 batch 64 512/32": (1.422, 1.380)}
+         "tp1 batch 64 512/32": (1.422, 1.381)}  # 1.380 before wt45_megatron's Copy rate for the unfused scores

@@ -148,3 +148,9 @@ NOW.update({'training rates': ((60, 11.9, 55, 24, 6), (0.785, 1.495)),  # 12.1, 
             'bloom-prequel-200b': ((47, 12.1, 42, 18, 3), (0.943, 1.495)),  # 12.5, 0.946-1.501
             'glm-130b': ((1, 27.3, 1, 0, 0), (1.273, 1.273)),  # 28.1, 1.281
             'GPU-hours': ((7, 22.2, 5, 2, 1), (0.778, 1.942))})  # 1.95
+
+# Session 45 (wt45_megatron): a GEMM that writes more than it reads at the file's Copy rate, FP8 GEMM operands at
+# the recipe's element, each from the session-44 figure above.
+NOW.update({'training rates': ((60, 11.9, 55, 24, 6), (0.785, 1.496)),  # 1.495
+            'bloom-prequel-200b': ((47, 12.2, 42, 18, 3), (0.943, 1.496)),  # 12.1, 1.495
+            'GPU-hours': ((7, 22.2, 5, 2, 1), (0.778, 1.943))})  # 1.942

@@ -15,6 +15,7 @@ import torch
 import costmodel
 from costmodel import compiled, facts
 from costmodel.config import Workload
+from costmodel.spec import IMPLEMENTATIONS
 from costmodel.estimation import Estimate, _expressions
 from costmodel.evaluate import exact, values
 from costmodel.hardware import load_hardware
@@ -88,7 +89,7 @@ def test_a_fact_changed_in_the_table_changes_the_saved_bytes(tmp_path, monkeypat
 
 def test_every_fact_row_names_a_known_fact_and_cites_a_source():
     for row in facts.table():
-        assert row["fact"] in facts.FACT_NAMES and row["source"] and row["impl"] in ("hf", "reference", "megatron")
+        assert row["fact"] in facts.FACT_NAMES and row["source"] and row["impl"] in IMPLEMENTATIONS
     assert facts.sources("hf", "llama")["softmax_dtype"].startswith("FINDINGS 3.1")
 
 

@@ -80,11 +80,14 @@ def test_the_stated_releases():
                       # session 42 (wt42_unseend2): vLLM 0.2.0, 0.2.7, 0.3.3 and 0.4.0 from GitHub threads (V0, the
                       # earliest host time on file, as premai-v2's 0.4.0 rows)
                       "vllm-issue1805": {"vllm-v0.5.4"}, "vllm-pr2542": {"vllm-v0.5.4"},
-                      "vllm-pr3240": {"vllm-v0.5.4"}, "vllm-pr4002": {"vllm-v0.5.4"}}
+                      "vllm-pr3240": {"vllm-v0.5.4"}, "vllm-pr4002": {"vllm-v0.5.4"},
+                      # session 45 (wt45_unseend): AccelMark's runner at vLLM 0.7.3 (V0)
+                      "accelmark-a": {"vllm-v0.6.0"}, "accelmark-b": {"vllm-v0.6.0"}, "accelmark-d": {"vllm-v0.6.0"},
+                      "accelmark-f": {"vllm-v0.6.0"}, "accelmark-g": {"vllm-v0.6.0"}}
     assert sum(decode.vllm_host_time(r, data["sources"][r["id"].split()[0]]) is not None
-               for r in data["runs"]) == 21 + 4 + 1 + 4 + 24 + 36 + 24 + 12 + 21  # + session 39's 36 model-card rows, +
+               for r in data["runs"]) == 21 + 4 + 1 + 4 + 24 + 36 + 24 + 12 + 21 + 33  # + session 39's 36 model-card rows, +
     # session 40's 24 V0 MI300X rows (wt40_unseend) and 12 Qwen2.5 vLLM 0.6.3 rows (wt40_unseend2), + session 42's 21
-    # (wt42_unseend2: 1 + 7 + 7 + 6)
+    # (wt42_unseend2: 1 + 7 + 7 + 6), + session 45's 33 AccelMark vLLM 0.7.3 rows (wt45_unseend: 9 + 4 + 6 + 10 + 4)
 
 
 def test_an_overlapped_part_longer_than_the_shortest_step_is_refused():

@@ -171,7 +171,7 @@ FOUNDRY_TAG = "v0.2.0"  # 2023-07-03: MPT-7B-8k-chat's remote code of its releas
 
 def _foundry(repo: str, tag: str, folder: Path) -> types.SimpleNamespace:
     """llm-foundry's MPTMLP, LPLayerNorm and SharedEmbedding at the tag (the modules of MPT's
-    trust_remote_code model that AutoAWQ's MptFuser keeps: module.ffn, norm_1/norm_2, transformer.wte).
+    remote-code model that AutoAWQ's MptFuser keeps: module.ffn, norm_1/norm_2, transformer.wte).
     blocks.py imports attention.py, which imports einops for functions a decode step of the fused model
     never calls: an empty einops stands in."""
     import importlib.util

@@ -20,7 +20,6 @@ from typing import Any
 
 from .. import compiled
 from ..config import ModelConfig, Workload
-from ..memory import largest
 from ..model_flops import leaf_model_flops
 from ..quantized_matmul import w8a8_leaf, w8a8_run_bytes
 from .fp8 import RECIPES, fp8_blocks, fp8_weights
@@ -91,6 +90,7 @@ def part_expressions(cfg: ModelConfig, workload: Workload, layout: Layout, phase
     import sympy as sp
 
     from .. import blocks as B
+    from ..memory import largest  # sympy's module: imported where the expressions are built (a warm plan imports none)
     from .. import symbols as S
     from ..precision import inference_precision
     from ..tree import profile_for, shared_model
