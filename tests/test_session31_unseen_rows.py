@@ -219,8 +219,8 @@ def test_torchtitans_2024_rows_as_computed_now(published_tables):
     # wt45_megatron: the float8 rows' GEMM operands at 1 B: 0.899 -> 0.906, 1.008 -> 1.015
     assert h100 == [1.08, 0.906, 1.015]
     # first (66, 6.1, 64, 42, 27); before wt32_tpsmall (66, 5.7, 64, 44, 29); before wt32_review (66, 7.9, 64, 37, 23);
-    # before wt34_user (66, 7.9, 64, 37, 24)
-    assert stats(list(ratios(EXPRESSIBLE + TORCHTITAN_2024, tables=published_tables).values())) == (66, 7.1, 64, 39, 25)
+    # before wt34_user (66, 7.9, 64, 37, 24); before wt45_megatron (66, 7.1, 64, 39, 25): one more row within 10%
+    assert stats(list(ratios(EXPRESSIBLE + TORCHTITAN_2024, tables=published_tables).values())) == (66, 7.1, 64, 40, 25)
 
 
 # The Phi cards (a3d6478d, typed before computed): GPUs, days, tokens; ratio now (published / ours; as first
