@@ -28,7 +28,7 @@ import types
 from collections import Counter
 from pathlib import Path
 
-from validate.host_calls import INDEX_MOVE, device_moves
+from validate.host_calls import INDEX_MOVE, device_moves, layer_split
 
 DEFAULT_REPO = "/work/.mirror/casper-hansen+AutoAWQ/repo"
 COMMIT = "34085ed"  # PR #320's merge (2024-02-03), the autoawq-pr320 rows' code
@@ -158,10 +158,7 @@ def count(repo: str = DEFAULT_REPO, commit: str = COMMIT, version: str = "GEMM")
             return Counter(record.calls)
 
         one, two = step_calls(1), step_calls(2)
-    per_layer = two - one
-    own = one - per_layer
-    return {"per_layer": sum(per_layer.values()), "per_step_model": sum(own.values()),
-            "by_op": dict(sorted(per_layer.items())), "model_by_op": dict(sorted(own.items()))}
+    return _split(one, two)
 
 
 BLOCKS_COMMIT = "d6ac3be"  # README 'Add benchmark of Aquila2 34B' (2023-10-29): the autoawq-d6ac3be rows' code
@@ -279,10 +276,14 @@ def count_blocks(block: str, repo: str = DEFAULT_REPO, commit: str = BLOCKS_COMM
             one, two = step_calls(1), step_calls(2)
     finally:
         torch.set_default_dtype(torch.float32)
-    per_layer = two - one
-    own = one - per_layer
-    return {"per_layer": sum(per_layer.values()), "per_step_model": sum(own.values()),
-            "by_op": dict(sorted(per_layer.items())), "model_by_op": dict(sorted(own.items()))}
+    return _split(one, two)
+
+
+def _split(one: Counter, two: Counter) -> dict:
+    """host_calls.layer_split under this table's names (the step's own calls are the model's: per_step_model)."""
+    split = layer_split(one, two)
+    return {"per_layer": split["per_layer"], "per_step_model": split["per_step"], "by_op": split["by_op"],
+            "model_by_op": split["step_by_op"]}
 
 
 HF_LLAMA_RELEASE = "4.34.1"  # the transformers of the d6ac3be README's weeks (4.35.0: 2023-11-02; setup.py >=4.34.0)
@@ -351,10 +352,7 @@ def count_hf_llama(repo: str = DEFAULT_REPO, commit: str = BLOCKS_COMMIT, versio
             one, two = step_calls(1), step_calls(2)
     finally:
         torch.set_default_dtype(torch.float32)
-    per_layer = two - one
-    own = one - per_layer
-    return {"per_layer": sum(per_layer.values()), "per_step_model": sum(own.values()),
-            "by_op": dict(sorted(per_layer.items())), "model_by_op": dict(sorted(own.items()))}
+    return _split(one, two)
 
 
 def main(argv: list[str] | None = None) -> int:
