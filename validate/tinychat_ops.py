@@ -132,25 +132,30 @@ def _model(llama, fused_attn, qmodule, layers: int, kv_heads: int):
     return model
 
 
+def decode_step_calls(record: Calls, model) -> Counter:
+    """The calls of one timed decode step of a TinyChat model (one token at start_pos 4, from its as_tensor on):
+    what count() and count_model() split into a layer's and the step's own."""
+    import torch
+
+    record.calls.clear()
+    record.on = True
+    with mode(record):
+        inputs = torch.as_tensor([[5]], device="cpu")
+        model(inputs, start_pos=4)
+    record.on = False
+    return Counter(record.calls)
+
+
 def count(repo: str = DEFAULT_REPO, commit: str = COMMIT, kv_heads: int = 2) -> dict:
     """{"per_layer", "per_step", "by_op", "step_by_op"}: the timed part of one decode step (fp16, batch 1, 4 tokens in
     the cache; kv_heads 1: grouped heads, Llama 3's): the calls a layer and the step's own (as_tensor, the embedding, the rotary table's slice, the final
     norm, lm_head, the logits' float())."""
-    import torch
-
     record = Calls()
 
     def step_calls(layers: int) -> Counter:
         with tempfile.TemporaryDirectory() as name:
             llama, fused_attn, qmodule = _import(repo, commit, Path(name), record)
-            model = _model(llama, fused_attn, qmodule, layers, kv_heads)
-            record.calls.clear()
-            record.on = True
-            with mode(record):
-                inputs = torch.as_tensor([[5]], device="cpu")
-                model(inputs, start_pos=4)
-            record.on = False
-            return Counter(record.calls)
+            return decode_step_calls(record, _model(llama, fused_attn, qmodule, layers, kv_heads))
 
     return layer_split(step_calls(1), step_calls(2))
 
@@ -210,14 +215,7 @@ def count_model(family: str, repo: str = DEFAULT_REPO, commit: str = COMMIT) -> 
 
     def step_calls(layers: int) -> Counter:
         with tempfile.TemporaryDirectory() as name:
-            model = build(layers, Path(name))
-            record.calls.clear()
-            record.on = True
-            with mode(record):
-                inputs = torch.as_tensor([[5]], device="cpu")
-                model(inputs, start_pos=4)
-            record.on = False
-            return Counter(record.calls)
+            return decode_step_calls(record, build(layers, Path(name)))
 
     return layer_split(step_calls(1), step_calls(2))
 
