@@ -426,8 +426,7 @@ IN_NODE_STEPS = {"all_reduce": ("reduce_scatter", "all_gather"), "reduce_scatter
 
 def host_ring(hardware: Hardware, kind: str, payload: float, ranks: int, span: int, calls: int = 1) -> float:
     """Seconds of `calls` ring collectives (kind in RING_STEPS) of `payload` bytes in all over `ranks` GPUs spanning
-    `span` consecutive GPUs of one
-    PCIe host whose NVLink domains are smaller (interconnect gpus_per_host: bridged pairs): NCCL's nodes are hosts,
+    `span` consecutive GPUs of one PCIe host whose NVLink domains are smaller (interconnect gpus_per_host: bridged pairs): NCCL's nodes are hosts,
     and inside one it runs a ring through every GPU of the group, which crosses PCIe between domains, a channel
     bounded by its slowest hop: the whole ring at the PCIe link, at the share of it a link inside a node reaches
     (node_link's), as a PCIe node's ring (pcie_ring_seconds). A group inside one domain is within_node's."""
