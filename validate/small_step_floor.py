@@ -82,6 +82,7 @@ def extras_seconds(run: dict[str, Any], stage: str = "last") -> dict[str, float]
         if call["kind"] == "sync":
             syncs += repeat
             continue
+        syncs += repeat if call.get("sync") else 0  # the .item() runs whatever the group's size
         ranks, span = group_ranks(call["group"], run)
         if ranks <= 1:
             continue
@@ -90,7 +91,6 @@ def extras_seconds(run: dict[str, Any], stage: str = "last") -> dict[str, float]
         for payload in payloads:
             seconds += repeat * collective_seconds(hardware, PRICED_AS[call["kind"]], payload, ranks, span)
             collectives += repeat
-        syncs += repeat if call.get("sync") else 0
     return {"collectives": collectives, "seconds": seconds, "syncs": syncs}
 
 
