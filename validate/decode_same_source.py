@@ -27,12 +27,12 @@ def published_step_s(run: dict, source: dict) -> float:
     return (run["prompt"] + source["gen"]) / run["published_tokens_per_s"] / source["gen"]
 
 
-def qwen3_engines(data: dict) -> list[dict]:
+def qwen3_engines(data: dict, sizes: tuple[str, ...] = QWEN3_MODELS) -> list[dict]:
     """Per Qwen3 model: each engine's published step at one input token, the weights a step reads (our decode
     tree's GEMMs), and the rate each step would stream them at."""
     runs = {run["id"]: run for run in data["runs"]}
     rows = []
-    for size in QWEN3_MODELS:
+    for size in sizes:
         hf = runs[f"qwen3-speed-hf qwen3-{size} input 1"]
         sglang = runs[f"qwen3-speed-sglang qwen3-{size} bf16 input 1"]
         hf_source, sglang_source = data["sources"]["qwen3-speed-hf"], data["sources"]["qwen3-speed-sglang"]
