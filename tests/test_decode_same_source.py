@@ -14,14 +14,16 @@ def test_the_pages_metric_inverted():
     data = other_runs_data()
     runs = {run["id"]: run for run in data["runs"]}
     sglang = runs["qwen3-speed-sglang qwen3-32b bf16 input 1"]
-    assert published_step_s(sglang, data["sources"]["qwen3-speed-sglang"]) == pytest.approx(2049 / 20.72 / 2048, rel=1e-12)
+    step = published_step_s(sglang, data["sources"]["qwen3-speed-sglang"])
+    assert step == pytest.approx(2049 / 20.72 / 2048, rel=1e-12)
     hf = runs["qwen3-speed-hf qwen3-32b input 1"]
     assert published_step_s(hf, data["sources"]["qwen3-speed-hf"]) == pytest.approx(2049 / 26.24 / 2048, rel=1e-12)
 
 
 def test_sglangs_32b_step_is_longer_than_transformers_on_the_same_gpu():
     big, = qwen3_engines(other_runs_data(), ("32b",))
-    # the decode tree's GEMM weights: (QKV 3,355,443,200 + out 2,684,354,560 + MLP 25,165,824,000 + head 777,912,320) x 2 B
+    # the decode tree's GEMM weights, 2 B each: QKV 3,355,443,200 + out 2,684,354,560 + MLP 25,165,824,000
+    # + head 777,912,320
     assert big["weights_gb"] * 1e9 == pytest.approx(63_967_068_160, rel=1e-12)
     assert big["hf_ms"] == pytest.approx(38.1284, abs=1e-4)
     assert big["sglang_ms"] == pytest.approx(48.2861, abs=1e-4)
