@@ -39,7 +39,7 @@ def test_each_run_has_the_kind_its_model_says():
     unknown = {"kind": "train", "model": "no-such-model"}
     assert run_kind(unknown, {}) == "dense training" and run_kind(unknown, {"moe": True}) == "MoE training"
     kinds = [run_kind(r, data["sources"][r["id"].split()[0]]) for r in data["runs"]]
-    assert set(kinds) == set(KINDS) and kinds.count("MoE training") == 208  # 189 before session 41
+    assert set(kinds) == set(KINDS) and kinds.count("MoE training") == 217  # 208 before session 46, 189 before 41
     # (wt41_unseent: torchao's 2 Llama 4 Scout rows and OLMoE's GPU-hours; wt41_unseent2: DGX Cloud's 8 Grok-1 and
     # 8 Llama 4 Maverick rows, all expressible since wt41_etp, counted by kind all the same); Megatron-Bridge's 103 MoE rows, the model zoo's 12,
     # NeMo 25.02's and 25.04's 2 Mixtrals each, the model verification cards' 31 (their 32nd, Qwen3 8B, is dense), the
@@ -48,6 +48,7 @@ def test_each_run_has_the_kind_its_model_says():
     # 2 Qwen1.5-MoE rows (session 29); Megatron-Bridge's CUDA-graph guide's 2 Qwen3 30B-A3B rows (session 30); the Llama 4 card's
     # Scout and Maverick GPU-hours (session 32); ms-swift's Qwen1.5-MoE-A2.7B (3) and Qwen3-30B-A3B (2) rows (session 36);
     # torchao's MXFP8 MoE README's 2 Llama 4 Scout rows and OLMoE's GPU-hours (session 41: 189 -> 192)
+    # (wt46_unseent: the Megatron-Core MoE report's 9 DeepSeek-V3 and Qwen3-235B rows, 208 -> 217)
 
 
 def _tables():
