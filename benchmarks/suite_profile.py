@@ -6,7 +6,7 @@ to repeat on a shared machine, so it is measured a piece at a time, one process,
         collect the whole suite once (`--collect-only`): its wall and CPU time, and per test file the tests
         (all / slow) and the seconds its module took to import and collect (the file's own imports included,
         so the first file to import torch carries torch's import)
-    PYTHONPATH=. python benchmarks/suite_profile.py run [-m slow] [--out F.json] tests/test_a.py tests/test_b.py ...
+    PYTHONPATH=. python benchmarks/suite_profile.py run [-m slow] [--out F.json] [-k EXPR] tests/test_a.py tests/test_b.py ...
         run those files in one process (`-n 0 -p no:randomly`), every test's setup, call and teardown timed;
         prints per file the seconds and the slowest tests and setups. A session fixture is set up once in the
         process, on the first test that needs it, as on the full run's worker (conftest.py: Workers)
@@ -203,11 +203,13 @@ def main() -> int:
     s = sub.add_parser("schedule")
     s.add_argument("measured", nargs="+", type=Path)
     s.add_argument("--collected", type=Path)
-    args = parser.parse_args()
+    args, extra = parser.parse_known_args()  # run: other options (-k EXPR, -x) go to pytest as they are
+    if extra and args.command != "run":
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
     if args.command == "collect":
         collect(args.out.resolve())
     elif args.command == "run":
-        run(args.files, args.marker, args.out.resolve())
+        run([*extra, *args.files], args.marker, args.out.resolve())
     else:
         schedule(args.measured, args.collected)
     return 0

@@ -121,7 +121,7 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log):
         def _assign_work_unit(self, node) -> None:
             if not getattr(self, "_ordered", False):  # the first unit handed out: the queue as Workers says
                 self._ordered = True
-                slow = _slow_tests_of(self.workqueue)
+                slow = slow_tests_of(self.workqueue)
                 order = sorted(self.workqueue, key=lambda unit: (-slow[unit], -len(self.workqueue[unit])))
                 for unit in order:
                     self.workqueue.move_to_end(unit)
@@ -133,7 +133,7 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log):
     return FileOrGroupScheduling(config, log)
 
 
-def _slow_functions(path: Path) -> set[str]:
+def slow_functions(path: Path) -> set[str]:
     """The test functions of a test file that carry @pytest.mark.slow, or a case of theirs does
     (pytest.param(..., marks=pytest.mark.slow)); every test of the file where its pytestmark holds slow.
     Read from the file's text: the xdist controller, which orders the work units, collects no items."""
@@ -155,17 +155,17 @@ def _slow_functions(path: Path) -> set[str]:
     return names
 
 
-def _slow_tests_of(workqueue) -> dict[str, int]:
-    """Each work unit's number of slow tests (>= 3 s each), from the test files' text (_slow_functions)."""
-    root, slow_functions, counts = Path(__file__).parent.parent, {}, {}
+def slow_tests_of(workqueue) -> dict[str, int]:
+    """Each work unit's number of slow tests (>= 3 s each), from the test files' text (slow_functions)."""
+    root, by_file, counts = Path(__file__).parent.parent, {}, {}
     for unit, nodeids in workqueue.items():
         counts[unit] = 0
         for nodeid in nodeids:
             path, _, rest = nodeid.partition("::")
-            if path not in slow_functions:
-                slow_functions[path] = _slow_functions(root / path)
+            if path not in by_file:
+                by_file[path] = slow_functions(root / path)
             function = rest.split("@")[0].split("[")[0].split("::")[-1]
-            counts[unit] += bool(slow_functions[path] & {"*", function})
+            counts[unit] += bool(by_file[path] & {"*", function})
     return counts
 
 

@@ -12,7 +12,7 @@ import pytest
 
 pytest.importorskip("xdist")
 
-from tests.conftest import HEAVY_FIXTURES, _slow_functions, pytest_xdist_make_scheduler  # noqa: E402
+from tests.conftest import HEAVY_FIXTURES, pytest_xdist_make_scheduler, slow_functions  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 COLLECTION = [
@@ -92,7 +92,7 @@ def test_the_other_modes_keep_xdist_s_own_scheduler():
 
 
 # tests/test_train.py's real slow tests (its demo: 97-118 s in the full runs of sessions 44 and 45) beside a larger
-# file of fast tests: the slow one is read from the file's text (conftest._slow_functions), as the controller reads it
+# file of fast tests: the slow one is read from the file's text (conftest.slow_functions), as the controller reads it
 SLOW_LATE = [*COLLECTION[8:10], *COLLECTION[12:14],  # the heavy groups, one each
              "tests/test_a.py::test_one", "tests/test_a.py::test_two[1]", "tests/test_a.py::test_two[2]",
              "tests/test_a.py::test_3", "tests/test_e.py::test_other",
@@ -103,10 +103,10 @@ SLOW_LATE = [*COLLECTION[8:10], *COLLECTION[12:14],  # the heavy groups, one eac
 def test_files_with_slow_tests_go_before_the_fast_files():
     """After the heavy groups, a file with slow tests before every file of fast tests, even a larger one (xdist's
     own order, most tests first, sent test_a.py first and left the demo among the last units of the run)."""
-    assert {"test_full_demo_reaches_99_percent_exact_match", "test_training_is_reproducible"} <= _slow_functions(
+    assert {"test_full_demo_reaches_99_percent_exact_match", "test_training_is_reproducible"} <= slow_functions(
         ROOT / "tests/test_train.py")
-    assert "test_reversal_batches_are_the_seeds_task" not in _slow_functions(ROOT / "tests/test_train.py")
-    engine = _slow_functions(ROOT / "tests/test_serving_engine.py")  # a case marked slow: pytest.param(marks=...)
+    assert "test_reversal_batches_are_the_seeds_task" not in slow_functions(ROOT / "tests/test_train.py")
+    engine = slow_functions(ROOT / "tests/test_serving_engine.py")  # a case marked slow: pytest.param(marks=...)
     assert "test_schedule_equals_transformers_engine" in engine and "test_small_cache_exercises_soft_resets" not in engine
     _, workers = _run(SLOW_LATE)
     second = [[SLOW_LATE[index] for index in worker.sent[1]] for worker in workers]
