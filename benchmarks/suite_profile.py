@@ -10,7 +10,7 @@ to repeat on a shared machine, so it is measured a piece at a time, one process,
         run those files in one process (`-n 0 -p no:randomly`), every test's setup, call and teardown timed;
         prints per file the seconds and the slowest tests and setups. A session fixture is set up once in the
         process, on the first test that needs it, as on the full run's worker (conftest.py: Workers)
-    PYTHONPATH=. python benchmarks/suite_profile.py schedule F.json [F.json ...] [--collected C.json]
+    PYTHONPATH=. python benchmarks/suite_profile.py schedule F.json [F.json ...] [--collected C.json] [--xdist-order]
         the full run's two workers, simulated: the work units of conftest.py's FileOrGroupScheduling (each heavy
         fixture's group, every other file whole) in its order, each handed to the first worker that is free,
         with the seconds measured by `run` (a unit not measured counts its tests at the fast tier's mean);
@@ -154,37 +154,36 @@ def run(files: list[str], marker: str | None, out: Path) -> None:
         print(f"  {seconds:8.2f} s  {when:8s} {nodeid}")
 
 
-HEAVY_FIXTURES = ("published_tables", "figures", "report_dir", "gloo", "full_report_dir")  # tests/conftest.py's
-
-
-def schedule(measured: list[Path], collected: Path | None) -> None:
-    """The two workers of the full run, simulated (see the module's docstring)."""
+def schedule(measured: list[Path], collected: Path | None, xdist_order: bool = False,
+             fast_s: float = 0.16, slow_s: float = 5.0) -> None:
+    """The two workers of the full run, simulated (see the module's docstring); a test not measured counts
+    fast_s or slow_s by its mark."""
     seconds: dict[str, float] = {}
-    fast_times = []
     for path in measured:
         for nodeid, entry in json.loads(path.read_text(encoding="utf-8"))["tests"].items():
             if "outcome" in entry:
                 seconds[nodeid] = entry["setup"] + entry["call"] + entry["teardown"]
-                if not entry["slow"]:
-                    fast_times.append(seconds[nodeid])
     tests = json.loads(collected.read_text(encoding="utf-8"))["tests"] if collected else {k: {} for k in seconds}
     fixtures = json.loads(collected.read_text(encoding="utf-8")).get("groups", {}) if collected else {}
-    mean_fast = sum(fast_times) / len(fast_times) if fast_times else 0.05
+    for nodeid, entry in tests.items():
+        seconds.setdefault(nodeid, slow_s if entry.get("slow") else fast_s)
     units: dict[str, list[str]] = {}
     for nodeid in tests:
         units.setdefault(fixtures.get(nodeid) or _file_of(nodeid), []).append(nodeid)
-    order = sorted(units, key=lambda u: -len(units[u]))  # xdist's loadscope order: most tests first
+    sys.path.insert(0, str(ROOT))
+    from tests.conftest import HEAVY_FIXTURES, slow_tests_of  # the order conftest's scheduler hands units out in
+
+    slow = {u: 0 for u in units} if xdist_order else slow_tests_of(units)
+    order = sorted(units, key=lambda u: (-slow[u], -len(units[u])))  # xdist's alone: most tests first
     order = [u for u in HEAVY_FIXTURES if u in units] + [u for u in order if u not in HEAVY_FIXTURES]
     workers = [0.0, 0.0]
     last: list[tuple[float, float, int, str]] = []
-    unmeasured = 0
     for unit in order:
-        cost = sum(seconds.get(n, mean_fast) for n in units[unit])
-        unmeasured += sum(n not in seconds for n in units[unit])
+        cost = sum(seconds[n] for n in units[unit])
         w = workers.index(min(workers))
         last.append((workers[w], cost, w, unit))
         workers[w] += cost
-    print(f"{len(units)} units, {len(tests)} tests ({unmeasured} not measured: {mean_fast:.3f} s each); "
+    print(f"{len(units)} units, {len(tests)} tests (not measured: {fast_s} s a fast one, {slow_s} s a slow one); "
           f"workers finish at {workers[0]:.0f} s and {workers[1]:.0f} s (idle at the end: {abs(workers[0] - workers[1]):.0f} s)")
     print("the last units to start, and the longest:")
     for start, cost, w, unit in last[-5:] + sorted(last, key=lambda r: -r[1])[:10]:
@@ -201,8 +200,12 @@ def main() -> int:
     r.add_argument("--out", type=Path, default=Path("/tmp/suite_run.json"))
     r.add_argument("files", nargs="+")
     s = sub.add_parser("schedule")
-    s.add_argument("measured", nargs="+", type=Path)
+    s.add_argument("measured", nargs="*", type=Path)
     s.add_argument("--collected", type=Path)
+    s.add_argument("--xdist-order", action="store_true", help="the order before wt46_suitetime: most tests first")
+    s.add_argument("--fast-s", type=float, default=0.16, help="a fast test not measured (README: the fast tier's "
+                   "9 min 24 s on 2 workers for 7,056 tests)")
+    s.add_argument("--slow-s", type=float, default=5.0, help="a slow test not measured (~5 s of CPU: an HF case)")
     args, extra = parser.parse_known_args()  # run: other options (-k EXPR, -x) go to pytest as they are
     if extra and args.command != "run":
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
@@ -211,7 +214,7 @@ def main() -> int:
     elif args.command == "run":
         run([*extra, *args.files], args.marker, args.out.resolve())
     else:
-        schedule(args.measured, args.collected)
+        schedule(args.measured, args.collected, args.xdist_order, args.fast_s, args.slow_s)
     return 0
 
 
