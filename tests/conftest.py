@@ -16,9 +16,14 @@ Workers: the full run's `-n 2 --dist loadgroup --durations=25` (README) hands ea
 (pytest_xdist_make_scheduler below): every test that needs a heavy fixture goes with the others that
 need it (an xdist_group mark, added here, named by the costliest of HEAVY_FIXTURES it needs), those
 groups first, costliest first, so each session fixture is set up once in the run; every other test
-goes with its file, largest files first (xdist's order), so a file's module fixtures and the caches
-its tests warm are built on one worker. xdist's own loadgroup sent those tests one at a time to
-whichever worker was free, so both built each file's setup (validate/FINDINGS.md, wt43_house).
+goes with its file, so a file's module fixtures and the caches its tests warm are built on one
+worker (xdist's own loadgroup sent those tests one at a time to whichever worker was free, so both
+built each file's setup: validate/FINDINGS.md, wt43_house). After the heavy groups come the files
+with slow tests, most slow tests first, then the rest, largest first (xdist's order). A worker takes
+the next unit when it is free, so the run ends on the many small fast files and both workers finish
+together; in xdist's order alone (largest first) a file of one or two long tests (a serving table's
+figures, the training demo: 60-120 s each) came among the last units while the other worker had
+nothing left (validate/FINDINGS.md, wt46_suitetime).
 
 Threads: the measured tests build tiny models, whose ops are too small for torch's intra-op
 threads to pay on 2 cores, and the gloo ranks and CLI subprocesses share those cores; one OpenMP
@@ -114,12 +119,54 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log):
             return nodeid.split("::", 1)[0] if scope == nodeid else scope
 
         def _assign_work_unit(self, node) -> None:
+            if not getattr(self, "_ordered", False):  # the first unit handed out: the queue as Workers says
+                self._ordered = True
+                slow = slow_tests_of(self.workqueue)
+                order = sorted(self.workqueue, key=lambda unit: (-slow[unit], -len(self.workqueue[unit])))
+                for unit in order:
+                    self.workqueue.move_to_end(unit)
             for group in reversed(HEAVY_FIXTURES):  # the heavy groups first, costliest at the front
                 if group in self.workqueue:
                     self.workqueue.move_to_end(group, last=False)
             super()._assign_work_unit(node)
 
     return FileOrGroupScheduling(config, log)
+
+
+def slow_functions(path: Path) -> set[str]:
+    """The test functions of a test file that carry @pytest.mark.slow, or a case of theirs does
+    (pytest.param(..., marks=pytest.mark.slow)); every test of the file where its pytestmark holds slow.
+    Read from the file's text: the xdist controller, which orders the work units, collects no items."""
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, ValueError):
+        return set()
+
+    def says_slow(node: ast.AST) -> bool:
+        return any(isinstance(n, ast.Attribute) and n.attr == "slow" for n in ast.walk(node))
+
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "pytestmark" for t in node.targets):
+            if says_slow(node.value):
+                return {"*"}
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(map(says_slow, node.decorator_list)):
+            names.add(node.name)
+    return names
+
+
+def slow_tests_of(workqueue) -> dict[str, int]:
+    """Each work unit's number of slow tests (>= 3 s each), from the test files' text (slow_functions)."""
+    root, by_file, counts = Path(__file__).parent.parent, {}, {}
+    for unit, nodeids in workqueue.items():
+        counts[unit] = 0
+        for nodeid in nodeids:
+            path, _, rest = nodeid.partition("::")
+            if path not in by_file:
+                by_file[path] = slow_functions(root / path)
+            function = rest.split("@")[0].split("[")[0].split("::")[-1]
+            counts[unit] += bool(by_file[path] & {"*", function})
+    return counts
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's worker reads the xdist_group marks (its nodeid suffix)

@@ -108,8 +108,8 @@ AMENDED = {"hf-bloom-ds-inference bloom-176b int8 tp8 batch 1": 1.061,
            "evalscope-qwq-vllm qwq-32b-preview tp2 input 1": 1.087}
 
 
-def test_first_computed_ratios_of_a_few_rows():
-    assert_first_computed(SOURCES, FIRST, AMENDED)
+def test_first_computed_ratios_of_a_few_rows(published_tables):
+    assert_first_computed(SOURCES, FIRST, AMENDED, tables=published_tables)
 
 
 # (rows, median error %, within 0.75-1.33x, within 10%, within 5%) and (lowest, highest): as first computed

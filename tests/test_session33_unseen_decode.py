@@ -134,8 +134,8 @@ MOVED = {"llm-perf-bench-4bit mlc-llm llama2-7b q4f16_1 rtx4090": 0.829,
 # 4.34.1: 3,250 ops in place of 5.24's 3,023 eager): the fp16 row 1.028 -> 0.956 (the fp32 row 1.164 -> 1.073, not listed)
 MOVED["premai-a100 transformers llama2-7b fp16"] = 0.956
 
-def test_first_computed_ratios_of_a_few_rows():
-    assert_first_computed(SOURCES, FIRST, MOVED)
+def test_first_computed_ratios_of_a_few_rows(published_tables):
+    assert_first_computed(SOURCES, FIRST, MOVED, tables=published_tables)
 
 
 # (rows, median error %, within 0.75-1.33x, within 10%, within 5%) and (lowest, highest): as first computed

@@ -134,8 +134,8 @@ MOVED: dict[str, float] = {"autoawq-v0.1.6 mistral mistral-7b gemm batch 8 2048/
                            "tinychat-b76fab6 tinychat mpt-30b int4 a6000": 0.956}
 
 
-def test_first_computed_ratios_of_a_few_rows():
-    assert_first_computed(SOURCES, FIRST, MOVED)
+def test_first_computed_ratios_of_a_few_rows(published_tables):
+    assert_first_computed(SOURCES, FIRST, MOVED, tables=published_tables)
 
 
 def test_the_13b_nemo_rows_run_below_the_bandwidth_floor_of_16_bit_weights():

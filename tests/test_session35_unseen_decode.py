@@ -146,8 +146,8 @@ MOVED: dict[str, float] = {"optimum-gptq-bench llama2-13b gptq-exllama batch 1 5
 MOVED.update({"optimum-gptq-bench llama2-13b fp16 batch 1 512/512 a100": 1.284,
               "optimum-gptq-bench llama2-13b gptq-exllama batch 1 512/512 a100": 1.094})
 
-def test_first_computed_ratios_of_a_few_rows():
-    assert_first_computed(SOURCES, FIRST, MOVED)
+def test_first_computed_ratios_of_a_few_rows(published_tables):
+    assert_first_computed(SOURCES, FIRST, MOVED, tables=published_tables)
 
 
 # (rows, median error %, within 0.75-1.33x, within 10%, within 5%) and (lowest, highest): as first computed (the 71

@@ -117,8 +117,8 @@ MOVED: dict[str, float] = {  # the ratios now, where a sourced change moved them
     "trtllm-v0.5.0 llama2-7b fp8 tp1 batch 16 2048/2048 l40s": 1.011}
 
 
-def test_first_computed_ratios_of_a_few_rows():
-    assert_first_computed(SOURCES, FIRST, MOVED)
+def test_first_computed_ratios_of_a_few_rows(published_tables):
+    assert_first_computed(SOURCES, FIRST, MOVED, tables=published_tables)
 
 
 # (rows, median error %, within 0.75-1.33x, within 10%, within 5%) and (lowest, highest), as first computed

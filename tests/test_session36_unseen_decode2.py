@@ -135,8 +135,8 @@ MOVED.update({"autoawq-d6ac3be vicuna llama2-7b gemv batch 1 2048/2048 rtx3090":
               "autoawq-d6ac3be falcon falcon-7b gemm batch 1 64/64 rtx3090": 1.631})
 
 
-def test_first_computed_ratios_of_a_few_rows():
-    assert_first_computed(SOURCES, FIRST, MOVED)
+def test_first_computed_ratios_of_a_few_rows(published_tables):
+    assert_first_computed(SOURCES, FIRST, MOVED, tables=published_tables)
 
 
 # (rows, median error %, within 0.75-1.33x, within 10%, within 5%) and (lowest, highest), as first computed

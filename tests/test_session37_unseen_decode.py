@@ -150,8 +150,8 @@ MOVED: dict[str, float] = {"modelopt-v0.15 llama3-8b fp16 batch 1 h100": 0.849,
                            "hamel-latency-2023-hf transformers fp32 a6000": 1.046}
 
 
-def test_first_computed_ratios_of_a_few_rows():
-    assert_first_computed(SOURCES, FIRST, MOVED)
+def test_first_computed_ratios_of_a_few_rows(published_tables):
+    assert_first_computed(SOURCES, FIRST, MOVED, tables=published_tables)
 
 
 # (rows, median error %, within 0.75-1.33x, within 10%, within 5%) and (lowest, highest), as first computed

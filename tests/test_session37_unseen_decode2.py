@@ -106,8 +106,8 @@ MOVED = {"amd-vllm-0.7.3 llama3.1-70b fp8 tp8 batch 1 128/2048": 0.87,
          "qwen2-speed-vllm qwen2-72b-instruct bf16 tp4 input 30720": 1.362}
 
 
-def test_first_computed_ratios_of_a_few_rows():
-    assert_first_computed(SOURCES, FIRST, MOVED)
+def test_first_computed_ratios_of_a_few_rows(published_tables):
+    assert_first_computed(SOURCES, FIRST, MOVED, tables=published_tables)
 
 
 # (rows, median error %, within 0.75-1.33x, within 10%, within 5%) and (lowest, highest), as first computed

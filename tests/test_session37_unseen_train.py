@@ -61,8 +61,8 @@ FIRST = {"torchtune llama3.2-3b full packed 1xa100": 1.152,
 AMENDED = {"nanochat d32 8xh100": 0.907}  # the step's rate (typing fix after computing, published_derived)
 
 
-def test_first_computed_ratios_of_a_few_rows():
-    assert_first_computed(SOURCES, FIRST, AMENDED)
+def test_first_computed_ratios_of_a_few_rows(published_tables):
+    assert_first_computed(SOURCES, FIRST, AMENDED, tables=published_tables)
 
 
 FIRST_STATS = {"all": ((9, 6.2, 7, 6, 4), (0.548, 3.628)),

@@ -95,8 +95,8 @@ MOVED: dict[str, float] = {"rocm-torch-compile open-llama-7b bf16 compile defaul
                            "pytorch-gpt-fast-ci llama2-7b bf16 a100-40gb": 0.925}
 
 
-def test_first_computed_ratios_of_a_few_rows():
-    assert_first_computed(SOURCES, FIRST, MOVED)
+def test_first_computed_ratios_of_a_few_rows(published_tables):
+    assert_first_computed(SOURCES, FIRST, MOVED, tables=published_tables)
 
 
 # (rows, median error %, within 0.75-1.33x, within 10%, within 5%) and (lowest, highest), as first computed

@@ -90,13 +90,13 @@ def test_the_vllm_and_autoawq_rows_are_their_tables():
             assert quantization == {"weight_dtype": "int4", "weight_group": 128, "quant_layout": layout}
 
 
-def test_the_rows_the_model_could_not_express_are_expressed():
+def test_the_rows_the_model_could_not_express_are_expressed(published_tables):
     """EXL2's mixed bit widths and vLLM's pre-PR RTN (a torch dequantization a forward) were no format or layout here,
     and `published` marked those 14 rows not expressible (`unknown weight_dtype 'exl2'`, `unknown quant_layout
     'vllm-rtn-torch'`). wt40_expressible made both expressible from their code (--weight-dtype exl2 --weight-bits,
     --quant-layout vllm-rtn-torch: tests/test_expressible_exl2_rtn.py pins their first figures): none is refused now."""
     refused = {}
-    ratios(("oobabooga-quant-2023", "vllm-pr26051-rtn"), refused=refused)
+    ratios(("oobabooga-quant-2023", "vllm-pr26051-rtn"), refused=refused, tables=published_tables)
     assert refused == {}
 
 
@@ -135,8 +135,8 @@ EXPRESSED_LATER = tuple(f"oobabooga-quant-2023 llama2-13b {t} rtx3090" for t in 
     f"vllm-pr26051-rtn llama3.1-8b old rtn {d} batch {b} h100" for d in ("int8", "int4") for b in (1, 4, 8, 16))
 
 
-def test_first_computed_ratios_of_a_few_rows():
-    assert_first_computed(SOURCES, {**FIRST, **AMENDED}, MOVED, refused=())  # wt40_expressible: none refused
+def test_first_computed_ratios_of_a_few_rows(published_tables):
+    assert_first_computed(SOURCES, {**FIRST, **AMENDED}, MOVED, refused=(), tables=published_tables)  # wt40_expressible: none refused
 
 
 # (rows, median error %, within 0.75-1.33x, within 10%, within 5%) and (lowest, highest): the first computation

@@ -98,8 +98,8 @@ MOVED: dict[str, float] = {"vllm-pr53060-h100pcie qwen2.5-0.5b-instruct bf16 fa3
                            "vllm-pr23197-bf16 llama3.3-70b bf16 tp4 batch 1 h100": 1.083}
 
 
-def test_first_computed_ratios_of_a_few_rows():
-    assert_first_computed(SOURCES, FIRST, MOVED)
+def test_first_computed_ratios_of_a_few_rows(published_tables):
+    assert_first_computed(SOURCES, FIRST, MOVED, tables=published_tables)
 
 
 # (rows, median error %, within 0.75-1.33x, within 10%, within 5%) and (lowest, highest), as first computed

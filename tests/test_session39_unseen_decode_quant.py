@@ -109,8 +109,8 @@ MOVED: dict[str, float] = {
     "redhat-r1-qwen-7b r1-distill-qwen-7b w4a16 tp1 code completion 256/1024 a6000": 0.974}
 
 
-def test_first_computed_ratios_of_a_few_rows():
-    assert_first_computed(SOURCES, FIRST, MOVED)
+def test_first_computed_ratios_of_a_few_rows(published_tables):
+    assert_first_computed(SOURCES, FIRST, MOVED, tables=published_tables)
 
 
 # (rows, median error %, within 0.75-1.33x, within 10%, within 5%) and (lowest, highest): the first computation

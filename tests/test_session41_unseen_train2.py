@@ -128,12 +128,13 @@ ETP_ROWS = {**{f"dgxc-grok1 grok1-314b {p} tp4 ep8 etp4 {g}xgb200": r
 ETP_ROWS.update({'dgxc-grok1 grok1-314b bf16 tp4 ep8 etp4 128xgb200': 1.012, 'dgxc-grok1 grok1-314b bf16 tp4 ep8 etp4 256xgb200': 1.019, 'dgxc-grok1 grok1-314b bf16 tp4 ep8 etp4 512xgb200': 1.009, 'dgxc-grok1 grok1-314b fp8 tp4 ep8 etp4 128xgb200': 1.124, 'dgxc-grok1 grok1-314b fp8 tp4 ep8 etp4 256xgb200': 1.106, 'dgxc-grok1 grok1-314b fp8 tp4 ep8 etp4 512xgb200': 1.098, 'dgxc-llama4 llama4-maverick bf16 tp4 ep128 etp4 512xh100': 1.083, 'dgxc-llama4 llama4-maverick fp8 tp4 ep128 etp4 512xh100': 1.145})
 
 
-def test_the_refused_rows_say_why():
+def test_the_refused_rows_say_why(published_tables):
     """Not expressible, as `published` marks them: cuDNN's fused attention has no Ampere figures (the A100 24.04 rows
     with flash attention). The eight rows at expert tensor parallelism 4 (ETP = TP, the experts split beside the
     attention: the GB200 Grok-1 rows, the H100 Maverick rows), refused when typed, compute since wt41_etp."""
     why: dict[str, str] = {}
-    every = ratios(("jaxtoolbox-pax-5b", "jaxtoolbox-pax-175b", "dgxc-grok1", "dgxc-llama4"), refused=why)
+    every = ratios(("jaxtoolbox-pax-5b", "jaxtoolbox-pax-175b", "dgxc-grok1", "dgxc-llama4"), refused=why,
+                   tables=published_tables)
     assert sorted(why) == sorted(REFUSED)
     assert all("has no published figures on ampere" in reason for reason in why.values())
     assert {k: round(every[k], 3) for k in ETP_ROWS} == ETP_ROWS
@@ -153,8 +154,8 @@ FIRST = {"jaxtoolbox-pax-126m gpt3-126m te-bf16 dp64 64xh100-sxm 24.04": 0.876,
 MOVED: dict[str, float] = {}
 
 
-def test_first_computed_ratios_of_a_few_rows():
-    assert_first_computed(SOURCES, FIRST, MOVED, REFUSED)
+def test_first_computed_ratios_of_a_few_rows(published_tables):
+    assert_first_computed(SOURCES, FIRST, MOVED, REFUSED, tables=published_tables)
 
 
 FIRST_STATS = {"training rates": ((29, 14.2, 25, 12, 6), (0.691, 1.364)),

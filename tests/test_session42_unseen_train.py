@@ -116,8 +116,8 @@ MOVED: dict[str, float] = {"jaxtoolbox-t5x t5-v1.1-xl bf16 tp1 256xa100": 1.384,
                            "t5x-gpu-2023 t5-v1.1-small bf16 tp1 8xa100": 2.291}
 
 
-def test_first_computed_ratios_of_a_few_rows():
-    assert_first_computed(SOURCES, FIRST, MOVED)
+def test_first_computed_ratios_of_a_few_rows(published_tables):
+    assert_first_computed(SOURCES, FIRST, MOVED, tables=published_tables)
 
 
 FIRST_STATS = {"training rates": ((23, 24.6, 15, 6, 2), (0.899, 2.318)),

@@ -62,8 +62,8 @@ MOVED: dict[str, float] = {}
 REFUSED = ("nemo-perf-nvfp4 llama3-8b mxfp8 8xb200",)
 
 
-def test_first_computed_ratios_of_a_few_rows():
-    assert_first_computed(SOURCES, FIRST, MOVED, REFUSED)
+def test_first_computed_ratios_of_a_few_rows(published_tables):
+    assert_first_computed(SOURCES, FIRST, MOVED, REFUSED, tables=published_tables)
 
 
 FIRST_STATS = {"training rates": ((4, 6.6, 3, 3, 1), (1.032, 3.658)),

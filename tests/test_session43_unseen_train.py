@@ -126,8 +126,8 @@ MOVED: dict[str, float] = {}
 REFUSED: tuple[str, ...] = ()  # the six FP8 rows were refused until wt43_fp8scope added their scope
 
 
-def test_first_computed_ratios_of_a_few_rows():
-    assert_first_computed(SOURCES, FIRST, MOVED, REFUSED)
+def test_first_computed_ratios_of_a_few_rows(published_tables):
+    assert_first_computed(SOURCES, FIRST, MOVED, REFUSED, tables=published_tables)
 
 
 # "training rates" restated by wt43_fp8scope: 17 rows (21.1%) -> 23 with the six FP8 rows (23.0%)

@@ -71,8 +71,8 @@ FIRST = {
 MOVED = {"autoawq-issue645 llama2-13b-chat gemm batch 1 128/128 a800-40gb": 1.475}
 
 
-def test_first_computed_ratios_of_a_few_rows():
-    assert_first_computed(SOURCES, FIRST, MOVED)
+def test_first_computed_ratios_of_a_few_rows(published_tables):
+    assert_first_computed(SOURCES, FIRST, MOVED, tables=published_tables)
 
 
 # (rows, median error %, within 0.75-1.33x, within 10%, within 5%) and (lowest, highest), as first computed

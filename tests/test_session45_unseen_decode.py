@@ -108,8 +108,8 @@ MOVED = {}
 REFUSED = ("sglang-b200-gist nemotron3-nano-30b fp8 tp1 c1 b200",)
 
 
-def test_first_computed_ratios_of_a_few_rows():
-    assert_first_computed(SOURCES, FIRST, MOVED, REFUSED)
+def test_first_computed_ratios_of_a_few_rows(published_tables):
+    assert_first_computed(SOURCES, FIRST, MOVED, REFUSED, tables=published_tables)
 
 
 # (rows, median error %, within 0.75-1.33x, within 10%, within 5%) and (lowest, highest), as first computed

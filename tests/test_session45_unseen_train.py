@@ -97,8 +97,8 @@ FIRST = {"megatron-ci-speed megatron-ci-7b tp1 pp4 vp8 8xh100-sxm": 1.395,
 MOVED = {}
 
 
-def test_first_computed_ratios_of_a_few_rows():
-    assert_first_computed(SOURCES, FIRST, MOVED)
+def test_first_computed_ratios_of_a_few_rows(published_tables):
+    assert_first_computed(SOURCES, FIRST, MOVED, tables=published_tables)
 
 
 FIRST_STATS = {"training rates": ((30, 353.4, 5, 3, 3), (0.984, 15.836)),

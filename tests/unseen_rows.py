@@ -27,15 +27,15 @@ MOVED or AMENDED); its summary loop becomes assert_summaries with decode_groups 
     FIRST = {"source-a model fp16 tp1 batch 1": 1.234}   # id -> ratio as first computed (kept when it moves)
     MOVED = {}                                           # id -> the ratio now, where a sourced change moved it
 
-    def test_first_computed_ratios_of_a_few_rows():
-        assert_first_computed(SOURCES, FIRST, MOVED)
+    def test_first_computed_ratios_of_a_few_rows(published_tables):   # slow: `published`'s shared table
+        assert_first_computed(SOURCES, FIRST, MOVED, tables=published_tables)
 
     FIRST_STATS = {"all": ((12, 8.1, 11, 7, 3), (0.912, 1.402)), "source-a": (...), "source-b": (...)}
     NOW_STATS = {**FIRST_STATS}                          # the groups a sourced change moved, restated
 
     @pytest.mark.slow  # every row of the sources computed
-    def test_the_rows_as_first_computed():
-        every = ratios(SOURCES)
+    def test_the_rows_as_first_computed(published_tables):
+        every = ratios(SOURCES, tables=published_tables)
         assert_summaries(every, decode_groups(every, SOURCES), NOW_STATS)
         # the file's own checks on `every` (which rows are too fast, an order between two rows) follow here
 
@@ -96,13 +96,16 @@ def train_setup_of(run: dict) -> tuple:
 
 
 def assert_first_computed(sources: tuple[str, ...], first: dict[str, float], moved: dict[str, float],
-                          refused: tuple[str, ...] = ()) -> dict[str, float]:
+                          refused: tuple[str, ...] = (), tables: dict | None = None) -> dict[str, float]:
     """Each row of `first` at its ratio to 3 decimals: the first-computed figure, or the one in `moved` where a
     sourced change has moved it since. The rows the model refuses (rows_summary.ratios' `refused`, as `published`
     marks them not expressible) are exactly `refused`: a row that starts being refused fails here rather than
-    leave the ratios unnoticed. Returns every expressible row's ratio."""
+    leave the ratios unnoticed. Returns every expressible row's ratio. With `tables` (the published_tables
+    fixture) the rows are read from `published`'s table, computed once in the run, rather than computed again:
+    every session file's first-computed test passes it (before wt46_suitetime each computed its sources' rows
+    again in the fast tier, the rows the slow summary test then read from the table)."""
     why: dict[str, str] = {}
-    every = ratios(sources, refused=why)
+    every = ratios(sources, refused=why, tables=tables)
     assert sorted(why) == sorted(refused), why
     assert {k: round(every[k], 3) for k in first} == {**first, **moved}
     return every
