@@ -80,10 +80,10 @@ FIRST_STATS = {"training rates": ((9, 10.1, 9, 4, 2), (0.929, 1.283)),
 NOW_STATS = {**FIRST_STATS}
 
 
-def test_first_computed_ratios_and_the_overlap_split():
+def test_first_computed_ratios_and_the_overlap_split(published_tables):
     """All nine within 0.75-1.33x. The five rows with B.2's 1F1B all-to-all overlap on read 1.10-1.28x (median 1.14),
     the four with it off 0.93-1.05x: the model hides more of the expert all-to-all than the runs did."""
-    every = assert_first_computed(SOURCES, FIRST, MOVED)
+    every = assert_first_computed(SOURCES, FIRST, MOVED, tables=published_tables)
     assert_summaries(every, {k: v for k, v in train_groups(every, SOURCES).items() if v}, NOW_STATS)
     on = sorted(round(every[r["id"]], 3) for r in runs_of("mcore-moe-report") if r["overlap"].get("ep"))
     off = sorted(round(every[r["id"]], 3) for r in runs_of("mcore-moe-report") if not r["overlap"].get("ep"))
