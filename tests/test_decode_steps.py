@@ -167,6 +167,11 @@ SCRIPTS = {"gpt-fast": ("generate.py", "32971d3"), "gpt-fast-amd": ("generate.py
            "amd-vllm-0.6.6": ("benchmarks/benchmark_latency.py", "00db020"),
            "amd-vllm-0.8.5": ("benchmarks/benchmark_latency.py", "00db020"),
            "amd-vllm-0.9.1": ("benchmarks/benchmark_latency.py", "00db020"),
+           # session 46's unseen rows (wt46_unseend): the same MI300X table at vLLM 0.9.0.1, 0.8.5 (20250513) and 0.7.3
+           # (20250410)
+           "amd-vllm-0.9.0.1": ("benchmarks/benchmark_latency.py", "00db020"),
+           "amd-vllm-0.8.5-0513": ("benchmarks/benchmark_latency.py", "00db020"),
+           "amd-vllm-0.7.3-0410": ("benchmarks/benchmark_latency.py", "00db020"),
            # session 40's unseen rows (wt40_unseend2): the Qwen pages' SGLang and vLLM tables
            "qwen3-speed-sglang": ("Speed = (tokens_prompt + tokens_generation) / time", None),
            "qwen2.5-speed-vllm": ("speed_benchmark_vllm.py", "8205ba2"),
