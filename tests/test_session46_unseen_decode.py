@@ -162,7 +162,7 @@ def test_the_rows_as_first_computed(published_tables):
     # the 70B too slow at batch 1-32 in every release (0.76-0.93): 160 all-reduces a step priced at RCCL's curve
     # (nccl_facts.json all_reduce_busbw mi300x, ~45 us a call at 16 KiB) are most of its step; the 405B (its
     # compute 3.3x the 70B's behind 252 all-reduces) less so, so at batch 1 the 405B is the closer in every release
-    for source in SOURCES:
+    for source in AMD:
         for batch in (1, 8, 32):
             assert every[f"{source} llama3.1-70b fp8 tp8 batch {batch} 128/2048"] < 0.94
         assert every[f"{source} llama3.1-70b fp8 tp8 batch 1 128/2048"] < \
