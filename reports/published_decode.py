@@ -49,8 +49,27 @@ def decode_all_reduce(run: dict[str, Any], source: dict[str, Any]) -> str:
 #: (kernel_facts.json "decode_attention_kernels": TensorRT-LLM v0.6.1's masked MHA); none: the fused one.
 #: sampling: how the loop picks its token (costmodel/generate_windows.SAMPLINGS; one GPU's simulate only: a
 #: tensor-parallel run stating another than greedy is refused, decode_layout_run); none: greedy.
+#: mla: latent attention's form in the decode steps (spec.MLA_FORMS; decode_mla: its engine's where none is stated).
 DECODE_SETTINGS = ("prompt", "gen", "batch", "attention", "kv_cache", "cuda_graphs", "dtype", "implementation",
-                   "decode_kernel", "sampling", "compiled", "eager_prefill")
+                   "decode_kernel", "sampling", "compiled", "eager_prefill", "mla")
+
+
+def decode_mla(run: dict[str, Any], source: dict[str, Any]) -> str:
+    """Latent attention's form (spec.MLA_FORMS) a decode run's steps take: the one it or its source states, else
+    "absorbed" where SGLang runs it (its "engine"), else transformers' naive form (spec.DEFAULT_MLA, simulate's).
+    SGLang's DeepSeek attention (sgl-project/sglang python/sglang/srt/models/deepseek_v2.py at 00114aef19,
+    DeepseekV2AttentionMLA.dispatch_attn_forward_method) takes AttnForwardMethod.MLA ('Use absorbed multi-latent
+    attention') for every decode batch on CUDA under each of its backends (flashinfer, fa3, triton; MHA only for
+    a prefill without cached prefix), and forward_absorb_prepare / forward_absorb_core fold W_UK into the queries
+    (bmm with w_kc), attend the cached latents as one KV head of kv_lora_rank + qk_rope_head_dim (attn_mqa) and
+    fold W_UV after it (bmm with w_vc): the absorbed form (docs/serving.md, 'Latent attention'). Only a model with
+    latent attention reads it."""
+    from costmodel.spec import DEFAULT_MLA, DEFAULT_SERVE_MLA
+
+    named = stated(run, source, "mla")
+    if named is not None:
+        return named
+    return DEFAULT_SERVE_MLA if stated(run, source, "engine") == "sglang" else DEFAULT_MLA
 DECODE_QUANTIZATION = ("weight_dtype", "weight_group", "weight_bits", "fp8_gemm", "kv_dtype")
 
 
@@ -65,7 +84,8 @@ def decode_setup(run: dict[str, Any], source: dict[str, Any]) -> tuple[ModelConf
     (simulate_inference's cache_size; None where the run states none), and so are "compiled" (torch.compile's
     fused kernels, simulate --compile; with cuda_graphs replayed from a graph, as mode "reduce-overhead" runs
     them: false where neither states it) and "eager_prefill" (the prefill eager beside compiled steps,
-    simulate --eager-prefill: gpt-fast's generate.py without --compile_prefill; false where neither states it)."""
+    simulate --eager-prefill: gpt-fast's generate.py without --compile_prefill; false where neither states it),
+    and "mla" (latent attention's form, simulate --mla: decode_mla's)."""
     cfg = run_model(run)
     settings = {key: stated(run, source, key) for key in DECODE_SETTINGS}
     settings["dtype"] = settings["dtype"] or "bf16"
@@ -74,6 +94,7 @@ def decode_setup(run: dict[str, Any], source: dict[str, Any]) -> tuple[ModelConf
     settings["sampling"] = settings["sampling"] or "greedy"
     settings["compiled"] = bool(settings["compiled"])  # torch.compile's kernels (graphed where cuda_graphs): --compile
     settings["eager_prefill"] = bool(settings["eager_prefill"])  # simulate --eager-prefill
+    settings["mla"] = decode_mla(run, source)  # latent attention's form: simulate --mla
     quantization = {k: run[k] for k in DECODE_QUANTIZATION if k in run}
     if "weight_dtype" in quantization and source.get("quantize_head"):  # gpt-fast's, torchao's head
         quantization["quantize_head"] = True
@@ -160,7 +181,7 @@ def decode_generation(run: dict[str, Any], source: dict[str, Any], time_model: s
                                 cuda_graphs=s["cuda_graphs"], quantization=quantization, time_model=time_model,
                                 implementation=s["implementation"], decode_kernel=s["decode_kernel"],
                                 sampling=s["sampling"], cache_size=s["cache_size"], compiled=s["compiled"],
-                                eager_prefill=s["eager_prefill"])
+                                eager_prefill=s["eager_prefill"], mla=s["mla"])
     generation = result["decode"]
     if host is not None:
         first = generation["first_token"]["seconds"] if generation["decode_steps"] else 0.0  # no step: none read
@@ -180,7 +201,8 @@ def decode_layout_run(run: dict[str, Any], source: dict[str, Any], time_model: s
         raise ConfigError(f"sampling {s['sampling']!r} is counted by one GPU's simulate only (generate_windows); "
                           f"the layout model's decode step is greedy's, tp {run['tp']} here.")
     workload = Workload(seq_len=s["prompt"], gen_tokens=s["gen"], batch=s["batch"], dtype=s["dtype"],
-                        attention=s["attention"], precision="pure", kv_cache=s["kv_cache"], **quantization)
+                        attention=s["attention"], precision="pure", kv_cache=s["kv_cache"], mla=s["mla"],
+                        **quantization)
     return simulate_decode(cfg, workload, decode_layout(run, source), hardware, cuda_graphs=s["cuda_graphs"],
                            time_model=time_model, prefill=prefill, implementation=s["implementation"],
                            decode_kernel=s["decode_kernel"], compiled=s["compiled"], eager_prefill=s["eager_prefill"])

@@ -167,6 +167,11 @@ SCRIPTS = {"gpt-fast": ("generate.py", "32971d3"), "gpt-fast-amd": ("generate.py
            "amd-vllm-0.6.6": ("benchmarks/benchmark_latency.py", "00db020"),
            "amd-vllm-0.8.5": ("benchmarks/benchmark_latency.py", "00db020"),
            "amd-vllm-0.9.1": ("benchmarks/benchmark_latency.py", "00db020"),
+           # session 46's unseen rows (wt46_unseend): the same MI300X table at vLLM 0.9.0.1, 0.8.5 (20250513) and 0.7.3
+           # (20250410)
+           "amd-vllm-0.9.0.1": ("benchmarks/benchmark_latency.py", "00db020"),
+           "amd-vllm-0.8.5-0513": ("benchmarks/benchmark_latency.py", "00db020"),
+           "amd-vllm-0.7.3-0410": ("benchmarks/benchmark_latency.py", "00db020"),
            # session 40's unseen rows (wt40_unseend2): the Qwen pages' SGLang and vLLM tables
            "qwen3-speed-sglang": ("Speed = (tokens_prompt + tokens_generation) / time", None),
            "qwen2.5-speed-vllm": ("speed_benchmark_vllm.py", "8205ba2"),
@@ -223,7 +228,10 @@ DECODE_STEPS_ONLY = {"ibm-compile-llama2": "median latency", "llm-perf-bench-4bi
                      "sglang-b200-gist": "TPOT", "vultr-b200-vllm": "TPOT", "accelmark-a": "tpot_ms_p50",
                      "accelmark-f": "tpot_ms_p50", "accelmark-d": "tpot_ms_p50", "accelmark-b": "tpot_ms_p50",
                      "accelmark-g": "tpot_ms_p50", "accelmark-vllm020": "tpot_ms_p50",
-                     "inferencebench-qwen72b-h100": "tpot_p50_ms", "inferencebench-llama8b-h100": "tpot_p50_ms"}
+                     "inferencebench-qwen72b-h100": "tpot_p50_ms", "inferencebench-llama8b-h100": "tpot_p50_ms",
+                     # session 46's unseen rows (wt46_unseend): InferenceX's benchmark_serving.py mean TPOT at a
+                     # concurrency (its per-request (latency - ttft) / (output_len - 1))
+                     "inferencex-gptoss-h100": "mean_tpot_ms", "inferencex-dsr1-h200": "mean_tpot_ms"}
 #: The sources whose tokens/s counts the prompt's tokens too (Qwen3's docs: (prompt + generation) / time; premAI's
 #: bench.py: len(output[0]) / delta, the prompt's ids among the output's).
 PROMPT_COUNTED = ("qwen3-speed-hf", "qwen3-speed-sglang", "premai-a100", "hamel-latency-2023-hf")  # the last: hf/bench.py's

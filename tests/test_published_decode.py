@@ -149,7 +149,9 @@ def test_every_decode_run_is_typed_here_from_its_source():
                  "optimum-benchmark-vicunas ", "optimum-benchmark-mistrals ", "autoawq-issue276 ",
                  "autoawq-issue276-fp16 ", "autoawq-issue645 ", "autoawq-pr656 ", "sglang-b200-gist ",
                  "vultr-b200-vllm ", "accelmark-a ", "accelmark-f ", "accelmark-d ", "accelmark-b ", "accelmark-g ",
-                 "accelmark-vllm020 ", "inferencebench-qwen72b-h100 ", "inferencebench-llama8b-h100 ")
+                 "accelmark-vllm020 ", "inferencebench-qwen72b-h100 ", "inferencebench-llama8b-h100 ",
+                 "amd-vllm-0.9.0.1 ", "amd-vllm-0.8.5-0513 ", "amd-vllm-0.7.3-0410 ", "inferencex-gptoss-h100 ",
+                 "inferencex-dsr1-h200 ")
     decode = {r["id"] for r in data["runs"] if r["kind"] == "decode" and not r["id"].startswith(elsewhere)}
     assert decode == set(STATED)
 

@@ -83,11 +83,15 @@ def test_the_stated_releases():
                       "vllm-pr3240": {"vllm-v0.5.4"}, "vllm-pr4002": {"vllm-v0.5.4"},
                       # session 45 (wt45_unseend): AccelMark's runner at vLLM 0.7.3 (V0)
                       "accelmark-a": {"vllm-v0.6.0"}, "accelmark-b": {"vllm-v0.6.0"}, "accelmark-d": {"vllm-v0.6.0"},
-                      "accelmark-f": {"vllm-v0.6.0"}, "accelmark-g": {"vllm-v0.6.0"}}
+                      "accelmark-f": {"vllm-v0.6.0"}, "accelmark-g": {"vllm-v0.6.0"},
+                      # session 46 (wt46_unseend): ROCm/vllm's MI300X pages at vLLM 0.9.0.1, 0.8.5 and 0.7.3 (V0)
+                      "amd-vllm-0.9.0.1": {"vllm-v0.6.0"}, "amd-vllm-0.8.5-0513": {"vllm-v0.6.0"},
+                      "amd-vllm-0.7.3-0410": {"vllm-v0.6.0"}}
     assert sum(decode.vllm_host_time(r, data["sources"][r["id"].split()[0]]) is not None
-               for r in data["runs"]) == 21 + 4 + 1 + 4 + 24 + 36 + 24 + 12 + 21 + 33  # + session 39's 36 model-card rows, +
+               for r in data["runs"]) == 21 + 4 + 1 + 4 + 24 + 36 + 24 + 12 + 21 + 33 + 36  # + session 39's 36 model-card rows, +
     # session 40's 24 V0 MI300X rows (wt40_unseend) and 12 Qwen2.5 vLLM 0.6.3 rows (wt40_unseend2), + session 42's 21
-    # (wt42_unseend2: 1 + 7 + 7 + 6), + session 45's 33 AccelMark vLLM 0.7.3 rows (wt45_unseend: 9 + 4 + 6 + 10 + 4)
+    # (wt42_unseend2: 1 + 7 + 7 + 6), + session 45's 33 AccelMark vLLM 0.7.3 rows (wt45_unseend: 9 + 4 + 6 + 10 + 4), +
+    # session 46's 36 V0 MI300X rows (wt46_unseend: 3 x 12)
 
 
 def test_an_overlapped_part_longer_than_the_shortest_step_is_refused():
