@@ -138,8 +138,8 @@ MOVED = {"inferencex-dsr1-h200 deepseek-r1-0528 fp8 tp8 c8 1k/1k h200": 1.115,  
          "inferencex-dsr1-h200 deepseek-r1-0528 fp8 tp8 c64 1k/1k h200": 1.095}  # was 0.545 (naive MLA)
 
 
-def test_first_computed_ratios_of_a_few_rows():
-    assert_first_computed(SOURCES, FIRST, MOVED)
+def test_first_computed_ratios_of_a_few_rows(published_tables):
+    assert_first_computed(SOURCES, FIRST, MOVED, tables=published_tables)
 
 
 # (rows, median error %, within 0.75-1.33x, within 10%, within 5%) and (lowest, highest), as first computed
