@@ -14,7 +14,7 @@ from typing import Any
 from .checkpoint import check_stored
 from .config_checks import check_experts, check_latent_attention, check_newer_fields, check_nope_layers
 from .layer_pattern import MIXERS, check_kv_shared, check_layer_pattern, kv_shared_counts, layer_kind
-from .errors import MAX_SIZE, ConfigError, show  # noqa: F401 (re-exported: costmodel.config.ConfigError, show)
+from .errors import MAX_SIZE, ConfigError, show, unknown_field  # noqa: F401 (re-exported: costmodel.config.ConfigError, show)
 from .errors import check_bool, check_choice, check_int, check_number, require_decoder  # noqa: F401 (re-exported)
 # The workload's choices and dtypes (spec.py) and Workload, re-exported where they always were.
 from .spec import (ATTENTIONS, CANONICAL_DTYPE, DTYPE_BYTES, DTYPES, IMPLEMENTATIONS,  # noqa: F401
@@ -527,10 +527,10 @@ class ModelConfig:
     @classmethod
     def from_dict(cls, data: dict[str, Any], source: str = "config") -> "ModelConfig":
         """Build from a dict of field names (the project's own preset format)."""
-        known = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise ConfigError(f"{source}: unknown field {show(unknown[0])}.")
+        known = [f.name for f in dataclasses.fields(cls)]
+        unknown = sorted(set(data) - set(known))
+        if unknown:  # its 100-odd fields not listed
+            raise ConfigError(f"{source}: {unknown_field(unknown[0], known, list_known=False)}.")
         missing = [f.name for f in dataclasses.fields(cls)
                    if f.default is dataclasses.MISSING and f.name not in data]
         if missing:

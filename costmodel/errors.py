@@ -74,3 +74,30 @@ def require_decoder(cfg: Any) -> None:
     """Generation needs a decoder: an encoder-only model is refused in one sentence."""
     if not cfg.n_decoder_layers:
         raise ConfigError(f"model {show(cfg.name)} has no decoder; it does not generate.")
+
+
+def unknown_field(name: Any, known: Any, list_known: bool = True) -> str:
+    """A field a file's schema does not hold, said with the one or two it likely misspells or shortens
+    ("price_per_hour": price_per_gpu_hour; "memory": memory_bytes; "n_layers": n_decoder_layers or
+    n_encoder_layers), else with the known fields (list_known): a hardware file's refusal listed all 38
+    fields, a ModelConfig JSON's none."""
+    key, known = str(name), list(known)
+    words = set(key.split("_"))
+    near = ([field for field in known if field.startswith(key + "_")][:1]
+            or ([field for field in known if words <= set(field.split("_"))][:2] if len(words) > 1 else [])
+            or _nearest(key, known))
+    if near:
+        return f"unknown field {show(name)} (did you mean {' or '.join(near)}?)"
+    return f"unknown field {show(name)}" + (f" (known: {', '.join(known)})" if list_known else "")
+
+
+def _nearest(key: str, known: list[str]) -> list[str]:
+    """The one or two names spelled most like key (difflib's ratio at least 0.8: "fp9", as near fp8 as fp4, gets
+    the list of dtypes), a second only as near as the first, within 0.02 ("intra_node_bandwith_bytes_per_s"
+    means intra_node_, not inter_node_)."""
+    import difflib
+
+    ratios = sorted(((difflib.SequenceMatcher(None, key, name).ratio(), -i, name) for i, name in enumerate(known)),
+                    reverse=True)
+    best = ratios[0][0] if ratios else 0.0
+    return [name for ratio, _, name in ratios[:2] if ratio >= 0.8 and ratio >= best - 0.02]

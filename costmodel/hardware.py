@@ -483,6 +483,11 @@ def load_hardware(name: str) -> Hardware:
         raise ConfigError(f"--hardware {show(name)}: one GPU here; several, comma-separated, are compared by plan --serve --rate only.")
     if not path.is_file():
         refuse_a_count(name, key)
+        from .presets import resolve_name  # a model typed where the GPU goes (--hardware llama3-8b)
+
+        if (model := resolve_name(name)) is not None:
+            raise ConfigError(f"unknown hardware {show(name)}: {show(name)} names a model ({model}), not a GPU; it goes "
+                              "to --model, and --hardware takes a GPU preset (`hardware`) or a hardware file (.json).")
         close = close_presets(key)
         hint = f" Did you mean {', '.join(close)}?" if close else f" Known: {', '.join(hardware_names())}."
         raise ConfigError(f"unknown hardware {show(name)}.{hint} A path to a hardware file (.json) is also taken.")

@@ -88,6 +88,15 @@ def is_hardware_path(name: str) -> bool:
     return name.lower().endswith(".json") or os.sep in name or "/" in name
 
 
+def names_hardware(name: str) -> str | None:
+    """The preset (or the refused family name: 'v100', 'a100') a name means as --hardware reads it, else None:
+    what `--model h100` says it is (it read "unknown model 'h100'. Known: ..." and the 106 models' names)."""
+    if not isinstance(name, str) or not name.strip() or is_hardware_path(name):
+        return None
+    key = preset_key(name)
+    return key if key in preset_names() or key in refused_hardware_names() else None
+
+
 def close_presets(key: str) -> list[str]:
     """Up to three presets a mistyped name may mean: first those whose every word the name holds
     ("h200-sxm-141gb" holds h200), then difflib's nearest preset names, then aliases."""

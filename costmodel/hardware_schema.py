@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from .config import show
+from .errors import unknown_field
 
 #: The matmul dtypes a hardware file may give a peak for (fp8: E4M3/E5M2 tensor cores; int8: IMMA;
 #: mxfp8: block-scaled FP8, a scale per 32 elements in the tensor core's own operands, as Blackwell's
@@ -234,7 +235,7 @@ def schema_problems(data: Any) -> list[str]:
     """Every problem of a hardware file's JSON, one sentence each (empty: a valid file)."""
     if not isinstance(data, dict):
         return [f"a hardware file is a JSON object, got {type(data).__name__}"]
-    problems = [f"unknown field {show(k)} (known: {', '.join(SCHEMA)})" for k in data
+    problems = [unknown_field(k, SCHEMA) for k in data
                 if k not in SCHEMA and not str(k).startswith("_")]
     if set(ROW_FIELDS) & set(data):  # `hardware h100 --json > f.json`: the listing's row, not a file
         problems.insert(0, f"{' and '.join(sorted(set(ROW_FIELDS) & set(data)))} are `hardware NAME --json`'s row, "
@@ -486,7 +487,6 @@ def _section_problems(data: dict, section: str, fields: dict[str, Field]) -> lis
         return []
     if not isinstance(value, dict):
         return [f"{section} must be an object, got {show(value)}"]
-    problems: list[str | None] = [f"{section} has an unknown field {show(k)} (known: {', '.join(fields)})"
-                                  for k in value if k not in fields]
+    problems: list[str | None] = [f"{section} has an {unknown_field(k, fields)}" for k in value if k not in fields]
     problems += [fields[k].problem(f"{section}.{k}", v) for k, v in value.items() if k in fields]
     return problems

@@ -47,7 +47,8 @@ JSON_UNITS = {
              "last_step.seconds": "seconds", "*_seconds": "seconds", "memory_capacity": "bytes",
              "tokens_per_second": "tokens a second", "model_flops": "FLOP a step", "split": "seconds",
              "mfu, hfu": "fractions of 1", "cost": _COST_UNITS,
-             "host": "ops_per_step: aten ops a decode step; seconds_per_step, op_seconds, kernels_seconds: seconds"},
+             "host": "ops_per_step: aten ops a decode step (every stage's); ops_per_rank (a pipeline): the busiest "
+                     "stage's; seconds_per_step, op_seconds, kernels_seconds: seconds"},
     "finetune": {"memory": "bytes; params, trainable_params: parameters (a count)",
                  "fit": "bytes (memory, capacity, each option's memory; least.memory: the least one GPU holds, where no option fits)",
                  "time": "seconds (*_seconds, parts, seconds); gemm_flops: FLOPs; dequant_bytes: bytes; tokens: a count; "

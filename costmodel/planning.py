@@ -304,7 +304,8 @@ def serving_host_note(feasible: list[dict[str, Any]]) -> str | None:
     bound = [entry for entry in feasible if entry.get("host", {}).get("bound")]
     if not bound:
         return None
-    ops = sorted({entry["host"]["ops_per_step"] for entry in bound})
+    # a pipeline's rank issues its stage's share (ops_per_rank): "6,136 ops on each rank's host" was pp 2's whole step
+    ops = sorted({entry["host"].get("ops_per_rank", entry["host"]["ops_per_step"]) for entry in bound})
     which = ("every layout's decode step is" if len(bound) == len(feasible) else
              f"{len(bound):,} of the {len(feasible):,} layouts' decode steps are")
     return (f"{which} host-bound: Hugging Face generate's eager step issues "

@@ -136,7 +136,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import ConfigError
+from .errors import ConfigError, show
 from .spec import DEFAULT_FP8_GEMM, DEFAULT_QUANT_LAYOUT, FP8_GEMMS, QUANT_LAYOUTS
 from .spec import KV_DTYPES  # noqa: F401 (--kv-dtype: one byte per cached element, plus two fp32 scales per layer)
 
@@ -149,6 +149,11 @@ WEIGHT_DTYPES = {"int8": (8, None), "int4": (4, 128), "fp8": (8, None), "nf4": (
 #: parameters, which stay in the activation dtype: measured in tests/test_finetune_families.py).
 #: Every other format: all of a layer's matrices.
 WEIGHT_SCOPES = {"mxfp4": "experts", "nf4": "linear"}
+#: The blocks bitsandbytes quantizes NF4 in (--weight-group for nf4): bitsandbytes 0.50.2 (the version pyproject's
+#: test extra pins), bitsandbytes/_ops.py, quantize_4bit's check `blocksize in (32, 64, 128, 256, 512, 1024,
+#: 2048, 4096)`; functional.quantize_4bit(x, blocksize=100) raised "ValueError: invalid blocksize 100" here (CPU),
+#: as 16 and 8192 did. Round 45 left `--weight-dtype nf4 --weight-group 100` accepted and sized.
+NF4_BLOCKSIZES = (32, 64, 128, 256, 512, 1024, 2048, 4096)
 #: The kinds of weight matrix a checkpoint's ignore list can keep in the unquantized dtype
 #: (costmodel/checkpoint_ignore.py; tree.weight_kind names each leaf's): a layer's attention projections,
 #: a dense layer's MLP, a MoE layer's shared and routed experts.
@@ -311,6 +316,9 @@ def weight_format(dtype: str | None, group: int | None = None,
     bits, default = WEIGHT_DTYPES[dtype]
     if dtype == "mxfp4" and group not in (None, default):
         raise ConfigError(f"workload: mxfp4 scales blocks of {default} values; no other weight_group.")
+    if dtype == "nf4" and group not in (None, *NF4_BLOCKSIZES):
+        raise ConfigError(f"workload: nf4 quantizes blocks of {', '.join(map(str, NF4_BLOCKSIZES))} values "
+                          f"(bitsandbytes' quantize_4bit), not {show(group)}; the default is {default}.")
     group = default if group is None else group
     if dtype == "nf4":
         return WeightFormat(dtype, bits, group, "nf4", double_quant, scope=WEIGHT_SCOPES[dtype], head=head, kept=kept)

@@ -21,7 +21,7 @@ from costmodel.spec import (CUDA_GRAPHS, DEFAULT_HARDWARE, DEFAULT_SCHEDULER, DE
 
 from .options import LENGTH, PRICE, RATE, SECONDS_NUMBER, decode_code_option, not_replica_options
 from .output import DtypeChoice, ReportInputError, atomic_file, check_destination, figure_format, finite, write_text
-from .text import hourly_cost, price_said, seconds, significant
+from .text import hourly_cost, plural, price_said, seconds, significant
 
 
 def _ms(value: float) -> str:
@@ -53,7 +53,7 @@ def render_setup(summary: dict[str, Any], requests: str | None = None) -> list[s
     kv = setup["kv_cache"]
     source = load_source(setup)
     lines = [
-        f"{setup['model']} on {setup['replicas']} replica(s) ({setup['router']}"
+        f"{setup['model']} on {plural(setup['replicas'], 'replica')} ({setup['router']}"
         + (f"; {setup['disaggregate'][0]} prefill + {setup['disaggregate'][1]} decode" if setup["disaggregate"] else "")
         + f") of {setup['tp']} x {setup['hardware']}"
         + (f" per stage, {setup['pp']} pipeline stages " if setup.get("pp", 1) > 1 else " ")
@@ -184,7 +184,7 @@ def cost_line(cost: dict[str, Any]) -> str:
     """serve's cost (costmodel/cost.py serving_cost, over the rate the deployment sustains:
     serving/metrics.sustained_output) in one line."""
     per_million = cost["dollars_per_million_output_tokens"]
-    hourly = hourly_cost(cost["price_per_gpu_hour"], cost["dollars_per_hour"], f"{cost['gpus']} GPU(s)")
+    hourly = hourly_cost(cost["price_per_gpu_hour"], cost["dollars_per_hour"], cost["gpus"])
     over = (f" at {significant(cost['output_tokens_per_s'])} output tokens/s, {SUSTAINED_BASIS[cost['basis']]}"
             if cost.get("basis") else " at this throughput")
     return (f"cost: {hourly}{price_said(cost)}; "

@@ -136,10 +136,16 @@ def _rank_host_lines(token: dict[str, Any], i: dict[str, Any]) -> list[str]:
     host = token.get("host")
     if not host:
         return []
+    bound = 'host-bound' if host['bound'] else 'kernel-bound'
+    if "ops_per_rank" in host:  # a pipeline: each rank issues its stage's share, the stages one after the other
+        return [f"  host: {host['ops_per_step']:,} eager ops a step ({i.get('implementation', 'transformers')}) over "
+                f"the pipeline's stages, up to {host['ops_per_rank']:,} on one rank's host, "
+                f"{seconds(host['seconds_per_step'])} to issue stage after stage; the stages' kernels and exposed "
+                f"communication take {seconds(host['kernels_seconds'])}: each stage is the longer of its two, {bound}",
+                *([f"  {host['op_time_note']}"] if host.get("op_time_note") else [])]
     return [f"  host: {host['ops_per_step']:,} eager ops a step ({i.get('implementation', 'transformers')}) on each "
             f"rank's host, {seconds(host['seconds_per_step'])} to issue; the rank's kernels and exposed communication "
-            f"take {seconds(host['kernels_seconds'])}: the step is the longer, "
-            f"{'host-bound' if host['bound'] else 'kernel-bound'}",
+            f"take {seconds(host['kernels_seconds'])}: the step is the longer, {bound}",
             *([f"  {host['op_time_note']}"] if host.get("op_time_note") else [])]
 
 
@@ -323,10 +329,9 @@ def _generation_cost(r: dict[str, Any], width: int = 22) -> list[str]:
     if not cost or "dollars_per_million_output_tokens" not in cost:
         return []
     per_million = cost["dollars_per_million_output_tokens"]
-    gpus = f"{cost['gpus']:,} GPU" + ("s" if cost["gpus"] != 1 else "")
     # ',.4g' read '$2.608e+04' for a long prompt's few tokens: serve's rule (significant) instead
     return [f"  {'cost':<{width}}{'$' + significant(per_million, 4):>10}   per million generated tokens at the "
-            f"end-to-end rate ({hourly_cost(cost['price_per_gpu_hour'], cost['dollars_per_hour'], gpus)}"
+            f"end-to-end rate ({hourly_cost(cost['price_per_gpu_hour'], cost['dollars_per_hour'], cost['gpus'])}"
             f"{price_said(cost, within=True)})"]
 
 

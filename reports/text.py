@@ -363,11 +363,11 @@ def gpu_hours(value: float) -> str:
     return f"{value:,.0f}" if value >= 100 else f"{value:.3g}"
 
 
-def hourly_cost(price: float, dollars_per_hour: float, gpus: str) -> str:
-    """'2 GPU(s) x $2 an hour = $4.00/h', serve's and simulate's words for a deployment's price: the price as
+def hourly_cost(price: float, dollars_per_hour: float, gpus: int) -> str:
+    """'2 GPUs x $2 an hour = $4.00/h', serve's and simulate's words for a deployment's price: the price as
     typed (a million dollars read '$1.23457e+06'), the hour's dollars as dollars() writes them ($0.0001 an
-    hour read '$0.00/h', as if free)."""
-    return f"{gpus} x ${significant(price, 6)} an hour = {dollars(dollars_per_hour)}/h"
+    hour read '$0.00/h', as if free). serve wrote '1 GPU(s)' where simulate wrote '1 GPU' (rounds 19-45)."""
+    return f"{plural(gpus, 'GPU')} x ${significant(price, 6)} an hour = {dollars(dollars_per_hour)}/h"
 
 
 def price_said(cost: dict[str, Any], within: bool = False) -> str:

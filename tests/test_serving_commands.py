@@ -141,7 +141,8 @@ def test_serve_figures_and_rate_sweep(tmp_path, capsys) -> None:
                  "--slo-ttft", "0.05"]) == 0
     text = capsys.readouterr().out
     # the deployment is named as `serve --rate` names it; one output token reads "token", its TPOT a dash
-    assert text.startswith("llama3-8b on 1 replica(s) (round-robin) of 1 x h100-sxm (bf16), scheduler vllm")
+    # was "1 replica(s)" before round 46
+    assert text.startswith("llama3-8b on 1 replica (round-robin) of 1 x h100-sxm (bf16), scheduler vllm")
     assert "requests: 40 at each rate, Poisson (seed 0); prompt 512, output 1 token\n" in text
     row_1 = [line for line in text.splitlines() if line.startswith("      1 ")][0].split()
     assert row_1[3:5] == ["-", "-"] and row_1[-1].endswith("%") and "goodput" in text

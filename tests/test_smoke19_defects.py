@@ -77,7 +77,8 @@ def test_serve_price_gives_dollars_per_million_output_tokens(capsys):
     assert run["cost"]["dollars_per_million_output_tokens"] == 4.0 / (4 * 128 * 3600) * 1e6
     code, out, _ = run_main([*SERVE_8B, "--tp", "2", "--price", "2"], capsys)
     per_million = run["cost"]["dollars_per_million_output_tokens"]
-    assert code == 0 and f"cost: 2 GPU(s) x $2 an hour = $4.00/h; ${per_million:,.4g} per million output tokens" in out
+    # was "2 GPU(s)" before round 46
+    assert code == 0 and f"cost: 2 GPUs x $2 an hour = $4.00/h; ${per_million:,.4g} per million output tokens" in out
     assert "cost" not in run_json(SERVE_8B, capsys)  # no price: no cost (the h100 preset has none)
 
 

@@ -105,10 +105,10 @@ def test_the_price_of_an_hour_and_of_a_million_tokens_keep_their_figures(capsys)
     assert "(1 GPU x $0.0001 an hour = $0.0001/h)" in run_main([*args, "--price", "0.0001"], capsys)[1]
     code, out, _ = run_main(["serve", "--model", "llama3.1-8b", "--rate", "2", "--requests", "10",
                              "--price", "0.0001"], capsys)
-    assert code == 0 and "cost: 1 GPU(s) x $0.0001 an hour = $0.0001/h; " in out
+    assert code == 0 and "cost: 1 GPU x $0.0001 an hour = $0.0001/h; " in out  # was "1 GPU(s)" before round 46
     code, out, _ = run_main(["serve", "--model", "llama3.1-8b", "--rate", "2", "--requests", "10",
                              "--price", "2"], capsys)
-    assert code == 0 and "cost: 1 GPU(s) x $2 an hour = $2.00/h; " in out  # test_smoke19's wording kept
+    assert code == 0 and "cost: 1 GPU x $2 an hour = $2.00/h; " in out  # was "1 GPU(s)" before round 46 (simulate's "1 GPU")
 
 
 def test_a_block_typo_in_formulas_names_the_words_it_may_mean(capsys):

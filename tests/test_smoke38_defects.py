@@ -219,7 +219,7 @@ def test_printing_a_serve_run_is_the_commands_text(capsys):
                              "--requests", "20", "--seed", "3"], capsys)
     assert code == 0 and repr(run) == out.rstrip("\n")
     assert "requests: 20 from Poisson 5 req/s (seed 3); prompt 512, output 128 tokens" in out
-    assert run._repr_html_().startswith("<pre>llama3-8b on 1 replica(s)")
+    assert run._repr_html_().startswith("<pre>llama3-8b on 1 replica")  # was "1 replica(s)" before round 46
 
 
 def test_a_sweep_axis_in_the_commands_text_form_says_the_python_form():

@@ -123,7 +123,8 @@ def test_a_price_from_the_hardware_file_says_so(priced_h100, capsys):
     assert "= $2.99/h, the hardware file's price_per_gpu_hour)" in run_main(generate, capsys)[1]
     serve = ["serve", "--model", "llama3-8b", "--rate", "2", "--requests", "20", "--hardware", priced_h100]
     assert run_json(serve, capsys)["cost"]["price_source"] == "hardware file"
-    assert f"cost: 1 GPU(s) x $2.99 an hour = $2.99/h {file_note}; " in run_main(serve, capsys)[1]
+    # was "1 GPU(s)" before round 46
+    assert f"cost: 1 GPU x $2.99 an hour = $2.99/h {file_note}; " in run_main(serve, capsys)[1]
     plan = ["plan", "--model", "llama3-8b", "--gpus", "8", "--tokens", "1e12", "--top", "1", "--hardware", priced_h100]
     assert run_json(plan, capsys)["feasible"][0]["cost"]["price_source"] == "hardware file"
     assert f"at $2.99 per GPU-hour {file_note}" in run_main(plan, capsys)[1]

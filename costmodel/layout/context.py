@@ -202,15 +202,18 @@ def all_to_all_heads(cfg: ModelConfig, tp: int, cp: int, kv_heads: str = "kv",
 
     queries = cfg.n_heads // tp
     keys = queries if kv_heads == "repeated" else kv_heads_per_rank(cfg.global_kv_heads or cfg.n_kv_heads, tp)
+    # deepspeed's --cp is Ulysses' a2a whether or not --cp-rotate was typed (Layout's default): it read "--cp-rotate
+    # a2a scatters ..." to a user who typed --cp 3 alone (round 45's left item)
+    rotate = "DeepSpeed-Ulysses (deepspeed's --cp, --cp-rotate a2a)" if replicate else "--cp-rotate a2a"
     if queries % cp:
         said = "'Attention head count ... is not divisible by SP size'" if replicate else \
             "'The number of attention heads needs to be divisible by CP size!'"
-        raise ConfigError(f"layout: --cp-rotate a2a scatters a rank's {queries} attention heads over --cp {cp}; "
+        raise ConfigError(f"layout: {rotate} scatters a rank's {queries} attention heads over --cp {cp}; "
                           f"they do not divide ({said}).")
     if keys % cp and not (replicate and cp % keys == 0):
         rule = f"nor do they divide {cp} (DeepSpeed-Ulysses' repetition)" if replicate else \
             "and Transformer Engine repeats none"
-        raise ConfigError(f"layout: --cp-rotate a2a scatters a rank's {keys} key/value heads over --cp {cp}; "
+        raise ConfigError(f"layout: {rotate} scatters a rank's {keys} key/value heads over --cp {cp}; "
                           f"they do not divide, {rule}.")
     return queries, max(keys, cp)
 

@@ -259,7 +259,8 @@ class KernelStepTime(StepTime):
             return token
         compute = seconds = kernels_total = host_total = 0.0
         bound = False
-        for stage in estimate.stages:
+        stage_ops = [stage_host_ops(estimate, split, stage) for stage in estimate.stages]
+        for stage, ops in zip(estimate.stages, stage_ops):
             times = self.stage(stage)
             launches = self.overhead_s * sum(count * self.part_seconds.get(key, (0.0, 0))[1]
                                              for key, count in self.part_runs(stage).items())
@@ -268,14 +269,17 @@ class KernelStepTime(StepTime):
             gaps = stream_seconds(self, stage)
             stage_compute = times["compute"] - launches + gaps
             kernels = stage_compute + times["tp"] + times["ep"] + times["cp"] + times["pp"]  # StepTime.token's order
-            host = stage_host_ops(estimate, split, stage) * self.timer.host_s_per_op
+            host = ops * self.timer.host_s_per_op
             compute, kernels_total, host_total = compute + stage_compute, kernels_total + kernels, host_total + host
             seconds += eager_step_seconds(kernels, 0.0, host)
             bound = bound or host >= kernels
         token.update(seconds_per_token=seconds, compute_seconds=compute,
                      tokens_per_second=estimate.workload.batch * estimate.layout.dp / seconds,
                      host={"ops_per_step": sum(split), "seconds_per_step": host_total,
-                           "kernels_seconds": kernels_total, "bound": bound, **host_op_fields(self.hardware)})
+                           "kernels_seconds": kernels_total, "bound": bound, **host_op_fields(self.hardware),
+                           # under a pipeline each rank issues its stage's share, the stages one after the other: the
+                           # busiest rank's ops ("6,136 ops on each rank's host" was the whole step's at pp 2)
+                           **({"ops_per_rank": round(max(stage_ops))} if estimate.layout.pp > 1 else {})})
         return token
 
     @cached_property

@@ -19,6 +19,7 @@ from typing import Any
 
 from ..aliases import read_aliases
 from ..config import ConfigError, ModelConfig, show
+from ..hardware_presets import names_hardware
 from ..hf import from_hf_config
 from ..hub_cache import HUB_ID, repo_id, snapshot_config
 
@@ -140,6 +141,11 @@ def load_preset(name: str) -> ModelConfig:
     if preset is None and "," in str(name) and all(resolve_name(part.strip()) for part in str(name).split(",")):
         raise ConfigError(f"--model {show(name)}: one model a run; to set several side by side, `report --models "
                           f"{','.join(part.strip() for part in str(name).split(','))} --out DIR`.")
+    if preset is None and (gpu := names_hardware(name)) is not None:
+        raise ConfigError(f"unknown model {show(name)}: {show(name)} names a GPU"
+                          f"{f' ({gpu})' if gpu != name.casefold() else ''}, not a model; it goes to "
+                          "--hardware (hardware= in Python), and --model takes a preset (`models`), a Hub id or a "
+                          "config.json.")
     if preset is None:
         close = close_spellings(str(name))
         hint = (f" Did you mean {', '.join(close)}?" if close
