@@ -65,3 +65,22 @@ def test_the_exllama_v1_rows_run_the_counted_code():
     assert decode_setup(run, source)[2]["implementation"] == "exllama-v1"
     split = decode_step_split(run, source, context=4 + 64)
     assert split["host (eager ops, alongside)"] == pytest.approx(914 * 6.545241752576789e-06, rel=1e-9)
+
+
+# wt46_eagerhost (session 46): the exllama-2562100 rows' code, ExLlama as an nn.Module with q4v2 kernels (not priced)
+@HERE
+def test_the_2562100_code_issues_89_calls_a_layer_117_with_act_order_and_20_a_step():
+    from validate.exllama_v1_ops import MODULE_COMMIT, count_module_era, cpu_upcasts
+
+    assert cpu_upcasts() == 5  # torch 2.13's CPU math attention: q, k, v, the mask to fp32 and the output back
+    plain, act = count_module_era(DEFAULT_REPO, MODULE_COMMIT), count_module_era(DEFAULT_REPO, MODULE_COMMIT, True)
+    assert (plain["per_layer"], plain["per_step"]) == (89, 20)
+    layer = plain["by_op"]
+    # 7 Ex4bitLinear (q, k, v, o, gate, up, down) at one row: view, zeros, q4v2_matmul, reshape's view each
+    assert (layer["exllama_ext.q4v2_matmul"], layer["exllama_ext.rms_norm"], layer["zeros"]) == (7, 2, 9)
+    # sdpa's math path with the buffer's mask: 2 mul, 2 bmm with their expands, the mask's add, softmax
+    assert (layer["bmm"], layer["expand"], layer["_safe_softmax"], layer["slice"], layer["mul_"]) == (2, 4, 1, 10, 5)
+    assert "_to_copy" not in layer and plain["step_by_op"]["_to_copy"] == 3  # the two moves and logits.float()
+    # act-order: each product first remaps the activation's columns (view, empty_like, column_remap, reshape's view)
+    assert act["per_layer"] == 89 + 7 * 4 and act["by_op"]["exllama_ext.column_remap"] == 7
+    assert act["per_step"] == 20

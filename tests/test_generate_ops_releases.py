@@ -35,6 +35,9 @@ def test_the_facts_are_the_counts_printed():
     assert RECORDED["4.31.0"]["llama eager bf16"] == {"per_layer": 100, "per_step": 47, "grouped_kv_per_layer": 8}
     assert RECORDED["4.34.1"]["llama eager bf16"] == {"per_layer": 100, "per_step": 50, "grouped_kv_per_layer": 8}
     assert RECORDED["4.36.2"]["llama sdpa bf16"] == {"per_layer": 79, "per_step": 41, "grouped_kv_per_layer": 8}
+    # wt46_eagerhost: 4.36.2's MPT (eager only, ALiBi) and Falcon-7B's multi-query layout (one KV head: no repeat)
+    assert RECORDED["4.36.2"]["mpt eager bf16"] == {"per_layer": 50, "per_step": 54, "grouped_kv_per_layer": 0}
+    assert RECORDED["4.36.2"]["falcon sdpa bf16"] == {"per_layer": 78, "per_step": 33, "grouped_kv_per_layer": 0}
     assert RECORDED["4.39.3"]["llama sdpa bf16"] == {"per_layer": 94, "per_step": 64, "grouped_kv_per_layer": 8}
     assert RECORDED["4.39.3"]["mistral sdpa bf16"] == {"per_layer": 79, "per_step": 49, "grouped_kv_per_layer": 8}
 
@@ -56,6 +59,10 @@ def test_step_ops_under_each_release():
     repeat_kv's 8 a layer under sdpa too before 5.24 (5.24's sdpa passes enable_gqa); a family no release entry
     counts takes 5.24's (code_bases); AutoGPTQ's exllama linears add their one extra call each."""
     llama7, llama13, mistral = load_preset("llama2-7b"), load_preset("llama2-13b"), load_preset("mistral-7b")
+    # wt46_eagerhost: the tinychat-b76fab6 FP16 MPT and Falcon rows' code; Falcon-40B's new decoder is not counted
+    assert step_ops(load_preset("mpt-7b"), "transformers-4.36", "fp16", "eager", "dynamic") == 50 * 32 + 54 == 1654
+    assert step_ops(load_preset("falcon-7b"), "transformers-4.36", "fp16", "eager", "dynamic") == 78 * 32 + 33 == 2529
+    assert step_ops(load_preset("falcon-40b"), "transformers-4.36", "fp16", "sdpa", "dynamic") is None
     assert step_ops(llama7, "transformers-4.39", "fp16", "sdpa", "dynamic") == 32 * 94 + 64 == 3072
     assert step_ops(llama7, "transformers-4.39", "fp32", "sdpa", "dynamic") == 32 * 87 + 61
     assert step_ops(mistral, "transformers-4.39", "fp16", "sdpa", "dynamic") == 32 * (79 + 8) + 49

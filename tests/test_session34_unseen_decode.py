@@ -131,7 +131,10 @@ MOVED: dict[str, float] = {"autoawq-v0.1.6 mistral mistral-7b gemm batch 8 2048/
                            "tinychat-b76fab6 hf llama2-13b fp16 a6000": 0.952,
                            # wt45_eagerhost (session 45): TinyChat's own MPT and Falcon INT4 models counted
                            # (tinychat-mpt-falcon): first computed 0.859
-                           "tinychat-b76fab6 tinychat mpt-30b int4 a6000": 0.956}
+                           "tinychat-b76fab6 tinychat mpt-30b int4 a6000": 0.956,
+                           # wt46_eagerhost (session 46): the FP16 Falcon row runs transformers 4.36.2's counted
+                           # FalconForCausalLM (2,529 calls, 16.6 ms of host under 17.2 ms of weights): was 1.638
+                           "tinychat-b76fab6 hf falcon-7b fp16 4090": 1.685}
 
 
 def test_first_computed_ratios_of_a_few_rows(published_tables):
@@ -193,6 +196,13 @@ NOW_STATS = {**NOW_STATS, "all": ((95, 9.8, 80, 48, 28), (0.338, 1.857)),
 # 0.848 -> 0.880
 NOW_STATS = {**NOW_STATS, "all": ((95, 9.8, 79, 49, 28), (0.338, 1.857)),
              "tinychat-b76fab6": ((21, 11.2, 18, 9, 6), (0.88, 1.638))}
+# wt46_eagerhost (session 46): TinyChat's FP16 MPT and Falcon rows run transformers 4.36.2's counted classes
+# (transformers-4.36 mpt 50 a layer and 54 a step, falcon 78 and 33, at the borrowed 6.55 us) in place of the per-block
+# launch term; the host under the kernels: A6000 mpt-7b 0.886 -> 0.992, falcon-7b 1.550 -> 1.697; 4090 0.939 -> 0.973,
+# 1.638 -> 1.685; all 9.8% -> 9.5%, within 10% 49 -> 50, within 5% 28 -> 30; tinychat 11.2% -> 10.5%, within 10% 9 -> 10,
+# within 5% 6 -> 8, highest 1.638 -> 1.697
+NOW_STATS = {**NOW_STATS, "all": ((95, 9.5, 79, 50, 30), (0.338, 1.857)),
+             "tinychat-b76fab6": ((21, 10.5, 18, 10, 8), (0.88, 1.697))}
 
 
 @pytest.mark.slow

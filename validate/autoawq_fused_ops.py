@@ -266,7 +266,8 @@ def count_blocks(block: str, repo: str = DEFAULT_REPO, commit: str = BLOCKS_COMM
                 # generate() runs the loop under torch.inference_mode, as the models' forward does; the
                 # head and the token are counted under no_grad, where nn.Linear dispatches its t, view,
                 # mm and _unsafe_view (inference mode shows one `linear`): the count of this table's
-                # other entries (autoawq-fused's LlamaForCausalLM head, gpt-fast's)
+                # other entries (autoawq-fused's LlamaForCausalLM head, gpt-fast's); since wt46_eagerhost
+                # host_calls.mode counts a composite op as its parts in either mode, so the no_grad changes no count
                 with _mode(record):
                     hidden_states = model(token).last_hidden_state
                     with torch.no_grad():

@@ -164,6 +164,120 @@ def count(repo: str = DEFAULT_REPO, commit: str = COMMIT) -> dict:
     return layer_split(step_calls(1), step_calls(2))
 
 
+class _OnGpu(str):
+    """The CPU as a device name that is not equal to "cpu": where the default map puts the norm, the head and the layers
+    on cuda:0, forward's `if self.config.device_map.lm_head == "cpu"` (an fp32 head) must stay false, and `.to(device)`
+    must move nothing on this machine (a "cpu:0" string makes torch copy)."""
+
+    def __eq__(self, other):
+        return False if other == "cpu" else str.__eq__(self, other)
+
+    __hash__ = str.__hash__
+
+
+MODULE_COMMIT = "2562100"  # 2023-05-23 'Fix for models without groupsize': the README the exllama-2562100 rows read
+
+
+def _module_model(model, folder: Path, layers: int, act_order: bool):
+    """ExLlama at MODULE_COMMIT (an nn.Module, Ex4bitLinear's q4v2 kernels) of `layers` layers without its __init__
+    (no file read), every device of its map the CPU here (the moves a GPU run makes are added by count_module_era), its
+    cache at 4 tokens; act_order: a g_idx in every linear, as an act-order GPTQ checkpoint (Ex4bitLinear keeps x_map,
+    so each product first remaps the activation's columns)."""
+    import torch
+
+    hidden, heads, inner, vocab = 256, 2, 512, 64
+    (folder / "config.json").write_text(json.dumps({
+        "bos_token_id": 1, "eos_token_id": 2, "pad_token_id": 0, "hidden_size": hidden, "initializer_range": 0.02,
+        "intermediate_size": inner, "num_attention_heads": heads, "num_hidden_layers": layers, "rms_norm_eps": 1e-6,
+        "vocab_size": vocab}))
+    config = model.ExLlamaConfig(str(folder / "config.json"))
+    config.max_seq_len = 16
+    config.device_map.norm = config.device_map.lm_head = _OnGpu("cpu")
+    config.device_map.layers = [_OnGpu("cpu")] * layers
+    tensors = _tensors(layers, hidden, inner)
+    if act_order:
+        for key in [key for key in tensors if key.endswith(".qweight")]:
+            n_in = tensors[key].shape[0] * 8
+            tensors[key[:-len("qweight")] + "g_idx"] = torch.arange(n_in, dtype=torch.int32) // 128
+    head_dim = hidden // heads
+    sin = cos = torch.zeros(1, 1, config.max_seq_len, head_dim, dtype=torch.float16)
+    exllama = object.__new__(model.ExLlama)
+    torch.nn.Module.__init__(exllama)
+    exllama.config = config
+    exllama.embed_tokens = torch.nn.Embedding(vocab, hidden).half()
+    exllama.layers = torch.nn.ModuleList(
+        [model.ExLlamaDecoderLayer(config, tensors, f"model.layers.{i}", i, sin, cos) for i in range(layers)])
+    exllama.norm = model.ExLlamaRMSNorm(config, tensors, "model.norm.weight")
+    exllama.lm_head = torch.nn.Linear(hidden, vocab, bias=False).half()
+    cache = model.ExLlamaCache(exllama)
+    cache.current_seq_len = 4
+    return exllama, cache
+
+
+#: The device moves one step at MODULE_COMMIT makes on a GPU under ExLlamaDeviceMap's default (the embedding on the
+#: CPU, the layers, norm and head on cuda:0), which a CPU run, its map all CPU, never shows: the embedding's output
+#: to cuda:0 before the first layer (`hidden_states.to(device)`), the logits back to the CPU
+#: (`logits.float().to(self.config.device_map.embed_tokens)`). The token is on the CPU already (the last step's
+#: logits were moved there), so `input_ids.to(embed_tokens)` moves nothing.
+MODULE_MOVES = 2
+
+
+def cpu_upcasts() -> int:
+    """The _to_copy calls torch's math attention adds on the CPU only, for fp16 inputs (ATen's
+    _scaled_dot_product_attention_math converts half and bfloat16 to float where the device is the CPU, and the
+    output back; on a GPU it runs in fp16): F.scaled_dot_product_attention with a mask at one query, counted at fp16
+    less at fp32 (5 on torch 2.13: q, k, v, the mask and the output)."""
+    import torch
+    import torch.nn.functional as F
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    def copies(dtype) -> int:
+        record = Calls()
+        record.on = True
+        query, keys = torch.zeros(1, 2, 1, 8, dtype=dtype), torch.zeros(1, 2, 5, 8, dtype=dtype)
+        with torch.no_grad(), sdpa_kernel(SDPBackend.MATH), mode(record):
+            F.scaled_dot_product_attention(query, keys, keys, attn_mask=torch.zeros(1, 1, 1, 5, dtype=dtype))
+        return record.calls["_to_copy"]
+
+    return copies(torch.float16) - copies(torch.float32)
+
+
+def count_module_era(repo: str = DEFAULT_REPO, commit: str = MODULE_COMMIT, act_order: bool = False) -> dict:
+    """count()'s split for ExLlama at MODULE_COMMIT (the exllama-2562100 rows' code): one step of its
+    test_benchmark_inference.py timed loop (`logits = logits[0, -1, :]`, `torch.argmax`, two unsqueeze,
+    `wrapper.next_logits(next_id)`), under no_grad as the script runs it, with the script's defaults: attention
+    PYTORCH_SCALED_DP (F.scaled_dot_product_attention with the buffer's zero mask; run here on torch's math path,
+    which a mask sent it to on torch 2.0's CUDA, flash and memory-efficient taking none there), matmul SWITCHED (one row
+    is under optimal_switch_thd 6: q4v2_matmul, the quantized product), MLP NORMAL (gate, SiLU, up, down as three
+    Ex4bitLinear); the step's own calls include MODULE_MOVES, and each layer's attention counts without the CPU's
+    upcasts (cpu_upcasts)."""
+    import torch
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    record = Calls()
+
+    def step_calls(layers: int) -> Counter:
+        with tempfile.TemporaryDirectory() as name:
+            model = _modules(repo, commit, Path(name), record)
+            exllama, cache = _module_model(model, Path(name), layers, act_order)
+            logits = torch.zeros(1, 1, 64, dtype=torch.float32)
+            for timed in (False, True):  # a first step untimed, then the counted one
+                record.calls.clear()
+                record.on = timed
+                with torch.no_grad(), sdpa_kernel(SDPBackend.MATH), mode(record):
+                    logits = logits[0, -1, :]
+                    token = torch.argmax(logits)
+                    next_id = token.unsqueeze(0).unsqueeze(0)
+                    logits = exllama.forward(next_id, cache)
+                for _ in range(MODULE_MOVES if timed else 0):
+                    record.note("_to_copy")
+                record.on = False
+            return Counter(record.calls) - Counter({"_to_copy": upcasts * layers})
+
+    upcasts = cpu_upcasts()
+    return layer_split(step_calls(1), step_calls(2))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repo", default=DEFAULT_REPO)

@@ -57,6 +57,16 @@ FAMILIES: dict[str, dict[str, Any]] = {
 }
 
 
+#: Families counted only under an older release's own classes (validate/generate_ops_releases.py; their 5.24 classes are
+#: not counted): MPT (ALiBi, LayerNorm, GELU; MptConfig's d_model, n_heads, n_layers from SIZES' names, its FFN
+#: expansion_ratio x d_model) and Falcon-7B's layout (multi-query: one KV head, whatever num_key_value_heads says; the
+#: parallel attention and MLP on one LayerNorm; rotary; no biases).
+RELEASE_FAMILIES: dict[str, dict[str, Any]] = {
+    "mpt": dict(max_seq_len=64),
+    "falcon": dict(multi_query=True, parallel_attn=True, new_decoder_architecture=False, alibi=False, bias=False),
+}
+
+
 def tiny_model(layers: int, kv_heads: int, attention: str, dtype: str, family: str = "llama",
            layer_type: str | None = None, top_k: int | None = None) -> Any:
     """A tiny `family` model of `layers` layers (all of `layer_type` where the family has kinds:
@@ -66,7 +76,7 @@ def tiny_model(layers: int, kv_heads: int, attention: str, dtype: str, family: s
 
     torch.manual_seed(0)
     eos = SIZES["vocab_size"] - 1
-    extra = dict(FAMILIES[family])
+    extra = dict(FAMILIES[family] if family in FAMILIES else RELEASE_FAMILIES[family])
     if layer_type is not None:
         extra["layer_types"] = [layer_type] * layers
     if top_k is not None:

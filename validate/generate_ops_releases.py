@@ -14,7 +14,10 @@ unsqueeze) and runs eager attention (expand, two bmm, div, the mask's add, softm
 casts); 4.36.2's sdpa layer (79) keeps the cached tables and makes one fused call; 4.39.3's Llama
 sdpa layer (94) computes the rotary cos and sin in every layer (inv_freq @ position_ids as a bmm,
 cat, cos, sin and their casts), and its step builds a causal mask from cache_position. 4.31-4.34 have
-no sdpa path for Llama (eager only); 4.36.2's and 4.39.3's rows run sdpa, their default.
+no sdpa path for Llama (eager only); 4.36.2's and 4.39.3's rows run sdpa, their default. 4.36.2's MPT
+(MptAttention: eager only, ALiBi) and Falcon-7B's layout (FalconAttention calls F.scaled_dot_product_attention
+itself, whatever attention is asked: eager and sdpa count the same) are counted too (wt46_eagerhost: the
+tinychat-b76fab6 FP16 MPT and Falcon rows), from generate_ops.RELEASE_FAMILIES' tiny configs.
 
 The release is not installed: unpack its wheel (`pip download transformers==4.39.3 --no-deps -d
 DIR`, unzip), blank its dependency check (dependency_versions_check.py's require_version_core and
@@ -34,7 +37,7 @@ COUNTED = {
     "4.31.0": (("llama", "eager"),),
     "4.32.1": (("llama", "eager"),),
     "4.34.1": (("llama", "eager"),),
-    "4.36.2": (("llama", "sdpa"),),
+    "4.36.2": (("llama", "sdpa"), ("mpt", "eager"), ("falcon", "sdpa")),  # mpt, falcon: wt46_eagerhost
     "4.39.3": (("llama", "sdpa"), ("mistral", "sdpa")),
 }
 

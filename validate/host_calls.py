@@ -34,13 +34,34 @@ def device_moves(func, args) -> int:
     return sum(index is not None for index in args[1])
 
 
+def composite(func) -> bool:
+    """Whether `func` is a CompositeImplicitAutograd op (aten::linear, matmul, reshape, to, layer_norm, ...): one the
+    dispatcher runs as the ops of its decomposition. A TorchDispatchMode sees such an op whole only where the autograd
+    keys are off (torch.inference_mode: the Python key is reached before the decomposition); under no_grad the
+    Autograd key decomposes it first and the mode sees its parts."""
+    import torch
+
+    return torch._C._dispatch_has_kernel_for_dispatch_key(func.name(), "CompositeImplicitAutograd")
+
+
 def mode(record: Calls):
     """A TorchDispatchMode adding each aten call to `record` (by its overload packet's name) while it is on, and
-    the device moves it would issue on a GPU (device_moves, as INDEX_MOVE)."""
+    the device moves it would issue on a GPU (device_moves, as INDEX_MOVE).
+
+    One rule for every counter, whatever mode the counted code runs in: a composite op (composite()) is counted as
+    its decomposition's calls, not as one. torch.profiler shows the dispatcher running the same calls under
+    inference_mode as under no_grad (nn.Linear on a (1, 1, d) activation: linear, t, transpose, as_strided, matmul,
+    reshape, view, mm, 2 resolve_conj, _unsafe_view in both; tests/test_host_calls.py), and the time an op the
+    counted steps are priced at (calibrate.module_seconds_per_op, Hardware.eager_op_s) is a no_grad forward's time
+    over its count under a TorchDispatchMode: t, view, mm, _unsafe_view for that linear. A code that runs under
+    @torch.inference_mode (TinyChat's models, AutoAWQ's generate) is counted in the same units."""
     from torch.utils._python_dispatch import TorchDispatchMode
 
     class Count(TorchDispatchMode):
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            if composite(func):
+                with self:
+                    return func.decompose(*args, **(kwargs or {}))
             record.note(str(func.overloadpacket.__name__))
             for _ in range(device_moves(func, args)):
                 record.note(INDEX_MOVE)
