@@ -26,3 +26,26 @@ def test_a_fit_offers_a_fused_kernel_with_full_recomputation_on_the_gpus_given(c
     typed = run_json(["estimate", "--model", "qwen3-8b", "--hardware", "h200", "--seq-len", "8192",
                       "--attention", "sdpa", "--recompute", "full"], capsys)["fit"]["training"]
     assert (typed["memory"], typed["fits"]) == (140_483_150_348, True)
+
+
+def test_a_request_no_utilization_holds_names_what_shrinks_it(capsys):
+    # Llama 3.1 8B, a 100,000-token prompt on an RTX 4090: 6,257 blocks of 16 tokens needed, 3,105 at vLLM's 0.9
+    # ((0.9 x 24 GiB - 512 MiB - 16,060,522,496 B of weights - 82,461,184 B of activations) // (131,072 B x 16))
+    # and 4,334 with the whole memory; the one line said only "raise --gpu-memory-utilization".
+    from tests.cli_run import one_error_line
+
+    args = ["serve", "--model", "llama3.1-8b", "--hardware", "rtx-4090", "--output", "100", "--rate", "0.1",
+            "--requests", "5"]
+    assert one_error_line([*args, "--prompt", "100000"], capsys) == (
+        "error: request 0 needs 6,257 KV blocks of 16 tokens; the cache holds 3,105 at --gpu-memory-utilization 0.9, "
+        "and all of rtx-4090's memory 4,334: store the KV cache in fewer bytes (--kv-dtype fp8), spread the model "
+        "over more GPUs (--tp, --pp), store its weights in fewer bytes (--weight-dtype), or shorten the request "
+        "(--prompt, --output).")
+    assert (6_257 - 1) * 16 < 100_000 + 100 - 1 <= 6_257 * 16
+    assert (int(0.9 * 24 * 2**30) - 2**29 - 16_060_522_496 - 82_461_184) // (131_072 * 16) == 3_105
+    # where a higher utilization does hold it (50,000 tokens: 3,132 blocks), the advice stays that
+    assert "raise --gpu-memory-utilization" in one_error_line([*args, "--prompt", "50000"], capsys)
+    # and what it names runs: the cache in fp8 at 0.95 holds 7,440 blocks
+    code, out, _ = run_main([*args, "--prompt", "100000", "--kv-dtype", "fp8", "--gpu-memory-utilization", "0.95"],
+                            capsys)
+    assert code == 0 and "KV cache per replica: 7,440 blocks of 16 tokens" in out
