@@ -169,6 +169,14 @@ def options(cfg: ModelConfig, workload: Workload, layout: Any, capacity: int, gp
                 _try(memory, cfg, dataclasses.replace(workload, recompute=recompute), layout),
                 "reruns the attention core in backward" if recompute == "selective" else
                 "reruns each layer's forward in backward: " + RERUN_SHARE[phase])
+        if workload.attention == "eager" and fused and workload.recompute != "full" and not any(
+                option.fits for option in out if option.change in (f"--attention {fused[0]}", "--recompute full")):
+            # neither alone fits where both do: Qwen3 8B at 8,192 tokens on one H200 (eager 621.43 GiB,
+            # sdpa 186.09, eager with full recomputation over 140.50 at that length, both 130.84) was
+            # offered 2 GPUs, which run sdpa and full recomputation themselves, and not the two on one
+            add(f"--attention {fused[0]} --recompute full",
+                _try(memory, cfg, dataclasses.replace(workload, attention=fused[0], recompute="full"), layout),
+                "a fused kernel and each layer's forward rerun in backward: " + RERUN_SHARE[phase])
     if phase == "training":
         current = layout.zero if layout is not None else 0
         dp = layout.dp if layout is not None else gpus  # the data-parallel ranks of the GPUs given

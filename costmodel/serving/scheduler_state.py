@@ -246,10 +246,13 @@ class Scheduler:
         needed = self._most_held_by_a_chunk(total - 1) if paging is not None and paging.engine == "vllm" \
             else self.pool.needed(0, total - 1)
         if needed > self.pool.num_blocks:
-            raise SchedulingError(
+            error = SchedulingError(
                 f"request {request.id} needs {needed} KV blocks of "
                 f"{self.pool.block_size} tokens; the cache holds {self.pool.num_blocks} (raise "
                 f"--gpu-memory-utilization, or --num-blocks where it is given).")
+            error.blocks_needed = needed  # serving/api.serve: whether any utilization holds them
+            error.request_id, error.blocks_held = request.id, self.pool.num_blocks
+            raise error
 
     def _most_held_by_a_chunk(self, cached: int) -> int:
         """The most pool blocks a lone sequence holds while it computes `cached` tokens in chunks of
