@@ -171,11 +171,9 @@ def schedule(measured: list[Path], collected: Path | None, xdist_order: bool = F
     for nodeid in tests:
         units.setdefault(fixtures.get(nodeid) or _file_of(nodeid), []).append(nodeid)
     sys.path.insert(0, str(ROOT))
-    from tests.conftest import HEAVY_FIXTURES, slow_tests_of  # the order conftest's scheduler hands units out in
+    from tests.conftest import unit_order  # the order conftest's scheduler hands units out in
 
-    slow = {u: 0 for u in units} if xdist_order else slow_tests_of(units)
-    order = sorted(units, key=lambda u: (-slow[u], -len(units[u])))  # xdist's alone: most tests first
-    order = [u for u in HEAVY_FIXTURES if u in units] + [u for u in order if u not in HEAVY_FIXTURES]
+    order = unit_order(units, {u: 0 for u in units} if xdist_order else None)  # xdist's alone: most tests first
     workers = [0.0, 0.0]
     last: list[tuple[float, float, int, str]] = []
     for unit in order:

@@ -486,7 +486,8 @@ def load_hardware(name: str) -> Hardware:
         from .presets import resolve_name  # a model typed where the GPU goes (--hardware llama3-8b)
 
         if (model := resolve_name(name)) is not None:
-            raise ConfigError(f"unknown hardware {show(name)}: {show(name)} names a model ({model}), not a GPU; it goes "
+            said = f" ({model})" if model != name.strip().casefold() else ""  # a preset's own name not said twice
+            raise ConfigError(f"unknown hardware {show(name)}: {show(name)} names a model{said}, not a GPU; it goes "
                               "to --model, and --hardware takes a GPU preset (`hardware`) or a hardware file (.json).")
         close = close_presets(key)
         hint = f" Did you mean {', '.join(close)}?" if close else f" Known: {', '.join(hardware_names())}."

@@ -121,9 +121,7 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log):
         def _assign_work_unit(self, node) -> None:
             if not getattr(self, "_ordered", False):  # the first unit handed out: the queue as Workers says
                 self._ordered = True
-                slow = slow_tests_of(self.workqueue)
-                order = sorted(self.workqueue, key=lambda unit: (-slow[unit], -len(self.workqueue[unit])))
-                for unit in order:
+                for unit in unit_order(self.workqueue):
                     self.workqueue.move_to_end(unit)
             for group in reversed(HEAVY_FIXTURES):  # the heavy groups first, costliest at the front
                 if group in self.workqueue:
@@ -153,6 +151,17 @@ def slow_functions(path: Path) -> set[str]:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(map(says_slow, node.decorator_list)):
             names.add(node.name)
     return names
+
+
+def unit_order(units, slow: dict[str, int] | None = None) -> list[str]:
+    """The order the full run hands its work units out in ({unit: its node ids}; see Workers above): the heavy
+    groups, costliest first, then the units with slow tests, most first, then the rest, most tests first.
+    slow: each unit's slow tests (default: slow_tests_of); benchmarks/suite_profile.py's schedule simulates
+    this order, and its --xdist-order passes none slow (xdist's own, most tests first)."""
+    slow = slow_tests_of(units) if slow is None else slow
+    rest = sorted((unit for unit in units if unit not in HEAVY_FIXTURES),
+                  key=lambda unit: (-slow[unit], -len(units[unit])))
+    return [group for group in HEAVY_FIXTURES if group in units] + rest
 
 
 def slow_tests_of(workqueue) -> dict[str, int]:

@@ -64,3 +64,13 @@ def test_bad_input_is_one_line_and_status_2(capsys):
     assert main(["--row"]) == 2
     assert main(["--row", "no such row"]) == 2
     assert "no megatron-ci 12 x 512 row is named 'no such row'." in capsys.readouterr().err
+
+
+def test_a_sync_site_counts_where_its_group_has_one_rank():
+    """TP 1, PP 1 (none of the 21 rows; the TP 4 row's run at DP 8, one micro-batch of 4 a rank): the model-parallel
+    group is one rank, so its six all-reduces cost nothing, but their .item() reads still run (clip_grads' norm and
+    zeros, the three agreements, the params norm): 2 NaN/Inf checks + 6 + the log's barrier = 9 syncs; 2 collectives,
+    the loss over DP 8 and the barrier (719037b0; it survived a revert untested: wt46_integreview)."""
+    run = {**row(TP4), "tp": 1, "dp": 8}
+    got = extras_seconds(run, "last")
+    assert (got["collectives"], got["syncs"]) == (2, 2 + 6 + 1)

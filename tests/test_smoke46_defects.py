@@ -33,6 +33,11 @@ BASE_HW = {"name": "x", "flops_per_s": {"bf16": 4e14}, "bandwidth_bytes_per_s": 
     (["simulate", "--model", "llama3-8b", "--hardware", "Llama-3.1-8B-Instruct"], "error: unknown hardware "
      "'Llama-3.1-8B-Instruct': 'Llama-3.1-8B-Instruct' names a model (llama3.1-8b), not a GPU; it goes to --model, "
      "and --hardware takes a GPU preset (`hardware`) or a hardware file (.json)."),
+    # a preset's own name is not said again in brackets, as `--model v100` says none (it read "'llama3-8b' names a
+    # model (llama3-8b)": wt46_integreview)
+    (["plan", "--model", "llama3-8b", "--gpus", "8", "--hardware", "llama3-8b"], "error: unknown hardware "
+     "'llama3-8b': 'llama3-8b' names a model, not a GPU; it goes to --model, and --hardware takes a GPU preset "
+     "(`hardware`) or a hardware file (.json)."),
 ])
 def test_a_gpu_given_as_the_model_and_a_model_as_the_gpu_say_where_each_goes(args, said, capsys):
     # `--model h100` read "unknown model 'h100'. Known: bert-base-uncased, bloom-176b, ..." (the 106 presets, no

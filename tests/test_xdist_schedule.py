@@ -12,7 +12,7 @@ import pytest
 
 pytest.importorskip("xdist")
 
-from tests.conftest import HEAVY_FIXTURES, pytest_xdist_make_scheduler, slow_functions  # noqa: E402
+from tests.conftest import HEAVY_FIXTURES, pytest_xdist_make_scheduler, slow_functions, unit_order  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 COLLECTION = [
@@ -112,3 +112,19 @@ def test_files_with_slow_tests_go_before_the_fast_files():
     second = [[SLOW_LATE[index] for index in worker.sent[1]] for worker in workers]
     assert second[0] == SLOW_LATE[9:]  # the first worker free after its heavy group takes test_train.py
     assert second[1] == SLOW_LATE[4:8]
+
+
+def test_the_scheduler_hands_units_out_in_unit_order():
+    """The scheduler's order is conftest.unit_order, the one rule benchmarks/suite_profile.py's schedule simulates
+    (it kept a copy of the sort: wt46_integreview)."""
+    _, workers = _run(SLOW_LATE)
+    batches = sorted((turn, worker.gateway.id, [SLOW_LATE[index] for index in batch])
+                     for worker in workers for turn, batch in enumerate(worker.sent))
+    sent = [batch[0].rsplit("@", 1)[1] if "@" in batch[0] else batch[0].split("::")[0] for _, _, batch in batches]
+    units = {}
+    for nodeid in SLOW_LATE:
+        units.setdefault(nodeid.rsplit("@", 1)[1] if "@" in nodeid else nodeid.split("::")[0], []).append(nodeid)
+    assert sent == unit_order(units) == ["published_tables", "figures", "tests/test_train.py", "tests/test_a.py",
+                                         "tests/test_e.py"]
+    assert unit_order(units, dict.fromkeys(units, 0))[2:] == ["tests/test_a.py", "tests/test_train.py",
+                                                            "tests/test_e.py"]  # xdist's own: most tests first
