@@ -225,9 +225,9 @@ def test_the_guides_rows_are_its_table_at_its_one_layout():
     assert deepep == {"04": 943.2, **{row: 963.0 for row in ("05", "06", "07", "08", "09", "10")}}
     assert round(train_run(rows[3], source, "roofline"), 1) == 1039.1
     assert round(train_run(rows[4], source, "roofline"), 1) == 1060.0
-    assert round(train_run(first, source, "kernels"), 1) == 1085.2
-    assert round(train_run(rows[2], source, "kernels"), 1) == 1103.0
-    assert round(train_run(first, source, "roofline"), 1) == 1236.5
+    assert round(train_run(first, source, "kernels"), 1) == 1083.7  # 1085.2 before its recomputed launches (wt46_mgsoftmax)
+    assert round(train_run(rows[2], source, "kernels"), 1) == 1101.5  # 1103.0 before wt46_mgsoftmax
+    assert round(train_run(first, source, "roofline"), 1) == 1234.5  # 1236.5 before wt46_mgsoftmax
     assert round(train_run(last, source, "kernels"), 1) == 1103.3
     assert round(train_run(last, source, "roofline"), 1) == 1232.5  # 1,303.6 before session 41
 

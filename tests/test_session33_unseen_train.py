@@ -92,9 +92,10 @@ def test_a_few_rows_as_first_computed():
     1.11x (too fast) as first computed, 1.14x since session 43's Megatron attention bytes and one QKV GEMM."""
     data = other_runs_data()
     runs = {r["id"]: r for r in data["runs"]}
-    for run_id, ratio in (("pytorch-float8-fsdp2 llama3-8b fsdp bf16 128xh100", 0.9906),
-                          ("pytorch-float8-fsdp2 llama3.1-405b fsdp tp4 float8 128xh100", 0.7917),
-                          ("bloom-prequel-200b h14336 l72 a64 dp8 tp8 pp6 mbs4 gbs2048 384xa100-80gb 02-25", 1.1338)):  # 1.1102 before s43, 1.1380 before s44
+    # 0.9906, 0.7917 and 1.1338 before wt46_mgsoftmax's recomputed launches and causal softmax loads
+    for run_id, ratio in (("pytorch-float8-fsdp2 llama3-8b fsdp bf16 128xh100", 0.9887),
+                          ("pytorch-float8-fsdp2 llama3.1-405b fsdp tp4 float8 128xh100", 0.7919),
+                          ("bloom-prequel-200b h14336 l72 a64 dp8 tp8 pp6 mbs4 gbs2048 384xa100-80gb 02-25", 1.1357)):  # 1.1102 before s43, 1.1380 before s44
         run = runs[run_id]
         ours = train_tokens(run, data["sources"][run_id.split()[0]], "kernels")
         assert ours / run["published_tokens_per_s_per_gpu"] == pytest.approx(ratio, abs=5e-4), run_id

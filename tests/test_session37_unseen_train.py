@@ -85,3 +85,9 @@ def test_the_rows_as_first_computed(published_tables):
 NOW_STATS = {**NOW_STATS,
     "all": ((9, 6.2, 8, 7, 4), (0.547, 1.152)),  # was ((9, 6.2, 8, 7, 4), (0.548, 1.152))
     "torchtune": ((7, 4.5, 6, 5, 4), (0.547, 1.152))}  # was ((7, 4.7, 6, 5, 4), (0.548, 1.152))
+
+# wt46_mgsoftmax: Megatron's causal softmax loads its rows to the diagonal and a recomputed forward pays its
+# leaves' launches again (StepTime.compute); each row it moved, its ratio before beside it
+AMENDED = {**AMENDED,
+    "torchtune llama3.1-8b full 1xrtx-4090": 0.962,  # was 0.963
+    "torchtune llama3.1-8b full 1xrtx-a6000": 0.547}  # was 0.548
