@@ -98,9 +98,10 @@ def test_the_benchmarks_async_gain_against_its_vanilla_columns():
     # 1.146, 1.149, 1.035 and 1.147, 1.101, 1.009 before wt32_tpsmall's DTensor copies; 1.133, 1.132, 1.032 and
     # 1.13, 1.088, 1.008 with them in both columns; the vanilla column pays every copy, the async one only the
     # unfused calls' (the micro-pipeline pass takes each fused call's split + cat into its op: wt32_review)
-    # float8 1.246, 1.065, 1.205, 1.028 before the FP8 GEMMs read their operands in one byte (session 45)
+    # float8 1.246, 1.065, 1.205, 1.028 before the FP8 GEMMs read their operands in one byte (session 45); 8b
+    # tensorwise 1.196 before a recomputed leaf paid its launches again (wt46_mgsoftmax)
     assert gains == {"70b": 1.225, "70b float8 tensorwise": 1.239, "70b float8 rowwise": 1.066,
-                     "8b": 1.246, "8b float8 tensorwise": 1.196, "8b float8 rowwise": 1.029}
+                     "8b": 1.246, "8b float8 tensorwise": 1.195, "8b float8 rowwise": 1.029}
 
 
 def test_async_tp_is_torchtitans_compiled_sequence_parallel_tp():

@@ -42,4 +42,5 @@ def test_the_prequel_rows_data_parallel_reduce_takes_four_times_as_long():
     # fused_scale_mask_softmax, fused_qkv; wt43_review): the compute 2.509 s shorter, the network's cost the same
     # 96.063 and 100.273 before session 44's Megatron dense-path passes (facts.json megatron_dense_passes: the Q/K/V
     # bias pass, the split's cat, the context's copy): the compute 0.373 s longer
-    assert before["seconds"] == pytest.approx(96.436, abs=1e-3) and step["seconds"] == pytest.approx(100.646, abs=1e-3)
+    # 96.436 and 100.646 before wt46_mgsoftmax (the causal softmax's loads to the diagonal, the recomputed launches)
+    assert before["seconds"] == pytest.approx(96.263, abs=1e-3) and step["seconds"] == pytest.approx(100.473, abs=1e-3)

@@ -8,6 +8,7 @@ written out from those code lines, not read from the tool."""
 from __future__ import annotations
 
 import pytest
+import sympy as sp
 
 from costmodel.hardware import load_hardware
 from costmodel.kernel_shapes import Pointwise
@@ -65,8 +66,66 @@ def test_narayanans_step_with_the_three_passes():
     step = KernelStepTime(estimate, load_hardware("a100-80gb"), overlap=overlap).step()
     added = 24 * (14 * 3 + 8) * TOKENS * HIDDEN / (2039e9 * 0.8)
     assert added == pytest.approx(0.055540, abs=1e-6)
-    # 3.1126086702496476 + added before session 45
-    assert step["seconds"] == pytest.approx(3.1011571602504833 + added, rel=1e-6)
+    # 3.1126086702496476 + added before session 45; 3.1011571602504833 + added before wt46_mgsoftmax, whose causal
+    # softmax loads to the diagonal (-0.0946 s) and whose recomputed forward pays its 288 launches (+0.00288 s)
+    assert step["seconds"] == pytest.approx(3.0094339032813804 + added, rel=1e-6)
+
+
+def _row_loads(n: int, vector: int) -> int:
+    """One (batch, head)'s scores scaled_upper_triang_masked_softmax loads, row by row as its code does
+    (NVIDIA/Megatron-LM 00129014 megatron/fused_kernels/scaled_upper_triang_masked_softmax.h: local_seq =
+    blockIdx.x + 1; a vector of `vector` elements is loaded when its first index is below local_seq)."""
+    return sum(sum(vector for first in range(0, n, vector) if first < row + 1) for row in range(n))
+
+
+def test_megatrons_fused_softmax_bytes_as_its_kernels_load():
+    # wt46_mgsoftmax: the causal kernel loads up to the diagonal and stores the whole row; the padding-mask kernel
+    # loads the uint8 mask beside every score; each backward as its forward's row bound says. fp16, an odd batch.
+    from costmodel import symbols as S
+    from costmodel.blocks import Softmax
+    from costmodel.blocks.base import Profile
+
+    b, h, n, e = 2, 3, 12, 2
+    subs = {S.b: b, S.n: n, S.h: h, S.h_kv: h, S.d_h: 8, S.e: e}
+    profile = Profile(impl="megatron", attention="eager", dropout=True, family="gpt", kernel_device="cuda")
+    pairs = b * h * n * n
+    loads = b * h * _row_loads(n, 4)
+    assert (pairs, loads) == (864, 576)  # rows load 4, 4, 4, 4, 8, ..., 12 of their 12 scores
+    dropout = (2 * e + 1) * pairs  # fused_dropout: the probabilities read, the output and a bool mask written
+    bytes_of = {}
+    for name, block in (("causal", Softmax(S.n, S.n, profile=profile, causal=True)),
+                        ("padding", Softmax(S.n, S.n, profile=profile)),
+                        ("cross", Softmax(S.n, S.n, profile=profile, cross=True, causal=True))):
+        cost = block.cost()
+        bytes_of[name] = tuple(int(sp.sympify(q).xreplace(subs)) for q in (cost.bytes_other, cost.backward_bytes_other))
+    # causal: the loads, the whole row stored; backward the output and the gradient to the diagonal, the row stored
+    assert bytes_of["causal"] == (e * (loads + pairs) + dropout, e * (2 * loads + pairs) + dropout) == (7_200, 8_352)
+    # padding (and cross attention's): every score and its mask byte read, the row written; backward 3 e
+    assert bytes_of["padding"] == bytes_of["cross"] == ((2 * e + 1) * pairs + dropout, 3 * e * pairs + dropout) \
+        == (8_640, 9_504)
+    # cbad126's scalar loads (one element a load): (n + 1) / 2n of the scores, the rule's 4-vector (n + 4) / 2n
+    assert _row_loads(2048, 1) * 2 == 2048 * 2049 and _row_loads(2048, 4) * 2 == 2048 * 2052
+
+
+def test_narayanans_softmax_leaf_and_recomputed_launches():
+    # the 1.7B (micro-batch 16, 24 heads, 2,048 tokens): 3.0 B a score forward and 4.0 backward for the softmax
+    # (was 4 and 6 before wt46_mgsoftmax), torch's fused_dropout's 5 each way beside it
+    estimate, overlap = _narayanan_1_7b()
+    step = KernelStepTime(estimate, load_hardware("a100-80gb"), overlap=overlap)
+    kernels, rerun = _pointwise(estimate, step, "self_attention.softmax")
+    pairs = 16 * 24 * 2048 * 2048
+    loads = 16 * 24 * _row_loads(2048, 4)
+    assert [(k.bytes, k.backward_bytes) for k in kernels] == [(2 * (loads + pairs) + 5 * pairs,
+                                                               2 * (2 * loads + pairs) + 5 * pairs)] \
+        == [(12_888_047_616, 14_501_806_080)]
+    assert [k.bytes for k in rerun] == [kernels[0].bytes]
+    # full recomputation: each of a layer's 12 launching leaves pays its launch a fourth time (Megatron's
+    # CheckpointFunction.backward reruns the layer's forward); the embedding's 3, the final norm and the head's 2 not
+    stage = estimate.stages[0]
+    assert step.part_reruns == {"embedding": 0, "layer.decoder": 12, "tail": 0, "head": 0}
+    kernels_s = sum(count * step.part_seconds.get(key, (0.0, 0))[0] for key, count in step.part_runs(stage).items())
+    launches = 3 * (3 + 24 * 12 + 1 + 2) + 24 * 12  # 882 before wt46_mgsoftmax
+    assert step.compute(stage) - kernels_s == pytest.approx(launches * 1e-5, rel=1e-9) == 0.0117  # 10 us a block
 
 
 def test_not_charged_beside_flash_or_outside_megatron():

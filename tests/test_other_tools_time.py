@@ -90,15 +90,19 @@ def test_korthikanti_step_ours_and_calculon_within_one_percent_by_different_part
     # ours 0.992 of the published step before Megatron's one QKV GEMM, FusedScaleMaskSoftmax's bytes and its dense
     # passes (wt43_review, wt44_review: ours 13.642 -> 13.175 s), the totals then 4 ms apart; now 0.46 s
     # 0.958 before session 45's Copy rate for the write-dominated score GEMMs (ours 13.175 -> 13.163 s)
-    assert round(ours["seconds"] / published, 3) == 0.957 and round(calculon["seconds"] / published, 3) == 0.992
+    # 0.957 before wt46_mgsoftmax's causal softmax loads to the diagonal and recomputed launches (13.163 -> 13.089 s)
+    assert round(ours["seconds"] / published, 3) == 0.952 and round(calculon["seconds"] / published, 3) == 0.992
     # the totals agree to 4 ms, the parts do not: Calculon's compute (fw + bw + its selective
     # recompute) is 0.78 s less than ours, its exposed TP communication (rs/ag at 300 GB/s x 0.65,
     # plus SP's all-gather redone in backward, "recomm") 0.82 s more; the bubble agrees to 2 ms
     # (both (pp - 1) / (v m) of a stage's micro-batch: 7 / (3 x 64) x ...), no DP (dp 1)
-    assert round(ours["seconds"] - calculon["seconds"], 3) == -0.475  # 0.004 before wt44_review, -0.463 before session 45
-    assert round(calculon["compute"] + calculon["recompute"], 3) == 10.0 and round(ours["compute"], 2) == 10.32  # 10.78 before; 10.33 before session 45
+    # 0.004 before wt44_review, -0.463 before session 45, -0.475 before wt46_mgsoftmax
+    assert round(ours["seconds"] - calculon["seconds"], 3) == -0.549
+    # 10.78 before; 10.33 before session 45; 10.32 before wt46_mgsoftmax
+    assert round(calculon["compute"] + calculon["recompute"], 3) == 10.0 and round(ours["compute"], 2) == 10.25
     assert round(calculon["tp_comm"], 3) == 3.023 and round(ours["tp_comm"], 3) == 2.2
-    assert round(calculon["bubble"], 3) == 0.479 and round(ours["bubble"], 3) == 0.46  # 0.477 before wt44_review, 0.461 before session 45
+    # 0.477 before wt44_review, 0.461 before session 45, 0.46 before wt46_mgsoftmax
+    assert round(calculon["bubble"], 3) == 0.479 and round(ours["bubble"], 3) == 0.458
     assert ours["bubble"] / (ours["seconds"] - ours["bubble"]) == pytest.approx(7 / (3 * 64), rel=0.02)
     assert ours["dp_comm"] == calculon["dp_comm"] == 0
 
@@ -121,8 +125,8 @@ def test_llm_analysis_step_is_its_flops_over_the_model_parallel_gpus_at_one_effi
     ours = RECORD["cases"][KORTHIKANTI]["ours"]
     # equal to ours to 1e-4 when recorded; the tool is not rerun here, and since wt44_review's Megatron passes our
     # step is 3.4% shorter (HFU 0.5226 -> 0.5411), so its run at the old HFU reads 1.035x ours; 1.036x after session
-    # 45's Copy rate for the score GEMMs (13.175 -> 13.163 s)
-    assert round(split(KORTHIKANTI, "llm-analysis at our HFU")["seconds"] / ours["seconds"], 3) == 1.036
+    # 45's Copy rate for the score GEMMs (13.175 -> 13.163 s); 1.042x after wt46_mgsoftmax (13.163 -> 13.089 s)
+    assert round(split(KORTHIKANTI, "llm-analysis at our HFU")["seconds"] / ours["seconds"], 3) == 1.042
     # at Llama-2-70B its 16 n d^2 MLP (other_tools.py) leaves it 19% under ours even at our HFU (0.813 when
     # recorded; 0.812 since wt29_bias's FlashAttention-2 A100 backward made our step 0.14% longer, the
     # tool's figure kept at the HFU it was run at)
@@ -283,8 +287,9 @@ def test_vllm_block_counts_it_logged_at_tp_1_and_4_against_ours():
 
 def test_every_table_5_row_ours_and_calculon_against_the_published_step():
     """Korthikanti et al. 2022's Table 5, 22B to 1T, full recomputation and SP + selective: ours
-    (the kernel model) is 0.95-0.99x of all eight published steps (0.96-1.04x before wt44_review), Calculon (its own model and
-    execution files for each row) 0.91-1.03x; both are sums of their parts."""
+    (the kernel model) is 0.94-0.98x of all eight published steps (0.96-1.04x before wt44_review, 0.95-0.99x before
+    wt46_mgsoftmax), Calculon (its own model and execution files for each row) 0.91-1.03x; both are sums of their
+    parts."""
     rows = RECORD["korthikanti"]
     assert [(r["model"], r["recompute"], r["published"]) for r in rows] == [
         ("22B", "full", 1.42), ("22B", "present", 1.1), ("175B", "full", 18.13), ("175B", "present", 13.75),
@@ -296,13 +301,16 @@ def test_every_table_5_row_ours_and_calculon_against_the_published_step():
         assert calculon["total_time"] == pytest.approx(sum(calculon[p] for p in parts), rel=1e-12)
     ours = [round(r["ours"]["seconds"] / r["published"], 2) for r in rows]
     theirs = [round(r["tools"]["Calculon"]["seconds"] / r["published"], 2) for r in rows]
-    assert ours == [0.99, 0.97, 0.97, 0.96, 0.97, 0.95, 0.98, 0.99]  # [1.04, 1.03, 1.0, 0.99, 0.98, 0.96, 0.99, 1.0] before
+    # [1.04, 1.03, 1.0, 0.99, 0.98, 0.96, 0.99, 1.0] before; [0.99, 0.97, 0.97, 0.96, 0.97, 0.95, 0.98, 0.99] before
+    # wt46_mgsoftmax
+    assert ours == [0.98, 0.95, 0.97, 0.95, 0.97, 0.94, 0.98, 0.98]
     # Megatron's one QKV GEMM, FusedScaleMaskSoftmax's bytes and its dense passes (wt43_review, wt44_review); 22B full 1.03 before session 33's embedding gradient
     assert theirs == [0.98, 1.03, 0.99, 0.99, 1.02, 0.91, 0.95, 0.92]
     compute = [round((r["tools"]["Calculon"]["compute"] + r["tools"]["Calculon"]["recompute"]) / r["ours"]["compute"], 2)
                for r in rows]
-    # [0.97, 0.89, 0.98, 0.93, 0.93, 0.89, 0.91, 0.88] before wt44_review; 530B present 0.9 before session 45's Copy rate
-    assert compute == [1.03, 0.97, 1.01, 0.97, 0.94, 0.91, 0.92, 0.89]
+    # [0.97, 0.89, 0.98, 0.93, 0.93, 0.89, 0.91, 0.88] before wt44_review; 530B present 0.9 before session 45's Copy rate;
+    # [1.03, 0.97, 1.01, 0.97, ...] before wt46_mgsoftmax
+    assert compute == [1.04, 0.99, 1.01, 0.98, 0.94, 0.91, 0.92, 0.89]
     tp = [round(r["tools"]["Calculon"]["tp_comm"] / r["ours"]["tp_comm"], 2) for r in rows if r["recompute"] == "present"]
     assert tp == [1.52, 1.37, 1.39, 1.34]
     # our side is the costmodel today

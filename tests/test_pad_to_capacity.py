@@ -103,5 +103,6 @@ def test_nemotron_3_super_h100_recipe_pads_to_1_10():
     # and 3,169.7 before session 41 timed HybridEP across H100 nodes at its README's rates (layout/hybridep_rates.py)
     run = runs[f"{CARDS} {SUPER_H100[0]}"]
     unpadded = {k: v for k, v in run.items() if k not in ("capacity_factor", "pad_to_capacity")}
-    assert train_tokens(unpadded, source, "kernels") == pytest.approx(3453.3, abs=0.05)  # 3451.8 before session 43 (wt43_review)
-    assert train_tokens(run, source, "kernels") == pytest.approx(3329.6, abs=0.05)  # 3328.2 before session 43 (wt43_review)
+    assert train_tokens(unpadded, source, "kernels") == pytest.approx(3445.5, abs=0.05)  # 3451.8 before session 43 (wt43_review); 3453.3 before wt46_mgsoftmax's recomputed launches
+    # 3328.2 before session 43 (wt43_review); 3329.6 before wt46_mgsoftmax's recomputed launches
+    assert train_tokens(run, source, "kernels") == pytest.approx(3322.3, abs=0.05)

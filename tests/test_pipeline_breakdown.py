@@ -67,6 +67,7 @@ def test_korthikanti_replay_against_the_model_as_first_computed():
     # 1.008 before session 43's Megatron attention bytes (facts.json fused_scale_mask_softmax: the scale and mask
     # no passes of their own, the dropout's charged) and one QKV GEMM (fused_qkv), wt43_review
     # 1.0483 before session 44's Megatron dense-path passes (facts.json megatron_dense_passes); 1.0436 before the
-    # score GEMMs' writes at the A100's Copy rate (session 45)
-    assert present["published_s"] / present["step_s"] == pytest.approx(1.0446, abs=5e-4)
+    # score GEMMs' writes at the A100's Copy rate (session 45); 1.0446 before the causal softmax's loads to the
+    # diagonal and the recomputed forward's launches (wt46_mgsoftmax)
+    assert present["published_s"] / present["step_s"] == pytest.approx(1.0505, abs=5e-4)
     assert present["stages"][-1]["crossings"] == 5 and present["slowest_stage"] == 7

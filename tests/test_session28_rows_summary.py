@@ -32,11 +32,13 @@ def test_the_twenty_rows_as_the_docs_state_them():
     # the GPT3-125M row 1.0150 -> 1.0148
     # wt43_review and wt44_review (Megatron's one QKV GEMM and its dense passes): 9.6 -> 9.8, 9.4 -> 9.7, hours
     # 30.5 -> 29.8, the first 15 13.2 -> 14.1, the GPT3-125M row 1.0148 -> 1.016
-    assert stats(list(every.values())) == (20, 9.8, 18, 11, 7)
-    assert stats([r for name, r in every.items() if "deepseek-v3" not in name])[:3] == (19, 9.7, 17)
-    assert stats(rates)[:3] == (15, 5.2, 15) and stats(hours)[:3] == (5, 29.8, 3)  # 30.2 before session 29's Megatron default moved DeepSeek's hours
+    # (20, 9.8, 18, 11, 7), (19, 9.7, 17), (15, 5.2, 15) and (15, 14.1, 13, 6) before wt46_mgsoftmax: the causal softmax's
+    # loads to the diagonal take GPT-NeoX-20B past 1.33x (1.306 -> 1.331)
+    assert stats(list(every.values())) == (20, 9.8, 17, 11, 7)
+    assert stats([r for name, r in every.items() if "deepseek-v3" not in name])[:3] == (19, 9.7, 16)
+    assert stats(rates)[:3] == (15, 5.2, 14) and stats(hours)[:3] == (5, 29.8, 3)  # 30.2 before session 29's Megatron default moved DeepSeek's hours
     # the first 15, before flash-attention's table
     # 13.3 before session 29; 14.1 before wt33_gemmrate's fp16 A100 soak rate (GPT-NeoX-20B 1.15x -> 1.13x, Pythia's hours)
-    assert stats([r for name, r in every.items() if not name.startswith("flash-attention")])[:4] == (15, 14.1, 13, 6)
+    assert stats([r for name, r in every.items() if not name.startswith("flash-attention")])[:4] == (15, 14.1, 12, 6)
     # the flash-attention GPT3-125M row is within 5%
     assert round(every["flash-attention-training gpt3-125m 8xa100-80gb"], 4) == 1.016

@@ -67,7 +67,7 @@ PUBTRAIN2_SOURCES = ("flagperf-llama2-7b-ds-a800", "flagperf-llama2-7b-ds-h800",
 # and H800 ZeRO-3 rows 1.16x and 1.23x). After wt44_review (Megatron's one QKV GEMM and its dense passes, the
 # Megatron-DeepSpeed row): 25.5%.
 PUBTRAIN2 = (8, 25.5, 5, 1, 0)
-PUBTRAIN2_RANGE = (1.098, 1.665)  # 1.666 before wt33_small (Baichuan2 GAS 8)
+PUBTRAIN2_RANGE = (1.098, 1.654)  # 1.666 before wt33_small (Baichuan2 GAS 8); 1.665 before wt46_mgsoftmax's launches
 
 
 def test_the_second_set_as_the_docs_state_it():

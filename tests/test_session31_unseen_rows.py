@@ -208,7 +208,8 @@ def test_torchtitans_2024_rows_as_computed_now(published_tables):
     a100 = [v for k, v in every.items() if k.startswith("torchtitan-2024 ")]
     # (8, 6.2, 8, 5, 1) before wt34_user: the two 'selective layer' rows' recomputed layers now read the eager
     # training bytes their plain layers read (Leaf.code_path): 8B 1.109 -> 1.058, 13B 1.101 -> 1.045
-    assert (stats(a100), round(min(a100), 3), round(max(a100), 3)) == ((8, 5.8, 8, 7, 2), 1.045, 1.111)
+    # ((8, 5.8, 8, 7, 2), 1.045, 1.111) before a recomputed leaf paid its launches again (wt46_mgsoftmax)
+    assert (stats(a100), round(min(a100), 3), round(max(a100), 3)) == ((8, 5.7, 8, 7, 2), 1.044, 1.111)
     h100 = [round(v, 3) for k, v in every.items() if k.startswith("torchtitan-405b-2024 ")]
     # first computed [1.135, 0.81, 0.775]; since wt31_express the Float8 rows with their toml's FSDP float8
     # all-gather (--fp8-param-gather under fsdp2, layout/fp8_options.py: 0.962, 0.921) and the last with its
@@ -216,8 +217,9 @@ def test_torchtitans_2024_rows_as_computed_now(published_tables):
     # wt32_asynctp); since wt32_tpsmall with DTensor's copy around each sequence-sharded TP collective
     # (layout/dtensor_copies.py): 1.135 -> 1.08, 0.962 -> 0.899, and the last 1.022 -> 0.948; since wt32_review
     # the last's fused collectives copy no cat (the micro-pipeline pass takes it into the fused op): 0.948 -> 1.008
-    # wt45_megatron: the float8 rows' GEMM operands at 1 B: 0.899 -> 0.906, 1.008 -> 1.015
-    assert h100 == [1.08, 0.906, 1.015]
+    # wt45_megatron: the float8 rows' GEMM operands at 1 B: 0.899 -> 0.906, 1.008 -> 1.015; wt46_mgsoftmax's launches
+    # of the recomputed forward: 1.08 -> 1.079, 1.015 -> 1.014
+    assert h100 == [1.079, 0.906, 1.014]
     # first (66, 6.1, 64, 42, 27); before wt32_tpsmall (66, 5.7, 64, 44, 29); before wt32_review (66, 7.9, 64, 37, 23);
     # before wt34_user (66, 7.9, 64, 37, 24); before wt45_megatron (66, 7.1, 64, 39, 25): one more row within 10%
     assert stats(list(ratios(EXPRESSIBLE + TORCHTITAN_2024, tables=published_tables).values())) == (66, 7.1, 64, 40, 25)
@@ -263,3 +265,14 @@ PHI['phi3-mini 4.9T tokens jun-2024'] = PHI['phi3-mini 4.9T tokens jun-2024'][:3
 PHI['phi3-medium 4.8T tokens'] = PHI['phi3-medium 4.8T tokens'][:3] + (1.608,)
 PHI['phi3.5-mini 3.4T tokens'] = PHI['phi3.5-mini 3.4T tokens'][:3] + (1.539,)
 PHI['phi-4 9.8T tokens'] = PHI['phi-4 9.8T tokens'][:3] + (1.0,)
+
+
+# wt46_mgsoftmax: a recomputed forward pays its leaves' launches again (StepTime.compute); each group it moved, its
+# summary before beside it
+NOW = {**NOW,
+       "all": ((55, 8.1, 53, 30, 22), (0.776, 1.519)),  # was ((55, 8.1, 53, 30, 22), (0.776, 1.522))
+       "training rates": ((25, 15.5, 24, 5, 2), (0.776, 1.519)),  # was ((25, 15.4, 24, 5, 2), (0.776, 1.522))
+       "GPU-hours": ((3, 3.5, 2, 2, 2), (0.999, 1.453)),  # was ((3, 3.5, 2, 2, 2), (0.999, 1.454))
+       "kempnerforge 7b tp": ((6, 10.2, 6, 3, 2), (0.875, 1.207)),  # was ((6, 10.0, 6, 3, 2), (0.878, 1.209))
+       "kempnerforge 13b": ((9, 14.5, 9, 1, 0), (0.809, 0.949)),  # was ((9, 14.4, 9, 1, 0), (0.81, 0.95))
+       "kempnerforge 70b": ((7, 21.4, 6, 0, 0), (0.776, 1.519))}  # was ((7, 21.4, 6, 0, 0), (0.776, 1.522))

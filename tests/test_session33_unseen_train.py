@@ -92,9 +92,10 @@ def test_a_few_rows_as_first_computed():
     1.11x (too fast) as first computed, 1.14x since session 43's Megatron attention bytes and one QKV GEMM."""
     data = other_runs_data()
     runs = {r["id"]: r for r in data["runs"]}
-    for run_id, ratio in (("pytorch-float8-fsdp2 llama3-8b fsdp bf16 128xh100", 0.9906),
-                          ("pytorch-float8-fsdp2 llama3.1-405b fsdp tp4 float8 128xh100", 0.7917),
-                          ("bloom-prequel-200b h14336 l72 a64 dp8 tp8 pp6 mbs4 gbs2048 384xa100-80gb 02-25", 1.1338)):  # 1.1102 before s43, 1.1380 before s44
+    # 0.9906, 0.7917 and 1.1338 before wt46_mgsoftmax's recomputed launches and causal softmax loads
+    for run_id, ratio in (("pytorch-float8-fsdp2 llama3-8b fsdp bf16 128xh100", 0.9887),
+                          ("pytorch-float8-fsdp2 llama3.1-405b fsdp tp4 float8 128xh100", 0.7919),
+                          ("bloom-prequel-200b h14336 l72 a64 dp8 tp8 pp6 mbs4 gbs2048 384xa100-80gb 02-25", 1.1357)):  # 1.1102 before s43, 1.1380 before s44
         run = runs[run_id]
         ours = train_tokens(run, data["sources"][run_id.split()[0]], "kernels")
         assert ours / run["published_tokens_per_s_per_gpu"] == pytest.approx(ratio, abs=5e-4), run_id
@@ -154,3 +155,12 @@ NOW.update({'training rates': ((60, 11.9, 55, 24, 6), (0.785, 1.495)),  # 12.1, 
 NOW.update({'training rates': ((60, 11.9, 55, 24, 6), (0.785, 1.496)),  # 1.495
             'bloom-prequel-200b': ((47, 12.2, 42, 18, 3), (0.943, 1.496)),  # 12.1, 1.495
             'GPU-hours': ((7, 22.2, 5, 2, 1), (0.778, 1.943))})  # 1.942
+
+# wt46_mgsoftmax: Megatron's causal softmax loads its rows to the diagonal and a recomputed forward pays its
+# leaves' launches again (StepTime.compute); each group it moved, its summary before beside it
+NOW = {**NOW,
+    "training rates": ((60, 12.0, 55, 24, 6), (0.785, 1.503)),  # was ((60, 11.9, 55, 24, 6), (0.785, 1.496))
+    "pytorch-float8-fsdp2": ((12, 9.6, 12, 6, 3), (0.785, 0.995)),  # was ((12, 9.4, 12, 6, 3), (0.785, 0.997))
+    "bloom-prequel-200b": ((47, 12.6, 42, 18, 3), (0.945, 1.503)),  # was ((47, 12.2, 42, 18, 3), (0.943, 1.496))
+    "glm-130b": ((1, 27.9, 1, 0, 0), (1.279, 1.279)),  # was ((1, 27.3, 1, 0, 0), (1.273, 1.273))
+    "GPU-hours": ((7, 22.2, 5, 2, 1), (0.778, 1.953))}  # was ((7, 22.2, 5, 2, 1), (0.778, 1.943))

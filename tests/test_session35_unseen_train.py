@@ -159,7 +159,8 @@ def test_the_rows_as_first_computed(published_tables):
     # H100 than on A100, model by model
     assert max(v for k, v in every.items() if k.startswith("dgxc-maxtext") and " fp8 fsdp" in k and
                k.endswith(("64xh100", " 128xh100"))) < 0.9
-    assert min(v for k, v in every.items() if k.startswith("dgxc-paxml-5b")) > 1.17
+    # (> 1.17 before a recomputed leaf paid its launches again, wt46_mgsoftmax: the lowest 1.1699)
+    assert min(v for k, v in every.items() if k.startswith("dgxc-paxml-5b")) > 1.169
     assert max(v for k, v in every.items() if k.startswith("dgxc-paxml-175b")) < 0.8
     for size in ("7b", "13b", "34b", "70b"):
         a100, h100 = (next(v for k, v in every.items() if k.startswith(s + " ") and f"llama2-{size} " in k)
@@ -171,3 +172,21 @@ def test_the_rows_as_first_computed(published_tables):
 # dropout passes (facts.json fused_qkv, fused_scale_mask_softmax) moved these rows' ratios and summaries.
 MOVED.update({'flagperf-aquila2-7b-ft-a800 aquila2-7b tp1pp1dp8 gas4 8xa800': 1.215})
 NOW.update({'flagperf-aquila2-7b-ft-a800': ((3, 16.7, 3, 0, 0), (1.162, 1.215))})
+
+# wt46_mgsoftmax: Megatron's causal softmax loads its rows to the diagonal and a recomputed forward pays its
+# leaves' launches again (StepTime.compute); each group it moved, its summary before beside it
+NOW = {**NOW,
+    "all": ((44, 12.9, 44, 20, 15), (0.76, 1.254)),  # was ((44, 12.9, 44, 20, 15), (0.76, 1.257))
+    "dgxc-maxtext-70b": ((12, 3.6, 12, 10, 8), (0.831, 0.975)),  # was ((12, 3.6, 12, 10, 8), (0.831, 0.976))
+    "dgxc-paxml-5b": ((8, 22.8, 8, 0, 0), (1.17, 1.254)),  # was ((8, 23.1, 8, 0, 0), (1.173, 1.257))
+    "pytorch-fsdp-blog-h100": ((4, 9.4, 4, 2, 1), (1.047, 1.21)),  # was ((4, 9.5, 4, 2, 1), (1.048, 1.21))
+    "pytorch-fsdp-compile-blog-h100": ((4, 15.9, 4, 1, 0), (1.095, 1.176))}  # was ((4, 16.0, 4, 1, 0), (1.096, 1.176))
+
+# wt46_mgsoftmax: Megatron's causal softmax loads its rows to the diagonal and a recomputed forward pays its
+# leaves' launches again (StepTime.compute); each row it moved, its ratio before beside it
+MOVED = {**MOVED,
+    "dgxc-maxtext-70b llama2-70b bf16 fsdp64 64xh100": 0.96,  # was 0.961
+    "dgxc-paxml-5b gpt3-5b bf16 fsdp8 128xh100": 1.254,  # was 1.257
+    "pytorch-fsdp-blog-h100 llama2-13b hsdp batch 2 96xh100": 1.129,  # was 1.13
+    "pytorch-fsdp-compile-blog llama2-13b hsdp compile batch 2 128xa100": 0.98,  # was 0.981
+    "pytorch-fsdp-compile-blog-h100 llama2-13b hsdp compile batch 2 464xh100": 1.095}  # was 1.096

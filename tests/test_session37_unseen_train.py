@@ -79,3 +79,15 @@ def test_the_rows_as_first_computed(published_tables):
     flags = [round(v, 3) for k, v in every.items() if "3.2-3b" in k]
     assert flags[0] > 1.10 and all(1.0 < v < 1.07 for v in flags[1:])
     assert [k for k, v in every.items() if not 0.75 <= v <= 1.33] == ["torchtune llama3.1-8b full 1xrtx-a6000"]
+
+# wt46_mgsoftmax: Megatron's causal softmax loads its rows to the diagonal and a recomputed forward pays its
+# leaves' launches again (StepTime.compute); each group it moved, its summary before beside it
+NOW_STATS = {**NOW_STATS,
+    "all": ((9, 6.2, 8, 7, 4), (0.547, 1.152)),  # was ((9, 6.2, 8, 7, 4), (0.548, 1.152))
+    "torchtune": ((7, 4.5, 6, 5, 4), (0.547, 1.152))}  # was ((7, 4.7, 6, 5, 4), (0.548, 1.152))
+
+# wt46_mgsoftmax: Megatron's causal softmax loads its rows to the diagonal and a recomputed forward pays its
+# leaves' launches again (StepTime.compute); each row it moved, its ratio before beside it
+AMENDED = {**AMENDED,
+    "torchtune llama3.1-8b full 1xrtx-4090": 0.962,  # was 0.963
+    "torchtune llama3.1-8b full 1xrtx-a6000": 0.547}  # was 0.548

@@ -62,9 +62,15 @@ FIRST_STATS = {"training rates": ((1, 12.8, 1, 0, 0), (1.128, 1.128)),
 @pytest.mark.slow  # every row of the two sources computed
 def test_the_rows_as_first_computed(published_tables):
     every = ratios(SOURCES, tables=published_tables)
-    assert_summaries(every, train_groups(every, SOURCES), FIRST_STATS)
+    assert_summaries(every, train_groups(every, SOURCES), NOW_STATS)
     # every row too fast; the measured rate (OLMo 2 32B, 13%) far closer than the whole-run hours (45-69%), which
     # hold restarts, checkpoints and network issues; the 32B's hours further off than the 7B's
     assert min(every.values()) > 1.1
     assert every["olmo2-32b-blog olmo2-32b hsdp 1024xh100"] < every["gpu-hours-olmo3 7b 5.93T tokens"] \
         < every["gpu-hours-olmo3 32b 5.5T tokens"]
+
+# wt46_mgsoftmax: Megatron's causal softmax loads its rows to the diagonal and a recomputed forward pays its
+# leaves' launches again (StepTime.compute); each group it moved, its summary before beside it
+NOW_STATS = {**FIRST_STATS,
+    "training rates": ((1, 12.6, 1, 0, 0), (1.126, 1.126)),  # was ((1, 12.8, 1, 0, 0), (1.128, 1.128))
+    "olmo2-32b-blog": ((1, 12.6, 1, 0, 0), (1.126, 1.126))}  # was ((1, 12.8, 1, 0, 0), (1.128, 1.128))

@@ -70,10 +70,11 @@ def test_the_layout_the_gpu_part_runs():
 
 
 # the GPU part alone (the source's optimizer_offload removed), kernel model, as first computed: ours / published
-GPU_ONLY = {"hf-blog-ulysses-sp qwen3-4b zero3 offload 8k 1xh100": 4.144,
-            "hf-blog-ulysses-sp qwen3-4b zero3 offload ulysses sp4 8k 4xh100": 14.960,
-            "hf-blog-ulysses-sp qwen3-4b zero3 offload ulysses sp4 32k 4xh100": 2.383,
-            "hf-blog-ulysses-sp qwen3-4b zero3 offload ulysses sp4 64k 4xh100": 0.831}
+# (4.144, 14.960, 2.383, 0.831 before the recomputed forward paid its leaves' launches again, wt46_mgsoftmax)
+GPU_ONLY = {"hf-blog-ulysses-sp qwen3-4b zero3 offload 8k 1xh100": 4.126,
+            "hf-blog-ulysses-sp qwen3-4b zero3 offload ulysses sp4 8k 4xh100": 14.736,
+            "hf-blog-ulysses-sp qwen3-4b zero3 offload ulysses sp4 32k 4xh100": 2.378,
+            "hf-blog-ulysses-sp qwen3-4b zero3 offload ulysses sp4 64k 4xh100": 0.830}
 
 
 @pytest.mark.slow  # the four GPU-only steps, 64K attention included

@@ -7,7 +7,8 @@ this module only computes ours and prints both.
 
 Korthikanti et al. Table 4 (one 22B layer's forward and backward on A100, five recompute and
 sequence-parallel settings, TP 8): ours per layer = the layer's kernels (forward; backward with the
-recomputed forward), its launches (a third forward, as StepTime.compute counts passes), and its
+recomputed forward), its launches (the backward's two passes and the recomputed forward's, as StepTime.compute
+counts them), and its
 tensor-parallel collectives at the model's per-call seconds, the forward's (2 all-reduces, or 2
 all-gathers and 2 reduce-scatters under sequence parallelism) apart from the backward's and the
 recomputed forward's. The rest of the iteration (embedding, head, loss, optimizer) is the step
@@ -64,6 +65,7 @@ def layer_split(estimate: ParallelEstimate, step_time: KernelStepTime) -> dict[s
         backward += factor * (kernels_seconds(kernels, timer, training=True) - once + kernels_seconds(rerun, timer))
     active = step_time.part_seconds["layer.decoder"][1]
     launch = active * step_time.overhead_s  # a pass's; the backward counts two (StepTime.compute)
+    rerun = step_time.part_reruns.get("layer.decoder", 0) * step_time.overhead_s  # and the recomputed forward's
     calls: dict[str, int] = {}
     payloads: dict[str, float] = {}
     for kind, count, payload in (estimate.tensor_parallel_collectives(stage) + estimate.recomputed_collectives(stage)):
@@ -76,7 +78,7 @@ def layer_split(estimate: ParallelEstimate, step_time: KernelStepTime) -> dict[s
     tp_layer = sum((calls[kind] // layers) * one[kind] for kind in calls)  # the embedding's and head's apart
     step = step_time.step()
     out = {"forward_kernels_ms": 1e3 * forward, "backward_kernels_ms": 1e3 * backward,  # one layer's leaves
-           "forward_launch_ms": 1e3 * launch, "backward_launch_ms": 2e3 * launch,
+           "forward_launch_ms": 1e3 * launch, "backward_launch_ms": 1e3 * (2 * launch + rerun),
            "forward_tp_ms": 1e3 * tp_forward, "backward_tp_ms": 1e3 * (tp_layer - tp_forward), "step_s": step["seconds"]}
     out["forward_ms"] = out["forward_kernels_ms"] + out["forward_launch_ms"] + out["forward_tp_ms"]
     out["backward_ms"] = out["backward_kernels_ms"] + out["backward_launch_ms"] + out["backward_tp_ms"]

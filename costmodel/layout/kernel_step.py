@@ -298,6 +298,18 @@ class KernelStepTime(StepTime):
         return out
 
     @cached_property
+    def part_reruns(self) -> dict[str, int]:
+        """Per part (one run of its leaves on one rank): its launching leaves whose forward a recomputation
+        reruns (rerun_kernels: any), each paying its launches once more (StepTime.compute)."""
+        out: dict[str, int] = {}
+        if self.estimate.phase != "train":
+            return out
+        for key, rerun, launches, _ in rank_kernels(self.estimate, self.timer.fused_attention, self.timer.compiled,
+                                                     self.autocast, self.fused_qkv):
+            out[key] = out.get(key, 0) + int(bool(launches and rerun))
+        return out
+
+    @cached_property
     def part_seconds(self) -> dict[str, tuple[float, int]]:
         """Per part (one run of its leaves on one rank): the kernels' seconds and how many of
         its leaves run any kernel (what the per-block overhead is paid for); attention_seconds:

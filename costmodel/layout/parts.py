@@ -205,6 +205,7 @@ def part_expressions(cfg: ModelConfig, workload: Workload, layout: Layout, phase
         index = len(structure["work"])
         w8a8 = w8a8_leaf(leaf, True)  # fp8 weights: W8A8 where the hardware runs it (quantized_matmul.runs_w8a8)
         structure["work"].append({"key": key, "path": leaf.path, "active": cost.is_active(),
+            "rerun": rerun is not None and rerun.is_active() and phase == "train",
             "experts": isinstance(leaf.block, B.Experts), "fp8": isinstance(leaf.block, FP8_BLOCKS),
             "head": isinstance(leaf.block, B.LMHead),
             "attention_core": isinstance(leaf.block, B.AttentionCore), "w8a8": w8a8})

@@ -179,16 +179,30 @@ class StepTime(DataParallelTime):
         """Per part (one run of its leaves): the kernels it launches; the roofline states none."""
         return {}
 
+    @cached_property
+    def part_reruns(self) -> dict[str, int]:
+        """Per part (one run of its leaves): how many of its leaves a recomputation reruns the forward of
+        (the work's "rerun": Leaf.rerun runs an op), each launching its kernels once more."""
+        out: dict[str, int] = {}
+        for leaf in self.estimate.structure["work"]:
+            out[leaf["key"]] = out.get(leaf["key"], 0) + int(leaf.get("rerun", False))
+        return out
+
     def compute(self, stage: Stage) -> float:
-        """One micro-batch's forward (and backward, training) on one rank of this pipeline stage."""
-        seconds, active, kernels = 0.0, 0, 0
+        """One micro-batch's forward (and backward, training) on one rank of this pipeline stage: the parts'
+        seconds and the leaves' launches, each active leaf's once a pass (3 in training: a backward runs about
+        twice the forward's ops) and once more where a recomputation reruns its forward (part_reruns: Megatron's
+        CheckpointFunction.backward calls ctx.run_function(*detached_inputs) again, megatron/mpu/random.py at
+        cbad126, as torch.utils.checkpoint does: the forward's kernels launched again)."""
+        seconds, active, kernels, reruns = 0.0, 0, 0, 0
         for key, count in self.part_runs(stage).items():
             part, blocks = self.part_seconds.get(key, (0.0, 0))
             seconds += count * part
             active += count * blocks
             kernels += count * self.part_kernels.get(key, 0)
+            reruns += count * self.part_reruns.get(key, 0)
         passes = 3 if self.estimate.phase == "train" else 1  # a backward runs about twice the forward's ops
-        return seconds + passes * (active * self.overhead_s + kernels * self.graph_kernel_s)
+        return seconds + (passes * active + reruns) * self.overhead_s + passes * kernels * self.graph_kernel_s
 
     def recomputed_layers_share(self) -> float:
         """Under full recomputation of N layers, the layers the pipeline recomputes (N of each
