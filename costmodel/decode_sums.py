@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 from fractions import Fraction
 from typing import Any
 
@@ -247,6 +248,15 @@ class StepSums:
         return total
 
 
+@lru_cache(maxsize=256)
+def step_sums(cfg: ModelConfig, phase: str, attention: str = "eager", kv_cache: str = "dynamic",
+              mla: str = "naive") -> StepSums:
+    """One StepSums per frozen config and options, shared by the callers that only read it (a StepSums
+    holds nothing a sum changes): a table of decode rows built one for each row's generation, its
+    compiled module's key (the config's structure) and dimensions again each time."""
+    return StepSums(cfg, phase, attention, kv_cache, mla)
+
+
 def _sum_newton(column: list[Any], j0: int, j1: int) -> Any:
     """sum_{j=j0..j1} f(j) for f(j) = sum_k column[k] * C(j, k)."""
     return sum(delta * (math.comb(j1 + 1, k + 1) - math.comb(j0, k + 1))
@@ -263,14 +273,17 @@ def _newton_values(column: list[Any], last: int) -> Any:
 
 def _power_basis(column: list[Any]) -> list[float]:
     """The Newton form's coefficients in powers of j, highest first (for numpy.roots)."""
-    # C(j, k) as polynomials in j: 1, j, (j^2 - j)/2, (j^3 - 3j^2 + 2j)/6.
-    basis = ([1], [1, 0], [Fraction(1, 2), Fraction(-1, 2), 0],
-             [Fraction(1, 6), Fraction(-1, 2), Fraction(1, 3), 0])
     out = [0.0] * len(column)
     for k, delta in enumerate(column):
-        for i, coefficient in enumerate(reversed(basis[k])):
-            out[len(column) - 1 - i] += float(delta) * float(coefficient)
+        for i, coefficient in enumerate(_BASIS_FLOATS[k]):
+            out[len(column) - 1 - i] += float(delta) * coefficient
     return out
+
+
+# C(j, k) as polynomials in j: 1, j, (j^2 - j)/2, (j^3 - 3j^2 + 2j)/6; _power_basis's, lowest power first, as
+# the floats it multiplies by (float of each Fraction, taken once)
+_BASIS_FLOATS = tuple(tuple(float(c) for c in reversed(b)) for b in (
+    [1], [1, 0], [Fraction(1, 2), Fraction(-1, 2), 0], [Fraction(1, 6), Fraction(-1, 2), Fraction(1, 3), 0]))
 
 
 def _sum_max(flops: list[Any], peak: float, moved: list[Any], bandwidth: float, last: int) -> float:

@@ -15,7 +15,7 @@ from typing import Any
 from . import spec
 from .config import DTYPE_BYTES, ConfigError, ModelConfig
 from .workload import logits_kept
-from .decode_sums import NoClosedForm, Rates, StepSums
+from .decode_sums import NoClosedForm, Rates, step_sums
 from .eager_ops import decode_step_ops, step_copies, step_syncs
 from .hardware import Efficiency, Hardware, time_model_for
 from .kernel_facts_file import host_op_fields
@@ -182,7 +182,7 @@ def generation_seconds(roof: "Roofline", batch: int, lo: int, hi: int, source_le
     if roof.cacheless:  # no cache to decode with: every step is the rerun (OpenAI GPT's class)
         workload = {"batch": batch, "source_len": source_len, "bytes_per_element": DTYPE_BYTES[roof.dtype]}
         try:
-            rerun = StepSums(roof.cfg, "rerun", roof.attention, roof.kv_cache, roof.workload.mla)
+            rerun = step_sums(roof.cfg, "rerun", roof.attention, roof.kv_cache, roof.workload.mla)
             seconds = rerun.seconds(lo, hi, Rates(*rates, roof.overhead_s), **workload)
             return seconds, seconds
         except NoClosedForm:
@@ -190,8 +190,8 @@ def generation_seconds(roof: "Roofline", batch: int, lo: int, hi: int, source_le
     workload = {"batch": batch, "source_len": source_len, "bytes_per_element": DTYPE_BYTES[roof.dtype]}
     mla = roof.workload.mla
     try:
-        cached = StepSums(roof.cfg, "decode", roof.attention, roof.kv_cache, mla)
-        rerun = StepSums(roof.cfg, "rerun", roof.attention, roof.kv_cache, mla)
+        cached = step_sums(roof.cfg, "decode", roof.attention, roof.kv_cache, mla)
+        rerun = step_sums(roof.cfg, "rerun", roof.attention, roof.kv_cache, mla)
         return (cached.seconds(lo, hi, Rates(*rates, roof.decode_overhead_s), **workload),
                 rerun.seconds(lo, hi, Rates(*rates, roof.overhead_s), **workload))
     except NoClosedForm:

@@ -255,19 +255,12 @@ class Roofline:
         traffic (B1 = 0): the classic weights-only figure, peak/bandwidth x (bytes per parameter) /
         (2 FLOPs per parameter).
         """
-        leaves, rerun = self.step_leaves()
-        flops = sp.Add(*(leaf.total("flops_matmul") for leaf in leaves))
-        moved = sp.Add(*(matmul_traffic(leaf) for leaf in leaves))  # quantized weights as stored
+        _, rerun = self.step_leaves()
         at = context if context is not None else 1
         subs = self._values(1, at if rerun else 1, source_len, at)
         subs.pop(S.b)
-        f = float(sp.expand(flops.xreplace(subs)).coeff(S.b, 1))
-        moved_b = moved.xreplace(subs)
-        # B1: the part linear in b, the experts' (1 - k/E)^b held aside (never expanded: a float
-        # 31.0**b overflows where (31/32)**b does not)
-        powers = {power: sp.Dummy() for power in moved_b.atoms(sp.Pow) if S.b in power.exp.free_symbols}
-        per_sequence = float(sp.expand(moved_b.xreplace(powers)).coeff(S.b, 1))
-        moved_at = sp.lambdify(S.b, moved_b, "math")
+        f, per_sequence, moved_at = crossover_terms(self.prefill_model if rerun else self.decode_model, rerun,
+                                                    frozenset(subs.items()))
         drop = per_sequence if context is None else 0.0
 
         def excess(b: float) -> float:  # compute time minus memory time
@@ -353,6 +346,29 @@ def shared_sweep(model: CostModel, decoder_only: bool, w8a8: bool, peak: float, 
                                                       else leaf.total(quantity) + quantize
                                                       if quantity == "bytes_other" else leaf.total(quantity))
     return runs, Sweep(model, expressions)
+
+
+@lru_cache(maxsize=512)
+def crossover_terms(model: CostModel, rerun: bool, subs: frozenset) -> tuple[float, float, Any]:
+    """Roofline.decode_crossover_batch's terms of one step's matrix products, every symbol but b
+    substituted (subs: the (symbol, value) pairs): the FLOPs per sequence f, the bytes per sequence B1
+    and the bytes moved as a function of b (B(b), a "math" lambdify). The step's leaves are the model's
+    (a cached decode tree) or, where `rerun`, its decoder side (a class without a cache reruns the prefix).
+    Built once per model (tree.shared_model's: a frozen config, profile and phase) and substitution: a
+    table of decode rows asks for the same model's weights-only crossover on every row, and the sympy
+    expansion and lambdify were a tenth of `published`'s decoding time. Callers must not call moved_at's
+    function with anything but a float b."""
+    leaves = tuple(model.select(stack="decoder")) if rerun else model.leaves
+    values = dict(subs)
+    flops = sp.Add(*(leaf.total("flops_matmul") for leaf in leaves))
+    moved = sp.Add(*(matmul_traffic(leaf) for leaf in leaves))  # quantized weights as stored
+    f = float(sp.expand(flops.xreplace(values)).coeff(S.b, 1))
+    moved_b = moved.xreplace(values)
+    # B1: the part linear in b, the experts' (1 - k/E)^b held aside (never expanded: a float
+    # 31.0**b overflows where (31/32)**b does not)
+    powers = {power: sp.Dummy() for power in moved_b.atoms(sp.Pow) if S.b in power.exp.free_symbols}
+    per_sequence = float(sp.expand(moved_b.xreplace(powers)).coeff(S.b, 1))
+    return f, per_sequence, sp.lambdify(S.b, moved_b, "math")
 
 
 def matmul_traffic(leaf: Leaf) -> sp.Expr:

@@ -489,6 +489,8 @@ def spelled_choice(owner: str, name: str, value: Any) -> Any:
     """One choice keyword's value in its list's spelling (Choices.spelled); a value no list holds because it
     cannot be looked up (a list, a dict: unhashable) one ConfigError, where the owners' `value not in LIST`
     checks (workload.check_dtype, quantization.weight_format) raised Python's "unhashable type"."""
+    if value is None or type(value) is str:  # the common cases, hashable (spelled: a string in its list's spelling)
+        return KEYWORD_CHOICES[name].spelled(value)
     from collections.abc import Hashable
 
     from .errors import ConfigError, show
@@ -514,6 +516,8 @@ def spell_fields(instance: Any) -> None:
             object.__setattr__(instance, field.name, plain(value))
     for name in KEYWORD_CHOICES:
         value = getattr(instance, name, None)
+        if value is None:  # unset (or no such field): nothing to spell
+            continue
         spelled = spelled_choice(f"{type(instance).__name__.lower()}: ", name, value)
         if spelled is not value:
             object.__setattr__(instance, name, spelled)
