@@ -49,8 +49,12 @@ FIRST = {"olmo2-32b-blog olmo2-32b hsdp 1024xh100": 1.128,
          "gpu-hours-olmo3 32b 5.5T tokens": 1.686}
 
 
+# wt46_mgsoftmax: a recomputed forward pays its leaves' launches again (StepTime.compute): OLMo 2 32B 1.128 -> 1.126
+MOVED = {"olmo2-32b-blog olmo2-32b hsdp 1024xh100": 1.126}
+
+
 def test_first_computed_ratios_of_a_few_rows(published_tables):
-    assert_first_computed(SOURCES, FIRST, {}, tables=published_tables)
+    assert_first_computed(SOURCES, FIRST, MOVED, tables=published_tables)
 
 
 FIRST_STATS = {"training rates": ((1, 12.8, 1, 0, 0), (1.128, 1.128)),

@@ -73,11 +73,17 @@ FIRST = {"mcore-moe-report deepseek-v3 mxfp8 tp1 pp4 ep64 vpp4 256xgb300": 1.189
          "mcore-moe-report qwen3-235b-a22b bf16 tp1 pp4 ep32 vpp12 256xgb200": 1.139,
          "mcore-moe-report qwen3-235b-a22b bf16 tp2 pp8 ep32 vpp4 256xh100": 1.14,
          "mcore-moe-report qwen3-235b-a22b mxfp8 tp4 pp4 cp4 ep32 vpp12 131072 128xgb300": 0.936}
-MOVED = {}
+# wt46_mgsoftmax (merged beside these rows): a recomputed forward pays its leaves' launches again (StepTime.compute),
+# so the four rows with selective recomputation move; each first figure is FIRST's
+MOVED = {"mcore-moe-report deepseek-v3 fp8-blockwise tp2 pp8 ep64 vpp4 1024xh100": 1.281,
+         "mcore-moe-report qwen3-235b-a22b mxfp8 tp1 pp4 ep64 vpp6 mbs3 256xgb200": 1.1,
+         "mcore-moe-report qwen3-235b-a22b bf16 tp1 pp4 ep32 vpp12 256xgb200": 1.136,
+         "mcore-moe-report qwen3-235b-a22b bf16 tp2 pp8 ep32 vpp4 256xh100": 1.138}
 
 FIRST_STATS = {"training rates": ((9, 10.1, 9, 4, 2), (0.929, 1.283)),
                "mcore-moe-report": ((9, 10.1, 9, 4, 2), (0.929, 1.283))}
-NOW_STATS = {**FIRST_STATS}
+NOW_STATS = {"training rates": ((9, 10.0, 9, 5, 2), (0.929, 1.281)),  # was FIRST_STATS' before wt46_mgsoftmax
+             "mcore-moe-report": ((9, 10.0, 9, 5, 2), (0.929, 1.281))}
 
 
 def test_first_computed_ratios_and_the_overlap_split(published_tables):
@@ -87,7 +93,8 @@ def test_first_computed_ratios_and_the_overlap_split(published_tables):
     assert_summaries(every, {k: v for k, v in train_groups(every, SOURCES).items() if v}, NOW_STATS)
     on = sorted(round(every[r["id"]], 3) for r in runs_of("mcore-moe-report") if r["overlap"].get("ep"))
     off = sorted(round(every[r["id"]], 3) for r in runs_of("mcore-moe-report") if not r["overlap"].get("ep"))
-    assert on == [1.101, 1.139, 1.14, 1.189, 1.283] and off == [0.929, 0.936, 1.009, 1.046]
+    # on was [1.101, 1.139, 1.14, 1.189, 1.283] before wt46_mgsoftmax
+    assert on == [1.1, 1.136, 1.138, 1.189, 1.281] and off == [0.929, 0.936, 1.009, 1.046]
 
 
 @pytest.mark.slow  # reads `published`'s shared table
