@@ -96,9 +96,9 @@ def test_state_exact_integer():
     (dict(XL, hidden_size=96), "multiple of 64"),
     (dict(XL, num_heads=3), "num_heads"),
     # An infinite factor was a traceback (int() of inf / nan), a negative one named d_ff's value
-    (dict(XL, ffn_proj_factor=1e308), "hidden_size x ffn_proj_factor .1e\+308. is not a finite width"),
+    (dict(XL, ffn_proj_factor=1e308), r"hidden_size x ffn_proj_factor .1e\+308. is not a finite width"),
     (dict(XL, ffn_proj_factor=-1), "ffn_proj_factor must be a positive number or null, got -1"),
-    (dict(XL, qk_dim_factor=1e308), "hidden_size x qk_dim_factor .1e\+308. is not a finite width"),
+    (dict(XL, qk_dim_factor=1e308), r"hidden_size x qk_dim_factor .1e\+308. is not a finite width"),
     (dict(XL, v_dim_factor=float("inf")), "v_dim_factor must be a positive number"),
 ])
 def test_refused_configs(fields, message):
