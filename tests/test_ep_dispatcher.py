@@ -224,7 +224,8 @@ def test_the_recipes_dispatcher_on_published_rows():
     # + 28 of Megatron-Bridge's model verification cards (session 25, wt25_cards: every card row but GPT-OSS
     # 120B's two and 20B's all-to-all rows and the dense Qwen3 8B) and the DeepSeek-V3 GB200 guide's 13
     # (its Dispatcher column: AlltoAll, DeepEP, HybridEP)
-    assert sum(1 for run in data["runs"] if run.get("ep_dispatcher")) == 14 + 11 + 3 + 15 + 16 + 5 + 1 + 1 + 1 + 28 + 13
+    # + 9, the Megatron-Core MoE report's Table 11 (session 46, wt46_unseent: HybridEP on GB200/GB300, DeepEP on H100)
+    assert sum(1 for run in data["runs"] if run.get("ep_dispatcher")) == 14 + 11 + 3 + 15 + 16 + 5 + 1 + 1 + 1 + 28 + 13 + 9
     assert all(run["ep_dispatcher"] == "hybridep" for run in data["runs"] if "nemotron-3" in run["id"]
                and run.get("ep_dispatcher"))
 

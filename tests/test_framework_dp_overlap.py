@@ -106,6 +106,8 @@ def test_the_python_api_takes_the_commands_default():
 #: its gradient reduction runs under, as its recipe states it (2/3: overlap_grad_reduce on; 0: off, or
 #: not stated and Megatron-LM's default): validate/FINDINGS.md, wt29_mgaudit, has each file and line.
 ROWS = {
+    # session 46 (wt46_unseent): the Megatron-Core MoE report's Table 11 (the distributed optimizer with its overlap, B.2)
+    "mcore-moe-report deepseek-v3 mxfp8 tp1 pp4 ep64 vpp4 256xgb300": 2 / 3,
     # session 45 (wt45_unseent): Megatron-LM's CI step times and its Llama example, one row a source: the rows whose
     # config sets --overlap-grad-reduce (the distributed optimizer's) state overlap params 1 and reduce at 2/3; the
     # others take Megatron's default, the reduction after the backward
@@ -268,9 +270,9 @@ def test_each_megatron_source_reduces_as_its_recipe_states():
     # session 42: the launcher's T5/BERT, the NVFP4 reproduction and the Swiss AI PR #23 (its MXFP8 row refused: MXFP8
     # parameter gather is not modelled, wt42_unseent2)
     assert refused == ["nemo-perf-nvfp4 llama3-8b mxfp8 8xb200"]
-    assert len(sources) == 89 and {row.split()[0] for row in ROWS} == sources  # 84 before session 45's 5 (wt45_unseent); 81 before session 44's 3 SQuAD sources
+    assert len(sources) == 90 and {row.split()[0] for row in ROWS} == sources  # 89 before session 46's 1 (wt46_unseent); 84 before session 45's 5 (wt45_unseent); 81 before session 44's 3 SQuAD sources
     assert {row: shares[row][0] for row in ROWS} == ROWS
-    assert len(shares) == 589  # session 45: wt45_unseent's 30 Megatron-LM rows; session 44: DeepLearningExamples' 6 SQuAD rows; session 42: the launcher's 4 T5 and 2 BERT rows, 3 NVFP4-reproduction rows, Swiss AI's PR #23; session 41: DGX Cloud's 16 Grok-1 and Maverick rows; session 37: nanochat's two rows, MLPerf v5.1's 21; session 40: MLPerf's 22, Swiss AI's 2
-    assert sum(dp == 2 / 3 and zero != 3 for dp, zero in shares.values()) == 487  # session 45's 15 (6 CI speed, 6 CI distopt, 3 Llama example); session 44's 6 SQuAD rows; session 42's 4; session 41's 16; session 37: MLPerf v5.1's 21; session 40's 24
+    assert len(shares) == 598  # session 46: the MoE report's 9 rows; session 45: wt45_unseent's 30 Megatron-LM rows; session 44: DeepLearningExamples' 6 SQuAD rows; session 42: the launcher's 4 T5 and 2 BERT rows, 3 NVFP4-reproduction rows, Swiss AI's PR #23; session 41: DGX Cloud's 16 Grok-1 and Maverick rows; session 37: nanochat's two rows, MLPerf v5.1's 21; session 40: MLPerf's 22, Swiss AI's 2
+    assert sum(dp == 2 / 3 and zero != 3 for dp, zero in shares.values()) == 496  # session 46's 9 (the MoE report); session 45's 15 (6 CI speed, 6 CI distopt, 3 Llama example); session 44's 6 SQuAD rows; session 42's 4; session 41's 16; session 37: MLPerf v5.1's 21; session 40's 24
     assert sum(dp == 0.0 for dp, _ in shares.values()) == 91  # session 45: the 15 CI rows without --overlap-grad-reduce; session 42: the launcher's six T5/BERT rows; session 37: nanochat's two, after the backward
     assert sum(zero == 3 for _, zero in shares.values()) == 11

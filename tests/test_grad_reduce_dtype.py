@@ -165,6 +165,7 @@ def test_every_megatron_bridge_megatron_row_states_the_recipes_bf16_reduce():
     stating = (*pages, "megatron-bridge-cards", "megatron-lm-dsv3-gb200")  # session 25's sources state their recipes' too
     stating += ("dgxc-25.02-nemotron",)  # session 26: the 340B yaml's grad_sync_dtype bf16, row by row (the 15B's fp32)
     stating += ("megatron-bridge-docs",)  # session 30: set_qwen3_common_configs' grad_reduce_in_fp32 False at 1faf74e32
+    stating += ("mcore-moe-report",)  # session 46 (wt46_unseent): its B.2 settings, DeepSeek-V3's gradients reduced in fp32
     assert not any(run.get("grad_reduce_dtype") for run in data["runs"] if run["id"].split()[0] not in stating)
 
 

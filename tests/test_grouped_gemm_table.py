@@ -51,9 +51,10 @@ def test_every_moe_training_rows_experts_run_512_rows_or_more():
     got = expert_rows()
     # 185 before session 41 (wt41_unseent2): its DGX Cloud Grok-1 (2) and Maverick (6) rows; 203 with wt41_etp's eight at
     # expert tensor parallelism 4 (integ41 counted 195 here, its pin 193 left behind by a merge)
-    assert len(got) == 203
+    # 212 with session 46's nine Megatron-Core MoE report rows (wt46_unseent)
+    assert len(got) == 212
     sizes = sorted(m for _, m, _ in got)
-    assert sizes[:17] == [512] * 2 + [547] * 2 + [1024] * 12 + [1536] and sizes[-1] == 32768
+    assert sizes[:17] == [512] * 2 + [547] * 2 + [1024] * 12 + [1536] and sizes[-1] == 49152  # 32,768 before the MoE report's Qwen3 235B at micro-batch 3: 3 x 4,096 x top-8 / 128 x EP 64
     zoo = dict((run, (m, count)) for run, m, count in got)["modelzoo-qwen3 235b deepep tp4 ep8 pp8 vpp4 256xh100"]
     assert zoo == (4096 // 4 * 8 // 128 * 8, 16) == (512, 16)
 

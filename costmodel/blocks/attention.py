@@ -18,6 +18,7 @@ from .base import (
     Backward, BackwardStep, Block, Cost, LinearOp, Profile, Tensor, linear_bytes, linear_flops, make_cost, weight_and_bias,
     weight_matrix,
 )
+from .megatron_softmax import MEGATRON_CAUSAL_VECTOR, MEGATRON_SOFTMAX_MASK_BYTES
 
 
 #: Bytes of the per-tensor scales a quantized KV cache keeps beside one layer's keys and values:
@@ -437,20 +438,6 @@ class AttentionScores(AttentionCore):
         return S.e * S.b * self.qk_dim * (queries * self.q_len + keys * self.k_len)
 
 
-# Megatron's fused softmax kernels as their code loads a row (blocks/attention.py Softmax.fused_softmax_bytes), read at
-# NVIDIA/Megatron-LM cbad126 (March 2021, Narayanan et al.'s runs) and 00129014 (Korthikanti et al.'s):
-# megatron/fused_kernels/scaled_upper_triang_masked_softmax.h, forward and backward: `local_seq = blockIdx.x + 1`,
-# loads `if (element_index < batch_element_count)` (batch_element_count = local_seq), stores `if (element_index <
-# element_count)` (the whole row, zeros above the diagonal). The load's vector: one element at cbad126
-# (src[...] a thread an instruction), copy_vector<half, 4> at 00129014 (b1a8337, 2021-03-16, "softmax data
-# load/store optimization"; apex's csrc/megatron copy, which Megatron-Core and NeMo call, keeps it). The model takes
-# 00129014's 4; cbad126's 1 loads (s + 1) / 2s of the scores, 0.0015 B a 16-bit score less at 2,048 keys (0.05%).
-MEGATRON_CAUSAL_VECTOR = 4
-# scaled_masked_softmax.h (the padding mask) loads the uint8 mask for every score it reads (cbad126: `mask[itr_idx]`;
-# 00129014: copy_vector<uint8_t, 4>(temp_mask, mask + itr_idx)), the mask's [b, 1, sq, sk] again for each head.
-MEGATRON_SOFTMAX_MASK_BYTES = 1
-
-
 @dataclass(frozen=True)
 class Softmax(AttentionCore):
     """Softmax over keys for every (query, key) pair (inside the kernel when fused).
@@ -492,27 +479,20 @@ class Softmax(AttentionCore):
         """(forward, backward) bytes of Megatron's fused scale-mask-softmax and the probabilities' dropout
         (facts.fused_scale_mask_softmax; NVIDIA/Megatron-LM megatron/model/transformer.py ParallelAttention at
         cbad126, Megatron-Core's DotProductAttention alike), each kernel's loads and stores as its code issues them
-        (MEGATRON_CAUSAL_VECTOR, MEGATRON_SOFTMAX_MASK_BYTES: read at cbad126 and 00129014):
-          causal (scaled_upper_triang_masked_softmax): row r (from 0) loads its first r + 1 scores in copy vectors
-            of MEGATRON_CAUSAL_VECTOR elements and stores the whole row (zeros above the diagonal); its backward
-            loads the output and the gradient up to the diagonal alike and stores the whole row. Over s rows of s
-            (s a multiple of the vector: the kernel needs sq % 4 == 0) a row loads (s + v) / 2 of its s scores:
-            about 3 B a 16-bit score forward and 4 B backward at 2,048, not 4 and 6;
-          padding (scaled_masked_softmax, a non-causal or cross attention): reads every score and the uint8 mask
-            ([b, 1, sq, sk], each head's warps load their batch's mask again: 1 B a score as loaded), writes the
-            row; backward reads the output and the gradient, writes the scores' gradient (3 e).
+        (blocks/megatron_softmax.py, read at cbad126 and 00129014): causal, a row loads (s + v) / 2 of its s scores
+        (v = MEGATRON_CAUSAL_VECTOR) and stores the whole row, forward and backward alike (about 3 B a 16-bit score
+        forward and 4 B backward at 2,048, not 4 and 6); padding (a non-causal or cross attention) reads every
+        score and its uint8 mask, writes the row, backward 3 e.
         torch's fused dropout reads the probabilities and writes its output and a mask (2 e + the mask's byte;
         backward reads the gradient and the mask, writes one: the same). flash_attn's SelfAttention
         (facts.softmax_dropout_passes; mha.py lines 187-188: torch.softmax(scores, dim=-1, dtype=v.dtype), then
-        nn.Dropout, over rows whose masked part a pass of its own filled) moves whole rows: aten's softmax reads and
-        writes them (2 e), its backward (_softmax_backward_data) reads the output and the gradient (3 e)."""
+        nn.Dropout) moves whole rows: aten's softmax 2 e, its backward (_softmax_backward_data) 3 e."""
         pairs = self.pairs
         dropout = (2 * S.e + self.profile.mask_bytes) * pairs if self.profile.probs_dropout else ZERO
         if not self.profile.facts.fused_scale_mask_softmax:
             return 2 * S.e * pairs + dropout, 3 * S.e * pairs + dropout
         if self.causal and not self.cross:
-            vector = MEGATRON_CAUSAL_VECTOR
-            loaded = pairs * (self.k_len + vector) / (2 * self.k_len)
+            loaded = pairs * (self.k_len + MEGATRON_CAUSAL_VECTOR) / (2 * self.k_len)
             return S.e * (loaded + pairs) + dropout, S.e * (2 * loaded + pairs) + dropout
         return (2 * S.e + MEGATRON_SOFTMAX_MASK_BYTES) * pairs + dropout, 3 * S.e * pairs + dropout
 
