@@ -136,7 +136,8 @@ def lora_step(cfg: ModelConfig, workload: Workload, tune: Any, hardware: Hardwar
         parts["base_forward"] += count * forward
         parts["base_backward"] += count * backward
         parts["rerun"] += count * kernels_seconds(reruns, timer)
-        parts["launches"] += count * 3 * timer.leaf_launch_seconds(leaf, len(kernels))
+        # a pass each of forward and backward's two, and the recomputed forward's once more (StepTime.compute)
+        parts["launches"] += count * (3 + bool(reruns)) * timer.leaf_launch_seconds(leaf, len(kernels))
         flops["base"] += count * sum(k.flops * (2 + bool(reruns)) for k in frozen)
         if nf4 is not None and leaf.cost.matrices:  # the LM head (no matrices) stays unquantized
             uses = 2 + sum(1 for k in reruns if _weight_gemm(leaf, k)) // max(len(frozen), 1)

@@ -35,7 +35,7 @@ def test_a_compiled_torch_ring_exposes_its_sends():
     sent = timer.collective("cp", "send", cp["send"] / m)
     assert (gathered, sent) == (pytest.approx(0.9983, abs=1e-4), pytest.approx(0.5700, abs=1e-4))
     assert timer.stage(stage)["cp"] == pytest.approx(gathered + sent, rel=1e-12)
-    assert timer.step()["seconds"] == pytest.approx(44.370, abs=1e-3)
+    assert timer.step()["seconds"] == pytest.approx(44.372, abs=1e-3)  # 44.370 before wt46_mgsoftmax (rerun launches)
 
 
 def test_an_eager_ring_hides_its_sends():

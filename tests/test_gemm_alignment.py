@@ -83,5 +83,6 @@ def test_a_gpt_rows_vocabulary_share_changes_its_sources_vocabulary():
     share = G.vocabulary_share("nemo-launcher-2022 gpt3-5b 8xa100-80gb")
     # 0.038 before session 43's Megatron attention rules (its one QKV GEMM and fused softmax shorten the rest of the
     # step: 0.042), 0.041 with session 44's dense-path passes (facts.json megatron_dense_passes)
-    assert round(share, 3) == 0.041
+    # 0.042 since wt46_mgsoftmax: the recomputed forward's launches added to the step
+    assert round(share, 3) == 0.042
     assert round(G.vocabulary_share("flash-attention-1-hf gpt2-small 1k"), 3) == 0.118  # a preset's row, as before

@@ -92,7 +92,7 @@ def test_the_fp8_rows_all_reduce_their_amaxes_as_composer_runs_them():
 # wt33_small (session 33) with the embedding's zeroed dense gradient each micro-batch (costmodel/embedding_grad.py: was
 # 4473.9, 9721.6)
 FP8_PREDICTED = {
-    "llm-foundry-2024 mpt-3b 32768 fp8 8xh100-sxm": (4473.8, 9721.5),
+    "llm-foundry-2024 mpt-3b 32768 fp8 8xh100-sxm": (4473.3, 9718.4),  # (4473.8, 9721.5) before wt46_mgsoftmax
     "llm-foundry-2024 mpt-3b 8192 fp8 8xh100-sxm": (16722.9, 30460.4),
     "llm-foundry-2024 mpt-3b 2048 fp8 8xh100-sxm": (29950.8, 47239.8),
     "llm-foundry-2024 mpt-3b 512 fp8 8xh100-sxm": (40606.3, 54991.6),

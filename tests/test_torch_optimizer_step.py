@@ -49,8 +49,8 @@ def test_torchtitan_8b_step_on_8_gpus():
     seconds = row_steps(ROW, "torchtitan", ("fused", "torch-foreach"))
     assert seconds["fused"]["optimizer_seconds"] == pytest.approx(0.014638, rel=1e-4)
     assert seconds["torch-foreach"]["optimizer_seconds"] == pytest.approx(0.014638 * 92 / 28, rel=1e-4)
-    assert seconds["fused"]["seconds"] == pytest.approx(2.6243, abs=1e-4)
-    assert seconds["torch-foreach"]["seconds"] == pytest.approx(2.6577, abs=1e-4)
+    assert seconds["fused"]["seconds"] == pytest.approx(2.6265, abs=1e-4)  # 2.6243 before wt46_mgsoftmax (rerun launches)
+    assert seconds["torch-foreach"]["seconds"] == pytest.approx(2.6600, abs=1e-4)  # 2.6577 before wt46_mgsoftmax (rerun launches)
 
 
 def test_to_dict_names_a_torch_step_only():

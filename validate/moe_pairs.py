@@ -95,7 +95,8 @@ def compute_split(step_time: KernelStepTime, stage: Any) -> dict[str, float]:
     layers = moe_layers(estimate, stage)
     out["FP8 casts"] += quantize_seconds(estimate, step_time.hardware, layers, step_time.moe_op_fuser)
     active = sum(count * step_time.part_seconds.get(key, (0.0, 0))[1] for key, count in runs.items())
-    out["launches"] = 3 * active * step_time.overhead_s
+    reruns = sum(count * step_time.part_reruns.get(key, 0) for key, count in runs.items())  # StepTime.compute's
+    out["launches"] = (3 * active + reruns) * step_time.overhead_s
     return out
 
 
