@@ -91,10 +91,9 @@ def _tensors(layers: int, hidden: int, inner: int, group: int = 128) -> dict:
     return tensors
 
 
-def _model(model, folder: Path, layers: int, record: Calls):
-    """An ExLlama of `layers` layers without its __init__ (no file read), its cache at 4 tokens, and the move tracker."""
-    import torch
-
+def _config(model, folder: Path, layers: int):
+    """The small ExLlamaConfig both builds read (written to `folder`, max_seq_len 16), with its hidden size, heads,
+    inner size and vocabulary."""
     hidden, heads, inner, vocab = 256, 2, 512, 64
     (folder / "config.json").write_text(json.dumps({
         "bos_token_id": 1, "eos_token_id": 2, "pad_token_id": 0, "hidden_size": hidden, "initializer_range": 0.02,
@@ -102,6 +101,14 @@ def _model(model, folder: Path, layers: int, record: Calls):
         "vocab_size": vocab}))
     config = model.ExLlamaConfig(str(folder / "config.json"))
     config.max_seq_len = 16
+    return config, hidden, heads, inner, vocab
+
+
+def _model(model, folder: Path, layers: int, record: Calls):
+    """An ExLlama of `layers` layers without its __init__ (no file read), its cache at 4 tokens, and the move tracker."""
+    import torch
+
+    config, hidden, heads, inner, vocab = _config(model, folder, layers)
     tensors = _tensors(layers, hidden, inner)
     head_dim = hidden // heads
     sin = cos = torch.zeros(1, 1, config.max_seq_len, head_dim, dtype=torch.float16)
@@ -185,13 +192,7 @@ def _module_model(model, folder: Path, layers: int, act_order: bool):
     so each product first remaps the activation's columns)."""
     import torch
 
-    hidden, heads, inner, vocab = 256, 2, 512, 64
-    (folder / "config.json").write_text(json.dumps({
-        "bos_token_id": 1, "eos_token_id": 2, "pad_token_id": 0, "hidden_size": hidden, "initializer_range": 0.02,
-        "intermediate_size": inner, "num_attention_heads": heads, "num_hidden_layers": layers, "rms_norm_eps": 1e-6,
-        "vocab_size": vocab}))
-    config = model.ExLlamaConfig(str(folder / "config.json"))
-    config.max_seq_len = 16
+    config, hidden, heads, inner, vocab = _config(model, folder, layers)
     config.device_map.norm = config.device_map.lm_head = _OnGpu("cpu")
     config.device_map.layers = [_OnGpu("cpu")] * layers
     tensors = _tensors(layers, hidden, inner)
